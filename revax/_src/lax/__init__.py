@@ -1,0 +1,9 @@
+"""revax's primitive families; this package re-exports every family's public wrappers."""
+from revax._src.lax.binary import *  # noqa: F401,F403
+from revax._src.lax.comparison import *  # noqa: F401,F403
+from revax._src.lax.conversion import *  # noqa: F401,F403
+from revax._src.lax.reductions import *  # noqa: F401,F403
+from revax._src.lax.shapes import *  # noqa: F401,F403
+from revax._src.lax.slicing import *  # noqa: F401,F403
+from revax._src.lax.sorting import *  # noqa: F401,F403
+from revax._src.lax.unary import *  # noqa: F401,F403

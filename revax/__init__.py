@@ -1,0 +1,19 @@
+"""revax: composable transformations of numerical programs (jit, grad, vmap, invertible AD),
+compiled by XLA through the PJRT C API."""
+from revax._src.core.config import config as config
+from revax._src.runtime.array import Array as Array
+from revax._src.api import block_until_ready as block_until_ready
+from revax._src.api import device_count as device_count
+from revax._src.api import device_get as device_get
+from revax._src.api import device_put as device_put
+from revax._src.api import devices as devices
+from revax._src.api import eval_shape as eval_shape
+from revax._src.api import make_jaxpr as make_jaxpr
+from revax._src.api import ShapeDtypeStruct as ShapeDtypeStruct
+from revax._src.jit import jit as jit
+
+from revax import lax as lax
+from revax import numpy as numpy
+from revax import tree_util as tree_util
+
+__version__ = "0.1.0"

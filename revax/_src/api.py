@@ -1,0 +1,144 @@
+"""The public transformations: jit, make_jaxpr, eval_shape, device_put, devices.
+
+(grad, vjp, jvp, vmap, checkpoint and invertible join this module as their interpreters land.)
+"""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from revax._src import tree_util
+from revax._src.core.avals import ShapedArray, get_aval, pytype_aval_mappings
+from revax._src.core.jaxpr import ClosedJaxpr
+from revax._src.core.trace import Tracer
+from revax._src.interpreters import dispatch, staging
+from revax._src.jit import jit
+from revax._src.runtime.array import Array
+
+
+def make_jaxpr(fun, static_argnums=(), return_shape=False):
+  """A function that returns the jaxpr of `fun` traced at the given arguments.
+
+  Args:
+    fun: the function to trace.
+    static_argnums: positions of arguments to treat as fixed Python values.
+    return_shape: also return the output's structure as `ShapeDtypeStruct`s.
+
+  Returns:
+    `(*args, **kwargs) -> ClosedJaxpr` (or `(ClosedJaxpr, shapes)` with return_shape).
+
+  Example:
+    >>> print(revax.make_jaxpr(revax.numpy.sin)(1.0))
+    { lambda ; a:f32[]. let b:f32[] = sin a in (b,) }
+  """
+  static_argnums = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
+
+  @functools.wraps(fun)
+  def make(*args, **kwargs):
+    static = {i % len(args) for i in static_argnums}
+    dyn = [a for i, a in enumerate(args) if i not in static]
+    leaves, treedef = tree_util.tree_flatten((dyn, kwargs))
+    avals = [_abstractify(x) for x in leaves]
+    out_store = {}
+
+    def flat_fun(*flat):
+      d, kw = tree_util.tree_unflatten(treedef, flat)
+      it = iter(d)
+      full = [args[i] if i in static else next(it) for i in range(len(args))]
+      out = fun(*full, **kw)
+      flat_out, out_store["tree"] = tree_util.tree_flatten(out)
+      return flat_out
+
+    jaxpr, consts = staging.trace_to_jaxpr(flat_fun, avals)
+    closed = ClosedJaxpr(jaxpr, consts)
+    if return_shape:
+      shapes = [ShapeDtypeStruct(a.shape, a.dtype) for a in jaxpr.out_avals]
+      return closed, tree_util.tree_unflatten(out_store["tree"], shapes)
+    return closed
+
+  return make
+
+
+class ShapeDtypeStruct:
+  """A shape and dtype standing in for an array (what `eval_shape` returns)."""
+  __slots__ = ("shape", "dtype", "weak_type")
+
+  def __init__(self, shape, dtype, weak_type=False):
+    self.shape = tuple(shape)
+    self.dtype = np.dtype(dtype)
+    self.weak_type = weak_type
+
+  ndim = property(lambda self: len(self.shape))
+  size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
+
+  def __repr__(self):
+    return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name})"
+
+  def __eq__(self, other):
+    return (isinstance(other, ShapeDtypeStruct) and self.shape == other.shape
+            and self.dtype == other.dtype)
+
+  def __hash__(self):
+    return hash((self.shape, self.dtype))
+
+
+def _abstractify(x) -> ShapedArray:
+  if isinstance(x, ShapeDtypeStruct):
+    return ShapedArray(x.shape, x.dtype, x.weak_type)
+  return get_aval(x)
+
+
+pytype_aval_mappings[ShapeDtypeStruct] = _abstractify
+
+
+def eval_shape(fun, *args, **kwargs):
+  """The output shapes and dtypes of `fun(*args, **kwargs)`, computed without running it.
+
+  Arguments may be arrays or `ShapeDtypeStruct`s.
+  """
+  leaves, treedef = tree_util.tree_flatten((args, kwargs))
+  out_store = {}
+
+  def flat_fun(*flat):
+    a, kw = tree_util.tree_unflatten(treedef, flat)
+    flat_out, out_store["tree"] = tree_util.tree_flatten(fun(*a, **kw))
+    return flat_out
+
+  jaxpr, _ = staging.trace_to_jaxpr(flat_fun, [_abstractify(x) for x in leaves])
+  shapes = [ShapeDtypeStruct(a.shape, a.dtype, a.weak_type) for a in jaxpr.out_avals]
+  return tree_util.tree_unflatten(out_store["tree"], shapes)
+
+
+def devices(backend=None):
+  """The devices of the (CPU) backend, e.g. `[CpuDevice(id=0)]`."""
+  from revax._src.runtime.client import get_backend
+  return list(get_backend().devices)
+
+
+def device_count() -> int:
+  return len(devices())
+
+
+def device_put(x, device=None):
+  """Place arrays (a pytree of them) on `device` (default: the first device) as revax Arrays."""
+  def put(leaf):
+    if isinstance(leaf, Tracer):
+      return leaf
+    arr = dispatch.to_array(leaf)
+    buf = arr._device_buffer(device)
+    return Array(arr.aval, npy=arr._npy, buf=buf)
+  return tree_util.tree_map(put, x)
+
+
+def device_get(x):
+  """Bring arrays (a pytree of them) to the host as NumPy arrays."""
+  return tree_util.tree_map(lambda l: np.asarray(l) if isinstance(l, Array) else l, x)
+
+
+def block_until_ready(x):
+  """Wait for every array in the pytree `x` to be computed; returns `x`."""
+  for leaf in tree_util.tree_leaves(x):
+    if isinstance(leaf, Array):
+      leaf.block_until_ready()
+  return x

@@ -1,0 +1,209 @@
+"""dtypes and type promotion, following JAX.
+
+revax canonicalizes 64-bit types to 32-bit ones unless `enable_x64` is set, treats Python scalars
+as *weakly typed* (they adopt the dtype of the array they meet), and promotes with JAX's type
+lattice rather than NumPy's value-based rules, so `int8 + 1` stays int8 and `f16 + 1.0` stays f16.
+"""
+from __future__ import annotations
+
+import functools
+
+import ml_dtypes
+import numpy as np
+
+from revax._src.core.config import config
+
+bfloat16 = np.dtype(ml_dtypes.bfloat16)
+float0 = np.dtype([("float0", np.void, 0)])  # the tangent type of integer and bool values
+
+bool_ = np.dtype(np.bool_)
+int8, int16, int32, int64 = (np.dtype(t) for t in (np.int8, np.int16, np.int32, np.int64))
+uint8, uint16, uint32, uint64 = (np.dtype(t) for t in (np.uint8, np.uint16, np.uint32, np.uint64))
+float16, float32, float64 = (np.dtype(t) for t in (np.float16, np.float32, np.float64))
+complex64, complex128 = np.dtype(np.complex64), np.dtype(np.complex128)
+
+_SIGNED = (int8, int16, int32, int64)
+_UNSIGNED = (uint8, uint16, uint32, uint64)
+_FLOATS = (bfloat16, float16, float32, float64)
+_COMPLEX = (complex64, complex128)
+SUPPORTED = (bool_,) + _SIGNED + _UNSIGNED + _FLOATS + _COMPLEX
+
+_X64_TO_X32 = {int64: int32, uint64: uint32, float64: float32, complex128: complex64}
+
+_SHORT_NAMES = {bool_: "bool", bfloat16: "bf16", float16: "f16", float32: "f32", float64: "f64",
+                int8: "i8", int16: "i16", int32: "i32", int64: "i64", uint8: "u8", uint16: "u16",
+                uint32: "u32", uint64: "u64", complex64: "c64", complex128: "c128", float0: "float0"}
+
+
+def short_name(dtype) -> str:
+  """'f32' for float32, as in printed jaxprs."""
+  return _SHORT_NAMES[np.dtype(dtype)]
+
+
+def is_float(dtype) -> bool:
+  return np.dtype(dtype) in _FLOATS
+
+
+def issubdtype(dtype, category) -> bool:
+  """np.issubdtype that also knows that bfloat16 is a floating type."""
+  dtype = np.dtype(dtype)
+  if dtype == bfloat16 and isinstance(category, type) and issubclass(category, np.generic):
+    return category in (np.floating, np.inexact, np.number, np.generic)
+  return np.issubdtype(dtype, category)
+
+
+def is_inexact(dtype) -> bool:
+  return np.dtype(dtype) in _FLOATS or np.dtype(dtype) in _COMPLEX
+
+
+def is_complex(dtype) -> bool:
+  return np.dtype(dtype) in _COMPLEX
+
+
+def is_integer(dtype) -> bool:
+  return np.dtype(dtype) in _SIGNED or np.dtype(dtype) in _UNSIGNED
+
+
+def is_signed_integer(dtype) -> bool:
+  return np.dtype(dtype) in _SIGNED
+
+
+def is_unsigned_integer(dtype) -> bool:
+  return np.dtype(dtype) in _UNSIGNED
+
+
+def is_bool(dtype) -> bool:
+  return np.dtype(dtype) == bool_
+
+
+def canonicalize_dtype(dtype) -> np.dtype:
+  """The dtype revax computes in for `dtype`: 64-bit types become 32-bit ones without x64."""
+  dtype = np.dtype(dtype)
+  if dtype not in _SHORT_NAMES:
+    raise TypeError(f"revax does not support dtype {dtype}; supported dtypes are "
+                    f"{', '.join(d.name for d in SUPPORTED)}")
+  if not config.x64_enabled:
+    return _X64_TO_X32.get(dtype, dtype)
+  return dtype
+
+
+def default_int_dtype() -> np.dtype:
+  return int64 if config.x64_enabled else int32
+
+
+def default_uint_dtype() -> np.dtype:
+  return uint64 if config.x64_enabled else uint32
+
+
+def default_float_dtype() -> np.dtype:
+  return float64 if config.x64_enabled else float32
+
+
+def default_complex_dtype() -> np.dtype:
+  return complex128 if config.x64_enabled else complex64
+
+
+# --- JAX's type-promotion lattice ----------------------------------------------------------------
+# Nodes are dtypes plus the weak categories 'i*', 'f*', 'c*' of Python int, float and complex.
+_I, _F, _C = "i*", "f*", "c*"
+_EDGES = {
+    bool_: [_I],
+    _I: [uint8, int8],
+    uint8: [int16, uint16], uint16: [int32, uint32], uint32: [int64, uint64], uint64: [_F],
+    int8: [int16], int16: [int32], int32: [int64], int64: [_F],
+    _F: [bfloat16, float16, _C],
+    bfloat16: [float32], float16: [float32], float32: [float64, complex64], float64: [complex128],
+    _C: [complex64], complex64: [complex128], complex128: [],
+}
+
+
+def _upper_bounds():
+  ub = {}
+
+  def visit(n):
+    if n not in ub:
+      s = {n}
+      for m in _EDGES[n]:
+        s |= visit(m)
+      ub[n] = frozenset(s)
+    return ub[n]
+
+  for n in _EDGES:
+    visit(n)
+  return ub
+
+
+_UB = _upper_bounds()
+
+
+@functools.lru_cache(maxsize=4096)
+def _join(nodes: frozenset):
+  common = frozenset.intersection(*(_UB[n] for n in nodes))
+  for c in common:  # the least upper bound: the common bound below all other common bounds
+    if common <= _UB[c]:
+      return c
+  raise TypeError(f"no common type for {sorted(map(str, nodes))}")  # unreachable for our lattice
+
+
+def _node(dtype, weak):
+  dtype = np.dtype(dtype)
+  if weak:
+    if dtype in _SIGNED or dtype in _UNSIGNED:
+      return _I
+    if dtype in _FLOATS:
+      return _F
+    if dtype in _COMPLEX:
+      return _C
+  if dtype in _X64_TO_X32 and not config.x64_enabled:
+    dtype = _X64_TO_X32[dtype]
+  return dtype
+
+
+def promote_types_weak(*dtypes_and_weak):
+  """Join of (dtype, weak_type) pairs in JAX's lattice. Returns (dtype, weak_type)."""
+  nodes = frozenset(_node(d, w) for d, w in dtypes_and_weak)
+  if len(nodes) == 1:
+    (n,) = nodes
+  else:
+    n = _join(nodes)
+  if n == _I:
+    return default_int_dtype(), True
+  if n == _F:
+    return default_float_dtype(), True
+  if n == _C:
+    return default_complex_dtype(), True
+  return n, False
+
+
+def promote_types(a, b) -> np.dtype:
+  """Like jax.numpy.promote_types: the strong-typed join of two dtypes."""
+  return promote_types_weak((a, False), (b, False))[0]
+
+
+# --- dtypes of Python values ---------------------------------------------------------------------
+_PY_SCALAR_KIND = {bool: (bool_, False), int: ("int", True), float: ("float", True),
+                   complex: ("complex", True)}
+
+
+def scalar_dtype(x) -> tuple[np.dtype, bool]:
+  """(dtype, weak_type) of a Python scalar."""
+  kind, weak = _PY_SCALAR_KIND[type(x)]
+  if kind == "int":
+    return default_int_dtype(), True
+  if kind == "float":
+    return default_float_dtype(), True
+  if kind == "complex":
+    return default_complex_dtype(), True
+  return bool_, False
+
+
+def is_python_scalar(x) -> bool:
+  return type(x) in _PY_SCALAR_KIND
+
+
+def iinfo(dtype):
+  return ml_dtypes.iinfo(np.dtype(dtype))
+
+
+def finfo(dtype):
+  return ml_dtypes.finfo(np.dtype(dtype))

@@ -1,0 +1,201 @@
+"""The jaxpr IR: a typed, first-order program of primitive applications.
+
+A `Jaxpr` has constant variables, input variables, a list of equations and output atoms. Each
+`JaxprEqn` applies one primitive to atoms (variables or literals) with hashable params and defines
+new variables. A `ClosedJaxpr` pairs a jaxpr with the values of its constants. Printing follows
+JAX's text form: `{ lambda ; a:f32[3]. let b:f32[3] = exp a in (b,) }`.
+"""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from revax._src.core.avals import ShapedArray
+
+
+class Var:
+  """A variable of a jaxpr; identity is the object (names are given when printing)."""
+  __slots__ = ("aval", "_id")
+  _ids = itertools.count()
+
+  def __init__(self, aval: ShapedArray):
+    self.aval = aval
+    self._id = next(Var._ids)
+
+  def __repr__(self):
+    return f"Var(id={self._id}){self.aval.str_short()}"
+
+
+class DropVar(Var):
+  """An output variable nobody reads (printed `_`)."""
+  __slots__ = ()
+
+
+class Literal:
+  """A scalar constant written inline in an equation."""
+  __slots__ = ("val", "aval")
+
+  def __init__(self, val, aval: ShapedArray):
+    self.val = val
+    self.aval = aval
+
+  def __repr__(self):
+    return f"Literal({_fmt_scalar(self.val)}:{self.aval.str_short()})"
+
+
+Atom = Var | Literal
+
+
+class JaxprEqn:
+  """`outvars = primitive[params] invars`."""
+  __slots__ = ("primitive", "invars", "outvars", "params")
+
+  def __init__(self, primitive, invars, outvars, params):
+    self.primitive = primitive
+    self.invars = list(invars)
+    self.outvars = list(outvars)
+    self.params = dict(params)
+
+  def replace(self, **kw) -> "JaxprEqn":
+    return JaxprEqn(kw.get("primitive", self.primitive), kw.get("invars", self.invars),
+                    kw.get("outvars", self.outvars), kw.get("params", self.params))
+
+  def __repr__(self):
+    return pp_eqn(self, _Names())
+
+
+class Jaxpr:
+  """`{ lambda constvars ; invars . let eqns in outvars }`."""
+  __slots__ = ("constvars", "invars", "outvars", "eqns")
+
+  def __init__(self, constvars, invars, outvars, eqns):
+    self.constvars = list(constvars)
+    self.invars = list(invars)
+    self.outvars = list(outvars)
+    self.eqns = list(eqns)
+
+  in_avals = property(lambda self: [v.aval for v in self.invars])
+  out_avals = property(lambda self: [v.aval for v in self.outvars])
+
+  def __str__(self):
+    return pp_jaxpr(self, _Names(), indent=0)
+
+  __repr__ = __str__
+
+  def pretty_print(self) -> str:
+    return str(self)
+
+
+class ClosedJaxpr:
+  """A jaxpr together with the values of its constvars. Hashed by identity (like JAX's)."""
+  __slots__ = ("jaxpr", "consts", "__weakref__")
+
+  def __init__(self, jaxpr: Jaxpr, consts=()):
+    if len(consts) != len(jaxpr.constvars):
+      raise ValueError(f"ClosedJaxpr: {len(jaxpr.constvars)} constvars but {len(consts)} consts")
+    self.jaxpr = jaxpr
+    self.consts = list(consts)
+
+  in_avals = property(lambda self: self.jaxpr.in_avals)
+  out_avals = property(lambda self: self.jaxpr.out_avals)
+  eqns = property(lambda self: self.jaxpr.eqns)
+
+  def __str__(self):
+    return str(self.jaxpr)
+
+  __repr__ = __str__
+
+  def pretty_print(self) -> str:
+    return str(self.jaxpr)
+
+
+# --- pretty printing ------------------------------------------------------------------------------
+class _Names:
+  """Names variables a, b, ..., z, ba, bb, ... in order of first appearance (as JAX does)."""
+
+  def __init__(self):
+    self.names = {}
+
+  def __call__(self, v) -> str:
+    if isinstance(v, Literal):
+      return f"{_fmt_scalar(v.val)}:{v.aval.str_short()}"
+    if isinstance(v, DropVar):
+      return "_"
+    name = self.names.get(v)
+    if name is None:
+      name = self.names[v] = _encode(len(self.names))
+    return name
+
+
+def _encode(i: int) -> str:
+  letters = "abcdefghijklmnopqrstuvwxyz"
+  s = letters[i % 26]
+  i //= 26
+  while i:
+    s = letters[i % 26] + s
+    i //= 26
+  return s
+
+
+def _fmt_scalar(val) -> str:
+  v = np.asarray(val)
+  if v.dtype == np.bool_:
+    return str(bool(v))
+  if np.issubdtype(v.dtype, np.integer):
+    return str(int(v))
+  if v.dtype.kind == "c":
+    return str(complex(v))
+  f = float(v)
+  return repr(f) if np.isfinite(f) else str(f)
+
+
+def _binder(names, v) -> str:
+  return f"{names(v)}:{v.aval.str_short()}"
+
+
+def _fmt_param(value, names, indent) -> str:
+  if isinstance(value, ClosedJaxpr):
+    value = value.jaxpr
+  if isinstance(value, Jaxpr):
+    return pp_jaxpr(value, names, indent + 2)
+  if isinstance(value, np.dtype):
+    return value.name
+  if isinstance(value, type) and issubclass(value, np.generic):
+    return np.dtype(value).name
+  if isinstance(value, tuple):
+    if value and all(isinstance(x, (Jaxpr, ClosedJaxpr)) for x in value):
+      return "(\n" + "".join(" " * (indent + 4) + _fmt_param(x, names, indent + 2) + "\n"
+                             for x in value) + " " * (indent + 2) + ")"
+    inner = ", ".join(_fmt_param(x, names, indent) for x in value)
+    return f"({inner},)" if len(value) == 1 else f"({inner})"
+  if callable(value) and hasattr(value, "__name__"):
+    return value.__name__
+  return str(value)
+
+
+def pp_eqn(eqn: JaxprEqn, names: _Names, indent: int = 0) -> str:
+  ins = " ".join(names(v) for v in eqn.invars)
+  outs = " ".join(_binder(names, v) for v in eqn.outvars)
+  params = [f"{k}={_fmt_param(v, names, indent)}" for k, v in sorted(eqn.params.items())]
+  if any("\n" in p for p in params):
+    pad = " " * (indent + 2)
+    body = "".join(f"{pad}{p}\n" for p in params)
+    return f"{outs} = {eqn.primitive.name}[\n{body}{' ' * indent}] {ins}".rstrip()
+  pstr = f"[{' '.join(params)}]" if params else ""
+  return f"{outs} = {eqn.primitive.name}{pstr} {ins}".rstrip()
+
+
+def pp_jaxpr(jaxpr: Jaxpr, names: _Names, indent: int = 0) -> str:
+  consts = " ".join(_binder(names, v) for v in jaxpr.constvars)
+  ins = " ".join(_binder(names, v) for v in jaxpr.invars)
+  head = f"{{ lambda {consts}; {ins}. let" if consts else f"{{ lambda ; {ins}. let"
+  eqns = [pp_eqn(e, names, indent + 4) for e in jaxpr.eqns]
+  outs = " ".join(names(v) for v in jaxpr.outvars)
+  tail = f"in ({outs},) }}" if len(jaxpr.outvars) == 1 else f"in ({outs}) }}"
+  one_line = f"{head} {' '.join(eqns)} {tail}" if eqns else f"{head} {tail}"
+  if len(eqns) <= 1 and len(one_line) <= 80 and "\n" not in one_line:
+    return one_line
+  pad = " " * (indent + 4)
+  body = "".join(f"{pad}{e}\n" for e in eqns)
+  return f"{head}\n{body}{' ' * (indent + 2)}{tail}"

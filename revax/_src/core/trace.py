@@ -1,0 +1,202 @@
+"""Primitives, traces and tracers, and the context that says which trace is current.
+
+A transformation is a `Trace`: it decides what `bind`ing a primitive means (evaluate it, record it
+in a jaxpr, push tangents through it, batch it). Values under a transformation are `Tracer`s, each
+knowing its trace. The current trace lives in a thread-local context; `Primitive.bind` hands the
+primitive to it. A trace's rules run with its *parent* trace made current, so transformations
+nest without a global level stack: the innermost trace processes a primitive first, and the
+operations its rule performs are processed by the trace below it. Values that are not tracers of
+the current trace are constants to it (a jvp trace gives them zero tangents, a jaxpr trace
+records them as constants).
+"""
+from __future__ import annotations
+
+import contextlib
+import threading
+
+from revax._src.core.avals import ShapedArray, get_aval, pytype_aval_mappings
+
+
+class Primitive:
+  """An operation that transformations know about.
+
+  `bind(*args, **params)` applies it under the current trace. Params must be hashable (tuples,
+  never lists), since jitted programs are cached by them. `multiple_results` primitives return a
+  list of outputs.
+  """
+  multiple_results = False
+
+  def __init__(self, name: str, *, multiple_results: bool = False):
+    self.name = name
+    self.multiple_results = multiple_results
+    self._abstract_eval = None
+
+  def __repr__(self):
+    return self.name
+
+  def bind(self, *args, **params):
+    return _context.trace.process_primitive(self, args, params)
+
+  def def_abstract_eval(self, rule):
+    """Register `rule(*avals, **params) -> aval` (or list of avals if multiple_results)."""
+    if self._abstract_eval is not None:
+      raise ValueError(f"abstract evaluation rule for primitive '{self.name}' is already registered")
+    self._abstract_eval = rule
+    return rule
+
+  def abstract_eval(self, *avals, **params):
+    if self._abstract_eval is None:
+      raise NotImplementedError(f"primitive '{self.name}' has no abstract evaluation rule")
+    return self._abstract_eval(*avals, **params)
+
+  def impl(self, *args, **params):
+    """Evaluate on concrete values; installed by the eager dispatcher (interpreters.dispatch)."""
+    return eager_impl(self, *args, **params)
+
+
+def eager_impl(prim, *args, **params):  # replaced by interpreters.dispatch when it is imported
+  raise RuntimeError("revax's eager dispatcher is not loaded; import revax")
+
+
+def set_eager_impl(fn) -> None:
+  global eager_impl
+  eager_impl = fn
+  Primitive.impl = lambda self, *args, **params: fn(self, *args, **params)
+
+
+# --- traces and tracers --------------------------------------------------------------------------
+class Trace:
+  """A transformation's interpretation of primitives. Subclasses implement process_primitive."""
+
+  def process_primitive(self, primitive: Primitive, args, params):
+    raise NotImplementedError
+
+
+class EscapedTracerError(Exception):
+  """A tracer was used outside the transformation that created it (it leaked)."""
+
+
+class EvalTrace(Trace):
+  """The bottom of every stack: primitives run on concrete values."""
+
+  def process_primitive(self, primitive, args, params):
+    for a in args:
+      if isinstance(a, Tracer):
+        raise EscapedTracerError(
+            f"Encountered an unexpected tracer {a!r} at primitive '{primitive.name}': a value "
+            "computed inside a transformation (jit, grad, vmap, ...) escaped it, e.g. through a "
+            "global variable or a side effect. Return it from the transformed function instead.")
+    return primitive.impl(*args, **params)
+
+  def __repr__(self):
+    return "EvalTrace"
+
+
+eval_trace = EvalTrace()
+
+
+class _Context(threading.local):
+  def __init__(self):
+    self.trace = eval_trace
+
+
+_context = _Context()
+
+
+def current_trace() -> Trace:
+  return _context.trace
+
+
+@contextlib.contextmanager
+def set_current_trace(trace: Trace):
+  """Make `trace` the current trace for the duration of the block."""
+  ctx = _context
+  prev, ctx.trace = ctx.trace, trace
+  try:
+    yield
+  finally:
+    ctx.trace = prev
+
+
+class ConcretizationTypeError(TypeError):
+  """A traced value was used where a concrete Python value is needed."""
+
+
+class TracerArrayConversionError(TypeError):
+  """A traced value was converted to a NumPy array."""
+
+
+class Tracer:
+  """A value under a transformation. Operators are installed by revax.numpy (as on Array)."""
+  __slots__ = ("_trace",)
+  __array_priority__ = 1000
+
+  @property
+  def aval(self) -> ShapedArray:
+    raise NotImplementedError
+
+  shape = property(lambda self: self.aval.shape)
+  dtype = property(lambda self: self.aval.dtype)
+  ndim = property(lambda self: self.aval.ndim)
+  size = property(lambda self: self.aval.size)
+  weak_type = property(lambda self: self.aval.weak_type)
+
+  def __len__(self):
+    if not self.shape:
+      raise TypeError("len() of unsized object (a 0-d traced array)")
+    return self.shape[0]
+
+  def __iter__(self):
+    if not self.shape:
+      raise TypeError("iteration over a 0-d traced array")
+    return (self[i] for i in range(self.shape[0]))
+
+  def _concretization_error(self, what):
+    return ConcretizationTypeError(
+        f"Attempted {what} on a traced value {self.aval.str_short()} ({type(self).__name__}). "
+        "The value depends on the function's arguments and is not known while tracing. Use "
+        "revax.lax.cond / revax.numpy.where for data-dependent choices, or mark the argument "
+        "static (jit's static_argnums / static_argnames).")
+
+  def __bool__(self):
+    raise self._concretization_error("bool() conversion (e.g. in an `if` or `while`)")
+
+  def __int__(self):
+    raise self._concretization_error("int() conversion")
+
+  def __float__(self):
+    raise self._concretization_error("float() conversion")
+
+  def __complex__(self):
+    raise self._concretization_error("complex() conversion")
+
+  def __index__(self):
+    raise self._concretization_error("use as an index (__index__)")
+
+  def item(self):
+    raise self._concretization_error("item()")
+
+  def tolist(self):
+    raise self._concretization_error("tolist()")
+
+  def __array__(self, *args, **kwargs):
+    raise TracerArrayConversionError(
+        f"The numpy.ndarray conversion method __array__() was called on a traced array "
+        f"{self.aval.str_short()}: NumPy cannot see values inside a transformation. Use "
+        "revax.numpy functions instead of numpy ones on traced values.")
+
+  def __hash__(self):
+    raise TypeError(f"unhashable type: {type(self).__name__} (traced arrays are unhashable)")
+
+  def __repr__(self):
+    return f"Traced<{self.aval.str_short()}>with<{self._trace!r}>"
+
+
+pytype_aval_mappings[Tracer] = lambda t: t.aval
+
+
+
+
+__all__ = ["Primitive", "Trace", "Tracer", "EvalTrace", "eval_trace", "current_trace",
+           "set_current_trace", "get_aval", "ConcretizationTypeError", "TracerArrayConversionError",
+           "EscapedTracerError"]

@@ -1,0 +1,163 @@
+"""Eager execution and the compiled-program cache.
+
+Outside any transformation, `bind` lands here. A primitive with a NumPy implementation whose
+inputs all live on the host runs in NumPy (microseconds, no compile). Otherwise the primitive is
+compiled alone with XLA, once per (primitive, params, input avals), and executed on device
+buffers. Either way the output avals come from the primitive's abstract evaluation, which is also
+where bad shapes and dtypes are rejected.
+
+`CompiledProgram` is a compiled jaxpr ready to run: it checks its arguments against the avals it
+was compiled for (the runtime itself checks only byte sizes) before anything reaches XLA.
+"""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from revax._src.core import dtypes
+from revax._src.core.avals import ShapedArray, get_aval, same_type
+from revax._src.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Var
+from revax._src.core.rules import RuleTable
+from revax._src.core.trace import Primitive, Tracer, set_eager_impl
+from revax._src.interpreters import mlir
+from revax._src.runtime.array import Array
+
+numpy_impls = RuleTable("numpy impl")  # primitive -> fn(*ndarrays, **params) -> ndarray(s)
+
+_PY_SCALARS = (bool, int, float, complex)
+
+
+def def_numpy_impl(prim: Primitive, fn):
+  """Register `fn(*ndarrays, **params)` as the eager NumPy implementation of `prim`."""
+  numpy_impls[prim] = fn
+  return fn
+
+
+def host_value(x) -> np.ndarray:
+  """The NumPy value of an eager argument, in its canonical dtype."""
+  t = type(x)
+  if t is Array:
+    return x._value()
+  aval = get_aval(x)
+  return np.asarray(x, dtype=aval.dtype)
+
+
+def _is_host(x) -> bool:
+  t = type(x)
+  if t is Array:
+    return x._npy is not None
+  return True
+
+
+def to_array(x) -> Array:
+  """Wrap an eager value (Array, NumPy array or scalar, Python scalar) as an Array."""
+  if type(x) is Array:
+    return x
+  aval = get_aval(x)
+  v = np.array(x, dtype=aval.dtype)
+  v.flags.writeable = False
+  return Array(aval, npy=v)
+
+
+def apply_primitive(prim: Primitive, *args, **params):
+  impl = numpy_impls.get(prim)
+  avals = [a.aval if type(a) is Array else get_aval(a) for a in args]
+  out_aval = prim.abstract_eval(*avals, **params)
+  if impl is not None and all(map(_is_host, args)):
+    out = impl(*map(host_value, args), **params)
+    if prim.multiple_results:
+      return [_wrap_host(o, a) for o, a in zip(out, out_aval, strict=True)]
+    return _wrap_host(out, out_aval)
+  program = _primitive_program(prim, tuple(avals), _hashable_params(params))
+  outs = program.call_arrays(args)
+  return outs if prim.multiple_results else outs[0]
+
+
+def _wrap_host(value, aval: ShapedArray) -> Array:
+  v = np.asarray(value)
+  if v.dtype != aval.dtype:
+    v = v.astype(aval.dtype)
+  if v.shape != aval.shape:
+    raise AssertionError(f"NumPy implementation returned shape {v.shape}, expected {aval.shape}")
+  v.flags.writeable = False
+  return Array(aval, npy=v)
+
+
+def _hashable_params(params):
+  try:
+    key = tuple(sorted(params.items()))
+    hash(key)
+    return key
+  except TypeError as e:
+    raise TypeError(f"primitive params must be hashable (use tuples, not lists): {params}") from e
+
+
+_program_cache: dict = {}
+_cache_lock = threading.Lock()
+
+
+def _primitive_program(prim, avals, params_key) -> "CompiledProgram":
+  key = (prim, avals, params_key)
+  program = _program_cache.get(key)
+  if program is None:
+    params = dict(params_key)
+    invars = [Var(a) for a in avals]
+    out = prim.abstract_eval(*avals, **params)
+    outvars = [Var(a) for a in (out if prim.multiple_results else [out])]
+    jaxpr = Jaxpr([], invars, outvars, [JaxprEqn(prim, invars, outvars, params)])
+    program = compile_jaxpr(ClosedJaxpr(jaxpr, []), prim.name)
+    with _cache_lock:
+      program = _program_cache.setdefault(key, program)
+  return program
+
+
+# --- compiling and running jaxprs ----------------------------------------------------------------
+def check_arg_avals(name: str, expected, received) -> None:
+  """TypeError unless `received` avals match `expected` in shape and dtype, one for one."""
+  received = list(received)
+  ok = len(expected) == len(received) and all(map(same_type, received, expected))
+  if not ok:
+    want = ", ".join(a.str_short() for a in expected)
+    got = ", ".join(a.str_short() for a in received)
+    bad = [i for i, (g, w) in enumerate(zip(received, expected)) if not same_type(g, w)]
+    detail = (f"{len(expected)} arguments expected, {len(received)} received"
+              if len(expected) != len(received) else f"argument(s) {bad} differ")
+    raise TypeError(f"compiled function {name} was compiled for argument types ({want}) but "
+                    f"received ({got}): {detail}")
+
+
+class CompiledProgram:
+  """An XLA executable for a closed jaxpr, with the avals it accepts and returns."""
+
+  def __init__(self, executable, in_avals, out_avals, text: str, name: str):
+    self.executable = executable
+    self.in_avals = list(in_avals)
+    self.out_avals = list(out_avals)
+    self.text = text
+    self.name = name
+
+  def check_avals(self, avals) -> None:
+    check_arg_avals(self.name, self.in_avals, avals)
+
+  def call_arrays(self, args) -> list[Array]:
+    """Run on eager values (Arrays, NumPy arrays, scalars); returns device-backed Arrays."""
+    arrays = [a if type(a) is Array else to_array(a) for a in args]
+    self.check_avals([a.aval for a in arrays])
+    bufs = self.executable.execute([a._device_buffer() for a in arrays])
+    return [Array(aval, buf=b) for aval, b in zip(self.out_avals, bufs, strict=True)]
+
+  def memory_stats(self):
+    return self.executable.memory_stats()
+
+
+def compile_jaxpr(closed: ClosedJaxpr, name: str = "main") -> CompiledProgram:
+  """Lower `closed` to StableHLO and compile it with XLA."""
+  from revax._src.runtime.client import get_backend
+  backend = get_backend()
+  text = mlir.lower_jaxpr_to_module(closed, name, platform=backend.platform)
+  executable = backend.compile(text)
+  return CompiledProgram(executable, closed.in_avals, closed.out_avals, text, name)
+
+
+set_eager_impl(apply_primitive)

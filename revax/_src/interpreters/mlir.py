@@ -1,0 +1,340 @@
+"""Lowering: jaxpr -> StableHLO text.
+
+Every primitive has a lowering rule `rule(ctx, *operands, **params)` that emits StableHLO
+operations into the function being built and returns the SSA value(s) of its result(s). Operations
+are written in MLIR's generic form (`%3 = "stablehlo.add"(%1, %2) : (...) -> ...`), which is one
+uniform syntax for every op, with properties in `<{...}>` and regions in `({...})`. Nested jaxprs
+become private functions called with `func.call`. A rule may be registered for one platform
+only (`register_lowering(p, rule, platform="cpu")`), overriding the default rule there.
+`lower_fun` turns a revax function into a lowering rule: it is traced at the rule's input types
+and its jaxpr is lowered in place.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from revax._src.core import dtypes
+from revax._src.core.avals import ShapedArray
+from revax._src.core.jaxpr import ClosedJaxpr, Jaxpr, Literal
+from revax._src.core.rules import RuleTable
+
+lowerings = RuleTable("lowering")
+platform_lowerings: dict[str, RuleTable] = {}
+
+
+def register_lowering(prim, rule, platform: str | None = None):
+  """Register `rule(ctx, *operands, **params)` as `prim`'s lowering (on `platform` only, if given)."""
+  if platform is None:
+    lowerings[prim] = rule
+  else:
+    platform_lowerings.setdefault(platform, RuleTable(f"{platform} lowering"))[prim] = rule
+  return rule
+
+
+def get_lowering(prim, platform: str):
+  table = platform_lowerings.get(platform)
+  rule = table.get(prim) if table is not None else None
+  if rule is None:
+    rule = lowerings.get(prim)
+  if rule is None:
+    raise NotImplementedError(f"primitive '{prim.name}' has no lowering rule (platform {platform})")
+  return rule
+
+
+# --- types and constants -----------------------------------------------------------------------
+_ELEMENT_TYPES = {dtypes.bool_: "i1", dtypes.int8: "i8", dtypes.int16: "i16", dtypes.int32: "i32",
+                  dtypes.int64: "i64", dtypes.uint8: "ui8", dtypes.uint16: "ui16",
+                  dtypes.uint32: "ui32", dtypes.uint64: "ui64", dtypes.float16: "f16",
+                  dtypes.bfloat16: "bf16", dtypes.float32: "f32", dtypes.float64: "f64",
+                  dtypes.complex64: "complex<f32>", dtypes.complex128: "complex<f64>",
+                  dtypes.float0: "i1"}
+
+
+def element_type(dtype) -> str:
+  return _ELEMENT_TYPES[np.dtype(dtype)]
+
+
+def ir_type(aval: ShapedArray) -> str:
+  """`tensor<3x4xf32>` for f32[3,4]; `tensor<f32>` for a scalar."""
+  et = _ELEMENT_TYPES[aval.dtype]
+  if not aval.shape:
+    return f"tensor<{et}>"
+  return f"tensor<{'x'.join(map(str, aval.shape))}x{et}>"
+
+
+def _fmt_element(x, dtype) -> str:
+  dtype = np.dtype(dtype)
+  if dtype == dtypes.bool_ or dtype == dtypes.float0:
+    return "true" if x else "false"
+  if dtypes.is_integer(dtype):
+    return str(int(x))
+  if dtypes.is_complex(dtype):
+    part = dtypes.float32 if dtype == dtypes.complex64 else dtypes.float64
+    return f"({_fmt_element(x.real, part)}, {_fmt_element(x.imag, part)})"
+  f = float(x)
+  if np.isfinite(f):
+    digits = 16 if dtype == dtypes.float64 else 8
+    return f"{f:.{digits}e}"
+  bits = np.asarray(x, dtype).view(f"u{dtype.itemsize}")  # NaN and inf as bit patterns
+  return f"0x{int(bits):0{2 * dtype.itemsize}X}"
+
+
+def dense_attr(value: np.ndarray, aval: ShapedArray) -> str:
+  """`dense<...> : tensor<...>` holding `value` exactly."""
+  value = np.asarray(value)
+  if aval.dtype == dtypes.float0:
+    value = np.zeros(value.shape, np.bool_)
+  else:
+    value = value.astype(aval.dtype, copy=False)
+  t = ir_type(aval)
+  if value.size == 0:
+    return f"dense<> : {t}"
+  flat = value.reshape(-1)
+  first = flat[0]
+  if (flat == first).all() and not (dtypes.is_inexact(aval.dtype) and np.isnan(flat).any()
+                                    and not np.isnan(flat).all()):
+    return f"dense<{_fmt_element(first, aval.dtype)}> : {t}"
+  if aval.dtype == dtypes.bool_:
+    return f"dense<{_nested_bools(value)}> : {t}"
+  data = np.ascontiguousarray(value).astype(value.dtype.newbyteorder("<"), copy=False)
+  return f'dense<"0x{data.tobytes().hex().upper()}"> : {t}'
+
+
+def _nested_bools(v) -> str:
+  if v.ndim == 0:
+    return "true" if v else "false"
+  return "[" + ", ".join(_nested_bools(x) for x in v) + "]"
+
+
+def i64_array(xs) -> str:
+  """`array<i64: 1, 2>`, the form of StableHLO's dimension-list properties."""
+  xs = tuple(int(x) for x in xs)
+  return f"array<i64: {', '.join(map(str, xs))}>" if xs else "array<i64>"
+
+
+def i64_dense(xs, shape=None) -> str:
+  """`dense<[[1, 2], [0, 1]]> : tensor<2x2xi64>` for nested int lists (padding and the like)."""
+  arr = np.asarray(xs, np.int64)
+  if shape is not None:
+    arr = arr.reshape(shape)
+  body = np.array2string(arr, separator=", ", threshold=10**9).replace("\n", "") if arr.ndim else str(int(arr))
+  return f"dense<{body}> : {ir_type(ShapedArray(arr.shape, np.int64))}"
+
+
+# --- builders ------------------------------------------------------------------------------------
+class ModuleBuilder:
+  """Collects the functions of one StableHLO module."""
+
+  def __init__(self, name: str, platform: str):
+    self.name = _sanitize(name)
+    self.platform = platform
+    self.funcs: list[str] = []
+    self._func_names: set[str] = {"main"}
+    self._lowered_calls: dict = {}  # (id(jaxpr), name) -> private function name
+    self._keepalive: list = []  # jaxprs whose ids key _lowered_calls
+    self.counter = [0]  # SSA names are unique across the module,
+    self.value_types: dict[str, str] = {}  # so one table maps each value to its type
+
+  def fresh_func_name(self, hint: str) -> str:
+    base = _sanitize(hint) or "f"
+    name, k = base, 0
+    while name in self._func_names:
+      k += 1
+      name = f"{base}_{k}"
+    self._func_names.add(name)
+    return name
+
+  def to_text(self, num_partitions: int = 1, num_replicas: int = 1) -> str:
+    attrs = f"mhlo.num_partitions = {num_partitions} : i32, mhlo.num_replicas = {num_replicas} : i32"
+    body = "\n".join(self.funcs)
+    return f"module @{self.name} attributes {{{attrs}}} {{\n{body}\n}}\n"
+
+
+def _sanitize(name: str) -> str:
+  out = "".join(c if c.isalnum() or c == "_" else "_" for c in str(name))
+  return out if out and not out[0].isdigit() else "_" + out
+
+
+class FuncBuilder:
+  """Emits the operations of one function body (and of the regions nested in it)."""
+
+  def __init__(self, module: ModuleBuilder, indent: int = 4):
+    self.module = module
+    self.lines: list[str] = []
+    self._counter = module.counter
+    self._types = module.value_types
+    self.indent = indent
+
+  def fresh(self) -> str:
+    n = self._counter[0]
+    self._counter[0] += 1
+    return f"%{n}"
+
+  def op(self, name: str, operands, result_types, *, props: dict | None = None,
+         attrs: dict | None = None, regions: list[str] | None = None) -> list[str]:
+    """Emit `name(operands)` with results of `result_types`; returns the result values."""
+    operands = list(operands)
+    result_types = list(result_types)
+    in_types = [self._types[v] for v in operands]
+    text = f'"{name}"({", ".join(operands)})'
+    if props:
+      text += " <{" + ", ".join(f"{k} = {v}" for k, v in props.items()) + "}>"
+    if regions:
+      text += " (" + ", ".join(regions) + ")"
+    if attrs:
+      text += " {" + ", ".join(f"{k} = {v}" for k, v in attrs.items()) + "}"
+    outs_t = result_types[0] if len(result_types) == 1 else f"({', '.join(result_types)})"
+    text += f" : ({', '.join(in_types)}) -> {outs_t}"
+    if not result_types:
+      self.lines.append(" " * self.indent + text)
+      return []
+    res = self.fresh()
+    if len(result_types) == 1:
+      self.lines.append(f"{' ' * self.indent}{res} = {text}")
+      outs = [res]
+    else:
+      self.lines.append(f"{' ' * self.indent}{res}:{len(result_types)} = {text}")
+      outs = [f"{res}#{i}" for i in range(len(result_types))]
+    for v, t in zip(outs, result_types, strict=True):
+      self._types[v] = t
+    return outs
+
+  def type_of(self, value: str) -> str:
+    return self._types[value]
+
+  def constant(self, value, aval: ShapedArray) -> str:
+    (out,) = self.op("stablehlo.constant", [], [ir_type(aval)],
+                     props={"value": dense_attr(value, aval)})
+    return out
+
+  def region(self, arg_types, body) -> str:
+    """A one-block region: `body(fb, *block_args)` emits ops and returns the values to return."""
+    sub = FuncBuilder(self.module, self.indent + 2)
+    args = [sub.fresh() for _ in arg_types]
+    for a, t in zip(args, arg_types, strict=True):
+      self._types[a] = t
+    results = body(sub, *args)
+    sub.op("stablehlo.return", results, [])
+    head = ", ".join(f"{a}: {t}" for a, t in zip(args, arg_types, strict=True))
+    inner = "\n".join(sub.lines)
+    return f"{{\n{' ' * (self.indent)}^bb0({head}):\n{inner}\n{' ' * self.indent}}}"
+
+
+class LoweringRuleContext:
+  """What a lowering rule sees: the builder, and the avals of the equation's inputs and outputs."""
+  __slots__ = ("fb", "avals_in", "avals_out", "platform")
+
+  def __init__(self, fb: FuncBuilder, avals_in, avals_out, platform: str):
+    self.fb = fb
+    self.avals_in = avals_in
+    self.avals_out = avals_out
+    self.platform = platform
+
+  @property
+  def module(self) -> ModuleBuilder:
+    return self.fb.module
+
+  def op(self, name, operands, result_avals, **kw) -> list[str]:
+    return self.fb.op(name, operands, [ir_type(a) for a in result_avals], **kw)
+
+  def op1(self, name, operands, result_aval=None, **kw) -> str:
+    """Emit a one-result op (default result type: the equation's single output)."""
+    aval = self.avals_out[0] if result_aval is None else result_aval
+    return self.fb.op(name, operands, [ir_type(aval)], **kw)[0]
+
+  def constant(self, value, aval) -> str:
+    return self.fb.constant(value, aval)
+
+
+# --- lowering jaxprs -----------------------------------------------------------------------------
+def jaxpr_subcomp(fb: FuncBuilder, jaxpr: Jaxpr, consts, args) -> list[str]:
+  """Lower the equations of `jaxpr` into `fb`; `consts`/`args` are SSA values for its vars."""
+  env = {}
+  for v, x in zip(jaxpr.constvars, consts, strict=True):
+    env[v] = x
+  for v, x in zip(jaxpr.invars, args, strict=True):
+    env[v] = x
+  platform = fb.module.platform
+
+  def read(a):
+    if type(a) is Literal:
+      return fb.constant(np.asarray(a.val), a.aval)
+    return env[a]
+
+  for eqn in jaxpr.eqns:
+    rule = get_lowering(eqn.primitive, platform)
+    ctx = LoweringRuleContext(fb, [a.aval for a in eqn.invars], [v.aval for v in eqn.outvars],
+                              platform)
+    outs = rule(ctx, *map(read, eqn.invars), **eqn.params)
+    if not eqn.primitive.multiple_results:
+      outs = [outs]
+    outs = list(outs)
+    if len(outs) != len(eqn.outvars):
+      raise RuntimeError(f"lowering of '{eqn.primitive.name}' returned {len(outs)} values for "
+                         f"{len(eqn.outvars)} outputs")
+    for v, x in zip(eqn.outvars, outs, strict=True):
+      env[v] = x
+  return [read(v) for v in jaxpr.outvars]
+
+
+def _consts_as_values(fb, closed: ClosedJaxpr) -> list[str]:
+  return [fb.constant(np.asarray(c), v.aval)
+          for v, c in zip(closed.jaxpr.constvars, closed.consts, strict=True)]
+
+
+def lower_function(module: ModuleBuilder, name: str, closed: ClosedJaxpr, *, public: bool,
+                   arg_attrs=None) -> str:
+  """Emit `closed` as a function of the module; returns its name."""
+  fb = FuncBuilder(module)
+  in_types = [ir_type(a) for a in closed.in_avals]
+  args = [fb.fresh() for _ in in_types]
+  for a, t in zip(args, in_types, strict=True):
+    fb._types[a] = t
+  outs = jaxpr_subcomp(fb, closed.jaxpr, _consts_as_values(fb, closed), args)
+  out_types = [ir_type(a) for a in closed.out_avals]
+  fb.op("func.return", outs, [])
+  params = ", ".join(f"{a}: {t}" + (f" {arg_attrs[i]}" if arg_attrs and arg_attrs[i] else "")
+                     for i, (a, t) in enumerate(zip(args, in_types, strict=True)))
+  vis = "public" if public else "private"
+  results = f"({', '.join(out_types)})"
+  body = "\n".join(fb.lines)
+  module.funcs.append(f"  func.func {vis} @{name}({params}) -> {results} {{\n{body}\n  }}")
+  return name
+
+
+def call_jaxpr(ctx: LoweringRuleContext, closed: ClosedJaxpr, args, name: str = "call") -> list[str]:
+  """Lower `closed` as a private function (once per module) and call it on `args`."""
+  module = ctx.module
+  key = (id(closed), name)
+  fname = module._lowered_calls.get(key)
+  if fname is None:
+    fname = lower_function(module, module.fresh_func_name(name), closed, public=False)
+    module._lowered_calls[key] = fname
+    module._keepalive.append(closed)
+  return ctx.fb.op("func.call", args, [ir_type(a) for a in closed.out_avals],
+                   props={"callee": f"@{fname}"})
+
+
+def lower_jaxpr_to_module(closed: ClosedJaxpr, name: str = "main", platform: str = "cpu") -> str:
+  """StableHLO module text whose public @main computes `closed`."""
+  module = ModuleBuilder(f"jit_{name}", platform)
+  lower_function(module, "main", closed, public=True)
+  return module.to_text()
+
+
+def lower_fun(fun, multiple_results: bool):
+  """A lowering rule that lowers `fun(*args, **params)` (a revax function) traced at the rule's
+  input avals. Used to write expansions (e.g. an integer dot as a sum of products) in revax."""
+  from revax._src.interpreters import staging
+
+  def rule(ctx, *args, **params):
+    jaxpr, consts = staging.trace_to_jaxpr(lambda *xs: _as_list(fun(*xs, **params)), ctx.avals_in)
+    const_vals = [ctx.fb.constant(np.asarray(c), v.aval) for v, c in zip(jaxpr.constvars, consts)]
+    outs = jaxpr_subcomp(ctx.fb, jaxpr, const_vals, args)
+    return outs if multiple_results else outs[0]
+
+  return rule
+
+
+def _as_list(x):
+  return list(x) if isinstance(x, (list, tuple)) else [x]

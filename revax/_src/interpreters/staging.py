@@ -1,0 +1,153 @@
+"""Staging: trace a Python function into a jaxpr, and dead-code elimination.
+
+`DynamicJaxprTrace` records every primitive bound under it as an equation instead of computing
+it. Each tracer carries the jaxpr variable it stands for. Values that are not its tracers are
+constants: Python and NumPy scalars become literals, anything else (arrays, and tracers of outer
+transformations) becomes a constvar, so closed-over values and outer tracers are closure-converted
+rather than baked in.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from revax._src import tree_util
+from revax._src.core.avals import ShapedArray, get_aval
+from revax._src.core.jaxpr import ClosedJaxpr, DropVar, Jaxpr, JaxprEqn, Literal, Var
+from revax._src.core.rules import RuleTable
+from revax._src.core.trace import Trace, Tracer, set_current_trace
+from revax._src.runtime.array import Array
+
+
+class JaxprTracer(Tracer):
+  __slots__ = ("_aval", "var")
+
+  def __init__(self, trace, aval, var):
+    self._trace = trace
+    self._aval = aval
+    self.var = var
+
+  @property
+  def aval(self):
+    return self._aval
+
+
+class DynamicJaxprTrace(Trace):
+  """Records primitives into equations."""
+
+  def __init__(self):
+    self.eqns = []
+    self.invars = []
+    self.constvars = {}  # id(value) -> (Var, value)
+
+  def new_arg(self, aval: ShapedArray) -> JaxprTracer:
+    v = Var(aval)
+    self.invars.append(v)
+    return JaxprTracer(self, aval, v)
+
+  def to_atom(self, x):
+    if isinstance(x, JaxprTracer) and x._trace is self:
+      return x.var
+    if not isinstance(x, Tracer):
+      t = type(x)
+      if t in (bool, int, float, complex):
+        return Literal(x, get_aval(x))
+      if isinstance(x, np.generic) or (isinstance(x, np.ndarray) and x.ndim == 0):
+        aval = get_aval(x)
+        return Literal(np.asarray(x, aval.dtype)[()], aval)
+      if t is Array and not x.aval.shape:
+        return Literal(x._value()[()], x.aval)
+    entry = self.constvars.get(id(x))
+    if entry is None:
+      entry = self.constvars[id(x)] = (Var(get_aval(x)), x)
+    return entry[0]
+
+  def process_primitive(self, primitive, args, params):
+    atoms = [self.to_atom(x) for x in args]
+    out = primitive.abstract_eval(*(a.aval for a in atoms), **params)
+    out_avals = out if primitive.multiple_results else (out,)
+    outvars = [Var(a) for a in out_avals]
+    self.eqns.append(JaxprEqn(primitive, atoms, outvars, params))
+    tracers = [JaxprTracer(self, v.aval, v) for v in outvars]
+    return tracers if primitive.multiple_results else tracers[0]
+
+  def to_jaxpr(self, out_tracers):
+    outvars = [self.to_atom(t) for t in out_tracers]
+    constvars = [v for v, _ in self.constvars.values()]
+    consts = [c for _, c in self.constvars.values()]
+    return Jaxpr(constvars, self.invars, outvars, self.eqns), consts
+
+  def __repr__(self):
+    return "DynamicJaxprTrace"
+
+
+def trace_to_jaxpr(fun, in_avals) -> tuple[Jaxpr, list]:
+  """Trace `fun(*flat_args) -> flat_outs` at `in_avals`. Returns (jaxpr, consts)."""
+  trace = DynamicJaxprTrace()
+  args = [trace.new_arg(a) for a in in_avals]
+  with set_current_trace(trace):
+    outs = fun(*args)
+  return trace.to_jaxpr(outs)
+
+
+def trace_to_closed_jaxpr(fun, in_avals) -> ClosedJaxpr:
+  jaxpr, consts = trace_to_jaxpr(fun, in_avals)
+  return ClosedJaxpr(jaxpr, consts)
+
+
+def convert_constvars_jaxpr(jaxpr: Jaxpr) -> Jaxpr:
+  """Turn constvars into leading invars (closure conversion)."""
+  return Jaxpr([], jaxpr.constvars + jaxpr.invars, jaxpr.outvars, jaxpr.eqns)
+
+
+def trace_flat(fun, args_tree, in_avals):
+  """Trace a function of pytrees: `fun(*args)` with args of structure `args_tree`.
+
+  Returns (jaxpr, consts, out_tree).
+  """
+  store = {}
+
+  def flat_fun(*flat_args):
+    args = tree_util.tree_unflatten(args_tree, flat_args)
+    out = fun(*args)
+    flat_out, store["out_tree"] = tree_util.tree_flatten(out)
+    for x in flat_out:
+      get_aval(x)  # raises a TypeError naming a non-array output
+    return flat_out
+
+  jaxpr, consts = trace_to_jaxpr(flat_fun, in_avals)
+  return jaxpr, consts, store["out_tree"]
+
+
+# --- dead-code elimination -----------------------------------------------------------------------
+dce_rules = RuleTable("dce")  # primitive -> rule(eqn, used_outputs) -> (used_inputs, new_eqn|None)
+
+
+def dce_jaxpr(jaxpr: Jaxpr, used_outputs=None, *, prune_inputs: bool = False):
+  """Remove equations whose outputs are unused. Returns (new_jaxpr, used_inputs).
+
+  `used_outputs` (default: all) selects the outputs kept. With `prune_inputs`, unused invars are
+  dropped too; `used_inputs` says which were used either way.
+  """
+  if used_outputs is None:
+    used_outputs = [True] * len(jaxpr.outvars)
+  outvars = [v for v, u in zip(jaxpr.outvars, used_outputs, strict=True) if u]
+  live = {v for v in outvars if isinstance(v, Var)}
+  new_eqns = []
+  for eqn in reversed(jaxpr.eqns):
+    used = [v in live for v in eqn.outvars]
+    if not any(used):
+      continue
+    rule = dce_rules.get(eqn.primitive)
+    if rule is not None:
+      used_ins, eqn = rule(eqn, used)
+      if eqn is None:
+        continue
+    else:
+      used_ins = [True] * len(eqn.invars)
+      eqn = eqn.replace(outvars=[v if u else DropVar(v.aval) for v, u in zip(eqn.outvars, used)])
+    live.update(a for a, u in zip(eqn.invars, used_ins) if u and isinstance(a, Var))
+    new_eqns.append(eqn)
+  new_eqns.reverse()
+  used_inputs = [v in live for v in jaxpr.invars]
+  invars = [v for v, u in zip(jaxpr.invars, used_inputs) if u] if prune_inputs else jaxpr.invars
+  return Jaxpr(jaxpr.constvars, invars, outvars, new_eqns), used_inputs

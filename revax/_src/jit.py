@@ -1,0 +1,308 @@
+"""jit: trace once per signature, compile with XLA, run the cached executable.
+
+`jit(f)` flattens its arguments, looks up (argument structure, avals, static arguments) in its
+cache, and on a miss traces `f` to a jaxpr (Python runs once per cache entry). Outside any
+transformation the compiled program is called directly; inside one (grad, vmap, another jit) the
+call is the `jit` primitive holding the jaxpr, which each transformation interprets with its rule.
+Closed-over arrays and outer tracers become leading operands of that primitive, so its jaxpr has
+no constants.
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+import threading
+import weakref
+
+from revax._src import tree_util
+from revax._src.core.avals import get_aval
+from revax._src.core.jaxpr import ClosedJaxpr
+from revax._src.core.trace import Primitive, Tracer, current_trace, eval_trace
+from revax._src.interpreters import dispatch, mlir, staging
+from revax._src.runtime.array import Array
+
+# --- the jit primitive ---------------------------------------------------------------------------
+jit_p = Primitive("jit", multiple_results=True)
+
+
+def _jit_abstract_eval(*avals, jaxpr: ClosedJaxpr, name: str):
+  dispatch.check_arg_avals(name, jaxpr.in_avals, avals)
+  return jaxpr.out_avals
+
+
+_programs: "weakref.WeakKeyDictionary[ClosedJaxpr, dispatch.CompiledProgram]" = weakref.WeakKeyDictionary()
+_programs_lock = threading.Lock()
+
+
+def program_for(jaxpr: ClosedJaxpr, name: str) -> dispatch.CompiledProgram:
+  """The compiled program of a jit jaxpr (compiled once, kept while the jaxpr lives)."""
+  program = _programs.get(jaxpr)
+  if program is None:
+    program = dispatch.compile_jaxpr(jaxpr, name)
+    with _programs_lock:
+      program = _programs.setdefault(jaxpr, program)
+  return program
+
+
+def _jit_impl(*args, jaxpr: ClosedJaxpr, name: str):
+  return program_for(jaxpr, name).call_arrays(args)
+
+
+def _jit_lower(ctx, *args, jaxpr: ClosedJaxpr, name: str):
+  return mlir.call_jaxpr(ctx, jaxpr, args, name)
+
+
+def _jit_dce(eqn, used_outputs):
+  jaxpr = eqn.params["jaxpr"]
+  new_jaxpr, used_inputs = staging.dce_jaxpr(jaxpr.jaxpr, used_outputs, prune_inputs=True)
+  if not any(used_outputs):
+    return [False] * len(eqn.invars), None
+  new_eqn = eqn.replace(
+      invars=[v for v, u in zip(eqn.invars, used_inputs, strict=True) if u],
+      outvars=[v for v, u in zip(eqn.outvars, used_outputs, strict=True) if u],
+      params={**eqn.params, "jaxpr": ClosedJaxpr(new_jaxpr, [])})
+  return used_inputs, new_eqn
+
+
+jit_p.def_abstract_eval(_jit_abstract_eval)
+jit_p.impl = _jit_impl  # no NumPy implementation: a jit call always runs compiled
+mlir.register_lowering(jit_p, _jit_lower)
+staging.dce_rules[jit_p] = _jit_dce
+
+
+# --- the wrapper -----------------------------------------------------------------------------
+class _Entry:
+  """One cache entry: the traced program for one signature."""
+  __slots__ = ("jaxpr", "consts", "out_tree", "program", "name")
+
+  def __init__(self, jaxpr, consts, out_tree, name):
+    self.jaxpr, self.consts, self.out_tree, self.name = jaxpr, consts, out_tree, name
+    self.program = None
+
+
+def _normalize_argnums(argnums, nargs_hint=None):
+  if argnums is None:
+    return ()
+  if isinstance(argnums, int):
+    return (argnums,)
+  return tuple(argnums)
+
+
+class Jitted:
+  """The result of `revax.jit(fun)`: call it, or `.lower(*args)` to see and compile the program."""
+
+  def __init__(self, fun, static_argnums=(), static_argnames=(), donate_argnums=(), name=None):
+    if not callable(fun):
+      raise TypeError(f"jit expects a callable, got {fun!r} of type {type(fun).__name__}")
+    self.fun = fun
+    self.name = name or getattr(fun, "__name__", "fun")
+    self._signature = _try_signature(fun)
+    self.static_argnums = _normalize_argnums(static_argnums)
+    self.static_argnames = (static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames or ())
+    self._resolve_static_names()
+    self._cache: dict = {}
+    self._lock = threading.Lock()
+    functools.update_wrapper(self, fun, updated=())
+
+  def _resolve_static_names(self):
+    """Static args given by position or by name refer to the same parameters (as in JAX)."""
+    sig = self._signature
+    if sig is None:
+      return
+    params = list(sig.parameters.values())
+    names = set(self.static_argnames)
+    nums = set(self.static_argnums)
+    for i, p in enumerate(params):
+      if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+        if i in nums and p.kind is p.POSITIONAL_OR_KEYWORD:
+          names.add(p.name)
+        if p.name in names:
+          nums.add(i)
+    self.static_argnums = tuple(sorted(nums))
+    self.static_argnames = tuple(sorted(names))
+
+  def _split(self, args, kwargs):
+    """(dynamic flat leaves, key, a function rebuilding the call from leaves)."""
+    static_nums, static_names = self.static_argnums, self.static_argnames
+    nargs = len(args)
+    for i in static_nums:
+      if i >= nargs and not (-nargs <= i < 0):
+        if self._signature is not None:
+          continue  # given by keyword: handled through static_argnames
+        raise ValueError(f"jitted function {self.name} has static_argnums={static_nums} but was "
+                         f"called with only {nargs} positional arguments")
+    static_pos = {i % nargs for i in static_nums if -nargs <= i < nargs}
+    dyn_args = tuple(a for i, a in enumerate(args) if i not in static_pos)
+    statics = tuple((i, args[i]) for i in sorted(static_pos))
+    dyn_kwargs = {k: v for k, v in kwargs.items() if k not in static_names}
+    static_kw = tuple(sorted((k, v) for k, v in kwargs.items() if k in static_names))
+    static_key = (statics, static_kw)
+    try:
+      hash(static_key)
+    except TypeError as e:
+      raise ValueError(
+          f"Non-hashable static arguments are not supported: jitted function {self.name} got "
+          f"static arguments {statics + static_kw}. Static arguments must be hashable; pass arrays "
+          "as dynamic arguments instead.") from e
+    leaves, treedef = tree_util.tree_flatten((dyn_args, dyn_kwargs))
+
+    def call(*flat):
+      d_args, d_kwargs = tree_util.tree_unflatten(treedef, flat)
+      it = iter(d_args)
+      full = [args[i] if i in static_pos else next(it) for i in range(nargs)]
+      return self.fun(*full, **d_kwargs, **dict(static_kw))
+
+    return leaves, (treedef, static_key), call
+
+  def _entry(self, leaves, key_head, call) -> _Entry:
+    avals = tuple(x.aval if type(x) is Array else get_aval(x) for x in leaves)
+    key = (key_head, avals)
+    entry = self._cache.get(key)
+    if entry is None:
+      entry = self._trace(call, avals)
+      if not any(isinstance(c, Tracer) for c in entry.consts):
+        with self._lock:
+          entry = self._cache.setdefault(key, entry)
+    return entry
+
+  def _trace(self, call, avals) -> _Entry:
+    out_store = {}
+
+    def flat_fun(*xs):
+      out = call(*xs)
+      flat_out, out_store["tree"] = tree_util.tree_flatten(out)
+      for x in flat_out:
+        try:
+          get_aval(x)
+        except TypeError:
+          raise TypeError(f"jitted function {self.name} returned a value of type "
+                          f"{type(x).__name__} ({x!r}); outputs must be arrays or scalars, or "
+                          "pytrees of them") from None
+      return flat_out
+
+    jaxpr, consts = staging.trace_to_jaxpr(flat_fun, avals)
+    jaxpr = staging.convert_constvars_jaxpr(jaxpr)
+    jaxpr, _ = staging.dce_jaxpr(jaxpr)
+    consts = [c if isinstance(c, (Tracer, Array)) else dispatch.to_array(c) for c in consts]
+    return _Entry(ClosedJaxpr(jaxpr, []), consts, out_store["tree"], self.name)
+
+  def __call__(self, *args, **kwargs):
+    leaves, key_head, call = self._split(args, kwargs)
+    entry = self._entry(leaves, key_head, call)
+    if current_trace() is eval_trace:
+      program = entry.program
+      if program is None:
+        program = entry.program = program_for(entry.jaxpr, entry.name)
+      outs = program.call_arrays(entry.consts + leaves)
+    else:
+      outs = jit_p.bind(*entry.consts, *leaves, jaxpr=entry.jaxpr, name=entry.name)
+    return tree_util.tree_unflatten(entry.out_tree, outs)
+
+  def lower(self, *args, **kwargs) -> "Lowered":
+    """Trace and lower for these arguments: `.as_text()` is the StableHLO, `.compile()` compiles."""
+    leaves, key_head, call = self._split(args, kwargs)
+    entry = self._entry(leaves, key_head, call)
+    in_tree = key_head[0]
+    return Lowered(entry, in_tree, len(entry.consts))
+
+  def trace(self, *args, **kwargs):
+    leaves, key_head, call = self._split(args, kwargs)
+    return self._entry(leaves, key_head, call).jaxpr
+
+  def clear_cache(self):
+    self._cache.clear()
+
+  def _cache_size(self) -> int:
+    return len(self._cache)
+
+  def __get__(self, obj, objtype=None):  # jit on methods binds like a function
+    if obj is None:
+      return self
+    return functools.partial(self, obj)
+
+  def __repr__(self):
+    return f"<revax.jit of {self.fun!r}>"
+
+
+def _try_signature(fun):
+  try:
+    return inspect.signature(fun)
+  except (TypeError, ValueError):
+    return None
+
+
+class Lowered:
+  """A jitted function lowered for one signature."""
+
+  def __init__(self, entry: _Entry, in_tree, num_consts: int):
+    self._entry = entry
+    self.in_tree = in_tree
+    self._num_consts = num_consts
+    self._text = None
+
+  def as_text(self) -> str:
+    """The StableHLO module, as text."""
+    if self._text is None:
+      self._text = mlir.lower_jaxpr_to_module(self._entry.jaxpr, self._entry.name)
+    return self._text
+
+  @property
+  def jaxpr(self) -> ClosedJaxpr:
+    return self._entry.jaxpr
+
+  def compile(self) -> "Compiled":
+    entry = self._entry
+    if entry.program is None:
+      entry.program = program_for(entry.jaxpr, entry.name)
+    return Compiled(entry, self.in_tree)
+
+
+class Compiled:
+  """A compiled program. Calling it with arguments of other types raises TypeError."""
+
+  def __init__(self, entry: _Entry, in_tree):
+    self._entry = entry
+    self.in_tree = in_tree
+
+  def __call__(self, *args, **kwargs):
+    leaves, treedef = tree_util.tree_flatten((args, kwargs))
+    if treedef != self.in_tree:
+      raise TypeError(f"compiled function {self._entry.name} was compiled for arguments of "
+                      f"structure {self.in_tree}, got {treedef}")
+    program = self._entry.program
+    avals = [x.aval if type(x) is Array else get_aval(x) for x in leaves]
+    program.check_avals([c.aval for c in self._entry.consts] + avals)
+    outs = program.call_arrays(self._entry.consts + leaves)
+    return tree_util.tree_unflatten(self._entry.out_tree, outs)
+
+  def as_text(self) -> str:
+    return self._entry.program.text
+
+  def memory_analysis(self):
+    """Compiled memory statistics: `temp_size_in_bytes`, `argument_size_in_bytes`, ..."""
+    return self._entry.program.memory_stats()
+
+
+def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=(), keep_unused=False,
+        inline=False):
+  """Compile `fun` with XLA.
+
+  Args:
+    fun: a function of arrays (and pytrees of arrays) returning arrays or pytrees of arrays.
+    static_argnums: positions of arguments that are Python values fixed at trace time (hashable).
+      A new value retraces.
+    static_argnames: names of such arguments.
+    donate_argnums: accepted for compatibility; buffers are not donated.
+
+  Returns:
+    A function with `fun`'s signature that traces once per argument signature and runs the
+    compiled program; `.lower(*args)` gives the StableHLO and `.compile()`.
+
+  Example:
+    >>> f = revax.jit(lambda x: revax.numpy.sin(x) * 2)
+    >>> f(revax.numpy.ones(3))
+  """
+  if fun is None:
+    return lambda f: jit(f, static_argnums=static_argnums, static_argnames=static_argnames,
+                         donate_argnums=donate_argnums, keep_unused=keep_unused, inline=inline)
+  return Jitted(fun, static_argnums, static_argnames, donate_argnums)

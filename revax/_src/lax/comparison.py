@@ -1,0 +1,4 @@
+"""comparison primitives."""
+from __future__ import annotations
+
+__all__ = []

@@ -1,0 +1,4 @@
+"""reductions primitives."""
+from __future__ import annotations
+
+__all__ = []

@@ -1,0 +1,4 @@
+"""slicing primitives."""
+from __future__ import annotations
+
+__all__ = []

@@ -1,0 +1,4 @@
+"""sorting primitives."""
+from __future__ import annotations
+
+__all__ = []

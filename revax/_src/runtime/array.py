@@ -1,0 +1,165 @@
+"""revax.Array: an immutable array held on the host (a NumPy array) or on a device (a PJRT buffer).
+
+Each form is made from the other lazily, on first need, and kept: eager NumPy implementations read
+the host copy, compiled programs read the device buffer. Arithmetic operators and indexing are
+installed by revax.numpy, which sits above this layer.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from revax._src.core import dtypes
+from revax._src.core.avals import ShapedArray, pytype_aval_mappings
+
+
+class Array:
+  """A revax array. Immutable; use `x.at[idx].set(v)` for functional updates."""
+  __slots__ = ("aval", "_npy", "_buf", "__weakref__")
+  __array_priority__ = 100
+
+  def __init__(self, aval: ShapedArray, npy: np.ndarray | None = None, buf=None):
+    self.aval = aval
+    self._npy = npy
+    self._buf = buf
+
+  # --- the two representations -------------------------------------------------------------
+  def _value(self) -> np.ndarray:
+    """The host copy (read-only NumPy array), read back from the device on first use."""
+    npy = self._npy
+    if npy is None:
+      npy = self._buf.to_numpy()
+      npy.flags.writeable = False
+      self._npy = npy
+    return npy
+
+  def _device_buffer(self, device=None):
+    """The device buffer, uploaded from the host copy on first use."""
+    buf = self._buf
+    if buf is None or (device is not None and buf.device != device):
+      from revax._src.runtime.client import get_backend
+      buf = get_backend().buffer_from_numpy(self._npy, device)
+      if self._buf is None:
+        self._buf = buf
+    return buf
+
+  @property
+  def is_on_host(self) -> bool:
+    return self._npy is not None
+
+  # --- metadata ----------------------------------------------------------------------------
+  shape = property(lambda self: self.aval.shape)
+  dtype = property(lambda self: self.aval.dtype)
+  ndim = property(lambda self: len(self.aval.shape))
+  size = property(lambda self: self.aval.size)
+  weak_type = property(lambda self: self.aval.weak_type)
+
+  @property
+  def nbytes(self) -> int:
+    return self.aval.size * self.aval.dtype.itemsize
+
+  @property
+  def itemsize(self) -> int:
+    return self.aval.dtype.itemsize
+
+  @property
+  def device(self):
+    from revax._src.runtime.client import get_backend
+    return self._buf.device if self._buf is not None else get_backend().devices[0]
+
+  def devices(self) -> set:
+    return {self.device}
+
+  def block_until_ready(self) -> "Array":
+    if self._buf is not None:
+      self._buf.block_until_ready()
+    return self
+
+  def copy_to_host_async(self) -> None:
+    self._value()
+
+  # --- conversions -------------------------------------------------------------------------
+  def __array__(self, dtype=None, copy=None):
+    v = self._value()
+    if dtype is not None and np.dtype(dtype) != v.dtype:
+      return v.astype(dtype)
+    if copy:
+      return v.copy()
+    return v
+
+  def item(self, *args):
+    return self._value().item(*args)
+
+  def tolist(self):
+    return self._value().tolist()
+
+  def __bool__(self):
+    if self.size != 1:
+      raise ValueError(f"The truth value of an array with more than one element is ambiguous "
+                       f"(shape {self.shape}). Use a.any() or a.all()")
+    return bool(self._value())
+
+  def __int__(self):
+    return int(self._value())
+
+  def __float__(self):
+    return float(self._value())
+
+  def __complex__(self):
+    return complex(self._value())
+
+  def __index__(self):
+    if not dtypes.is_integer(self.dtype) or self.shape:
+      raise TypeError(f"only integer scalar arrays can be converted to a scalar index, "
+                      f"got {self.aval.str_short()}")
+    return int(self._value())
+
+  def __len__(self):
+    if not self.shape:
+      raise TypeError("len() of unsized object (a 0-d array)")
+    return self.shape[0]
+
+  def __iter__(self):
+    if not self.shape:
+      raise TypeError("iteration over a 0-d array")
+    return (self[i] for i in range(self.shape[0]))
+
+  def __hash__(self):
+    raise TypeError("unhashable type: 'revax.Array'")
+
+  def __reduce__(self):
+    return (_reconstruct, (self._value(), self.aval.weak_type))
+
+  def __repr__(self):
+    v = self._value()
+    prefix = "Array("
+    if v.size == 0 and v.ndim:
+      body = f"[], shape={v.shape}"
+    else:
+      body = np.array2string(v, separator=", ", prefix=prefix, max_line_width=100)
+    extra = ", weak_type=True" if self.aval.weak_type else ""
+    return f"{prefix}{body}, dtype={v.dtype.name}{extra})"
+
+  def __str__(self):
+    return str(self._value())
+
+  def __format__(self, spec):
+    return format(self._value().item() if self.ndim == 0 else self._value(), spec) if spec \
+        else str(self)
+
+
+def _reconstruct(value, weak_type):
+  return from_numpy(value, weak_type)
+
+
+def from_numpy(x: np.ndarray, weak_type: bool = False) -> Array:
+  """Wrap a NumPy array (converted to its canonical dtype, made read-only) as an Array."""
+  dtype = dtypes.canonicalize_dtype(x.dtype)
+  if x.dtype != dtype:
+    x = x.astype(dtype)
+  elif x.flags.writeable:
+    x = x.copy()  # the caller may mutate its array later; ours must never change
+  x.flags.writeable = False
+  return Array(ShapedArray(x.shape, dtype, weak_type), npy=x)
+
+
+pytype_aval_mappings[Array] = lambda x: x.aval

@@ -1,0 +1,13 @@
+"""revax.tree_util: pytree utilities, as in jax.tree_util."""
+from revax._src.tree_util import PyTreeDef as PyTreeDef
+from revax._src.tree_util import register_pytree_node as register_pytree_node
+from revax._src.tree_util import register_pytree_node_class as register_pytree_node_class
+from revax._src.tree_util import tree_all as tree_all
+from revax._src.tree_util import tree_flatten as tree_flatten
+from revax._src.tree_util import tree_leaves as tree_leaves
+from revax._src.tree_util import tree_map as tree_map
+from revax._src.tree_util import tree_reduce as tree_reduce
+from revax._src.tree_util import tree_structure as tree_structure
+from revax._src.tree_util import tree_unflatten as tree_unflatten
+from revax._src.tree_util import treedef_children as treedef_children
+from revax._src.tree_util import treedef_is_leaf as treedef_is_leaf
