@@ -172,7 +172,7 @@ def promote_types_weak(*dtypes_and_weak):
     return default_float_dtype(), True
   if n == _C:
     return default_complex_dtype(), True
-  return n, False
+  return canonicalize_dtype(n), False
 
 
 def promote_types(a, b) -> np.dtype:

@@ -158,7 +158,7 @@ def _fmt_param(value, names, indent) -> str:
   if isinstance(value, ClosedJaxpr):
     value = value.jaxpr
   if isinstance(value, Jaxpr):
-    return pp_jaxpr(value, names, indent + 2)
+    return pp_jaxpr(value, _Names(), indent + 2)  # a nested jaxpr names its variables afresh
   if isinstance(value, np.dtype):
     return value.name
   if isinstance(value, type) and issubclass(value, np.generic):
@@ -177,13 +177,21 @@ def _fmt_param(value, names, indent) -> str:
 def pp_eqn(eqn: JaxprEqn, names: _Names, indent: int = 0) -> str:
   ins = " ".join(names(v) for v in eqn.invars)
   outs = " ".join(_binder(names, v) for v in eqn.outvars)
-  params = [f"{k}={_fmt_param(v, names, indent)}" for k, v in sorted(eqn.params.items())]
-  if any("\n" in p for p in params):
+  # params sorted by name, jaxpr-valued ones last (as JAX prints them)
+  items = sorted(eqn.params.items(), key=lambda kv: (_holds_jaxpr(kv[1]), kv[0]))
+  params = [f"{k}={_fmt_param(v, names, indent)}" for k, v in items]
+  if any(_holds_jaxpr(v) for v in eqn.params.values()):
     pad = " " * (indent + 2)
     body = "".join(f"{pad}{p}\n" for p in params)
-    return f"{outs} = {eqn.primitive.name}[\n{body}{' ' * indent}] {ins}".rstrip()
+    return f"{outs} = {eqn.primitive.name}[\n{body}{' ' * indent}] {ins}"
   pstr = f"[{' '.join(params)}]" if params else ""
-  return f"{outs} = {eqn.primitive.name}{pstr} {ins}".rstrip()
+  return f"{outs} = {eqn.primitive.name}{pstr} {ins}"
+
+
+def _holds_jaxpr(value) -> bool:
+  if isinstance(value, tuple):
+    return any(map(_holds_jaxpr, value))
+  return isinstance(value, (Jaxpr, ClosedJaxpr))
 
 
 def pp_jaxpr(jaxpr: Jaxpr, names: _Names, indent: int = 0) -> str:
@@ -191,9 +199,9 @@ def pp_jaxpr(jaxpr: Jaxpr, names: _Names, indent: int = 0) -> str:
   ins = " ".join(_binder(names, v) for v in jaxpr.invars)
   head = f"{{ lambda {consts}; {ins}. let" if consts else f"{{ lambda ; {ins}. let"
   eqns = [pp_eqn(e, names, indent + 4) for e in jaxpr.eqns]
-  outs = " ".join(names(v) for v in jaxpr.outvars)
+  outs = ", ".join(names(v) for v in jaxpr.outvars)
   tail = f"in ({outs},) }}" if len(jaxpr.outvars) == 1 else f"in ({outs}) }}"
-  one_line = f"{head} {' '.join(eqns)} {tail}" if eqns else f"{head} {tail}"
+  one_line = f"{head} {' '.join(eqns)} {tail}"
   if len(eqns) <= 1 and len(one_line) <= 80 and "\n" not in one_line:
     return one_line
   pad = " " * (indent + 4)

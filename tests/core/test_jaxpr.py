@@ -1,0 +1,125 @@
+"""The jaxpr IR: printing like JAX, type checking, evaluation and dead-code elimination."""
+import numpy as np
+import pytest
+
+import revax
+import revax.lax as lax
+import revax.numpy as rnp
+from revax._src.core.avals import ShapedArray
+from revax._src.core.eval import eval_jaxpr
+from revax._src.core.jaxpr import Jaxpr, JaxprEqn, Literal, Var
+from revax._src.core.typecheck import JaxprTypeError, check_jaxpr
+from revax._src.interpreters.staging import dce_jaxpr
+
+jax = pytest.importorskip("jax")
+x3 = np.ones(3, np.float32)
+
+
+@pytest.mark.parametrize("fun_name", ["scalar_exp", "weak_promotion", "nested_jit", "passthrough"])
+def test_printing_matches_jax(fun_name):
+  def funs(np_mod, jit):
+    return {
+        "scalar_exp": (lambda x: np_mod.exp(x), (1.0,)),
+        "weak_promotion": (lambda x, y: x * y + 1.0, (x3, 2.0)),
+        "nested_jit": (lambda x: jit(lambda y: y * 2)(x), (x3,)),
+        "passthrough": (lambda x: (x, 1.0), (x3,)),
+    }[fun_name]
+  f, args = funs(rnp, revax.jit)
+  jf, _ = funs(jax.numpy, jax.jit)
+  assert str(revax.make_jaxpr(f)(*args)) == str(jax.make_jaxpr(jf)(*args))
+
+
+def test_constants_are_constvars_and_scalars_literals():
+  c = np.arange(3, dtype=np.float32)
+  closed = revax.make_jaxpr(lambda x: x * c + 2.0)(x3)
+  assert len(closed.jaxpr.constvars) == 1 and closed.consts[0] is c
+  assert str(closed).startswith("{ lambda a:f32[3]; b:f32[3]. let")
+  assert any(isinstance(a, Literal) for e in closed.eqns for a in e.invars)
+
+
+def test_eval_jaxpr_reproduces_the_function():
+  f = lambda x, y: rnp.exp(x * y) + x
+  y = np.full(3, 0.5, np.float32)
+  closed = revax.make_jaxpr(f)(x3, y)
+  (out,) = eval_jaxpr(closed.jaxpr, closed.consts, x3, y)
+  np.testing.assert_allclose(out, np.exp(x3 * y) + x3, rtol=1e-6)
+
+
+def _eqn(prim, ins, outs, **params):
+  return JaxprEqn(prim, ins, outs, params)
+
+
+def test_check_jaxpr_rejects_wrong_output_type():
+  f32 = ShapedArray((3,), np.float32)
+  a, b = Var(f32), Var(ShapedArray((4,), np.float32))
+  jaxpr = Jaxpr([], [a], [b], [_eqn(revax._src.lax.unary.exp_p, [a], [b])])
+  with pytest.raises(JaxprTypeError, match=r"output of exp has type f32\[4\] but its rule gives f32\[3\]"):
+    check_jaxpr(jaxpr)
+
+
+def test_check_jaxpr_rejects_use_before_definition():
+  f32 = ShapedArray((3,), np.float32)
+  a, b, c = Var(f32), Var(f32), Var(f32)
+  jaxpr = Jaxpr([], [a], [c], [_eqn(revax._src.lax.binary.add_p, [a, b], [c])])
+  with pytest.raises(JaxprTypeError, match="used before it is defined"):
+    check_jaxpr(jaxpr)
+
+
+def test_check_jaxpr_rejects_double_definition():
+  f32 = ShapedArray((3,), np.float32)
+  a = Var(f32)
+  jaxpr = Jaxpr([], [a], [a], [_eqn(revax._src.lax.unary.exp_p, [a], [a])])
+  with pytest.raises(JaxprTypeError, match="defined twice"):
+    check_jaxpr(jaxpr)
+
+
+def test_check_jaxpr_rejects_ill_typed_primitive_application():
+  a, b = Var(ShapedArray((3,), np.float32)), Var(ShapedArray((3,), np.int32))
+  c = Var(ShapedArray((3,), np.float32))
+  jaxpr = Jaxpr([], [a, b], [c], [_eqn(revax._src.lax.binary.add_p, [a, b], [c])])
+  with pytest.raises(JaxprTypeError, match="same dtypes"):
+    check_jaxpr(jaxpr)
+
+
+def test_check_jaxpr_checks_nested_jaxprs():
+  closed = revax.make_jaxpr(lambda x: revax.jit(lambda y: rnp.exp(y))(x))(x3)
+  check_jaxpr(closed)
+  inner = closed.eqns[0].params["jaxpr"].jaxpr
+  inner.eqns[0].outvars[0].aval = ShapedArray((2,), np.float32)  # corrupt the inner program
+  with pytest.raises(JaxprTypeError):
+    check_jaxpr(closed)
+
+
+def test_dce_removes_unused_equations_and_reports_used_inputs():
+  closed = revax.make_jaxpr(lambda x, y: (rnp.exp(x), rnp.exp(y) * 2.0))(x3, x3)
+  new, used = dce_jaxpr(closed.jaxpr, [True, False])
+  assert [e.primitive.name for e in new.eqns] == ["exp"]
+  assert used == [True, False]
+  pruned, _ = dce_jaxpr(closed.jaxpr, [False, True], prune_inputs=True)
+  assert len(pruned.invars) == 1
+  check_jaxpr(pruned)
+
+
+def test_dce_inside_jit_call():
+  def f(x):
+    a, _ = revax.jit(lambda y: (rnp.exp(y), rnp.negative(y)))(x)
+    return a
+  closed = revax.make_jaxpr(f)(x3)
+  new, _ = dce_jaxpr(closed.jaxpr)
+  inner = new.eqns[0].params["jaxpr"].jaxpr
+  assert [e.primitive.name for e in inner.eqns] == ["exp"]
+  check_jaxpr(new)
+
+
+def test_tracer_errors():
+  with pytest.raises(TypeError, match="bool\\(\\) conversion"):
+    revax.make_jaxpr(lambda x: 1 if x else 0)(1.0)
+  with pytest.raises(TypeError, match="__array__"):
+    revax.make_jaxpr(lambda x: np.asarray(x))(1.0)
+
+
+def test_leaked_tracer_is_reported():
+  leaked = []
+  revax.make_jaxpr(lambda x: leaked.append(x) or x)(1.0)
+  with pytest.raises(Exception, match="unexpected tracer"):
+    rnp.exp(leaked[0])

@@ -1,0 +1,63 @@
+"""Imports point down only: core <- runtime <- interpreters <- lax <- api <- numpy/random/nn."""
+import ast
+import pathlib
+
+ROOT = pathlib.Path(__file__).resolve().parents[1] / "revax"
+LAYERS = ["core", "runtime", "interpreters", "lax", "api", "libraries"]
+LIBRARIES = {"numpy", "random", "nn", "example_libraries", "scipy"}
+UTILITIES = {"tree_util"}  # leaf utilities importable from any layer but core
+
+
+def _layer(module: str) -> str | None:
+  parts = module.split(".")
+  if parts[:2] != ["revax", "_src"] or len(parts) < 3:
+    return "public" if parts[0] == "revax" else None
+  head = parts[2]
+  if head in UTILITIES:
+    return "util"
+  if head in LIBRARIES:
+    return "libraries"
+  if head in ("core", "runtime", "interpreters", "lax"):
+    return head
+  return "api"  # api.py, jit.py and other transformation entry points
+
+
+def _imports(path: pathlib.Path):
+  tree = ast.parse(path.read_text())
+  for node in ast.walk(tree):
+    if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+      for alias in node.names:  # `from revax._src import lax` names the module revax._src.lax
+        yield f"{node.module}.{alias.name}" if node.module == "revax._src" else node.module
+    elif isinstance(node, ast.Import):
+      for alias in node.names:
+        yield alias.name
+
+
+def test_no_upward_imports():
+  bad = []
+  for path in (ROOT / "_src").rglob("*.py"):
+    module = "revax." + ".".join(path.relative_to(ROOT).with_suffix("").parts)
+    src = _layer(module)
+    for imp in _imports(path):
+      dst = _layer(imp)
+      if dst is None or dst == "util" and src != "core":
+        continue
+      if dst == "public" or (dst == "util" and src == "core"):
+        bad.append(f"{module} imports {imp} (public modules sit above everything)")
+      elif dst != "util" and LAYERS.index(dst) > LAYERS.index(src):
+        bad.append(f"{module} ({src}) imports {imp} ({dst})")
+  assert not bad, "upward imports:\n" + "\n".join(bad)
+
+
+def test_public_modules_only_reexport():
+  for path in ROOT.glob("*.py"):
+    tree = ast.parse(path.read_text())
+    for node in tree.body:
+      if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+        raise AssertionError(f"{path.name} defines {node.name}; public modules only re-export")
+
+
+def test_revax_never_imports_jax():
+  for path in ROOT.rglob("*.py"):
+    for imp in _imports(path):
+      assert imp.split(".")[0] not in ("jax", "jaxlib"), f"{path} imports {imp}"
