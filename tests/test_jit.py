@@ -1,0 +1,139 @@
+"""jit: caching, static arguments, lowering, compiled objects and argument validation."""
+import numpy as np
+import pytest
+
+import revax
+import revax.lax as lax
+import revax.numpy as rnp
+
+x3 = np.arange(3, dtype=np.float32)
+
+
+def test_jit_computes_and_traces_once_per_signature():
+  traces = []
+
+  @revax.jit
+  def f(x, y):
+    traces.append(1)
+    return rnp.exp(x) * y
+
+  np.testing.assert_allclose(f(x3, 2.0), np.exp(x3) * 2, rtol=1e-6)
+  f(x3 + 1, 3.0)
+  assert len(traces) == 1
+  f(np.ones(4, np.float32), 3.0)  # new shape: new trace
+  f(x3, np.float32(3.0))  # strong instead of weak scalar: new signature
+  assert len(traces) == 3
+
+
+def test_outputs_stay_on_device_and_convert_lazily():
+  out = revax.jit(lambda x: x * 2)(x3)
+  assert isinstance(out, revax.Array) and not out.is_on_host
+  np.testing.assert_array_equal(np.asarray(out), x3 * 2)
+  assert out.is_on_host  # read back once, then cached
+
+
+def test_pytrees_in_and_out():
+  @revax.jit
+  def f(d):
+    return {"sum": d["a"] + d["b"], "pair": (d["a"], 1.0)}
+
+  out = f({"a": x3, "b": x3})
+  np.testing.assert_array_equal(out["sum"], 2 * x3)
+  assert out["pair"][1].shape == () and out["pair"][1].weak_type
+
+
+def test_static_argnums_and_argnames():
+  traces = []
+
+  def f(x, n, *, scale):
+    traces.append(n)
+    return x * n * scale
+
+  g = revax.jit(f, static_argnums=1, static_argnames="scale")
+  np.testing.assert_array_equal(g(x3, 2, scale=3), x3 * 6)
+  g(x3, 2, scale=3)
+  g(x3, 4, scale=3)
+  assert traces == [2, 4]
+
+
+def test_unhashable_static_argument_is_a_value_error():
+  g = revax.jit(lambda x, n: x, static_argnums=1)
+  with pytest.raises(ValueError, match="Non-hashable static arguments"):
+    g(x3, [1, 2])
+
+
+def test_non_array_output_is_a_type_error():
+  with pytest.raises(TypeError, match="returned a value of type str"):
+    revax.jit(lambda x: "hello")(x3)
+
+
+def test_closure_over_array_constant():
+  c = np.full(3, 2.0, np.float32)
+  np.testing.assert_array_equal(revax.jit(lambda x: x * c)(x3), x3 * 2)
+
+
+def test_nested_jit_and_jit_of_function_returning_input():
+  inner = revax.jit(lambda x: x + 1.0)
+  outer = revax.jit(lambda x: (inner(x) * 2, x))
+  a, b = outer(x3)
+  np.testing.assert_array_equal(a, (x3 + 1) * 2)
+  np.testing.assert_array_equal(b, x3)
+
+
+def test_lower_as_text_is_stablehlo_that_compiles():
+  f = revax.jit(lambda x, w: rnp.exp(lax.dot_general(x, w, (((1,), (0,)), ((), ())))))
+  x, w = np.ones((2, 3), np.float32), np.ones((3, 4), np.float32)
+  lowered = f.lower(x, w)
+  text = lowered.as_text()
+  assert text.startswith("module @jit_")
+  assert "func.func public @main(%0: tensor<2x3xf32>, %1: tensor<3x4xf32>) -> (tensor<2x4xf32>)" in text
+  assert '"stablehlo.dot_general"' in text and '"stablehlo.exponential"' in text
+  compiled = lowered.compile()
+  np.testing.assert_allclose(compiled(x, w), np.exp(x @ w), rtol=1e-6)
+
+
+def test_memory_analysis_reports_sizes():
+  f = revax.jit(lambda x: rnp.exp(rnp.exp(x)) * x)
+  x = np.ones((256, 256), np.float32)
+  stats = f.lower(x).compile().memory_analysis()
+  assert stats.argument_size_in_bytes == 256 * 256 * 4
+  assert stats.output_size_in_bytes == 256 * 256 * 4
+  assert stats.temp_size_in_bytes >= 0
+
+
+@pytest.mark.parametrize("bad,expected", [
+    (np.ones((3, 2), np.float32), r"compiled for argument types \(f32\[2,3\]\) but received \(f32\[3,2\]\)"),
+    (np.ones((2, 3), np.int32), r"compiled for argument types \(f32\[2,3\]\) but received \(i32\[2,3\]\)"),
+])
+def test_compiled_rejects_wrong_avals_before_the_runtime(bad, expected):
+  compiled = revax.jit(lambda x: x * 2).lower(np.ones((2, 3), np.float32)).compile()
+  with pytest.raises(TypeError, match=expected):
+    compiled(bad)
+
+
+def test_compiled_rejects_wrong_structure():
+  compiled = revax.jit(lambda x, y: x + y).lower(x3, x3).compile()
+  with pytest.raises(TypeError, match="compiled for arguments of structure"):
+    compiled(x3)
+
+
+def test_jit_of_non_callable():
+  with pytest.raises(TypeError, match="jit expects a callable"):
+    revax.jit(3)
+
+
+def test_jit_as_decorator_with_options():
+  @revax.jit(static_argnums=(1,))
+  def f(x, n):
+    return x * n
+  np.testing.assert_array_equal(f(x3, 3), x3 * 3)
+
+
+def test_weak_type_of_python_scalar_output():
+  out = revax.jit(lambda: 1.0)()
+  assert out.dtype == np.float32 and out.weak_type
+
+
+def test_make_jaxpr_of_jitted_function_shows_a_jit_equation():
+  closed = revax.make_jaxpr(revax.jit(lambda x: x * 2))(x3)
+  assert [e.primitive.name for e in closed.eqns] == ["jit"]
