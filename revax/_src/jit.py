@@ -65,7 +65,7 @@ def _jit_dce(eqn, used_outputs):
 
 
 jit_p.def_abstract_eval(_jit_abstract_eval)
-jit_p.impl = _jit_impl  # no NumPy implementation: a jit call always runs compiled
+dispatch.custom_impls[jit_p] = _jit_impl  # a jit call always runs compiled
 mlir.register_lowering(jit_p, _jit_lower)
 staging.dce_rules[jit_p] = _jit_dce
 
@@ -101,6 +101,7 @@ class Jitted:
     self.static_argnames = (static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames or ())
     self._resolve_static_names()
     self._cache: dict = {}
+    self._fast_cache: dict = {}  # (treedef, *avals) -> entry, for calls without static args
     self._lock = threading.Lock()
     functools.update_wrapper(self, fun, updated=())
 
@@ -187,13 +188,23 @@ class Jitted:
     return _Entry(ClosedJaxpr(jaxpr, []), consts, out_store["tree"], self.name)
 
   def __call__(self, *args, **kwargs):
-    leaves, key_head, call = self._split(args, kwargs)
-    entry = self._entry(leaves, key_head, call)
+    if kwargs or self.static_argnums:
+      leaves, key_head, call = self._split(args, kwargs)
+      entry = self._entry(leaves, key_head, call)
+    else:  # the common case, kept short: positional dynamic arguments only
+      leaves, treedef = tree_util.tree_flatten(args)
+      fast_key = (treedef, *[x.aval if type(x) is Array else get_aval(x) for x in leaves])
+      entry = self._fast_cache.get(fast_key)
+      if entry is None:
+        _, key_head, call = self._split(args, kwargs)
+        entry = self._entry(leaves, key_head, call)
+        if not any(isinstance(c, Tracer) for c in entry.consts):
+          self._fast_cache[fast_key] = entry
     if current_trace() is eval_trace:
       program = entry.program
       if program is None:
         program = entry.program = program_for(entry.jaxpr, entry.name)
-      outs = program.call_arrays(entry.consts + leaves)
+      outs = program.run_unchecked(entry.consts + leaves)  # the cache key fixed the avals
     else:
       outs = jit_p.bind(*entry.consts, *leaves, jaxpr=entry.jaxpr, name=entry.name)
     return tree_util.tree_unflatten(entry.out_tree, outs)
@@ -211,6 +222,7 @@ class Jitted:
 
   def clear_cache(self):
     self._cache.clear()
+    self._fast_cache.clear()
 
   def _cache_size(self) -> int:
     return len(self._cache)

@@ -50,18 +50,20 @@ class Primitive:
     return self._abstract_eval(*avals, **params)
 
   def impl(self, *args, **params):
-    """Evaluate on concrete values; installed by the eager dispatcher (interpreters.dispatch)."""
-    return eager_impl(self, *args, **params)
+    """Evaluate on concrete values (what the eval trace does)."""
+    return _eager_apply[0](self, args, params)
 
 
-def eager_impl(prim, *args, **params):  # replaced by interpreters.dispatch when it is imported
+def _no_eager_apply(prim, args, params):
   raise RuntimeError("revax's eager dispatcher is not loaded; import revax")
 
 
-def set_eager_impl(fn) -> None:
-  global eager_impl
-  eager_impl = fn
-  Primitive.impl = lambda self, *args, **params: fn(self, *args, **params)
+_eager_apply = [_no_eager_apply]
+
+
+def set_eager_apply(fn) -> None:
+  """Install `fn(primitive, args, params)`, the evaluation of primitives on concrete values."""
+  _eager_apply[0] = fn
 
 
 # --- traces and tracers --------------------------------------------------------------------------
@@ -86,7 +88,7 @@ class EvalTrace(Trace):
             f"Encountered an unexpected tracer {a!r} at primitive '{primitive.name}': a value "
             "computed inside a transformation (jit, grad, vmap, ...) escaped it, e.g. through a "
             "global variable or a side effect. Return it from the transformed function instead.")
-    return primitive.impl(*args, **params)
+    return _eager_apply[0](primitive, args, params)
 
   def __repr__(self):
     return "EvalTrace"

@@ -19,11 +19,12 @@ from revax._src.core import dtypes
 from revax._src.core.avals import ShapedArray, get_aval, same_type
 from revax._src.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Var
 from revax._src.core.rules import RuleTable
-from revax._src.core.trace import Primitive, Tracer, set_eager_impl
+from revax._src.core.trace import Primitive, set_eager_apply
 from revax._src.interpreters import mlir
 from revax._src.runtime.array import Array
 
 numpy_impls = RuleTable("numpy impl")  # primitive -> fn(*ndarrays, **params) -> ndarray(s)
+custom_impls = RuleTable("eager impl")  # primitive -> fn(*args, **params), for call primitives
 
 _PY_SCALARS = (bool, int, float, complex)
 
@@ -36,18 +37,15 @@ def def_numpy_impl(prim: Primitive, fn):
 
 def host_value(x) -> np.ndarray:
   """The NumPy value of an eager argument, in its canonical dtype."""
-  t = type(x)
-  if t is Array:
-    return x._value()
+  if type(x) is Array:
+    npy = x._npy
+    return npy if npy is not None else x._value()
   aval = get_aval(x)
   return np.asarray(x, dtype=aval.dtype)
 
 
 def _is_host(x) -> bool:
-  t = type(x)
-  if t is Array:
-    return x._npy is not None
-  return True
+  return x._npy is not None if type(x) is Array else True
 
 
 def to_array(x) -> Array:
@@ -60,10 +58,32 @@ def to_array(x) -> Array:
   return Array(aval, npy=v)
 
 
-def apply_primitive(prim: Primitive, *args, **params):
-  impl = numpy_impls.get(prim)
+_abstract_eval_cache: dict = {}
+
+
+def _output_avals(prim, avals, params):
+  """The primitive's abstract evaluation, memoized: eager ops repeat the same signatures."""
+  try:
+    key = (prim, *avals, *params.items()) if params else (prim, *avals)
+    out = _abstract_eval_cache.get(key)
+  except TypeError:  # unhashable params: the rule still runs (and will say what is wrong)
+    return prim.abstract_eval(*avals, **params)
+  if out is None:
+    out = prim.abstract_eval(*avals, **params)
+    if len(_abstract_eval_cache) > 65536:
+      _abstract_eval_cache.clear()
+    _abstract_eval_cache[key] = out
+  return out
+
+
+def apply_primitive(prim: Primitive, args, params):
+  """Evaluate `prim` on concrete values: NumPy on host inputs, else a compiled executable."""
+  custom = custom_impls.get(prim)
+  if custom is not None:
+    return custom(*args, **params)
   avals = [a.aval if type(a) is Array else get_aval(a) for a in args]
-  out_aval = prim.abstract_eval(*avals, **params)
+  out_aval = _output_avals(prim, avals, params)
+  impl = numpy_impls.get(prim)
   if impl is not None and all(map(_is_host, args)):
     out = impl(*map(host_value, args), **params)
     if prim.multiple_results:
@@ -75,7 +95,7 @@ def apply_primitive(prim: Primitive, *args, **params):
 
 
 def _wrap_host(value, aval: ShapedArray) -> Array:
-  v = np.asarray(value)
+  v = value if type(value) is np.ndarray else np.asarray(value)
   if v.dtype != aval.dtype:
     v = v.astype(aval.dtype)
   if v.shape != aval.shape:
@@ -142,10 +162,19 @@ class CompiledProgram:
 
   def call_arrays(self, args) -> list[Array]:
     """Run on eager values (Arrays, NumPy arrays, scalars); returns device-backed Arrays."""
-    arrays = [a if type(a) is Array else to_array(a) for a in args]
-    self.check_avals([a.aval for a in arrays])
-    bufs = self.executable.execute([a._device_buffer() for a in arrays])
-    return [Array(aval, buf=b) for aval, b in zip(self.out_avals, bufs, strict=True)]
+    self.check_avals([a.aval if type(a) is Array else get_aval(a) for a in args])
+    return self.run_unchecked(args)
+
+  def run_unchecked(self, args) -> list[Array]:
+    """`call_arrays` for arguments already known to have the right avals."""
+    bufs = []
+    for a in args:
+      if type(a) is not Array:
+        a = to_array(a)
+      buf = a._buf
+      bufs.append(buf if buf is not None else a._device_buffer())
+    outs = self.executable.execute(bufs)
+    return [Array(aval, None, b) for aval, b in zip(self.out_avals, outs)]
 
   def memory_stats(self):
     return self.executable.memory_stats()
@@ -160,4 +189,4 @@ def compile_jaxpr(closed: ClosedJaxpr, name: str = "main") -> CompiledProgram:
   return CompiledProgram(executable, closed.in_avals, closed.out_avals, text, name)
 
 
-set_eager_impl(apply_primitive)
+set_eager_apply(apply_primitive)

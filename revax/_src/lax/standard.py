@@ -18,22 +18,17 @@ from revax._src.core.trace import Primitive
 from revax._src.interpreters import dispatch, mlir
 from revax._src.runtime.array import Array
 
-# dtype categories accepted by elementwise primitives
-_bool = lambda d: dtypes.is_bool(d)
-_int = lambda d: dtypes.is_integer(d)
-_signed = lambda d: dtypes.is_signed_integer(d)
-_float = lambda d: dtypes.is_float(d)
-_complex = lambda d: dtypes.is_complex(d)
-_inexact = lambda d: dtypes.is_inexact(d)
-_num = lambda d: not dtypes.is_bool(d)
-_any = lambda d: True
-_intbool = lambda d: dtypes.is_integer(d) or dtypes.is_bool(d)
-_signed_num = lambda d: dtypes.is_signed_integer(d) or dtypes.is_inexact(d)
-_float_int = lambda d: dtypes.is_float(d) or dtypes.is_integer(d)
-
-DTYPE_KINDS = {"bool": _bool, "int": _int, "signed": _signed, "float": _float,
-               "complex": _complex, "inexact": _inexact, "num": _num, "any": _any,
-               "intbool": _intbool, "signed_num": _signed_num, "float_int": _float_int}
+# dtype categories accepted by elementwise primitives, as sets for fast membership tests
+_BOOL = frozenset([dtypes.bool_])
+_SIGNED = frozenset([dtypes.int8, dtypes.int16, dtypes.int32, dtypes.int64])
+_INT = _SIGNED | {dtypes.uint8, dtypes.uint16, dtypes.uint32, dtypes.uint64}
+_FLOAT = frozenset([dtypes.bfloat16, dtypes.float16, dtypes.float32, dtypes.float64])
+_COMPLEX = frozenset([dtypes.complex64, dtypes.complex128])
+DTYPE_KINDS = {"bool": _BOOL, "int": _INT, "signed": _SIGNED, "float": _FLOAT,
+               "complex": _COMPLEX, "inexact": _FLOAT | _COMPLEX,
+               "num": _INT | _FLOAT | _COMPLEX, "any": _BOOL | _INT | _FLOAT | _COMPLEX,
+               "intbool": _INT | _BOOL, "signed_num": _SIGNED | _FLOAT | _COMPLEX,
+               "float_int": _FLOAT | _INT}
 _KIND_DESCRIPTIONS = {"bool": "bool", "int": "integer", "signed": "signed integer",
                       "float": "floating-point", "complex": "complex", "inexact": "floating or complex",
                       "num": "numeric (non-bool)", "any": "any", "intbool": "integer or bool",
@@ -58,7 +53,7 @@ def broadcast_shapes(*shapes, op_name: str = "operation"):
 
 
 def check_dtype(op_name: str, kind: str, dtype) -> None:
-  if not DTYPE_KINDS[kind](dtype):
+  if dtype not in DTYPE_KINDS[kind]:
     raise TypeError(f"{op_name} does not accept dtype {np.dtype(dtype).name}; it takes "
                     f"{_KIND_DESCRIPTIONS[kind]} arguments")
 
