@@ -210,6 +210,10 @@ class Backend:
     if type_code is None:
       x, type_code = _convert_unsupported(x)
       dtype = x.dtype
+    if not x.size:
+      # Strides of empty arrays can be anything (numpy gives (0, 0) for zeros((0, 3))); the
+      # plugin CHECK-fails on some (and aborts on none given). A fresh empty array has dense ones.
+      x = np.empty(x.shape, dtype)
     device = device or self.devices[0]
     shape = x.shape
     scratch = self._take_scratch()
@@ -219,7 +223,7 @@ class Backend:
       args.device = device._ptr
       ndim = len(shape)
       args.num_dims = ndim
-      args.num_byte_strides = ndim if x.size else 0
+      args.num_byte_strides = ndim
       if self._fast_numpy:
         header = _numpy_header(x)
         args.data, args.dims, args.byte_strides = header.data, header.dimensions, header.strides
