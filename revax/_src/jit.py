@@ -17,8 +17,9 @@ import weakref
 from revax._src import tree_util
 from revax._src.core.avals import get_aval
 from revax._src.core.jaxpr import ClosedJaxpr
-from revax._src.core.trace import Primitive, Tracer, current_trace, eval_trace
-from revax._src.interpreters import dispatch, mlir, staging
+from revax._src.core.eval import eval_jaxpr
+from revax._src.core.trace import Primitive, Tracer, current_trace, eval_trace, set_current_trace
+from revax._src.interpreters import ad, dispatch, mlir, partial_eval, staging, transpose
 from revax._src.runtime.array import Array
 
 # --- the jit primitive ---------------------------------------------------------------------------
@@ -64,10 +65,104 @@ def _jit_dce(eqn, used_outputs):
   return used_inputs, new_eqn
 
 
+def bind_jit(closed: ClosedJaxpr, args, name: str):
+  """Bind jit_p on `closed`, turning its constants into leading operands (jit jaxprs have none)."""
+  if closed.consts:
+    jaxpr = ClosedJaxpr(staging.convert_constvars_jaxpr(closed.jaxpr), [])
+    return jit_p.bind(*closed.consts, *args, jaxpr=jaxpr, name=name)
+  return jit_p.bind(*args, jaxpr=closed, name=name)
+
+
+def _memoized(fn):
+  """Cache a jaxpr-to-jaxpr transformation per (jaxpr, hashable options): repeated grads of one
+  jitted function must reuse one derived program, not recompile it."""
+  cache: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+  @functools.wraps(fn)
+  def cached(jaxpr, *options):
+    per_jaxpr = cache.setdefault(jaxpr, {})
+    if options not in per_jaxpr:
+      per_jaxpr[options] = fn(jaxpr, *options)
+    return per_jaxpr[options]
+  return cached
+
+
+@_memoized
+def _jvp_jaxpr(closed: ClosedJaxpr, nonzeros: tuple):
+  """(primals, non-zero tangents) -> (primal outs, non-zero tangent outs); and which are."""
+  avals = closed.in_avals
+  tangent_avals = [ad.tangent_aval(a) for a, nz in zip(avals, nonzeros) if nz]
+  store = {}
+
+  def fun(*args):
+    primals, nz_tangents = args[:len(avals)], iter(args[len(avals):])
+    tangents = [next(nz_tangents) if nz else ad.Zero(ad.tangent_aval(a))
+                for a, nz in zip(avals, nonzeros)]
+    outs, out_tangents = ad.jvp_flat(
+        lambda *xs: eval_jaxpr(closed.jaxpr, closed.consts, *xs), primals, tangents)
+    store["out_nonzeros"] = tuple(type(t) is not ad.Zero for t in out_tangents)
+    return list(outs) + [t for t in out_tangents if type(t) is not ad.Zero]
+
+  jaxpr, consts = staging.trace_to_jaxpr(fun, list(avals) + tangent_avals)
+  return ClosedJaxpr(jaxpr, consts), store["out_nonzeros"]
+
+
+def _jit_jvp(primals, tangents, *, jaxpr, name):
+  nonzeros = tuple(type(t) is not ad.Zero for t in tangents)
+  jvp_closed, out_nonzeros = _jvp_jaxpr(jaxpr, nonzeros)
+  outs = bind_jit(jvp_closed, list(primals) + [t for t in tangents if type(t) is not ad.Zero],
+                  f"jvp_{name}")
+  n = len(jaxpr.out_avals)
+  nz_tangents = iter(outs[n:])
+  out_tangents = [next(nz_tangents) if nz else ad.Zero(ad.tangent_aval(a))
+                  for a, nz in zip(jaxpr.out_avals, out_nonzeros)]
+  return outs[:n], out_tangents
+
+
+@_memoized
+def _partial_eval_jaxpr(closed, unknowns):
+  return partial_eval.partial_eval_jaxpr(closed, list(unknowns))
+
+
+def _jit_partial_eval(trace, args, params, unknowns):
+  """Run the known part of the call now and stage the unknown part, as two jit calls."""
+  closed, name = params["jaxpr"], params["name"]
+  jaxpr_k, jaxpr_u, out_unknowns, num_res = _partial_eval_jaxpr(closed, tuple(unknowns))
+  known_args = [a for a, u in zip(args, unknowns) if not u]
+  with set_current_trace(trace.parent_trace):
+    known = bind_jit(jaxpr_k, known_args, name)
+  n_known_out = len(known) - num_res
+  known_outs, residuals = known[:n_known_out], known[n_known_out:]
+  unknown_args = [a for a, u in zip(args, unknowns) if u]
+  staged = []
+  if any(out_unknowns):
+    staged = staging.DynamicJaxprTrace.process_primitive(
+        trace, jit_p, list(residuals) + unknown_args, {"jaxpr": jaxpr_u, "name": name})
+  it_k, it_u = iter(known_outs), iter(staged)
+  return [next(it_u) if u else next(it_k) for u in out_unknowns]
+
+
+@_memoized
+def _transpose_jaxpr(closed, linear_mask):
+  return transpose.transpose_jaxpr(closed, list(linear_mask))
+
+
+def _jit_transpose(cts, *args, jaxpr, name):
+  linear_mask = tuple(ad.is_undefined_primal(a) for a in args)
+  ct_closed = _transpose_jaxpr(jaxpr, linear_mask)
+  nonlinear = [a for a in args if not ad.is_undefined_primal(a)]
+  cts = [ad.instantiate_zeros(c) for c in cts]
+  lin_cts = iter(bind_jit(ct_closed, nonlinear + cts, f"transpose_{name}"))
+  return [next(lin_cts) if lin else None for lin in linear_mask]
+
+
 jit_p.def_abstract_eval(_jit_abstract_eval)
 dispatch.custom_impls[jit_p] = _jit_impl  # a jit call always runs compiled
 mlir.register_lowering(jit_p, _jit_lower)
 staging.dce_rules[jit_p] = _jit_dce
+ad.primitive_jvps[jit_p] = _jit_jvp
+partial_eval.partial_eval_rules[jit_p] = _jit_partial_eval
+ad.primitive_transposes[jit_p] = _jit_transpose
 
 
 # --- the wrapper -----------------------------------------------------------------------------

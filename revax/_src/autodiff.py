@@ -1,0 +1,401 @@
+"""The autodiff API: jvp, linearize, vjp, grad, value_and_grad, jacfwd, jacrev, hessian,
+linear_transpose. All work over pytrees, with JAX's semantics and error messages.
+
+Forward mode pushes tangents through a JVPTrace. Reverse mode linearizes (JVP under partial
+evaluation: the primal runs now, the tangent computation is staged) and transposes the linear
+jaxpr. Symbolic `Zero`s are instantiated only at the API boundary, where the user sees arrays.
+"""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from revax._src import tree_util
+from revax._src.core import dtypes
+from revax._src.core.avals import get_aval
+from revax._src.interpreters import ad
+from revax._src.lax import creation
+from revax._src.runtime.array import Array
+
+
+def _check_callable(fun, name):
+  if not callable(fun):
+    raise TypeError(f"{name} expects a callable, got {fun!r} of type {type(fun).__name__}")
+
+
+def _flat_fun(fun, in_tree, store, has_aux=False):
+  """fun of pytrees -> function of flat leaves returning flat outputs (tree kept in `store`)."""
+  def flat(*leaves):
+    args = tree_util.tree_unflatten(in_tree, leaves)
+    out = fun(*args)
+    if has_aux:
+      if not (isinstance(out, tuple) and len(out) == 2):
+        raise TypeError("a function with has_aux=True must return a pair (output, aux), got "
+                        f"{type(out).__name__}")
+      out, store["aux"] = out
+    leaves_out, store["out_tree"] = tree_util.tree_flatten(out)
+    for x in leaves_out:
+      get_aval(x)
+    return leaves_out
+  return flat
+
+
+def _zeros_for(aval):
+  return ad.zeros_like_aval(aval)
+
+
+def _materialize(t):
+  return _zeros_for(t.aval) if type(t) is ad.Zero else t
+
+
+# --- forward mode ----------------------------------------------------------------------------------
+def jvp(fun, primals, tangents, has_aux=False):
+  """Forward-mode derivative: `(fun(*primals), J @ tangents)`.
+
+  Args:
+    fun: function of arrays (pytrees).
+    primals, tangents: tuples (or lists) of arguments and tangents of the same structure; each
+      tangent has its primal's shape and dtype (float0 for integer primals).
+
+  Example:
+    >>> revax.jvp(revax.numpy.sin, (0.5,), (1.0,))
+  """
+  _check_callable(fun, "jvp")
+  if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
+    raise TypeError("primal and tangent arguments to jvp must be tuples or lists; found "
+                    f"{type(primals).__name__} and {type(tangents).__name__}.")
+  p_leaves, p_tree = tree_util.tree_flatten(tuple(primals))
+  t_leaves, t_tree = tree_util.tree_flatten(tuple(tangents))
+  if p_tree != t_tree:
+    raise TypeError("primal and tangent arguments to jvp must have the same tree structure; "
+                    f"primals have tree structure {p_tree} whereas tangents have tree structure "
+                    f"{t_tree}.")
+  tangents_in = []
+  for p, t in zip(p_leaves, t_leaves, strict=True):
+    pa, ta = get_aval(p), get_aval(t)
+    expected = ad.tangent_aval(pa)
+    if ta.shape != pa.shape:
+      raise ValueError(f"jvp called with different primal and tangent shapes; got primal shape "
+                       f"{pa.shape} and tangent shape as {ta.shape}")
+    if ta.dtype != expected.dtype:
+      raise TypeError(f"primal and tangent arguments to jvp do not match; dtypes must be equal, "
+                      f"or in case of int/bool primal dtype the tangent dtype must be float0. "
+                      f"Got primal dtype {pa.dtype.name} and so expected tangent dtype "
+                      f"{expected.dtype.name}, but got tangent dtype {ta.dtype.name} instead.")
+    tangents_in.append(ad.Zero(expected) if ta.dtype == dtypes.float0 else t)
+  store = {}
+  outs, out_tangents = ad.jvp_flat(_flat_fun(fun, p_tree, store, has_aux), p_leaves, tangents_in)
+  out_tree = store["out_tree"]
+  primal_out = tree_util.tree_unflatten(out_tree, outs)
+  tangent_out = tree_util.tree_unflatten(out_tree, [_materialize(t) for t in out_tangents])
+  if has_aux:
+    return primal_out, tangent_out, store["aux"]
+  return primal_out, tangent_out
+
+
+def linearize(fun, *primals, has_aux=False):
+  """`(fun(*primals), f_jvp)` where `f_jvp(*tangents)` applies the linearization.
+
+  The primal is computed once; `f_jvp` evaluates only the staged linear map.
+  """
+  _check_callable(fun, "linearize")
+  p_leaves, p_tree = tree_util.tree_flatten(primals)
+  store = {}
+  outs, lin = ad.linearize_flat(_flat_fun(fun, p_tree, store, has_aux), p_leaves)
+  out_tree = store["out_tree"]
+
+  def f_jvp(*tangents):
+    t_leaves, t_tree = tree_util.tree_flatten(tangents)
+    if t_tree != p_tree:
+      raise TypeError(f"linearized function called with tangents of structure {t_tree}, "
+                      f"expected {p_tree}")
+    return tree_util.tree_unflatten(out_tree, [_materialize(t) for t in
+                                               ad.eval_linearized(lin, t_leaves)])
+
+  primal_out = tree_util.tree_unflatten(out_tree, outs)
+  if has_aux:
+    return primal_out, f_jvp, store["aux"]
+  return primal_out, f_jvp
+
+
+# --- reverse mode ----------------------------------------------------------------------------------
+def vjp(fun, *primals, has_aux=False):
+  """`(fun(*primals), f_vjp)` where `f_vjp(cotangent)` returns one cotangent per primal.
+
+  Example:
+    >>> y, f_vjp = revax.vjp(revax.numpy.sin, 0.5)
+    >>> (x_bar,) = f_vjp(1.0)
+  """
+  _check_callable(fun, "vjp")
+  p_leaves, p_tree = tree_util.tree_flatten(primals)
+  store = {}
+  outs, lin = ad.linearize_flat(_flat_fun(fun, p_tree, store, has_aux), p_leaves)
+  out_tree = store["out_tree"]
+  out_avals = [get_aval(o) for o in outs]
+  in_avals = [get_aval(p) for p in p_leaves]
+
+  def f_vjp(cotangent):
+    ct_leaves, ct_tree = tree_util.tree_flatten(cotangent)
+    if ct_tree != out_tree:
+      raise TypeError(f"Tree structure of cotangent input {ct_tree}, does not match structure "
+                      f"of primal output {out_tree}.")
+    cts = []
+    for ct, aval in zip(ct_leaves, out_avals, strict=True):
+      ca, expected = get_aval(ct), ad.tangent_aval(aval)
+      if ca.shape != aval.shape or (ca.dtype != expected.dtype and not ca.weak_type):
+        raise ValueError(f"Shape/dtype of cotangent input {ca.str_short()} does not match the "
+                         f"primal output {aval.str_short()} (expected cotangent "
+                         f"{expected.str_short()}).")
+      if ca.dtype == dtypes.float0 or expected.dtype == dtypes.float0:
+        cts.append(ad.Zero(expected))
+      elif ca.dtype != expected.dtype:
+        from revax._src.lax.conversion import convert_element_type
+        cts.append(convert_element_type(ct, expected.dtype))
+      else:
+        cts.append(ct)
+    cts_in = ad.transpose_linearized(lin, cts)
+    flat = [_materialize(c) if c is not None else _zeros_for(ad.tangent_aval(a))
+            for c, a in zip(cts_in, in_avals, strict=True)]
+    return tree_util.tree_unflatten(p_tree, flat)
+
+  primal_out = tree_util.tree_unflatten(out_tree, outs)
+  if has_aux:
+    return primal_out, f_vjp, store["aux"]
+  return primal_out, f_vjp
+
+
+def _argnums_tuple(argnums, nargs, fname):
+  single = isinstance(argnums, int)
+  nums = (argnums,) if single else tuple(argnums)
+  for a in nums:
+    if not isinstance(a, int):
+      raise TypeError(f"argnums must be an int or a tuple of ints, got {argnums!r}")
+    if not -nargs <= a < nargs:
+      raise ValueError(f"{fname}: argnums={argnums} but the function was called with only "
+                       f"{nargs} positional arguments")
+  return single, tuple(a % nargs for a in nums)
+
+
+def _check_input_dtype(x, allow_int, holomorphic, fname):
+  dt = get_aval(x).dtype
+  if holomorphic and not dtypes.is_complex(dt):
+    raise TypeError(f"{fname} with holomorphic=True requires inputs with complex dtype, but got "
+                    f"{dt.name}.")
+  if not allow_int and not dtypes.is_inexact(dt):
+    raise TypeError(f"{fname} requires real- or complex-valued inputs (input dtype that is a "
+                    f"sub-dtype of np.inexact), but got {dt.name}. If you want to use Boolean- "
+                    f"or integer-valued inputs, use vjp or set allow_int to True.")
+
+
+def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
+  """A function returning `(fun(*args), gradient)` with respect to the `argnums` arguments.
+
+  Example:
+    >>> loss, g = revax.value_and_grad(lambda w: (w ** 2).sum())(w)
+  """
+  _check_callable(fun, "value_and_grad")
+
+  @functools.wraps(fun)
+  def value_and_grad_f(*args, **kwargs):
+    single, nums = _argnums_tuple(argnums, len(args), "value_and_grad")
+    diff_args = tuple(args[i] for i in nums)
+    for leaf in tree_util.tree_leaves(diff_args):
+      _check_input_dtype(leaf, allow_int, holomorphic, "grad")
+
+    def partial_fun(*dargs):
+      full = list(args)
+      for i, a in zip(nums, dargs):
+        full[i] = a
+      return fun(*full, **kwargs)
+
+    res = vjp(partial_fun, *diff_args, has_aux=has_aux)
+    out, f_vjp = res[0], res[1]
+    aval = get_aval(out) if not isinstance(out, (tuple, list, dict)) else None
+    if aval is None or aval.shape != ():
+      shape = aval.shape if aval is not None else type(out).__name__
+      raise TypeError(f"Gradient only defined for scalar-output functions. Output had shape: "
+                      f"{shape}.")
+    if not dtypes.is_inexact(aval.dtype):
+      raise TypeError(f"grad requires real- or complex-valued outputs (output dtype that is a "
+                      f"sub-dtype of np.inexact), but got {aval.dtype.name}. For holomorphic "
+                      f"differentiation, pass holomorphic=True.")
+    if dtypes.is_complex(aval.dtype) and not holomorphic:
+      raise TypeError(f"grad requires real-valued outputs (output dtype that is a sub-dtype of "
+                      f"np.floating), but got {aval.dtype.name}. For holomorphic "
+                      f"differentiation, pass holomorphic=True.")
+    grads = f_vjp(creation.full((), 1, aval.dtype))
+    g = grads[0] if single else tuple(grads)
+    if has_aux:
+      return (out, res[2]), g
+    return out, g
+
+  return value_and_grad_f
+
+
+def grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
+  """The gradient of scalar-valued `fun` with respect to the `argnums` arguments.
+
+  Args:
+    fun: function returning a real scalar (or `(scalar, aux)` with has_aux).
+    argnums: int or tuple of ints: which positional arguments to differentiate.
+    has_aux: `fun` returns `(output, aux)`; the gradient function returns `(grad, aux)`.
+
+  Example:
+    >>> revax.grad(lambda x: revax.numpy.sin(x) ** 2)(0.3)
+  """
+  _check_callable(fun, "grad")
+  vg = value_and_grad(fun, argnums, has_aux, holomorphic, allow_int)
+
+  @functools.wraps(fun)
+  def grad_f(*args, **kwargs):
+    (out, aux), g = vg(*args, **kwargs) if has_aux else ((None, None), vg(*args, **kwargs)[1])
+    return (g, aux) if has_aux else g
+
+  return grad_f
+
+
+# --- jacobians -------------------------------------------------------------------------------------
+def _std_basis(leaves):
+  """For each input leaf, the identity basis as a list of tangent arrays (one per element)."""
+  return [np.eye(int(np.prod(get_aval(x).shape, dtype=np.int64)), dtype=get_aval(x).dtype)
+          for x in leaves]
+
+
+def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
+  """The Jacobian of `fun` by forward mode: one JVP per input element (batched with vmap once
+  revax.vmap lands). Output leaves have shape `out.shape + in.shape`."""
+  _check_callable(fun, "jacfwd")
+
+  def jac_f(*args, **kwargs):
+    single, nums = _argnums_tuple(argnums, len(args), "jacfwd")
+    dargs = tuple(args[i] for i in nums)
+    d_leaves, d_tree = tree_util.tree_flatten(dargs)
+    for leaf in d_leaves:
+      _check_input_dtype(leaf, False, holomorphic, "jacfwd")
+
+    def partial_fun(*dl):
+      full = list(args)
+      for i, a in zip(nums, tree_util.tree_unflatten(d_tree, dl)):
+        full[i] = a
+      return fun(*full, **kwargs)
+
+    columns, aux = [], None
+    out = None
+    for k, leaf in enumerate(d_leaves):
+      aval = get_aval(leaf)
+      cols = []
+      for e in np.eye(aval.size, dtype=aval.dtype):
+        tangents = [np.zeros(get_aval(l).shape, get_aval(l).dtype) for l in d_leaves]
+        tangents[k] = e.reshape(aval.shape)
+        res = jvp(partial_fun, tuple(d_leaves), tuple(tangents), has_aux=has_aux)
+        out, t_out = res[0], res[1]
+        aux = res[2] if has_aux else None
+        cols.append(t_out)
+      columns.append((aval, cols))
+    return _assemble_jacobian(out, columns, d_tree, single, aux, has_aux, forward=True)
+
+  return jac_f
+
+
+def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
+  """The Jacobian of `fun` by reverse mode: one VJP per output element (batched with vmap once
+  revax.vmap lands). Output leaves have shape `out.shape + in.shape`."""
+  _check_callable(fun, "jacrev")
+
+  def jac_f(*args, **kwargs):
+    single, nums = _argnums_tuple(argnums, len(args), "jacrev")
+    dargs = tuple(args[i] for i in nums)
+    d_leaves, d_tree = tree_util.tree_flatten(dargs)
+    for leaf in d_leaves:
+      _check_input_dtype(leaf, allow_int, holomorphic, "jacrev")
+
+    def partial_fun(*dl):
+      full = list(args)
+      for i, a in zip(nums, tree_util.tree_unflatten(d_tree, dl)):
+        full[i] = a
+      return fun(*full, **kwargs)
+
+    res = vjp(partial_fun, *d_leaves, has_aux=has_aux)
+    out, f_vjp = res[0], res[1]
+    out_leaves, out_tree = tree_util.tree_flatten(out)
+    rows_per_out = []
+    for j, o in enumerate(out_leaves):
+      oa = get_aval(o)
+      rows = []
+      for e in np.eye(oa.size, dtype=oa.dtype):
+        cts = [np.zeros(get_aval(l).shape, get_aval(l).dtype) for l in out_leaves]
+        cts[j] = e.reshape(oa.shape)
+        rows.append(f_vjp(tree_util.tree_unflatten(out_tree, cts)))
+      rows_per_out.append((oa, rows))
+    jac_leaves = []
+    for oa, rows in rows_per_out:
+      per_in = []
+      for k, leaf in enumerate(d_leaves):
+        ia = get_aval(leaf)
+        stacked = np.stack([np.asarray(r[k]) for r in rows]) if rows else \
+            np.zeros((0,) + ia.shape, ia.dtype)
+        per_in.append(_as_array(stacked.reshape(oa.shape + ia.shape)))
+      jac_leaves.append(tree_util.tree_unflatten(d_tree, per_in))
+    jac = tree_util.tree_unflatten(out_tree, jac_leaves)
+    if single:
+      jac = tree_util.tree_map(lambda t: t[0], jac, is_leaf=lambda t: isinstance(t, tuple))
+    return (jac, res[2]) if has_aux else jac
+
+  return jac_f
+
+
+def _as_array(x: np.ndarray) -> Array:
+  from revax._src.interpreters.dispatch import to_array
+  return to_array(x)
+
+
+def _assemble_jacobian(out, columns, d_tree, single, aux, has_aux, forward):
+  out_leaves, out_tree = tree_util.tree_flatten(out)
+  jac_leaves = []
+  for j, o in enumerate(out_leaves):
+    oa = get_aval(o)
+    per_in = []
+    for aval, cols in columns:
+      col_arrays = [np.asarray(tree_util.tree_leaves(c)[j]) for c in cols]
+      stacked = np.stack(col_arrays, axis=-1) if col_arrays else np.zeros(oa.shape + (0,), oa.dtype)
+      per_in.append(_as_array(stacked.reshape(oa.shape + aval.shape)))
+    jac_leaves.append(tree_util.tree_unflatten(d_tree, per_in))
+  jac = tree_util.tree_unflatten(out_tree, jac_leaves)
+  if single:
+    jac = tree_util.tree_map(lambda t: t[0], jac, is_leaf=lambda t: isinstance(t, tuple))
+  return (jac, aux) if has_aux else jac
+
+
+def hessian(fun, argnums=0, has_aux=False, holomorphic=False):
+  """The Hessian of scalar `fun`: jacfwd(jacrev(fun))."""
+  return jacfwd(jacrev(fun, argnums, has_aux=has_aux, holomorphic=holomorphic), argnums,
+                has_aux=has_aux, holomorphic=holomorphic)
+
+
+def linear_transpose(fun, *primals):
+  """The transpose of linear `fun` at arguments shaped like `primals`:
+  returns `f_t(cotangent) -> tuple of input cotangents`."""
+  _check_callable(fun, "linear_transpose")
+  from revax._src.api import _abstractify
+  from revax._src.interpreters import staging, transpose
+  p_leaves, p_tree = tree_util.tree_flatten(primals)
+  in_avals = [_abstractify(p) for p in p_leaves]
+  for a in in_avals:
+    if not dtypes.is_inexact(a.dtype):
+      raise TypeError(f"linear_transpose only supports float and complex inputs, got "
+                      f"{a.dtype.name}")
+  store = {}
+  jaxpr, consts = staging.trace_to_jaxpr(_flat_fun(fun, p_tree, store), in_avals)
+  out_tree = store["out_tree"]
+
+  def f_t(cotangent):
+    ct_leaves, ct_tree = tree_util.tree_flatten(cotangent)
+    if ct_tree != out_tree:
+      raise TypeError(f"cotangent tree structure {ct_tree} does not match the output structure "
+                      f"{out_tree}")
+    undefined = [ad.UndefinedPrimal(a) for a in in_avals]
+    cts = transpose.backward_pass(jaxpr, consts, undefined, ct_leaves)
+    return tuple(tree_util.tree_unflatten(p_tree, [_materialize(c) for c in cts]))
+
+  return f_t

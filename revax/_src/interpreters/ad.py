@@ -1,0 +1,344 @@
+"""Forward-mode autodiff (jvp) and the symbolic zero.
+
+`JVPTrace` carries a tangent beside each primal. A primitive's JVP rule maps primals and tangents
+to the primal output and its tangent; it runs under the parent trace, so what it computes is
+itself traced (by jit, by another jvp, by the linearizer).
+
+A tangent known to be zero is `Zero(aval)`: it knows its shape and dtype, so no rule ever needs an
+example value to build a zero, and known-zero work never reaches a jaxpr. A primitive whose
+tangent inputs are all `Zero` is not differentiated at all. Integer and bool values have `float0`
+tangents, as in JAX. Rules are declared with helpers: `defjvp` (one function per input),
+`defjvp_from_output` (rules that reuse the primal output, such as exp's), `deflinear` and
+`defbilinear` (which also register transposes).
+"""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from revax._src.core import dtypes
+from revax._src.core.avals import ShapedArray, get_aval
+from revax._src.core.rules import RuleTable
+from revax._src.core.trace import Primitive, Trace, Tracer, current_trace, set_current_trace
+from revax._src.interpreters import dispatch, mlir, staging
+
+primitive_jvps = RuleTable("jvp")  # prim -> rule(primals, tangents, **params) -> (out, tangent)
+primitive_transposes = RuleTable("transpose")  # prim -> rule(ct, *invals, **params) -> cts
+not_differentiable_reasons: dict = {}  # prim -> why it has no JVP rule
+
+
+# --- symbolic zeros --------------------------------------------------------------------------------
+def tangent_aval(aval: ShapedArray) -> ShapedArray:
+  """The type of tangents of values of type `aval`: float0 for integer and bool values."""
+  if dtypes.is_inexact(aval.dtype):
+    return ShapedArray(aval.shape, aval.dtype, aval.weak_type)
+  return ShapedArray(aval.shape, dtypes.float0)
+
+
+class Zero:
+  """A symbolic zero tangent or cotangent of type `aval`."""
+  __slots__ = ("aval",)
+
+  def __init__(self, aval: ShapedArray):
+    self.aval = aval
+
+  @staticmethod
+  def from_value(x) -> "Zero":
+    """The zero tangent for primal value `x` (float0-typed for integer and bool values)."""
+    return Zero(tangent_aval(get_aval(x)))
+
+  def __repr__(self):
+    return f"Zero({self.aval.str_short()})"
+
+
+_zeros_maker = [None]
+
+
+def set_zeros_maker(fn) -> None:
+  """Install `fn(aval) -> array of zeros`; revax.lax provides it (this layer has no ops)."""
+  _zeros_maker[0] = fn
+
+
+def zeros_like_aval(aval: ShapedArray):
+  if aval.dtype == dtypes.float0:
+    return np.zeros(aval.shape, dtypes.float0)
+  return _zeros_maker[0](aval)
+
+
+def instantiate_zeros(t):
+  """`t` itself, or an array of zeros of the right type if `t` is a symbolic Zero."""
+  return zeros_like_aval(t.aval) if type(t) is Zero else t
+
+
+def is_float0(x) -> bool:
+  return getattr(x, "dtype", None) == dtypes.float0
+
+
+# --- add_any: the accumulation of tangents and cotangents --------------------------------------
+def add_tangents(x, y):
+  """x + y where either may be a symbolic Zero (and the result is one only if both are)."""
+  if type(x) is Zero:
+    return y
+  if type(y) is Zero:
+    return x
+  if is_float0(x):
+    return x
+  return add_any_p.bind(x, y)
+
+
+def _add_any_abstract_eval(x, y):
+  if x.shape != y.shape or x.dtype != y.dtype:
+    raise TypeError(f"add_any requires operands of one type, got {x.str_short()} and "
+                    f"{y.str_short()}")
+  return ShapedArray(x.shape, x.dtype, x.weak_type and y.weak_type)
+
+
+def _add_any_lower(ctx, x, y):
+  return ctx.op1("stablehlo.add", [x, y])
+
+
+def _add_any_jvp(primals, tangents):
+  return add_any_p.bind(*primals), add_tangents(*tangents)
+
+
+def _add_any_transpose(ct, x, y):
+  return [ct, ct]
+
+
+add_any_p = Primitive("add_any")
+add_any_p.def_abstract_eval(_add_any_abstract_eval)
+dispatch.def_numpy_impl(add_any_p, np.add)
+mlir.register_lowering(add_any_p, _add_any_lower)
+primitive_jvps[add_any_p] = _add_any_jvp
+primitive_transposes[add_any_p] = _add_any_transpose
+
+
+# --- the JVP trace -------------------------------------------------------------------------------
+class JVPTracer(Tracer):
+  __slots__ = ("primal", "tangent")
+
+  def __init__(self, trace, primal, tangent):
+    self._trace = trace
+    self.primal = primal
+    self.tangent = tangent
+
+  @property
+  def aval(self):
+    return get_aval(self.primal)
+
+
+_tags = itertools.count()
+
+
+class JVPTrace(Trace):
+  """Pushes tangents through primitives with their JVP rules."""
+
+  def __init__(self, parent_trace: Trace):
+    self.parent_trace = parent_trace
+    self.tag = next(_tags)
+
+  def to_primal_tangent(self, x):
+    if isinstance(x, JVPTracer) and x._trace is self:
+      return x.primal, x.tangent
+    return x, Zero.from_value(x)
+
+  def process_primitive(self, primitive, args, params):
+    primals, tangents = zip(*map(self.to_primal_tangent, args)) if args else ((), ())
+    if all(type(t) is Zero for t in tangents):
+      with set_current_trace(self.parent_trace):
+        return primitive.bind(*primals, **params)
+    rule = primitive_jvps.get(primitive)
+    if rule is None:
+      raise _no_jvp_error(primitive)
+    with set_current_trace(self.parent_trace):
+      primal_out, tangent_out = rule(primals, tangents, **params)
+    if primitive.multiple_results:
+      return [JVPTracer(self, p, t) for p, t in zip(primal_out, tangent_out, strict=True)]
+    return JVPTracer(self, primal_out, tangent_out)
+
+  def __repr__(self):
+    return f"JVPTrace(tag={self.tag})"
+
+
+def _no_jvp_error(primitive):
+  reason = not_differentiable_reasons.get(primitive)
+  if reason is not None:
+    return TypeError(f"primitive '{primitive.name}' is not differentiable: {reason}")
+  return NotImplementedError(f"differentiation rule for '{primitive.name}' is not implemented")
+
+
+def jvp_flat(fun, primals, tangents):
+  """Run `fun(*primals)` (flat in, flat out) carrying `tangents`. Returns (outs, out_tangents)
+  with symbolic Zero tangents where the output does not depend on the inputs' tangents."""
+  trace = JVPTrace(current_trace())
+  tracers = [JVPTracer(trace, p, t) for p, t in zip(primals, tangents, strict=True)]
+  with set_current_trace(trace):
+    outs = fun(*tracers)
+  out_primals, out_tangents = [], []
+  for o in outs:
+    p, t = trace.to_primal_tangent(o)
+    out_primals.append(p)
+    out_tangents.append(t)
+  return out_primals, out_tangents
+
+
+# --- rule helpers ----------------------------------------------------------------------------------
+def _single_output(prim: Primitive, helper: str) -> None:
+  if prim.multiple_results:
+    raise ValueError(f"{helper} builds rules for single-output primitives, but primitive "
+                     f"'{prim.name}' has multiple results; register a rule in "
+                     f"ad.primitive_jvps directly")
+
+
+def defjvp(prim: Primitive, *jvp_fns):
+  """JVP from one function per input: `fn(tangent_i, *primals, **params) -> contribution`.
+
+  A `None` function marks an input as non-differentiable. Contributions of inputs whose tangent
+  is a symbolic Zero are never computed.
+  """
+  _single_output(prim, "defjvp")
+
+  def rule(primals, tangents, **params):
+    out = prim.bind(*primals, **params)
+    total = Zero(tangent_aval(get_aval(out)))
+    for fn, t in zip(jvp_fns, tangents, strict=True):
+      if fn is not None and type(t) is not Zero:
+        total = add_tangents(total, fn(t, *primals, **params))
+    return out, total
+
+  primitive_jvps[prim] = rule
+  return rule
+
+
+def defjvp_from_output(prim: Primitive, *jvp_fns):
+  """JVP from one function per input that reuses the primal output:
+  `fn(tangent_i, out, *primals, **params) -> contribution` (for exp, tanh, logistic, ...)."""
+  _single_output(prim, "defjvp_from_output")
+
+  def rule(primals, tangents, **params):
+    out = prim.bind(*primals, **params)
+    total = Zero(tangent_aval(get_aval(out)))
+    for fn, t in zip(jvp_fns, tangents, strict=True):
+      if fn is not None and type(t) is not Zero:
+        total = add_tangents(total, fn(t, out, *primals, **params))
+    return out, total
+
+  primitive_jvps[prim] = rule
+  return rule
+
+
+def deflinear(prim: Primitive, transpose_rule):
+  """A primitive linear in all its inputs: its JVP applies it to the tangents (symbolic zeros
+  instantiated only when some tangent is not zero) and `transpose_rule(ct, *invals, **params)`
+  gives the cotangents of its inputs."""
+  _single_output(prim, "deflinear")
+
+  def rule(primals, tangents, **params):
+    out = prim.bind(*primals, **params)
+    return out, prim.bind(*map(instantiate_zeros, tangents), **params)
+
+  primitive_jvps[prim] = rule
+  primitive_transposes[prim] = transpose_rule
+  return rule
+
+
+def defbilinear(prim: Primitive, lhs_transpose, rhs_transpose):
+  """A primitive linear in each of its two inputs separately (mul, dot_general, conv):
+  d(x*y) = dx*y + x*dy. `lhs_transpose(ct, x_undefined, y, **params)` gives x's cotangent and
+  `rhs_transpose(ct, x, y_undefined, **params)` y's."""
+  _single_output(prim, "defbilinear")
+  defjvp(prim, lambda t, x, y, **p: prim.bind(t, y, **p), lambda t, x, y, **p: prim.bind(x, t, **p))
+
+  def transpose(ct, x, y, **params):
+    if is_undefined_primal(x):
+      return [lhs_transpose(ct, x, y, **params), None]
+    return [None, rhs_transpose(ct, x, y, **params)]
+
+  primitive_transposes[prim] = transpose
+  return transpose
+
+
+def not_differentiable(prim: Primitive, reason: str) -> None:
+  """Declare that `prim` has no derivative (e.g. integer outputs); `reason` says why."""
+  not_differentiable_reasons[prim] = reason
+
+
+def zero_output_jvp(prim: Primitive, reason: str) -> None:
+  """A primitive whose output is piecewise constant in its inputs (comparisons, floor, sign):
+  its tangent is a symbolic zero."""
+  def rule(primals, tangents, **params):
+    out = prim.bind(*primals, **params)
+    if prim.multiple_results:
+      return out, [Zero(tangent_aval(get_aval(o))) for o in out]
+    return out, Zero(tangent_aval(get_aval(out)))
+  primitive_jvps[prim] = rule
+  not_differentiable_reasons.setdefault(prim, reason)
+
+
+# --- undefined primals (the linear inputs of a transposition) ------------------------------------
+class UndefinedPrimal:
+  """Stands for a linear input of a transposed equation: its type is known, its value is not."""
+  __slots__ = ("aval",)
+
+  def __init__(self, aval: ShapedArray):
+    self.aval = aval
+
+  def __repr__(self):
+    return f"UndefinedPrimal({self.aval.str_short()})"
+
+
+def is_undefined_primal(x) -> bool:
+  return type(x) is UndefinedPrimal
+
+
+# --- linearize: JVP under partial evaluation -----------------------------------------------------
+class Linearized:
+  """The linear part of a function at a point: a jaxpr from the differentiable inputs' tangents
+  to the non-zero output tangents, and the residuals it reads (its constants)."""
+  __slots__ = ("jaxpr", "residuals", "in_mask", "out_zero_avals")
+
+  def __init__(self, jaxpr, residuals, in_mask, out_zero_avals):
+    self.jaxpr = jaxpr  # invars: tangents of inputs where in_mask; outvars: non-zero out tangents
+    self.residuals = residuals
+    self.in_mask = in_mask  # which inputs have a tangent input (inexact dtypes)
+    self.out_zero_avals = out_zero_avals  # per output: its aval if its tangent is Zero, else None
+
+
+def linearize_flat(fun, primals):
+  """Evaluate `fun(*primals)` and stage its linear (tangent) part.
+
+  The JVP runs under a PartialEvalTrace: the primal computation is known and runs in the current
+  trace at once; the tangent computation depends on the unknown tangent inputs and is staged into
+  a jaxpr. Returns (primal outputs, Linearized).
+  """
+  from revax._src.interpreters.partial_eval import PartialEvalTrace
+  pe = PartialEvalTrace(current_trace())
+  in_mask = [dtypes.is_inexact(get_aval(p).dtype) for p in primals]
+  tangents = [pe.new_arg(tangent_aval(get_aval(p))) if m else Zero.from_value(p)
+              for p, m in zip(primals, in_mask, strict=True)]
+  with set_current_trace(pe):
+    out_primals, out_tangents = jvp_flat(fun, primals, tangents)
+  for p in out_primals:
+    if pe.is_unknown(p):
+      raise AssertionError("linearize: a primal output depends on tangents")
+  out_zero_avals = [t.aval if type(t) is Zero else None for t in out_tangents]
+  jaxpr, residuals = pe.to_jaxpr([t for t in out_tangents if type(t) is not Zero])
+  return out_primals, Linearized(jaxpr, residuals, in_mask, out_zero_avals)
+
+
+def eval_linearized(lin: Linearized, tangents):
+  """Apply the linear map to input tangents (one per input; ignored where not in_mask)."""
+  from revax._src.core.eval import eval_jaxpr
+  ins = [instantiate_zeros(t) for t, m in zip(tangents, lin.in_mask, strict=True) if m]
+  outs = iter(eval_jaxpr(lin.jaxpr, lin.residuals, *ins))
+  return [Zero(a) if a is not None else next(outs) for a in lin.out_zero_avals]
+
+
+def transpose_linearized(lin: Linearized, cotangents):
+  """Cotangents of the inputs for output cotangents `cotangents` (Zero where not in_mask)."""
+  from revax._src.interpreters.transpose import backward_pass
+  cts = [c for c, a in zip(cotangents, lin.out_zero_avals, strict=True) if a is None]
+  undefined = [UndefinedPrimal(v.aval) for v in lin.jaxpr.invars]
+  cts_in = iter(backward_pass(lin.jaxpr, lin.residuals, undefined, cts))
+  return [next(cts_in) if m else None for m in lin.in_mask]

@@ -1,0 +1,66 @@
+"""Array creation in lax: full, full_like, zeros_like_array (wrappers over broadcast_in_dim).
+
+Also installs the maker of zero arrays that autodiff uses to instantiate symbolic zeros.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from revax._src.core import dtypes
+from revax._src.core.avals import ShapedArray, get_aval
+from revax._src.interpreters import ad
+from revax._src.lax.shapes import broadcast_in_dim
+from revax._src.runtime.array import Array
+
+__all__ = [
+  "full",
+  "full_like",
+  "zeros_like_array",
+]
+
+
+def _scalar(value, dtype, weak_type=False) -> Array:
+  v = np.asarray(value).astype(dtype)
+  v.flags.writeable = False
+  return Array(ShapedArray((), dtype, weak_type), npy=v)
+
+
+def full(shape, fill_value, dtype=None):
+  """An array of `shape` filled with `fill_value` (a scalar), as jax.lax.full.
+
+  Example:
+    >>> full((2, 3), 1.5)
+  """
+  shape = tuple(int(d) for d in shape)
+  aval = get_aval(fill_value)
+  if aval.shape:
+    raise TypeError(f"full must be called with a scalar fill_value, got fill_value.shape "
+                    f"{aval.shape}")
+  if dtype is None:
+    dtype, weak = aval.dtype, aval.weak_type
+  else:
+    dtype, weak = dtypes.canonicalize_dtype(dtype), False
+  if isinstance(fill_value, (bool, int, float, complex, np.ndarray, np.generic)):
+    fill_value = _scalar(fill_value, dtype, weak)
+  elif aval.dtype != dtype:
+    from revax._src.lax.conversion import convert_element_type
+    fill_value = convert_element_type(fill_value, dtype)
+  return broadcast_in_dim(fill_value, shape, ())
+
+
+def full_like(x, fill_value, dtype=None, shape=None):
+  """`full` with the shape and dtype of `x` unless given."""
+  aval = get_aval(x)
+  return full(aval.shape if shape is None else shape, fill_value,
+              aval.dtype if dtype is None else dtype)
+
+
+def zeros_like_array(x):
+  return full_like(x, 0)
+
+
+def _zeros(aval: ShapedArray):
+  return broadcast_in_dim(_scalar(0, aval.dtype, aval.weak_type), aval.shape, ())
+
+
+ad.set_zeros_maker(_zeros)
