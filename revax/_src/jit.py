@@ -19,7 +19,8 @@ from revax._src.core.avals import get_aval
 from revax._src.core.jaxpr import ClosedJaxpr
 from revax._src.core.eval import eval_jaxpr
 from revax._src.core.trace import Primitive, Tracer, current_trace, eval_trace, set_current_trace
-from revax._src.interpreters import ad, dispatch, mlir, partial_eval, staging, transpose
+from revax._src.interpreters import (ad, batching, dispatch, mlir, partial_eval, staging,
+                                    transpose)
 from revax._src.runtime.array import Array
 
 # --- the jit primitive ---------------------------------------------------------------------------
@@ -156,6 +157,28 @@ def _jit_transpose(cts, *args, jaxpr, name):
   return [next(lin_cts) if lin else None for lin in linear_mask]
 
 
+@_memoized
+def _batch_jaxpr(closed: ClosedJaxpr, dims: tuple, axis_size: int):
+  """The jaxpr on batched inputs (batch dim `dims[i]` of input i, or None) and its out dims."""
+  in_avals = [a if d is None else a.update(shape=a.shape[:d] + (axis_size,) + a.shape[d:])
+              for a, d in zip(closed.in_avals, dims)]
+  store = {}
+
+  def fun(*args):
+    outs, out_dims = batching.batch_flat(
+        lambda *xs: eval_jaxpr(closed.jaxpr, closed.consts, *xs), args, list(dims), axis_size)
+    store["out_dims"] = tuple(out_dims)
+    return outs
+
+  jaxpr, consts = staging.trace_to_jaxpr(fun, in_avals)
+  return ClosedJaxpr(jaxpr, consts), store["out_dims"]
+
+
+def _jit_batch(axis_size, vals, dims, *, jaxpr, name):
+  batched, out_dims = _batch_jaxpr(jaxpr, tuple(dims), axis_size)
+  return bind_jit(batched, list(vals), f"vmap_{name}"), list(out_dims)
+
+
 jit_p.def_abstract_eval(_jit_abstract_eval)
 dispatch.custom_impls[jit_p] = _jit_impl  # a jit call always runs compiled
 mlir.register_lowering(jit_p, _jit_lower)
@@ -163,6 +186,7 @@ staging.dce_rules[jit_p] = _jit_dce
 ad.primitive_jvps[jit_p] = _jit_jvp
 partial_eval.partial_eval_rules[jit_p] = _jit_partial_eval
 ad.primitive_transposes[jit_p] = _jit_transpose
+batching.axis_size_batchers[jit_p] = _jit_batch
 
 
 # --- the wrapper -----------------------------------------------------------------------------

@@ -1,0 +1,165 @@
+"""Testing utilities: numerical gradient checks and vmap checks (as jax.test_util).
+
+`check_grads` compares forward mode with central finite differences along a random direction,
+and reverse mode through the inner-product identity <J t, c> = <t, J^T c>, then repeats both on
+the derivative functions up to `order`. `check_vmap` compares vmap with a Python loop over the
+mapped axis.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from revax._src import tree_util
+from revax._src.core import dtypes
+from revax._src.core.avals import get_aval
+
+_EPS = {np.dtype(np.float16): 1e-1, dtypes.bfloat16: 1e-1, np.dtype(np.float32): 3e-3,
+        np.dtype(np.float64): 1e-5}
+_TOL = {np.dtype(np.float16): 1e-1, dtypes.bfloat16: 1e-1, np.dtype(np.float32): 2e-2,
+        np.dtype(np.float64): 1e-5}
+
+
+def _inexact(x) -> bool:
+  return dtypes.is_inexact(get_aval(x).dtype)
+
+
+def _real_dtype(dtype):
+  dtype = np.dtype(dtype)
+  return np.finfo(dtype).dtype if dtypes.is_complex(dtype) else dtype
+
+
+def _rand_like(rng, x):
+  aval = get_aval(x)
+  if not dtypes.is_inexact(aval.dtype):
+    return np.zeros(aval.shape, dtypes.float0)
+  v = rng.standard_normal(aval.shape)
+  if dtypes.is_complex(aval.dtype):
+    v = v + 1j * rng.standard_normal(aval.shape)
+  return np.asarray(v, aval.dtype)
+
+
+def _to64(x) -> np.ndarray:
+  a = np.asarray(x)
+  return a.astype(np.complex128 if dtypes.is_complex(a.dtype) else np.float64)
+
+
+def _add_scaled(x, t, eps):
+  if not _inexact(x):
+    return x
+  return (_to64(x) + eps * _to64(t)).astype(get_aval(x).dtype)
+
+
+def _leaves64(tree):
+  return [_to64(leaf) for leaf in tree_util.tree_leaves(tree)
+          if np.asarray(leaf).dtype != dtypes.float0]
+
+
+def _inner(a, b) -> complex:
+  la, lb = _leaves64(a), _leaves64(b)
+  return sum(np.vdot(x, y) for x, y in zip(la, lb, strict=True))
+
+
+def _assert_close(actual, expected, atol, rtol, what):
+  la, le = _leaves64(actual), _leaves64(expected)
+  if len(la) != len(le):
+    raise AssertionError(f"{what}: {len(la)} leaves vs {len(le)} expected")
+  for x, y in zip(la, le):
+    np.testing.assert_allclose(x, y, atol=atol, rtol=rtol, err_msg=what)
+
+
+def _tolerances(args, atol, rtol, eps):
+  dts = [get_aval(x).dtype for x in tree_util.tree_leaves(args) if _inexact(x)]
+  worst = max(dts, key=lambda d: _TOL[_real_dtype(d)], default=np.dtype(np.float32))
+  worst = _real_dtype(worst)
+  return (_TOL[worst] if atol is None else atol, _TOL[worst] if rtol is None else rtol,
+          _EPS[worst] if eps is None else eps)
+
+
+def numerical_jvp(f, primals, tangents, eps):
+  """Central differences of `f` at `primals` along `tangents` (computed in float64)."""
+  plus = f(*[_add_scaled(p, t, eps) for p, t in zip(primals, tangents)])
+  minus = f(*[_add_scaled(p, t, -eps) for p, t in zip(primals, tangents)])
+  return tree_util.tree_map(lambda a, b: (_to64(a) - _to64(b)) / (2 * eps), plus, minus)
+
+
+def check_jvp(f, args, atol=None, rtol=None, eps=None, rng=None):
+  from revax._src.autodiff import jvp
+  rng = rng or np.random.default_rng(0)
+  atol, rtol, eps = _tolerances(args, atol, rtol, eps)
+  tangents = tuple(_rand_like(rng, a) for a in args)
+  out, t_out = jvp(f, tuple(args), tangents)
+  _assert_close(out, f(*args), atol, rtol, "jvp primal output")
+  _assert_close(t_out, numerical_jvp(f, args, tangents, eps), atol, rtol,
+                "jvp tangent vs finite differences")
+
+
+def check_vjp(f, args, atol=None, rtol=None, eps=None, rng=None):
+  from revax._src.autodiff import vjp
+  rng = rng or np.random.default_rng(1)
+  atol, rtol, eps = _tolerances(args, atol, rtol, eps)
+  out, f_vjp = vjp(f, *args)
+  _assert_close(out, f(*args), atol, rtol, "vjp primal output")
+  tangents = tuple(_rand_like(rng, a) for a in args)
+  ct = tree_util.tree_map(lambda o: _rand_like(rng, o), out)
+  cts_in = f_vjp(ct)
+  lhs = _inner(numerical_jvp(f, args, tangents, eps), ct)
+  rhs = _inner(tangents, cts_in)
+  np.testing.assert_allclose(lhs, rhs, atol=atol * max(1.0, abs(lhs)), rtol=rtol,
+                             err_msg="vjp inner product <J t, c> vs <t, J^T c>")
+
+
+def check_grads(f, args, order: int, modes=("fwd", "rev"), atol=None, rtol=None, eps=None):
+  """Check derivatives of `f` at `args` (a tuple) up to `order`, in forward and/or reverse mode.
+
+  Example:
+    >>> check_grads(revax.numpy.sin, (0.5,), order=2)
+  """
+  args = tuple(args)
+  for mode in modes:
+    if mode not in ("fwd", "rev"):
+      raise ValueError(f"unknown mode {mode!r}; expected 'fwd' and/or 'rev'")
+  rng = np.random.default_rng(42)
+
+  def check(fun, order):
+    if "fwd" in modes:
+      check_jvp(fun, args, atol, rtol, eps, rng)
+      if order > 1:
+        from revax._src.autodiff import jvp
+        tangents = tuple(_rand_like(rng, a) for a in args)
+        check(lambda *xs: jvp(fun, xs, tangents)[1], order - 1)
+    if "rev" in modes:
+      check_vjp(fun, args, atol, rtol, eps, rng)
+      if order > 1:
+        from revax._src.autodiff import vjp
+        out = fun(*args)
+        ct = tree_util.tree_map(lambda o: _rand_like(rng, o), out)
+        check(lambda *xs: vjp(fun, *xs)[1](ct), order - 1)
+
+  check(f, order)
+
+
+def check_vmap(f, args, in_axes=0, out_axes=0, atol=1e-5, rtol=1e-5):
+  """vmap(f, in_axes, out_axes)(*args) equals stacking f over the mapped axis example by example."""
+  from revax._src.vmap import _axes_leaves, vmap
+  args = tuple(args)
+  leaves, tree = tree_util.tree_flatten(args)
+  axes = _axes_leaves("in_axes", in_axes if not isinstance(in_axes, list) else tuple(in_axes), args)
+  sizes = {np.shape(x)[a] for x, a in zip(leaves, axes) if a is not None}
+  assert len(sizes) == 1, f"check_vmap needs one mapped size, got {sizes}"
+  (n,) = sizes
+  batched = vmap(f, in_axes, out_axes)(*args)
+  per_example = []
+  for i in range(n):
+    ex = [np.take(np.asarray(x), i, axis=a) if a is not None else x for x, a in zip(leaves, axes)]
+    per_example.append(f(*tree_util.tree_unflatten(tree, ex)))
+  out_leaves, out_tree = tree_util.tree_flatten(batched)
+  o_axes = _axes_leaves("out_axes", out_axes, batched)
+  for j, (b, oa) in enumerate(zip(out_leaves, o_axes)):
+    expected = [np.asarray(tree_util.tree_leaves(p)[j]) for p in per_example]
+    if oa is None:
+      for e in expected:
+        np.testing.assert_allclose(np.asarray(b), e, atol=atol, rtol=rtol)
+      continue
+    stacked = np.stack(expected, axis=oa % (np.ndim(b)))
+    assert np.asarray(b).dtype == stacked.dtype, f"vmap output dtype {np.asarray(b).dtype} != {stacked.dtype}"
+    np.testing.assert_allclose(np.asarray(b), stacked, atol=atol, rtol=rtol)
