@@ -10,7 +10,17 @@ from revax._src.api import devices as devices
 from revax._src.api import eval_shape as eval_shape
 from revax._src.api import make_jaxpr as make_jaxpr
 from revax._src.api import ShapeDtypeStruct as ShapeDtypeStruct
+from revax._src.autodiff import grad as grad
+from revax._src.autodiff import hessian as hessian
+from revax._src.autodiff import jacfwd as jacfwd
+from revax._src.autodiff import jacrev as jacrev
+from revax._src.autodiff import jvp as jvp
+from revax._src.autodiff import linear_transpose as linear_transpose
+from revax._src.autodiff import linearize as linearize
+from revax._src.autodiff import value_and_grad as value_and_grad
+from revax._src.autodiff import vjp as vjp
 from revax._src.jit import jit as jit
+from revax._src.vmap import vmap as vmap
 
 from revax import lax as lax
 from revax import numpy as numpy

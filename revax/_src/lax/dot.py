@@ -11,7 +11,9 @@ import numpy as np
 from revax._src.core import dtypes
 from revax._src.core.avals import ShapedArray, get_aval
 from revax._src.core.trace import Primitive
-from revax._src.interpreters import dispatch, mlir
+from revax._src.interpreters import ad, batching, dispatch, mlir
+from revax._src.lax.conversion import convert_element_type
+from revax._src.lax.shapes import transpose
 
 __all__ = [
   "dot_general",
@@ -173,10 +175,89 @@ def _dot_general_lower(ctx, lhs, rhs, *, dimension_numbers, precision, preferred
   return ctx.op1("stablehlo.dot_general", [lhs, rhs], props=props)
 
 
+def _ranges_like(*xs):
+  start = 0
+  for x in xs:
+    yield tuple(range(start, start + len(x)))
+    start += len(x)
+
+
+def _free_dims(ndim, contracting, batch):
+  return tuple(i for i in range(ndim) if i not in contracting and i not in batch)
+
+
+def _dot_general_transpose_lhs(ct, x, y, *, dimension_numbers, precision,
+                               preferred_element_type, swap_ans=False):
+  """Cotangent of lhs: contract ct's rhs-free dims with y's free dims, batch with y's batch,
+  then permute the result into lhs's layout (valid for any batch/contracting positions)."""
+  (x_contract, y_contract), (x_batch, y_batch) = dimension_numbers
+  x_aval = x.aval
+  y_ndim = get_aval(y).ndim
+  x_kept = _free_dims(x_aval.ndim, x_contract, x_batch)
+  y_kept = _free_dims(y_ndim, y_contract, y_batch)
+  if swap_ans:
+    ans_batch, ans_y, _ = _ranges_like(x_batch, y_kept, x_kept)
+  else:
+    ans_batch, _, ans_y = _ranges_like(x_batch, x_kept, y_kept)
+  dims = ((ans_y, y_kept), (ans_batch, y_batch))
+  # the result has dims [batch, x_kept, y_contract ordered as y's contracting dims sorted]
+  order = np.argsort(y_contract)
+  x_contract_sorted_by_y = [x_contract[i] for i in order]
+  out_axes = tuple(int(i) for i in np.argsort(list(x_batch) + list(x_kept) + x_contract_sorted_by_y))
+  if get_aval(ct).dtype != get_aval(y).dtype:
+    ct = convert_element_type(ct, get_aval(y).dtype)
+  res = dot_general(ct, y, dims, precision=precision)
+  res = transpose(res, out_axes) if out_axes != tuple(range(len(out_axes))) else res
+  if get_aval(res).dtype != x_aval.dtype:
+    res = convert_element_type(res, x_aval.dtype)
+  return res
+
+
+def _dot_general_transpose_rhs(ct, x, y, *, dimension_numbers, precision,
+                               preferred_element_type):
+  (x_contract, y_contract), (x_batch, y_batch) = dimension_numbers
+  swapped = ((y_contract, x_contract), (y_batch, x_batch))
+  return _dot_general_transpose_lhs(ct, y, x, dimension_numbers=swapped, precision=precision,
+                                    preferred_element_type=preferred_element_type, swap_ans=True)
+
+
+def _shift(dims, bdim):
+  """Operand dims after inserting a batch dim at `bdim`."""
+  return tuple(d + 1 if d >= bdim else d for d in dims)
+
+
+def _dot_general_batch(vals, bdims, *, dimension_numbers, precision, preferred_element_type):
+  """Transpose-free batching: both operands mapped -> a new leading batch dimension of the dot;
+  one mapped -> its mapped axis is a free dimension, and we compute where it lands."""
+  lhs, rhs = vals
+  lbd, rbd = bdims
+  (lc, rc), (lb, rb) = dimension_numbers
+  if lbd is not None and rbd is not None:
+    dims = ((_shift(lc, lbd), _shift(rc, rbd)), ((lbd,) + _shift(lb, lbd), (rbd,) + _shift(rb, rbd)))
+    out_bdim = 0
+  elif lbd is not None:
+    dims = ((_shift(lc, lbd), rc), (_shift(lb, lbd), rb))
+    lhs_ndim = get_aval(lhs).ndim
+    free = _free_dims(lhs_ndim, dims[0][0], dims[1][0])
+    out_bdim = len(lb) + free.index(lbd)
+  else:
+    dims = ((lc, _shift(rc, rbd)), (lb, _shift(rb, rbd)))
+    lhs_ndim = get_aval(lhs).ndim
+    rhs_ndim = get_aval(rhs).ndim
+    n_lhs_free = lhs_ndim - len(lc) - len(lb)
+    free = _free_dims(rhs_ndim, dims[0][1], dims[1][1])
+    out_bdim = len(lb) + n_lhs_free + free.index(rbd)
+  out = dot_general_p.bind(lhs, rhs, dimension_numbers=dims, precision=precision,
+                           preferred_element_type=preferred_element_type)
+  return out, out_bdim
+
+
 dot_general_p = Primitive("dot_general")
 dot_general_p.def_abstract_eval(_dot_general_abstract_eval)
 dispatch.def_numpy_impl(dot_general_p, _dot_general_numpy)
 mlir.register_lowering(dot_general_p, _dot_general_lower)
+ad.defbilinear(dot_general_p, _dot_general_transpose_lhs, _dot_general_transpose_rhs)
+batching.primitive_batchers[dot_general_p] = _dot_general_batch
 
 
 def dot(lhs, rhs, precision=None, preferred_element_type=None):
