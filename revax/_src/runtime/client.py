@@ -38,6 +38,7 @@ __all__ = ["get_backend", "Backend", "Device", "Buffer", "Executable", "MemorySt
 
 _ptr = C.c_void_p
 _memmove = C.memmove
+_NUMPY_TO_PJRT = pjrt.NUMPY_TO_PJRT
 _is_finalizing = sys.is_finalizing
 
 # ----------------------------------------------------------------------------- the backend
@@ -117,20 +118,18 @@ def _numpy_header_works() -> bool:
 
 class _HostScratch:
   """Preallocated Args structs for the small calls on hot paths; used by one call at a time."""
-  __slots__ = ("put", "put_address", "event", "event_address", "buffer", "buffer_address",
-               "ready", "ready_address", "pointer", "pointer_address", "to_host",
-               "to_host_address")
+  __slots__ = ("put", "put_address", "event", "event_address", "ready", "ready_address",
+               "pointer", "pointer_address", "to_host", "to_host_address")
 
   def __init__(self, api: pjrt.Api, client: int):
     # Event_Await and Event_Destroy take the same one-field Args, so one struct serves both.
     self.put = api.args("Client_BufferFromHostBuffer", client=client,
                         host_buffer_semantics=pjrt.HOST_BUFFER_IMMUTABLE_ONLY_DURING_CALL)
     self.event = api.args("Event_Await")
-    self.buffer = api.args("Buffer_Destroy")
     self.ready = api.args("Buffer_ReadyEvent")
     self.pointer = api.args("Buffer_UnsafePointer")
     self.to_host = api.args("Buffer_ToHostBuffer")
-    for name in ("put", "event", "buffer", "ready", "pointer", "to_host"):
+    for name in ("put", "event", "ready", "pointer", "to_host"):
       setattr(self, name + "_address", C.addressof(getattr(self, name)))
 
 
@@ -161,6 +160,7 @@ class Backend:
     self._is_cpu = self.platform == "cpu"
     self._fast_numpy = _numpy_header_works()
     self._scratch: list[_HostScratch] = []
+    self._destroy_pool: list[tuple[C.Structure, int]] = []
     fns = api.functions
     self._fn_put = fns["Client_BufferFromHostBuffer"]
     self._fn_event_await = fns["Event_Await"]
@@ -206,42 +206,57 @@ class Backend:
     if type(x) is not np.ndarray:
       x = np.asarray(x)
     dtype = x.dtype
-    type_code = pjrt.NUMPY_TO_PJRT.get(dtype)
+    type_code = _NUMPY_TO_PJRT.get(dtype)
+    if type_code is None or not x.size or not self._fast_numpy:
+      return self._buffer_from_numpy_general(x, device)
+    if device is None:
+      device = self.devices[0]
+    # The hot path: NumPy's own data/dims/strides pointers go straight into preallocated Args.
+    pool = self._scratch
+    try:
+      scratch = pool.pop()
+    except IndexError:
+      scratch = _HostScratch(self._api, self._client)
+    args = scratch.put
+    header = _NumpyHeader.from_address(id(x) + _NUMPY_HEADER_OFFSET)
+    args.type = type_code
+    args.device = device._ptr
+    args.data = header.data
+    args.dims = header.dimensions
+    args.byte_strides = header.strides
+    args.num_dims = args.num_byte_strides = header.nd
+    error = self._fn_put(scratch.put_address)
+    if not error:
+      # With "immutable only during call" semantics the data is already copied and this event
+      # has fired; it must still be destroyed.
+      scratch.event.event = args.done_with_host_buffer
+      error = self._fn_event_destroy(scratch.event_address)
+      buffer = Buffer(self, args.buffer, x.shape, dtype, device)
+    pool.append(scratch)
+    if error:
+      raise self._api.take_error(error)
+    return buffer
+
+  def _buffer_from_numpy_general(self, x: np.ndarray, device: Device | None) -> Buffer:
+    """`buffer_from_numpy` for byte-swapped and empty arrays, or without `_NumpyHeader`."""
+    type_code = _NUMPY_TO_PJRT.get(x.dtype)
     if type_code is None:
       x, type_code = _convert_unsupported(x)
-      dtype = x.dtype
     if not x.size:
       # Strides of empty arrays can be anything (numpy gives (0, 0) for zeros((0, 3))); the
       # plugin CHECK-fails on some (and aborts on none given). A fresh empty array has dense ones.
-      x = np.empty(x.shape, dtype)
+      x = np.empty(x.shape, x.dtype)
     device = device or self.devices[0]
-    shape = x.shape
-    scratch = self._take_scratch()
-    try:
-      args = scratch.put
-      args.type = type_code
-      args.device = device._ptr
-      ndim = len(shape)
-      args.num_dims = ndim
-      args.num_byte_strides = ndim
-      if self._fast_numpy:
-        header = _numpy_header(x)
-        args.data, args.dims, args.byte_strides = header.data, header.dimensions, header.strides
-        error = self._fn_put(scratch.put_address)
-      else:
-        dims = (C.c_int64 * ndim)(*shape)
-        strides = (C.c_int64 * ndim)(*x.strides)
-        args.data, args.dims, args.byte_strides = (x.ctypes.data, C.addressof(dims),
-                                                   C.addressof(strides))
-        error = self._fn_put(scratch.put_address)
-      if error:
-        raise self._api.take_error(error)
-      # With "immutable only during call" semantics the data is already copied and this event has
-      # fired; it must still be destroyed.
-      self._destroy_event(scratch, args.done_with_host_buffer)
-      return Buffer(self, args.buffer, shape, dtype, device)
-    finally:
-      self._scratch.append(scratch)
+    dims = (C.c_int64 * x.ndim)(*x.shape)
+    strides = (C.c_int64 * x.ndim)(*x.strides)
+    args = self._api.call(
+        "Client_BufferFromHostBuffer", client=self._client, data=x.ctypes.data, type=type_code,
+        dims=C.addressof(dims), num_dims=x.ndim, byte_strides=C.addressof(strides),
+        num_byte_strides=x.ndim, device=device._ptr,
+        host_buffer_semantics=pjrt.HOST_BUFFER_IMMUTABLE_ONLY_DURING_CALL)
+    buffer = Buffer(self, args.buffer, x.shape, x.dtype, device)
+    self._api.destroy_event(args.done_with_host_buffer)
+    return buffer
 
   # --- compile -----------------------------------------------------------------------------
   def compile(self, mlir_text: str, *, num_replicas: int = 1, num_partitions: int = 1,
@@ -349,25 +364,17 @@ class Backend:
       self._scratch.append(scratch)
 
   def _destroy_buffer(self, pointer: int) -> None:
-    scratch = self._take_scratch()
-    scratch.buffer.buffer = pointer
-    error = self._fn_buffer_destroy(scratch.buffer_address)
-    self._scratch.append(scratch)
+    pool = self._destroy_pool
+    try:
+      args, address = pool.pop()
+    except IndexError:
+      args = self._api.args("Buffer_Destroy")
+      address = C.addressof(args)
+    args.buffer = pointer
+    error = self._fn_buffer_destroy(address)
+    pool.append((args, address))
     if error:
       raise self._api.take_error(error)
-
-  def _buffer_from_pointer(self, pointer: int, device: Device | None = None) -> Buffer:
-    """Wrap a PJRT_Buffer* whose shape and dtype are not known, by asking the plugin."""
-    api = self._api
-    try:
-      type_code = api.call("Buffer_ElementType", buffer=pointer).type
-      dims = api.call("Buffer_Dimensions", buffer=pointer)
-      shape = tuple(_int64_list(dims.dims, dims.num_dims))
-      dtype = pjrt.numpy_dtype(type_code)
-    except BaseException:
-      self._destroy_buffer(pointer)
-      raise
-    return Buffer(self, pointer, shape, dtype, device or self.devices[0])
 
 
 def _convert_unsupported(x: np.ndarray) -> tuple[np.ndarray, int]:
@@ -564,6 +571,7 @@ class Executable:
     self._options = pjrt.ExecuteOptions(struct_size=pjrt.ExecuteOptions.STRUCT_SIZE)
     self._scratch: list[_ExecuteScratch] = []
     self._out_specs_indexed = tuple(enumerate(self.out_specs))
+    self._single_spec = self.out_specs[0] if self.num_outputs == 1 else None
     self._fn_execute = api.functions["LoadedExecutable_Execute"]
     self._fn_event_await = api.functions["Event_Await"]
     self._fn_event_destroy = api.functions["Event_Destroy"]
@@ -610,8 +618,9 @@ class Executable:
     Example:
       >>> (y,) = exe.execute([backend.buffer_from_numpy(x)])
     """
+    pool = self._scratch
     try:
-      scratch = self._scratch.pop()
+      scratch = pool.pop()
     except IndexError:
       scratch = _ExecuteScratch(self._api, self._ptr, self._options, self.num_outputs,
                                 len(args))
@@ -635,28 +644,33 @@ class Executable:
       error = self._fn_execute(scratch.address)
       if error:
         raise self._api.take_error(error)
-      return self._collect(scratch, device)
+      # Wait for completion so that execution errors surface here, and outputs are ready.
+      scratch.event.event = scratch.events[0]
+      error = self._fn_event_await(scratch.event_address)
+      destroy_error = self._fn_event_destroy(scratch.event_address)
+      outputs = scratch.outputs
+      backend = self._backend
+      if error or destroy_error:
+        self._fail(outputs, error, destroy_error)
+      if self._single_spec is not None:
+        shape, dtype = self._single_spec
+        return [Buffer(backend, outputs[0], shape, dtype, device, True)]
+      return [Buffer(backend, outputs[k], shape, dtype, device, True)
+              for k, (shape, dtype) in self._out_specs_indexed]
     except AttributeError:
       if not all(isinstance(a, Buffer) for a in args):
         raise TypeError("execute() takes a sequence of Buffers") from None
       raise
     finally:
-      self._scratch.append(scratch)
+      pool.append(scratch)
 
-  def _collect(self, scratch: _ExecuteScratch, device: Device) -> list[Buffer]:
-    """Wait for the execution's completion event, then wrap its outputs (freed on error)."""
-    event = scratch.events[0]
-    scratch.event.event = event
-    error = self._fn_event_await(scratch.event_address)
-    destroy_error = self._fn_event_destroy(scratch.event_address)
-    outputs = scratch.outputs
-    backend = self._backend
-    if error or destroy_error:
-      for k in range(self.num_outputs):
-        backend._destroy_buffer(outputs[k])
-      raise self._api.take_error(error or destroy_error)
-    return [Buffer(backend, outputs[k], shape, dtype, device, True)
-            for k, (shape, dtype) in self._out_specs_indexed]
+  def _fail(self, outputs: C.Array, error: int | None, destroy_error: int | None):
+    """Free the outputs of a failed execution and raise its error."""
+    for k in range(self.num_outputs):
+      self._backend._destroy_buffer(outputs[k])
+    if error and destroy_error:
+      self._api.take_error(destroy_error)  # only freed: the execution's error is the one to show
+    raise self._api.take_error(error or destroy_error)
 
   def execute_sharded(self, args_per_device: Sequence[Sequence[Buffer]]) -> list[list[Buffer]]:
     """Run a multi-device program: one argument list per device of `devices`, in order.
