@@ -440,3 +440,30 @@ def test_two_devices_execute_where_the_arguments_are_and_spmd():
       "ON CpuDevice(id=1) True", "ON CpuDevice(id=0)",
       "SPMD [((4, 4), dtype('float32'))] [CpuDevice(id=0), CpuDevice(id=1)] True"]
   assert result.stderr == ""
+
+
+def test_general_upload_path_matches_the_fast_one(backend, monkeypatch):
+  assert backend._fast_numpy  # the NumPy header layout check passes on this interpreter
+  arrays = [np.arange(24, dtype=np.float32).reshape(2, 3, 4)[:, ::-1, 1::2],
+            np.asarray(np.int64(7)), np.ones((3, 2), ml_dtypes.bfloat16).T]
+  fast = [backend.buffer_from_numpy(a).to_numpy() for a in arrays]
+  monkeypatch.setattr(backend, "_fast_numpy", False)
+  general = [backend.buffer_from_numpy(a).to_numpy() for a in arrays]
+  for a, f, g in zip(arrays, fast, general, strict=True):
+    np.testing.assert_array_equal(f, a)
+    np.testing.assert_array_equal(g, a)
+
+
+def test_interpreter_exit_with_live_buffers_and_executables_is_clean():
+  result = run_python("""
+    import numpy as np
+    from revax._src.runtime.client import get_backend
+    backend = get_backend()
+    exe = backend.compile(ADD)
+    x = backend.buffer_from_numpy(np.ones((2, 3), np.float32))
+    outs = exe.execute([x, x])
+    cycle = [outs]
+    cycle.append(cycle)  # only the cyclic GC at shutdown can reach these
+    print("done")
+    """, {"ADD": ADD})
+  assert result.returncode == 0 and result.stdout == "done\n" and result.stderr == ""
