@@ -3,12 +3,13 @@
     python tests/runtime/bench_runtime.py          # revax runtime only
     python tests/runtime/bench_runtime.py --jax    # plus jax's numbers for the same program
 
-Prints the best-of-5 median microseconds of: copying a small array to the device, executing a small add
-with resident buffers, reading a result back, and a full NumPy -> NumPy call.
+Prints, for each system, the best of 5 rounds of median microseconds (the rounds of both systems
+interleaved, since this machine's speed drifts) of: copying a small array to the device,
+executing a small add with resident buffers, reading a result back, and a full NumPy -> NumPy
+call. jax's "put" includes its block_until_ready.
 """
 from __future__ import annotations
 
-import subprocess
 import sys
 import time
 
@@ -21,44 +22,19 @@ ADD = """module @add {
   }
 }"""
 
-_JAX_SNIPPET = """
-import time, numpy as np, jax, jax.numpy as jnp
-def median_us(f, n=%d, warmup=200, rounds=5):
-    for _ in range(warmup): f()
-    ts, best = np.empty(n), float("inf")
-    for _ in range(rounds):
-        for k in range(n):
-            t = time.perf_counter_ns(); f(); ts[k] = time.perf_counter_ns() - t
-        best = min(best, float(np.median(ts)) / 1e3)
-    return best
-f = jax.jit(lambda a, b: a + b)
-x = np.ones((4, 4), np.float32); y = np.ones((4, 4), np.float32)
-dx, dy = jax.device_put(x), jax.device_put(y)
-f(dx, dy).block_until_ready()
-print("put", median_us(lambda: jax.device_put(x).block_until_ready()))
-print("execute", median_us(lambda: f(dx, dy).block_until_ready()))
-r = f(dx, dy)
-print("to_numpy", median_us(lambda: np.array(r)))
-print("full", median_us(lambda: np.asarray(f(x, y))))
-"""
 
-
-def median_us(fn, n: int = 3000, warmup: int = 300, rounds: int = 5) -> float:
-  """The best of `rounds` medians of `n` timed calls (the best round is the least disturbed)."""
-  for _ in range(warmup):
-    fn()
-  best = float("inf")
+def median_us(fn, n: int) -> float:
+  """The median of `n` timed calls, in microseconds."""
   times = np.empty(n)
-  for _ in range(rounds):
-    for k in range(n):
-      start = time.perf_counter_ns()
-      fn()
-      times[k] = time.perf_counter_ns() - start
-    best = min(best, float(np.median(times)) / 1e3)
-  return best
+  for k in range(n):
+    start = time.perf_counter_ns()
+    fn()
+    times[k] = time.perf_counter_ns() - start
+  return float(np.median(times)) / 1e3
 
 
-def revax_numbers(n: int) -> dict[str, float]:
+def revax_cases() -> dict:
+  """The four measured operations, as zero-argument callables."""
   from revax._src.runtime.client import get_backend
   backend = get_backend()
   exe = backend.compile(ADD)
@@ -72,18 +48,35 @@ def revax_numbers(n: int) -> dict[str, float]:
     (out,) = exe.execute([backend.buffer_from_numpy(x), backend.buffer_from_numpy(y)])
     return out.to_numpy()
 
-  return {
-      "put": median_us(lambda: backend.buffer_from_numpy(x), n),
-      "execute": median_us(lambda: exe.execute([bx, by]), n),
-      "to_numpy": median_us(result.to_numpy, n),
-      "full": median_us(full_call, n),
-  }
+  return {"put": lambda: backend.buffer_from_numpy(x), "execute": lambda: exe.execute([bx, by]),
+          "to_numpy": result.to_numpy, "full": full_call}
 
 
-def jax_numbers(n: int) -> dict[str, float]:
-  out = subprocess.run([sys.executable, "-c", _JAX_SNIPPET % n], capture_output=True, text=True,
-                       check=True).stdout
-  return {name: float(value) for name, value in (line.split() for line in out.splitlines())}
+def jax_cases() -> dict:
+  """The same operations in jax, in this process (jax's XLA and the plugin coexist)."""
+  import jax
+  add = jax.jit(lambda a, b: a + b)
+  x = np.arange(16, dtype=np.float32).reshape(4, 4)
+  y = np.ones((4, 4), np.float32)
+  dx, dy = jax.device_put(x), jax.device_put(y)
+  result = add(dx, dy).block_until_ready()
+  return {"put": lambda: jax.device_put(x).block_until_ready(),
+          "execute": lambda: add(dx, dy).block_until_ready(),
+          "to_numpy": lambda: np.array(result), "full": lambda: np.asarray(add(x, y))}
+
+
+def measure(cases: dict[str, dict], n: int, rounds: int) -> dict[str, dict[str, float]]:
+  """Best-of-`rounds` medians, the systems interleaved so that they share machine conditions."""
+  best = {system: {key: float("inf") for key in fns} for system, fns in cases.items()}
+  for fns in cases.values():
+    for fn in fns.values():
+      for _ in range(n // 10):  # warm up
+        fn()
+  for _ in range(rounds):
+    for key in _LABELS:
+      for system, fns in cases.items():
+        best[system][key] = min(best[system][key], median_us(fns[key], n))
+  return best
 
 
 _LABELS = {
@@ -95,13 +88,16 @@ _LABELS = {
 
 
 def main() -> None:
-  n = 3000
-  ours = revax_numbers(n)
-  theirs = jax_numbers(n) if "--jax" in sys.argv else {}
+  cases = {"revax": revax_cases()}
+  if "--jax" in sys.argv:
+    cases["jax"] = jax_cases()
+  results = measure(cases, n=2000, rounds=5)
   for key, label in _LABELS.items():
-    line = f"{label:50s} revax {ours[key]:7.1f} us"
-    if key in theirs:
-      line += f"   jax {theirs[key]:7.1f} us   ratio {ours[key] / theirs[key]:5.2f}"
+    ours = results["revax"][key]
+    line = f"{label:50s} revax {ours:7.1f} us"
+    if "jax" in results:
+      theirs = results["jax"][key]
+      line += f"   jax {theirs:7.1f} us   ratio {ours / theirs:5.2f}"
     print(line)
 
 
