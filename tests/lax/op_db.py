@@ -36,7 +36,7 @@ class OpRecord:
   rtol: float | None = None  # default: by output dtype (_TOLS)
   atol: float | None = None
   grad_order: int = 2
-  linear: bool = False
+  linear: bool = False  # linear in its first argument (others fixed): transposition suite
   invertible: bool = False
   vmap: bool = True
   check_dtype: bool = True  # the output dtype must equal the reference's

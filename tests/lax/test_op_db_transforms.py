@@ -1,0 +1,109 @@
+"""Generic transformation suites over the op database: check_grads (order 2, fwd and rev),
+check_jaxpr on jvp/linearize/vjp jaxprs, the transposition dot-product test for linear ops,
+check_vmap over every combination of batch positions, and rule coverage."""
+import itertools
+
+import numpy as np
+import pytest
+
+import revax
+from revax._src.core import dtypes
+from revax._src.core.typecheck import check_jaxpr
+from revax._src.interpreters import ad, batching
+from revax.test_util import check_grads, check_vmap
+from tests.lax.op_db import all_records
+from tests.lax.test_op_db import _inputs, _lax_primitives
+
+RECORDS = all_records()
+
+
+def _inexact(x):
+  return dtypes.is_inexact(np.asarray(x).dtype)
+
+
+DIFF_RECORDS = [r for r in RECORDS if r.grad_order > 0]
+
+
+@pytest.mark.parametrize("record", DIFF_RECORDS, ids=str)
+def test_check_grads(record):
+  args = _inputs(record)
+  if not any(map(_inexact, args)):
+    pytest.skip("no floating-point inputs to differentiate")
+  check_grads(record.fun, args, order=record.grad_order, modes=("fwd", "rev"))
+
+
+@pytest.mark.parametrize("record", DIFF_RECORDS, ids=str)
+def test_ad_jaxprs_typecheck(record):
+  args = _inputs(record)
+  if not any(map(_inexact, args)):
+    pytest.skip("no floating-point inputs to differentiate")
+  tangents = tuple(np.ones_like(a) if _inexact(a) else np.zeros(np.shape(a), dtypes.float0)
+                   for a in args)
+  check_jaxpr(revax.make_jaxpr(lambda *xs: revax.jvp(record.fun, xs, tangents))(*args))
+  check_jaxpr(revax.make_jaxpr(lambda *xs: revax.linearize(record.fun, *xs)[1](*tangents))(*args))
+
+  def vjp_of(*xs):
+    out, f_vjp = revax.vjp(record.fun, *xs)
+    return f_vjp(revax.tree_util.tree_map(lambda o: revax.numpy.ones_like(o)
+                                          if _inexact_aval(o) else o, out))
+  check_jaxpr(revax.make_jaxpr(vjp_of)(*args))
+
+
+def _inexact_aval(o):
+  return dtypes.is_inexact(o.dtype)
+
+
+LINEAR_RECORDS = [r for r in RECORDS if r.linear]
+
+
+@pytest.mark.parametrize("record", LINEAR_RECORDS, ids=str)
+def test_transpose_dot_product(record):
+  """<f(x), c> == <x, f^T(c)> for linear f."""
+  args = _inputs(record)
+  rng = np.random.default_rng(3)
+  out = record.fun(*args)
+  ct = np.asarray(rng.standard_normal(np.shape(out)), np.asarray(out).dtype)
+  (x_bar,) = revax.linear_transpose(record.fun, args[0])(ct) if len(args) == 1 else \
+      (revax.linear_transpose(lambda x: record.fun(x, *args[1:]), args[0])(ct))
+  lhs = np.vdot(np.asarray(out, np.float64), ct.astype(np.float64))
+  rhs = np.vdot(np.asarray(args[0], np.float64), np.asarray(x_bar, np.float64))
+  np.testing.assert_allclose(lhs, rhs, rtol=1e-4, atol=1e-4)
+
+
+def _vmap_cases(record):
+  args = _inputs(record)
+  options = [[None] + list(range(np.ndim(a) + 1)) for a in args]
+  for axes in itertools.product(*options):
+    if all(a is None for a in axes):
+      continue
+    for size in (1, 3):
+      yield pytest.param(record, axes, size, id=f"{record.name}-{axes}-{size}")
+
+
+VMAP_CASES = [c for r in RECORDS if r.vmap for c in _vmap_cases(r)]
+
+
+@pytest.mark.parametrize("record,axes,size", VMAP_CASES)
+def test_check_vmap(record, axes, size):
+  args = _inputs(record)
+  batched = []
+  for k, (a, ax) in enumerate(zip(args, axes)):
+    if ax is None:
+      batched.append(a)
+      continue
+    examples = [record.args(np.random.default_rng(100 * k + i))[k] for i in range(size)]
+    batched.append(np.stack([np.asarray(e) for e in examples], axis=ax))
+  check_vmap(record.fun, batched, in_axes=tuple(axes))
+  check_jaxpr(revax.make_jaxpr(revax.vmap(record.fun, in_axes=tuple(axes)))(*batched))
+
+
+def test_every_primitive_has_a_jvp_rule_or_a_reason():
+  missing = sorted(name for name, p in _lax_primitives().items()
+                   if p not in ad.primitive_jvps and p not in ad.not_differentiable_reasons)
+  assert not missing, f"primitives with neither a JVP rule nor a not_differentiable reason: {missing}"
+
+
+def test_every_primitive_has_a_batching_rule():
+  missing = sorted(name for name, p in _lax_primitives().items()
+                   if p not in batching.primitive_batchers and p not in batching.axis_size_batchers)
+  assert not missing, f"primitives without batching rules: {missing}"
