@@ -2,20 +2,58 @@
 
 Operands have one dtype (a Python scalar adopts the other operand's dtype, weakly typed) and
 broadcast NumPy-style. Each primitive is one block: wrapper, rules, registration.
+
+The NumPy implementations reproduce what XLA computes where C leaves things undefined: integer
+division rounds toward zero and a division by zero gives -1 (all bits set; the maximum for
+unsigned types), `rem` takes the sign of the dividend and `x rem 0` is x, shifts by a negative
+amount or by at least the bit width give 0 (sign fill for the arithmetic right shift).
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
-from revax._src.lax.standard import binary_operands, naryop
+from revax._src.core import dtypes
+from revax._src.core.avals import ShapedArray
+from revax._src.core.trace import Primitive
+from revax._src.interpreters import dispatch, mlir
+from revax._src.lax.standard import (binary_operands, broadcast_shapes, broadcast_to_out,
+                                     check_dtype, hlo_lowering, naryop, same_dtypes)
 
 
 __all__ = [
-  "add",
-  "mul",
-  "add_p",
-  "mul_p",
+  "add", "sub", "mul", "div", "rem", "pow", "max", "min", "atan2", "nextafter", "complex",
+  "bitwise_and", "bitwise_or", "bitwise_xor",
+  "shift_left", "shift_right_logical", "shift_right_arithmetic",
+  "add_p", "sub_p", "mul_p", "div_p", "rem_p", "pow_p", "max_p", "min_p", "atan2_p",
+  "nextafter_p", "complex_p", "and_p", "or_p", "xor_p",
+  "shift_left_p", "shift_right_logical_p", "shift_right_arithmetic_p",
 ]
+
+
+def _quiet(fn):
+  """`fn` with NumPy's warnings silenced: XLA gives inf, NaN and wrapped integers quietly."""
+  @functools.wraps(fn)
+  def wrapped(*args, **params):
+    with np.errstate(all="ignore"):
+      return fn(*args, **params)
+  return wrapped
+
+
+def _all_ones(dtype):
+  """-1 for signed integers, the maximum for unsigned ones: every bit set."""
+  return ~np.zeros((), dtype)
+
+
+def _trunc_div(x, y):
+  """C integer division (toward zero) of integer arrays; y must have no zeros."""
+  q = np.floor_divide(x, y)
+  inexact = (x - q * y) != 0
+  if dtypes.is_signed_integer(x.dtype):
+    q = np.where(inexact & ((x < 0) != (y < 0)), q + 1, q)
+  return q.astype(x.dtype)
+
 
 # --- add -----------------------------------------------------------------------------------------
 def add(x, y):
@@ -23,7 +61,16 @@ def add(x, y):
   return add_p.bind(*binary_operands(x, y))
 
 
-add_p = naryop("add", ("num", "num"), np.add, "stablehlo.add")
+add_p = naryop("add", ("num", "num"), _quiet(np.add), "stablehlo.add")
+
+
+# --- sub -----------------------------------------------------------------------------------------
+def sub(x, y):
+  """Elementwise subtraction: x - y."""
+  return sub_p.bind(*binary_operands(x, y))
+
+
+sub_p = naryop("sub", ("num", "num"), _quiet(np.subtract), "stablehlo.subtract")
 
 
 # --- mul -----------------------------------------------------------------------------------------
@@ -32,4 +79,300 @@ def mul(x, y):
   return mul_p.bind(*binary_operands(x, y))
 
 
-mul_p = naryop("mul", ("num", "num"), np.multiply, "stablehlo.multiply")
+mul_p = naryop("mul", ("num", "num"), _quiet(np.multiply), "stablehlo.multiply")
+
+
+# --- div -----------------------------------------------------------------------------------------
+def div(x, y):
+  """Elementwise division: x / y. Integer division rounds toward zero (-7 / 2 == -3), and an
+  integer division by zero gives -1 (all bits set), as in XLA."""
+  return div_p.bind(*binary_operands(x, y))
+
+
+@_quiet
+def _div_numpy(x, y):
+  if not dtypes.is_integer(x.dtype):
+    return np.true_divide(x, y)
+  x, y = np.broadcast_arrays(x, y)
+  zero = y == 0
+  q = _trunc_div(x, np.where(zero, 1, y).astype(y.dtype))
+  return np.where(zero, _all_ones(x.dtype), q)
+
+
+div_p = naryop("div", ("num", "num"), _div_numpy, "stablehlo.divide")
+
+
+# --- rem -----------------------------------------------------------------------------------------
+def rem(x, y):
+  """Elementwise remainder of C's truncated division: the sign of x (-7 rem 2 == -1).
+
+  `x rem 0` is x for integers and NaN for floats, as in XLA."""
+  return rem_p.bind(*binary_operands(x, y))
+
+
+@_quiet
+def _rem_numpy(x, y):
+  if not dtypes.is_integer(x.dtype):
+    return np.fmod(x, y)
+  x, y = np.broadcast_arrays(x, y)
+  zero = y == 0
+  y1 = np.where(zero, 1, y).astype(y.dtype)
+  r = (x - _trunc_div(x, y1) * y1).astype(x.dtype)
+  return np.where(zero, x, r)
+
+
+rem_p = naryop("rem", ("float_int", "float_int"), _rem_numpy, "stablehlo.remainder")
+
+
+# --- pow -----------------------------------------------------------------------------------------
+def pow(x, y):
+  """Elementwise power x**y of a floating or complex `x`.
+
+  `y` has the dtype of `x`, or any integer dtype (it is converted to the dtype of `x`). For a
+  static integer exponent, `integer_pow` is exact and cheaper.
+  """
+  return pow_p.bind(*binary_operands(x, y))
+
+
+def _pow_abstract_eval(x, y):
+  check_dtype("pow", "inexact", x.dtype)
+  if y.dtype != x.dtype and not dtypes.is_integer(y.dtype):
+    raise TypeError(f"pow requires an exponent of the dtype of the base ({x.dtype.name}) or of "
+                    f"an integer dtype, got {x.dtype.name}, {y.dtype.name}")
+  shape = broadcast_shapes(x.shape, y.shape, op_name="pow")
+  return ShapedArray(shape, x.dtype, x.weak_type and y.weak_type)
+
+
+@_quiet
+def _pow_numpy(x, y):
+  return np.power(x, y.astype(x.dtype))
+
+
+def _pow_lower(ctx, x, y):
+  x_aval, y_aval = ctx.avals_in
+  if y_aval.dtype != x_aval.dtype:
+    y = ctx.op1("stablehlo.convert", [y], y_aval.update(dtype=x_aval.dtype))
+    ctx = mlir.LoweringRuleContext(ctx.fb, [x_aval, y_aval.update(dtype=x_aval.dtype)],
+                                   ctx.avals_out, ctx.platform)
+  return ctx.op1("stablehlo.power", broadcast_to_out(ctx, [x, y]))
+
+
+pow_p = Primitive("pow")
+pow_p.def_abstract_eval(_pow_abstract_eval)
+dispatch.def_numpy_impl(pow_p, _pow_numpy)
+mlir.register_lowering(pow_p, _pow_lower)
+
+
+# --- max -----------------------------------------------------------------------------------------
+def max(x, y):
+  """Elementwise maximum; NaN if either operand is NaN. Complex values compare
+  lexicographically (real part first)."""
+  return max_p.bind(*binary_operands(x, y))
+
+
+def _compare(ctx, x, y, direction, aval):
+  return ctx.op1("stablehlo.compare", [x, y], aval.update(dtype=dtypes.bool_),
+                 props={"comparison_direction": f"#stablehlo<comparison_direction {direction}>",
+                        "compare_type": "#stablehlo<comparison_type FLOAT>"})
+
+
+def _complex_minmax_lower(direction):
+  """XLA:CPU's maximum/minimum compare complex numbers by their real parts only; order them
+  lexicographically (real part, then imaginary part) as NumPy and JAX do."""
+  def rule(ctx, x, y):
+    x, y = broadcast_to_out(ctx, [x, y])
+    aval = ctx.avals_out[0]
+    part = aval.update(dtype=np.finfo(aval.dtype).dtype)
+    xr, yr = (ctx.op1("stablehlo.real", [v], part) for v in (x, y))
+    xi, yi = (ctx.op1("stablehlo.imag", [v], part) for v in (x, y))
+    real_wins = _compare(ctx, xr, yr, direction, part)
+    real_ties = _compare(ctx, xr, yr, "EQ", part)
+    imag_wins = _compare(ctx, xi, yi, direction, part)
+    pick_x = ctx.op1("stablehlo.or", [real_wins, ctx.op1("stablehlo.and", [real_ties, imag_wins],
+                                                       part.update(dtype=dtypes.bool_))],
+                     part.update(dtype=dtypes.bool_))
+    return ctx.op1("stablehlo.select", [pick_x, x, y])
+  return rule
+
+
+def _propagate_nans(ctx, x, y, out):
+  """`out` where neither operand is NaN, else the NaN. XLA:CPU's default ("fast") min/max
+  returns the first operand when the second is NaN (unless the program is compiled with
+  --xla_cpu_enable_fast_min_max=false), so NaN propagation is spelled out."""
+  aval = ctx.avals_out[0]
+  for v in (y, x):
+    out = ctx.op1("stablehlo.select", [_compare(ctx, v, v, "NE", aval), v, out])
+  return out
+
+
+def _minmax_lower(hlo_op, direction):
+  complex_rule = _complex_minmax_lower(direction)
+
+  def rule(ctx, x, y):
+    dtype = ctx.avals_out[0].dtype
+    if dtypes.is_complex(dtype):
+      return complex_rule(ctx, x, y)
+    x, y = broadcast_to_out(ctx, [x, y])
+    out = ctx.op1(hlo_op, [x, y])
+    return _propagate_nans(ctx, x, y, out) if dtypes.is_float(dtype) else out
+  return rule
+
+
+max_p = naryop("max", ("any", "any"), _quiet(np.maximum), None)
+mlir.register_lowering(max_p, _minmax_lower("stablehlo.maximum", "GT"))
+
+
+# --- min -----------------------------------------------------------------------------------------
+def min(x, y):
+  """Elementwise minimum; NaN if either operand is NaN. Complex values compare
+  lexicographically (real part first)."""
+  return min_p.bind(*binary_operands(x, y))
+
+
+min_p = naryop("min", ("any", "any"), _quiet(np.minimum), None)
+mlir.register_lowering(min_p, _minmax_lower("stablehlo.minimum", "LT"))
+
+
+# --- atan2 ---------------------------------------------------------------------------------------
+def atan2(x, y):
+  """Elementwise arctangent of x / y, in the quadrant of the point (y, x)."""
+  return atan2_p.bind(*binary_operands(x, y))
+
+
+atan2_p = naryop("atan2", ("float", "float"), _quiet(np.arctan2), "stablehlo.atan2")
+
+
+# --- nextafter -----------------------------------------------------------------------------------
+def nextafter(x1, x2):
+  """Elementwise the next floating-point value after x1 in the direction of x2."""
+  return nextafter_p.bind(*binary_operands(x1, x2))
+
+
+nextafter_p = naryop("nextafter", ("float", "float"), np.nextafter, "chlo.next_after")
+
+
+# --- complex -------------------------------------------------------------------------------------
+def complex(x, y):
+  """Elementwise x + 1j * y of float32 (complex64 result) or float64 (complex128) operands."""
+  return complex_p.bind(*binary_operands(x, y))
+
+
+_COMPLEX_OF = {dtypes.float32: dtypes.complex64, dtypes.float64: dtypes.complex128}
+
+
+def _complex_abstract_eval(x, y):
+  for a in (x, y):
+    if a.dtype not in _COMPLEX_OF:
+      raise TypeError(f"complex does not accept dtype {a.dtype.name}; it takes float32 or "
+                      "float64 arguments")
+  dtype = same_dtypes("complex", (x, y))
+  shape = broadcast_shapes(x.shape, y.shape, op_name="complex")
+  return ShapedArray(shape, _COMPLEX_OF[dtype], x.weak_type and y.weak_type)
+
+
+def _complex_numpy(x, y):
+  return (x + np.asarray(1j, _COMPLEX_OF[x.dtype]) * y).astype(_COMPLEX_OF[x.dtype])
+
+
+complex_p = Primitive("complex")
+complex_p.def_abstract_eval(_complex_abstract_eval)
+dispatch.def_numpy_impl(complex_p, _quiet(_complex_numpy))
+mlir.register_lowering(complex_p, hlo_lowering("stablehlo.complex"))
+
+
+# --- and -----------------------------------------------------------------------------------------
+def bitwise_and(x, y):
+  """Elementwise bitwise AND of integer arrays; logical AND of bool arrays."""
+  return and_p.bind(*binary_operands(x, y))
+
+
+and_p = naryop("and", ("intbool", "intbool"), np.bitwise_and, "stablehlo.and")
+
+
+# --- or ------------------------------------------------------------------------------------------
+def bitwise_or(x, y):
+  """Elementwise bitwise OR of integer arrays; logical OR of bool arrays."""
+  return or_p.bind(*binary_operands(x, y))
+
+
+or_p = naryop("or", ("intbool", "intbool"), np.bitwise_or, "stablehlo.or")
+
+
+# --- xor -----------------------------------------------------------------------------------------
+def bitwise_xor(x, y):
+  """Elementwise bitwise XOR of integer arrays; logical XOR of bool arrays."""
+  return xor_p.bind(*binary_operands(x, y))
+
+
+xor_p = naryop("xor", ("intbool", "intbool"), np.bitwise_xor, "stablehlo.xor")
+
+
+# --- shifts --------------------------------------------------------------------------------------
+def _bits(dtype):
+  return np.dtype(dtype).itemsize * 8
+
+
+def _as_unsigned(x):
+  return x.view(f"u{x.dtype.itemsize}")
+
+
+def _as_signed(x):
+  return x.view(f"i{x.dtype.itemsize}")
+
+
+def _shift_amounts(x, y):
+  """Broadcast x and y; the shift counts as unsigned (a negative count is a huge one), and
+  where they are in range."""
+  x, y = np.broadcast_arrays(x, y)
+  n = _as_unsigned(y)
+  in_range = n < _bits(x.dtype)
+  return x, np.where(in_range, n, 0).astype(n.dtype), in_range
+
+
+# --- shift_left ----------------------------------------------------------------------------------
+def shift_left(x, y):
+  """Elementwise x << y; 0 where y is negative or at least the bit width."""
+  return shift_left_p.bind(*binary_operands(x, y))
+
+
+def _shift_left_numpy(x, y):
+  x, n, in_range = _shift_amounts(x, y)
+  shifted = _as_unsigned(x) << n
+  return np.where(in_range, shifted, 0).astype(shifted.dtype).view(x.dtype)
+
+
+shift_left_p = naryop("shift_left", ("int", "int"), _shift_left_numpy, "stablehlo.shift_left")
+
+
+# --- shift_right_logical -------------------------------------------------------------------------
+def shift_right_logical(x, y):
+  """Elementwise x >> y filling with zeros; 0 where y is negative or at least the bit width."""
+  return shift_right_logical_p.bind(*binary_operands(x, y))
+
+
+def _shift_right_logical_numpy(x, y):
+  x, n, in_range = _shift_amounts(x, y)
+  shifted = _as_unsigned(x) >> n
+  return np.where(in_range, shifted, 0).astype(shifted.dtype).view(x.dtype)
+
+
+shift_right_logical_p = naryop("shift_right_logical", ("int", "int"), _shift_right_logical_numpy,
+                               "stablehlo.shift_right_logical")
+
+
+# --- shift_right_arithmetic ----------------------------------------------------------------------
+def shift_right_arithmetic(x, y):
+  """Elementwise x >> y filling with the sign bit (unsigned x is read as signed, as XLA does);
+  a shift by a negative amount or at least the bit width leaves only sign bits."""
+  return shift_right_arithmetic_p.bind(*binary_operands(x, y))
+
+
+def _shift_right_arithmetic_numpy(x, y):
+  x, n, in_range = _shift_amounts(x, y)
+  n = np.where(in_range, n, _bits(x.dtype) - 1).astype(n.dtype)
+  shifted = _as_signed(x) >> n.view(f"i{n.dtype.itemsize}")
+  return np.asarray(shifted).view(x.dtype)
+
+
+shift_right_arithmetic_p = naryop("shift_right_arithmetic", ("int", "int"),
+                                  _shift_right_arithmetic_numpy, "stablehlo.shift_right_arithmetic")

@@ -1,20 +1,79 @@
 """Unary elementwise primitives: arithmetic, rounding, transcendental and special functions.
 
-Each primitive is one block: its public wrapper, then its rules, then their registration.
+Each primitive is one block: its public wrapper, then its rules, then their registration. Most
+lower to one StableHLO op; the special functions (erf, lgamma, digamma, the inverse and
+hyperbolic trigonometric functions) lower to CHLO ops, which XLA expands itself. NumPy
+implementations follow XLA's results at the edges (poles, out-of-domain inputs give inf/NaN
+without warnings); where NumPy has no function (erf_inv, digamma) this file computes one in
+float64 and rounds it to the operand's dtype.
 """
 from __future__ import annotations
 
+import enum
+import functools
+import math
+import operator
+
 import numpy as np
 
-from revax._src.lax.standard import unop
+from revax._src.core import dtypes
+from revax._src.core.avals import ShapedArray, get_aval
+from revax._src.core.trace import Primitive
+from revax._src.interpreters import dispatch, mlir
+from revax._src.lax.standard import check_dtype, hlo_lowering, unop
 
 
 __all__ = [
-  "neg",
-  "exp",
-  "neg_p",
-  "exp_p",
+  "RoundingMethod",
+  "neg", "sign", "floor", "ceil", "round", "is_finite",
+  "exp", "exp2", "log", "log1p", "expm1", "tanh", "logistic",
+  "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh",
+  "sqrt", "rsqrt", "cbrt", "abs", "bitwise_not",
+  "erf", "erfc", "erf_inv", "lgamma", "digamma", "integer_pow", "square",
+  "real", "imag", "conj",
+  "neg_p", "sign_p", "floor_p", "ceil_p", "round_p", "is_finite_p",
+  "exp_p", "exp2_p", "log_p", "log1p_p", "expm1_p", "tanh_p", "logistic_p",
+  "sin_p", "cos_p", "tan_p", "asin_p", "acos_p", "atan_p", "sinh_p", "cosh_p", "asinh_p",
+  "acosh_p", "atanh_p", "sqrt_p", "rsqrt_p", "cbrt_p", "abs_p", "not_p",
+  "erf_p", "erfc_p", "erf_inv_p", "lgamma_p", "digamma_p", "integer_pow_p", "square_p",
+  "real_p", "imag_p", "conj_p",
 ]
+
+
+def _quiet(fn):
+  """`fn` with NumPy's floating-point warnings silenced: like XLA, out-of-domain inputs give
+  NaN or inf quietly."""
+  @functools.wraps(fn)
+  def wrapped(*args, **params):
+    with np.errstate(all="ignore"):
+      return fn(*args, **params)
+  return wrapped
+
+
+def _in_float64(fn):
+  """A NumPy impl that computes `fn` in float64 and rounds to the operand's dtype."""
+  @_quiet
+  def impl(x, **params):
+    return np.asarray(fn(np.asarray(x, np.float64)), x.dtype)
+  impl.__name__ = fn.__name__
+  return impl
+
+
+def _scalar_fn(fn, at_error):
+  """`fn` (a `math` function of one float) mapped over a float64 array; `at_error` where `fn`
+  raises (poles, overflow)."""
+  def scalar(v):
+    try:
+      return fn(v)
+    except (ValueError, OverflowError):
+      return at_error
+  vectorized = np.frompyfunc(scalar, 1, 1)
+
+  def apply(x):
+    return np.asarray(vectorized(x), np.float64) if x.size else x
+  apply.__name__ = fn.__name__
+  return apply
+
 
 # --- neg -----------------------------------------------------------------------------------------
 def neg(x):
@@ -25,10 +84,586 @@ def neg(x):
 neg_p = unop("neg", "num", np.negative, "stablehlo.negate")
 
 
+# --- sign ----------------------------------------------------------------------------------------
+def sign(x):
+  """Elementwise sign: -1, 0 or 1 (x/|x| for complex, NaN for NaN)."""
+  return sign_p.bind(x)
+
+
+def _sign_numpy(x):
+  return np.sign(x)
+
+
+def _sign_lower(ctx, x):
+  aval = ctx.avals_in[0]
+  if not dtypes.is_unsigned_integer(aval.dtype):
+    return ctx.op1("stablehlo.sign", [x])
+  # StableHLO's sign takes no unsigned integers: 0 where x == 0, 1 elsewhere.
+  zeros = ctx.constant(np.zeros(aval.shape, aval.dtype), aval)
+  ones = ctx.constant(np.ones(aval.shape, aval.dtype), aval)
+  is_zero = ctx.op1("stablehlo.compare", [x, zeros], aval.update(dtype=dtypes.bool_),
+                    props={"comparison_direction": "#stablehlo<comparison_direction EQ>",
+                           "compare_type": "#stablehlo<comparison_type UNSIGNED>"})
+  return ctx.op1("stablehlo.select", [is_zero, zeros, ones])
+
+
+sign_p = unop("sign", "num", _sign_numpy, None)
+mlir.register_lowering(sign_p, _sign_lower)
+
+
+# --- floor ---------------------------------------------------------------------------------------
+def floor(x):
+  """Elementwise floor of a floating-point array."""
+  return floor_p.bind(x)
+
+
+floor_p = unop("floor", "float", np.floor, "stablehlo.floor")
+
+
+# --- ceil ----------------------------------------------------------------------------------------
+def ceil(x):
+  """Elementwise ceiling of a floating-point array."""
+  return ceil_p.bind(x)
+
+
+ceil_p = unop("ceil", "float", np.ceil, "stablehlo.ceil")
+
+
+# --- round ---------------------------------------------------------------------------------------
+class RoundingMethod(enum.IntEnum):
+  """How `round` breaks ties: away from zero (C's `round`) or to the nearest even value."""
+  AWAY_FROM_ZERO = 0
+  TO_NEAREST_EVEN = 1
+
+
+def round(x, rounding_method=RoundingMethod.AWAY_FROM_ZERO):
+  """Elementwise rounding to the nearest integer-valued float.
+
+  Args:
+    x: a floating-point array.
+    rounding_method: `RoundingMethod.AWAY_FROM_ZERO` (0, default: 2.5 -> 3) or
+      `RoundingMethod.TO_NEAREST_EVEN` (1: 2.5 -> 2).
+
+  Returns:
+    An array of the dtype of `x`.
+
+  Example:
+    >>> round(x, RoundingMethod.TO_NEAREST_EVEN)
+  """
+  return round_p.bind(x, rounding_method=RoundingMethod(rounding_method))
+
+
+def _round_numpy(x, *, rounding_method):
+  if rounding_method == RoundingMethod.TO_NEAREST_EVEN:
+    return np.rint(x)
+  t = np.trunc(x)  # x - t is exact, so ties are detected exactly
+  return np.where(np.abs(x - t) >= 0.5, t + np.sign(x), t).astype(x.dtype)
+
+
+def _round_lower(ctx, x, *, rounding_method):
+  op = ("stablehlo.round_nearest_even" if rounding_method == RoundingMethod.TO_NEAREST_EVEN
+        else "stablehlo.round_nearest_afz")
+  return ctx.op1(op, [x])
+
+
+round_p = unop("round", "float", _quiet(_round_numpy), None)
+mlir.register_lowering(round_p, _round_lower)
+
+
+# --- is_finite -----------------------------------------------------------------------------------
+def is_finite(x):
+  """Elementwise test for finiteness (neither inf nor NaN); returns a bool array."""
+  return is_finite_p.bind(x)
+
+
+is_finite_p = unop("is_finite", "float", np.isfinite, "stablehlo.is_finite",
+                   result_dtype=lambda d: dtypes.bool_)
+
+
 # --- exp -----------------------------------------------------------------------------------------
 def exp(x):
   """Elementwise exponential: e**x."""
   return exp_p.bind(x)
 
 
-exp_p = unop("exp", "inexact", np.exp, "stablehlo.exponential")
+exp_p = unop("exp", "inexact", _quiet(np.exp), "stablehlo.exponential")
+
+
+# --- exp2 ----------------------------------------------------------------------------------------
+def exp2(x):
+  """Elementwise base-2 exponential: 2**x."""
+  return exp2_p.bind(x)
+
+
+def _exp2_lower(ctx, x):
+  """exp(x * ln 2); 16-bit floats are computed in float32 so the product is not rounded."""
+  aval = ctx.avals_in[0]
+  half = aval.dtype in (dtypes.float16, dtypes.bfloat16)
+  work = aval.update(dtype=dtypes.float32) if half else aval
+  if half:
+    x = ctx.op1("stablehlo.convert", [x], work)
+  ln2 = ctx.constant(np.full(work.shape, np.log(2.0), work.dtype), work)
+  y = ctx.op1("stablehlo.exponential", [ctx.op1("stablehlo.multiply", [x, ln2], work)], work)
+  return ctx.op1("stablehlo.convert", [y]) if half else y
+
+
+exp2_p = unop("exp2", "inexact", _quiet(np.exp2), None)
+mlir.register_lowering(exp2_p, _exp2_lower)
+
+
+# --- log -----------------------------------------------------------------------------------------
+def log(x):
+  """Elementwise natural logarithm (NaN for negative reals, -inf at 0)."""
+  return log_p.bind(x)
+
+
+log_p = unop("log", "inexact", _quiet(np.log), "stablehlo.log")
+
+
+# --- log1p ---------------------------------------------------------------------------------------
+def log1p(x):
+  """Elementwise log(1 + x), accurate for small x."""
+  return log1p_p.bind(x)
+
+
+log1p_p = unop("log1p", "inexact", _quiet(np.log1p), "stablehlo.log_plus_one")
+
+
+# --- expm1 ---------------------------------------------------------------------------------------
+def expm1(x):
+  """Elementwise exp(x) - 1, accurate for small x."""
+  return expm1_p.bind(x)
+
+
+expm1_p = unop("expm1", "inexact", _quiet(np.expm1), "stablehlo.exponential_minus_one")
+
+
+# --- tanh ----------------------------------------------------------------------------------------
+def tanh(x):
+  """Elementwise hyperbolic tangent."""
+  return tanh_p.bind(x)
+
+
+tanh_p = unop("tanh", "inexact", _quiet(np.tanh), "stablehlo.tanh")
+
+
+# --- logistic ------------------------------------------------------------------------------------
+def logistic(x):
+  """Elementwise logistic sigmoid: 1 / (1 + exp(-x))."""
+  return logistic_p.bind(x)
+
+
+def _logistic_numpy(x):
+  if dtypes.is_complex(x.dtype):
+    return 1 / (1 + np.exp(-x))
+  e = np.exp(-np.abs(x))  # never overflows: the two branches of the stable formula
+  return np.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype)
+
+
+logistic_p = unop("logistic", "inexact", _quiet(_logistic_numpy), "stablehlo.logistic")
+
+
+# --- sin -----------------------------------------------------------------------------------------
+def sin(x):
+  """Elementwise sine."""
+  return sin_p.bind(x)
+
+
+sin_p = unop("sin", "inexact", _quiet(np.sin), "stablehlo.sine")
+
+
+# --- cos -----------------------------------------------------------------------------------------
+def cos(x):
+  """Elementwise cosine."""
+  return cos_p.bind(x)
+
+
+cos_p = unop("cos", "inexact", _quiet(np.cos), "stablehlo.cosine")
+
+
+# --- tan -----------------------------------------------------------------------------------------
+def tan(x):
+  """Elementwise tangent."""
+  return tan_p.bind(x)
+
+
+tan_p = unop("tan", "inexact", _quiet(np.tan), "stablehlo.tan")
+
+
+# --- asin ----------------------------------------------------------------------------------------
+def asin(x):
+  """Elementwise arcsine (NaN outside [-1, 1] for reals)."""
+  return asin_p.bind(x)
+
+
+asin_p = unop("asin", "inexact", _quiet(np.arcsin), "chlo.asin")
+
+
+# --- acos ----------------------------------------------------------------------------------------
+def acos(x):
+  """Elementwise arccosine (NaN outside [-1, 1] for reals)."""
+  return acos_p.bind(x)
+
+
+acos_p = unop("acos", "inexact", _quiet(np.arccos), "chlo.acos")
+
+
+# --- atan ----------------------------------------------------------------------------------------
+def atan(x):
+  """Elementwise arctangent."""
+  return atan_p.bind(x)
+
+
+atan_p = unop("atan", "inexact", _quiet(np.arctan), "chlo.atan")
+
+
+# --- sinh ----------------------------------------------------------------------------------------
+def sinh(x):
+  """Elementwise hyperbolic sine."""
+  return sinh_p.bind(x)
+
+
+sinh_p = unop("sinh", "inexact", _quiet(np.sinh), "chlo.sinh")
+
+
+# --- cosh ----------------------------------------------------------------------------------------
+def cosh(x):
+  """Elementwise hyperbolic cosine."""
+  return cosh_p.bind(x)
+
+
+cosh_p = unop("cosh", "inexact", _quiet(np.cosh), "chlo.cosh")
+
+
+# --- asinh ---------------------------------------------------------------------------------------
+def asinh(x):
+  """Elementwise inverse hyperbolic sine."""
+  return asinh_p.bind(x)
+
+
+asinh_p = unop("asinh", "inexact", _quiet(np.arcsinh), "chlo.asinh")
+
+
+# --- acosh ---------------------------------------------------------------------------------------
+def acosh(x):
+  """Elementwise inverse hyperbolic cosine (NaN below 1 for reals)."""
+  return acosh_p.bind(x)
+
+
+acosh_p = unop("acosh", "inexact", _quiet(np.arccosh), "chlo.acosh")
+
+
+# --- atanh ---------------------------------------------------------------------------------------
+def atanh(x):
+  """Elementwise inverse hyperbolic tangent (NaN outside [-1, 1] for reals)."""
+  return atanh_p.bind(x)
+
+
+atanh_p = unop("atanh", "inexact", _quiet(np.arctanh), "chlo.atanh")
+
+
+# --- sqrt ----------------------------------------------------------------------------------------
+def sqrt(x):
+  """Elementwise square root (NaN for negative reals)."""
+  return sqrt_p.bind(x)
+
+
+sqrt_p = unop("sqrt", "inexact", _quiet(np.sqrt), "stablehlo.sqrt")
+
+
+# --- rsqrt ---------------------------------------------------------------------------------------
+def rsqrt(x):
+  """Elementwise reciprocal square root: 1 / sqrt(x)."""
+  return rsqrt_p.bind(x)
+
+
+def _rsqrt_numpy(x):
+  return (1 / np.sqrt(x)).astype(x.dtype)
+
+
+rsqrt_p = unop("rsqrt", "inexact", _quiet(_rsqrt_numpy), "stablehlo.rsqrt")
+
+
+# --- cbrt ----------------------------------------------------------------------------------------
+def cbrt(x):
+  """Elementwise real cube root (negative for negative x)."""
+  return cbrt_p.bind(x)
+
+
+cbrt_p = unop("cbrt", "float", np.cbrt, "stablehlo.cbrt")
+
+
+# --- abs -----------------------------------------------------------------------------------------
+def abs(x):
+  """Elementwise absolute value; the magnitude, of the real dtype, for complex x."""
+  return abs_p.bind(x)
+
+
+def _abs_abstract_eval(x):
+  check_dtype("abs", "signed_num", x.dtype)
+  return ShapedArray(x.shape, _real_dtype(x.dtype), x.weak_type)
+
+
+def _real_dtype(dtype):
+  return np.finfo(dtype).dtype if dtypes.is_complex(dtype) else np.dtype(dtype)
+
+
+abs_p = Primitive("abs")
+abs_p.def_abstract_eval(_abs_abstract_eval)
+dispatch.def_numpy_impl(abs_p, np.abs)
+mlir.register_lowering(abs_p, hlo_lowering("stablehlo.abs"))
+
+
+# --- not -----------------------------------------------------------------------------------------
+def bitwise_not(x):
+  """Elementwise bitwise NOT of an integer array; logical NOT of a bool array."""
+  return not_p.bind(x)
+
+
+not_p = unop("not", "intbool", np.invert, "stablehlo.not")
+
+
+# --- erf -----------------------------------------------------------------------------------------
+def erf(x):
+  """Elementwise error function."""
+  return erf_p.bind(x)
+
+
+erf_p = unop("erf", "float", _in_float64(_scalar_fn(math.erf, math.nan)), "chlo.erf")
+
+
+# --- erfc ----------------------------------------------------------------------------------------
+def erfc(x):
+  """Elementwise complementary error function: 1 - erf(x), accurate where erf(x) is near 1."""
+  return erfc_p.bind(x)
+
+
+erfc_p = unop("erfc", "float", _in_float64(_scalar_fn(math.erfc, math.nan)), "chlo.erfc")
+
+
+# --- erf_inv -------------------------------------------------------------------------------------
+def erf_inv(x):
+  """Elementwise inverse error function: ±inf at ±1, NaN outside [-1, 1]."""
+  return erf_inv_p.bind(x)
+
+
+_erf64 = _scalar_fn(math.erf, math.nan)
+_erfc64 = _scalar_fn(math.erfc, math.nan)
+
+
+def _erf_inv_f64(y):
+  """erf_inv in float64: Winitzki's closed-form estimate (relative error < 2e-3) refined by
+  Newton steps, which converge quadratically. Where |y| > 1/2 the residual is taken as
+  (1 - |y|) - erfc(x): 1 - |y| is exact there, so the tail keeps full relative accuracy."""
+  a = np.abs(y)
+  inside = a < 1
+  a = np.where(inside, a, 0.0)
+  q = 1 - a
+  ln = np.log(q * (1 + a))
+  t = 2 / (np.pi * 0.147) + ln / 2
+  x = np.sqrt(np.sqrt(t * t - ln / 0.147) - t)
+  tail = a > 0.5
+  for _ in range(5):
+    residual = np.where(tail, q - _erfc64(x), _erf64(x) - a)
+    x = x - residual / (2 / np.sqrt(np.pi) * np.exp(-x * x))
+  x = np.where(inside, x, np.where(np.abs(y) == 1, np.inf, np.nan))  # NaN for NaN and |y| > 1
+  return np.copysign(x, y)
+
+
+erf_inv_p = unop("erf_inv", "float", _in_float64(_erf_inv_f64), "chlo.erf_inv")
+
+
+# --- lgamma --------------------------------------------------------------------------------------
+def lgamma(x):
+  """Elementwise log of the absolute value of the gamma function (inf at the poles)."""
+  return lgamma_p.bind(x)
+
+
+lgamma_p = unop("lgamma", "float", _in_float64(_scalar_fn(math.lgamma, math.inf)), "chlo.lgamma")
+
+
+# --- digamma -------------------------------------------------------------------------------------
+def digamma(x):
+  """Elementwise digamma function, the derivative of lgamma (NaN at the poles 0, -1, ...)."""
+  return digamma_p.bind(x)
+
+
+# Asymptotic series of digamma: log z - 1/(2z) - sum_k B_2k / (2k z^2k), k = 1..7.
+_DIGAMMA_SERIES = (1 / 12, -1 / 120, 1 / 252, -1 / 240, 1 / 132, -691 / 32760, 1 / 12)
+
+
+def _digamma_f64(x):
+  """digamma in float64: reflection psi(x) = psi(1 - x) - pi / tan(pi x) for x < 1/2, the
+  recurrence psi(z) = psi(z + 1) - 1/z up to z >= 10, then the asymptotic series (its first
+  omitted term is below 1e-16 there)."""
+  pole = (x <= 0) & (x == np.floor(x))
+  reflect = (x < 0.5) & ~pole
+  z = np.where(pole, 1.0, np.where(reflect, 1 - x, x))
+  acc = np.zeros_like(z)
+  for _ in range(10):
+    small = z < 10
+    acc = acc - np.where(small, 1 / z, 0.0)
+    z = z + small
+  inv2 = 1 / (z * z)
+  series = np.zeros_like(z)
+  for c in reversed(_DIGAMMA_SERIES):
+    series = (series + c) * inv2
+  psi = acc + np.log(z) - 0.5 / z - series
+  frac = x - np.round(x)  # tan(pi x) has period 1; reducing first keeps pi * x accurate
+  psi = np.where(reflect, psi - np.pi / np.tan(np.pi * frac), psi)
+  return np.where(pole, np.nan, psi)
+
+
+digamma_p = unop("digamma", "float", _in_float64(_digamma_f64), "chlo.digamma")
+
+
+# --- integer_pow ---------------------------------------------------------------------------------
+def integer_pow(x, y: int):
+  """Elementwise x**y for a static integer exponent `y`, by repeated squaring.
+
+  Args:
+    x: a numeric array.
+    y: a Python int; negative only for floating or complex x (computed as 1 / x**-y).
+
+  Returns:
+    An array like `x`.
+
+  Example:
+    >>> integer_pow(x, 3)  # x * x * x
+  """
+  try:
+    y = operator.index(y)
+  except TypeError:
+    raise TypeError(f"integer_pow requires an integer exponent, got {y!r}") from None
+  return integer_pow_p.bind(x, y=y)
+
+
+def _integer_pow_abstract_eval(x, *, y):
+  check_dtype("integer_pow", "num", x.dtype)
+  if y < 0 and dtypes.is_integer(x.dtype):
+    raise TypeError(f"Integers cannot be raised to negative powers, got "
+                    f"integer_pow({x.str_short()}, {y})")
+  return ShapedArray(x.shape, x.dtype, x.weak_type)
+
+
+def _power_by_squaring(x, n, mul):
+  """x**n for n >= 1 with `mul`, in the order the lowering emits its multiplies."""
+  acc = None
+  while n:
+    if n & 1:
+      acc = x if acc is None else mul(acc, x)
+    n >>= 1
+    if n:
+      x = mul(x, x)
+  return acc
+
+
+@_quiet
+def _integer_pow_numpy(x, *, y):
+  if y == 0:
+    return np.ones_like(x)
+  acc = _power_by_squaring(x, -y if y < 0 else y, lambda a, b: (a * b).astype(x.dtype))
+  return (np.ones_like(x) / acc).astype(x.dtype) if y < 0 else acc
+
+
+def _integer_pow_lower(ctx, x, *, y):
+  aval = ctx.avals_out[0]
+  if y == 0:
+    return ctx.constant(np.ones(aval.shape, aval.dtype), aval)
+  acc = _power_by_squaring(x, -y if y < 0 else y,
+                           lambda a, b: ctx.op1("stablehlo.multiply", [a, b]))
+  if y < 0:
+    ones = ctx.constant(np.ones(aval.shape, aval.dtype), aval)
+    acc = ctx.op1("stablehlo.divide", [ones, acc])
+  return acc
+
+
+integer_pow_p = Primitive("integer_pow")
+integer_pow_p.def_abstract_eval(_integer_pow_abstract_eval)
+dispatch.def_numpy_impl(integer_pow_p, _integer_pow_numpy)
+mlir.register_lowering(integer_pow_p, _integer_pow_lower)
+
+
+# --- square --------------------------------------------------------------------------------------
+def square(x):
+  """Elementwise x * x."""
+  return square_p.bind(x)
+
+
+def _square_lower(ctx, x):
+  if dtypes.is_inexact(ctx.avals_in[0].dtype):
+    return ctx.op1("chlo.square", [x])
+  return ctx.op1("stablehlo.multiply", [x, x])  # chlo.square takes no integers
+
+
+square_p = unop("square", "num", _quiet(np.square), None)
+mlir.register_lowering(square_p, _square_lower)
+
+
+# --- real ----------------------------------------------------------------------------------------
+def real(x):
+  """Elementwise real part of a complex array."""
+  return real_p.bind(x)
+
+
+def _complex_part_abstract_eval(name):
+  def rule(x):
+    check_dtype(name, "complex", x.dtype)
+    return ShapedArray(x.shape, _real_dtype(x.dtype), x.weak_type)
+  return rule
+
+
+real_p = Primitive("real")
+real_p.def_abstract_eval(_complex_part_abstract_eval("real"))
+dispatch.def_numpy_impl(real_p, np.real)
+mlir.register_lowering(real_p, hlo_lowering("stablehlo.real"))
+
+
+# --- imag ----------------------------------------------------------------------------------------
+def imag(x):
+  """Elementwise imaginary part of a complex array."""
+  return imag_p.bind(x)
+
+
+imag_p = Primitive("imag")
+imag_p.def_abstract_eval(_complex_part_abstract_eval("imag"))
+dispatch.def_numpy_impl(imag_p, np.imag)
+mlir.register_lowering(imag_p, hlo_lowering("stablehlo.imag"))
+
+
+# --- conj ----------------------------------------------------------------------------------------
+def conj(x):
+  """Elementwise complex conjugate. A float32/float64 operand gives a complex result."""
+  return conj_p.bind(x, input_dtype=get_aval(x).dtype)
+
+
+_COMPLEX_OF = {dtypes.float32: dtypes.complex64, dtypes.float64: dtypes.complex128,
+               dtypes.complex64: dtypes.complex64, dtypes.complex128: dtypes.complex128}
+
+
+def _conj_abstract_eval(x, *, input_dtype):
+  if x.dtype not in _COMPLEX_OF:
+    raise TypeError(f"conj does not accept dtype {x.dtype.name}; it takes float32, float64, "
+                    "complex64 or complex128 arguments")
+  return ShapedArray(x.shape, _COMPLEX_OF[x.dtype], x.weak_type)
+
+
+def _conj_numpy(x, *, input_dtype):
+  return np.conj(x).astype(_COMPLEX_OF[x.dtype])
+
+
+def _conj_lower(ctx, x, *, input_dtype):
+  aval = ctx.avals_in[0]
+  real_aval = aval.update(dtype=_real_dtype(aval.dtype))
+  if dtypes.is_complex(aval.dtype):
+    re = ctx.op1("stablehlo.real", [x], real_aval)
+    im = ctx.op1("stablehlo.negate", [ctx.op1("stablehlo.imag", [x], real_aval)], real_aval)
+  else:
+    re, im = x, ctx.constant(np.zeros(aval.shape, aval.dtype), aval)
+  return ctx.op1("stablehlo.complex", [re, im])
+
+
+conj_p = Primitive("conj")
+conj_p.def_abstract_eval(_conj_abstract_eval)
+dispatch.def_numpy_impl(conj_p, _conj_numpy)
+mlir.register_lowering(conj_p, _conj_lower)
