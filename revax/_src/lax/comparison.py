@@ -1,4 +1,288 @@
-"""comparison primitives."""
+"""Comparison and selection primitives: eq, ne, lt, le, gt, ge, select_n, clamp.
+
+Comparisons take operands of one dtype (a Python scalar adopts the other operand's dtype), broadcast
+NumPy-style and return bool. They lower to `stablehlo.compare` with the comparison type of the
+dtype: FLOAT for floating and complex values (an ordered comparison: every comparison with a NaN
+is false except `ne`, which is true), SIGNED for signed integers, UNSIGNED for unsigned integers
+and bool. Each primitive is one block: wrapper, rules, registration.
+"""
 from __future__ import annotations
 
-__all__ = []
+import numpy as np
+
+from revax._src.core import dtypes
+from revax._src.core.avals import ShapedArray
+from revax._src.core.trace import Primitive
+from revax._src.interpreters import dispatch, mlir
+from revax._src.lax.standard import (as_operand, binary_operands, broadcast_to_out,
+                                     naryop_abstract_eval, operand_dtype, same_dtypes)
+
+
+__all__ = [
+  "eq", "ne", "lt", "le", "gt", "ge", "select_n", "clamp",
+  "eq_p", "ne_p", "lt_p", "le_p", "gt_p", "ge_p", "select_n_p", "clamp_p",
+]
+
+
+def compare_type(dtype) -> str:
+  """The `#stablehlo<comparison_type ...>` attribute for comparing values of `dtype`."""
+  if dtypes.is_inexact(dtype):
+    kind = "FLOAT"
+  elif dtypes.is_signed_integer(dtype):
+    kind = "SIGNED"
+  else:
+    kind = "UNSIGNED"  # unsigned integers and bool
+  return f"#stablehlo<comparison_type {kind}>"
+
+
+def compare(ctx, x, y, direction: str, aval: ShapedArray, result_aval: ShapedArray | None = None):
+  """Emit `stablehlo.compare` of `x` and `y` (both of `aval`'s dtype) in `direction` (EQ, LT, ...)."""
+  result_aval = aval.update(dtype=dtypes.bool_, weak_type=False) if result_aval is None \
+      else result_aval
+  return ctx.op1("stablehlo.compare", [x, y], result_aval,
+                 props={"comparison_direction": f"#stablehlo<comparison_direction {direction}>",
+                        "compare_type": compare_type(aval.dtype)})
+
+
+def _comparison(name: str, direction: str, numpy_fn, ordered: bool) -> Primitive:
+  """A comparison primitive; `ordered` ones (lt, le, gt, ge) reject complex operands."""
+  kind = "any"
+  base_rule = naryop_abstract_eval(name, (kind, kind), result_dtype=lambda d: dtypes.bool_)
+
+  def abstract_eval(x, y):
+    if ordered:
+      for i, a in enumerate((x, y)):
+        if dtypes.is_complex(a.dtype):
+          raise TypeError(f"{name} does not accept dtype {a.dtype.name} at position {i}; it "
+                          f"takes integer, floating-point or bool arguments")
+    return base_rule(x, y)
+
+  def lower(ctx, x, y):
+    x, y = broadcast_to_out(ctx, (x, y))
+    aval = ctx.avals_in[0].update(shape=ctx.avals_out[0].shape)
+    return compare(ctx, x, y, direction, aval, ctx.avals_out[0])
+
+  def numpy_impl(x, y):
+    with np.errstate(invalid="ignore"):  # NaN operands: ordered comparisons are simply false
+      return numpy_fn(x, y)
+
+  prim = Primitive(name)
+  prim.def_abstract_eval(abstract_eval)
+  dispatch.def_numpy_impl(prim, numpy_impl)
+  mlir.register_lowering(prim, lower)
+  return prim
+
+
+# --- eq ------------------------------------------------------------------------------------------
+def eq(x, y):
+  """Elementwise x == y, as a bool array. NaN compares unequal to everything."""
+  return eq_p.bind(*binary_operands(x, y))
+
+
+eq_p = _comparison("eq", "EQ", np.equal, ordered=False)
+
+
+# --- ne ------------------------------------------------------------------------------------------
+def ne(x, y):
+  """Elementwise x != y, as a bool array. True where either operand is NaN."""
+  return ne_p.bind(*binary_operands(x, y))
+
+
+ne_p = _comparison("ne", "NE", np.not_equal, ordered=False)
+
+
+# --- lt ------------------------------------------------------------------------------------------
+def lt(x, y):
+  """Elementwise x < y, as a bool array (not defined for complex values)."""
+  return lt_p.bind(*binary_operands(x, y))
+
+
+lt_p = _comparison("lt", "LT", np.less, ordered=True)
+
+
+# --- le ------------------------------------------------------------------------------------------
+def le(x, y):
+  """Elementwise x <= y, as a bool array (not defined for complex values)."""
+  return le_p.bind(*binary_operands(x, y))
+
+
+le_p = _comparison("le", "LE", np.less_equal, ordered=True)
+
+
+# --- gt ------------------------------------------------------------------------------------------
+def gt(x, y):
+  """Elementwise x > y, as a bool array (not defined for complex values)."""
+  return gt_p.bind(*binary_operands(x, y))
+
+
+gt_p = _comparison("gt", "GT", np.greater, ordered=True)
+
+
+# --- ge ------------------------------------------------------------------------------------------
+def ge(x, y):
+  """Elementwise x >= y, as a bool array (not defined for complex values)."""
+  return ge_p.bind(*binary_operands(x, y))
+
+
+ge_p = _comparison("ge", "GE", np.greater_equal, ordered=True)
+
+
+# --- select_n ------------------------------------------------------------------------------------
+def select_n(which, *cases):
+  """Elementwise choice among `cases` by the index `which`.
+
+  Args:
+    which: a bool or integer scalar, or an array of the cases' shape. A bool `which` picks
+      `cases[1]` where true and `cases[0]` where false (it allows exactly two cases); an integer
+      `which` picks `cases[which]` (indices out of range are clamped to the first/last case).
+    *cases: one or more arrays of one shape and dtype.
+
+  Returns:
+    An array of the cases' shape and dtype.
+
+  Example:
+    >>> select_n(x > 0, -x, x)  # abs(x)
+  """
+  if not cases:
+    raise ValueError("select_n() must have at least one case")
+  like = next((d for d in map(operand_dtype, cases) if d is not None), None)
+  cases = tuple(as_operand(c, like) for c in cases)
+  return select_n_p.bind(which, *cases)
+
+
+def _select_n_abstract_eval(which, *cases):
+  if not cases:
+    raise ValueError("select_n() must have at least one case")
+  if not (dtypes.is_bool(which.dtype) or dtypes.is_integer(which.dtype)):
+    raise TypeError(f"select `which` must be boolean or integer type, got {which.dtype.name}.")
+  if dtypes.is_bool(which.dtype) and len(cases) > 2:
+    raise TypeError(f"select with boolean `which` cannot have > 2 cases, got {len(cases)} cases.")
+  if any(c.shape != cases[0].shape for c in cases):
+    raise TypeError(f"select cases must have the same shapes, got "
+                    f"[{', '.join(str(c.shape) for c in cases)}].")
+  if which.shape and which.shape != cases[0].shape:
+    raise TypeError(f"select `which` must be scalar or have the same shape as cases, got `which` "
+                    f"shape {which.shape} but case shape {cases[0].shape}.")
+  dtype = same_dtypes("select_n", cases)
+  return ShapedArray(cases[0].shape, dtype, all(c.weak_type for c in cases))
+
+
+def _select_n_numpy(which, *cases):
+  last = len(cases) - 1
+  if dtypes.is_bool(which.dtype):
+    return np.where(which, cases[last], cases[0])
+  index = np.minimum(which, last) if dtypes.is_unsigned_integer(which.dtype) \
+      else np.clip(which, 0, last)
+  if not index.shape:
+    return cases[int(index)]
+  out = cases[last]
+  for i in range(last - 1, -1, -1):
+    out = np.where(index == i, cases[i], out)
+  return out
+
+
+def _select_n_lower(ctx, which, *cases):
+  which_aval = ctx.avals_in[0]
+
+  def tree(lo, hi):  # select among cases[lo:hi]
+    if hi - lo == 1:
+      return cases[lo]
+    mid = (lo + hi) // 2
+    if dtypes.is_bool(which_aval.dtype):
+      pred, on_true, on_false = which, tree(mid, hi), tree(lo, mid)
+    else:
+      bound = ctx.constant(np.full(which_aval.shape, mid), which_aval)
+      pred = compare(ctx, which, bound, "LT", which_aval)
+      on_true, on_false = tree(lo, mid), tree(mid, hi)
+    return ctx.op1("stablehlo.select", [pred, on_true, on_false])
+
+  return tree(0, len(cases))
+
+
+select_n_p = Primitive("select_n")
+select_n_p.def_abstract_eval(_select_n_abstract_eval)
+dispatch.def_numpy_impl(select_n_p, _select_n_numpy)
+mlir.register_lowering(select_n_p, _select_n_lower)
+
+
+# --- clamp ---------------------------------------------------------------------------------------
+def clamp(min, x, max):  # noqa: A002 (JAX's parameter names)
+  """Elementwise `min(max(x, min), max)`.
+
+  Args:
+    min: lower bound, a scalar or an array of `x`'s shape.
+    x: the array to clamp.
+    max: upper bound, a scalar or an array of `x`'s shape.
+
+  Returns:
+    An array of `x`'s shape and dtype. A NaN in any operand gives NaN; complex values are
+    ordered lexicographically (real part first).
+
+  Example:
+    >>> clamp(0., x, 1.)
+  """
+  like = operand_dtype(x)
+  return clamp_p.bind(as_operand(min, like), as_operand(x, like), as_operand(max, like))
+
+
+def _clamp_abstract_eval(lo, x, hi):
+  same_dtypes("clamp", (lo, x, hi))
+  for name, bound in (("min", lo), ("max", hi)):
+    if bound.shape and bound.shape != x.shape:
+      raise TypeError(f"clamp requires {name}.shape == operand.shape or {name}.shape == (), got "
+                      f"{name}.shape={bound.shape}, operand.shape={x.shape}.")
+  return ShapedArray(x.shape, x.dtype, lo.weak_type and x.weak_type and hi.weak_type)
+
+
+def _clamp_numpy(lo, x, hi):
+  return np.minimum(np.maximum(x, lo), hi)
+
+
+def _clamp_lower(ctx, lo, x, hi):
+  aval = ctx.avals_out[0]
+  if dtypes.is_complex(aval.dtype):
+    return _complex_clamp_lower(ctx, lo, x, hi)
+  out = ctx.op1("stablehlo.clamp", [lo, x, hi])
+  if not dtypes.is_float(aval.dtype):
+    return out
+  # XLA:CPU's default ("fast") min/max drops NaN operands; propagate them as NumPy and JAX do.
+  for v in _broadcast_bounds(ctx, lo, hi) + [x]:
+    out = ctx.op1("stablehlo.select", [compare(ctx, v, v, "NE", aval), v, out])
+  return out
+
+
+def _broadcast_bounds(ctx, lo, hi):
+  """`lo` and `hi` broadcast to the operand's shape (they may be scalars)."""
+  aval = ctx.avals_out[0]
+  out = []
+  for v, v_aval in ((lo, ctx.avals_in[0]), (hi, ctx.avals_in[2])):
+    if v_aval.shape != aval.shape:
+      v = ctx.op1("stablehlo.broadcast_in_dim", [v], aval,
+                  props={"broadcast_dimensions": mlir.i64_array(())})
+    out.append(v)
+  return out
+
+
+def _complex_clamp_lower(ctx, lo, x, hi):
+  """Complex values clamp in lexicographic order (real part, then imaginary part), as NumPy's
+  and JAX's complex max/min order them; XLA:CPU's clamp compares real parts only."""
+  aval = ctx.avals_out[0]
+  part = aval.update(dtype=np.finfo(aval.dtype).dtype)
+  pred = aval.update(dtype=dtypes.bool_)
+
+  def lex(a, b, direction):  # a <direction> b lexicographically, direction LT or GT
+    ar, br = (ctx.op1("stablehlo.real", [v], part) for v in (a, b))
+    ai, bi = (ctx.op1("stablehlo.imag", [v], part) for v in (a, b))
+    ties = compare(ctx, ar, br, "EQ", part)
+    imag = ctx.op1("stablehlo.and", [ties, compare(ctx, ai, bi, direction, part)], pred)
+    return ctx.op1("stablehlo.or", [compare(ctx, ar, br, direction, part), imag], pred)
+
+  lo, hi = _broadcast_bounds(ctx, lo, hi)
+  out = ctx.op1("stablehlo.select", [lex(x, lo, "LT"), lo, x])
+  return ctx.op1("stablehlo.select", [lex(out, hi, "GT"), hi, out])
+
+
+clamp_p = Primitive("clamp")
+clamp_p.def_abstract_eval(_clamp_abstract_eval)
+dispatch.def_numpy_impl(clamp_p, _clamp_numpy)
+mlir.register_lowering(clamp_p, _clamp_lower)
