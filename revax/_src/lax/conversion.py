@@ -10,20 +10,25 @@ from revax._src.core import dtypes
 from revax._src.core.avals import ShapedArray, get_aval
 from revax._src.core.trace import Primitive
 from revax._src.interpreters import dispatch, mlir
+from revax._src.lax.comparison import compare
 from revax._src.runtime.array import Array
 
 
 __all__ = [
   "convert_element_type",
+  "bitcast_convert_type",
   "convert_element_type_p",
+  "bitcast_convert_type_p",
 ]
 
 # --- convert_element_type ------------------------------------------------------------------------
 def convert_element_type(operand, new_dtype, weak_type: bool = False):
   """Convert `operand` to `new_dtype` (canonicalized: float64 becomes float32 without x64).
 
-  Float to int conversion rounds toward zero; to bool tests `!= 0`. Returns the operand itself
-  when nothing changes.
+  Float to int conversion rounds toward zero and saturates at the integer type's bounds (NaN
+  becomes 0); int to int conversion wraps around; to bool tests `!= 0`; complex to real keeps
+  the real part (so complex to bool tests the real part). Returns the operand itself when nothing
+  changes.
 
   Example:
     >>> convert_element_type(revax.numpy.arange(3), revax.numpy.float32)
@@ -50,13 +55,24 @@ def _convert_element_type_abstract_eval(x, *, new_dtype, weak_type):
 def _convert_element_type_numpy(x, *, new_dtype, weak_type):
   if dtypes.is_complex(x.dtype) and not dtypes.is_complex(new_dtype):
     x = x.real
-  if (dtypes.is_inexact(x.dtype) and dtypes.is_integer(new_dtype)):
-    with np.errstate(invalid="ignore"):
-      info = dtypes.iinfo(new_dtype)
-      x = np.where(np.isnan(x), 0, np.clip(np.trunc(x), info.min, info.max))
   if new_dtype == dtypes.bool_:
     return x != 0
-  return x.astype(new_dtype)
+  if dtypes.is_float(x.dtype) and dtypes.is_integer(new_dtype):
+    return _float_to_int(x, new_dtype)
+  with np.errstate(over="ignore", invalid="ignore"):  # overflow to inf, as XLA does
+    return x.astype(new_dtype)
+
+
+def _float_to_int(x, new_dtype):
+  """Round toward zero and saturate, NaN to 0: what XLA's convert does on every backend."""
+  info = dtypes.iinfo(new_dtype)
+  lo, hi = float(info.min), float(info.max) + 1.0  # powers of two (or 0): exact in float64
+  t = np.trunc(x.astype(np.float64))
+  in_range = (t >= lo) & (t < hi)  # false for NaN
+  out = np.where(in_range, t, 0).astype(new_dtype)
+  out = np.where(t >= hi, info.max, out)
+  out = np.where(t < lo, info.min, out)
+  return out.astype(new_dtype, copy=False)
 
 
 def _convert_element_type_lower(ctx, x, *, new_dtype, weak_type):
@@ -68,8 +84,7 @@ def _convert_element_type_lower(ctx, x, *, new_dtype, weak_type):
     x = ctx.op1("stablehlo.real", [x], aval_in)
   if new_dtype == dtypes.bool_ and aval_in.dtype != dtypes.bool_:
     zeros = ctx.constant(np.zeros(aval_in.shape, aval_in.dtype), aval_in)
-    return ctx.op1("stablehlo.compare", [x, zeros], aval_out,
-                   props={"comparison_direction": "#stablehlo<comparison_direction NE>"})
+    return compare(ctx, x, zeros, "NE", aval_in, aval_out)
   return ctx.op1("stablehlo.convert", [x], aval_out)
 
 
@@ -81,3 +96,60 @@ convert_element_type_p = Primitive("convert_element_type")
 convert_element_type_p.def_abstract_eval(_convert_element_type_abstract_eval)
 dispatch.def_numpy_impl(convert_element_type_p, _convert_element_type_numpy)
 mlir.register_lowering(convert_element_type_p, _convert_element_type_lower)
+
+
+# --- bitcast_convert_type ------------------------------------------------------------------------
+def bitcast_convert_type(operand, new_dtype):
+  """Reinterpret the bits of `operand` as `new_dtype`.
+
+  Same-width types keep the shape. Converting to a narrower type adds a trailing dimension of
+  size (old width / new width); converting to a wider type removes the trailing dimension, which
+  must be (new width / old width). bool and complex values can only be "converted" to their own
+  type. Bytes are read in the platform's byte order.
+
+  Example:
+    >>> bitcast_convert_type(revax.numpy.ones(3), revax.numpy.int8).shape
+    (3, 4)
+  """
+  new_dtype = dtypes.canonicalize_dtype(new_dtype)
+  return bitcast_convert_type_p.bind(operand, new_dtype=new_dtype)
+
+
+def _bitcast_convert_type_abstract_eval(x, *, new_dtype):
+  old = x.dtype
+  if old != new_dtype and any(dtypes.is_bool(d) or dtypes.is_complex(d) for d in (old, new_dtype)):
+    raise TypeError(f"bitcast_convert_type does not support bool or complex values unless the "
+                    f"operand and destination types match. Got operand dtype={old.name}, "
+                    f"new_dtype={new_dtype.name}.")
+  old_bits, new_bits = old.itemsize * 8, new_dtype.itemsize * 8
+  if old_bits == new_bits:
+    shape = x.shape
+  elif old_bits > new_bits:
+    shape = x.shape + (old_bits // new_bits,)
+  else:
+    last = x.shape[-1] if x.shape else 1
+    if last * old_bits != new_bits:
+      raise ValueError(f"Attempting to convert array of shape {x.shape} from {old.name} of size "
+                       f"{old_bits} bits to {new_dtype.name} of size {new_bits} bits, but "
+                       f"{last} * {old_bits} != {new_bits}: the last dimension must have size "
+                       f"{new_bits // old_bits}")
+    shape = x.shape[:-1]
+  return ShapedArray(shape, new_dtype, False)
+
+
+def _bitcast_convert_type_numpy(x, *, new_dtype):
+  x = np.asarray(x, order="C")
+  if x.dtype.itemsize >= new_dtype.itemsize:  # the new trailing dim (if any) from a new last axis
+    out = x.reshape(x.shape + (1,)).view(new_dtype)
+    return out if x.dtype.itemsize > new_dtype.itemsize else out.reshape(x.shape)
+  return x.view(new_dtype).reshape(x.shape[:-1])
+
+
+def _bitcast_convert_type_lower(ctx, x, *, new_dtype):
+  return ctx.op1("stablehlo.bitcast_convert", [x])
+
+
+bitcast_convert_type_p = Primitive("bitcast_convert_type")
+bitcast_convert_type_p.def_abstract_eval(_bitcast_convert_type_abstract_eval)
+dispatch.def_numpy_impl(bitcast_convert_type_p, _bitcast_convert_type_numpy)
+mlir.register_lowering(bitcast_convert_type_p, _bitcast_convert_type_lower)
