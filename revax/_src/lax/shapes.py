@@ -1,21 +1,50 @@
-"""Shape primitives: broadcast_in_dim, reshape, transpose, squeeze, expand_dims, rev, pad,
-concatenate.
+"""Shape primitives: broadcast_in_dim, reshape, transpose, squeeze, rev, pad, concatenate, iota,
+and the wrappers expand_dims, broadcast and broadcast_to_rank (which bind broadcast_in_dim).
 
-Each primitive is one block: wrapper, rules, registration.
+Shape parameters are tuples of Python ints; wrappers turn lists and NumPy integers into them.
+Dimension arguments follow jax.lax: squeeze and expand_dims accept negative axes (normalized before
+bind), transpose, rev and concatenate do not. Each primitive is one block: wrapper, rules,
+registration.
 """
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 
+from revax._src.core import dtypes
 from revax._src.core.avals import ShapedArray, get_aval
-from revax._src.core.trace import Primitive
+from revax._src.core.trace import Primitive, Tracer
 from revax._src.interpreters import dispatch, mlir
+from revax._src.lax.standard import as_operand, operand_dtype, same_dtypes
+from revax._src.runtime.array import Array
 
 
 __all__ = [
-  "broadcast_in_dim",
-  "broadcast_in_dim_p",
+  "broadcast_in_dim", "broadcast", "broadcast_to_rank", "reshape", "transpose", "squeeze",
+  "expand_dims", "rev", "pad", "concatenate", "iota", "broadcasted_iota",
+  "broadcast_in_dim_p", "reshape_p", "transpose_p", "squeeze_p", "rev_p", "pad_p",
+  "concatenate_p", "iota_p",
 ]
+
+
+def _ints(xs, what: str) -> tuple[int, ...]:
+  """A tuple of Python ints from a sequence of integers; TypeError naming `what` otherwise."""
+  try:
+    return tuple(operator.index(x) for x in xs)
+  except TypeError:
+    raise TypeError(f"{what} must be a sequence of integers, got {xs!r}") from None
+
+
+def _is_array(x) -> bool:
+  return isinstance(x, (Array, Tracer))
+
+
+def _normalize_axis(axis: int, ndim: int) -> int:
+  if not -ndim <= axis < ndim:
+    raise ValueError(f"axis {axis} is out of bounds for array of dimension {ndim}")
+  return axis % ndim
+
 
 # --- broadcast_in_dim ----------------------------------------------------------------------------
 def broadcast_in_dim(operand, shape, broadcast_dimensions):
@@ -24,8 +53,8 @@ def broadcast_in_dim(operand, shape, broadcast_dimensions):
   Example:
     >>> broadcast_in_dim(x_of_shape_3, (2, 3), (1,))  # each row a copy of x
   """
-  shape = tuple(int(d) for d in shape)
-  broadcast_dimensions = tuple(int(d) for d in broadcast_dimensions)
+  shape = _ints(shape, "broadcast_in_dim shape")
+  broadcast_dimensions = _ints(broadcast_dimensions, "broadcast_in_dim broadcast_dimensions")
   aval = get_aval(operand)
   if aval.shape == shape and broadcast_dimensions == tuple(range(len(shape))):
     return operand
@@ -67,3 +96,403 @@ broadcast_in_dim_p = Primitive("broadcast_in_dim")
 broadcast_in_dim_p.def_abstract_eval(_broadcast_in_dim_abstract_eval)
 dispatch.def_numpy_impl(broadcast_in_dim_p, _broadcast_in_dim_numpy)
 mlir.register_lowering(broadcast_in_dim_p, _broadcast_in_dim_lower)
+
+
+# --- broadcast, broadcast_to_rank (wrappers: bind broadcast_in_dim) -------------------------------
+def broadcast(operand, sizes):
+  """Add leading dimensions of `sizes` to `operand` (a wrapper over broadcast_in_dim).
+
+  Example:
+    >>> broadcast(x_of_shape_2_3, (4,)).shape
+    (4, 2, 3)
+  """
+  sizes = _ints(sizes, "broadcast sizes")
+  shape = get_aval(operand).shape
+  return broadcast_in_dim(operand, sizes + shape, range(len(sizes), len(sizes) + len(shape)))
+
+
+def broadcast_to_rank(x, rank: int):
+  """Add leading dimensions of size 1 to `x` until it has `rank` dimensions (no-op if it has as
+  many or more)."""
+  ndim = len(get_aval(x).shape)
+  return broadcast(x, (1,) * (operator.index(rank) - ndim)) if rank > ndim else x
+
+
+# --- reshape -------------------------------------------------------------------------------------
+def reshape(operand, new_sizes, dimensions=None):
+  """Reshape `operand` to `new_sizes` (row-major), after transposing by `dimensions` if given.
+
+  Sizes must be non-negative: unlike `numpy.reshape`, -1 is not accepted (as in jax.lax).
+
+  Args:
+    operand: the array.
+    new_sizes: the new shape; its product must equal the operand's size.
+    dimensions: optional permutation of the operand's dimensions applied first.
+
+  Example:
+    >>> reshape(x_of_shape_2_3, (3, 2), dimensions=(1, 0))  # the transpose, as 3x2
+  """
+  new_sizes = _ints(new_sizes, "reshape new_sizes")
+  aval = get_aval(operand)
+  if dimensions is not None:
+    dimensions = _ints(dimensions, "reshape dimensions")
+    if dimensions == tuple(range(aval.ndim)):
+      dimensions = None
+  if new_sizes == aval.shape and dimensions is None and _is_array(operand):
+    return operand
+  return reshape_p.bind(operand, new_sizes=new_sizes, dimensions=dimensions)
+
+
+def _reshape_abstract_eval(x, *, new_sizes, dimensions):
+  if any(d < 0 for d in new_sizes):
+    raise TypeError(f"reshape new_sizes must all be non-negative, got {new_sizes}.")
+  if dimensions is not None and sorted(dimensions) != list(range(x.ndim)):
+    raise TypeError(f"reshape dimensions must be a permutation of operand dimensions, got "
+                    f"dimensions {dimensions} for shape {x.shape}.")
+  if int(np.prod(new_sizes, dtype=np.int64)) != x.size:
+    raise TypeError(f"reshape total size must be unchanged, got new_sizes {new_sizes} for shape "
+                    f"{x.shape}.")
+  return ShapedArray(new_sizes, x.dtype, x.weak_type)
+
+
+def _reshape_numpy(x, *, new_sizes, dimensions):
+  if dimensions is not None:
+    x = np.transpose(x, dimensions)
+  return np.reshape(x, new_sizes)
+
+
+def _reshape_lower(ctx, x, *, new_sizes, dimensions):
+  if dimensions is not None:
+    aval = ctx.avals_in[0]
+    x = ctx.op1("stablehlo.transpose", [x], aval.update(shape=[aval.shape[d] for d in dimensions]),
+                props={"permutation": mlir.i64_array(dimensions)})
+  return ctx.op1("stablehlo.reshape", [x])
+
+
+reshape_p = Primitive("reshape")
+reshape_p.def_abstract_eval(_reshape_abstract_eval)
+dispatch.def_numpy_impl(reshape_p, _reshape_numpy)
+mlir.register_lowering(reshape_p, _reshape_lower)
+
+
+# --- transpose -----------------------------------------------------------------------------------
+def transpose(operand, permutation):
+  """Permute the dimensions of `operand`: output dim i is operand dim permutation[i].
+
+  Example:
+    >>> transpose(x_of_shape_2_3_4, (2, 0, 1)).shape
+    (4, 2, 3)
+  """
+  permutation = _ints(permutation, "transpose permutation")
+  if permutation == tuple(range(len(permutation))) and _is_array(operand) \
+      and len(permutation) == operand.ndim:
+    return operand
+  return transpose_p.bind(operand, permutation=permutation)
+
+
+def _transpose_abstract_eval(x, *, permutation):
+  if sorted(permutation) != list(range(x.ndim)):
+    raise TypeError(f"transpose permutation isn't a permutation of operand dimensions, got "
+                    f"permutation {permutation} for operand shape {x.shape}.")
+  return ShapedArray([x.shape[d] for d in permutation], x.dtype, x.weak_type)
+
+
+def _transpose_numpy(x, *, permutation):
+  return np.transpose(x, permutation)
+
+
+def _transpose_lower(ctx, x, *, permutation):
+  return ctx.op1("stablehlo.transpose", [x], props={"permutation": mlir.i64_array(permutation)})
+
+
+transpose_p = Primitive("transpose")
+transpose_p.def_abstract_eval(_transpose_abstract_eval)
+dispatch.def_numpy_impl(transpose_p, _transpose_numpy)
+mlir.register_lowering(transpose_p, _transpose_lower)
+
+
+# --- squeeze -------------------------------------------------------------------------------------
+def squeeze(array, dimensions):
+  """Remove the size-1 `dimensions` (negative values count from the end) of `array`.
+
+  Example:
+    >>> squeeze(x_of_shape_1_3_1, (0, -1)).shape
+    (3,)
+  """
+  dimensions = _ints(dimensions, "squeeze dimensions")
+  ndim = len(get_aval(array).shape)
+  normalized = tuple(sorted(_normalize_axis(d, ndim) for d in dimensions))
+  if len(set(normalized)) != len(normalized):
+    raise ValueError(f"dimensions are not unique: {dimensions}")
+  if not normalized and _is_array(array):
+    return array
+  return squeeze_p.bind(array, dimensions=normalized)
+
+
+def _squeeze_abstract_eval(x, *, dimensions):
+  for d in dimensions:
+    if not 0 <= d < x.ndim:
+      raise ValueError(f"axis {d} is out of bounds for array of dimension {x.ndim}")
+  if len(set(dimensions)) != len(dimensions):
+    raise ValueError(f"dimensions are not unique: {dimensions}")
+  if any(x.shape[d] != 1 for d in dimensions):
+    raise ValueError(f"cannot select an axis to squeeze out which has size not equal to one, got "
+                     f"shape={x.shape} and dimensions={dimensions}")
+  shape = [n for i, n in enumerate(x.shape) if i not in dimensions]
+  return ShapedArray(shape, x.dtype, x.weak_type)
+
+
+def _squeeze_numpy(x, *, dimensions):
+  return np.squeeze(x, axis=dimensions)
+
+
+def _squeeze_lower(ctx, x, *, dimensions):
+  return ctx.op1("stablehlo.reshape", [x])
+
+
+squeeze_p = Primitive("squeeze")
+squeeze_p.def_abstract_eval(_squeeze_abstract_eval)
+dispatch.def_numpy_impl(squeeze_p, _squeeze_numpy)
+mlir.register_lowering(squeeze_p, _squeeze_lower)
+
+
+# --- expand_dims (a wrapper: binds broadcast_in_dim) ---------------------------------------------
+def expand_dims(array, dimensions):
+  """Insert size-1 dimensions at `dimensions`, positions in the result (negative values count
+  from the end of the result). Binds `broadcast_in_dim`, as in JAX.
+
+  Example:
+    >>> expand_dims(x_of_shape_2_3, (0, -1)).shape
+    (1, 2, 3, 1)
+  """
+  dimensions = _ints(dimensions, "expand_dims dimensions")
+  shape = get_aval(array).shape
+  ndim_out = len(shape) + len(dimensions)
+  inserted = {_normalize_axis(d, ndim_out) for d in dimensions}
+  if len(inserted) != len(dimensions):
+    raise ValueError(f"repeated axis in lax.expand_dims: {dimensions}")
+  kept = [i for i in range(ndim_out) if i not in inserted]
+  out_shape = [1] * ndim_out
+  for i, n in zip(kept, shape, strict=True):
+    out_shape[i] = n
+  return broadcast_in_dim(array, out_shape, kept)
+
+
+# --- rev -----------------------------------------------------------------------------------------
+def rev(operand, dimensions):
+  """Reverse `operand` along each of `dimensions` (non-negative, unique).
+
+  Example:
+    >>> rev(revax.numpy.arange(3), (0,))
+    Array([2, 1, 0], dtype=int32)
+  """
+  return rev_p.bind(operand, dimensions=_ints(dimensions, "rev dimensions"))
+
+
+def _rev_abstract_eval(x, *, dimensions):
+  if len(set(dimensions)) != len(dimensions):
+    raise TypeError(f"rev dimensions must be unique, got {dimensions}.")
+  if any(d < 0 for d in dimensions):
+    raise TypeError(f"rev dimensions must have every element be nonnegative, got {dimensions}.")
+  if any(d >= x.ndim for d in dimensions):
+    raise TypeError(f"rev dimensions must all be less than operand ndim, got dimensions "
+                    f"{dimensions} for operand ndim {x.ndim}.")
+  return x
+
+
+def _rev_numpy(x, *, dimensions):
+  return np.flip(x, dimensions) if dimensions else x
+
+
+def _rev_lower(ctx, x, *, dimensions):
+  return ctx.op1("stablehlo.reverse", [x], props={"dimensions": mlir.i64_array(dimensions)})
+
+
+rev_p = Primitive("rev")
+rev_p.def_abstract_eval(_rev_abstract_eval)
+dispatch.def_numpy_impl(rev_p, _rev_numpy)
+mlir.register_lowering(rev_p, _rev_lower)
+
+
+# --- pad -----------------------------------------------------------------------------------------
+def pad(operand, padding_value, padding_config):
+  """Pad `operand` with `padding_value`.
+
+  Args:
+    operand: the array.
+    padding_value: a scalar of the operand's dtype (a Python scalar adopts it).
+    padding_config: one `(low, high, interior)` triple per dimension: `low`/`high` elements at
+      the start/end (negative values remove elements instead), `interior` (>= 0) elements
+      between each pair of neighbours. Removal happens after interior padding.
+
+  Returns:
+    An array whose dimension i has size `low + high + n + max(n - 1, 0) * interior`.
+
+  Example:
+    >>> pad(revax.numpy.array([1, 2]), 0, [(1, -1, 1)])
+    Array([0, 1, 0], dtype=int32)
+  """
+  padding_value = as_operand(padding_value, operand_dtype(operand))
+  config = []
+  for entry in padding_config:
+    entry = _ints(entry, "pad padding_config entries")
+    if len(entry) != 3:
+      raise ValueError(f"padding_config entries must be (low, high, interior) triples, got "
+                       f"{entry} in {padding_config}")
+    config.append(entry)
+  return pad_p.bind(operand, padding_value, padding_config=tuple(config))
+
+
+def _pad_abstract_eval(x, padding_value, *, padding_config):
+  if padding_value.shape:
+    raise ValueError(f"padding_value must be a scalar; got shape {padding_value.shape}")
+  if x.dtype != padding_value.dtype:
+    raise TypeError(f"pad operand and padding_value must be same dtype: got {x.dtype.name} and "
+                    f"{padding_value.dtype.name}.")
+  if len(padding_config) != x.ndim:
+    raise ValueError(f"length of padding_config must equal the number of axes of operand, got "
+                     f"padding_config {padding_config} for operand shape {x.shape}")
+  if any(i < 0 for _, _, i in padding_config):
+    raise ValueError(f"interior padding in padding_config must be nonnegative, got "
+                     f"padding_config {padding_config}")
+  shape = tuple(lo + hi + n + max(n - 1, 0) * i
+                for n, (lo, hi, i) in zip(x.shape, padding_config, strict=True))
+  if any(n < 0 for n in shape):
+    raise ValueError(f"Dimension size after padding is not at least 0, got result shape {shape}, "
+                     f"for padding_config {padding_config} and operand shape {x.shape}")
+  return ShapedArray(shape, x.dtype, x.weak_type and padding_value.weak_type)
+
+
+def _pad_numpy(x, padding_value, *, padding_config):
+  # Pad with the positive edges and the interior first, then cut the negative edges off.
+  grown, place, cut = [], [], []
+  for n, (lo, hi, interior) in zip(x.shape, padding_config, strict=True):
+    inner = n + max(n - 1, 0) * interior
+    lo_pos, hi_pos = max(lo, 0), max(hi, 0)
+    grown.append(lo_pos + inner + hi_pos)
+    place.append(slice(lo_pos, lo_pos + inner, interior + 1))
+    cut.append(slice(max(-lo, 0), grown[-1] - max(-hi, 0)))
+  out = np.full(grown, padding_value, x.dtype)
+  out[tuple(place)] = x
+  return out[tuple(cut)]
+
+
+def _pad_lower(ctx, x, padding_value, *, padding_config):
+  lo, hi, interior = zip(*padding_config) if padding_config else ((), (), ())
+  return ctx.op1("stablehlo.pad", [x, padding_value],
+                 props={"edge_padding_low": mlir.i64_array(lo),
+                        "edge_padding_high": mlir.i64_array(hi),
+                        "interior_padding": mlir.i64_array(interior)})
+
+
+pad_p = Primitive("pad")
+pad_p.def_abstract_eval(_pad_abstract_eval)
+dispatch.def_numpy_impl(pad_p, _pad_numpy)
+mlir.register_lowering(pad_p, _pad_lower)
+
+
+# --- concatenate ---------------------------------------------------------------------------------
+def concatenate(operands, dimension: int):
+  """Join `operands` (same rank and dtype, equal sizes except along `dimension`) along
+  `dimension` (non-negative, as in jax.lax).
+
+  Example:
+    >>> concatenate([x_of_shape_2_3, y_of_shape_2_5], 1).shape
+    (2, 8)
+  """
+  operands = tuple(operands)
+  if not operands:
+    raise ValueError("concatenate requires a non-empty sequence of arrays")
+  dimension = operator.index(dimension)
+  if len(operands) == 1 and _is_array(operands[0]):
+    return operands[0]
+  return concatenate_p.bind(*operands, dimension=dimension)
+
+
+def _concatenate_abstract_eval(*operands, dimension):
+  if not operands:
+    raise ValueError("concatenate requires a non-empty sequence of arrays")
+  shapes = ", ".join(str(x.shape) for x in operands)
+  if len({x.ndim for x in operands}) != 1:
+    raise TypeError(f"Cannot concatenate arrays with different numbers of dimensions: got "
+                    f"{shapes}.")
+  if not 0 <= dimension < operands[0].ndim:
+    raise TypeError(f"concatenate dimension out of bounds: dimension {dimension} for shapes "
+                    f"{shapes}.")
+  others = {x.shape[:dimension] + x.shape[dimension + 1:] for x in operands}
+  if len(others) != 1:
+    raise TypeError(f"Cannot concatenate arrays with shapes that differ in dimensions other than "
+                    f"the one being concatenated: concatenating along dimension {dimension} for "
+                    f"shapes {shapes}.")
+  dtype = same_dtypes("concatenate", operands)
+  shape = list(operands[0].shape)
+  shape[dimension] = sum(x.shape[dimension] for x in operands)
+  return ShapedArray(shape, dtype, all(x.weak_type for x in operands))
+
+
+def _concatenate_numpy(*operands, dimension):
+  return np.concatenate(operands, axis=dimension)
+
+
+def _concatenate_lower(ctx, *operands, dimension):
+  return ctx.op1("stablehlo.concatenate", list(operands), props={"dimension": f"{dimension} : i64"})
+
+
+concatenate_p = Primitive("concatenate")
+concatenate_p.def_abstract_eval(_concatenate_abstract_eval)
+dispatch.def_numpy_impl(concatenate_p, _concatenate_numpy)
+mlir.register_lowering(concatenate_p, _concatenate_lower)
+
+
+# --- iota ----------------------------------------------------------------------------------------
+def iota(dtype, size: int):
+  """`[0, 1, ..., size - 1]` as a 1-d array of `dtype` (integer, floating or complex).
+
+  Example:
+    >>> iota(revax.numpy.int32, 3)
+    Array([0, 1, 2], dtype=int32)
+  """
+  return broadcasted_iota(dtype, (size,), 0)
+
+
+def broadcasted_iota(dtype, shape, dimension: int):
+  """An array of `shape` whose elements count 0, 1, ... along `dimension` (constant along the
+  others).
+
+  Example:
+    >>> broadcasted_iota(revax.numpy.int32, (2, 3), 1)
+    Array([[0, 1, 2],
+           [0, 1, 2]], dtype=int32)
+  """
+  dtype = dtypes.canonicalize_dtype(dtype)
+  shape = _ints(shape, "iota shape")
+  return iota_p.bind(dtype=dtype, shape=shape, dimension=operator.index(dimension))
+
+
+def _iota_abstract_eval(*, dtype, shape, dimension):
+  if not (dtypes.is_integer(dtype) or dtypes.is_inexact(dtype)):
+    raise TypeError(f"iota does not accept dtype {np.dtype(dtype).name}; it takes integer, "
+                    f"floating-point or complex dtypes")
+  if any(n < 0 for n in shape):
+    raise TypeError(f"iota shape must have every element be nonnegative, got {shape}.")
+  if not 0 <= dimension < len(shape):
+    raise ValueError(f"iota dimension must be between 0 and len(shape), got "
+                     f"dimension={dimension} for shape={shape}")
+  return ShapedArray(shape, dtype, False)
+
+
+def _iota_numpy(*, dtype, shape, dimension):
+  counts = np.arange(shape[dimension]).astype(dtype)
+  expanded = [1] * len(shape)
+  expanded[dimension] = shape[dimension]
+  return np.broadcast_to(counts.reshape(expanded), shape)
+
+
+def _iota_lower(ctx, *, dtype, shape, dimension):
+  return ctx.op1("stablehlo.iota", [], props={"iota_dimension": f"{dimension} : i64"})
+
+
+iota_p = Primitive("iota")
+iota_p.def_abstract_eval(_iota_abstract_eval)
+dispatch.def_numpy_impl(iota_p, _iota_numpy)
+mlir.register_lowering(iota_p, _iota_lower)
