@@ -257,114 +257,106 @@ def grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
 
 # --- jacobians -------------------------------------------------------------------------------------
 def _std_basis(leaves):
-  """For each input leaf, the identity basis as a list of tangent arrays (one per element)."""
-  return [np.eye(int(np.prod(get_aval(x).shape, dtype=np.int64)), dtype=get_aval(x).dtype)
-          for x in leaves]
+  """The identity basis over all elements of `leaves`: per leaf, an array of shape
+  (N, *leaf.shape) where N is the total number of elements."""
+  avals = [get_aval(x) for x in leaves]
+  sizes = [a.size for a in avals]
+  total = sum(sizes)
+  dtype = dtypes.promote_types_weak(*((a.dtype, False) for a in avals))[0] if avals else np.float32
+  eye = np.eye(total, dtype=dtype)
+  out, start = [], 0
+  for a, n in zip(avals, sizes):
+    out.append(eye[:, start:start + n].reshape((total,) + a.shape).astype(a.dtype))
+    start += n
+  return out
+
+
+def _split_trailing(x, in_avals, axis_first: bool):
+  """Split the flattened-element axis of `x` (leading if axis_first, else trailing) into one
+  block per input aval, reshaped to that input's shape."""
+  from revax._src.lax import shapes, slicing
+  aval = get_aval(x)
+  blocks, start = [], 0
+  for a in in_avals:
+    if axis_first:
+      rest = aval.shape[1:]
+      piece = slicing.slice(x, (start,) + (0,) * len(rest), (start + a.size,) + rest)
+      blocks.append(shapes.reshape(piece, a.shape + rest))
+    else:
+      lead = aval.shape[:-1]
+      piece = slicing.slice(x, (0,) * len(lead) + (start,), lead + (start + a.size,))
+      blocks.append(shapes.reshape(piece, lead + a.shape))
+    start += a.size
+  return blocks
+
+
+def _partial(fun, args, kwargs, nums, d_tree):
+  def partial_fun(*dl):
+    full = list(args)
+    for i, a in zip(nums, tree_util.tree_unflatten(d_tree, dl)):
+      full[i] = a
+    return fun(*full, **kwargs)
+  return partial_fun
+
+
+def _unpack(single, jac_per_in, d_tree):
+  tree = tree_util.tree_unflatten(d_tree, jac_per_in)
+  return tree[0] if single else tree
 
 
 def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
-  """The Jacobian of `fun` by forward mode: one JVP per input element (batched with vmap once
-  revax.vmap lands). Output leaves have shape `out.shape + in.shape`."""
+  """The Jacobian of `fun` by forward mode: vmap of jvp over the standard basis of the inputs.
+  Each output leaf's Jacobian has shape `out.shape + in.shape`."""
+  from revax._src.vmap import vmap
   _check_callable(fun, "jacfwd")
 
   def jac_f(*args, **kwargs):
     single, nums = _argnums_tuple(argnums, len(args), "jacfwd")
-    dargs = tuple(args[i] for i in nums)
-    d_leaves, d_tree = tree_util.tree_flatten(dargs)
+    d_leaves, d_tree = tree_util.tree_flatten(tuple(args[i] for i in nums))
     for leaf in d_leaves:
       _check_input_dtype(leaf, False, holomorphic, "jacfwd")
+    partial_fun = _partial(fun, args, kwargs, nums, d_tree)
+    in_avals = [get_aval(x) for x in d_leaves]
 
-    def partial_fun(*dl):
-      full = list(args)
-      for i, a in zip(nums, tree_util.tree_unflatten(d_tree, dl)):
-        full[i] = a
-      return fun(*full, **kwargs)
+    def pushfwd(*basis):
+      res = jvp(partial_fun, tuple(d_leaves), tuple(basis), has_aux=has_aux)
+      return res if has_aux else (res[0], res[1])
 
-    columns, aux = [], None
-    out = None
-    for k, leaf in enumerate(d_leaves):
-      aval = get_aval(leaf)
-      cols = []
-      for e in np.eye(aval.size, dtype=aval.dtype):
-        tangents = [np.zeros(get_aval(l).shape, get_aval(l).dtype) for l in d_leaves]
-        tangents[k] = e.reshape(aval.shape)
-        res = jvp(partial_fun, tuple(d_leaves), tuple(tangents), has_aux=has_aux)
-        out, t_out = res[0], res[1]
-        aux = res[2] if has_aux else None
-        cols.append(t_out)
-      columns.append((aval, cols))
-    return _assemble_jacobian(out, columns, d_tree, single, aux, has_aux, forward=True)
-
-  return jac_f
-
-
-def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
-  """The Jacobian of `fun` by reverse mode: one VJP per output element (batched with vmap once
-  revax.vmap lands). Output leaves have shape `out.shape + in.shape`."""
-  _check_callable(fun, "jacrev")
-
-  def jac_f(*args, **kwargs):
-    single, nums = _argnums_tuple(argnums, len(args), "jacrev")
-    dargs = tuple(args[i] for i in nums)
-    d_leaves, d_tree = tree_util.tree_flatten(dargs)
-    for leaf in d_leaves:
-      _check_input_dtype(leaf, allow_int, holomorphic, "jacrev")
-
-    def partial_fun(*dl):
-      full = list(args)
-      for i, a in zip(nums, tree_util.tree_unflatten(d_tree, dl)):
-        full[i] = a
-      return fun(*full, **kwargs)
-
-    res = vjp(partial_fun, *d_leaves, has_aux=has_aux)
-    out, f_vjp = res[0], res[1]
-    out_leaves, out_tree = tree_util.tree_flatten(out)
-    rows_per_out = []
-    for j, o in enumerate(out_leaves):
-      oa = get_aval(o)
-      rows = []
-      for e in np.eye(oa.size, dtype=oa.dtype):
-        cts = [np.zeros(get_aval(l).shape, get_aval(l).dtype) for l in out_leaves]
-        cts[j] = e.reshape(oa.shape)
-        rows.append(f_vjp(tree_util.tree_unflatten(out_tree, cts)))
-      rows_per_out.append((oa, rows))
-    jac_leaves = []
-    for oa, rows in rows_per_out:
-      per_in = []
-      for k, leaf in enumerate(d_leaves):
-        ia = get_aval(leaf)
-        stacked = np.stack([np.asarray(r[k]) for r in rows]) if rows else \
-            np.zeros((0,) + ia.shape, ia.dtype)
-        per_in.append(_as_array(stacked.reshape(oa.shape + ia.shape)))
-      jac_leaves.append(tree_util.tree_unflatten(d_tree, per_in))
-    jac = tree_util.tree_unflatten(out_tree, jac_leaves)
-    if single:
-      jac = tree_util.tree_map(lambda t: t[0], jac, is_leaf=lambda t: isinstance(t, tuple))
+    out_axes = (None, -1, None) if has_aux else (None, -1)
+    res = vmap(pushfwd, out_axes=out_axes)(*_std_basis(d_leaves))
+    jac = tree_util.tree_map(
+        lambda j: _unpack(single, _split_trailing(j, in_avals, False), d_tree), res[1])
     return (jac, res[2]) if has_aux else jac
 
   return jac_f
 
 
-def _as_array(x: np.ndarray) -> Array:
-  from revax._src.interpreters.dispatch import to_array
-  return to_array(x)
+def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
+  """The Jacobian of `fun` by reverse mode: vmap of the VJP over the standard basis of the
+  outputs. Each output leaf's Jacobian has shape `out.shape + in.shape`."""
+  from revax._src.vmap import vmap
+  _check_callable(fun, "jacrev")
 
+  def jac_f(*args, **kwargs):
+    single, nums = _argnums_tuple(argnums, len(args), "jacrev")
+    d_leaves, d_tree = tree_util.tree_flatten(tuple(args[i] for i in nums))
+    for leaf in d_leaves:
+      _check_input_dtype(leaf, allow_int, holomorphic, "jacrev")
+    partial_fun = _partial(fun, args, kwargs, nums, d_tree)
+    res = vjp(partial_fun, *d_leaves, has_aux=has_aux)
+    out, f_vjp = res[0], res[1]
+    out_leaves, out_tree = tree_util.tree_flatten(out)
+    out_avals = [get_aval(o) for o in out_leaves]
+    cts = vmap(lambda *basis: f_vjp(tree_util.tree_unflatten(out_tree, basis)))(
+        *_std_basis(out_leaves))
+    # cts: per input leaf, shape (M, *in.shape); split M into one block per output leaf
+    per_in = [_split_trailing(c, out_avals, True) for c in cts]
+    jac_leaves = [_unpack(single, [blocks[j] for blocks in per_in], d_tree)
+                  for j in range(len(out_leaves))]
+    jac = tree_util.tree_unflatten(out_tree, jac_leaves)
+    return (jac, res[2]) if has_aux else jac
 
-def _assemble_jacobian(out, columns, d_tree, single, aux, has_aux, forward):
-  out_leaves, out_tree = tree_util.tree_flatten(out)
-  jac_leaves = []
-  for j, o in enumerate(out_leaves):
-    oa = get_aval(o)
-    per_in = []
-    for aval, cols in columns:
-      col_arrays = [np.asarray(tree_util.tree_leaves(c)[j]) for c in cols]
-      stacked = np.stack(col_arrays, axis=-1) if col_arrays else np.zeros(oa.shape + (0,), oa.dtype)
-      per_in.append(_as_array(stacked.reshape(oa.shape + aval.shape)))
-    jac_leaves.append(tree_util.tree_unflatten(d_tree, per_in))
-  jac = tree_util.tree_unflatten(out_tree, jac_leaves)
-  if single:
-    jac = tree_util.tree_map(lambda t: t[0], jac, is_leaf=lambda t: isinstance(t, tuple))
-  return (jac, aux) if has_aux else jac
+  return jac_f
 
 
 def hessian(fun, argnums=0, has_aux=False, holomorphic=False):

@@ -485,9 +485,10 @@ class Buffer:
     if pointer is not None:
       self._backend._destroy_buffer(pointer)
 
-  def __del__(self):
+  def __del__(self, _is_finalizing=sys.is_finalizing):
     # No lock: nothing else can reach an object being finalized. At interpreter shutdown the
     # process is about to release everything anyway; calling into the plugin then is not worth it.
+    # (_is_finalizing is bound as a default: module globals may already be gone at shutdown.)
     pointer = self._ptr
     if pointer is not None and not _is_finalizing():
       self._ptr = None
@@ -721,7 +722,7 @@ class Executable:
           **{name: int(getattr(stats, name)) for name in pjrt.MEMORY_STATS_FIELDS})
     return self._memory_stats
 
-  def __del__(self):
+  def __del__(self, _is_finalizing=sys.is_finalizing):
     pointer = getattr(self, "_ptr", None)
     if pointer and not _is_finalizing():
       self._ptr = None
