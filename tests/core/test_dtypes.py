@@ -9,7 +9,8 @@ from revax._src.core import dtypes
 
 jnp = pytest.importorskip("jax.numpy")
 
-DTYPES = [np.bool_, np.int8, np.int16, np.int32, np.uint8, np.uint16, np.uint32, np.float16,
+DTYPES = [np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64,
+          np.float16, np.float64, np.complex128,
           ml_dtypes.bfloat16, np.float32, np.complex64]
 WEAK_SCALARS = {"int": 1, "float": 1.0, "complex": 1j}
 

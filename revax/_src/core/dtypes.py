@@ -154,13 +154,12 @@ def _node(dtype, weak):
       return _F
     if dtype in _COMPLEX:
       return _C
-  if dtype in _X64_TO_X32 and not config.x64_enabled:
-    dtype = _X64_TO_X32[dtype]
   return dtype
 
 
-def promote_types_weak(*dtypes_and_weak):
-  """Join of (dtype, weak_type) pairs in JAX's lattice. Returns (dtype, weak_type)."""
+def promote_types_weak(*dtypes_and_weak, canonicalize: bool = True):
+  """Join of (dtype, weak_type) pairs in JAX's lattice. Returns (dtype, weak_type); the dtype is
+  canonicalized (64-bit types become 32-bit ones without x64) unless `canonicalize` is False."""
   nodes = frozenset(_node(d, w) for d, w in dtypes_and_weak)
   if len(nodes) == 1:
     (n,) = nodes
@@ -172,12 +171,20 @@ def promote_types_weak(*dtypes_and_weak):
     return default_float_dtype(), True
   if n == _C:
     return default_complex_dtype(), True
-  return canonicalize_dtype(n), False
+  return (canonicalize_dtype(n) if canonicalize else n), False
 
 
 def promote_types(a, b) -> np.dtype:
-  """Like jax.numpy.promote_types: the strong-typed join of two dtypes."""
-  return promote_types_weak((a, False), (b, False))[0]
+  """Like jax.numpy.promote_types: the join of two (strong) dtypes. As in JAX, a join that is one
+  of the inputs is kept as is (float64 with int32 is float64 even without x64), a new 64-bit
+  integer join is canonicalized, and a join at the weak float/complex category is 64-bit."""
+  a, b = np.dtype(a), np.dtype(b)
+  n = _join(frozenset((_node(a, False), _node(b, False))))
+  if n == _F:
+    return float64
+  if n == _C:
+    return complex128
+  return n if n in (a, b) or not is_integer(n) else canonicalize_dtype(n)
 
 
 # --- dtypes of Python values ---------------------------------------------------------------------
