@@ -1,4 +1,378 @@
-"""sorting primitives."""
+"""Sorting and cumulative reductions: sort (several operands, lexicographic keys), sort_key_val,
+top_k, and cumsum, cumprod, cummax, cummin.
+
+Sorting orders values as JAX does: floats ascending with -0.0 equal to 0.0 and every NaN after
++inf (all NaNs equal); complex numbers lexicographically (real part, then imaginary part); bool
+False before True. `sort` is stable by default, so equal keys keep their order. The lowering is
+`stablehlo.sort` with a comparator region spelling that order out with ordered comparisons.
+`top_k` returns the k largest values in IEEE totalOrder (XLA's TopK order: NaN above inf, 0.0
+above -0.0); ties go to the lower index.
+
+Cumulative reductions lower to `stablehlo.reduce_window` with a window covering the whole axis
+and padding (n-1, 0) (as JAX does on CPU), reversed with `stablehlo.reverse` for reverse=True;
+the region applies the elementwise primitive's own lowering, so cummax/cummin propagate NaNs.
+Each primitive is one block: wrapper, rules, registration.
+"""
 from __future__ import annotations
 
-__all__ = []
+import operator
+
+import numpy as np
+
+from revax._src.core import dtypes
+from revax._src.core.avals import ShapedArray, get_aval
+from revax._src.core.trace import Primitive
+from revax._src.interpreters import dispatch, mlir
+from revax._src.lax import binary
+from revax._src.lax.comparison import compare, compare_type
+from revax._src.lax.reductions import combiner_region
+
+__all__ = [
+  "sort", "sort_key_val", "top_k", "cumsum", "cumprod", "cummax", "cummin",
+  "sort_p", "top_k_p", "cumsum_p", "cumprod_p", "cummax_p", "cummin_p",
+]
+
+
+def _canonical_dim(dim, ndim: int) -> int:
+  """`dim` made non-negative when it is in [-ndim, ndim); out-of-range values are left for the
+  abstract evaluation to reject."""
+  dim = operator.index(dim)
+  return dim + ndim if -ndim <= dim < 0 else dim
+
+
+# --- the sort order, as NumPy keys and as comparator regions -------------------------------------
+def _numpy_sort_key(x):
+  """A key NumPy's argsort orders as JAX's sort does (its float order already puts NaN last and
+  treats -0.0 as 0.0; half-precision floats are widened so NumPy can compare them)."""
+  if x.dtype in (dtypes.bfloat16, dtypes.float16):
+    return x.astype(np.float32)
+  return x
+
+
+def _scalar_ctx(fb, platform):
+  b = ShapedArray((), dtypes.bool_)
+  return mlir.LoweringRuleContext(fb, [b], [b], platform)
+
+
+def _either(sub, p, q):
+  return sub.op1("stablehlo.or", [p, q], ShapedArray((), dtypes.bool_))
+
+
+def _both(sub, p, q):
+  return sub.op1("stablehlo.and", [p, q], ShapedArray((), dtypes.bool_))
+
+
+def _float_lt_eq(sub, a, b, aval):
+  """(a before b, a equal to b) in sort order: numbers ascending, then NaNs, all equal."""
+  before = compare(sub, a, b, "LT", aval)
+  equal = compare(sub, a, b, "EQ", aval)
+  a_nan, b_nan = compare(sub, a, a, "NE", aval), compare(sub, b, b, "NE", aval)
+  before = _either(sub, before, _both(sub, compare(sub, a, a, "EQ", aval), b_nan))
+  return before, _either(sub, equal, _both(sub, a_nan, b_nan))
+
+
+def _lt_eq(sub, a, b, dtype):
+  """(a before b, a equal to b) for scalars of `dtype` in JAX's sort order."""
+  aval = ShapedArray((), dtype)
+  if dtypes.is_float(dtype):
+    return _float_lt_eq(sub, a, b, aval)
+  if dtypes.is_complex(dtype):
+    part = ShapedArray((), np.finfo(dtype).dtype)
+    ar, br = (sub.op1("stablehlo.real", [v], part) for v in (a, b))
+    ai, bi = (sub.op1("stablehlo.imag", [v], part) for v in (a, b))
+    r_lt, r_eq = _float_lt_eq(sub, ar, br, part)
+    i_lt, i_eq = _float_lt_eq(sub, ai, bi, part)
+    return _either(sub, r_lt, _both(sub, r_eq, i_lt)), _both(sub, r_eq, i_eq)
+  return compare(sub, a, b, "LT", aval), compare(sub, a, b, "EQ", aval)
+
+
+def _comparator(ctx, dtypes_, num_keys: int) -> str:
+  """The comparator region of a sort of operands of `dtypes_`: lexicographic over the first
+  `num_keys` operands."""
+  types = []
+  for d in dtypes_:
+    t = mlir.ir_type(ShapedArray((), d))
+    types += [t, t]
+
+  def body(fb, *args):
+    sub = _scalar_ctx(fb, ctx.platform)
+    result = None
+    for k in reversed(range(num_keys)):
+      lt, eq = _lt_eq(sub, args[2 * k], args[2 * k + 1], dtypes_[k])
+      result = lt if result is None else _either(sub, lt, _both(sub, eq, result))
+    return [result]
+
+  return ctx.fb.region(types, body)
+
+
+# --- sort ----------------------------------------------------------------------------------------
+def sort(operand, dimension: int = -1, is_stable: bool = True, num_keys: int = 1):
+  """Sort along `dimension`; with a sequence of operands, sort them all by the first `num_keys`
+  (lexicographically) and return a tuple.
+
+  Floats sort NaNs last and treat -0.0 as equal to 0.0 (so a stable sort keeps their order).
+
+  Args:
+    operand: an array, or a sequence of arrays of one shape.
+    dimension: the axis to sort along (negative counts from the end).
+    is_stable: keep the order of equal keys.
+    num_keys: how many leading operands are keys.
+
+  Returns:
+    The sorted array, or a tuple of sorted arrays for a sequence.
+
+  Example:
+    >>> sort((keys, values), num_keys=1)  # values permuted like the sorted keys
+  """
+  single = not isinstance(operand, (tuple, list))
+  operands = (operand,) if single else tuple(operand)
+  if not operands:
+    raise TypeError("sort requires at least one operand")
+  dimension = _canonical_dim(dimension, get_aval(operands[0]).ndim)
+  outs = sort_p.bind(*operands, dimension=dimension, is_stable=bool(is_stable),
+                     num_keys=operator.index(num_keys))
+  return outs[0] if single else tuple(outs)
+
+
+def _sort_abstract_eval(*operands, dimension, is_stable, num_keys):
+  if not operands:
+    raise TypeError("sort requires at least one operand")
+  shapes = [o.shape for o in operands]
+  if len(set(shapes)) != 1:
+    raise TypeError(f"sort arguments must have the same shape, got {', '.join(map(str, shapes))}")
+  if not 1 <= num_keys <= len(operands):
+    raise ValueError(f"sort num_keys must be between 1 and the number of operands "
+                     f"({len(operands)}), got num_keys={num_keys}")
+  ndim = len(shapes[0])
+  if not 0 <= dimension < ndim:
+    raise ValueError(f"sort dimension {dimension} is out of bounds for operands of shape "
+                     f"{shapes[0]} (rank {ndim})")
+  return [ShapedArray(o.shape, o.dtype, o.weak_type) for o in operands]
+
+
+def _sort_numpy(*operands, dimension, is_stable, num_keys):
+  keys = [_numpy_sort_key(k) for k in operands[:num_keys]]
+  if num_keys == 1:
+    perm = np.argsort(keys[0], axis=dimension, kind="stable")
+  else:
+    perm = np.lexsort(keys[::-1], axis=dimension)
+  return [np.take_along_axis(o, perm, axis=dimension) for o in operands]
+
+
+def _sort_lower(ctx, *operands, dimension, is_stable, num_keys):
+  region = _comparator(ctx, [a.dtype for a in ctx.avals_in], num_keys)
+  return ctx.op("stablehlo.sort", list(operands), ctx.avals_out,
+                props={"dimension": f"{dimension} : i64",
+                       "is_stable": "true" if is_stable else "false"}, regions=[region])
+
+
+sort_p = Primitive("sort", multiple_results=True)
+sort_p.def_abstract_eval(_sort_abstract_eval)
+dispatch.def_numpy_impl(sort_p, _sort_numpy)
+mlir.register_lowering(sort_p, _sort_lower)
+
+
+def sort_key_val(keys, values, dimension: int = -1, is_stable: bool = True):
+  """Sort `keys` along `dimension` and permute `values` alike. Returns (sorted keys, values)."""
+  k, v = sort((keys, values), dimension, is_stable, num_keys=1)
+  return k, v
+
+
+# --- top_k ---------------------------------------------------------------------------------------
+def top_k(operand, k: int, *, axis: int = -1):
+  """The `k` largest values along `axis` in descending order, and their int32 indices.
+
+  Values are ordered as XLA's TopK orders them, by IEEE totalOrder: NaN above inf, 0.0 above
+  -0.0, and NaNs with the sign bit set below -inf. Equal values come lower index first.
+
+  Example:
+    >>> values, indices = top_k(x, 3)
+  """
+  k = operator.index(k)
+  axis = _canonical_dim(axis, get_aval(operand).ndim)
+  return tuple(top_k_p.bind(operand, k=k, axis=axis))
+
+
+def _top_k_abstract_eval(x, *, k, axis):
+  if dtypes.is_complex(x.dtype):
+    raise TypeError(f"top_k does not accept dtype {x.dtype.name}; it takes integer, "
+                    f"floating-point or bool operands")
+  if not 0 <= axis < x.ndim:
+    raise ValueError(f"top_k axis {axis} is out of bounds for operand of shape {x.shape} "
+                     f"(rank {x.ndim})")
+  if k < 0:
+    raise ValueError(f"k argument to top_k must be nonnegative, got {k}")
+  if k > x.shape[axis]:
+    raise ValueError(f"k argument to top_k must be no larger than the size of axis {axis}; "
+                     f"got k={k} for operand shape {x.shape}")
+  shape = x.shape[:axis] + (k,) + x.shape[axis + 1:]
+  return [ShapedArray(shape, x.dtype, x.weak_type), ShapedArray(shape, dtypes.int32)]
+
+
+def _total_order_key(x):
+  """Signed integers ordered like IEEE totalOrder of the floats `x` (-NaN < -inf < ... < -0.0 <
+  0.0 < ... < inf < NaN), which is the order of XLA's TopK; integers are their own key."""
+  if not dtypes.is_float(x.dtype):
+    return x
+  signed = np.dtype(f"i{x.dtype.itemsize}")
+  bits = x.view(signed)
+  return bits ^ ((bits >> (8 * x.dtype.itemsize - 1)) & np.array(np.iinfo(signed).max, signed))
+
+
+def _top_k_numpy(x, *, k, axis):
+  descending = ~_total_order_key(x)  # bitwise NOT reverses an integer order without overflow
+  perm = np.argsort(descending, axis=axis, kind="stable")
+  perm = np.take(perm, np.arange(k), axis=axis)
+  return [np.take_along_axis(x, perm, axis=axis), perm.astype(np.int32)]
+
+
+def _top_k_lower(ctx, x, *, k, axis):
+  """A stable sort of (x, iota), descending in the total order, sliced to the first k."""
+  aval = ctx.avals_in[0]
+  idx_aval = aval.update(dtype=dtypes.int32, weak_type=False)
+  iota = ctx.op1("stablehlo.iota", [], idx_aval, props={"iota_dimension": f"{axis} : i64"})
+  scalar = ShapedArray((), aval.dtype)
+  t, it = mlir.ir_type(scalar), mlir.ir_type(ShapedArray((), dtypes.int32))
+  kind = ("#stablehlo<comparison_type TOTALORDER>" if dtypes.is_float(aval.dtype)
+          else compare_type(aval.dtype))
+
+  def body(fb, a, b, ia, ib):
+    sub = _scalar_ctx(fb, ctx.platform)
+    return [sub.op1("stablehlo.compare", [a, b], ShapedArray((), dtypes.bool_), props={
+        "comparison_direction": "#stablehlo<comparison_direction GT>",
+        "compare_type": kind})]
+
+  region = ctx.fb.region([t, t, it, it], body)
+  vals, idx = ctx.op("stablehlo.sort", [x, iota], [aval, idx_aval],
+                     props={"dimension": f"{axis} : i64", "is_stable": "true"}, regions=[region])
+  limits = list(aval.shape)
+  limits[axis] = k
+  props = {"start_indices": mlir.i64_array([0] * aval.ndim),
+           "limit_indices": mlir.i64_array(limits), "strides": mlir.i64_array([1] * aval.ndim)}
+  return [ctx.op1("stablehlo.slice", [v], out, props=props)
+          for v, out in zip((vals, idx), ctx.avals_out, strict=True)]
+
+
+top_k_p = Primitive("top_k", multiple_results=True)
+top_k_p.def_abstract_eval(_top_k_abstract_eval)
+dispatch.def_numpy_impl(top_k_p, _top_k_numpy)
+mlir.register_lowering(top_k_p, _top_k_lower)
+
+
+# --- cumulative reductions: shared rules ---------------------------------------------------------
+def _cumulative_abstract_eval(name):
+  def rule(x, *, axis, reverse):
+    if dtypes.is_bool(x.dtype):
+      raise TypeError(f"{name} does not accept dtype bool. Accepted dtypes are subtypes of number.")
+    if not 0 <= axis < x.ndim:
+      raise ValueError(f"{name} axis {axis} is out of bounds for operand of shape {x.shape} "
+                       f"(rank {x.ndim})")
+    return ShapedArray(x.shape, x.dtype, x.weak_type)
+  return rule
+
+
+def _cumulative_numpy(accumulate):
+  def impl(x, *, axis, reverse):
+    acc = dtypes.float32 if x.dtype in (dtypes.bfloat16, dtypes.float16) else x.dtype
+    y = np.flip(x, axis) if reverse else x
+    with np.errstate(all="ignore"):
+      out = accumulate(y.astype(acc), axis=axis, dtype=acc).astype(x.dtype)
+    return np.flip(out, axis) if reverse else out
+  return impl
+
+
+def _cumulative_lower(combiner, identity):
+  def rule(ctx, x, *, axis, reverse):
+    aval = ctx.avals_in[0]
+    n = aval.shape[axis]
+    if aval.size == 0 or n <= 1:
+      return x
+    rev = {"dimensions": mlir.i64_array([axis])}
+    if reverse:
+      x = ctx.op1("stablehlo.reverse", [x], aval, props=rev)
+    ones = [1] * aval.ndim
+    window = list(ones)
+    window[axis] = n
+    pads = [[0, 0] for _ in range(aval.ndim)]
+    pads[axis][0] = n - 1
+    init = ctx.constant(identity(aval.dtype), ShapedArray((), aval.dtype))
+    out = ctx.op1("stablehlo.reduce_window", [x, init], aval, props={
+        "base_dilations": mlir.i64_array(ones), "padding": mlir.i64_dense(pads),
+        "window_dilations": mlir.i64_array(ones), "window_dimensions": mlir.i64_array(window),
+        "window_strides": mlir.i64_array(ones)},
+        regions=[combiner_region(ctx, combiner, aval.dtype)])
+    return ctx.op1("stablehlo.reverse", [out], aval, props=rev) if reverse else out
+  return rule
+
+
+def _cumulative(name: str, accumulate, combiner, identity) -> Primitive:
+  prim = Primitive(name)
+  prim.def_abstract_eval(_cumulative_abstract_eval(name))
+  dispatch.def_numpy_impl(prim, _cumulative_numpy(accumulate))
+  mlir.register_lowering(prim, _cumulative_lower(combiner, identity))
+  return prim
+
+
+def _cumulative_bind(prim, operand, axis, reverse):
+  axis = _canonical_dim(axis, get_aval(operand).ndim)
+  return prim.bind(operand, axis=axis, reverse=bool(reverse))
+
+
+def _lowest(dtype):
+  if dtypes.is_inexact(dtype):
+    return np.asarray(-np.inf, dtype)
+  return np.asarray(dtypes.iinfo(dtype).min, dtype)
+
+
+def _highest(dtype):
+  if dtypes.is_inexact(dtype):
+    return np.asarray(np.inf, dtype)
+  return np.asarray(dtypes.iinfo(dtype).max, dtype)
+
+
+# --- cumsum --------------------------------------------------------------------------------------
+def cumsum(operand, axis: int = 0, reverse: bool = False):
+  """Cumulative sum along `axis` (from the end if `reverse`).
+
+  Example:
+    >>> cumsum(numpy.array([1, 2, 3]))  # [1, 3, 6]
+  """
+  return _cumulative_bind(cumsum_p, operand, axis, reverse)
+
+
+cumsum_p = _cumulative("cumsum", np.cumsum, binary.add_p, lambda d: np.zeros((), d))
+
+
+# --- cumprod -------------------------------------------------------------------------------------
+def cumprod(operand, axis: int = 0, reverse: bool = False):
+  """Cumulative product along `axis` (from the end if `reverse`)."""
+  return _cumulative_bind(cumprod_p, operand, axis, reverse)
+
+
+cumprod_p = _cumulative("cumprod", np.cumprod, binary.mul_p, lambda d: np.ones((), d))
+
+
+# --- cummax --------------------------------------------------------------------------------------
+def cummax(operand, axis: int = 0, reverse: bool = False):
+  """Cumulative maximum along `axis` (NaN propagates to every later position)."""
+  return _cumulative_bind(cummax_p, operand, axis, reverse)
+
+
+def _max_accumulate(x, axis, dtype):
+  return np.maximum.accumulate(x, axis=axis, dtype=dtype)
+
+
+cummax_p = _cumulative("cummax", _max_accumulate, binary.max_p, _lowest)
+
+
+# --- cummin --------------------------------------------------------------------------------------
+def cummin(operand, axis: int = 0, reverse: bool = False):
+  """Cumulative minimum along `axis` (NaN propagates to every later position)."""
+  return _cumulative_bind(cummin_p, operand, axis, reverse)
+
+
+def _min_accumulate(x, axis, dtype):
+  return np.minimum.accumulate(x, axis=axis, dtype=dtype)
+
+
+cummin_p = _cumulative("cummin", _min_accumulate, binary.min_p, _highest)
