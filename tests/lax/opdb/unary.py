@@ -74,25 +74,31 @@ def _away_from_poles(shape, dtype, low, high):
 def _records_for(name, fun, ref, domain, dtypes=_FLOATS, complex_domain=None, *, prim=None,
                  edges=None, shapes=True, **kw):
   """Records of a unary function: `domain(shape, dtype)` makes inputs; one (3, 4) record per
-  dtype, plus 0-d and zero-size f32 records, a complex64 one and an edge-value one if given."""
+  dtype, plus 0-d and zero-size f32 records, a complex64 one and an edge-value one if given.
+
+  The transformation suites (gradients, vmap) run on the f32, 0-d and complex records only:
+  finite differences are too coarse in 16 bits, infinities and NaN have no useful
+  derivatives, and batching does not depend on the dtype."""
   prim = prim or name
+  off = dict(kw, grad_order=0, vmap=False)
   recs = []
   for dt in dtypes:
-    shape = (3, 4) if np.dtype(dt) == np.float32 else (5,)
+    main = np.dtype(dt) == np.float32
+    shape = (3, 4) if main else (5,)
     recs.append(OpRecord(f"{name}_{_SHORT[np.dtype(dt)]}", prim, fun, args_of(domain(shape, dt)),
-                         ref, **kw))
+                         ref, **(kw if main else off)))
   first = dtypes[0]
   if shapes:
     recs.append(OpRecord(f"{name}_{_SHORT[np.dtype(first)]}_0d", prim, fun,
                          args_of(domain((), first)), ref, **kw))
     recs.append(OpRecord(f"{name}_{_SHORT[np.dtype(first)]}_zero_size", prim, fun,
-                         args_of(domain((0, 3), first)), ref, **kw))
+                         args_of(domain((0, 3), first)), ref, **off))
   if complex_domain is not None:
     recs.append(OpRecord(f"{name}_c64", prim, fun, args_of(complex_domain((2, 3), _C64)), ref,
                          **kw))
   if edges is not None:
     recs.append(OpRecord(f"{name}_f32_edges", prim, fun, _const(np.asarray(edges, np.float32)),
-                         ref, **kw))
+                         ref, **off))
   return recs
 
 
@@ -137,29 +143,30 @@ def _integer_records():
   """Records of the functions that also take integers."""
   i = lambda shape, dt, lo=-50, hi=50: rand(shape, dt, lo, hi)
   r0 = functools.partial(OpRecord, grad_order=0)
+  r_edge = functools.partial(OpRecord, grad_order=0, vmap=False)
   return [
       r0("neg_i32", "neg", lax.neg, args_of(i((3, 4), np.int32)), np.negative),
-      r0("neg_i8_min", "neg", lax.neg, _const(np.array([-128, 127, 0, -1], np.int8)),
+      r_edge("neg_i8_min", "neg", lax.neg, _const(np.array([-128, 127, 0, -1], np.int8)),
          _quiet(np.negative)),
       r0("sign_i32", "sign", lax.sign, args_of(i((3, 4), np.int32)), np.sign),
-      r0("sign_u8", "sign", lax.sign, _const(np.array([0, 1, 7, 255], np.uint8)), np.sign),
+      r_edge("sign_u8", "sign", lax.sign, _const(np.array([0, 1, 7, 255], np.uint8)), np.sign),
       r0("abs_i32", "abs", lax.abs, args_of(i((3, 4), np.int32)), np.abs),
-      r0("abs_i8_min", "abs", lax.abs, _const(np.array([-128, -127, 0, 5], np.int8)),
+      r_edge("abs_i8_min", "abs", lax.abs, _const(np.array([-128, -127, 0, 5], np.int8)),
          _quiet(np.abs)),
       r0("not_i32", "not", lax.bitwise_not, args_of(i((3, 4), np.int32, -2**31, 2**31 - 1)),
          np.invert),
-      r0("not_u8", "not", lax.bitwise_not, args_of(i((6,), np.uint8, 0, 255)), np.invert),
+      r_edge("not_u8", "not", lax.bitwise_not, args_of(i((6,), np.uint8, 0, 255)), np.invert),
       r0("not_bool", "not", lax.bitwise_not, args_of(rand((2, 3), np.bool_)), np.logical_not),
-      r0("not_bool_0d", "not", lax.bitwise_not, args_of(rand((), np.bool_)), np.logical_not),
-      r0("not_i32_zero_size", "not", lax.bitwise_not, args_of(i((0, 3), np.int32)), np.invert),
+      r_edge("not_bool_0d", "not", lax.bitwise_not, args_of(rand((), np.bool_)), np.logical_not),
+      r_edge("not_i32_zero_size", "not", lax.bitwise_not, args_of(i((0, 3), np.int32)), np.invert),
       r0("square_i32", "square", lax.square, args_of(i((3, 4), np.int32)), np.square),
-      r0("square_u8_wraps", "square", lax.square, args_of(i((6,), np.uint8, 0, 255)),
+      r_edge("square_u8_wraps", "square", lax.square, args_of(i((6,), np.uint8, 0, 255)),
          _quiet(np.square)),
       r0("integer_pow_i32_3", "integer_pow", lambda x: lax.integer_pow(x, 3),
          args_of(i((3, 4), np.int32, -20, 20)), lambda x: x ** 3),
-      r0("integer_pow_i32_0", "integer_pow", lambda x: lax.integer_pow(x, 0),
+      r_edge("integer_pow_i32_0", "integer_pow", lambda x: lax.integer_pow(x, 0),
          args_of(i((4,), np.int32)), lambda x: np.ones_like(x)),
-      r0("integer_pow_u8_7_wraps", "integer_pow", lambda x: lax.integer_pow(x, 7),
+      r_edge("integer_pow_u8_7_wraps", "integer_pow", lambda x: lax.integer_pow(x, 7),
          args_of(i((6,), np.uint8, 0, 255)), lambda x: np.power(x, 7, dtype=np.uint8)),
   ]
 
@@ -171,23 +178,26 @@ def _integer_pow_records():
                          lambda x, y=y: lax.integer_pow(x, y),
                          args_of(rand((3, 4), np.float32, 0.3, 1.7)),
                          lambda x, y=y: np.power(x.astype(np.float64), y).astype(x.dtype),
-                         rtol=2e-5 if abs(y) > 5 else None))
+                         rtol=2e-5 if abs(y) > 5 else None, vmap=y in (3, -2)))
   pos = lambda shape, dtype: rand(shape, dtype, 0.5, 1.5)
   recs += [
       OpRecord("integer_pow_f16_3", "integer_pow", lambda x: lax.integer_pow(x, 3),
-               args_of(pos((5,), _F16)), lambda x: np.power(x, 3)),
+               args_of(pos((5,), _F16)), lambda x: np.power(x, 3), grad_order=0, vmap=False),
       OpRecord("integer_pow_bf16_neg2", "integer_pow", lambda x: lax.integer_pow(x, -2),
-               args_of(pos((5,), _BF16)), lambda x: np.power(x.astype(np.float32), -2).astype(x.dtype)),
+               args_of(pos((5,), _BF16)),
+               lambda x: np.power(x.astype(np.float32), -2).astype(x.dtype), grad_order=0,
+               vmap=False),
       OpRecord("integer_pow_c64_3", "integer_pow", lambda x: lax.integer_pow(x, 3),
                args_of(rand((2, 3), _C64, -1, 1)), lambda x: x ** 3),
       OpRecord("integer_pow_c64_neg2", "integer_pow", lambda x: lax.integer_pow(x, -2),
-               args_of(rand((2, 3), _C64, 0.5, 1.5)), lambda x: 1 / (x * x)),
+               args_of(rand((2, 3), _C64, 0.5, 1.5)), lambda x: 1 / (x * x), vmap=False),
       OpRecord("integer_pow_f32_0d", "integer_pow", lambda x: lax.integer_pow(x, 2),
                args_of(rand(())), np.square),
       OpRecord("integer_pow_f32_zero_size", "integer_pow", lambda x: lax.integer_pow(x, -3),
-               args_of(rand((0, 3))), lambda x: x ** -3),
+               args_of(rand((0, 3))), lambda x: x ** -3, grad_order=0, vmap=False),
       OpRecord("integer_pow_f32_neg1_at_zero", "integer_pow", lambda x: lax.integer_pow(x, -1),
-               _const(np.array([0.0, -0.0, np.inf, 2.0], np.float32)), _quiet(np.reciprocal)),
+               _const(np.array([0.0, -0.0, np.inf, 2.0], np.float32)), _quiet(np.reciprocal),
+               grad_order=0, vmap=False),
   ]
   return recs
 
@@ -199,10 +209,10 @@ def _complex_part_records():
       OpRecord("real_c64_0d", "real", lax.real, args_of(rand((), _C64)), np.real, linear=True),
       OpRecord("imag_c64", "imag", lax.imag, c, np.imag, linear=True),
       OpRecord("imag_c64_zero_size", "imag", lax.imag, args_of(rand((0, 3), _C64)), np.imag,
-               linear=True),
+               linear=True, grad_order=0, vmap=False),
       OpRecord("conj_c64", "conj", lax.conj, c, np.conj, linear=True),
       OpRecord("conj_f32", "conj", lax.conj, args_of(rand((3,))),
-               lambda x: x.astype(np.complex64), linear=True),
+               lambda x: x.astype(np.complex64), linear=True, grad_order=0, vmap=False),
       OpRecord("conj_c64_0d", "conj", lax.conj, args_of(rand((), _C64)), np.conj, linear=True),
   ]
 
