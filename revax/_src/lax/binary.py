@@ -15,11 +15,12 @@ import functools
 import numpy as np
 
 from revax._src.core import dtypes
-from revax._src.core.avals import ShapedArray
+from revax._src.core.avals import ShapedArray, get_aval
 from revax._src.core.trace import Primitive
-from revax._src.interpreters import dispatch, mlir
-from revax._src.lax.standard import (binary_operands, broadcast_shapes, broadcast_to_out,
-                                     check_dtype, hlo_lowering, naryop, same_dtypes)
+from revax._src.interpreters import ad, dispatch, mlir
+from revax._src.lax.standard import (binary_operands, broadcast_shapes, broadcast_tangent,
+                                     broadcast_to_out, check_dtype, defbroadcasting, hlo_lowering,
+                                     naryop, same_dtypes, unbroadcast)
 
 
 __all__ = [
@@ -61,7 +62,34 @@ def add(x, y):
   return add_p.bind(*binary_operands(x, y))
 
 
+def _add_jvp(primals, tangents):
+  x, y = primals
+  out = add_p.bind(x, y)
+  tx, ty = tangents
+  if type(tx) is ad.Zero and type(ty) is ad.Zero:
+    return out, ad.Zero(ad.tangent_aval(get_aval(out)))
+  if type(ty) is ad.Zero:
+    return out, broadcast_tangent(tx, get_aval(out).shape)
+  if type(tx) is ad.Zero:
+    return out, broadcast_tangent(ty, get_aval(out).shape)
+  return out, add_p.bind(tx, ty)
+
+
+def _add_transpose(ct, x, y):
+  return [_linear_ct(ct, x), _linear_ct(ct, y)]
+
+
+def _linear_ct(ct, x):
+  """The cotangent of operand `x` of a broadcasting op linear in it with coefficient 1, or
+  None if `x` is not a linear input."""
+  if not ad.is_undefined_primal(x):
+    return None
+  return ad.Zero(x.aval) if type(ct) is ad.Zero else unbroadcast(ct, x.aval)
+
+
 add_p = naryop("add", ("num", "num"), _quiet(np.add), "stablehlo.add")
+ad.primitive_jvps[add_p] = _add_jvp
+ad.primitive_transposes[add_p] = _add_transpose
 
 
 # --- sub -----------------------------------------------------------------------------------------
@@ -70,7 +98,29 @@ def sub(x, y):
   return sub_p.bind(*binary_operands(x, y))
 
 
+def _sub_jvp(primals, tangents):
+  from revax._src.lax.unary import neg  # unary imports this module
+  x, y = primals
+  out = sub_p.bind(x, y)
+  tx, ty = tangents
+  if type(tx) is ad.Zero and type(ty) is ad.Zero:
+    return out, ad.Zero(ad.tangent_aval(get_aval(out)))
+  if type(ty) is ad.Zero:
+    return out, broadcast_tangent(tx, get_aval(out).shape)
+  if type(tx) is ad.Zero:
+    return out, neg(broadcast_tangent(ty, get_aval(out).shape))
+  return out, sub_p.bind(tx, ty)
+
+
+def _sub_transpose(ct, x, y):
+  from revax._src.lax.unary import neg  # unary imports this module
+  minus_ct = ct if type(ct) is ad.Zero or not ad.is_undefined_primal(y) else neg(ct)
+  return [_linear_ct(ct, x), _linear_ct(minus_ct, y)]
+
+
 sub_p = naryop("sub", ("num", "num"), _quiet(np.subtract), "stablehlo.subtract")
+ad.primitive_jvps[sub_p] = _sub_jvp
+ad.primitive_transposes[sub_p] = _sub_transpose
 
 
 # --- mul -----------------------------------------------------------------------------------------
@@ -79,7 +129,16 @@ def mul(x, y):
   return mul_p.bind(*binary_operands(x, y))
 
 
+def _mul_transpose_lhs(ct, x, y):
+  return unbroadcast(mul_p.bind(ct, y), x.aval)
+
+
+def _mul_transpose_rhs(ct, x, y):
+  return unbroadcast(mul_p.bind(x, ct), y.aval)
+
+
 mul_p = naryop("mul", ("num", "num"), _quiet(np.multiply), "stablehlo.multiply")
+ad.defbilinear(mul_p, _mul_transpose_lhs, _mul_transpose_rhs)
 
 
 # --- div -----------------------------------------------------------------------------------------
@@ -99,7 +158,26 @@ def _div_numpy(x, y):
   return np.where(zero, _all_ones(x.dtype), q)
 
 
+def _div_jvp_x(t, x, y):
+  return div(t, y)
+
+
+def _div_jvp_y(t, x, y):
+  from revax._src.lax.unary import integer_pow, neg  # unary imports this module
+  return mul(mul(neg(t), x), integer_pow(y, -2))
+
+
+def _div_transpose(ct, x, y):
+  if ad.is_undefined_primal(y):
+    raise ValueError("div is linear in its dividend only; its divisor must be known")
+  if type(ct) is ad.Zero:
+    return [ad.Zero(x.aval), None]
+  return [unbroadcast(div_p.bind(ct, y), x.aval), None]
+
+
 div_p = naryop("div", ("num", "num"), _div_numpy, "stablehlo.divide")
+ad.defjvp(div_p, _div_jvp_x, _div_jvp_y)
+ad.primitive_transposes[div_p] = _div_transpose
 
 
 # --- rem -----------------------------------------------------------------------------------------
@@ -121,7 +199,23 @@ def _rem_numpy(x, y):
   return np.where(zero, x, r)
 
 
+def _rem_jvp_x(t, x, y):
+  return broadcast_tangent(t, _out_shape(x, y))
+
+
+def _rem_jvp_y(t, x, y):
+  """x rem y = x - y trunc(x / y), so d/dy = -trunc(x / y) = -sign(x / y) floor(|x / y|)."""
+  from revax._src.lax.unary import abs, floor, neg, sign  # unary imports this module
+  q = div(x, y)
+  return mul(neg(t), mul(sign(q), floor(abs(q))))
+
+
+def _out_shape(x, y):
+  return broadcast_shapes(get_aval(x).shape, get_aval(y).shape)
+
+
 rem_p = naryop("rem", ("float_int", "float_int"), _rem_numpy, "stablehlo.remainder")
+ad.defjvp(rem_p, _rem_jvp_x, _rem_jvp_y)
 
 
 # --- pow -----------------------------------------------------------------------------------------
@@ -157,10 +251,39 @@ def _pow_lower(ctx, x, y):
   return ctx.op1("stablehlo.power", broadcast_to_out(ctx, [x, y]))
 
 
+def _pow_jvp_x(t, out, x, y):
+  """y x**(y - 1) t; an integer exponent 0 contributes 0 (also at x = 0, where x**-1 is inf)."""
+  from revax._src.lax.comparison import eq, select_n  # comparison imports this module
+  from revax._src.lax.conversion import convert_element_type
+  y_x = convert_element_type(y, get_aval(x).dtype)
+  jac = mul(y_x, pow(x, sub(y, 1)))
+  if dtypes.is_integer(get_aval(y).dtype):
+    shape = get_aval(jac).shape
+    zero_exponent = broadcast_tangent(eq(y, 0), shape)
+    jac = select_n(zero_exponent, jac, broadcast_tangent(_zeros_like(jac), shape))
+  return mul(t, jac)
+
+
+def _pow_jvp_y(t, out, x, y):
+  """log(x) x**y t, with log(x) read as 0 where x = 0 (as JAX does)."""
+  from revax._src.lax.comparison import eq, select_n  # comparison imports this module
+  from revax._src.lax.creation import full_like
+  from revax._src.lax.unary import log
+  safe_x = select_n(eq(x, 0), x, full_like(x, 1))
+  return mul(t, mul(log(safe_x), out))
+
+
+def _zeros_like(x):
+  from revax._src.lax.creation import full_like  # creation imports shapes, which imports this
+  return full_like(x, 0)
+
+
 pow_p = Primitive("pow")
 pow_p.def_abstract_eval(_pow_abstract_eval)
 dispatch.def_numpy_impl(pow_p, _pow_numpy)
 mlir.register_lowering(pow_p, _pow_lower)
+ad.defjvp_from_output(pow_p, _pow_jvp_x, _pow_jvp_y)
+defbroadcasting(pow_p)
 
 
 # --- max -----------------------------------------------------------------------------------------
@@ -218,8 +341,28 @@ def _minmax_lower(hlo_op, direction):
   return rule
 
 
+def _max_jvp_x(t, out, x, y):
+  return mul(t, _balanced_eq(x, out, y))
+
+
+def _max_jvp_y(t, out, x, y):
+  return mul(t, _balanced_eq(y, out, x))
+
+
+def _balanced_eq(x, out, y):
+  """1 where `x` is the result and `y` is not, 1/2 where both are (a tie splits the tangent
+  between the operands, as in JAX), 0 elsewhere."""
+  from revax._src.lax.comparison import eq  # comparison imports this module
+  from revax._src.lax.conversion import convert_element_type
+  dtype = get_aval(out).dtype
+  x_is_out = convert_element_type(eq(x, out), dtype)
+  y_is_out = convert_element_type(eq(y, out), dtype)
+  return div(x_is_out, add(y_is_out, 1))
+
+
 max_p = naryop("max", ("any", "any"), _quiet(np.maximum), None)
 mlir.register_lowering(max_p, _minmax_lower("stablehlo.maximum", "GT"))
+ad.defjvp_from_output(max_p, _max_jvp_x, _max_jvp_y)
 
 
 # --- min -----------------------------------------------------------------------------------------
@@ -229,8 +372,17 @@ def min(x, y):
   return min_p.bind(*binary_operands(x, y))
 
 
+def _min_jvp_x(t, out, x, y):
+  return mul(t, _balanced_eq(x, out, y))
+
+
+def _min_jvp_y(t, out, x, y):
+  return mul(t, _balanced_eq(y, out, x))
+
+
 min_p = naryop("min", ("any", "any"), _quiet(np.minimum), None)
 mlir.register_lowering(min_p, _minmax_lower("stablehlo.minimum", "LT"))
+ad.defjvp_from_output(min_p, _min_jvp_x, _min_jvp_y)
 
 
 # --- atan2 ---------------------------------------------------------------------------------------
@@ -239,7 +391,21 @@ def atan2(x, y):
   return atan2_p.bind(*binary_operands(x, y))
 
 
+def _atan2_jvp_x(t, x, y):
+  return mul(t, div(y, _sum_of_squares(x, y)))
+
+
+def _atan2_jvp_y(t, x, y):
+  from revax._src.lax.unary import neg  # unary imports this module
+  return mul(t, div(neg(x), _sum_of_squares(x, y)))
+
+
+def _sum_of_squares(x, y):
+  return add(mul(x, x), mul(y, y))
+
+
 atan2_p = naryop("atan2", ("float", "float"), _quiet(np.arctan2), "stablehlo.atan2")
+ad.defjvp(atan2_p, _atan2_jvp_x, _atan2_jvp_y)
 
 
 # --- nextafter -----------------------------------------------------------------------------------
@@ -249,6 +415,7 @@ def nextafter(x1, x2):
 
 
 nextafter_p = naryop("nextafter", ("float", "float"), np.nextafter, "chlo.next_after")
+ad.zero_output_jvp(nextafter_p, "piecewise constant: the floating-point neighbour of x1")
 
 
 # --- complex -------------------------------------------------------------------------------------
@@ -274,10 +441,24 @@ def _complex_numpy(x, y):
   return (x + np.asarray(1j, _COMPLEX_OF[x.dtype]) * y).astype(_COMPLEX_OF[x.dtype])
 
 
+def _complex_transpose(ct, x, y):
+  """x + iy: x gets the real part of the cotangent, y minus its imaginary part (JAX's
+  convention for complex cotangents)."""
+  from revax._src.lax.unary import imag, neg, real  # unary imports this module
+  zero = type(ct) is ad.Zero
+  ct_x = None if not ad.is_undefined_primal(x) else (
+      ad.Zero(x.aval) if zero else unbroadcast(real(ct), x.aval))
+  ct_y = None if not ad.is_undefined_primal(y) else (
+      ad.Zero(y.aval) if zero else unbroadcast(neg(imag(ct)), y.aval))
+  return [ct_x, ct_y]
+
+
 complex_p = Primitive("complex")
 complex_p.def_abstract_eval(_complex_abstract_eval)
 dispatch.def_numpy_impl(complex_p, _quiet(_complex_numpy))
 mlir.register_lowering(complex_p, hlo_lowering("stablehlo.complex"))
+ad.deflinear(complex_p, _complex_transpose)
+defbroadcasting(complex_p)
 
 
 # --- and -----------------------------------------------------------------------------------------
@@ -287,6 +468,7 @@ def bitwise_and(x, y):
 
 
 and_p = naryop("and", ("intbool", "intbool"), np.bitwise_and, "stablehlo.and")
+ad.not_differentiable(and_p, "integer or bool operands")
 
 
 # --- or ------------------------------------------------------------------------------------------
@@ -296,6 +478,7 @@ def bitwise_or(x, y):
 
 
 or_p = naryop("or", ("intbool", "intbool"), np.bitwise_or, "stablehlo.or")
+ad.not_differentiable(or_p, "integer or bool operands")
 
 
 # --- xor -----------------------------------------------------------------------------------------
@@ -305,6 +488,7 @@ def bitwise_xor(x, y):
 
 
 xor_p = naryop("xor", ("intbool", "intbool"), np.bitwise_xor, "stablehlo.xor")
+ad.not_differentiable(xor_p, "integer or bool operands")
 
 
 # --- shifts --------------------------------------------------------------------------------------
@@ -342,6 +526,7 @@ def _shift_left_numpy(x, y):
 
 
 shift_left_p = naryop("shift_left", ("int", "int"), _shift_left_numpy, "stablehlo.shift_left")
+ad.not_differentiable(shift_left_p, "integer operands")
 
 
 # --- shift_right_logical -------------------------------------------------------------------------
@@ -358,6 +543,7 @@ def _shift_right_logical_numpy(x, y):
 
 shift_right_logical_p = naryop("shift_right_logical", ("int", "int"), _shift_right_logical_numpy,
                                "stablehlo.shift_right_logical")
+ad.not_differentiable(shift_right_logical_p, "integer operands")
 
 
 # --- shift_right_arithmetic ----------------------------------------------------------------------
@@ -376,3 +562,5 @@ def _shift_right_arithmetic_numpy(x, y):
 
 shift_right_arithmetic_p = naryop("shift_right_arithmetic", ("int", "int"),
                                   _shift_right_arithmetic_numpy, "stablehlo.shift_right_arithmetic")
+ad.not_differentiable(shift_right_arithmetic_p, "integer operands")
+

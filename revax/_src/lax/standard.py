@@ -7,6 +7,11 @@ file can declare each primitive in a few lines and keep its derivative rules bes
 Elementwise primitives broadcast their operands NumPy-style (a batched operand next to an
 unbatched one needs no materialized copy): the abstract evaluation computes the broadcast shape
 and the lowering inserts `broadcast_in_dim` where an operand's shape differs.
+
+The same broadcasting shapes their transformation rules: a tangent of a broadcast operand is
+broadcast to the output's shape (`broadcast_tangent`), the cotangent of a broadcast operand is
+summed back to the operand's shape (`unbroadcast`), and the batching rule (`defbroadcasting`,
+registered by `unop`/`naryop`) lines batch dims up so that broadcasting does the rest.
 """
 from __future__ import annotations
 
@@ -15,7 +20,8 @@ import numpy as np
 from revax._src.core import dtypes
 from revax._src.core.avals import ShapedArray
 from revax._src.core.trace import Primitive
-from revax._src.interpreters import dispatch, mlir
+from revax._src.core.avals import get_aval
+from revax._src.interpreters import batching, dispatch, mlir
 from revax._src.runtime.array import Array
 
 # dtype categories accepted by elementwise primitives, as sets for fast membership tests
@@ -109,25 +115,108 @@ def hlo_lowering(op_name: str, **props):
 
 
 def unop(name: str, kind: str, numpy_fn, hlo_op: str | None, result_dtype=None) -> Primitive:
-  """A standard unary elementwise primitive."""
+  """A standard unary elementwise primitive (batched where its operand is)."""
   prim = Primitive(name)
   prim.def_abstract_eval(unop_abstract_eval(name, kind, result_dtype))
   if numpy_fn is not None:
     dispatch.def_numpy_impl(prim, numpy_fn)
   if hlo_op is not None:
     mlir.register_lowering(prim, hlo_lowering(hlo_op))
+  batching.defvectorized(prim)
   return prim
 
 
 def naryop(name: str, kinds, numpy_fn, hlo_op: str | None, result_dtype=None) -> Primitive:
-  """A standard n-ary elementwise primitive (operands of one dtype, broadcast shapes)."""
+  """A standard n-ary elementwise primitive (operands of one dtype, broadcast shapes), with the
+  broadcasting batching rule."""
   prim = Primitive(name)
   prim.def_abstract_eval(naryop_abstract_eval(name, kinds, result_dtype))
   if numpy_fn is not None:
     dispatch.def_numpy_impl(prim, numpy_fn)
   if hlo_op is not None:
     mlir.register_lowering(prim, hlo_lowering(hlo_op))
+  defbroadcasting(prim)
   return prim
+
+
+# --- autodiff helpers for broadcasting operands ----------------------------------------------------
+def broadcast_tangent(t, shape):
+  """`t` (the tangent of an operand) broadcast NumPy-style to the output `shape`; `t` itself when
+  its shape is `shape`."""
+  from revax._src.lax.shapes import broadcast_in_dim  # shapes imports this module
+  t_shape = get_aval(t).shape
+  if t_shape == tuple(shape):
+    return t
+  return broadcast_in_dim(t, shape, tuple(range(len(shape) - len(t_shape), len(shape))))
+
+
+def unbroadcast(ct, aval: ShapedArray):
+  """The cotangent `ct` of a broadcast result summed back to the shape of operand `aval`: over
+  the leading dims the operand lacks and the dims where it has size 1 (the transpose of NumPy
+  broadcasting)."""
+  from revax._src.lax import reductions, shapes  # both import the families that import this
+  ct_shape = get_aval(ct).shape
+  if ct_shape == aval.shape:
+    return ct
+  lead = len(ct_shape) - aval.ndim
+  axes = tuple(range(lead)) + tuple(lead + i for i, d in enumerate(aval.shape)
+                                    if d == 1 and ct_shape[lead + i] != 1)
+  summed = reductions.reduce_sum(ct, axes) if axes else ct
+  return shapes.reshape(summed, aval.shape) if get_aval(summed).shape != aval.shape else summed
+
+
+# --- batching: the broadcasting rule ---------------------------------------------------------------
+def defbroadcasting(prim: Primitive):
+  """Register the batching rule of an elementwise primitive whose operands broadcast NumPy-style.
+
+  Broadcasting aligns operands at their trailing dims, so a batched operand lines up with the
+  others when its batch dim has the same number of per-example dims after it. The rule picks the
+  output batch position `b` that costs fewest transposes, then fewest reshapes: a mapped operand
+  already there costs nothing, one with its batch dim in front reaches any earlier position by a
+  reshape (size-1 dims after the batch dim), others need a transpose; an unmapped operand costs
+  nothing when all its dims come after `b` and a size-1 dim inserted at `b` (a reshape)
+  otherwise. No unmapped operand is ever materialized at the batch size.
+
+  Example: vmap of add over x: (B, 2, 3) at 0 and y: (3,) unmapped binds add(x, y) unchanged.
+  """
+  def rule(vals, dims, **params):
+    ranks = [get_aval(v).ndim - (d is not batching.not_mapped) for v, d in zip(vals, dims)]
+    rank = max(ranks)
+    b = min(range(rank + 1), key=lambda b: _broadcast_cost(b, dims, ranks, rank))
+    args = [_batch_at(v, d, r, rank, b) for v, d, r in zip(vals, dims, ranks, strict=True)]
+    return prim.bind(*args, **params), b
+  batching.primitive_batchers[prim] = rule
+  return rule
+
+
+
+def _broadcast_cost(b, dims, ranks, rank):
+  """(transposes, reshapes) needed to batch every operand at output position `b`."""
+  transposes = reshapes = 0
+  for d, r in zip(dims, ranks):
+    lead = rank - r  # output dims before this operand's first dim
+    if d is batching.not_mapped:
+      reshapes += r > rank - b
+    elif d + lead != b:
+      if d == 0 and b < lead:
+        reshapes += 1
+      else:
+        transposes += 1
+  return transposes, reshapes
+
+
+def _batch_at(x, dim, x_rank: int, rank: int, b: int):
+  """`x` (per-example rank `x_rank`, batch dim `dim` or not mapped) arranged so that it
+  broadcasts against a rank-`rank` result batched at output position `b`."""
+  from revax._src.lax import batch_util, shapes  # shapes imports this module
+  lead = rank - x_rank
+  if dim is batching.not_mapped:
+    return batch_util.insert_unit_dim(x, b - lead) if x_rank > rank - b else x
+  if b >= lead:
+    return batch_util.moveaxis(x, dim, b - lead)
+  x = batch_util.moveaxis(x, dim, 0)
+  shape = get_aval(x).shape
+  return shapes.reshape(x, shape[:1] + (1,) * (lead - b) + shape[1:])
 
 
 _SCALAR_FITS = {bool: dtypes.is_bool, int: lambda d: not dtypes.is_bool(d),

@@ -19,7 +19,11 @@ import numpy as np
 from revax._src.core import dtypes
 from revax._src.core.avals import ShapedArray, get_aval
 from revax._src.core.trace import Primitive
-from revax._src.interpreters import dispatch, mlir
+from revax._src.interpreters import ad, batching, dispatch, mlir
+from revax._src.lax import binary
+from revax._src.lax.binary import add, div, mul, sub
+from revax._src.lax.comparison import eq, ge, lt, select_n
+from revax._src.lax.creation import full_like
 from revax._src.lax.standard import check_dtype, hlo_lowering, unop
 
 
@@ -81,7 +85,12 @@ def neg(x):
   return neg_p.bind(x)
 
 
+def _neg_transpose(ct, x):
+  return [neg(ct)]
+
+
 neg_p = unop("neg", "num", np.negative, "stablehlo.negate")
+ad.deflinear(neg_p, _neg_transpose)
 
 
 # --- sign ----------------------------------------------------------------------------------------
@@ -109,6 +118,7 @@ def _sign_lower(ctx, x):
 
 sign_p = unop("sign", "num", _sign_numpy, None)
 mlir.register_lowering(sign_p, _sign_lower)
+ad.zero_output_jvp(sign_p, "piecewise constant")
 
 
 # --- floor ---------------------------------------------------------------------------------------
@@ -118,6 +128,7 @@ def floor(x):
 
 
 floor_p = unop("floor", "float", np.floor, "stablehlo.floor")
+ad.zero_output_jvp(floor_p, "piecewise constant")
 
 
 # --- ceil ----------------------------------------------------------------------------------------
@@ -127,6 +138,7 @@ def ceil(x):
 
 
 ceil_p = unop("ceil", "float", np.ceil, "stablehlo.ceil")
+ad.zero_output_jvp(ceil_p, "piecewise constant")
 
 
 # --- round ---------------------------------------------------------------------------------------
@@ -168,6 +180,7 @@ def _round_lower(ctx, x, *, rounding_method):
 
 round_p = unop("round", "float", _quiet(_round_numpy), None)
 mlir.register_lowering(round_p, _round_lower)
+ad.zero_output_jvp(round_p, "piecewise constant")
 
 
 # --- is_finite -----------------------------------------------------------------------------------
@@ -178,6 +191,7 @@ def is_finite(x):
 
 is_finite_p = unop("is_finite", "float", np.isfinite, "stablehlo.is_finite",
                    result_dtype=lambda d: dtypes.bool_)
+ad.zero_output_jvp(is_finite_p, "bool output")
 
 
 # --- exp -----------------------------------------------------------------------------------------
@@ -186,7 +200,12 @@ def exp(x):
   return exp_p.bind(x)
 
 
+def _exp_jvp(t, out, x):
+  return mul(t, out)
+
+
 exp_p = unop("exp", "inexact", _quiet(np.exp), "stablehlo.exponential")
+ad.defjvp_from_output(exp_p, _exp_jvp)
 
 
 # --- exp2 ----------------------------------------------------------------------------------------
@@ -207,8 +226,13 @@ def _exp2_lower(ctx, x):
   return ctx.op1("stablehlo.convert", [y]) if half else y
 
 
+def _exp2_jvp(t, out, x):
+  return mul(t, mul(math.log(2.0), out))
+
+
 exp2_p = unop("exp2", "inexact", _quiet(np.exp2), None)
 mlir.register_lowering(exp2_p, _exp2_lower)
+ad.defjvp_from_output(exp2_p, _exp2_jvp)
 
 
 # --- log -----------------------------------------------------------------------------------------
@@ -217,7 +241,12 @@ def log(x):
   return log_p.bind(x)
 
 
+def _log_jvp(t, x):
+  return div(t, x)
+
+
 log_p = unop("log", "inexact", _quiet(np.log), "stablehlo.log")
+ad.defjvp(log_p, _log_jvp)
 
 
 # --- log1p ---------------------------------------------------------------------------------------
@@ -226,7 +255,12 @@ def log1p(x):
   return log1p_p.bind(x)
 
 
+def _log1p_jvp(t, x):
+  return div(t, add(x, 1))
+
+
 log1p_p = unop("log1p", "inexact", _quiet(np.log1p), "stablehlo.log_plus_one")
+ad.defjvp(log1p_p, _log1p_jvp)
 
 
 # --- expm1 ---------------------------------------------------------------------------------------
@@ -235,7 +269,12 @@ def expm1(x):
   return expm1_p.bind(x)
 
 
+def _expm1_jvp(t, out, x):
+  return mul(t, add(out, 1))
+
+
 expm1_p = unop("expm1", "inexact", _quiet(np.expm1), "stablehlo.exponential_minus_one")
+ad.defjvp_from_output(expm1_p, _expm1_jvp)
 
 
 # --- tanh ----------------------------------------------------------------------------------------
@@ -244,7 +283,12 @@ def tanh(x):
   return tanh_p.bind(x)
 
 
+def _tanh_jvp(t, out, x):
+  return mul(t, sub(1, square(out)))
+
+
 tanh_p = unop("tanh", "inexact", _quiet(np.tanh), "stablehlo.tanh")
+ad.defjvp_from_output(tanh_p, _tanh_jvp)
 
 
 # --- logistic ------------------------------------------------------------------------------------
@@ -260,7 +304,12 @@ def _logistic_numpy(x):
   return np.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype)
 
 
+def _logistic_jvp(t, out, x):
+  return mul(t, mul(out, sub(1, out)))
+
+
 logistic_p = unop("logistic", "inexact", _quiet(_logistic_numpy), "stablehlo.logistic")
+ad.defjvp_from_output(logistic_p, _logistic_jvp)
 
 
 # --- sin -----------------------------------------------------------------------------------------
@@ -269,7 +318,12 @@ def sin(x):
   return sin_p.bind(x)
 
 
+def _sin_jvp(t, x):
+  return mul(t, cos(x))
+
+
 sin_p = unop("sin", "inexact", _quiet(np.sin), "stablehlo.sine")
+ad.defjvp(sin_p, _sin_jvp)
 
 
 # --- cos -----------------------------------------------------------------------------------------
@@ -278,7 +332,12 @@ def cos(x):
   return cos_p.bind(x)
 
 
+def _cos_jvp(t, x):
+  return neg(mul(t, sin(x)))
+
+
 cos_p = unop("cos", "inexact", _quiet(np.cos), "stablehlo.cosine")
+ad.defjvp(cos_p, _cos_jvp)
 
 
 # --- tan -----------------------------------------------------------------------------------------
@@ -287,7 +346,12 @@ def tan(x):
   return tan_p.bind(x)
 
 
+def _tan_jvp(t, out, x):
+  return mul(t, add(1, square(out)))
+
+
 tan_p = unop("tan", "inexact", _quiet(np.tan), "stablehlo.tan")
+ad.defjvp_from_output(tan_p, _tan_jvp)
 
 
 # --- asin ----------------------------------------------------------------------------------------
@@ -296,7 +360,12 @@ def asin(x):
   return asin_p.bind(x)
 
 
+def _asin_jvp(t, x):
+  return mul(t, rsqrt(sub(1, square(x))))
+
+
 asin_p = unop("asin", "inexact", _quiet(np.arcsin), "chlo.asin")
+ad.defjvp(asin_p, _asin_jvp)
 
 
 # --- acos ----------------------------------------------------------------------------------------
@@ -305,7 +374,12 @@ def acos(x):
   return acos_p.bind(x)
 
 
+def _acos_jvp(t, x):
+  return neg(mul(t, rsqrt(sub(1, square(x)))))
+
+
 acos_p = unop("acos", "inexact", _quiet(np.arccos), "chlo.acos")
+ad.defjvp(acos_p, _acos_jvp)
 
 
 # --- atan ----------------------------------------------------------------------------------------
@@ -314,7 +388,12 @@ def atan(x):
   return atan_p.bind(x)
 
 
+def _atan_jvp(t, x):
+  return div(t, add(1, square(x)))
+
+
 atan_p = unop("atan", "inexact", _quiet(np.arctan), "chlo.atan")
+ad.defjvp(atan_p, _atan_jvp)
 
 
 # --- sinh ----------------------------------------------------------------------------------------
@@ -323,7 +402,12 @@ def sinh(x):
   return sinh_p.bind(x)
 
 
+def _sinh_jvp(t, x):
+  return mul(t, cosh(x))
+
+
 sinh_p = unop("sinh", "inexact", _quiet(np.sinh), "chlo.sinh")
+ad.defjvp(sinh_p, _sinh_jvp)
 
 
 # --- cosh ----------------------------------------------------------------------------------------
@@ -332,7 +416,12 @@ def cosh(x):
   return cosh_p.bind(x)
 
 
+def _cosh_jvp(t, x):
+  return mul(t, sinh(x))
+
+
 cosh_p = unop("cosh", "inexact", _quiet(np.cosh), "chlo.cosh")
+ad.defjvp(cosh_p, _cosh_jvp)
 
 
 # --- asinh ---------------------------------------------------------------------------------------
@@ -341,7 +430,12 @@ def asinh(x):
   return asinh_p.bind(x)
 
 
+def _asinh_jvp(t, x):
+  return mul(t, rsqrt(add(square(x), 1)))
+
+
 asinh_p = unop("asinh", "inexact", _quiet(np.arcsinh), "chlo.asinh")
+ad.defjvp(asinh_p, _asinh_jvp)
 
 
 # --- acosh ---------------------------------------------------------------------------------------
@@ -350,7 +444,14 @@ def acosh(x):
   return acosh_p.bind(x)
 
 
+def _acosh_jvp(t, x):
+  # 1 / (sqrt(x - 1) sqrt(x + 1)): the principal branch also for complex x, where
+  # 1 / sqrt(x**2 - 1) can have the wrong sign
+  return mul(t, mul(rsqrt(sub(x, 1)), rsqrt(add(x, 1))))
+
+
 acosh_p = unop("acosh", "inexact", _quiet(np.arccosh), "chlo.acosh")
+ad.defjvp(acosh_p, _acosh_jvp)
 
 
 # --- atanh ---------------------------------------------------------------------------------------
@@ -359,7 +460,12 @@ def atanh(x):
   return atanh_p.bind(x)
 
 
+def _atanh_jvp(t, x):
+  return div(t, mul(sub(1, x), add(1, x)))
+
+
 atanh_p = unop("atanh", "inexact", _quiet(np.arctanh), "chlo.atanh")
+ad.defjvp(atanh_p, _atanh_jvp)
 
 
 # --- sqrt ----------------------------------------------------------------------------------------
@@ -368,7 +474,12 @@ def sqrt(x):
   return sqrt_p.bind(x)
 
 
+def _sqrt_jvp(t, out, x):
+  return mul(t, div(0.5, out))
+
+
 sqrt_p = unop("sqrt", "inexact", _quiet(np.sqrt), "stablehlo.sqrt")
+ad.defjvp_from_output(sqrt_p, _sqrt_jvp)
 
 
 # --- rsqrt ---------------------------------------------------------------------------------------
@@ -381,7 +492,12 @@ def _rsqrt_numpy(x):
   return (1 / np.sqrt(x)).astype(x.dtype)
 
 
+def _rsqrt_jvp(t, out, x):
+  return mul(t, mul(-0.5, div(out, x)))
+
+
 rsqrt_p = unop("rsqrt", "inexact", _quiet(_rsqrt_numpy), "stablehlo.rsqrt")
+ad.defjvp_from_output(rsqrt_p, _rsqrt_jvp)
 
 
 # --- cbrt ----------------------------------------------------------------------------------------
@@ -390,7 +506,12 @@ def cbrt(x):
   return cbrt_p.bind(x)
 
 
+def _cbrt_jvp(t, out, x):
+  return mul(t, mul(1 / 3, integer_pow(out, -2)))
+
+
 cbrt_p = unop("cbrt", "float", np.cbrt, "stablehlo.cbrt")
+ad.defjvp_from_output(cbrt_p, _cbrt_jvp)
 
 
 # --- abs -----------------------------------------------------------------------------------------
@@ -408,10 +529,24 @@ def _real_dtype(dtype):
   return np.finfo(dtype).dtype if dtypes.is_complex(dtype) else np.dtype(dtype)
 
 
+def _abs_jvp(t, out, x):
+  """sign(x) t for reals (t at 0, as JAX); Re(conj(x) t) / |x| for complex x (0 at 0)."""
+  if dtypes.is_complex(get_aval(x).dtype):
+    return div(real(mul(t, conj(x))), _replace_zero(out))
+  return select_n(ge(x, 0), neg(t), t)
+
+
+def _replace_zero(x):
+  """`x` with its zeros replaced by ones (a safe divisor)."""
+  return select_n(eq(x, 0), x, full_like(x, 1))
+
+
 abs_p = Primitive("abs")
 abs_p.def_abstract_eval(_abs_abstract_eval)
 dispatch.def_numpy_impl(abs_p, np.abs)
 mlir.register_lowering(abs_p, hlo_lowering("stablehlo.abs"))
+ad.defjvp_from_output(abs_p, _abs_jvp)
+batching.defvectorized(abs_p)
 
 
 # --- not -----------------------------------------------------------------------------------------
@@ -421,6 +556,7 @@ def bitwise_not(x):
 
 
 not_p = unop("not", "intbool", np.invert, "stablehlo.not")
+ad.not_differentiable(not_p, "integer or bool operand")
 
 
 # --- erf -----------------------------------------------------------------------------------------
@@ -429,7 +565,12 @@ def erf(x):
   return erf_p.bind(x)
 
 
+def _erf_jvp(t, x):
+  return mul(t, mul(2 / math.sqrt(math.pi), exp(neg(square(x)))))
+
+
 erf_p = unop("erf", "float", _in_float64(_scalar_fn(math.erf, math.nan)), "chlo.erf")
+ad.defjvp(erf_p, _erf_jvp)
 
 
 # --- erfc ----------------------------------------------------------------------------------------
@@ -438,7 +579,12 @@ def erfc(x):
   return erfc_p.bind(x)
 
 
+def _erfc_jvp(t, x):
+  return mul(t, mul(-2 / math.sqrt(math.pi), exp(neg(square(x)))))
+
+
 erfc_p = unop("erfc", "float", _in_float64(_scalar_fn(math.erfc, math.nan)), "chlo.erfc")
+ad.defjvp(erfc_p, _erfc_jvp)
 
 
 # --- erf_inv -------------------------------------------------------------------------------------
@@ -470,7 +616,12 @@ def _erf_inv_f64(y):
   return np.copysign(x, y)
 
 
+def _erf_inv_jvp(t, out, x):
+  return mul(t, mul(math.sqrt(math.pi) / 2, exp(square(out))))
+
+
 erf_inv_p = unop("erf_inv", "float", _in_float64(_erf_inv_f64), "chlo.erf_inv")
+ad.defjvp_from_output(erf_inv_p, _erf_inv_jvp)
 
 
 # --- lgamma --------------------------------------------------------------------------------------
@@ -479,7 +630,12 @@ def lgamma(x):
   return lgamma_p.bind(x)
 
 
+def _lgamma_jvp(t, x):
+  return mul(t, digamma(x))
+
+
 lgamma_p = unop("lgamma", "float", _in_float64(_scalar_fn(math.lgamma, math.inf)), "chlo.lgamma")
+ad.defjvp(lgamma_p, _lgamma_jvp)
 
 
 # --- digamma -------------------------------------------------------------------------------------
@@ -514,7 +670,38 @@ def _digamma_f64(x):
   return np.where(pole, np.nan, psi)
 
 
+# Asymptotic series of trigamma: 1/z + 1/(2z^2) + sum_k B_2k / z^(2k+1), k = 1..5.
+_TRIGAMMA_SERIES = (1 / 6, -1 / 30, 1 / 42, -1 / 30, 5 / 66)
+
+
+def _trigamma(x):
+  """psi'(x) = d digamma / dx in revax ops (so that it is differentiable in turn): reflection
+  psi'(x) = pi^2 / sin^2(pi x) - psi'(1 - x) for x < 1/2, the recurrence
+  psi'(z) = psi'(z + 6) + sum_k 1 / (z + k)^2, k = 0..5, then the asymptotic series at
+  w = z + 6 >= 6.5 (its first omitted term, 691 / (2730 w^13), is below 1e-11)."""
+  reflect = lt(x, 0.5)
+  z = select_n(reflect, x, sub(1, x))
+  acc = integer_pow(z, -2)
+  for k in range(1, 6):
+    acc = add(acc, integer_pow(add(z, k), -2))
+  w = add(z, 6)
+  inv_w2 = integer_pow(w, -2)
+  series = mul(_TRIGAMMA_SERIES[-1], inv_w2)
+  for c in reversed(_TRIGAMMA_SERIES[:-1]):
+    series = mul(add(series, c), inv_w2)
+  series = div(add(add(series, 1), div(0.5, w)), w)  # (1 + 1/(2w) + sum_k B_2k / w^2k) / w
+  direct = add(acc, series)
+  x_refl = select_n(reflect, full_like(x, 0.5), x)  # no pole in the branch not taken
+  return select_n(reflect, direct,
+                  sub(integer_pow(div(math.pi, sin(mul(math.pi, x_refl))), 2), direct))
+
+
+def _digamma_jvp(t, x):
+  return mul(t, _trigamma(x))
+
+
 digamma_p = unop("digamma", "float", _in_float64(_digamma_f64), "chlo.digamma")
+ad.defjvp(digamma_p, _digamma_jvp)
 
 
 # --- integer_pow ---------------------------------------------------------------------------------
@@ -578,10 +765,18 @@ def _integer_pow_lower(ctx, x, *, y):
   return acc
 
 
+def _integer_pow_jvp(t, x, *, y):
+  if y == 0:
+    return ad.Zero(get_aval(t))
+  return mul(t, mul(y, integer_pow(x, y - 1)))
+
+
 integer_pow_p = Primitive("integer_pow")
 integer_pow_p.def_abstract_eval(_integer_pow_abstract_eval)
 dispatch.def_numpy_impl(integer_pow_p, _integer_pow_numpy)
 mlir.register_lowering(integer_pow_p, _integer_pow_lower)
+ad.defjvp(integer_pow_p, _integer_pow_jvp)
+batching.defvectorized(integer_pow_p)
 
 
 # --- square --------------------------------------------------------------------------------------
@@ -596,8 +791,13 @@ def _square_lower(ctx, x):
   return ctx.op1("stablehlo.multiply", [x, x])  # chlo.square takes no integers
 
 
+def _square_jvp(t, x):
+  return mul(t, mul(2, x))
+
+
 square_p = unop("square", "num", _quiet(np.square), None)
 mlir.register_lowering(square_p, _square_lower)
+ad.defjvp(square_p, _square_jvp)
 
 
 # --- real ----------------------------------------------------------------------------------------
@@ -613,10 +813,16 @@ def _complex_part_abstract_eval(name):
   return rule
 
 
+def _real_transpose(ct, x):
+  return [binary.complex(ct, 0)]
+
+
 real_p = Primitive("real")
 real_p.def_abstract_eval(_complex_part_abstract_eval("real"))
 dispatch.def_numpy_impl(real_p, np.real)
 mlir.register_lowering(real_p, hlo_lowering("stablehlo.real"))
+ad.deflinear(real_p, _real_transpose)
+batching.defvectorized(real_p)
 
 
 # --- imag ----------------------------------------------------------------------------------------
@@ -625,10 +831,16 @@ def imag(x):
   return imag_p.bind(x)
 
 
+def _imag_transpose(ct, x):
+  return [binary.complex(0, neg(ct))]
+
+
 imag_p = Primitive("imag")
 imag_p.def_abstract_eval(_complex_part_abstract_eval("imag"))
 dispatch.def_numpy_impl(imag_p, np.imag)
 mlir.register_lowering(imag_p, hlo_lowering("stablehlo.imag"))
+ad.deflinear(imag_p, _imag_transpose)
+batching.defvectorized(imag_p)
 
 
 # --- conj ----------------------------------------------------------------------------------------
@@ -663,7 +875,16 @@ def _conj_lower(ctx, x, *, input_dtype):
   return ctx.op1("stablehlo.complex", [re, im])
 
 
+def _conj_transpose(ct, x, *, input_dtype):
+  if dtypes.is_complex(input_dtype):
+    return [conj(ct)]
+  return [real(ct)]
+
+
 conj_p = Primitive("conj")
 conj_p.def_abstract_eval(_conj_abstract_eval)
 dispatch.def_numpy_impl(conj_p, _conj_numpy)
 mlir.register_lowering(conj_p, _conj_lower)
+ad.deflinear(conj_p, _conj_transpose)
+batching.defvectorized(conj_p)
+
