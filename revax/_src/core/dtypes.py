@@ -193,8 +193,13 @@ _PY_SCALAR_KIND = {bool: (bool_, False), int: ("int", True), float: ("float", Tr
 
 
 def scalar_dtype(x) -> tuple[np.dtype, bool]:
-  """(dtype, weak_type) of a Python scalar."""
-  kind, weak = _PY_SCALAR_KIND[type(x)]
+  """(dtype, weak_type) of a Python scalar (or of an instance of a subclass, e.g. an IntEnum)."""
+  t = type(x)
+  if t not in _PY_SCALAR_KIND:
+    t = next((k for k in (bool, int, float, complex) if isinstance(x, k)), None)
+    if t is None:
+      raise TypeError(f"{x!r} of type {type(x).__name__} is not a Python scalar")
+  kind, weak = _PY_SCALAR_KIND[t]
   if kind == "int":
     return default_int_dtype(), True
   if kind == "float":

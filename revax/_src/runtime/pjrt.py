@@ -342,6 +342,18 @@ def default_plugin_path() -> str:
   return os.path.join(list(spec.submodule_search_locations)[0], "xla_cpu_pjrt.so")
 
 
+_XLA_FLAG_DEFAULTS = ("--xla_cpu_enable_fast_min_max=false",)
+
+
+def _set_xla_flag_defaults() -> None:
+  """XLA:CPU defaults to fast min/max, which drops NaNs (max(1, nan) == 1); revax follows JAX's
+  NaN-propagating semantics. Add our defaults to XLA_FLAGS unless the user set those flags."""
+  flags = os.environ.get("XLA_FLAGS", "")
+  extra = [f for f in _XLA_FLAG_DEFAULTS if f.split("=")[0] not in flags]
+  if extra:
+    os.environ["XLA_FLAGS"] = " ".join([flags] + extra).strip()
+
+
 def _open_quietly(path: str) -> C.CDLL:
   """dlopen the plugin with its absl/TSL logging limited to FATAL.
 
@@ -352,6 +364,7 @@ def _open_quietly(path: str) -> C.CDLL:
   around dlopen only and the caller's environment is restored. `REVAX_DEBUG_RUNTIME=1` skips
   this and lets the plugin log as it likes (or as `TF_CPP_MIN_LOG_LEVEL` says).
   """
+  _set_xla_flag_defaults()
   if os.environ.get("REVAX_DEBUG_RUNTIME") == "1":
     return C.CDLL(path, mode=C.RTLD_LOCAL)
   saved = os.environ.get("TF_CPP_MIN_LOG_LEVEL")
