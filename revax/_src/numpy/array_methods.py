@@ -1,7 +1,9 @@
-"""Operators and methods of revax.Array and of tracers, installed from revax.numpy.
+"""Operators, methods and properties of revax.Array and of tracers, installed from revax.numpy.
 
 Arrays and tracers share one set of methods, so `x + y`, `x[idx]`, `x.sum()` and `x.at[i].set(v)`
-mean the same eagerly, under jit and under every transformation.
+mean the same eagerly, under jit and under every transformation. Binary operators return
+NotImplemented for operands revax does not know (lists included), so Python can try the other
+operand's method.
 """
 from __future__ import annotations
 
@@ -20,7 +22,7 @@ def _defer_to_unrecognized_arg(binary_op, swap=False):
   return method
 
 
-# name -> revax.numpy function name; filled in by install()
+# operator name -> revax.numpy function name
 _BINARY = {"add": "add", "sub": "subtract", "mul": "multiply", "truediv": "true_divide",
            "floordiv": "floor_divide", "mod": "remainder", "pow": "power", "matmul": "matmul",
            "and": "bitwise_and", "or": "bitwise_or", "xor": "bitwise_xor",
@@ -28,6 +30,70 @@ _BINARY = {"add": "add", "sub": "subtract", "mul": "multiply", "truediv": "true_
 _COMPARE = {"eq": "equal", "ne": "not_equal", "lt": "less", "le": "less_equal",
             "gt": "greater", "ge": "greater_equal"}
 _UNARY = {"neg": "negative", "pos": "positive", "abs": "abs", "invert": "invert"}
+
+# method name -> revax.numpy function name; the array is the first argument
+_METHODS = {
+    "all": "all", "any": "any", "argmax": "argmax", "argmin": "argmin", "astype": "astype",
+    "clip": "clip", "conj": "conj", "conjugate": "conjugate", "cumsum": "cumsum",
+    "dot": "dot", "max": "max", "mean": "mean", "min": "min", "nonzero": "nonzero",
+    "prod": "prod", "ptp": "ptp", "ravel": "ravel", "repeat": "repeat", "round": "round",
+    "squeeze": "squeeze", "std": "std", "sum": "sum", "swapaxes": "swapaxes", "take": "take",
+    "var": "var",
+}
+
+
+def _reshape_method(self, *args, order="C"):
+  """x.reshape(2, 3) or x.reshape((2, 3))."""
+  from revax._src.numpy.shape_ops import reshape
+  shape = args[0] if len(args) == 1 and not isinstance(args[0], int) else args
+  return reshape(self, shape, order)
+
+
+def _transpose_method(self, *args):
+  """x.transpose(), x.transpose(1, 0) or x.transpose((1, 0))."""
+  from revax._src.numpy.shape_ops import transpose
+  if not args:
+    axes = None
+  elif len(args) == 1 and (args[0] is None or isinstance(args[0], (tuple, list))):
+    axes = args[0]
+  else:
+    axes = args
+  return transpose(self, axes)
+
+
+def _flatten_method(self, order="C"):
+  from revax._src.numpy.shape_ops import ravel
+  return ravel(self, order)
+
+
+def _getitem(self, idx):
+  from revax._src.numpy.indexing import getitem
+  return getitem(self, idx)
+
+
+def _at(self):
+  from revax._src.numpy.indexing import _IndexUpdateHelper
+  return _IndexUpdateHelper(self)
+
+
+def _copy(self):
+  from revax._src.numpy.util import as_array
+  return as_array(self)
+
+
+def _prop(namespace, fname):
+  fn = getattr(namespace, fname)
+  return property(lambda self: fn(self))
+
+
+def _method(namespace, fname):
+  fn = getattr(namespace, fname)
+
+  def method(self, *args, **kwargs):
+    return fn(self, *args, **kwargs)
+  method.__name__ = fname
+  method.__doc__ = fn.__doc__
+  return method
 
 
 def install(namespace) -> None:
@@ -47,3 +113,16 @@ def install(namespace) -> None:
       fn = getattr(namespace, fname, None)
       if fn is not None:
         setattr(cls, f"__{op}__", fn)
+    for name, fname in _METHODS.items():
+      if hasattr(namespace, fname):
+        setattr(cls, name, _method(namespace, fname))
+    cls.__getitem__ = _getitem
+    cls.reshape = _reshape_method
+    cls.transpose = _transpose_method
+    cls.flatten = _flatten_method
+    cls.copy = _copy
+    cls.at = property(_at)
+    cls.T = property(lambda self: namespace.transpose(self))
+    cls.mT = property(lambda self: namespace.matrix_transpose(self))
+    cls.real = _prop(namespace, "real")
+    cls.imag = _prop(namespace, "imag")

@@ -1,22 +1,28 @@
-"""Argument handling shared by revax.numpy: type promotion and conversion of operands.
+"""Argument handling shared by revax.numpy: type promotion, axes, shapes and constants.
 
 revax.numpy promotes with JAX's lattice (`dtypes.promote_types_weak`): Python scalars are weakly
-typed, so `x_f16 + 1.0` stays float16 and `x_i8 + 1` stays int8.
+typed, so `x_f16 + 1.0` stays float16 and `x_i8 + 1` stays int8. Functions take arrays (revax
+Arrays, tracers, NumPy arrays and scalars) and Python scalars; lists and tuples are refused, as
+in JAX, because converting them silently hides costly host-to-device copies.
 """
 from __future__ import annotations
+
+import operator
 
 import numpy as np
 
 from revax._src.core import dtypes
-from revax._src.core.avals import get_aval
-from revax._src.core.trace import Tracer
+from revax._src.core.avals import ShapedArray, get_aval
+from revax._src.core.trace import ConcretizationTypeError, Tracer
 from revax._src.lax.conversion import convert_element_type
+from revax._src.lax.shapes import broadcast_in_dim, reshape
 from revax._src.runtime.array import Array
 
 _PY_SCALARS = (bool, int, float, complex)
 
 
 def check_arraylike(fun_name: str, *args) -> None:
+  """TypeError unless every argument is an array or a Python scalar (lists are refused)."""
   for i, a in enumerate(args):
     if not (isinstance(a, (Array, Tracer, np.ndarray, np.generic)) or type(a) in _PY_SCALARS):
       msg = (f"{fun_name} requires ndarray or scalar arguments, but got {type(a).__name__} at "
@@ -26,16 +32,36 @@ def check_arraylike(fun_name: str, *args) -> None:
       raise TypeError(msg)
 
 
+def is_operand(x) -> bool:
+  """Whether `x` can be an operand of revax's arithmetic operators."""
+  return isinstance(x, (Array, Tracer, np.ndarray, np.generic)) or type(x) in _PY_SCALARS
+
+
+def aval_of(x) -> ShapedArray:
+  return x.aval if type(x) is Array else get_aval(x)
+
+
+def as_array(x):
+  """`x` as a revax Array (tracers and Arrays unchanged; NumPy values and scalars wrapped)."""
+  if isinstance(x, (Array, Tracer)):
+    return x
+  aval = get_aval(x)
+  v = np.array(x, dtype=aval.dtype)
+  v.flags.writeable = False
+  return Array(aval, npy=v)
+
+
+# --- type promotion ------------------------------------------------------------------------------
 def result_type_of(*args):
   """(dtype, weak_type) that JAX's promotion gives for these operands."""
-  return dtypes.promote_types_weak(*((a.dtype, a.weak_type) for a in map(get_aval, args)))
+  return dtypes.promote_types_weak(*((a.dtype, a.weak_type) for a in map(aval_of, args)))
 
 
 def promote_dtypes(*args):
   """Convert operands to their common dtype (weakly typed if all of them were)."""
   if len(args) < 2:
     return list(args)
-  avals = [get_aval(a) for a in args]
+  avals = [aval_of(a) for a in args]
   first = avals[0]
   if all(a.dtype == first.dtype and a.weak_type == first.weak_type for a in avals[1:]):
     return list(args)
@@ -45,6 +71,7 @@ def promote_dtypes(*args):
 
 
 def promote_args(fun_name: str, *args):
+  """Check the arguments are array-like, then promote them to their common dtype."""
   check_arraylike(fun_name, *args)
   return promote_dtypes(*args)
 
@@ -53,13 +80,149 @@ def promote_args_inexact(fun_name: str, *args):
   """Promote, then make integer and bool operands floating (as np.sin(int_array) does)."""
   check_arraylike(fun_name, *args)
   args = promote_dtypes(*args)
-  avals = [get_aval(a) for a in args]
+  avals = [aval_of(a) for a in args]
   if avals and not dtypes.is_inexact(avals[0].dtype):
     return [convert_element_type(a, dtypes.default_float_dtype(), av.weak_type)
             for a, av in zip(args, avals, strict=True)]
   return args
 
 
-def is_operand(x) -> bool:
-  """Whether `x` can be an operand of revax's arithmetic operators."""
-  return isinstance(x, (Array, Tracer, np.ndarray, np.generic)) or type(x) in _PY_SCALARS
+def promote_args_numeric(fun_name: str, *args):
+  """Promote, then make bool operands integers of the default integer dtype."""
+  check_arraylike(fun_name, *args)
+  args = promote_dtypes(*args)
+  avals = [aval_of(a) for a in args]
+  if avals and dtypes.is_bool(avals[0].dtype):
+    return [convert_element_type(a, dtypes.default_int_dtype(), False) for a in args]
+  return args
+
+
+def to_inexact_dtype(dtype) -> np.dtype:
+  """The floating dtype a function like `mean` computes in for inputs of `dtype`."""
+  return np.dtype(dtype) if dtypes.is_inexact(dtype) else dtypes.default_float_dtype()
+
+
+def canonical_dtype_arg(dtype) -> np.dtype | None:
+  """A user's `dtype=` argument (None, a dtype, a scalar type, a string) as a canonical dtype."""
+  if dtype is None:
+    return None
+  try:
+    dt = np.dtype(dtype)
+  except TypeError:
+    raise TypeError(f"data type {dtype!r} not understood") from None
+  return dtypes.canonicalize_dtype(dt)
+
+
+# --- axes and shapes -----------------------------------------------------------------------------
+def canonicalize_axis(axis, ndim: int) -> int:
+  """`axis` in [-ndim, ndim) as a non-negative int; ValueError naming it otherwise."""
+  try:
+    axis = operator.index(axis)
+  except TypeError:
+    raise TypeError(f"axis must be an integer, got {axis!r}") from None
+  if not -ndim <= axis < ndim:
+    raise ValueError(f"axis {axis} is out of bounds for array of dimension {ndim}")
+  return axis % ndim
+
+
+def canonicalize_axes(axis, ndim: int) -> tuple[int, ...]:
+  """None (all axes), an int, or a sequence of ints as a sorted-as-given tuple of axes."""
+  if axis is None:
+    return tuple(range(ndim))
+  if isinstance(axis, (tuple, list)):
+    axes = tuple(canonicalize_axis(a, ndim) for a in axis)
+    if len(set(axes)) != len(axes):
+      raise ValueError(f"duplicate value in 'axis': {tuple(axis)}")
+    return axes
+  return (canonicalize_axis(axis, ndim),)
+
+
+def canonicalize_shape(shape, what: str = "shape") -> tuple[int, ...]:
+  """An int or a sequence of ints (concrete) as a tuple of Python ints."""
+  if isinstance(shape, (int, np.integer)) or (isinstance(shape, (Array, Tracer))
+                                               and not get_aval(shape).shape):
+    shape = (shape,)
+  try:
+    return tuple(operator.index(d) for d in shape)
+  except ConcretizationTypeError:
+    raise
+  except TypeError:
+    raise TypeError(f"{what} must be an integer or a sequence of integers, got {shape!r}") from None
+
+
+def broadcast_shapes(*shapes) -> tuple[int, ...]:
+  """NumPy's broadcasting of shapes; ValueError listing them if they are incompatible."""
+  shapes = [tuple(s) for s in shapes]
+  if not shapes:
+    return ()
+  if len(set(shapes)) == 1:
+    return shapes[0]
+  ndim = max(len(s) for s in shapes)
+  padded = [(1,) * (ndim - len(s)) + s for s in shapes]
+  out = []
+  for sizes in zip(*padded):
+    non1 = {d for d in sizes if d != 1}
+    if len(non1) > 1:
+      raise ValueError(f"Incompatible shapes for broadcasting: shapes={list(shapes)}")
+    out.append(non1.pop() if non1 else 1)
+  return tuple(out)
+
+
+def broadcast_to(x, shape):
+  """`x` broadcast to `shape` (NumPy's rules: align trailing dims, size-1 dims stretch)."""
+  aval = aval_of(x)
+  shape = tuple(shape)
+  if aval.shape == shape:
+    return x
+  if len(shape) < aval.ndim:
+    raise ValueError(f"Cannot broadcast to shape with fewer dimensions: arr_shape={aval.shape} "
+                     f"shape={shape}")
+  offset = len(shape) - aval.ndim
+  for i, d in enumerate(aval.shape):
+    if d != 1 and d != shape[offset + i]:
+      raise ValueError(f"Incompatible shapes for broadcasting: input shape={aval.shape} and "
+                       f"requested shape={shape}")
+  keep = [i for i, d in enumerate(aval.shape) if d == shape[offset + i]]
+  if len(keep) != aval.ndim:  # squeeze the size-1 dims that stretch
+    x = reshape(x, tuple(aval.shape[i] for i in keep))
+  return broadcast_in_dim(x, shape, tuple(offset + i for i in keep))
+
+
+def broadcast_arrays_of(*args):
+  """Operands broadcast to their common shape."""
+  shape = broadcast_shapes(*(aval_of(a).shape for a in args))
+  return [broadcast_to(a, shape) for a in args]
+
+
+# --- constants -----------------------------------------------------------------------------------
+def scalar_constant(value, dtype, weak_type: bool = False) -> Array:
+  """A 0-d Array holding `value` converted to `dtype`."""
+  v = np.asarray(value).astype(dtype) if not isinstance(value, np.ndarray) or \
+      value.dtype != dtype else value.copy()
+  v.flags.writeable = False
+  return Array(ShapedArray((), dtype, weak_type), npy=v)
+
+
+def full_of(shape, value, dtype, weak_type: bool = False):
+  """An array of `shape` and `dtype` filled with the Python scalar `value`."""
+  return broadcast_in_dim(scalar_constant(value, dtype, weak_type), tuple(shape), ())
+
+
+def constant_like(x, value):
+  """`value` as a 0-d array of the dtype (and weak type) of `x`."""
+  aval = aval_of(x)
+  return scalar_constant(value, aval.dtype, aval.weak_type)
+
+
+def concrete_scalar(x, fun_name: str, arg_name: str):
+  """The Python value of a concrete scalar argument; a clear error for traced ones."""
+  if isinstance(x, Tracer):
+    raise ConcretizationTypeError(
+        f"{fun_name} requires a concrete (not traced) value for argument {arg_name!r}, got "
+        f"{x.aval.str_short()}. Pass it as a Python number or mark it static in jit.")
+  if isinstance(x, (Array, np.ndarray, np.generic)):
+    if np.shape(x):
+      raise TypeError(f"{fun_name} argument {arg_name!r} must be a scalar, got shape "
+                      f"{np.shape(x)}")
+    return np.asarray(x).item()
+  return x

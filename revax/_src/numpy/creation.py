@@ -1,0 +1,304 @@
+"""Array creation: array/asarray, zeros/ones/full/empty and their *_like forms, arange, linspace,
+eye and identity.
+
+Values known on the host (Python data, NumPy arrays) become host Arrays directly; under jit they
+enter the program as constants. Nested lists holding traced values are assembled with lax ops.
+"""
+from __future__ import annotations
+
+import math
+import operator
+
+import numpy as np
+
+from revax._src import lax
+from revax._src.core import dtypes
+from revax._src.core.trace import Tracer
+from revax._src.numpy import util
+from revax._src.numpy.util import aval_of, canonical_dtype_arg, canonicalize_shape
+from revax._src.runtime.array import Array, from_numpy
+
+
+# --- array / asarray -----------------------------------------------------------------------------
+def _leaves(obj, out):
+  if isinstance(obj, (list, tuple)):
+    for o in obj:
+      _leaves(o, out)
+  else:
+    out.append(obj)
+  return out
+
+
+def _has_traced_leaf(leaves) -> bool:
+  return any(isinstance(x, Tracer) for x in leaves)
+
+
+def _stack_nested(obj, dtype):
+  """A nested list/tuple holding tracers as one array: leaves converted, then stacked."""
+  if not isinstance(obj, (list, tuple)):
+    return lax.convert_element_type(obj, dtype) if isinstance(obj, (Array, Tracer)) else \
+        util.scalar_constant(np.asarray(obj), dtype)
+  parts = [_stack_nested(o, dtype) for o in obj]
+  shapes = {aval_of(p).shape for p in parts}
+  if len(shapes) != 1:
+    raise ValueError(f"setting an array element with a sequence: the nested sequence is ragged "
+                     f"(element shapes {sorted(shapes)})")
+  return lax.concatenate([lax.expand_dims(p, (0,)) for p in parts], 0)
+
+
+def _host_value_of(x):
+  return x._value() if type(x) is Array else x
+
+
+def array(object, dtype=None, copy: bool = True, order=None, ndmin: int = 0):  # noqa: A002
+  """An array from `object`: an array, a NumPy array or scalar, a Python scalar, or nested
+  lists/tuples of those.
+
+  The dtype follows JAX: the promotion of the leaves (Python scalars weakly typed), so
+  `array([1, 2.5])` is float32 and `array([int8(1), 2])` is int8. A Python scalar gives a weakly
+  typed 0-d array, as in JAX. 64-bit dtypes become 32-bit ones unless x64 is enabled.
+
+  Args:
+    object: the value.
+    dtype: optional dtype of the result.
+    copy: ignored (revax arrays are immutable, so sharing is safe).
+    order: only None, 'K', 'A' and 'C' (row-major) are accepted.
+    ndmin: prepend size-1 dimensions until the result has at least this many.
+
+  Returns:
+    A revax Array (or a tracer, if `object` holds traced values).
+
+  Example:
+    >>> array([[1, 2], [3, 4]], dtype=float32)
+  """
+  if order not in (None, "K", "A", "C"):
+    raise NotImplementedError(f"array: only C (row-major) order is supported, got order={order!r}")
+  dtype = canonical_dtype_arg(dtype)
+  if isinstance(object, (Array, Tracer)):
+    out = object if dtype is None else lax.convert_element_type(object, dtype)
+  elif isinstance(object, (list, tuple)):
+    out = _array_from_sequence(object, dtype)
+  elif type(object) in (bool, int, float, complex):
+    d, weak = dtypes.scalar_dtype(object)
+    out = util.scalar_constant(object, d, weak) if dtype is None else \
+        util.scalar_constant(object, dtype)
+  else:
+    value = np.asarray(object)
+    if value.dtype == object_dtype:
+      raise TypeError(f"revax.numpy.array: cannot make an array from {type(object).__name__}")
+    out = from_numpy(value if dtype is None else value.astype(dtype))
+  nd = aval_of(out).ndim
+  if ndmin > nd:
+    out = lax.expand_dims(out, tuple(range(ndmin - nd)))
+  return out
+
+
+object_dtype = np.dtype(object)
+
+
+def _array_from_sequence(obj, dtype):
+  leaves = _leaves(obj, [])
+  for x in leaves:
+    if not (isinstance(x, (Array, Tracer, np.ndarray, np.generic))
+            or type(x) in (bool, int, float, complex)):
+      raise TypeError(f"revax.numpy.array: unexpected element of type {type(x).__name__} in a "
+                      "nested sequence")
+  if dtype is None:
+    dtype = (dtypes.promote_types_weak(*((a.dtype, a.weak_type) for a in map(aval_of, leaves)))[0]
+             if leaves else dtypes.default_float_dtype())
+  if _has_traced_leaf(leaves):
+    return _stack_nested(obj, dtype)
+  value = np.array(_map_nested(_host_value_of, obj), dtype=dtype)
+  return from_numpy(value)
+
+
+def _map_nested(fn, obj):
+  if isinstance(obj, (list, tuple)):
+    return [_map_nested(fn, o) for o in obj]
+  return fn(obj)
+
+
+def asarray(a, dtype=None, order=None, *, copy=None):
+  """`array(a, dtype)` without a copy: arrays are returned as they are when the dtype agrees.
+
+  Example:
+    >>> asarray(np.arange(3))  # an int32 revax Array
+  """
+  return array(a, dtype=dtype, copy=bool(copy), order=order)
+
+
+# --- filled arrays -------------------------------------------------------------------------------
+def _check_shape(shape, fun_name):
+  shape = canonicalize_shape(shape)
+  if any(d < 0 for d in shape):
+    raise ValueError(f"{fun_name}: negative dimensions are not allowed, got shape {shape}")
+  return shape
+
+
+def zeros(shape, dtype=None):
+  """An array of zeros (float32 unless `dtype` says otherwise).
+
+  Example:
+    >>> zeros((2, 3), int32)
+  """
+  shape = _check_shape(shape, "zeros")
+  return util.full_of(shape, 0, canonical_dtype_arg(dtype) or dtypes.default_float_dtype())
+
+
+def ones(shape, dtype=None):
+  """An array of ones (float32 unless `dtype` says otherwise)."""
+  shape = _check_shape(shape, "ones")
+  return util.full_of(shape, 1, canonical_dtype_arg(dtype) or dtypes.default_float_dtype())
+
+
+def empty(shape, dtype=None):
+  """Same as `zeros` (XLA has no uninitialized memory to hand out)."""
+  return zeros(shape, dtype)
+
+
+def full(shape, fill_value, dtype=None):
+  """An array of `shape` filled with `fill_value` (a scalar, or an array broadcast to `shape`).
+
+  Without `dtype` the dtype (and weak type) is that of `fill_value`: `full(3, 2)` is a weakly
+  typed int32 array.
+  """
+  shape = _check_shape(shape, "full")
+  util.check_arraylike("full", fill_value)
+  return util.broadcast_to(asarray(fill_value, dtype=dtype), shape)
+
+
+def _like(fun_name, a, dtype, shape):
+  util.check_arraylike(fun_name, a)
+  aval = aval_of(a)
+  out_shape = aval.shape if shape is None else _check_shape(shape, fun_name)
+  if dtype is None:
+    return out_shape, aval.dtype, aval.weak_type
+  return out_shape, canonical_dtype_arg(dtype), False
+
+
+def zeros_like(a, dtype=None, shape=None):
+  """Zeros with the shape and dtype of `a` (weakly typed if `a` is)."""
+  shape, dt, weak = _like("zeros_like", a, dtype, shape)
+  return util.full_of(shape, 0, dt, weak)
+
+
+def ones_like(a, dtype=None, shape=None):
+  """Ones with the shape and dtype of `a` (weakly typed if `a` is)."""
+  shape, dt, weak = _like("ones_like", a, dtype, shape)
+  return util.full_of(shape, 1, dt, weak)
+
+
+def empty_like(a, dtype=None, shape=None):
+  """Same as `zeros_like`."""
+  return zeros_like(a, dtype, shape)
+
+
+def full_like(a, fill_value, dtype=None, shape=None):
+  """`fill_value` broadcast to the shape of `a`, in the dtype of `a` unless `dtype` is given."""
+  shape, dt, weak = _like("full_like", a, dtype, shape)
+  util.check_arraylike("full_like", fill_value)
+  fill = asarray(fill_value)
+  fill = lax.convert_element_type(fill, dt, weak)
+  return util.broadcast_to(fill, shape)
+
+
+# --- ranges --------------------------------------------------------------------------------------
+def arange(start, stop=None, step=None, dtype=None):
+  """Evenly spaced values in [start, stop), as np.arange (arguments must be concrete).
+
+  The dtype is the promotion of the arguments (int32 for Python ints, float32 for floats).
+
+  Example:
+    >>> arange(5)          # [0 1 2 3 4], int32
+    >>> arange(0., 1., .25)
+  """
+  args = [a for a in (start, stop, step) if a is not None]
+  vals = [util.concrete_scalar(a, "arange", n) for a, n in
+          zip((start, stop, step), ("start", "stop", "step")) if a is not None]
+  for v in vals:
+    if isinstance(v, complex):
+      raise TypeError("arange does not accept complex arguments")
+  dt = canonical_dtype_arg(dtype)
+  if dt is None:
+    dt = dtypes.promote_types_weak(*((a.dtype, a.weak_type) for a in map(aval_of, args)))[0]
+  if stop is None and step is None and dtypes.is_integer(dt):
+    return lax.iota(dt, max(int(math.ceil(vals[0])), 0))
+  if step is not None and vals[-1] == 0:
+    raise ZeroDivisionError("arange: step must not be zero")
+  return from_numpy(np.arange(*vals).astype(dt))
+
+
+def linspace(start, stop, num: int = 50, endpoint: bool = True, retstep: bool = False,
+             dtype=None, axis: int = 0):
+  """`num` evenly spaced values from `start` to `stop` (inclusive unless endpoint=False).
+
+  `start` and `stop` may be arrays (traced too); the samples run along `axis` of the result.
+
+  Returns:
+    The samples, and the step too if `retstep`.
+
+  Example:
+    >>> linspace(0., 1., 5)  # [0. 0.25 0.5 0.75 1.]
+  """
+  num = operator.index(util.concrete_scalar(num, "linspace", "num"))
+  if num < 0:
+    raise ValueError(f"Number of samples, {num}, must be non-negative.")
+  util.check_arraylike("linspace", start, stop)
+  dt = canonical_dtype_arg(dtype)
+  if dt is None:
+    dt = dtypes.promote_types_weak(*((a.dtype, a.weak_type) for a in map(aval_of, (start, stop))),
+                                   (dtypes.default_float_dtype(), True))[0]
+  compute = util.to_inexact_dtype(dt)
+  if compute in (dtypes.float16, dtypes.bfloat16):
+    compute = dtypes.float32
+  start = lax.convert_element_type(start, compute)
+  stop = lax.convert_element_type(stop, compute)
+  bshape = util.broadcast_shapes(aval_of(start).shape, aval_of(stop).shape)
+  start, stop = util.broadcast_to(start, bshape), util.broadcast_to(stop, bshape)
+  div = (num - 1) if endpoint else num
+  step = lax.div(lax.sub(stop, start), util.scalar_constant(max(div, 1), compute))
+  out_shape = (num,) + bshape
+  dims = tuple(range(1, len(out_shape)))
+  i = lax.broadcasted_iota(compute, out_shape, 0)
+  out = lax.add(lax.mul(i, lax.broadcast_in_dim(step, out_shape, dims)),
+                lax.broadcast_in_dim(start, out_shape, dims))
+  if endpoint and num > 1:
+    last = lax.eq(lax.broadcasted_iota(dtypes.int32, out_shape, 0),
+                  util.full_of(out_shape, num - 1, dtypes.int32))
+    out = lax.select_n(last, out, lax.broadcast_in_dim(stop, out_shape, dims))
+  if dtypes.is_integer(dt):
+    out = lax.floor(out)
+  out = lax.convert_element_type(out, dt)
+  axis = util.canonicalize_axis(axis, len(out_shape))
+  if axis:
+    perm = list(range(1, len(out_shape)))
+    perm.insert(axis, 0)
+    out = lax.transpose(out, tuple(perm))
+  if not retstep:
+    return out
+  if div <= 0:
+    step = util.full_of(bshape, np.nan, compute)
+  return out, lax.convert_element_type(step, util.to_inexact_dtype(dt))
+
+
+def eye(N, M=None, k: int = 0, dtype=None):
+  """An N x M array with ones on the k-th diagonal and zeros elsewhere.
+
+  Example:
+    >>> eye(2, 3, k=1)
+  """
+  N = operator.index(util.concrete_scalar(N, "eye", "N"))
+  M = N if M is None else operator.index(util.concrete_scalar(M, "eye", "M"))
+  k = operator.index(util.concrete_scalar(k, "eye", "k"))
+  if N < 0 or M < 0:
+    raise ValueError(f"negative dimensions are not allowed, got {N} and {M}")
+  dt = canonical_dtype_arg(dtype) or dtypes.default_float_dtype()
+  rows = lax.broadcasted_iota(dtypes.int32, (N, M), 0)
+  cols = lax.broadcasted_iota(dtypes.int32, (N, M), 1)
+  return lax.convert_element_type(lax.eq(lax.add(rows, util.full_of((N, M), k, dtypes.int32)),
+                                         cols), dt)
+
+
+def identity(n, dtype=None):
+  """The n x n identity matrix."""
+  return eye(n, dtype=dtype)

@@ -1,0 +1,551 @@
+"""NumPy indexing (`x[idx]`) and functional updates (`x.at[idx].set(v)`), with JAX's semantics.
+
+An index is normalized in four steps: Python-level checks (no lists, no strings, no floats, one
+Ellipsis), `None` and scalar bools become new unit axes, slices are applied with `lax.slice` (and
+`lax.rev` for negative steps), and what remains per axis is either a whole axis, an integer, or an
+integer array. Integers alone are a `slice`/`dynamic_slice` plus `squeeze`; integer arrays (with
+the integers among them) follow NumPy's advanced-indexing rules and become one `gather`.
+
+Out-of-bound integer indices are clamped when reading (JAX's default; `mode='fill'` gives a fill
+value instead) and dropped when updating (`mode='clip'` clamps them instead). Boolean masks must
+be concrete (they decide the result's shape); a traced mask raises `NonConcreteBooleanIndexError`.
+
+Updates index a flat iota with the same machinery to find the positions they write, and scatter
+the values there: one code path for every kind of index.
+"""
+from __future__ import annotations
+
+import enum
+import math
+import operator
+
+import numpy as np
+
+from revax._src import lax
+from revax._src.core import dtypes
+from revax._src.core.trace import ConcretizationTypeError, Tracer
+from revax._src.numpy import util
+from revax._src.numpy.util import aval_of
+from revax._src.runtime.array import Array
+
+
+class NonConcreteBooleanIndexError(IndexError):
+  """A boolean mask used as an index was traced: the shape of the result would depend on it."""
+
+
+_FULL = slice(None)
+
+
+# --- step 1: Python-level normalization ---------------------------------------------------------
+def _is_int_scalar(i) -> bool:
+  return isinstance(i, (int, np.integer)) and not isinstance(i, (bool, np.bool_))
+
+
+def _check_element(i, pos):
+  if isinstance(i, str):
+    raise TypeError(f"revax does not support string indexing; got idx={i!r}")
+  if isinstance(i, (list,)):
+    raise TypeError("Using a non-tuple sequence for multidimensional indexing is not allowed; use "
+                    "`arr[array(seq)]` instead of `arr[seq]`.")
+  if isinstance(i, tuple):
+    raise TypeError(f"Indexer must be an integer, slice, None, Ellipsis or array; got a nested "
+                    f"tuple {i!r} at position {pos}")
+  if isinstance(i, slice):
+    for part in (i.start, i.stop, i.step):
+      if part is not None and (isinstance(part, Tracer) or not _static_int_like(part)):
+        raise IndexError(f"Slice entries must be static integers. Got {i} at position {pos}")
+    return
+  if i is None or i is Ellipsis or isinstance(i, (bool, np.bool_)) or _is_int_scalar(i):
+    return
+  if isinstance(i, (Array, Tracer, np.ndarray)):
+    dt = aval_of(i).dtype
+    if not (dtypes.is_integer(dt) or dtypes.is_bool(dt)):
+      raise TypeError(f"Indexer must have integer or boolean type, got indexer with type {dt.name}")
+    return
+  if isinstance(i, (float, complex, np.floating, np.complexfloating)):
+    raise TypeError(f"Indexer must have integer or boolean type, got indexer with type "
+                    f"{np.asarray(i).dtype.name}")
+  raise TypeError(f"Indexer must be an integer, slice, None, Ellipsis or array; got "
+                  f"{type(i).__name__} at position {pos}")
+
+
+def _static_int_like(v) -> bool:
+  try:
+    operator.index(v)
+    return True
+  except (TypeError, ConcretizationTypeError):
+    return False
+
+
+def _expand_bool_masks(idx):
+  """Concrete bool arrays become the integer arrays of their nonzero positions."""
+  out = []
+  for i in idx:
+    if isinstance(i, (Array, Tracer, np.ndarray)) and dtypes.is_bool(aval_of(i).dtype):
+      if isinstance(i, Tracer):
+        raise NonConcreteBooleanIndexError(
+            f"Array boolean indices must be concrete; got {i.aval.str_short()}. A traced mask "
+            "would make the result's shape depend on traced values: use "
+            "revax.numpy.where(mask, x, other) instead.")
+      value = np.asarray(i)
+      if value.ndim == 0:
+        out.append(bool(value))
+      else:
+        out.append(_BoolMask(value))
+    else:
+      out.append(i)
+  return out
+
+
+class _BoolMask:
+  """A concrete boolean mask, expanded once its axes are known."""
+
+  def __init__(self, value):
+    self.value = value
+
+
+def _normalize(ndim: int, idx):
+  """The index as a tuple with one entry per axis of the (None-expanded) operand."""
+  if not isinstance(idx, tuple):
+    idx = (idx,)
+  for pos, i in enumerate(idx):
+    _check_element(i, pos)
+  idx = _expand_bool_masks(idx)
+  if sum(i is Ellipsis for i in idx) > 1:
+    raise IndexError("an index can only have a single ellipsis ('...')")
+  used = sum(i.value.ndim if isinstance(i, _BoolMask) else 1 for i in idx
+             if i is not None and i is not Ellipsis and not isinstance(i, (bool, np.bool_)))
+  if used > ndim:
+    raise IndexError(f"Too many indices: array is {ndim}-dimensional, but {used} were indexed")
+  out = []
+  for i in idx:
+    if i is Ellipsis:
+      out.extend([_FULL] * (ndim - used))
+    else:
+      out.append(i)
+  if Ellipsis not in idx:
+    out.extend([_FULL] * (ndim - used))
+  return out
+
+
+# --- steps 2 and 3: new axes, slices ---------------------------------------------------------------
+class _NewAxis:
+  def __init__(self, empty: bool):
+    self.empty = empty
+
+
+def _expand_new_axes(x, idx):
+  """Insert unit axes for None and scalar bools; they become whole-axis (or empty) slices."""
+  out, dim, new_dims = [], 0, []
+  for i in idx:
+    if i is None or isinstance(i, (bool, np.bool_)):
+      new_dims.append(dim)
+      out.append(slice(0, 0) if i is False or (isinstance(i, np.bool_) and not i) else _FULL)
+      dim += 1
+    elif isinstance(i, _BoolMask):
+      shape = aval_of(x).shape
+      k = i.value.ndim
+      mask_shape = tuple(shape[d] for d in range(dim - len(new_dims),
+                                                 dim - len(new_dims) + k))
+      if i.value.shape != mask_shape:
+        raise IndexError(f"boolean index did not match indexed array: the mask has shape "
+                         f"{i.value.shape} but the indexed axes have shape {mask_shape}")
+      out.extend(util.as_array(np.asarray(n, dtypes.int32)) for n in np.nonzero(i.value))
+      dim += k
+    else:
+      out.append(i)
+      dim += 1
+  if new_dims:
+    x = lax.expand_dims(x, tuple(new_dims))
+  return x, out
+
+
+def _apply_slices(x, idx):
+  """Apply the slices of the index; they become whole-axis entries."""
+  shape = aval_of(x).shape
+  start, limit, strides, reverse = [0] * len(shape), list(shape), [1] * len(shape), []
+  out, changed = [], False
+  for d, i in enumerate(idx):
+    if not isinstance(i, slice):
+      out.append(i)
+      continue
+    out.append(_FULL)
+    if i == _FULL:
+      continue
+    lo, hi, step = slice(*(None if p is None else operator.index(p)
+                           for p in (i.start, i.stop, i.step))).indices(shape[d])
+    m = len(range(lo, hi, step))
+    changed = True
+    if m == 0:
+      start[d], limit[d] = 0, 0
+    elif step > 0:
+      start[d], limit[d], strides[d] = lo, lo + (m - 1) * step + 1, step
+    else:
+      last = lo + (m - 1) * step
+      start[d], limit[d], strides[d] = last, lo + 1, -step
+      reverse.append(d)
+  if changed:
+    x = lax.slice(x, tuple(start), tuple(limit),
+                  None if all(s == 1 for s in strides) else tuple(strides))
+    if reverse:
+      x = lax.rev(x, tuple(reverse))
+  return x, out
+
+
+# --- step 4: integers and integer arrays ---------------------------------------------------------
+def _index_dtype(n: int):
+  """int32, or int64 (with x64) for axes too long for int32."""
+  return dtypes.int64 if n >= 2 ** 31 - 1 and dtypes.default_int_dtype() == dtypes.int64 \
+      else dtypes.int32
+
+
+def _normalize_int_array(i, n):
+  """(index clamped into [0, n), in-bounds mask) of an integer index array or traced scalar;
+  negative indices count from the end."""
+  i = util.as_array(i)
+  i = lax.convert_element_type(i, _index_dtype(n))
+  zero = util.constant_like(i, 0)
+  i = lax.select_n(lax.lt(i, zero), i, lax.add(i, util.full_of(aval_of(i).shape, n,
+                                                                aval_of(i).dtype)))
+  valid = lax.bitwise_and(lax.ge(i, zero), lax.lt(i, util.full_of(aval_of(i).shape, n,
+                                                                   aval_of(i).dtype)))
+  hi = util.constant_like(i, max(n - 1, 0))
+  return lax.clamp(zero, i, hi), valid
+
+
+def _is_static_int(i) -> bool:
+  return _is_int_scalar(i) or (isinstance(i, (Array, np.ndarray)) and not aval_of(i).shape)
+
+
+def _is_scalar_index(i) -> bool:
+  return _is_static_int(i) or (isinstance(i, Tracer) and not i.aval.shape)
+
+
+def _integer_indexing(x, idx):
+  """x indexed by ints (static or traced) on some axes, whole axes elsewhere. Returns (out,
+  valid) with `valid` a Python bool or a traced scalar bool."""
+  shape = aval_of(x).shape
+  int_dims = [d for d, i in enumerate(idx) if i is not _FULL]
+  if not int_dims:
+    return x, True
+  for d in int_dims:
+    if shape[d] == 0:
+      raise IndexError(f"index is out of bounds for axis {d} with size 0")
+  valid = True
+  if all(_is_static_int(idx[d]) for d in int_dims):
+    start, limit = [0] * len(shape), list(shape)
+    for d in int_dims:
+      i = operator.index(idx[d])
+      i = i + shape[d] if i < 0 else i
+      valid = valid and 0 <= i < shape[d]
+      i = min(max(i, 0), shape[d] - 1)
+      start[d], limit[d] = i, i + 1
+    out = lax.slice(x, tuple(start), tuple(limit))
+  else:
+    starts, sizes = [], list(shape)
+    for d, i in enumerate(idx):
+      if i is _FULL:
+        starts.append(util.scalar_constant(0, _index_dtype(max(shape))))
+        continue
+      i, ok = _normalize_int_array(i, shape[d])
+      i = lax.convert_element_type(i, _index_dtype(max(shape)))
+      starts.append(i)
+      sizes[d] = 1
+      valid = ok if valid is True else lax.bitwise_and(valid, ok)
+    out = lax.dynamic_slice(x, starts, tuple(sizes))
+  return lax.squeeze(out, tuple(int_dims)), valid
+
+
+def _advanced_indexing(x, idx):
+  """NumPy advanced indexing by integer arrays (and the integers among them) as one gather.
+
+  Returns (out, valid) where `valid` is a bool array broadcastable to `out` marking the
+  elements whose indices were all in bounds.
+  """
+  shape = aval_of(x).shape
+  adv = [d for d, i in enumerate(idx) if i is not _FULL]
+  for d in adv:
+    if isinstance(idx[d], (Array, Tracer, np.ndarray)) and aval_of(idx[d]).shape and \
+        not dtypes.is_integer(aval_of(idx[d]).dtype):
+      raise TypeError(f"Indexer must have integer type, got {aval_of(idx[d]).dtype.name}")
+  try:
+    batch = util.broadcast_shapes(*(aval_of(idx[d]).shape for d in adv))
+  except ValueError:
+    raise IndexError(f"shape mismatch: indexing arrays could not be broadcast together with "
+                     f"shapes {' '.join(str(aval_of(idx[d]).shape) for d in adv)}") from None
+  if math.prod(batch) and any(shape[d] == 0 for d in adv):
+    d = next(d for d in adv if shape[d] == 0)
+    raise IndexError(f"index is out of bounds for axis {d} with size 0")
+  dt = _index_dtype(max(shape[d] for d in adv))
+  cols, valid = [], None
+  for d in adv:
+    i, ok = _normalize_int_array(idx[d], shape[d])
+    i = lax.convert_element_type(i, dt)
+    cols.append(lax.expand_dims(util.broadcast_to(i, batch), (len(batch),)))
+    ok = util.broadcast_to(ok, batch)
+    valid = ok if valid is None else lax.bitwise_and(valid, ok)
+  indices = cols[0] if len(cols) == 1 else lax.concatenate(cols, len(batch))
+  rest = [d for d in range(len(shape)) if d not in adv]
+  adjacent = adv == list(range(adv[0], adv[-1] + 1))
+  p = adv[0] if adjacent else 0  # where the broadcast index dims go in the output
+  nb = len(batch)
+  offset_dims = tuple(range(p)) + tuple(range(p + nb, nb + len(rest)))
+  dnums = lax.GatherDimensionNumbers(offset_dims=offset_dims, collapsed_slice_dims=tuple(adv),
+                                     start_index_map=tuple(adv))
+  slice_sizes = tuple(1 if d in adv else shape[d] for d in range(len(shape)))
+  out = lax.gather(x, indices, dnums, slice_sizes, mode=lax.GatherScatterMode.PROMISE_IN_BOUNDS)
+  valid_shape = (1,) * p + batch + (1,) * (len(rest) - p)
+  return out, lax.reshape(valid, valid_shape)
+
+
+def _index(x, idx):
+  """(x[idx], valid): the elements read with out-of-bound indices clamped, and where they were
+  in bounds (a Python bool, or a bool array broadcastable to the result)."""
+  x = util.as_array(x)
+  idx = _normalize(aval_of(x).ndim, idx)
+  x, idx = _expand_new_axes(x, idx)
+  x, idx = _apply_slices(x, idx)
+  if all(i is _FULL or _is_scalar_index(i) for i in idx):
+    return _integer_indexing(x, idx)
+  return _advanced_indexing(x, idx)
+
+
+def getitem(x, idx):
+  """`x[idx]` with NumPy's indexing rules; out-of-bound integer indices are clamped (as JAX)."""
+  return _index(x, idx)[0]
+
+
+# --- modes and fill values -----------------------------------------------------------------------
+class _Mode(enum.Enum):
+  CLIP = "clip"
+  FILL_OR_DROP = "fill"
+
+
+def _parse_mode(mode, default: _Mode) -> _Mode:
+  if mode is None:
+    return default
+  name = getattr(mode, "name", mode)
+  name = str(name).lower()
+  if name in ("clip",):
+    return _Mode.CLIP
+  if name in ("fill", "drop", "fill_or_drop"):
+    return _Mode.FILL_OR_DROP
+  if name in ("promise_in_bounds",):
+    return default
+  raise ValueError(f"unknown indexing mode {mode!r}; expected 'clip', 'fill', 'drop' or "
+                   f"'promise_in_bounds'")
+
+
+def _default_fill(dtype):
+  if dtypes.is_inexact(dtype):
+    return np.nan
+  if dtypes.is_signed_integer(dtype):
+    return dtypes.iinfo(dtype).min
+  if dtypes.is_unsigned_integer(dtype):
+    return dtypes.iinfo(dtype).max
+  return True
+
+
+def _get(x, idx, mode=None, fill_value=None):
+  out, valid = _index(x, idx)
+  if _parse_mode(mode, _Mode.CLIP) is _Mode.CLIP or valid is True:
+    return out
+  aval = aval_of(out)
+  fill = _default_fill(aval.dtype) if fill_value is None else fill_value
+  fill = util.full_of(aval.shape, fill, aval.dtype) if not isinstance(fill, (Array, Tracer)) \
+      else util.broadcast_to(lax.convert_element_type(fill, aval.dtype), aval.shape)
+  if valid is False:
+    return fill
+  return lax.select_n(util.broadcast_to(valid, aval.shape), fill, out)
+
+
+# --- updates -------------------------------------------------------------------------------------
+_SCATTERS = {"set": "scatter", "add": "scatter_add", "mul": "scatter_mul", "min": "scatter_min",
+             "max": "scatter_max"}
+
+
+def _update(x, idx, values, op: str, mode=None, indices_are_sorted=False, unique_indices=False):
+  """x with x[idx] combined with `values` by `op` ('set', 'add', 'mul', 'min', 'max')."""
+  util.check_arraylike(f"at[].{op}", values)
+  x = util.as_array(x)
+  aval = aval_of(x)
+  values = lax.convert_element_type(values, aval.dtype, aval.weak_type and
+                                    aval_of(values).weak_type)
+  size = aval.size
+  pos_dtype = _index_dtype(size + 1)
+  positions = lax.reshape(lax.iota(pos_dtype, size), aval.shape)
+  pos, valid = _index(positions, idx)
+  pos_shape = aval_of(pos).shape
+  try:
+    values = util.broadcast_to(values, pos_shape)
+  except ValueError:
+    raise ValueError(f"Incompatible shapes for broadcasting: the values of shape "
+                     f"{aval_of(values).shape} cannot be broadcast to the indexed shape "
+                     f"{pos_shape}") from None
+  drop = _parse_mode(mode, _Mode.FILL_OR_DROP) is _Mode.FILL_OR_DROP
+  if drop and valid is False:
+    return x
+  if drop and valid is not True:  # out-of-bound updates go to a spare slot past the end
+    pos = lax.select_n(util.broadcast_to(valid, pos_shape),
+                       util.full_of(pos_shape, size, pos_dtype), pos)
+  n = math.prod(pos_shape)
+  flat = lax.reshape(x, (size,))
+  spare = drop and valid is not True
+  if spare:
+    flat = lax.concatenate([flat, util.full_of((1,), 0, aval.dtype, aval.weak_type)], 0)
+  dnums = lax.ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,),
+                                      scatter_dims_to_operand_dims=(0,))
+  scatter = getattr(lax, _SCATTERS[op], None)
+  if scatter is None:
+    raise NotImplementedError(f"at[].{op} needs lax.{_SCATTERS[op]}, which revax.lax lacks")
+  out = scatter(flat, lax.reshape(pos, (n, 1)), lax.reshape(values, (n,)), dnums,
+                indices_are_sorted=indices_are_sorted, unique_indices=unique_indices,
+                mode=lax.GatherScatterMode.PROMISE_IN_BOUNDS)
+  if spare:
+    out = lax.slice(out, (0,), (size,))
+  return lax.reshape(out, aval.shape)
+
+
+class _IndexUpdateRef:
+  """`x.at[idx]`: functional reads and updates of x[idx]."""
+  __slots__ = ("array", "index")
+
+  def __init__(self, array, index):
+    self.array = array
+    self.index = index
+
+  def __repr__(self):
+    return f"_IndexUpdateRef({self.array!r}, {self.index!r})"
+
+  def get(self, *, indices_are_sorted=False, unique_indices=False, mode=None, fill_value=None):
+    """x[idx]; out-of-bound indices clamp, or give `fill_value` (NaN, or the integer extreme)
+    with mode='fill'."""
+    return _get(self.array, self.index, mode, fill_value)
+
+  def set(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
+    """A copy of x with x[idx] = values (out-of-bound updates are dropped)."""
+    return _update(self.array, self.index, values, "set", mode, indices_are_sorted,
+                   unique_indices)
+
+  def add(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
+    """A copy of x with x[idx] += values (repeated indices accumulate)."""
+    return _update(self.array, self.index, values, "add", mode, indices_are_sorted,
+                   unique_indices)
+
+  def subtract(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
+    """A copy of x with x[idx] -= values (repeated indices accumulate)."""
+    from revax._src.numpy.ufuncs import negative
+    return _update(self.array, self.index, negative(util.as_array(values)), "add", mode,
+                   indices_are_sorted, unique_indices)
+
+  def multiply(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
+    """A copy of x with x[idx] *= values (repeated indices multiply)."""
+    return _update(self.array, self.index, values, "mul", mode, indices_are_sorted,
+                   unique_indices)
+
+  mul = multiply
+
+  def min(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
+    """A copy of x with x[idx] = minimum(x[idx], values)."""
+    return _update(self.array, self.index, values, "min", mode, indices_are_sorted,
+                   unique_indices)
+
+  def max(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
+    """A copy of x with x[idx] = maximum(x[idx], values)."""
+    return _update(self.array, self.index, values, "max", mode, indices_are_sorted,
+                   unique_indices)
+
+
+class _IndexUpdateHelper:
+  """`x.at`: index it (`x.at[idx]`) to read or update x[idx] functionally."""
+  __slots__ = ("array",)
+
+  def __init__(self, array):
+    self.array = array
+
+  def __getitem__(self, index):
+    return _IndexUpdateRef(self.array, index)
+
+  def __repr__(self):
+    return f"_IndexUpdateHelper({self.array!r})"
+
+
+# --- functions built on indexing -----------------------------------------------------------------
+def nonzero(a, *, size=None, fill_value=None):
+  """Indices of the nonzero elements of a concrete array, one int32 array per axis."""
+  util.check_arraylike("nonzero", a)
+  if isinstance(a, Tracer):
+    raise ConcretizationTypeError(
+        f"nonzero requires a concrete array (its result's shape depends on the values); got "
+        f"{a.aval.str_short()} under a transformation. Use where(cond, x, y) instead.")
+  value = np.asarray(a)
+  if value.ndim == 0:
+    raise ValueError("Calling nonzero on 0d arrays is not allowed. Use atleast_1d(a).nonzero().")
+  idx = np.nonzero(value)
+  if size is not None:
+    fill = 0 if fill_value is None else fill_value
+    idx = tuple(np.concatenate([i[:size], np.full(max(size - len(i), 0), fill)]) for i in idx)
+  return tuple(util.as_array(np.asarray(i, dtypes.default_int_dtype())) for i in idx)
+
+
+def flatnonzero(a, *, size=None, fill_value=None):
+  """Indices of the nonzero elements of the flattened (concrete) array."""
+  from revax._src.numpy.shape_ops import ravel
+  return nonzero(ravel(a), size=size, fill_value=fill_value)[0]
+
+
+def argwhere(a, *, size=None, fill_value=None):
+  """Indices of the nonzero elements, as an (N, a.ndim) array (a must be concrete)."""
+  from revax._src.numpy.shape_ops import atleast_1d, stack
+  idx = nonzero(atleast_1d(a), size=size, fill_value=fill_value)
+  return stack(idx, axis=1)
+
+
+def take(a, indices, axis=None, out=None, mode=None, unique_indices=False,
+         indices_are_sorted=False, fill_value=None):
+  """Elements of `a` at `indices` along `axis` (of the flattened array if None).
+
+  Out-of-bound indices give `fill_value` (NaN for floats) by default, as in JAX; mode='clip'
+  clamps them instead.
+  """
+  if out is not None:
+    raise NotImplementedError("The 'out' argument to take is not supported.")
+  util.check_arraylike("take", a, indices)
+  if not dtypes.is_integer(aval_of(indices).dtype):
+    raise TypeError(f"take requires integer indices, got {aval_of(indices).dtype.name}")
+  if axis is None:
+    from revax._src.numpy.shape_ops import ravel
+    a, axis = ravel(a), 0
+  axis = util.canonicalize_axis(axis, aval_of(a).ndim)
+  idx = (_FULL,) * axis + (util.as_array(indices),)
+  return _get(a, idx, _parse_mode(mode, _Mode.FILL_OR_DROP).value, fill_value)
+
+
+def take_along_axis(arr, indices, axis, mode=None, fill_value=None):
+  """out[..., j, ...] = arr[..., indices[..., j, ...], ...] along `axis` (None: flattened).
+
+  Other axes of `indices` broadcast against those of `arr`.
+  """
+  util.check_arraylike("take_along_axis", arr, indices)
+  if axis is None:
+    from revax._src.numpy.shape_ops import ravel
+    arr, indices, axis = ravel(arr), ravel(indices), 0
+  arr = util.as_array(arr)
+  nd = aval_of(arr).ndim
+  if aval_of(indices).ndim != nd:
+    raise ValueError(f"take_along_axis: indices and arr must have the same number of dimensions, "
+                     f"got {aval_of(indices).ndim} and {nd}")
+  axis = util.canonicalize_axis(axis, nd)
+  a_shape, i_shape = aval_of(arr).shape, aval_of(indices).shape
+  out_shape = util.broadcast_shapes(tuple(1 if d == axis else s for d, s in enumerate(a_shape)),
+                                    tuple(1 if d == axis else s for d, s in enumerate(i_shape)))
+  out_shape = tuple(i_shape[axis] if d == axis else s for d, s in enumerate(out_shape))
+  idx = []
+  for d in range(nd):
+    if d == axis:
+      idx.append(util.broadcast_to(indices, out_shape))
+    elif a_shape[d] == 1:
+      idx.append(util.full_of(out_shape, 0, dtypes.int32))
+    else:
+      idx.append(lax.broadcasted_iota(dtypes.int32, out_shape, d))
+  return _get(arr, tuple(idx), _parse_mode(mode, _Mode.FILL_OR_DROP).value, fill_value)

@@ -1,0 +1,437 @@
+"""Shape manipulation: reshape, transpose and friends, joining and splitting, broadcasting.
+
+Everything is a thin layer over lax's shape primitives (reshape, transpose, squeeze,
+broadcast_in_dim, rev, concatenate) plus slicing for `split`.
+"""
+from __future__ import annotations
+
+import builtins
+import math
+import operator
+
+import numpy as np
+
+from revax._src import lax
+from revax._src.numpy import util
+from revax._src.numpy.util import aval_of, canonicalize_axes, canonicalize_axis
+
+
+def _shape(x):
+  return aval_of(x).shape
+
+
+# --- queries -------------------------------------------------------------------------------------
+def shape(a):
+  """The shape of an array or scalar."""
+  return aval_of(a).shape if util.is_operand(a) else np.shape(a)
+
+
+def ndim(a) -> int:
+  """The number of dimensions of an array or scalar."""
+  return len(shape(a))
+
+
+def size(a, axis=None) -> int:
+  """The number of elements (along `axis`, if given)."""
+  s = shape(a)
+  if axis is None:
+    return math.prod(s)
+  return s[canonicalize_axis(axis, len(s))]
+
+
+# --- reshape -------------------------------------------------------------------------------------
+def _compute_newshape(old_shape, newshape):
+  newshape = util.canonicalize_shape(newshape, "reshape shape")
+  size_ = math.prod(old_shape)
+  unknown = [i for i, d in enumerate(newshape) if d == -1]
+  if len(unknown) > 1:
+    raise TypeError(f"can only specify one unknown axis size with a `-1` value, got {newshape}")
+  if any(d < -1 for d in newshape):
+    raise TypeError(f"reshape shape must not have negative sizes other than -1, got {newshape}")
+  if unknown:
+    known = math.prod(d for d in newshape if d != -1)
+    if known == 0 or size_ % known:
+      raise TypeError(f"cannot reshape array of shape {old_shape} (size {size_}) into shape "
+                      f"{newshape} because the product of specified axis sizes ({known}) does "
+                      f"not evenly divide {size_}")
+    newshape = tuple(size_ // known if d == -1 else d for d in newshape)
+  if math.prod(newshape) != size_:
+    raise TypeError(f"cannot reshape array of shape {old_shape} (size {size_}) into shape "
+                    f"{newshape} (size {math.prod(newshape)})")
+  return newshape
+
+
+def reshape(a, shape=None, order: str = "C", *, copy=None):
+  """`a` with a new shape of the same size; one dimension may be -1 (inferred).
+
+  Args:
+    a: the array.
+    shape: an int or a sequence of ints.
+    order: 'C' (row-major, default) or 'F' (column-major).
+
+  Example:
+    >>> reshape(arange(6), (2, -1))
+  """
+  util.check_arraylike("reshape", a)
+  if shape is None:
+    raise TypeError("reshape() missing required argument 'shape'")
+  old = _shape(a)
+  new = _compute_newshape(old, shape)
+  if order == "C":
+    return util.as_array(lax.reshape(a, new)) if new != old else util.as_array(a)
+  if order == "F":
+    out = lax.reshape(a, new[::-1], dimensions=tuple(reversed(range(len(old)))))
+    return lax.transpose(out, tuple(reversed(range(len(new)))))
+  raise NotImplementedError(f"reshape: order={order!r} is not supported; use 'C' or 'F'")
+
+
+def ravel(a, order: str = "C"):
+  """`a` flattened to one dimension."""
+  util.check_arraylike("ravel", a)
+  return reshape(a, (math.prod(_shape(a)),), order)
+
+
+# --- transposition -------------------------------------------------------------------------------
+def transpose(a, axes=None):
+  """`a` with its axes permuted (reversed if `axes` is None).
+
+  Example:
+    >>> transpose(x, (1, 0, 2)).shape
+  """
+  util.check_arraylike("transpose", a)
+  nd = len(_shape(a))
+  if axes is None:
+    perm = tuple(reversed(range(nd)))
+  else:
+    perm = tuple(util.canonicalize_shape(axes, "transpose axes"))
+    if len(perm) != nd or sorted(p % nd if -nd <= p < nd else p for p in perm) != list(range(nd)):
+      raise TypeError(f"transpose permutation isn't a permutation of operand dimensions, got "
+                      f"permutation {perm} for operand shape {_shape(a)}.")
+    perm = tuple(p % nd for p in perm)
+  return lax.transpose(a, perm)
+
+
+permute_dims = transpose
+
+
+def matrix_transpose(x, /):
+  """Swap the last two axes."""
+  util.check_arraylike("matrix_transpose", x)
+  nd = len(_shape(x))
+  if nd < 2:
+    raise ValueError(f"matrix_transpose requires at least 2 dimensions, got shape {_shape(x)}")
+  return lax.transpose(x, tuple(range(nd - 2)) + (nd - 1, nd - 2))
+
+
+def swapaxes(a, axis1: int, axis2: int):
+  """`a` with two axes interchanged."""
+  util.check_arraylike("swapaxes", a)
+  nd = len(_shape(a))
+  perm = list(range(nd))
+  i, j = canonicalize_axis(axis1, nd), canonicalize_axis(axis2, nd)
+  perm[i], perm[j] = perm[j], perm[i]
+  return lax.transpose(a, tuple(perm))
+
+
+def moveaxis(a, source, destination):
+  """`a` with axes `source` moved to positions `destination` (ints or sequences of ints)."""
+  util.check_arraylike("moveaxis", a)
+  nd = len(_shape(a))
+  src = canonicalize_axes(source if isinstance(source, (tuple, list)) else (source,), nd)
+  dst = canonicalize_axes(destination if isinstance(destination, (tuple, list))
+                          else (destination,), nd)
+  if len(src) != len(dst):
+    raise ValueError(f"moveaxis: source and destination must have the same number of elements, "
+                     f"got {source} and {destination}")
+  perm = [i for i in range(nd) if i not in src]
+  for d, s in sorted(zip(dst, src, strict=True)):
+    perm.insert(d, s)
+  return lax.transpose(a, tuple(perm))
+
+
+# --- adding and removing unit axes ----------------------------------------------------------------
+def expand_dims(a, axis):
+  """`a` with new size-1 axes at positions `axis` (of the result)."""
+  util.check_arraylike("expand_dims", a)
+  axes = axis if isinstance(axis, (tuple, list)) else (axis,)
+  out_nd = len(_shape(a)) + len(axes)
+  return lax.expand_dims(a, canonicalize_axes(tuple(axes), out_nd))
+
+
+def squeeze(a, axis=None):
+  """`a` without its size-1 axes (only those in `axis`, if given)."""
+  util.check_arraylike("squeeze", a)
+  s = _shape(a)
+  if axis is None:
+    axes = tuple(i for i, d in enumerate(s) if d == 1)
+  else:
+    axes = canonicalize_axes(axis, len(s))
+    if any(s[i] != 1 for i in axes):
+      raise ValueError(f"cannot select an axis to squeeze out which has size not equal to one, "
+                       f"got shape={s} and dimensions={axes}")
+  return lax.squeeze(a, axes) if axes else util.as_array(a)
+
+
+def atleast_1d(*arys):
+  """Arrays with at least one dimension (a list if more than one is given)."""
+  out = [_at_least(a, 1, "atleast_1d") for a in arys]
+  return out[0] if len(out) == 1 else out
+
+
+def atleast_2d(*arys):
+  """Arrays with at least two dimensions (new axes in front)."""
+  out = [_at_least(a, 2, "atleast_2d") for a in arys]
+  return out[0] if len(out) == 1 else out
+
+
+def atleast_3d(*arys):
+  """Arrays with at least three dimensions: (N,) -> (1, N, 1), (M, N) -> (M, N, 1)."""
+  def three(a):
+    a = util.as_array(a)
+    nd = len(_shape(a))
+    if nd == 0:
+      return lax.expand_dims(a, (0, 1, 2))
+    if nd == 1:
+      return lax.expand_dims(a, (0, 2))
+    if nd == 2:
+      return lax.expand_dims(a, (2,))
+    return a
+  for a in arys:
+    util.check_arraylike("atleast_3d", a)
+  out = [three(a) for a in arys]
+  return out[0] if len(out) == 1 else out
+
+
+def _at_least(a, n, fun_name):
+  util.check_arraylike(fun_name, a)
+  a = util.as_array(a)
+  nd = len(_shape(a))
+  return lax.expand_dims(a, tuple(range(n - nd))) if nd < n else a
+
+
+# --- broadcasting --------------------------------------------------------------------------------
+def broadcast_shapes(*shapes):
+  """The shape that arrays of `shapes` broadcast to."""
+  return util.broadcast_shapes(*(util.canonicalize_shape(s) for s in shapes))
+
+
+def broadcast_to(array, shape):
+  """`array` broadcast to `shape` (NumPy's rules)."""
+  util.check_arraylike("broadcast_to", array)
+  return util.as_array(util.broadcast_to(array, util.canonicalize_shape(shape)))
+
+
+def broadcast_arrays(*args):
+  """The arguments broadcast against each other, as a list."""
+  util.check_arraylike("broadcast_arrays", *args)
+  return [util.as_array(a) for a in util.broadcast_arrays_of(*args)]
+
+
+# --- reversing -----------------------------------------------------------------------------------
+def flip(m, axis=None):
+  """`m` with the order of elements reversed along `axis` (all axes if None)."""
+  util.check_arraylike("flip", m)
+  axes = canonicalize_axes(axis, len(_shape(m)))
+  return lax.rev(m, axes) if axes else util.as_array(m)
+
+
+def fliplr(m):
+  """`m` reversed along axis 1."""
+  if len(shape(m)) < 2:
+    raise ValueError("fliplr requires an array of at least 2 dimensions")
+  return flip(m, 1)
+
+
+def flipud(m):
+  """`m` reversed along axis 0."""
+  if len(shape(m)) < 1:
+    raise ValueError("flipud requires an array of at least 1 dimension")
+  return flip(m, 0)
+
+
+# --- joining -------------------------------------------------------------------------------------
+def _check_sequence(fun_name, arrays):
+  if util.is_operand(arrays) and not isinstance(arrays, (bool, int, float, complex)):
+    return list(arrays)  # an array: its rows, as NumPy does
+  if not isinstance(arrays, (list, tuple)):
+    raise TypeError(f"{fun_name} requires a sequence of arrays, got {type(arrays).__name__}")
+  util.check_arraylike(fun_name, *arrays)
+  return list(arrays)
+
+
+def concatenate(arrays, axis=0, dtype=None):
+  """Join arrays along an existing axis (`axis=None` joins their flattened forms).
+
+  Example:
+    >>> concatenate([zeros((2, 3)), ones((1, 3))]).shape   # (3, 3)
+  """
+  arrays = _check_sequence("concatenate", arrays)
+  if not arrays:
+    raise ValueError("Need at least one array to concatenate.")
+  if axis is None:
+    arrays = [ravel(a) for a in arrays]
+    axis = 0
+  shapes = [_shape(a) for a in arrays]
+  if any(len(s) == 0 for s in shapes):
+    raise ValueError("Zero-dimensional arrays cannot be concatenated.")
+  if len({len(s) for s in shapes}) != 1:
+    raise TypeError(f"Cannot concatenate arrays with different numbers of dimensions: got "
+                    f"{', '.join(map(str, shapes))}.")
+  axis = canonicalize_axis(axis, len(shapes[0]))
+  arrays = util.promote_dtypes(*arrays)
+  if dtype is not None:
+    arrays = [lax.convert_element_type(a, util.canonical_dtype_arg(dtype)) for a in arrays]
+  if len(arrays) == 1:
+    return util.as_array(arrays[0])
+  return lax.concatenate([util.as_array(a) for a in arrays], axis)
+
+
+concat = concatenate
+
+
+def stack(arrays, axis: int = 0, dtype=None):
+  """Join arrays of one shape along a new axis.
+
+  Example:
+    >>> stack([zeros(3), ones(3)], axis=1).shape   # (3, 2)
+  """
+  arrays = _check_sequence("stack", arrays)
+  if not arrays:
+    raise ValueError("Need at least one array to stack.")
+  shapes = [_shape(a) for a in arrays]
+  if len({len(s) for s in shapes}) != 1:
+    raise ValueError(f"Cannot stack arrays with different numbers of dimensions: got "
+                     f"{', '.join(map(str, shapes))}.")
+  if len(set(shapes)) != 1:
+    raise ValueError(f"All input arrays must have the same shape, got "
+                     f"{', '.join(map(str, shapes))}.")
+  axis = canonicalize_axis(axis, len(shapes[0]) + 1)
+  return concatenate([lax.expand_dims(util.as_array(a), (axis,)) for a in arrays], axis, dtype)
+
+
+def hstack(tup, dtype=None):
+  """Join arrays horizontally: along axis 1, or axis 0 for 1-d arrays."""
+  arrays = [atleast_1d(a) for a in _check_sequence("hstack", tup)]
+  if not arrays:
+    raise ValueError("Need at least one array to concatenate.")
+  return concatenate(arrays, 0 if len(_shape(arrays[0])) == 1 else 1, dtype)
+
+
+def vstack(tup, dtype=None):
+  """Join arrays vertically: along axis 0, 1-d arrays becoming rows."""
+  arrays = [atleast_2d(a) for a in _check_sequence("vstack", tup)]
+  return concatenate(arrays, 0, dtype)
+
+
+row_stack = vstack
+
+
+def dstack(tup, dtype=None):
+  """Join arrays along axis 2 (after making them at least 3-d)."""
+  arrays = [atleast_3d(a) for a in _check_sequence("dstack", tup)]
+  return concatenate(arrays, 2, dtype)
+
+
+def column_stack(tup):
+  """Join 1-d arrays as columns of a 2-d array (2-d arrays are joined along axis 1)."""
+  arrays = []
+  for a in _check_sequence("column_stack", tup):
+    a = util.as_array(a)
+    arrays.append(lax.expand_dims(a, (1,)) if len(_shape(a)) < 2 else a)
+  return concatenate([atleast_2d(a) for a in arrays], 1)
+
+
+# --- splitting -----------------------------------------------------------------------------------
+def _split(fun_name, ary, indices_or_sections, axis, equal):
+  util.check_arraylike(fun_name, ary)
+  s = _shape(ary)
+  axis = canonicalize_axis(axis, len(s))
+  n = s[axis]
+  if isinstance(indices_or_sections, (int, np.integer)):
+    sections = operator.index(indices_or_sections)
+    if sections <= 0:
+      raise ValueError("number sections must be larger than 0.")
+    if equal and n % sections:
+      raise ValueError(f"array split does not result in an equal division: rest is "
+                       f"{n % sections}")
+    q, r = builtins.divmod(n, sections)
+    sizes = [q + 1] * r + [q] * (sections - r)
+    bounds = np.cumsum([0] + sizes).tolist()
+  else:
+    idx = [operator.index(i) for i in util.canonicalize_shape(indices_or_sections)]
+    idx = [builtins.min(builtins.max(i + n if i < 0 else i, 0), n) for i in idx]
+    bounds = [0] + idx + [n]
+  outs = []
+  for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):
+    hi = builtins.max(hi, lo)
+    start = [0] * len(s)
+    limit = list(s)
+    start[axis], limit[axis] = lo, hi
+    outs.append(lax.slice(ary, tuple(start), tuple(limit)))
+  return outs
+
+
+def split(ary, indices_or_sections, axis: int = 0):
+  """Split into equal sections (an int) or at the given indices (a sequence), as np.split.
+
+  Example:
+    >>> split(arange(6), 3)       # three arrays of 2
+    >>> split(arange(6), [1, 4])  # sizes 1, 3, 2
+  """
+  return _split("split", ary, indices_or_sections, axis, equal=True)
+
+
+def array_split(ary, indices_or_sections, axis: int = 0):
+  """Like `split`, but an int number of sections need not divide the axis."""
+  return _split("array_split", ary, indices_or_sections, axis, equal=False)
+
+
+def hsplit(ary, indices_or_sections):
+  """Split along axis 1 (axis 0 for 1-d arrays)."""
+  return split(ary, indices_or_sections, 0 if len(shape(ary)) == 1 else 1)
+
+
+def vsplit(ary, indices_or_sections):
+  """Split along axis 0."""
+  return split(ary, indices_or_sections, 0)
+
+
+# --- repetition ----------------------------------------------------------------------------------
+def tile(A, reps):
+  """`A` repeated `reps` times along each axis."""
+  util.check_arraylike("tile", A)
+  reps = util.canonicalize_shape(reps, "tile reps")
+  A = util.as_array(A)
+  s = _shape(A)
+  nd = builtins.max(len(s), len(reps))
+  s = (1,) * (nd - len(s)) + s
+  reps = (1,) * (nd - len(reps)) + tuple(reps)
+  A = lax.reshape(A, s)
+  # broadcast to (r0, s0, r1, s1, ...) then merge each pair
+  inter = tuple(d for pair in zip(reps, s, strict=True) for d in pair)
+  b = lax.broadcast_in_dim(A, inter, tuple(range(1, 2 * nd, 2)))
+  return lax.reshape(b, tuple(r * d for r, d in zip(reps, s, strict=True)))
+
+
+def repeat(a, repeats, axis=None, *, total_repeat_length=None):
+  """Each element of `a` repeated `repeats` times (a concrete int) along `axis` (flattened if
+  None)."""
+  util.check_arraylike("repeat", a)
+  if not isinstance(repeats, (int, np.integer)):
+    raise NotImplementedError("repeat: only a single integer number of repeats is supported")
+  repeats = operator.index(repeats)
+  if axis is None:
+    a, axis = ravel(a), 0
+  a = util.as_array(a)
+  s = _shape(a)
+  axis = canonicalize_axis(axis, len(s))
+  inter = s[:axis + 1] + (repeats,) + s[axis + 1:]
+  dims = tuple(range(axis + 1)) + tuple(range(axis + 2, len(s) + 1))
+  b = lax.broadcast_in_dim(a, inter, dims)
+  return lax.reshape(b, s[:axis] + (s[axis] * repeats,) + s[axis + 1:])
+
+
+def astype(x, dtype, /, *, copy: bool = False, device=None):
+  """`x` converted to `dtype` (complex to real keeps the real part; to bool tests != 0)."""
+  util.check_arraylike("astype", x)
+  return util.as_array(lax.convert_element_type(x, util.canonical_dtype_arg(dtype)))
