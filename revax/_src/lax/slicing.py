@@ -373,7 +373,7 @@ def _dynamic_update_slice_batch(size, vals, dims):
   x, update, *idx = vals
   xd, ud, *idims = dims
   if xd is None:
-    xd = ud
+    xd = 0 if ud is None else ud
     x = batch_util.broadcast_batched(x, size, xd)
   if ud is None:
     update = batch_util.broadcast_batched(update, size, xd)
