@@ -36,6 +36,13 @@ def _pair(values_x, values_y, dtype):
   return lambda rng: (x.copy(), y.copy())
 
 
+# check_grads (revax/_src/test_util.py) pairs tangents and cotangents with np.vdot and compares
+# complex numbers, which fits no convention for complex cotangents (JAX's check_vjp conjugates the
+# cotangent and compares real parts); complex derivatives are checked in test_elementwise_ad.py
+# (forward mode by finite differences, reverse mode against jax.vjp) until it does.
+_COMPLEX_AD_OFF = dict(grad_order=0)
+
+
 def _edge(*args, **kw):
   """A record of fixed edge values: NaN, infinities and jumps have no useful finite differences,
   and batching them adds nothing."""
@@ -194,14 +201,29 @@ def _pow_ref(x, y):
     return np.power(x.astype(np.float64), y.astype(np.float64)).astype(x.dtype)
 
 
+def _away_from_zero(shape, dtype):
+  """Values of either sign with magnitudes in [0.5, 2)."""
+  def make(rng):
+    return (rng.uniform(0.5, 2, shape) * rng.choice([-1, 1], shape)).astype(dtype)
+  return make
+
+
 def _pow_records():
   recs = _standard("pow", lax.pow, _pow_ref, _F, low=0.1, high=3, y_low=-2, y_high=2)
   recs += [
       OpRecord("pow_c64", "pow", lax.pow,
                args_of(rand((2, 3), np.complex64, 0.2, 2), rand((2, 3), np.complex64, -1, 1)),
-               _pow_ref),
+               _pow_ref, **_COMPLEX_AD_OFF),
+      # order 1: check_grads cannot take finite differences of the float0 cotangent that the
+      # reverse-mode derivative returns for the integer exponent; the fixed-exponent record
+      # below checks the second derivative in x
       OpRecord("pow_f32_int_exponent", "pow", lax.pow,
-               args_of(rand((3, 4), np.float32, -3, 3), rand((3, 4), np.int32, -4, 4)), _pow_ref),
+               args_of(_away_from_zero((3, 4), np.float32), rand((3, 4), np.int32, -4, 4)),
+               _pow_ref, grad_order=1),
+      OpRecord("pow_f32_fixed_int_exponent", "pow",
+               lambda x: lax.pow(x, np.array([-3, -1, 0, 1, 2, 5], np.int32)),
+               args_of(_away_from_zero((6,), np.float32)),
+               lambda x: _pow_ref(x, np.array([-3, -1, 0, 1, 2, 5], np.int32))),
       OpRecord("pow_f16_int8_exponent_broadcast", "pow", lax.pow,
                args_of(rand((2, 3), np.float16, 0.5, 2), rand((3,), np.int8, -3, 3)), _pow_ref,
                grad_order=0),
@@ -246,7 +268,8 @@ def _atan2_nextafter_complex_records():
                              [1.0, 2.0, -np.inf, 0.0, 3.0, 1.0, 0.0, -1.0, np.nan],
                              np.float32), np.nextafter))
   complex_ref = lambda x, y: (x + 1j * y.astype(np.complex64)).astype(np.complex64)
-  recs += _standard("complex", lax.complex, complex_ref, (np.float32,))  # affine in x
+  # affine in x; a complex output meets check_grads' complex pairing (see _COMPLEX_AD_OFF)
+  recs += _standard("complex", lax.complex, complex_ref, (np.float32,), **_COMPLEX_AD_OFF)
   return recs
 
 
