@@ -6,7 +6,10 @@ region that applies the matching elementwise primitive's own lowering to scalars
 propagation and complex ordering are exactly those of `max`/`min` (XLA:CPU's raw
 `stablehlo.maximum` would drop NaNs). Reducing over no axes returns the operand. argmax/argmin
 are a variadic reduce over (value, index) pairs: NaN beats every number, ties go to the smallest
-index. Each primitive is one block: wrapper, rules, registration.
+index. reduce_sum is linear; reduce_max/min spread the tangent evenly over the positions that
+attain the extremum (as JAX does); reduce_prod's JVP differentiates a pairwise product tree, so
+zeros in the operand are handled exactly. Batching moves the reduced axes past the batch
+dimension. Each primitive is one block: wrapper, rules, registration.
 """
 from __future__ import annotations
 
@@ -17,9 +20,10 @@ import numpy as np
 from revax._src.core import dtypes
 from revax._src.core.avals import ShapedArray, get_aval
 from revax._src.core.trace import Primitive
-from revax._src.interpreters import dispatch, mlir
-from revax._src.lax import binary
+from revax._src.interpreters import ad, batching, dispatch, mlir
+from revax._src.lax import binary, comparison, shapes
 from revax._src.lax.comparison import compare
+from revax._src.lax.conversion import convert_element_type
 
 __all__ = [
   "reduce_sum", "reduce_prod", "reduce_max", "reduce_min", "reduce_and", "reduce_or",
@@ -126,7 +130,22 @@ def _reduction(monoid: _Monoid) -> Primitive:
   prim.def_abstract_eval(abstract_eval)
   dispatch.def_numpy_impl(prim, numpy_impl)
   mlir.register_lowering(prim, lower)
+  batching.primitive_batchers[prim] = _reduction_batch_rule(prim)
   return prim
+
+
+def _reduction_batch_rule(prim):
+  """Batching of a reduction over `axes` (argmax/argmin too): the reduced axes skip the batch
+  dimension, which stays put, shifted left by the reduced axes before it."""
+  def rule(vals, dims, *, axes, **params):
+    (x,), (d,) = vals, dims
+    axes = tuple(a + (a >= d) for a in axes)
+    return prim.bind(x, axes=axes, **params), d - sum(a < d for a in axes)
+  return rule
+
+
+def _kept_dims(ndim, axes):
+  return tuple(d for d in range(ndim) if d not in axes)
 
 
 def _reduce_bind(prim, operand, axes, op_name):
@@ -168,9 +187,15 @@ def reduce_sum(operand, axes):
   return _reduce_bind(reduce_sum_p, operand, axes, "reduce_sum")
 
 
+def _reduce_sum_transpose(ct, x, *, axes):
+  shape = x.aval.shape
+  return [shapes.broadcast_in_dim(ct, shape, _kept_dims(len(shape), axes))]
+
+
 reduce_sum_p = _reduction(_Monoid(
     "reduce_sum", _num, _NUM_MSG, lambda d: np.zeros((), d),
     lambda x, axes: _accumulate(np.sum, x, axes), lambda d: binary.add_p))
+ad.deflinear(reduce_sum_p, _reduce_sum_transpose)
 
 
 # --- reduce_prod ---------------------------------------------------------------------------------
@@ -179,9 +204,42 @@ def reduce_prod(operand, axes):
   return _reduce_bind(reduce_prod_p, operand, axes, "reduce_prod")
 
 
+def _prod_tree(x, axes):
+  """The product over `axes` as a tree of pairwise elementwise products (what the JVP of
+  reduce_prod differentiates: exact at zeros, and differentiable again)."""
+  from revax._src.lax import slicing
+  aval = get_aval(x)
+  kept = _kept_dims(aval.ndim, axes)
+  rest = tuple(aval.shape[d] for d in kept)
+  n = int(np.prod([aval.shape[a] for a in axes], dtype=np.int64))
+  x = shapes.reshape(shapes.transpose(x, tuple(axes) + kept), (n,) + rest)
+  if n == 0:
+    return shapes.broadcast_in_dim(np.ones((), aval.dtype), rest, ())
+  while n > 1:
+    if n % 2:
+      x = shapes.pad(x, np.ones((), aval.dtype), [(0, 1, 0)] + [(0, 0, 0)] * len(rest))
+      n += 1
+    half = (n // 2,) + rest
+    pairs = shapes.reshape(x, (n // 2, 2) + rest)
+    lo, hi = ((0, k) + (0,) * len(rest) for k in (0, 1))
+    even = slicing.slice(pairs, lo, (n // 2, 1) + rest)
+    odd = slicing.slice(pairs, hi, (n // 2, 2) + rest)
+    x = binary.mul(shapes.reshape(even, half), shapes.reshape(odd, half))
+    n //= 2
+  return shapes.reshape(x, rest)
+
+
+def _reduce_prod_jvp(primals, tangents, *, axes):
+  (x,), (t,) = primals, tangents
+  out = reduce_prod_p.bind(x, axes=axes)
+  _, (t_out,) = ad.jvp_flat(lambda v: [_prod_tree(v, axes)], [x], [ad.instantiate_zeros(t)])
+  return out, ad.instantiate_zeros(t_out)
+
+
 reduce_prod_p = _reduction(_Monoid(
     "reduce_prod", _num, _NUM_MSG, lambda d: np.ones((), d),
     lambda x, axes: _accumulate(np.prod, x, axes), lambda d: binary.mul_p))
+ad.primitive_jvps[reduce_prod_p] = _reduce_prod_jvp
 
 
 # --- reduce_max ----------------------------------------------------------------------------------
@@ -191,9 +249,23 @@ def reduce_max(operand, axes):
   return _reduce_bind(reduce_max_p, operand, axes, "reduce_max")
 
 
+def _extremum_jvp(prim):
+  """The tangent at the positions attaining the extremum, averaged over ties."""
+  def rule(primals, tangents, *, axes):
+    (x,), (t,) = primals, tangents
+    out = prim.bind(x, axes=axes)
+    shape = get_aval(x).shape
+    at_max = comparison.eq(x, shapes.broadcast_in_dim(out, shape, _kept_dims(len(shape), axes)))
+    where = convert_element_type(at_max, get_aval(t).dtype)
+    count = reduce_sum(where, axes)
+    return out, binary.div(reduce_sum(binary.mul(ad.instantiate_zeros(t), where), axes), count)
+  return rule
+
+
 reduce_max_p = _reduction(_Monoid(
     "reduce_max", _any, "any dtype", _max_identity, _numpy_extremum(np.max, _max_identity),
     lambda d: binary.or_p if dtypes.is_bool(d) else binary.max_p))
+ad.primitive_jvps[reduce_max_p] = _extremum_jvp(reduce_max_p)
 
 
 # --- reduce_min ----------------------------------------------------------------------------------
@@ -206,6 +278,7 @@ def reduce_min(operand, axes):
 reduce_min_p = _reduction(_Monoid(
     "reduce_min", _any, "any dtype", _min_identity, _numpy_extremum(np.min, _min_identity),
     lambda d: binary.and_p if dtypes.is_bool(d) else binary.min_p))
+ad.primitive_jvps[reduce_min_p] = _extremum_jvp(reduce_min_p)
 
 
 # --- reduce_and ----------------------------------------------------------------------------------
@@ -217,6 +290,7 @@ def reduce_and(operand, axes):
 reduce_and_p = _reduction(_Monoid(
     "reduce_and", _intbool, _INTBOOL_MSG, _all_ones, _numpy_bitwise(np.bitwise_and, _all_ones),
     lambda d: binary.and_p))
+ad.not_differentiable(reduce_and_p, "it takes bool or integer operands")
 
 
 # --- reduce_or -----------------------------------------------------------------------------------
@@ -228,6 +302,7 @@ def reduce_or(operand, axes):
 reduce_or_p = _reduction(_Monoid(
     "reduce_or", _intbool, _INTBOOL_MSG, lambda d: np.zeros((), d),
     _numpy_bitwise(np.bitwise_or, lambda d: np.zeros((), d)), lambda d: binary.or_p))
+ad.not_differentiable(reduce_or_p, "it takes bool or integer operands")
 
 
 # --- argmax / argmin -----------------------------------------------------------------------------
@@ -313,6 +388,8 @@ argmax_p = Primitive("argmax")
 argmax_p.def_abstract_eval(_arg_abstract_eval("argmax"))
 dispatch.def_numpy_impl(argmax_p, _arg_numpy(np.argmax))
 mlir.register_lowering(argmax_p, _arg_lower("GT", _max_identity))
+ad.zero_output_jvp(argmax_p, "integer output")
+batching.primitive_batchers[argmax_p] = _reduction_batch_rule(argmax_p)
 
 
 def argmin(operand, axis: int, index_dtype):
@@ -324,6 +401,8 @@ argmin_p = Primitive("argmin")
 argmin_p.def_abstract_eval(_arg_abstract_eval("argmin"))
 dispatch.def_numpy_impl(argmin_p, _arg_numpy(np.argmin))
 mlir.register_lowering(argmin_p, _arg_lower("LT", _min_identity))
+ad.zero_output_jvp(argmin_p, "integer output")
+batching.primitive_batchers[argmin_p] = _reduction_batch_rule(argmin_p)
 
 
 # --- reduce (monoids only) -----------------------------------------------------------------------
