@@ -103,12 +103,11 @@ def _mapped_size(leaves, axes, axis_size, args):
     if a is None:
       continue
     shape = get_aval(x).shape
-    if not shape:
+    if not -len(shape) <= a < len(shape):
       raise ValueError(f"vmap was requested to map its argument along axis {a}, which implies "
                        f"that its rank should be at least {a + 1 if a >= 0 else -a}, but is "
-                       f"only 0 (its shape is ())")
-    if -len(shape) <= a < len(shape):
-      sizes.setdefault(shape[a], []).append((i, a, get_aval(x)))
+                       f"only {len(shape)} (its shape is {shape})")
+    sizes.setdefault(shape[a], []).append((i, a, get_aval(x)))
   if not sizes:
     if axis_size is None:
       if not leaves:

@@ -6,6 +6,7 @@ dimension is already there, so a rule never pays for a transpose it does not nee
 from __future__ import annotations
 
 from revax._src.core.avals import get_aval
+from revax._src.interpreters import ad, batching
 from revax._src.interpreters.batching import not_mapped
 from revax._src.lax import shapes
 
@@ -46,3 +47,15 @@ def insert_unit_dim(x, dst: int):
   """`x` with a new size-1 axis at `dst` (a reshape: no data moves)."""
   aval = get_aval(x)
   return shapes.reshape(x, aval.shape[:dst] + (1,) + aval.shape[dst:])
+
+
+def _add_any_batch(axis_size, vals, dims):
+  """add_any (the accumulation of tangents, defined by the autodiff interpreter, which has no
+  ops of its own to batch with) needs operands of one shape: align both at one batch dim."""
+  x, y = vals
+  dx, dy = dims
+  d = dx if dx is not not_mapped else dy
+  return ad.add_any_p.bind(bdim_at(x, dx, d, axis_size), bdim_at(y, dy, d, axis_size)), d
+
+
+batching.axis_size_batchers[ad.add_any_p] = _add_any_batch
