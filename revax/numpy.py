@@ -178,6 +178,11 @@ from revax._src.numpy.reductions import argmin as argmin
 from revax._src.numpy.reductions import count_nonzero as count_nonzero
 from revax._src.numpy.reductions import ptp as ptp
 from revax._src.numpy.reductions import cumsum as cumsum
+from revax._src.numpy.reductions import cumprod as cumprod
+from revax._src.numpy.reductions import cumulative_sum as cumulative_sum
+from revax._src.numpy.reductions import cumulative_prod as cumulative_prod
+from revax._src.numpy.sorting import sort as sort
+from revax._src.numpy.sorting import argsort as argsort
 from revax._src.numpy.shape_ops import shape as shape
 from revax._src.numpy.shape_ops import ndim as ndim
 from revax._src.numpy.shape_ops import size as size

@@ -34,7 +34,8 @@ _UNARY = {"neg": "negative", "pos": "positive", "abs": "abs", "invert": "invert"
 # method name -> revax.numpy function name; the array is the first argument
 _METHODS = {
     "all": "all", "any": "any", "argmax": "argmax", "argmin": "argmin", "astype": "astype",
-    "clip": "clip", "conj": "conj", "conjugate": "conjugate", "cumsum": "cumsum",
+    "argsort": "argsort", "clip": "clip", "conj": "conj", "conjugate": "conjugate",
+    "cumprod": "cumprod", "cumsum": "cumsum", "sort": "sort",
     "dot": "dot", "max": "max", "mean": "mean", "min": "min", "nonzero": "nonzero",
     "prod": "prod", "ptp": "ptp", "ravel": "ravel", "repeat": "repeat", "round": "round",
     "squeeze": "squeeze", "std": "std", "sum": "sum", "swapaxes": "swapaxes", "take": "take",

@@ -123,7 +123,7 @@ def _normalize(ndim: int, idx):
       out.extend([_FULL] * (ndim - used))
     else:
       out.append(i)
-  if Ellipsis not in idx:
+  if not any(i is Ellipsis for i in idx):
     out.extend([_FULL] * (ndim - used))
   return out
 
@@ -199,18 +199,19 @@ def _index_dtype(n: int):
       else dtypes.int32
 
 
-def _normalize_int_array(i, n):
-  """(index clamped into [0, n), in-bounds mask) of an integer index array or traced scalar;
-  negative indices count from the end."""
-  i = util.as_array(i)
-  i = lax.convert_element_type(i, _index_dtype(n))
+def _normalize_int_array(i, n, need_valid: bool):
+  """(index with negative entries counted from the end, in-bounds mask or None) of an integer
+  index array or traced scalar. Out-of-bound entries are left to the gather (which clamps) or
+  to the scatter (which drops what the mask sends past the end)."""
+  i = lax.convert_element_type(util.as_array(i), _index_dtype(n))
   zero = util.constant_like(i, 0)
-  i = lax.select_n(lax.lt(i, zero), i, lax.add(i, util.full_of(aval_of(i).shape, n,
-                                                                aval_of(i).dtype)))
-  valid = lax.bitwise_and(lax.ge(i, zero), lax.lt(i, util.full_of(aval_of(i).shape, n,
-                                                                   aval_of(i).dtype)))
-  hi = util.constant_like(i, max(n - 1, 0))
-  return lax.clamp(zero, i, hi), valid
+  size = util.constant_like(i, n)
+  if not dtypes.is_unsigned_integer(aval_of(i).dtype):
+    (i,) = util.broadcast_arrays_of(i)
+    i = lax.select_n(lax.lt(i, zero), i, lax.add(i, size))
+  if not need_valid:
+    return i, None
+  return i, lax.bitwise_and(lax.ge(i, zero), lax.lt(i, size))
 
 
 def _is_static_int(i) -> bool:
@@ -221,7 +222,7 @@ def _is_scalar_index(i) -> bool:
   return _is_static_int(i) or (isinstance(i, Tracer) and not i.aval.shape)
 
 
-def _integer_indexing(x, idx):
+def _integer_indexing(x, idx, need_valid):
   """x indexed by ints (static or traced) on some axes, whole axes elsewhere. Returns (out,
   valid) with `valid` a Python bool or a traced scalar bool."""
   shape = aval_of(x).shape
@@ -247,16 +248,16 @@ def _integer_indexing(x, idx):
       if i is _FULL:
         starts.append(util.scalar_constant(0, _index_dtype(max(shape))))
         continue
-      i, ok = _normalize_int_array(i, shape[d])
-      i = lax.convert_element_type(i, _index_dtype(max(shape)))
-      starts.append(i)
+      i, ok = _normalize_int_array(i, shape[d], need_valid)
+      starts.append(lax.convert_element_type(i, _index_dtype(max(shape))))
       sizes[d] = 1
-      valid = ok if valid is True else lax.bitwise_and(valid, ok)
+      if need_valid:
+        valid = ok if valid is True else lax.bitwise_and(valid, ok)
     out = lax.dynamic_slice(x, starts, tuple(sizes))
   return lax.squeeze(out, tuple(int_dims)), valid
 
 
-def _advanced_indexing(x, idx):
+def _advanced_indexing(x, idx, need_valid):
   """NumPy advanced indexing by integer arrays (and the integers among them) as one gather.
 
   Returns (out, valid) where `valid` is a bool array broadcastable to `out` marking the
@@ -279,11 +280,12 @@ def _advanced_indexing(x, idx):
   dt = _index_dtype(max(shape[d] for d in adv))
   cols, valid = [], None
   for d in adv:
-    i, ok = _normalize_int_array(idx[d], shape[d])
+    i, ok = _normalize_int_array(idx[d], shape[d], need_valid)
     i = lax.convert_element_type(i, dt)
     cols.append(lax.expand_dims(util.broadcast_to(i, batch), (len(batch),)))
-    ok = util.broadcast_to(ok, batch)
-    valid = ok if valid is None else lax.bitwise_and(valid, ok)
+    if need_valid:
+      ok = util.broadcast_to(ok, batch)
+      valid = ok if valid is None else lax.bitwise_and(valid, ok)
   indices = cols[0] if len(cols) == 1 else lax.concatenate(cols, len(batch))
   rest = [d for d in range(len(shape)) if d not in adv]
   adjacent = adv == list(range(adv[0], adv[-1] + 1))
@@ -294,25 +296,28 @@ def _advanced_indexing(x, idx):
                                      start_index_map=tuple(adv))
   slice_sizes = tuple(1 if d in adv else shape[d] for d in range(len(shape)))
   out = lax.gather(x, indices, dnums, slice_sizes, mode=lax.GatherScatterMode.PROMISE_IN_BOUNDS)
+  if not need_valid:
+    return out, None
   valid_shape = (1,) * p + batch + (1,) * (len(rest) - p)
   return out, lax.reshape(valid, valid_shape)
 
 
-def _index(x, idx):
+def _index(x, idx, need_valid: bool = True):
   """(x[idx], valid): the elements read with out-of-bound indices clamped, and where they were
-  in bounds (a Python bool, or a bool array broadcastable to the result)."""
+  in bounds (a Python bool, or a bool array broadcastable to the result; None when not
+  `need_valid` and there are index arrays)."""
   x = util.as_array(x)
   idx = _normalize(aval_of(x).ndim, idx)
   x, idx = _expand_new_axes(x, idx)
   x, idx = _apply_slices(x, idx)
   if all(i is _FULL or _is_scalar_index(i) for i in idx):
-    return _integer_indexing(x, idx)
-  return _advanced_indexing(x, idx)
+    return _integer_indexing(x, idx, need_valid)
+  return _advanced_indexing(x, idx, need_valid)
 
 
 def getitem(x, idx):
   """`x[idx]` with NumPy's indexing rules; out-of-bound integer indices are clamped (as JAX)."""
-  return _index(x, idx)[0]
+  return _index(x, idx, need_valid=False)[0]
 
 
 # --- modes and fill values -----------------------------------------------------------------------
@@ -347,8 +352,9 @@ def _default_fill(dtype):
 
 
 def _get(x, idx, mode=None, fill_value=None):
-  out, valid = _index(x, idx)
-  if _parse_mode(mode, _Mode.CLIP) is _Mode.CLIP or valid is True:
+  clip = _parse_mode(mode, _Mode.CLIP) is _Mode.CLIP
+  out, valid = _index(x, idx, need_valid=not clip)
+  if clip or valid is True:
     return out
   aval = aval_of(out)
   fill = _default_fill(aval.dtype) if fill_value is None else fill_value
@@ -374,7 +380,8 @@ def _update(x, idx, values, op: str, mode=None, indices_are_sorted=False, unique
   size = aval.size
   pos_dtype = _index_dtype(size + 1)
   positions = lax.reshape(lax.iota(pos_dtype, size), aval.shape)
-  pos, valid = _index(positions, idx)
+  drop = _parse_mode(mode, _Mode.FILL_OR_DROP) is _Mode.FILL_OR_DROP
+  pos, valid = _index(positions, idx, need_valid=drop)
   pos_shape = aval_of(pos).shape
   try:
     values = util.broadcast_to(values, pos_shape)
@@ -382,27 +389,18 @@ def _update(x, idx, values, op: str, mode=None, indices_are_sorted=False, unique
     raise ValueError(f"Incompatible shapes for broadcasting: the values of shape "
                      f"{aval_of(values).shape} cannot be broadcast to the indexed shape "
                      f"{pos_shape}") from None
-  drop = _parse_mode(mode, _Mode.FILL_OR_DROP) is _Mode.FILL_OR_DROP
   if drop and valid is False:
     return x
-  if drop and valid is not True:  # out-of-bound updates go to a spare slot past the end
+  if drop and valid is not True:  # out-of-bound updates point past the end: scatter drops them
     pos = lax.select_n(util.broadcast_to(valid, pos_shape),
                        util.full_of(pos_shape, size, pos_dtype), pos)
   n = math.prod(pos_shape)
-  flat = lax.reshape(x, (size,))
-  spare = drop and valid is not True
-  if spare:
-    flat = lax.concatenate([flat, util.full_of((1,), 0, aval.dtype, aval.weak_type)], 0)
   dnums = lax.ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,),
                                       scatter_dims_to_operand_dims=(0,))
-  scatter = getattr(lax, _SCATTERS[op], None)
-  if scatter is None:
-    raise NotImplementedError(f"at[].{op} needs lax.{_SCATTERS[op]}, which revax.lax lacks")
-  out = scatter(flat, lax.reshape(pos, (n, 1)), lax.reshape(values, (n,)), dnums,
-                indices_are_sorted=indices_are_sorted, unique_indices=unique_indices,
-                mode=lax.GatherScatterMode.PROMISE_IN_BOUNDS)
-  if spare:
-    out = lax.slice(out, (0,), (size,))
+  scatter = getattr(lax, _SCATTERS[op])
+  out = scatter(lax.reshape(x, (size,)), lax.reshape(pos, (n, 1)), lax.reshape(values, (n,)),
+                dnums, indices_are_sorted=indices_are_sorted, unique_indices=unique_indices,
+                mode=lax.GatherScatterMode.FILL_OR_DROP)
   return lax.reshape(out, aval.shape)
 
 

@@ -7,6 +7,7 @@ float16/bfloat16 sums are computed in float32 and rounded back. Results are neve
 """
 from __future__ import annotations
 
+import builtins
 import math
 
 import numpy as np
@@ -131,7 +132,7 @@ def _minmax(fun_name, is_max, a, axis, out, keepdims, initial, where):
   if initial is None:
     if where is not None:
       raise ValueError(f"reduction operation {fun_name} with where requires initial")
-    if any(aval.shape[i] == 0 for i in axes):
+    if builtins.any(aval.shape[i] == 0 for i in axes):
       raise ValueError(f"zero-size array to reduction operation {fun_name} which has no identity")
   if dtypes.is_bool(aval.dtype):
     reducer = lax.reduce_or if is_max else lax.reduce_and
@@ -293,14 +294,9 @@ def ptp(a, axis=None, out=None, keepdims: bool = False):
   return lax.sub(max(a, axis, keepdims=keepdims), min(a, axis, keepdims=keepdims))
 
 
-def cumsum(a, axis=None, dtype=None, out=None):
-  """Cumulative sum along `axis` (of the flattened array if None); bools count as int32.
-
-  Example:
-    >>> cumsum(array([1, 2, 3]))  # [1 3 6]
-  """
-  _no_out("cumsum", out)
-  util.check_arraylike("cumsum", a)
+def _cumulative(fun_name, lax_fn, a, axis, dtype, out):
+  _no_out(fun_name, out)
+  util.check_arraylike(fun_name, a)
   a = util.as_array(a)
   if axis is None:
     from revax._src.numpy.shape_ops import ravel
@@ -309,5 +305,22 @@ def cumsum(a, axis=None, dtype=None, out=None):
   axis = util.canonicalize_axis(axis, aval.ndim)
   out_dtype = canonical_dtype_arg(dtype) or (dtypes.default_int_dtype()
                                              if dtypes.is_bool(aval.dtype) else aval.dtype)
-  a = lax.convert_element_type(a, out_dtype)
-  return lax.cumsum(a, axis)
+  return lax_fn(lax.convert_element_type(a, out_dtype), axis)
+
+
+def cumsum(a, axis=None, dtype=None, out=None):
+  """Cumulative sum along `axis` (of the flattened array if None); bools count as int32.
+
+  Example:
+    >>> cumsum(array([1, 2, 3]))  # [1 3 6]
+  """
+  return _cumulative("cumsum", lax.cumsum, a, axis, dtype, out)
+
+
+def cumprod(a, axis=None, dtype=None, out=None):
+  """Cumulative product along `axis` (of the flattened array if None); bools count as int32."""
+  return _cumulative("cumprod", lax.cumprod, a, axis, dtype, out)
+
+
+cumulative_sum = cumsum
+cumulative_prod = cumprod

@@ -1,0 +1,49 @@
+"""Sorting: sort and argsort on lax.sort (NaNs last; stable by default)."""
+from __future__ import annotations
+
+from revax._src import lax
+from revax._src.core import dtypes
+from revax._src.numpy import util
+from revax._src.numpy.util import aval_of
+
+
+def _prepare(fun_name, a, axis, kind, order):
+  util.check_arraylike(fun_name, a)
+  if order is not None:
+    raise TypeError(f"{fun_name}: the 'order' argument (structured arrays) is not supported")
+  a = util.as_array(a)
+  if axis is None:
+    from revax._src.numpy.shape_ops import ravel
+    return ravel(a), 0
+  return a, util.canonicalize_axis(axis, aval_of(a).ndim)
+
+
+def sort(a, axis: int | None = -1, *, kind=None, order=None, stable: bool = True,
+         descending: bool = False):
+  """`a` sorted along `axis` (flattened if None); NaNs sort last (first if `descending`).
+
+  Example:
+    >>> sort(array([3, 1, 2]))  # [1 2 3]
+  """
+  a, axis = _prepare("sort", a, axis, kind, order)
+  out = lax.sort(a, dimension=axis, is_stable=stable)
+  return lax.rev(out, (axis,)) if descending else out
+
+
+def argsort(a, axis: int | None = -1, *, kind=None, order=None, stable: bool = True,
+            descending: bool = False):
+  """Indices that sort `a` along `axis` (flattened if None); equal elements keep their order.
+
+  Example:
+    >>> argsort(array([3, 1, 2]))  # [1 2 0]
+  """
+  a, axis = _prepare("argsort", a, axis, kind, order)
+  shape = aval_of(a).shape
+  index_dtype = dtypes.default_int_dtype()
+  iota = lax.broadcasted_iota(index_dtype, shape, axis)
+  if not descending:
+    return lax.sort((a, iota), dimension=axis, is_stable=stable, num_keys=1)[1]
+  # stable descending order: sort the reversed array ascending, reverse, and map the indices back
+  _, idx = lax.sort((lax.rev(a, (axis,)), iota), dimension=axis, is_stable=stable, num_keys=1)
+  last = util.full_of(shape, shape[axis] - 1, index_dtype)
+  return lax.sub(last, lax.rev(idx, (axis,)))

@@ -1,0 +1,183 @@
+"""Scalar types, dtype queries and array creation against NumPy values and jax.numpy dtypes."""
+import ml_dtypes
+import numpy as np
+import pytest
+
+import revax
+import revax.numpy as rnp
+from tests.numpy.helpers import BF16, assert_close, jnp, revax_result
+
+
+def _same(out, expected):
+  """revax result equals the jnp one: values, dtype, weak type."""
+  assert isinstance(out, revax.Array)
+  assert revax_result(out) == revax_result(expected), (out, expected)
+  np.testing.assert_array_equal(np.asarray(out), np.asarray(expected))
+
+
+# --- scalar types and dtype queries --------------------------------------------------------------
+def test_scalar_types_make_arrays():
+  for name in ("bool_", "int8", "uint8", "int16", "int32", "uint32", "float16", "bfloat16",
+               "float32", "complex64", "float64", "int64"):
+    t = getattr(rnp, name)
+    _same(t(3), getattr(jnp, name)(3))
+    assert np.dtype(t) == np.dtype(getattr(jnp, name))
+  _same(rnp.float32([1, 2]), jnp.float32([1, 2]))
+  assert rnp.zeros(2, rnp.bfloat16).dtype == BF16
+  assert rnp.float32 == np.float32 and rnp.float32 != np.float16
+  assert isinstance(np.float32(1), rnp.float32)
+  assert repr(rnp.int8) == "<class 'revax.numpy.int8'>"
+  assert rnp.ndarray is revax.Array and isinstance(rnp.ones(2), rnp.ndarray)
+
+
+def test_dtype_queries_match_jax():
+  cases = [(rnp.int8, 1), (rnp.int8, 1.0), (np.uint8, np.int8), (rnp.bfloat16, np.float16),
+           (np.int32, 1j), (int, float), (bool, int), (np.float32, rnp.ones(2, np.int32))]
+  for args in cases:
+    jargs = [jnp.ones(2, np.int32) if isinstance(a, revax.Array) else a for a in args]
+    assert rnp.result_type(*args) == jnp.result_type(*jargs), args
+  assert rnp.result_type(1.0, return_weak_type_flag=True) == (np.float32, True)
+  for a, b in [(np.int8, np.uint8), (np.int32, np.float16), (BF16, np.float16),
+               (np.uint32, np.int32), (np.bool_, np.int8)]:
+    assert rnp.promote_types(a, b) == jnp.promote_types(a, b)
+  assert rnp.iinfo(rnp.int8).max == 127 and rnp.iinfo(np.uint16).max == 65535
+  assert rnp.finfo(rnp.bfloat16).eps == ml_dtypes.finfo(ml_dtypes.bfloat16).eps
+  assert rnp.finfo(rnp.ones(2)).bits == 32
+  assert rnp.issubdtype(rnp.bfloat16, rnp.floating) and rnp.issubdtype(BF16, rnp.inexact)
+  assert not rnp.issubdtype(rnp.int8, rnp.floating) and rnp.issubdtype(rnp.int8, rnp.integer)
+  assert rnp.issubdtype(np.float32, rnp.float32) and not rnp.issubdtype(np.float32, np.float16)
+  assert rnp.issubdtype(rnp.uint8, rnp.unsignedinteger) and rnp.issubdtype(np.int8, int)
+  assert rnp.dtype("float32") == np.float32
+  assert rnp.can_cast(np.int8, np.int16) and not rnp.can_cast(np.float32, np.int32)
+
+
+# --- array / asarray -----------------------------------------------------------------------------
+@pytest.mark.parametrize("obj", [1.0, 2, True, 3 + 1j, [1.0, 2.0], [1, 2.5], [[1, 2], [3, 4]],
+                                 [True, 2], [], np.float64(2), np.arange(3), np.int8(5),
+                                 [np.int8(1), 2], (1, (2, 3))[1:], np.ones((2, 2), np.float16)],
+                         ids=repr)
+def test_array_matches_jax(obj):
+  _same(rnp.array(obj), jnp.array(obj))
+  _same(rnp.asarray(obj), jnp.asarray(obj))
+
+
+def test_array_options():
+  x = rnp.arange(3)
+  assert rnp.asarray(x) is x
+  _same(rnp.array([1, 2], dtype=rnp.float16), jnp.array([1, 2], dtype=jnp.float16))
+  _same(rnp.array(x, dtype=float), jnp.array(jnp.arange(3), dtype=float))
+  assert rnp.array(5, ndmin=2).shape == (1, 1)
+  _same(rnp.array([rnp.int8(1), 2]), jnp.array([jnp.int8(1), 2]))
+  a = np.arange(3, dtype=np.float32)
+  r = rnp.array(a)
+  a[0] = 100.0  # revax copied the caller's array
+  assert r[0] == 0.0
+
+
+def test_array_of_traced_values():
+  f = revax.jit(lambda a, b: rnp.array([[a, 2.0], [b, a * b]]))
+  out = f(np.float32(3), np.float32(4))
+  np.testing.assert_array_equal(out, [[3, 2], [4, 12]])
+  assert out.dtype == np.float32
+  g = revax.jit(lambda v: rnp.asarray([v, v + 1]))
+  np.testing.assert_array_equal(g(np.arange(3, dtype=np.int8)), [[0, 1, 2], [1, 2, 3]])
+  assert g(np.arange(3, dtype=np.int8)).dtype == np.int8
+
+
+def test_array_errors():
+  with pytest.raises(TypeError, match="revax does not support dtype <U3"):
+    rnp.array("abc")
+  with pytest.raises(TypeError, match="unexpected element of type dict"):
+    rnp.array([{}])
+  with pytest.raises(ValueError):
+    rnp.array([[1, 2], [3]])
+  with pytest.raises(ValueError, match="ragged"):
+    revax.jit(lambda a: rnp.array([a, [a, a]]))(np.float32(1))
+  with pytest.raises(NotImplementedError, match="only C"):
+    rnp.array([1], order="F")
+
+
+# --- filled arrays -------------------------------------------------------------------------------
+def test_filled_arrays_match_jax():
+  w = jnp.asarray(2.0)
+  cases = [
+      (lambda m: m.zeros(3), ()), (lambda m: m.zeros((2, 0), m.int8), ()),
+      (lambda m: m.ones((2, 3), m.bfloat16), ()), (lambda m: m.empty(2), ()),
+      (lambda m: m.full(3, 2), ()), (lambda m: m.full((2, 2), 2.0), ()),
+      (lambda m: m.full((2, 3), m.arange(3)), ()), (lambda m: m.full(2, 7, m.uint8), ()),
+      (lambda m: m.zeros_like(m.arange(3)), ()), (lambda m: m.ones_like(m.arange(3), float), ()),
+      (lambda m: m.full_like(m.arange(2), 1.5), ()), (lambda m: m.empty_like(m.ones(2)), ()),
+      (lambda m: m.full_like(m.ones(2), 3, shape=(2, 2)), ()),
+  ]
+  for make, _ in cases:
+    _same(make(rnp), make(jnp))
+  _same(rnp.zeros_like(rnp.asarray(2.0)), jnp.zeros_like(w))
+  _same(rnp.full(2, rnp.asarray(2.0)), jnp.full(2, w))
+
+
+def test_filled_array_errors():
+  with pytest.raises(ValueError, match=r"zeros: negative dimensions are not allowed, got shape "
+                                       r"\(-1,\)"):
+    rnp.zeros((-1,))
+  with pytest.raises(TypeError, match="shape must be an integer or a sequence of integers"):
+    rnp.ones(2.5)
+  with pytest.raises(TypeError, match="full requires ndarray or scalar arguments"):
+    rnp.full(3, [1, 2, 3])
+
+
+# --- ranges --------------------------------------------------------------------------------------
+@pytest.mark.parametrize("args,kwargs", [((5,), {}), ((1.0, 3), {}), ((0, 1, 0.3), {}),
+                                         ((np.int8(3),), {}), ((2, 10, 3), {}), ((5, 1, -1), {}),
+                                         ((3,), {"dtype": np.float16}), ((2.5,), {}),
+                                         ((0,), {}), ((-3,), {}), ((1, 2, 0.25), {})], ids=str)
+def test_arange_matches_jax(args, kwargs):
+  out, expected = rnp.arange(*args, **kwargs), jnp.arange(*args, **kwargs)
+  assert revax_result(out) == revax_result(expected)
+  assert_close(out, np.asarray(expected), msg=str(args))
+
+
+def test_arange_errors():
+  with pytest.raises(ZeroDivisionError, match="step must not be zero"):
+    rnp.arange(0, 5, 0)
+  with pytest.raises(revax._src.core.trace.ConcretizationTypeError,
+                     match="arange requires a concrete"):
+    revax.jit(lambda n: rnp.arange(n))(3)
+  with pytest.raises(TypeError, match="complex"):
+    rnp.arange(1j)
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"num": 5}, {"num": 4, "endpoint": False}, {"num": 1},
+                                    {"num": 0}, {"num": 4, "dtype": np.int32},
+                                    {"num": 6, "dtype": np.float16}, {"num": 3, "axis": -1}],
+                         ids=str)
+def test_linspace_matches_numpy_and_jax(kwargs):
+  for start, stop in ((0.0, 1.0), (2, -3), (np.array([0.0, 1.0]), 5.0),
+                      (np.zeros((2, 1)), np.array([1.0, 2.0, 3.0]))):
+    out = rnp.linspace(start, stop, **kwargs)
+    expected = jnp.linspace(start, stop, **kwargs)
+    assert revax_result(out) == revax_result(expected), (start, stop, kwargs)
+    assert_close(out, np.linspace(start, stop, **kwargs).astype(out.dtype), msg=str(kwargs))
+  out, step = rnp.linspace(0.0, 2.0, 5, retstep=True)
+  assert float(step) == 0.5 and out[-1] == 2.0
+  traced = revax.jit(lambda a, b: rnp.linspace(a, b, 7))(np.float32(-1), np.float32(2))
+  assert_close(traced, np.linspace(-1, 2, 7), np.float32)
+  with pytest.raises(ValueError, match="Number of samples, -1, must be non-negative."):
+    rnp.linspace(0, 1, -1)
+
+
+def test_eye_and_identity():
+  for args, kwargs in [((3,), {}), ((2, 4), {"k": 1}), ((4, 3), {"k": -2}), ((2,),
+                                                                             {"dtype": int}),
+                       ((0,), {})]:
+    _same(rnp.eye(*args, **kwargs), jnp.eye(*args, **kwargs))
+  _same(rnp.identity(3, rnp.bool_), jnp.identity(3, jnp.bool_))
+  with pytest.raises(ValueError, match="negative dimensions are not allowed, got -1 and -1"):
+    rnp.eye(-1)
+
+
+def test_creation_under_jit():
+  def f(x):
+    return (rnp.zeros_like(x) + rnp.ones(3) + rnp.full(3, 2.0) + rnp.arange(3) + rnp.eye(3)[0]
+            + rnp.linspace(0, 1, 3) + rnp.array([1.0, 2.0, 3.0]))
+  x = np.ones(3, np.float32)
+  np.testing.assert_allclose(revax.jit(f)(x), f(x))
