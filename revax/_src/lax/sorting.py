@@ -11,7 +11,10 @@ above -0.0); ties go to the lower index.
 Cumulative reductions lower to `stablehlo.reduce_window` with a window covering the whole axis
 and padding (n-1, 0) (as JAX does on CPU), reversed with `stablehlo.reverse` for reverse=True;
 the region applies the elementwise primitive's own lowering, so cummax/cummin propagate NaNs.
-Each primitive is one block: wrapper, rules, registration.
+Derivatives: sort and top_k carry their tangents along the permutation they apply (a gather);
+cumsum is linear (its transpose is the reverse cumsum); cumprod/cummax/cummin differentiate a
+log-depth prefix scan of the elementwise op. Each primitive is one block: wrapper, rules,
+registration.
 """
 from __future__ import annotations
 
@@ -22,8 +25,8 @@ import numpy as np
 from revax._src.core import dtypes
 from revax._src.core.avals import ShapedArray, get_aval
 from revax._src.core.trace import Primitive
-from revax._src.interpreters import dispatch, mlir
-from revax._src.lax import binary
+from revax._src.interpreters import ad, batching, dispatch, mlir
+from revax._src.lax import batch_util, binary, shapes, slicing
 from revax._src.lax.comparison import compare, compare_type
 from revax._src.lax.reductions import combiner_region
 
@@ -31,6 +34,19 @@ __all__ = [
   "sort", "sort_key_val", "top_k", "cumsum", "cumprod", "cummax", "cummin",
   "sort_p", "top_k_p", "cumsum_p", "cumprod_p", "cummax_p", "cummin_p",
 ]
+
+
+def _take_along_axis(x, idx, axis: int):
+  """`numpy.take_along_axis(x, idx, axis)` as one gather whose other dimensions are batching
+  dimensions (idx may be shorter than x along `axis`)."""
+  ndim = get_aval(x).ndim
+  others = tuple(d for d in range(ndim) if d != axis)
+  indices = shapes.reshape(idx, get_aval(idx).shape + (1,))
+  dn = slicing.GatherDimensionNumbers(offset_dims=(), collapsed_slice_dims=(axis,),
+                                      start_index_map=(axis,), operand_batching_dims=others,
+                                      start_indices_batching_dims=others)
+  return slicing.gather(x, indices, dn, (1,) * ndim,
+                        mode=slicing.GatherScatterMode.PROMISE_IN_BOUNDS)
 
 
 def _canonical_dim(dim, ndim: int) -> int:
@@ -166,10 +182,36 @@ def _sort_lower(ctx, *operands, dimension, is_stable, num_keys):
                        "is_stable": "true" if is_stable else "false"}, regions=[region])
 
 
+def _sort_jvp(primals, tangents, *, dimension, is_stable, num_keys):
+  """Sort an iota along with the operands; the tangents follow that permutation."""
+  shape = get_aval(primals[0]).shape
+  iota = shapes.broadcasted_iota(np.int32, shape, dimension)
+  *outs, perm = sort_p.bind(*primals, iota, dimension=dimension, is_stable=is_stable,
+                            num_keys=num_keys)
+  if not all(shape):  # nothing to permute (and a gather cannot take slices of an empty axis)
+    return outs, list(tangents)
+  return outs, [t if type(t) is ad.Zero else _take_along_axis(t, perm, dimension)
+                for t in tangents]
+
+
+def _sort_batch(size, vals, dims, *, dimension, is_stable, num_keys):
+  """All operands share one batch dim (moved to the front unless they already agree)."""
+  mapped = {d for d in dims if d is not batching.not_mapped}
+  if len(mapped) == 1 and batching.not_mapped not in dims:
+    (d,) = mapped
+  else:
+    vals, d = [batch_util.bdim_to_front(v, b, size) for v, b in zip(vals, dims)], 0
+  outs = sort_p.bind(*vals, dimension=dimension + (dimension >= d), is_stable=is_stable,
+                     num_keys=num_keys)
+  return outs, [d] * len(outs)
+
+
 sort_p = Primitive("sort", multiple_results=True)
 sort_p.def_abstract_eval(_sort_abstract_eval)
 dispatch.def_numpy_impl(sort_p, _sort_numpy)
 mlir.register_lowering(sort_p, _sort_lower)
+ad.primitive_jvps[sort_p] = _sort_jvp
+batching.axis_size_batchers[sort_p] = _sort_batch
 
 
 def sort_key_val(keys, values, dimension: int = -1, is_stable: bool = True):
@@ -253,10 +295,26 @@ def _top_k_lower(ctx, x, *, k, axis):
           for v, out in zip((vals, idx), ctx.avals_out, strict=True)]
 
 
+def _top_k_jvp(primals, tangents, *, k, axis):
+  (x,), (t,) = primals, tangents
+  values, indices = top_k_p.bind(x, k=k, axis=axis)
+  v_aval = get_aval(values)
+  t_values = (_take_along_axis(t, indices, axis) if v_aval.size else
+              ad.Zero(ad.tangent_aval(v_aval)))
+  return [values, indices], [t_values, ad.Zero(ad.tangent_aval(get_aval(indices)))]
+
+
+def _top_k_batch(vals, dims, *, k, axis):
+  (x,), (d,) = vals, dims
+  return top_k_p.bind(x, k=k, axis=axis + (axis >= d)), [d, d]
+
+
 top_k_p = Primitive("top_k", multiple_results=True)
 top_k_p.def_abstract_eval(_top_k_abstract_eval)
 dispatch.def_numpy_impl(top_k_p, _top_k_numpy)
 mlir.register_lowering(top_k_p, _top_k_lower)
+ad.primitive_jvps[top_k_p] = _top_k_jvp
+batching.primitive_batchers[top_k_p] = _top_k_batch
 
 
 # --- cumulative reductions: shared rules ---------------------------------------------------------
@@ -305,11 +363,47 @@ def _cumulative_lower(combiner, identity):
   return rule
 
 
+def _cumulative_batch(prim):
+  def rule(vals, dims, *, axis, reverse):
+    (x,), (d,) = vals, dims
+    return prim.bind(x, axis=axis + (axis >= d), reverse=reverse), d
+  return rule
+
+
+def _prefix_scan(op, identity, x, axis: int, reverse: bool):
+  """The inclusive scan of `op` along `axis` in log2(n) steps (Hillis-Steele): step k combines
+  each element with the one 2**k before it, whose window is disjoint from its own."""
+  aval = get_aval(x)
+  if reverse:
+    x = shapes.rev(x, (axis,))
+  shift, n = 1, aval.shape[axis]
+  fill = identity(aval.dtype)
+  while shift < n:
+    config = [(0, 0, 0)] * aval.ndim
+    config[axis] = (shift, -shift, 0)
+    x = op(x, shapes.pad(x, fill, config))
+    shift *= 2
+  return shapes.rev(x, (axis,)) if reverse else x
+
+
+def _cumulative_jvp_by_scan(prim, op, identity):
+  """JVP of a cumulative reduction: the output from `prim`, the tangent from differentiating
+  `_prefix_scan` (so zeros of cumprod and ties of cummax are handled by mul's and max's rules)."""
+  def rule(primals, tangents, *, axis, reverse):
+    (x,), (t,) = primals, tangents
+    out = prim.bind(x, axis=axis, reverse=reverse)
+    scan = lambda v: [_prefix_scan(op, identity, v, axis, reverse)]
+    _, (t_out,) = ad.jvp_flat(scan, [x], [ad.instantiate_zeros(t)])
+    return out, ad.instantiate_zeros(t_out)
+  return rule
+
+
 def _cumulative(name: str, accumulate, combiner, identity) -> Primitive:
   prim = Primitive(name)
   prim.def_abstract_eval(_cumulative_abstract_eval(name))
   dispatch.def_numpy_impl(prim, _cumulative_numpy(accumulate))
   mlir.register_lowering(prim, _cumulative_lower(combiner, identity))
+  batching.primitive_batchers[prim] = _cumulative_batch(prim)
   return prim
 
 
@@ -340,7 +434,12 @@ def cumsum(operand, axis: int = 0, reverse: bool = False):
   return _cumulative_bind(cumsum_p, operand, axis, reverse)
 
 
+def _cumsum_transpose(ct, x, *, axis, reverse):
+  return [cumsum(ct, axis, not reverse)]
+
+
 cumsum_p = _cumulative("cumsum", np.cumsum, binary.add_p, lambda d: np.zeros((), d))
+ad.deflinear(cumsum_p, _cumsum_transpose)
 
 
 # --- cumprod -------------------------------------------------------------------------------------
@@ -350,6 +449,8 @@ def cumprod(operand, axis: int = 0, reverse: bool = False):
 
 
 cumprod_p = _cumulative("cumprod", np.cumprod, binary.mul_p, lambda d: np.ones((), d))
+ad.primitive_jvps[cumprod_p] = _cumulative_jvp_by_scan(cumprod_p, binary.mul,
+                                                       lambda d: np.ones((), d))
 
 
 # --- cummax --------------------------------------------------------------------------------------
@@ -363,6 +464,7 @@ def _max_accumulate(x, axis, dtype):
 
 
 cummax_p = _cumulative("cummax", _max_accumulate, binary.max_p, _lowest)
+ad.primitive_jvps[cummax_p] = _cumulative_jvp_by_scan(cummax_p, binary.max, _lowest)
 
 
 # --- cummin --------------------------------------------------------------------------------------
@@ -376,3 +478,4 @@ def _min_accumulate(x, axis, dtype):
 
 
 cummin_p = _cumulative("cummin", _min_accumulate, binary.min_p, _highest)
+ad.primitive_jvps[cummin_p] = _cumulative_jvp_by_scan(cummin_p, binary.min, _highest)
