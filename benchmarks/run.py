@@ -92,6 +92,25 @@ def first_call_times(lib, np_mod, depth: int, repeats: int):
   return statistics.median(lowers), statistics.median(compiles)
 
 
+def grad_times(lib, np_mod, depth: int, repeats: int, calls: int):
+  """(trace+lower seconds of jit(grad(mlp_loss)), steady-state microseconds per gradient)."""
+  params = mlp_params(depth, 32)
+  x = np.ones((8, 32), np.float32)
+  mlp = mlp_fn(np_mod, depth)
+  loss = lambda p, x: (mlp(p, x) ** 2).sum()
+  lowers = []
+  for _ in range(repeats):
+    g = lib.jit(lib.grad(loss))
+    t0 = time.perf_counter()
+    g.lower(params, x).as_text()
+    lowers.append(time.perf_counter() - t0)
+  g = lib.jit(lib.grad(loss))
+  dparams = lib.device_put(params)
+  dx = lib.device_put(x)
+  run = per_call_us(lambda: lib.block_until_ready(g(dparams, dx)), calls)
+  return statistics.median(lowers), run
+
+
 def main():
   parser = argparse.ArgumentParser()
   parser.add_argument("--quick", action="store_true", help="fewer repeats (noisier)")
@@ -121,6 +140,13 @@ def main():
   first = {name: first_call_times(lib, np_mod, 64, n_first) for name, (lib, np_mod) in libs.items()}
   rows.append(("MLP 64 layers: trace+lower", "s", first["revax"][0], first["jax"][0], 0.5))
   rows.append(("MLP 64 layers: XLA compile", "s", first["revax"][1], first["jax"][1], None))
+
+  grads = {name: grad_times(lib, np_mod, 64, n_first, max(50, n_calls // 100))
+           for name, (lib, np_mod) in libs.items()}
+  rows.append(("jit(grad(MLP loss)), 64 layers: trace+lower", "s", grads["revax"][0],
+               grads["jax"][0], 0.5))
+  rows.append(("jit(grad(MLP loss)), 64 layers: run", "us", grads["revax"][1], grads["jax"][1],
+               1.1))
 
   report(rows, args)
 

@@ -46,7 +46,7 @@ def _funcs(np_, lax):
       "pad_slice_concat": (lambda x: (lax.pad(x, 0.0, ((1, 2, 1),))[2:7] ** 2).sum()
                            + np_.concatenate([x, x[::-1] * 2]).sum() ** 2 * 0.01, V),
       "indexing": (lambda x: (x[np_.array([0, 2, 2])] ** 2).sum() + x[1:3].sum(), V),
-      "at_add": (lambda x: (x.at[np_.array([1, 1, 3])].add(x[:3] * 2.0) ** 2).sum(), V),
+      "at_add": (lambda x: (np_.asarray(x).at[np_.array([1, 1, 3])].add(x[:3] * 2.0) ** 2).sum(), V),
       "sort": (lambda x: (np_.sort(x) * np_.arange(5.0)).sum(), V),
       "cumsum": (lambda x: (np_.cumsum(x) ** 2).sum(), V),
       "integer_arg": (lambda x: (x * np_.arange(5) ** 2).sum(), V),
