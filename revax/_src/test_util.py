@@ -79,7 +79,11 @@ def numerical_jvp(f, primals, tangents, eps):
   """Central differences of `f` at `primals` along `tangents` (computed in float64)."""
   plus = f(*[_add_scaled(p, t, eps) for p, t in zip(primals, tangents)])
   minus = f(*[_add_scaled(p, t, -eps) for p, t in zip(primals, tangents)])
-  return tree_util.tree_map(lambda a, b: (_to64(a) - _to64(b)) / (2 * eps), plus, minus)
+  def diff(a, b):
+    if np.asarray(a).dtype == dtypes.float0:  # tangents of integer values: nothing to difference
+      return a
+    return (_to64(a) - _to64(b)) / (2 * eps)
+  return tree_util.tree_map(diff, plus, minus)
 
 
 def check_jvp(f, args, atol=None, rtol=None, eps=None, rng=None):
