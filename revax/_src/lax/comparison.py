@@ -11,9 +11,12 @@ from __future__ import annotations
 import numpy as np
 
 from revax._src.core import dtypes
-from revax._src.core.avals import ShapedArray
+from revax._src.core.avals import ShapedArray, get_aval
 from revax._src.core.trace import Primitive
-from revax._src.interpreters import dispatch, mlir
+from revax._src.interpreters import ad, batching, dispatch, mlir
+from revax._src.lax import batch_util
+from revax._src.lax.binary import bitwise_and, bitwise_or
+from revax._src.lax.shapes import broadcast_in_dim, reshape
 from revax._src.lax.standard import (as_operand, binary_operands, broadcast_to_out,
                                      naryop_abstract_eval, operand_dtype, same_dtypes)
 
@@ -44,6 +47,36 @@ def compare(ctx, x, y, direction: str, aval: ShapedArray, result_aval: ShapedArr
                         "compare_type": compare_type(aval.dtype)})
 
 
+def broadcasting_batcher(prim: Primitive):
+  """Batching for an elementwise primitive whose operands broadcast NumPy-style.
+
+  The output's batch dim goes where the highest-rank mapped operand already has it. Unmapped
+  operands stay as they are when they only cover dimensions after the batch dim; otherwise they
+  get a size-1 dim there (a reshape). Other mapped operands move their batch dim into line.
+  """
+  def rule(vals, dims, **params):
+    ranks = [get_aval(v).ndim - (d is not None) for v, d in zip(vals, dims, strict=True)]
+    rank = max(ranks)
+    lead = max((i for i, d in enumerate(dims) if d is not None), key=lambda i: ranks[i])
+    out_dim = dims[lead] + rank - ranks[lead]
+    args = [_align_batch_dim(v, d, r, rank, out_dim) for v, d, r in zip(vals, dims, ranks)]
+    return prim.bind(*args, **params), out_dim
+  return rule
+
+
+def _align_batch_dim(x, dim, x_rank: int, rank: int, out_dim: int):
+  """`x` (per-example rank `x_rank`) arranged to broadcast against a rank-`rank` result batched
+  at `out_dim`; `dim` is x's batch dim or None."""
+  at = out_dim - (rank - x_rank)  # where the batch dim falls among x's trailing-aligned dims
+  if dim is None:
+    return batch_util.insert_unit_dim(x, at) if at > 0 else x
+  if at >= 0:
+    return batch_util.moveaxis(x, dim, at)
+  x = batch_util.moveaxis(x, dim, 0)
+  shape = get_aval(x).shape
+  return reshape(x, shape[:1] + (1,) * -at + shape[1:])
+
+
 def _comparison(name: str, direction: str, numpy_fn, ordered: bool) -> Primitive:
   """A comparison primitive; `ordered` ones (lt, le, gt, ge) reject complex operands."""
   kind = "any"
@@ -70,6 +103,8 @@ def _comparison(name: str, direction: str, numpy_fn, ordered: bool) -> Primitive
   prim.def_abstract_eval(abstract_eval)
   dispatch.def_numpy_impl(prim, numpy_impl)
   mlir.register_lowering(prim, lower)
+  ad.zero_output_jvp(prim, "bool output: a comparison is piecewise constant")
+  batching.primitive_batchers[prim] = broadcasting_batcher(prim)
   return prim
 
 
@@ -199,10 +234,49 @@ def _select_n_lower(ctx, which, *cases):
   return tree(0, len(cases))
 
 
+def _select_n_jvp(primals, tangents):
+  which, *cases = primals
+  out = select_n_p.bind(which, *cases)
+  case_tangents = tangents[1:]
+  if all(type(t) is ad.Zero for t in case_tangents):
+    return out, ad.Zero(ad.tangent_aval(get_aval(out)))
+  return out, select_n_p.bind(which, *map(ad.instantiate_zeros, case_tangents))
+
+
+def _select_n_transpose(ct, which, *cases):
+  if ad.is_undefined_primal(which):
+    raise ValueError("select_n is not linear in its `which` argument")
+  undefined = [ad.is_undefined_primal(c) for c in cases]
+  if type(ct) is ad.Zero:
+    return [None] + [ad.Zero(c.aval) if u else None for c, u in zip(cases, undefined)]
+  zeros = ad.instantiate_zeros(ad.Zero(get_aval(ct)))
+  return [None] + [select_n_p.bind(which, *(ct if j == i else zeros for j in range(len(cases))))
+                   if u else None for i, u in enumerate(undefined)]
+
+
+def _select_n_batch(vals, dims):
+  (which, *cases), (which_dim, *case_dims) = vals, dims
+  size = next(get_aval(v).shape[d] for v, d in zip(vals, dims) if d is not None)
+  out_dim = next((d for d in case_dims if d is not None), which_dim)
+  cases = [batch_util.bdim_at(c, d, out_dim, size) for c, d in zip(cases, case_dims)]
+  which_aval = get_aval(which)
+  if which_dim is None:
+    if which_aval.ndim:  # an array `which` must have the cases' (batched) shape
+      which = batch_util.broadcast_batched(which, size, out_dim)
+  elif which_aval.ndim == 1 and get_aval(cases[0]).ndim > 1:  # a scalar `which` per example
+    which = broadcast_in_dim(which, get_aval(cases[0]).shape, (out_dim,))
+  else:
+    which = batch_util.moveaxis(which, which_dim, out_dim)
+  return select_n_p.bind(which, *cases), out_dim
+
+
 select_n_p = Primitive("select_n")
 select_n_p.def_abstract_eval(_select_n_abstract_eval)
 dispatch.def_numpy_impl(select_n_p, _select_n_numpy)
 mlir.register_lowering(select_n_p, _select_n_lower)
+ad.primitive_jvps[select_n_p] = _select_n_jvp
+ad.primitive_transposes[select_n_p] = _select_n_transpose
+batching.primitive_batchers[select_n_p] = _select_n_batch
 
 
 # --- clamp ---------------------------------------------------------------------------------------
@@ -282,7 +356,68 @@ def _complex_clamp_lower(ctx, lo, x, hi):
   return ctx.op1("stablehlo.select", [lex(out, hi, "GT"), hi, out])
 
 
+def _clamp_jvp(primals, tangents):
+  lo, x, hi = primals
+  out = clamp_p.bind(lo, x, hi)
+  t_aval = ad.tangent_aval(get_aval(out))
+  zeros = None
+  total = ad.Zero(t_aval)
+  for t, binds in zip(tangents, (_clamp_lo_binds, _clamp_x_binds, _clamp_hi_binds)):
+    if type(t) is ad.Zero:
+      continue
+    zeros = ad.instantiate_zeros(ad.Zero(t_aval)) if zeros is None else zeros
+    t = broadcast_in_dim(t, t_aval.shape, ()) if get_aval(t).shape != t_aval.shape else t
+    total = ad.add_tangents(total, select_n(binds(lo, x, hi), zeros, t))
+  return out, total
+
+
+def _clamp_lo_binds(lo, x, hi):  # ties pass no tangent, as for max and min
+  return bitwise_and(_ordered_lt(x, lo), _ordered_lt(lo, hi))
+
+
+def _clamp_x_binds(lo, x, hi):
+  return bitwise_and(_ordered_lt(lo, x), _ordered_lt(x, hi))
+
+
+def _clamp_hi_binds(lo, x, hi):  # hi also binds where lo > hi, whatever x is
+  return bitwise_or(_ordered_lt(hi, x), _ordered_lt(hi, lo))
+
+
+def _ordered_lt(a, b):
+  """a < b in clamp's order: lexicographic (real part, then imaginary part) for complex values."""
+  if not dtypes.is_complex(get_aval(a).dtype):
+    return lt(a, b)
+  from revax._src.lax.unary import imag, real  # unary builds on this module
+  ra, rb = real(a), real(b)
+  return bitwise_or(lt(ra, rb), bitwise_and(eq(ra, rb), lt(imag(a), imag(b))))
+
+
+def _clamp_batch(vals, dims):
+  (lo, x, hi), (lo_dim, x_dim, hi_dim) = vals, dims
+  size = next(get_aval(v).shape[d] for v, d in zip(vals, dims) if d is not None)
+  out_dim = next(d for d in (x_dim, lo_dim, hi_dim) if d is not None)
+  x = _clamp_operand_batched(x, x_dim, size, out_dim, None)
+  shape = get_aval(x).shape
+  lo, hi = (_clamp_operand_batched(b, d, size, out_dim, shape) for b, d in ((lo, lo_dim),
+                                                                           (hi, hi_dim)))
+  return clamp_p.bind(lo, x, hi), out_dim
+
+
+def _clamp_operand_batched(v, dim, size: int, out_dim: int, shape):
+  """An operand of a batched clamp: unmapped scalar bounds stay scalars; everything else gets
+  the operand's batched shape (`shape`, or for the operand itself its own shape)."""
+  aval = get_aval(v)
+  if dim is None:
+    return v if shape is not None and aval.ndim == 0 else \
+        batch_util.broadcast_batched(v, size, out_dim)
+  if aval.ndim == 1 and shape is not None and len(shape) > 1:  # a scalar bound per example
+    return broadcast_in_dim(v, shape, (out_dim,))
+  return batch_util.moveaxis(v, dim, out_dim)
+
+
 clamp_p = Primitive("clamp")
 clamp_p.def_abstract_eval(_clamp_abstract_eval)
 dispatch.def_numpy_impl(clamp_p, _clamp_numpy)
 mlir.register_lowering(clamp_p, _clamp_lower)
+ad.primitive_jvps[clamp_p] = _clamp_jvp
+batching.primitive_batchers[clamp_p] = _clamp_batch

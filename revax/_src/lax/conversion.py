@@ -9,7 +9,8 @@ import numpy as np
 from revax._src.core import dtypes
 from revax._src.core.avals import ShapedArray, get_aval
 from revax._src.core.trace import Primitive
-from revax._src.interpreters import dispatch, mlir
+from revax._src.interpreters import ad, batching, dispatch, mlir
+from revax._src.lax import batch_util
 from revax._src.lax.comparison import compare
 from revax._src.runtime.array import Array
 
@@ -92,10 +93,34 @@ def _real_dtype(dtype):
   return np.finfo(dtype).dtype if dtypes.is_complex(dtype) else np.dtype(dtype)
 
 
+def _convert_element_type_jvp(primals, tangents, *, new_dtype, weak_type):
+  """Between inexact dtypes the conversion is linear (complex to real keeps the real part);
+  an integer or bool result is piecewise constant: a symbolic zero tangent."""
+  (x,), (t,) = primals, tangents
+  out = convert_element_type_p.bind(x, new_dtype=new_dtype, weak_type=weak_type)
+  if not dtypes.is_inexact(new_dtype):
+    return out, ad.Zero(ad.tangent_aval(get_aval(out)))
+  return out, convert_element_type_p.bind(t, new_dtype=new_dtype, weak_type=weak_type)
+
+
+def _convert_element_type_transpose(ct, x, *, new_dtype, weak_type):
+  """Convert the cotangent back (real to complex gives a zero imaginary part)."""
+  aval = x.aval
+  if type(ct) is ad.Zero:
+    return [ad.Zero(aval)]
+  if not (dtypes.is_inexact(aval.dtype) and dtypes.is_inexact(new_dtype)):
+    raise ValueError(f"convert_element_type from {aval.dtype.name} to {np.dtype(new_dtype).name} "
+                     f"is not linear: only conversions between inexact dtypes transpose")
+  return [convert_element_type(ct, aval.dtype, aval.weak_type)]
+
+
 convert_element_type_p = Primitive("convert_element_type")
 convert_element_type_p.def_abstract_eval(_convert_element_type_abstract_eval)
 dispatch.def_numpy_impl(convert_element_type_p, _convert_element_type_numpy)
 mlir.register_lowering(convert_element_type_p, _convert_element_type_lower)
+ad.primitive_jvps[convert_element_type_p] = _convert_element_type_jvp
+ad.primitive_transposes[convert_element_type_p] = _convert_element_type_transpose
+batching.defvectorized(convert_element_type_p)
 
 
 # --- bitcast_convert_type ------------------------------------------------------------------------
@@ -149,7 +174,20 @@ def _bitcast_convert_type_lower(ctx, x, *, new_dtype):
   return ctx.op1("stablehlo.bitcast_convert", [x])
 
 
+def _bitcast_convert_type_batch(vals, dims, *, new_dtype):
+  """Narrowing appends a trailing dim and same-width keeps the shape: the batch dim stays put.
+  Widening consumes the operand's last dim, so a batch dim there moves to the front first."""
+  (x,), (d,) = vals, dims
+  aval = get_aval(x)
+  if aval.dtype.itemsize < new_dtype.itemsize and d == aval.ndim - 1:
+    x, d = batch_util.moveaxis(x, d, 0), 0
+  return bitcast_convert_type_p.bind(x, new_dtype=new_dtype), d
+
+
 bitcast_convert_type_p = Primitive("bitcast_convert_type")
 bitcast_convert_type_p.def_abstract_eval(_bitcast_convert_type_abstract_eval)
 dispatch.def_numpy_impl(bitcast_convert_type_p, _bitcast_convert_type_numpy)
 mlir.register_lowering(bitcast_convert_type_p, _bitcast_convert_type_lower)
+ad.not_differentiable(bitcast_convert_type_p, "it reinterprets bits: the result is not a smooth "
+                      "function of the operand")
+batching.primitive_batchers[bitcast_convert_type_p] = _bitcast_convert_type_batch

@@ -15,7 +15,9 @@ import numpy as np
 from revax._src.core import dtypes
 from revax._src.core.avals import ShapedArray, get_aval
 from revax._src.core.trace import Primitive, Tracer
-from revax._src.interpreters import dispatch, mlir
+from revax._src.interpreters import ad, batching, dispatch, mlir
+from revax._src.lax import batch_util
+from revax._src.lax.binary import sub
 from revax._src.lax.standard import as_operand, operand_dtype, same_dtypes
 from revax._src.runtime.array import Array
 
@@ -44,6 +46,21 @@ def _normalize_axis(axis: int, ndim: int) -> int:
   if not -ndim <= axis < ndim:
     raise ValueError(f"axis {axis} is out of bounds for array of dimension {ndim}")
   return axis % ndim
+
+
+def _shift(dims, at: int) -> tuple[int, ...]:
+  """Dimension numbers after inserting a new dimension at position `at`."""
+  return tuple(d + 1 if d >= at else d for d in dims)
+
+
+def _reduce_sum(x, axes):
+  from revax._src.lax.reductions import reduce_sum  # reductions builds on this module
+  return reduce_sum(x, tuple(axes)) if axes else x
+
+
+def _slice(x, start_indices, limit_indices, strides=None):
+  from revax._src.lax.slicing import slice  # noqa: A004 (slicing builds on this module)
+  return slice(x, start_indices, limit_indices, strides)
 
 
 # --- broadcast_in_dim ----------------------------------------------------------------------------
@@ -92,10 +109,34 @@ def _broadcast_in_dim_lower(ctx, x, *, shape, broadcast_dimensions):
                  props={"broadcast_dimensions": mlir.i64_array(broadcast_dimensions)})
 
 
+def _broadcast_in_dim_transpose(ct, x, *, shape, broadcast_dimensions):
+  """Sum the cotangent over the new dims and over the dims that size-1 operand dims were
+  broadcast along, then reshape back to the operand's shape."""
+  aval = x.aval
+  if type(ct) is ad.Zero:
+    return [ad.Zero(aval)]
+  expanded = [d for i, d in enumerate(broadcast_dimensions) if aval.shape[i] == 1 != shape[d]]
+  new = [d for d in range(len(shape)) if d not in broadcast_dimensions]
+  summed = _reduce_sum(ct, sorted(new + expanded))
+  return [reshape(summed, aval.shape)]
+
+
+def _broadcast_in_dim_batch(vals, dims, *, shape, broadcast_dimensions):
+  """The batch dim becomes a new output dim, placed after the output dim of the operand dim
+  before it, so the operand is never moved."""
+  (x,), (d,) = vals, dims
+  at = broadcast_dimensions[d - 1] + 1 if d else 0
+  out_shape = shape[:at] + (get_aval(x).shape[d],) + shape[at:]
+  dimensions = _shift(broadcast_dimensions, at)
+  return broadcast_in_dim(x, out_shape, dimensions[:d] + (at,) + dimensions[d:]), at
+
+
 broadcast_in_dim_p = Primitive("broadcast_in_dim")
 broadcast_in_dim_p.def_abstract_eval(_broadcast_in_dim_abstract_eval)
 dispatch.def_numpy_impl(broadcast_in_dim_p, _broadcast_in_dim_numpy)
 mlir.register_lowering(broadcast_in_dim_p, _broadcast_in_dim_lower)
+ad.deflinear(broadcast_in_dim_p, _broadcast_in_dim_transpose)
+batching.primitive_batchers[broadcast_in_dim_p] = _broadcast_in_dim_batch
 
 
 # --- broadcast, broadcast_to_rank (wrappers: bind broadcast_in_dim) -------------------------------
@@ -169,10 +210,31 @@ def _reshape_lower(ctx, x, *, new_sizes, dimensions):
   return ctx.op1("stablehlo.reshape", [x])
 
 
+def _reshape_transpose(ct, x, *, new_sizes, dimensions):
+  aval = x.aval
+  if type(ct) is ad.Zero:
+    return [ad.Zero(aval)]
+  if dimensions is None:
+    return [reshape(ct, aval.shape)]
+  permuted = reshape(ct, tuple(aval.shape[d] for d in dimensions))
+  return [transpose(permuted, tuple(int(i) for i in np.argsort(dimensions)))]
+
+
+def _reshape_batch(vals, dims, *, new_sizes, dimensions):
+  """Read the batch dim first (folded into `dimensions`, so no separate transpose), then reshape
+  each example."""
+  (x,), (d,) = vals, dims
+  order = range(get_aval(x).ndim - 1) if dimensions is None else dimensions
+  dimensions = (d,) + tuple(i + (i >= d) for i in order)
+  return reshape(x, (get_aval(x).shape[d],) + new_sizes, dimensions), 0
+
+
 reshape_p = Primitive("reshape")
 reshape_p.def_abstract_eval(_reshape_abstract_eval)
 dispatch.def_numpy_impl(reshape_p, _reshape_numpy)
 mlir.register_lowering(reshape_p, _reshape_lower)
+ad.deflinear(reshape_p, _reshape_transpose)
+batching.primitive_batchers[reshape_p] = _reshape_batch
 
 
 # --- transpose -----------------------------------------------------------------------------------
@@ -205,10 +267,25 @@ def _transpose_lower(ctx, x, *, permutation):
   return ctx.op1("stablehlo.transpose", [x], props={"permutation": mlir.i64_array(permutation)})
 
 
+def _transpose_transpose(ct, x, *, permutation):
+  if type(ct) is ad.Zero:
+    return [ad.Zero(x.aval)]
+  return [transpose(ct, tuple(int(i) for i in np.argsort(permutation)))]
+
+
+def _transpose_batch(vals, dims, *, permutation):
+  """Extend the permutation: the batch dim stays where it is."""
+  (x,), (d,) = vals, dims
+  perm = _shift(permutation, d)
+  return transpose(x, perm[:d] + (d,) + perm[d:]), d
+
+
 transpose_p = Primitive("transpose")
 transpose_p.def_abstract_eval(_transpose_abstract_eval)
 dispatch.def_numpy_impl(transpose_p, _transpose_numpy)
 mlir.register_lowering(transpose_p, _transpose_lower)
+ad.deflinear(transpose_p, _transpose_transpose)
+batching.primitive_batchers[transpose_p] = _transpose_batch
 
 
 # --- squeeze -------------------------------------------------------------------------------------
@@ -250,10 +327,24 @@ def _squeeze_lower(ctx, x, *, dimensions):
   return ctx.op1("stablehlo.reshape", [x])
 
 
+def _squeeze_transpose(ct, x, *, dimensions):
+  if type(ct) is ad.Zero:
+    return [ad.Zero(x.aval)]
+  return [reshape(ct, x.aval.shape)]
+
+
+def _squeeze_batch(vals, dims, *, dimensions):
+  (x,), (d,) = vals, dims
+  dimensions = _shift(dimensions, d)
+  return squeeze(x, dimensions), d - sum(k < d for k in dimensions)
+
+
 squeeze_p = Primitive("squeeze")
 squeeze_p.def_abstract_eval(_squeeze_abstract_eval)
 dispatch.def_numpy_impl(squeeze_p, _squeeze_numpy)
 mlir.register_lowering(squeeze_p, _squeeze_lower)
+ad.deflinear(squeeze_p, _squeeze_transpose)
+batching.primitive_batchers[squeeze_p] = _squeeze_batch
 
 
 # --- expand_dims (a wrapper: binds broadcast_in_dim) ---------------------------------------------
@@ -308,10 +399,23 @@ def _rev_lower(ctx, x, *, dimensions):
   return ctx.op1("stablehlo.reverse", [x], props={"dimensions": mlir.i64_array(dimensions)})
 
 
+def _rev_transpose(ct, x, *, dimensions):
+  if type(ct) is ad.Zero:
+    return [ad.Zero(x.aval)]
+  return [rev(ct, dimensions)]
+
+
+def _rev_batch(vals, dims, *, dimensions):
+  (x,), (d,) = vals, dims
+  return rev(x, _shift(dimensions, d)), d
+
+
 rev_p = Primitive("rev")
 rev_p.def_abstract_eval(_rev_abstract_eval)
 dispatch.def_numpy_impl(rev_p, _rev_numpy)
 mlir.register_lowering(rev_p, _rev_lower)
+ad.deflinear(rev_p, _rev_transpose)
+batching.primitive_batchers[rev_p] = _rev_batch
 
 
 # --- pad -----------------------------------------------------------------------------------------
@@ -385,10 +489,47 @@ def _pad_lower(ctx, x, padding_value, *, padding_config):
                         "interior_padding": mlir.i64_array(interior)})
 
 
+def _pad_transpose(ct, x, padding_value, *, padding_config):
+  """The operand's cotangent: undo the edge padding (a pad by the negated edges: cropping what
+  was added, restoring zeros where elements were cut), then take every (interior + 1)-th
+  element. The padding value's: everything else, sum(ct) - sum(operand's cotangent)."""
+  x_ud, pv_ud = ad.is_undefined_primal(x), ad.is_undefined_primal(padding_value)
+  if type(ct) is ad.Zero:
+    return [ad.Zero(x.aval) if x_ud else None, ad.Zero(padding_value.aval) if pv_ud else None]
+  unpadded = pad(ct, 0, tuple((-lo, -hi, 0) for lo, hi, _ in padding_config))
+  shape = get_aval(unpadded).shape
+  t_x = _slice(unpadded, (0,) * len(shape), shape, tuple(i + 1 for _, _, i in padding_config))
+  t_pv = None
+  if pv_ud:
+    everything = tuple(range(len(shape)))
+    t_pv = sub(_reduce_sum(ct, everything), _reduce_sum(t_x, everything))
+  return [t_x if x_ud else None, t_pv]
+
+
+def _pad_batch(vals, dims, *, padding_config):
+  """The batch dim gets no padding. A batched padding value cannot be one scalar: pad with
+  zeros, then select the batch's padding values wherever a mask padded the same way is false."""
+  from revax._src.lax.comparison import select_n  # comparison builds on this module
+  (x, padding_value), (d, pv_d) = vals, dims
+  if d is None:
+    x, d = batch_util.broadcast_batched(x, get_aval(padding_value).shape[pv_d], 0), 0
+  config = padding_config[:d] + ((0, 0, 0),) + padding_config[d:]
+  if pv_d is None:
+    return pad(x, padding_value, config), d
+  aval = get_aval(x)
+  padded = pad(x, ad.zeros_like_aval(ShapedArray((), aval.dtype)), config)
+  ones = broadcast_in_dim(np.bool_(True), aval.shape, ())
+  mask = pad(ones, np.bool_(False), config)
+  values = broadcast_in_dim(padding_value, get_aval(padded).shape, (d,))
+  return select_n(mask, values, padded), d
+
+
 pad_p = Primitive("pad")
 pad_p.def_abstract_eval(_pad_abstract_eval)
 dispatch.def_numpy_impl(pad_p, _pad_numpy)
 mlir.register_lowering(pad_p, _pad_lower)
+ad.deflinear(pad_p, _pad_transpose)
+batching.primitive_batchers[pad_p] = _pad_batch
 
 
 # --- concatenate ---------------------------------------------------------------------------------
@@ -438,10 +579,40 @@ def _concatenate_lower(ctx, *operands, dimension):
   return ctx.op1("stablehlo.concatenate", list(operands), props={"dimension": f"{dimension} : i64"})
 
 
+def _concatenate_transpose(ct, *operands, dimension):
+  """Each linear operand's cotangent is its slice of the cotangent."""
+  undefined = [ad.is_undefined_primal(x) for x in operands]
+  if type(ct) is ad.Zero:
+    return [ad.Zero(x.aval) if u else None for x, u in zip(operands, undefined)]
+  shape = get_aval(ct).shape
+  cts, start = [], 0
+  for x, u in zip(operands, undefined, strict=True):
+    size = (x.aval if u else get_aval(x)).shape[dimension]
+    if u:
+      lo = tuple(start if i == dimension else 0 for i in range(len(shape)))
+      hi = tuple(start + size if i == dimension else n for i, n in enumerate(shape))
+      cts.append(_slice(ct, lo, hi))
+    else:
+      cts.append(None)
+    start += size
+  return cts
+
+
+def _concatenate_batch(vals, dims, *, dimension):
+  """Mapped operands move their batch dim to the first mapped one's; unmapped ones are
+  broadcast there (concatenate needs every operand batched)."""
+  i = next(i for i, d in enumerate(dims) if d is not None)
+  d, size = dims[i], get_aval(vals[i]).shape[dims[i]]
+  operands = [batch_util.bdim_at(x, xd, d, size) for x, xd in zip(vals, dims, strict=True)]
+  return concatenate(operands, dimension + (dimension >= d)), d
+
+
 concatenate_p = Primitive("concatenate")
 concatenate_p.def_abstract_eval(_concatenate_abstract_eval)
 dispatch.def_numpy_impl(concatenate_p, _concatenate_numpy)
 mlir.register_lowering(concatenate_p, _concatenate_lower)
+ad.deflinear(concatenate_p, _concatenate_transpose)
+batching.primitive_batchers[concatenate_p] = _concatenate_batch
 
 
 # --- iota ----------------------------------------------------------------------------------------
@@ -492,7 +663,14 @@ def _iota_lower(ctx, *, dtype, shape, dimension):
   return ctx.op1("stablehlo.iota", [], props={"iota_dimension": f"{dimension} : i64"})
 
 
+def _iota_batch(vals, dims, **params):
+  raise TypeError("iota has no operands, so vmap never batches it: a batching rule for it is "
+                  "never called")
+
+
 iota_p = Primitive("iota")
 iota_p.def_abstract_eval(_iota_abstract_eval)
 dispatch.def_numpy_impl(iota_p, _iota_numpy)
 mlir.register_lowering(iota_p, _iota_lower)
+ad.not_differentiable(iota_p, "it has no operands (and integer-valued output)")
+batching.primitive_batchers[iota_p] = _iota_batch

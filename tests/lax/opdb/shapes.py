@@ -11,6 +11,12 @@ from tests.lax.op_db import OpRecord, args_of, rand
 _bf16 = ml_dtypes.bfloat16
 
 
+def _rand(shape, dtype=np.float32):
+  """Random values; bfloat16 ones in [-1, 1], where its rounding leaves finite differences at
+  check_grads' bfloat16 step accurate."""
+  return rand(shape, dtype, -1.0, 1.0) if np.dtype(dtype) == _bf16 else rand(shape, dtype)
+
+
 def _shape_op(name, primitive, fun, shape, ref, dtype=np.float32, **kw):
   """A record of a linear, invertible (unless told otherwise) shape op of one operand."""
   exact = np.dtype(dtype) in (np.dtype(np.int32), np.dtype(np.bool_))
@@ -18,7 +24,7 @@ def _shape_op(name, primitive, fun, shape, ref, dtype=np.float32, **kw):
   kw.setdefault("invertible", True)
   if exact:
     kw.setdefault("grad_order", 0)
-  return OpRecord(name, primitive, fun, args_of(rand(shape, dtype)), ref, **kw)
+  return OpRecord(name, primitive, fun, args_of(_rand(shape, dtype)), ref, **kw)
 
 
 # --- broadcast_in_dim and its wrappers -----------------------------------------------------------
@@ -137,27 +143,31 @@ def _pad_record(name, shape, config, dtype=np.float32, value=-7.5, **kw):
     return _np_pad(x, v, config)
 
   def args(rng):
-    return rand(shape, dtype)(rng), np.asarray(value, dtype)
+    return _rand(shape, dtype)(rng), np.asarray(value, dtype)
 
   exact = np.dtype(dtype) in (np.dtype(np.int32), np.dtype(np.bool_))
   if exact:
     kw.setdefault("grad_order", 0)
-  return OpRecord(f"pad_{name}", "pad", fun, args, ref, linear=not exact, **kw)
+  # with the padding value fixed, pad is linear in the operand only when that value is 0
+  return OpRecord(f"pad_{name}", "pad", fun, args, ref, linear=not exact and value == 0, **kw)
 
 
 _PAD = [
     _pad_record("edges_f32", (3, 4), ((1, 2, 0), (0, 3, 0))),
-    _pad_record("interior_f32", (3, 4), ((0, 0, 1), (0, 0, 2))),
+    _pad_record("interior_f32", (3, 4), ((0, 0, 1), (0, 0, 2)), value=0.0),
+    _pad_record("interior_value_f32", (3, 2), ((1, 0, 2), (0, 1, 1))),
     _pad_record("negative_shrinks_f32", (5, 6), ((-1, -2, 0), (-3, 0, 0))),
     _pad_record("negative_to_empty_f32", (2, 3), ((-1, -1, 0), (0, 0, 0))),
-    _pad_record("negative_with_interior_f32", (4, 3), ((-2, -1, 2), (-3, 1, 1))),
-    _pad_record("mixed_sign_f32", (2, 3, 4), ((1, -1, 1), (-1, 2, 0), (0, 0, 3))),
-    _pad_record("zero_size_f32", (0, 3), ((2, 1, 5), (1, 0, 0))),
+    _pad_record("negative_with_interior_f32", (4, 3), ((-2, -1, 2), (-3, 1, 1)), value=0.0),
+    _pad_record("mixed_sign_f32", (2, 3, 4), ((1, -1, 1), (-1, 2, 0), (0, 0, 3)), value=0.0),
+    _pad_record("mixed_sign_value_f32", (2, 3), ((1, -1, 1), (-1, 2, 0))),
+    _pad_record("zero_size_f32", (0, 3), ((2, 1, 5), (1, 0, 0)), value=0.0),
     _pad_record("zero_size_negative_f32", (0, 2), ((-1, 3, 2), (0, 0, 0))),
     _pad_record("0d_f32", (), ()),
     _pad_record("i32", (4,), ((1, 1, 1),), np.int32, value=-1),
     _pad_record("bool", (3, 2), ((0, 1, 1), (1, 0, 0)), np.bool_, value=True),
     _pad_record("bf16", (2, 3), ((1, -1, 1), (2, 0, 0)), _bf16, value=0.25),
+    _pad_record("zero_value_bf16", (2, 3), ((1, -1, 1), (2, 0, 0)), _bf16, value=0.0),
     OpRecord("pad_python_scalar_f32", "pad", lambda x: lax.pad(x, 0.0, [(1, 1, 1)]),
              args_of(rand((3,))), lambda x: _np_pad(x, 0.0, [(1, 1, 1)]), linear=True),
 ]
@@ -165,14 +175,15 @@ _PAD = [
 
 # --- concatenate ---------------------------------------------------------------------------------
 def _concat_record(name, shapes, dimension, dtype=np.float32, **kw):
+  """A record of concatenate; with the other operands fixed it is affine in the first (not
+  linear), so these records are not in the transposition suite (see _CONCATENATE_LINEAR)."""
   exact = np.dtype(dtype) in (np.dtype(np.int32), np.dtype(np.bool_))
   if exact:
     kw.setdefault("grad_order", 0)
   return OpRecord(f"concatenate_{name}", "concatenate",
                   lambda *xs: lax.concatenate(xs, dimension),
-                  args_of(*(rand(s, dtype) for s in shapes)),
-                  lambda *xs: np.concatenate(xs, axis=dimension), linear=not exact,
-                  invertible=True, **kw)
+                  args_of(*(_rand(s, dtype) for s in shapes)),
+                  lambda *xs: np.concatenate(xs, axis=dimension), invertible=True, **kw)
 
 
 _CONCATENATE = [
@@ -183,6 +194,15 @@ _CONCATENATE = [
     _concat_record("bf16", [(1, 4), (2, 4)], 0, _bf16),
     _concat_record("with_empty_f32", [(2, 3), (2, 0), (2, 2)], 1),
     _concat_record("all_empty_f32", [(0, 3), (0, 3)], 0),
+]
+
+# Linear in their one argument: every operand is x (or a shape op of it)
+_CONCATENATE_LINEAR = [
+    OpRecord("concatenate_self_f32", "concatenate", lambda x: lax.concatenate([x, x, x], 1),
+             args_of(rand((2, 3))), lambda x: np.concatenate([x, x, x], 1), linear=True),
+    OpRecord("concatenate_self_rev_f32", "concatenate",
+             lambda x: lax.concatenate([lax.rev(x, (0,)), x], 0), args_of(rand((3, 2))),
+             lambda x: np.concatenate([x[::-1], x], 0), linear=True),
 ]
 
 
@@ -211,4 +231,5 @@ _IOTA = [
                                                                                        np.float32)),
 ]
 
-RECORDS = _BROADCAST + _RESHAPE + _TRANSPOSE + _SQUEEZE + _REV + _PAD + _CONCATENATE + _IOTA
+RECORDS = _BROADCAST + _RESHAPE + _TRANSPOSE + _SQUEEZE + _REV + _PAD + _CONCATENATE + \
+    _CONCATENATE_LINEAR + _IOTA

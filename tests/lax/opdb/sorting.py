@@ -22,6 +22,15 @@ def _special_floats(shape, dtype=np.float32):
   return make
 
 
+def _separated(shape, dtype=np.float32):
+  """Distinct values at least 0.3 apart: finite differences never reorder them (no near-ties)."""
+  def make(rng):
+    n = int(np.prod(shape))
+    x = (rng.permutation(n) - n / 2) * 0.4 + rng.uniform(0, 0.1, n)
+    return x.reshape(shape).astype(dtype)
+  return make
+
+
 def _distinct(shape, dtype=np.float32):
   """A random permutation of distinct values (no ties: any sort order is determined)."""
   def make(rng):
@@ -59,10 +68,10 @@ def _sort_rec(tag, make, dimension=-1, dtype_grad=True, **kw):
 
 
 _SORT = [
-    _sort_rec("f32_1d", rand((9,))),
-    _sort_rec("f32_rows", rand((3, 6))),
-    _sort_rec("f32_axis0", rand((5, 3)), dimension=0),
-    _sort_rec("f32_middle_axis", rand((2, 4, 3)), dimension=1),
+    _sort_rec("f32_1d", _separated((9,))),
+    _sort_rec("f32_rows", _separated((3, 6))),
+    _sort_rec("f32_axis0", _separated((5, 3)), dimension=0),
+    _sort_rec("f32_middle_axis", _separated((2, 4, 3)), dimension=1),
     _sort_rec("f32_nan_signed_zeros_inf", _special_floats((2, 9)), dtype_grad=False),
     _sort_rec("i32", rand((4, 7), np.int32, -5, 5), dtype_grad=False),
     _sort_rec("u8", rand((10,), np.uint8, 0, 255), dtype_grad=False),
@@ -98,7 +107,7 @@ _SORT = [
              args_of(rand((4, 6), np.int32, -3, 3), rand((4, 6))),
              lambda k, v: _take(v, _np_sort_by([k])), grad_order=_INT_ARGS),
     OpRecord("sort_key_val_keys", "sort", lambda k, v: lax.sort_key_val(k, v, 0)[0],
-             args_of(rand((5, 3)), rand((5, 3), np.int32)), lambda k, v: np.sort(k, axis=0),
+             args_of(_separated((5, 3)), rand((5, 3), np.int32)), lambda k, v: np.sort(k, axis=0),
              grad_order=_INT_ARGS),
 ]
 
@@ -128,13 +137,13 @@ def _top_k_rec(tag, make, k, axis=-1, part=0, **kw):
 
 
 _TOP_K = [
-    _top_k_rec("f32", rand((3, 8)), 3),
+    _top_k_rec("f32", _separated((3, 8)), 3),
     _top_k_rec("f32", rand((3, 8)), 3, part=1, grad_order=0),
     _top_k_rec("f32_specials", _special_floats((2, 9)), 9, grad_order=0),
     _top_k_rec("f32_specials", _special_floats((2, 9)), 4, part=1, grad_order=0),
     _top_k_rec("i32_ties", rand((4, 6), np.int32, -2, 2), 6, part=1),
     _top_k_rec("i32_ties", rand((4, 6), np.int32, -2, 2), 2),
-    _top_k_rec("axis0_f32", rand((5, 3)), 2, axis=0),
+    _top_k_rec("axis0_f32", _separated((5, 3)), 2, axis=0),
     _top_k_rec("k0", rand((4, 3)), 0),
     _top_k_rec("bf16", rand((7,), _bf16), 3, grad_order=0),
     _top_k_rec("u8", rand((7,), np.uint8, 0, 255), 7, part=1),
@@ -181,12 +190,12 @@ _CUM = [
              lambda rng: np.where(rng.random((6,)) < 0.3, 0, rng.uniform(-2, 2, 6))
              .astype(np.float32), 0, True),
     _cum_rec("cumprod", _cumprod_np, "i32_reverse", rand((3, 5), np.int32, -4, 4), 1, True),
-    _cum_rec("cummax", np.maximum.accumulate, "f32", rand((6, 3))),
+    _cum_rec("cummax", np.maximum.accumulate, "f32", _separated((6, 3))),
     _cum_rec("cummax", np.maximum.accumulate, "f32_nan", _special_floats((9,)), grad_order=0),
     _cum_rec("cummax", np.maximum.accumulate, "i32_reverse", rand((3, 7), np.int32, -9, 9), 1,
              True),
     _cum_rec("cummax", np.maximum.accumulate, "u8", rand((8,), np.uint8, 0, 255)),
-    _cum_rec("cummin", np.minimum.accumulate, "f32_reverse", rand((4, 5)), 1, True),
+    _cum_rec("cummin", np.minimum.accumulate, "f32_reverse", _separated((4, 5)), 1, True),
     _cum_rec("cummin", np.minimum.accumulate, "f32_nan", _special_floats((3, 4)), 1,
              grad_order=0),
     _cum_rec("cummin", np.minimum.accumulate, "i8", rand((7,), np.int8, -100, 100)),
