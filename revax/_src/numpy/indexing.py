@@ -249,7 +249,9 @@ def _integer_indexing(x, idx, need_valid):
         starts.append(util.scalar_constant(0, _index_dtype(max(shape))))
         continue
       i, ok = _normalize_int_array(i, shape[d], need_valid)
-      starts.append(lax.convert_element_type(i, _index_dtype(max(shape))))
+      i = lax.convert_element_type(i, _index_dtype(max(shape)))
+      # clamp here: dynamic_slice would wrap a still-negative start around once more
+      starts.append(lax.clamp(util.constant_like(i, 0), i, util.constant_like(i, shape[d] - 1)))
       sizes[d] = 1
       if need_valid:
         valid = ok if valid is True else lax.bitwise_and(valid, ok)
@@ -504,7 +506,7 @@ def take(a, indices, axis=None, out=None, mode=None, unique_indices=False,
   """Elements of `a` at `indices` along `axis` (of the flattened array if None).
 
   Out-of-bound indices give `fill_value` (NaN for floats) by default, as in JAX; mode='clip'
-  clamps them instead.
+  clamps them into [0, n) instead (negative ones to 0, as jax.numpy.take does).
   """
   if out is not None:
     raise NotImplementedError("The 'out' argument to take is not supported.")
@@ -515,8 +517,13 @@ def take(a, indices, axis=None, out=None, mode=None, unique_indices=False,
     from revax._src.numpy.shape_ops import ravel
     a, axis = ravel(a), 0
   axis = util.canonicalize_axis(axis, aval_of(a).ndim)
-  idx = (_FULL,) * axis + (util.as_array(indices),)
-  return _get(a, idx, _parse_mode(mode, _Mode.FILL_OR_DROP).value, fill_value)
+  mode = _parse_mode(mode, _Mode.FILL_OR_DROP)
+  indices = util.as_array(indices)
+  if mode is _Mode.CLIP:
+    n = aval_of(a).shape[axis]
+    indices = lax.clamp(util.constant_like(indices, 0), indices,
+                        util.constant_like(indices, max(n - 1, 0)))
+  return _get(a, (_FULL,) * axis + (indices,), mode.value, fill_value)
 
 
 def take_along_axis(arr, indices, axis, mode=None, fill_value=None):
