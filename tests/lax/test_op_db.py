@@ -1,6 +1,8 @@
 """Generic suites over the op database: NumPy reference, jit vs eager, jaxpr checks, coverage."""
 import importlib
+import os
 import pkgutil
+import zlib
 
 import numpy as np
 import pytest
@@ -13,8 +15,14 @@ from tests.lax.op_db import all_records, assert_close
 RECORDS = all_records()
 
 
+# Inputs are seeded by a stable hash of the record's name (str hashes are salted per process,
+# which would draw different inputs on every run). REVAX_OPDB_SEED=N draws another fixed set,
+# for soak runs that look for inputs a rule or tolerance does not handle.
+_SEED_OFFSET = int(os.environ.get("REVAX_OPDB_SEED", "0"))
+
+
 def _inputs(record):
-  return record.args(np.random.default_rng(abs(hash(record.name)) % 2**32))
+  return record.args(np.random.default_rng([zlib.crc32(record.name.encode()), _SEED_OFFSET]))
 
 
 @pytest.mark.parametrize("record", RECORDS, ids=str)
