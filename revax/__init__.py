@@ -23,6 +23,7 @@ from revax._src.jit import jit as jit
 from revax._src.vmap import vmap as vmap
 
 from revax import lax as lax
+from revax import nn as nn
 from revax import numpy as numpy
 from revax import tree_util as tree_util
 

@@ -1,0 +1,1 @@
+"""revax.nn internals: activation functions, pooling and initializers, built on revax.lax."""

@@ -1,0 +1,1 @@
+"""revax.nn: neural-network building blocks, as in jax.nn (activations, pooling, initializers)."""
