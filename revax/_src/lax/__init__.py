@@ -3,6 +3,7 @@ from revax._src.lax.batch_util import *  # noqa: F401,F403
 from revax._src.lax.binary import *  # noqa: F401,F403
 from revax._src.lax.comparison import *  # noqa: F401,F403
 from revax._src.lax.conversion import *  # noqa: F401,F403
+from revax._src.lax.convolution import *  # noqa: F401,F403
 from revax._src.lax.creation import *  # noqa: F401,F403
 from revax._src.lax.dot import *  # noqa: F401,F403
 from revax._src.lax.reductions import *  # noqa: F401,F403
