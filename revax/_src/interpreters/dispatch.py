@@ -87,14 +87,14 @@ def apply_primitive(prim: Primitive, args, params):
   if impl is not None and all(map(_is_host, args)):
     out = impl(*map(host_value, args), **params)
     if prim.multiple_results:
-      return [_wrap_host(o, a) for o, a in zip(out, out_aval, strict=True)]
-    return _wrap_host(out, out_aval)
+      return [wrap_host(o, a) for o, a in zip(out, out_aval, strict=True)]
+    return wrap_host(out, out_aval)
   program = _primitive_program(prim, tuple(avals), _hashable_params(params))
   outs = program.call_arrays(args)
   return outs if prim.multiple_results else outs[0]
 
 
-def _wrap_host(value, aval: ShapedArray) -> Array:
+def wrap_host(value, aval: ShapedArray) -> Array:
   v = value if type(value) is np.ndarray else np.asarray(value)
   if v.dtype != aval.dtype:
     v = v.astype(aval.dtype)

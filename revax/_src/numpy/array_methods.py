@@ -7,7 +7,8 @@ operand's method.
 """
 from __future__ import annotations
 
-from revax._src.core.trace import Tracer
+from revax._src.core.trace import Tracer, _context, eval_trace
+from revax._src.interpreters.host_plans import PlanCache
 from revax._src.runtime.array import Array
 
 
@@ -19,6 +20,26 @@ def _defer_to_unrecognized_arg(binary_op, swap=False):
     if not is_operand(other):
       return NotImplemented
     return binary_op(other, self) if swap else binary_op(self, other)
+  return method
+
+
+def _array_binary_method(binary_op, swap=False):
+  """`x op y` on Arrays: two eager host arrays take their host plan (the NumPy implementation
+  of the one primitive the operation binds at these types); anything else, the general path."""
+  general = _defer_to_unrecognized_arg(binary_op, swap)
+  op = (lambda x, y: binary_op(y, x)) if swap else binary_op
+
+  plans = PlanCache(op)
+
+  def method(self, other):
+    if type(other) is Array and _context.trace is eval_trace:
+      x, y = self._npy, other._npy
+      if x is not None and y is not None:
+        avals = (self.aval, other.aval)
+        plan = plans.get(avals) or plans.plan(avals)
+        if plan:
+          return plan(x, y)
+    return general(self, other)
   return method
 
 
@@ -100,16 +121,17 @@ def _method(namespace, fname):
 def install(namespace) -> None:
   """Install operators and methods that `namespace` (revax.numpy) provides on Array and Tracer."""
   for cls in (Array, Tracer):
+    binary = _array_binary_method if cls is Array else _defer_to_unrecognized_arg
     for op, fname in _BINARY.items():
       fn = getattr(namespace, fname, None)
       if fn is None:
         continue
-      setattr(cls, f"__{op}__", _defer_to_unrecognized_arg(fn))
-      setattr(cls, f"__r{op}__", _defer_to_unrecognized_arg(fn, swap=True))
+      setattr(cls, f"__{op}__", binary(fn))
+      setattr(cls, f"__r{op}__", binary(fn, swap=True))
     for op, fname in _COMPARE.items():
       fn = getattr(namespace, fname, None)
       if fn is not None:
-        setattr(cls, f"__{op}__", _defer_to_unrecognized_arg(fn))
+        setattr(cls, f"__{op}__", binary(fn))
     for op, fname in _UNARY.items():
       fn = getattr(namespace, fname, None)
       if fn is not None:
