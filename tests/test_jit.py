@@ -25,6 +25,29 @@ def test_jit_computes_and_traces_once_per_signature():
   assert len(traces) == 3
 
 
+def test_array_arguments_share_the_cache_of_equal_signatures():
+  """Calls whose arguments are all Arrays take a shortcut past pytree flattening; they must hit
+  the same cache as other argument kinds and still distinguish signatures."""
+  traces = []
+
+  @revax.jit
+  def f(x, y):
+    traces.append(1)
+    return x * y, {"sum": x + y}
+
+  a, b = revax.device_put(x3), revax.device_put(x3 + 1)
+  prod, rest = f(a, b)
+  np.testing.assert_allclose(prod, x3 * (x3 + 1))
+  np.testing.assert_allclose(rest["sum"], 2 * x3 + 1)
+  f(x3, x3)  # NumPy arguments of the same avals: no new trace
+  f(a, b)
+  assert len(traces) == 1
+  f(a, revax.device_put(np.ones(3, np.int32)))  # another dtype: a new trace, a new result type
+  assert len(traces) == 2 and f(a, a)[0].dtype == np.float32
+  with pytest.raises(TypeError):
+    f(a)  # wrong number of arguments: Python's own error
+
+
 def test_outputs_stay_on_device_and_convert_lazily():
   out = revax.jit(lambda x: x * 2)(x3)
   assert isinstance(out, revax.Array) and not out.is_on_host

@@ -18,7 +18,8 @@ from revax._src import tree_util
 from revax._src.core.avals import get_aval
 from revax._src.core.jaxpr import ClosedJaxpr
 from revax._src.core.eval import eval_jaxpr
-from revax._src.core.trace import Primitive, Tracer, current_trace, eval_trace, set_current_trace
+from revax._src.core.trace import (Primitive, Tracer, _context, eval_trace,
+                                   set_current_trace)
 from revax._src.interpreters import (ad, batching, dispatch, mlir, partial_eval, staging,
                                     transpose)
 from revax._src.runtime.array import Array
@@ -192,10 +193,11 @@ batching.axis_size_batchers[jit_p] = _jit_batch
 # --- the wrapper -----------------------------------------------------------------------------
 class _Entry:
   """One cache entry: the traced program for one signature."""
-  __slots__ = ("jaxpr", "consts", "out_tree", "program", "name")
+  __slots__ = ("jaxpr", "consts", "out_tree", "out_is_leaf", "program", "name")
 
   def __init__(self, jaxpr, consts, out_tree, name):
     self.jaxpr, self.consts, self.out_tree, self.name = jaxpr, consts, out_tree, name
+    self.out_is_leaf = out_tree.num_nodes == 1 and out_tree.num_leaves == 1
     self.program = None
 
 
@@ -220,7 +222,8 @@ class Jitted:
     self.static_argnames = (static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames or ())
     self._resolve_static_names()
     self._cache: dict = {}
-    self._fast_cache: dict = {}  # (treedef, *avals) -> entry, for calls without static args
+    self._fast_cache: dict = {}  # (treedef, avals) -> entry, for calls without static args
+    self._arrays_cache: dict = {}  # avals -> entry, for calls whose arguments are all Arrays
     self._lock = threading.Lock()
     functools.update_wrapper(self, fun, updated=())
 
@@ -307,26 +310,45 @@ class Jitted:
     return _Entry(ClosedJaxpr(jaxpr, []), consts, out_store["tree"], self.name)
 
   def __call__(self, *args, **kwargs):
-    if kwargs or self.static_argnums:
-      leaves, key_head, call = self._split(args, kwargs)
-      entry = self._entry(leaves, key_head, call)
-    else:  # the common case, kept short: positional dynamic arguments only
-      leaves, treedef = tree_util.tree_flatten(args)
-      fast_key = (treedef, *[x.aval if type(x) is Array else get_aval(x) for x in leaves])
-      entry = self._fast_cache.get(fast_key)
-      if entry is None:
-        _, key_head, call = self._split(args, kwargs)
-        entry = self._entry(leaves, key_head, call)
-        if not any(isinstance(c, Tracer) for c in entry.consts):
-          self._fast_cache[fast_key] = entry
-    if current_trace() is eval_trace:
+    entry = None
+    if not (kwargs or self.static_argnums):
+      # The hot path: positional arguments that are all Arrays need no pytree flattening.
+      avals = []
+      for a in args:
+        if type(a) is not Array:
+          break
+        avals.append(a.aval)
+      else:
+        entry = self._arrays_cache.get(tuple(avals))
+        leaves = list(args)
+    if entry is None:
+      entry, leaves = self._lookup(args, kwargs)
+    if _context.trace is eval_trace:
       program = entry.program
       if program is None:
         program = entry.program = program_for(entry.jaxpr, entry.name)
-      outs = program.run_unchecked(entry.consts + leaves)  # the cache key fixed the avals
+      # the cache key fixed the avals: no check needed before running
+      outs = program.run_unchecked(entry.consts + leaves if entry.consts else leaves)
     else:
       outs = jit_p.bind(*entry.consts, *leaves, jaxpr=entry.jaxpr, name=entry.name)
-    return tree_util.tree_unflatten(entry.out_tree, outs)
+    return outs[0] if entry.out_is_leaf else tree_util.tree_unflatten(entry.out_tree, outs)
+
+  def _lookup(self, args, kwargs):
+    """(cache entry, flat dynamic arguments) for a call, tracing on a miss."""
+    if kwargs or self.static_argnums:
+      leaves, key_head, call = self._split(args, kwargs)
+      return self._entry(leaves, key_head, call), leaves
+    leaves, treedef = tree_util.tree_flatten(args)
+    avals = tuple(x.aval if type(x) is Array else get_aval(x) for x in leaves)
+    entry = self._fast_cache.get((treedef, avals))
+    if entry is None:
+      _, key_head, call = self._split(args, kwargs)
+      entry = self._entry(leaves, key_head, call)
+      if not any(isinstance(c, Tracer) for c in entry.consts):
+        self._fast_cache[(treedef, avals)] = entry
+        if all(type(a) is Array for a in args):
+          self._arrays_cache[avals] = entry
+    return entry, leaves
 
   def lower(self, *args, **kwargs) -> "Lowered":
     """Trace and lower for these arguments: `.as_text()` is the StableHLO, `.compile()` compiles."""
@@ -342,6 +364,7 @@ class Jitted:
   def clear_cache(self):
     self._cache.clear()
     self._fast_cache.clear()
+    self._arrays_cache.clear()
 
   def _cache_size(self) -> int:
     return len(self._cache)
