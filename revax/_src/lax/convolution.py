@@ -237,11 +237,8 @@ def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None, r
                        "conv_transpose.")
   rhs_dilation = (1,) * n_spatial if rhs_dilation is None else \
       _positive_ints(rhs_dilation, "rhs_dilation")
-  if isinstance(padding, str):
-    if len(window_strides) != n_spatial or len(rhs_dilation) != n_spatial:
-      raise ValueError(f"conv_general_dilated window_strides {window_strides} and rhs_dilation "
-                       f"{rhs_dilation} must have one entry per spatial dimension ({n_spatial}) "
-                       f"of lhs shape {lhs_shape}")
+  if isinstance(padding, str):  # the pads depend on strides and window: check those first
+    _check_window(lhs_shape, window_strides, rhs_dilation)
     in_spatial = [lhs_shape[d] for d in dnums.lhs_spec[2:]]
     window = [_dilate_dim(rhs_shape[d], r) for d, r in zip(dnums.rhs_spec[2:], rhs_dilation)]
     padding = _conv_padding(in_spatial, window, window_strides, padding)
@@ -323,6 +320,23 @@ def _check_preferred(input_dtype, preferred) -> None:
                     f"{np.dtype(preferred).name} for {np.dtype(input_dtype).name} operands.")
 
 
+def _check_window(lhs_shape, window_strides, rhs_dilation, **more):
+  """One entry per spatial dimension in each window parameter; positive strides and
+  dilations."""
+  n_spatial = len(lhs_shape) - 2
+  params = dict(window_strides=window_strides, rhs_dilation=rhs_dilation, **more)
+  for what, xs in params.items():
+    if len(xs) != n_spatial:
+      raise ValueError(f"conv_general_dilated {what} must have one entry per spatial dimension "
+                       f"({n_spatial} for lhs shape {lhs_shape}), got {what}={tuple(xs)}")
+  if any(s <= 0 for s in window_strides):
+    raise ValueError(f"conv_general_dilated window_strides must be positive, got "
+                     f"{window_strides}.")
+  for what in ("lhs_dilation", "rhs_dilation"):
+    if what in params and any(d <= 0 for d in params[what]):
+      raise TypeError(f"All dilations must be positive, got {params[what]}.")
+
+
 def _conv_shape(lhs_shape, rhs_shape, *, window_strides, padding, lhs_dilation, rhs_dilation,
                 dimension_numbers, feature_group_count, batch_group_count):
   """The output shape, after checking every parameter (nothing malformed may reach XLA)."""
@@ -334,18 +348,8 @@ def _conv_shape(lhs_shape, rhs_shape, *, window_strides, padding, lhs_dilation, 
                      f"feature dimensions), got shapes {lhs_shape} and {rhs_shape}.")
   _check_dimension_numbers(dimension_numbers, len(lhs_shape), len(rhs_shape))
   lhs_spec, rhs_spec, out_spec = dimension_numbers
-  n_spatial = len(lhs_shape) - 2
-  for what, xs in (("window_strides", window_strides), ("padding", padding),
-                   ("lhs_dilation", lhs_dilation), ("rhs_dilation", rhs_dilation)):
-    if len(xs) != n_spatial:
-      raise ValueError(f"conv_general_dilated {what} must have one entry per spatial dimension "
-                       f"({n_spatial} for lhs shape {lhs_shape}), got {what}={tuple(xs)}")
-  if any(s <= 0 for s in window_strides):
-    raise ValueError(f"conv_general_dilated window_strides must be positive, got "
-                     f"{window_strides}.")
-  for dilation in (lhs_dilation, rhs_dilation):
-    if any(d <= 0 for d in dilation):
-      raise TypeError(f"All dilations must be positive, got {dilation}.")
+  _check_window(lhs_shape, window_strides, rhs_dilation, padding=padding,
+                lhs_dilation=lhs_dilation)
 
   if feature_group_count <= 0:
     raise ValueError(f"conv_general_dilated feature_group_count must be a positive integer, got "
