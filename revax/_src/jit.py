@@ -75,43 +75,9 @@ def bind_jit(closed: ClosedJaxpr, args, name: str):
   return jit_p.bind(*args, jaxpr=closed, name=name)
 
 
-def _memoized(fn):
-  """Cache a jaxpr-to-jaxpr transformation per (jaxpr, hashable options): repeated grads of one
-  jitted function must reuse one derived program, not recompile it."""
-  cache: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
-
-  @functools.wraps(fn)
-  def cached(jaxpr, *options):
-    per_jaxpr = cache.setdefault(jaxpr, {})
-    if options not in per_jaxpr:
-      per_jaxpr[options] = fn(jaxpr, *options)
-    return per_jaxpr[options]
-  return cached
-
-
-@_memoized
-def _jvp_jaxpr(closed: ClosedJaxpr, nonzeros: tuple):
-  """(primals, non-zero tangents) -> (primal outs, non-zero tangent outs); and which are."""
-  avals = closed.in_avals
-  tangent_avals = [ad.tangent_aval(a) for a, nz in zip(avals, nonzeros) if nz]
-  store = {}
-
-  def fun(*args):
-    primals, nz_tangents = args[:len(avals)], iter(args[len(avals):])
-    tangents = [next(nz_tangents) if nz else ad.Zero(ad.tangent_aval(a))
-                for a, nz in zip(avals, nonzeros)]
-    outs, out_tangents = ad.jvp_flat(
-        lambda *xs: eval_jaxpr(closed.jaxpr, closed.consts, *xs), primals, tangents)
-    store["out_nonzeros"] = tuple(type(t) is not ad.Zero for t in out_tangents)
-    return list(outs) + [t for t in out_tangents if type(t) is not ad.Zero]
-
-  jaxpr, consts = staging.trace_to_jaxpr(fun, list(avals) + tangent_avals)
-  return ClosedJaxpr(jaxpr, consts), store["out_nonzeros"]
-
-
 def _jit_jvp(primals, tangents, *, jaxpr, name):
   nonzeros = tuple(type(t) is not ad.Zero for t in tangents)
-  jvp_closed, out_nonzeros = _jvp_jaxpr(jaxpr, nonzeros)
+  jvp_closed, out_nonzeros = ad.jvp_jaxpr(jaxpr, nonzeros)
   outs = bind_jit(jvp_closed, list(primals) + [t for t in tangents if type(t) is not ad.Zero],
                   f"jvp_{name}")
   n = len(jaxpr.out_avals)
@@ -121,7 +87,7 @@ def _jit_jvp(primals, tangents, *, jaxpr, name):
   return outs[:n], out_tangents
 
 
-@_memoized
+@staging.memoize_on_jaxpr
 def _partial_eval_jaxpr(closed, unknowns):
   return partial_eval.partial_eval_jaxpr(closed, list(unknowns))
 
@@ -144,7 +110,7 @@ def _jit_partial_eval(trace, args, params, unknowns):
   return [next(it_u) if u else next(it_k) for u in out_unknowns]
 
 
-@_memoized
+@staging.memoize_on_jaxpr
 def _transpose_jaxpr(closed, linear_mask):
   return transpose.transpose_jaxpr(closed, list(linear_mask))
 
@@ -158,25 +124,8 @@ def _jit_transpose(cts, *args, jaxpr, name):
   return [next(lin_cts) if lin else None for lin in linear_mask]
 
 
-@_memoized
-def _batch_jaxpr(closed: ClosedJaxpr, dims: tuple, axis_size: int):
-  """The jaxpr on batched inputs (batch dim `dims[i]` of input i, or None) and its out dims."""
-  in_avals = [a if d is None else a.update(shape=a.shape[:d] + (axis_size,) + a.shape[d:])
-              for a, d in zip(closed.in_avals, dims)]
-  store = {}
-
-  def fun(*args):
-    outs, out_dims = batching.batch_flat(
-        lambda *xs: eval_jaxpr(closed.jaxpr, closed.consts, *xs), args, list(dims), axis_size)
-    store["out_dims"] = tuple(out_dims)
-    return outs
-
-  jaxpr, consts = staging.trace_to_jaxpr(fun, in_avals)
-  return ClosedJaxpr(jaxpr, consts), store["out_dims"]
-
-
 def _jit_batch(axis_size, vals, dims, *, jaxpr, name):
-  batched, out_dims = _batch_jaxpr(jaxpr, tuple(dims), axis_size)
+  batched, out_dims = batching.batch_jaxpr(jaxpr, dims, axis_size)
   return bind_jit(batched, list(vals), f"vmap_{name}"), list(out_dims)
 
 

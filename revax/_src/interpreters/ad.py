@@ -19,6 +19,7 @@ import numpy as np
 
 from revax._src.core import dtypes
 from revax._src.core.avals import ShapedArray, get_aval
+from revax._src.core.jaxpr import ClosedJaxpr
 from revax._src.core.rules import RuleTable
 from revax._src.core.trace import Primitive, Trace, Tracer, current_trace, set_current_trace
 from revax._src.interpreters import dispatch, mlir, staging
@@ -342,3 +343,33 @@ def transpose_linearized(lin: Linearized, cotangents):
   undefined = [UndefinedPrimal(v.aval) for v in lin.jaxpr.invars]
   cts_in = iter(backward_pass(lin.jaxpr, lin.residuals, undefined, cts))
   return [next(cts_in) if m else None for m in lin.in_mask]
+
+
+# --- jvp of a staged program ---------------------------------------------------------------------
+@staging.memoize_on_jaxpr
+def jvp_jaxpr(closed, nonzeros: tuple, instantiate: bool = False):
+  """The JVP of a closed jaxpr, as a closed jaxpr and which of its tangent outputs are non-zero.
+
+  The result takes (primals..., non-zero tangents...) -- one tangent per True in `nonzeros` --
+  and returns (primal outputs..., non-zero tangent outputs...). With `instantiate`, every tangent
+  output is returned (zeros materialized). Call primitives (jit, checkpoint) bind their own
+  primitive on it, so the derivative of a staged program stays staged.
+  """
+  from revax._src.core.eval import eval_jaxpr
+  avals = closed.in_avals
+  tangent_avals = [tangent_aval(a) for a, nz in zip(avals, nonzeros, strict=True) if nz]
+  store = {}
+
+  def fun(*args):
+    primals, nz_tangents = args[:len(avals)], iter(args[len(avals):])
+    tangents = [next(nz_tangents) if nz else Zero(tangent_aval(a))
+                for a, nz in zip(avals, nonzeros)]
+    outs, out_tangents = jvp_flat(
+        lambda *xs: eval_jaxpr(closed.jaxpr, closed.consts, *xs), primals, tangents)
+    if instantiate:
+      out_tangents = [instantiate_zeros(t) for t in out_tangents]
+    store["out_nonzeros"] = tuple(type(t) is not Zero for t in out_tangents)
+    return list(outs) + [t for t in out_tangents if type(t) is not Zero]
+
+  jaxpr, consts = staging.trace_to_jaxpr(fun, list(avals) + tangent_avals)
+  return ClosedJaxpr(jaxpr, consts), store["out_nonzeros"]

@@ -11,8 +11,10 @@ from __future__ import annotations
 import itertools
 
 from revax._src.core.avals import get_aval
+from revax._src.core.jaxpr import ClosedJaxpr
 from revax._src.core.rules import RuleTable
 from revax._src.core.trace import Trace, Tracer, set_current_trace
+from revax._src.interpreters import staging
 
 not_mapped = None
 primitive_batchers = RuleTable("batching")  # prim -> rule(vals, dims, **params) -> (outs, dims)
@@ -103,3 +105,26 @@ def batch_flat(fun, args, in_dims, axis_size, axis_name=None):
     vals.append(v)
     dims.append(d)
   return vals, dims
+
+
+def batch_jaxpr(closed, dims: tuple, axis_size: int):
+  """A closed jaxpr run on batched inputs (input i batched at `dims[i]`, or not_mapped), and the
+  batch dims of its outputs. Call primitives (jit, checkpoint) bind their own primitive on it."""
+  return _batch_jaxpr(closed, tuple(dims), axis_size)
+
+
+@staging.memoize_on_jaxpr
+def _batch_jaxpr(closed, dims: tuple, axis_size: int):
+  from revax._src.core.eval import eval_jaxpr
+  in_avals = [a if d is not_mapped else a.update(shape=a.shape[:d] + (axis_size,) + a.shape[d:])
+              for a, d in zip(closed.in_avals, dims, strict=True)]
+  store = {}
+
+  def fun(*args):
+    outs, out_dims = batch_flat(
+        lambda *xs: eval_jaxpr(closed.jaxpr, closed.consts, *xs), args, list(dims), axis_size)
+    store["out_dims"] = tuple(out_dims)
+    return outs
+
+  jaxpr, consts = staging.trace_to_jaxpr(fun, in_avals)
+  return ClosedJaxpr(jaxpr, consts), store["out_dims"]

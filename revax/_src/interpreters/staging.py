@@ -8,6 +8,9 @@ rather than baked in.
 """
 from __future__ import annotations
 
+import functools
+import weakref
+
 import numpy as np
 
 from revax._src import tree_util
@@ -151,3 +154,18 @@ def dce_jaxpr(jaxpr: Jaxpr, used_outputs=None, *, prune_inputs: bool = False):
   used_inputs = [v in live for v in jaxpr.invars]
   invars = [v for v, u in zip(jaxpr.invars, used_inputs) if u] if prune_inputs else jaxpr.invars
   return Jaxpr(jaxpr.constvars, invars, outvars, new_eqns), used_inputs
+
+
+def memoize_on_jaxpr(fn):
+  """Cache a jaxpr-to-jaxpr transformation per (jaxpr, hashable options), for as long as the
+  jaxpr lives: repeated transformations of one staged program (grads of one jitted function,
+  every step of a loop) must reuse one derived jaxpr and one compiled program, not rebuild them."""
+  cache: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+  @functools.wraps(fn)
+  def cached(jaxpr, *options):
+    per_jaxpr = cache.setdefault(jaxpr, {})
+    if options not in per_jaxpr:
+      per_jaxpr[options] = fn(jaxpr, *options)
+    return per_jaxpr[options]
+  return cached
