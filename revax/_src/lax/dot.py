@@ -3,6 +3,13 @@
 XLA's DotGeneral lets batch dimensions sit anywhere in either operand; so does revax's. The
 output holds the batch dimensions (in lhs_batch order), then lhs's free dimensions, then rhs's,
 each in order. `dot` and `matmul`-style helpers are wrappers over it.
+
+bool and integer operands are accepted everywhere. The jaxpr always shows one `dot_general`;
+how it runs is the lowering's business: XLA:CPU has native bool/integer dots, so the default
+lowering emits `stablehlo.dot_general` for every dtype, and `lower_integer_dots_as_sums(platform)`
+selects, for a backend without them, a lowering rule written in revax (`mlir.lower_fun`) that
+expands such a dot into broadcast products summed over the contracting dimensions (`and`/`or`
+for bool).
 """
 from __future__ import annotations
 
@@ -12,14 +19,17 @@ from revax._src.core import dtypes
 from revax._src.core.avals import ShapedArray, get_aval
 from revax._src.core.trace import Primitive
 from revax._src.interpreters import ad, batching, dispatch, mlir
+from revax._src.lax.binary import bitwise_and, mul
 from revax._src.lax.conversion import convert_element_type
-from revax._src.lax.shapes import transpose
+from revax._src.lax.reductions import reduce_or, reduce_sum
+from revax._src.lax.shapes import broadcast_in_dim, transpose
 
 __all__ = [
   "dot_general",
   "dot",
   "Precision",
   "dot_general_p",
+  "lower_integer_dots_as_sums",
 ]
 
 
@@ -57,7 +67,8 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
   """General tensor contraction.
 
   Args:
-    lhs, rhs: arrays of one dtype.
+    lhs, rhs: arrays. Their dtypes may differ as in jax.lax.dot_general: the result has the
+      "wider" of the two (float32 for float32 x int32, int32 for int8 x int32, ...).
     dimension_numbers: `((lhs_contracting, rhs_contracting), (lhs_batch, rhs_batch))`, sequences
       of dimension indices; batch and contracting dimensions may be in any positions.
     precision: None, a `Precision`, or a pair of them.
@@ -69,101 +80,153 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
   Example:
     >>> dot_general(x, y, (((1,), (0,)), ((), ())))  # matrix product
   """
-  (lc, rc), (lb, rb) = dimension_numbers
-  dims = ((_dims_tuple(lc), _dims_tuple(rc)), (_dims_tuple(lb), _dims_tuple(rb)))
+  dims = _canonicalize_dimension_numbers(dimension_numbers)
   pref = None if preferred_element_type is None else dtypes.canonicalize_dtype(preferred_element_type)
   return dot_general_p.bind(lhs, rhs, dimension_numbers=dims,
                             precision=_canonicalize_precision(precision),
                             preferred_element_type=pref)
 
 
+def _canonicalize_dimension_numbers(dimension_numbers):
+  try:
+    (lc, rc), (lb, rb) = dimension_numbers
+    return ((_dims_tuple(lc), _dims_tuple(rc)), (_dims_tuple(lb), _dims_tuple(rb)))
+  except (TypeError, ValueError):
+    raise TypeError("dot_general dimension_numbers must be ((lhs_contracting, rhs_contracting), "
+                    f"(lhs_batch, rhs_batch)), sequences of ints, got {dimension_numbers!r}") from None
+
+
 def _dims_tuple(ds):
   if isinstance(ds, (int, np.integer)):
     return (int(ds),)
-  return tuple(int(d) for d in ds)
+  out = []
+  for d in ds:
+    if not isinstance(d, (int, np.integer)) or isinstance(d, (bool, np.bool_)):
+      raise TypeError(f"dimension {d!r} is not an int")
+    out.append(int(d))
+  return tuple(out)
 
 
-def _check_dims(name, side, dims, ndim, shape):
-  for d in dims:
-    if not 0 <= d < ndim:
-      raise TypeError(f"dot_general requires {name} dimensions to be in range for {side} of rank "
-                      f"{ndim} (shape {shape}), got {name} dimensions {dims}")
+def _check_dims(kind, side, dims, shape):
+  ndim = len(shape)
+  bad = [d for d in dims if not 0 <= d < ndim]
+  if bad:
+    raise TypeError(f"dot_general requires {side} {kind} dimensions to be nonnegative and less "
+                    f"than the rank of {side}, got {side}_{kind} {dims} (dimension "
+                    f"{bad[0]} is out of range) for {side} of shape {shape} (rank {ndim})")
   if len(set(dims)) != len(dims):
-    raise TypeError(f"dot_general requires {side} {name} dimensions to be distinct, got {dims}")
+    dup = next(d for d in dims if dims.count(d) > 1)
+    raise TypeError(f"dot_general requires {side} {kind} dimensions to be distinct, got "
+                    f"{side}_{kind} {dims} (dimension {dup} repeats) for {side} of shape {shape}")
 
 
 def _dot_general_shape(lhs_shape, rhs_shape, dimension_numbers):
   (lc, rc), (lb, rb) = dimension_numbers
-  ln, rn = len(lhs_shape), len(rhs_shape)
+  shapes = f"lhs shape {lhs_shape} and rhs shape {rhs_shape}"
   if len(lb) != len(rb):
     raise TypeError(f"dot_general requires equal numbers of lhs_batch and rhs_batch dimensions, "
-                    f"got lhs_batch {lb} and rhs_batch {rb}")
+                    f"got lhs_batch {lb} and rhs_batch {rb} for {shapes}")
   if len(lc) != len(rc):
     raise TypeError(f"dot_general requires equal numbers of lhs and rhs contracting dimensions, "
-                    f"got lhs_contracting {lc} and rhs_contracting {rc}")
-  _check_dims("batch", "lhs", lb, ln, lhs_shape)
-  _check_dims("batch", "rhs", rb, rn, rhs_shape)
-  _check_dims("contracting", "lhs", lc, ln, lhs_shape)
-  _check_dims("contracting", "rhs", rc, rn, rhs_shape)
-  for side, b, c in (("lhs", lb, lc), ("rhs", rb, rc)):
-    both = set(b) & set(c)
+                    f"got lhs_contracting {lc} and rhs_contracting {rc} for {shapes}")
+  for side, shape, b, c in (("lhs", lhs_shape, lb, lc), ("rhs", rhs_shape, rb, rc)):
+    _check_dims("batch", side, b, shape)
+    _check_dims("contracting", side, c, shape)
+    both = sorted(set(b) & set(c))
     if both:
       raise TypeError(f"dot_general requires {side} batch dimensions and contracting dimensions "
-                      f"to be distinct, got {side}_batch {b} and {side}_contracting {c}")
+                      f"to be distinct, got {side}_batch {b} and {side}_contracting {c} (dimension "
+                      f"{both[0]} is both) for {side} of shape {shape}")
   for kind, ls, rs in (("batch", lb, rb), ("contracting", lc, rc)):
     lsz = tuple(lhs_shape[d] for d in ls)
     rsz = tuple(rhs_shape[d] for d in rs)
     if lsz != rsz:
       raise TypeError(f"dot_general requires lhs {kind} dimension sizes to equal rhs {kind} "
                       f"dimension sizes, got lhs {kind} dims {ls} of sizes {lsz} and rhs {kind} "
-                      f"dims {rs} of sizes {rsz} (lhs shape {lhs_shape}, rhs shape {rhs_shape})")
+                      f"dims {rs} of sizes {rsz} ({shapes})")
   batch = tuple(lhs_shape[d] for d in lb)
-  lfree = tuple(s for i, s in enumerate(lhs_shape) if i not in lb and i not in lc)
-  rfree = tuple(s for i, s in enumerate(rhs_shape) if i not in rb and i not in rc)
+  lfree = tuple(lhs_shape[d] for d in _free_dims(len(lhs_shape), lc, lb))
+  rfree = tuple(rhs_shape[d] for d in _free_dims(len(rhs_shape), rc, rb))
   return batch + lfree + rfree
 
 
+def _type_rank(dtype):
+  """XLA's order of element types for mixed-dtype dots (shape_inference's HigherPrecisionType):
+  complex > float (by exponent range, then mantissa) > integer (by width, signed first) > bool."""
+  dtype = np.dtype(dtype)
+  real = dtypes.finfo(dtype).dtype if dtypes.is_complex(dtype) else dtype
+  floating = dtypes.is_float(real)
+  width = 1 if dtypes.is_bool(real) else 8 * real.itemsize
+  return (dtypes.is_complex(dtype),
+          dtypes.finfo(real).maxexp if floating else -1,
+          dtypes.finfo(real).nmant if floating else -1,
+          width, not dtypes.is_unsigned_integer(real))
+
+
+def _dot_general_result_dtype(lhs_dtype, rhs_dtype, preferred_element_type):
+  """The result dtype, as jax.lax.dot_general: the higher of the operand types (they may
+  differ), or `preferred_element_type`, which must not narrow a bool/integer result."""
+  lrank, rrank = _type_rank(lhs_dtype), _type_rank(rhs_dtype)
+  if lrank == rrank and lhs_dtype != rhs_dtype:
+    raise TypeError(f"dot_general argument type error: {np.dtype(lhs_dtype).name}, "
+                    f"{np.dtype(rhs_dtype).name}")
+  result = np.dtype(lhs_dtype if lrank >= rrank else rhs_dtype)
+  if preferred_element_type is None or preferred_element_type == result:
+    return result
+  pref = np.dtype(preferred_element_type)
+  if not dtypes.is_float(result) and _type_rank(pref)[3] < _type_rank(result)[3]:
+    raise TypeError(f"dot_general preferred_element_type must not be narrower than the original "
+                    f"type, got preferred_element_type of {pref.name} for result type of "
+                    f"{result.name}")
+  return pref
+
+
 def _dot_general_abstract_eval(lhs, rhs, *, dimension_numbers, precision, preferred_element_type):
-  if lhs.dtype != rhs.dtype:
-    raise TypeError(f"dot_general requires operands of the same dtype, got {lhs.dtype.name} and "
-                    f"{rhs.dtype.name}")
   shape = _dot_general_shape(lhs.shape, rhs.shape, dimension_numbers)
-  dtype = lhs.dtype if preferred_element_type is None else preferred_element_type
-  if preferred_element_type is not None and dtypes.is_bool(lhs.dtype) != dtypes.is_bool(dtype) \
-      and not dtypes.is_bool(lhs.dtype):
-    raise TypeError(f"dot_general preferred_element_type {np.dtype(dtype).name} is not valid for "
-                    f"{lhs.dtype.name} operands")
+  dtype = _dot_general_result_dtype(lhs.dtype, rhs.dtype, preferred_element_type)
   return ShapedArray(shape, dtype, lhs.weak_type and rhs.weak_type and preferred_element_type is None)
 
 
-def _dot_general_numpy(lhs, rhs, *, dimension_numbers, precision, preferred_element_type):
+def _einsum_subscripts(lhs_ndim, rhs_ndim, dimension_numbers):
   (lc, rc), (lb, rb) = dimension_numbers
   letters = iter("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
-  lsub = [None] * lhs.ndim
-  rsub = [None] * rhs.ndim
-  for l, r in zip(lb + lc, rb + rc):
+  lsub = [None] * lhs_ndim
+  rsub = [None] * rhs_ndim
+  for l, r in zip(lb + lc, rb + rc, strict=True):
     lsub[l] = rsub[r] = next(letters)
   for subs in (lsub, rsub):
     for i, s in enumerate(subs):
       if s is None:
         subs[i] = next(letters)
-  out = [lsub[d] for d in lb] + [s for i, s in enumerate(lsub) if i not in lb and i not in lc] + \
-      [s for i, s in enumerate(rsub) if i not in rb and i not in rc]
-  out_dtype = lhs.dtype if preferred_element_type is None else np.dtype(preferred_element_type)
+  out = [lsub[d] for d in lb] + [lsub[d] for d in _free_dims(lhs_ndim, lc, lb)] + \
+      [rsub[d] for d in _free_dims(rhs_ndim, rc, rb)]
+  return f"{''.join(lsub)},{''.join(rsub)}->{''.join(out)}"
+
+
+def _dot_general_numpy(lhs, rhs, *, dimension_numbers, precision, preferred_element_type):
+  spec = _einsum_subscripts(lhs.ndim, rhs.ndim, dimension_numbers)
+  out_dtype = _dot_general_result_dtype(lhs.dtype, rhs.dtype, preferred_element_type)
+  if lhs.dtype != rhs.dtype:  # as the lowering: both operands in the result type first
+    lhs, rhs = lhs.astype(out_dtype), rhs.astype(out_dtype)
   if dtypes.is_bool(lhs.dtype):
-    acc = np.einsum(f"{''.join(lsub)},{''.join(rsub)}->{''.join(out)}", lhs.astype(np.int32),
-                    rhs.astype(np.int32))
+    acc = np.einsum(spec, lhs.astype(np.int32), rhs.astype(np.int32))
     return (acc > 0).astype(out_dtype) if dtypes.is_bool(out_dtype) else acc.astype(out_dtype)
   compute = np.promote_types(lhs.dtype, out_dtype)
   if compute in (dtypes.bfloat16, dtypes.float16):
     compute = dtypes.float32  # accumulate low-precision floats in f32, as XLA does
-  res = np.einsum(f"{''.join(lsub)},{''.join(rsub)}->{''.join(out)}", lhs.astype(compute),
-                  rhs.astype(compute))
+  res = np.einsum(spec, lhs.astype(compute), rhs.astype(compute))
   return np.asarray(res).astype(out_dtype)
 
 
 def _dot_general_lower(ctx, lhs, rhs, *, dimension_numbers, precision, preferred_element_type):
+  """A native `stablehlo.dot_general`; operands of different dtypes are converted to the result
+  dtype first (as JAX does on CPU and GPU)."""
   (lc, rc), (lb, rb) = dimension_numbers
+  lhs_aval, rhs_aval = ctx.avals_in
+  out_aval = ctx.avals_out[0]
+  if lhs_aval.dtype != rhs_aval.dtype:
+    lhs = ctx.op1("stablehlo.convert", [lhs], ShapedArray(lhs_aval.shape, out_aval.dtype))
+    rhs = ctx.op1("stablehlo.convert", [rhs], ShapedArray(rhs_aval.shape, out_aval.dtype))
   dn = (f"#stablehlo.dot<lhs_batching_dimensions = [{', '.join(map(str, lb))}], "
         f"rhs_batching_dimensions = [{', '.join(map(str, rb))}], "
         f"lhs_contracting_dimensions = [{', '.join(map(str, lc))}], "
@@ -173,6 +236,75 @@ def _dot_general_lower(ctx, lhs, rhs, *, dimension_numbers, precision, preferred
     props["precision_config"] = ("[" + ", ".join(f"#stablehlo<precision {p}>" for p in precision)
                                  + "]")
   return ctx.op1("stablehlo.dot_general", [lhs, rhs], props=props)
+
+
+def _dot_general_sum_of_products(lhs, rhs, *, dimension_numbers, precision,
+                                 preferred_element_type):
+  """dot_general without a dot: both operands are laid out as (batch, lhs free, rhs free,
+  contracting), multiplied (`and` for bool) and summed (`or` for bool) over the contracting
+  dims, all in the result dtype. A revax function: `lower_fun` makes it a lowering rule."""
+  del precision
+  (lc, rc), (lb, rb) = dimension_numbers
+  lhs_aval, rhs_aval = get_aval(lhs), get_aval(rhs)
+  out_dtype = _dot_general_result_dtype(lhs_aval.dtype, rhs_aval.dtype, preferred_element_type)
+  lfree = _free_dims(lhs_aval.ndim, lc, lb)
+  rfree = _free_dims(rhs_aval.ndim, rc, rb)
+  nb, nlf, nrf, nc = len(lb), len(lfree), len(rfree), len(lc)
+  shape = tuple(lhs_aval.shape[d] for d in lb + lfree) + \
+      tuple(rhs_aval.shape[d] for d in rfree + rc)
+  lhs = _transpose_if_needed(convert_element_type(lhs, out_dtype), lb + lfree + lc)
+  rhs = _transpose_if_needed(convert_element_type(rhs, out_dtype), rb + rfree + rc)
+  lhs = broadcast_in_dim(lhs, shape, tuple(range(nb + nlf)) + tuple(range(nb + nlf + nrf, len(shape))))
+  rhs = broadcast_in_dim(rhs, shape, tuple(range(nb)) + tuple(range(nb + nlf, len(shape))))
+  contracting = tuple(range(nb + nlf + nrf, nb + nlf + nrf + nc))
+  if dtypes.is_bool(out_dtype):
+    prods = bitwise_and(lhs, rhs)
+    return reduce_or(prods, contracting) if contracting else prods
+  prods = mul(lhs, rhs)
+  return reduce_sum(prods, contracting) if contracting else prods
+
+
+_dot_general_sum_of_products_lower = mlir.lower_fun(_dot_general_sum_of_products,
+                                                    multiple_results=False)
+
+
+def _dot_general_lower_without_integer_dots(ctx, lhs, rhs, **params):
+  """For backends without bool/integer dots: such dots become sums of products; an integer
+  operand of a floating-point dot is converted first; other dots stay native."""
+  out_dtype = ctx.avals_out[0].dtype
+  if dtypes.is_bool(out_dtype) or dtypes.is_integer(out_dtype):
+    return _dot_general_sum_of_products_lower(ctx, lhs, rhs, **params)
+  converted = []
+  for x, aval in zip((lhs, rhs), ctx.avals_in, strict=True):
+    if aval.dtype != out_dtype and not dtypes.is_inexact(aval.dtype):
+      x = ctx.op1("stablehlo.convert", [x], ShapedArray(aval.shape, out_dtype))
+      aval = ShapedArray(aval.shape, out_dtype)
+    converted.append((x, aval))
+  ctx_native = mlir.LoweringRuleContext(ctx.fb, [a for _, a in converted], ctx.avals_out,
+                                        ctx.platform)
+  return _dot_general_lower(ctx_native, *(x for x, _ in converted), **params)
+
+
+def lower_integer_dots_as_sums(platform: str) -> None:
+  """Lower bool and integer `dot_general`s on `platform` as sums of products (`and`/`or` for
+  bool) instead of native dots, for a backend that has none; float dots stay native. XLA:CPU
+  has native integer dots, so revax selects this for no platform by default. Calling it again
+  for the same platform does nothing.
+
+  Args:
+    platform: a platform name as `mlir.lower_jaxpr_to_module(..., platform=...)` takes it.
+
+  Example:
+    >>> lower_integer_dots_as_sums("my_backend")
+  """
+  table = mlir.platform_lowerings.get(platform)
+  if table is not None and table.get(dot_general_p) is _dot_general_lower_without_integer_dots:
+    return
+  mlir.register_lowering(dot_general_p, _dot_general_lower_without_integer_dots, platform=platform)
+
+
+def _transpose_if_needed(x, permutation):
+  return x if tuple(permutation) == tuple(range(len(permutation))) else transpose(x, permutation)
 
 
 def _ranges_like(*xs):
@@ -189,7 +321,8 @@ def _free_dims(ndim, contracting, batch):
 def _dot_general_transpose_lhs(ct, x, y, *, dimension_numbers, precision,
                                preferred_element_type, swap_ans=False):
   """Cotangent of lhs: contract ct's rhs-free dims with y's free dims, batch with y's batch,
-  then permute the result into lhs's layout (valid for any batch/contracting positions)."""
+  then permute the result into lhs's layout (valid for any batch/contracting positions). The
+  dot keeps the primal's precision and preferred_element_type; its result is cast to x's dtype."""
   (x_contract, y_contract), (x_batch, y_batch) = dimension_numbers
   x_aval = x.aval
   y_ndim = get_aval(y).ndim
@@ -204,12 +337,11 @@ def _dot_general_transpose_lhs(ct, x, y, *, dimension_numbers, precision,
   order = np.argsort(y_contract)
   x_contract_sorted_by_y = [x_contract[i] for i in order]
   out_axes = tuple(int(i) for i in np.argsort(list(x_batch) + list(x_kept) + x_contract_sorted_by_y))
-  if get_aval(ct).dtype != get_aval(y).dtype:
-    ct = convert_element_type(ct, get_aval(y).dtype)
-  res = dot_general(ct, y, dims, precision=precision)
-  res = transpose(res, out_axes) if out_axes != tuple(range(len(out_axes))) else res
+  res = dot_general(ct, y, dims, precision=precision,
+                    preferred_element_type=preferred_element_type)
+  res = _transpose_if_needed(res, out_axes)
   if get_aval(res).dtype != x_aval.dtype:
-    res = convert_element_type(res, x_aval.dtype)
+    res = convert_element_type(res, x_aval.dtype, x_aval.weak_type)
   return res
 
 
@@ -227,8 +359,9 @@ def _shift(dims, bdim):
 
 
 def _dot_general_batch(vals, bdims, *, dimension_numbers, precision, preferred_element_type):
-  """Transpose-free batching: both operands mapped -> a new leading batch dimension of the dot;
-  one mapped -> its mapped axis is a free dimension, and we compute where it lands."""
+  """Transpose-free batching: both operands mapped -> the mapped axes are a new leading batch
+  dimension of the dot (output dim 0); one mapped -> its mapped axis is a free dimension of
+  that operand, and its place among the output's free dims is where the vmapped axis lands."""
   lhs, rhs = vals
   lbd, rbd = bdims
   (lc, rc), (lb, rb) = dimension_numbers
@@ -237,15 +370,12 @@ def _dot_general_batch(vals, bdims, *, dimension_numbers, precision, preferred_e
     out_bdim = 0
   elif lbd is not None:
     dims = ((_shift(lc, lbd), rc), (_shift(lb, lbd), rb))
-    lhs_ndim = get_aval(lhs).ndim
-    free = _free_dims(lhs_ndim, dims[0][0], dims[1][0])
+    free = _free_dims(get_aval(lhs).ndim, dims[0][0], dims[1][0])
     out_bdim = len(lb) + free.index(lbd)
   else:
     dims = ((lc, _shift(rc, rbd)), (lb, _shift(rb, rbd)))
-    lhs_ndim = get_aval(lhs).ndim
-    rhs_ndim = get_aval(rhs).ndim
-    n_lhs_free = lhs_ndim - len(lc) - len(lb)
-    free = _free_dims(rhs_ndim, dims[0][1], dims[1][1])
+    n_lhs_free = get_aval(lhs).ndim - len(lc) - len(lb)
+    free = _free_dims(get_aval(rhs).ndim, dims[0][1], dims[1][1])
     out_bdim = len(lb) + n_lhs_free + free.index(rbd)
   out = dot_general_p.bind(lhs, rhs, dimension_numbers=dims, precision=precision,
                            preferred_element_type=preferred_element_type)
@@ -261,7 +391,15 @@ batching.primitive_batchers[dot_general_p] = _dot_general_batch
 
 
 def dot(lhs, rhs, precision=None, preferred_element_type=None):
-  """Vector/matrix products as jax.lax.dot: contracts lhs's last dim with rhs's first."""
+  """Vector/matrix products as jax.lax.dot: contracts lhs's last dim with rhs's first.
+
+  Args:
+    lhs, rhs: rank-1 or rank-2 arrays.
+    precision, preferred_element_type: as for `dot_general`.
+
+  Returns:
+    The vector-vector, matrix-vector or matrix-matrix product.
+  """
   ln, rn = get_aval(lhs).ndim, get_aval(rhs).ndim
   if ln not in (1, 2) or rn not in (1, 2):
     raise TypeError(f"lax.dot takes rank-1 or rank-2 operands, got ranks {ln} and {rn}; use "
