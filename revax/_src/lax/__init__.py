@@ -11,3 +11,4 @@ from revax._src.lax.shapes import *  # noqa: F401,F403
 from revax._src.lax.slicing import *  # noqa: F401,F403
 from revax._src.lax.sorting import *  # noqa: F401,F403
 from revax._src.lax.unary import *  # noqa: F401,F403
+from revax._src.lax.windowed import *  # noqa: F401,F403
