@@ -225,6 +225,8 @@ from revax._src.numpy.contractions import inner as inner
 from revax._src.numpy.contractions import vdot as vdot
 from revax._src.numpy.contractions import outer as outer
 from revax._src.numpy.contractions import tensordot as tensordot
+from revax._src.numpy.contractions import einsum as einsum
+from revax._src.numpy.contractions import einsum_path as einsum_path
 from revax._src.numpy.indexing import nonzero as nonzero
 from revax._src.numpy.indexing import flatnonzero as flatnonzero
 from revax._src.numpy.indexing import argwhere as argwhere

@@ -1,14 +1,20 @@
-"""Tensor contractions on lax.dot_general: matmul, dot, vdot, inner, outer, tensordot.
+"""Tensor contractions on lax.dot_general: matmul, dot, vdot, inner, outer, tensordot, einsum.
 
-Operands are promoted to their common dtype first. Batch dimensions of `matmul` broadcast; an
-operand without batch dimensions is not broadcast at all (its matrix dims become free dims of
-the dot, and the result is transposed into place if needed).
+Operands are promoted to their common dtype first. Every contraction is `dot_general` taking
+the dimensions where they are: nothing is transposed or broadcast before a dot (batch dims of
+`matmul` that only one operand has, or has with size > 1 against a 1, are free dims of that
+operand); at most the result is transposed into the order NumPy promises. `einsum` contracts
+pairwise in the order opt_einsum chooses, each pair one `dot_general`.
 """
 from __future__ import annotations
 
+import collections
 import operator
 
+import numpy as np
+
 from revax._src import lax
+from revax._src.core import dtypes
 from revax._src.numpy import util
 from revax._src.numpy.util import aval_of
 
@@ -23,7 +29,20 @@ def _dot(a, b, contract, batch, precision, preferred_element_type):
 
 
 def matmul(a, b, *, precision=None, preferred_element_type=None):
-  """Matrix product with NumPy's rules: 1-d operands are vectors, leading dims broadcast.
+  """Matrix product with NumPy's rules: 1-d operands are vectors, leading (batch) dims broadcast.
+
+  One `dot_general`, as jax.numpy.matmul: batch dims present in both operands are batch dims of
+  the dot; a batch dim that only one operand has (or has with size > 1 against the other's 1)
+  is a free dim of that operand, so nothing is broadcast; one transpose of the result puts the
+  dims in NumPy's order where needed.
+
+  Args:
+    a, b: arrays of rank >= 1.
+    precision, preferred_element_type: as for `lax.dot_general`.
+
+  Returns:
+    The product, of shape broadcast(batch dims) + (a's rows,) + (b's columns,), less the vector
+    dims.
 
   Example:
     >>> matmul(ones((4, 2, 3)), ones((3, 5))).shape   # (4, 2, 5)
@@ -32,32 +51,47 @@ def matmul(a, b, *, precision=None, preferred_element_type=None):
   sa, sb = _shape(a), _shape(b)
   if not sa or not sb:
     raise ValueError(f"matmul: inputs must be at least 1-dimensional, got shapes {sa} and {sb}")
-  vec_a, vec_b = len(sa) == 1, len(sb) == 1
-  if vec_a:
-    a, sa = lax.expand_dims(a, (0,)), (1,) + sa
-  if vec_b:
-    b, sb = lax.expand_dims(b, (1,)), sb + (1,)
-  if sa[-1] != sb[-2]:
-    raise ValueError(f"matmul: contracting dimensions differ: shapes {_shape(a)} and "
-                     f"{_shape(b)} (size {sa[-1]} vs {sb[-2]})")
-  ba, bb = sa[:-2], sb[:-2]
-  na, nb = len(sa), len(sb)
-  if not bb:  # (..., m, k) @ (k, n): the output is a's free dims then n
-    out = _dot(a, b, ((na - 1,), (0,)), ((), ()), precision, preferred_element_type)
-  elif not ba:  # (m, k) @ (..., k, n): dot gives (m, ..., n); move m into place
-    out = _dot(a, b, ((1,), (nb - 2,)), ((), ()), precision, preferred_element_type)
-    perm = tuple(range(1, nb - 1)) + (0, nb - 1)
-    out = lax.transpose(out, perm)
-  else:
-    batch = util.broadcast_shapes(ba, bb)
-    a = util.broadcast_to(a, batch + sa[-2:])
-    b = util.broadcast_to(b, batch + sb[-2:])
-    k = len(batch)
-    out = _dot(a, b, ((k + 1,), (k,)), (tuple(range(k)), tuple(range(k))), precision,
-               preferred_element_type)
-  nd = len(_shape(out))
-  squeeze = ([nd - 2] if vec_a else []) + ([nd - 1] if vec_b else [])
-  return lax.squeeze(out, tuple(squeeze)) if squeeze else out
+  a_is_mat, b_is_mat = len(sa) > 1, len(sb) > 1
+  b_k_dim = len(sb) - 2 if b_is_mat else 0
+  if sa[-1] != sb[b_k_dim]:
+    raise ValueError(f"matmul: contracting dimensions differ: shapes {sa} and {sb} "
+                     f"(size {sa[-1]} vs {sb[b_k_dim]})")
+  a_batch = sa[:-2] if a_is_mat else ()
+  b_batch = sb[:-2] if b_is_mat else ()
+  n = max(len(a_batch), len(b_batch))
+  a_batch = (None,) * (n - len(a_batch)) + a_batch
+  b_batch = (None,) * (n - len(b_batch)) + b_batch
+  a_squeeze, b_squeeze, a_bdims, b_bdims = [], [], [], []
+  idx_batch, idx_a_free, idx_b_free = [], [], []  # output positions, in dot_general's order
+  for i, (da, db) in enumerate(zip(a_batch, b_batch, strict=True)):
+    if da is None:
+      idx_b_free.append(i)
+    elif db is None:
+      idx_a_free.append(i)
+    elif da == 1 and db != 1:
+      idx_b_free.append(i)
+      a_squeeze.append(len(idx_batch) + len(idx_a_free) + len(a_squeeze))
+    elif db == 1 and da != 1:
+      idx_a_free.append(i)
+      b_squeeze.append(len(idx_batch) + len(idx_b_free) + len(b_squeeze))
+    elif da == db:
+      a_bdims.append(len(idx_batch) + len(idx_a_free))
+      b_bdims.append(len(idx_batch) + len(idx_b_free))
+      idx_batch.append(i)
+    else:
+      raise ValueError(f"matmul: Incompatible shapes for broadcasting the batch dimensions: "
+                       f"shapes {sa} and {sb}")
+  if a_is_mat:
+    idx_a_free.append(n)
+  if b_is_mat:
+    idx_b_free.append(n + a_is_mat)
+  a = lax.squeeze(a, tuple(a_squeeze)) if a_squeeze else a
+  b = lax.squeeze(b, tuple(b_squeeze)) if b_squeeze else b
+  na, nb = len(_shape(a)), len(_shape(b))
+  out = _dot(a, b, ((na - 1,), (nb - 1 - b_is_mat,)), (tuple(a_bdims), tuple(b_bdims)),
+             precision, preferred_element_type)
+  perm = tuple(int(i) for i in np.argsort(idx_batch + idx_a_free + idx_b_free))
+  return out if perm == tuple(range(len(perm))) else lax.transpose(out, perm)
 
 
 def dot(a, b, *, precision=None, preferred_element_type=None):
@@ -139,3 +173,230 @@ def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None):
       raise TypeError(f"tensordot: shape mismatch on contracted axes: a axis {i} has size "
                       f"{_shape(a)[i]}, b axis {j} has size {_shape(b)[j]}")
   return _dot(a, b, (ax_a, ax_b), ((), ()), precision, preferred_element_type)
+
+
+# --- einsum --------------------------------------------------------------------------------------
+class _ShapeOnly:
+  """Stands in for an operand in opt_einsum's parser and path search (they need only shapes)."""
+  __slots__ = ("shape",)
+
+  def __init__(self, shape):
+    self.shape = shape
+
+
+def _einsum_parse(operands, optimize):
+  """Parse einsum arguments (the subscripts string or the interleaved (array, axes) form) with
+  opt_einsum and find the contraction order. Returns (arrays, input names, output names,
+  contraction list); names are strings of one letter per dimension."""
+  import opt_einsum  # imported on first use: start-up is a feature
+  operands = list(operands)
+  if isinstance(operands[0], str):
+    array_positions = range(1, len(operands))
+  else:
+    array_positions = range(0, 2 * (len(operands) // 2), 2)
+  arrays = {}
+  for i in array_positions:
+    util.check_arraylike("einsum", operands[i])
+    stand_in = _ShapeOnly(_shape(operands[i]))
+    arrays[id(stand_in)] = util.as_array(operands[i])
+    operands[i] = stand_in
+  from opt_einsum.parser import parse_einsum_input
+  try:
+    inputs, output, stand_ins = parse_einsum_input(operands)
+  except (ValueError, TypeError) as e:
+    raise ValueError(f"einsum: {e}") from None
+  input_names = inputs.split(",")
+  for names, s in zip(input_names, stand_ins, strict=True):
+    if len(names) != len(s.shape):
+      raise ValueError(f"einsum: subscripts {names!r} name {len(names)} dimensions for an "
+                       f"operand of shape {s.shape}")
+  sizes = {}
+  for names, s in zip(input_names, stand_ins, strict=True):
+    for name, size in zip(names, s.shape, strict=True):
+      if size != 1 and sizes.setdefault(name, size) != size:
+        raise ValueError(f"einsum: dimension {name!r} has sizes {sizes[name]} and {size} in "
+                         f"subscripts {inputs}->{output} for shapes "
+                         f"{tuple(x.shape for x in stand_ins)}")
+  if optimize is False:
+    optimize = [(0, 1)] * (len(stand_ins) - 1) if len(stand_ins) > 1 else [(0,)]
+  elif optimize is True:
+    optimize = "optimal"
+  _, contractions = opt_einsum.contract_path(f"{inputs}->{output}", *stand_ins, einsum_call=True,
+                                             use_blas=True, optimize=optimize)
+  contractions = [(tuple(c[0]), frozenset(c[1]), c[2]) for c in contractions]
+  return [arrays[id(s)] for s in stand_ins], input_names, output, contractions
+
+
+def _removechars(s, chars):
+  return "".join(c for c in s if c not in chars)
+
+
+def einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
+           preferred_element_type=None):
+  """Einstein summation, as jax.numpy.einsum.
+
+  The order of pairwise contractions is opt_einsum's (`optimize`: "auto", "optimal", "greedy",
+  ..., True for "optimal", False for left to right, or a path from `einsum_path`). Each pairwise
+  contraction is a single `lax.dot_general` taking batch and contracting dims where they are in
+  its operands, so no operand is transposed; intermediates keep the dot's order, and only the
+  final result is transposed if its order differs from the output subscripts. Repeated indices
+  of one operand (diagonals) and indices summed from one operand alone are reduced first.
+
+  Args:
+    subscripts: e.g. "bij,bjk->bik", or the first array of the interleaved form
+      `einsum(x, [0, 1], y, [1, 2], [0, 2])`.
+    *operands: the arrays (and, in the interleaved form, their axes lists).
+    out: unsupported (as in JAX).
+    optimize: the contraction order strategy, as above.
+    precision, preferred_element_type: as for `lax.dot_general`.
+
+  Returns:
+    The contraction, in the operands' promoted dtype unless `preferred_element_type` is given.
+
+  Example:
+    >>> einsum("bij,bjk->bik", ones((4, 2, 3)), ones((4, 3, 5))).shape   # (4, 2, 5)
+  """
+  if out is not None:
+    raise NotImplementedError("The 'out' argument to revax.numpy.einsum is not supported.")
+  arrays, input_names, output, contractions = _einsum_parse((subscripts, *operands), optimize)
+  arrays = util.promote_dtypes(*arrays)
+  if preferred_element_type is None:
+    pref, out_weak = util.result_type_of(*arrays)
+  else:
+    pref, out_weak = util.canonical_dtype_arg(preferred_element_type), False
+  entries = list(zip(arrays, input_names, strict=True))
+  for indices, removed, einstr in contractions:
+    step_output = einstr.split("->")[1]
+    picked = [entries.pop(i) for i in indices]
+    if len(picked) == 1:
+      (x, names), = picked
+      x, names = _einsum_reduce_one(x, names, removed, step_output, pref)
+    elif len(picked) == 2:
+      x, names = _einsum_contract_pair(picked[0], picked[1], removed, step_output, pref,
+                                       precision)
+    else:
+      raise NotImplementedError("revax.numpy.einsum contracts two operands at a time; the "
+                                f"path asked for {len(picked)} at once")
+    entries.append((x, names))
+  (x, names), = entries
+  if names != output:
+    x = lax.transpose(x, tuple(names.index(n) for n in output))
+  return lax.convert_element_type(x, pref, out_weak)
+
+
+def _einsum_sum(x, axes, pref):
+  if not axes:
+    return x
+  if _dtype(x) != pref and dtypes.promote_types(_dtype(x), pref) == pref:
+    x = lax.convert_element_type(x, pref)  # sum in a wider preferred_element_type
+  if dtypes.is_bool(_dtype(x)):
+    return lax.reduce_or(x, tuple(axes))
+  return lax.reduce_sum(x, tuple(axes))
+
+
+def _dtype(x):
+  return aval_of(x).dtype
+
+
+def _einsum_sum_uniques(x, names, uniques, pref):
+  if not uniques:
+    return x, names
+  x = _einsum_sum(x, [names.index(n) for n in uniques], pref)
+  return x, _removechars(names, uniques)
+
+
+def _einsum_sum_repeats(x, names, keep, pref):
+  """Each name repeated within one operand: keep its diagonal (and sum it out unless `keep`
+  holds it)."""
+  for name, count in collections.Counter(names).items():
+    if count < 2:
+      continue
+    axes = [i for i, n in enumerate(names) if n == name]
+    shape = _shape(x)
+    first = lax.broadcasted_iota(np.int32, shape, axes[0])
+    mask = None
+    for ax in axes[1:]:
+      same = lax.eq(first, lax.broadcasted_iota(np.int32, shape, ax))
+      mask = same if mask is None else lax.bitwise_and(mask, same)
+    x = lax.select_n(mask, lax.full_like(x, 0), x)
+    if name in keep:
+      x = _einsum_sum(x, axes[1:], pref)
+      names = names[:axes[1]] + _removechars(names[axes[1]:], name)
+    else:
+      x = _einsum_sum(x, axes, pref)
+      names = _removechars(names, name)
+  return x, names
+
+
+def _einsum_reduce_one(x, names, removed, step_output, pref):
+  counts = collections.Counter(names)
+  uniques = [n for n in sorted(removed) if counts[n] == 1]
+  x, names = _einsum_sum_uniques(x, names, uniques, pref)
+  return _einsum_sum_repeats(x, names, step_output, pref)
+
+
+def _drop_singletons(x, names, other_shape, other_names):
+  """Squeeze size-1 dims whose name the other operand has with a size other than 1 (they
+  broadcast against it)."""
+  shape = _shape(x)
+  drop = [i for i, n in enumerate(names)
+          if shape[i] == 1 and n in other_names and other_shape[other_names.index(n)] != 1]
+  if not drop:
+    return x, names
+  return lax.squeeze(x, tuple(drop)), "".join(n for i, n in enumerate(names) if i not in drop)
+
+
+def _einsum_contract_pair(lhs_entry, rhs_entry, removed, step_output, pref, precision):
+  """One dot_general of two operands, taking batch and contracting dims where they are."""
+  (lhs, lhs_names), (rhs, rhs_names) = lhs_entry, rhs_entry
+  lhs, lhs_names = _drop_singletons(lhs, lhs_names, _shape(rhs), rhs_names)
+  rhs, rhs_names = _drop_singletons(rhs, rhs_names, _shape(lhs), lhs_names)
+  contracted = sorted(removed)
+  lhs_counts, rhs_counts = collections.Counter(lhs_names), collections.Counter(rhs_names)
+  lhs, lhs_names = _einsum_sum_uniques(
+      lhs, lhs_names, [n for n in contracted if lhs_counts[n] == 1 and rhs_counts[n] == 0], pref)
+  rhs, rhs_names = _einsum_sum_uniques(
+      rhs, rhs_names, [n for n in contracted if rhs_counts[n] == 1 and lhs_counts[n] == 0], pref)
+  lhs, lhs_names = _einsum_sum_repeats(lhs, lhs_names, step_output + rhs_names, pref)
+  rhs, rhs_names = _einsum_sum_repeats(rhs, rhs_names, step_output + lhs_names, pref)
+  contracted = [n for n in contracted if n in lhs_names and n in rhs_names]
+  shared = set(lhs_names) & set(rhs_names)
+  batch = [n for n in step_output if n in shared]
+  batch_str = "".join(batch)
+  lhs_rest = _removechars(lhs_names, batch_str + "".join(contracted))
+  rhs_rest = _removechars(rhs_names, batch_str + "".join(contracted))
+  lhs_c = tuple(lhs_names.index(n) for n in contracted)
+  rhs_c = tuple(rhs_names.index(n) for n in contracted)
+  lhs_b = tuple(lhs_names.index(n) for n in batch)
+  rhs_b = tuple(rhs_names.index(n) for n in batch)
+  # Of the two operand orders, take the one whose result is already in the step's output order
+  # (opt_einsum tends to contract right to left, so try (rhs, lhs) first).
+  if batch_str + rhs_rest + lhs_rest == step_output:
+    out = lax.dot_general(rhs, lhs, ((rhs_c, lhs_c), (rhs_b, lhs_b)), precision=precision,
+                          preferred_element_type=pref)
+    return out, batch_str + rhs_rest + lhs_rest
+  out = lax.dot_general(lhs, rhs, ((lhs_c, rhs_c), (lhs_b, rhs_b)), precision=precision,
+                        preferred_element_type=pref)
+  return out, batch_str + lhs_rest + rhs_rest
+
+
+def einsum_path(subscripts, /, *operands, optimize="auto"):
+  """The contraction order `einsum` would use, without computing it (as jax.numpy.einsum_path).
+
+  Args:
+    subscripts, *operands: as for `einsum`.
+    optimize: as for `einsum`.
+
+  Returns:
+    (path, info): a path `einsum(..., optimize=path)` accepts, and opt_einsum's printable report.
+  """
+  import opt_einsum
+  if optimize is True:
+    optimize = "optimal"
+  elif optimize is False:
+    n = len(operands) if isinstance(subscripts, str) else (len(operands) + 1) // 2
+    optimize = [(0, 1)] * (n - 1) if n > 1 else [(0,)]
+  operands = [_ShapeOnly(_shape(x)) if util.is_operand(x) else x for x in operands]
+  if not isinstance(subscripts, str):
+    subscripts = _ShapeOnly(_shape(subscripts))
+  return opt_einsum.contract_path(subscripts, *operands, optimize=optimize)
