@@ -2,6 +2,7 @@
 from revax._src.lax.batch_util import *  # noqa: F401,F403
 from revax._src.lax.binary import *  # noqa: F401,F403
 from revax._src.lax.comparison import *  # noqa: F401,F403
+from revax._src.lax.control_flow import *  # noqa: F401,F403
 from revax._src.lax.conversion import *  # noqa: F401,F403
 from revax._src.lax.convolution import *  # noqa: F401,F403
 from revax._src.lax.creation import *  # noqa: F401,F403
@@ -12,3 +13,4 @@ from revax._src.lax.slicing import *  # noqa: F401,F403
 from revax._src.lax.sorting import *  # noqa: F401,F403
 from revax._src.lax.unary import *  # noqa: F401,F403
 from revax._src.lax.windowed import *  # noqa: F401,F403
+from revax._src.interpreters.barrier import optimization_barrier as optimization_barrier  # noqa: F401
