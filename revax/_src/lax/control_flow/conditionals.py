@@ -93,7 +93,7 @@ def cond(pred, true_fun, false_fun, *operands, operand=_no_operand):
     raise TypeError(f"Pred type must be either boolean or number, got {pred}.") from err
   if pred_dtype.kind != "b":
     if pred_dtype.kind in "iuf":
-      pred = comparison.ne(pred, 0)
+      pred = comparison.ne(pred, np.zeros((), pred_dtype))
     else:
       raise TypeError(f"Pred type must be either boolean or number, got {pred_dtype}.")
   branches, consts, leaves, out_tree = _trace_branches(

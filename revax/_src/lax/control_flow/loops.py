@@ -295,8 +295,12 @@ def _bind_while(cond_fn, body_fn, init_vals):
 
 
 # --- fori_loop -----------------------------------------------------------------------------------
-def _is_concrete(x) -> bool:
-  return not isinstance(x, Tracer)
+def _concrete_value(x):
+  """`x`'s value if it is known while tracing (as JAX's is_concrete: a value under jvp whose
+  primal is concrete counts), else None."""
+  while isinstance(x, ad.JVPTracer):
+    x = x.primal
+  return None if isinstance(x, Tracer) else x
 
 
 def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
@@ -334,9 +338,10 @@ def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
       raise TypeError("lower and upper arguments to fori_loop must have equal types, got "
                       f"{lower_aval.dtype.name} and {upper_aval.dtype.name}")
   use_scan = False
-  if _is_concrete(lower) and _is_concrete(upper):
+  lower_c, upper_c = _concrete_value(lower), _concrete_value(upper)
+  if lower_c is not None and upper_c is not None:
     try:
-      lower_, upper_ = int(dispatch.host_value(lower)), int(dispatch.host_value(upper))
+      lower_, upper_ = int(dispatch.host_value(lower_c)), int(dispatch.host_value(upper_c))
       use_scan = True
     except (TypeError, ValueError):
       use_scan = False
