@@ -1,11 +1,13 @@
 """Windowed reductions: reduce_window over padded, strided and dilated windows, and the two
 primitives through which max/min windows are differentiated.
 
-A window reduction pads its operand with (lo, hi) pairs (negative values cut elements off; the
-strings 'SAME'/'VALID'/'SAME_LOWER' become pairs through `padtype_to_pads`), after spreading it
-by `base_dilation`, and reduces every window of `window_dimensions` elements spaced by
-`window_dilation`, placed every `window_strides` elements. The padding and the holes of the base
-dilation hold the reduction's init value.
+A window reduction spreads its operand by `base_dilation`, pads it with (lo, hi) pairs (negative
+values cut elements off; the strings 'SAME'/'VALID'/'SAME_LOWER' become pairs through
+`padtype_to_pads`), and reduces every window of `window_dimensions` elements spaced by
+`window_dilation`, placed every `window_strides` elements. As in XLA, each window folds its
+operand elements into the init value and skips padding and base-dilation holes (for a monoid,
+the same as filling them with the identity). A 0-d operand is its own window: the result is
+computation(init, operand) (XLA's simplifier returns the operand alone; revax folds explicitly).
 
 `reduce_window` recognizes the monoids (add, max and min with their identity as init value) and
 binds `reduce_window_sum`, `reduce_window_max` or `reduce_window_min`; any other computation binds
@@ -249,7 +251,7 @@ def _monoid_window_primitive(monoid: _WindowMonoid) -> Primitive:
 
   def abstract_eval(x, **window):
     monoid.check_dtype(x.dtype)
-    shape = _check_window(name, x.shape, **window)
+    shape = _check_window("reduce_window", x.shape, **window)
     return ShapedArray(shape, x.dtype, x.weak_type)
 
   def numpy_impl(x, **window):
@@ -354,9 +356,10 @@ def reduce_window(operand, init_value, computation, window_dimensions, window_st
                   padding="VALID", base_dilation=None, window_dilation=None):
   """Reduce every window of `operand` with `computation`, as jax.lax.reduce_window.
 
-  The operand is spread by `base_dilation`, padded with `init_value` by `padding`, and each
-  window of `window_dimensions` elements (spaced by `window_dilation`, placed every
-  `window_strides` elements) is folded with `computation`, starting from `init_value`. Add, max
+  The operand is spread by `base_dilation` and padded by `padding`; each window of
+  `window_dimensions` elements (spaced by `window_dilation`, placed every `window_strides`
+  elements) folds its operand elements with `computation`, starting from `init_value` (padding
+  and dilation holes are skipped, as in XLA; a window of padding only gives `init_value`). Add, max
   and min with their identity as init value (0, -inf/the dtype's minimum, +inf/its maximum)
   bind `reduce_window_sum`/`_max`/`_min`, which are differentiable in both modes; other
   computations bind the generic `reduce_window` (forward-mode differentiable only).
