@@ -92,8 +92,9 @@ def _canonicalize_dimension_numbers(dimension_numbers):
     (lc, rc), (lb, rb) = dimension_numbers
     return ((_dims_tuple(lc), _dims_tuple(rc)), (_dims_tuple(lb), _dims_tuple(rb)))
   except (TypeError, ValueError):
-    raise TypeError("dot_general dimension_numbers must be ((lhs_contracting, rhs_contracting), "
-                    f"(lhs_batch, rhs_batch)), sequences of ints, got {dimension_numbers!r}") from None
+    msg = ("dot_general dimension_numbers must be ((lhs_contracting, rhs_contracting), "
+           f"(lhs_batch, rhs_batch)), sequences of ints, got {dimension_numbers!r}")
+    raise TypeError(msg) from None
 
 
 def _dims_tuple(ds):
@@ -184,7 +185,8 @@ def _dot_general_result_dtype(lhs_dtype, rhs_dtype, preferred_element_type):
 def _dot_general_abstract_eval(lhs, rhs, *, dimension_numbers, precision, preferred_element_type):
   shape = _dot_general_shape(lhs.shape, rhs.shape, dimension_numbers)
   dtype = _dot_general_result_dtype(lhs.dtype, rhs.dtype, preferred_element_type)
-  return ShapedArray(shape, dtype, lhs.weak_type and rhs.weak_type and preferred_element_type is None)
+  weak = lhs.weak_type and rhs.weak_type and preferred_element_type is None
+  return ShapedArray(shape, dtype, weak)
 
 
 def _einsum_subscripts(lhs_ndim, rhs_ndim, dimension_numbers):
@@ -254,7 +256,8 @@ def _dot_general_sum_of_products(lhs, rhs, *, dimension_numbers, precision,
       tuple(rhs_aval.shape[d] for d in rfree + rc)
   lhs = _transpose_if_needed(convert_element_type(lhs, out_dtype), lb + lfree + lc)
   rhs = _transpose_if_needed(convert_element_type(rhs, out_dtype), rb + rfree + rc)
-  lhs = broadcast_in_dim(lhs, shape, tuple(range(nb + nlf)) + tuple(range(nb + nlf + nrf, len(shape))))
+  lhs = broadcast_in_dim(lhs, shape, tuple(range(nb + nlf)) + tuple(range(nb + nlf + nrf,
+                                                                            len(shape))))
   rhs = broadcast_in_dim(rhs, shape, tuple(range(nb)) + tuple(range(nb + nlf, len(shape))))
   contracting = tuple(range(nb + nlf + nrf, nb + nlf + nrf + nc))
   if dtypes.is_bool(out_dtype):
