@@ -1,0 +1,2 @@
+"""revax.scipy: SciPy functions on revax arrays, as in jax.scipy (so far: special.logsumexp)."""
+from revax.scipy import special as special
