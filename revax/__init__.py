@@ -2,6 +2,9 @@
 compiled by XLA through the PJRT C API."""
 from revax._src.core.config import config as config
 from revax._src.runtime.array import Array as Array
+from revax._src.ad_checkpoint import checkpoint as checkpoint
+from revax._src.ad_checkpoint import checkpoint_policies as checkpoint_policies
+from revax._src.ad_checkpoint import remat as remat
 from revax._src.api import block_until_ready as block_until_ready
 from revax._src.api import device_count as device_count
 from revax._src.api import device_get as device_get
@@ -22,6 +25,8 @@ from revax._src.autodiff import vjp as vjp
 from revax._src.jit import jit as jit
 from revax._src.vmap import vmap as vmap
 
+from revax import ad_checkpoint as ad_checkpoint
+from revax import dtypes as dtypes
 from revax import lax as lax
 from revax import nn as nn
 from revax import numpy as numpy

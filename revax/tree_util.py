@@ -3,7 +3,9 @@ from revax._src.tree_util import PyTreeDef as PyTreeDef
 from revax._src.tree_util import register_pytree_node as register_pytree_node
 from revax._src.tree_util import register_pytree_node_class as register_pytree_node_class
 from revax._src.tree_util import tree_all as tree_all
+from revax._src.tree_util import keystr as keystr
 from revax._src.tree_util import tree_flatten as tree_flatten
+from revax._src.tree_util import tree_flatten_with_path as tree_flatten_with_path
 from revax._src.tree_util import tree_leaves as tree_leaves
 from revax._src.tree_util import tree_map as tree_map
 from revax._src.tree_util import tree_reduce as tree_reduce

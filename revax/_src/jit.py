@@ -110,14 +110,9 @@ def _jit_partial_eval(trace, args, params, unknowns):
   return [next(it_u) if u else next(it_k) for u in out_unknowns]
 
 
-@staging.memoize_on_jaxpr
-def _transpose_jaxpr(closed, linear_mask):
-  return transpose.transpose_jaxpr(closed, list(linear_mask))
-
-
 def _jit_transpose(cts, *args, jaxpr, name):
   linear_mask = tuple(ad.is_undefined_primal(a) for a in args)
-  ct_closed = _transpose_jaxpr(jaxpr, linear_mask)
+  ct_closed = transpose.transpose_jaxpr(jaxpr, linear_mask)
   nonlinear = [a for a in args if not ad.is_undefined_primal(a)]
   cts = [ad.instantiate_zeros(c) for c in cts]
   lin_cts = iter(bind_jit(ct_closed, nonlinear + cts, f"transpose_{name}"))

@@ -22,6 +22,18 @@ def tree_unflatten(treedef, leaves):
   return optree.tree_unflatten(treedef, leaves)
 
 
+def tree_flatten_with_path(tree, is_leaf=None):
+  """([(path, leaf), ...], treedef): each leaf with the tuple of keys leading to it."""
+  paths, leaves, treedef = optree.tree_flatten_with_path(tree, is_leaf=is_leaf, none_is_leaf=False,
+                                                         namespace=NAMESPACE)
+  return list(zip(paths, leaves, strict=True)), treedef
+
+
+def keystr(path) -> str:
+  """A path as indexing text: `('a', 0)` -> "['a'][0]"."""
+  return "".join(f"[{k!r}]" for k in path)
+
+
 def tree_leaves(tree, is_leaf=None):
   return optree.tree_leaves(tree, is_leaf=is_leaf, none_is_leaf=False, namespace=NAMESPACE)
 

@@ -215,8 +215,10 @@ class FuncBuilder:
       self._types[a] = t
     results = body(sub, *args)
     sub.op("stablehlo.return", results, [])
-    head = ", ".join(f"{a}: {t}" for a, t in zip(args, arg_types, strict=True))
     inner = "\n".join(sub.lines)
+    if not arg_types:  # a region without arguments (the branches of `if`, `case`) has no label
+      return f"{{\n{inner}\n{' ' * self.indent}}}"
+    head = ", ".join(f"{a}: {t}" for a, t in zip(args, arg_types, strict=True))
     return f"{{\n{' ' * (self.indent)}^bb0({head}):\n{inner}\n{' ' * self.indent}}}"
 
 

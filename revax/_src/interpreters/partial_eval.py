@@ -86,3 +86,29 @@ def partial_eval_jaxpr(closed: ClosedJaxpr, unknowns, instantiate=False):
   jaxpr_u = Jaxpr([], jaxpr_u.constvars + jaxpr_u.invars, jaxpr_u.outvars, jaxpr_u.eqns)
   return (ClosedJaxpr(jaxpr_k, consts_k), ClosedJaxpr(jaxpr_u, []), store["out_unknowns"],
           store["num_res"])
+
+
+@staging.memoize_on_jaxpr
+def partial_eval_jaxpr_cached(closed: ClosedJaxpr, unknowns: tuple):
+  """`partial_eval_jaxpr` memoized per (jaxpr, unknowns): every linearization of one staged
+  program reuses one split."""
+  return partial_eval_jaxpr(closed, list(unknowns))
+
+
+def partial_eval_call(trace, prim, args, params, unknowns):
+  """The partial-evaluation rule of a call primitive whose params hold its closed `jaxpr`: bind
+  the primitive on the known part now (in the parent trace), and stage it on the unknown part,
+  which reads the known part's residuals."""
+  known_jaxpr, unknown_jaxpr, out_unknowns, num_res = partial_eval_jaxpr_cached(
+      params["jaxpr"], tuple(unknowns))
+  known_args = [a for a, u in zip(args, unknowns, strict=True) if not u]
+  with set_current_trace(trace.parent_trace):
+    known = prim.bind(*known_args, **{**params, "jaxpr": known_jaxpr})
+  known_outs, residuals = known[:len(known) - num_res], known[len(known) - num_res:]
+  staged = []
+  if any(out_unknowns):
+    unknown_args = [a for a, u in zip(args, unknowns, strict=True) if u]
+    staged = staging.DynamicJaxprTrace.process_primitive(
+        trace, prim, list(residuals) + unknown_args, {**params, "jaxpr": unknown_jaxpr})
+  it_k, it_u = iter(known_outs), iter(staged)
+  return [next(it_u) if u else next(it_k) for u in out_unknowns]

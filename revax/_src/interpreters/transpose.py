@@ -81,7 +81,12 @@ def backward_pass(jaxpr: Jaxpr, consts, primals_in, cotangents_out):
 
 def transpose_jaxpr(closed: ClosedJaxpr, linear_mask) -> ClosedJaxpr:
   """The jaxpr `(non-linear inputs..., cotangents of outputs...) -> cotangents of the linear
-  inputs` (zeros instantiated), for call primitives' transpose rules."""
+  inputs` (zeros instantiated), for call primitives' transpose rules. Memoized per jaxpr."""
+  return _transpose_jaxpr(closed, tuple(linear_mask))
+
+
+@staging.memoize_on_jaxpr
+def _transpose_jaxpr(closed: ClosedJaxpr, linear_mask: tuple) -> ClosedJaxpr:
   from revax._src.interpreters.ad import instantiate_zeros
   in_avals = closed.in_avals
   nonlin_avals = [a for a, l in zip(in_avals, linear_mask, strict=True) if not l]

@@ -1,0 +1,185 @@
+"""Fences against XLA's common-subexpression elimination: `optimization_barrier` and
+`fenced_call`.
+
+Rematerialization (checkpoint) and invertible reverse mode recompute in the backward pass values
+the forward pass also computed. If XLA merges the recomputation with the identical forward
+computation, every forward intermediate stays alive until the backward pass and the memory
+saving silently disappears.
+
+`optimization_barrier(*xs)` returns its operands unchanged, and XLA may not move computation
+across it. It is the portable fence, but measured on the XLA:CPU plugin it is not enough: the
+CPU pipeline expands barriers before common-subexpression elimination runs, and the
+recomputation is merged anyway (a 64-block checkpointed MLP keeps all its activations).
+
+`fenced_call(jaxpr)` evaluates a jaxpr inside a conditional whose predicate XLA cannot know at
+compile time (`rng_uniform(0, 1) < 2`, always true), as JAX once lowered remat on CPU and GPU.
+Nothing inside a conditional's branch can be merged with computation outside it, and the branch
+runs only once its operands exist, so a recomputation whose operands include backward-pass
+values is also scheduled in the backward pass. It costs one random number and one branch.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from revax._src.core import dtypes
+from revax._src.core.avals import ShapedArray
+from revax._src.core.eval import eval_jaxpr
+from revax._src.core.jaxpr import ClosedJaxpr
+from revax._src.core.trace import Primitive
+from revax._src.interpreters import ad, batching, dispatch, mlir, partial_eval, staging
+
+
+def optimization_barrier(operand):
+  """Return `operand` (a pytree of arrays) unchanged, as a barrier to XLA's optimizations.
+
+  Args:
+    operand: an array or a pytree of arrays.
+
+  Returns:
+    The same values, in the same structure.
+
+  Example:
+    >>> y = revax.lax.optimization_barrier((x, w))
+  """
+  from revax._src import tree_util
+  leaves, tree = tree_util.tree_flatten(operand)
+  return tree_util.tree_unflatten(tree, optimization_barrier_p.bind(*leaves))
+
+
+def _barrier_abstract_eval(*avals):
+  return list(avals)
+
+
+def _barrier_impl(*args):
+  return list(args)
+
+
+def _barrier_jvp(primals, tangents):
+  """Primals and tangents through separate barriers: one equation mixing them would make the
+  primal outputs depend on the tangents under partial evaluation."""
+  it = iter(barrier_values(t for t in tangents if type(t) is not ad.Zero))
+  return barrier_values(primals), [t if type(t) is ad.Zero else next(it) for t in tangents]
+
+
+def _barrier_transpose(cts, *args):
+  linear = [ad.is_undefined_primal(a) for a in args]
+  outs = iter(barrier_values(ad.instantiate_zeros(c) for c, lin in zip(cts, linear) if lin))
+  return [next(outs) if lin else None for lin in linear]
+
+
+def _barrier_batch(vals, dims):
+  return optimization_barrier_p.bind(*vals), list(dims)
+
+
+def _barrier_lower(ctx, *args):
+  if not args:
+    return []
+  return ctx.op("stablehlo.optimization_barrier", list(args), ctx.avals_out)
+
+
+optimization_barrier_p = Primitive("optimization_barrier", multiple_results=True)
+optimization_barrier_p.def_abstract_eval(_barrier_abstract_eval)
+dispatch.custom_impls[optimization_barrier_p] = _barrier_impl
+ad.primitive_jvps[optimization_barrier_p] = _barrier_jvp
+ad.primitive_transposes[optimization_barrier_p] = _barrier_transpose
+batching.primitive_batchers[optimization_barrier_p] = _barrier_batch
+mlir.register_lowering(optimization_barrier_p, _barrier_lower)
+
+
+def barrier_values(values):
+  """`values` through one barrier (an empty list stays empty; eager values pass unchanged)."""
+  values = list(values)
+  return optimization_barrier_p.bind(*values) if values else values
+
+
+
+# --- fenced_call ---------------------------------------------------------------------------------
+fenced_call_p = Primitive("fenced_call", multiple_results=True)
+
+
+def fenced_call(closed: ClosedJaxpr, *args):
+  """Evaluate `closed` on `args` where XLA cannot merge it with computation outside."""
+  return fenced_call_p.bind(*args, jaxpr=closed)
+
+
+def _fenced_call_abstract_eval(*avals, jaxpr: ClosedJaxpr):
+  dispatch.check_arg_avals("fenced_call", jaxpr.in_avals, avals)
+  return jaxpr.out_avals
+
+
+def _fenced_call_impl(*args, jaxpr: ClosedJaxpr):
+  return eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *args)
+
+
+def _fenced_call_jvp(primals, tangents, *, jaxpr):
+  nonzeros = tuple(type(t) is not ad.Zero for t in tangents)
+  jvp_closed, out_nonzeros = ad.jvp_jaxpr(jaxpr, nonzeros)
+  outs = fenced_call_p.bind(*primals, *[t for t in tangents if type(t) is not ad.Zero],
+                            jaxpr=jvp_closed)
+  n = len(jaxpr.out_avals)
+  it = iter(outs[n:])
+  return outs[:n], [next(it) if nz else ad.Zero(ad.tangent_aval(a))
+                    for a, nz in zip(jaxpr.out_avals, out_nonzeros, strict=True)]
+
+
+def _fenced_call_transpose(cts, *args, jaxpr):
+  from revax._src.interpreters.transpose import backward_pass
+  cts_in = backward_pass(jaxpr.jaxpr, jaxpr.consts, list(args), list(cts))
+  return [ct if ad.is_undefined_primal(a) else None for ct, a in zip(cts_in, args, strict=True)]
+
+
+def _fenced_call_partial_eval(trace, args, params, unknowns):
+  return partial_eval.partial_eval_call(trace, fenced_call_p, args, params, unknowns)
+
+
+def _fenced_call_batch(axis_size, vals, dims, *, jaxpr):
+  batched, out_dims = batching.batch_jaxpr(jaxpr, dims, axis_size)
+  return fenced_call_p.bind(*vals, jaxpr=batched), list(out_dims)
+
+
+_F32 = ShapedArray((), dtypes.float32)
+
+
+def _fenced_call_lower(ctx, *args, jaxpr):
+  """`if rng_uniform(0, 1) < 2 { jaxpr(args) } else { zeros }`."""
+  fb = ctx.fb
+  lo, hi, two = (fb.constant(np.float32(v), _F32) for v in (0.0, 1.0, 2.0))
+  shape = fb.constant(np.zeros((0,), np.int64), ShapedArray((0,), dtypes.int64))
+  (u,) = fb.op("stablehlo.rng", [lo, hi, shape], [mlir.ir_type(_F32)],
+               props={"rng_distribution": "#stablehlo<rng_distribution UNIFORM>"})
+  (pred,) = fb.op("stablehlo.compare", [u, two], ["tensor<i1>"],
+                  props={"comparison_direction": "#stablehlo<comparison_direction LT>",
+                         "compare_type": "#stablehlo<comparison_type FLOAT>"})
+
+  def then_branch(sub):
+    consts = [sub.constant(c, v.aval) for v, c in zip(jaxpr.jaxpr.constvars, jaxpr.consts,
+                                                       strict=True)]
+    return mlir.jaxpr_subcomp(sub, jaxpr.jaxpr, consts, list(args))
+
+  def else_branch(sub):
+    return [sub.constant(np.zeros(a.shape, a.dtype if a.dtype != dtypes.float0 else np.bool_), a)
+            for a in ctx.avals_out]
+
+  return fb.op("stablehlo.if", [pred], [mlir.ir_type(a) for a in ctx.avals_out],
+               regions=[fb.region([], then_branch), fb.region([], else_branch)])
+
+
+def _fenced_call_dce(eqn, used_outputs):
+  if not any(used_outputs):
+    return [False] * len(eqn.invars), None
+  closed = eqn.params["jaxpr"]
+  new_jaxpr, used_inputs = staging.dce_jaxpr(closed.jaxpr, used_outputs, prune_inputs=True)
+  return used_inputs, eqn.replace(
+      invars=[v for v, u in zip(eqn.invars, used_inputs, strict=True) if u],
+      outvars=[v for v, u in zip(eqn.outvars, used_outputs, strict=True) if u],
+      params={"jaxpr": ClosedJaxpr(new_jaxpr, closed.consts)})
+
+
+fenced_call_p.def_abstract_eval(_fenced_call_abstract_eval)
+dispatch.custom_impls[fenced_call_p] = _fenced_call_impl
+ad.primitive_jvps[fenced_call_p] = _fenced_call_jvp
+ad.primitive_transposes[fenced_call_p] = _fenced_call_transpose
+partial_eval.partial_eval_rules[fenced_call_p] = _fenced_call_partial_eval
+batching.axis_size_batchers[fenced_call_p] = _fenced_call_batch
+mlir.register_lowering(fenced_call_p, _fenced_call_lower)
+staging.dce_rules[fenced_call_p] = _fenced_call_dce
