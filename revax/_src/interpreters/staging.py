@@ -142,14 +142,13 @@ def dce_jaxpr(jaxpr: Jaxpr, used_outputs=None, *, prune_inputs: bool = False):
       continue
     rule = dce_rules.get(eqn.primitive)
     if rule is not None:
-      used_ins, eqn = rule(eqn, used)
-      if eqn is None:
-        continue
+      used_ins, new_eqn = rule(eqn, used)  # used_ins: one per input of the original eqn
     else:
       used_ins = [True] * len(eqn.invars)
-      eqn = eqn.replace(outvars=[v if u else DropVar(v.aval) for v, u in zip(eqn.outvars, used)])
+      new_eqn = eqn.replace(outvars=[v if u else DropVar(v.aval) for v, u in zip(eqn.outvars, used)])
     live.update(a for a, u in zip(eqn.invars, used_ins) if u and isinstance(a, Var))
-    new_eqns.append(eqn)
+    if new_eqn is not None:
+      new_eqns.append(new_eqn)
   new_eqns.reverse()
   used_inputs = [v in live for v in jaxpr.invars]
   invars = [v for v, u in zip(jaxpr.invars, used_inputs) if u] if prune_inputs else jaxpr.invars
