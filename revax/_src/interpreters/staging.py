@@ -145,7 +145,8 @@ def dce_jaxpr(jaxpr: Jaxpr, used_outputs=None, *, prune_inputs: bool = False):
       used_ins, new_eqn = rule(eqn, used)  # used_ins: one per input of the original eqn
     else:
       used_ins = [True] * len(eqn.invars)
-      new_eqn = eqn.replace(outvars=[v if u else DropVar(v.aval) for v, u in zip(eqn.outvars, used)])
+      new_eqn = eqn.replace(outvars=[v if u else DropVar(v.aval)
+                                     for v, u in zip(eqn.outvars, used)])
     live.update(a for a, u in zip(eqn.invars, used_ins) if u and isinstance(a, Var))
     if new_eqn is not None:
       new_eqns.append(new_eqn)
