@@ -1,0 +1,1 @@
+"""revax internals of the example libraries (optimizers), as jax.example_libraries."""

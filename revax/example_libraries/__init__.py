@@ -1,0 +1,1 @@
+"""revax.example_libraries: small libraries for examples (optimizers), as jax.example_libraries."""

@@ -1,0 +1,24 @@
+"""revax.example_libraries.optimizers: (init_fun, update_fun, get_params) optimizers over
+pytrees, as jax.example_libraries.optimizers."""
+from revax._src.example_libraries.optimizers import Optimizer as Optimizer
+from revax._src.example_libraries.optimizers import OptimizerState as OptimizerState
+from revax._src.example_libraries.optimizers import optimizer as optimizer
+from revax._src.example_libraries.optimizers import sgd as sgd
+from revax._src.example_libraries.optimizers import momentum as momentum
+from revax._src.example_libraries.optimizers import nesterov as nesterov
+from revax._src.example_libraries.optimizers import adagrad as adagrad
+from revax._src.example_libraries.optimizers import rmsprop as rmsprop
+from revax._src.example_libraries.optimizers import rmsprop_momentum as rmsprop_momentum
+from revax._src.example_libraries.optimizers import adam as adam
+from revax._src.example_libraries.optimizers import adamax as adamax
+from revax._src.example_libraries.optimizers import constant as constant
+from revax._src.example_libraries.optimizers import exponential_decay as exponential_decay
+from revax._src.example_libraries.optimizers import inverse_time_decay as inverse_time_decay
+from revax._src.example_libraries.optimizers import polynomial_decay as polynomial_decay
+from revax._src.example_libraries.optimizers import piecewise_constant as piecewise_constant
+from revax._src.example_libraries.optimizers import make_schedule as make_schedule
+from revax._src.example_libraries.optimizers import l2_norm as l2_norm
+from revax._src.example_libraries.optimizers import clip_grads as clip_grads
+from revax._src.example_libraries.optimizers import JoinPoint as JoinPoint
+from revax._src.example_libraries.optimizers import unpack_optimizer_state as unpack_optimizer_state
+from revax._src.example_libraries.optimizers import pack_optimizer_state as pack_optimizer_state
