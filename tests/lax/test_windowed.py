@@ -84,13 +84,15 @@ def test_grid_matches_jax():
 # --- padtype_to_pads -----------------------------------------------------------------------------
 PADTYPE_CASES = [
     ((4, 6), (2, 2), (1, 1), "SAME"), ((4, 6), (3, 2), (2, 1), "SAME"),
-    ((4, 6), (3, 2), (2, 1), "VALID"), ((5,), (2,), (2,), "SAME"), ((5,), (2,), (2,), "SAME_LOWER"),
-    ((7, 7), (3, 3), (2, 2), "same"), ((7, 7), (4, 4), (3, 3), "SAME_LOWER"),
-    ((1, 1), (3, 3), (1, 1), "SAME"), ((2, 9), (5, 1), (1, 4), "SAME"), ((0, 3), (2, 2), (1, 1), "SAME"),
+    ((4, 6), (3, 2), (2, 1), "VALID"), ((5,), (2,), (2,), "SAME"),
+    ((5,), (2,), (2,), "SAME_LOWER"), ((7, 7), (3, 3), (2, 2), "same"),
+    ((7, 7), (4, 4), (3, 3), "SAME_LOWER"), ((1, 1), (3, 3), (1, 1), "SAME"),
+    ((2, 9), (5, 1), (1, 4), "SAME"), ((0, 3), (2, 2), (1, 1), "SAME"),
     ((3, 2, 4, 6), (1, 2, 2, 1), (1, 1, 2, 1), "SAME"), ((10,), (1,), (3,), "SAME"),
     ((10,), (7,), (3,), "SAME"), ((10,), (7,), (3,), "valid"), ((6, 6), (6, 6), (1, 1), "SAME"),
-    ((8,), (3,), (8,), "SAME"), ((8,), (9,), (1,), "SAME_LOWER"), ((3, 3, 3), (2, 3, 4), (3, 2, 1), "SAME"),
-    ((13, 2), (5, 2), (4, 3), "SAME"), ((2,), (5,), (1,), "VALID"),
+    ((8,), (3,), (8,), "SAME"), ((8,), (9,), (1,), "SAME_LOWER"),
+    ((3, 3, 3), (2, 3, 4), (3, 2, 1), "SAME"), ((13, 2), (5, 2), (4, 3), "SAME"),
+    ((2,), (5,), (1,), "VALID"),
 ]
 
 
@@ -157,6 +159,9 @@ def test_window_errors():
   with pytest.raises(TypeError, match=r"window_strides must have every element be strictly "
                                       r"positive, got \(1, -1\)"):
     lax.reduce_window(_x(), 0.0, lax.add, (2, 2), (1, -1), "VALID")
+  with pytest.raises(TypeError, match=r"window_strides must have every element be strictly "
+                                      r"positive, got \(0, 1\)"):
+    lax.reduce_window(_x(), 0.0, lax.add, (2, 2), (0, 1), "SAME")
   with pytest.raises(TypeError, match=r"base_dilation must have every element be strictly "
                                       r"positive, got \(0, 1\)"):
     lax.reduce_window(_x(), 0.0, lax.add, (2, 2), (1, 1), "VALID", (0, 1))

@@ -237,13 +237,35 @@ def _filled(ctx, value, aval: ShapedArray) -> str:
 
 
 # --- the monoid windows: shared rules ------------------------------------------------------------
+def _combiner(ctx, monoid, dtype) -> str:
+  """The region combining two scalars of a monoid window. For max/min of real floats it is
+  `select(a > b or a != a, a, b)` (`<` for min): NaN-propagating and measured 4-9x faster on
+  XLA:CPU than `stablehlo.maximum` with fast min/max off (which revax's NaN semantics need)
+  or the elementwise max's lowering; ties keep b, so max(-0.0, 0.0) may be either zero."""
+  direction = monoid.float_direction
+  if direction is None or not dtypes.is_float(dtype):
+    return combiner_region(ctx, monoid.combiner(dtype), dtype)
+  scalar = ShapedArray((), dtype)
+  boolean = ShapedArray((), dtypes.bool_)
+
+  def body(fb, a, b):
+    sub = mlir.LoweringRuleContext(fb, [scalar, scalar], [scalar], ctx.platform)
+    wins = sub.op1("stablehlo.or", [compare(sub, a, b, direction, scalar),
+                                    compare(sub, a, a, "NE", scalar)], boolean)
+    return [sub.op1("stablehlo.select", [wins, a, b], scalar)]
+
+  t = mlir.ir_type(scalar)
+  return ctx.fb.region([t, t], body)
+
+
 class _WindowMonoid:
   """What one monoid window needs: its name, dtype check, identity, NumPy combiner and the
   elementwise primitive (per dtype) whose lowering combines two values."""
 
-  def __init__(self, name, check_dtype, identity, numpy_combine, combiner):
+  def __init__(self, name, check_dtype, identity, numpy_combine, combiner, float_direction=None):
     self.name, self.check_dtype, self.identity = name, check_dtype, identity
     self.numpy_combine, self.combiner = numpy_combine, combiner
+    self.float_direction = float_direction  # "GT"/"LT": max/min of floats by compare + select
 
 
 def _monoid_window_primitive(monoid: _WindowMonoid) -> Primitive:
@@ -266,7 +288,7 @@ def _monoid_window_primitive(monoid: _WindowMonoid) -> Primitive:
       return _filled(ctx, monoid.identity(dtype), aval_out)
     init = ctx.constant(monoid.identity(dtype), ShapedArray((), dtype))
     return ctx.op1("stablehlo.reduce_window", [x, init], props=_window_props(**window),
-                   regions=[combiner_region(ctx, monoid.combiner(dtype), dtype)])
+                   regions=[_combiner(ctx, monoid, dtype)])
 
   def batch(vals, dims, **window):
     (x,), (d,) = vals, dims
@@ -294,9 +316,9 @@ def _any_dtype(dtype):
 # --- reduce_window_sum ---------------------------------------------------------------------------
 def _conv_transpose_padding(in_shape, window_dimensions, window_strides, out_shape, padding,
                             base_dilation, window_dilation):
-  """Padding of the cotangent (dilated by the strides) so that an undilated window sum over it,
-  strided by the base dilation, lands on the operand's elements (as the input gradient of a
-  convolution)."""
+  """Padding of the cotangent (dilated by the strides) such that a window sum over it (the same
+  window and window dilation, strided by the base dilation) lands on the operand's elements:
+  the input gradient of a convolution with a window of ones."""
   pads = []
   for n, w, s, m, (lo, _), b, r in zip(in_shape, window_dimensions, window_strides, out_shape,
                                         padding, base_dilation, window_dilation, strict=True):
@@ -340,14 +362,14 @@ def _select_jvp(select_prim):
 
 reduce_window_max_p = _monoid_window_primitive(_WindowMonoid(
     "reduce_window_max", _any_dtype, _max_identity, np.maximum,
-    lambda d: binary.or_p if dtypes.is_bool(d) else binary.max_p))
+    lambda d: binary.or_p if dtypes.is_bool(d) else binary.max_p, "GT"))
 ad.defjvp(reduce_window_max_p, _select_jvp(ge_p))
 
 
 # --- reduce_window_min ---------------------------------------------------------------------------
 reduce_window_min_p = _monoid_window_primitive(_WindowMonoid(
     "reduce_window_min", _any_dtype, _min_identity, np.minimum,
-    lambda d: binary.and_p if dtypes.is_bool(d) else binary.min_p))
+    lambda d: binary.and_p if dtypes.is_bool(d) else binary.min_p, "LT"))
 ad.defjvp(reduce_window_min_p, _select_jvp(le_p))
 
 
@@ -359,10 +381,10 @@ def reduce_window(operand, init_value, computation, window_dimensions, window_st
   The operand is spread by `base_dilation` and padded by `padding`; each window of
   `window_dimensions` elements (spaced by `window_dilation`, placed every `window_strides`
   elements) folds its operand elements with `computation`, starting from `init_value` (padding
-  and dilation holes are skipped, as in XLA; a window of padding only gives `init_value`). Add, max
-  and min with their identity as init value (0, -inf/the dtype's minimum, +inf/its maximum)
-  bind `reduce_window_sum`/`_max`/`_min`, which are differentiable in both modes; other
-  computations bind the generic `reduce_window` (forward-mode differentiable only).
+  and dilation holes are skipped, as in XLA; a window of padding only gives `init_value`).
+  Add, max and min with their identity as init value (0, -inf/the dtype's minimum, +inf/its
+  maximum) bind `reduce_window_sum`/`_max`/`_min`, which are differentiable in both modes;
+  other computations bind the generic `reduce_window` (forward-mode differentiable only).
 
   Args:
     operand: an array, or a pytree of arrays of one shape (a variadic reduction).
@@ -399,8 +421,9 @@ def reduce_window(operand, init_value, computation, window_dimensions, window_st
     ws = (1,) * len(wd) if window_strides is None else _as_ints(window_strides, "window_strides")
     wr = (1,) * len(wd) if window_dilation is None else _as_ints(window_dilation,
                                                                  "window_dilation")
-    if len(ws) != len(wd) or len(wr) != len(wd) or len(shape) != len(wd):
-      padding = ((0, 0),) * len(shape)  # the shape rule reports the mismatch
+    if len(ws) != len(wd) or len(wr) != len(wd) or len(shape) != len(wd) or \
+        min(ws + wr, default=1) <= 0:
+      padding = ((0, 0),) * len(wd)  # the shape rule reports what is wrong
     else:
       padding = padtype_to_pads(shape, tuple(map(_dilate, wd, wr)), ws, padding)
   params = _window_params(window_dimensions, window_strides, padding, base_dilation,
@@ -416,16 +439,15 @@ def reduce_window(operand, init_value, computation, window_dimensions, window_st
   return tree_util.tree_unflatten(operand_tree, outs)
 
 
-_MONOIDS = {"add": (binary.add, lambda d: np.zeros((), d), "reduce_window_sum"),
-            "max": (binary.max, _max_identity, "reduce_window_max"),
-            "min": (binary.min, _min_identity, "reduce_window_min")}
+_MONOIDS = {"add": (binary.add, lambda d: np.zeros((), d)), "max": (binary.max, _max_identity),
+            "min": (binary.min, _min_identity)}
 
 
 def _monoid_primitive(computation, init, operand_dtype_):
   """reduce_window_sum/max/min if `computation` is add/max/min (revax.lax's function, or any
   function whose jaxpr on two scalars is that one primitive) and `init` is a concrete scalar
   equal to its identity (in the init's own dtype or the operand's); otherwise None."""
-  name = next((n for n, (fn, _, _) in _MONOIDS.items() if computation is fn), None)
+  name = next((n for n, (fn, _) in _MONOIDS.items() if computation is fn), None)
   if name is None:
     name = _traced_monoid_name(computation, operand_dtype_)
   if name is None or not _is_identity(init, _MONOIDS[name][1], operand_dtype_):

@@ -1,0 +1,124 @@
+"""Window reductions, revax vs JAX side by side: eager max_pool on a small array, steady-state
+jitted max_pool / avg_pool forward, jit(grad) through max_pool (select_and_scatter_add),
+per-example gradients of a pooling network (vmap(grad)), and the first-call trace+lower+compile
+time of that network's gradient.
+
+Run: python benchmarks/bench_windowed.py [--quick]   (prints revax / jax ratios)
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import time
+
+import numpy as np
+
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+
+
+def _per_call_us(fn, number: int, repeats: int = 5) -> float:
+  for _ in range(min(number, 50)):
+    fn()
+  samples = []
+  for _ in range(repeats):
+    t = time.perf_counter_ns()
+    for _ in range(number):
+      fn()
+    samples.append((time.perf_counter_ns() - t) / number / 1e3)
+  return statistics.median(samples)
+
+
+def _libs():
+  import jax
+  import jax.numpy as jnp
+  import revax
+  import revax.numpy as rnp
+  import revax.nn as rnn
+  jax.config.update("jax_platforms", "cpu")
+
+  def jax_max_pool(x, window, strides, padding):
+    pads = padding if isinstance(padding, str) else ((0, 0),) + tuple(padding) + ((0, 0),)
+    return jax.lax.reduce_window(x, -jnp.inf, jax.lax.max, (1,) + window + (1,),
+                                 (1,) + strides + (1,), pads)
+
+  def jax_avg_pool(x, window, strides, padding):
+    pads = padding if isinstance(padding, str) else ((0, 0),) + tuple(padding) + ((0, 0),)
+    return jax.lax.reduce_window(x, 0.0, jax.lax.add, (1,) + window + (1,),
+                                 (1,) + strides + (1,), pads) / np.prod(window)
+
+  return {"revax": (revax, rnp, rnn.max_pool, rnn.avg_pool),
+          "jax": (jax, jnp, jax_max_pool, jax_avg_pool)}
+
+
+_PADDING = ((0, 1), (1, 0))
+
+
+def _network(np_mod, max_pool):
+  def loss(params, x, y):
+    w1, w2 = params
+    h = np_mod.tanh(np_mod.dot(x, w1))
+    h = np_mod.reshape(h, (16, 16, 8))
+    h = max_pool(h[None], (2, 2), (2, 2), _PADDING)[0]
+    return np_mod.sum((np_mod.dot(np_mod.reshape(h, (-1,)), w2) - y) ** 2)
+  return loss
+
+
+def _net_inputs(batch: int):
+  rng = np.random.default_rng(0)
+  params = (rng.standard_normal((32, 2048)).astype(np.float32) * 0.1,
+            rng.standard_normal((8 * 8 * 8, 10)).astype(np.float32) * 0.1)
+  return params, rng.standard_normal((batch, 32)).astype(np.float32), \
+      rng.standard_normal((batch, 10)).astype(np.float32)
+
+
+def rows(quick: bool):
+  libs = _libs()
+  calls = 20 if quick else 100
+  x_small = np.random.default_rng(0).standard_normal((1, 8, 8, 4)).astype(np.float32)
+  x_big = np.random.default_rng(1).standard_normal((16, 64, 64, 32)).astype(np.float32)
+  res = {}
+  for name, (lib, np_mod, max_pool, avg_pool) in libs.items():
+    r = res[name] = {}
+    if name == "revax":
+      small = x_small  # eager revax ops run in NumPy on host values
+    else:
+      small = lib.device_put(x_small)
+    r["eager"] = _per_call_us(
+        lambda: lib.block_until_ready(max_pool(small, (2, 2), (2, 2), _PADDING)), calls)
+    big = lib.device_put(x_big)
+    fwd = lib.jit(lambda x: max_pool(x, (3, 3), (2, 2), "SAME"))
+    avg = lib.jit(lambda x: avg_pool(x, (3, 3), (2, 2), "SAME"))
+    bwd = lib.jit(lib.grad(lambda x: (max_pool(x, (3, 3), (2, 2), "SAME") ** 2).sum()))
+    r["fwd"] = _per_call_us(lambda: lib.block_until_ready(fwd(big)), calls // 4)
+    r["avg"] = _per_call_us(lambda: lib.block_until_ready(avg(big)), calls // 4)
+    r["bwd"] = _per_call_us(lambda: lib.block_until_ready(bwd(big)), calls // 10)
+    params, xs, ys = _net_inputs(32)
+    loss = _network(np_mod, max_pool)
+    per_example = lib.jit(lib.vmap(lib.grad(loss), in_axes=(None, 0, 0)))
+    t0 = time.perf_counter()
+    lib.block_until_ready(per_example(params, xs, ys))
+    r["first"] = time.perf_counter() - t0
+    dparams, dxs, dys = lib.device_put((params, xs, ys))
+    r["per_example"] = _per_call_us(
+        lambda: lib.block_until_ready(per_example(dparams, dxs, dys)), calls // 4)
+  rv, jx = res["revax"], res["jax"]
+  return [
+      ("eager max_pool 1x8x8x4 (2x2/2, pair padding)", "us", rv["eager"], jx["eager"], None),
+      ("jit max_pool 16x64x64x32 (3x3/2, SAME)", "us", rv["fwd"], jx["fwd"], 1.2),
+      ("jit avg_pool 16x64x64x32 (3x3/2, SAME)", "us", rv["avg"], jx["avg"], 1.2),
+      ("jit grad of max_pool 16x64x64x32", "us", rv["bwd"], jx["bwd"], 1.2),
+      ("jit vmap(grad) pooling net, 32 examples", "us", rv["per_example"], jx["per_example"],
+       1.2),
+      ("first call (trace+lower+compile) of that", "s", rv["first"], jx["first"], None),
+  ]
+
+
+if __name__ == "__main__":
+  parser = argparse.ArgumentParser()
+  parser.add_argument("--quick", action="store_true")
+  args = parser.parse_args()
+  for label, unit, ours, theirs, target in rows(args.quick):
+    goal = f" (target <= {target})" if target else ""
+    print(f"{label:48s} revax {ours:10.1f} {unit}  jax {theirs:10.1f} {unit}  "
+          f"ratio {ours / theirs:5.2f}{goal}")
