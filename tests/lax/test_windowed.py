@@ -473,8 +473,12 @@ def test_generic_forward_mode_matches_jax():
   # a differentiable init value (jax refuses its tangent): checked by finite differences
   g = lambda x, init: lax.reduce_window(x, init, lax.mul, *window)
   check_grads(g, (x, np.float32(1.3)), order=2, modes=("fwd",))
-  # vmapped forward mode (tangents batched, primal not, and both)
+  # vmaps against jax's (batch in the middle), and of forward mode against loops (tangents
+  # batched, primal not, and both)
   tb = np.stack([t, -t, 2 * t])
+  xb = np.stack([x, x * 1.1, x[::-1]], 1)
+  np.testing.assert_allclose(np.asarray(revax.vmap(f, in_axes=1)(xb)),
+                             np.asarray(jax.vmap(fj, in_axes=1)(xb)), rtol=1e-5)
   check_vmap(lambda t: revax.jvp(f, (x,), (t,))[1], (tb,))
   check_vmap(lambda x, t: revax.jvp(f, (x,), (t,))[1], (np.stack([x, x * 1.1, x]), tb),
              in_axes=(0, 0))

@@ -94,11 +94,12 @@ def np_select_and_gather_add(t, x, select, window, strides, padding, base_dilati
   return out
 
 
-def np_select_and_scatter_add(source, x, select, window, strides, padding):
+def np_select_and_scatter_add(source, x, select, window, strides, padding, window_dilation=None):
   """Add each source value at the first element of its window that `select` prefers to all
   others (padding holds the identity and may be selected, dropping the value)."""
   identity = -np.inf if select is np.greater_equal else np.inf
-  out_shape, positions = window_positions(x.shape, window, strides, padding)
+  out_shape, positions = window_positions(x.shape, window, strides, padding, None,
+                                          window_dilation)
   assert out_shape == source.shape, (out_shape, source.shape)
   out = np.zeros(x.shape, source.dtype)
   for j in np.ndindex(*out_shape):
@@ -271,8 +272,8 @@ def _select_rec(prim_name, tag, select, make_t, make_x, window, strides, padding
                                                 wdil)
   else:
     fun = lambda s, x: windowed.select_and_scatter_add(s, x, select_prim, window, strides,
-                                                       padding)
-    ref = lambda s, x: np_select_and_scatter_add(s, x, select, window, strides, padding)
+                                                       padding, wdil)
+    ref = lambda s, x: np_select_and_scatter_add(s, x, select, window, strides, padding, wdil)
   return OpRecord(f"{prim_name}_{tag}", prim_name, fun, args_of(make_t, make_x), ref,
                   linear=True, **kw)
 
@@ -290,6 +291,8 @@ _SELECT = [
                 separated((4, 6)), (3, 2), (2, 1), [(1, 1), (0, 1)]),
     _select_rec("select_and_scatter_add", "ge_negative_padding", np.greater_equal, rand((2, 2)),
                 separated((5, 6)), (2, 3), (2, 2), [(-1, 1), (0, -1)]),
+    _select_rec("select_and_scatter_add", "le_window_dilation", np.less_equal, rand((2, 6)),
+                separated((4, 6)), (2, 2), (1, 1), [(0, 0), (1, 1)], None, (2, 2)),
 ]
 
 RECORDS = _SUM + _MAX + _MIN + _GENERIC + _SELECT
