@@ -6,6 +6,8 @@ from revax._src.ad_checkpoint import checkpoint as checkpoint
 from revax._src.ad_checkpoint import checkpoint_policies as checkpoint_policies
 from revax._src.ad_checkpoint import remat as remat
 from revax._src.api import block_until_ready as block_until_ready
+from revax._src.custom_derivatives import custom_jvp as custom_jvp
+from revax._src.custom_derivatives import custom_vjp as custom_vjp
 from revax._src.api import device_count as device_count
 from revax._src.api import device_get as device_get
 from revax._src.api import device_put as device_put

@@ -1,0 +1,538 @@
+"""custom_jvp and custom_vjp: functions that carry their own derivative rules.
+
+A call of a decorated function outside any transformation just runs the function. Inside one,
+the function is traced to a jaxpr and bound as a call primitive that also holds the user's rule:
+
+- `custom_jvp_call` evaluates, lowers and batches as its jaxpr; its JVP calls the user's `jvp`
+  rule instead of differentiating the jaxpr. Reverse mode follows, since linearization is the JVP
+  under partial evaluation: the rule's tangent computation is staged and transposed like any.
+- `custom_vjp_call` evaluates as its jaxpr too; its JVP runs the user's `fwd` for the primal
+  outputs and residuals and emits `custom_lin`, a linear primitive of the input tangents whose
+  transpose calls the user's `bwd` on the residuals and the output cotangents. `custom_lin` has
+  no forward evaluation: forward-mode differentiation of a custom_vjp function is an error, as
+  in JAX.
+
+Under vmap the jaxpr is batched, and the rules are wrapped so that they run batched too (a rule
+is an ordinary Python function of arrays, so it is run under a batching trace). Values a custom
+function closes over become explicit operands; differentiating with respect to one of them is
+an error (the rule says nothing about them), as in JAX.
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+
+from revax._src import tree_util
+from revax._src.core import dtypes
+from revax._src.core.avals import get_aval, same_type
+from revax._src.core.eval import eval_jaxpr
+from revax._src.core.jaxpr import ClosedJaxpr
+from revax._src.core.trace import Primitive, current_trace, eval_trace
+from revax._src.interpreters import ad, batching, dispatch, mlir, staging
+from revax._src.lax import batch_util, reductions
+
+
+# --- shared helpers --------------------------------------------------------------------------------
+def _resolve_args(fun, args, kwargs):
+  """Keyword arguments as positional ones (custom rules see positional arguments only)."""
+  if not kwargs:
+    return tuple(args)
+  try:
+    bound = inspect.signature(fun).bind(*args, **kwargs)
+  except TypeError as e:
+    raise TypeError(f"custom derivative function {_name(fun)} called with arguments it does not "
+                    f"accept: {e}") from None
+  bound.apply_defaults()
+  if bound.kwargs:
+    raise TypeError(f"keyword-only arguments {sorted(bound.kwargs)} of {_name(fun)} are not "
+                    "supported by custom derivatives; pass them positionally")
+  return tuple(bound.args)
+
+
+def _name(fun) -> str:
+  return getattr(fun, "__name__", repr(fun))
+
+
+def _split_nondiff(args, nondiff_argnums):
+  n = len(args)
+  for i in nondiff_argnums:
+    if not -n <= i < n:
+      raise ValueError(f"nondiff_argnums {nondiff_argnums} out of range for {n} arguments")
+  nondiff = sorted({i % n for i in nondiff_argnums})
+  diff = [a for i, a in enumerate(args) if i not in nondiff]
+  return nondiff, diff
+
+
+def _merge(args, nondiff, diff):
+  it = iter(diff)
+  return tuple(args[i] if i in nondiff else next(it) for i in range(len(args)))
+
+
+def _trace_call(fun, args, nondiff):
+  """Trace `fun(*args)` over its differentiable arguments' leaves. Returns (closed jaxpr with
+  consts as leading inputs, consts, leaves, in_tree, out_tree)."""
+  _, diff = _split_nondiff(args, nondiff)
+  leaves, in_tree = tree_util.tree_flatten(tuple(diff))
+  store = {}
+
+  def flat_fun(*xs):
+    out = fun(*_merge(args, nondiff, tree_util.tree_unflatten(in_tree, xs)))
+    out_leaves, store["out_tree"] = tree_util.tree_flatten(out)
+    for x in out_leaves:
+      get_aval(x)
+    return out_leaves
+
+  jaxpr, consts = staging.trace_to_jaxpr(flat_fun, [get_aval(x) for x in leaves])
+  closed = ClosedJaxpr(staging.convert_constvars_jaxpr(jaxpr), [])
+  return closed, consts, leaves, in_tree, store["out_tree"]
+
+
+def _check_closed_over(tangents, num_consts, kind):
+  if any(type(t) is not ad.Zero for t in tangents[:num_consts]):
+    raise TypeError(
+        f"Detected differentiation of a {kind} function with respect to a closed-over value. "
+        f"That isn't supported because the custom {'JVP' if kind == 'custom_jvp' else 'VJP'} "
+        "rule only specifies how to differentiate the function with respect to explicit input "
+        f"parameters. Try passing the closed-over value into the {kind} function as an "
+        "argument, and adapting the rule.")
+
+
+def _call_abstract_eval(name):
+  def rule(*avals, call_jaxpr, **_):
+    dispatch.check_arg_avals(name, call_jaxpr.in_avals, avals)
+    return call_jaxpr.out_avals
+  return rule
+
+
+def _call_impl(*args, call_jaxpr, **_):
+  return eval_jaxpr(call_jaxpr.jaxpr, call_jaxpr.consts, *args)
+
+
+def _call_lower(ctx, *args, call_jaxpr, **_):
+  consts = [ctx.constant(c, v.aval)
+            for v, c in zip(call_jaxpr.jaxpr.constvars, call_jaxpr.consts, strict=True)]
+  return mlir.jaxpr_subcomp(ctx.fb, call_jaxpr.jaxpr, consts, list(args))
+
+
+def _call_dce(eqn, used_outputs):
+  """An unused call goes; a used one stays whole (its rule was written for all its outputs)."""
+  if not any(used_outputs):
+    return [False] * len(eqn.invars), None
+  return [True] * len(eqn.invars), eqn
+
+
+def _at_dim(x, dim, want, axis_size):
+  """`x` (batch dim `dim`, or None) with its batch dim at `want` (broadcast if it has none)."""
+  if want is None:
+    if dim is not None:
+      raise ValueError("a custom rule returned a batched value where the function's own output "
+                       "is not batched")
+    return x
+  return batch_util.bdim_at(x, dim, want, axis_size)
+
+
+def _sum_out_batch(x, dim):
+  """A per-example cotangent of an unbatched input: summed over the batch."""
+  return x if dim is None else reductions.reduce_sum(x, (dim,))
+
+
+# --- custom_jvp ----------------------------------------------------------------------------------
+class custom_jvp:  # noqa: N801 (JAX's name)
+  """A function with a custom JVP rule (as `jax.custom_jvp`).
+
+  Example:
+    >>> @revax.custom_jvp
+    ... def log1pexp(x):
+    ...   return revax.numpy.log(1. + revax.numpy.exp(x))
+    >>> @log1pexp.defjvp
+    ... def log1pexp_jvp(primals, tangents):
+    ...   x, = primals
+    ...   x_dot, = tangents
+    ...   return log1pexp(x), x_dot * (1. - 1. / (1. + revax.numpy.exp(x)))
+  """
+
+  def __init__(self, fun, nondiff_argnums=()):
+    if not callable(fun):
+      raise TypeError(f"custom_jvp expects a callable, got {fun!r}")
+    functools.update_wrapper(self, fun)
+    self.fun = fun
+    self.nondiff_argnums = tuple(nondiff_argnums)
+    self.jvp = None
+    self.symbolic_zeros = False
+
+  def defjvp(self, jvp, symbolic_zeros: bool = False):
+    """Set the rule `jvp(*nondiff_args, primals, tangents) -> (primal_out, tangent_out)`."""
+    if not callable(jvp):
+      raise TypeError(f"defjvp expects a callable rule, got {jvp!r}")
+    self.jvp = jvp
+    self.symbolic_zeros = symbolic_zeros
+    return jvp
+
+  def defjvps(self, *jvps):
+    """One rule per argument: `jvp_i(tangent_i, primal_out, *primals) -> its contribution`
+    (None for an argument without one)."""
+    if self.nondiff_argnums:
+      raise TypeError("defjvps is not supported with nondiff_argnums; use defjvp")
+
+    def jvp(primals, tangents):
+      primal_out = self(*primals)
+      total = None
+      for rule, t in zip(jvps, tangents, strict=True):
+        if rule is None:
+          continue
+        term = rule(t, primal_out, *primals)
+        total = term if total is None else tree_util.tree_map(lambda a, b: a + b, total, term)
+      if total is None:
+        total = tree_util.tree_map(lambda o: ad.instantiate_zeros(ad.Zero.from_value(o)),
+                                   primal_out)
+      return primal_out, total
+    self.defjvp(jvp)
+
+  def __call__(self, *args, **kwargs):
+    if self.jvp is None:
+      raise AttributeError(f"No JVP defined for custom_jvp function {_name(self.fun)} using "
+                           "defjvp.")
+    args = _resolve_args(self.fun, args, kwargs)
+    if current_trace() is eval_trace:
+      return self.fun(*args)  # nothing is transformed: the rule cannot matter
+    nondiff, _ = _split_nondiff(args, self.nondiff_argnums)
+    closed, consts, leaves, in_tree, out_tree = _trace_call(self.fun, args, nondiff)
+    rule = _JvpRule(self, args, nondiff, in_tree, out_tree, closed.out_avals)
+    outs = custom_jvp_call_p.bind(*consts, *leaves, call_jaxpr=closed, jvp=rule,
+                                  num_consts=len(consts))
+    return tree_util.tree_unflatten(out_tree, outs)
+
+
+class _JvpRule:
+  """The user's JVP rule as a function of flat leaves (hashed by identity, as params must be)."""
+
+  def __init__(self, owner: custom_jvp, args, nondiff, in_tree, out_tree, out_avals):
+    self.owner, self.args, self.nondiff = owner, args, nondiff
+    self.in_tree, self.out_tree, self.out_avals = in_tree, out_tree, out_avals
+
+  def __call__(self, primals, tangents):
+    """(primal leaves, tangent leaves with symbolic Zeros) -> (primal outs, tangent outs)."""
+    owner = self.owner
+    if not owner.symbolic_zeros:
+      tangents = [ad.instantiate_zeros(t) for t in tangents]
+    p_tree = tree_util.tree_unflatten(self.in_tree, primals)
+    t_tree = tree_util.tree_unflatten(self.in_tree, tangents)
+    nondiff_args = [self.args[i] for i in self.nondiff]
+    out = owner.jvp(*nondiff_args, tuple(p_tree), tuple(t_tree))
+    name = _name(owner.jvp)
+    if not (isinstance(out, (tuple, list)) and len(out) == 2):
+      raise TypeError(f"Custom JVP rule {name} for function {_name(owner.fun)} must produce a pair "
+                      f"(list or tuple of length two) representing primal and tangent outputs, "
+                      f"but got {out!r}.")
+    p_out, t_out = out
+    p_leaves, p_tree_out = tree_util.tree_flatten(p_out)
+    t_leaves, t_tree_out = tree_util.tree_flatten(t_out)
+    if p_tree_out != self.out_tree:
+      raise TypeError(f"Custom JVP rule {name} must produce a primal output with the same "
+                      f"container (pytree) structure as the custom_jvp function "
+                      f"{_name(owner.fun)}, but got {p_tree_out} and {self.out_tree}.")
+    if t_tree_out != p_tree_out:
+      raise TypeError(f"Custom JVP rule {name} must produce primal and tangent outputs with equal "
+                      f"container (pytree) structures, but got {p_tree_out} and {t_tree_out} "
+                      "respectively.")
+    outs, tangent_outs = [], []
+    for p, t, expected in zip(p_leaves, t_leaves, self.out_avals, strict=True):
+      pa = get_aval(p)
+      if not same_type(pa, expected):
+        raise TypeError(f"Custom JVP rule {name} must produce primal outputs of the types the "
+                        f"custom_jvp function returns: got {pa.str_short()}, expected "
+                        f"{expected.str_short()}.")
+      ta, want = get_aval(t), ad.tangent_aval(pa)
+      if ta.shape != pa.shape or (ta.dtype != want.dtype and want.dtype != dtypes.float0):
+        raise TypeError(f"Custom JVP rule {name} must produce primal and tangent outputs with "
+                        f"corresponding shapes and dtypes: the primal output has type "
+                        f"{pa.str_short()}, so its tangent must have type {want.str_short()}, "
+                        f"but got {ta.str_short()}.")
+      outs.append(p)
+      tangent_outs.append(ad.Zero(want) if want.dtype == dtypes.float0 else t)
+    return outs, tangent_outs
+
+
+def _custom_jvp_call_jvp(primals, tangents, *, call_jaxpr, jvp, num_consts):
+  _check_closed_over(tangents, num_consts, "custom_jvp")
+  return jvp(list(primals[num_consts:]), list(tangents[num_consts:]))
+
+
+class _BatchedJvpRule:
+  """A JVP rule run on batched primals and tangents (tangents batched where their primals are),
+  returning outputs batched where the batched call puts them."""
+
+  def __init__(self, rule, dims, out_dims, axis_size, num_consts):
+    self.rule, self.dims, self.out_dims = rule, dims, out_dims
+    self.axis_size, self.num_consts = axis_size, num_consts
+    self.out_avals = rule.out_avals
+
+  def __call__(self, primals, tangents):
+    dims = self.dims[self.num_consts:]
+    nonzero = [type(t) is not ad.Zero for t in tangents]
+    n = len(primals)
+
+    def flat_rule(*xs):
+      it = iter(xs[n:])
+      ts = [next(it) if nz else _unbatched_zero(t, d)
+            for t, nz, d in zip(tangents, nonzero, dims, strict=True)]
+      outs, t_outs = self.rule(list(xs[:n]), ts)
+      return list(outs) + [ad.instantiate_zeros(t) for t in t_outs]
+
+    args = list(primals) + [t for t, nz in zip(tangents, nonzero) if nz]
+    in_dims = list(dims) + [d for d, nz in zip(dims, nonzero) if nz]
+    outs, out_dims = batching.batch_flat(flat_rule, args, in_dims, self.axis_size)
+    k = len(self.out_dims)
+    primal_outs = [_at_dim(o, d, w, self.axis_size)
+                   for o, d, w in zip(outs[:k], out_dims[:k], self.out_dims, strict=True)]
+    tangent_outs = []
+    for o, d, w, p in zip(outs[k:], out_dims[k:], self.out_dims, primal_outs, strict=True):
+      ta = ad.tangent_aval(get_aval(p))
+      tangent_outs.append(ad.Zero(ta) if ta.dtype == dtypes.float0 else
+                          _at_dim(o, d, w, self.axis_size))
+    return primal_outs, tangent_outs
+
+
+def _unbatched_zero(t: ad.Zero, dim):
+  """A symbolic zero tangent of a batched primal: the rule sees the per-example type."""
+  if dim is None:
+    return t
+  shape = t.aval.shape[:dim] + t.aval.shape[dim + 1:]
+  return ad.Zero(t.aval.update(shape=shape))
+
+
+def _custom_jvp_call_batch(axis_size, vals, dims, *, call_jaxpr, jvp, num_consts):
+  batched, out_dims = batching.batch_jaxpr(call_jaxpr, dims, axis_size)
+  rule = _BatchedJvpRule(jvp, tuple(dims), out_dims, axis_size, num_consts)
+  outs = custom_jvp_call_p.bind(*vals, call_jaxpr=batched, jvp=rule, num_consts=num_consts)
+  return outs, list(out_dims)
+
+
+custom_jvp_call_p = Primitive("custom_jvp_call", multiple_results=True)
+custom_jvp_call_p.def_abstract_eval(_call_abstract_eval("custom_jvp_call"))
+dispatch.custom_impls[custom_jvp_call_p] = _call_impl
+ad.primitive_jvps[custom_jvp_call_p] = _custom_jvp_call_jvp
+batching.axis_size_batchers[custom_jvp_call_p] = _custom_jvp_call_batch
+mlir.register_lowering(custom_jvp_call_p, _call_lower)
+staging.dce_rules[custom_jvp_call_p] = _call_dce
+
+
+# --- custom_vjp ----------------------------------------------------------------------------------
+class custom_vjp:  # noqa: N801 (JAX's name)
+  """A function with a custom VJP rule (as `jax.custom_vjp`).
+
+  Example:
+    >>> @revax.custom_vjp
+    ... def clip_gradient(x):
+    ...   return x
+    >>> clip_gradient.defvjp(lambda x: (x, None),
+    ...                      lambda _, g: (revax.numpy.clip(g, -1.0, 1.0),))
+  """
+
+  def __init__(self, fun, nondiff_argnums=()):
+    if not callable(fun):
+      raise TypeError(f"custom_vjp expects a callable, got {fun!r}")
+    functools.update_wrapper(self, fun)
+    self.fun = fun
+    self.nondiff_argnums = tuple(nondiff_argnums)
+    self.fwd = self.bwd = None
+
+  def defvjp(self, fwd, bwd, symbolic_zeros: bool = False):
+    """Set `fwd(*args) -> (out, residuals)` and `bwd(*nondiff_args, residuals, out_cotangent)
+    -> tuple of one cotangent per differentiable argument` (None for a zero cotangent)."""
+    if not callable(fwd) or not callable(bwd):
+      raise TypeError("defvjp expects two callables, fwd and bwd")
+    self.fwd, self.bwd = fwd, bwd
+
+  def __call__(self, *args, **kwargs):
+    if self.fwd is None:
+      raise AttributeError(f"No VJP defined for custom_vjp function {_name(self.fun)} using "
+                           "defvjp.")
+    args = _resolve_args(self.fun, args, kwargs)
+    if current_trace() is eval_trace:
+      return self.fun(*args)
+    nondiff, _ = _split_nondiff(args, self.nondiff_argnums)
+    closed, consts, leaves, in_tree, out_tree = _trace_call(self.fun, args, nondiff)
+    rule = _VjpRule(self, args, nondiff, in_tree, out_tree, closed.out_avals,
+                    [get_aval(x) for x in leaves])
+    outs = custom_vjp_call_p.bind(*consts, *leaves, call_jaxpr=closed, rule=rule,
+                                  num_consts=len(consts))
+    return tree_util.tree_unflatten(out_tree, outs)
+
+
+class _VjpRule:
+  """The user's fwd and bwd as functions of flat leaves."""
+
+  def __init__(self, owner: custom_vjp, args, nondiff, in_tree, out_tree, out_avals, in_avals):
+    self.owner, self.args, self.nondiff = owner, args, nondiff
+    self.in_tree, self.out_tree = in_tree, out_tree
+    self.out_avals, self.in_avals = out_avals, in_avals
+    self.res_tree = None
+
+  def fwd(self, arg_leaves):
+    """Argument leaves -> (output leaves, residual leaves)."""
+    owner = self.owner
+    diff = tree_util.tree_unflatten(self.in_tree, arg_leaves)
+    out = owner.fwd(*_merge(self.args, self.nondiff, diff))
+    name = _name(owner.fwd)
+    if not (isinstance(out, (tuple, list)) and len(out) == 2):
+      raise TypeError(f"Custom VJP fwd rule {name} for function {_name(owner.fun)} must produce "
+                      f"a pair (list or tuple of length two) where the first element represents "
+                      f"the primal output and the second element represents residuals, but got "
+                      f"{out!r}.")
+    primal_out, res = out
+    out_leaves, tree = tree_util.tree_flatten(primal_out)
+    if tree != self.out_tree:
+      raise TypeError(f"Custom VJP fwd rule {name} for function {_name(owner.fun)} must produce "
+                      f"a pair where the first value has the same container (pytree) structure "
+                      f"as the primal function's output, but got {tree} and {self.out_tree}.")
+    for o, expected in zip(out_leaves, self.out_avals, strict=True):
+      if not same_type(get_aval(o), expected):
+        raise TypeError(f"Custom VJP fwd rule {name} must produce primal outputs of the types "
+                        f"the custom_vjp function returns: got {get_aval(o).str_short()}, "
+                        f"expected {expected.str_short()}.")
+    res_leaves, self.res_tree = tree_util.tree_flatten(res)
+    return out_leaves, res_leaves
+
+  def bwd(self, res_leaves, ct_leaves):
+    """(residual leaves, output cotangent leaves) -> one cotangent per argument leaf (or Zero)."""
+    owner = self.owner
+    res = tree_util.tree_unflatten(self.res_tree, res_leaves)
+    ct = tree_util.tree_unflatten(self.out_tree, ct_leaves)
+    nondiff_args = [self.args[i] for i in self.nondiff]
+    cts = owner.bwd(*nondiff_args, res, ct)
+    n_diff = len(self.args) - len(self.nondiff)
+    name = _name(owner.bwd)
+    if not isinstance(cts, (tuple, list)) or len(cts) != n_diff:
+      got = type(cts).__name__ if not isinstance(cts, (tuple, list)) else f"length {len(cts)}"
+      raise TypeError(f"Custom VJP bwd rule {name} must produce an output with the same container "
+                      f"(pytree) structure as the args tuple of the primal function, and in "
+                      f"particular must produce a tuple of length equal to the number of "
+                      f"arguments to the primal function, but got {got} for {n_diff} arguments.")
+    arg_trees = tree_util.tree_unflatten(self.in_tree, list(range(len(self.in_avals))))
+    out = [None] * len(self.in_avals)
+    for k, (c, idx_tree) in enumerate(zip(cts, arg_trees, strict=True)):
+      idx_leaves, idx_struct = tree_util.tree_flatten(idx_tree)
+      if c is None:
+        continue
+      c_leaves, c_struct = tree_util.tree_flatten(c, is_leaf=lambda x: x is None)
+      if c_struct != idx_struct:
+        raise TypeError(f"Custom VJP bwd rule {name} must produce cotangents with the structure "
+                        f"of the primal arguments: argument {k} has structure {idx_struct}, the "
+                        f"cotangent has {c_struct}.")
+      for i, cl in zip(idx_leaves, c_leaves, strict=True):
+        out[i] = cl
+    result = []
+    for c, aval in zip(out, self.in_avals, strict=True):
+      want = ad.tangent_aval(aval)
+      if c is None or want.dtype == dtypes.float0:
+        result.append(ad.Zero(want))
+        continue
+      ca = get_aval(c)
+      if ca.shape != want.shape or ca.dtype != want.dtype:
+        raise ValueError(f"Custom VJP bwd rule {name} must produce an output with the shape and "
+                         f"dtype of the corresponding primal input: expected "
+                         f"{want.str_short()}, got {ca.str_short()}.")
+      result.append(c)
+    return result
+
+
+def _custom_vjp_call_jvp(primals, tangents, *, call_jaxpr, rule, num_consts):
+  _check_closed_over(tangents, num_consts, "custom_vjp")
+  arg_tangents = tangents[num_consts:]
+  outs, res = rule.fwd(list(primals[num_consts:]))
+  nonzeros = tuple(type(t) is not ad.Zero for t in arg_tangents)
+  out_tangent_avals = tuple(ad.tangent_aval(get_aval(o)) for o in outs)
+  differentiable = [a.dtype != dtypes.float0 for a in out_tangent_avals]
+  lin_outs = iter(custom_lin_p.bind(
+      *res, *[t for t in arg_tangents if type(t) is not ad.Zero], rule=rule, num_res=len(res),
+      nonzeros=nonzeros, out_avals=tuple(a for a, d in zip(out_tangent_avals, differentiable)
+                                         if d)))
+  return outs, [next(lin_outs) if d else ad.Zero(a)
+                for a, d in zip(out_tangent_avals, differentiable, strict=True)]
+
+
+def _custom_vjp_call_batch(axis_size, vals, dims, *, call_jaxpr, rule, num_consts):
+  batched, out_dims = batching.batch_jaxpr(call_jaxpr, dims, axis_size)
+  brule = _BatchedVjpRule(rule, tuple(dims[num_consts:]), out_dims, axis_size)
+  outs = custom_vjp_call_p.bind(*vals, call_jaxpr=batched, rule=brule, num_consts=num_consts)
+  return outs, list(out_dims)
+
+
+class _BatchedVjpRule:
+  """fwd and bwd run on batched values: residuals batched at 0, cotangents of unbatched
+  arguments summed over the batch."""
+
+  def __init__(self, rule, dims, out_dims, axis_size):
+    self.rule, self.dims, self.out_dims, self.axis_size = rule, dims, out_dims, axis_size
+    self.in_avals = rule.in_avals
+
+  def fwd(self, arg_leaves):
+    store = {}
+
+    def flat_fwd(*xs):
+      outs, res = self.rule.fwd(list(xs))
+      store["num_out"] = len(outs)
+      return list(outs) + list(res)
+
+    vals, dims = batching.batch_flat(flat_fwd, list(arg_leaves), list(self.dims), self.axis_size)
+    k = store["num_out"]
+    outs = [_at_dim(v, d, w, self.axis_size)
+            for v, d, w in zip(vals[:k], dims[:k], self.out_dims, strict=True)]
+    res = [batch_util.bdim_at(v, d, 0, self.axis_size) for v, d in zip(vals[k:], dims[k:])]
+    return outs, res
+
+  def bwd(self, res_leaves, ct_leaves):
+    n_res = len(res_leaves)
+
+    def flat_bwd(*xs):
+      return [ad.instantiate_zeros(c) for c in self.rule.bwd(list(xs[:n_res]), list(xs[n_res:]))]
+
+    vals, dims = batching.batch_flat(flat_bwd, list(res_leaves) + list(ct_leaves),
+                                     [0] * n_res + list(self.out_dims), self.axis_size)
+    return [_sum_out_batch(v, d) if want is None else batch_util.bdim_at(v, d, want,
+                                                                         self.axis_size)
+            for v, d, want in zip(vals, dims, self.dims, strict=True)]
+
+
+custom_vjp_call_p = Primitive("custom_vjp_call", multiple_results=True)
+custom_vjp_call_p.def_abstract_eval(_call_abstract_eval("custom_vjp_call"))
+dispatch.custom_impls[custom_vjp_call_p] = _call_impl
+ad.primitive_jvps[custom_vjp_call_p] = _custom_vjp_call_jvp
+batching.axis_size_batchers[custom_vjp_call_p] = _custom_vjp_call_batch
+mlir.register_lowering(custom_vjp_call_p, _call_lower)
+staging.dce_rules[custom_vjp_call_p] = _call_dce
+
+
+# --- custom_lin: the linear map whose transpose is the user's bwd -------------------------------
+_FORWARD_MODE_ERROR = "can't apply forward-mode autodiff (jvp) to a custom_vjp function."
+
+
+def _custom_lin_abstract_eval(*avals, rule, num_res, nonzeros, out_avals):
+  return list(out_avals)
+
+
+def _custom_lin_forward(*args, **params):
+  raise TypeError(_FORWARD_MODE_ERROR)
+
+
+def _custom_lin_transpose(cts, *args, rule, num_res, nonzeros, out_avals):
+  res = args[:num_res]
+  cts_in = rule.bwd(list(res), [ad.instantiate_zeros(c) for c in cts])
+  return [None] * num_res + [c for c, nz in zip(cts_in, nonzeros, strict=True) if nz]
+
+
+custom_lin_p = Primitive("custom_lin", multiple_results=True)
+custom_lin_p.def_abstract_eval(_custom_lin_abstract_eval)
+dispatch.custom_impls[custom_lin_p] = _custom_lin_forward
+ad.primitive_transposes[custom_lin_p] = _custom_lin_transpose
+mlir.register_lowering(custom_lin_p, lambda ctx, *args, **params: _custom_lin_forward())
+
+
+def _custom_lin_jvp(primals, tangents, **params):
+  raise TypeError(_FORWARD_MODE_ERROR)
+
+
+ad.primitive_jvps[custom_lin_p] = _custom_lin_jvp
+# custom_lin meets a batching trace only when tangents are pushed forward under vmap (jacfwd)
+batching.primitive_batchers[custom_lin_p] = _custom_lin_jvp
