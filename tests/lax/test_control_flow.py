@@ -336,3 +336,26 @@ def test_map(batch_size):
   out = lax.map(f, xs5, batch_size=batch_size)
   np.testing.assert_allclose(out["s"], np.sin(xs5) * xs5[:, :1], rtol=1e-6)
   np.testing.assert_allclose(out["n"], xs5.sum(1), rtol=1e-5)
+
+
+def test_long_eager_loops_continue_compiled(monkeypatch):
+  """Past the eager budget a while loop continues from its current carry as a compiled loop
+  and a long scan runs compiled: the results are those of the Python evaluation."""
+  from revax._src.lax.control_flow import common
+  calls = []
+  run_compiled = common.run_compiled
+  monkeypatch.setattr(common, "EAGER_EQN_BUDGET", 10)
+  monkeypatch.setattr(common, "run_compiled",
+                      lambda prim, *a: calls.append(prim.name) or run_compiled(prim, *a))
+  n, v = lax.while_loop(lambda c: c[0] < 50, lambda c: (c[0] + 1, c[1] * 0.5 + x3),
+                        (0, np.zeros(3, np.float32)))
+  expected = np.zeros(3, np.float32)
+  for _ in range(50):
+    expected = expected * 0.5 + x3
+  assert int(n) == 50
+  np.testing.assert_allclose(v, expected, rtol=1e-6)
+  c, ys = lax.scan(lambda c, x: (c * 0.5 + x, c), x3, xs5)
+  c_ref, ys_ref = _py_scan(lambda c, x: (c * 0.5 + x, c), x3, xs5)
+  np.testing.assert_allclose(c, c_ref, rtol=1e-6)
+  np.testing.assert_allclose(ys, ys_ref, rtol=1e-6)
+  assert calls == ["while", "scan"]

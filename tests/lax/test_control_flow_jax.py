@@ -24,7 +24,8 @@ V = rng.standard_normal(H).astype(np.float32)
 def programs(np_, lax):
   """name -> (function, args, how to differentiate: 'grad' | 'jvp' | None)."""
   def cond_closure(x, w):
-    return np_.sum(lax.cond(x[0] > 0, lambda y: np_.sin(y) * w + V[:3], lambda y: np_.cos(y * w), x))
+    return np_.sum(lax.cond(x[0] > 0, lambda y: np_.sin(y) * w + V[:3],
+                            lambda y: np_.cos(y * w), x))
 
   def switch3(x):
     return sum(lax.switch(i, [np_.sin, lambda y: y * y, np_.tanh], x).sum() * (i + 1)

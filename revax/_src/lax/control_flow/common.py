@@ -22,14 +22,14 @@ from revax._src import tree_util
 from revax._src.core import dtypes
 from revax._src.core.avals import ShapedArray, get_aval, same_type
 from revax._src.core.eval import eval_jaxpr
-from revax._src.core.jaxpr import ClosedJaxpr, Jaxpr, Var
+from revax._src.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Var
 from revax._src.interpreters import ad, batching, dispatch, staging, transpose
 from revax._src.interpreters import partial_eval as pe
 from revax._src.lax import batch_util
 from revax._src.runtime.array import Array
 
 
-# --- tracing bodies --------------------------------------------------------------------------------
+# --- tracing bodies -------------------------------------------------------------------------------
 def trace_flat(call, in_avals):
   """Trace `call(flat_args) -> pytree` at `in_avals`.
 
@@ -96,7 +96,7 @@ def promote_weak_inputs(vals, in_avals, out_avals):
   return new_vals, changed
 
 
-# --- JAX's error messages ------------------------------------------------------------------------
+# --- JAX's error messages -------------------------------------------------------------------------
 def fun_sourceinfo(fun) -> str:
   """'name at file:line', as JAX's error messages name user functions."""
   while isinstance(fun, functools.partial):
@@ -194,7 +194,7 @@ def check_operands(prim_name: str, what: str, expected, received) -> None:
                     f"operands of type ({avals_short(received)})")
 
 
-# --- eager helpers ---------------------------------------------------------------------------------
+# --- eager helpers --------------------------------------------------------------------------------
 def as_array(x, aval: ShapedArray) -> Array:
   """An eager value as an Array of exactly `aval` (literal and forwarded outputs included)."""
   if type(x) is Array and same_type(x.aval, aval):
@@ -204,7 +204,30 @@ def as_array(x, aval: ShapedArray) -> Array:
   return Array(aval, npy=v)
 
 
-# --- memoized jaxpr-to-jaxpr transformations --------------------------------------------------------
+# Eager loops evaluate their bodies equation by equation (microseconds each, no compile). Past
+# this many equation evaluations a loop is compiled with XLA instead (a compile costs about as
+# much as this many evaluations), so long eager loops are never far from the compiled speed.
+EAGER_EQN_BUDGET = 20_000
+
+_compiled_programs: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def run_compiled(prim, args, params, key_jaxpr: ClosedJaxpr):
+  """`prim` applied to eager `args`, compiled alone with XLA; cached per `key_jaxpr` (a jaxpr
+  of its params) and the argument types. Returns the outputs (a list of Arrays)."""
+  avals = tuple(aval_of(a) for a in args)
+  per_jaxpr = _compiled_programs.setdefault(key_jaxpr, {})
+  key = (avals, tuple(sorted(params.items())))
+  program = per_jaxpr.get(key)
+  if program is None:
+    invars = [Var(a) for a in avals]
+    outvars = [Var(a) for a in prim.abstract_eval(*avals, **params)]
+    jaxpr = Jaxpr([], invars, outvars, [JaxprEqn(prim, invars, outvars, params)])
+    program = per_jaxpr[key] = dispatch.compile_jaxpr(ClosedJaxpr(jaxpr, []), prim.name)
+  return program.call_arrays(list(args))
+
+
+# --- memoized jaxpr-to-jaxpr transformations ------------------------------------------------------
 def memoized(fn):
   """Cache `fn(closed_jaxpr, *hashable_options)` per jaxpr (weakly): the fixpoints of the loop
   rules and repeated transformations of one program reuse one derived jaxpr."""
@@ -298,7 +321,7 @@ def bdim_to_front(x, dim, size: int, batched: bool):
   return batch_util.bdim_at(x, dim, 0, size)
 
 
-# --- structural edits ----------------------------------------------------------------------------
+# --- structural edits -----------------------------------------------------------------------------
 def move_binders(closed: ClosedJaxpr, in_order=None, out_order=None) -> ClosedJaxpr:
   """The same program with its invars/outvars listed in a new order (index lists)."""
   j = closed.jaxpr

@@ -120,8 +120,16 @@ def _while_abstract_eval(*avals, cond_jaxpr, body_jaxpr, cond_nconsts, body_ncon
 
 
 def _while_impl(*args, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
+  """Evaluate the loop in Python; a loop still running after EAGER_EQN_BUDGET equation
+  evaluations continues, from its current carry, as one compiled while loop."""
   cconsts, bconsts, carry = common.split_list(args, [cond_nconsts, body_nconsts])
+  cost, spent = len(cond_jaxpr.eqns) + len(body_jaxpr.eqns) + 1, 0
   while True:
+    if spent > common.EAGER_EQN_BUDGET:
+      params = dict(cond_jaxpr=cond_jaxpr, body_jaxpr=body_jaxpr, cond_nconsts=cond_nconsts,
+                    body_nconsts=body_nconsts)
+      return common.run_compiled(while_p, [*cconsts, *bconsts, *carry], params, body_jaxpr)
+    spent += cost
     (pred,) = eval_jaxpr(cond_jaxpr.jaxpr, cond_jaxpr.consts, *cconsts, *carry)
     if not bool(dispatch.host_value(pred)):
       break
@@ -482,6 +490,12 @@ def _scan_abstract_eval(*avals, reverse, length, jaxpr, num_consts, num_carry, u
 
 
 def _scan_impl(*args, reverse, length, jaxpr, num_consts, num_carry, unroll):
+  """Evaluate the steps in Python, or compile the scan when that would exceed
+  EAGER_EQN_BUDGET equation evaluations."""
+  if length * (len(jaxpr.eqns) + 1) > common.EAGER_EQN_BUDGET:
+    params = dict(reverse=reverse, length=length, jaxpr=jaxpr, num_consts=num_consts,
+                  num_carry=num_carry, unroll=unroll)
+    return common.run_compiled(scan_p, args, params, jaxpr)
   consts, carry, xs = common.split_list(args, [num_consts, num_carry])
   xs = [dispatch.host_value(x) for x in xs]
   x_avals = jaxpr.in_avals[num_consts + num_carry:]
@@ -816,8 +830,16 @@ def _vmap_leading(f, xs):
 
 def map(f, xs, *, batch_size=None):  # noqa: A001 (jax.lax's name)
   """`stack([f(x) for x in xs])` over the leading axis of (pytree) `xs`, as a scan; as
-  jax.lax.map. With `batch_size`, `batch_size` examples at a time are vectorized (and the
-  remainder in one more vectorized call).
+  jax.lax.map.
+
+  Args:
+    f: a function of one example (a pytree of arrays without the leading axis).
+    xs: the examples, stacked along axis 0 of every leaf.
+    batch_size: if given, `batch_size` examples at a time are vectorized (vmap inside the scan)
+      and the remainder in one more vectorized call; 0 vectorizes them all.
+
+  Returns:
+    The outputs of `f`, stacked along a new leading axis.
 
   Example:
     >>> map(lambda x: x ** 2, revax.numpy.arange(4.))
