@@ -34,7 +34,7 @@ __all__ = ["cond", "switch", "cond_p"]
 _no_operand = object()
 
 
-def _operands(operands, operand, api_name):
+def _operands(operands, operand):
   if operand is not _no_operand:
     if operands:
       raise TypeError("if 'operand' keyword is passed then no positional operands can be "
@@ -80,7 +80,7 @@ def cond(pred, true_fun, false_fun, *operands, operand=_no_operand):
   """
   if not (callable(true_fun) and callable(false_fun)):
     raise TypeError("lax.cond: true_fun and false_fun arguments should be callable.")
-  operands = _operands(operands, operand, "cond")
+  operands = _operands(operands, operand)
   if pred is None:
     raise TypeError("cond predicate is None")
   if isinstance(pred, Sequence) or np.ndim(pred) != 0:
@@ -119,7 +119,7 @@ def switch(index, branches, *operands, operand=_no_operand):
   """
   if not all(callable(b) for b in branches):
     raise TypeError("lax.switch: branches argument should be a sequence of callables.")
-  operands = _operands(operands, operand, "switch")
+  operands = _operands(operands, operand)
   if len(np.shape(index)) != 0:
     raise TypeError(f"Branch index must be scalar, got {index} of shape {np.shape(index)}.")
   try:
