@@ -444,20 +444,23 @@ def _conv_numpy(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation
   x = np.transpose(lhs, lhs_spec).astype(compute)
   w = np.transpose(rhs, rhs_spec).astype(compute)
   x = _dilate_pad_spatial(x, lhs_dilation, padding)
-  w = _dilate_pad_spatial(w, rhs_dilation, [(0, 0)] * (w.ndim - 2))
   n, c = x.shape[:2]
   o, i = w.shape[:2]
   window = w.shape[2:]
+  dilated = tuple(_dilate_dim(k, d) for k, d in zip(window, rhs_dilation))
   bgc, fgc = batch_group_count, feature_group_count
-  spatial = tuple(max((p - k) // s + 1, 0) for p, k, s in zip(x.shape[2:], window, window_strides))
+  spatial = tuple(max((p - k) // s + 1, 0) for p, k, s in zip(x.shape[2:], dilated, window_strides))
   out_t_shape = (n // bgc, o) + spatial
   if 0 in out_t_shape or 0 in window or c == 0:
     res = np.zeros(out_t_shape, compute)
   else:
     nsp = len(spatial)
     axes = tuple(range(2, 2 + nsp))
-    wins = np.lib.stride_tricks.sliding_window_view(x, window, axis=axes)
-    wins = wins[(slice(None), slice(None)) + tuple(slice(None, None, s) for s in window_strides)]
+    # every window of the dilated kernel's extent, strided; the kernel's dilation is a stride
+    # within each window (no zeros are multiplied)
+    wins = np.lib.stride_tricks.sliding_window_view(x, dilated, axis=axes)
+    wins = wins[(slice(None), slice(None)) + tuple(slice(None, None, s) for s in window_strides)
+                + tuple(slice(None, None, d) for d in rhs_dilation)]
     # wins: (n, c, out spatial..., window...); split batch and features into their groups
     wins = wins.reshape((bgc, n // bgc, fgc, c // fgc) + spatial + window)
     w = w.reshape((bgc, fgc, o // (bgc * fgc), i) + window)
