@@ -180,7 +180,7 @@ def _conv_padding(in_shape, window_shape, window_strides, padding: str):
   return tuple(pads)
 
 
-def _positive_ints(xs, what: str) -> tuple[int, ...]:
+def _int_tuple(xs, what: str) -> tuple[int, ...]:
   try:
     return tuple(operator.index(x) for x in xs)
   except TypeError:
@@ -226,17 +226,17 @@ def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None, r
                      f"but got {lhs_shape} and {rhs_shape}.")
   _check_dimension_numbers(dnums, len(lhs_shape), len(rhs_shape))
   n_spatial = len(lhs_shape) - 2
-  window_strides = _positive_ints(window_strides, "window_strides")
+  window_strides = _int_tuple(window_strides, "window_strides")
   if lhs_dilation is None:
     lhs_dilation = (1,) * n_spatial
   else:
-    lhs_dilation = _positive_ints(lhs_dilation, "lhs_dilation")
+    lhs_dilation = _int_tuple(lhs_dilation, "lhs_dilation")
     if isinstance(padding, str) and any(d != 1 for d in lhs_dilation):
       raise ValueError("String padding is not implemented for transposed convolution using this "
                        "op. Please either exactly specify the required padding or use "
                        "conv_transpose.")
   rhs_dilation = (1,) * n_spatial if rhs_dilation is None else \
-      _positive_ints(rhs_dilation, "rhs_dilation")
+      _int_tuple(rhs_dilation, "rhs_dilation")
   if isinstance(padding, str):  # the pads depend on strides and window: check those first
     _check_window(lhs_shape, window_strides, rhs_dilation)
     in_spatial = [lhs_shape[d] for d in dnums.lhs_spec[2:]]
@@ -304,7 +304,7 @@ def _check_preferred(input_dtype, preferred) -> None:
   if dtypes.is_integer(input_dtype) and dtypes.is_float(preferred):
     pass
   else:
-    kinds = (dtypes.is_integer, lambda d: dtypes.is_float(d), dtypes.is_complex)
+    kinds = (dtypes.is_integer, dtypes.is_float, dtypes.is_complex)
     if any(kind(input_dtype) and not kind(preferred) for kind in kinds) or \
         (dtypes.is_bool(input_dtype) != dtypes.is_bool(preferred)):
       raise TypeError(f"conv_general_dilated: input type {np.dtype(input_dtype).name} is "
@@ -810,7 +810,7 @@ def conv_transpose(lhs, rhs, strides, padding, rhs_dilation=None, dimension_numb
     dimension_numbers = defaults[ndims]
   dn = conv_dimension_numbers(lhs_shape, rhs_shape, dimension_numbers)
   _check_dimension_numbers(dn, ndims, ndims)
-  strides = _positive_ints(strides, "strides")
+  strides = _int_tuple(strides, "strides")
   kernel_spatial = [rhs_shape[d] for d in dn.rhs_spec[2:]]
   if rhs_dilation is None:
     rhs_dilation = (1,) * (ndims - 2)
