@@ -1,0 +1,313 @@
+"""PRNG keys: creating them from seeds, splitting, folding in data, and typed keys.
+
+revax implements JAX's default PRNG, threefry2x32, with JAX 0.10.2's key representations:
+`PRNGKey(seed)` returns a raw key, a `uint32[2]` array (JAX's legacy keys), and `key(seed)`
+returns a typed key, a `PRNGKeyArray` of shape () whose dtype prints as `key<fry>`. Every
+function of revax.random takes either; given raw keys it returns raw keys, given typed keys it
+returns typed keys. `key_data` and `wrap_key_data` convert between them. A typed key array is a
+pytree whose one leaf is its `uint32[..., 2]` data, so it passes through jit, vmap and grad.
+Splitting and folding in are integer hashes with exact NumPy implementations, so they run
+eagerly without compiling anything.
+"""
+from __future__ import annotations
+
+import math
+import operator
+from collections.abc import Sequence
+
+import numpy as np
+
+from revax._src import tree_util
+from revax._src.core import dtypes
+from revax._src.core.avals import get_aval
+from revax._src.core.config import config
+from revax._src.core.trace import Tracer
+from revax._src.lax import binary, conversion, prng, shapes
+from revax._src.runtime.array import Array
+
+_U32 = np.dtype(np.uint32)
+IMPL_NAME = "threefry2x32"
+
+
+# --- typed keys ----------------------------------------------------------------------------------
+class KeyDtype:
+  """The dtype of typed threefry2x32 keys (prints as JAX's `key<fry>`)."""
+  name = "key<fry>"
+
+  def __repr__(self):
+    return self.name
+
+  __str__ = __repr__
+
+  def __eq__(self, other):
+    return isinstance(other, KeyDtype)
+
+  def __hash__(self):
+    return hash(KeyDtype)
+
+
+KEY_DTYPE = KeyDtype()
+
+
+class PRNGKeyArray:
+  """An array of typed PRNG keys (what `revax.random.key` returns), backed by uint32 key data
+  of shape `self.shape + (2,)`. Index it like an array; `key_data` returns its data."""
+  __slots__ = ("_data",)
+
+  def __init__(self, data):
+    self._data = data
+
+  @property
+  def shape(self):
+    return tuple(get_aval(self._data).shape[:-1])
+
+  @property
+  def ndim(self) -> int:
+    return len(self.shape)
+
+  @property
+  def size(self) -> int:
+    return math.prod(self.shape)
+
+  dtype = KEY_DTYPE
+
+  def __len__(self):
+    if not self.shape:
+      raise TypeError("len() of unsized object")
+    return self.shape[0]
+
+  def __iter__(self):
+    return (self[i] for i in range(len(self)))
+
+  def __getitem__(self, index):
+    if not isinstance(index, tuple):
+      index = (index,)
+    if any(i is Ellipsis for i in index):
+      raise IndexError("PRNG key arrays do not support Ellipsis in indices")
+    if sum(i is not None for i in index) > self.ndim:
+      raise IndexError(f"too many indices for a key array of shape {self.shape}")
+    return PRNGKeyArray(self._data[index])
+
+  def __repr__(self):
+    data = np.asarray(self._data) if not isinstance(self._data, Tracer) else self._data
+    return f"Array({self.shape}, dtype={KEY_DTYPE}) overlaying:\n{data}"
+
+
+tree_util.register_pytree_node(PRNGKeyArray, lambda k: ((k._data,), None),
+                               lambda _, children: PRNGKeyArray(children[0]))
+
+
+def _check_key_data(data):
+  """TypeError unless `data` is threefry2x32 key data: uint32 with trailing dim 2."""
+  if isinstance(data, (bool, int, float, complex)) or not hasattr(data, "dtype"):
+    raise TypeError(f"invalid PRNG key data: expected key_data to have ndim, shape, and dtype "
+                    f"attributes. Got {data!r}")
+  aval = get_aval(data)
+  if aval.ndim < 1:
+    raise TypeError(f"invalid PRNG key data: expected key_data.ndim >= 1; got ndim={aval.ndim}")
+  if aval.shape[-1:] != (2,):
+    raise TypeError(f"invalid PRNG key data: expected key_data.shape to end with (2,); got "
+                    f"shape={aval.shape} for impl={IMPL_NAME}")
+  if aval.dtype != _U32:
+    raise TypeError(f"invalid PRNG key data: expected key_data.dtype = uint32; got "
+                    f"dtype={aval.dtype.name}")
+
+
+def check_prng_key(name: str, key, *, allow_batched: bool = False):
+  """The uint32[..., 2] data of `key` (raw or typed) and whether it was typed.
+
+  Raises TypeError for anything that is not a key and ValueError for a batch of keys where one
+  key is expected (unless `allow_batched`)."""
+  if isinstance(key, PRNGKeyArray):
+    data, typed = key._data, True
+  elif isinstance(key, (Array, Tracer, np.ndarray, np.generic, bool, int, float, complex)):
+    _check_key_data(key)
+    data, typed = key, False
+  else:
+    raise TypeError(f"unexpected PRNG key type {type(key)}")
+  if not allow_batched and get_aval(data).ndim > 1:
+    raise ValueError(f"{name} accepts a single key, but was given a key array of shape "
+                     f"{np.shape(key) if not typed else key.shape} != (). Use revax.vmap for "
+                     f"batching.")
+  return data, typed
+
+
+def return_keys(typed: bool, data):
+  """Key data in the caller's representation."""
+  return PRNGKeyArray(data) if typed else data
+
+
+def _check_impl(impl):
+  if impl is None or impl == IMPL_NAME or isinstance(impl, KeyDtype):
+    return
+  raise ValueError(f'unrecognized PRNG implementation "{impl}". Did you mean one of: '
+                   f'"{IMPL_NAME}"?')
+
+
+# --- seeds ---------------------------------------------------------------------------------------
+def _seed_operand(ctor_name: str, seed):
+  if isinstance(seed, PRNGKeyArray):
+    raise TypeError(f"{ctor_name} accepts a scalar seed, but was given a PRNG key.")
+  if isinstance(seed, int) and not isinstance(seed, bool):
+    seed = np.int64(seed)  # as JAX: OverflowError outside int64; 32-bit mode keeps the low word
+    if not config.x64_enabled:
+      seed = seed.astype(np.int32)
+  try:
+    aval = get_aval(seed)
+  except TypeError:
+    raise TypeError(f"{ctor_name} seed must be an integer scalar, got {seed!r}") from None
+  if aval.shape:
+    raise TypeError(f"{ctor_name} accepts a scalar seed, but was given an array of shape "
+                    f"{aval.shape} != (). Use revax.vmap for batching")
+  if not (dtypes.is_integer(aval.dtype) or dtypes.is_bool(aval.dtype)):
+    raise TypeError(f"PRNG key seed must be an integer; got {seed!r}")
+  return seed, aval
+
+
+def _key_data_from_seed(ctor_name: str, seed):
+  """threefry2x32 key data of an integer seed: (high word, low word) of a 64-bit seed, (0, seed)
+  of a narrower one (sign-extended, as JAX)."""
+  seed, aval = _seed_operand(ctor_name, seed)
+  low = conversion.convert_element_type(seed, _U32)
+  if aval.dtype.itemsize == 8:
+    high = conversion.convert_element_type(
+        binary.shift_right_logical(seed, np.asarray(32, aval.dtype)), _U32)
+  else:
+    high = np.zeros((), _U32)
+  return shapes.concatenate([shapes.reshape(high, (1,)), shapes.reshape(low, (1,))], 0)
+
+
+def PRNGKey(seed, *, impl=None):
+  """A raw threefry2x32 key: a uint32[2] array (JAX's legacy keys), from an integer seed.
+
+  Args:
+    seed: a 64- or 32-bit integer (a Python int keeps its low 32 bits unless x64 is enabled).
+    impl: optional; only "threefry2x32" is implemented.
+
+  Returns:
+    The key, a uint32 array of shape (2,).
+
+  Example:
+    >>> PRNGKey(42)  # Array([ 0, 42], dtype=uint32)
+  """
+  _check_impl(impl)
+  return _key_data_from_seed("PRNGKey", seed)
+
+
+def key(seed, *, impl=None, dtype=None):
+  """A typed threefry2x32 key (shape (), dtype key<fry>) from an integer seed.
+
+  Args:
+    seed: a 64- or 32-bit integer.
+    impl: optional; only "threefry2x32" is implemented.
+    dtype: optional key dtype (the dtype of a typed key), instead of `impl`.
+
+  Returns:
+    A `PRNGKeyArray` of shape ().
+
+  Example:
+    >>> k = key(0); k.shape  # ()
+  """
+  if dtype is not None and impl is not None:
+    raise ValueError("Cannot specify both `impl` and `dtype` arguments to revax.random.key")
+  _check_impl(impl if dtype is None else dtype)
+  return PRNGKeyArray(_key_data_from_seed("key", seed))
+
+
+def key_data(keys):
+  """The uint32[..., 2] data underlying PRNG keys (raw keys are returned as they are).
+
+  Args:
+    keys: typed or raw keys, of any batch shape.
+
+  Returns:
+    A uint32 array of shape keys.shape + (2,) (typed) or keys.shape (raw).
+  """
+  data, _ = check_prng_key("key_data", keys, allow_batched=True)
+  return data
+
+
+def wrap_key_data(key_bits_array, *, impl=None, dtype=None):
+  """Typed keys backed by uint32 key data `key_bits_array` (trailing dim 2).
+
+  Args:
+    key_bits_array: uint32 array of shape (..., 2).
+    impl: optional; only "threefry2x32" is implemented.
+    dtype: optional key dtype, instead of `impl`.
+
+  Returns:
+    A `PRNGKeyArray` of shape key_bits_array.shape[:-1].
+  """
+  if dtype is not None and impl is not None:
+    raise ValueError("Cannot specify both `impl` and `dtype` arguments to "
+                     "revax.random.wrap_key_data")
+  _check_impl(impl if dtype is None else dtype)
+  if isinstance(key_bits_array, PRNGKeyArray):
+    raise TypeError("wrap_key_data expects uint32 key data, but was given typed keys")
+  _check_key_data(key_bits_array)
+  return PRNGKeyArray(key_bits_array)
+
+
+def key_impl(keys):
+  """The name of the PRNG implementation of `keys` ("threefry2x32")."""
+  check_prng_key("key_impl", keys, allow_batched=True)
+  return IMPL_NAME
+
+
+# --- split and fold_in ---------------------------------------------------------------------------
+def canonicalize_shape(shape, name: str) -> tuple[int, ...]:
+  """`shape` (an int or a sequence of ints) as a tuple of non-negative ints."""
+  if not isinstance(shape, Sequence):
+    shape = (shape,)
+  try:
+    shape = tuple(operator.index(d) for d in shape)
+  except TypeError:
+    raise TypeError(f"{name}: shapes must be sequences of concrete integers, got "
+                    f"{shape!r}") from None
+  if any(d < 0 for d in shape):
+    raise ValueError(f"{name}: shape {shape} has a negative dimension")
+  return shape
+
+
+def split(key, num=2):
+  """Split a PRNG key into `num` new keys (a new leading axis, or axes for a tuple).
+
+  Args:
+    key: a single PRNG key (raw or typed).
+    num: a non-negative int, or a tuple of them: the shape of the keys to make. Default 2.
+
+  Returns:
+    Keys of shape `num` (raw: uint32[*num, 2]; typed: a PRNGKeyArray of shape num).
+
+  Example:
+    >>> k1, k2 = split(PRNGKey(0))
+  """
+  data, typed = check_prng_key("split", key)
+  shape = canonicalize_shape(num, "split")
+  return return_keys(typed, prng.split_keys(data, shape))
+
+
+def fold_in(key, data):
+  """A new key that deterministically combines `key` with 32-bit integer `data`.
+
+  Args:
+    key: a single PRNG key (raw or typed).
+    data: an integer scalar (Python ints must lie in [0, 2**32)).
+
+  Returns:
+    A key in the representation of `key`.
+
+  Example:
+    >>> k = fold_in(PRNGKey(0), 7)
+  """
+  key_bits, typed = check_prng_key("fold_in", key)
+  if np.ndim(data):
+    raise TypeError(f"fold_in accepts a scalar, but was given an array of shape "
+                    f"{np.shape(data)} != (). Use revax.vmap for batching.")
+  if isinstance(data, int) and not isinstance(data, bool) and not 0 <= data < 2 ** 32:
+    raise OverflowError(f"Python integer {data} out of bounds for uint32")
+  if isinstance(data, (bool, int, float)):
+    data = np.asarray(data).astype(_U32)
+  else:
+    data = conversion.convert_element_type(data, _U32)
+  return return_keys(typed, prng.fold_in_keys(key_bits, data))
