@@ -32,6 +32,7 @@ from revax import dtypes as dtypes
 from revax import lax as lax
 from revax import nn as nn
 from revax import numpy as numpy
+from revax import random as random
 from revax import tree_util as tree_util
 
 __version__ = "0.1.0"
