@@ -24,6 +24,8 @@ from revax._src.autodiff import linear_transpose as linear_transpose
 from revax._src.autodiff import linearize as linearize
 from revax._src.autodiff import value_and_grad as value_and_grad
 from revax._src.autodiff import vjp as vjp
+from revax._src.invertible import custom_ivjp as custom_ivjp
+from revax._src.invertible import invertible as invertible
 from revax._src.jit import jit as jit
 from revax._src.vmap import vmap as vmap
 

@@ -146,25 +146,51 @@ def saved_residuals(fun, *args, **kwargs) -> list[tuple]:
   leaves, in_tree = tree_util.tree_flatten((args, kwargs))
   arg_names = _argument_names(fun, args, kwargs)
 
+  notes = {}  # residual position -> why an invertible function stores it
+
   def residuals_of(*flat):
     a, kw = tree_util.tree_unflatten(in_tree, flat)
     flat_fun = lambda *xs: tree_util.tree_leaves(fun(*tree_util.tree_unflatten(in_tree, xs)[0],
                                                      **kw))
     _, lin = ad.linearize_flat(flat_fun, list(flat))
-    return [r for r in lin.residuals if isinstance(r, Tracer) and r._trace is current_trace()]
+    kept = [k for k, r in enumerate(lin.residuals)
+            if isinstance(r, Tracer) and r._trace is current_trace()]
+    for k, why in _invertible_notes(lin).items():
+      if k in kept:
+        notes[kept.index(k)] = why
+    return [lin.residuals[k] for k in kept]
 
   jaxpr, _ = staging.trace_to_jaxpr(residuals_of, [get_aval(x) for x in leaves])
   producer = {v: eqn for eqn in jaxpr.eqns for v in eqn.outvars}
   report = []
-  for v in jaxpr.outvars:
+  for k, v in enumerate(jaxpr.outvars):
     if v in jaxpr.invars:
-      k = jaxpr.invars.index(v)
-      report.append((v.aval, f"from the argument {arg_names[k]}"))
+      text = f"from the argument {arg_names[jaxpr.invars.index(v)]}"
     elif v in producer:
-      report.append((v.aval, f"output of {producer[v].primitive.name}"))
+      text = f"output of {producer[v].primitive.name}"
     else:
-      report.append((v.aval, "a constant"))
+      text = "a constant"
+    if k in notes:
+      text += f" (stored by invertible: {notes[k]})"
+    report.append((v.aval, text))
   return report
+
+
+def _invertible_notes(lin) -> dict:
+  """Residual index -> why an invertible function could not rebuild it (its stored inputs)."""
+  from revax._src.interpreters import invertible as inv
+  index = {v: k for k, v in enumerate(lin.jaxpr.constvars)}
+  notes = {}
+  for eqn in lin.jaxpr.eqns:
+    if eqn.primitive is not inv.invertible_lin_p:
+      continue
+    primal = eqn.params["primal"]
+    plan = inv.reconstruction_plan(primal)
+    n_out = len(primal.out_avals)
+    for i, atom in zip(plan.saved, eqn.invars[n_out:n_out + len(plan.saved)], strict=True):
+      if atom in index:
+        notes[index[atom]] = plan.blocked[i]
+  return notes
 
 
 def print_saved_residuals(fun, *args, **kwargs) -> None:

@@ -18,6 +18,7 @@ from revax._src.core import dtypes
 from revax._src.core.avals import ShapedArray, get_aval
 from revax._src.core.trace import Primitive
 from revax._src.interpreters import ad, dispatch, mlir
+from revax._src.interpreters import invertible as inv
 from revax._src.lax.standard import (binary_operands, broadcast_shapes, broadcast_tangent,
                                      broadcast_to_out, check_dtype, defbroadcasting, hlo_lowering,
                                      naryop, same_dtypes, unbroadcast)
@@ -56,6 +57,49 @@ def _trunc_div(x, y):
   return q.astype(x.dtype)
 
 
+def _one_copy(v, shape):
+  """`v` (of the broadcast result's shape) cut down to an operand's `shape`: one copy of each
+  value the operand was broadcast to (undoing implicit broadcasting)."""
+  from revax._src.lax.shapes import reshape  # shapes builds on this module
+  from revax._src.lax.slicing import slice as slice_  # noqa: A004
+  out_shape = get_aval(v).shape
+  if tuple(shape) == out_shape:
+    return v
+  lead = len(out_shape) - len(shape)
+  limits = tuple(1 if d < lead or shape[d - lead] == 1 else n for d, n in enumerate(out_shape))
+  return reshape(slice_(v, (0,) * len(out_shape), limits), tuple(shape))
+
+
+def _definverse_binary(prim, solve_x, solve_y, when=None):
+  """`out = prim(x, y)` rebuilds x as `solve_x(out, y)` or y as `solve_y(out, x)` (None: that
+  operand cannot be rebuilt), through implicit broadcasting. `when(eqn, facts, unknown_index)`
+  may refuse cases the algebra does not cover."""
+  def solves(known, eqn, facts):
+    if known == (False, True) and solve_x is not None:
+      return when is None or when(eqn, facts, 0)
+    if known == (True, False) and solve_y is not None:
+      return when is None or when(eqn, facts, 1)
+    return False
+
+  def rebuild(outs, ins, avals_in, **params):
+    (out,), (x, y) = outs, ins
+    if x is None:
+      return [_one_copy(solve_x(out, y), avals_in[0].shape), y]
+    return [x, _one_copy(solve_y(out, x), avals_in[1].shape)]
+
+  inv.definverse(prim, rebuild, solves)
+
+
+def _real_part(z):
+  from revax._src.lax.unary import real  # unary builds on this module
+  return real(z)
+
+
+def _imag_part(z):
+  from revax._src.lax.unary import imag
+  return imag(z)
+
+
 # --- add -----------------------------------------------------------------------------------------
 def add(x, y):
   """Elementwise addition: x + y."""
@@ -90,6 +134,7 @@ def _linear_ct(ct, x):
 add_p = naryop("add", ("num", "num"), _quiet(np.add), "stablehlo.add")
 ad.primitive_jvps[add_p] = _add_jvp
 ad.primitive_transposes[add_p] = _add_transpose
+_definverse_binary(add_p, lambda out, y: sub(out, y), lambda out, x: sub(out, x))
 
 
 # --- sub -----------------------------------------------------------------------------------------
@@ -121,6 +166,7 @@ def _sub_transpose(ct, x, y):
 sub_p = naryop("sub", ("num", "num"), _quiet(np.subtract), "stablehlo.subtract")
 ad.primitive_jvps[sub_p] = _sub_jvp
 ad.primitive_transposes[sub_p] = _sub_transpose
+_definverse_binary(sub_p, lambda out, y: add(out, y), lambda out, x: sub(x, out))
 
 
 # --- mul -----------------------------------------------------------------------------------------
@@ -139,6 +185,9 @@ def _mul_transpose_rhs(ct, x, y):
 
 mul_p = naryop("mul", ("num", "num"), _quiet(np.multiply), "stablehlo.multiply")
 ad.defbilinear(mul_p, _mul_transpose_lhs, _mul_transpose_rhs)
+# by a known factor (a zero factor loses the operand: its gradient is then not finite)
+_definverse_binary(mul_p, lambda out, y: div(out, y), lambda out, x: div(out, x),
+                   when=lambda eqn, facts, i: dtypes.is_inexact(eqn.outvars[0].aval.dtype))
 
 
 # --- div -----------------------------------------------------------------------------------------
@@ -178,6 +227,8 @@ def _div_transpose(ct, x, y):
 div_p = naryop("div", ("num", "num"), _div_numpy, "stablehlo.divide")
 ad.defjvp(div_p, _div_jvp_x, _div_jvp_y)
 ad.primitive_transposes[div_p] = _div_transpose
+_definverse_binary(div_p, lambda out, y: mul(out, y), lambda out, x: div(x, out),
+                   when=lambda eqn, facts, i: dtypes.is_inexact(eqn.outvars[0].aval.dtype))
 
 
 # --- rem -----------------------------------------------------------------------------------------
@@ -216,6 +267,7 @@ def _out_shape(x, y):
 
 rem_p = naryop("rem", ("float_int", "float_int"), _rem_numpy, "stablehlo.remainder")
 ad.defjvp(rem_p, _rem_jvp_x, _rem_jvp_y)
+inv.not_invertible(rem_p, "many-to-one: x and x + k*y have the same remainder")
 
 
 # --- pow -----------------------------------------------------------------------------------------
@@ -283,6 +335,7 @@ pow_p.def_abstract_eval(_pow_abstract_eval)
 dispatch.def_numpy_impl(pow_p, _pow_numpy)
 mlir.register_lowering(pow_p, _pow_lower)
 ad.defjvp_from_output(pow_p, _pow_jvp_x, _pow_jvp_y)
+inv.not_invertible(pow_p, "many-to-one for even powers and not defined for negative bases")
 defbroadcasting(pow_p)
 
 
@@ -363,6 +416,7 @@ def _balanced_eq(x, out, y):
 max_p = naryop("max", ("any", "any"), _quiet(np.maximum), None)
 mlir.register_lowering(max_p, _minmax_lower("stablehlo.maximum", "GT"))
 ad.defjvp_from_output(max_p, _max_jvp_x, _max_jvp_y)
+inv.not_invertible(max_p, "many-to-one: every x below y gives y")
 
 
 # --- min -----------------------------------------------------------------------------------------
@@ -383,6 +437,7 @@ def _min_jvp_y(t, out, x, y):
 min_p = naryop("min", ("any", "any"), _quiet(np.minimum), None)
 mlir.register_lowering(min_p, _minmax_lower("stablehlo.minimum", "LT"))
 ad.defjvp_from_output(min_p, _min_jvp_x, _min_jvp_y)
+inv.not_invertible(min_p, "many-to-one: every x above y gives y")
 
 
 # --- atan2 ---------------------------------------------------------------------------------------
@@ -406,6 +461,7 @@ def _sum_of_squares(x, y):
 
 atan2_p = naryop("atan2", ("float", "float"), _quiet(np.arctan2), "stablehlo.atan2")
 ad.defjvp(atan2_p, _atan2_jvp_x, _atan2_jvp_y)
+inv.not_invertible(atan2_p, "many-to-one: (x, y) and (k*x, k*y) have the same angle")
 
 
 # --- nextafter -----------------------------------------------------------------------------------
@@ -416,6 +472,7 @@ def nextafter(x1, x2):
 
 nextafter_p = naryop("nextafter", ("float", "float"), np.nextafter, "chlo.next_after")
 ad.zero_output_jvp(nextafter_p, "piecewise constant: the floating-point neighbour of x1")
+inv.not_invertible(nextafter_p, "many-to-one: a floating-point neighbour has many sources")
 
 
 # --- complex -------------------------------------------------------------------------------------
@@ -458,6 +515,9 @@ complex_p.def_abstract_eval(_complex_abstract_eval)
 dispatch.def_numpy_impl(complex_p, _quiet(_complex_numpy))
 mlir.register_lowering(complex_p, hlo_lowering("stablehlo.complex"))
 ad.deflinear(complex_p, _complex_transpose)
+inv.definverse(complex_p, lambda outs, ins, avals_in: [
+    _one_copy(_real_part(outs[0]), avals_in[0].shape),
+    _one_copy(_imag_part(outs[0]), avals_in[1].shape)], inv.all_unknown_ok)
 defbroadcasting(complex_p)
 
 
@@ -469,6 +529,7 @@ def bitwise_and(x, y):
 
 and_p = naryop("and", ("intbool", "intbool"), np.bitwise_and, "stablehlo.and")
 ad.not_differentiable(and_p, "integer or bool operands")
+inv.not_invertible(and_p, "many-to-one: bits cleared by the other operand are lost")
 
 
 # --- or ------------------------------------------------------------------------------------------
@@ -479,6 +540,7 @@ def bitwise_or(x, y):
 
 or_p = naryop("or", ("intbool", "intbool"), np.bitwise_or, "stablehlo.or")
 ad.not_differentiable(or_p, "integer or bool operands")
+inv.not_invertible(or_p, "many-to-one: bits set by the other operand are lost")
 
 
 # --- xor -----------------------------------------------------------------------------------------
@@ -489,6 +551,7 @@ def bitwise_xor(x, y):
 
 xor_p = naryop("xor", ("intbool", "intbool"), np.bitwise_xor, "stablehlo.xor")
 ad.not_differentiable(xor_p, "integer or bool operands")
+_definverse_binary(xor_p, lambda out, y: bitwise_xor(out, y), lambda out, x: bitwise_xor(out, x))
 
 
 # --- shifts --------------------------------------------------------------------------------------
@@ -527,6 +590,7 @@ def _shift_left_numpy(x, y):
 
 shift_left_p = naryop("shift_left", ("int", "int"), _shift_left_numpy, "stablehlo.shift_left")
 ad.not_differentiable(shift_left_p, "integer operands")
+inv.not_invertible(shift_left_p, "many-to-one: bits shifted out are lost")
 
 
 # --- shift_right_logical -------------------------------------------------------------------------
@@ -544,6 +608,7 @@ def _shift_right_logical_numpy(x, y):
 shift_right_logical_p = naryop("shift_right_logical", ("int", "int"), _shift_right_logical_numpy,
                                "stablehlo.shift_right_logical")
 ad.not_differentiable(shift_right_logical_p, "integer operands")
+inv.not_invertible(shift_right_logical_p, "many-to-one: bits shifted out are lost")
 
 
 # --- shift_right_arithmetic ----------------------------------------------------------------------
@@ -563,4 +628,5 @@ def _shift_right_arithmetic_numpy(x, y):
 shift_right_arithmetic_p = naryop("shift_right_arithmetic", ("int", "int"),
                                   _shift_right_arithmetic_numpy, "stablehlo.shift_right_arithmetic")
 ad.not_differentiable(shift_right_arithmetic_p, "integer operands")
+inv.not_invertible(shift_right_arithmetic_p, "many-to-one: bits shifted out are lost")
 

@@ -14,6 +14,7 @@ from revax._src.core import dtypes
 from revax._src.core.avals import ShapedArray, get_aval
 from revax._src.core.trace import Primitive
 from revax._src.interpreters import ad, batching, dispatch, mlir
+from revax._src.interpreters import invertible as inv
 from revax._src.lax import batch_util
 from revax._src.lax.binary import bitwise_and, bitwise_or
 from revax._src.lax.shapes import broadcast_in_dim, reshape
@@ -104,6 +105,7 @@ def _comparison(name: str, direction: str, numpy_fn, ordered: bool) -> Primitive
   dispatch.def_numpy_impl(prim, numpy_impl)
   mlir.register_lowering(prim, lower)
   ad.zero_output_jvp(prim, "bool output: a comparison is piecewise constant")
+  inv.not_invertible(prim, "many-to-one: a bool of each pair")
   batching.primitive_batchers[prim] = broadcasting_batcher(prim)
   return prim
 
@@ -277,6 +279,7 @@ mlir.register_lowering(select_n_p, _select_n_lower)
 ad.primitive_jvps[select_n_p] = _select_n_jvp
 ad.primitive_transposes[select_n_p] = _select_n_transpose
 batching.primitive_batchers[select_n_p] = _select_n_batch
+inv.not_invertible(select_n_p, "many-to-one: the cases not selected are lost")
 
 
 # --- clamp ---------------------------------------------------------------------------------------
@@ -421,3 +424,4 @@ dispatch.def_numpy_impl(clamp_p, _clamp_numpy)
 mlir.register_lowering(clamp_p, _clamp_lower)
 ad.primitive_jvps[clamp_p] = _clamp_jvp
 batching.primitive_batchers[clamp_p] = _clamp_batch
+inv.not_invertible(clamp_p, "many-to-one: values beyond the bounds are lost")

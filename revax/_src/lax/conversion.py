@@ -10,6 +10,7 @@ from revax._src.core import dtypes
 from revax._src.core.avals import ShapedArray, get_aval
 from revax._src.core.trace import Primitive
 from revax._src.interpreters import ad, batching, dispatch, mlir
+from revax._src.interpreters import invertible as inv
 from revax._src.lax import batch_util
 from revax._src.lax.comparison import compare
 from revax._src.runtime.array import Array
@@ -121,6 +122,12 @@ mlir.register_lowering(convert_element_type_p, _convert_element_type_lower)
 ad.primitive_jvps[convert_element_type_p] = _convert_element_type_jvp
 ad.primitive_transposes[convert_element_type_p] = _convert_element_type_transpose
 batching.defvectorized(convert_element_type_p)
+inv.definverse(  # between inexact types (a narrowing conversion rounds the rebuilt input)
+    convert_element_type_p,
+    lambda outs, ins, avals_in, *, new_dtype, weak_type: [
+        convert_element_type(outs[0], avals_in[0].dtype, avals_in[0].weak_type)],
+    solves=lambda known, eqn, facts: dtypes.is_inexact(eqn.invars[0].aval.dtype)
+    and dtypes.is_inexact(eqn.params["new_dtype"]))
 
 
 # --- bitcast_convert_type ------------------------------------------------------------------------
@@ -191,3 +198,5 @@ mlir.register_lowering(bitcast_convert_type_p, _bitcast_convert_type_lower)
 ad.not_differentiable(bitcast_convert_type_p, "it reinterprets bits: the result is not a smooth "
                       "function of the operand")
 batching.primitive_batchers[bitcast_convert_type_p] = _bitcast_convert_type_batch
+inv.definverse(bitcast_convert_type_p, lambda outs, ins, avals_in, *, new_dtype: [
+    bitcast_convert_type(outs[0], avals_in[0].dtype)], inv.all_unknown_ok)

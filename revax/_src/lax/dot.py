@@ -19,6 +19,7 @@ from revax._src.core import dtypes
 from revax._src.core.avals import ShapedArray, get_aval
 from revax._src.core.trace import Primitive
 from revax._src.interpreters import ad, batching, dispatch, mlir
+from revax._src.interpreters import invertible as inv
 from revax._src.lax.binary import bitwise_and, mul
 from revax._src.lax.conversion import convert_element_type
 from revax._src.lax.reductions import reduce_or, reduce_sum
@@ -391,6 +392,7 @@ dispatch.def_numpy_impl(dot_general_p, _dot_general_numpy)
 mlir.register_lowering(dot_general_p, _dot_general_lower)
 ad.defbilinear(dot_general_p, _dot_general_transpose_lhs, _dot_general_transpose_rhs)
 batching.primitive_batchers[dot_general_p] = _dot_general_batch
+inv.not_invertible(dot_general_p, "it would need a linear solve")
 
 
 def dot(lhs, rhs, precision=None, preferred_element_type=None):

@@ -21,6 +21,7 @@ from revax._src.core import dtypes
 from revax._src.core.avals import ShapedArray, get_aval
 from revax._src.core.trace import Primitive
 from revax._src.interpreters import ad, batching, dispatch, mlir
+from revax._src.interpreters import invertible as inv
 from revax._src.lax import binary, comparison, shapes
 from revax._src.lax.comparison import compare
 from revax._src.lax.conversion import convert_element_type
@@ -196,6 +197,7 @@ reduce_sum_p = _reduction(_Monoid(
     "reduce_sum", _num, _NUM_MSG, lambda d: np.zeros((), d),
     lambda x, axes: _accumulate(np.sum, x, axes), lambda d: binary.add_p))
 ad.deflinear(reduce_sum_p, _reduce_sum_transpose)
+inv.not_invertible(reduce_sum_p, "many-to-one: a reduction")
 
 
 # --- reduce_prod ---------------------------------------------------------------------------------
@@ -240,6 +242,7 @@ reduce_prod_p = _reduction(_Monoid(
     "reduce_prod", _num, _NUM_MSG, lambda d: np.ones((), d),
     lambda x, axes: _accumulate(np.prod, x, axes), lambda d: binary.mul_p))
 ad.primitive_jvps[reduce_prod_p] = _reduce_prod_jvp
+inv.not_invertible(reduce_prod_p, "many-to-one: a reduction")
 
 
 # --- reduce_max ----------------------------------------------------------------------------------
@@ -266,6 +269,7 @@ reduce_max_p = _reduction(_Monoid(
     "reduce_max", _any, "any dtype", _max_identity, _numpy_extremum(np.max, _max_identity),
     lambda d: binary.or_p if dtypes.is_bool(d) else binary.max_p))
 ad.primitive_jvps[reduce_max_p] = _extremum_jvp(reduce_max_p)
+inv.not_invertible(reduce_max_p, "many-to-one: a reduction")
 
 
 # --- reduce_min ----------------------------------------------------------------------------------
@@ -279,6 +283,7 @@ reduce_min_p = _reduction(_Monoid(
     "reduce_min", _any, "any dtype", _min_identity, _numpy_extremum(np.min, _min_identity),
     lambda d: binary.and_p if dtypes.is_bool(d) else binary.min_p))
 ad.primitive_jvps[reduce_min_p] = _extremum_jvp(reduce_min_p)
+inv.not_invertible(reduce_min_p, "many-to-one: a reduction")
 
 
 # --- reduce_and ----------------------------------------------------------------------------------
@@ -291,6 +296,7 @@ reduce_and_p = _reduction(_Monoid(
     "reduce_and", _intbool, _INTBOOL_MSG, _all_ones, _numpy_bitwise(np.bitwise_and, _all_ones),
     lambda d: binary.and_p))
 ad.not_differentiable(reduce_and_p, "it takes bool or integer operands")
+inv.not_invertible(reduce_and_p, "many-to-one: a reduction")
 
 
 # --- reduce_or -----------------------------------------------------------------------------------
@@ -303,6 +309,7 @@ reduce_or_p = _reduction(_Monoid(
     "reduce_or", _intbool, _INTBOOL_MSG, lambda d: np.zeros((), d),
     _numpy_bitwise(np.bitwise_or, lambda d: np.zeros((), d)), lambda d: binary.or_p))
 ad.not_differentiable(reduce_or_p, "it takes bool or integer operands")
+inv.not_invertible(reduce_or_p, "many-to-one: a reduction")
 
 
 # --- argmax / argmin -----------------------------------------------------------------------------
@@ -403,6 +410,8 @@ dispatch.def_numpy_impl(argmin_p, _arg_numpy(np.argmin))
 mlir.register_lowering(argmin_p, _arg_lower("LT", _min_identity))
 ad.zero_output_jvp(argmin_p, "integer output")
 batching.primitive_batchers[argmin_p] = _reduction_batch_rule(argmin_p)
+inv.not_invertible(argmax_p, "many-to-one: an index")
+inv.not_invertible(argmin_p, "many-to-one: an index")
 
 
 # --- reduce (monoids only) -----------------------------------------------------------------------

@@ -16,6 +16,7 @@ from revax._src.core import dtypes
 from revax._src.core.avals import ShapedArray, get_aval
 from revax._src.core.trace import Primitive, Tracer
 from revax._src.interpreters import ad, batching, dispatch, mlir
+from revax._src.interpreters import invertible as inv
 from revax._src.lax import batch_util
 from revax._src.lax.binary import sub
 from revax._src.lax.standard import as_operand, operand_dtype, same_dtypes
@@ -131,12 +132,22 @@ def _broadcast_in_dim_batch(vals, dims, *, shape, broadcast_dimensions):
   return broadcast_in_dim(x, out_shape, dimensions[:d] + (at,) + dimensions[d:]), at
 
 
+def _broadcast_in_dim_inverse(outs, ins, avals_in, *, shape, broadcast_dimensions):
+  """The operand from one copy: index 0 along every dim it was broadcast along."""
+  aval = avals_in[0]
+  limits = [1] * len(shape)
+  for i, d in enumerate(broadcast_dimensions):
+    limits[d] = aval.shape[i]
+  return [reshape(_slice(outs[0], (0,) * len(shape), tuple(limits)), aval.shape)]
+
+
 broadcast_in_dim_p = Primitive("broadcast_in_dim")
 broadcast_in_dim_p.def_abstract_eval(_broadcast_in_dim_abstract_eval)
 dispatch.def_numpy_impl(broadcast_in_dim_p, _broadcast_in_dim_numpy)
 mlir.register_lowering(broadcast_in_dim_p, _broadcast_in_dim_lower)
 ad.deflinear(broadcast_in_dim_p, _broadcast_in_dim_transpose)
 batching.primitive_batchers[broadcast_in_dim_p] = _broadcast_in_dim_batch
+inv.definverse(broadcast_in_dim_p, _broadcast_in_dim_inverse, inv.all_unknown_ok)
 
 
 # --- broadcast, broadcast_to_rank (wrappers: bind broadcast_in_dim) -------------------------------
@@ -235,6 +246,9 @@ dispatch.def_numpy_impl(reshape_p, _reshape_numpy)
 mlir.register_lowering(reshape_p, _reshape_lower)
 ad.deflinear(reshape_p, _reshape_transpose)
 batching.primitive_batchers[reshape_p] = _reshape_batch
+inv.definverse(reshape_p, lambda outs, ins, avals_in, *, new_sizes, dimensions:
+               _reshape_transpose(outs[0], ad.UndefinedPrimal(avals_in[0]), new_sizes=new_sizes,
+                                  dimensions=dimensions), inv.all_unknown_ok)
 
 
 # --- transpose -----------------------------------------------------------------------------------
@@ -286,6 +300,8 @@ dispatch.def_numpy_impl(transpose_p, _transpose_numpy)
 mlir.register_lowering(transpose_p, _transpose_lower)
 ad.deflinear(transpose_p, _transpose_transpose)
 batching.primitive_batchers[transpose_p] = _transpose_batch
+inv.definverse_unary(transpose_p, lambda y, *, permutation: transpose(
+    y, tuple(int(i) for i in np.argsort(permutation))))
 
 
 # --- squeeze -------------------------------------------------------------------------------------
@@ -345,6 +361,8 @@ dispatch.def_numpy_impl(squeeze_p, _squeeze_numpy)
 mlir.register_lowering(squeeze_p, _squeeze_lower)
 ad.deflinear(squeeze_p, _squeeze_transpose)
 batching.primitive_batchers[squeeze_p] = _squeeze_batch
+inv.definverse(squeeze_p, lambda outs, ins, avals_in, *, dimensions:
+               [reshape(outs[0], avals_in[0].shape)], inv.all_unknown_ok)
 
 
 # --- expand_dims (a wrapper: binds broadcast_in_dim) ---------------------------------------------
@@ -416,6 +434,7 @@ dispatch.def_numpy_impl(rev_p, _rev_numpy)
 mlir.register_lowering(rev_p, _rev_lower)
 ad.deflinear(rev_p, _rev_transpose)
 batching.primitive_batchers[rev_p] = _rev_batch
+inv.definverse_unary(rev_p, lambda y, *, dimensions: rev(y, dimensions))
 
 
 # --- pad -----------------------------------------------------------------------------------------
@@ -524,12 +543,22 @@ def _pad_batch(vals, dims, *, padding_config):
   return select_n(mask, values, padded), d
 
 
+def _pad_inverse(outs, ins, avals_in, *, padding_config):
+  """The operand is the output without its (non-negative) edges and interior padding."""
+  starts = tuple(lo for lo, _, _ in padding_config)
+  limits = tuple(n - hi for n, (_, hi, _) in zip(get_aval(outs[0]).shape, padding_config))
+  strides = tuple(i + 1 for _, _, i in padding_config)
+  return [_slice(outs[0], starts, limits, strides), ins[1]]
+
+
 pad_p = Primitive("pad")
 pad_p.def_abstract_eval(_pad_abstract_eval)
 dispatch.def_numpy_impl(pad_p, _pad_numpy)
 mlir.register_lowering(pad_p, _pad_lower)
 ad.deflinear(pad_p, _pad_transpose)
 batching.primitive_batchers[pad_p] = _pad_batch
+inv.definverse(pad_p, _pad_inverse, lambda known, eqn, facts: known == (False, True) and
+               all(lo >= 0 and hi >= 0 for lo, hi, _ in eqn.params["padding_config"]))
 
 
 # --- concatenate ---------------------------------------------------------------------------------
@@ -607,12 +636,25 @@ def _concatenate_batch(vals, dims, *, dimension):
   return concatenate(operands, dimension + (dimension >= d)), d
 
 
+def _concatenate_inverse(outs, ins, avals_in, *, dimension):
+  """Each operand is its slice of the output."""
+  out, pieces, start = outs[0], [], 0
+  shape = get_aval(out).shape
+  for aval in avals_in:
+    stop = start + aval.shape[dimension]
+    pieces.append(_slice(out, tuple(start if d == dimension else 0 for d in range(len(shape))),
+                         tuple(stop if d == dimension else n for d, n in enumerate(shape))))
+    start = stop
+  return pieces
+
+
 concatenate_p = Primitive("concatenate")
 concatenate_p.def_abstract_eval(_concatenate_abstract_eval)
 dispatch.def_numpy_impl(concatenate_p, _concatenate_numpy)
 mlir.register_lowering(concatenate_p, _concatenate_lower)
 ad.deflinear(concatenate_p, _concatenate_transpose)
 batching.primitive_batchers[concatenate_p] = _concatenate_batch
+inv.definverse(concatenate_p, _concatenate_inverse, inv.all_unknown_ok)
 
 
 # --- iota ----------------------------------------------------------------------------------------
@@ -674,3 +716,4 @@ dispatch.def_numpy_impl(iota_p, _iota_numpy)
 mlir.register_lowering(iota_p, _iota_lower)
 ad.not_differentiable(iota_p, "it has no operands (and integer-valued output)")
 batching.primitive_batchers[iota_p] = _iota_batch
+inv.not_invertible(iota_p, "it has no operands to rebuild")

@@ -22,6 +22,7 @@ from revax._src.core import dtypes
 from revax._src.core.avals import ShapedArray, get_aval
 from revax._src.core.trace import Primitive
 from revax._src.interpreters import ad, batching, dispatch, mlir
+from revax._src.interpreters import invertible as inv
 from revax._src.interpreters.ad import Zero, is_undefined_primal, tangent_aval
 from revax._src.lax import batch_util, binary, comparison, creation, shapes
 from revax._src.lax.conversion import convert_element_type
@@ -134,12 +135,31 @@ def _slice_batch(vals, dims, *, start_indices, limit_indices, strides):
   return slice_p.bind(x, start_indices=start, limit_indices=limit, strides=strides), d
 
 
+def _slice_region(eqn):
+  """The box of the operand that a unit-stride slice holds (None for strided slices)."""
+  p = eqn.params
+  if p["strides"] is not None and any(s != 1 for s in p["strides"]):
+    return None
+  return tuple(p["start_indices"]), tuple(p["limit_indices"])
+
+
+def _assemble_from_slices(aval, pieces):
+  """An operand from slices that cover it: each piece written in place into zeros."""
+  from revax._src.lax.creation import full
+  x = full(aval.shape, 0, aval.dtype)
+  for starts, piece in pieces:
+    x = dynamic_update_slice(x, piece, tuple(np.int32(s) for s in starts))
+  return x
+
+
 slice_p = Primitive("slice")
 slice_p.def_abstract_eval(_slice_abstract_eval)
 dispatch.def_numpy_impl(slice_p, _slice_numpy)
 mlir.register_lowering(slice_p, _slice_lower)
 ad.deflinear(slice_p, _slice_transpose)
 batching.primitive_batchers[slice_p] = _slice_batch
+inv.not_invertible(slice_p, "it keeps only part of its operand")
+inv.defpart(slice_p, _slice_region, _assemble_from_slices)  # several slices covering it do not
 
 
 # --- index normalization shared by dynamic_slice and dynamic_update_slice -----------------------
@@ -302,6 +322,7 @@ mlir.register_lowering(dynamic_slice_p, _dynamic_slice_lower)
 ad.primitive_jvps[dynamic_slice_p] = _dynamic_slice_jvp
 ad.primitive_transposes[dynamic_slice_p] = _dynamic_slice_transpose
 batching.primitive_batchers[dynamic_slice_p] = _dynamic_slice_batch
+inv.not_invertible(dynamic_slice_p, "it keeps only part of its operand")
 
 
 # --- dynamic_update_slice ------------------------------------------------------------------------
@@ -398,6 +419,12 @@ mlir.register_lowering(dynamic_update_slice_p, _dynamic_update_slice_lower)
 ad.primitive_jvps[dynamic_update_slice_p] = _dynamic_update_slice_jvp
 ad.primitive_transposes[dynamic_update_slice_p] = _dynamic_update_slice_transpose
 batching.axis_size_batchers[dynamic_update_slice_p] = _dynamic_update_slice_batch
+inv.definverse(  # the update is the slice of the output it was written to (the overwritten part
+    # of the operand is lost)
+    dynamic_update_slice_p,
+    lambda outs, ins, avals_in: [ins[0], dynamic_slice(outs[0], ins[2:], avals_in[1].shape),
+                                 *ins[2:]],
+    lambda known, eqn, facts: not known[1] and all(k for i, k in enumerate(known) if i != 1))
 
 
 # --- gather/scatter configuration ----------------------------------------------------------------
@@ -825,6 +852,7 @@ def gather_along_axis(x, idx, axis: int):
   return gather_p.bind(x, indices, dimension_numbers=dn, slice_sizes=(1,) * len(shape),
                        indices_are_sorted=False, unique_indices=False,
                        mode=GatherScatterMode.PROMISE_IN_BOUNDS, fill_value=None)
+inv.not_invertible(gather_p, "it keeps only the indexed part of its operand")
 
 
 # --- the scatter family: shared rules ------------------------------------------------------------
@@ -1150,6 +1178,7 @@ mlir.register_lowering(scatter_p, _scatter_lower_for(None))
 ad.primitive_jvps[scatter_p] = _scatter_jvp
 ad.primitive_transposes[scatter_p] = _scatter_transpose
 batching.axis_size_batchers[scatter_p] = _scatter_batch_for(scatter_p)
+inv.not_invertible(scatter_p, "many-to-one: the overwritten values are lost")
 
 
 # --- scatter-add ---------------------------------------------------------------------------------
@@ -1191,6 +1220,7 @@ mlir.register_lowering(scatter_add_p, _scatter_lower_for(binary.add_p))
 ad.primitive_jvps[scatter_add_p] = _scatter_add_jvp
 ad.primitive_transposes[scatter_add_p] = _scatter_add_transpose
 batching.axis_size_batchers[scatter_add_p] = _scatter_batch_for(scatter_add_p)
+inv.not_invertible(scatter_add_p, "many-to-one: the parts of a sum are lost")
 
 
 # --- scatter-mul ---------------------------------------------------------------------------------
@@ -1231,6 +1261,7 @@ mlir.register_lowering(scatter_mul_p, _scatter_lower_for(binary.mul_p))
 ad.primitive_jvps[scatter_mul_p] = _scatter_mul_jvp
 ad.primitive_transposes[scatter_mul_p] = _scatter_mul_transpose
 batching.axis_size_batchers[scatter_mul_p] = _scatter_batch_for(scatter_mul_p)
+inv.not_invertible(scatter_mul_p, "many-to-one: the factors of a product are lost")
 
 
 # --- scatter-min, scatter-max --------------------------------------------------------------------
@@ -1282,4 +1313,5 @@ dispatch.def_numpy_impl(scatter_max_p, _scatter_numpy_for(np.maximum.at))
 mlir.register_lowering(scatter_max_p, _scatter_lower_for(binary.max_p))
 ad.primitive_jvps[scatter_max_p] = _scatter_extremum_jvp_for(scatter_max_p)
 batching.axis_size_batchers[scatter_max_p] = _scatter_batch_for(scatter_max_p)
-
+inv.not_invertible(scatter_min_p, "many-to-one: the values above the minimum are lost")
+inv.not_invertible(scatter_max_p, "many-to-one: the values below the maximum are lost")

@@ -26,6 +26,7 @@ from revax._src.core import dtypes
 from revax._src.core.avals import ShapedArray, get_aval
 from revax._src.core.trace import Primitive
 from revax._src.interpreters import ad, batching, dispatch, mlir
+from revax._src.interpreters import invertible as inv
 from revax._src.lax import batch_util, binary, shapes, slicing
 from revax._src.lax.comparison import compare, compare_type
 from revax._src.lax.reductions import combiner_region
@@ -218,6 +219,7 @@ def sort_key_val(keys, values, dimension: int = -1, is_stable: bool = True):
   """Sort `keys` along `dimension` and permute `values` alike. Returns (sorted keys, values)."""
   k, v = sort((keys, values), dimension, is_stable, num_keys=1)
   return k, v
+inv.not_invertible(sort_p, "many-to-one: the order of the operand is lost")
 
 
 # --- top_k ---------------------------------------------------------------------------------------
@@ -315,6 +317,7 @@ dispatch.def_numpy_impl(top_k_p, _top_k_numpy)
 mlir.register_lowering(top_k_p, _top_k_lower)
 ad.primitive_jvps[top_k_p] = _top_k_jvp
 batching.primitive_batchers[top_k_p] = _top_k_batch
+inv.not_invertible(top_k_p, "many-to-one: the order and the other values are lost")
 
 
 # --- cumulative reductions: shared rules ---------------------------------------------------------
@@ -438,8 +441,23 @@ def _cumsum_transpose(ct, x, *, axis, reverse):
   return [cumsum(ct, axis, not reverse)]
 
 
+def _cumsum_inverse(y, *, axis, reverse):
+  """x from its running sum: the differences of neighbouring sums."""
+  from revax._src.lax.shapes import pad
+  n = get_aval(y).shape[axis]
+  if n == 0:
+    return y
+  zero = np.zeros((), get_aval(y).dtype)
+  config = [(0, 0, 0)] * get_aval(y).ndim
+  config[axis] = (0, -1, 0) if reverse else (-1, 0, 0)  # drop one end ...
+  shifted = [(0, 0, 0)] * get_aval(y).ndim
+  shifted[axis] = (0, 1, 0) if reverse else (1, 0, 0)  # ... and put a zero at the other
+  return binary.sub(y, pad(pad(y, zero, tuple(config)), zero, tuple(shifted)))
+
+
 cumsum_p = _cumulative("cumsum", np.cumsum, binary.add_p, lambda d: np.zeros((), d))
 ad.deflinear(cumsum_p, _cumsum_transpose)
+inv.definverse_unary(cumsum_p, _cumsum_inverse)
 
 
 # --- cumprod -------------------------------------------------------------------------------------
@@ -451,6 +469,7 @@ def cumprod(operand, axis: int = 0, reverse: bool = False):
 cumprod_p = _cumulative("cumprod", np.cumprod, binary.mul_p, lambda d: np.ones((), d))
 ad.primitive_jvps[cumprod_p] = _cumulative_jvp_by_scan(cumprod_p, binary.mul,
                                                        lambda d: np.ones((), d))
+inv.not_invertible(cumprod_p, "a zero in the running product hides the values after it")
 
 
 # --- cummax --------------------------------------------------------------------------------------
@@ -465,6 +484,7 @@ def _max_accumulate(x, axis, dtype):
 
 cummax_p = _cumulative("cummax", _max_accumulate, binary.max_p, _lowest)
 ad.primitive_jvps[cummax_p] = _cumulative_jvp_by_scan(cummax_p, binary.max, _lowest)
+inv.not_invertible(cummax_p, "many-to-one: values below the running maximum are lost")
 
 
 # --- cummin --------------------------------------------------------------------------------------
@@ -479,3 +499,4 @@ def _min_accumulate(x, axis, dtype):
 
 cummin_p = _cumulative("cummin", _min_accumulate, binary.min_p, _highest)
 ad.primitive_jvps[cummin_p] = _cumulative_jvp_by_scan(cummin_p, binary.min, _highest)
+inv.not_invertible(cummin_p, "many-to-one: values above the running minimum are lost")

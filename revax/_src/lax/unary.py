@@ -20,6 +20,7 @@ from revax._src.core import dtypes
 from revax._src.core.avals import ShapedArray, get_aval
 from revax._src.core.trace import Primitive
 from revax._src.interpreters import ad, batching, dispatch, mlir
+from revax._src.interpreters import invertible as inv
 from revax._src.lax import binary
 from revax._src.lax.binary import add, div, mul, sub
 from revax._src.lax.comparison import eq, ge, lt, select_n
@@ -91,6 +92,7 @@ def _neg_transpose(ct, x):
 
 neg_p = unop("neg", "num", np.negative, "stablehlo.negate")
 ad.deflinear(neg_p, _neg_transpose)
+inv.definverse_unary(neg_p, neg)
 
 
 # --- sign ----------------------------------------------------------------------------------------
@@ -119,6 +121,7 @@ def _sign_lower(ctx, x):
 sign_p = unop("sign", "num", _sign_numpy, None)
 mlir.register_lowering(sign_p, _sign_lower)
 ad.zero_output_jvp(sign_p, "piecewise constant")
+inv.not_invertible(sign_p, "many-to-one: it keeps only the sign")
 
 
 # --- floor ---------------------------------------------------------------------------------------
@@ -129,6 +132,7 @@ def floor(x):
 
 floor_p = unop("floor", "float", np.floor, "stablehlo.floor")
 ad.zero_output_jvp(floor_p, "piecewise constant")
+inv.not_invertible(floor_p, "many-to-one: it rounds")
 
 
 # --- ceil ----------------------------------------------------------------------------------------
@@ -139,6 +143,7 @@ def ceil(x):
 
 ceil_p = unop("ceil", "float", np.ceil, "stablehlo.ceil")
 ad.zero_output_jvp(ceil_p, "piecewise constant")
+inv.not_invertible(ceil_p, "many-to-one: it rounds")
 
 
 # --- round ---------------------------------------------------------------------------------------
@@ -181,6 +186,7 @@ def _round_lower(ctx, x, *, rounding_method):
 round_p = unop("round", "float", _quiet(_round_numpy), None)
 mlir.register_lowering(round_p, _round_lower)
 ad.zero_output_jvp(round_p, "piecewise constant")
+inv.not_invertible(round_p, "many-to-one: it rounds")
 
 
 # --- is_finite -----------------------------------------------------------------------------------
@@ -192,6 +198,7 @@ def is_finite(x):
 is_finite_p = unop("is_finite", "float", np.isfinite, "stablehlo.is_finite",
                    result_dtype=lambda d: dtypes.bool_)
 ad.zero_output_jvp(is_finite_p, "bool output")
+inv.not_invertible(is_finite_p, "many-to-one: a bool of each value")
 
 
 # --- exp -----------------------------------------------------------------------------------------
@@ -206,6 +213,7 @@ def _exp_jvp(t, out, x):
 
 exp_p = unop("exp", "inexact", _quiet(np.exp), "stablehlo.exponential")
 ad.defjvp_from_output(exp_p, _exp_jvp)
+inv.definverse_unary(exp_p, lambda y: log(y))
 
 
 # --- exp2 ----------------------------------------------------------------------------------------
@@ -233,6 +241,7 @@ def _exp2_jvp(t, out, x):
 exp2_p = unop("exp2", "inexact", _quiet(np.exp2), None)
 mlir.register_lowering(exp2_p, _exp2_lower)
 ad.defjvp_from_output(exp2_p, _exp2_jvp)
+inv.definverse_unary(exp2_p, lambda y: div(log(y), full_like(y, math.log(2.0))))
 
 
 # --- log -----------------------------------------------------------------------------------------
@@ -247,6 +256,7 @@ def _log_jvp(t, x):
 
 log_p = unop("log", "inexact", _quiet(np.log), "stablehlo.log")
 ad.defjvp(log_p, _log_jvp)
+inv.definverse_unary(log_p, lambda y: exp(y))
 
 
 # --- log1p ---------------------------------------------------------------------------------------
@@ -261,6 +271,7 @@ def _log1p_jvp(t, x):
 
 log1p_p = unop("log1p", "inexact", _quiet(np.log1p), "stablehlo.log_plus_one")
 ad.defjvp(log1p_p, _log1p_jvp)
+inv.definverse_unary(log1p_p, lambda y: expm1(y))
 
 
 # --- expm1 ---------------------------------------------------------------------------------------
@@ -275,6 +286,7 @@ def _expm1_jvp(t, out, x):
 
 expm1_p = unop("expm1", "inexact", _quiet(np.expm1), "stablehlo.exponential_minus_one")
 ad.defjvp_from_output(expm1_p, _expm1_jvp)
+inv.definverse_unary(expm1_p, lambda y: log1p(y))
 
 
 # --- tanh ----------------------------------------------------------------------------------------
@@ -289,6 +301,7 @@ def _tanh_jvp(t, out, x):
 
 tanh_p = unop("tanh", "inexact", _quiet(np.tanh), "stablehlo.tanh")
 ad.defjvp_from_output(tanh_p, _tanh_jvp)
+inv.definverse_unary(tanh_p, lambda y: atanh(y))
 
 
 # --- logistic ------------------------------------------------------------------------------------
@@ -310,6 +323,7 @@ def _logistic_jvp(t, out, x):
 
 logistic_p = unop("logistic", "inexact", _quiet(_logistic_numpy), "stablehlo.logistic")
 ad.defjvp_from_output(logistic_p, _logistic_jvp)
+inv.definverse_unary(logistic_p, lambda y: sub(log(y), log1p(neg(y))))  # logit
 
 
 # --- sin -----------------------------------------------------------------------------------------
@@ -324,6 +338,7 @@ def _sin_jvp(t, x):
 
 sin_p = unop("sin", "inexact", _quiet(np.sin), "stablehlo.sine")
 ad.defjvp(sin_p, _sin_jvp)
+inv.not_invertible(sin_p, "many-to-one: periodic")
 
 
 # --- cos -----------------------------------------------------------------------------------------
@@ -338,6 +353,7 @@ def _cos_jvp(t, x):
 
 cos_p = unop("cos", "inexact", _quiet(np.cos), "stablehlo.cosine")
 ad.defjvp(cos_p, _cos_jvp)
+inv.not_invertible(cos_p, "many-to-one: periodic and even")
 
 
 # --- tan -----------------------------------------------------------------------------------------
@@ -352,6 +368,7 @@ def _tan_jvp(t, out, x):
 
 tan_p = unop("tan", "inexact", _quiet(np.tan), "stablehlo.tan")
 ad.defjvp_from_output(tan_p, _tan_jvp)
+inv.not_invertible(tan_p, "many-to-one: periodic")
 
 
 # --- asin ----------------------------------------------------------------------------------------
@@ -366,6 +383,7 @@ def _asin_jvp(t, x):
 
 asin_p = unop("asin", "inexact", _quiet(np.arcsin), "chlo.asin")
 ad.defjvp(asin_p, _asin_jvp)
+inv.definverse_unary(asin_p, lambda y: sin(y))
 
 
 # --- acos ----------------------------------------------------------------------------------------
@@ -380,6 +398,7 @@ def _acos_jvp(t, x):
 
 acos_p = unop("acos", "inexact", _quiet(np.arccos), "chlo.acos")
 ad.defjvp(acos_p, _acos_jvp)
+inv.definverse_unary(acos_p, lambda y: cos(y))
 
 
 # --- atan ----------------------------------------------------------------------------------------
@@ -394,6 +413,7 @@ def _atan_jvp(t, x):
 
 atan_p = unop("atan", "inexact", _quiet(np.arctan), "chlo.atan")
 ad.defjvp(atan_p, _atan_jvp)
+inv.definverse_unary(atan_p, lambda y: tan(y))
 
 
 # --- sinh ----------------------------------------------------------------------------------------
@@ -408,6 +428,7 @@ def _sinh_jvp(t, x):
 
 sinh_p = unop("sinh", "inexact", _quiet(np.sinh), "chlo.sinh")
 ad.defjvp(sinh_p, _sinh_jvp)
+inv.definverse_unary(sinh_p, lambda y: asinh(y))
 
 
 # --- cosh ----------------------------------------------------------------------------------------
@@ -422,6 +443,7 @@ def _cosh_jvp(t, x):
 
 cosh_p = unop("cosh", "inexact", _quiet(np.cosh), "chlo.cosh")
 ad.defjvp(cosh_p, _cosh_jvp)
+inv.not_invertible(cosh_p, "many-to-one: even")
 
 
 # --- asinh ---------------------------------------------------------------------------------------
@@ -436,6 +458,7 @@ def _asinh_jvp(t, x):
 
 asinh_p = unop("asinh", "inexact", _quiet(np.arcsinh), "chlo.asinh")
 ad.defjvp(asinh_p, _asinh_jvp)
+inv.definverse_unary(asinh_p, lambda y: sinh(y))
 
 
 # --- acosh ---------------------------------------------------------------------------------------
@@ -452,6 +475,7 @@ def _acosh_jvp(t, x):
 
 acosh_p = unop("acosh", "inexact", _quiet(np.arccosh), "chlo.acosh")
 ad.defjvp(acosh_p, _acosh_jvp)
+inv.definverse_unary(acosh_p, lambda y: cosh(y))
 
 
 # --- atanh ---------------------------------------------------------------------------------------
@@ -466,6 +490,7 @@ def _atanh_jvp(t, x):
 
 atanh_p = unop("atanh", "inexact", _quiet(np.arctanh), "chlo.atanh")
 ad.defjvp(atanh_p, _atanh_jvp)
+inv.definverse_unary(atanh_p, lambda y: tanh(y))
 
 
 # --- sqrt ----------------------------------------------------------------------------------------
@@ -480,6 +505,7 @@ def _sqrt_jvp(t, out, x):
 
 sqrt_p = unop("sqrt", "inexact", _quiet(np.sqrt), "stablehlo.sqrt")
 ad.defjvp_from_output(sqrt_p, _sqrt_jvp)
+inv.definverse_unary(sqrt_p, lambda y: mul(y, y))
 
 
 # --- rsqrt ---------------------------------------------------------------------------------------
@@ -498,6 +524,7 @@ def _rsqrt_jvp(t, out, x):
 
 rsqrt_p = unop("rsqrt", "inexact", _quiet(_rsqrt_numpy), "stablehlo.rsqrt")
 ad.defjvp_from_output(rsqrt_p, _rsqrt_jvp)
+inv.definverse_unary(rsqrt_p, lambda y: div(full_like(y, 1), mul(y, y)))
 
 
 # --- cbrt ----------------------------------------------------------------------------------------
@@ -512,6 +539,7 @@ def _cbrt_jvp(t, out, x):
 
 cbrt_p = unop("cbrt", "float", np.cbrt, "stablehlo.cbrt")
 ad.defjvp_from_output(cbrt_p, _cbrt_jvp)
+inv.definverse_unary(cbrt_p, lambda y: mul(mul(y, y), y))
 
 
 # --- abs -----------------------------------------------------------------------------------------
@@ -547,6 +575,7 @@ dispatch.def_numpy_impl(abs_p, np.abs)
 mlir.register_lowering(abs_p, hlo_lowering("stablehlo.abs"))
 ad.defjvp_from_output(abs_p, _abs_jvp)
 batching.defvectorized(abs_p)
+inv.not_invertible(abs_p, "many-to-one: x and -x have the same magnitude")
 
 
 # --- not -----------------------------------------------------------------------------------------
@@ -557,6 +586,7 @@ def bitwise_not(x):
 
 not_p = unop("not", "intbool", np.invert, "stablehlo.not")
 ad.not_differentiable(not_p, "integer or bool operand")
+inv.definverse_unary(not_p, bitwise_not)
 
 
 # --- erf -----------------------------------------------------------------------------------------
@@ -571,6 +601,7 @@ def _erf_jvp(t, x):
 
 erf_p = unop("erf", "float", _in_float64(_scalar_fn(math.erf, math.nan)), "chlo.erf")
 ad.defjvp(erf_p, _erf_jvp)
+inv.definverse_unary(erf_p, lambda y: erf_inv(y))
 
 
 # --- erfc ----------------------------------------------------------------------------------------
@@ -585,6 +616,7 @@ def _erfc_jvp(t, x):
 
 erfc_p = unop("erfc", "float", _in_float64(_scalar_fn(math.erfc, math.nan)), "chlo.erfc")
 ad.defjvp(erfc_p, _erfc_jvp)
+inv.definverse_unary(erfc_p, lambda y: erf_inv(sub(full_like(y, 1), y)))
 
 
 # --- erf_inv -------------------------------------------------------------------------------------
@@ -622,6 +654,7 @@ def _erf_inv_jvp(t, out, x):
 
 erf_inv_p = unop("erf_inv", "float", _in_float64(_erf_inv_f64), "chlo.erf_inv")
 ad.defjvp_from_output(erf_inv_p, _erf_inv_jvp)
+inv.definverse_unary(erf_inv_p, lambda y: erf(y))
 
 
 # --- lgamma --------------------------------------------------------------------------------------
@@ -636,6 +669,7 @@ def _lgamma_jvp(t, x):
 
 lgamma_p = unop("lgamma", "float", _in_float64(_scalar_fn(math.lgamma, math.inf)), "chlo.lgamma")
 ad.defjvp(lgamma_p, _lgamma_jvp)
+inv.not_invertible(lgamma_p, "many-to-one: not monotonic")
 
 
 # --- digamma -------------------------------------------------------------------------------------
@@ -702,6 +736,7 @@ def _digamma_jvp(t, x):
 
 digamma_p = unop("digamma", "float", _in_float64(_digamma_f64), "chlo.digamma")
 ad.defjvp(digamma_p, _digamma_jvp)
+inv.not_invertible(digamma_p, "many-to-one: not monotonic")
 
 
 # --- integer_pow ---------------------------------------------------------------------------------
@@ -771,12 +806,21 @@ def _integer_pow_jvp(t, x, *, y):
   return mul(t, mul(y, integer_pow(x, y - 1)))
 
 
+def _integer_pow_inverse(out, *, y):
+  """x from x**y for odd y: sign(out) * |out|**(1/y)."""
+  root = binary.pow(abs(out), full_like(out, 1.0 / y))
+  return select_n(lt(out, full_like(out, 0)), root, neg(root))
+
+
 integer_pow_p = Primitive("integer_pow")
 integer_pow_p.def_abstract_eval(_integer_pow_abstract_eval)
 dispatch.def_numpy_impl(integer_pow_p, _integer_pow_numpy)
 mlir.register_lowering(integer_pow_p, _integer_pow_lower)
 ad.defjvp(integer_pow_p, _integer_pow_jvp)
 batching.defvectorized(integer_pow_p)
+inv.definverse_unary(integer_pow_p, _integer_pow_inverse,
+                     solves=lambda known, eqn, facts: eqn.params["y"] % 2 == 1
+                     and dtypes.is_inexact(eqn.outvars[0].aval.dtype))
 
 
 # --- square --------------------------------------------------------------------------------------
@@ -798,6 +842,8 @@ def _square_jvp(t, x):
 square_p = unop("square", "num", _quiet(np.square), None)
 mlir.register_lowering(square_p, _square_lower)
 ad.defjvp(square_p, _square_jvp)
+inv.definverse_unary(square_p, lambda y: sqrt(y),  # only where x >= 0 is known
+                     solves=lambda known, eqn, facts: facts.nonnegative(eqn.invars[0]))
 
 
 # --- real ----------------------------------------------------------------------------------------
@@ -823,6 +869,7 @@ dispatch.def_numpy_impl(real_p, np.real)
 mlir.register_lowering(real_p, hlo_lowering("stablehlo.real"))
 ad.deflinear(real_p, _real_transpose)
 batching.defvectorized(real_p)
+inv.not_invertible(real_p, "many-to-one: the imaginary part is lost")
 
 
 # --- imag ----------------------------------------------------------------------------------------
@@ -841,6 +888,7 @@ dispatch.def_numpy_impl(imag_p, np.imag)
 mlir.register_lowering(imag_p, hlo_lowering("stablehlo.imag"))
 ad.deflinear(imag_p, _imag_transpose)
 batching.defvectorized(imag_p)
+inv.not_invertible(imag_p, "many-to-one: the real part is lost")
 
 
 # --- conj ----------------------------------------------------------------------------------------
@@ -887,4 +935,5 @@ dispatch.def_numpy_impl(conj_p, _conj_numpy)
 mlir.register_lowering(conj_p, _conj_lower)
 ad.deflinear(conj_p, _conj_transpose)
 batching.defvectorized(conj_p)
-
+inv.definverse_unary(conj_p, lambda y, input_dtype: conj(y) if dtypes.is_complex(input_dtype)
+                     else real(y))
