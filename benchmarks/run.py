@@ -147,7 +147,7 @@ def jitted_add_us(lib, calls: int) -> float:
 
 # Topic benchmarks: modules benchmarks/bench_<topic>.py exposing rows(quick) -> list of
 # (label, unit, revax value, jax value, target ratio or None).
-TOPICS = ["dot", "windowed", "control_flow", "conv", "checkpoint", "invertible"]
+TOPICS = ["dot", "windowed", "control_flow", "conv", "random", "checkpoint", "invertible"]
 
 
 def topic_rows(quick: bool) -> list:
@@ -216,7 +216,9 @@ def report(rows, args):
 
 
 def fmt(v, unit):
-  return f"{v * 1e3:.1f} ms" if unit == "s" else f"{v:.1f} us"
+  if unit == "s":
+    return f"{v * 1e3:.1f} ms"
+  return f"{v:.1f} us" if unit == "us" else f"{v:.3g} {unit}"
 
 
 if __name__ == "__main__":
