@@ -174,19 +174,29 @@ class _Facts:
     return atom in self._nonneg
 
 
-@staging.memoize_on_jaxpr
-def reconstruction_plan(closed: ClosedJaxpr) -> Plan:
+def reconstruction_plan(closed: ClosedJaxpr, given=None) -> Plan:
   """Which inputs to store, and how to rebuild everything else from the outputs.
 
-  An input is stored if it cannot be rebuilt even when every other input is known (a
-  parameter: weights feed no invertible step), then, while some input is still unknown with
-  those stored, the first such input (inputs that only together could be rebuilt, e.g. both
-  operands of one add). Everything else is rebuilt."""
+  `given` (one bool per input; default none) marks inputs known from the start (a loop body's
+  constants and scanned slices); they are never stored. Of the others, an input is stored if it
+  cannot be rebuilt even when every other input is known (a parameter: weights feed no
+  invertible step), then, while some input is still unknown with those stored, the first such
+  input (inputs that only together could be rebuilt, e.g. both operands of one add). Everything
+  else is rebuilt."""
+  given = tuple(given) if given is not None else (False,) * len(closed.jaxpr.invars)
+  return _reconstruction_plan(closed, given)
+
+
+@staging.memoize_on_jaxpr
+def _reconstruction_plan(closed: ClosedJaxpr, given: tuple) -> Plan:
   jaxpr = closed.jaxpr
   graph = _Graph(jaxpr)
   base = set(jaxpr.constvars) | {v for v in jaxpr.outvars if type(v) is Var}
+  base |= {v for v, g in zip(jaxpr.invars, given, strict=True) if g}
   stored, blocked = [], {}
   for i, v in enumerate(jaxpr.invars):
+    if given[i]:
+      continue
     others = base | {u for u in jaxpr.invars if u is not v}
     known, _ = graph.close(others)
     if v not in known:
@@ -319,7 +329,7 @@ class _Values:
   """Known values of a jaxpr during the backward walk; `get` rebuilds a value on demand by
   following the plan's steps (iteratively: a deep network's chains are long)."""
 
-  def __init__(self, closed: ClosedJaxpr, plan: Plan, outs, saved):
+  def __init__(self, closed: ClosedJaxpr, plan: Plan, outs, saved, given=None):
     jaxpr = closed.jaxpr
     self.plan = plan
     self.env = dict(zip(jaxpr.constvars, closed.consts, strict=True))
@@ -327,6 +337,8 @@ class _Values:
       if type(v) is Var:
         self.env.setdefault(v, x)
     for i, x in zip(plan.saved, saved, strict=True):
+      self.env[jaxpr.invars[i]] = x
+    for i, x in (given or {}).items():  # inputs known from the start (see reconstruction_plan)
       self.env[jaxpr.invars[i]] = x
 
   def get(self, atom):
@@ -404,11 +416,19 @@ def _eqn_vjp(eqn, ins, cts_out, active):
   return result
 
 
-def backward_walk(closed: ClosedJaxpr, plan: Plan, nonzeros, outs, saved, cts):
+# primitive -> rule(eqn, ins, outs, cts_out, active) -> input cotangents: VJPs that rebuild as
+# they go (a scan of invertible steps walks back step by step instead of storing each step)
+structured_vjps: dict = {}
+
+
+def backward_walk(closed: ClosedJaxpr, plan: Plan, nonzeros, outs, saved, cts,
+                  given=None, return_inputs: bool = False):
   """Cotangents of the inputs marked in `nonzeros`, from the outputs' cotangents: equations from
-  last to first, each one's inputs rebuilt on demand, its VJP taken, its outputs dropped."""
+  last to first, each one's inputs rebuilt on demand, its VJP taken, its outputs dropped.
+  `given` maps input indices to values known from the start. With `return_inputs`, also the
+  rebuilt values of all inputs: (cotangents, inputs)."""
   jaxpr = closed.jaxpr
-  values = _Values(closed, plan, outs, saved)
+  values = _Values(closed, plan, outs, saved, given)
   active = {v for v, nz in zip(jaxpr.invars, nonzeros, strict=True) if nz}
   for eqn in jaxpr.eqns:
     if any(type(a) is Var and a in active for a in eqn.invars):
@@ -430,17 +450,29 @@ def backward_walk(closed: ClosedJaxpr, plan: Plan, nonzeros, outs, saved, cts):
                  for c, v in zip(cts_out, eqn.outvars, strict=True)]
       ins = [values.get(a) for a in eqn.invars]
       in_active = [type(a) is Var and a in active for a in eqn.invars]
+      rule = structured_vjps.get(eqn.primitive)
       if eqn.primitive is custom_ivjp_call_p:  # the block's own ivjp gives its cotangents
-        outs_now = [values.get(v) for v in eqn.outvars]
-        cts_in = _ivjp_cotangents(eqn, ins, outs_now, cts_out, in_active)
+        cts_in = _ivjp_cotangents(eqn, ins, [values.get(v) for v in eqn.outvars], cts_out,
+                                  in_active)
+      elif rule is not None:
+        cts_in = rule(eqn, ins, [values.get(v) for v in eqn.outvars], cts_out, in_active)
       else:
         cts_in = _eqn_vjp(eqn, ins, cts_out, in_active)
       for a, c in zip(eqn.invars, cts_in, strict=True):
         write(a, c)
     values.forget(eqn, keep)
   zero = lambda v: ad.Zero(ad.tangent_aval(v.aval))
-  return [ct_env[v] if v in ct_env else zero(v)
-          for v, nz in zip(jaxpr.invars, nonzeros, strict=True) if nz]
+  cts_in = [ct_env[v] if v in ct_env else zero(v)
+            for v, nz in zip(jaxpr.invars, nonzeros, strict=True) if nz]
+  if return_inputs:
+    return cts_in, [values.get(v) for v in jaxpr.invars]
+  return cts_in
+
+
+def rebuild_inputs(closed: ClosedJaxpr, plan: Plan, outs, saved, given=None):
+  """The inputs of `closed` rebuilt from its outputs, stored inputs and given inputs."""
+  values = _Values(closed, plan, outs, saved, given)
+  return [values.get(v) for v in closed.jaxpr.invars]
 
 
 def _differentiable(v) -> bool:
