@@ -398,7 +398,7 @@ def _step_inputs(step):
   return [e.outvars[0] for e in what]
 
 
-def _eqn_vjp(eqn, ins, cts_out, active):
+def eqn_vjp(eqn, ins, cts_out, active):
   """Cotangents of one equation's active inputs at inputs `ins` (None for the inactive ones)."""
   positions = [i for i, a in enumerate(active) if a]
 
@@ -457,7 +457,7 @@ def backward_walk(closed: ClosedJaxpr, plan: Plan, nonzeros, outs, saved, cts,
       elif rule is not None:
         cts_in = rule(eqn, ins, [values.get(v) for v in eqn.outvars], cts_out, in_active)
       else:
-        cts_in = _eqn_vjp(eqn, ins, cts_out, in_active)
+        cts_in = eqn_vjp(eqn, ins, cts_out, in_active)
       for a, c in zip(eqn.invars, cts_in, strict=True):
         write(a, c)
     values.forget(eqn, keep)

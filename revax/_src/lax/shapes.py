@@ -135,7 +135,7 @@ def _broadcast_in_dim_batch(vals, dims, *, shape, broadcast_dimensions):
 def _broadcast_in_dim_inverse(outs, ins, avals_in, *, shape, broadcast_dimensions):
   """The operand from one copy: index 0 along every dim it was broadcast along."""
   aval = avals_in[0]
-  limits = [1] * len(shape)
+  limits = [min(1, n) for n in shape]
   for i, d in enumerate(broadcast_dimensions):
     limits[d] = aval.shape[i]
   return [reshape(_slice(outs[0], (0,) * len(shape), tuple(limits)), aval.shape)]
@@ -147,7 +147,9 @@ dispatch.def_numpy_impl(broadcast_in_dim_p, _broadcast_in_dim_numpy)
 mlir.register_lowering(broadcast_in_dim_p, _broadcast_in_dim_lower)
 ad.deflinear(broadcast_in_dim_p, _broadcast_in_dim_transpose)
 batching.primitive_batchers[broadcast_in_dim_p] = _broadcast_in_dim_batch
-inv.definverse(broadcast_in_dim_p, _broadcast_in_dim_inverse, inv.all_unknown_ok)
+inv.definverse(broadcast_in_dim_p, _broadcast_in_dim_inverse,  # (an empty result holds no copy)
+               lambda known, eqn, facts: eqn.outvars[0].aval.size > 0
+               or eqn.invars[0].aval.size == 0)
 
 
 # --- broadcast, broadcast_to_rank (wrappers: bind broadcast_in_dim) -------------------------------

@@ -442,17 +442,11 @@ def _cumsum_transpose(ct, x, *, axis, reverse):
 
 
 def _cumsum_inverse(y, *, axis, reverse):
-  """x from its running sum: the differences of neighbouring sums."""
+  """x from its running sum: each sum minus the one before it (a zero before the first)."""
   from revax._src.lax.shapes import pad
-  n = get_aval(y).shape[axis]
-  if n == 0:
-    return y
-  zero = np.zeros((), get_aval(y).dtype)
   config = [(0, 0, 0)] * get_aval(y).ndim
-  config[axis] = (0, -1, 0) if reverse else (-1, 0, 0)  # drop one end ...
-  shifted = [(0, 0, 0)] * get_aval(y).ndim
-  shifted[axis] = (0, 1, 0) if reverse else (1, 0, 0)  # ... and put a zero at the other
-  return binary.sub(y, pad(pad(y, zero, tuple(config)), zero, tuple(shifted)))
+  config[axis] = (-1, 1, 0) if reverse else (1, -1, 0)  # shift by one, a zero coming in
+  return binary.sub(y, pad(y, np.zeros((), get_aval(y).dtype), tuple(config)))
 
 
 cumsum_p = _cumulative("cumsum", np.cumsum, binary.add_p, lambda d: np.zeros((), d))

@@ -41,6 +41,7 @@ from revax._src.core.eval import eval_jaxpr
 from revax._src.core.jaxpr import ClosedJaxpr
 from revax._src.core.trace import Primitive, Tracer
 from revax._src.interpreters import ad, batching, dispatch, mlir, staging
+from revax._src.interpreters import invertible as inv
 from revax._src.lax import batch_util, binary, shapes, slicing
 from revax._src.lax.comparison import compare, ge_p, le_p
 from revax._src.lax.reductions import _max_identity, _min_identity, combiner_region
@@ -349,6 +350,7 @@ reduce_window_sum_p = _monoid_window_primitive(_WindowMonoid(
     "reduce_window_sum", _number_dtype("reduce_window_sum"), lambda d: np.zeros((), d), np.add,
     lambda d: binary.add_p))
 ad.deflinear(reduce_window_sum_p, _reduce_window_sum_transpose)
+inv.not_invertible(reduce_window_sum_p, "many-to-one: a windowed sum")
 
 
 # --- reduce_window_max ---------------------------------------------------------------------------
@@ -364,6 +366,7 @@ reduce_window_max_p = _monoid_window_primitive(_WindowMonoid(
     "reduce_window_max", _any_dtype, _max_identity, np.maximum,
     lambda d: binary.or_p if dtypes.is_bool(d) else binary.max_p, "GT"))
 ad.defjvp(reduce_window_max_p, _select_jvp(ge_p))
+inv.not_invertible(reduce_window_max_p, "many-to-one: a windowed maximum")
 
 
 # --- reduce_window_min ---------------------------------------------------------------------------
@@ -371,6 +374,7 @@ reduce_window_min_p = _monoid_window_primitive(_WindowMonoid(
     "reduce_window_min", _any_dtype, _min_identity, np.minimum,
     lambda d: binary.and_p if dtypes.is_bool(d) else binary.min_p, "LT"))
 ad.defjvp(reduce_window_min_p, _select_jvp(le_p))
+inv.not_invertible(reduce_window_min_p, "many-to-one: a windowed minimum")
 
 
 # --- reduce_window (the wrapper; the generic primitive) ------------------------------------------
@@ -676,6 +680,7 @@ mlir.register_lowering(reduce_window_p, _reduce_window_lower)
 ad.primitive_jvps[reduce_window_p] = _reduce_window_jvp
 ad.primitive_transposes[reduce_window_p] = _reduce_window_transpose
 batching.axis_size_batchers[reduce_window_p] = _reduce_window_batch
+inv.not_invertible(reduce_window_p, "many-to-one: a windowed reduction")
 
 
 # --- select_and_gather_add -----------------------------------------------------------------------
@@ -823,6 +828,7 @@ mlir.register_lowering(select_and_gather_add_p, _select_and_gather_add_lower)
 ad.defjvp(select_and_gather_add_p, _select_and_gather_add_jvp, None)
 ad.primitive_transposes[select_and_gather_add_p] = _select_and_gather_add_transpose
 batching.axis_size_batchers[select_and_gather_add_p] = _select_and_gather_add_batch
+inv.not_invertible(select_and_gather_add_p, "many-to-one: it keeps one value per window")
 
 
 # --- select_and_scatter_add ----------------------------------------------------------------------
@@ -1001,3 +1007,4 @@ mlir.register_lowering(select_and_scatter_add_p, _select_and_scatter_add_lower)
 ad.defjvp(select_and_scatter_add_p, _select_and_scatter_add_jvp, None)
 ad.primitive_transposes[select_and_scatter_add_p] = _select_and_scatter_add_transpose
 batching.axis_size_batchers[select_and_scatter_add_p] = _select_and_scatter_add_batch
+inv.not_invertible(select_and_scatter_add_p, "many-to-one: overlapping windows add up")

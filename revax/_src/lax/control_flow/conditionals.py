@@ -25,6 +25,7 @@ from revax._src.core.eval import eval_jaxpr
 from revax._src.core.jaxpr import ClosedJaxpr, Jaxpr, Var
 from revax._src.core.trace import Primitive, set_current_trace
 from revax._src.interpreters import ad, batching, dispatch, mlir, partial_eval, staging
+from revax._src.interpreters import invertible as inv
 from revax._src.lax import batch_util, comparison, shapes
 from revax._src.lax.control_flow import common
 from revax._src.lax.conversion import convert_element_type
@@ -353,3 +354,4 @@ ad.primitive_transposes[cond_p] = _cond_transpose
 batching.axis_size_batchers[cond_p] = _cond_batch
 staging.dce_rules[cond_p] = _cond_dce
 mlir.register_lowering(cond_p, _cond_lower)
+inv.not_invertible(cond_p, "which branch ran is not known from its outputs")

@@ -32,6 +32,7 @@ from revax._src.core.eval import eval_jaxpr
 from revax._src.core.jaxpr import ClosedJaxpr, Jaxpr, Var
 from revax._src.core.trace import Primitive, Tracer, set_current_trace
 from revax._src.interpreters import ad, batching, dispatch, mlir, partial_eval, staging
+from revax._src.interpreters import invertible as inv
 from revax._src.lax import batch_util, binary, comparison, creation, reductions, shapes, slicing
 from revax._src.lax.control_flow import common
 from revax._src.lax.control_flow.conditionals import lower_closed_inline
@@ -286,6 +287,7 @@ while_p.def_abstract_eval(_while_abstract_eval)
 dispatch.custom_impls[while_p] = _while_impl
 ad.primitive_jvps[while_p] = _while_jvp
 partial_eval.partial_eval_rules[while_p] = _while_partial_eval
+inv.not_invertible(while_p, "its trip count depends on the values it would rebuild")
 ad.primitive_transposes[while_p] = _while_transpose
 batching.axis_size_batchers[while_p] = _while_batch
 mlir.register_lowering(while_p, _while_lower)
@@ -801,6 +803,83 @@ def _scan_loop(*args, reverse, length, jaxpr, num_consts, num_carry, unroll):
   return carry + ys
 
 
+# --- scan under invertible reverse mode: a loop of invertible steps walks back step by step ---
+@staging.memoize_on_jaxpr
+def _invertible_body_plan(body: ClosedJaxpr, num_consts: int, num_carry: int):
+  """The reconstruction plan of a scan body that rebuilds its carry from its outputs, given its
+  constants and scanned slices; None if some carry would have to be stored."""
+  n = len(body.in_avals)
+  given = tuple(not (num_consts <= i < num_consts + num_carry) for i in range(n))
+  plan = inv.reconstruction_plan(body, given)
+  return None if plan.saved else plan
+
+
+def _scan_inverse_solves(known, eqn, facts) -> bool:
+  p = eqn.params
+  nc, ncar = p["num_consts"], p["num_carry"]
+  return (all(known[:nc]) and all(known[nc + ncar:])
+          and _invertible_body_plan(p["jaxpr"], nc, ncar) is not None)
+
+
+def _scan_inverse(outs, ins, avals_in, *, reverse, length, jaxpr, num_consts, num_carry,
+                  unroll):
+  """The initial carry from the final one: the inverted body, scanned the other way."""
+  plan = _invertible_body_plan(jaxpr, num_consts, num_carry)
+  consts, xs = ins[:num_consts], ins[num_consts + num_carry:]
+  carry_out, ys = outs[:num_carry], outs[num_carry:]
+
+  def step(carry, slices):
+    x_t, y_t = slices
+    given = {**dict(enumerate(consts)),
+             **{num_consts + num_carry + k: x for k, x in enumerate(x_t)}}
+    rebuilt = inv.rebuild_inputs(jaxpr, plan, list(carry) + list(y_t), [], given)
+    return rebuilt[num_consts:num_consts + num_carry], None
+
+  init, _ = scan(step, list(carry_out), (list(xs), list(ys)), length=length,
+                 reverse=not reverse)
+  return list(consts) + list(init) + list(xs)
+
+
+def _scan_walking_vjp(eqn, ins, outs, cts_out, active):
+  """Cotangents of a scan whose body can rebuild its carry: a scan the other way that rebuilds
+  each step's carry from the next one and takes that step's VJP, storing nothing per step."""
+  p = eqn.params
+  nc, ncar, body = p["num_consts"], p["num_carry"], p["jaxpr"]
+  plan = _invertible_body_plan(body, nc, ncar)
+  if plan is None:
+    return inv.eqn_vjp(eqn, ins, cts_out, active)
+  consts, xs = ins[:nc], ins[nc + ncar:]
+  carry_out, ys = outs[:ncar], outs[ncar:]
+  ct_carry, ct_ys = cts_out[:ncar], cts_out[ncar:]
+  body_avals = body.in_avals
+  nonzeros = tuple(dtypes.is_inexact(a.dtype) and (nc <= i < nc + ncar or active[i])
+                   for i, a in enumerate(body_avals))
+  zeros = lambda avals: [ad.instantiate_zeros(ad.Zero(ad.tangent_aval(a))) for a in avals]
+
+  def step(carry, slices):
+    values, cts_c, ct_consts = carry
+    x_t, y_t, ct_y = slices
+    given = {**dict(enumerate(consts)), **{nc + ncar + k: x for k, x in enumerate(x_t)}}
+    cts_in, rebuilt = inv.backward_walk(body, plan, nonzeros, list(values) + list(y_t), [],
+                                        list(cts_c) + list(ct_y), given, return_inputs=True)
+    cts_all = iter(cts_in)
+    full = [ad.instantiate_zeros(next(cts_all)) if nz else None for nz in nonzeros]
+    ct_consts = [c if f is None else binary.add(c, f) for c, f in zip(ct_consts, full[:nc])]
+    new_cts_c = [f if f is not None else z for f, z in
+                 zip(full[nc:nc + ncar], zeros(body_avals[nc:nc + ncar]))]
+    ct_x = [f if f is not None else z for f, z in
+            zip(full[nc + ncar:], zeros(body_avals[nc + ncar:]))]
+    return (rebuilt[nc:nc + ncar], new_cts_c, ct_consts), ct_x
+
+  init = (list(carry_out), [ad.instantiate_zeros(c) for c in ct_carry],
+          zeros(body_avals[:nc]))
+  (_, ct_init, ct_consts), ct_xs = scan(
+      step, init, (list(xs), list(ys), [ad.instantiate_zeros(c) for c in ct_ys]),
+      length=p["length"], reverse=not p["reverse"])
+  return [c if a else None for c, a in zip(list(ct_consts) + list(ct_init) + list(ct_xs),
+                                            active, strict=True)]
+
+
 scan_p = Primitive("scan", multiple_results=True)
 scan_p.def_abstract_eval(_scan_abstract_eval)
 dispatch.custom_impls[scan_p] = _scan_impl
@@ -810,6 +889,8 @@ ad.primitive_transposes[scan_p] = _scan_transpose
 batching.axis_size_batchers[scan_p] = _scan_batch
 staging.dce_rules[scan_p] = _scan_dce
 mlir.register_lowering(scan_p, mlir.lower_fun(_scan_loop, multiple_results=True))
+inv.definverse(scan_p, _scan_inverse, _scan_inverse_solves)
+inv.structured_vjps[scan_p] = _scan_walking_vjp
 
 
 # --- map -----------------------------------------------------------------------------------------
