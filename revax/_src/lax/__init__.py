@@ -12,6 +12,7 @@ from revax._src.lax.reductions import *  # noqa: F401,F403
 from revax._src.lax.shapes import *  # noqa: F401,F403
 from revax._src.lax.slicing import *  # noqa: F401,F403
 from revax._src.lax.sorting import *  # noqa: F401,F403
+from revax._src.lax.stop_gradient import *  # noqa: F401,F403
 from revax._src.lax.unary import *  # noqa: F401,F403
 from revax._src.lax.windowed import *  # noqa: F401,F403
 from revax._src.interpreters.barrier import optimization_barrier as optimization_barrier  # noqa: F401
