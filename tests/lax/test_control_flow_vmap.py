@@ -165,3 +165,16 @@ def test_nested_under_vmap_and_vmap_of_grad():
   g = revax.grad(lambda x, ys, w: nested(x, ys, w)[0], argnums=(0, 2))
   _check(g, (xs, ysb, ws), (0, 0, 0))
   _check(revax.jit(g), (xs, YS, ws), (0, None, 0))
+
+
+def test_batched_predicate_gives_no_nan_gradients_from_the_branch_not_taken():
+  """Each branch sees the examples that do not take it through stop_gradient (as JAX does)."""
+  import jax
+  import jax.numpy as jnp
+  xs = np.array([-1.0, 4.0, 0.25], np.float32)
+  r = revax.grad(lambda xs: revax.vmap(
+      lambda x: revax.lax.cond(x > 0, rnp.sqrt, lambda x: x * 3.0, x))(xs).sum())(xs)
+  j = jax.grad(lambda xs: jax.vmap(
+      lambda x: jax.lax.cond(x > 0, jnp.sqrt, lambda x: x * 3.0, x))(xs).sum())(xs)
+  np.testing.assert_allclose(r, j, rtol=1e-6)
+  assert np.isfinite(np.asarray(r)).all()

@@ -26,7 +26,8 @@ from revax._src.core.jaxpr import ClosedJaxpr, Jaxpr, Var
 from revax._src.core.trace import Primitive, set_current_trace
 from revax._src.interpreters import ad, batching, dispatch, mlir, partial_eval, staging
 from revax._src.interpreters import invertible as inv
-from revax._src.lax import batch_util, comparison, shapes
+from revax._src.lax import batch_util, comparison, creation, shapes
+from revax._src.lax.stop_gradient import stop_gradient
 from revax._src.lax.control_flow import common
 from revax._src.lax.conversion import convert_element_type
 
@@ -292,13 +293,18 @@ def _cond_batch(axis_size, vals, dims, *, branches):
   (index, *ops), (index_dim, *op_dims) = vals, dims
   n_in, n_out = len(ops), len(branches[0].out_avals)
   if index_dim is not None:
-    # A batched index: run every branch on the whole batch and select per example.
+    # A batched index: run every branch on the whole batch and select per example. Branch i
+    # sees the examples that do not take it through stop_gradient (as JAX does), so that the
+    # derivative of a branch at inputs it was never meant for (sqrt of a negative) cannot
+    # turn into NaN gradients through the select.
     index = batch_util.moveaxis(index, index_dim, 0)
     ops = [batch_util.bdim_at(x, d, 0, axis_size) for x, d in zip(ops, op_dims)]
     outs_per_branch = []
-    for b in branches:
+    for i, b in enumerate(branches):
       bj, _ = common.batch_jaxpr(b, axis_size, (True,) * n_in, (True,) * n_out)
-      outs_per_branch.append(eval_jaxpr(bj.jaxpr, bj.consts, *ops))
+      taken = comparison.eq(index, creation.full_like(index, i))
+      guarded = [_bcast_select_n(taken, stop_gradient(x), x) for x in ops]
+      outs_per_branch.append(eval_jaxpr(bj.jaxpr, bj.consts, *guarded))
     outs = [_bcast_select_n(index, *cases) for cases in zip(*outs_per_branch)]
     return outs, [0] * n_out
   ops_b = tuple(d is not None for d in op_dims)
