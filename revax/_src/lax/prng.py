@@ -16,13 +16,14 @@ Marsaglia-Tsang rejection sampler (for a < 1 it samples Gamma(a + 1) and multipl
 U^(1/a), in log space when `log_space`). `key` holds a batch of keys matching the leading dims of
 `a`; each key is split into one key per element of the remaining dims. Each element runs its own
 rejection loop, so the samples do not depend on how the elements are batched: eagerly the loop
-runs in NumPy over the elements still rejecting, under jit it is a `while` loop over the whole
-array that selects per element whether its state advances (what JAX's vmapped sampler does). Its
-JVP reuses the sample (`defjvp_from_output`): by implicit reparameterization, d sample / d a =
--(dF/da) / (dF/dx) for the gamma CDF F, which `random_gamma_grad_p` computes with the series and
-continued fraction JAX uses (the tangent of the sample given its quantile, not the derivative
-of the rejection sampler's output for a fixed key, which is why finite differences cannot check
-it).
+runs in NumPy over the elements still rejecting (always, even for inputs in device buffers:
+compiling the loop for one eager call would take seconds), under jit it is a `while` loop over
+the whole array that selects per element whether its state advances (what JAX's vmapped sampler
+does). Its JVP reuses the sample (`defjvp_from_output`): by implicit reparameterization,
+d sample / d a = -(dF/da) / (dF/dx) for the gamma CDF F, which `random_gamma_grad_p` computes
+with the series and continued fraction JAX uses (the tangent of the sample given its quantile,
+not the derivative of the rejection sampler's output for a fixed key, which is why finite
+differences cannot check it).
 
 Two float32 helpers reproduce how jaxlib's XLA evaluates the functions the samplers use, so that
 jitted samples equal JAX's bit for bit: `sampler_log1p` (the rational approximation below
@@ -39,6 +40,7 @@ from revax._src.core import dtypes
 from revax._src.core.avals import ShapedArray, get_aval
 from revax._src.core.trace import Primitive
 from revax._src.interpreters import ad, batching, dispatch, mlir
+from revax._src.interpreters import invertible as inv
 from revax._src.lax import batch_util, binary, comparison, reductions, shapes, slicing, unary
 from revax._src.lax.control_flow.loops import while_loop
 from revax._src.lax.conversion import bitcast_convert_type, convert_element_type
@@ -134,6 +136,8 @@ threefry2x32_p = Primitive("threefry2x32", multiple_results=True)
 threefry2x32_p.def_abstract_eval(_threefry2x32_abstract_eval)
 dispatch.def_numpy_impl(threefry2x32_p, _threefry2x32_numpy)
 ad.not_differentiable(threefry2x32_p, "it hashes uint32 words (integer inputs and outputs)")
+inv.not_invertible(threefry2x32_p, "a keyed hash of integer words: nothing differentiable flows "
+                   "through it to rebuild")
 batching.primitive_batchers[threefry2x32_p] = _threefry2x32_batch
 mlir.register_lowering(threefry2x32_p, mlir.lower_fun(_threefry2x32_lax, multiple_results=True))
 
@@ -169,7 +173,8 @@ def _hash(keys, shape):
 
 
 def split_keys(keys, shape):
-  """Split each key of `keys` (uint32[*batch, 2]) into keys of `shape`: uint32[*batch, *shape, 2]."""
+  """Split each key of `keys` (uint32[*batch, 2]) into keys of `shape`:
+  uint32[*batch, *shape, 2]."""
   y1, y2 = _hash(keys, tuple(shape))
   out_shape = get_aval(y1).shape + (1,)
   return shapes.concatenate([shapes.reshape(y1, out_shape), shapes.reshape(y2, out_shape)],
@@ -264,7 +269,8 @@ def sampler_erf_inv(x):
   w = comparison.select_n(small, binary.sub(unary.sqrt(w), f32(3)), binary.sub(w, f32(2.5)))
 
   def coefficient(i):
-    big, little = (np.full(aval.shape, c[i], f32) for c in (_ERF_INV_W_GE_5, _ERF_INV_W_LT_5))
+    big, little = (shapes.broadcast_in_dim(f32(c[i]), aval.shape, ())
+                   for c in (_ERF_INV_W_GE_5, _ERF_INV_W_LT_5))
     return comparison.select_n(small, big, little)
 
   p = coefficient(0)
@@ -303,11 +309,29 @@ def _np_uniform(keys, dtype, minval=0.0, maxval=1.0):
   return np.maximum(minval, floats).astype(dtype)
 
 
+def _np_erf_inv(x):
+  """`sampler_erf_inv` in NumPy: XLA's float32 polynomial (float16 and bfloat16 computed in
+  float32, as XLA does); float64 through lax.erf_inv's NumPy implementation."""
+  if x.dtype == np.float64:
+    return dispatch.numpy_impls[unary.erf_inv_p](x)
+  f32 = np.float32
+  y = x.astype(f32)
+  with np.errstate(all="ignore"):
+    t = -(y * y)
+    w = -np.where(np.abs(t) < f32(_SQRT2_MINUS_1), np.log1p(t), np.log(t + f32(1)))
+    small = w < f32(5)
+    w = np.where(small, w - f32(2.5), np.sqrt(w) - f32(3))
+    p = np.where(small, f32(_ERF_INV_W_LT_5[0]), f32(_ERF_INV_W_GE_5[0]))
+    for lt5, ge5 in zip(_ERF_INV_W_LT_5[1:], _ERF_INV_W_GE_5[1:], strict=True):
+      p = np.where(small, f32(lt5), f32(ge5)) + p * w
+    return np.where(np.abs(y) == f32(1), y * f32(np.inf), p * y).astype(x.dtype)
+
+
 def _np_normal(keys, dtype):
   lo = np.nextafter(np.asarray(-1.0, dtype), np.asarray(0.0, dtype))
   u = _np_uniform(keys, dtype, lo, 1.0)
-  erf_inv = dispatch.numpy_impls[unary.erf_inv_p]
-  return (np.asarray(np.sqrt(2), dtype) * erf_inv(u)).astype(dtype)
+  with np.errstate(all="ignore"):
+    return (np.asarray(np.sqrt(2), dtype) * _np_erf_inv(u)).astype(dtype)
 
 
 # --- random_gamma --------------------------------------------------------------------------------
@@ -409,6 +433,17 @@ def _random_gamma_numpy(key, a, *, log_space):
 def _any(pred):
   """Whether any element of the bool array `pred` is true (a scalar)."""
   return reductions.reduce_or(pred, tuple(range(get_aval(pred).ndim)))
+
+
+def _eager_in_numpy(prim):
+  """An eager implementation that always runs `prim`'s NumPy implementation, fetching inputs
+  held in device buffers: compiling its while loops for a single eager call would take seconds."""
+  def impl(*args, **params):
+    avals = [get_aval(x) for x in args]
+    out_aval = prim.abstract_eval(*avals, **params)
+    out = dispatch.numpy_impls[prim](*map(dispatch.host_value, args), **params)
+    return dispatch.wrap_host(out, out_aval)
+  return impl
 
 
 def _select_lanes(running, new, old):
@@ -531,7 +566,10 @@ def _random_gamma_batch(axis_size, vals, dims, *, log_space):
 random_gamma_p = Primitive("random_gamma")
 random_gamma_p.def_abstract_eval(_random_gamma_abstract_eval)
 dispatch.def_numpy_impl(random_gamma_p, _random_gamma_numpy)
+dispatch.custom_impls[random_gamma_p] = _eager_in_numpy(random_gamma_p)
 ad.defjvp_from_output(random_gamma_p, None, _random_gamma_jvp_a)
+inv.not_invertible(random_gamma_p, "a random draw: one sample does not determine its shape "
+                   "parameter")
 batching.axis_size_batchers[random_gamma_p] = _random_gamma_batch
 mlir.register_lowering(random_gamma_p, mlir.lower_fun(_gamma_lax, multiple_results=False))
 
@@ -786,7 +824,9 @@ random_gamma_grad_p = Primitive("random_gamma_grad")
 random_gamma_grad_p.def_abstract_eval(naryop_abstract_eval("random_gamma_grad",
                                                            ("float", "float")))
 dispatch.def_numpy_impl(random_gamma_grad_p, _random_gamma_grad_numpy)
+dispatch.custom_impls[random_gamma_grad_p] = _eager_in_numpy(random_gamma_grad_p)
 ad.primitive_jvps[random_gamma_grad_p] = _random_gamma_grad_jvp
+inv.not_invertible(random_gamma_grad_p, "many-to-one in (a, x)")
 defbroadcasting(random_gamma_grad_p)
 mlir.register_lowering(random_gamma_grad_p,
                        mlir.lower_fun(_random_gamma_grad_lax, multiple_results=False))

@@ -108,7 +108,12 @@ def bits(key, shape=(), dtype=None):
   if not dtypes.is_unsigned_integer(dtype):
     raise ValueError(f"dtype argument to `bits` must be an unsigned int dtype, got {dtype}")
   shape = canonicalize_shape(shape, "bits")
-  return prng.random_bits(data, dtype.itemsize * 8, shape)
+  return _bits(data, dtype.itemsize * 8, shape)
+
+
+@functools.partial(jit, static_argnums=(1, 2))
+def _bits(key, bit_width, shape):
+  return prng.random_bits(key, bit_width, shape)
 
 
 # --- uniform -------------------------------------------------------------------------------------

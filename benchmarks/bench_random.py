@@ -1,0 +1,115 @@
+"""revax.random vs jax.random, side by side in one process.
+
+Run: python benchmarks/bench_random.py [--quick]
+
+Measures, for the same keys and shapes (values checked equal or close first):
+  - an eager `split` of one key (revax runs the integer hash in NumPy, JAX a compiled program),
+  - eager `normal` of 10^6 float32 values (both a cached jitted program),
+  - eager `gamma` of 10^5 values (revax's NumPy rejection sampler, JAX's compiled while loop),
+  - jitted `gamma` of 10^5 values (both XLA while loops), and
+  - jitted gradient of the mean of 10^4 gamma samples with respect to `a`.
+Calls are timed in interleaved rounds (revax, JAX, revax, ...); a value is the fastest round's
+mean time per call.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+import numpy as np
+
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+
+
+def libraries():
+  import jax
+  import jax.random as jr
+  import revax
+  import revax.random as rr
+  return {"revax": (revax, rr), "jax": (jax, jr)}
+
+
+def time_interleaved(calls: dict, number: int, rounds: int) -> dict:
+  """{name: seconds per call}: the fastest of `rounds` means over `number` calls."""
+  for fn in calls.values():
+    for _ in range(max(2, number // 5)):
+      fn()
+  samples = {name: [] for name in calls}
+  for _ in range(rounds):
+    for name, fn in calls.items():
+      t = time.perf_counter()
+      for _ in range(number):
+        fn()
+      samples[name].append((time.perf_counter() - t) / number)
+  return {name: min(s) for name, s in samples.items()}
+
+
+def _calls(libs, make, check="equal"):
+  """{name: zero-argument call} for `make(lib, random) -> (fn, args)`, outputs compared."""
+  calls, outs = {}, {}
+  for name, (lib, rnd) in libs.items():
+    fn, args = make(lib, rnd)
+    outs[name] = np.asarray(fn(*args))
+    calls[name] = lambda fn=fn, args=args, lib=lib: lib.block_until_ready(fn(*args))
+  if check == "equal":
+    np.testing.assert_array_equal(outs["revax"], outs["jax"])
+  else:
+    np.testing.assert_allclose(outs["revax"], outs["jax"], rtol=1e-4)
+  return calls
+
+
+def rows(quick: bool):
+  """[(label, unit, revax value, JAX value, target ratio)] for benchmarks/run.py."""
+  libs = libraries()
+  rounds = 3 if quick else 10
+  out = []
+
+  def split(lib, rnd):
+    return rnd.split, (rnd.PRNGKey(0),)
+  t = time_interleaved(_calls(libs, split), number=50 if quick else 200, rounds=rounds)
+  out.append(("random.split of one key, eager", "us", t["revax"] * 1e6, t["jax"] * 1e6, None))
+
+  def normal(lib, rnd):
+    return (lambda k: rnd.normal(k, (10**6,))), (rnd.PRNGKey(1),)
+  t = time_interleaved(_calls(libs, normal), number=5 if quick else 20, rounds=rounds)
+  out.append(("random.normal, 10^6 float32, eager", "us", t["revax"] * 1e6, t["jax"] * 1e6,
+              None))
+
+  def gamma(lib, rnd):
+    a = np.float32(2.5)
+    return (lambda k: rnd.gamma(k, a, (10**5,))), (rnd.PRNGKey(2),)
+  t = time_interleaved(_calls(libs, gamma, "close"), number=2 if quick else 5, rounds=rounds)
+  out.append(("random.gamma, 10^5 samples (a = 2.5), eager", "us", t["revax"] * 1e6,
+              t["jax"] * 1e6, None))
+
+  def gamma_jit(lib, rnd):
+    a = np.full(10**5, 2.5, np.float32)
+    return lib.jit(lambda k, a: rnd.gamma(k, a)), (rnd.PRNGKey(2), a)
+  t = time_interleaved(_calls(libs, gamma_jit, "close"), number=2 if quick else 5,
+                       rounds=rounds)
+  out.append(("jit(random.gamma), 10^5 samples (a = 2.5)", "us", t["revax"] * 1e6,
+              t["jax"] * 1e6, None))
+
+  def gamma_grad(lib, rnd):
+    key = rnd.PRNGKey(3)
+    return lib.jit(lib.grad(lambda a: rnd.gamma(key, a, (10**4,)).mean())), (np.float32(1.5),)
+  t = time_interleaved(_calls(libs, gamma_grad, "close"), number=2 if quick else 5,
+                       rounds=rounds)
+  out.append(("jit(grad(mean of 10^4 gamma samples)) w.r.t. a", "us", t["revax"] * 1e6,
+              t["jax"] * 1e6, None))
+  return out
+
+
+def main():
+  parser = argparse.ArgumentParser()
+  parser.add_argument("--quick", action="store_true", help="fewer rounds (noisier)")
+  args = parser.parse_args()
+  for label, unit, r, j, target in rows(args.quick):
+    verdict = "" if target is None else (" (met)" if r / j <= target else " (missed)")
+    print(f"{label}: revax {r:.1f} {unit}, jax {j:.1f} {unit}, ratio {r / j:.3f}x"
+          + ("" if target is None else f", target <= {target}x{verdict}"))
+
+
+if __name__ == "__main__":
+  main()
