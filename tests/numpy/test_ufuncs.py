@@ -328,3 +328,17 @@ def test_incompatible_shapes():
     rnp.where(np.ones((2, 3)), np.ones((2, 3)), np.ones(4))
   with pytest.raises(ValueError, match="Either both or neither of the x and y arguments"):
     rnp.where(True, 1)
+
+
+def test_logaddexp_derivatives_match_jax_at_ties_and_infinities():
+  import jax
+  import jax.numpy as jnp
+  for a, b in [(1.0, 1.0), (2.0, -3.0), (np.inf, 1.0), (np.inf, np.inf)]:
+    a, b = np.float32(a), np.float32(b)
+    got = revax.grad(lambda x, y: rnp.logaddexp(x, y), argnums=(0, 1))(a, b)
+    want = jax.grad(lambda x, y: jnp.logaddexp(x, y), argnums=(0, 1))(a, b)
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-6)
+
+
+def test_abs_derivative_at_python_scalars():
+  assert float(revax.grad(rnp.abs)(0.0)) == 1.0 and float(revax.grad(rnp.abs)(-2.0)) == -1.0

@@ -561,12 +561,12 @@ def _abs_jvp(t, out, x):
   """sign(x) t for reals (t at 0, as JAX); Re(conj(x) t) / |x| for complex x (0 at 0)."""
   if dtypes.is_complex(get_aval(x).dtype):
     return div(real(mul(t, conj(x))), _replace_zero(out))
-  return select_n(ge(x, 0), neg(t), t)
+  return select_n(ge(x, full_like(x, 0)), neg(t), t)
 
 
 def _replace_zero(x):
   """`x` with its zeros replaced by ones (a safe divisor)."""
-  return select_n(eq(x, 0), x, full_like(x, 1))
+  return select_n(eq(x, full_like(x, 0)), x, full_like(x, 1))
 
 
 abs_p = Primitive("abs")

@@ -14,6 +14,7 @@ import numpy as np
 from revax._src import lax
 from revax._src.core import dtypes
 from revax._src.core.trace import ConcretizationTypeError
+from revax._src.custom_derivatives import custom_jvp
 from revax._src.numpy import util
 from revax._src.numpy.util import (aval_of, constant_like, promote_args, promote_args_inexact,
                                    promote_args_numeric)
@@ -454,14 +455,30 @@ log10 = _log_base("log10", 10)
 
 
 def logaddexp(x1, x2, /):
-  """log(exp(x1) + exp(x2)) without overflow."""
+  """log(exp(x1) + exp(x2)) without overflow; its derivative is exp(x_i - out) (1/2 each at
+  ties), as JAX's custom rule gives."""
   x1, x2 = promote_args_inexact("logaddexp", x1, x2)
   _refuse_complex("logaddexp", x1)
+  return _logaddexp(x1, x2)
+
+
+@custom_jvp
+def _logaddexp(x1, x2):
   hi = lax.max(x1, x2)
   delta = lax.sub(x1, x2)
   finite = lax.log1p(lax.exp(lax.neg(lax.abs(delta))))
   # equal infinities give a NaN delta: the result is then hi itself
   return _where(isnan(delta), lax.add(x1, x2), lax.add(hi, finite))
+
+
+@_logaddexp.defjvp
+def _logaddexp_jvp(primals, tangents):
+  (x1, x2), (t1, t2) = primals, tangents
+  out = _logaddexp(x1, x2)
+  no_inf = lambda v: _where(isposinf(v), _full_like(v, 0), v)  # inf - inf would give NaN
+  w1 = lax.exp(lax.sub(no_inf(x1), no_inf(out)))
+  w2 = lax.exp(lax.sub(no_inf(x2), no_inf(out)))
+  return out, lax.add(lax.mul(t1, w1), lax.mul(t2, w2))
 
 
 def deg2rad(x, /):
