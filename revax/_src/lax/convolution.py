@@ -29,6 +29,7 @@ from revax._src.core import dtypes
 from revax._src.core.avals import ShapedArray, get_aval
 from revax._src.core.trace import Primitive
 from revax._src.interpreters import ad, batching, dispatch, mlir
+from revax._src.interpreters import invertible as inv
 from revax._src.lax.binary import add, sub
 from revax._src.lax.binary import complex as _complex
 from revax._src.lax.conversion import convert_element_type
@@ -716,6 +717,7 @@ mlir.register_lowering(conv_general_dilated_p, _conv_lower_expanding_complex, pl
 mlir.register_lowering(conv_general_dilated_p, _conv_lower_expanding_complex, platform="cuda")
 ad.defbilinear(conv_general_dilated_p, _conv_transpose_lhs, _conv_transpose_rhs)
 batching.primitive_batchers[conv_general_dilated_p] = _conv_batch
+inv.not_invertible(conv_general_dilated_p, "it would need a deconvolution (a linear solve)")
 
 
 # --- wrappers ------------------------------------------------------------------------------------
