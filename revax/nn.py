@@ -1,4 +1,5 @@
 """revax.nn: neural-network building blocks, as in jax.nn (activations, pooling, initializers)."""
+from revax._src.nn import initializers as initializers
 from revax._src.nn.functions import celu as celu
 from revax._src.nn.functions import elu as elu
 from revax._src.nn.functions import gelu as gelu
