@@ -226,18 +226,35 @@ def test_padding_strings_match_jax(padding):
 
 
 def test_lowering_matches_jax_generic_form():
-  x, w = _operands((2, 4, 5, 5), (6, 2, 3, 3))
+  x, w = _operands((2, 5, 5, 4), (3, 3, 2, 6))
   f = lambda a, b: lax.conv_general_dilated(a, b, (2, 1), [(1, 2), (0, 1)], (1, 2), (2, 1),
-                                            ("NCHW", "OIHW", "NHWC"), feature_group_count=2,
+                                            ("NHWC", "HWIO", "NHWC"), feature_group_count=2,
                                             precision=lax.Precision.HIGHEST)
   text = revax.jit(f).lower(x, w).as_text()
   assert ('"stablehlo.convolution"(%0, %1) <{batch_group_count = 1 : i64, dimension_numbers = '
-          '#stablehlo.conv<[b, f, 0, 1]x[o, i, 0, 1]->[b, 0, 1, f]>, feature_group_count = 2 : '
+          '#stablehlo.conv<[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]>, feature_group_count = 2 : '
           'i64, lhs_dilation = array<i64: 1, 2>, padding = dense<[[1, 2], [0, 1]]> : '
           'tensor<2x2xi64>, precision_config = [#stablehlo<precision HIGHEST>, '
           '#stablehlo<precision HIGHEST>], rhs_dilation = array<i64: 2, 1>, window_reversal = '
           'array<i1: false, false>, window_strides = array<i64: 2, 1>}> : '
-          '(tensor<2x4x5x5xf32>, tensor<6x2x3x3xf32>) -> tensor<2x2x8x6xf32>') in text
+          '(tensor<2x5x5x4xf32>, tensor<3x3x2x6xf32>) -> tensor<2x2x8x6xf32>') in text
+  jax_text = jax.jit(lambda a, b: jax.lax.conv_general_dilated(
+      a, b, (2, 1), [(1, 2), (0, 1)], (1, 2), (2, 1), ("NHWC", "HWIO", "NHWC"),
+      feature_group_count=2)).lower(x, w).as_text()
+  assert "[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]" in jax_text
+
+
+def test_other_layouts_lower_through_channels_last():
+  """XLA:CPU runs convolutions fast only in NHWC x HWIO -> NHWC inside conditionals (the fenced
+  backward passes of checkpoint and invertible): other layouts are transposed into it."""
+  x, w = _operands((2, 4, 5, 5), (6, 2, 3, 3))
+  f = lambda a, b: lax.conv_general_dilated(a, b, (2, 1), [(1, 2), (0, 1)], (1, 2), (2, 1),
+                                            ("NCHW", "OIHW", "NHWC"), feature_group_count=2)
+  text = revax.jit(f).lower(x, w).as_text()
+  assert text.count('"stablehlo.convolution"') == 1
+  assert "[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]" in text
+  assert text.count('"stablehlo.transpose"') == 2  # lhs and rhs; the output is channels-last
+  np.testing.assert_allclose(revax.jit(f)(x, w), f(x, w), rtol=1e-5, atol=1e-5)
 
 
 def test_zero_spatial_dims():

@@ -504,7 +504,41 @@ def _conv_lower(ctx, lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dil
                                  + "]")
   props.update({"rhs_dilation": mlir.i64_array(rhs_dilation), "window_reversal": reversal,
                 "window_strides": mlir.i64_array(window_strides)})
-  return ctx.op1("stablehlo.convolution", [lhs, rhs], props=props)
+  canonical = _channels_last(n)
+  if n == 0 or dimension_numbers == canonical:
+    return ctx.op1("stablehlo.convolution", [lhs, rhs], props=props)
+  # Other layouts go through explicit transposes to NHWC x HWIO -> NHWC. XLA:CPU rewrites
+  # convolutions into its fast form only at a program's top level; inside a conditional's branch
+  # (checkpoint's and invertible's fenced backward pass) any other layout runs a slow loop,
+  # measured 12-60x slower. At top level XLA folds the transposes back into the convolution.
+  lhs_spec, rhs_spec, out_spec = dimension_numbers
+  lhs_perm = (lhs_spec[0], *lhs_spec[2:], lhs_spec[1])
+  rhs_perm = (*rhs_spec[2:], rhs_spec[1], rhs_spec[0])
+  lhs_t = _transposed(ctx, lhs, ctx.avals_in[0], lhs_perm)
+  rhs_t = _transposed(ctx, rhs, ctx.avals_in[1], rhs_perm)
+  out_aval = ctx.avals_out[0]
+  canon_out = (out_spec[0], *out_spec[2:], out_spec[1])
+  canon_aval = out_aval.update(shape=tuple(out_aval.shape[d] for d in canon_out))
+  props["dimension_numbers"] = _conv_dnums_attr(canonical)
+  out = ctx.op1("stablehlo.convolution", [lhs_t, rhs_t], canon_aval, props=props)
+  back = [0] * (n + 2)
+  for k, d in enumerate(canon_out):
+    back[d] = k
+  return _transposed(ctx, out, canon_aval, tuple(back))
+
+
+def _channels_last(n: int) -> "ConvDimensionNumbers":
+  """NHWC x HWIO -> NHWC for `n` spatial dimensions."""
+  spatial = tuple(range(1, n + 1))
+  return ConvDimensionNumbers((0, n + 1) + spatial, (n + 1, n) + tuple(range(n)),
+                              (0, n + 1) + spatial)
+
+
+def _transposed(ctx, x, aval, perm):
+  if perm == tuple(range(len(perm))):
+    return x
+  result = aval.update(shape=tuple(aval.shape[p] for p in perm))
+  return ctx.op1("stablehlo.transpose", [x], result, props={"permutation": mlir.i64_array(perm)})
 
 
 def _complex_conv(lhs, rhs, **params):
