@@ -131,3 +131,59 @@ def test_every_primitive_has_a_batching_rule():
   missing = sorted(name for name, p in _lax_primitives().items()
                    if p not in batching.primitive_batchers and p not in batching.axis_size_batchers)
   assert not missing, f"primitives without batching rules: {missing}"
+
+
+def _single_invertible_eqn(record, args):
+  """The record's one equation, if it applies a primitive with an inverse rule to the inputs."""
+  from revax._src.interpreters import invertible as inv
+  jaxpr = revax.make_jaxpr(record.fun)(*args)
+  if len(jaxpr.eqns) != 1 or jaxpr.jaxpr.constvars:
+    return None, None
+  (eqn,) = jaxpr.eqns
+  if eqn.primitive not in inv.inverse_rules or eqn.primitive.multiple_results:
+    return None, None
+  return jaxpr, eqn
+
+
+INVERTIBLE_RECORDS = [r for r in RECORDS if r.grad_order > 0 or r.linear]
+
+
+@pytest.mark.parametrize("record", INVERTIBLE_RECORDS, ids=str)
+def test_inverse_round_trip(record):
+  """For every input an inverse rule can rebuild (alone, or all at once where it rebuilds all):
+  applying the primitive to the rebuilt inputs gives the original output again."""
+  from revax._src.core.jaxpr import Literal
+  from revax._src.interpreters import invertible as inv
+  args = _inputs(record)
+  jaxpr, eqn = _single_invertible_eqn(record, args)
+  if eqn is None:
+    pytest.skip("not a single invertible primitive")
+  env = dict(zip(jaxpr.jaxpr.invars, args))
+  values = [a.val if type(a) is Literal else env[a] for a in eqn.invars]
+  out = eqn.primitive.bind(*values, **eqn.params)
+  rule = inv.inverse_rules[eqn.primitive]
+  facts = inv._Facts(jaxpr.jaxpr)
+  masks = [tuple(j != i for j in range(len(values))) for i in range(len(values))]
+  masks.append(tuple(False for _ in values))
+  tried = 0
+  for known in masks:
+    if all(known) or not rule.solves(known, eqn, facts):
+      continue
+    ins = [v if k else None for v, k in zip(values, known)]
+    rebuilt = rule.rebuild([out], ins, [a.aval for a in eqn.invars], **eqn.params)
+    again = eqn.primitive.bind(*rebuilt, **eqn.params)
+    rt, at = tolerance(np.asarray(out).dtype, record.rtol, record.atol)
+    np.testing.assert_allclose(np.asarray(again, np.float64), np.asarray(out, np.float64),
+                               rtol=max(rt, 1e-4), atol=max(at, 1e-4), equal_nan=True,
+                               err_msg=f"{record.name}: known={known}")
+    tried += 1
+  if not tried:
+    pytest.skip("the inverse rule solves no single-unknown case here")
+
+
+def test_every_primitive_has_an_inverse_rule_or_a_reason():
+  from revax._src.interpreters import invertible as inv
+  missing = sorted(name for name, p in _lax_primitives().items()
+                   if p not in inv.inverse_rules and p not in inv.not_invertible_reasons
+                   and p not in inv.part_rules)
+  assert not missing, f"primitives with neither an inverse rule nor a not_invertible reason: {missing}"
