@@ -109,9 +109,7 @@ def _call_impl(*args, call_jaxpr, **_):
 
 
 def _call_lower(ctx, *args, call_jaxpr, **_):
-  consts = [ctx.constant(c, v.aval)
-            for v, c in zip(call_jaxpr.jaxpr.constvars, call_jaxpr.consts, strict=True)]
-  return mlir.jaxpr_subcomp(ctx.fb, call_jaxpr.jaxpr, consts, list(args))
+  return mlir.inline_closed_jaxpr(ctx.fb, call_jaxpr, args)
 
 
 def _call_dce(eqn, used_outputs):

@@ -55,18 +55,6 @@ def _jit_lower(ctx, *args, jaxpr: ClosedJaxpr, name: str):
   return mlir.call_jaxpr(ctx, jaxpr, args, name)
 
 
-def _jit_dce(eqn, used_outputs):
-  jaxpr = eqn.params["jaxpr"]
-  new_jaxpr, used_inputs = staging.dce_jaxpr(jaxpr.jaxpr, used_outputs, prune_inputs=True)
-  if not any(used_outputs):
-    return [False] * len(eqn.invars), None
-  new_eqn = eqn.replace(
-      invars=[v for v, u in zip(eqn.invars, used_inputs, strict=True) if u],
-      outvars=[v for v, u in zip(eqn.outvars, used_outputs, strict=True) if u],
-      params={**eqn.params, "jaxpr": ClosedJaxpr(new_jaxpr, [])})
-  return used_inputs, new_eqn
-
-
 def bind_jit(closed: ClosedJaxpr, args, name: str):
   """Bind jit_p on `closed`, turning its constants into leading operands (jit jaxprs have none)."""
   if closed.consts:
@@ -127,7 +115,7 @@ def _jit_batch(axis_size, vals, dims, *, jaxpr, name):
 jit_p.def_abstract_eval(_jit_abstract_eval)
 dispatch.custom_impls[jit_p] = _jit_impl  # a jit call always runs compiled
 mlir.register_lowering(jit_p, _jit_lower)
-staging.dce_rules[jit_p] = _jit_dce
+staging.dce_rules[jit_p] = staging.dce_call()
 ad.primitive_jvps[jit_p] = _jit_jvp
 partial_eval.partial_eval_rules[jit_p] = _jit_partial_eval
 ad.primitive_transposes[jit_p] = _jit_transpose

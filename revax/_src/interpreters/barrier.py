@@ -152,9 +152,7 @@ def _fenced_call_lower(ctx, *args, jaxpr):
                          "compare_type": "#stablehlo<comparison_type FLOAT>"})
 
   def then_branch(sub):
-    consts = [sub.constant(c, v.aval) for v, c in zip(jaxpr.jaxpr.constvars, jaxpr.consts,
-                                                       strict=True)]
-    return mlir.jaxpr_subcomp(sub, jaxpr.jaxpr, consts, list(args))
+    return mlir.inline_closed_jaxpr(sub, jaxpr, args)
 
   def else_branch(sub):
     return [sub.constant(np.zeros(a.shape, a.dtype if a.dtype != dtypes.float0 else np.bool_), a)
@@ -164,17 +162,6 @@ def _fenced_call_lower(ctx, *args, jaxpr):
                regions=[fb.region([], then_branch), fb.region([], else_branch)])
 
 
-def _fenced_call_dce(eqn, used_outputs):
-  if not any(used_outputs):
-    return [False] * len(eqn.invars), None
-  closed = eqn.params["jaxpr"]
-  new_jaxpr, used_inputs = staging.dce_jaxpr(closed.jaxpr, used_outputs, prune_inputs=True)
-  return used_inputs, eqn.replace(
-      invars=[v for v, u in zip(eqn.invars, used_inputs, strict=True) if u],
-      outvars=[v for v, u in zip(eqn.outvars, used_outputs, strict=True) if u],
-      params={"jaxpr": ClosedJaxpr(new_jaxpr, closed.consts)})
-
-
 fenced_call_p.def_abstract_eval(_fenced_call_abstract_eval)
 dispatch.custom_impls[fenced_call_p] = _fenced_call_impl
 ad.primitive_jvps[fenced_call_p] = _fenced_call_jvp
@@ -182,4 +169,4 @@ ad.primitive_transposes[fenced_call_p] = _fenced_call_transpose
 partial_eval.partial_eval_rules[fenced_call_p] = _fenced_call_partial_eval
 batching.axis_size_batchers[fenced_call_p] = _fenced_call_batch
 mlir.register_lowering(fenced_call_p, _fenced_call_lower)
-staging.dce_rules[fenced_call_p] = _fenced_call_dce
+staging.dce_rules[fenced_call_p] = staging.dce_call()

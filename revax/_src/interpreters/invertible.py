@@ -557,9 +557,7 @@ def _invertible_batch(axis_size, vals, dims, *, jaxpr, primal, nonzeros, allow_s
 
 
 def _invertible_lower(ctx, *args, jaxpr, primal, nonzeros, allow_storing):
-  consts = [ctx.constant(c, v.aval) for v, c in zip(jaxpr.jaxpr.constvars, jaxpr.consts,
-                                                     strict=True)]
-  return mlir.jaxpr_subcomp(ctx.fb, jaxpr.jaxpr, consts, list(args))
+  return mlir.inline_closed_jaxpr(ctx.fb, jaxpr, args)
 
 
 invertible_p.def_abstract_eval(_invertible_abstract_eval)
@@ -680,9 +678,7 @@ def _ivjp_jvp(primals, tangents, *, call_jaxpr, ivjp_jaxpr, num_fun_consts, num_
 
 def _ivjp_lower(ctx, *args, call_jaxpr, ivjp_jaxpr, num_fun_consts, num_ivjp_consts):
   fun_consts, _, ins = _ivjp_split(args, num_fun_consts, num_ivjp_consts)
-  consts = [ctx.constant(c, v.aval) for v, c in zip(call_jaxpr.jaxpr.constvars,
-                                                     call_jaxpr.consts, strict=True)]
-  return mlir.jaxpr_subcomp(ctx.fb, call_jaxpr.jaxpr, consts, list(fun_consts) + list(ins))
+  return mlir.inline_closed_jaxpr(ctx.fb, call_jaxpr, list(fun_consts) + list(ins))
 
 
 @staging.memoize_on_jaxpr

@@ -279,6 +279,12 @@ def jaxpr_subcomp(fb: FuncBuilder, jaxpr: Jaxpr, consts, args) -> list[str]:
   return [read(v) for v in jaxpr.outvars]
 
 
+def inline_closed_jaxpr(fb: FuncBuilder, closed: ClosedJaxpr, args) -> list[str]:
+  """Lower `closed` in place into `fb` (a function body or a region) on the SSA values `args`:
+  the lowering of every call primitive that simply evaluates its jaxpr."""
+  return jaxpr_subcomp(fb, closed.jaxpr, _consts_as_values(fb, closed), list(args))
+
+
 def _consts_as_values(fb, closed: ClosedJaxpr) -> list[str]:
   return [fb.constant(np.asarray(c), v.aval)
           for v, c in zip(closed.jaxpr.constvars, closed.consts, strict=True)]

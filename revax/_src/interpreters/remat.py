@@ -97,21 +97,7 @@ def _checkpoint_batch(axis_size, vals, dims, *, jaxpr, prevent_cse, policy):
 
 
 def _checkpoint_lower(ctx, *args, jaxpr, prevent_cse, policy):
-  consts = [ctx.constant(c, v.aval) for v, c in zip(jaxpr.jaxpr.constvars, jaxpr.consts,
-                                                     strict=True)]
-  return mlir.jaxpr_subcomp(ctx.fb, jaxpr.jaxpr, consts, list(args))
-
-
-def _checkpoint_dce(eqn, used_outputs):
-  if not any(used_outputs):
-    return [False] * len(eqn.invars), None
-  closed = eqn.params["jaxpr"]
-  new_jaxpr, used_inputs = staging.dce_jaxpr(closed.jaxpr, used_outputs, prune_inputs=True)
-  new_eqn = eqn.replace(
-      invars=[v for v, u in zip(eqn.invars, used_inputs, strict=True) if u],
-      outvars=[v for v, u in zip(eqn.outvars, used_outputs, strict=True) if u],
-      params={**eqn.params, "jaxpr": ClosedJaxpr(new_jaxpr, closed.consts)})
-  return used_inputs, new_eqn
+  return mlir.inline_closed_jaxpr(ctx.fb, jaxpr, args)
 
 
 checkpoint_p.def_abstract_eval(_checkpoint_abstract_eval)
@@ -121,7 +107,7 @@ partial_eval.partial_eval_rules[checkpoint_p] = _checkpoint_partial_eval
 ad.primitive_transposes[checkpoint_p] = _checkpoint_transpose
 batching.axis_size_batchers[checkpoint_p] = _checkpoint_batch
 mlir.register_lowering(checkpoint_p, _checkpoint_lower)
-staging.dce_rules[checkpoint_p] = _checkpoint_dce
+staging.dce_rules[checkpoint_p] = staging.dce_call()
 
 
 # --- partial evaluation under a policy ---------------------------------------------------------------

@@ -169,3 +169,18 @@ def memoize_on_jaxpr(fn):
       per_jaxpr[options] = fn(jaxpr, *options)
     return per_jaxpr[options]
   return cached
+
+
+def dce_call(param: str = "jaxpr"):
+  """The DCE rule of a call primitive that evaluates the closed jaxpr in `params[param]`: an
+  unused call goes; a used one keeps only the outputs and inputs its jaxpr needs."""
+  def rule(eqn, used_outputs):
+    if not any(used_outputs):
+      return [False] * len(eqn.invars), None
+    closed = eqn.params[param]
+    new_jaxpr, used_inputs = dce_jaxpr(closed.jaxpr, used_outputs, prune_inputs=True)
+    return used_inputs, eqn.replace(
+        invars=[v for v, u in zip(eqn.invars, used_inputs, strict=True) if u],
+        outvars=[v for v, u in zip(eqn.outvars, used_outputs, strict=True) if u],
+        params={**eqn.params, param: ClosedJaxpr(new_jaxpr, closed.consts)})
+  return rule

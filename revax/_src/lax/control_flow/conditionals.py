@@ -335,17 +335,10 @@ def _cond_dce(eqn, used_outputs):
   return [True] + used_inputs, new_eqn
 
 
-def lower_closed_inline(fb, closed: ClosedJaxpr, args):
-  """Lower `closed` into the builder `fb` (a region) on the SSA values `args`."""
-  consts = [fb.constant(np.asarray(c), v.aval)
-            for v, c in zip(closed.jaxpr.constvars, closed.consts, strict=True)]
-  return mlir.jaxpr_subcomp(fb, closed.jaxpr, consts, list(args))
-
-
 def _cond_lower(ctx, index, *ops, branches):
   if len(branches) == 1:
-    return lower_closed_inline(ctx.fb, branches[0], ops)
-  regions = [ctx.fb.region([], lambda fb, b=b: lower_closed_inline(fb, b, ops))
+    return mlir.inline_closed_jaxpr(ctx.fb, branches[0], ops)
+  regions = [ctx.fb.region([], lambda fb, b=b: mlir.inline_closed_jaxpr(fb, b, ops))
              for b in branches]
   out_types = [mlir.ir_type(a) for a in ctx.avals_out]
   return ctx.fb.op("stablehlo.case", [index], out_types, regions=regions)

@@ -35,7 +35,6 @@ from revax._src.interpreters import ad, batching, dispatch, mlir, partial_eval, 
 from revax._src.interpreters import invertible as inv
 from revax._src.lax import batch_util, binary, comparison, creation, reductions, shapes, slicing
 from revax._src.lax.control_flow import common
-from revax._src.lax.control_flow.conditionals import lower_closed_inline
 from revax._src.lax.conversion import convert_element_type
 from revax._src.runtime.array import Array
 
@@ -276,9 +275,9 @@ def _while_lower(ctx, *args, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts)
     return []
   carry_types = [mlir.ir_type(a) for a in ctx.avals_out]
   cond_region = ctx.fb.region(
-      carry_types, lambda fb, *carry: lower_closed_inline(fb, cond_jaxpr, cconsts + list(carry)))
+      carry_types, lambda fb, *carry: mlir.inline_closed_jaxpr(fb, cond_jaxpr, cconsts + list(carry)))
   body_region = ctx.fb.region(
-      carry_types, lambda fb, *carry: lower_closed_inline(fb, body_jaxpr, bconsts + list(carry)))
+      carry_types, lambda fb, *carry: mlir.inline_closed_jaxpr(fb, body_jaxpr, bconsts + list(carry)))
   return ctx.fb.op("stablehlo.while", init, carry_types, regions=[cond_region, body_region])
 
 
