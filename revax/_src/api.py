@@ -1,6 +1,6 @@
-"""The public transformations: jit, make_jaxpr, eval_shape, device_put, devices.
-
-(grad, vjp, jvp, vmap, checkpoint and invertible join this module as their interpreters land.)
+"""The small public entry points: make_jaxpr, eval_shape, device_put, device_get, devices,
+block_until_ready. The transformations have modules of their own: jit.py, autodiff.py (jvp,
+grad, vjp, ...), vmap.py, ad_checkpoint.py, custom_derivatives.py and invertible.py.
 """
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import functools
 import numpy as np
 
 from revax._src import tree_util
+from revax._src.core import dtypes
 from revax._src.core.avals import ShapedArray, get_aval, pytype_aval_mappings
 from revax._src.core.jaxpr import ClosedJaxpr
 from revax._src.core.trace import Tracer
@@ -32,11 +33,20 @@ def make_jaxpr(fun, static_argnums=(), return_shape=False):
     >>> print(revax.make_jaxpr(revax.numpy.sin)(1.0))
     { lambda ; a:f32[]. let b:f32[] = sin a in (b,) }
   """
+  if not callable(fun):
+    raise TypeError(f"make_jaxpr expects a callable, got {fun!r} of type {type(fun).__name__}")
   static_argnums = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
 
   @functools.wraps(fun)
   def make(*args, **kwargs):
     static = {i % len(args) for i in static_argnums}
+    for i in sorted(static):
+      try:
+        hash(args[i])
+      except TypeError as e:
+        raise ValueError(f"Non-hashable static arguments are not supported: make_jaxpr got "
+                         f"static argument {i} of type {type(args[i]).__name__} ({args[i]!r}). "
+                         "Static arguments must be hashable.") from e
     dyn = [a for i, a in enumerate(args) if i not in static]
     leaves, treedef = tree_util.tree_flatten((dyn, kwargs))
     avals = [_abstractify(x) for x in leaves]
@@ -122,9 +132,16 @@ def device_count() -> int:
 
 def device_put(x, device=None):
   """Place arrays (a pytree of them) on `device` (default: the first device) as revax Arrays."""
+  from revax._src.runtime.client import Device
+  if device is not None and not isinstance(device, Device):
+    raise ValueError(f"device_put only accepts None or a revax Device (from revax.devices()) as "
+                     f"its device, got {device!r} of type {type(device).__name__}")
+
   def put(leaf):
     if isinstance(leaf, Tracer):
       return leaf
+    if getattr(leaf, "dtype", None) == dtypes.float0:
+      return leaf  # tangents of integers hold no data: they stay NumPy float0 arrays, as in JAX
     arr = dispatch.to_array(leaf)
     buf = arr._device_buffer(device)
     return Array(arr.aval, npy=arr._npy, buf=buf)
