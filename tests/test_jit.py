@@ -160,3 +160,26 @@ def test_weak_type_of_python_scalar_output():
 def test_make_jaxpr_of_jitted_function_shows_a_jit_equation():
   closed = revax.make_jaxpr(revax.jit(lambda x: x * 2))(x3)
   assert [e.primitive.name for e in closed.eqns] == ["jit"]
+
+
+def test_float0_values_cross_a_compiled_call():
+  """Tangents of integers (float0) have no PJRT type: jit takes them as arguments and returns
+  them as NumPy float0 zeros, as eager evaluation does (found by tests/fuzz: jit of the jvp of
+  top_k, whose index output has a float0 tangent)."""
+  x = np.arange(3, dtype=np.float32)
+  f = lambda x: revax.jvp(lambda x: lax.top_k(x, 2), (x,), (x,))  # noqa: E731
+  (_, idx), (_, idx_dot) = revax.jit(f)(x)
+  np.testing.assert_array_equal(idx, [2, 1])
+  assert isinstance(idx_dot, np.ndarray) and idx_dot.dtype == revax.dtypes.float0
+  assert idx_dot.shape == (2,)
+  zeros = np.zeros(2, revax.dtypes.float0)
+  out, t = revax.jit(lambda i, t: (i * 2, t))(np.ones(2, np.int32), zeros)
+  np.testing.assert_array_equal(out, [2, 2])
+  assert t.dtype == revax.dtypes.float0 and t.shape == (2,)
+
+
+def test_device_put_leaves_float0_values_on_the_host():
+  zeros = np.zeros(3, revax.dtypes.float0)
+  out = revax.device_put({"t": zeros, "x": x3})
+  assert out["t"].dtype == revax.dtypes.float0 and out["t"].shape == (3,)
+  assert isinstance(out["x"], revax.Array)

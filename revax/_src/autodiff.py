@@ -104,12 +104,14 @@ def linearize(fun, *primals, has_aux=False):
   store = {}
   outs, lin = ad.linearize_flat(_flat_fun(fun, p_tree, store, has_aux), p_leaves)
   out_tree = store["out_tree"]
+  in_avals = [get_aval(p) for p in p_leaves]
 
   def f_jvp(*tangents):
     t_leaves, t_tree = tree_util.tree_flatten(tangents)
     if t_tree != p_tree:
       raise TypeError(f"linearized function called with tangents of structure {t_tree}, "
                       f"expected {p_tree}")
+    t_leaves = [_check_linearized_tangent(t, a) for t, a in zip(t_leaves, in_avals, strict=True)]
     return tree_util.tree_unflatten(out_tree, [_materialize(t) for t in
                                                ad.eval_linearized(lin, t_leaves)])
 
@@ -117,6 +119,19 @@ def linearize(fun, *primals, has_aux=False):
   if has_aux:
     return primal_out, f_jvp, store["aux"]
   return primal_out, f_jvp
+
+
+def _check_linearized_tangent(t, primal_aval):
+  """The tangent for `primal_aval` (a weakly typed scalar converted); ValueError otherwise."""
+  ta, expected = get_aval(t), ad.tangent_aval(primal_aval)
+  if ta.shape != expected.shape or (ta.dtype != expected.dtype and not ta.weak_type):
+    raise ValueError(f"linearized function called on tangent values inconsistent with the "
+                     f"original primal values: got tangent aval {ta.str_short()} for primal "
+                     f"aval {primal_aval.str_short()} but expected {expected.str_short()}.")
+  if ta.dtype != expected.dtype and expected.dtype != dtypes.float0:
+    from revax._src.lax.conversion import convert_element_type
+    return convert_element_type(t, expected.dtype)
+  return t
 
 
 # --- reverse mode ----------------------------------------------------------------------------------
@@ -138,8 +153,9 @@ def vjp(fun, *primals, has_aux=False):
   def f_vjp(cotangent):
     ct_leaves, ct_tree = tree_util.tree_flatten(cotangent)
     if ct_tree != out_tree:
-      raise TypeError(f"Tree structure of cotangent input {ct_tree}, does not match structure "
-                      f"of primal output {out_tree}.")
+      raise ValueError(f"unexpected tree structure of the argument to the VJP function: the "
+                       f"cotangent has structure {ct_tree}, but the primal output has structure "
+                       f"{out_tree}.")
     cts = []
     for ct, aval in zip(ct_leaves, out_avals, strict=True):
       ca, expected = get_aval(ct), ad.tangent_aval(aval)
@@ -167,13 +183,22 @@ def vjp(fun, *primals, has_aux=False):
 
 def _argnums_tuple(argnums, nargs, fname):
   single = isinstance(argnums, int)
-  nums = (argnums,) if single else tuple(argnums)
+  try:
+    nums = (argnums,) if single else tuple(argnums)
+  except TypeError:
+    raise TypeError(f"{fname}: argnums must be an int or a tuple of ints, got {argnums!r}"
+                    ) from None
   for a in nums:
     if not isinstance(a, int):
       raise TypeError(f"argnums must be an int or a tuple of ints, got {argnums!r}")
-    if not -nargs <= a < nargs:
-      raise ValueError(f"{fname}: argnums={argnums} but the function was called with only "
-                       f"{nargs} positional arguments")
+    if a < -nargs:
+      raise ValueError(f"Positional argument indices, e.g. for `argnums`, must have value "
+                       f"greater than or equal to -len(args) and less than len(args), but got "
+                       f"value {a} for len(args) == {nargs}.")
+    if a >= nargs:
+      raise TypeError(f"differentiating with respect to argnums={argnums} requires at least "
+                      f"{a + 1} positional arguments to be passed by the caller, but got only "
+                      f"{nargs} positional arguments.")
   return single, tuple(a % nargs for a in nums)
 
 
@@ -347,6 +372,8 @@ def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
     out, f_vjp = res[0], res[1]
     out_leaves, out_tree = tree_util.tree_flatten(out)
     out_avals = [get_aval(o) for o in out_leaves]
+    for a in out_avals:
+      _check_output_dtype_revderiv("jacrev", holomorphic, a.dtype)
     cts = vmap(lambda *basis: f_vjp(tree_util.tree_unflatten(out_tree, basis)))(
         *_std_basis(out_leaves))
     # cts: per input leaf, shape (M, *in.shape); split M into one block per output leaf
@@ -357,6 +384,23 @@ def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
     return (jac, res[2]) if has_aux else jac
 
   return jac_f
+
+
+def _check_output_dtype_revderiv(name, holomorphic, dtype):
+  """Reverse-mode Jacobians need real floating outputs (complex ones with holomorphic=True)."""
+  if holomorphic:
+    if not dtypes.is_complex(dtype):
+      raise TypeError(f"{name} with holomorphic=True requires outputs with complex dtype, but "
+                      f"got {dtype.name}.")
+  elif dtypes.is_complex(dtype):
+    raise TypeError(f"{name} requires real-valued outputs (output dtype that is a sub-dtype of "
+                    f"np.floating), but got {dtype.name}. For holomorphic differentiation, pass "
+                    f"holomorphic=True. For differentiation of non-holomorphic functions "
+                    f"involving complex outputs, use vjp directly.")
+  elif not dtypes.is_inexact(dtype):
+    raise TypeError(f"{name} requires real-valued outputs (output dtype that is a sub-dtype of "
+                    f"np.floating), but got {dtype.name}. For differentiation of functions with "
+                    f"integer outputs, use vjp directly.")
 
 
 def hessian(fun, argnums=0, has_aux=False, holomorphic=False):

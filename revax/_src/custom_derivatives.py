@@ -173,6 +173,10 @@ class custom_jvp:  # noqa: N801 (JAX's name)
       raise TypeError("defjvps is not supported with nondiff_argnums; use defjvp")
 
     def jvp(primals, tangents):
+      if len(jvps) != len(primals):
+        raise ValueError(f"defjvps for custom_jvp function {_name(self.fun)} got {len(jvps)} "
+                         f"rules, but the function was called with {len(primals)} arguments: "
+                         "give one rule (or None) per argument")
       primal_out = self(*primals)
       total = None
       for rule, t in zip(jvps, tangents, strict=True):

@@ -167,6 +167,11 @@ class Jitted:
     params = list(sig.parameters.values())
     names = set(self.static_argnames)
     nums = set(self.static_argnums)
+    if not any(p.kind is p.VAR_POSITIONAL for p in params):
+      npos = sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params)
+      if any(not -npos <= i < npos for i in nums):
+        raise ValueError(f"Jitted function has static_argnums={self.static_argnums}, but only "
+                         f"accepts {npos} positional arguments.")
     for i, p in enumerate(params):
       if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
         if i in nums and p.kind is p.POSITIONAL_OR_KEYWORD:

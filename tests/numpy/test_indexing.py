@@ -205,3 +205,14 @@ def test_indexing_errors():
     x.at[0].get(mode="wrap")
   with pytest.raises(TypeError, match="take requires integer indices"):
     rnp.take(x, np.array([0.5]))
+
+
+def test_lists_and_tuples_inside_an_index_tuple_are_index_arrays():
+  """Inside a tuple index, lists and tuples are integer (or boolean) arrays, as in JAX and NumPy
+  (only a top-level list is refused); found by the bad-input campaign (tests/bad_inputs)."""
+  x = rnp.asarray(X)
+  for idx in [([0, 1], 0), (0, [0, 2]), ((1, 0),), ((0, 1), (1, 2)), ([[0], [1]], [0, 2], 1),
+              ([], 0), ([True, False], 0), (Ellipsis, [3, 0])]:
+    np.testing.assert_array_equal(x[idx], np.asarray(jnp.asarray(X)[idx]), err_msg=str(idx))
+  np.testing.assert_array_equal(revax.jit(lambda a, i: a[[i, 0], 1])(x, 1), X[[1, 0], 1])
+  np.testing.assert_array_equal(x.at[[0, 1], 2].set(-1.0), jnp.asarray(X).at[[0, 1], 2].set(-1.0))

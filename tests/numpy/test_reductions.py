@@ -174,3 +174,14 @@ def test_reduction_errors():
     rnp.var(x, ddof=1, correction=1)
   with pytest.raises(TypeError, match="axis must be an integer"):
     rnp.argmax(x, axis=(0,))
+
+
+def test_var_without_degrees_of_freedom_is_nan_as_in_jax():
+  """ddof >= N (or nothing to reduce) gives NaN, as jax.numpy does (NumPy gives inf); found by
+  the bad-input campaign (tests/bad_inputs)."""
+  x = np.arange(6, dtype=np.float32).reshape(2, 3)
+  for args in ((x[0],), (x,), (np.zeros((0,), np.float32),)):
+    for ddof in (0, 3, 5):
+      got = rnp.var(*args, axis=-1, ddof=ddof)
+      np.testing.assert_array_equal(got, jnp.var(*args, axis=-1, ddof=ddof))
+  np.testing.assert_array_equal(revax.jit(lambda a: rnp.std(a, ddof=4))(x[0]), np.nan)

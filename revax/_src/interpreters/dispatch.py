@@ -156,6 +156,10 @@ class CompiledProgram:
     self.out_avals = list(out_avals)
     self.text = text
     self.name = name
+    # float0 values (tangents of integers) have no PJRT type: they enter as bool zeros (the
+    # lowering's i1) and leave as NumPy float0 zeros, as eager evaluation and JAX give them.
+    self._float0_in = tuple(i for i, a in enumerate(self.in_avals) if a.dtype == dtypes.float0)
+    self._float0_out = tuple(i for i, a in enumerate(self.out_avals) if a.dtype == dtypes.float0)
 
   def check_avals(self, avals) -> None:
     check_arg_avals(self.name, self.in_avals, avals)
@@ -167,6 +171,11 @@ class CompiledProgram:
 
   def run_unchecked(self, args) -> list[Array]:
     """`call_arrays` for arguments already known to have the right avals."""
+    if self._float0_in:
+      args = list(args)
+      for i in self._float0_in:
+        shape = self.in_avals[i].shape
+        args[i] = Array(ShapedArray(shape, dtypes.bool_), npy=np.zeros(shape, np.bool_))
     bufs = []
     for a in args:
       if type(a) is not Array:
@@ -174,7 +183,10 @@ class CompiledProgram:
       buf = a._buf
       bufs.append(buf if buf is not None else a._device_buffer())
     outs = self.executable.execute(bufs)
-    return [Array(aval, None, b) for aval, b in zip(self.out_avals, outs)]
+    outs = [Array(aval, None, b) for aval, b in zip(self.out_avals, outs)]
+    for i in self._float0_out:
+      outs[i] = np.zeros(self.out_avals[i].shape, dtypes.float0)
+    return outs
 
   def memory_stats(self):
     return self.executable.memory_stats()

@@ -54,11 +54,22 @@ def element_type(dtype) -> str:
   return _ELEMENT_TYPES[np.dtype(dtype)]
 
 
+# XLA aborts the process (a CHECK failure, "overflow in static extent product") on a program
+# holding an array of 2**63 bytes or more: such arrays are refused here, before lowering.
+_MAX_ARRAY_BYTES = 2 ** 63 - 1
+
+
 def ir_type(aval: ShapedArray) -> str:
   """`tensor<3x4xf32>` for f32[3,4]; `tensor<f32>` for a scalar."""
   et = _ELEMENT_TYPES[aval.dtype]
   if not aval.shape:
     return f"tensor<{et}>"
+  nbytes = aval.dtype.itemsize
+  for d in aval.shape:
+    nbytes *= d
+  if nbytes > _MAX_ARRAY_BYTES:
+    raise ValueError(f"array of type {aval.str_short()} is too large for XLA: "
+                     f"{nbytes} bytes (at most 2**63 - 1 bytes can be addressed)")
   return f"tensor<{'x'.join(map(str, aval.shape))}x{et}>"
 
 

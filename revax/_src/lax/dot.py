@@ -407,6 +407,6 @@ def dot(lhs, rhs, precision=None, preferred_element_type=None):
   """
   ln, rn = get_aval(lhs).ndim, get_aval(rhs).ndim
   if ln not in (1, 2) or rn not in (1, 2):
-    raise TypeError(f"lax.dot takes rank-1 or rank-2 operands, got ranks {ln} and {rn}; use "
-                    "dot_general for higher ranks")
+    raise ValueError(f"lax.dot takes rank-1 or rank-2 operands, got ranks {ln} and {rn}; use "
+                     "dot_general for higher ranks")
   return dot_general(lhs, rhs, (((ln - 1,), (0,)), ((), ())), precision, preferred_element_type)

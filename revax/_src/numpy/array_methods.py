@@ -93,6 +93,12 @@ def _getitem(self, idx):
   return getitem(self, idx)
 
 
+def _setitem(self, idx, value):
+  raise TypeError(f"revax arrays are immutable and do not support in-place item assignment. "
+                  f"Instead of x[idx] = y, use x = x.at[idx].set(y) or another .at[] method "
+                  f"(got an assignment to an array of type {self.aval.str_short()}).")
+
+
 def _at(self):
   from revax._src.numpy.indexing import _IndexUpdateHelper
   return _IndexUpdateHelper(self)
@@ -140,6 +146,7 @@ def install(namespace) -> None:
       if hasattr(namespace, fname):
         setattr(cls, name, _method(namespace, fname))
     cls.__getitem__ = _getitem
+    cls.__setitem__ = _setitem
     cls.reshape = _reshape_method
     cls.transpose = _transpose_method
     cls.flatten = _flatten_method

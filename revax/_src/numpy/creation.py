@@ -80,6 +80,8 @@ def array(object, dtype=None, copy: bool = True, order=None, ndmin: int = 0):  #
     out = _array_from_sequence(object, dtype)
   elif type(object) in (bool, int, float, complex):
     d, weak = dtypes.scalar_dtype(object)
+    if type(object) is int and dtypes.is_integer(d if dtype is None else dtype):
+      np.array(object, dtype=d if dtype is None else dtype)  # OverflowError where it cannot fit
     out = util.scalar_constant(object, d, weak) if dtype is None else \
         util.scalar_constant(object, dtype)
   else:

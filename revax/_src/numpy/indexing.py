@@ -65,8 +65,18 @@ def _check_element(i, pos):
   if isinstance(i, (float, complex, np.floating, np.complexfloating)):
     raise TypeError(f"Indexer must have integer or boolean type, got indexer with type "
                     f"{np.asarray(i).dtype.name}")
-  raise TypeError(f"Indexer must be an integer, slice, None, Ellipsis or array; got "
-                  f"{type(i).__name__} at position {pos}")
+  raise IndexError(f"only integers, slices (`:`), ellipsis (`...`), newaxis (`None`) and integer "
+                   f"or boolean arrays are valid indices. Got {i!r} of type {type(i).__name__} "
+                   f"at position {pos}")
+
+
+def _sequence_index(seq):
+  """A list or tuple inside an index tuple, as an array (an empty one as int32)."""
+  from revax._src.numpy.creation import array
+  out = array(seq)
+  if not aval_of(out).size and not dtypes.is_integer(aval_of(out).dtype):
+    out = lax.convert_element_type(out, np.int32)
+  return out
 
 
 def _static_int_like(v) -> bool:
@@ -108,6 +118,8 @@ def _normalize(ndim: int, idx):
   """The index as a tuple with one entry per axis of the (None-expanded) operand."""
   if not isinstance(idx, tuple):
     idx = (idx,)
+  else:  # inside a tuple, lists and tuples are integer (or boolean) arrays, as in JAX and NumPy
+    idx = tuple(_sequence_index(i) if isinstance(i, (list, tuple)) else i for i in idx)
   for pos, i in enumerate(idx):
     _check_element(i, pos)
   idx = _expand_bool_masks(idx)

@@ -230,9 +230,11 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims: bool = False, *, w
   real_compute = aval_of(sq).dtype
   total = sum(sq, axis=axes, dtype=real_compute, keepdims=keepdims, where=where)
   n = _count(a, axes, where, keepdims, real_compute)
-  n = lax.max(lax.sub(n, lax.convert_element_type(ddof, real_compute)),
-              util.constant_like(n, 0))
-  return lax.convert_element_type(lax.div(total, n), out_dtype)
+  n = lax.sub(n, lax.convert_element_type(ddof, real_compute))
+  result = lax.div(total, n)
+  # No degrees of freedom left (ddof >= N, or nothing to reduce): NaN, as in JAX.
+  result = lax.select_n(lax.gt(n, util.constant_like(n, 0)), lax.full_like(result, np.nan), result)
+  return lax.convert_element_type(result, out_dtype)
 
 
 def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims: bool = False, *, where=None,
