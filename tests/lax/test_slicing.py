@@ -289,3 +289,16 @@ def test_gather_batching_moves_no_operand_axes():
       (gather,) = [e for e in jaxpr.eqns if e.primitive.name == "gather"]
       assert gather.invars[0] is jaxpr.invars[0]
       assert jaxpr.eqns[0] is gather
+
+
+def test_vmap_of_gather_over_a_batch_of_zero():
+  """Operand and indices both mapped over a batch of 0: the operand batching dim's slice size is
+  0, not 1 (as in JAX); found by the zero-size sweep of tests/runtime/test_robustness.py."""
+  x, i = np.zeros((0, 3, 2), np.float32), np.zeros((0, 4), np.int32)
+  take = lambda x, i: x[i]  # noqa: E731
+  assert revax.vmap(take)(x, i).shape == (0, 4, 2)
+  assert revax.jit(revax.vmap(take))(x, i).shape == (0, 4, 2)
+  grads = revax.vmap(revax.grad(lambda x, i: x[i].sum()))(x, i)
+  assert grads.shape == (0, 3, 2)
+  x1, i1 = np.arange(12, dtype=np.float32).reshape(2, 3, 2), np.array([[2, 0], [1, 1]], np.int32)
+  np.testing.assert_array_equal(revax.vmap(take)(x1, i1), np.stack([x1[0][[2, 0]], x1[1][[1, 1]]]))

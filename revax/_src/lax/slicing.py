@@ -630,8 +630,12 @@ def _gather_shape(operand, indices, dn, slice_sizes):
       raise TypeError(f"Slice size at index {i} in gather op is out of range, must be within "
                       f"[0, {n} + 1), got {s} (slice_sizes {slice_sizes}, operand shape "
                       f"{operand.shape}).")
-  for d in dn.collapsed_slice_dims + dn.operand_batching_dims:
+  for d in dn.collapsed_slice_dims:
     if slice_sizes[d] != 1:
+      raise TypeError(f"gather can only collapse slice dims and batching dims of slice size 1, "
+                      f"but slice_sizes[{d}] is {slice_sizes[d]} (slice_sizes {slice_sizes}).")
+  for d in dn.operand_batching_dims:  # 0 for a batch of zero (as in JAX)
+    if slice_sizes[d] > 1:
       raise TypeError(f"gather can only collapse slice dims and batching dims of slice size 1, "
                       f"but slice_sizes[{d}] is {slice_sizes[d]} (slice_sizes {slice_sizes}).")
   offset_sizes = iter(s for d, s in enumerate(slice_sizes)
@@ -829,7 +833,8 @@ def _gather_batch(vals, dims, *, dimension_numbers, slice_sizes, **params):
                             _shift(dn.start_indices_batching_dims, b) + (b,))
   new = GatherDimensionNumbers(_shift(dn.offset_dims, q), _shift(dn.collapsed_slice_dims, od),
                                _shift(dn.start_index_map, od), obd, ibd)
-  sizes = slice_sizes[:od] + (1,) + slice_sizes[od:]
+  # A batch of zero: the batching dim has size 0, so its slice must be 0 (as in JAX).
+  sizes = slice_sizes[:od] + (1 if get_aval(operand).shape[od] else 0,) + slice_sizes[od:]
   return gather_p.bind(operand, indices, dimension_numbers=new, slice_sizes=sizes, **params), q
 
 
