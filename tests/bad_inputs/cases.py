@@ -22,8 +22,8 @@ import revax.nn as rnn
 import revax.numpy as rnp
 import revax.random as rrandom
 
-import jax  # noqa: E402  (the oracle)
-import jax.numpy as jnp  # noqa: E402
+import jax  # the oracle: tests import it, revax never does
+import jax.numpy as jnp
 
 KINDS = {
     "non-callable": "a non-callable where a function goes",

@@ -7,9 +7,9 @@ Each program is one family op, with a random monotone function in front of its f
 """
 from __future__ import annotations
 
+import functools
 import math
 
-import numpy as np
 from hypothesis import strategies as st
 
 from tests.fuzz.harness import (BF16, BOOL, F16, F32, I32, PYFLOAT, ArgSpec, Program, default_diff,
@@ -202,8 +202,8 @@ def shape_programs(draw):
   shape = draw(shapes(max_rank=4, zero=True), label="shape")
   ndim, size = len(shape), math.prod(shape)
   x = ArgSpec(shape, dtype)
-  p = lambda name, core, specs, **kw: program(draw, name, core, specs, pre=dtype != I32,  # noqa: E731
-                                              smooth=dtype != I32, **kw)
+  def p(name, core, specs, **kw):
+    return program(draw, name, core, specs, pre=dtype != I32, smooth=dtype != I32, **kw)
   if kind == "reshape":
     new = list(_factor_shape(draw, size))
     if size and new and draw(st.booleans(), label="-1"):
@@ -334,7 +334,7 @@ def scan_sort_programs(draw):
   ndim = len(shape)
   axis = draw(st.integers(0, ndim - 1), label="axis")
   x = ArgSpec(shape, dtype)
-  p = lambda name, core, specs, **kw: program(draw, name, core, specs, **kw)  # noqa: E731
+  p = functools.partial(program, draw)
   reverse = draw(st.booleans(), label="reverse")
   if kind in ("cumsum", "cumprod", "cummax", "cummin"):
     if kind == "cumprod" and dtype == BF16:
@@ -383,7 +383,7 @@ def select_programs(draw):
                                "clip")), label="op")
   dtype = draw(st.sampled_from(FLOATS), label="dtype")
   shape = draw(shapes(max_rank=3, zero=True), label="shape")
-  p = lambda name, core, specs, **kw: program(draw, name, core, specs, **kw)  # noqa: E731
+  p = functools.partial(program, draw)
   if kind in ("where", "where_scalar"):
     def sub(s):  # a broadcast-compatible shape
       r = draw(st.integers(0, len(s)), label="rank")

@@ -33,8 +33,8 @@ import revax.lax as rlax
 import revax.nn as rnn
 import revax.numpy as rnp
 
-import jax  # noqa: E402  (the oracle; imported after revax on purpose: revax must not need it)
-import jax.numpy as jnp  # noqa: E402
+import jax  # the oracle: tests import it, revax never does
+import jax.numpy as jnp
 
 # --- profiles --------------------------------------------------------------------------------
 PROFILE_ENV = "REVAX_FUZZ_PROFILE"

@@ -90,7 +90,8 @@ def test_memory_is_flat_over_10000_jitted_calls_and_10000_eager_ops():
   f = revax.jit(lambda x, y: x * y + 1.0)
   x_dev = revax.device_put(np.full(4096, 1.5, np.float32))
   y_dev = revax.device_put(np.full(4096, 2.0, np.float32))
-  x_host, y_host = rnp.asarray(np.full(4096, 1.5, np.float32)), rnp.asarray(np.ones(4096, np.float32))
+  x_host = rnp.asarray(np.full(4096, 1.5, np.float32))
+  y_host = rnp.asarray(np.ones(4096, np.float32))
 
   def run(n):
     out = None
