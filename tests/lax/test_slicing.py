@@ -302,3 +302,13 @@ def test_vmap_of_gather_over_a_batch_of_zero():
   assert grads.shape == (0, 3, 2)
   x1, i1 = np.arange(12, dtype=np.float32).reshape(2, 3, 2), np.array([[2, 0], [1, 1]], np.int32)
   np.testing.assert_array_equal(revax.vmap(take)(x1, i1), np.stack([x1[0][[2, 0]], x1[1][[1, 1]]]))
+
+
+def test_scatter_transpose_with_empty_updates():
+  """The cotangent of empty updates is empty zeros, without a gather from an operand that may be
+  empty too (the gather's shape rule refused it); found by tests/fuzz."""
+  x, u = np.zeros((1, 0), np.float32), np.zeros((0,), np.float32)
+  f = lambda x, u: revax.numpy.sum(revax.numpy.asarray(x).at[0].add(u))  # noqa: E731
+  for g in (revax.grad(f, argnums=(0, 1)), revax.jit(revax.grad(f, argnums=(0, 1)))):
+    gx, gu = g(x, u)
+    assert gx.shape == (1, 0) and gu.shape == (0,)

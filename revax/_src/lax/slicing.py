@@ -1032,6 +1032,8 @@ def _gather_updates(x, indices, updates_aval, *, dimension_numbers, indices_are_
   """The windows of `x` that a scatter with these params writes (gather with the same layout as
   the updates; dropped windows read as `fill_value`)."""
   dn = dimension_numbers
+  if 0 in updates_aval.shape:  # nothing was written (and an empty `x` has no window to read)
+    return _zeros(ShapedArray(updates_aval.shape, get_aval(x).dtype))
   sizes = _window_sizes(get_aval(x).shape, updates_aval.shape, dn)
   return gather_p.bind(x, indices, dimension_numbers=_scatter_gather_dnums(dn), slice_sizes=sizes,
                        indices_are_sorted=indices_are_sorted, unique_indices=unique_indices,

@@ -412,10 +412,22 @@ def _update(x, idx, values, op: str, mode=None, indices_are_sorted=False, unique
   dnums = lax.ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,),
                                       scatter_dims_to_operand_dims=(0,))
   scatter = getattr(lax, _SCATTERS[op])
+  # Static ints and slices select every position at most once (as in JAX, which then allows
+  # e.g. the gradient of .at[1].mul(v)); index arrays may repeat positions.
+  unique_indices = unique_indices or _selects_each_position_once(idx)
   out = scatter(lax.reshape(x, (size,)), lax.reshape(pos, (n, 1)), lax.reshape(values, (n,)),
                 dnums, indices_are_sorted=indices_are_sorted, unique_indices=unique_indices,
                 mode=lax.GatherScatterMode.FILL_OR_DROP)
   return lax.reshape(out, aval.shape)
+
+
+def _selects_each_position_once(idx) -> bool:
+  """Whether `idx` holds only static ints, slices, None, Ellipsis and bools."""
+  for i in idx if isinstance(idx, tuple) else (idx,):
+    if not (i is None or i is Ellipsis or isinstance(i, slice) or _is_int_scalar(i)
+            or isinstance(i, (bool, np.bool_))):
+      return False
+  return True
 
 
 class _IndexUpdateRef:
