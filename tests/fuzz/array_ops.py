@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import math
 
+import numpy as np
 from hypothesis import strategies as st
 
 from tests.fuzz.harness import (BF16, BOOL, F16, F32, I32, PYFLOAT, ArgSpec, Program, default_diff,
@@ -194,9 +195,9 @@ def _basic_index(draw, shape):
 @st.composite
 def shape_programs(draw):
   kinds = ("reshape", "lax_reshape", "transpose", "moveaxis", "basic_index", "lax_slice",
-           "dynamic_slice", "dynamic_update_slice", "take", "index_array", "at_add", "pad",
-           "concatenate", "stack", "rev", "broadcast_in_dim", "expand_squeeze", "tile", "repeat",
-           "broadcast_to")
+           "dynamic_slice", "dynamic_update_slice", "take", "index_array", "at_add", "at_static",
+           "pad", "concatenate", "stack", "rev", "broadcast_in_dim", "expand_squeeze", "tile",
+           "repeat", "broadcast_to")
   kind = draw(st.sampled_from(kinds), label="shape op")
   dtype = draw(st.sampled_from(FLOATS + (I32,)), label="dtype")
   shape = draw(shapes(max_rank=4, zero=True), label="shape")
@@ -228,6 +229,12 @@ def shape_programs(draw):
   if kind == "basic_index" or (kind == "moveaxis" and not ndim):
     idx = _basic_index(draw, shape)
     return p(f"getitem{idx!r}", lambda api, a: a[idx], [x])
+  if kind == "at_static":  # x.at[basic index].set/add/mul/min/max(values)
+    idx = _basic_index(draw, shape)
+    op = draw(st.sampled_from(("set", "add", "multiply", "min", "max")), label="at op")
+    upd = ArgSpec(np.zeros(shape)[idx].shape, dtype)
+    return p(f"at[{idx!r}].{op}", lambda api, a, u: getattr(api.np.asarray(a).at[idx], op)(u),
+             [x, upd])
   if kind == "lax_slice":
     starts, limits, strides = [], [], []
     for d in shape:

@@ -224,8 +224,12 @@ def conv_programs(draw):
   rhs_dil = tuple(draw(st.integers(1, 2), label="rhs dilation") for _ in range(nsp))
   kind = draw(st.sampled_from(("pairs", "pairs", "SAME", "VALID")), label="padding kind")
   if kind == "pairs":
-    padding = tuple((draw(st.integers(-1, 2), label="lo"), draw(st.integers(-1, 2), label="hi"))
-                    for _ in range(nsp))
+    # Negative padding only where the stride is 1: XLA:CPU reads the wrong memory otherwise
+    # (tests/lax/test_convolution.py::test_xla_convolution_with_negative_padding_and_stride).
+    low = lambda k: -1 if strides[k] == 1 else 0  # noqa: E731
+    padding = tuple((draw(st.integers(low(k), 2), label="lo"), draw(st.integers(low(k), 2),
+                                                                     label="hi"))
+                    for k in range(nsp))
   else:
     padding = kind
   if isinstance(padding, str) and any(d > 1 for d in lhs_dil):
