@@ -398,12 +398,9 @@ def test_conv_dimension_numbers_and_permutations_match_jax():
       lax.conv_dimension_numbers((1, 2, 3), (1, 2, 3), bad)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "XLA:CPU computes convolutions with a negative low padding and a stride > 1 in that "
-    "dimension from the wrong (often uninitialized) memory: jit returns garbage, jax.jit too. "
-    "The eager NumPy implementation is right. Fix in the lowering: crop negative padding with a "
-    "slice of the lhs and hand XLA only the non-negative part (found by tests/fuzz)"))
-def test_xla_convolution_with_negative_padding_and_stride():
+def test_negative_padding_with_strides_is_cropped_before_xla():
+  """XLA:CPU computes convolutions with a negative low padding and a stride > 1 from the wrong
+  memory (jax.jit too); the lowering crops negative padding with a pad of the lhs first."""
   x = np.arange(1, 26, dtype=np.float32).reshape(1, 1, 5, 5)
   w = np.ones((1, 1, 3, 3), np.float32)
   for strides, pads in [((2, 1), ((-1, 1), (0, 0))), ((1, 2), ((0, 0), (-1, 2))),

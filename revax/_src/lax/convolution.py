@@ -492,6 +492,14 @@ def _conv_lower(ctx, lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dil
                 dimension_numbers, feature_group_count, batch_group_count, precision,
                 preferred_element_type):
   n = len(window_strides)
+  if any(lo < 0 or hi < 0 for lo, hi in padding):
+    # XLA:CPU reads the wrong memory for a negative padding with a stride > 1 (found by the
+    # fuzzer; jax.jit shares the bug): crop (and dilate) those dims with a pad of the lhs first
+    # and hand the convolution only non-negative padding.
+    lhs, lhs_aval, padding, lhs_dilation = _crop_negative_padding(
+        ctx, lhs, ctx.avals_in[0], padding, lhs_dilation, dimension_numbers[0])
+  else:
+    lhs_aval = ctx.avals_in[0]
   pad_attr = (f"dense<> : tensor<0x2xi64>" if n == 0 else mlir.i64_dense(padding, (n, 2)))
   reversal = "array<i1>" if n == 0 else f"array<i1: {', '.join(['false'] * n)}>"
   props = {"batch_group_count": f"{batch_group_count} : i64",
@@ -514,7 +522,7 @@ def _conv_lower(ctx, lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dil
   lhs_spec, rhs_spec, out_spec = dimension_numbers
   lhs_perm = (lhs_spec[0], *lhs_spec[2:], lhs_spec[1])
   rhs_perm = (*rhs_spec[2:], rhs_spec[1], rhs_spec[0])
-  lhs_t = _transposed(ctx, lhs, ctx.avals_in[0], lhs_perm)
+  lhs_t = _transposed(ctx, lhs, lhs_aval, lhs_perm)
   rhs_t = _transposed(ctx, rhs, ctx.avals_in[1], rhs_perm)
   out_aval = ctx.avals_out[0]
   canon_out = (out_spec[0], *out_spec[2:], out_spec[1])
@@ -525,6 +533,26 @@ def _conv_lower(ctx, lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dil
   for k, d in enumerate(canon_out):
     back[d] = k
   return _transposed(ctx, out, canon_aval, tuple(back))
+
+
+def _crop_negative_padding(ctx, lhs, aval, padding, lhs_dilation, lhs_spec):
+  """The lhs padded (negative pads crop) and dilated along the spatial dims whose padding has a
+  negative side, with those dims' padding and dilation left at (0, 0) and 1."""
+  config = [(0, 0, 0)] * aval.ndim
+  new_padding, new_dilation = list(padding), list(lhs_dilation)
+  for k, ((lo, hi), d) in enumerate(zip(padding, lhs_dilation, strict=True)):
+    if lo < 0 or hi < 0:
+      config[lhs_spec[2 + k]] = (lo, hi, d - 1)
+      new_padding[k], new_dilation[k] = (0, 0), 1
+  shape = tuple(lo + hi + n + max(n - 1, 0) * i for n, (lo, hi, i) in zip(aval.shape, config))
+  new_aval = aval.update(shape=shape)
+  zero = ctx.constant(np.zeros((), aval.dtype), aval.update(shape=()))
+  lo, hi, interior = zip(*config)
+  out = ctx.op1("stablehlo.pad", [lhs, zero], new_aval,
+                props={"edge_padding_low": mlir.i64_array(lo),
+                       "edge_padding_high": mlir.i64_array(hi),
+                       "interior_padding": mlir.i64_array(interior)})
+  return out, new_aval, tuple(new_padding), tuple(new_dilation)
 
 
 def _channels_last(n: int) -> "ConvDimensionNumbers":
