@@ -596,13 +596,9 @@ def test_select_primitives_match_references_and_jax():
     np.testing.assert_allclose(np.asarray(sc), np.asarray(jax.vjp(fj, x)[1](s)[0]), rtol=1e-6)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "XLA:CPU miscompiles a pad followed by a window-dilated reduce_window whose windows read "
-    "padding only: the transpose of reduce_window_sum over a size-1 dim padded (1, 1) with a "
-    "window of 2 dilated by 2 (pad + VALID reduce_window) returns the padded value instead of 0; "
-    "jax.jit gives the same wrong value. Folding the transpose's pad into the reduce_window's "
-    "padding/base_dilation would avoid it (found by tests/fuzz)"))
-def test_xla_transpose_of_window_reading_padding_only():
+def test_transpose_of_window_reading_padding_only():
+  """XLA:CPU miscompiles a pad followed by a window-dilated reduce_window that reads padding
+  only; the transpose folds its padding into the window's own padding and base dilation."""
   x = np.array([[0.5]], np.float32)
 
   def f(x):

@@ -335,13 +335,21 @@ def _reduce_window_sum_transpose(ct, x, *, window_dimensions, window_strides, pa
   out_shape = get_aval(ct).shape
   pads = _conv_transpose_padding(in_shape, window_dimensions, window_strides, out_shape, padding,
                                  base_dilation, window_dilation)
-  config = tuple((lo, hi, s - 1) for (lo, hi), s in zip(pads, window_strides, strict=True))
-  ct_aval = get_aval(ct)
-  padded = shapes.pad(ct, np.zeros((), ct_aval.dtype), config)
   ones = (1,) * len(in_shape)
-  result = reduce_window_sum_p.bind(
-      padded, window_dimensions=window_dimensions, window_strides=base_dilation,
-      padding=((0, 0),) * len(in_shape), base_dilation=ones, window_dilation=window_dilation)
+  if all(lo >= 0 and hi >= 0 for lo, hi in pads):
+    # the padding and stride holes folded into the window's own padding and base dilation (a
+    # separate pad followed by a window-dilated reduce_window that reads padding only is
+    # miscompiled by XLA:CPU, jax.jit included)
+    result = reduce_window_sum_p.bind(
+        ct, window_dimensions=window_dimensions, window_strides=base_dilation,
+        padding=tuple(pads), base_dilation=tuple(window_strides),
+        window_dilation=window_dilation)
+  else:  # negative pads crop: a pad op, which takes them
+    config = tuple((lo, hi, s - 1) for (lo, hi), s in zip(pads, window_strides, strict=True))
+    padded = shapes.pad(ct, np.zeros((), get_aval(ct).dtype), config)
+    result = reduce_window_sum_p.bind(
+        padded, window_dimensions=window_dimensions, window_strides=base_dilation,
+        padding=((0, 0),) * len(in_shape), base_dilation=ones, window_dilation=window_dilation)
   assert get_aval(result).shape == in_shape, (get_aval(result).shape, in_shape)
   return [result]
 
