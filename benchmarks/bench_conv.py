@@ -16,41 +16,16 @@ from __future__ import annotations
 
 import argparse
 import os
-import time
 
 import numpy as np
+
+from timing import libraries, time_interleaved
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
 BATCH, SIZE, CLASSES = 64, 28, 10
 PER_EXAMPLE_BATCH = 16
 DIMS = ("NHWC", "HWIO", "NHWC")
-
-
-def libraries():
-  import jax
-  import jax.nn
-  import jax.numpy as jnp
-  import revax
-  import revax.nn
-  import revax.numpy as rnp
-  return {"revax": (revax, rnp), "jax": (jax, jnp)}
-
-
-def time_interleaved(calls: dict, number: int, rounds: int) -> dict:
-  """{name: seconds per call}: the fastest of `rounds` means over `number` calls, the libraries'
-  rounds interleaved (the fastest round is the one least disturbed by other processes)."""
-  for fn in calls.values():
-    for _ in range(max(3, number // 5)):
-      fn()
-  samples = {name: [] for name in calls}
-  for _ in range(rounds):
-    for name, fn in calls.items():
-      t = time.perf_counter()
-      for _ in range(number):
-        fn()
-      samples[name].append((time.perf_counter() - t) / number)
-  return {name: min(s) for name, s in samples.items()}
 
 
 def cnn_params():

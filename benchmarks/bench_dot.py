@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import argparse
 import os
-import time
 
 import numpy as np
+
+from timing import libraries, time_interleaved
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
@@ -26,30 +27,6 @@ M, B, K, N, V = 64, 16, 64, 64, 8
 DOT_DIMS = (((2,), (0,)), ((1,), (2,)))
 MLP_SIZES = (784, 1024, 1024, 1024, 10)
 MLP_BATCH = 256
-
-
-def libraries():
-  import jax
-  import jax.numpy as jnp
-  import revax
-  import revax.numpy as rnp
-  return {"revax": (revax, rnp), "jax": (jax, jnp)}
-
-
-def time_interleaved(calls: dict, number: int, rounds: int) -> dict:
-  """{name: seconds per call}: the fastest of `rounds` means over `number` calls, the libraries'
-  rounds interleaved (the fastest round is the one least disturbed by other processes)."""
-  for fn in calls.values():
-    for _ in range(max(3, number // 5)):
-      fn()
-  samples = {name: [] for name in calls}
-  for _ in range(rounds):
-    for name, fn in calls.items():
-      t = time.perf_counter()
-      for _ in range(number):
-        fn()
-      samples[name].append((time.perf_counter() - t) / number)
-  return {name: min(s) for name, s in samples.items()}
 
 
 def vmapped_dot_calls(libs, both_mapped: bool):

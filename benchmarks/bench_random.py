@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import argparse
 import os
-import time
 
 import numpy as np
+
+from timing import time_interleaved
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
@@ -28,21 +29,6 @@ def libraries():
   import revax
   import revax.random as rr
   return {"revax": (revax, rr), "jax": (jax, jr)}
-
-
-def time_interleaved(calls: dict, number: int, rounds: int) -> dict:
-  """{name: seconds per call}: the fastest of `rounds` means over `number` calls."""
-  for fn in calls.values():
-    for _ in range(max(2, number // 5)):
-      fn()
-  samples = {name: [] for name in calls}
-  for _ in range(rounds):
-    for name, fn in calls.items():
-      t = time.perf_counter()
-      for _ in range(number):
-        fn()
-      samples[name].append((time.perf_counter() - t) / number)
-  return {name: min(s) for name, s in samples.items()}
 
 
 def _calls(libs, make, check="equal"):

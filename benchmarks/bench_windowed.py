@@ -9,24 +9,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import time
 
 import numpy as np
 
+from timing import per_call_us
+
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
-
-
-def _per_call_us(fn, number: int, repeats: int = 5) -> float:
-  for _ in range(min(number, 50)):
-    fn()
-  samples = []
-  for _ in range(repeats):
-    t = time.perf_counter_ns()
-    for _ in range(number):
-      fn()
-    samples.append((time.perf_counter_ns() - t) / number / 1e3)
-  return statistics.median(samples)
 
 
 def _libs():
@@ -84,15 +73,15 @@ def rows(quick: bool):
       small = x_small  # eager revax ops run in NumPy on host values
     else:
       small = lib.device_put(x_small)
-    r["eager"] = _per_call_us(
+    r["eager"] = per_call_us(
         lambda: lib.block_until_ready(max_pool(small, (2, 2), (2, 2), _PADDING)), calls)
     big = lib.device_put(x_big)
     fwd = lib.jit(lambda x: max_pool(x, (3, 3), (2, 2), "SAME"))
     avg = lib.jit(lambda x: avg_pool(x, (3, 3), (2, 2), "SAME"))
     bwd = lib.jit(lib.grad(lambda x: (max_pool(x, (3, 3), (2, 2), "SAME") ** 2).sum()))
-    r["fwd"] = _per_call_us(lambda: lib.block_until_ready(fwd(big)), calls // 4)
-    r["avg"] = _per_call_us(lambda: lib.block_until_ready(avg(big)), calls // 4)
-    r["bwd"] = _per_call_us(lambda: lib.block_until_ready(bwd(big)), calls // 10)
+    r["fwd"] = per_call_us(lambda: lib.block_until_ready(fwd(big)), calls // 4)
+    r["avg"] = per_call_us(lambda: lib.block_until_ready(avg(big)), calls // 4)
+    r["bwd"] = per_call_us(lambda: lib.block_until_ready(bwd(big)), calls // 10)
     params, xs, ys = _net_inputs(32)
     loss = _network(np_mod, max_pool)
     per_example = lib.jit(lib.vmap(lib.grad(loss), in_axes=(None, 0, 0)))
@@ -100,7 +89,7 @@ def rows(quick: bool):
     lib.block_until_ready(per_example(params, xs, ys))
     r["first"] = time.perf_counter() - t0
     dparams, dxs, dys = lib.device_put((params, xs, ys))
-    r["per_example"] = _per_call_us(
+    r["per_example"] = per_call_us(
         lambda: lib.block_until_ready(per_example(dparams, dxs, dys)), calls // 4)
   rv, jx = res["revax"], res["jax"]
   return [

@@ -16,12 +16,14 @@ import gc
 import os
 import pathlib
 import platform
-import statistics
 import subprocess
 import sys
 import time
 
 import numpy as np
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from timing import libraries, per_call_us  # noqa: E402 (benchmarks/ on the path first)
 
 HERE = pathlib.Path(__file__).resolve().parent
 
@@ -61,27 +63,6 @@ def interleaved(measure, libs, rounds: int = 3) -> dict:
       value = measure(name, lib, np_mod)
       best[name] = value if name not in best else min(best[name], value)
   return best
-
-
-def per_call_us(fn, number: int, repeats: int = 5) -> float:
-  """Median over `repeats` of the mean microseconds per call over `number` calls."""
-  for _ in range(min(number, 200)):
-    fn()
-  samples = []
-  for _ in range(repeats):
-    t = time.perf_counter_ns()
-    for _ in range(number):
-      fn()
-    samples.append((time.perf_counter_ns() - t) / number / 1e3)
-  return statistics.median(samples)
-
-
-def libraries():
-  import jax
-  import jax.numpy as jnp
-  import revax
-  import revax.numpy as rnp
-  return {"revax": (revax, rnp), "jax": (jax, jnp)}
 
 
 def mlp_fn(np_mod, depth: int):
