@@ -17,9 +17,7 @@ import weakref
 from revax._src import tree_util
 from revax._src.core.avals import get_aval
 from revax._src.core.jaxpr import ClosedJaxpr
-from revax._src.core.eval import eval_jaxpr
-from revax._src.core.trace import (Primitive, Tracer, _context, eval_trace,
-                                   set_current_trace)
+from revax._src.core.trace import Primitive, Tracer, _context, eval_trace
 from revax._src.interpreters import (ad, batching, dispatch, mlir, partial_eval, staging,
                                     transpose)
 from revax._src.runtime.array import Array
@@ -64,38 +62,15 @@ def bind_jit(closed: ClosedJaxpr, args, name: str):
 
 
 def _jit_jvp(primals, tangents, *, jaxpr, name):
-  nonzeros = tuple(type(t) is not ad.Zero for t in tangents)
-  jvp_closed, out_nonzeros = ad.jvp_jaxpr(jaxpr, nonzeros)
-  outs = bind_jit(jvp_closed, list(primals) + [t for t in tangents if type(t) is not ad.Zero],
-                  f"jvp_{name}")
-  n = len(jaxpr.out_avals)
-  nz_tangents = iter(outs[n:])
-  out_tangents = [next(nz_tangents) if nz else ad.Zero(ad.tangent_aval(a))
-                  for a, nz in zip(jaxpr.out_avals, out_nonzeros)]
-  return outs[:n], out_tangents
-
-
-@staging.memoize_on_jaxpr
-def _partial_eval_jaxpr(closed, unknowns):
-  return partial_eval.partial_eval_jaxpr(closed, list(unknowns))
+  return ad.call_jvp(jaxpr, primals, tangents,
+                     lambda jvp_closed, args: bind_jit(jvp_closed, args, f"jvp_{name}"))
 
 
 def _jit_partial_eval(trace, args, params, unknowns):
   """Run the known part of the call now and stage the unknown part, as two jit calls."""
-  closed, name = params["jaxpr"], params["name"]
-  jaxpr_k, jaxpr_u, out_unknowns, num_res = _partial_eval_jaxpr(closed, tuple(unknowns))
-  known_args = [a for a, u in zip(args, unknowns) if not u]
-  with set_current_trace(trace.parent_trace):
-    known = bind_jit(jaxpr_k, known_args, name)
-  n_known_out = len(known) - num_res
-  known_outs, residuals = known[:n_known_out], known[n_known_out:]
-  unknown_args = [a for a, u in zip(args, unknowns) if u]
-  staged = []
-  if any(out_unknowns):
-    staged = staging.DynamicJaxprTrace.process_primitive(
-        trace, jit_p, list(residuals) + unknown_args, {"jaxpr": jaxpr_u, "name": name})
-  it_k, it_u = iter(known_outs), iter(staged)
-  return [next(it_u) if u else next(it_k) for u in out_unknowns]
+  return partial_eval.partial_eval_call(
+      trace, jit_p, args, params, unknowns,
+      bind_known=lambda known, known_args: bind_jit(known, known_args, params["name"]))
 
 
 def _jit_transpose(cts, *args, jaxpr, name):

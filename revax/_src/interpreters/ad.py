@@ -373,3 +373,17 @@ def jvp_jaxpr(closed, nonzeros: tuple, instantiate: bool = False):
 
   jaxpr, consts = staging.trace_to_jaxpr(fun, list(avals) + tangent_avals)
   return ClosedJaxpr(jaxpr, consts), store["out_nonzeros"]
+
+
+def call_jvp(closed, primals, tangents, bind):
+  """The JVP rule of a call primitive holding `closed`: `bind(jvp_closed, args)` binds the
+  primitive again on the JVP jaxpr (primals and the non-zero tangents in; primal outputs and
+  non-zero tangent outputs out), so the derivative of a staged call stays a staged call.
+  Returns (primal outputs, tangents with symbolic Zeros)."""
+  nonzeros = tuple(type(t) is not Zero for t in tangents)
+  jvp_closed, out_nonzeros = jvp_jaxpr(closed, nonzeros)
+  outs = bind(jvp_closed, list(primals) + [t for t in tangents if type(t) is not Zero])
+  n = len(closed.out_avals)
+  nz_tangents = iter(outs[n:])
+  return outs[:n], [next(nz_tangents) if nz else Zero(tangent_aval(a))
+                    for a, nz in zip(closed.out_avals, out_nonzeros, strict=True)]

@@ -112,20 +112,13 @@ def _fenced_call_impl(*args, jaxpr: ClosedJaxpr):
 
 
 def _fenced_call_jvp(primals, tangents, *, jaxpr):
-  nonzeros = tuple(type(t) is not ad.Zero for t in tangents)
-  jvp_closed, out_nonzeros = ad.jvp_jaxpr(jaxpr, nonzeros)
-  outs = fenced_call_p.bind(*primals, *[t for t in tangents if type(t) is not ad.Zero],
-                            jaxpr=jvp_closed)
-  n = len(jaxpr.out_avals)
-  it = iter(outs[n:])
-  return outs[:n], [next(it) if nz else ad.Zero(ad.tangent_aval(a))
-                    for a, nz in zip(jaxpr.out_avals, out_nonzeros, strict=True)]
+  return ad.call_jvp(jaxpr, primals, tangents,
+                     lambda jvp_closed, args: fenced_call_p.bind(*args, jaxpr=jvp_closed))
 
 
 def _fenced_call_transpose(cts, *args, jaxpr):
-  from revax._src.interpreters.transpose import backward_pass
-  cts_in = backward_pass(jaxpr.jaxpr, jaxpr.consts, list(args), list(cts))
-  return [ct if ad.is_undefined_primal(a) else None for ct, a in zip(cts_in, args, strict=True)]
+  from revax._src.interpreters.transpose import call_transpose  # transpose imports this module
+  return call_transpose(jaxpr, cts, args)
 
 
 def _fenced_call_partial_eval(trace, args, params, unknowns):

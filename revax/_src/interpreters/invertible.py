@@ -496,16 +496,11 @@ def _invertible_jvp(primals, tangents, *, jaxpr, primal, nonzeros, allow_storing
   """An invertible_p of the JVP jaxpr that remembers the primal jaxpr (the "JVP form"):
   evaluated it is just the JVP; partially evaluated (reverse mode) it stores only what the plan
   needs. The JVP of a JVP form is a plain call."""
-  nz = tuple(type(t) is not ad.Zero for t in tangents)
-  jvp_closed, out_nz = ad.jvp_jaxpr(jaxpr, nz)
   jvp_form = primal is None
-  outs = invertible_p.bind(*primals, *[t for t in tangents if type(t) is not ad.Zero],
-                           jaxpr=jvp_closed, primal=jaxpr if jvp_form else None,
-                           nonzeros=nz if jvp_form else None, allow_storing=allow_storing)
-  n = len(jaxpr.out_avals)
-  it = iter(outs[n:])
-  return outs[:n], [next(it) if z else ad.Zero(ad.tangent_aval(a))
-                    for a, z in zip(jaxpr.out_avals, out_nz, strict=True)]
+  nz = tuple(type(t) is not ad.Zero for t in tangents)
+  return ad.call_jvp(jaxpr, primals, tangents, lambda jvp_closed, args: invertible_p.bind(
+      *args, jaxpr=jvp_closed, primal=jaxpr if jvp_form else None,
+      nonzeros=nz if jvp_form else None, allow_storing=allow_storing))
 
 
 def _invertible_partial_eval(trace, args, params, unknowns):
@@ -542,9 +537,8 @@ def _storing_error(flat, plan) -> ValueError:
 def _invertible_transpose(cts, *args, jaxpr, primal, nonzeros, allow_storing):
   """A linear invertible_p (the staged part of a plainly split call, e.g. in second-order
   reverse mode) transposes as the call it is."""
-  from revax._src.interpreters.transpose import backward_pass
-  cts_in = backward_pass(jaxpr.jaxpr, jaxpr.consts, list(args), list(cts))
-  return [c if ad.is_undefined_primal(a) else None for c, a in zip(cts_in, args, strict=True)]
+  from revax._src.interpreters.transpose import call_transpose
+  return call_transpose(jaxpr, cts, args)
 
 
 def _invertible_batch(axis_size, vals, dims, *, jaxpr, primal, nonzeros, allow_storing):

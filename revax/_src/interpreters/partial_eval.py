@@ -95,15 +95,17 @@ def partial_eval_jaxpr_cached(closed: ClosedJaxpr, unknowns: tuple):
   return partial_eval_jaxpr(closed, list(unknowns))
 
 
-def partial_eval_call(trace, prim, args, params, unknowns):
+def partial_eval_call(trace, prim, args, params, unknowns, bind_known=None):
   """The partial-evaluation rule of a call primitive whose params hold its closed `jaxpr`: bind
   the primitive on the known part now (in the parent trace), and stage it on the unknown part,
-  which reads the known part's residuals."""
+  which reads the known part's residuals. `bind_known(jaxpr, args)` replaces the plain bind of
+  the known part (jit turns the known jaxpr's constants into operands)."""
   known_jaxpr, unknown_jaxpr, out_unknowns, num_res = partial_eval_jaxpr_cached(
       params["jaxpr"], tuple(unknowns))
   known_args = [a for a, u in zip(args, unknowns, strict=True) if not u]
   with set_current_trace(trace.parent_trace):
-    known = prim.bind(*known_args, **{**params, "jaxpr": known_jaxpr})
+    known = (bind_known(known_jaxpr, known_args) if bind_known is not None else
+             prim.bind(*known_args, **{**params, "jaxpr": known_jaxpr}))
   known_outs, residuals = known[:len(known) - num_res], known[len(known) - num_res:]
   staged = []
   if any(out_unknowns):

@@ -27,7 +27,7 @@ from revax._src.core.jaxpr import ClosedJaxpr, Jaxpr, Var
 from revax._src.core.trace import Primitive, set_current_trace
 from revax._src.interpreters import ad, batching, dispatch, mlir, partial_eval, staging
 from revax._src.interpreters.barrier import fenced_call
-from revax._src.interpreters.transpose import backward_pass, transpose_jaxpr
+from revax._src.interpreters.transpose import call_transpose, transpose_jaxpr
 
 # --- the checkpoint primitive ----------------------------------------------------------------------
 checkpoint_p = Primitive("checkpoint", multiple_results=True)
@@ -45,14 +45,8 @@ def _checkpoint_impl(*args, jaxpr: ClosedJaxpr, prevent_cse: bool, policy):
 def _checkpoint_jvp(primals, tangents, *, jaxpr, prevent_cse, policy):
   """The JVP is another checkpoint, of the JVP jaxpr: its partial evaluation is what decides
   what reverse mode stores."""
-  nonzeros = tuple(type(t) is not ad.Zero for t in tangents)
-  jvp_closed, out_nonzeros = ad.jvp_jaxpr(jaxpr, nonzeros)
-  outs = checkpoint_p.bind(*primals, *[t for t in tangents if type(t) is not ad.Zero],
-                           jaxpr=jvp_closed, prevent_cse=prevent_cse, policy=policy)
-  n = len(jaxpr.out_avals)
-  nz_tangents = iter(outs[n:])
-  return outs[:n], [next(nz_tangents) if nz else ad.Zero(ad.tangent_aval(a))
-                    for a, nz in zip(jaxpr.out_avals, out_nonzeros, strict=True)]
+  return ad.call_jvp(jaxpr, primals, tangents, lambda jvp_closed, args: checkpoint_p.bind(
+      *args, jaxpr=jvp_closed, prevent_cse=prevent_cse, policy=policy))
 
 
 def _checkpoint_partial_eval(trace, args, params, unknowns):
@@ -82,8 +76,7 @@ def _checkpoint_transpose(cts, *args, jaxpr, prevent_cse, policy):
   recomputed values alive as long as storing them would."""
   linear = tuple(ad.is_undefined_primal(a) for a in args)
   if not prevent_cse:
-    cts_in = backward_pass(jaxpr.jaxpr, jaxpr.consts, list(args), list(cts))
-    return [ct if lin else None for ct, lin in zip(cts_in, linear, strict=True)]
+    return call_transpose(jaxpr, cts, args)
   known = [a for a, lin in zip(args, linear, strict=True) if not lin]
   backward = transpose_jaxpr(jaxpr, list(linear))
   lin_cts = iter(fenced_call(backward, *known, *map(ad.instantiate_zeros, cts)))

@@ -101,3 +101,10 @@ def _transpose_jaxpr(closed: ClosedJaxpr, linear_mask: tuple) -> ClosedJaxpr:
 
   jaxpr, consts = staging.trace_to_jaxpr(fun, nonlin_avals + ct_avals)
   return ClosedJaxpr(jaxpr, consts)
+
+
+def call_transpose(closed: ClosedJaxpr, cts, args):
+  """The transpose rule of a call primitive holding `closed` (its linear inputs are
+  UndefinedPrimals in `args`): the jaxpr run backwards; None for the non-linear inputs."""
+  cts_in = backward_pass(closed.jaxpr, closed.consts, list(args), list(cts))
+  return [c if is_undefined_primal(a) else None for c, a in zip(cts_in, args, strict=True)]
