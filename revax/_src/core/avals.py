@@ -6,6 +6,8 @@ they meet (JAX's weak typing).
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from revax._src.core import dtypes
@@ -25,7 +27,7 @@ class ShapedArray:
 
   @property
   def size(self) -> int:
-    return int(np.prod(self.shape, dtype=np.int64)) if self.shape else 1
+    return math.prod(self.shape)  # Python ints: no int64 wrap-around for huge shapes
 
   def update(self, shape=None, dtype=None, weak_type=None) -> "ShapedArray":
     return ShapedArray(self.shape if shape is None else shape,

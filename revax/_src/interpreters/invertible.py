@@ -451,10 +451,7 @@ def backward_walk(closed: ClosedJaxpr, plan: Plan, nonzeros, outs, saved, cts,
       ins = [values.get(a) for a in eqn.invars]
       in_active = [type(a) is Var and a in active for a in eqn.invars]
       rule = structured_vjps.get(eqn.primitive)
-      if eqn.primitive is custom_ivjp_call_p:  # the block's own ivjp gives its cotangents
-        cts_in = _ivjp_cotangents(eqn, ins, [values.get(v) for v in eqn.outvars], cts_out,
-                                  in_active)
-      elif rule is not None:
+      if rule is not None:
         cts_in = rule(eqn, ins, [values.get(v) for v in eqn.outvars], cts_out, in_active)
       else:
         cts_in = eqn_vjp(eqn, ins, cts_out, in_active)
@@ -595,7 +592,8 @@ def _lin_transpose(cts, *args, primal, nonzeros, out_nonzeros):
   """The backward walk, as one fenced call of the outputs, stored inputs and cotangents."""
   plan, outs, saved, tangents = _lin_split(args, primal)
   if any(ad.is_undefined_primal(x) for x in (*outs, *saved)):
-    raise NotImplementedError("invertible_lin is linear in its tangents only")
+    raise ValueError("invertible_lin is not linear in the outputs and stored inputs it reads: "
+                     "only its tangent operands can be transposed")
   walk = _backward_jaxpr(primal, tuple(nonzeros), tuple(out_nonzeros),
                          tuple(get_aval(x) for x in saved))
   cts_in = fenced_call(walk, *outs, *saved, *map(ad.instantiate_zeros, cts))
@@ -725,3 +723,4 @@ dispatch.custom_impls[custom_ivjp_call_p] = _ivjp_impl
 ad.primitive_jvps[custom_ivjp_call_p] = _ivjp_jvp
 mlir.register_lowering(custom_ivjp_call_p, _ivjp_lower)
 inverse_rules[custom_ivjp_call_p] = InverseRule(_ivjp_solves, _ivjp_rebuild)
+structured_vjps[custom_ivjp_call_p] = _ivjp_cotangents  # the block's own ivjp gives them

@@ -64,9 +64,7 @@ def ir_type(aval: ShapedArray) -> str:
   et = _ELEMENT_TYPES[aval.dtype]
   if not aval.shape:
     return f"tensor<{et}>"
-  nbytes = aval.dtype.itemsize
-  for d in aval.shape:
-    nbytes *= d
+  nbytes = aval.size * aval.dtype.itemsize
   if nbytes > _MAX_ARRAY_BYTES:
     raise ValueError(f"array of type {aval.str_short()} is too large for XLA: "
                      f"{nbytes} bytes (at most 2**63 - 1 bytes can be addressed)")
