@@ -75,10 +75,10 @@ def _definverse_binary(prim, solve_x, solve_y, when=None):
   operand cannot be rebuilt), through implicit broadcasting. `when(eqn, facts, unknown_index)`
   may refuse cases the algebra does not cover."""
   def solves(known, eqn, facts):
-    if known == (False, True) and solve_x is not None:
-      return when is None or when(eqn, facts, 0)
-    if known == (True, False) and solve_y is not None:
-      return when is None or when(eqn, facts, 1)
+    for i, solve in enumerate((solve_x, solve_y)):
+      if known == tuple(j != i for j in range(2)) and solve is not None:
+        empty = eqn.outvars[0].aval.size == 0 and eqn.invars[i].aval.size > 0
+        return not empty and (when is None or when(eqn, facts, i))  # empty: holds no copy
     return False
 
   def rebuild(outs, ins, avals_in, **params):
@@ -517,7 +517,9 @@ mlir.register_lowering(complex_p, hlo_lowering("stablehlo.complex"))
 ad.deflinear(complex_p, _complex_transpose)
 inv.definverse(complex_p, lambda outs, ins, avals_in: [
     _one_copy(_real_part(outs[0]), avals_in[0].shape),
-    _one_copy(_imag_part(outs[0]), avals_in[1].shape)], inv.all_unknown_ok)
+    _one_copy(_imag_part(outs[0]), avals_in[1].shape)],
+    lambda known, eqn, facts: eqn.outvars[0].aval.size > 0 or  # an empty result holds no copy
+    all(a.aval.size == 0 for a in eqn.invars))
 defbroadcasting(complex_p)
 
 

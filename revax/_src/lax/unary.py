@@ -820,7 +820,7 @@ ad.defjvp(integer_pow_p, _integer_pow_jvp)
 batching.defvectorized(integer_pow_p)
 inv.definverse_unary(integer_pow_p, _integer_pow_inverse,
                      solves=lambda known, eqn, facts: eqn.params["y"] % 2 == 1
-                     and dtypes.is_inexact(eqn.outvars[0].aval.dtype))
+                     and dtypes.is_float(eqn.outvars[0].aval.dtype))  # real: sign * |y|**(1/n)
 
 
 # --- square --------------------------------------------------------------------------------------

@@ -73,6 +73,14 @@ def _np_rnn(W, xs, h0, reverse=False):
   return np.stack(hs) + h
 
 
+def _np_running_sum_carry(c0, xs):
+  c, ys = c0.astype(np.float32), []
+  for x in xs:
+    ys.append(c * x)
+    c = c + x * np.float32(2.0)
+  return c.astype(np.float32), np.stack(ys).astype(np.float32)
+
+
 def _cumprod(xs):
   return lax.scan(lambda c, x: (c * x, c * x), np.float32(1), xs)[1]
 
@@ -115,6 +123,9 @@ RECORDS = [
     OpRecord("scan_tanh_rnn_reverse", "scan", lambda W, xs, h0: _rnn(W, xs, h0, True),
              args_of(rand((3, 3), low=-0.6, high=0.6), rand((4, 3)), rand((3,))),
              lambda W, xs, h0: _np_rnn(W, xs, h0, True), rtol=1e-5, atol=1e-5),
+    OpRecord("scan_running_sum_carry", "scan",  # an invertible body: its carry can be undone
+             lambda c0, xs: lax.scan(lambda c, x: (c + x * 2.0, c * x), c0, xs)[0],
+             args_of(rand((3,)), rand((4, 3))), lambda c0, xs: _np_running_sum_carry(c0, xs)[0]),
     OpRecord("scan_cumprod", "scan", _cumprod, args_of(rand((5,), low=0.5, high=1.5)),
              lambda xs: np.cumprod(xs).astype(np.float32), rtol=1e-5),
     OpRecord("fori_horner_static", "scan", _horner, args_of(rand((2,)), rand((4,))),
