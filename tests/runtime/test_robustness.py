@@ -140,6 +140,9 @@ def _interrupt_during(call, delay):
   whether the interrupt arrived inside the call (else it is absorbed while waiting here)."""
   timer = threading.Timer(delay, _thread.interrupt_main)
   finished = False
+  # No garbage collection meanwhile: an interrupt landing in a gc callback (jax, imported by
+  # the tests, installs one) is swallowed there and would never reach this frame.
+  gc.disable()
   try:
     timer.start()
     try:
@@ -154,6 +157,7 @@ def _interrupt_during(call, delay):
   finally:
     timer.cancel()
     timer.join()
+    gc.enable()
 
 
 @pytest.mark.skipif(threading.current_thread() is not threading.main_thread(),
