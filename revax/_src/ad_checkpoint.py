@@ -85,9 +85,9 @@ def checkpoint(fun, *, prevent_cse: bool = True, policy=None, static_argnums=())
 
   Args:
     fun: the function to rematerialize (arrays and pytrees of arrays in and out).
-    prevent_cse: route the values the recomputation starts from through an
-      `optimization_barrier`, so XLA cannot merge it with the forward pass (the default; turn it
-      off only where the function is already inside a loop body that XLA will not CSE).
+    prevent_cse: run the recomputation inside a `fenced_call` that also takes the cotangents,
+      so XLA can neither merge it with the forward pass nor schedule it early (the default;
+      turn it off only where XLA cannot merge them anyway, e.g. inside a loop body).
     policy: `policy(prim, *avals, **params) -> bool` saying which intermediate values reverse mode
       may store (see `checkpoint_policies`); None stores only `fun`'s inputs.
     static_argnums: positions of arguments that are Python values fixed at trace time.

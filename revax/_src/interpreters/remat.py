@@ -14,9 +14,10 @@ inputs are the residuals and the tangents.
 Transposing that equation runs its jaxpr backwards (`backward_pass`): the forward sweep
 recomputes the non-linear values from the residuals, then the linear equations are transposed.
 Inputs that receive no cotangent come back as `Zero(aval)`, which is how the transpose builds
-cotangents of the right type for values it never saw. With `prevent_cse` the residuals first go
-through an `optimization_barrier`, so XLA cannot merge the recomputation with the identical
-forward computation (which would keep every forward intermediate alive again).
+cotangents of the right type for values it never saw. With `prevent_cse` that backward step is
+one `fenced_call` of the residuals and the cotangents, so XLA can neither merge the
+recomputation with the identical forward computation nor run it early (either would keep every
+forward intermediate alive again; an `optimization_barrier` alone does not stop XLA:CPU).
 
 `name_p` tags a value with a name (`checkpoint_name`) for `save_only_these_names` policies.
 """
