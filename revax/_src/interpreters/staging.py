@@ -15,6 +15,7 @@ import numpy as np
 
 from revax._src import tree_util
 from revax._src.core.avals import ShapedArray, get_aval
+from revax._src.core.effects import eqn_has_effects
 from revax._src.core.jaxpr import ClosedJaxpr, DropVar, Jaxpr, JaxprEqn, Literal, Var
 from revax._src.core.rules import RuleTable
 from revax._src.core.trace import Trace, Tracer, set_current_trace
@@ -126,7 +127,8 @@ dce_rules = RuleTable("dce")  # primitive -> rule(eqn, used_outputs) -> (used_in
 
 
 def dce_jaxpr(jaxpr: Jaxpr, used_outputs=None, *, prune_inputs: bool = False):
-  """Remove equations whose outputs are unused. Returns (new_jaxpr, used_inputs).
+  """Remove equations whose outputs are unused, except those with side effects (see
+  core/effects.py). Returns (new_jaxpr, used_inputs).
 
   `used_outputs` (default: all) selects the outputs kept. With `prune_inputs`, unused invars are
   dropped too; `used_inputs` says which were used either way.
@@ -138,10 +140,13 @@ def dce_jaxpr(jaxpr: Jaxpr, used_outputs=None, *, prune_inputs: bool = False):
   new_eqns = []
   for eqn in reversed(jaxpr.eqns):
     used = [v in live for v in eqn.outvars]
-    if not any(used):
+    effectful = not (used and all(used)) and eqn_has_effects(eqn)
+    if not any(used) and not effectful:
       continue
     rule = dce_rules.get(eqn.primitive)
-    if rule is not None:
+    if effectful:  # a side effect runs whole, whatever of its outputs is used
+      used_ins, new_eqn = [True] * len(eqn.invars), eqn
+    elif rule is not None:
       used_ins, new_eqn = rule(eqn, used)  # used_ins: one per input of the original eqn
     else:
       used_ins = [True] * len(eqn.invars)

@@ -644,7 +644,7 @@ class Executable:
         call.execute_device = device._ptr
       error = self._fn_execute(scratch.address)
       if error:
-        raise self._api.take_error(error)
+        raise _with_callback_cause(self._api.take_error(error))
       # Wait for completion so that execution errors surface here, and outputs are ready.
       scratch.event.event = scratch.events[0]
       error = self._fn_event_await(scratch.event_address)
@@ -671,7 +671,7 @@ class Executable:
       self._backend._destroy_buffer(outputs[k])
     if error and destroy_error:
       self._api.take_error(destroy_error)  # only freed: the execution's error is the one to show
-    raise self._api.take_error(error or destroy_error)
+    raise _with_callback_cause(self._api.take_error(error or destroy_error))
 
   def execute_sharded(self, args_per_device: Sequence[Sequence[Buffer]]) -> list[list[Buffer]]:
     """Run a multi-device program: one argument list per device of `devices`, in order.
@@ -705,6 +705,7 @@ class Executable:
         failure = failure or e
     backend = self._backend
     if failure is not None:
+      failure = _with_callback_cause(failure)
       for per_device in outputs:
         for k in range(self.num_outputs):
           backend._destroy_buffer(per_device[k])
@@ -730,6 +731,12 @@ class Executable:
         self._api.call("LoadedExecutable_Destroy", executable=pointer)
       except Exception:  # noqa: BLE001 - a finalizer must not raise
         pass
+
+
+def _with_callback_cause(error: RuntimeBackendError) -> RuntimeBackendError:
+  """`error` with the exception of the host callback that caused it (if any) as its cause."""
+  from revax._src.runtime import ffi
+  return ffi.restore_callback_error(error)
 
 
 class _UnloadedExecutable:

@@ -395,6 +395,7 @@ class Api:
     base = get_api()
     if not base:
       raise RuntimeError(f"GetPjrtApi returned NULL in {self.path}")
+    self.base: int = base  # the PJRT_Api struct (its extension chain is read by ffi.py)
     api_size = _size.from_address(base).value
     self.version = (_int.from_address(base + 32).value, _int.from_address(base + 36).value)
     if self.version[0] != 0 or self.version[1] < _MIN_API_MINOR:

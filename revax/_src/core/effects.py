@@ -1,0 +1,40 @@
+"""Side effects: primitives whose equations must run even when nothing reads their outputs.
+
+A host callback that prints or writes a file (`debug_callback`, `io_callback`) is such a
+primitive. Dead-code elimination keeps every equation that has an effect, directly or inside a
+nested jaxpr (a loop body or a branch that prints), and never drops a loop or a call holding one.
+"""
+from __future__ import annotations
+
+from revax._src.core.jaxpr import ClosedJaxpr, Jaxpr
+
+effectful_primitives: set = set()
+
+
+def def_effectful(prim) -> None:
+  """Mark `prim` as having a side effect (its equations are never removed)."""
+  effectful_primitives.add(prim)
+
+
+def _param_jaxprs(value):
+  if isinstance(value, ClosedJaxpr):
+    yield value.jaxpr
+  elif isinstance(value, Jaxpr):
+    yield value
+  elif isinstance(value, (tuple, list)):
+    for v in value:
+      yield from _param_jaxprs(v)
+
+
+def eqn_has_effects(eqn) -> bool:
+  """Whether `eqn` has a side effect, itself or in a jaxpr among its params."""
+  if eqn.primitive in effectful_primitives:
+    return True
+  if not effectful_primitives:
+    return False
+  return any(jaxpr_has_effects(j) for v in eqn.params.values() for j in _param_jaxprs(v))
+
+
+def jaxpr_has_effects(jaxpr: Jaxpr) -> bool:
+  """Whether any equation of `jaxpr` (nested ones included) has a side effect."""
+  return bool(effectful_primitives) and any(eqn_has_effects(e) for e in jaxpr.eqns)

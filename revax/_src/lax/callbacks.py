@@ -1,0 +1,422 @@
+"""Host callbacks: Python functions called from inside transformed and compiled programs.
+
+Three primitives, each lowered to a `stablehlo.custom_call @revax_python_callback` whose
+`index` attribute names the Python callable (runtime/ffi.py runs it when XLA reaches the call):
+
+- `pure_callback_p`: a function without side effects. It may be removed when its results are
+  unused, and it batches under vmap as its `vmap_method` says; plain differentiation raises
+  (wrap it in custom_jvp / custom_vjp to differentiate).
+- `io_callback_p`: a function with side effects (never removed). With `ordered=True`, calls run
+  in program order: they thread a token from one to the next in each compiled body.
+- `debug_callback_p`: a side effect with no results (`revax.debug.print`/`callback`). Under
+  vmap it runs once per example, under differentiation on the primal values only.
+
+Every callable receives NumPy arrays and its results are checked against the declared shapes and
+dtypes before anything is written to XLA's buffers.
+"""
+from __future__ import annotations
+
+import traceback
+
+import numpy as np
+
+from revax._src import tree_util
+from revax._src.core import dtypes
+from revax._src.core.avals import ShapedArray, get_aval
+from revax._src.core.effects import def_effectful
+from revax._src.core.trace import Primitive
+from revax._src.interpreters import ad, batching, dispatch, mlir
+from revax._src.interpreters import invertible as inv
+from revax._src.lax import batch_util, shapes, slicing
+from revax._src.runtime import ffi
+from revax._src.runtime.pjrt import RuntimeBackendError
+
+__all__ = ["pure_callback", "io_callback", "debug_callback", "pure_callback_p", "io_callback_p",
+           "debug_callback_p", "callback_batch", "custom_call_op", "VMAP_METHODS"]
+
+VMAP_METHODS = ("sequential", "sequential_unrolled", "expand_dims", "broadcast_all",
+                "legacy_vectorized", None)
+
+
+# ----------------------------------------------------------------------------- shared pieces
+
+class FlatCallback:
+  """`callback_func` called on flat NumPy arguments, returning its flat results.
+
+  Hashed by identity (params of a primitive must be hashable; two wrappers of one function are
+  two callbacks, as in JAX). `static` holds the non-array leaves, put back in their places.
+  """
+  __slots__ = ("callback_func", "in_tree", "is_dynamic", "static", "__weakref__")
+
+  def __init__(self, callback_func, in_tree, is_dynamic=None, static=()):
+    self.callback_func = callback_func
+    self.in_tree = in_tree
+    self.is_dynamic = is_dynamic
+    self.static = tuple(static)
+
+  @property
+  def __name__(self):
+    return getattr(self.callback_func, "__name__", type(self.callback_func).__name__)
+
+  def __repr__(self):
+    return f"FlatCallback({self.__name__})"
+
+  def __call__(self, *flat_args):
+    if self.is_dynamic is not None:
+      dynamic, static = iter(flat_args), iter(self.static)
+      flat_args = [next(dynamic) if d else next(static) for d in self.is_dynamic]
+    args, kwargs = tree_util.tree_unflatten(self.in_tree, list(flat_args))
+    return tree_util.tree_leaves(self.callback_func(*args, **kwargs))
+
+
+def _result_avals(result_shape_dtypes):
+  """Flat result avals and their tree, from a pytree of objects with .shape and .dtype."""
+  leaves, tree = tree_util.tree_flatten(result_shape_dtypes)
+  avals = []
+  for leaf in leaves:
+    if not (hasattr(leaf, "shape") and hasattr(leaf, "dtype")):
+      raise ValueError(f"result_shape_dtypes must be a pytree of objects with .shape and .dtype "
+                       f"(e.g. revax.ShapeDtypeStruct), got {leaf!r}")
+    dtype = np.dtype(leaf.dtype)
+    if dtypes.canonicalize_dtype(dtype) != dtype:
+      raise ValueError(f"Cannot return 64-bit values when `jax_enable_x64` is disabled: the "
+                       f"callback declares a {dtype} result; declare "
+                       f"{dtypes.canonicalize_dtype(dtype)} or enable x64")
+    avals.append(ShapedArray(tuple(int(d) for d in leaf.shape), dtype))
+  return tuple(avals), tree
+
+
+def _host_args(args):
+  return [np.asarray(dispatch.host_value(a)) for a in args]
+
+
+def _run_on_host(callback, args, result_avals, what: str):
+  """Eager call: NumPy in, checked NumPy out; a failure is raised as the compiled path raises it
+  (a RuntimeBackendError whose __cause__ is the callback's own exception)."""
+  try:
+    results = callback(*_host_args(args))
+    return ffi.check_results(results, [(a.shape, a.dtype) for a in result_avals])
+  except Exception as exc:  # noqa: BLE001 - re-raised below with the original as its cause
+    text = "".join(traceback.format_exception(exc)).rstrip()
+    raise RuntimeBackendError("INTERNAL", f"{what} failed: {type(exc).__name__}: {exc}\n"
+                                          f"{text}") from exc
+
+
+def _layout(aval: ShapedArray) -> str:
+  """Row-major layout (minor-to-major dims) as custom_call's layout attributes spell it."""
+  rank = len(aval.shape)
+  if not rank:
+    return "dense<> : tensor<0xindex>"
+  return f"dense<[{', '.join(str(i) for i in reversed(range(rank)))}]> : tensor<{rank}xindex>"
+
+
+def _attr_value(value) -> str:
+  """An MLIR attribute for an FFI attribute value (scalar, string or 1-D array)."""
+  if isinstance(value, str):
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+  array = np.asarray(value)
+  if array.dtype == np.bool_:
+    if array.ndim:
+      raise TypeError("FFI attributes cannot be bool arrays")
+    return "true" if bool(array) else "false"
+  et = mlir.element_type(array.dtype)
+  if array.ndim == 0:
+    return f"{mlir._fmt_element(array[()], array.dtype)} : {et}"
+  if array.ndim == 1:
+    items = ", ".join(mlir._fmt_element(x, array.dtype) for x in array)
+    return f"array<{et}: {items}>" if items else f"array<{et}>"
+  raise TypeError(f"FFI attributes must be scalars, strings or 1-D arrays, got shape "
+                  f"{array.shape}")
+
+
+def custom_call_op(ctx, target: str, operands, *, attributes=(), has_side_effect: bool = False,
+                   ordered: bool = False, operand_avals=None) -> list[str]:
+  """Emit `stablehlo.custom_call @target(operands)` (typed FFI, api_version 4) with results of
+  `ctx.avals_out`. `ordered` threads this body's ordering token through the call."""
+  fb = ctx.fb
+  operand_avals = list(ctx.avals_in if operand_avals is None else operand_avals)
+  result_avals = list(ctx.avals_out)
+  operands = list(operands)
+  result_types = [mlir.ir_type(a) for a in result_avals]
+  operand_layouts = [_layout(a) for a in operand_avals]
+  result_layouts = [_layout(a) for a in result_avals]
+  if ordered:
+    token = getattr(fb, "_revax_ordered_token", None)
+    if token is None:
+      (token,) = fb.op("stablehlo.after_all", [], ["!stablehlo.token"])
+    operands = [token] + operands
+    operand_layouts = ["dense<> : tensor<0xindex>"] + operand_layouts
+    result_types = ["!stablehlo.token"] + result_types
+    result_layouts = ["dense<> : tensor<0xindex>"] + result_layouts
+  config = ", ".join(f"{name} = {_attr_value(v)}" for name, v in attributes)
+  props = {"api_version": "4 : i32", "backend_config": "{" + config + "}",
+           "call_target_name": f'"{target}"', "has_side_effect": str(has_side_effect).lower(),
+           "operand_layouts": f"[{', '.join(operand_layouts)}]",
+           "result_layouts": f"[{', '.join(result_layouts)}]"}
+  outs = fb.op("stablehlo.custom_call", operands, result_types, props=props)
+  if ordered:
+    fb._revax_ordered_token, outs = outs[0], outs[1:]
+  return outs
+
+
+def _lower_python_callback(ctx, *args, callback, has_side_effect, ordered):
+  index = ffi.register_callable(callback)
+  return custom_call_op(ctx, ffi.PYTHON_CALLBACK_TARGET, args, attributes=[("index", np.int64(index))],
+                        has_side_effect=has_side_effect, ordered=ordered)
+
+
+def callback_batch(prim, vals, dims, method, *, result_avals, **params):
+  """Batching of pure_callback, io_callback and ffi_call, as `method` (a vmap_method) asks;
+  `params` are the primitive's other params (bound again unchanged).
+
+  'sequential' / 'sequential_unrolled': a scan over the examples, one call per example;
+  'expand_dims': one call, unbatched arguments get a leading axis of size 1;
+  'broadcast_all': one call, unbatched arguments are broadcast to the batch size;
+  'legacy_vectorized': one call, unbatched arguments as they are. Results are batched at 0.
+  """
+  from revax._src.lax.control_flow import loops
+  size = next(get_aval(v).shape[d] for v, d in zip(vals, dims, strict=True)
+              if d is not batching.not_mapped)
+  moved = [v if d is batching.not_mapped else batch_util.moveaxis(v, d, 0)
+           for v, d in zip(vals, dims, strict=True)]
+  batched_avals = tuple(a.update(shape=(size,) + a.shape) for a in result_avals)
+  if method == "legacy_vectorized":
+    outs = prim.bind(*moved, result_avals=batched_avals, **params)
+  elif method in ("expand_dims", "broadcast_all"):
+    lead = size if method == "broadcast_all" else 1
+    args = [shapes.broadcast(v, (lead,)) if d is batching.not_mapped else v
+            for v, d in zip(moved, dims, strict=True)]
+    outs = prim.bind(*args, result_avals=batched_avals, **params)
+  elif method in ("sequential", "sequential_unrolled"):
+    mapped = [d is not batching.not_mapped for d in dims]
+    fixed = [v for v, m in zip(moved, mapped, strict=True) if not m]
+    xs = [v for v, m in zip(moved, mapped, strict=True) if m]
+
+    def body(carry, x_slices):
+      it_x, it_f = iter(x_slices), iter(fixed)
+      args = [next(it_x) if m else next(it_f) for m in mapped]
+      return carry, prim.bind(*args, result_avals=result_avals, **params)
+    unroll = size if method == "sequential_unrolled" else 1
+    _, outs = loops.scan(body, (), xs, unroll=max(unroll, 1))
+  else:
+    raise NotImplementedError(
+        f"vmap is only supported for the {prim.name} primitive when vmap_method is one of "
+        "'sequential', 'sequential_unrolled', 'expand_dims', 'broadcast_all', or "
+        f"'legacy_vectorized'. Got vmap_method={method!r}.")
+  return list(outs), [0] * len(outs)
+
+
+# ----------------------------------------------------------------------------- pure_callback
+
+def pure_callback(callback, result_shape_dtypes, *args, sharding=None, vmap_method=None,
+                  **kwargs):
+  """Call a side-effect-free Python function from inside revax code (jit, vmap, scan, ...).
+
+  Args:
+    callback: called with NumPy arrays in place of the array leaves of `args`/`kwargs`; returns
+      a pytree of arrays matching `result_shape_dtypes` exactly (shapes and dtypes).
+    result_shape_dtypes: a pytree of objects with `.shape` and `.dtype`
+      (e.g. `revax.ShapeDtypeStruct`).
+    *args, **kwargs: the arguments (pytrees of arrays).
+    sharding: accepted for JAX compatibility; revax runs the callback on the host.
+    vmap_method: how the call batches under vmap: 'sequential', 'sequential_unrolled',
+      'expand_dims', 'broadcast_all' or 'legacy_vectorized' (None: vmap raises).
+
+  Returns:
+    The callback's results, as revax arrays with the declared structure.
+
+  Example:
+    >>> f = revax.jit(lambda x: revax.pure_callback(
+    ...     np.sin, revax.ShapeDtypeStruct(x.shape, x.dtype), x))
+    >>> f(revax.numpy.ones(2))
+    Array([0.84147096, 0.84147096], dtype=float32)
+  """
+  del sharding
+  if vmap_method not in VMAP_METHODS:
+    raise ValueError(f"vmap_method must be on of the allowed methods {list(VMAP_METHODS)}, "
+                     f"but got: {vmap_method}")
+  flat_args, in_tree = tree_util.tree_flatten((args, kwargs))
+  result_avals, out_tree = _result_avals(result_shape_dtypes)
+  outs = pure_callback_p.bind(*flat_args, callback=FlatCallback(callback, in_tree),
+                              result_avals=result_avals, vmap_method=vmap_method)
+  return tree_util.tree_unflatten(out_tree, outs)
+
+
+def _pure_callback_abstract_eval(*avals, callback, result_avals, vmap_method):
+  return list(result_avals)
+
+
+def _pure_callback_impl(*args, callback, result_avals, vmap_method):
+  outs = _run_on_host(callback, args, result_avals, "revax.pure_callback")
+  return [dispatch.wrap_host(o, a) for o, a in zip(outs, result_avals, strict=True)]
+
+
+def _pure_callback_jvp(primals, tangents, **params):
+  raise ValueError("Pure callbacks do not support JVP. Please use `revax.custom_jvp` to use "
+                   "callbacks while taking gradients.")
+
+
+def _pure_callback_batch(vals, dims, **params):
+  return callback_batch(pure_callback_p, vals, dims, params["vmap_method"], **params)
+
+
+def _pure_callback_lower(ctx, *args, callback, result_avals, vmap_method):
+  return _lower_python_callback(ctx, *args, callback=callback, has_side_effect=False,
+                                ordered=False)
+
+
+pure_callback_p = Primitive("pure_callback", multiple_results=True)
+pure_callback_p.def_abstract_eval(_pure_callback_abstract_eval)
+dispatch.custom_impls[pure_callback_p] = _pure_callback_impl
+ad.primitive_jvps[pure_callback_p] = _pure_callback_jvp
+batching.primitive_batchers[pure_callback_p] = _pure_callback_batch
+mlir.register_lowering(pure_callback_p, _pure_callback_lower)
+inv.not_invertible(pure_callback_p, "an opaque host function")
+
+
+# ----------------------------------------------------------------------------- io_callback
+
+def io_callback(callback, result_shape_dtypes, *args, sharding=None, ordered=False, **kwargs):
+  """Call a Python function with side effects from inside revax code.
+
+  Unlike `pure_callback` it is never removed as dead code, and with `ordered=True` calls run in
+  program order (also inside scan, while_loop and cond). It cannot be differentiated, and an
+  ordered one cannot be vmapped (an unordered one runs once per example).
+
+  Args:
+    callback: called with NumPy arrays; returns arrays matching `result_shape_dtypes`.
+    result_shape_dtypes: a pytree of objects with `.shape` and `.dtype` (None for no result).
+    *args, **kwargs: the arguments (pytrees of arrays).
+    sharding: accepted for JAX compatibility.
+    ordered: run in program order with the other ordered callbacks.
+
+  Returns:
+    The callback's results as revax arrays.
+
+  Example:
+    >>> log = []
+    >>> revax.jit(lambda x: io_callback(log.append, None, x, ordered=True))(1.0)
+  """
+  del sharding
+  flat_args, in_tree = tree_util.tree_flatten((args, kwargs))
+  result_avals, out_tree = _result_avals(result_shape_dtypes)
+
+  def returning(*a, **k):
+    out = callback(*a, **k)
+    return () if not result_avals and out is None else out
+
+  outs = io_callback_p.bind(*flat_args, callback=FlatCallback(returning, in_tree),
+                            result_avals=result_avals, ordered=bool(ordered))
+  return tree_util.tree_unflatten(out_tree, outs)
+
+
+def _io_callback_abstract_eval(*avals, callback, result_avals, ordered):
+  return list(result_avals)
+
+
+def _io_callback_impl(*args, callback, result_avals, ordered):
+  outs = _run_on_host(callback, args, result_avals, "revax.experimental.io_callback")
+  return [dispatch.wrap_host(o, a) for o, a in zip(outs, result_avals, strict=True)]
+
+
+def _io_callback_jvp(primals, tangents, **params):
+  raise ValueError("IO callbacks do not support JVP.")
+
+
+def _io_callback_batch(vals, dims, *, callback, result_avals, ordered):
+  if ordered:
+    raise ValueError("Cannot `vmap` ordered IO callback.")
+  return callback_batch(io_callback_p, vals, dims, "sequential", result_avals=result_avals,
+                        callback=callback, ordered=ordered)
+
+
+def _io_callback_lower(ctx, *args, callback, result_avals, ordered):
+  return _lower_python_callback(ctx, *args, callback=callback, has_side_effect=True,
+                                ordered=ordered)
+
+
+io_callback_p = Primitive("io_callback", multiple_results=True)
+io_callback_p.def_abstract_eval(_io_callback_abstract_eval)
+dispatch.custom_impls[io_callback_p] = _io_callback_impl
+ad.primitive_jvps[io_callback_p] = _io_callback_jvp
+batching.primitive_batchers[io_callback_p] = _io_callback_batch
+mlir.register_lowering(io_callback_p, _io_callback_lower)
+inv.not_invertible(io_callback_p, "a side effect")
+def_effectful(io_callback_p)
+
+
+# ----------------------------------------------------------------------------- debug_callback
+
+def _is_array_leaf(x) -> bool:
+  try:
+    get_aval(x)
+    return True
+  except TypeError:
+    return False
+
+
+def debug_callback(callback, *args, ordered: bool = False, **kwargs) -> None:
+  """Call `callback(*args, **kwargs)` for its side effect, with NumPy arrays for array leaves.
+
+  It is never removed as dead code; under vmap it runs once per example, under differentiation
+  on the primal values. Non-array leaves (strings, ...) are passed through unchanged.
+  """
+  flat, in_tree = tree_util.tree_flatten((args, kwargs))
+  is_dynamic = tuple(_is_array_leaf(x) for x in flat)
+  dynamic = [x for x, d in zip(flat, is_dynamic, strict=True) if d]
+  static = [x for x, d in zip(flat, is_dynamic, strict=True) if not d]
+
+  def no_result(*a, **k):
+    callback(*a, **k)
+    return ()
+
+  debug_callback_p.bind(*dynamic, callback=FlatCallback(no_result, in_tree, is_dynamic, static),
+                        ordered=bool(ordered))
+
+
+def _debug_callback_abstract_eval(*avals, callback, ordered):
+  return []
+
+
+def _debug_callback_impl(*args, callback, ordered):
+  callback(*_host_args(args))
+  return []
+
+
+def _debug_callback_jvp(primals, tangents, **params):
+  return debug_callback_p.bind(*primals, **params), []
+
+
+def _debug_callback_batch(vals, dims, **params):
+  """One call per example, in order (as JAX unrolls it)."""
+  size = next(get_aval(v).shape[d] for v, d in zip(vals, dims, strict=True)
+              if d is not batching.not_mapped)
+  for i in range(size):
+    args = []
+    for v, d in zip(vals, dims, strict=True):
+      if d is batching.not_mapped:
+        args.append(v)
+        continue
+      aval = get_aval(v)
+      start = [0] * aval.ndim
+      limit = list(aval.shape)
+      start[d], limit[d] = i, i + 1
+      piece = slicing.slice(v, start, limit)
+      args.append(shapes.reshape(piece, aval.shape[:d] + aval.shape[d + 1:]))
+    debug_callback_p.bind(*args, **params)
+  return [], []
+
+
+def _debug_callback_lower(ctx, *args, callback, ordered):
+  return _lower_python_callback(ctx, *args, callback=callback, has_side_effect=True,
+                                ordered=ordered)
+
+
+debug_callback_p = Primitive("debug_callback", multiple_results=True)
+debug_callback_p.def_abstract_eval(_debug_callback_abstract_eval)
+dispatch.custom_impls[debug_callback_p] = _debug_callback_impl
+ad.primitive_jvps[debug_callback_p] = _debug_callback_jvp
+batching.primitive_batchers[debug_callback_p] = _debug_callback_batch
+mlir.register_lowering(debug_callback_p, _debug_callback_lower)
+inv.not_invertible(debug_callback_p, "a side effect with no outputs")
+def_effectful(debug_callback_p)

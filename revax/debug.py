@@ -1,0 +1,3 @@
+"""Debugging inside transformed code (jax.debug)."""
+from revax._src.debugging import callback as callback
+from revax._src.debugging import debug_print as print  # noqa: A001 (jax.debug's name)

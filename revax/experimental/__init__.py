@@ -1,0 +1,2 @@
+"""Experimental APIs (jax.experimental)."""
+from revax._src.lax.callbacks import io_callback as io_callback
