@@ -28,6 +28,10 @@ from revax._src.invertible import custom_ivjp as custom_ivjp
 from revax._src.invertible import invertible as invertible
 from revax._src.jit import jit as jit
 from revax._src.vmap import vmap as vmap
+from revax._src.lax.callbacks import pure_callback as pure_callback
+from revax import debug as debug
+from revax import experimental as experimental
+from revax import ffi as ffi
 
 from revax import ad_checkpoint as ad_checkpoint
 from revax import dtypes as dtypes

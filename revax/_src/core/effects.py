@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from revax._src.core.jaxpr import ClosedJaxpr, Jaxpr
 
-effectful_primitives: set = set()
+effectful_primitives: dict = {}  # prim -> None (always) or a predicate on an equation's params
 
 
-def def_effectful(prim) -> None:
-  """Mark `prim` as having a side effect (its equations are never removed)."""
-  effectful_primitives.add(prim)
+def def_effectful(prim, when=None) -> None:
+  """Mark `prim` as having a side effect: always, or when `when(params)` is true (an ffi_call
+  declared with `has_side_effect=True`). Its equations are then never removed."""
+  effectful_primitives[prim] = when
 
 
 def _param_jaxprs(value):
@@ -28,8 +29,11 @@ def _param_jaxprs(value):
 
 def eqn_has_effects(eqn) -> bool:
   """Whether `eqn` has a side effect, itself or in a jaxpr among its params."""
-  if eqn.primitive in effectful_primitives:
-    return True
+  prim = eqn.primitive
+  if prim in effectful_primitives:
+    when = effectful_primitives[prim]
+    if when is None or when(eqn.params):
+      return True
   if not effectful_primitives:
     return False
   return any(jaxpr_has_effects(j) for v in eqn.params.values() for j in _param_jaxprs(v))

@@ -1,0 +1,190 @@
+"""ffi_call: a user's compiled C function (an XLA FFI handler) as a primitive.
+
+`register_ffi_target(name, fn)` registers the function with XLA (runtime/ffi.py);
+`ffi_call(name, result_shape_dtypes, ...)(*args, **attrs)` binds `ffi_call_p`, which lowers to
+`stablehlo.custom_call @name(args) {api_version = 4, backend_config = {attrs}}`. Eagerly it is
+compiled alone like any primitive without a NumPy implementation. It batches as `vmap_method`
+says (lax/callbacks.py's `callback_batch`); it has no derivative (wrap it in custom_jvp/vjp).
+A target nobody registered is refused when the program is compiled, with XLA's message.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from revax._src.core import dtypes
+from revax._src.core.avals import get_aval
+from revax._src.core.effects import def_effectful
+from revax._src.core.trace import Primitive
+from revax._src.interpreters import ad, batching, mlir
+from revax._src.interpreters import invertible as inv
+from revax._src.lax.callbacks import VMAP_METHODS, callback_batch, custom_call_op
+from revax._src.lax.callbacks import _result_avals as result_avals_of
+from revax._src.runtime import ffi
+
+__all__ = ["ffi_call", "ffi_call_p", "register_ffi_target", "pycapsule"]
+
+
+def register_ffi_target(name: str, fn, platform: str = "cpu", api_version: int = 1,
+                        **kwargs) -> None:
+  """Register a C function as the FFI target `name`, for use with `ffi_call`.
+
+  Args:
+    name: the target name.
+    fn: the handler (an `XLA_FFI_Handler`, e.g. written with XLA's `XLA_FFI_DEFINE_HANDLER`):
+      a PyCapsule holding its address, a ctypes function, or a dict `{"execute": capsule}`.
+    platform: the platform, e.g. ``"cpu"``.
+    api_version: 1 (typed FFI). 0 (the legacy custom-call API) is not supported by XLA:CPU.
+    **kwargs: `traits` (XLA_FFI_Handler_Traits bits) is understood; nothing else is.
+
+  Example:
+    >>> lib = ctypes.cdll.LoadLibrary("./libkernel.so")
+    >>> revax.ffi.register_ffi_target("my_kernel", revax.ffi.pycapsule(lib.MyKernel))
+  """
+  if api_version != 1:
+    raise NotImplementedError(
+        f"register_ffi_target: api_version={api_version} (the legacy custom-call API) is not "
+        "supported by XLA:CPU; write the handler with the typed FFI (api_version=1)")
+  traits = int(kwargs.pop("traits", 0))
+  if kwargs:
+    raise TypeError(f"register_ffi_target got unexpected arguments {sorted(kwargs)}")
+  if isinstance(fn, dict):
+    extra = set(fn) - {"execute"}
+    if extra or "execute" not in fn:
+      raise ValueError(f"register_ffi_target: revax registers the 'execute' stage only; got "
+                       f"stages {sorted(fn)}")
+    fn = fn["execute"]
+  ffi.register_handler(name, ffi.capsule_address(fn), platform, traits)
+
+
+def pycapsule(funcptr):
+  """A PyCapsule holding the address of `funcptr` (a ctypes function), for
+  `register_ffi_target`."""
+  return ffi.make_capsule(ffi.capsule_address(funcptr))
+
+
+class _HashableArray:
+  """An attribute array, hashed and compared by value (primitive params must be hashable)."""
+  __slots__ = ("val",)
+
+  def __init__(self, val: np.ndarray):
+    self.val = val
+
+  def __hash__(self):
+    return hash((self.val.dtype.str, self.val.shape, self.val.tobytes()))
+
+  def __eq__(self, other):
+    return (isinstance(other, _HashableArray) and self.val.dtype == other.val.dtype
+            and np.array_equal(self.val, other.val))
+
+  def __repr__(self):
+    return repr(self.val)
+
+
+def _attribute(name: str, value):
+  if isinstance(value, (str, bool, np.generic)):
+    return value
+  if isinstance(value, int):
+    return np.int64(value)
+  if isinstance(value, float):
+    return np.float64(value)
+  if isinstance(value, (np.ndarray, list, tuple)):
+    array = np.asarray(value)
+    if array.ndim != 1:
+      raise TypeError(f"ffi_call attribute {name!r} must be a scalar, a string or a 1-D array, "
+                      f"got shape {array.shape}")
+    return _HashableArray(array)
+  raise TypeError(f"ffi_call attribute {name!r} has unsupported type {type(value).__name__}")
+
+
+def ffi_call(target_name: str, result_shape_dtypes, *, has_side_effect: bool = False,
+             vmap_method: str | None = None, input_layouts=None, output_layouts=None,
+             input_output_aliases=None, custom_call_api_version: int = 4,
+             legacy_backend_config: str | None = None):
+  """A function calling the FFI target `target_name` (see `register_ffi_target`).
+
+  Args:
+    target_name: the registered target.
+    result_shape_dtypes: one object with `.shape`/`.dtype`, or a sequence of them.
+    has_side_effect: never remove the call, even when its results are unused.
+    vmap_method: as for `revax.pure_callback`.
+    input_layouts, output_layouts: None or row-major (the only layouts revax passes).
+    input_output_aliases: not supported (None).
+    custom_call_api_version: 4 (typed FFI).
+    legacy_backend_config: not supported (None).
+
+  Returns:
+    `call(*args, **attributes)`: runs the target on `args` with the keyword arguments as FFI
+    attributes (ints -> i64, floats -> f64, bools, strings, NumPy scalars and 1-D arrays).
+    It returns one array, or a sequence matching `result_shape_dtypes`.
+
+  Example:
+    >>> call = revax.ffi.ffi_call("my_kernel", revax.ShapeDtypeStruct(x.shape, x.dtype))
+    >>> y = revax.jit(lambda x: call(x, scale=2.0))(x)
+  """
+  if vmap_method not in VMAP_METHODS:
+    raise ValueError(f"vmap_method must be on of the allowed methods {list(VMAP_METHODS)}, "
+                     f"but got: {vmap_method}")
+  if custom_call_api_version != 4 or legacy_backend_config is not None:
+    raise NotImplementedError("ffi_call: only the typed FFI (custom_call_api_version=4, no "
+                              "legacy_backend_config) is supported by XLA:CPU")
+  if input_output_aliases:
+    raise NotImplementedError("ffi_call: input_output_aliases is not supported by revax")
+  multiple = isinstance(result_shape_dtypes, Sequence)
+  avals, _ = result_avals_of(list(result_shape_dtypes) if multiple else [result_shape_dtypes])
+
+  def _check_layouts(layouts, what, ranks):
+    if layouts is None:
+      return
+    layouts = [layouts] if not multiple and what == "output" else list(layouts)
+    for layout, rank in zip(layouts, ranks, strict=False):
+      if layout is not None and tuple(layout) != tuple(reversed(range(rank))):
+        raise NotImplementedError(f"ffi_call: {what} layout {layout} is not row-major; revax "
+                                  "passes row-major buffers only")
+
+  _check_layouts(output_layouts, "output", [len(a.shape) for a in avals])
+
+  def call(*args, **kwargs):
+    _check_layouts(input_layouts, "input", [get_aval(a).ndim for a in args])
+    attributes = tuple((k, _attribute(k, v)) for k, v in sorted(kwargs.items()))
+    outs = ffi_call_p.bind(*args, target_name=target_name, result_avals=avals,
+                           has_side_effect=bool(has_side_effect), vmap_method=vmap_method,
+                           attributes=attributes)
+    if multiple:
+      return tuple(outs) if isinstance(result_shape_dtypes, tuple) else list(outs)
+    return outs[0]
+  return call
+
+
+def _ffi_call_abstract_eval(*avals, target_name, result_avals, has_side_effect, vmap_method,
+                            attributes):
+  for i, a in enumerate(avals):
+    if a.dtype == dtypes.float0:
+      raise TypeError(f"ffi_call to {target_name!r}: argument {i} has dtype float0")
+  return list(result_avals)
+
+
+def _ffi_call_jvp(primals, tangents, *, target_name, **params):
+  raise ValueError(f"The FFI call to `{target_name}` cannot be differentiated. You can use "
+                   "`revax.custom_jvp` or `revax.custom_vjp` to add support.")
+
+
+def _ffi_call_batch(vals, dims, **params):
+  return callback_batch(ffi_call_p, vals, dims, params["vmap_method"], **params)
+
+
+def _ffi_call_lower(ctx, *args, target_name, result_avals, has_side_effect, vmap_method,
+                    attributes):
+  attrs = [(k, v.val if isinstance(v, _HashableArray) else v) for k, v in attributes]
+  return custom_call_op(ctx, target_name, args, attributes=attrs,
+                        has_side_effect=has_side_effect)
+
+
+ffi_call_p = Primitive("ffi_call", multiple_results=True)
+ffi_call_p.def_abstract_eval(_ffi_call_abstract_eval)
+ad.primitive_jvps[ffi_call_p] = _ffi_call_jvp
+batching.primitive_batchers[ffi_call_p] = _ffi_call_batch
+mlir.register_lowering(ffi_call_p, _ffi_call_lower)
+inv.not_invertible(ffi_call_p, "an opaque foreign function")
+def_effectful(ffi_call_p, lambda params: params["has_side_effect"])

@@ -1,0 +1,4 @@
+"""Foreign function interface: call compiled C functions (XLA FFI handlers) from revax (jax.ffi)."""
+from revax._src.lax.ffi_call import ffi_call as ffi_call
+from revax._src.lax.ffi_call import pycapsule as pycapsule
+from revax._src.lax.ffi_call import register_ffi_target as register_ffi_target
