@@ -17,6 +17,14 @@ def def_effectful(prim, when=None) -> None:
   effectful_primitives[prim] = when
 
 
+ordered_primitives: dict = {}  # prim -> predicate on params: is this call ordered?
+
+
+def def_ordered(prim, when) -> None:
+  """Calls of `prim` whose params satisfy `when` run in program order (ordering tokens)."""
+  ordered_primitives[prim] = when
+
+
 def _param_jaxprs(value):
   if isinstance(value, ClosedJaxpr):
     yield value.jaxpr
@@ -42,3 +50,17 @@ def eqn_has_effects(eqn) -> bool:
 def jaxpr_has_effects(jaxpr: Jaxpr) -> bool:
   """Whether any equation of `jaxpr` (nested ones included) has a side effect."""
   return bool(effectful_primitives) and any(eqn_has_effects(e) for e in jaxpr.eqns)
+
+
+def jaxpr_has_ordered_effects(jaxpr: Jaxpr) -> bool:
+  """Whether `jaxpr` (nested jaxprs included) holds an ordered side effect: lowering then threads
+  an ordering token through it (loop carries, branch results, inlined calls)."""
+  if not ordered_primitives:
+    return False
+  for eqn in jaxpr.eqns:
+    when = ordered_primitives.get(eqn.primitive)
+    if when is not None and when(eqn.params):
+      return True
+    if any(jaxpr_has_ordered_effects(j) for v in eqn.params.values() for j in _param_jaxprs(v)):
+      return True
+  return False

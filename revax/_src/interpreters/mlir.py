@@ -15,6 +15,7 @@ import numpy as np
 
 from revax._src.core import dtypes
 from revax._src.core.avals import ShapedArray
+from revax._src.core.effects import jaxpr_has_ordered_effects
 from revax._src.core.jaxpr import ClosedJaxpr, Jaxpr, Literal
 from revax._src.core.rules import RuleTable
 
@@ -48,6 +49,14 @@ _ELEMENT_TYPES = {dtypes.bool_: "i1", dtypes.int8: "i8", dtypes.int16: "i16", dt
                   dtypes.bfloat16: "bf16", dtypes.float32: "f32", dtypes.float64: "f64",
                   dtypes.complex64: "complex<f32>", dtypes.complex128: "complex<f64>",
                   dtypes.float0: "i1"}
+
+
+TOKEN_TYPE = "!stablehlo.token"
+
+
+def has_ordered_effects(closed) -> bool:
+  """Whether lowering `closed` (a ClosedJaxpr or Jaxpr) must thread an ordering token."""
+  return jaxpr_has_ordered_effects(getattr(closed, "jaxpr", closed))
 
 
 def element_type(dtype) -> str:
@@ -211,6 +220,19 @@ class FuncBuilder:
   def type_of(self, value: str) -> str:
     return self._types[value]
 
+  # Ordered side effects (ordered host callbacks) run in program order: each body threads one
+  # `!stablehlo.token` through them, and through the loops, branches and calls that hold them.
+  def ordering_token(self) -> str:
+    """This body's current ordering token (a fresh `after_all` if it has none yet)."""
+    token = getattr(self, "_ordering_token", None)
+    if token is None:
+      (token,) = self.op("stablehlo.after_all", [], [TOKEN_TYPE])
+      self._ordering_token = token
+    return token
+
+  def set_ordering_token(self, token: str) -> None:
+    self._ordering_token = token
+
   def constant(self, value, aval: ShapedArray) -> str:
     (out,) = self.op("stablehlo.constant", [], [ir_type(aval)],
                      props={"value": dense_attr(value, aval)})
@@ -321,6 +343,8 @@ def lower_function(module: ModuleBuilder, name: str, closed: ClosedJaxpr, *, pub
 
 def call_jaxpr(ctx: LoweringRuleContext, closed: ClosedJaxpr, args, name: str = "call") -> list[str]:
   """Lower `closed` as a private function (once per module) and call it on `args`."""
+  if has_ordered_effects(closed):  # inlined, so that the body's ordering token flows through
+    return inline_closed_jaxpr(ctx.fb, closed, args)
   module = ctx.module
   key = (id(closed), name)
   fname = module._lowered_calls.get(key)

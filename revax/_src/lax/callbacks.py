@@ -23,7 +23,7 @@ import numpy as np
 from revax._src import tree_util
 from revax._src.core import dtypes
 from revax._src.core.avals import ShapedArray, get_aval
-from revax._src.core.effects import def_effectful
+from revax._src.core.effects import def_effectful, def_ordered
 from revax._src.core.trace import Primitive
 from revax._src.interpreters import ad, batching, dispatch, mlir
 from revax._src.interpreters import invertible as inv
@@ -141,12 +141,9 @@ def custom_call_op(ctx, target: str, operands, *, attributes=(), has_side_effect
   operand_layouts = [_layout(a) for a in operand_avals]
   result_layouts = [_layout(a) for a in result_avals]
   if ordered:
-    token = getattr(fb, "_revax_ordered_token", None)
-    if token is None:
-      (token,) = fb.op("stablehlo.after_all", [], ["!stablehlo.token"])
-    operands = [token] + operands
+    operands = [fb.ordering_token()] + operands
     operand_layouts = ["dense<> : tensor<0xindex>"] + operand_layouts
-    result_types = ["!stablehlo.token"] + result_types
+    result_types = [mlir.TOKEN_TYPE] + result_types
     result_layouts = ["dense<> : tensor<0xindex>"] + result_layouts
   config = ", ".join(f"{name} = {_attr_value(v)}" for name, v in attributes)
   props = {"api_version": "4 : i32", "backend_config": "{" + config + "}",
@@ -155,7 +152,8 @@ def custom_call_op(ctx, target: str, operands, *, attributes=(), has_side_effect
            "result_layouts": f"[{', '.join(result_layouts)}]"}
   outs = fb.op("stablehlo.custom_call", operands, result_types, props=props)
   if ordered:
-    fb._revax_ordered_token, outs = outs[0], outs[1:]
+    fb.set_ordering_token(outs[0])
+    outs = outs[1:]
   return outs
 
 
@@ -343,6 +341,7 @@ batching.primitive_batchers[io_callback_p] = _io_callback_batch
 mlir.register_lowering(io_callback_p, _io_callback_lower)
 inv.not_invertible(io_callback_p, "a side effect")
 def_effectful(io_callback_p)
+def_ordered(io_callback_p, lambda params: params["ordered"])
 
 
 # ----------------------------------------------------------------------------- debug_callback
@@ -420,3 +419,4 @@ batching.primitive_batchers[debug_callback_p] = _debug_callback_batch
 mlir.register_lowering(debug_callback_p, _debug_callback_lower)
 inv.not_invertible(debug_callback_p, "a side effect with no outputs")
 def_effectful(debug_callback_p)
+def_ordered(debug_callback_p, lambda params: params["ordered"])

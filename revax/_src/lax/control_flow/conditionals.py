@@ -338,9 +338,21 @@ def _cond_dce(eqn, used_outputs):
 def _cond_lower(ctx, index, *ops, branches):
   if len(branches) == 1:
     return mlir.inline_closed_jaxpr(ctx.fb, branches[0], ops)
+  out_types = [mlir.ir_type(a) for a in ctx.avals_out]
+  if any(mlir.has_ordered_effects(b) for b in branches):
+    # ordered side effects in a branch: the branches take the ordering token and return it
+    token = ctx.fb.ordering_token()
+
+    def branch(fb, b):
+      fb.set_ordering_token(token)
+      outs = mlir.inline_closed_jaxpr(fb, b, ops)
+      return [fb.ordering_token()] + list(outs)
+    regions = [ctx.fb.region([], lambda fb, b=b: branch(fb, b)) for b in branches]
+    outs = ctx.fb.op("stablehlo.case", [index], [mlir.TOKEN_TYPE] + out_types, regions=regions)
+    ctx.fb.set_ordering_token(outs[0])
+    return outs[1:]
   regions = [ctx.fb.region([], lambda fb, b=b: mlir.inline_closed_jaxpr(fb, b, ops))
              for b in branches]
-  out_types = [mlir.ir_type(a) for a in ctx.avals_out]
   return ctx.fb.op("stablehlo.case", [index], out_types, regions=regions)
 
 

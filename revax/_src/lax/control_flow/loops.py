@@ -274,11 +274,33 @@ def _while_lower(ctx, *args, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts)
   if not init:
     return []
   carry_types = [mlir.ir_type(a) for a in ctx.avals_out]
+  if mlir.has_ordered_effects(cond_jaxpr) or mlir.has_ordered_effects(body_jaxpr):
+    return _while_lower_ordered(ctx, cconsts, bconsts, init, carry_types, cond_jaxpr, body_jaxpr)
   cond_region = ctx.fb.region(
       carry_types, lambda fb, *carry: mlir.inline_closed_jaxpr(fb, cond_jaxpr, cconsts + list(carry)))
   body_region = ctx.fb.region(
       carry_types, lambda fb, *carry: mlir.inline_closed_jaxpr(fb, body_jaxpr, bconsts + list(carry)))
   return ctx.fb.op("stablehlo.while", init, carry_types, regions=[cond_region, body_region])
+
+
+def _while_lower_ordered(ctx, cconsts, bconsts, init, carry_types, cond_jaxpr, body_jaxpr):
+  """The while loop carrying the ordering token of its ordered side effects (host callbacks
+  with ordered=True) in front of its state, so they run in program order."""
+  types = [mlir.TOKEN_TYPE] + carry_types
+
+  def cond_body(fb, token, *carry):
+    fb.set_ordering_token(token)  # effects in the condition cannot pass their token on
+    return mlir.inline_closed_jaxpr(fb, cond_jaxpr, cconsts + list(carry))
+
+  def body(fb, token, *carry):
+    fb.set_ordering_token(token)
+    outs = mlir.inline_closed_jaxpr(fb, body_jaxpr, bconsts + list(carry))
+    return [fb.ordering_token()] + list(outs)
+
+  outs = ctx.fb.op("stablehlo.while", [ctx.fb.ordering_token()] + list(init), types,
+                   regions=[ctx.fb.region(types, cond_body), ctx.fb.region(types, body)])
+  ctx.fb.set_ordering_token(outs[0])
+  return outs[1:]
 
 
 while_p = Primitive("while", multiple_results=True)
