@@ -1,3 +1,4 @@
 """Debugging inside transformed code (jax.debug)."""
 from revax._src.debugging import callback as callback
 from revax._src.debugging import debug_print as print  # noqa: A001 (jax.debug's name)
+from revax._src.debugging import debug_log as log

@@ -118,3 +118,16 @@ def test_debug_callback_raising_reaches_caller():
   with pytest.raises(RuntimeError, match="in debug callback") as info:
     f(x3)
   assert isinstance(info.value.__cause__, ZeroDivisionError)
+
+
+def test_debug_log_emits_records_with_the_callers_line(caplog):
+  import logging
+
+  def f(x):
+    revax.debug.log("value {x}", x=x)  # the line the record names
+    return x
+  with caplog.at_level(logging.INFO, logger="revax._src.debugging"):
+    revax.jit(f)(x3)
+  (record,) = [r for r in caplog.records if r.name == "revax._src.debugging"]
+  assert record.getMessage() == "value [0.5 1.  2. ]"
+  assert record.pathname == __file__ and record.levelno == logging.INFO

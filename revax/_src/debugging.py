@@ -8,6 +8,10 @@ the `debug_callback` primitive (lax/callbacks.py).
 """
 from __future__ import annotations
 
+import copy
+import functools
+import logging
+import os
 import string
 import sys
 
@@ -15,7 +19,20 @@ import numpy as np
 
 from revax._src.lax.callbacks import debug_callback
 
-__all__ = ["debug_print", "callback"]
+__all__ = ["debug_print", "debug_log", "callback"]
+
+logger = logging.getLogger(__name__)
+_SRC = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # revax/
+
+
+def _user_record(level: int) -> logging.LogRecord:
+  """A log record naming the first caller outside revax (filled with the message later)."""
+  frame = sys._getframe(1)
+  while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_SRC):
+    frame = frame.f_back
+  file_name, line_no = ((frame.f_code.co_filename, frame.f_lineno) if frame is not None
+                        else ("(unknown file)", 0))
+  return logger.makeRecord(logger.name, level, file_name, line_no, "", (), None)
 
 
 class _FormatChecker(string.Formatter):
@@ -77,6 +94,7 @@ def debug_print(fmt: str | None = None, *args, ordered: bool = False, partitione
       _checker.format(fmt, *c_args, **c_kwargs)
     placeholders = _has_placeholders(fmt)
     options = dict(np.get_printoptions())
+    record = _user_record(logging.INFO) if _use_logging else None
 
     def write(*p_args, **p_kwargs):
       if placeholders:
@@ -84,7 +102,12 @@ def debug_print(fmt: str | None = None, *args, ordered: bool = False, partitione
           message = fmt.format(*p_args, **p_kwargs)
       else:
         message = " ".join((fmt, *(str(a) for a in p_args)))
-      sys.stdout.write(message + "\n")
+      if record is not None:
+        entry = copy.copy(record)
+        entry.msg = message
+        logger.handle(entry)
+      else:
+        sys.stdout.write(message + "\n")
 
     debug_callback(write, *c_args, ordered=ordered, **c_kwargs)
 
@@ -95,6 +118,11 @@ def debug_print(fmt: str | None = None, *args, ordered: bool = False, partitione
     raise TypeError(f"debug_print received unexpected arguments in the two-call form: "
                     f"args={args} kwargs={kwargs}")
   return emit
+
+
+debug_log = functools.partial(debug_print, _use_logging=True)
+debug_log.__doc__ = """`debug_print` that emits an INFO record on the `revax._src.debugging` logger
+(naming the caller's file and line) instead of writing to stdout."""
 
 
 def callback(callback=None, *args, ordered: bool = False, partitioned: bool = False, **kwargs):

@@ -9,7 +9,6 @@ DEBUG_EXCLUSIONS = {
                    "(core/effects.py)",
     "OrderedDebugEffect": "as DebugEffect",
     "breakpoint": "an interactive debugger inside compiled code; not in this issue's scope",
-    "log": "logging-module variant of print; not in this issue's scope",
     "inspect_array_sharding": "sharding: issue 18",
     "visualize_array_sharding": "sharding: issue 18",
     "visualize_sharding": "sharding: issue 18",
