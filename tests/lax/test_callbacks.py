@@ -209,3 +209,32 @@ def test_callback_calling_revax_does_not_deadlock():
   g = revax.jit(lambda x: revax.pure_callback(lambda a: np.asarray(f(a)), _sds(revax, x.shape),
                                               x + 1))
   np.testing.assert_allclose(g(x3), 3 * (x3 + 1) + np.sin(x3 + 1), rtol=1e-6)
+
+
+def test_callback_on_an_xla_thread_never_deadlocks():
+  """XLA runs the callback of an asynchronously executed program (here one with a large dot) on
+  one of its own threads. Host computation works there; launching a compiled program from there
+  would wait forever for the device, so it raises instead (or works, if XLA ran it inline)."""
+  inner = revax.jit(lambda a: rnp.cos(a) * 2)
+  inner(x3)
+
+  def host_only(a):
+    return np.asarray(rnp.sin(revax.device_put(a)) + rnp.cos(rnp.asarray(a)), np.float32)
+
+  def nested(a):
+    return np.asarray(inner(a))
+
+  def program(cb):
+    def g(m, v):
+      return (m @ m).sum(), revax.pure_callback(cb, _sds(revax, v.shape), v)
+    return revax.jit(g)
+  m = np.ones((256, 256), np.float32)
+  _, out = program(host_only)(m, x3)
+  np.testing.assert_allclose(out, np.sin(x3) + np.cos(x3), rtol=1e-6)
+  try:
+    _, out = program(nested)(m, x3)
+  except RuntimeError as e:
+    assert "would wait forever" in str(e.__cause__)
+  else:
+    np.testing.assert_allclose(out, np.cos(x3) * 2, rtol=1e-6)
+  np.testing.assert_allclose(revax.jit(lambda v: v - 1)(x3), x3 - 1)

@@ -619,6 +619,12 @@ class Executable:
     Example:
       >>> (y,) = exe.execute([backend.buffer_from_numpy(x)])
     """
+    if _callback_thread.on_xla_thread:
+      raise _nested_execution_error()
+    ident = _get_ident()
+    waiting = ident not in _executing_threads
+    if waiting:
+      _executing_threads.add(ident)
     pool = self._scratch
     try:
       scratch = pool.pop()
@@ -664,6 +670,8 @@ class Executable:
       raise
     finally:
       pool.append(scratch)
+      if waiting:
+        _executing_threads.discard(ident)
 
   def _fail(self, outputs: C.Array, error: int | None, destroy_error: int | None):
     """Free the outputs of a failed execution and raise its error."""
@@ -682,6 +690,8 @@ class Executable:
     if self._portable:
       raise ValueError("execute_sharded() is for programs compiled with several replicas or "
                        "partitions; use execute()")
+    if _callback_thread.on_xla_thread:
+      raise _nested_execution_error()
     count = len(self.devices)
     if len(args_per_device) != count:
       raise ValueError(f"expected {count} argument lists (one per device), "
@@ -731,6 +741,31 @@ class Executable:
         self._api.call("LoadedExecutable_Destroy", executable=pointer)
       except Exception:  # noqa: BLE001 - a finalizer must not raise
         pass
+
+
+# Host callbacks (runtime/ffi.py): XLA:CPU runs a program's callbacks on the thread that called
+# execute when it runs the program inline, and on one of its own threads when it runs it
+# asynchronously. In the second case the device is still busy with the calling program, so a
+# program launched from the callback would wait for it forever. ffi.py marks such callback
+# threads (`on_xla_thread`) by checking them against the threads waiting in execute.
+_executing_threads: set[int] = set()
+_get_ident = threading.get_ident
+
+
+class _CallbackThread(threading.local):
+  on_xla_thread = False
+
+
+_callback_thread = _CallbackThread()
+
+
+def _nested_execution_error() -> RuntimeError:
+  return RuntimeError(
+      "a host callback tried to run a compiled revax program while the program that called it "
+      "is still executing on the device (XLA runs this callback on one of its own threads); "
+      "the CPU runtime cannot start another program until the first finishes, so this would "
+      "wait forever. Inside such callbacks compute with NumPy (or eager revax operations that "
+      "run on the host), or return the values and compute after the call.")
 
 
 def _with_callback_cause(error: RuntimeBackendError) -> RuntimeBackendError:

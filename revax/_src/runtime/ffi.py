@@ -32,7 +32,7 @@ import traceback
 import ml_dtypes
 import numpy as np
 
-from revax._src.runtime import pjrt
+from revax._src.runtime import client, pjrt
 
 __all__ = ["register_handler", "register_callable", "PYTHON_CALLBACK_TARGET",
            "restore_callback_error", "check_results", "ffi_dtype", "numpy_dtype_of_ffi",
@@ -199,8 +199,7 @@ def register_handler(name: str, address: int, platform: str = "cpu", traits: int
     ValueError: `name` is already registered on `platform` with another function.
     RuntimeBackendError: the plugin refused the registration.
   """
-  from revax._src.runtime.client import get_backend
-  api = get_backend()._api
+  api = client.get_backend()._api
   key = (name, platform.lower())
   with _register_lock:
     previous = _registered.get(key)
@@ -377,7 +376,15 @@ def _python_handler(frame_address):
     frame = _CallFrame.from_address(frame_address)
     if answer_metadata(frame) or frame.stage != _STAGE_EXECUTE:
       return None
-    _run_python_callback(frame)
+    state = client._callback_thread
+    if client._get_ident() in client._executing_threads or state.on_xla_thread:
+      _run_python_callback(frame)  # on the thread that called execute: nesting is fine
+    else:
+      state.on_xla_thread = True  # an XLA thread: no program may be launched from here
+      try:
+        _run_python_callback(frame)
+      finally:
+        state.on_xla_thread = False
     return None
   except BaseException as exc:  # noqa: BLE001 - every failure goes back to XLA as its error
     try:
@@ -393,8 +400,7 @@ _python_handler_ready = False
 def _ensure_python_handler() -> None:
   global _python_handler_ready
   if not _python_handler_ready:
-    from revax._src.runtime.client import get_backend
-    platform = get_backend().platform
+    platform = client.get_backend().platform
     register_handler(PYTHON_CALLBACK_TARGET, C.cast(_python_handler_c, _ptr).value, platform)
     _python_handler_ready = True
 
