@@ -161,3 +161,19 @@ def test_python_handler_answers_metadata_and_decodes_frames():
     np.testing.assert_array_equal(out, v)
     assert out.dtype == v.dtype and float(s) == 4.0
   assert ffi.PYTHON_CALLBACK_TARGET in {name for name, _ in ffi._registered}
+
+
+def test_input_output_aliases(kernel):
+  call = revax.ffi.ffi_call("revax_test_scale_shift", revax.ShapeDtypeStruct(x.shape, x.dtype),
+                            input_output_aliases={0: 0})
+  f = revax.jit(lambda v: call(v * 1, scale=np.float32(2), shift=1.0))
+  assert "output_operand_alias" in f.lower(x).as_text()
+  np.testing.assert_allclose(f(x), 2 * x + 1)
+  np.testing.assert_allclose(call(x, scale=np.float32(2), shift=1.0), 2 * x + 1)
+  bad = revax.ffi.ffi_call("revax_test_scale_shift", revax.ShapeDtypeStruct((3,), x.dtype),
+                           input_output_aliases={0: 0})
+  with pytest.raises(ValueError, match="different abstract value"):
+    bad(x, scale=np.float32(2), shift=1.0)
+  with pytest.raises(ValueError, match="outside the range"):
+    revax.ffi.ffi_call("revax_test_scale_shift", revax.ShapeDtypeStruct(x.shape, x.dtype),
+                       input_output_aliases={1: 0})(x, scale=np.float32(2), shift=1.0)

@@ -130,9 +130,10 @@ def _attr_value(value) -> str:
 
 
 def custom_call_op(ctx, target: str, operands, *, attributes=(), has_side_effect: bool = False,
-                   ordered: bool = False, operand_avals=None) -> list[str]:
+                   ordered: bool = False, operand_avals=None, aliases=()) -> list[str]:
   """Emit `stablehlo.custom_call @target(operands)` (typed FFI, api_version 4) with results of
-  `ctx.avals_out`. `ordered` threads this body's ordering token through the call."""
+  `ctx.avals_out`. `ordered` threads this body's ordering token through the call; `aliases`
+  holds (operand index, result index) pairs whose buffers XLA shares."""
   fb = ctx.fb
   operand_avals = list(ctx.avals_in if operand_avals is None else operand_avals)
   result_avals = list(ctx.avals_out)
@@ -150,6 +151,13 @@ def custom_call_op(ctx, target: str, operands, *, attributes=(), has_side_effect
            "call_target_name": f'"{target}"', "has_side_effect": str(has_side_effect).lower(),
            "operand_layouts": f"[{', '.join(operand_layouts)}]",
            "result_layouts": f"[{', '.join(result_layouts)}]"}
+  if aliases:
+    shift = 1 if ordered else 0
+    single = len(result_types) == 1
+    props["output_operand_aliases"] = "[" + ", ".join(
+        f"#stablehlo.output_operand_alias<output_tuple_indices = "
+        f"[{'' if single else o + shift}], operand_index = {i + shift}, "
+        f"operand_tuple_indices = []>" for i, o in aliases) + "]"
   outs = fb.op("stablehlo.custom_call", operands, result_types, props=props)
   if ordered:
     fb.set_ordering_token(outs[0])

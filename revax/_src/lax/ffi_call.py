@@ -110,7 +110,8 @@ def ffi_call(target_name: str, result_shape_dtypes, *, has_side_effect: bool = F
     has_side_effect: never remove the call, even when its results are unused.
     vmap_method: as for `revax.pure_callback`.
     input_layouts, output_layouts: None or row-major (the only layouts revax passes).
-    input_output_aliases: not supported (None).
+    input_output_aliases: {input index: output index}: the output reuses the input's buffer
+      (same shape and dtype), so the handler may write in place.
     custom_call_api_version: 4 (typed FFI).
     legacy_backend_config: not supported (None).
 
@@ -129,8 +130,6 @@ def ffi_call(target_name: str, result_shape_dtypes, *, has_side_effect: bool = F
   if custom_call_api_version != 4 or legacy_backend_config is not None:
     raise NotImplementedError("ffi_call: only the typed FFI (custom_call_api_version=4, no "
                               "legacy_backend_config) is supported by XLA:CPU")
-  if input_output_aliases:
-    raise NotImplementedError("ffi_call: input_output_aliases is not supported by revax")
   multiple = isinstance(result_shape_dtypes, Sequence)
   avals, _ = result_avals_of(list(result_shape_dtypes) if multiple else [result_shape_dtypes])
 
@@ -148,17 +147,38 @@ def ffi_call(target_name: str, result_shape_dtypes, *, has_side_effect: bool = F
   def call(*args, **kwargs):
     _check_layouts(input_layouts, "input", [get_aval(a).ndim for a in args])
     attributes = tuple((k, _attribute(k, v)) for k, v in sorted(kwargs.items()))
+    aliases = _checked_aliases(input_output_aliases, [get_aval(a) for a in args], avals)
     outs = ffi_call_p.bind(*args, target_name=target_name, result_avals=avals,
                            has_side_effect=bool(has_side_effect), vmap_method=vmap_method,
-                           attributes=attributes)
+                           attributes=attributes, input_output_aliases=aliases)
     if multiple:
       return tuple(outs) if isinstance(result_shape_dtypes, tuple) else list(outs)
     return outs[0]
   return call
 
 
+def _checked_aliases(input_output_aliases, in_avals, out_avals) -> tuple:
+  """((input, output), ...) sorted, each pair of one shape and dtype; ValueError otherwise."""
+  pairs = []
+  for i, o in sorted((input_output_aliases or {}).items()):
+    i, o = int(i), int(o)
+    if not 0 <= i < len(in_avals):
+      raise ValueError(f"input_output_aliases contains the mapping '{i}:{o}' with input index "
+                       f"{i} outside the range [0, {len(in_avals)}).")
+    if not 0 <= o < len(out_avals):
+      raise ValueError(f"input_output_aliases contains the mapping '{i}:{o}' with output index "
+                       f"{o} outside the range [0, {len(out_avals)}).")
+    a, b = in_avals[i], out_avals[o]
+    if a.shape != b.shape or a.dtype != b.dtype:
+      raise ValueError(f"input_output_aliases contains the mapping '{i}:{o}' referring to an "
+                       f"input with abstract value {a.str_short()} and an output with a "
+                       f"different abstract value {b.str_short()}.")
+    pairs.append((i, o))
+  return tuple(pairs)
+
+
 def _ffi_call_abstract_eval(*avals, target_name, result_avals, has_side_effect, vmap_method,
-                            attributes):
+                            attributes, input_output_aliases):
   for i, a in enumerate(avals):
     if a.dtype == dtypes.float0:
       raise TypeError(f"ffi_call to {target_name!r}: argument {i} has dtype float0")
@@ -175,10 +195,10 @@ def _ffi_call_batch(vals, dims, **params):
 
 
 def _ffi_call_lower(ctx, *args, target_name, result_avals, has_side_effect, vmap_method,
-                    attributes):
+                    attributes, input_output_aliases):
   attrs = [(k, v.val if isinstance(v, _HashableArray) else v) for k, v in attributes]
   return custom_call_op(ctx, target_name, args, attributes=attrs,
-                        has_side_effect=has_side_effect)
+                        has_side_effect=has_side_effect, aliases=input_output_aliases)
 
 
 ffi_call_p = Primitive("ffi_call", multiple_results=True)
