@@ -167,7 +167,8 @@ def custom_call_op(ctx, target: str, operands, *, attributes=(), has_side_effect
 
 def _lower_python_callback(ctx, *args, callback, has_side_effect, ordered):
   index = ffi.register_callable(callback)
-  return custom_call_op(ctx, ffi.PYTHON_CALLBACK_TARGET, args, attributes=[("index", np.int64(index))],
+  return custom_call_op(ctx, ffi.PYTHON_CALLBACK_TARGET, args,
+                        attributes=[("index", np.int64(index))],
                         has_side_effect=has_side_effect, ordered=ordered)
 
 
