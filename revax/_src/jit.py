@@ -344,6 +344,12 @@ class Compiled:
   def as_text(self) -> str:
     return self._entry.program.text
 
+  def serialize(self) -> bytes:
+    """The executable (and the values it closed over) as bytes; load them with
+    `revax.experimental.serialize_executable.deserialize_and_load(data, in_tree, out_tree)`."""
+    from revax._src.serialize_executable import payload_of
+    return payload_of(self._entry)
+
   def memory_analysis(self):
     """Compiled memory statistics: `temp_size_in_bytes`, `argument_size_in_bytes`, ..."""
     return self._entry.program.memory_stats()

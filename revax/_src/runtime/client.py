@@ -25,12 +25,14 @@ import dataclasses
 import math
 import os
 import sys
+import struct
 import threading
+import time
 from collections.abc import Sequence
 
 import numpy as np
 
-from revax._src.runtime import pjrt
+from revax._src.runtime import compilation_cache, pjrt
 from revax._src.runtime.pjrt import CompileError, RuntimeBackendError
 
 __all__ = ["get_backend", "Backend", "Device", "Buffer", "Executable", "MemoryStats",
@@ -40,6 +42,13 @@ _ptr = C.c_void_p
 _memmove = C.memmove
 _NUMPY_TO_PJRT = pjrt.NUMPY_TO_PJRT
 _is_finalizing = sys.is_finalizing
+
+# Executable.serialize(): this header, then the plugin's bytes. The flag says whether the program
+# was compiled portable (one device, chosen per call), which the plugin's bytes do not tell.
+_SERIALIZED = struct.Struct("<8sII")  # magic, format version, flags (bit 0: portable)
+_SERIALIZED_MAGIC = b"RVXEXEC\0"
+_SERIALIZED_VERSION = 1
+_SERIALIZE_DELETER = C.CFUNCTYPE(None, _ptr)
 
 # ----------------------------------------------------------------------------- the backend
 
@@ -295,6 +304,30 @@ class Backend:
                                    use_spmd_partitioning=use_spmd_partitioning,
                                    use_shardy_partitioner=use_shardy_partitioner,
                                    portable=single_device)
+    cache = compilation_cache.settings
+    if not cache.enabled:
+      return self._compile(code, options, single_device)
+    key = compilation_cache.cache_key(code, options, self)
+    stored = compilation_cache.load(key)
+    if stored is not None:
+      try:
+        return self.deserialize_executable(stored)
+      except (RuntimeBackendError, ValueError) as e:
+        compilation_cache.discard(key)
+        compilation_cache._warn_once("load", f"a stored executable did not load ({e}); "
+                                     "compiling instead")
+    start = time.perf_counter()
+    executable = self._compile(code, options, single_device)
+    if time.perf_counter() - start >= cache.min_compile_time_secs:
+      try:
+        payload = executable.serialize()
+      except RuntimeBackendError as e:
+        compilation_cache._warn_once("serialize", f"the plugin cannot serialize ({e})")
+      else:
+        compilation_cache.store(key, payload)
+    return executable
+
+  def _compile(self, code: bytes, options: bytes, single_device: bool) -> Executable:
     program_format = b"mlir"
     program = pjrt.Program(struct_size=pjrt.Program.STRUCT_SIZE,
                            code=C.cast(C.c_char_p(code), _ptr), code_size=len(code),
@@ -307,6 +340,37 @@ class Backend:
     if error:
       raise self._api.take_error(error, CompileError)
     return Executable(self, args.executable, portable=single_device)
+
+  def deserialize_executable(self, data: bytes) -> Executable:
+    """Load an executable that `Executable.serialize()` wrote (this plugin, this machine).
+
+    Args:
+      data: the bytes `serialize()` returned.
+
+    Returns:
+      An `Executable` that runs like the one that was serialized.
+
+    Raises:
+      ValueError: `data` is not a serialized revax executable, or of another format version.
+      RuntimeBackendError: the plugin refused the bytes (corrupt, or another plugin's).
+
+    Example:
+      >>> exe2 = backend.deserialize_executable(exe.serialize())
+    """
+    data = bytes(data)
+    if len(data) < _SERIALIZED.size:
+      raise ValueError(f"not a serialized revax executable ({len(data)} bytes)")
+    magic, fmt, flags = _SERIALIZED.unpack_from(data)
+    if magic != _SERIALIZED_MAGIC:
+      raise ValueError("not a serialized revax executable (bad magic)")
+    if fmt != _SERIALIZED_VERSION:
+      raise ValueError(f"serialized executable format {fmt}; this revax reads "
+                       f"{_SERIALIZED_VERSION}")
+    payload = data[_SERIALIZED.size:]
+    args = self._api.call("Executable_DeserializeAndLoad", client=self._client,
+                          serialized_executable=C.cast(C.c_char_p(payload), _ptr),
+                          serialized_executable_size=len(payload))
+    return Executable(self, args.loaded_executable, portable=bool(flags & 1))
 
   # --- small calls used by Buffer ----------------------------------------------------------
   def _destroy_event(self, scratch: _HostScratch, event: int | None) -> None:
@@ -723,6 +787,25 @@ class Executable:
     return [[Buffer(backend, per_device[k], shape, dtype, device, True)
              for k, (shape, dtype) in self._out_specs_indexed]
             for per_device, device in zip(outputs, self.devices, strict=True)]
+
+  def serialize(self) -> bytes:
+    """The executable as bytes that `Backend.deserialize_executable` loads back.
+
+    The bytes hold machine code for this plugin and this CPU: load them with the same plugin on
+    the same kind of machine (the compilation cache's key makes sure of that).
+
+    Example:
+      >>> data = exe.serialize()
+      >>> backend.deserialize_executable(data).execute(args)
+    """
+    with _UnloadedExecutable(self._api, self._ptr) as executable:
+      out = self._api.call("Executable_Serialize", executable=executable)
+      try:
+        payload = C.string_at(out.serialized_bytes, out.serialized_bytes_size)
+      finally:
+        if out.serialized_executable_deleter:
+          _SERIALIZE_DELETER(out.serialized_executable_deleter)(out.serialized_executable)
+    return _SERIALIZED.pack(_SERIALIZED_MAGIC, _SERIALIZED_VERSION, int(self._portable)) + payload
 
   def memory_stats(self) -> MemoryStats:
     """XLA's memory figures for this program: argument, output, temp bytes and more."""

@@ -204,6 +204,14 @@ _ARGS_FIELDS = {
                                     ("dims", _ptr), ("dim_sizes", _ptr)],
     "Executable_GetCompiledMemoryStats": [("executable", _ptr)]
                                          + [(f, _i64) for f in _MEMORY_STATS_FIELDS],
+    "Executable_Serialize": [("executable", _ptr), ("serialized_bytes", _ptr),
+                             ("serialized_bytes_size", _size), ("serialized_executable", _ptr),
+                             ("serialized_executable_deleter", _ptr)],
+    # The plugin (PJRT 0.81) refuses the older 48-byte form: the override fields must be there.
+    "Executable_DeserializeAndLoad": [
+        ("client", _ptr), ("serialized_executable", _ptr), ("serialized_executable_size", _size),
+        ("loaded_executable", _ptr), ("overridden_serialized_compile_options", _ptr),
+        ("overridden_serialized_compile_options_size", _size)],
     "LoadedExecutable_Destroy": [("executable", _ptr)],
     "LoadedExecutable_GetExecutable": [("loaded_executable", _ptr), ("executable", _ptr)],
     "LoadedExecutable_AddressableDevices": [("executable", _ptr), ("addressable_devices", _ptr),

@@ -1,0 +1,450 @@
+"""revax.export: a jitted function saved as StableHLO, to be loaded and called later.
+
+`export(jit(f))(*args)` traces and lowers `f` for the avals of `args` (arrays or
+`ShapeDtypeStruct`s) and returns an `Exported`: the StableHLO module, the input and output avals
+and pytree structures, and where the VJP comes from. `Exported.serialize()` gives versioned bytes
+and `deserialize(bytes)` loads them back, in this process or another one, with no access to `f`.
+
+`Exported.call(*args)` runs the program: eagerly it compiles the module (the persistent
+compilation cache makes that a load after the first time); under `jit` it is the
+`call_exported` primitive, whose lowering copies the module's functions into the caller's module
+and calls its main function; under `grad` it is a custom_vjp whose backward pass calls the
+exported VJP (serialized alongside when `serialize(vjp_order=k)` asks for it, as JAX does). A
+call checks the arguments' structure, shapes and dtypes against the exported ones first.
+
+The format: the magic `RVXEXPRT`, a little-endian u32 format version, a u32 length, a JSON header
+(names, avals, pytree structures), then the module text; VJPs follow as nested exports.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+import struct
+from typing import Callable
+
+import numpy as np
+
+from revax._src import tree_util
+from revax._src.core import dtypes
+from revax._src.core.avals import ShapedArray, get_aval
+from revax._src.core.jaxpr import ClosedJaxpr, Jaxpr
+from revax._src.core.trace import Primitive
+from revax._src.interpreters import ad, batching, dispatch, mlir
+from revax._src.interpreters import invertible as inv
+from revax._src.runtime.array import Array
+
+__all__ = ["Exported", "export", "deserialize", "call_exported_p",
+           "minimum_supported_calling_convention_version",
+           "maximum_supported_calling_convention_version", "default_export_platform"]
+
+_MAGIC = b"RVXEXPRT"
+_FORMAT_VERSION = 1
+_PREFIX = struct.Struct("<8sII")  # magic, format version, header length
+minimum_supported_calling_convention_version = 1
+maximum_supported_calling_convention_version = 1
+
+
+def default_export_platform() -> str:
+  """The platform `export` targets when none is given: the default backend's."""
+  from revax._src.runtime.client import get_backend
+  return get_backend().platform
+
+
+@dataclasses.dataclass(frozen=True)
+class Exported:
+  """A function lowered for fixed argument types, callable and serializable without its source.
+
+  Attributes:
+    fun_name: the exported function's name.
+    in_tree, out_tree: pytree structures of the arguments `(args, kwargs)` and of the results.
+    in_avals, out_avals: the flat arguments' and results' shapes and dtypes.
+    platforms: the platforms the module was lowered for.
+    nr_devices: how many devices the program runs on (1).
+    calling_convention_version: the version of the module's calling convention.
+    mlir_module_serialized: the StableHLO module text, as bytes.
+  """
+  fun_name: str
+  in_tree: object
+  in_avals: tuple
+  out_tree: object
+  out_avals: tuple
+  platforms: tuple
+  nr_devices: int
+  calling_convention_version: int
+  mlir_module_serialized: bytes
+  _get_vjp: Callable[[], "Exported"] | None = dataclasses.field(default=None, repr=False,
+                                                                 compare=False)
+
+  def mlir_module(self) -> str:
+    """The StableHLO module, as text."""
+    return self.mlir_module_serialized.decode()
+
+  def has_vjp(self) -> bool:
+    """Whether `vjp()` (and so reverse-mode differentiation of `call`) is available."""
+    return self._get_vjp is not None
+
+  def vjp(self) -> "Exported":
+    """The exported VJP: a function of (primal args..., output cotangents...) returning the
+    cotangents of the inexact arguments."""
+    if self._get_vjp is None:
+      raise ValueError("No VJP is available: export the function again, or serialize it with "
+                       "serialize(vjp_order=1) or higher to keep its VJP")
+    return self._get_vjp()
+
+  def serialize(self, vjp_order: int = 0) -> bytearray:
+    """Versioned bytes that `revax.export.deserialize` turns back into this `Exported`.
+
+    Args:
+      vjp_order: how many orders of VJP to include (needed to differentiate the loaded
+        function).
+    """
+    if vjp_order < 0:
+      raise ValueError(f"vjp_order must be >= 0, got {vjp_order}")
+    header = {
+        "fun_name": self.fun_name,
+        "in_tree": _encode_tree(self.in_tree), "out_tree": _encode_tree(self.out_tree),
+        "in_avals": [aval_to_json(a) for a in self.in_avals],
+        "out_avals": [aval_to_json(a) for a in self.out_avals],
+        "platforms": list(self.platforms), "nr_devices": self.nr_devices,
+        "calling_convention_version": self.calling_convention_version,
+        "module_size": len(self.mlir_module_serialized),
+    }
+    vjp_bytes = bytes(self.vjp().serialize(vjp_order - 1)) if vjp_order > 0 else b""
+    header["vjp_size"] = len(vjp_bytes)
+    head = json.dumps(header, sort_keys=True).encode()
+    return bytearray(_PREFIX.pack(_MAGIC, _FORMAT_VERSION, len(head)) + head
+                     + self.mlir_module_serialized + vjp_bytes)
+
+  def call(self, *args, **kwargs):
+    """Call the exported function on arrays with the exported structure, shapes and dtypes.
+
+    Works eagerly, under `jit`, and under `grad` when a VJP is available.
+    """
+    leaves, treedef = tree_util.tree_flatten((args, kwargs))
+    if treedef != self.in_tree:
+      raise ValueError(f"The invocation args and kwargs must have the same pytree structure as "
+                       f"the exported function {self.fun_name}: exported for {self.in_tree}, "
+                       f"called with {treedef}")
+    _check_avals(self, [get_aval(x) for x in leaves])
+    outs = _call_flat(self, leaves)
+    return tree_util.tree_unflatten(self.out_tree, outs)
+
+
+def _check_avals(exp: Exported, avals) -> None:
+  for i, (got, want) in enumerate(zip(avals, exp.in_avals, strict=True)):
+    if got.shape != want.shape:
+      raise ValueError(f"Shape mismatch for argument {i} of exported function {exp.fun_name}: "
+                       f"expected {want.str_short()} and called with {got.str_short()}")
+    if got.dtype != want.dtype:
+      raise TypeError(f"Dtype mismatch for argument {i} of exported function {exp.fun_name}: "
+                      f"expected {want.str_short()} and called with {got.str_short()}")
+
+
+def _call_flat(exp: Exported, leaves):
+  if exp._get_vjp is None or not any(dtypes.is_inexact(a.dtype) for a in exp.in_avals):
+    return call_exported_p.bind(*leaves, exported=exp)
+  from revax._src.custom_derivatives import custom_vjp
+
+  @custom_vjp
+  def f(*xs):
+    return tuple(call_exported_p.bind(*xs, exported=exp))
+
+  def fwd(*xs):
+    return f(*xs), xs
+
+  def bwd(xs, cts):
+    vjp = exp.vjp()
+    cts = [ad.instantiate_zeros(c) if isinstance(c, ad.Zero) else c for c in cts]
+    inexact = iter(call_exported_p.bind(*xs, *cts, exported=vjp))
+    return tuple(next(inexact) if dtypes.is_inexact(a.dtype)
+                 else np.zeros(a.shape, dtypes.float0) for a in exp.in_avals)
+
+  f.defvjp(fwd, bwd)
+  return list(f(*leaves))
+
+
+# --- exporting --------------------------------------------------------------------------------------
+def export(fun_jit, *, platforms=None, disabled_checks=()):
+  """Export a jitted function: `export(jit(f))(*args)` returns an `Exported`.
+
+  Args:
+    fun_jit: the result of `revax.jit`.
+    platforms: the platforms to lower for; only the default backend's is supported.
+    disabled_checks: accepted for compatibility with JAX; revax performs no such checks.
+
+  Returns:
+    A function of arrays or `ShapeDtypeStruct`s (and their pytrees) that traces, lowers and
+    returns the `Exported`.
+
+  Example:
+    >>> exp = revax.export.export(revax.jit(jnp.sin))(revax.ShapeDtypeStruct((3,), jnp.float32))
+    >>> revax.export.deserialize(exp.serialize()).call(jnp.zeros(3))
+  """
+  from revax._src.jit import Jitted
+  if not isinstance(fun_jit, Jitted):
+    raise ValueError(f"Function to be exported must be the result of `jit` but is: {fun_jit}")
+  platform = default_export_platform()
+  platforms = (platform,) if platforms is None else tuple(p.lower() for p in platforms)
+  if platforms != (platform,):
+    raise ValueError(f"revax exports for the platform it runs on ({platform!r}); "
+                     f"platforms={platforms} was requested")
+  del disabled_checks
+
+  def do_export(*args, **kwargs) -> Exported:
+    return _export_traced(fun_jit, args, kwargs, platforms)
+
+  return do_export
+
+
+def _export_traced(fun_jit, args, kwargs, platforms) -> Exported:
+  from revax._src.api import ShapeDtypeStruct, _abstractify
+  leaves, key_head, call = fun_jit._split(args, kwargs)
+  in_tree = key_head[0]
+  avals = tuple(_abstractify(x) if isinstance(x, ShapeDtypeStruct) else get_aval(x)
+                for x in leaves)
+  entry = fun_jit._trace(call, avals)
+  closed = _bake_consts(entry.jaxpr, entry.consts)
+  text = mlir.lower_jaxpr_to_module(closed, entry.name, platform=platforms[0])
+
+  def flat_fun(*xs):
+    return call(*xs)
+
+  return Exported(
+      fun_name=entry.name, in_tree=in_tree, in_avals=tuple(avals), out_tree=entry.out_tree,
+      out_avals=tuple(closed.out_avals), platforms=platforms, nr_devices=1,
+      calling_convention_version=maximum_supported_calling_convention_version,
+      mlir_module_serialized=text.encode(),
+      _get_vjp=_lazy(lambda: _export_vjp(flat_fun, avals, entry.name, platforms)))
+
+
+def _bake_consts(jaxpr: ClosedJaxpr, consts) -> ClosedJaxpr:
+  """The jit jaxpr takes its closed-over values as leading operands; an export embeds them."""
+  if not consts:
+    return jaxpr
+  j = jaxpr.jaxpr
+  n = len(consts)
+  values = [np.asarray(c) for c in consts]
+  return ClosedJaxpr(Jaxpr(list(j.constvars) + j.invars[:n], j.invars[n:], j.outvars, j.eqns),
+                     list(jaxpr.consts) + values)
+
+
+def _export_vjp(flat_fun, avals, name, platforms) -> Exported:
+  """Export (primals..., output cotangents...) -> cotangents of the inexact primals."""
+  from revax._src.autodiff import vjp
+  from revax._src.jit import jit
+  nargs = len(avals)
+
+  def fun_vjp(*xs):
+    primals, cts = xs[:nargs], xs[nargs:]
+    diff = [i for i, a in enumerate(avals) if dtypes.is_inexact(a.dtype)]
+
+    def of_inexact(*d):
+      full = list(primals)
+      for i, v in zip(diff, d, strict=True):
+        full[i] = v
+      return tree_util.tree_leaves(flat_fun(*full))
+
+    _, pullback = vjp(of_inexact, *[primals[i] for i in diff])
+    return list(pullback(list(cts)))
+
+  out_avals = _out_avals(flat_fun, avals)
+  ct_avals = [ShapedArray(a.shape, a.dtype) for a in out_avals]
+  fun_vjp.__name__ = f"{name}_vjp"
+  primal_structs = [_struct(a) for a in avals] + [_struct(a) for a in ct_avals]
+  return _export_traced(jit(fun_vjp), tuple(primal_structs), {}, platforms)
+
+
+def _out_avals(flat_fun, avals):
+  from revax._src.interpreters import staging
+  jaxpr, _ = staging.trace_to_jaxpr(lambda *xs: tree_util.tree_leaves(flat_fun(*xs)), avals)
+  return jaxpr.out_avals
+
+
+def _struct(aval):
+  from revax._src.api import ShapeDtypeStruct
+  return ShapeDtypeStruct(aval.shape, aval.dtype, aval.weak_type)
+
+
+def _lazy(make):
+  box = []
+
+  def get():
+    if not box:
+      box.append(make())
+    return box[0]
+  return get
+
+
+# --- (de)serialization ---------------------------------------------------------------------------
+def deserialize(blob) -> Exported:
+  """Load an `Exported` from the bytes `Exported.serialize()` returned.
+
+  Raises:
+    ValueError: the bytes are not a revax export, or of a format version this revax cannot read.
+  """
+  exported, end = _deserialize_at(bytes(blob), 0)
+  if end != len(blob):
+    raise ValueError(f"revax export: {len(blob) - end} unexpected bytes after the program")
+  return exported
+
+
+def _deserialize_at(data: bytes, start: int) -> tuple[Exported, int]:
+  if len(data) - start < _PREFIX.size:
+    raise ValueError("not a serialized revax export (too short)")
+  magic, version, head_size = _PREFIX.unpack_from(data, start)
+  if magic != _MAGIC:
+    raise ValueError("not a serialized revax export (bad magic)")
+  if version != _FORMAT_VERSION:
+    raise ValueError(f"revax export format version {version} is not supported: this revax reads "
+                     f"version {_FORMAT_VERSION}; export the function again with this revax")
+  pos = start + _PREFIX.size
+  try:
+    header = json.loads(data[pos:pos + head_size])
+    pos += head_size
+    module = data[pos:pos + header["module_size"]]
+    pos += header["module_size"]
+    in_avals = tuple(aval_from_json(a) for a in header["in_avals"])
+    out_avals = tuple(aval_from_json(a) for a in header["out_avals"])
+    in_tree, out_tree = _decode_tree(header["in_tree"]), _decode_tree(header["out_tree"])
+    vjp_size = header["vjp_size"]
+  except (KeyError, TypeError, ValueError) as e:
+    raise ValueError(f"corrupt revax export ({type(e).__name__}: {e})") from None
+  if len(module) != header["module_size"]:
+    raise ValueError("corrupt revax export (truncated module)")
+  get_vjp = None
+  if vjp_size:
+    vjp_exported, end = _deserialize_at(data, pos)
+    if end != pos + vjp_size:
+      raise ValueError("corrupt revax export (VJP size mismatch)")
+    pos = end
+    get_vjp = lambda: vjp_exported  # noqa: E731
+  if header["calling_convention_version"] > maximum_supported_calling_convention_version:
+    raise ValueError(f"calling convention {header['calling_convention_version']} is newer than "
+                     "this revax supports")
+  return Exported(fun_name=header["fun_name"], in_tree=in_tree, in_avals=in_avals,
+                  out_tree=out_tree, out_avals=out_avals, platforms=tuple(header["platforms"]),
+                  nr_devices=header["nr_devices"],
+                  calling_convention_version=header["calling_convention_version"],
+                  mlir_module_serialized=module, _get_vjp=get_vjp), pos
+
+
+_DTYPE_NAMES = {"bfloat16": dtypes.bfloat16}  # names NumPy does not know by itself
+
+
+def aval_to_json(aval) -> list:
+  return [list(aval.shape), np.dtype(aval.dtype).name if aval.dtype != dtypes.float0 else "float0",
+          bool(aval.weak_type)]
+
+
+def aval_from_json(code) -> ShapedArray:
+  shape, name, weak = code
+  dtype = dtypes.float0 if name == "float0" else np.dtype(_DTYPE_NAMES.get(name, name))
+  return ShapedArray(tuple(int(d) for d in shape), dtype, bool(weak))
+
+
+class _Leaf:
+  """Stands for a leaf while a pytree structure is encoded or rebuilt."""
+
+
+def _encode_tree(treedef) -> object:
+  leaf = _Leaf()
+  return _encode_node(tree_util.tree_unflatten(treedef, [leaf] * treedef.num_leaves))
+
+
+def _encode_node(node):
+  if isinstance(node, _Leaf):
+    return "*"
+  if node is None:
+    return None
+  if type(node) is tuple:
+    return {"tuple": [_encode_node(c) for c in node]}
+  if type(node) is list:
+    return {"list": [_encode_node(c) for c in node]}
+  if type(node) is dict:
+    if not all(isinstance(k, str) for k in node):
+      raise ValueError(f"cannot serialize a dict with non-string keys {sorted(map(repr, node))} "
+                       "in an exported function's arguments or results")
+    return {"dict": [[k, _encode_node(v)] for k, v in node.items()]}
+  raise ValueError(f"cannot serialize the pytree node type {type(node).__name__} of an exported "
+                   "function's arguments or results: use tuples, lists, dicts with string keys "
+                   "and None")
+
+
+def _decode_tree(code):
+  return tree_util.tree_structure(_decode_node(code))
+
+
+def _decode_node(code):
+  if code == "*":
+    return _Leaf()
+  if code is None:
+    return None
+  (kind, children), = code.items()
+  if kind == "tuple":
+    return tuple(_decode_node(c) for c in children)
+  if kind == "list":
+    return [_decode_node(c) for c in children]
+  if kind == "dict":
+    return {k: _decode_node(v) for k, v in children}
+  raise ValueError(f"unknown pytree node kind {kind!r}")
+
+
+# --- the call_exported primitive ------------------------------------------------------------------
+call_exported_p = Primitive("call_exported", multiple_results=True)
+
+
+def _call_exported_abstract_eval(*avals, exported: Exported):
+  _check_avals(exported, avals)
+  return list(exported.out_avals)
+
+
+_programs: dict = {}
+
+
+def _call_exported_impl(*args, exported: Exported):
+  program = _programs.get(exported.mlir_module_serialized)
+  if program is None:
+    from revax._src.runtime.client import get_backend
+    executable = get_backend().compile(exported.mlir_module())
+    program = dispatch.CompiledProgram(executable, exported.in_avals, exported.out_avals,
+                                       exported.mlir_module(), exported.fun_name)
+    _programs[exported.mlir_module_serialized] = program
+  return program.call_arrays(args)
+
+
+_FUNC_NAME = re.compile(r"^  func\.func (?:public|private) @([\w$.]+)\(", re.MULTILINE)
+
+
+def _call_exported_lower(ctx, *args, exported: Exported):
+  """Copy the module's functions into the caller's module (renamed apart) and call its main."""
+  module = ctx.module
+  key = ("call_exported", exported.mlir_module_serialized)
+  main = module._lowered_calls.get(key)
+  if main is None:
+    text = exported.mlir_module()
+    names = _FUNC_NAME.findall(text)
+    renamed = {n: module.fresh_func_name(f"{exported.fun_name}_{n}") for n in names}
+    # revax's modules are `module @name attributes {...} {` on one line, functions, then `}`
+    body = text[text.index("\n") + 1:text.rindex("}")].strip("\n")
+    body = re.sub(r"@([\w$.]+)\b", lambda m: "@" + renamed.get(m.group(1), m.group(1)), body)
+    body = body.replace("func.func public @", "func.func private @")
+    module.funcs.append(body)
+    main = module._lowered_calls[key] = renamed["main"]
+  return ctx.fb.op("func.call", args, [mlir.ir_type(a) for a in exported.out_avals],
+                   props={"callee": f"@{main}"})
+
+
+def _call_exported_batch(vals, dims, *, exported: Exported):
+  raise NotImplementedError(
+      f"vmap of the exported function {exported.fun_name}: an Exported is lowered for fixed "
+      "shapes; export a vmapped function instead (revax.export.export(revax.jit(revax.vmap(f))))")
+
+
+call_exported_p.def_abstract_eval(_call_exported_abstract_eval)
+dispatch.custom_impls[call_exported_p] = _call_exported_impl
+mlir.register_lowering(call_exported_p, _call_exported_lower)
+ad.not_differentiable(call_exported_p, "an exported program is differentiated through its "
+                      "exported VJP (Exported.call wraps it in a custom_vjp)")
+batching.primitive_batchers[call_exported_p] = _call_exported_batch
+inv.not_invertible(call_exported_p, "an exported program is opaque StableHLO")

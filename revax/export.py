@@ -1,0 +1,9 @@
+"""revax.export: save a jitted function as StableHLO and call it later (JAX's `jax.export`)."""
+from revax._src.export import Exported as Exported
+from revax._src.export import default_export_platform as default_export_platform
+from revax._src.export import deserialize as deserialize
+from revax._src.export import export as export
+from revax._src.export import (
+    maximum_supported_calling_convention_version as maximum_supported_calling_convention_version)
+from revax._src.export import (
+    minimum_supported_calling_convention_version as minimum_supported_calling_convention_version)
