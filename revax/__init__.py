@@ -27,6 +27,7 @@ from revax._src.autodiff import vjp as vjp
 from revax._src.invertible import custom_ivjp as custom_ivjp
 from revax._src.invertible import invertible as invertible
 from revax._src.jit import jit as jit
+from revax._src.pmap import pmap as pmap
 from revax._src.vmap import vmap as vmap
 from revax._src.lax.callbacks import pure_callback as pure_callback
 from revax import debug as debug

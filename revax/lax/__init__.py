@@ -244,3 +244,14 @@ from revax._src.lax.windowed import reduce_window_shape_tuple as reduce_window_s
 from revax._src.lax.windowed import reduce_window_sum_p as reduce_window_sum_p
 from revax._src.lax.windowed import select_and_gather_add_p as select_and_gather_add_p
 from revax._src.lax.windowed import select_and_scatter_add_p as select_and_scatter_add_p
+from revax._src.lax.parallel import all_gather as all_gather
+from revax._src.lax.parallel import all_to_all as all_to_all
+from revax._src.lax.parallel import axis_index as axis_index
+from revax._src.lax.parallel import axis_size as axis_size
+from revax._src.lax.parallel import pmax as pmax
+from revax._src.lax.parallel import pmean as pmean
+from revax._src.lax.parallel import pmin as pmin
+from revax._src.lax.parallel import ppermute as ppermute
+from revax._src.lax.parallel import pshuffle as pshuffle
+from revax._src.lax.parallel import psum as psum
+from revax._src.lax.parallel import psum_scatter as psum_scatter

@@ -5,10 +5,20 @@ is the same for every example). A primitive's batching rule maps input values an
 outputs and output batch dims. Rules move axes only when the operation needs it, and never
 broadcast an unmapped operand when the primitive can take it as is. Rules run under the parent
 trace, so nested vmaps, vmap of jit and vmap of grad compose.
+
+Named axes: `vmap(f, axis_name="i")` makes "i" an axis that collectives (`psum(x, "i")`, ...)
+reduce or exchange over. While `f` is traced the name is in the *axis environment* (so a
+collective's wrapper can check the name is bound and read its size); the BatchTrace that owns the
+name applies the primitive's collective rule (`collective_batchers`), which turns the collective
+into ordinary operations over the batch dimension, even when its operand is unmapped (`psum` of a
+value that is the same for every member is that value times the axis size). A trace that does
+not own the name batches the collective like any primitive, and the owner below it handles it.
 """
 from __future__ import annotations
 
+import contextlib
 import itertools
+import threading
 
 from revax._src.core.avals import get_aval
 from revax._src.core.jaxpr import ClosedJaxpr
@@ -22,7 +32,44 @@ primitive_batchers = RuleTable("batching")  # prim -> rule(vals, dims, **params)
 # prim -> rule(axis_size, vals, dims, **params) -> (outs, dims)
 axis_size_batchers = RuleTable("batching (with axis size)")
 
+# prim -> rule(axis_size, axis_name, vals, dims, **params) -> (outs, dims): a collective over the
+# mapped axis, applied by the BatchTrace that owns the axis name.
+collective_batchers = RuleTable("collective batching")
+
 _ids = itertools.count()
+_local = threading.local()
+
+
+def axis_env() -> tuple:
+  """The bound named axes, outermost first, as (name, size) pairs."""
+  return getattr(_local, "axis_env", ())
+
+
+@contextlib.contextmanager
+def extend_axis_env(name, size: int):
+  """Bind axis `name` of `size` while tracing a mapped function."""
+  saved = axis_env()
+  _local.axis_env = saved + ((name, size),)
+  try:
+    yield
+  finally:
+    _local.axis_env = saved
+
+
+def axis_size(name) -> int:
+  """The size of bound axis `name`; NameError, as JAX raises, when no transformation binds it."""
+  for bound, size in reversed(axis_env()):
+    if bound == name:
+      return size
+  names = [n for n, _ in axis_env()]
+  raise NameError(f"unbound axis name: {name}. The following axis names (e.g. defined by vmap "
+                  f"or shard_map) are available to collective operations: {names}")
+
+
+def batching_axis_name():
+  """The axis name of the BatchTrace whose rule is running (None for an unnamed vmap): rules
+  that batch a whole jaxpr (jit, scan, cond) give it to the trace they batch it with."""
+  return getattr(_local, "rule_axis_name", None)
 
 
 class BatchTracer(Tracer):
@@ -58,21 +105,33 @@ class BatchTrace(Trace):
 
   def process_primitive(self, primitive, args, params):
     vals, dims = zip(*map(self.to_batch_info, args)) if args else ((), ())
-    if all(d is not_mapped for d in dims):
+    collective = collective_batchers.get(primitive)
+    if collective is not None and self.axis_name is not None and self.axis_name in params["axes"]:
+      with set_current_trace(self.parent_trace):
+        outs, out_dims = collective(self.axis_size, self.axis_name, vals, dims, **params)
+    elif all(d is not_mapped for d in dims):
       with set_current_trace(self.parent_trace):
         return primitive.bind(*vals, **params)
-    rule = primitive_batchers.get(primitive)
-    with set_current_trace(self.parent_trace):
-      if rule is not None:
-        outs, out_dims = rule(vals, dims, **params)
-      else:
-        sized_rule = axis_size_batchers.get(primitive)
-        if sized_rule is None:
-          raise NotImplementedError(f"batching rule for '{primitive.name}' is not implemented")
-        outs, out_dims = sized_rule(self.axis_size, vals, dims, **params)
+    else:
+      outs, out_dims = self._apply_rule(primitive, vals, dims, params)
     if primitive.multiple_results:
       return [self.wrap(o, d) for o, d in zip(outs, out_dims, strict=True)]
     return self.wrap(outs, out_dims)
+
+  def _apply_rule(self, primitive, vals, dims, params):
+    rule = primitive_batchers.get(primitive)
+    saved = batching_axis_name()
+    _local.rule_axis_name = self.axis_name
+    try:
+      with set_current_trace(self.parent_trace):
+        if rule is not None:
+          return rule(vals, dims, **params)
+        sized_rule = axis_size_batchers.get(primitive)
+        if sized_rule is None:
+          raise NotImplementedError(f"batching rule for '{primitive.name}' is not implemented")
+        return sized_rule(self.axis_size, vals, dims, **params)
+    finally:
+      _local.rule_axis_name = saved
 
   def wrap(self, val, dim):
     return BatchTracer(self, val, dim)
@@ -97,7 +156,8 @@ def batch_flat(fun, args, in_dims, axis_size, axis_name=None):
   trace = BatchTrace(current_trace(), axis_size, axis_name)
   tracers = [BatchTracer(trace, a, d) if d is not not_mapped else a
              for a, d in zip(args, in_dims, strict=True)]
-  with set_current_trace(trace):
+  env = extend_axis_env(axis_name, axis_size) if axis_name is not None else contextlib.nullcontext()
+  with env, set_current_trace(trace):
     outs = fun(*tracers)
   vals, dims = [], []
   for o in outs:
@@ -109,12 +169,13 @@ def batch_flat(fun, args, in_dims, axis_size, axis_name=None):
 
 def batch_jaxpr(closed, dims: tuple, axis_size: int):
   """A closed jaxpr run on batched inputs (input i batched at `dims[i]`, or not_mapped), and the
-  batch dims of its outputs. Call primitives (jit, checkpoint) bind their own primitive on it."""
-  return _batch_jaxpr(closed, tuple(dims), axis_size)
+  batch dims of its outputs. Call primitives (jit, checkpoint) bind their own primitive on it.
+  Collectives inside it over the batching trace's axis name are applied to the batch."""
+  return _batch_jaxpr(closed, tuple(dims), axis_size, batching_axis_name())
 
 
 @staging.memoize_on_jaxpr
-def _batch_jaxpr(closed, dims: tuple, axis_size: int):
+def _batch_jaxpr(closed, dims: tuple, axis_size: int, axis_name):
   from revax._src.core.eval import eval_jaxpr
   in_avals = [a if d is not_mapped else a.update(shape=a.shape[:d] + (axis_size,) + a.shape[d:])
               for a, d in zip(closed.in_avals, dims, strict=True)]
@@ -122,7 +183,8 @@ def _batch_jaxpr(closed, dims: tuple, axis_size: int):
 
   def fun(*args):
     outs, out_dims = batch_flat(
-        lambda *xs: eval_jaxpr(closed.jaxpr, closed.consts, *xs), args, list(dims), axis_size)
+        lambda *xs: eval_jaxpr(closed.jaxpr, closed.consts, *xs), args, list(dims), axis_size,
+        axis_name)
     store["out_dims"] = tuple(out_dims)
     return outs
 

@@ -281,10 +281,16 @@ def batched_aval(aval: ShapedArray, size: int) -> ShapedArray:
   return aval.update(shape=(size,) + aval.shape)
 
 
-@memoized
 def batch_jaxpr(closed: ClosedJaxpr, axis_size: int, in_batched: tuple, instantiate: tuple):
   """`closed` on inputs batched at axis 0 where `in_batched`; outputs are batched at axis 0 or
-  not at all (`instantiate[i]` broadcasts output i). Returns (jaxpr, out_batched)."""
+  not at all (`instantiate[i]` broadcasts output i). Returns (jaxpr, out_batched). Collectives
+  over the running batching rule's axis name apply to the batch."""
+  return _batch_jaxpr(closed, axis_size, in_batched, instantiate, batching.batching_axis_name())
+
+
+@memoized
+def _batch_jaxpr(closed: ClosedJaxpr, axis_size: int, in_batched: tuple, instantiate: tuple,
+                 axis_name):
   in_avals = [batched_aval(a, axis_size) if b else a
               for a, b in zip(closed.in_avals, in_batched, strict=True)]
   store = {}
@@ -292,7 +298,7 @@ def batch_jaxpr(closed: ClosedJaxpr, axis_size: int, in_batched: tuple, instanti
   def fun(*args):
     outs, dims = batching.batch_flat(
         lambda *xs: eval_jaxpr(closed.jaxpr, closed.consts, *xs), list(args),
-        [0 if b else None for b in in_batched], axis_size)
+        [0 if b else None for b in in_batched], axis_size, axis_name)
     result, out_batched = [], []
     for o, d, inst in zip(outs, dims, instantiate, strict=True):
       if d is not None:

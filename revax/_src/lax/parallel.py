@@ -1,0 +1,494 @@
+"""Collectives over named axes: psum, pmean, pmax, pmin, all_gather, psum_scatter, ppermute,
+all_to_all, axis_index.
+
+A named axis is bound by `vmap(f, axis_name=...)`: the members of the axis are the examples of
+the batch, and a collective combines or exchanges values across them. Each collective is a
+primitive whose `axes` param names the axes it acts over; its wrapper checks the names are bound
+(NameError otherwise, as in JAX) and records the sizes it needs in the params. Each primitive
+block has:
+- abstract eval (the per-member shape),
+- a collective rule, applied by the BatchTrace that owns the axis: the collective becomes plain
+  operations over the batch dimension (psum is a sum over it, all_gather moves it into place,
+  ppermute gathers along it, ...), also for operands that are the same for every member;
+- a batching rule for traces that do not own the axis (nested vmaps with other names),
+- JVP and transpose (the linear ones, with JAX's transposes: psum's is psum, all_gather's is
+  psum_scatter, ppermute's is the inverse permutation, all_to_all's swaps its axes),
+- no eager evaluation: outside every transformation that binds the axis, the name is unbound.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from revax._src import tree_util
+from revax._src.core import dtypes
+from revax._src.core.avals import ShapedArray, get_aval
+from revax._src.core.trace import Primitive
+from revax._src.interpreters import ad, batching, dispatch, mlir
+from revax._src.interpreters import invertible as inv
+from revax._src.interpreters.batching import not_mapped
+from revax._src.lax import batch_util, binary, reductions, shapes, slicing
+
+__all__ = ["psum", "pmean", "pmax", "pmin", "all_gather", "psum_scatter", "ppermute", "pshuffle",
+           "all_to_all", "axis_index", "axis_size"]
+
+
+def _names(axis_name) -> tuple:
+  names = tuple(axis_name) if isinstance(axis_name, (tuple, list)) else (axis_name,)
+  for name in names:
+    batching.axis_size(name)  # NameError when unbound
+  return names
+
+
+def _group_size(names) -> int:
+  size = 1
+  for name in names:
+    size *= batching.axis_size(name)
+  return size
+
+
+def axis_size(axis_name) -> int:
+  """The number of members of the named axis (or the product over a tuple of names)."""
+  return _group_size(_names(axis_name))
+
+
+def _no_groups(axis_index_groups):
+  if axis_index_groups is not None:
+    raise NotImplementedError("axis_index_groups is not supported by revax's collectives")
+
+
+def _unbound_impl(name):
+  def impl(*args, axes, **params):
+    batching.axis_size(axes[0])  # raises the NameError
+    raise NameError(f"{name} over {axes} outside of any transformation that binds the axis")
+  return impl
+
+
+def _remaining(axes, name):
+  return tuple(a for a in axes if a != name)
+
+
+def _linear_jvp(prim):
+  def rule(primals, tangents, **params):
+    out = prim.bind(*primals, **params)
+    return out, prim.bind(*map(ad.instantiate_zeros, tangents), **params)
+  ad.primitive_jvps[prim] = rule
+
+
+def _no_lowering(name):
+  def rule(ctx, *args, axes, **params):
+    raise NotImplementedError(f"{name} over {axes} reached XLA lowering: collectives are "
+                              "applied by the vmap that binds their axis name")
+  return rule
+
+
+# --- psum / pmax / pmin ------------------------------------------------------------------------------
+def _reducer(name, reduce_fn, unmapped_fn):
+  prim = Primitive(name)
+  prim.def_abstract_eval(lambda x, *, axes: x)
+  dispatch.custom_impls[prim] = _unbound_impl(name)
+
+  def collective(axis_size, axis_name, vals, dims, *, axes):
+    (x,), (d,) = vals, dims
+    out = unmapped_fn(x, axis_size) if d is not_mapped else reduce_fn(x, (d,))
+    rest = _remaining(axes, axis_name)
+    return (prim.bind(out, axes=rest) if rest else out), not_mapped
+
+  def batch(vals, dims, *, axes):
+    (x,), (d,) = vals, dims
+    return prim.bind(x, axes=axes), d
+
+  batching.collective_batchers[prim] = collective
+  batching.primitive_batchers[prim] = batch
+  mlir.register_lowering(prim, _no_lowering(name))
+  inv.not_invertible(prim, "many-to-one (a reduction over the members of an axis)")
+  return prim
+
+
+def _psum_unmapped(x, size):
+  if dtypes.is_bool(get_aval(x).dtype):
+    return x
+  return binary.mul(x, np.array(size, get_aval(x).dtype))
+
+
+psum_p = _reducer("psum", reductions.reduce_sum, _psum_unmapped)
+pmax_p = _reducer("pmax", reductions.reduce_max, lambda x, size: x)
+pmin_p = _reducer("pmin", reductions.reduce_min, lambda x, size: x)
+_linear_jvp(psum_p)
+ad.primitive_transposes[psum_p] = lambda ct, x, *, axes: [
+    ad.Zero(x.aval) if isinstance(ct, ad.Zero) else psum_p.bind(ct, axes=axes)]
+ad.not_differentiable(pmax_p, "JAX defines no derivative for pmax")
+ad.not_differentiable(pmin_p, "JAX defines no derivative for pmin")
+
+
+def _tree_collective(prim, x, axis_name, axis_index_groups):
+  _no_groups(axis_index_groups)
+  names = _names(axis_name)
+
+  def one(leaf):
+    if not names:
+      return leaf
+    if isinstance(leaf, (int, float, bool, complex)) and not isinstance(leaf, np.generic):
+      from revax._src.interpreters.dispatch import to_array
+      leaf = to_array(leaf)
+    return prim.bind(leaf, axes=names)
+  return tree_util.tree_map(one, x)
+
+
+def psum(x, axis_name, *, axis_index_groups=None):
+  """Sum `x` (a pytree of arrays) over the members of the named axis (or axes).
+
+  Example:
+    >>> revax.vmap(lambda v: revax.lax.psum(v, "i"), axis_name="i")(jnp.arange(3.))  # [3, 3, 3]
+  """
+  return _tree_collective(psum_p, x, axis_name, axis_index_groups)
+
+
+def pmax(x, axis_name, *, axis_index_groups=None):
+  """The maximum of `x` over the members of the named axis."""
+  return _tree_collective(pmax_p, x, axis_name, axis_index_groups)
+
+
+def pmin(x, axis_name, *, axis_index_groups=None):
+  """The minimum of `x` over the members of the named axis."""
+  return _tree_collective(pmin_p, x, axis_name, axis_index_groups)
+
+
+def pmean(x, axis_name, *, axis_index_groups=None):
+  """The mean of `x` over the members of the named axis."""
+  _no_groups(axis_index_groups)
+  size = _group_size(_names(axis_name))
+  summed = psum(x, axis_name)
+  return tree_util.tree_map(lambda s: binary.div(s, np.array(size, get_aval(s).dtype)), summed)
+
+
+# --- axis_index -------------------------------------------------------------------------------------
+axis_index_p = Primitive("axis_index")
+axis_index_p.def_abstract_eval(lambda *, axes: ShapedArray((), np.dtype(np.int32)))
+dispatch.custom_impls[axis_index_p] = _unbound_impl("axis_index")
+
+
+def axis_index(axis_name):
+  """This member's position along the named axis (int32; row-major over a tuple of names).
+
+  Example:
+    >>> revax.vmap(lambda v: revax.lax.axis_index("i"), axis_name="i")(jnp.zeros(3))  # [0 1 2]
+  """
+  names = _names(axis_name)
+  return axis_index_p.bind(axes=names)
+
+
+def _axis_index_collective(axis_size, axis_name, vals, dims, *, axes):
+  idx = shapes.iota(np.int32, axis_size)
+  rest = _remaining(axes, axis_name)
+  if rest:  # row-major: the outer names' index times this axis's size, plus this index
+    outer = axis_index_p.bind(axes=rest)
+    idx = binary.add(binary.mul(outer, np.int32(axis_size)), idx)
+  return idx, 0
+
+
+batching.collective_batchers[axis_index_p] = _axis_index_collective
+batching.primitive_batchers[axis_index_p] = lambda vals, dims, *, axes: (
+    axis_index_p.bind(axes=axes), not_mapped)
+mlir.register_lowering(axis_index_p, _no_lowering("axis_index"))
+ad.not_differentiable(axis_index_p, "integer output")
+inv.not_invertible(axis_index_p, "it has no operand to rebuild")
+
+
+# --- all_gather ---------------------------------------------------------------------------------------
+all_gather_p = Primitive("all_gather")
+
+
+def all_gather(x, axis_name, *, axis_index_groups=None, axis=0, tiled=False):
+  """Every member's `x`, stacked along a new axis `axis` (or concatenated along `axis` when
+  `tiled`), the same on every member.
+
+  Example:
+    >>> revax.vmap(lambda v: revax.lax.all_gather(v, "i"), axis_name="i")(jnp.arange(3.))
+  """
+  _no_groups(axis_index_groups)
+  names = _names(axis_name)
+  size = _group_size(names)
+
+  def one(leaf):
+    aval = get_aval(leaf)
+    nd = aval.ndim if tiled else aval.ndim + 1
+    if not -nd <= axis < nd:
+      raise ValueError(f"all_gather axis {axis} is out of bounds for an operand of shape "
+                       f"{aval.shape}{'' if tiled else ' (plus the new gathered axis)'}")
+    return all_gather_p.bind(leaf, axes=names, axis=axis % nd, axis_size=size, tiled=bool(tiled))
+  return tree_util.tree_map(one, x)
+
+
+def _all_gather_abstract_eval(x, *, axes, axis, axis_size, tiled):
+  shape = list(x.shape)
+  if tiled:
+    shape[axis] *= axis_size
+  else:
+    shape.insert(axis, axis_size)
+  return x.update(shape=tuple(shape))
+
+
+def _all_gather_collective(size, axis_name, vals, dims, *, axes, axis, axis_size, tiled):
+  (x,), (d,) = vals, dims
+  rest = _remaining(axes, axis_name)
+  if rest:
+    raise NotImplementedError("all_gather over several axis names under vmap")
+  stacked = batch_util.bdim_at(x, d, axis, size)  # the members, along the gathered axis
+  if tiled:
+    shape = get_aval(stacked).shape
+    stacked = shapes.reshape(stacked, shape[:axis] + (shape[axis] * shape[axis + 1],)
+                             + shape[axis + 2:])
+  return stacked, not_mapped
+
+
+def _all_gather_batch(vals, dims, *, axes, axis, axis_size, tiled):
+  (x,), (d,) = vals, dims
+  # per member, the output's dims are the operand's with the gathered axis at `axis`
+  x = batch_util.moveaxis(x, d, 0)
+  out = all_gather_p.bind(x, axes=axes, axis=axis + 1, axis_size=axis_size, tiled=tiled)
+  return out, 0
+
+
+def _all_gather_transpose(ct, x, *, axes, axis, axis_size, tiled):
+  if isinstance(ct, ad.Zero):
+    return [ad.Zero(x.aval)]
+  return [psum_scatter_p.bind(ct, axes=axes, scatter_dimension=axis, axis_size=axis_size,
+                              tiled=tiled)]
+
+
+all_gather_p.def_abstract_eval(_all_gather_abstract_eval)
+dispatch.custom_impls[all_gather_p] = _unbound_impl("all_gather")
+batching.collective_batchers[all_gather_p] = _all_gather_collective
+batching.primitive_batchers[all_gather_p] = _all_gather_batch
+_linear_jvp(all_gather_p)
+ad.primitive_transposes[all_gather_p] = _all_gather_transpose
+mlir.register_lowering(all_gather_p, _no_lowering("all_gather"))
+inv.not_invertible(all_gather_p, "each member's value is one slice of a result that depends on "
+                   "the others")
+
+
+# --- psum_scatter --------------------------------------------------------------------------------------
+psum_scatter_p = Primitive("psum_scatter")
+
+
+def psum_scatter(x, axis_name, *, scatter_dimension=0, axis_index_groups=None, tiled=False):
+  """The sum of `x` over the members, of which member `i` keeps the `i`-th slice along
+  `scatter_dimension` (the `i`-th block of that dimension when `tiled`)."""
+  _no_groups(axis_index_groups)
+  names = _names(axis_name)
+  size = _group_size(names)
+
+  def one(leaf):
+    aval = get_aval(leaf)
+    if not -aval.ndim <= scatter_dimension < aval.ndim:
+      raise ValueError(f"psum_scatter scatter_dimension {scatter_dimension} is out of bounds for "
+                       f"an operand of shape {aval.shape}")
+    dim = scatter_dimension % aval.ndim
+    n = aval.shape[dim]
+    if (n % size if tiled else n != size):
+      raise ValueError(f"psum_scatter: dimension {dim} of the operand (size {n}) must "
+                       + (f"be a multiple of" if tiled else "equal") + f" the axis size {size}")
+    return psum_scatter_p.bind(leaf, axes=names, scatter_dimension=dim, axis_size=size,
+                               tiled=bool(tiled))
+  return tree_util.tree_map(one, x)
+
+
+def _psum_scatter_abstract_eval(x, *, axes, scatter_dimension, axis_size, tiled):
+  shape = list(x.shape)
+  if tiled:
+    shape[scatter_dimension] //= axis_size
+  else:
+    del shape[scatter_dimension]
+  return x.update(shape=tuple(shape))
+
+
+def _psum_scatter_collective(size, axis_name, vals, dims, *, axes, scatter_dimension, axis_size,
+                             tiled):
+  (x,), (d,) = vals, dims
+  if _remaining(axes, axis_name):
+    raise NotImplementedError("psum_scatter over several axis names under vmap")
+  total = _psum_unmapped(x, size) if d is not_mapped else reductions.reduce_sum(x, (d,))
+  # the full sum; member i keeps slice i of `scatter_dimension`, which becomes the batch dim
+  if tiled:
+    shape = get_aval(total).shape
+    n = shape[scatter_dimension]
+    total = shapes.reshape(total, shape[:scatter_dimension] + (size, n // size)
+                           + shape[scatter_dimension + 1:])
+  return total, scatter_dimension
+
+
+def _psum_scatter_batch(vals, dims, *, axes, scatter_dimension, axis_size, tiled):
+  (x,), (d,) = vals, dims
+  x = batch_util.moveaxis(x, d, 0)
+  return psum_scatter_p.bind(x, axes=axes, scatter_dimension=scatter_dimension + 1,
+                             axis_size=axis_size, tiled=tiled), 0
+
+
+def _psum_scatter_transpose(ct, x, *, axes, scatter_dimension, axis_size, tiled):
+  if isinstance(ct, ad.Zero):
+    return [ad.Zero(x.aval)]
+  return [all_gather_p.bind(ct, axes=axes, axis=scatter_dimension, axis_size=axis_size,
+                            tiled=tiled)]
+
+
+psum_scatter_p.def_abstract_eval(_psum_scatter_abstract_eval)
+dispatch.custom_impls[psum_scatter_p] = _unbound_impl("psum_scatter")
+batching.collective_batchers[psum_scatter_p] = _psum_scatter_collective
+batching.primitive_batchers[psum_scatter_p] = _psum_scatter_batch
+_linear_jvp(psum_scatter_p)
+ad.primitive_transposes[psum_scatter_p] = _psum_scatter_transpose
+mlir.register_lowering(psum_scatter_p, _no_lowering("psum_scatter"))
+inv.not_invertible(psum_scatter_p, "many-to-one (a sum over the members)")
+
+
+# --- ppermute -----------------------------------------------------------------------------------------
+ppermute_p = Primitive("ppermute")
+
+
+def ppermute(x, axis_name, perm):
+  """Send member `src`'s `x` to member `dst` for each `(src, dst)` in `perm`; members that
+  receive nothing get zeros.
+
+  Example:
+    >>> shift = [(i, (i + 1) % 3) for i in range(3)]
+    >>> revax.vmap(lambda v: revax.lax.ppermute(v, "i", shift), axis_name="i")(jnp.arange(3.))
+  """
+  names = _names(axis_name)
+  size = _group_size(names)
+  perm = tuple((int(s), int(t)) for s, t in perm)
+  srcs, dsts = [s for s, _ in perm], [t for _, t in perm]
+  if len(set(srcs)) != len(srcs) or len(set(dsts)) != len(dsts):
+    raise ValueError(f"ppermute sources and destinations must be unique, got perm={list(perm)}")
+  if any(not 0 <= i < size for i in srcs + dsts):
+    raise ValueError(f"ppermute perm={list(perm)} names members outside the axis of size {size}")
+  return tree_util.tree_map(lambda leaf: ppermute_p.bind(leaf, axes=names, perm=perm), x)
+
+
+def _ppermute_collective(size, axis_name, vals, dims, *, axes, perm):
+  (x,), (d,) = vals, dims
+  if _remaining(axes, axis_name):
+    raise NotImplementedError("ppermute over several axis names under vmap")
+  x = batch_util.bdim_at(x, d, 0, size)
+  aval = get_aval(x)
+  received = {dst: src for src, dst in perm}
+  member = aval.shape[1:]
+  zeros = shapes.broadcast_in_dim(np.zeros((), aval.dtype), (1,) + member, ())
+  pieces = [slicing.slice(x, (received[i],) + (0,) * len(member),
+                          (received[i] + 1,) + member) if i in received else zeros
+            for i in range(size)]
+  return shapes.concatenate(pieces, 0), 0
+
+
+def _ppermute_transpose(ct, x, *, axes, perm):
+  if isinstance(ct, ad.Zero):
+    return [ad.Zero(x.aval)]
+  return [ppermute_p.bind(ct, axes=axes, perm=tuple((t, s) for s, t in perm))]
+
+
+ppermute_p.def_abstract_eval(lambda x, *, axes, perm: x)
+dispatch.custom_impls[ppermute_p] = _unbound_impl("ppermute")
+batching.collective_batchers[ppermute_p] = _ppermute_collective
+batching.primitive_batchers[ppermute_p] = lambda vals, dims, *, axes, perm: (
+    ppermute_p.bind(vals[0], axes=axes, perm=perm), dims[0])
+_linear_jvp(ppermute_p)
+ad.primitive_transposes[ppermute_p] = _ppermute_transpose
+mlir.register_lowering(ppermute_p, _no_lowering("ppermute"))
+inv.not_invertible(ppermute_p, "members that receive nothing get zeros")
+
+
+def pshuffle(x, axis_name, perm):
+  """Member `i` receives the `x` of member `perm[i]` (`perm` a permutation of the members)."""
+  size = _group_size(_names(axis_name))
+  if sorted(perm) != list(range(size)):
+    raise ValueError(f"pshuffle perm must be a permutation of range({size}), got {list(perm)}")
+  return ppermute(x, axis_name, [(src, dst) for dst, src in enumerate(perm)])
+
+
+# --- all_to_all ---------------------------------------------------------------------------------------
+all_to_all_p = Primitive("all_to_all")
+
+
+def all_to_all(x, axis_name, split_axis, concat_axis, *, axis_index_groups=None, tiled=False):
+  """Split `x` along `split_axis` into one chunk per member, send chunk `j` to member `j`, and
+  concatenate the received chunks along `concat_axis` (stack them on a new axis `concat_axis`,
+  dropping `split_axis`, when not `tiled`)."""
+  _no_groups(axis_index_groups)
+  names = _names(axis_name)
+  size = _group_size(names)
+
+  def one(leaf):
+    aval = get_aval(leaf)
+    if not -aval.ndim <= split_axis < aval.ndim:
+      raise ValueError(f"all_to_all split_axis {split_axis} is out of bounds for shape "
+                       f"{aval.shape}")
+    split = split_axis % aval.ndim
+    n = aval.shape[split]
+    if (n % size if tiled else n != size):
+      raise ValueError(f"all_to_all: the split axis (size {n}) must "
+                       + ("be a multiple of" if tiled else "equal") + f" the axis size {size}")
+    out_nd = aval.ndim
+    if not -out_nd <= concat_axis < out_nd:
+      raise ValueError(f"all_to_all concat_axis {concat_axis} is out of bounds for shape "
+                       f"{aval.shape}")
+    return all_to_all_p.bind(leaf, axes=names, split_axis=split, concat_axis=concat_axis % out_nd,
+                             axis_size=size, tiled=bool(tiled))
+  return tree_util.tree_map(one, x)
+
+
+def _all_to_all_abstract_eval(x, *, axes, split_axis, concat_axis, axis_size, tiled):
+  shape = list(x.shape)
+  if tiled:
+    shape[split_axis] //= axis_size
+    shape[concat_axis] *= axis_size
+  else:
+    del shape[split_axis]
+    shape.insert(concat_axis, axis_size)
+  return x.update(shape=tuple(shape))
+
+
+def _all_to_all_collective(size, axis_name, vals, dims, *, axes, split_axis, concat_axis,
+                           axis_size, tiled):
+  (x,), (d,) = vals, dims
+  if _remaining(axes, axis_name):
+    raise NotImplementedError("all_to_all over several axis names under vmap")
+  x = batch_util.bdim_at(x, d, 0, size)  # [sender, per-member dims...]
+  shape = get_aval(x).shape
+  s = split_axis + 1
+  chunk = shape[s] // size
+  # [sender, ..., receiver, chunk, ...]: the split axis as (receiver, chunk)
+  x = shapes.reshape(x, shape[:s] + (size, chunk) + shape[s + 1:])
+  x = batch_util.moveaxis(x, s, 0)  # [receiver, sender, ..., chunk, ...]
+  # per receiver: [sender, ..., chunk, ...]; the sender axis goes where the chunks are joined
+  member = list(get_aval(x).shape[1:])  # sender at 0, chunk at s
+  if not tiled:  # drop the chunk axis (size 1) and stack the senders at concat_axis
+    x = shapes.reshape(x, (size,) + tuple(member[:s] + member[s + 1:]))
+    return batch_util.moveaxis(x, 1, concat_axis + 1), 0
+  # tiled: put the sender axis just before the axis the chunks join along, then merge the two
+  c = concat_axis + 1
+  x = batch_util.moveaxis(x, 1, c)
+  shp = get_aval(x).shape
+  return shapes.reshape(x, shp[:c] + (shp[c] * shp[c + 1],) + shp[c + 2:]), 0
+
+
+def _all_to_all_batch(vals, dims, *, axes, split_axis, concat_axis, axis_size, tiled):
+  (x,), (d,) = vals, dims
+  x = batch_util.moveaxis(x, d, 0)
+  return all_to_all_p.bind(x, axes=axes, split_axis=split_axis + 1, concat_axis=concat_axis + 1,
+                           axis_size=axis_size, tiled=tiled), 0
+
+
+def _all_to_all_transpose(ct, x, *, axes, split_axis, concat_axis, axis_size, tiled):
+  if isinstance(ct, ad.Zero):
+    return [ad.Zero(x.aval)]
+  return [all_to_all_p.bind(ct, axes=axes, split_axis=concat_axis, concat_axis=split_axis,
+                            axis_size=axis_size, tiled=tiled)]
+
+
+all_to_all_p.def_abstract_eval(_all_to_all_abstract_eval)
+dispatch.custom_impls[all_to_all_p] = _unbound_impl("all_to_all")
+batching.collective_batchers[all_to_all_p] = _all_to_all_collective
+batching.primitive_batchers[all_to_all_p] = _all_to_all_batch
+_linear_jvp(all_to_all_p)
+ad.primitive_transposes[all_to_all_p] = _all_to_all_transpose
+mlir.register_lowering(all_to_all_p, _no_lowering("all_to_all"))
+inv.not_invertible(all_to_all_p, "each member's result depends on the other members' values")
