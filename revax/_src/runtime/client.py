@@ -370,7 +370,11 @@ class Backend:
     args = self._api.call("Executable_DeserializeAndLoad", client=self._client,
                           serialized_executable=C.cast(C.c_char_p(payload), _ptr),
                           serialized_executable_size=len(payload))
-    return Executable(self, args.loaded_executable, portable=bool(flags & 1))
+    executable = Executable(self, args.loaded_executable, portable=bool(flags & 1))
+    # The plugin's Executable_Serialize of a deserialized executable drops its machine code
+    # (loading those bytes fails with "Function ... not found"): keep the bytes it came from.
+    executable._serialized = data
+    return executable
 
   # --- small calls used by Buffer ----------------------------------------------------------
   def _destroy_event(self, scratch: _HostScratch, event: int | None) -> None:
@@ -626,6 +630,7 @@ class Executable:
     self._api = api = backend._api
     self._portable = portable
     self._memory_stats: MemoryStats | None = None
+    self._serialized: bytes | None = None  # set when loaded from serialized bytes
     self._read_signature()
     if portable:
       self.devices = list(backend.devices)
@@ -798,6 +803,8 @@ class Executable:
       >>> data = exe.serialize()
       >>> backend.deserialize_executable(data).execute(args)
     """
+    if self._serialized is not None:
+      return self._serialized
     with _UnloadedExecutable(self._api, self._ptr) as executable:
       out = self._api.call("Executable_Serialize", executable=executable)
       try:
