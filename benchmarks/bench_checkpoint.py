@@ -5,10 +5,13 @@ Run: python benchmarks/bench_checkpoint.py [--quick]
 """
 from __future__ import annotations
 
+import pathlib
 import sys
-import time
 
 import numpy as np
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from timing import time_interleaved  # noqa: E402
 
 DEPTH, WIDTH, BATCH = 64, 256, 64
 
@@ -32,19 +35,14 @@ def _inputs():
   return ws, rng.standard_normal((BATCH, WIDTH)).astype(np.float32)
 
 
-def _measure(lib, np_, remat, calls):
+def _compile(lib, np_, remat):
+  """(zero-argument step, XLA temp bytes) of jit(grad) of the loss."""
   ws, x = _inputs()
   g = lib.jit(lib.grad(_loss(np_, remat)))
   temp = g.lower(ws, x).compile().memory_analysis().temp_size_in_bytes
   dws, dx = lib.device_put(ws), lib.device_put(x)
   lib.block_until_ready(g(dws, dx))
-  best = float("inf")
-  for _ in range(3):
-    t = time.perf_counter()
-    for _ in range(calls):
-      lib.block_until_ready(g(dws, dx))
-    best = min(best, (time.perf_counter() - t) / calls * 1e6)
-  return temp, best
+  return (lambda: lib.block_until_ready(g(dws, dx))), temp
 
 
 def rows(quick: bool) -> list:
@@ -53,11 +51,16 @@ def rows(quick: bool) -> list:
 
   import revax
   import revax.numpy as rnp
-  calls = 3 if quick else 10
-  r_plain = _measure(revax, rnp, None, calls)
-  r_ck = _measure(revax, rnp, revax.checkpoint, calls)
-  j_plain = _measure(jax, jnp, None, calls)
-  j_ck = _measure(jax, jnp, jax.checkpoint, calls)
+  calls, rounds = (3, 3) if quick else (10, 5)
+  variants = {"revax plain": (revax, rnp, None), "revax ck": (revax, rnp, revax.checkpoint),
+              "jax plain": (jax, jnp, None), "jax ck": (jax, jnp, jax.checkpoint)}
+  compiled = {name: _compile(*v) for name, v in variants.items()}
+  # the four programs alternate round by round, so load hits each alike
+  us = {name: t * 1e6 for name, t in time_interleaved(
+      {name: step for name, (step, _) in compiled.items()}, calls, rounds, warmup=1).items()}
+  r_plain, r_ck = (compiled["revax plain"][1], us["revax plain"]), (compiled["revax ck"][1],
+                                                                     us["revax ck"])
+  j_plain, j_ck = (compiled["jax plain"][1], us["jax plain"]), (compiled["jax ck"][1], us["jax ck"])
   mib = lambda b: b / 2 ** 20
   return [
       ("checkpoint per block: XLA temp MiB, revax (vs revax plain)", "MiB", mib(r_ck[0]),

@@ -13,7 +13,7 @@ import time
 
 import numpy as np
 
-from timing import per_call_us
+from timing import time_interleaved
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
@@ -64,33 +64,38 @@ def _net_inputs(batch: int):
 def rows(quick: bool):
   libs = _libs()
   calls = 20 if quick else 100
+  rounds = 3 if quick else 5
   x_small = np.random.default_rng(0).standard_normal((1, 8, 8, 4)).astype(np.float32)
   x_big = np.random.default_rng(1).standard_normal((16, 64, 64, 32)).astype(np.float32)
-  res = {}
+  res = {name: {} for name in libs}
+  fns = {}  # kind -> {library: zero-argument call}
   for name, (lib, np_mod, max_pool, avg_pool) in libs.items():
-    r = res[name] = {}
-    if name == "revax":
-      small = x_small  # eager revax ops run in NumPy on host values
-    else:
-      small = lib.device_put(x_small)
-    r["eager"] = per_call_us(
-        lambda: lib.block_until_ready(max_pool(small, (2, 2), (2, 2), _PADDING)), calls)
+    # eager revax ops run in NumPy on host values; jax's on device arrays
+    small = x_small if name == "revax" else lib.device_put(x_small)
     big = lib.device_put(x_big)
-    fwd = lib.jit(lambda x: max_pool(x, (3, 3), (2, 2), "SAME"))
-    avg = lib.jit(lambda x: avg_pool(x, (3, 3), (2, 2), "SAME"))
-    bwd = lib.jit(lib.grad(lambda x: (max_pool(x, (3, 3), (2, 2), "SAME") ** 2).sum()))
-    r["fwd"] = per_call_us(lambda: lib.block_until_ready(fwd(big)), calls // 4)
-    r["avg"] = per_call_us(lambda: lib.block_until_ready(avg(big)), calls // 4)
-    r["bwd"] = per_call_us(lambda: lib.block_until_ready(bwd(big)), calls // 10)
+    fwd = lib.jit(lambda x, mp=max_pool: mp(x, (3, 3), (2, 2), "SAME"))
+    avg = lib.jit(lambda x, ap=avg_pool: ap(x, (3, 3), (2, 2), "SAME"))
+    bwd = lib.jit(lib.grad(lambda x, mp=max_pool: (mp(x, (3, 3), (2, 2), "SAME") ** 2).sum()))
     params, xs, ys = _net_inputs(32)
-    loss = _network(np_mod, max_pool)
-    per_example = lib.jit(lib.vmap(lib.grad(loss), in_axes=(None, 0, 0)))
+    per_example = lib.jit(lib.vmap(lib.grad(_network(np_mod, max_pool)), in_axes=(None, 0, 0)))
     t0 = time.perf_counter()
     lib.block_until_ready(per_example(params, xs, ys))
-    r["first"] = time.perf_counter() - t0
+    res[name]["first"] = time.perf_counter() - t0
     dparams, dxs, dys = lib.device_put((params, xs, ys))
-    r["per_example"] = per_call_us(
-        lambda: lib.block_until_ready(per_example(dparams, dxs, dys)), calls // 4)
+    sync = lib.block_until_ready
+    for kind, fn in [
+        ("eager", lambda mp=max_pool, s=small, b=sync: b(mp(s, (2, 2), (2, 2), _PADDING))),
+        ("fwd", lambda f=fwd, x=big, b=sync: b(f(x))),
+        ("avg", lambda f=avg, x=big, b=sync: b(f(x))),
+        ("bwd", lambda f=bwd, x=big, b=sync: b(f(x))),
+        ("per_example", lambda f=per_example, a=(dparams, dxs, dys), b=sync: b(f(*a)))]:
+      fns.setdefault(kind, {})[name] = fn
+  # each measurement alternates the libraries round by round, so load hits both alike
+  numbers = {"eager": calls, "fwd": calls // 4, "avg": calls // 4, "bwd": calls // 10,
+             "per_example": calls // 4}
+  for kind, per_lib in fns.items():
+    for name, seconds in time_interleaved(per_lib, numbers[kind], rounds).items():
+      res[name][kind] = seconds * 1e6
   rv, jx = res["revax"], res["jax"]
   return [
       ("eager max_pool 1x8x8x4 (2x2/2, pair padding)", "us", rv["eager"], jx["eager"], None),
