@@ -28,6 +28,10 @@ from revax._src.invertible import custom_ivjp as custom_ivjp
 from revax._src.invertible import invertible as invertible
 from revax._src.jit import jit as jit
 from revax._src.pmap import pmap as pmap
+from revax._src.shard_map import shard_map as shard_map
+from revax._src.sharding import PartitionSpec as P
+from revax._src.sharding import NamedSharding as NamedSharding
+from revax._src.sharding import make_mesh as make_mesh
 from revax._src.vmap import vmap as vmap
 from revax._src.lax.callbacks import pure_callback as pure_callback
 from revax import debug as debug
@@ -40,6 +44,7 @@ from revax import lax as lax
 from revax import nn as nn
 from revax import numpy as numpy
 from revax import random as random
+from revax import sharding as sharding
 from revax import tree_util as tree_util
 
 __version__ = "0.1.0"

@@ -1,0 +1,231 @@
+"""Meshes and partition specs: JAX's names for how an array's dimensions map onto devices.
+
+`Mesh(devices, axis_names)` arranges devices in an n-d grid with named axes; `make_mesh(shape,
+names)` builds one over the first devices. `PartitionSpec` (also `P`) says, per array dimension,
+which mesh axes it is split over (None: not split; a tuple of names: split over several axes,
+the first major). `NamedSharding(mesh, spec)` pairs the two; `SingleDeviceSharding(device)` is
+an array on one device. `shard_map` reads meshes and specs; placing arrays' shards on several
+devices (sharded `device_put`, jit over a mesh) is not built yet.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+__all__ = ["Mesh", "PartitionSpec", "P", "NamedSharding", "SingleDeviceSharding", "make_mesh"]
+
+
+class Mesh:
+  """Devices in an n-d grid with a name per grid axis.
+
+  Args:
+    devices: an array (or nested sequence) of devices; its shape is the mesh's shape.
+    axis_names: one name per dimension of `devices`.
+
+  Example:
+    >>> mesh = Mesh(np.array(revax.devices()), ("data",))
+  """
+
+  def __init__(self, devices, axis_names, axis_types=None):
+    devices = np.asarray(devices, dtype=object)
+    names = (axis_names,) if isinstance(axis_names, str) else tuple(axis_names)
+    if devices.ndim != len(names):
+      raise ValueError(f"Mesh requires the ndim of its first argument (`devices`) to equal the "
+                       f"length of its second argument (`axis_names`), but got devices.ndim == "
+                       f"{devices.ndim} and len(axis_names) == {len(names)}.")
+    if len(set(names)) != len(names):
+      raise ValueError(f"Mesh axis names must be unique, got {names}")
+    flat = list(devices.flat)
+    if len(set(map(id, flat))) != len(flat):
+      raise ValueError("Mesh devices must be distinct")
+    self.devices = devices
+    self.axis_names = names
+    self.axis_types = axis_types
+
+  @property
+  def shape(self) -> dict:
+    """{axis name: size}, in mesh order."""
+    return dict(zip(self.axis_names, self.devices.shape, strict=True))
+
+  @property
+  def axis_sizes(self) -> tuple:
+    return tuple(self.devices.shape)
+
+  @property
+  def size(self) -> int:
+    return int(self.devices.size)
+
+  @property
+  def device_ids(self) -> np.ndarray:
+    return np.vectorize(lambda d: d.id, otypes=[int])(self.devices)
+
+  def __enter__(self):
+    return self
+
+  def __exit__(self, *exc):
+    return False
+
+  def __eq__(self, other):
+    return (isinstance(other, Mesh) and self.axis_names == other.axis_names
+            and self.devices.shape == other.devices.shape
+            and all(a is b or a == b for a, b in zip(self.devices.flat, other.devices.flat)))
+
+  def __hash__(self):
+    return hash((self.axis_names, self.devices.shape, tuple(d.id for d in self.devices.flat)))
+
+  def __repr__(self):
+    axes = ", ".join(f"{n!r}: {s}" for n, s in self.shape.items())
+    return f"Mesh({axes})"
+
+
+def make_mesh(axis_shapes, axis_names, axis_types=None, *, devices=None) -> Mesh:
+  """A mesh of the given shape over the first `prod(axis_shapes)` devices.
+
+  Raises:
+    ValueError: fewer devices than the mesh needs, or shapes and names of different lengths.
+  """
+  from revax._src.runtime.client import get_backend
+  shape = tuple(int(s) for s in axis_shapes)
+  names = tuple(axis_names)
+  if len(shape) != len(names):
+    raise ValueError(f"make_mesh: axis_shapes {shape} and axis_names {names} differ in length")
+  devices = list(get_backend().devices if devices is None else devices)
+  need = math.prod(shape)
+  if len(devices) < need:
+    raise ValueError(f"Number of devices {len(devices)} must be >= the product of mesh_shape "
+                     f"{shape}")
+  grid = np.empty(need, dtype=object)
+  for i, d in enumerate(devices[:need]):
+    grid[i] = d
+  return Mesh(grid.reshape(shape), names, axis_types)
+
+
+class PartitionSpec:
+  """Per array dimension: the mesh axis (or tuple of axes, major first) it is split over, or
+  None. Trailing dimensions not listed are not split.
+
+  Example:
+    >>> P("data", None)   # rows split over the "data" axis, columns whole
+  """
+  __slots__ = ("_parts",)
+
+  def __init__(self, *parts):
+    norm = []
+    for p in parts:
+      if isinstance(p, (list, tuple)):
+        p = tuple(p)
+        if len(p) == 0:
+          p = None
+        elif len(p) == 1:
+          p = p[0]
+      norm.append(p)
+    self._parts = tuple(norm)
+
+  def __len__(self):
+    return len(self._parts)
+
+  def __getitem__(self, i):
+    return self._parts[i]
+
+  def __iter__(self):
+    return iter(self._parts)
+
+  def axes_of(self, dim: int) -> tuple:
+    """The mesh axes dimension `dim` is split over (major first), () when not split."""
+    part = self._parts[dim] if dim < len(self._parts) else None
+    if part is None:
+      return ()
+    return part if isinstance(part, tuple) else (part,)
+
+  def __eq__(self, other):
+    if not isinstance(other, PartitionSpec):
+      return NotImplemented
+    strip = lambda parts: tuple(parts[:max((i + 1 for i, p in enumerate(parts) if p is not None),
+                                           default=0)])
+    return strip(self._parts) == strip(other._parts)
+
+  def __hash__(self):
+    parts = self._parts
+    while parts and parts[-1] is None:
+      parts = parts[:-1]
+    return hash(parts)
+
+  def __repr__(self):
+    return f"P{self._parts!r}" if len(self._parts) != 1 else f"P({self._parts[0]!r},)"
+
+
+P = PartitionSpec
+
+
+class NamedSharding:
+  """An array split over `mesh` as `spec` says."""
+
+  def __init__(self, mesh: Mesh, spec: PartitionSpec = PartitionSpec(), *, memory_kind=None):
+    if not isinstance(mesh, Mesh):
+      raise TypeError(f"NamedSharding expects a Mesh, got {type(mesh).__name__}")
+    if not isinstance(spec, PartitionSpec):
+      raise TypeError(f"NamedSharding expects a PartitionSpec, got {type(spec).__name__}")
+    check_spec(spec, mesh, "NamedSharding")
+    self.mesh, self.spec, self.memory_kind = mesh, spec, memory_kind
+
+  @property
+  def num_devices(self) -> int:
+    return self.mesh.size
+
+  @property
+  def device_set(self) -> set:
+    return set(self.mesh.devices.flat)
+
+  @property
+  def is_fully_replicated(self) -> bool:
+    return all(self.mesh.shape[a] == 1 for d in range(len(self.spec))
+               for a in self.spec.axes_of(d))
+
+  def __eq__(self, other):
+    return isinstance(other, NamedSharding) and (self.mesh, self.spec) == (other.mesh, other.spec)
+
+  def __hash__(self):
+    return hash((self.mesh, self.spec))
+
+  def __repr__(self):
+    return f"NamedSharding(mesh={self.mesh!r}, spec={self.spec!r})"
+
+
+class SingleDeviceSharding:
+  """An array whole on one device."""
+
+  def __init__(self, device, *, memory_kind=None):
+    self.device, self.memory_kind = device, memory_kind
+
+  @property
+  def num_devices(self) -> int:
+    return 1
+
+  @property
+  def device_set(self) -> set:
+    return {self.device}
+
+  is_fully_replicated = True
+
+  def __eq__(self, other):
+    return isinstance(other, SingleDeviceSharding) and self.device == other.device
+
+  def __hash__(self):
+    return hash(self.device)
+
+  def __repr__(self):
+    return f"SingleDeviceSharding(device={self.device!r})"
+
+
+def check_spec(spec: PartitionSpec, mesh: Mesh, where: str) -> None:
+  """ValueError for a spec naming an axis the mesh lacks, or one axis twice."""
+  seen = []
+  for dim in range(len(spec)):
+    for axis in spec.axes_of(dim):
+      if axis not in mesh.shape:
+        raise ValueError(f"{where}: the spec {spec!r} refers to axis {axis!r}, which is not an "
+                         f"axis of the mesh (axes {mesh.axis_names})")
+      if axis in seen:
+        raise ValueError(f"{where}: the spec {spec!r} uses mesh axis {axis!r} more than once")
+      seen.append(axis)

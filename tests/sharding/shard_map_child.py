@@ -1,0 +1,73 @@
+"""Run in a subprocess with 4 CPU devices for both libraries (see test_shard_map.py): shard_map
+programs over 1-d and 2-d meshes through jax.jit(jax.shard_map) and revax.shard_map, compared."""
+import numpy as np
+import jax
+from jax.sharding import Mesh as JMesh
+from jax.sharding import PartitionSpec as JP
+
+import revax
+from revax import P as RP
+
+assert len(jax.devices()) == 4 and len(revax.devices()) == 4, (jax.devices(), revax.devices())
+rng = np.random.default_rng(0)
+X = rng.standard_normal((8, 6)).astype(np.float32)
+W = rng.standard_normal((6, 4)).astype(np.float32)
+MESHES = {
+    "1d": (JMesh(np.array(jax.devices()), ("x",)), revax.make_mesh((4,), ("x",))),
+    "2d": (JMesh(np.array(jax.devices()).reshape(2, 2), ("a", "b")),
+           revax.make_mesh((2, 2), ("a", "b"))),
+}
+# (mesh, per-member function of (lax, numpy, *blocks), in_specs, out_specs, args, check_vma)
+CASES = [
+    ("1d", lambda l, n, v: l.psum(v.sum(0), "x"), lambda P: P("x"), lambda P: P(), (X,), True),
+    ("1d", lambda l, n, v: v * 2 + l.axis_index("x"), lambda P: P("x"), lambda P: P("x"), (X,),
+     True),
+    ("1d", lambda l, n, v: l.all_gather(v, "x", tiled=True), lambda P: P("x"), lambda P: P(),
+     (X,), False),
+    ("1d", lambda l, n, v: l.ppermute(v, "x", [(i, (i + 1) % 4) for i in range(4)]),
+     lambda P: P("x"), lambda P: P("x"), (X,), True),
+    ("1d", lambda l, n, v: l.psum_scatter(v, "x", scatter_dimension=0, tiled=True),
+     lambda P: P(None, None), lambda P: P("x"), (X,), False),
+    ("1d", lambda l, n, v, w: l.psum(v @ w, "x"), lambda P: (P(None, "x"), P("x")),
+     lambda P: P(), (X[:, :4], W[:4]), True),
+    ("2d", lambda l, n, v: l.psum(v.sum(0), "a"), lambda P: P("a", "b"), lambda P: P("b"), (X,),
+     True),
+    ("2d", lambda l, n, v, w: l.psum(v @ w, "b"), lambda P: (P("a", "b"), P("b", None)),
+     lambda P: P("a"), (X[:, :4], W[:4]), True),
+    ("2d", lambda l, n, v: l.pmean(v, ("a", "b")), lambda P: P(("a", "b")), lambda P: P(),
+     (X,), True),
+    ("2d", lambda l, n, v: v + l.axis_index(("a", "b")), lambda P: P(("b", "a")),
+     lambda P: P(("b", "a")), (X,), True),
+]
+for k, (mesh, fn, ins, outs, args, check) in enumerate(CASES):
+  jm, rm = MESHES[mesh]
+  import jax.numpy as jnp
+  import revax.numpy as rnp
+  want = jax.jit(jax.shard_map(lambda *v: fn(jax.lax, jnp, *v), mesh=jm, in_specs=ins(JP),
+                               out_specs=outs(JP), check_vma=check))(*args)
+  got = revax.shard_map(lambda *v: fn(revax.lax, rnp, *v), mesh=rm, in_specs=ins(RP),
+                        out_specs=outs(RP))(*args)
+  np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-5, atol=1e-5,
+                             err_msg=f"case {k}")
+  got_jit = revax.jit(revax.shard_map(lambda *v: fn(revax.lax, rnp, *v), mesh=rm,
+                                      in_specs=ins(RP), out_specs=outs(RP)))(*args)
+  np.testing.assert_allclose(np.asarray(got_jit), np.asarray(want), rtol=1e-5, atol=1e-5)
+
+# grad through shard_map: a data-parallel loss equals the unsharded one, gradient included
+jm, rm = MESHES["1d"]
+
+
+def loss(l, n, sm, mesh, P):
+  def per_shard(w, x):
+    return l.pmean(n.mean(n.tanh(x @ w) ** 2), "x")
+  return lambda w, x: sm(per_shard, mesh=mesh, in_specs=(P(), P("x")), out_specs=P())(w, x)
+
+
+import jax.numpy as jnp
+import revax.numpy as rnp
+gj = jax.grad(loss(jax.lax, jnp, jax.shard_map, jm, JP))(W, X)
+gr = revax.grad(loss(revax.lax, rnp, revax.shard_map, rm, RP))(W, X)
+plain = revax.grad(lambda w, x: rnp.mean(rnp.tanh(x @ w) ** 2))(W, X)
+np.testing.assert_allclose(np.asarray(gr), np.asarray(gj), rtol=1e-5, atol=1e-6)
+np.testing.assert_allclose(np.asarray(gr), np.asarray(plain), rtol=1e-5, atol=1e-6)
+print("SHARD_MAP_OK", len(CASES))

@@ -1,0 +1,101 @@
+"""revax.sharding and revax.shard_map: meshes, specs, and shard_map against jax.
+
+The multi-device comparison runs in a subprocess with 4 CPU devices for both libraries
+(shard_map_child.py: 1-d and 2-d meshes, every collective, matmuls split over the contracting
+dimension, jit of shard_map, and a data-parallel gradient equal to the unsharded one)."""
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import revax
+import revax.numpy as rnp
+from revax import P
+from revax.sharding import Mesh, NamedSharding, PartitionSpec, SingleDeviceSharding
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def test_four_devices_against_jax():
+  env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4",
+             REVAX_CPU_DEVICE_COUNT="4", JAX_PLATFORMS="cpu", PYTHONPATH=ROOT)
+  out = subprocess.run([sys.executable, os.path.join(ROOT, "tests", "sharding",
+                                                     "shard_map_child.py")],
+                       env=env, capture_output=True, text=True, timeout=600)
+  assert out.returncode == 0, out.stderr[-3000:]
+  assert "SHARD_MAP_OK" in out.stdout
+
+
+def test_partition_spec_and_shardings():
+  assert P("x", None) == P("x") and hash(P("x", None)) == hash(P("x"))
+  assert P(("a", "b")).axes_of(0) == ("a", "b") and P("x").axes_of(3) == ()
+  assert len(P("x", None)) == 2 and list(P("x", None)) == ["x", None]
+  assert PartitionSpec is type(P())
+  mesh = revax.make_mesh((1,), ("x",))
+  assert mesh.shape == {"x": 1} and mesh.axis_names == ("x",) and mesh.size == 1
+  assert mesh == Mesh(np.array(revax.devices()), ("x",))
+  s = NamedSharding(mesh, P("x"))
+  assert s.num_devices == 1 and s.is_fully_replicated and s == NamedSharding(mesh, P("x", None))
+  assert SingleDeviceSharding(revax.devices()[0]).device_set == {revax.devices()[0]}
+  with pytest.raises(ValueError, match="not an axis of the mesh"):
+    NamedSharding(mesh, P("y"))
+
+
+def test_one_device_mesh():
+  mesh = revax.make_mesh((1,), ("x",))
+  x = np.arange(12.0, dtype=np.float32).reshape(4, 3)
+  f = revax.shard_map(lambda v: revax.lax.psum(v * 2, "x"), mesh=mesh, in_specs=P("x"),
+                      out_specs=P())
+  np.testing.assert_allclose(f(x), x * 2)
+  np.testing.assert_allclose(revax.jit(f)(x), x * 2)
+  np.testing.assert_allclose(revax.grad(lambda v: f(v).sum())(x), np.full_like(x, 2))
+  np.testing.assert_allclose(revax.vmap(f)(np.stack([x, x])), np.stack([x, x]) * 2)
+
+
+def test_errors():
+  with pytest.raises(ValueError, match="must be >= the product"):
+    revax.make_mesh((2,), ("x",))
+  with pytest.raises(ValueError, match="ndim"):
+    Mesh(np.array(revax.devices()), ("x", "y"))
+  mesh = revax.make_mesh((1,), ("x",))
+  x = np.ones((4, 3), np.float32)
+  with pytest.raises(ValueError, match="not an axis of the mesh"):
+    revax.shard_map(lambda v: v, mesh=mesh, in_specs=P("y"), out_specs=P())(x)
+  with pytest.raises(ValueError, match="more than once"):
+    revax.shard_map(lambda v: v, mesh=mesh, in_specs=P("x", "x"), out_specs=P())(x)
+  with pytest.raises(ValueError, match="pytree prefix"):
+    revax.shard_map(lambda v: v, mesh=mesh, in_specs=(P("x"), P("x")), out_specs=P())(x)
+  with pytest.raises(ValueError, match="more entries than the argument's rank"):
+    revax.shard_map(lambda v: v, mesh=mesh, in_specs=P("x", None, None), out_specs=P())(x)
+  with pytest.raises(TypeError, match="Mesh"):
+    revax.shard_map(lambda v: v, mesh=None, in_specs=P(), out_specs=P())(x)
+  with pytest.raises(NameError, match="unbound axis name: y"):
+    revax.shard_map(lambda v: revax.lax.psum(v, "y"), mesh=mesh, in_specs=P(), out_specs=P())(x)
+
+
+def test_unreplicated_output_and_divisibility_on_four_members():
+  code = """
+import numpy as np, revax, pytest
+from revax import P
+mesh = revax.make_mesh((4,), ("x",))
+x = np.ones((8, 3), np.float32)
+with pytest.raises(ValueError, match="varies along it"):
+  revax.shard_map(lambda v: v, mesh=mesh, in_specs=P("x"), out_specs=P())(x)
+with pytest.raises(ValueError, match="not divisible"):
+  revax.shard_map(lambda v: v, mesh=mesh, in_specs=P(None, "x"), out_specs=P(None, "x"))(x)
+print("ERRORS_OK")
+"""
+  env = dict(os.environ, REVAX_CPU_DEVICE_COUNT="4", PYTHONPATH=ROOT)
+  out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                       timeout=300)
+  assert "ERRORS_OK" in out.stdout, out.stderr[-2000:]
+
+
+def test_numpy_inside_shard_map():
+  mesh = revax.make_mesh((1,), ("x",))
+  f = revax.shard_map(lambda v: rnp.cumsum(v, axis=0), mesh=mesh, in_specs=P(None, "x"),
+                      out_specs=P(None, "x"))
+  x = np.arange(6.0, dtype=np.float32).reshape(3, 2)
+  np.testing.assert_allclose(f(x), np.cumsum(x, 0))
