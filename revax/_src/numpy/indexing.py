@@ -92,6 +92,8 @@ def _expand_bool_masks(idx):
   out = []
   for i in idx:
     if isinstance(i, (Array, Tracer, np.ndarray)) and dtypes.is_bool(aval_of(i).dtype):
+      if isinstance(i, Tracer) and i.to_concrete_value() is not None:
+        i = i.to_concrete_value()
       if isinstance(i, Tracer):
         raise NonConcreteBooleanIndexError(
             f"Array boolean indices must be concrete; got {i.aval.str_short()}. A traced mask "
@@ -498,6 +500,8 @@ class _IndexUpdateHelper:
 def nonzero(a, *, size=None, fill_value=None):
   """Indices of the nonzero elements of a concrete array, one int32 array per axis."""
   util.check_arraylike("nonzero", a)
+  if isinstance(a, Tracer) and a.to_concrete_value() is not None:
+    a = a.to_concrete_value()  # e.g. under an unjitted grad: the primal is known
   if isinstance(a, Tracer):
     raise ConcretizationTypeError(
         f"nonzero requires a concrete array (its result's shape depends on the values); got "
