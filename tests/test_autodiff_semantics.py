@@ -297,3 +297,22 @@ def test_duplicate_argnums_raise(api, argnums):
     getattr(jax, api)(f, argnums=argnums)(2.0, 3.0)
   with pytest.raises(TypeError, match="more than once"):
     getattr(revax, api)(f, argnums=argnums)(2.0, 3.0)
+
+
+@pytest.mark.parametrize("kind", ["custom_jvp", "custom_vjp"])
+def test_python_control_flow_in_custom_rules_under_eager_grad(kind):
+  def build(top, np_, *_):
+    if kind == "custom_jvp":
+      f = top.custom_jvp(lambda x: np_.sin(x) if x > 0 else x)
+      f.defjvp(lambda p, t: (f(p[0]), (np_.cos(p[0]) if p[0] > 0 else 1.0) * t[0]))
+    else:
+      f = top.custom_vjp(lambda x: x * x if x > 0 else -x)
+      f.defvjp(lambda x: (f(x), x), lambda r, ct: ((2.0 * r if r > 0 else -1.0) * ct,))
+    return (top.grad(f)(0.5), top.grad(f)(-0.5), top.jacrev(f)(0.5),
+            top.grad(lambda x: f(x) * np_.exp(x))(0.7))
+  r, j = _both(build)
+  _assert_same(r, j)
+  with pytest.raises(ConcretizationTypeError):
+    f = revax.custom_jvp(lambda x: x if x > 0 else -x)
+    f.defjvp(lambda p, t: (f(p[0]), t[0]))
+    revax.jit(revax.grad(f))(0.5)

@@ -133,6 +133,12 @@ def _custom_vjp_of(api, f):
   return g
 
 
+def _custom_jvp_of(api, f):
+  g = api.top.custom_jvp(f)
+  g.defjvp(lambda primals, tangents: api.top.jvp(f, primals, tangents))
+  return g
+
+
 def weak_type_cases(api, f, x):
   """Transformation name -> thunk, at Python float `x` (weak) unless said otherwise."""
   top = api.top
@@ -213,6 +219,10 @@ def control_flow_cases(api, f, x):
       "grad_grad": lambda: top.grad(top.grad(f))(x),
       "jvp_of_grad": lambda: top.jvp(top.grad(f), (x,), (_f32(1.0) if not isinstance(x, float)
                                                           else 1.0,)),
+      # custom rules whose functions read values: JAX runs them untraced on known primals
+      "custom_jvp_grad": lambda: top.grad(_custom_jvp_of(api, f))(x),
+      "custom_vjp_grad": lambda: top.grad(_custom_vjp_of(api, f))(x),
+      "custom_vjp_value_and_grad": lambda: top.value_and_grad(_custom_vjp_of(api, f))(x),
   }
 
 

@@ -121,7 +121,13 @@ def set_current_trace(trace: Trace):
     ctx.trace = prev
 
 
-class ConcretizationTypeError(TypeError):
+class ConcreteValueError(Exception):
+  """Base of the errors raised where a traced value's concrete value was needed and is not known
+  (ConcretizationTypeError, revax.numpy's NonConcreteBooleanIndexError): code that can retry
+  with concrete values (custom_jvp/custom_vjp under eager differentiation) catches this."""
+
+
+class ConcretizationTypeError(TypeError, ConcreteValueError):
   """A traced value was used where a concrete Python value is needed."""
 
 
@@ -226,4 +232,4 @@ def to_concrete_value(x):
 
 __all__ = ["Primitive", "Trace", "Tracer", "EvalTrace", "eval_trace", "current_trace",
            "set_current_trace", "get_aval", "ConcretizationTypeError", "TracerArrayConversionError",
-           "EscapedTracerError", "to_concrete_value"]
+           "EscapedTracerError", "to_concrete_value", "ConcreteValueError"]

@@ -23,13 +23,13 @@ import numpy as np
 
 from revax._src import lax
 from revax._src.core import dtypes
-from revax._src.core.trace import ConcretizationTypeError, Tracer
+from revax._src.core.trace import ConcretizationTypeError, ConcreteValueError, Tracer
 from revax._src.numpy import util
 from revax._src.numpy.util import aval_of
 from revax._src.runtime.array import Array
 
 
-class NonConcreteBooleanIndexError(IndexError):
+class NonConcreteBooleanIndexError(IndexError, ConcreteValueError):
   """A boolean mask used as an index was traced: the shape of the result would depend on it."""
 
 
