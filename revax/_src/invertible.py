@@ -41,15 +41,16 @@ def _trace_flat(fun, args, what, keep_concrete_consts=False):
 
   jaxpr, consts = staging.trace_to_jaxpr(flat_fun, [get_aval(x) for x in leaves])
   if keep_concrete_consts:
-    # constants known now stay constants of the jaxpr, so the planner sees their values (it
-    # never undoes a multiplication by a constant that holds zeros); traced ones (values of
-    # outer transformations) become leading inputs
-    traced = [isinstance(c, Tracer) for c in consts]
-    jaxpr = Jaxpr([v for v, t in zip(jaxpr.constvars, traced, strict=True) if not t],
-                  [v for v, t in zip(jaxpr.constvars, traced, strict=True) if t] + jaxpr.invars,
+    # constants known now to hold zeros stay constants of the jaxpr, so the planner sees them
+    # (it never undoes a multiplication by such a factor); the others, and traced ones (values
+    # of outer transformations), become leading inputs, which jit passes as operands rather
+    # than as program text
+    as_input = [isinstance(c, Tracer) or not inv.has_zero(c) for c in consts]
+    jaxpr = Jaxpr([v for v, t in zip(jaxpr.constvars, as_input, strict=True) if not t],
+                  [v for v, t in zip(jaxpr.constvars, as_input, strict=True) if t] + jaxpr.invars,
                   jaxpr.outvars, jaxpr.eqns)
-    closed = ClosedJaxpr(jaxpr, [c for c, t in zip(consts, traced, strict=True) if not t])
-    return closed, [c for c, t in zip(consts, traced, strict=True) if t], leaves, \
+    closed = ClosedJaxpr(jaxpr, [c for c, t in zip(consts, as_input, strict=True) if not t])
+    return closed, [c for c, t in zip(consts, as_input, strict=True) if t], leaves, \
         store["out_tree"]
   return (ClosedJaxpr(staging.convert_constvars_jaxpr(jaxpr), []), consts, leaves,
           store["out_tree"])

@@ -10,6 +10,13 @@ tangent inputs are all `Zero` is not differentiated at all. Integer and bool val
 tangents, as in JAX. Rules are declared with helpers: `defjvp` (one function per input),
 `defjvp_from_output` (rules that reuse the primal output, such as exp's), `deflinear` and
 `defbilinear` (which also register transposes).
+
+Differentiation points enter as arrays (Python scalars become weakly typed arrays), so rules
+never see raw Python numbers. An output whose tangent is a symbolic zero is returned as its plain
+primal value, not as a tracer. Outside jit the primals are concrete (the parent trace is the eval
+trace, or partial evaluation that runs known work at once), and a `JVPTracer` reports its
+primal's value through `to_concrete_value`: Python control flow on values works under eager
+jvp/grad/vjp/linearize and their Jacobians, as in JAX, while jit and vmap still trace abstractly.
 """
 from __future__ import annotations
 

@@ -167,7 +167,7 @@ class _Facts:
     jaxpr = closed.jaxpr if isinstance(closed, ClosedJaxpr) else closed
     consts = closed.consts if isinstance(closed, ClosedJaxpr) else [None] * len(jaxpr.constvars)
     self._nonneg = set()
-    self._zeros = {v for v, c in zip(jaxpr.constvars, consts, strict=True) if _has_zero(c)}
+    self._zeros = {v for v, c in zip(jaxpr.constvars, consts, strict=True) if has_zero(c)}
     for eqn in jaxpr.eqns:
       name = eqn.primitive.name
       if name in _NONNEGATIVE_RESULTS or (name == "integer_pow" and eqn.params["y"] % 2 == 0):
@@ -186,7 +186,7 @@ class _Facts:
   def may_be_zero(self, atom) -> bool:
     """Whether `atom` is known (at trace time) to hold a zero somewhere."""
     if type(atom) is Literal:
-      return _has_zero(atom.val)
+      return has_zero(atom.val)
     return atom in self._zeros
 
 
@@ -195,7 +195,8 @@ _ZERO_PRESERVING = {"broadcast_in_dim", "reshape", "convert_element_type", "tran
                     "expand_dims", "concatenate", "neg", "copy", "slice", "rev", "pad"}
 
 
-def _has_zero(value) -> bool:
+def has_zero(value) -> bool:
+  """Whether a concrete value holds a zero anywhere (False for values the host cannot read)."""
   try:
     return bool(np.any(np.asarray(value) == 0))
   except Exception:  # noqa: BLE001 (a value the host cannot read, e.g. a tracer: unknown)

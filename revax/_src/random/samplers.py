@@ -471,8 +471,9 @@ def _concrete_int(x, fun_name: str, arg_name: str) -> int:
   if isinstance(x, Tracer) and x.to_concrete_value() is not None:
     x = x.to_concrete_value()
   if isinstance(x, Tracer):
-    raise ConcretizationTypeError(f"{fun_name} requires a concrete integer for argument {arg_name!r}, got a "
-                    f"traced value {x.aval.str_short()}")
+    raise ConcretizationTypeError(
+        f"{fun_name} requires a concrete integer for argument {arg_name!r}, got a "
+        f"traced value {x.aval.str_short()}")
   return int(np.asarray(x))
 
 
