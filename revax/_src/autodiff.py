@@ -15,7 +15,7 @@ from revax._src import tree_util
 from revax._src.core import dtypes
 from revax._src.core.avals import get_aval
 from revax._src.interpreters import ad
-from revax._src.lax import creation
+from revax._src.lax import conversion, creation
 from revax._src.runtime.array import Array
 
 
@@ -25,20 +25,30 @@ def _check_callable(fun, name):
 
 
 def _flat_fun(fun, in_tree, store, has_aux=False):
-  """fun of pytrees -> function of flat leaves returning flat outputs (tree kept in `store`)."""
+  """fun of pytrees -> function of flat leaves returning flat outputs (tree kept in `store`).
+
+  With `has_aux`, `fun` returns `(output, aux)` and the flat function returns `(output leaves,
+  aux leaves)`; the transformation hands the aux leaves back as plain values (never its own
+  tracers) and `_aux_tree` rebuilds them.
+  """
   def flat(*leaves):
     args = tree_util.tree_unflatten(in_tree, leaves)
     out = fun(*args)
     if has_aux:
-      if not (isinstance(out, tuple) and len(out) == 2):
+      if not (isinstance(out, (tuple, list)) and len(out) == 2):
         raise TypeError("a function with has_aux=True must return a pair (output, aux), got "
                         f"{type(out).__name__}")
-      out, store["aux"] = out
+      out, aux = out
+      aux_leaves, store["aux_tree"] = tree_util.tree_flatten(aux)
     leaves_out, store["out_tree"] = tree_util.tree_flatten(out)
     for x in leaves_out:
       get_aval(x)
-    return leaves_out
+    return (leaves_out, aux_leaves) if has_aux else leaves_out
   return flat
+
+
+def _aux_tree(store, aux_leaves):
+  return tree_util.tree_unflatten(store["aux_tree"], aux_leaves)
 
 
 def _zeros_for(aval):
@@ -85,12 +95,14 @@ def jvp(fun, primals, tangents, has_aux=False):
                       f"{expected.dtype.name}, but got tangent dtype {ta.dtype.name} instead.")
     tangents_in.append(ad.Zero(expected) if ta.dtype == dtypes.float0 else t)
   store = {}
-  outs, out_tangents = ad.jvp_flat(_flat_fun(fun, p_tree, store, has_aux), p_leaves, tangents_in)
+  res = ad.jvp_flat(_flat_fun(fun, p_tree, store, has_aux), p_leaves, tangents_in,
+                    has_aux=has_aux)
+  outs, out_tangents = res[0], res[1]
   out_tree = store["out_tree"]
   primal_out = tree_util.tree_unflatten(out_tree, outs)
   tangent_out = tree_util.tree_unflatten(out_tree, [_materialize(t) for t in out_tangents])
   if has_aux:
-    return primal_out, tangent_out, store["aux"]
+    return primal_out, tangent_out, _aux_tree(store, res[2])
   return primal_out, tangent_out
 
 
@@ -102,7 +114,8 @@ def linearize(fun, *primals, has_aux=False):
   _check_callable(fun, "linearize")
   p_leaves, p_tree = tree_util.tree_flatten(primals)
   store = {}
-  outs, lin = ad.linearize_flat(_flat_fun(fun, p_tree, store, has_aux), p_leaves)
+  res = ad.linearize_flat(_flat_fun(fun, p_tree, store, has_aux), p_leaves, has_aux=has_aux)
+  outs, lin = res[0], res[1]
   out_tree = store["out_tree"]
   in_avals = [get_aval(p) for p in p_leaves]
 
@@ -117,7 +130,7 @@ def linearize(fun, *primals, has_aux=False):
 
   primal_out = tree_util.tree_unflatten(out_tree, outs)
   if has_aux:
-    return primal_out, f_jvp, store["aux"]
+    return primal_out, f_jvp, _aux_tree(store, res[2])
   return primal_out, f_jvp
 
 
@@ -145,7 +158,8 @@ def vjp(fun, *primals, has_aux=False):
   _check_callable(fun, "vjp")
   p_leaves, p_tree = tree_util.tree_flatten(primals)
   store = {}
-  outs, lin = ad.linearize_flat(_flat_fun(fun, p_tree, store, has_aux), p_leaves)
+  res = ad.linearize_flat(_flat_fun(fun, p_tree, store, has_aux), p_leaves, has_aux=has_aux)
+  outs, lin = res[0], res[1]
   out_tree = store["out_tree"]
   out_avals = [get_aval(o) for o in outs]
   in_avals = [get_aval(p) for p in p_leaves]
@@ -177,7 +191,7 @@ def vjp(fun, *primals, has_aux=False):
 
   primal_out = tree_util.tree_unflatten(out_tree, outs)
   if has_aux:
-    return primal_out, f_vjp, store["aux"]
+    return primal_out, f_vjp, _aux_tree(store, res[2])
   return primal_out, f_vjp
 
 
@@ -199,7 +213,11 @@ def _argnums_tuple(argnums, nargs, fname):
       raise TypeError(f"differentiating with respect to argnums={argnums} requires at least "
                       f"{a + 1} positional arguments to be passed by the caller, but got only "
                       f"{nargs} positional arguments.")
-  return single, tuple(a % nargs for a in nums)
+  nums = tuple(a % nargs for a in nums)
+  if len(set(nums)) != len(nums):
+    raise TypeError(f"{fname}: argnums={argnums!r} names an argument more than once; each "
+                    "positional argument can be differentiated with respect to only once")
+  return single, nums
 
 
 def _check_input_dtype(x, allow_int, holomorphic, fname):
@@ -249,7 +267,10 @@ def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=F
       raise TypeError(f"grad requires real-valued outputs (output dtype that is a sub-dtype of "
                       f"np.floating), but got {aval.dtype.name}. For holomorphic "
                       f"differentiation, pass holomorphic=True.")
-    grads = f_vjp(creation.full((), 1, aval.dtype))
+    # the seed keeps the output's weak type, so a gradient at a Python scalar stays weak (JAX)
+    seed = conversion.convert_element_type(creation.full((), 1, aval.dtype), aval.dtype,
+                                           aval.weak_type)
+    grads = f_vjp(seed)
     g = grads[0] if single else tuple(grads)
     if has_aux:
       return (out, res[2]), g
@@ -291,14 +312,16 @@ def _std_basis(leaves):
   eye = np.eye(total, dtype=dtype)
   out, start = [], 0
   for a, n in zip(avals, sizes):
-    out.append(eye[:, start:start + n].reshape((total,) + a.shape).astype(a.dtype))
+    block = eye[:, start:start + n].reshape((total,) + a.shape).astype(a.dtype)
+    out.append(conversion.convert_element_type(block, a.dtype, a.weak_type))
     start += n
   return out
 
 
-def _split_trailing(x, in_avals, axis_first: bool):
+def _split_trailing(x, in_avals, axis_first: bool, example=None):
   """Split the flattened-element axis of `x` (leading if axis_first, else trailing) into one
-  block per input aval, reshaped to that input's shape."""
+  block per input aval, reshaped to that input's shape. Each block takes the dtype and weak type
+  of `example` (an aval), or else of its own input aval, as JAX's Jacobians do."""
   from revax._src.lax import shapes, slicing
   aval = get_aval(x)
   blocks, start = [], 0
@@ -306,13 +329,26 @@ def _split_trailing(x, in_avals, axis_first: bool):
     if axis_first:
       rest = aval.shape[1:]
       piece = slicing.slice(x, (start,) + (0,) * len(rest), (start + a.size,) + rest)
-      blocks.append(shapes.reshape(piece, a.shape + rest))
+      block = shapes.reshape(piece, a.shape + rest)
     else:
       lead = aval.shape[:-1]
       piece = slicing.slice(x, (0,) * len(lead) + (start,), lead + (start + a.size,))
-      blocks.append(shapes.reshape(piece, lead + a.shape))
+      block = shapes.reshape(piece, lead + a.shape)
+    blocks.append(_cast_like(block, a if example is None else example))
     start += a.size
   return blocks
+
+
+def _cast_like(x, aval):
+  """`x` with the dtype and weak type of `aval` (the real part of a complex `x` for a real
+  aval)."""
+  from revax._src.lax.unary import real
+  xa = get_aval(x)
+  if dtypes.is_complex(xa.dtype) and not dtypes.is_complex(aval.dtype):
+    x = real(x)
+  if aval.dtype == dtypes.float0:
+    return x
+  return conversion.convert_element_type(x, aval.dtype, aval.weak_type)
 
 
 def _partial(fun, args, kwargs, nums, d_tree):
@@ -350,7 +386,8 @@ def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
     out_axes = (None, -1, None) if has_aux else (None, -1)
     res = vmap(pushfwd, out_axes=out_axes)(*_std_basis(d_leaves))
     jac = tree_util.tree_map(
-        lambda j: _unpack(single, _split_trailing(j, in_avals, False), d_tree), res[1])
+        lambda y, j: _unpack(single, _split_trailing(j, in_avals, False, get_aval(y)), d_tree),
+        res[0], res[1])
     return (jac, res[2]) if has_aux else jac
 
   return jac_f
@@ -377,7 +414,8 @@ def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
     cts = vmap(lambda *basis: f_vjp(tree_util.tree_unflatten(out_tree, basis)))(
         *_std_basis(out_leaves))
     # cts: per input leaf, shape (M, *in.shape); split M into one block per output leaf
-    per_in = [_split_trailing(c, out_avals, True) for c in cts]
+    per_in = [_split_trailing(c, out_avals, True, get_aval(x)) for c, x in
+              zip(cts, d_leaves, strict=True)]
     jac_leaves = [_unpack(single, [blocks[j] for blocks in per_in], d_tree)
                   for j in range(len(out_leaves))]
     jac = tree_util.tree_unflatten(out_tree, jac_leaves)

@@ -27,7 +27,9 @@ from revax._src.core import dtypes
 from revax._src.core.avals import get_aval, same_type
 from revax._src.core.eval import eval_jaxpr
 from revax._src.core.jaxpr import ClosedJaxpr
-from revax._src.core.trace import Primitive, current_trace, eval_trace
+from revax._src.core.trace import (ConcreteValueError, Primitive, Tracer,
+                                   current_trace, eval_trace, set_current_trace,
+                                   to_concrete_value)
 from revax._src.interpreters import ad, batching, dispatch, mlir, staging
 from revax._src.lax import batch_util, reductions
 
@@ -198,7 +200,12 @@ class custom_jvp:  # noqa: N801 (JAX's name)
     if current_trace() is eval_trace:
       return self.fun(*args)  # nothing is transformed: the rule cannot matter
     nondiff, _ = _split_nondiff(args, self.nondiff_argnums)
-    closed, consts, leaves, in_tree, out_tree = _trace_call(self.fun, args, nondiff)
+    try:
+      closed, consts, leaves, in_tree, out_tree = _trace_call(self.fun, args, nondiff)
+    except ConcreteValueError as err:
+      # the function reads its arguments' values (Python control flow): outside jit, under
+      # jvp/grad, they are known, and JAX runs the rule on them without tracing the function
+      return _eager_custom_call(self, args, nondiff, _eager_jvp, err)
     rule = _JvpRule(self, args, nondiff, in_tree, out_tree, closed.out_avals)
     outs = custom_jvp_call_p.bind(*consts, *leaves, call_jaxpr=closed, jvp=rule,
                                   num_consts=len(consts))
@@ -354,7 +361,10 @@ class custom_vjp:  # noqa: N801 (JAX's name)
     if current_trace() is eval_trace:
       return self.fun(*args)
     nondiff, _ = _split_nondiff(args, self.nondiff_argnums)
-    closed, consts, leaves, in_tree, out_tree = _trace_call(self.fun, args, nondiff)
+    try:
+      closed, consts, leaves, in_tree, out_tree = _trace_call(self.fun, args, nondiff)
+    except ConcreteValueError as err:  # see custom_jvp.__call__
+      return _eager_custom_call(self, args, nondiff, _eager_vjp, err)
     rule = _VjpRule(self, args, nondiff, in_tree, out_tree, closed.out_avals,
                     [get_aval(x) for x in leaves])
     outs = custom_vjp_call_p.bind(*consts, *leaves, call_jaxpr=closed, rule=rule,
@@ -504,6 +514,76 @@ ad.primitive_jvps[custom_vjp_call_p] = _custom_vjp_call_jvp
 batching.axis_size_batchers[custom_vjp_call_p] = _custom_vjp_call_batch
 mlir.register_lowering(custom_vjp_call_p, _call_lower)
 staging.dce_rules[custom_vjp_call_p] = _call_dce
+
+
+# --- custom functions that read their arguments' values -------------------------------------------
+def _owning_trace(leaves):
+  """The innermost trace that owns one of `leaves` (the current trace, lowered past traces that
+  see all of them as constants), or the eval trace."""
+  trace = current_trace()
+  while trace is not eval_trace and not any(isinstance(x, Tracer) and x._trace is trace
+                                            for x in leaves):
+    parent = getattr(trace, "parent_trace", None)
+    if parent is None:
+      break
+    trace = parent
+  return trace
+
+
+def _eager_custom_call(owner, args, nondiff, jvp_fn, err):
+  """Call a custom_jvp/custom_vjp function whose body cannot be traced because it reads values.
+  If the trace that owns its arguments is a JVP trace with concrete primals (grad, jvp, vjp and
+  the Jacobians outside jit), apply the rule as JAX does, with the function never traced;
+  otherwise (jit, vmap) the concretization error `err` stands."""
+  _, diff = _split_nondiff(args, nondiff)
+  leaves, in_tree = tree_util.tree_flatten(tuple(diff))
+  trace = _owning_trace(leaves)
+  if trace is eval_trace:
+    with set_current_trace(eval_trace):
+      return owner.fun(*args)
+  if not isinstance(trace, ad.JVPTrace) or any(
+      isinstance(x, Tracer) and to_concrete_value(x) is None for x in leaves):
+    raise err
+  primals, tangents = zip(*map(trace.to_primal_tangent, leaves)) if leaves else ((), ())
+  with set_current_trace(trace.parent_trace):
+    if all(type(t) is ad.Zero for t in tangents):
+      return owner(*_merge(args, nondiff, tree_util.tree_unflatten(in_tree, primals)))
+    outs, out_tangents, out_tree = jvp_fn(owner, args, nondiff, in_tree, list(primals),
+                                          list(tangents))
+  return tree_util.tree_unflatten(out_tree, [trace.wrap(p, t) for p, t in
+                                             zip(outs, out_tangents, strict=True)])
+
+
+def _eager_jvp(owner, args, nondiff, in_tree, primals, tangents):
+  """custom_jvp's rule on known primals: (outputs, tangents, output tree)."""
+  p_tree = tree_util.tree_unflatten(in_tree, primals)
+  out = owner.jvp(*[args[i] for i in nondiff], tuple(p_tree), tuple(
+      tree_util.tree_unflatten(in_tree, [ad.instantiate_zeros(t) for t in tangents])))
+  if not (isinstance(out, (tuple, list)) and len(out) == 2):
+    raise TypeError(f"Custom JVP rule {_name(owner.jvp)} for function {_name(owner.fun)} must "
+                    f"produce a pair (list or tuple of length two) representing primal and "
+                    f"tangent outputs, but got {out!r}.")
+  out_leaves, out_tree = tree_util.tree_flatten(out[0])
+  rule = _JvpRule(owner, args, nondiff, in_tree, out_tree, [get_aval(o) for o in out_leaves])
+  outs, out_tangents = rule(primals, tangents)
+  return outs, out_tangents, out_tree
+
+
+def _eager_vjp(owner, args, nondiff, in_tree, primals, tangents):
+  """custom_vjp's fwd on known primals, and custom_lin (whose transpose is bwd) on the
+  tangents: (outputs, tangents, output tree)."""
+  fwd_out = owner.fwd(*_merge(args, nondiff, tree_util.tree_unflatten(in_tree, primals)))
+  if not (isinstance(fwd_out, (tuple, list)) and len(fwd_out) == 2):
+    raise TypeError(f"Custom VJP fwd rule {_name(owner.fwd)} for function {_name(owner.fun)} "
+                    f"must produce a pair (list or tuple of length two) where the first element "
+                    f"represents the primal output and the second element represents residuals, "
+                    f"but got {fwd_out!r}.")
+  out_leaves, out_tree = tree_util.tree_flatten(fwd_out[0])
+  rule = _VjpRule(owner, args, nondiff, in_tree, out_tree, [get_aval(o) for o in out_leaves],
+                  [get_aval(x) for x in primals])
+  outs, tangents_out = _custom_vjp_call_jvp(primals, tangents, call_jaxpr=None, rule=rule,
+                                            num_consts=0)
+  return outs, tangents_out, out_tree
 
 
 # --- custom_lin: the linear map whose transpose is the user's bwd -------------------------------

@@ -11,8 +11,8 @@ import functools
 from revax._src import tree_util
 from revax._src.core.avals import get_aval
 from revax._src.core.eval import eval_jaxpr
-from revax._src.core.jaxpr import ClosedJaxpr
-from revax._src.core.trace import current_trace, eval_trace
+from revax._src.core.jaxpr import ClosedJaxpr, Jaxpr
+from revax._src.core.trace import Tracer, current_trace, eval_trace
 from revax._src.interpreters import ad, batching, staging
 from revax._src.interpreters import invertible as inv
 from revax._src.interpreters.remat import checkpoint_p
@@ -20,9 +20,10 @@ from revax._src.jit import jit_p
 from revax._src.lax import batch_util, reductions, shapes, slicing
 
 
-def _trace_flat(fun, args, what):
+def _trace_flat(fun, args, what, keep_concrete_consts=False):
   """Trace `fun(*args)` over the leaves of `args`: (closed jaxpr with its constants as leading
-  inputs, the constants, the leaves, the output tree)."""
+  inputs, the constants, the leaves, the output tree). With `keep_concrete_consts`, only traced
+  constants become leading inputs (and are returned); concrete ones stay in the closed jaxpr."""
   leaves, in_tree = tree_util.tree_flatten(tuple(args))
   store = {}
 
@@ -39,6 +40,18 @@ def _trace_flat(fun, args, what):
     return out_leaves
 
   jaxpr, consts = staging.trace_to_jaxpr(flat_fun, [get_aval(x) for x in leaves])
+  if keep_concrete_consts:
+    # constants known now to hold zeros stay constants of the jaxpr, so the planner sees them
+    # (it never undoes a multiplication by such a factor); the others, and traced ones (values
+    # of outer transformations), become leading inputs, which jit passes as operands rather
+    # than as program text
+    as_input = [isinstance(c, Tracer) or not inv.has_zero(c) for c in consts]
+    jaxpr = Jaxpr([v for v, t in zip(jaxpr.constvars, as_input, strict=True) if not t],
+                  [v for v, t in zip(jaxpr.constvars, as_input, strict=True) if t] + jaxpr.invars,
+                  jaxpr.outvars, jaxpr.eqns)
+    closed = ClosedJaxpr(jaxpr, [c for c, t in zip(consts, as_input, strict=True) if not t])
+    return closed, [c for c, t in zip(consts, as_input, strict=True) if t], leaves, \
+        store["out_tree"]
   return (ClosedJaxpr(staging.convert_constvars_jaxpr(jaxpr), []), consts, leaves,
           store["out_tree"])
 
@@ -76,7 +89,8 @@ def invertible(fun=None, *, allow_storing: bool = True):
   def invertible_f(*args):
     if current_trace() is eval_trace:
       return fun(*args)  # nothing is differentiated: plain evaluation
-    closed, consts, leaves, out_tree = _trace_flat(fun, args, "invertible function")
+    closed, consts, leaves, out_tree = _trace_flat(fun, args, "invertible function",
+                                                   keep_concrete_consts=True)
     outs = inv.invertible_p.bind(*consts, *leaves, jaxpr=closed, primal=None, nonzeros=None,
                                  allow_storing=allow_storing)
     return tree_util.tree_unflatten(out_tree, outs)

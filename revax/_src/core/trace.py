@@ -12,6 +12,7 @@ records them as constants).
 from __future__ import annotations
 
 import contextlib
+import operator
 import threading
 
 from revax._src.core.avals import ShapedArray, get_aval, pytype_aval_mappings
@@ -120,7 +121,13 @@ def set_current_trace(trace: Trace):
     ctx.trace = prev
 
 
-class ConcretizationTypeError(TypeError):
+class ConcreteValueError(Exception):
+  """Base of the errors raised where a traced value's concrete value was needed and is not known
+  (ConcretizationTypeError, revax.numpy's NonConcreteBooleanIndexError): code that can retry
+  with concrete values (custom_jvp/custom_vjp under eager differentiation) catches this."""
+
+
+class ConcretizationTypeError(TypeError, ConcreteValueError):
   """A traced value was used where a concrete Python value is needed."""
 
 
@@ -153,6 +160,15 @@ class Tracer:
       raise TypeError("iteration over a 0-d traced array")
     return (self[i] for i in range(self.shape[0]))
 
+  def to_concrete_value(self):
+    """This value as a concrete array if it is known now, else None.
+
+    Outside jit a value under jvp, grad, vjp, linearize or their Jacobians has a concrete primal
+    (reverse mode evaluates primals eagerly and stages only the linear part), so Python control
+    flow on it works, as in JAX; transformations that compute abstractly (jit, vmap) return None.
+    """
+    return None
+
   def _concretization_error(self, what):
     return ConcretizationTypeError(
         f"Attempted {what} on a traced value {self.aval.str_short()} ({type(self).__name__}). "
@@ -160,26 +176,32 @@ class Tracer:
         "revax.lax.cond / revax.numpy.where for data-dependent choices, or mark the argument "
         "static (jit's static_argnums / static_argnames).")
 
+  def _concrete(self, what):
+    value = self.to_concrete_value()
+    if value is None:
+      raise self._concretization_error(what)
+    return value
+
   def __bool__(self):
-    raise self._concretization_error("bool() conversion (e.g. in an `if` or `while`)")
+    return bool(self._concrete("bool() conversion (e.g. in an `if` or `while`)"))
 
   def __int__(self):
-    raise self._concretization_error("int() conversion")
+    return int(self._concrete("int() conversion"))
 
   def __float__(self):
-    raise self._concretization_error("float() conversion")
+    return float(self._concrete("float() conversion"))
 
   def __complex__(self):
-    raise self._concretization_error("complex() conversion")
+    return complex(self._concrete("complex() conversion"))
 
   def __index__(self):
-    raise self._concretization_error("use as an index (__index__)")
+    return operator.index(self._concrete("use as an index (__index__)"))
 
-  def item(self):
-    raise self._concretization_error("item()")
+  def item(self, *args):
+    return self._concrete("item()").item(*args)
 
   def tolist(self):
-    raise self._concretization_error("tolist()")
+    return self._concrete("tolist()").tolist()
 
   def __array__(self, *args, **kwargs):
     raise TracerArrayConversionError(
@@ -197,8 +219,17 @@ class Tracer:
 pytype_aval_mappings[Tracer] = lambda t: t.aval
 
 
+def to_concrete_value(x):
+  """`x` itself if it is not a tracer; a tracer's concrete value if one is known (see
+  `Tracer.to_concrete_value`); else None. Every place that needs a value while tracing (Python
+  control flow, boolean masks, shapes read from values) asks this."""
+  if isinstance(x, Tracer):
+    return x.to_concrete_value()
+  return x
+
+
 
 
 __all__ = ["Primitive", "Trace", "Tracer", "EvalTrace", "eval_trace", "current_trace",
            "set_current_trace", "get_aval", "ConcretizationTypeError", "TracerArrayConversionError",
-           "EscapedTracerError"]
+           "EscapedTracerError", "to_concrete_value", "ConcreteValueError"]

@@ -10,6 +10,13 @@ tangent inputs are all `Zero` is not differentiated at all. Integer and bool val
 tangents, as in JAX. Rules are declared with helpers: `defjvp` (one function per input),
 `defjvp_from_output` (rules that reuse the primal output, such as exp's), `deflinear` and
 `defbilinear` (which also register transposes).
+
+Differentiation points enter as arrays (Python scalars become weakly typed arrays), so rules
+never see raw Python numbers. An output whose tangent is a symbolic zero is returned as its plain
+primal value, not as a tracer. Outside jit the primals are concrete (the parent trace is the eval
+trace, or partial evaluation that runs known work at once), and a `JVPTracer` reports its
+primal's value through `to_concrete_value`: Python control flow on values works under eager
+jvp/grad/vjp/linearize and their Jacobians, as in JAX, while jit and vmap still trace abstractly.
 """
 from __future__ import annotations
 
@@ -21,8 +28,10 @@ from revax._src.core import dtypes
 from revax._src.core.avals import ShapedArray, get_aval
 from revax._src.core.jaxpr import ClosedJaxpr
 from revax._src.core.rules import RuleTable
-from revax._src.core.trace import Primitive, Trace, Tracer, current_trace, set_current_trace
+from revax._src.core.trace import (Primitive, Trace, Tracer, current_trace, set_current_trace,
+                                   to_concrete_value)
 from revax._src.interpreters import dispatch, mlir, staging
+from revax._src.runtime.array import Array, from_numpy
 
 primitive_jvps = RuleTable("jvp")  # prim -> rule(primals, tangents, **params) -> (out, tangent)
 primitive_transposes = RuleTable("transpose")  # prim -> rule(ct, *invals, **params) -> cts
@@ -128,6 +137,9 @@ class JVPTracer(Tracer):
   def aval(self):
     return get_aval(self.primal)
 
+  def to_concrete_value(self):
+    return to_concrete_value(self.primal)
+
 
 _tags = itertools.count()
 
@@ -155,8 +167,15 @@ class JVPTrace(Trace):
     with set_current_trace(self.parent_trace):
       primal_out, tangent_out = rule(primals, tangents, **params)
     if primitive.multiple_results:
-      return [JVPTracer(self, p, t) for p, t in zip(primal_out, tangent_out, strict=True)]
-    return JVPTracer(self, primal_out, tangent_out)
+      return [self.wrap(p, t) for p, t in zip(primal_out, tangent_out, strict=True)]
+    return self.wrap(primal_out, tangent_out)
+
+  def wrap(self, primal, tangent):
+    """A tracer of this trace; a value whose tangent is a symbolic zero is returned as itself
+    (a known-constant output, such as a comparison or an integer, needs no tracer)."""
+    if type(tangent) is Zero:
+      return primal
+    return JVPTracer(self, primal, tangent)
 
   def __repr__(self):
     return f"JVPTrace(tag={self.tag})"
@@ -169,18 +188,39 @@ def _no_jvp_error(primitive):
   return NotImplementedError(f"differentiation rule for '{primitive.name}' is not implemented")
 
 
-def jvp_flat(fun, primals, tangents):
+def canonicalize_primal(x):
+  """A differentiation point as an array: Python scalars become weakly typed arrays and NumPy
+  values revax Arrays, so JVP rules only ever see arrays (never mix a Python int literal with a
+  raw Python float primal) and results keep JAX's weak types. Tracers pass unchanged."""
+  if isinstance(x, (Tracer, Array)):
+    return x
+  aval = get_aval(x)
+  if dtypes.is_python_scalar(x):
+    return from_numpy(np.asarray(x, aval.dtype), weak_type=aval.weak_type)
+  return from_numpy(np.asarray(x))
+
+
+def jvp_flat(fun, primals, tangents, has_aux=False):
   """Run `fun(*primals)` (flat in, flat out) carrying `tangents`. Returns (outs, out_tangents)
-  with symbolic Zero tangents where the output does not depend on the inputs' tangents."""
+  with symbolic Zero tangents where the output does not depend on the inputs' tangents.
+
+  With `has_aux`, `fun` returns `(outs, aux_leaves)`; the aux leaves come back as a third result
+  holding their primal values only (never this trace's tracers), as JAX's has_aux does.
+  """
   trace = JVPTrace(current_trace())
-  tracers = [JVPTracer(trace, p, t) for p, t in zip(primals, tangents, strict=True)]
+  primals = [canonicalize_primal(p) for p in primals]
+  tracers = [trace.wrap(p, t) for p, t in zip(primals, tangents, strict=True)]
   with set_current_trace(trace):
-    outs = fun(*tracers)
+    res = fun(*tracers)
+  outs, aux = res if has_aux else (res, ())
   out_primals, out_tangents = [], []
   for o in outs:
     p, t = trace.to_primal_tangent(o)
     out_primals.append(p)
     out_tangents.append(t)
+  aux_primals = [a.primal if isinstance(a, JVPTracer) and a._trace is trace else a for a in aux]
+  if has_aux:
+    return out_primals, out_tangents, aux_primals
   return out_primals, out_tangents
 
 
@@ -306,26 +346,33 @@ class Linearized:
     self.out_zero_avals = out_zero_avals  # per output: its aval if its tangent is Zero, else None
 
 
-def linearize_flat(fun, primals):
+def linearize_flat(fun, primals, has_aux=False):
   """Evaluate `fun(*primals)` and stage its linear (tangent) part.
 
   The JVP runs under a PartialEvalTrace: the primal computation is known and runs in the current
-  trace at once; the tangent computation depends on the unknown tangent inputs and is staged into
-  a jaxpr. Returns (primal outputs, Linearized).
+  trace at once (outside jit that means eagerly, on concrete values, so Python control flow on
+  primal values works), while the tangent computation depends on the unknown tangent inputs and
+  is staged into a jaxpr. Returns (primal outputs, Linearized), plus the aux leaves' values with
+  `has_aux` (`fun` then returns `(outs, aux_leaves)`).
   """
   from revax._src.interpreters.partial_eval import PartialEvalTrace
   pe = PartialEvalTrace(current_trace())
+  primals = [canonicalize_primal(p) for p in primals]
   in_mask = [dtypes.is_inexact(get_aval(p).dtype) for p in primals]
   tangents = [pe.new_arg(tangent_aval(get_aval(p))) if m else Zero.from_value(p)
               for p, m in zip(primals, in_mask, strict=True)]
   with set_current_trace(pe):
-    out_primals, out_tangents = jvp_flat(fun, primals, tangents)
-  for p in out_primals:
+    res = jvp_flat(fun, primals, tangents, has_aux=has_aux)
+  out_primals, out_tangents = res[0], res[1]
+  for p in list(out_primals) + (list(res[2]) if has_aux else []):
     if pe.is_unknown(p):
       raise AssertionError("linearize: a primal output depends on tangents")
   out_zero_avals = [t.aval if type(t) is Zero else None for t in out_tangents]
   jaxpr, residuals = pe.to_jaxpr([t for t in out_tangents if type(t) is not Zero])
-  return out_primals, Linearized(jaxpr, residuals, in_mask, out_zero_avals)
+  lin = Linearized(jaxpr, residuals, in_mask, out_zero_avals)
+  if has_aux:
+    return out_primals, lin, res[2]
+  return out_primals, lin
 
 
 def eval_linearized(lin: Linearized, tangents):

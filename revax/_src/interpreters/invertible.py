@@ -32,6 +32,8 @@ from __future__ import annotations
 import dataclasses
 import itertools
 
+import numpy as np
+
 from revax._src.core import dtypes
 from revax._src.core.avals import get_aval
 from revax._src.core.eval import eval_jaxpr
@@ -156,14 +158,22 @@ _NONNEGATIVE_RESULTS = {"exp", "exp2", "sqrt", "logistic", "abs", "square"}
 
 
 class _Facts:
-  """What the planner knows about values beyond their types: which are >= 0."""
+  """What the planner knows about values beyond their types: which are >= 0, and which may
+  hold a zero (a literal or constant known at trace time: dividing by it to undo a
+  multiplication would be singular)."""
 
-  def __init__(self, jaxpr: Jaxpr):
+  def __init__(self, closed):
+    """`closed`: a ClosedJaxpr (its constants' values are read) or a bare Jaxpr."""
+    jaxpr = closed.jaxpr if isinstance(closed, ClosedJaxpr) else closed
+    consts = closed.consts if isinstance(closed, ClosedJaxpr) else [None] * len(jaxpr.constvars)
     self._nonneg = set()
+    self._zeros = {v for v, c in zip(jaxpr.constvars, consts, strict=True) if has_zero(c)}
     for eqn in jaxpr.eqns:
       name = eqn.primitive.name
       if name in _NONNEGATIVE_RESULTS or (name == "integer_pow" and eqn.params["y"] % 2 == 0):
         self._nonneg.update(eqn.outvars)
+      if name in _ZERO_PRESERVING and any(self.may_be_zero(a) for a in eqn.invars[:1]):
+        self._zeros.update(eqn.outvars)
 
   def nonnegative(self, atom) -> bool:
     if type(atom) is Literal:
@@ -172,6 +182,25 @@ class _Facts:
       except TypeError:
         return False
     return atom in self._nonneg
+
+  def may_be_zero(self, atom) -> bool:
+    """Whether `atom` is known (at trace time) to hold a zero somewhere."""
+    if type(atom) is Literal:
+      return has_zero(atom.val)
+    return atom in self._zeros
+
+
+# primitives whose output holds a zero wherever their (first) operand does
+_ZERO_PRESERVING = {"broadcast_in_dim", "reshape", "convert_element_type", "transpose", "squeeze",
+                    "expand_dims", "concatenate", "neg", "copy", "slice", "rev", "pad"}
+
+
+def has_zero(value) -> bool:
+  """Whether a concrete value holds a zero anywhere (False for values the host cannot read)."""
+  try:
+    return bool(np.any(np.asarray(value) == 0))
+  except Exception:  # noqa: BLE001 (a value the host cannot read, e.g. a tracer: unknown)
+    return False
 
 
 def reconstruction_plan(closed: ClosedJaxpr, given=None) -> Plan:
@@ -190,7 +219,7 @@ def reconstruction_plan(closed: ClosedJaxpr, given=None) -> Plan:
 @staging.memoize_on_jaxpr
 def _reconstruction_plan(closed: ClosedJaxpr, given: tuple) -> Plan:
   jaxpr = closed.jaxpr
-  graph = _Graph(jaxpr)
+  graph = _Graph(closed)
   base = set(jaxpr.constvars) | {v for v in jaxpr.outvars if type(v) is Var}
   base |= {v for v, g in zip(jaxpr.invars, given, strict=True) if g}
   stored, blocked = [], {}
@@ -220,9 +249,17 @@ def _reconstruction_plan(closed: ClosedJaxpr, given: tuple) -> Plan:
 class _Graph:
   """The jaxpr's dataflow, for growing a set of known values to its fixpoint."""
 
-  def __init__(self, jaxpr: Jaxpr):
+  def __init__(self, closed: ClosedJaxpr):
+    jaxpr = closed.jaxpr
     self.jaxpr = jaxpr
-    self.facts = _Facts(jaxpr)
+    self.facts = _Facts(closed)
+    # a fixed position per variable: the fixpoint walk visits known values in this order, so
+    # the plan (which step rebuilds each value) is a function of the jaxpr alone, never of
+    # hash order (variables hash by identity, i.e. by memory address)
+    self.order: dict = {}
+    for v in itertools.chain(jaxpr.constvars, jaxpr.invars,
+                             (o for e in jaxpr.eqns for o in e.outvars)):
+      self.order.setdefault(v, len(self.order))
     self.readers: dict = {}  # var -> equations that read it
     self.writer: dict = {}  # var -> the equation that writes it
     self.slices_of: dict = {}  # var -> part equations (slices) of it
@@ -240,7 +277,8 @@ class _Graph:
     backwards (outputs and enough inputs known for the inverse rule) and from parts. The set
     reached does not depend on the order of the equations: every rule only ever adds."""
     known, steps = set(start), {}
-    queue = list(known)
+    # last-in first-out below: push in reverse so the earliest variable is visited first
+    queue = sorted(known, key=lambda v: self.order.get(v, -1), reverse=True)
 
     def learn(v, step):
       if type(v) is Var and type(v) is not DropVar and v not in known:
@@ -316,6 +354,10 @@ def _why_blocked(jaxpr, v, known) -> str:
   for eqn in sorted(stuck, key=lambda e: v not in e.invars):
     prim = eqn.primitive
     if prim in inverse_rules:
+      others_known = all(type(a) is Literal or a in known or a is v for a in eqn.invars)
+      if others_known and v in eqn.invars:
+        return (f"'{prim.name}' cannot be inverted for it here: its inverse would be singular "
+                "(e.g. a factor known to hold zeros) or is not defined for this case")
       return (f"'{prim.name}' cannot be inverted for it here (its inverse needs the other "
               "operands known)")
     reason = not_invertible_reasons.get(prim)

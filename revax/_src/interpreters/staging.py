@@ -59,7 +59,9 @@ class DynamicJaxprTrace(Trace):
         aval = get_aval(x)
         return Literal(np.asarray(x, aval.dtype)[()], aval)
       if t is Array and not x.aval.shape:
-        return Literal(x._value()[()], x.aval)
+        # a weakly typed scalar stays a Python scalar, so re-evaluating the literal keeps it weak
+        value = x._value()[()]
+        return Literal(value.item() if x.aval.weak_type else value, x.aval)
     entry = self.constvars.get(id(x))
     if entry is None:
       entry = self.constvars[id(x)] = (Var(get_aval(x)), x)
@@ -171,9 +173,16 @@ def memoize_on_jaxpr(fn):
   def cached(jaxpr, *options):
     per_jaxpr = cache.setdefault(jaxpr, {})
     if options not in per_jaxpr:
-      per_jaxpr[options] = fn(jaxpr, *options)
-    return per_jaxpr[options]
+      result = fn(jaxpr, *options)
+      # a result that is the jaxpr itself (nothing to transform) is not stored as such: the
+      # weakly keyed entry's value would hold its own key and keep it alive for ever
+      per_jaxpr[options] = _IS_KEY if result is jaxpr else result
+    result = per_jaxpr[options]
+    return jaxpr if result is _IS_KEY else result
   return cached
+
+
+_IS_KEY = object()  # stands for "the cached result is the key itself" (see memoize_on_jaxpr)
 
 
 def dce_call(param: str = "jaxpr"):

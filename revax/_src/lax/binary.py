@@ -185,9 +185,12 @@ def _mul_transpose_rhs(ct, x, y):
 
 mul_p = naryop("mul", ("num", "num"), _quiet(np.multiply), "stablehlo.multiply")
 ad.defbilinear(mul_p, _mul_transpose_lhs, _mul_transpose_rhs)
-# by a known factor (a zero factor loses the operand: its gradient is then not finite)
+# by a known factor; never by one known to hold a zero (the product has lost the operand there,
+# and dividing would give NaN gradients): the planner then rebuilds the operand otherwise or
+# stores it
 _definverse_binary(mul_p, lambda out, y: div(out, y), lambda out, x: div(out, x),
-                   when=lambda eqn, facts, i: dtypes.is_inexact(eqn.outvars[0].aval.dtype))
+                   when=lambda eqn, facts, i: (dtypes.is_inexact(eqn.outvars[0].aval.dtype)
+                                               and not facts.may_be_zero(eqn.invars[1 - i])))
 
 
 # --- div -----------------------------------------------------------------------------------------
@@ -227,8 +230,10 @@ def _div_transpose(ct, x, y):
 div_p = naryop("div", ("num", "num"), _div_numpy, "stablehlo.divide")
 ad.defjvp(div_p, _div_jvp_x, _div_jvp_y)
 ad.primitive_transposes[div_p] = _div_transpose
+# x = out * y is singular where y is zero (out is inf or NaN there), y = x / out where x is
 _definverse_binary(div_p, lambda out, y: mul(out, y), lambda out, x: div(x, out),
-                   when=lambda eqn, facts, i: dtypes.is_inexact(eqn.outvars[0].aval.dtype))
+                   when=lambda eqn, facts, i: (dtypes.is_inexact(eqn.outvars[0].aval.dtype)
+                                               and not facts.may_be_zero(eqn.invars[1 - i])))
 
 
 # --- rem -----------------------------------------------------------------------------------------

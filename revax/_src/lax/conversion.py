@@ -195,8 +195,10 @@ bitcast_convert_type_p = Primitive("bitcast_convert_type")
 bitcast_convert_type_p.def_abstract_eval(_bitcast_convert_type_abstract_eval)
 dispatch.def_numpy_impl(bitcast_convert_type_p, _bitcast_convert_type_numpy)
 mlir.register_lowering(bitcast_convert_type_p, _bitcast_convert_type_lower)
-ad.not_differentiable(bitcast_convert_type_p, "it reinterprets bits: the result is not a smooth "
-                      "function of the operand")
+# reinterpreting bits is piecewise constant for differentiation's purposes (JAX gives it a zero
+# tangent), so code that branches on sign bits (copysign, signbit) differentiates
+ad.zero_output_jvp(bitcast_convert_type_p, "it reinterprets bits: the result is not a smooth "
+                   "function of the operand")
 batching.primitive_batchers[bitcast_convert_type_p] = _bitcast_convert_type_batch
 inv.definverse(bitcast_convert_type_p, lambda outs, ins, avals_in, *, new_dtype: [
     bitcast_convert_type(outs[0], avals_in[0].dtype)], inv.all_unknown_ok)

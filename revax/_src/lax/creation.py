@@ -49,10 +49,18 @@ def full(shape, fill_value, dtype=None):
 
 
 def full_like(x, fill_value, dtype=None, shape=None):
-  """`full` with the shape and dtype of `x` unless given."""
+  """`full` with the shape and dtype of `x` unless given; weakly typed if `x` is and no dtype
+  is given (as jax.lax.full_like), so constants built in rules keep Python scalars weak."""
   aval = get_aval(x)
-  return full(aval.shape if shape is None else shape, fill_value,
-              aval.dtype if dtype is None else dtype)
+  shape = aval.shape if shape is None else shape
+  if dtype is not None or not aval.weak_type:
+    return full(shape, fill_value, aval.dtype if dtype is None else dtype)
+  if isinstance(fill_value, (bool, int, float, complex, np.ndarray, np.generic)):
+    if not np.shape(fill_value):
+      return broadcast_in_dim(_scalar(fill_value, aval.dtype, True), tuple(int(d) for d in shape),
+                              ())
+  from revax._src.lax.conversion import convert_element_type
+  return convert_element_type(full(shape, fill_value, aval.dtype), aval.dtype, True)
 
 
 def zeros_like_array(x):

@@ -277,7 +277,9 @@ def sampler_erf_inv(x):
   for i in range(1, len(_ERF_INV_W_LT_5)):
     p = binary.add(coefficient(i), binary.mul(p, w))
   at_one = comparison.eq(unary.abs(x), f32(1))
-  return comparison.select_n(at_one, binary.mul(p, x), binary.mul(x, f32(np.inf)))
+  # +-inf at +-1 from sign(x), not x * inf: the unselected branch's cotangent would be 0 * inf
+  # (NaN) under reverse mode, e.g. in the gradient of truncated_normal w.r.t. its bounds
+  return comparison.select_n(at_one, binary.mul(p, x), binary.mul(unary.sign(x), f32(np.inf)))
 
 
 # NumPy counterparts of the key-data helpers, for the eager gamma sampler (keys: uint32[n, 2]).

@@ -23,13 +23,13 @@ import numpy as np
 
 from revax._src import lax
 from revax._src.core import dtypes
-from revax._src.core.trace import ConcretizationTypeError, Tracer
+from revax._src.core.trace import ConcretizationTypeError, ConcreteValueError, Tracer
 from revax._src.numpy import util
 from revax._src.numpy.util import aval_of
 from revax._src.runtime.array import Array
 
 
-class NonConcreteBooleanIndexError(IndexError):
+class NonConcreteBooleanIndexError(IndexError, ConcreteValueError):
   """A boolean mask used as an index was traced: the shape of the result would depend on it."""
 
 
@@ -92,6 +92,8 @@ def _expand_bool_masks(idx):
   out = []
   for i in idx:
     if isinstance(i, (Array, Tracer, np.ndarray)) and dtypes.is_bool(aval_of(i).dtype):
+      if isinstance(i, Tracer) and i.to_concrete_value() is not None:
+        i = i.to_concrete_value()
       if isinstance(i, Tracer):
         raise NonConcreteBooleanIndexError(
             f"Array boolean indices must be concrete; got {i.aval.str_short()}. A traced mask "
@@ -498,6 +500,8 @@ class _IndexUpdateHelper:
 def nonzero(a, *, size=None, fill_value=None):
   """Indices of the nonzero elements of a concrete array, one int32 array per axis."""
   util.check_arraylike("nonzero", a)
+  if isinstance(a, Tracer) and a.to_concrete_value() is not None:
+    a = a.to_concrete_value()  # e.g. under an unjitted grad: the primal is known
   if isinstance(a, Tracer):
     raise ConcretizationTypeError(
         f"nonzero requires a concrete array (its result's shape depends on the values); got "

@@ -216,6 +216,8 @@ def constant_like(x, value):
 
 def concrete_scalar(x, fun_name: str, arg_name: str):
   """The Python value of a concrete scalar argument; a clear error for traced ones."""
+  if isinstance(x, Tracer) and x.to_concrete_value() is not None:
+    x = x.to_concrete_value()
   if isinstance(x, Tracer):
     raise ConcretizationTypeError(
         f"{fun_name} requires a concrete (not traced) value for argument {arg_name!r}, got "

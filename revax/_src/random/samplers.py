@@ -18,7 +18,7 @@ import numpy as np
 
 from revax._src.core import dtypes
 from revax._src.core.avals import get_aval
-from revax._src.core.trace import Tracer
+from revax._src.core.trace import ConcretizationTypeError, Tracer
 from revax._src.jit import jit
 from revax._src.lax import (binary, comparison, conversion, prng, reductions, shapes, slicing,
                             sorting, unary)
@@ -468,9 +468,12 @@ def _randint(key, minval, maxval, shape, dtype):
 
 # --- permutation and choice ----------------------------------------------------------------------
 def _concrete_int(x, fun_name: str, arg_name: str) -> int:
+  if isinstance(x, Tracer) and x.to_concrete_value() is not None:
+    x = x.to_concrete_value()
   if isinstance(x, Tracer):
-    raise TypeError(f"{fun_name} requires a concrete integer for argument {arg_name!r}, got a "
-                    f"traced value {x.aval.str_short()}")
+    raise ConcretizationTypeError(
+        f"{fun_name} requires a concrete integer for argument {arg_name!r}, got a "
+        f"traced value {x.aval.str_short()}")
   return int(np.asarray(x))
 
 

@@ -30,7 +30,7 @@ from revax._src.core import dtypes
 from revax._src.core.avals import ShapedArray, get_aval, same_type
 from revax._src.core.eval import eval_jaxpr
 from revax._src.core.jaxpr import ClosedJaxpr, Jaxpr, Var
-from revax._src.core.trace import Primitive, Tracer, set_current_trace
+from revax._src.core.trace import Primitive, Tracer, set_current_trace, to_concrete_value
 from revax._src.interpreters import ad, batching, dispatch, mlir, partial_eval, staging
 from revax._src.interpreters import invertible as inv
 from revax._src.lax import batch_util, binary, comparison, creation, reductions, shapes, slicing
@@ -329,9 +329,7 @@ def _bind_while(cond_fn, body_fn, init_vals):
 def _concrete_value(x):
   """`x`'s value if it is known while tracing (as JAX's is_concrete: a value under jvp whose
   primal is concrete counts), else None."""
-  while isinstance(x, ad.JVPTracer):
-    x = x.primal
-  return None if isinstance(x, Tracer) else x
+  return to_concrete_value(x)
 
 
 def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
