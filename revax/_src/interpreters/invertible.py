@@ -226,11 +226,17 @@ def _reconstruction_plan(closed: ClosedJaxpr, given: tuple) -> Plan:
   for i, v in enumerate(jaxpr.invars):
     if given[i]:
       continue
+    if v not in base and not graph.could_learn(v):
+      # no equation could ever rebuild it (a weight read only by matmuls): no closure needed,
+      # which keeps planning linear in the network's depth instead of quadratic
+      stored.append(i)
+      blocked[i] = _why_blocked(graph.readers.get(v, ()), v, _AllBut(v))
+      continue
     others = base | {u for u in jaxpr.invars if u is not v}
     known, _ = graph.close(others)
     if v not in known:
       stored.append(i)
-      blocked[i] = _why_blocked(jaxpr, v, known)
+      blocked[i] = _why_blocked(jaxpr.eqns, v, known)
   while True:
     known, steps = graph.close(base | {jaxpr.invars[i] for i in stored})
     missing = [i for i, v in enumerate(jaxpr.invars) if v not in known]
@@ -271,6 +277,18 @@ class _Graph:
         self.writer[v] = eqn
       if eqn.primitive in part_rules and type(eqn.invars[0]) is Var:
         self.slices_of.setdefault(eqn.invars[0], []).append(eqn)
+
+  def could_learn(self, v) -> bool:
+    """Whether some rule could ever rebuild input `v`: an equation reading it whose inverse
+    solves for it with everything else known, or slices of it that might cover it."""
+    if v in self.slices_of:
+      return True
+    for eqn in self.readers.get(v, ()):
+      if any(type(o) is DropVar for o in eqn.outvars):
+        continue
+      if _inverse_solves(eqn, tuple(a is not v for a in eqn.invars), self.facts):
+        return True
+    return False
 
   def close(self, start):
     """(known, steps): `start` grown by running equations forwards (all inputs known),
@@ -345,10 +363,21 @@ def _covers(shape, regions) -> bool:
   return True
 
 
-def _why_blocked(jaxpr, v, known) -> str:
-  """Why input `v` could not be rebuilt: the equation where walking back from the outputs gets
-  stuck, preferably one that reads `v` itself."""
-  stuck = [e for e in reversed(jaxpr.eqns)
+class _AllBut:
+  """The known set "every value but `v`" (what a closure with all other inputs known reaches,
+  as far as the equations reading `v` are concerned)."""
+
+  def __init__(self, v):
+    self.v = v
+
+  def __contains__(self, x):
+    return x is not self.v
+
+
+def _why_blocked(eqns, v, known) -> str:
+  """Why input `v` could not be rebuilt: the equation (of `eqns`) where walking back from the
+  outputs gets stuck, preferably one that reads `v` itself."""
+  stuck = [e for e in reversed(list(eqns))
            if all(type(o) is not DropVar and o in known for o in e.outvars)
            and any(type(a) is Var and a not in known for a in e.invars)]
   for eqn in sorted(stuck, key=lambda e: v not in e.invars):
