@@ -1,0 +1,176 @@
+"""revax.scipy.fft and revax.scipy.signal against jax.scipy (and SciPy for values): values and
+dtypes eager and jitted, gradients, vmap, and bad arguments (JAX's exception types)."""
+import numpy as np
+import pytest
+import scipy.fft
+import scipy.signal
+
+import revax
+import revax.scipy.fft as rfft
+import revax.scipy.signal as rsig
+
+jax = pytest.importorskip("jax")
+jfft = pytest.importorskip("jax.scipy.fft")
+jsig = pytest.importorskip("jax.scipy.signal")
+
+_RNG = np.random.default_rng(0)
+
+
+def _data(shape, complex_=False):
+  x = _RNG.standard_normal(shape)
+  if complex_:
+    return (x + 1j * _RNG.standard_normal(shape)).astype(np.complex64)
+  return x.astype(np.float32)
+
+
+def _close(actual, expected, msg, rtol=2e-5, atol=2e-5, check_dtype=True):
+  actual, expected = np.asarray(actual), np.asarray(expected)
+  assert actual.shape == expected.shape, f"{msg}: shape {actual.shape} != {expected.shape}"
+  if check_dtype:
+    assert actual.dtype == expected.dtype, f"{msg}: dtype {actual.dtype} != {expected.dtype}"
+  scale = max(1.0, float(np.abs(expected).max(initial=0.0)))
+  np.testing.assert_allclose(actual, expected, rtol=rtol, atol=atol * scale, err_msg=msg)
+
+
+# --- scipy.fft -----------------------------------------------------------------------------------
+DCT_CASES = [
+    ("dct", {}, (3, 6), False), ("dct", {"axis": 0, "norm": "ortho"}, (5, 2), False),
+    ("dct", {"n": 7}, (2, 5), False), ("dct", {"n": 3, "norm": "ortho"}, (6,), True),
+    ("idct", {}, (3, 5), False), ("idct", {"axis": 0, "norm": "ortho", "n": 6}, (4, 3), False),
+    ("idct", {}, (7,), True),
+    ("dctn", {}, (3, 4, 5), False), ("dctn", {"axes": (0, 2), "norm": "ortho"}, (3, 2, 4), False),
+    ("dctn", {"s": (5, 3)}, (2, 4, 4), True),
+    ("idctn", {}, (3, 4), False), ("idctn", {"s": 6, "norm": "ortho"}, (2, 5), False),
+    ("idctn", {"axes": (1,)}, (3, 4), True),
+]
+DCT_IDS = [f"{n}_{'x'.join(map(str, s))}{'_c' if c else ''}_{i}"
+           for i, (n, _, s, c) in enumerate(DCT_CASES)]
+
+
+@pytest.mark.parametrize("name,kw,shape,cplx", DCT_CASES, ids=DCT_IDS)
+def test_dct_values_grad_vmap(name, kw, shape, cplx):
+  x = _data(shape, cplx)
+  f = lambda v: getattr(rfft, name)(v, **kw)
+  g = lambda v: getattr(jfft, name)(v, **kw)
+  expected = jax.jit(g)(x)
+  _close(f(x), expected, "eager")
+  _close(revax.jit(f)(x), expected, "jit")
+  _close(f(x), getattr(scipy.fft, name)(x, **kw), "scipy", rtol=1e-4, atol=1e-4,
+         check_dtype=False)
+  w = _data(np.shape(expected))
+  if not cplx:
+    _close(revax.grad(lambda v: (f(v) * w).sum())(x),
+           jax.jit(jax.grad(lambda v: (g(v) * w).sum()))(x), "grad", rtol=1e-4, atol=1e-4)
+  xs = np.stack([x, 2 * x, x[::-1] if x.ndim == 1 else -x], axis=-1)
+  _close(revax.vmap(f, in_axes=-1)(xs), jax.jit(jax.vmap(g, in_axes=-1))(xs), "vmap")
+
+
+def test_dct_round_trip():
+  x = _data((4, 6))
+  for norm in (None, "ortho"):
+    _close(rfft.idctn(rfft.dctn(x, norm=norm), norm=norm), x, f"idctn(dctn) {norm}", atol=1e-5)
+
+
+# --- scipy.signal --------------------------------------------------------------------------------
+SHAPES = [((7,), (3,)), ((3,), (8,)), ((6,), (4,)), ((5, 6), (2, 3)), ((2, 3), (4, 5)),
+          ((4, 4), (4, 4)), ((3, 4, 5), (2, 2, 3))]
+CONV_CASES = [(fn, mode, s1, s2, method) for fn in ("convolve", "correlate")
+              for mode in ("full", "same", "valid") for s1, s2 in SHAPES
+              for method in ("direct", "fft")]
+
+
+def _conv_id(case):
+  fn, mode, s1, s2, method = case
+  return f"{fn}_{mode}_{'x'.join(map(str, s1))}_{'x'.join(map(str, s2))}_{method}"
+
+
+@pytest.mark.parametrize("fn,mode,s1,s2,method", CONV_CASES, ids=map(_conv_id, CONV_CASES))
+def test_convolve_correlate_values(fn, mode, s1, s2, method):
+  a, b = _data(s1), _data(s2)
+  kw = dict(mode=mode, method=method)
+  expected = getattr(jsig, fn)(a, b, **kw)
+  _close(getattr(rsig, fn)(a, b, **kw), expected, "eager", rtol=1e-4, atol=1e-5)
+  _close(getattr(scipy.signal, fn)(a, b, **kw), expected, "scipy", rtol=1e-4, atol=1e-5,
+         check_dtype=False)
+
+
+@pytest.mark.parametrize("fn", ["convolve2d", "correlate2d", "fftconvolve"])
+@pytest.mark.parametrize("mode", ["full", "same", "valid"])
+@pytest.mark.parametrize("cplx", [False, True])
+def test_2d_and_fftconvolve_values_and_jit(fn, mode, cplx):
+  for s1, s2 in [((5, 6), (2, 3)), ((2, 3), (4, 5)), ((4, 4), (4, 4))]:
+    a, b = _data(s1, cplx), _data(s2, cplx)
+    expected = getattr(jsig, fn)(a, b, mode=mode)
+    _close(getattr(rsig, fn)(a, b, mode=mode), expected, f"{s1} {s2} eager", rtol=1e-4,
+           atol=1e-5)
+    _close(revax.jit(lambda u, v: getattr(rsig, fn)(u, v, mode=mode))(a, b), expected,
+           f"{s1} {s2} jit", rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("mode", ["full", "same", "valid"])
+def test_fftconvolve_over_axes(mode):
+  for s1, s2, axes, cplx in [((3, 7), (3, 4), 1, False), ((5, 2, 7), (3, 2, 4), (0, -1), True)]:
+    a, b = _data(s1, cplx), _data(s2, cplx)
+    _close(rsig.fftconvolve(a, b, mode=mode, axes=axes),
+           jsig.fftconvolve(a, b, mode=mode, axes=axes), f"{s1} {s2} {axes}", rtol=1e-4,
+           atol=1e-5)
+
+
+@pytest.mark.parametrize("fn,method", [("convolve", "direct"), ("correlate", "direct"),
+                                       ("convolve", "fft"), ("correlate2d", None),
+                                       ("fftconvolve", None)])
+def test_signal_grad_and_vmap(fn, method):
+  a, b = _data((6, 5)), _data((3, 2))
+  kw = {} if method is None else {"method": method}
+  f = lambda u, v: getattr(rsig, fn)(u, v, mode="same", **kw)
+  g = lambda u, v: getattr(jsig, fn)(u, v, mode="same", **kw)
+  w = _data((6, 5))
+  loss_r = lambda u, v: (f(u, v) * w).sum()
+  loss_j = lambda u, v: (g(u, v) * w).sum()
+  for r, j in zip(revax.grad(loss_r, argnums=(0, 1))(a, b),
+                  jax.jit(jax.grad(loss_j, argnums=(0, 1)))(a, b), strict=True):
+    _close(r, j, "grad", rtol=1e-4, atol=1e-4)
+  a_batch = np.stack([a, -a, 2 * a], axis=1)
+  _close(revax.vmap(f, in_axes=(1, None))(a_batch, b),
+         jax.jit(jax.vmap(g, in_axes=(1, None)))(a_batch, b), "vmap", rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("kw", [{"type": "constant"}, {}, {"axis": 0}, {"bp": [1, 3]},
+                                {"bp": [3, 5], "axis": 0}, {"bp": 9, "axis": 0}])
+def test_detrend(kw):
+  x = _data((10, 4))
+  expected = jsig.detrend(x, **kw)
+  _close(rsig.detrend(x, **kw), expected, "eager", atol=1e-5)
+  _close(revax.jit(lambda v: rsig.detrend(v, **kw))(x), expected, "jit", atol=1e-5)
+  _close(rsig.detrend(x, **kw), scipy.signal.detrend(x, **kw), "scipy", atol=1e-5,
+         check_dtype=False)
+
+
+_X = np.ones((4, 4), np.float32)
+BAD = [
+    (rfft.dct, jfft.dct, (_X,), {"type": 3}), (rfft.dct, jfft.dct, (_X,), {"norm": "forward"}),
+    (rfft.idctn, jfft.idctn, (_X,), {"s": (2, 2, 2)}),
+    (rsig.convolve, jsig.convolve, (_X, _X), {"mode": "bad"}),
+    (rsig.convolve, jsig.convolve, (_X, _X), {"method": "bad"}),
+    (rsig.convolve, jsig.convolve, (_X, _X[0]), {}),
+    (rsig.convolve, jsig.convolve, (_X, np.ones((2, 6), np.float32)), {}),
+    (rsig.convolve, jsig.convolve, (_X, np.ones((0, 2), np.float32)), {}),
+    (rsig.convolve2d, jsig.convolve2d, (_X[0], _X[0]), {}),
+    (rsig.convolve2d, jsig.convolve2d, (_X, _X), {"boundary": "wrap"}),
+    (rsig.correlate2d, jsig.correlate2d, (_X, _X), {"fillvalue": 1}),
+    (rsig.fftconvolve, jsig.fftconvolve, (_X, _X[0]), {}),
+    (rsig.fftconvolve, jsig.fftconvolve, (_X, np.ones((3, 4), np.float32)), {"axes": 1}),
+    (rsig.fftconvolve, jsig.fftconvolve, (_X, np.ones((2, 6), np.float32)), {"mode": "valid"}),
+    (rsig.detrend, jsig.detrend, (_X,), {"type": "quadratic"}),
+    (rsig.detrend, jsig.detrend, (_X,), {"bp": 7}),
+    (rsig.detrend, jsig.detrend, (_X,), {"overwrite_data": True}),
+]
+
+
+@pytest.mark.parametrize("case", range(len(BAD)))
+def test_bad_arguments_raise_jax_exception_types(case):
+  ours, theirs, args, kw = BAD[case]
+  with pytest.raises((TypeError, ValueError, NotImplementedError)) as jax_err:
+    theirs(*args, **kw)
+  with pytest.raises(jax_err.type):
+    ours(*args, **kw)
