@@ -11,12 +11,7 @@ pytest.importorskip("jax")
 MODULES = {
     ("jax.numpy.fft", "revax.numpy.fft"): {},
     ("jax.scipy.fft", "revax.scipy.fft"): {},
-    ("jax.scipy.signal", "revax.scipy.signal"): {
-        "csd": "spectral estimation (csd/welch/stft/istft) is not built yet",
-        "welch": "spectral estimation (csd/welch/stft/istft) is not built yet",
-        "stft": "spectral estimation (csd/welch/stft/istft) is not built yet",
-        "istft": "spectral estimation (csd/welch/stft/istft) is not built yet",
-    },
+    ("jax.scipy.signal", "revax.scipy.signal"): {},
 }
 
 
