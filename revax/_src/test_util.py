@@ -54,9 +54,15 @@ def _leaves64(tree):
           if np.asarray(leaf).dtype != dtypes.float0]
 
 
-def _inner(a, b) -> complex:
+def _inner(a, b) -> float:
+  """The real inner product Re(sum(conj(a) * b)) over the leaves (as jax.test_util's)."""
   la, lb = _leaves64(a), _leaves64(b)
-  return sum(np.vdot(x, y) for x, y in zip(la, lb, strict=True))
+  return sum(np.real(np.vdot(x, y)) for x, y in zip(la, lb, strict=True))
+
+
+def _conj(tree):
+  return tree_util.tree_map(lambda x: np.conj(x) if dtypes.is_complex(np.asarray(x).dtype) else x,
+                            tree)
 
 
 def _assert_close(actual, expected, atol, rtol, what):
@@ -105,7 +111,9 @@ def check_vjp(f, args, atol=None, rtol=None, eps=None, rng=None):
   _assert_close(out, f(*args), atol, rtol, "vjp primal output")
   tangents = tuple(_rand_like(rng, a) for a in args)
   ct = tree_util.tree_map(lambda o: _rand_like(rng, o), out)
-  cts_in = f_vjp(ct)
+  # JAX's VJP of a complex function applies the transposed (not conjugated) Jacobian, so the
+  # adjoint for the real inner product is conj(vjp(conj(ct))), as jax.test_util.check_vjp has it
+  cts_in = _conj(f_vjp(_conj(ct)))
   lhs = _inner(numerical_jvp(f, args, tangents, eps), ct)
   rhs = _inner(tangents, cts_in)
   np.testing.assert_allclose(lhs, rhs, atol=atol * max(1.0, abs(lhs)), rtol=rtol,

@@ -255,3 +255,6 @@ from revax._src.lax.parallel import ppermute as ppermute
 from revax._src.lax.parallel import pshuffle as pshuffle
 from revax._src.lax.parallel import psum as psum
 from revax._src.lax.parallel import psum_scatter as psum_scatter
+from revax._src.lax.fft import FftType as FftType
+from revax._src.lax.fft import fft as fft
+from revax._src.lax.fft import fft_p as fft_p

@@ -234,6 +234,7 @@ from revax._src.numpy.indexing import take as take
 from revax._src.numpy.indexing import take_along_axis as take_along_axis
 from revax._src.numpy.indexing import NonConcreteBooleanIndexError as NonConcreteBooleanIndexError
 from revax._src.runtime.array import Array as ndarray
+from revax.numpy import fft as fft
 
 from revax._src.numpy import array_methods as _array_methods
 import sys as _sys

@@ -7,6 +7,7 @@ from revax._src.lax.conversion import *  # noqa: F401,F403
 from revax._src.lax.convolution import *  # noqa: F401,F403
 from revax._src.lax.creation import *  # noqa: F401,F403
 from revax._src.lax.dot import *  # noqa: F401,F403
+from revax._src.lax.fft import *  # noqa: F401,F403
 from revax._src.lax.prng import *  # noqa: F401,F403
 from revax._src.lax.parallel import *  # noqa: F401,F403
 from revax._src.lax.reductions import *  # noqa: F401,F403
