@@ -22,7 +22,7 @@ from revax._src.custom_derivatives import custom_jvp
 from revax._src.lax import special as lax_special
 from revax._src.nn import functions as nn_functions
 from revax._src.numpy import creation, reductions, ufuncs
-from revax._src.numpy.util import aval_of, promote_args_inexact
+from revax._src.numpy.util import aval_of, check_arraylike, promote_args_inexact
 
 __all__ = [
   "bernoulli", "beta", "betainc", "betaln", "boxcox", "boxcox1p", "comb", "digamma", "entr",
@@ -67,7 +67,7 @@ def gammasgn(x):
   Returns:
     An array of x's (inexact) dtype holding 1, -1 or NaN.
   """
-  x = _inexact("gammasgn", x)
+  x = lax.stop_gradient(_inexact("gammasgn", x))  # piecewise constant
   floor_x = ufuncs.floor(x)
   odd = ufuncs.fmod(floor_x, 2.0) != 0.0
   negative = _where(x == 0.0, ufuncs.signbit(x), odd & (x < 0.0))
@@ -118,12 +118,16 @@ def polygamma(n, x):
   """The polygamma function psi^(n)(x), the n-th derivative of digamma.
 
   Args:
-    n: non-negative integer orders (integer dtype or integer-valued floats).
+    n: non-negative integer orders (of an integer dtype, as JAX requires).
     x: real-valued array; n and x broadcast.
 
   Returns:
     An array of the promoted inexact dtype.
   """
+  check_arraylike("polygamma", n, x)
+  n_dtype = aval_of(n).dtype if not isinstance(n, int) else dtypes.int32
+  if not dtypes.is_integer(n_dtype):
+    raise ValueError(f"Argument `n` to polygamma must be of integer type. Got dtype {n_dtype}.")
   n, x = _inexact("polygamma", n, x)
   return lax_special.polygamma(n, x)
 
