@@ -1,3 +1,6 @@
 """revax.scipy: SciPy functions on revax arrays, as in jax.scipy (so far: special.logsumexp)."""
 from revax.scipy import special as special
 from revax.scipy import stats as stats
+from revax.scipy import integrate as integrate
+from revax.scipy import optimize as optimize
+from revax.scipy import ndimage as ndimage
