@@ -121,10 +121,10 @@ def test_minimize_matches_jax_and_scipy():
   against SciPy (jax's float32 BFGS stops there with a failed line search at (-0.28, 0.04);
   revax's reaches the minimum)."""
   q0 = np.zeros(3, F32)
-  out = revax.jit(lambda x0: revax.scipy.optimize.minimize(_quadratic(rnp), x0, args=(F32(2.0),),
+  out = revax.jit(lambda x0: revax.scipy.optimize.minimize(_quadratic(rnp), x0, args=(F32(0.5),),
                                                            method="BFGS"))(q0)
-  ref = jax.scipy.optimize.minimize(_quadratic(jnp), q0, args=(F32(2.0),), method="BFGS")
-  exact = scipy.optimize.minimize(_quadratic(np), q0.astype(np.float64), args=(2.0,),
+  ref = jax.scipy.optimize.minimize(_quadratic(jnp), q0, args=(F32(0.5),), method="BFGS")
+  exact = scipy.optimize.minimize(_quadratic(np), q0.astype(np.float64), args=(0.5,),
                                   method="BFGS").x
   assert bool(out.success) and bool(ref.success) and int(out.status) == 0
   np.testing.assert_allclose(np.asarray(out.x), np.asarray(ref.x), atol=1e-4)
