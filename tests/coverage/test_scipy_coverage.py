@@ -28,14 +28,11 @@ STATS_EXCLUSIONS = {
                   "lax.linalg; follows once they are merged",
 }
 
-MODULE_EXCLUSIONS = {
-  "multivariate_normal": "needs cholesky/triangular_solve from lax.linalg (in progress "
-                         "elsewhere); follows once they are merged",
-}
+MODULE_EXCLUSIONS = {}
 
 DISTRIBUTIONS = ["bernoulli", "beta", "betabinom", "binom", "cauchy", "chi2", "dirichlet",
                  "expon", "gamma", "gennorm", "geom", "gumbel_l", "gumbel_r", "laplace",
-                 "logistic", "multinomial", "nbinom", "norm", "pareto", "poisson", "t",
+                 "logistic", "multinomial", "multivariate_normal", "nbinom", "norm", "pareto", "poisson", "t",
                  "truncnorm", "uniform", "vonmises", "wrapcauchy"]
 
 

@@ -256,3 +256,25 @@ def test_errors_like_jax():
     rst.dirichlet.logpdf(np.ones((5,), F32) / 5, np.ones((3,), F32))
   with pytest.raises(TypeError):
     rst.norm.logpdf([0.0, 1.0])
+
+
+def test_multivariate_normal_matches_jax_and_scipy():
+  """The scalar form runs everywhere; the vector form needs lax.linalg's cholesky and
+  triangular_solve (merged from another branch): skipped until they exist."""
+  _close(rst.multivariate_normal.logpdf(F32(0.3), F32(0.5), F32(2.0)),
+         jax.jit(jst.multivariate_normal.logpdf)(F32(0.3), F32(0.5), F32(2.0)), rtol=1e-6)
+  with pytest.raises(NotImplementedError):
+    rst.multivariate_normal.logpdf(F32(0.3), F32(0.5), F32(2.0), allow_singular=True)
+  pytest.importorskip("revax._src.lax.linalg")
+  x = np.array([[0.3, -1.0], [2.0, 0.5], [0.0, 0.0]], F32)
+  mean = np.array([0.5, -0.2], F32)
+  cov = np.array([[2.0, 0.3], [0.3, 0.5]], F32)
+  out = rst.multivariate_normal.logpdf(x, mean, cov)
+  _close(out, jax.jit(jst.multivariate_normal.logpdf)(x, mean, cov), rtol=1e-5)
+  np.testing.assert_allclose(np.asarray(out, np.float64),
+                             sst.multivariate_normal.logpdf(x, mean, cov), rtol=1e-5)
+  _close(revax.jit(rst.multivariate_normal.pdf)(x, mean, cov),
+         rst.multivariate_normal.pdf(x, mean, cov), rtol=1e-5)
+  g = revax.grad(lambda m: rst.multivariate_normal.logpdf(x, m, cov).sum())(mean)
+  jg = jax.grad(lambda m: jst.multivariate_normal.logpdf(x, m, cov).sum())(mean)
+  _close(g, jg, rtol=1e-4)

@@ -15,6 +15,7 @@ from revax.scipy.stats import gumbel_r as gumbel_r
 from revax.scipy.stats import laplace as laplace
 from revax.scipy.stats import logistic as logistic
 from revax.scipy.stats import multinomial as multinomial
+from revax.scipy.stats import multivariate_normal as multivariate_normal
 from revax.scipy.stats import nbinom as nbinom
 from revax.scipy.stats import norm as norm
 from revax.scipy.stats import pareto as pareto
