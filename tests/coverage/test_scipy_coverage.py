@@ -8,17 +8,12 @@ import pytest
 from tests.coverage.names import missing_names
 
 SPECIAL_EXCLUSIONS = {
-  "bessel_jn": "not yet written (a recurrence on J_0, J_1 series); left for a follow-up",
   "dawsn": "not yet written (needs a Rybicki/Chebyshev evaluation); left for a follow-up",
-  "exp1": "not yet written (exponential integrals: series + continued fraction)",
-  "expi": "not yet written (exponential integrals: series + continued fraction)",
-  "expn": "not yet written (exponential integrals: series + continued fraction)",
   "fresnel": "not yet written (auxiliary-function rational approximations)",
   "hyp1f1": "not yet written (confluent hypergeometric series)",
   "hyp2f1": "not yet written (hypergeometric series with transformations)",
   "owens_t": "not yet written (Owen's T quadrature)",
   "sici": "not yet written (sine/cosine integrals)",
-  "spence": "not yet written (dilogarithm)",
   "sph_harm_y": "not yet written (associated Legendre recurrences)",
   "wofz": "complex Faddeeva function: not yet written",
 }

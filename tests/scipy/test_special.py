@@ -250,3 +250,50 @@ def test_errors_like_jax():
     rss.factorial(3, exact=True)
   with pytest.raises(TypeError):
     rss.gammaln([1.0, 2.0])
+
+
+# --- exponential integrals, spence, bessel_jn ------------------------------------------------------
+POS = np.array([1e-3, 0.2, 0.5, 1.0, 1.5, 2.0, 5.0, 12.0, 30.0, 39.0, 41.0, 80.0], F32)
+EDGES = np.array([-2.0, -0.5, 0.0, np.inf, np.nan], F32)
+
+
+@pytest.mark.parametrize("name", ["exp1", "expi", "spence"])
+def test_integrals_match_scipy_and_jax(name):
+  """Against SciPy everywhere (edges included: jax gives NaN for exp1(inf) and expi(0), SciPy
+  0 and -inf, which revax follows); against jax on positive finite points."""
+  x = np.concatenate([POS, -POS[:6], EDGES])
+  out = np.asarray(getattr(rss, name)(x))
+  assert out.dtype == F32
+  with np.errstate(all="ignore"):
+    ref = getattr(sps, name)(x.astype(np.float64)).astype(F32)
+  np.testing.assert_allclose(out, ref, rtol=2e-6, atol=1e-30, equal_nan=True)
+  _close(getattr(rss, name)(POS), jax.jit(getattr(jss, name))(POS), rtol=2e-6)
+
+
+def test_expn_matches_scipy():
+  n = np.array([0, 1, 2, 3, 5, 1, 4, 2, 10, 0, 3, -1])
+  x = np.array([0.5, 0.5, 0.0, 2.0, 10.0, 3.0, 0.2, 1.0, 0.9, 0.0, np.inf, 1.0], F32)
+  out = np.asarray(rss.expn(n, x))
+  np.testing.assert_allclose(out, sps.expn(n, x.astype(np.float64)).astype(F32), rtol=2e-6,
+                             equal_nan=True)
+  with pytest.raises(ValueError, match="integer type"):
+    rss.expn(np.array([1.5], F32), x[:1])
+
+
+def test_integral_grads_match_jax():
+  cases = [("exp1", 0.7), ("exp1", 3.0), ("expi", 2.0), ("expi", -1.5), ("spence", 0.3),
+           ("spence", 3.0)]
+  refs = jax.jit(lambda: [jax.grad(getattr(jss, n))(F32(x)) for n, x in cases])()
+  for (name, x), ref in zip(cases, refs, strict=True):
+    _close(revax.grad(getattr(rss, name))(F32(x)), ref, rtol=1e-4)
+
+
+def test_bessel_jn_matches_scipy_and_jax():
+  z = np.array([-7.0, 0.0, 0.1, 1.0, 5.0, 20.0, 30.0], F32)
+  out = rss.bessel_jn(z, v=4)
+  assert out.shape == (5, 7) and out.dtype == F32
+  ref = np.stack([sps.jv(k, z.astype(np.float64)) for k in range(5)])
+  np.testing.assert_allclose(np.asarray(out), ref, atol=2e-6)
+  big = np.array([5.0, 20.0], F32)  # jax's recurrence gives NaN at small |z|
+  _close(rss.bessel_jn(big, v=3), jax.jit(lambda z: jss.bessel_jn(z, v=3))(big), rtol=1e-4, atol=1e-5)
+  _close(revax.jit(lambda z: rss.bessel_jn(z, v=4))(z), out, rtol=1e-5, atol=1e-6)
