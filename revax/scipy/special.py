@@ -40,6 +40,9 @@ from revax._src.scipy.special import xlog1py as xlog1py
 from revax._src.scipy.special import xlogy as xlogy
 from revax._src.scipy.special import zeta as zeta
 from revax._src.scipy.special_integrals import bessel_jn as bessel_jn
+from revax._src.scipy.special_trig_integrals import dawsn as dawsn
+from revax._src.scipy.special_trig_integrals import fresnel as fresnel
+from revax._src.scipy.special_trig_integrals import sici as sici
 from revax._src.scipy.special_integrals import exp1 as exp1
 from revax._src.scipy.special_integrals import expi as expi
 from revax._src.scipy.special_integrals import expn as expn

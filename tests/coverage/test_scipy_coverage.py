@@ -8,12 +8,9 @@ import pytest
 from tests.coverage.names import missing_names
 
 SPECIAL_EXCLUSIONS = {
-  "dawsn": "not yet written (needs a Rybicki/Chebyshev evaluation); left for a follow-up",
-  "fresnel": "not yet written (auxiliary-function rational approximations)",
   "hyp1f1": "not yet written (confluent hypergeometric series)",
   "hyp2f1": "not yet written (hypergeometric series with transformations)",
   "owens_t": "not yet written (Owen's T quadrature)",
-  "sici": "not yet written (sine/cosine integrals)",
   "sph_harm_y": "not yet written (associated Legendre recurrences)",
   "wofz": "complex Faddeeva function: not yet written",
 }
