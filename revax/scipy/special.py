@@ -39,6 +39,7 @@ from revax._src.scipy.special import softmax as softmax
 from revax._src.scipy.special import xlog1py as xlog1py
 from revax._src.scipy.special import xlogy as xlogy
 from revax._src.scipy.special import zeta as zeta
+from revax._src.scipy.special_hypergeometric import hyp1f1 as hyp1f1
 from revax._src.scipy.special_integrals import bessel_jn as bessel_jn
 from revax._src.scipy.special_trig_integrals import dawsn as dawsn
 from revax._src.scipy.special_trig_integrals import fresnel as fresnel

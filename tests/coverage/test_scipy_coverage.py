@@ -8,7 +8,6 @@ import pytest
 from tests.coverage.names import missing_names
 
 SPECIAL_EXCLUSIONS = {
-  "hyp1f1": "not yet written (confluent hypergeometric series)",
   "hyp2f1": "not yet written (hypergeometric series with transformations)",
   "owens_t": "not yet written (Owen's T quadrature)",
   "sph_harm_y": "not yet written (associated Legendre recurrences)",
