@@ -14,10 +14,7 @@ SPECIAL_EXCLUSIONS = {
   "wofz": "complex Faddeeva function: not yet written",
 }
 
-STATS_EXCLUSIONS = {
-  "gaussian_kde": "needs the cholesky/triangular_solve primitives another helper is adding to "
-                  "lax.linalg; follows once they are merged",
-}
+STATS_EXCLUSIONS = {}
 
 MODULE_EXCLUSIONS = {}
 

@@ -28,3 +28,4 @@ from revax.scipy.stats import wrapcauchy as wrapcauchy
 from revax._src.scipy.stats.summary import mode as mode
 from revax._src.scipy.stats.summary import rankdata as rankdata
 from revax._src.scipy.stats.summary import sem as sem
+from revax._src.scipy.stats.kde import gaussian_kde as gaussian_kde
