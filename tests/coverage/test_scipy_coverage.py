@@ -9,7 +9,6 @@ from tests.coverage.names import missing_names
 
 SPECIAL_EXCLUSIONS = {
   "hyp2f1": "not yet written (hypergeometric series with transformations)",
-  "owens_t": "not yet written (Owen's T quadrature)",
   "sph_harm_y": "not yet written (associated Legendre recurrences)",
   "wofz": "complex Faddeeva function: not yet written",
 }

@@ -352,3 +352,18 @@ def test_hyp1f1_matches_scipy_and_jax():
   refs = jax.jit(lambda p: [jax.grad(jss.hyp1f1, argnums=k)(*p) for k in range(3)])(point)
   for k in range(3):
     _close(revax.grad(rss.hyp1f1, argnums=k)(*point), refs[k], rtol=1e-4)
+
+
+def test_owens_t_matches_scipy_and_jax():
+  h = np.array([0.0, 0.5, 2.0, -1.0, 10.0, 0.3, 1.0, 0.0, 3.0, 1.5, 0.7], F32)
+  a = np.array([0.5, 1.0, 0.3, 2.0, 1.0, 5.0, -3.0, 2.0, 10.0, np.inf, 0.0], F32)
+  out = rss.owens_t(h, a)
+  np.testing.assert_allclose(np.asarray(out), sps.owens_t(h.astype(np.float64), a.astype(np.float64)),
+                             rtol=1e-5, atol=1e-8)
+  finite = np.isfinite(a)
+  _close(rss.owens_t(h[finite], a[finite]), jax.jit(jss.owens_t)(h[finite], a[finite]), rtol=1e-5,
+         atol=1e-8)
+  _close(revax.jit(rss.owens_t)(h, a), out, rtol=1e-6, atol=1e-9)
+  refs = jax.jit(lambda: [jax.grad(jss.owens_t, argnums=k)(F32(0.8), F32(0.6)) for k in (0, 1)])()
+  for k in (0, 1):
+    _close(revax.grad(rss.owens_t, argnums=k)(F32(0.8), F32(0.6)), refs[k], rtol=1e-4)
