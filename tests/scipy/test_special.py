@@ -367,3 +367,16 @@ def test_owens_t_matches_scipy_and_jax():
   refs = jax.jit(lambda: [jax.grad(jss.owens_t, argnums=k)(F32(0.8), F32(0.6)) for k in (0, 1)])()
   for k in (0, 1):
     _close(revax.grad(rss.owens_t, argnums=k)(F32(0.8), F32(0.6)), refs[k], rtol=1e-4)
+
+
+def test_wofz_matches_scipy_and_jax():
+  z = np.array([2.0, 2 + 0.1j, 2j, 1.5 + 1.5j, -2 + 0.5j, 3.0, 5 + 0.01j, 0.01 + 2j, 0.0, 1 - 1j,
+                -3 - 0.2j, 20 + 5j, 0.3], np.complex64)
+  out = rss.wofz(z)
+  assert out.dtype == np.complex64
+  ref = sps.wofz(z.astype(np.complex128))
+  np.testing.assert_allclose(np.asarray(out), ref, rtol=2e-5, atol=1e-7)
+  _close(out, jax.jit(jss.wofz)(z), rtol=2e-5, atol=1e-6)
+  x = np.array([0.0, 0.5, 3.0], F32)
+  _close(rss.wofz(x), jax.jit(jss.wofz)(x), rtol=2e-5, atol=1e-6)
+  _close(revax.jit(rss.wofz)(z), out, rtol=1e-6, atol=1e-7)
