@@ -42,6 +42,7 @@ from revax._src.scipy.special import zeta as zeta
 from revax._src.scipy.special_hypergeometric import hyp1f1 as hyp1f1
 from revax._src.scipy.special_integrals import bessel_jn as bessel_jn
 from revax._src.scipy.special_owens_t import owens_t as owens_t
+from revax._src.scipy.special_sph_harm import sph_harm_y as sph_harm_y
 from revax._src.scipy.special_trig_integrals import dawsn as dawsn
 from revax._src.scipy.special_trig_integrals import fresnel as fresnel
 from revax._src.scipy.special_trig_integrals import sici as sici

@@ -9,7 +9,6 @@ from tests.coverage.names import missing_names
 
 SPECIAL_EXCLUSIONS = {
   "hyp2f1": "not yet written (hypergeometric series with transformations)",
-  "sph_harm_y": "not yet written (associated Legendre recurrences)",
 }
 
 STATS_EXCLUSIONS = {}

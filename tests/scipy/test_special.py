@@ -380,3 +380,24 @@ def test_wofz_matches_scipy_and_jax():
   x = np.array([0.0, 0.5, 3.0], F32)
   _close(rss.wofz(x), jax.jit(jss.wofz)(x), rtol=2e-5, atol=1e-6)
   _close(revax.jit(rss.wofz)(z), out, rtol=1e-6, atol=1e-7)
+
+
+def test_sph_harm_y_matches_scipy_and_jax():
+  rng = np.random.default_rng(0)
+  n = rng.integers(0, 9, 40)
+  m = np.array([rng.integers(-k, k + 1) for k in n])
+  theta = rng.uniform(0, np.pi, 40).astype(F32)
+  phi = rng.uniform(-3, 3, 40).astype(F32)
+  out = rss.sph_harm_y(n, m, theta, phi)
+  assert out.dtype == np.complex64
+  np.testing.assert_allclose(np.asarray(out), sps.sph_harm_y(n, m, theta.astype(np.float64),
+                                                             phi.astype(np.float64)), atol=2e-6)
+  _close(out, jax.jit(lambda *a: jss.sph_harm_y(*a, n_max=8))(n, m, theta, phi), rtol=1e-5,
+         atol=1e-6)
+  jitted = revax.jit(lambda *a: rss.sph_harm_y(*a, n_max=8))(n, m, theta, phi)
+  _close(jitted, out, rtol=1e-5, atol=1e-6)
+  # |m| > n is 0, as SciPy (jax's recurrence returns a value there)
+  _close(rss.sph_harm_y(np.array([1]), np.array([3]), theta[:1], phi[:1]),
+         np.zeros(1, np.complex64))
+  with pytest.raises(NotImplementedError, match="diff_n"):
+    rss.sph_harm_y(n, m, theta, phi, diff_n=1)
