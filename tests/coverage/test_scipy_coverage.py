@@ -7,9 +7,7 @@ import pytest
 
 from tests.coverage.names import missing_names
 
-SPECIAL_EXCLUSIONS = {
-  "hyp2f1": "not yet written (hypergeometric series with transformations)",
-}
+SPECIAL_EXCLUSIONS = {}
 
 STATS_EXCLUSIONS = {}
 
