@@ -4,3 +4,4 @@ from revax.scipy import stats as stats
 from revax.scipy import integrate as integrate
 from revax.scipy import optimize as optimize
 from revax.scipy import ndimage as ndimage
+from revax.scipy import cluster as cluster

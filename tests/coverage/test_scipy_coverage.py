@@ -1,5 +1,5 @@
-"""Coverage of jax.scipy's special, stats (each distribution module), integrate, optimize and
-ndimage by revax.scipy: every public name present, or excluded below with a reason. (linalg,
+"""Coverage of jax.scipy's special, stats (each distribution module), integrate, optimize,
+ndimage and cluster.vq by revax.scipy: every public name present, or excluded below with a reason. (linalg,
 fft and signal have coverage tests of their own.)"""
 import importlib
 
@@ -40,6 +40,6 @@ def test_distribution_module_coverage(name):
   assert missing_names(f"jax.scipy.stats.{name}", f"revax.scipy.stats.{name}", {}) == []
 
 
-@pytest.mark.parametrize("module", ["integrate", "optimize", "ndimage"])
+@pytest.mark.parametrize("module", ["integrate", "optimize", "ndimage", "cluster.vq"])
 def test_small_module_coverage(module):
   assert missing_names(f"jax.scipy.{module}", f"revax.scipy.{module}", {}) == []

@@ -5,6 +5,7 @@ import warnings
 
 import jax
 import jax.numpy as jnp
+import jax.scipy.cluster.vq
 import jax.scipy.integrate
 import jax.scipy.ndimage
 import jax.scipy.optimize
@@ -16,6 +17,7 @@ import scipy.optimize
 
 import revax
 import revax.numpy as rnp
+import revax.scipy.cluster.vq
 import revax.scipy.integrate
 import revax.scipy.ndimage
 import revax.scipy.optimize
@@ -151,3 +153,22 @@ def test_minimize_options_and_errors():
     revax.scipy.optimize.minimize(_rosen(rnp), x0, method="Nelder-Mead")
   with pytest.raises(TypeError, match="must be a tuple"):
     revax.scipy.optimize.minimize(_rosen(rnp), x0, args=[1], method="BFGS")
+
+
+# --- cluster.vq ----------------------------------------------------------------------------------
+def test_vq_matches_jax_and_scipy():
+  import scipy.cluster.vq
+  obs = np.array([[1.0, 2.0], [0.0, 0.0], [5.0, 5.0], [3.9, 4.2]], F32)
+  book = np.array([[0.0, 0.0], [4.0, 4.0], [1.0, 1.5]], F32)
+  for o, b in [(obs, book), (obs[:, 0], book[:, 0])]:
+    code, dist = revax.scipy.cluster.vq.vq(o, b)
+    jcode, jdist = jax.scipy.cluster.vq.vq(o, b)
+    _close(code, jcode), _close(dist, jdist)
+    scode, sdist = scipy.cluster.vq.vq(o.astype(np.float64), b.astype(np.float64))
+    np.testing.assert_array_equal(np.asarray(code), scode)
+    np.testing.assert_allclose(np.asarray(dist), sdist, rtol=1e-6)
+  code, dist = revax.jit(revax.scipy.cluster.vq.vq)(obs, book)
+  eager_code, eager_dist = revax.scipy.cluster.vq.vq(obs, book)
+  _close(code, eager_code), _close(dist, eager_dist)
+  with pytest.raises(ValueError, match="same rank"):
+    revax.scipy.cluster.vq.vq(obs, book[:, 0])
