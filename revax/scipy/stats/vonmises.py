@@ -1,0 +1,3 @@
+"""revax.scipy.stats.vonmises: as jax.scipy.stats.vonmises."""
+from revax._src.scipy.stats.vonmises import logpdf as logpdf
+from revax._src.scipy.stats.vonmises import pdf as pdf
