@@ -15,6 +15,9 @@ import contextlib
 import threading
 
 from revax._src.core.avals import ShapedArray, get_aval, pytype_aval_mappings
+from revax._src.core.errors import (ConcretizationTypeError, EscapedTracerError,
+                                    TracerArrayConversionError, TracerBoolConversionError,
+                                    TracerIntegerConversionError, UnexpectedTracerError)
 
 
 class Primitive:
@@ -74,17 +77,13 @@ class Trace:
     raise NotImplementedError
 
 
-class EscapedTracerError(Exception):
-  """A tracer was used outside the transformation that created it (it leaked)."""
-
-
 class EvalTrace(Trace):
   """The bottom of every stack: primitives run on concrete values."""
 
   def process_primitive(self, primitive, args, params):
     for a in args:
       if isinstance(a, Tracer):
-        raise EscapedTracerError(
+        raise UnexpectedTracerError(
             f"Encountered an unexpected tracer {a!r} at primitive '{primitive.name}': a value "
             "computed inside a transformation (jit, grad, vmap, ...) escaped it, e.g. through a "
             "global variable or a side effect. Return it from the transformed function instead.")
@@ -120,14 +119,6 @@ def set_current_trace(trace: Trace):
     ctx.trace = prev
 
 
-class ConcretizationTypeError(TypeError):
-  """A traced value was used where a concrete Python value is needed."""
-
-
-class TracerArrayConversionError(TypeError):
-  """A traced value was converted to a NumPy array."""
-
-
 class Tracer:
   """A value under a transformation. Operators are installed by revax.numpy (as on Array)."""
   __slots__ = ("_trace",)
@@ -153,15 +144,22 @@ class Tracer:
       raise TypeError("iteration over a 0-d traced array")
     return (self[i] for i in range(self.shape[0]))
 
-  def _concretization_error(self, what):
-    return ConcretizationTypeError(
-        f"Attempted {what} on a traced value {self.aval.str_short()} ({type(self).__name__}). "
-        "The value depends on the function's arguments and is not known while tracing. Use "
-        "revax.lax.cond / revax.numpy.where for data-dependent choices, or mark the argument "
-        "static (jit's static_argnums / static_argnames).")
+  def _provenance(self) -> str:
+    """Where this traced value came from (the traced function and the arguments it depends
+    on), for error messages; transformations that know it override this."""
+    return ""
+
+  def _concretization_error(self, what, cls=ConcretizationTypeError):
+    where = self._provenance() or (" The value depends on the function's arguments and is not "
+                                   "known while tracing.")
+    return cls(
+        f"Attempted {what} on a traced value {self.aval.str_short()} ({type(self).__name__})."
+        f"{where} Use revax.lax.cond / revax.numpy.where for data-dependent choices, or "
+        "mark the argument static (jit's static_argnums / static_argnames).")
 
   def __bool__(self):
-    raise self._concretization_error("bool() conversion (e.g. in an `if` or `while`)")
+    raise self._concretization_error("bool() conversion (e.g. in an `if` or `while`)",
+                                     TracerBoolConversionError)
 
   def __int__(self):
     raise self._concretization_error("int() conversion")
@@ -173,7 +171,8 @@ class Tracer:
     raise self._concretization_error("complex() conversion")
 
   def __index__(self):
-    raise self._concretization_error("use as an index (__index__)")
+    raise self._concretization_error("use as an index (__index__)",
+                                     TracerIntegerConversionError)
 
   def item(self):
     raise self._concretization_error("item()")
@@ -184,8 +183,8 @@ class Tracer:
   def __array__(self, *args, **kwargs):
     raise TracerArrayConversionError(
         f"The numpy.ndarray conversion method __array__() was called on a traced array "
-        f"{self.aval.str_short()}: NumPy cannot see values inside a transformation. Use "
-        "revax.numpy functions instead of numpy ones on traced values.")
+        f"{self.aval.str_short()}.{self._provenance()} NumPy cannot see values inside a "
+        "transformation. Use revax.numpy functions instead of numpy ones on traced values.")
 
   def __hash__(self):
     raise TypeError(f"unhashable type: {type(self).__name__} (traced arrays are unhashable)")
@@ -201,4 +200,5 @@ pytype_aval_mappings[Tracer] = lambda t: t.aval
 
 __all__ = ["Primitive", "Trace", "Tracer", "EvalTrace", "eval_trace", "current_trace",
            "set_current_trace", "get_aval", "ConcretizationTypeError", "TracerArrayConversionError",
+           "TracerBoolConversionError", "TracerIntegerConversionError", "UnexpectedTracerError",
            "EscapedTracerError"]

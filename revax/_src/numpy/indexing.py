@@ -23,14 +23,11 @@ import numpy as np
 
 from revax._src import lax
 from revax._src.core import dtypes
+from revax._src.core.errors import NonConcreteBooleanIndexError
 from revax._src.core.trace import ConcretizationTypeError, Tracer
 from revax._src.numpy import util
 from revax._src.numpy.util import aval_of
 from revax._src.runtime.array import Array
-
-
-class NonConcreteBooleanIndexError(IndexError):
-  """A boolean mask used as an index was traced: the shape of the result would depend on it."""
 
 
 _FULL = slice(None)

@@ -93,6 +93,9 @@ class Array:
     return self._value().tolist()
 
   def __bool__(self):
+    if self.size == 0:
+      raise ValueError(f"The truth value of an empty array is ambiguous (shape {self.shape}). "
+                       "Use `array.size > 0` to check that an array is not empty.")
     if self.size != 1:
       raise ValueError(f"The truth value of an array with more than one element is ambiguous "
                        f"(shape {self.shape}). Use a.any() or a.all()")

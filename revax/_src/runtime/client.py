@@ -30,6 +30,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from revax._src.core.config import config
 from revax._src.runtime import pjrt
 from revax._src.runtime.pjrt import CompileError, RuntimeBackendError
 
@@ -79,6 +80,9 @@ def _client_options(plugin_path: str) -> dict:
   """PJRT_Client_Create options: the CPU plugin gets `cpu_device_count` (its default is 4)."""
   if "cpu" not in os.path.basename(plugin_path).lower():
     return {}
+  configured = config.read("num_cpu_devices")
+  if configured > 0:
+    return {"cpu_device_count": configured}
   text = os.environ.get("REVAX_CPU_DEVICE_COUNT", "1")
   try:
     count = int(text)
@@ -87,6 +91,18 @@ def _client_options(plugin_path: str) -> dict:
   if count < 1:
     raise ValueError(f"REVAX_CPU_DEVICE_COUNT must be a positive integer, got {text!r}")
   return {"cpu_device_count": count}
+
+
+def _check_cpu_device_count(value: int) -> None:
+  """Refuse a new jax_num_cpu_devices once the backend exists (its devices are fixed then)."""
+  backend = _backend
+  if backend is not None and value > 0 and value != len(backend.devices):
+    raise ValueError(f"jax_num_cpu_devices={value} cannot be applied: the CPU backend already "
+                     f"started with {len(backend.devices)} device(s); set it before the first "
+                     "computation")
+
+
+config.add_validator("num_cpu_devices", _check_cpu_device_count)
 
 
 class _NumpyHeader(C.Structure):
