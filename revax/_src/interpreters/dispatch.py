@@ -40,7 +40,9 @@ def def_numpy_impl(prim: Primitive, fn):
 
 
 def host_value(x) -> np.ndarray:
-  """The NumPy value of an eager argument, in its canonical dtype."""
+  """The NumPy value of an eager argument, in its canonical dtype. It may be the caller's own
+  array: implementations never write into their inputs, and `wrap_host` copies a result that
+  views it."""
   if type(x) is Array:
     npy = x._npy
     return npy if npy is not None else x._value()
@@ -123,10 +125,24 @@ def _apply_primitive(prim: Primitive, args, params):
   return outs if prim.multiple_results else outs[0]
 
 
+def _shares_writeable_memory(v: np.ndarray) -> bool:
+  """Whether `v` is a view of an array that can still be written (a caller's array)."""
+  base = v.base
+  while isinstance(base, np.ndarray):
+    if base.flags.writeable:
+      return True
+    base = base.base
+  return False
+
+
 def wrap_host(value, aval: ShapedArray) -> Array:
+  """An Array owning `value` (a NumPy implementation's result), made read-only; a result that
+  views memory someone can still write is copied first (Arrays are immutable)."""
   v = value if type(value) is np.ndarray else np.asarray(value)
   if v.dtype != aval.dtype:
     v = v.astype(aval.dtype)
+  elif v.base is not None and _shares_writeable_memory(v):
+    v = v.copy()
   if v.shape != aval.shape:
     raise AssertionError(f"NumPy implementation returned shape {v.shape}, expected {aval.shape}")
   v.flags.writeable = False
