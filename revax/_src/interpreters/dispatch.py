@@ -24,6 +24,7 @@ from revax._src.core.rules import RuleTable
 from revax._src.core.trace import Primitive, set_eager_apply
 from revax._src.interpreters import mlir
 from revax._src.runtime.array import Array
+from revax._src.runtime.denormals import flush_off, flush_on
 
 _logger = logging.getLogger("revax")
 
@@ -116,7 +117,11 @@ def _apply_primitive(prim: Primitive, args, params):
   out_aval = _output_avals(prim, avals, params)
   impl = numpy_impls.get(prim)
   if impl is not None and all(map(_is_host, args)):
-    out = impl(*map(host_value, args), **params)
+    old = flush_on()  # as XLA:CPU computes: subnormals read and written as zero
+    try:
+      out = impl(*map(host_value, args), **params)
+    finally:
+      flush_off(old)
     if prim.multiple_results:
       return [wrap_host(o, a) for o, a in zip(out, out_aval, strict=True)]
     return wrap_host(out, out_aval)
