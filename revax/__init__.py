@@ -37,6 +37,20 @@ from revax._src.lax.callbacks import pure_callback as pure_callback
 from revax import debug as debug
 from revax import experimental as experimental
 from revax import ffi as ffi
+from revax._src.core.config import check_tracer_leaks as check_tracer_leaks
+from revax._src.core.config import debug_infs as debug_infs
+from revax._src.core.config import debug_nans as debug_nans
+from revax._src.core.config import default_matmul_precision as default_matmul_precision
+from revax._src.core.config import default_prng_impl as default_prng_impl
+from revax._src.core.config import disable_jit as disable_jit
+from revax._src.core.config import enable_checks as enable_checks
+from revax._src.core.config import enable_x64 as enable_x64
+from revax._src.core.config import explain_cache_misses as explain_cache_misses
+from revax._src.core.config import log_compiles as log_compiles
+from revax._src.core.config import numpy_dtype_promotion as numpy_dtype_promotion
+from revax._src.core.config import numpy_rank_promotion as numpy_rank_promotion
+from revax._src.core.config import transfer_guard as transfer_guard
+from revax import errors as errors
 
 from revax import ad_checkpoint as ad_checkpoint
 from revax import dtypes as dtypes

@@ -16,6 +16,10 @@ import weakref
 
 from revax._src import tree_util
 from revax._src.core.avals import get_aval
+from revax._src.core.config import config
+from revax._src.core.errors import UnexpectedTracerError
+from revax._src.core.traceback_util import api_boundary
+from revax._src.core.typecheck import check_jaxpr
 from revax._src.core.jaxpr import ClosedJaxpr
 from revax._src.core.trace import Primitive, Tracer, _context, eval_trace
 from revax._src.interpreters import (ad, batching, dispatch, mlir, partial_eval, staging,
@@ -116,6 +120,95 @@ def _normalize_argnums(argnums, nargs_hint=None):
   return tuple(argnums)
 
 
+class _TraceCache:
+  """The traces of one function under one set of jit options, shared by every `jit(f)` built
+  for that function (JAX keys its cache by the function: `jit(f)(x)` written inline, or jit
+  inside a loop, traces once). Keys include the config options that change tracing.
+
+  `full` maps (config key, (input tree, static key), avals) to entries; `fast` and `arrays` are
+  per-config-epoch shortcuts for calls without static arguments and for calls whose positional
+  arguments are all Arrays.
+  """
+  __slots__ = ("full", "fast", "arrays", "lock")
+
+  def __init__(self):
+    self.full: dict = {}
+    self.fast: dict = {}  # epoch -> {(treedef, avals): entry}
+    self.arrays: dict = {}  # epoch -> {avals: entry}
+    self.lock = threading.Lock()
+
+  def clear(self):
+    self.full.clear()
+    self.fast.clear()
+    self.arrays.clear()
+
+
+# fun -> {jit options: _TraceCache}; held weakly, so a cache lives as long as its function.
+_trace_caches: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_trace_caches_lock = threading.Lock()
+
+
+def _shared_cache(fun, options) -> _TraceCache:
+  """The trace cache of `fun` under `options`; a private one when `fun` cannot be held weakly
+  or hashed."""
+  try:
+    with _trace_caches_lock:
+      per_fun = _trace_caches.get(fun)
+      if per_fun is None:
+        per_fun = _trace_caches[fun] = {}
+      cache = per_fun.get(options)
+      if cache is None:
+        cache = per_fun[options] = _TraceCache()
+      return cache
+  except TypeError:  # not weakly referenceable, or unhashable
+    return _TraceCache()
+
+
+def clear_trace_caches() -> None:
+  """Forget every jitted function's traces (revax.clear_caches uses this)."""
+  with _trace_caches_lock:
+    for per_fun in list(_trace_caches.values()):
+      for cache in per_fun.values():
+        cache.clear()
+
+
+def _static_key(value):
+  """A cache key for a static argument: its value and its type, recursively through tuples
+  (so 2, 2.0, True and np.int32(2) -- equal and hashing alike -- trace separately, as in JAX)."""
+  if type(value) is tuple or isinstance(value, tuple):
+    return (type(value), tuple(_static_key(v) for v in value))
+  return (type(value), value)
+
+
+def _leaf_names(signature, static_pos, static_names, args, kwargs):
+  """One name per flat dynamic argument, for error messages: `x`, `x[0]`, `params['w']`."""
+  params = list(signature.parameters.values()) if signature is not None else []
+  positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+  var_pos = next((p.name for p in params if p.kind is p.VAR_POSITIONAL), "args")
+  dyn_args = []
+  for i, a in enumerate(args):
+    if i in static_pos:
+      continue
+    name = positional[i] if i < len(positional) else f"{var_pos}[{i - len(positional)}]"
+    dyn_args.append((name, a))
+  dyn_kwargs = {k: v for k, v in kwargs.items() if k not in static_names}
+  paths, _ = tree_util.tree_flatten_with_path((tuple(a for _, a in dyn_args), dyn_kwargs))
+  names = []
+  for path, _ in paths:
+    head, key, rest = _key_value(path[0]), _key_value(path[1]), path[2:]
+    base = dyn_args[key][0] if head == 0 else str(key)
+    names.append(base + tree_util.keystr(rest) if rest else base)
+  return names
+
+
+def _key_value(key):
+  """The index or dict key inside a path entry (a raw key, or a SequenceKey/DictKey object)."""
+  for attr in ("idx", "key"):
+    if hasattr(key, attr):
+      return getattr(key, attr)
+  return key
+
+
 class Jitted:
   """The result of `revax.jit(fun)`: call it, or `.lower(*args)` to see and compile the program."""
 
@@ -128,10 +221,7 @@ class Jitted:
     self.static_argnums = _normalize_argnums(static_argnums)
     self.static_argnames = (static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames or ())
     self._resolve_static_names()
-    self._cache: dict = {}
-    self._fast_cache: dict = {}  # (treedef, avals) -> entry, for calls without static args
-    self._arrays_cache: dict = {}  # avals -> entry, for calls whose arguments are all Arrays
-    self._lock = threading.Lock()
+    self._traces = _shared_cache(fun, (self.static_argnums, self.static_argnames, self.name))
     functools.update_wrapper(self, fun, updated=())
 
   def _resolve_static_names(self):
@@ -157,7 +247,7 @@ class Jitted:
     self.static_argnames = tuple(sorted(names))
 
   def _split(self, args, kwargs):
-    """(dynamic flat leaves, key, a function rebuilding the call from leaves)."""
+    """(dynamic flat leaves, key, a function rebuilding the call from leaves, leaf names)."""
     static_nums, static_names = self.static_argnums, self.static_argnames
     nargs = len(args)
     for i in static_nums:
@@ -171,8 +261,9 @@ class Jitted:
     statics = tuple((i, args[i]) for i in sorted(static_pos))
     dyn_kwargs = {k: v for k, v in kwargs.items() if k not in static_names}
     static_kw = tuple(sorted((k, v) for k, v in kwargs.items() if k in static_names))
-    static_key = (statics, static_kw)
     try:
+      static_key = (tuple((i, _static_key(v)) for i, v in statics),
+                    tuple((k, _static_key(v)) for k, v in static_kw))
       hash(static_key)
     except TypeError as e:
       raise ValueError(
@@ -187,20 +278,24 @@ class Jitted:
       full = [args[i] if i in static_pos else next(it) for i in range(nargs)]
       return self.fun(*full, **d_kwargs, **dict(static_kw))
 
-    return leaves, (treedef, static_key), call
+    def names():
+      return _leaf_names(self._signature, static_pos, static_names, args, kwargs)
 
-  def _entry(self, leaves, key_head, call) -> _Entry:
+    return leaves, (treedef, static_key), call, names
+
+  def _entry(self, leaves, key_head, call, names) -> _Entry:
     avals = tuple(x.aval if type(x) is Array else get_aval(x) for x in leaves)
-    key = (key_head, avals)
-    entry = self._cache.get(key)
+    key = (config.trace_key, key_head, avals)
+    cache = self._traces
+    entry = cache.full.get(key)
     if entry is None:
-      entry = self._trace(call, avals)
+      entry = self._trace(call, avals, names)
       if not any(isinstance(c, Tracer) for c in entry.consts):
-        with self._lock:
-          entry = self._cache.setdefault(key, entry)
+        with cache.lock:
+          entry = cache.full.setdefault(key, entry)
     return entry
 
-  def _trace(self, call, avals) -> _Entry:
+  def _trace(self, call, avals, names) -> _Entry:
     out_store = {}
 
     def flat_fun(*xs):
@@ -215,13 +310,29 @@ class Jitted:
                           "pytrees of them") from None
       return flat_out
 
-    jaxpr, consts = staging.trace_to_jaxpr(flat_fun, avals)
+    debug = staging.DebugInfo(self.fun, "jit", names)
+    jaxpr, consts = staging.trace_to_jaxpr(flat_fun, avals, debug)
     jaxpr = staging.convert_constvars_jaxpr(jaxpr)
     jaxpr, _ = staging.dce_jaxpr(jaxpr)
+    if _context.trace is eval_trace:
+      for c in consts:
+        if isinstance(c, Tracer):
+          raise UnexpectedTracerError(
+              f"Encountered an unexpected tracer {c!r} while tracing the jitted function "
+              f"{debug.fun_description()}: a value computed inside another transformation "
+              "(jit, grad, vmap, ...) escaped it, e.g. through a global variable, a list or an "
+              "attribute it was stored in, and is used here after that transformation finished. "
+              "Return such values from the transformed function instead.")
     consts = [c if isinstance(c, (Tracer, Array)) else dispatch.to_array(c) for c in consts]
-    return _Entry(ClosedJaxpr(jaxpr, []), consts, out_store["tree"], self.name)
+    closed = ClosedJaxpr(jaxpr, [])
+    if config.enable_checks:
+      check_jaxpr(closed)
+    return _Entry(closed, consts, out_store["tree"], self.name)
 
+  @api_boundary
   def __call__(self, *args, **kwargs):
+    if config.disable_jit:
+      return self.fun(*args, **kwargs)
     entry = None
     if not (kwargs or self.static_argnums):
       # The hot path: positional arguments that are all Arrays need no pytree flattening.
@@ -231,7 +342,9 @@ class Jitted:
           break
         avals.append(a.aval)
       else:
-        entry = self._arrays_cache.get(tuple(avals))
+        arrays = self._traces.arrays.get(config.trace_epoch)
+        if arrays is not None:
+          entry = arrays.get(tuple(avals))
         leaves = list(args)
     if entry is None:
       entry, leaves = self._lookup(args, kwargs)
@@ -241,45 +354,61 @@ class Jitted:
         program = entry.program = program_for(entry.jaxpr, entry.name)
       # the cache key fixed the avals: no check needed before running
       outs = program.run_unchecked(entry.consts + leaves if entry.consts else leaves)
+      if config.debug_checks:
+        self._check_special_values(outs, args, kwargs)
     else:
       outs = jit_p.bind(*entry.consts, *leaves, jaxpr=entry.jaxpr, name=entry.name)
     return outs[0] if entry.out_is_leaf else tree_util.tree_unflatten(entry.out_tree, outs)
 
+  def _check_special_values(self, outs, args, kwargs):
+    """debug_nans/debug_infs: when the compiled outputs hold a NaN/inf, re-run `fun` op by op
+    (which names the primitive that produced it), as JAX does; if that run is clean, name the
+    jitted function."""
+    try:
+      dispatch.check_special_values(f"jit({self.name})", outs)
+    except FloatingPointError:
+      with config.override("disable_jit", True):
+        self.fun(*args, **kwargs)
+      raise
+
   def _lookup(self, args, kwargs):
     """(cache entry, flat dynamic arguments) for a call, tracing on a miss."""
     if kwargs or self.static_argnums:
-      leaves, key_head, call = self._split(args, kwargs)
-      return self._entry(leaves, key_head, call), leaves
+      leaves, key_head, call, names = self._split(args, kwargs)
+      return self._entry(leaves, key_head, call, names), leaves
     leaves, treedef = tree_util.tree_flatten(args)
     avals = tuple(x.aval if type(x) is Array else get_aval(x) for x in leaves)
-    entry = self._fast_cache.get((treedef, avals))
+    cache = self._traces
+    epoch = config.trace_epoch
+    fast = cache.fast.get(epoch)
+    entry = fast.get((treedef, avals)) if fast is not None else None
     if entry is None:
-      _, key_head, call = self._split(args, kwargs)
-      entry = self._entry(leaves, key_head, call)
+      _, key_head, call, names = self._split(args, kwargs)
+      entry = self._entry(leaves, key_head, call, names)
       if not any(isinstance(c, Tracer) for c in entry.consts):
-        self._fast_cache[(treedef, avals)] = entry
-        if all(type(a) is Array for a in args):
-          self._arrays_cache[avals] = entry
+        with cache.lock:
+          cache.fast.setdefault(epoch, {})[(treedef, avals)] = entry
+          if all(type(a) is Array for a in args):
+            cache.arrays.setdefault(epoch, {})[avals] = entry
     return entry, leaves
 
+  @api_boundary
   def lower(self, *args, **kwargs) -> "Lowered":
     """Trace and lower for these arguments: `.as_text()` is the StableHLO, `.compile()` compiles."""
-    leaves, key_head, call = self._split(args, kwargs)
-    entry = self._entry(leaves, key_head, call)
+    leaves, key_head, call, names = self._split(args, kwargs)
+    entry = self._entry(leaves, key_head, call, names)
     in_tree = key_head[0]
     return Lowered(entry, in_tree, len(entry.consts))
 
   def trace(self, *args, **kwargs):
-    leaves, key_head, call = self._split(args, kwargs)
-    return self._entry(leaves, key_head, call).jaxpr
+    leaves, key_head, call, names = self._split(args, kwargs)
+    return self._entry(leaves, key_head, call, names).jaxpr
 
   def clear_cache(self):
-    self._cache.clear()
-    self._fast_cache.clear()
-    self._arrays_cache.clear()
+    self._traces.clear()
 
   def _cache_size(self) -> int:
-    return len(self._cache)
+    return len(self._traces.full)
 
   def __get__(self, obj, objtype=None):  # jit on methods binds like a function
     if obj is None:

@@ -118,6 +118,30 @@ def test_cache_off_writes_nothing(cache_dir, monkeypatch):
   assert not cache_dir.exists() or not any(cache_dir.iterdir())
 
 
+def test_config_options_drive_the_cache(tmp_path):
+  """JAX's option names set the directory, the switch, the threshold and the size bound."""
+  import revax
+  names = ["jax_enable_compilation_cache", "jax_compilation_cache_dir",
+           "jax_persistent_cache_min_compile_time_secs", "jax_compilation_cache_max_size"]
+  saved = {n: revax.config.read(n) for n in names}
+  try:
+    revax.config.update("jax_compilation_cache_dir", str(tmp_path / "via_config"))
+    revax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
+    revax.config.update("jax_compilation_cache_max_size", -1)
+    assert cc.settings.directory == str(tmp_path / "via_config")
+    assert cc.settings.max_size == float("inf")
+    get_backend().compile(_program("f32", (31,), "add"))
+    assert len(os.listdir(tmp_path / "via_config")) == 1
+    revax.config.update("jax_enable_compilation_cache", False)
+    get_backend().compile(_program("f32", (32,), "add"))
+    assert len(os.listdir(tmp_path / "via_config")) == 1
+    with pytest.raises(ValueError):
+      revax.config.update("jax_compilation_cache_max_size", -5)
+  finally:
+    for n, v in saved.items():
+      revax.config.update(n, v)
+
+
 def test_threshold_skips_fast_compiles(cache_dir, monkeypatch):
   monkeypatch.setattr(cc.settings, "min_compile_time_secs", 1e9)
   get_backend().compile(_program("f32", (12,), "add"))

@@ -16,6 +16,9 @@ import operator
 import threading
 
 from revax._src.core.avals import ShapedArray, get_aval, pytype_aval_mappings
+from revax._src.core.errors import (ConcretizationTypeError, ConcreteValueError, EscapedTracerError,
+                                    TracerArrayConversionError, TracerBoolConversionError,
+                                    TracerIntegerConversionError, UnexpectedTracerError)
 
 
 class Primitive:
@@ -75,17 +78,13 @@ class Trace:
     raise NotImplementedError
 
 
-class EscapedTracerError(Exception):
-  """A tracer was used outside the transformation that created it (it leaked)."""
-
-
 class EvalTrace(Trace):
   """The bottom of every stack: primitives run on concrete values."""
 
   def process_primitive(self, primitive, args, params):
     for a in args:
       if isinstance(a, Tracer):
-        raise EscapedTracerError(
+        raise UnexpectedTracerError(
             f"Encountered an unexpected tracer {a!r} at primitive '{primitive.name}': a value "
             "computed inside a transformation (jit, grad, vmap, ...) escaped it, e.g. through a "
             "global variable or a side effect. Return it from the transformed function instead.")
@@ -119,20 +118,6 @@ def set_current_trace(trace: Trace):
     yield
   finally:
     ctx.trace = prev
-
-
-class ConcreteValueError(Exception):
-  """Base of the errors raised where a traced value's concrete value was needed and is not known
-  (ConcretizationTypeError, revax.numpy's NonConcreteBooleanIndexError): code that can retry
-  with concrete values (custom_jvp/custom_vjp under eager differentiation) catches this."""
-
-
-class ConcretizationTypeError(TypeError, ConcreteValueError):
-  """A traced value was used where a concrete Python value is needed."""
-
-
-class TracerArrayConversionError(TypeError):
-  """A traced value was converted to a NumPy array."""
 
 
 class Tracer:
@@ -169,21 +154,28 @@ class Tracer:
     """
     return None
 
-  def _concretization_error(self, what):
-    return ConcretizationTypeError(
-        f"Attempted {what} on a traced value {self.aval.str_short()} ({type(self).__name__}). "
-        "The value depends on the function's arguments and is not known while tracing. Use "
-        "revax.lax.cond / revax.numpy.where for data-dependent choices, or mark the argument "
-        "static (jit's static_argnums / static_argnames).")
+  def _provenance(self) -> str:
+    """Where this traced value came from (the traced function and the arguments it depends
+    on), for error messages; transformations that know it override this."""
+    return ""
 
-  def _concrete(self, what):
+  def _concretization_error(self, what, cls=ConcretizationTypeError):
+    where = self._provenance() or (" The value depends on the function's arguments and is not "
+                                   "known while tracing.")
+    return cls(
+        f"Attempted {what} on a traced value {self.aval.str_short()} ({type(self).__name__})."
+        f"{where} Use revax.lax.cond / revax.numpy.where for data-dependent choices, or "
+        "mark the argument static (jit's static_argnums / static_argnames).")
+
+  def _concrete(self, what, cls=ConcretizationTypeError):
     value = self.to_concrete_value()
     if value is None:
-      raise self._concretization_error(what)
+      raise self._concretization_error(what, cls)
     return value
 
   def __bool__(self):
-    return bool(self._concrete("bool() conversion (e.g. in an `if` or `while`)"))
+    return bool(self._concrete("bool() conversion (e.g. in an `if` or `while`)",
+                               TracerBoolConversionError))
 
   def __int__(self):
     return int(self._concrete("int() conversion"))
@@ -195,7 +187,8 @@ class Tracer:
     return complex(self._concrete("complex() conversion"))
 
   def __index__(self):
-    return operator.index(self._concrete("use as an index (__index__)"))
+    return operator.index(self._concrete("use as an index (__index__)",
+                                         TracerIntegerConversionError))
 
   def item(self, *args):
     return self._concrete("item()").item(*args)
@@ -206,8 +199,8 @@ class Tracer:
   def __array__(self, *args, **kwargs):
     raise TracerArrayConversionError(
         f"The numpy.ndarray conversion method __array__() was called on a traced array "
-        f"{self.aval.str_short()}: NumPy cannot see values inside a transformation. Use "
-        "revax.numpy functions instead of numpy ones on traced values.")
+        f"{self.aval.str_short()}.{self._provenance()} NumPy cannot see values inside a "
+        "transformation. Use revax.numpy functions instead of numpy ones on traced values.")
 
   def __hash__(self):
     raise TypeError(f"unhashable type: {type(self).__name__} (traced arrays are unhashable)")
@@ -232,4 +225,5 @@ def to_concrete_value(x):
 
 __all__ = ["Primitive", "Trace", "Tracer", "EvalTrace", "eval_trace", "current_trace",
            "set_current_trace", "get_aval", "ConcretizationTypeError", "TracerArrayConversionError",
-           "EscapedTracerError", "to_concrete_value", "ConcreteValueError"]
+           "EscapedTracerError", "to_concrete_value", "ConcreteValueError",
+           "TracerBoolConversionError", "TracerIntegerConversionError", "UnexpectedTracerError"]

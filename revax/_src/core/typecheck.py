@@ -8,11 +8,8 @@ output of every transformation; it is what catches a rule that returns the wrong
 from __future__ import annotations
 
 from revax._src.core.avals import get_aval, same_type
+from revax._src.core.errors import JaxprTypeError
 from revax._src.core.jaxpr import ClosedJaxpr, DropVar, Jaxpr, Literal, pp_eqn, _Names
-
-
-class JaxprTypeError(TypeError):
-  """A jaxpr is ill-typed."""
 
 
 def check_jaxpr(jaxpr: Jaxpr | ClosedJaxpr) -> None:

@@ -11,17 +11,22 @@ was compiled for (the runtime itself checks only byte sizes) before anything rea
 """
 from __future__ import annotations
 
+import logging
 import threading
 
 import numpy as np
 
 from revax._src.core import dtypes
+from revax._src.core.config import config
 from revax._src.core.avals import ShapedArray, get_aval, same_type
 from revax._src.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Var
 from revax._src.core.rules import RuleTable
 from revax._src.core.trace import Primitive, set_eager_apply
 from revax._src.interpreters import mlir
 from revax._src.runtime.array import Array
+from revax._src.runtime.denormals import flush_off, flush_on
+
+_logger = logging.getLogger("revax")
 
 numpy_impls = RuleTable("numpy impl")  # primitive -> fn(*ndarrays, **params) -> ndarray(s)
 custom_impls = RuleTable("eager impl")  # primitive -> fn(*args, **params), for call primitives
@@ -36,7 +41,9 @@ def def_numpy_impl(prim: Primitive, fn):
 
 
 def host_value(x) -> np.ndarray:
-  """The NumPy value of an eager argument, in its canonical dtype."""
+  """The NumPy value of an eager argument, in its canonical dtype. It may be the caller's own
+  array: implementations never write into their inputs, and `wrap_host` copies a result that
+  views it."""
   if type(x) is Array:
     npy = x._npy
     return npy if npy is not None else x._value()
@@ -77,7 +84,32 @@ def _output_avals(prim, avals, params):
 
 
 def apply_primitive(prim: Primitive, args, params):
-  """Evaluate `prim` on concrete values: NumPy on host inputs, else a compiled executable."""
+  """Evaluate `prim` on concrete values: NumPy on host inputs, else a compiled executable.
+
+  With jax_debug_nans / jax_debug_infs set, an output holding a NaN / inf raises
+  FloatingPointError naming the primitive."""
+  if config.debug_checks:
+    out = _apply_primitive(prim, args, params)
+    check_special_values(prim.name, out if prim.multiple_results else [out])
+    return out
+  return _apply_primitive(prim, args, params)
+
+
+def check_special_values(name: str, outs) -> None:
+  """FloatingPointError if an inexact output holds a NaN (jax_debug_nans) or an inf
+  (jax_debug_infs)."""
+  for out in outs:
+    aval = out.aval if type(out) is Array else None
+    if aval is None or not dtypes.is_inexact(aval.dtype) or aval.size == 0:
+      continue
+    v = np.asarray(out._value())
+    if config.debug_nans and np.isnan(v).any():
+      raise FloatingPointError(f"invalid value (nan) encountered in {name}")
+    if config.debug_infs and np.isinf(v).any():
+      raise FloatingPointError(f"invalid value (inf) encountered in {name}")
+
+
+def _apply_primitive(prim: Primitive, args, params):
   custom = custom_impls.get(prim)
   if custom is not None:
     return custom(*args, **params)
@@ -85,7 +117,11 @@ def apply_primitive(prim: Primitive, args, params):
   out_aval = _output_avals(prim, avals, params)
   impl = numpy_impls.get(prim)
   if impl is not None and all(map(_is_host, args)):
-    out = impl(*map(host_value, args), **params)
+    old = flush_on()  # as XLA:CPU computes: subnormals read and written as zero
+    try:
+      out = impl(*map(host_value, args), **params)
+    finally:
+      flush_off(old)
     if prim.multiple_results:
       return [wrap_host(o, a) for o, a in zip(out, out_aval, strict=True)]
     return wrap_host(out, out_aval)
@@ -94,10 +130,24 @@ def apply_primitive(prim: Primitive, args, params):
   return outs if prim.multiple_results else outs[0]
 
 
+def _shares_writeable_memory(v: np.ndarray) -> bool:
+  """Whether `v` is a view of an array that can still be written (a caller's array)."""
+  base = v.base
+  while isinstance(base, np.ndarray):
+    if base.flags.writeable:
+      return True
+    base = base.base
+  return False
+
+
 def wrap_host(value, aval: ShapedArray) -> Array:
+  """An Array owning `value` (a NumPy implementation's result), made read-only; a result that
+  views memory someone can still write is copied first (Arrays are immutable)."""
   v = value if type(value) is np.ndarray else np.asarray(value)
   if v.dtype != aval.dtype:
     v = v.astype(aval.dtype)
+  elif v.base is not None and _shares_writeable_memory(v):
+    v = v.copy()
   if v.shape != aval.shape:
     raise AssertionError(f"NumPy implementation returned shape {v.shape}, expected {aval.shape}")
   v.flags.writeable = False
@@ -197,6 +247,9 @@ def compile_jaxpr(closed: ClosedJaxpr, name: str = "main") -> CompiledProgram:
   from revax._src.runtime.client import get_backend
   backend = get_backend()
   text = mlir.lower_jaxpr_to_module(closed, name, platform=backend.platform)
+  if config.log_compiles:
+    _logger.warning("Compiling %s with XLA for argument types (%s)", name,
+                    ", ".join(a.str_short() for a in closed.in_avals))
   executable = backend.compile(text)
   return CompiledProgram(executable, closed.in_avals, closed.out_avals, text, name)
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 from revax._src.core.config import config
 from revax._src.core.jaxpr import Var
 from revax._src.interpreters import dispatch, staging
+from revax._src.runtime.denormals import flush_off, flush_on
 
 _caches: list = []  # every plan cache, cleared together when a config flag changes
 _MAX_PLANS = 4096
@@ -41,6 +42,8 @@ class PlanCache(dict):
 
 
 def _make_plan(fn, avals):
+  if config.debug_checks:  # debug_nans/debug_infs check each primitive: the general path does
+    return False
   try:
     jaxpr, consts = staging.trace_to_jaxpr(lambda *xs: [fn(*xs)], avals)
   except Exception:  # noqa: BLE001 (the general path raises the error, with its own message)
@@ -60,11 +63,18 @@ def _make_plan(fn, avals):
   params = eqn.params
   out_aval = eqn.outvars[0].aval
   wrap = dispatch.wrap_host
+
+  def run(*values):  # as the dispatcher runs it: with subnormals flushed, as XLA:CPU does
+    old = flush_on()
+    try:
+      return impl(*values, **params)
+    finally:
+      flush_off(old)
   if positions == (0, 1):
-    return lambda x, y: wrap(impl(x, y, **params), out_aval)
+    return lambda x, y: wrap(run(x, y), out_aval)
   if positions == (1, 0):
-    return lambda x, y: wrap(impl(y, x, **params), out_aval)
-  return lambda *xs: wrap(impl(*(xs[i] for i in positions), **params), out_aval)
+    return lambda x, y: wrap(run(y, x), out_aval)
+  return lambda *xs: wrap(run(*(xs[i] for i in positions)), out_aval)
 
 
 def _clear_all(name):

@@ -64,8 +64,20 @@ def element_type(dtype) -> str:
 
 
 # XLA aborts the process (a CHECK failure, "overflow in static extent product") on a program
-# holding an array of 2**63 bytes or more: such arrays are refused here, before lowering.
+# holding an array of 2**63 bytes or more, and also on a zero-size array whose other dimensions
+# multiply past that (f32[2**31, 2**31, 0]: XLA multiplies extents before it meets the zero).
+# Such arrays are refused here, before lowering: the bytes of the non-zero dimensions together
+# must fit in an int64 (a little stricter than XLA's prefix products, never looser).
 _MAX_ARRAY_BYTES = 2 ** 63 - 1
+
+
+def _extent_bytes(aval: ShapedArray) -> int:
+  """itemsize times the product of the non-zero dimensions (the size XLA's checks compute)."""
+  nbytes = aval.dtype.itemsize
+  for d in aval.shape:
+    if d:
+      nbytes *= d
+  return nbytes
 
 
 def ir_type(aval: ShapedArray) -> str:
@@ -73,10 +85,11 @@ def ir_type(aval: ShapedArray) -> str:
   et = _ELEMENT_TYPES[aval.dtype]
   if not aval.shape:
     return f"tensor<{et}>"
-  nbytes = aval.size * aval.dtype.itemsize
+  nbytes = _extent_bytes(aval)
   if nbytes > _MAX_ARRAY_BYTES:
+    what = "bytes" if aval.size else "bytes in its non-zero dimensions (XLA multiplies them out)"
     raise ValueError(f"array of type {aval.str_short()} is too large for XLA: "
-                     f"{nbytes} bytes (at most 2**63 - 1 bytes can be addressed)")
+                     f"{nbytes} {what}; at most 2**63 - 1 bytes can be addressed")
   return f"tensor<{'x'.join(map(str, aval.shape))}x{et}>"
 
 

@@ -18,6 +18,7 @@ from revax._src.core.avals import ShapedArray, get_aval
 from revax._src.core.effects import eqn_has_effects
 from revax._src.core.jaxpr import ClosedJaxpr, DropVar, Jaxpr, JaxprEqn, Literal, Var
 from revax._src.core.rules import RuleTable
+from revax._src.core.errors import UnexpectedTracerError
 from revax._src.core.trace import Trace, Tracer, set_current_trace
 from revax._src.runtime.array import Array
 
@@ -34,14 +35,63 @@ class JaxprTracer(Tracer):
   def aval(self):
     return self._aval
 
+  def _provenance(self) -> str:
+    debug = self._trace.debug_info
+    if debug is None:
+      return ""
+    return debug.describe(self._trace.argument_indices(self.var))
+
+
+class DebugInfo:
+  """What error messages say about a traced function: its name and source location, what traced
+  it (jit, ...), and a thunk giving one name per flat argument (computed only on error)."""
+  __slots__ = ("fun", "kind", "arg_names_thunk")
+
+  def __init__(self, fun, kind: str, arg_names_thunk):
+    self.fun, self.kind, self.arg_names_thunk = fun, kind, arg_names_thunk
+
+  def fun_description(self) -> str:
+    fun = self.fun
+    name = getattr(fun, "__qualname__", None) or getattr(fun, "__name__", None) or repr(fun)
+    code = getattr(getattr(fun, "__wrapped__", fun), "__code__", None)
+    where = f" at {code.co_filename}:{code.co_firstlineno}" if code is not None else ""
+    return f"{name}{where}"
+
+  def describe(self, arg_indices) -> str:
+    """The sentences an error message adds about where a traced value came from."""
+    text = f" The error occurred while tracing the function {self.fun_description()} for " \
+           f"{self.kind}."
+    try:
+      names = self.arg_names_thunk()
+    except Exception:  # naming is best effort; the error itself must still be raised
+      return text
+    picked = list(dict.fromkeys(names[i] for i in arg_indices if i < len(names)))
+    if len(picked) == 1:
+      text += (" This concrete value was not available in Python because it depends on the "
+               f"value of the argument {picked[0]}.")
+    elif picked:
+      text += (" This concrete value was not available in Python because it depends on the "
+               f"values of the arguments {', '.join(picked[:-1])} and {picked[-1]}.")
+    return text
+
 
 class DynamicJaxprTrace(Trace):
   """Records primitives into equations."""
 
-  def __init__(self):
+  def __init__(self, debug_info: DebugInfo | None = None):
     self.eqns = []
     self.invars = []
     self.constvars = {}  # id(value) -> (Var, value)
+    self.debug_info = debug_info
+    self.finished = False  # set when tracing ends: its tracers are dead from then on
+
+  def argument_indices(self, var) -> list[int]:
+    """Positions of the arguments `var` depends on (walks the equations recorded so far)."""
+    needed = {var}
+    for eqn in reversed(self.eqns):
+      if any(v in needed for v in eqn.outvars):
+        needed.update(a for a in eqn.invars if isinstance(a, Var))
+    return [i for i, v in enumerate(self.invars) if v in needed]
 
   def new_arg(self, aval: ShapedArray) -> JaxprTracer:
     v = Var(aval)
@@ -49,8 +99,11 @@ class DynamicJaxprTrace(Trace):
     return JaxprTracer(self, aval, v)
 
   def to_atom(self, x):
-    if isinstance(x, JaxprTracer) and x._trace is self:
-      return x.var
+    if isinstance(x, JaxprTracer):
+      if x._trace is self:
+        return x.var
+      if x._trace.finished:
+        raise _escaped_tracer_error(x, x._trace)
     if not isinstance(x, Tracer):
       t = type(x)
       if t in (bool, int, float, complex):
@@ -86,13 +139,28 @@ class DynamicJaxprTrace(Trace):
     return "DynamicJaxprTrace"
 
 
-def trace_to_jaxpr(fun, in_avals) -> tuple[Jaxpr, list]:
-  """Trace `fun(*flat_args) -> flat_outs` at `in_avals`. Returns (jaxpr, consts)."""
-  trace = DynamicJaxprTrace()
+def trace_to_jaxpr(fun, in_avals, debug_info: DebugInfo | None = None) -> tuple[Jaxpr, list]:
+  """Trace `fun(*flat_args) -> flat_outs` at `in_avals`. Returns (jaxpr, consts).
+
+  `debug_info` names the function and its arguments in errors about traced values."""
+  trace = DynamicJaxprTrace(debug_info)
   args = [trace.new_arg(a) for a in in_avals]
-  with set_current_trace(trace):
-    outs = fun(*args)
-  return trace.to_jaxpr(outs)
+  try:
+    with set_current_trace(trace):
+      outs = fun(*args)
+    return trace.to_jaxpr(outs)
+  finally:
+    trace.finished = True
+
+
+def _escaped_tracer_error(tracer, trace) -> UnexpectedTracerError:
+  debug = trace.debug_info
+  where = f" by {debug.kind} of the function {debug.fun_description()}" if debug else ""
+  return UnexpectedTracerError(
+      f"Encountered an unexpected tracer: a traced value {tracer.aval.str_short()} created"
+      f"{where} escaped that transformation (through a global variable, a list or an attribute "
+      "it was stored in) and is used after the transformation finished. Return such values "
+      "from the transformed function instead of storing them.")
 
 
 def trace_to_closed_jaxpr(fun, in_avals) -> ClosedJaxpr:

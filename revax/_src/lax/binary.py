@@ -500,7 +500,11 @@ def _complex_abstract_eval(x, y):
 
 
 def _complex_numpy(x, y):
-  return (x + np.asarray(1j, _COMPLEX_OF[x.dtype]) * y).astype(_COMPLEX_OF[x.dtype])
+  # set the parts directly: x + 1j * y would turn y = inf into nan + inf j
+  x, y = np.broadcast_arrays(x, y)
+  out = np.empty(x.shape, _COMPLEX_OF[x.dtype])
+  out.real, out.imag = x, y
+  return out
 
 
 def _complex_transpose(ct, x, y):

@@ -92,6 +92,8 @@ _LOW_PRECISION = (dtypes.float16, dtypes.bfloat16)
 def _accumulate(np_reduce, x, axes):
   """`np_reduce(x, axes)` in x's dtype; f16/bf16 accumulate in f32 (as XLA:CPU does)."""
   dtype = x.dtype
+  if not axes:  # nothing to reduce: the value itself (XLA keeps -0.0 too; a sum would not)
+    return x
   acc = dtypes.float32 if dtype in _LOW_PRECISION else dtype
   with np.errstate(all="ignore"):
     return np.asarray(np_reduce(x.astype(acc), axis=axes, dtype=acc)).astype(dtype)

@@ -449,7 +449,15 @@ def _cumsum_inverse(y, *, axis, reverse):
   return binary.sub(y, pad(y, np.zeros((), get_aval(y).dtype), tuple(config)))
 
 
-cumsum_p = _cumulative("cumsum", np.cumsum, binary.add_p, lambda d: np.zeros((), d))
+def _cumsum_from_zero(y, axis, dtype):
+  """np.cumsum as XLA's lowering computes it: from a +0.0 start, so no sum is -0.0."""
+  out = np.cumsum(y, axis=axis, dtype=dtype)
+  if y.shape[axis] > 1 and dtypes.is_inexact(dtype):
+    out += np.zeros((), dtype)
+  return out
+
+
+cumsum_p = _cumulative("cumsum", _cumsum_from_zero, binary.add_p, lambda d: np.zeros((), d))
 ad.deflinear(cumsum_p, _cumsum_transpose)
 inv.definverse_unary(cumsum_p, _cumsum_inverse)
 

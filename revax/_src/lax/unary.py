@@ -102,6 +102,9 @@ def sign(x):
 
 
 def _sign_numpy(x):
+  if dtypes.is_inexact(x.dtype) and not dtypes.is_complex(x.dtype):
+    # sign(-0.0) is -0.0, as XLA computes it (x * 0 also turns a flushed subnormal into a zero)
+    return np.where(x == 0, x * np.zeros((), x.dtype), np.sign(x))
   return np.sign(x)
 
 

@@ -137,7 +137,8 @@ swish = silu
 
 
 def hard_sigmoid(x):
-  """relu6(x + 3) / 6."""
+  """relu6(x + 3) / 6 (in x's dtype: a NumPy bfloat16 array stays bfloat16)."""
+  x = _operand("hard_sigmoid", x)
   return relu6(x + 3.) / 6.
 
 

@@ -61,7 +61,8 @@ def array(object, dtype=None, copy: bool = True, order=None, ndmin: int = 0):  #
   Args:
     object: the value.
     dtype: optional dtype of the result.
-    copy: ignored (revax arrays are immutable, so sharing is safe).
+    copy: ignored: revax arrays are immutable, so a NumPy value is always copied (it may be
+      mutated later, through itself or through the base of a view) and an Array is shared.
     order: only None, 'K', 'A' and 'C' (row-major) are accepted.
     ndmin: prepend size-1 dimensions until the result has at least this many.
 
@@ -88,7 +89,7 @@ def array(object, dtype=None, copy: bool = True, order=None, ndmin: int = 0):  #
     value = np.asarray(object)
     if value.dtype == object_dtype:
       raise TypeError(f"revax.numpy.array: cannot make an array from {type(object).__name__}")
-    out = from_numpy(value if dtype is None else value.astype(dtype))
+    out = from_numpy(value if dtype is None else value.astype(dtype), fresh=dtype is not None)
   nd = aval_of(out).ndim
   if ndmin > nd:
     out = lax.expand_dims(out, tuple(range(ndmin - nd)))
@@ -111,7 +112,7 @@ def _array_from_sequence(obj, dtype):
   if _has_traced_leaf(leaves):
     return _stack_nested(obj, dtype)
   value = np.array(_map_nested(_host_value_of, obj), dtype=dtype)
-  return from_numpy(value)
+  return from_numpy(value, fresh=True)
 
 
 def _map_nested(fn, obj):
@@ -227,7 +228,7 @@ def arange(start, stop=None, step=None, dtype=None):
     return lax.iota(dt, max(int(math.ceil(vals[0])), 0))
   if step is not None and vals[-1] == 0:
     raise ZeroDivisionError("arange: step must not be zero")
-  return from_numpy(np.arange(*vals).astype(dt))
+  return from_numpy(np.arange(*vals).astype(dt), fresh=True)
 
 
 def linspace(start, stop, num: int = 50, endpoint: bool = True, retstep: bool = False,

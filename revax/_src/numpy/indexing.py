@@ -23,14 +23,11 @@ import numpy as np
 
 from revax._src import lax
 from revax._src.core import dtypes
-from revax._src.core.trace import ConcretizationTypeError, ConcreteValueError, Tracer
+from revax._src.core.errors import NonConcreteBooleanIndexError
+from revax._src.core.trace import ConcretizationTypeError, Tracer
 from revax._src.numpy import util
 from revax._src.numpy.util import aval_of
 from revax._src.runtime.array import Array
-
-
-class NonConcreteBooleanIndexError(IndexError, ConcreteValueError):
-  """A boolean mask used as an index was traced: the shape of the result would depend on it."""
 
 
 _FULL = slice(None)
@@ -213,14 +210,29 @@ def _index_dtype(n: int):
       else dtypes.int32
 
 
+def _may_wrap(src, dst) -> bool:
+  """Whether converting integers of dtype `src` to `dst` can change their value."""
+  s, d = dtypes.iinfo(src), dtypes.iinfo(dst)
+  return s.max > d.max or s.min < d.min
+
+
 def _normalize_int_array(i, n, need_valid: bool):
   """(index with negative entries counted from the end, in-bounds mask or None) of an integer
   index array or traced scalar. Out-of-bound entries are left to the gather (which clamps) or
   to the scatter (which drops what the mask sends past the end)."""
-  i = lax.convert_element_type(util.as_array(i), _index_dtype(n))
+  i = util.as_array(i)
+  src, dst = aval_of(i).dtype, _index_dtype(n)
+  unsigned = dtypes.is_unsigned_integer(src)
+  if not dtypes.is_bool(src) and _may_wrap(src, dst):
+    # Clamp in the index's own dtype first: converting uint32(2**31) or int64(2**32) to int32
+    # would wrap it into a negative (from-the-end) or in-bounds index. [-n-1, n] keeps every
+    # out-of-bound entry out of bounds (after counting negatives from the end).
+    lo = util.constant_like(i, 0 if unsigned else -n - 1)
+    i = lax.clamp(lo, i, util.constant_like(i, n))
+  i = lax.convert_element_type(i, dst)
   zero = util.constant_like(i, 0)
   size = util.constant_like(i, n)
-  if not dtypes.is_unsigned_integer(aval_of(i).dtype):
+  if not unsigned:
     (i,) = util.broadcast_arrays_of(i)
     i = lax.select_n(lax.lt(i, zero), i, lax.add(i, size))
   if not need_valid:

@@ -324,5 +324,72 @@ def cumprod(a, axis=None, dtype=None, out=None):
   return _cumulative("cumprod", lax.cumprod, a, axis, dtype, out)
 
 
-cumulative_sum = cumsum
-cumulative_prod = cumprod
+def _cumulative_array_api(fun_name, lax_fn, x, axis, dtype, include_initial, initial, promote):
+  """The Array API cumulative functions: axis needed beyond 1-D, optional leading identity."""
+  util.check_arraylike(fun_name, x)
+  x = util.as_array(x)
+  aval = aval_of(x)
+  if aval.ndim == 0:
+    raise ValueError(f"The input must be non-scalar to take a cumulative {fun_name[11:]}, "
+                     "however a scalar value or scalar array was given.")
+  if axis is None:
+    if aval.ndim > 1:
+      raise ValueError(f"The input array has rank {aval.ndim}, however axis was not set to an "
+                       "explicit value. The axis argument is only optional for one-dimensional "
+                       "arrays.")
+    axis = 0
+  axis = util.canonicalize_axis(axis, aval.ndim)
+  out_dtype = canonical_dtype_arg(dtype) or promote(aval.dtype)
+  out = lax_fn(lax.convert_element_type(x, out_dtype), axis)
+  if include_initial:
+    shape = tuple(1 if d == axis else n for d, n in enumerate(aval.shape))
+    out = lax.concatenate([util.full_of(shape, initial, out_dtype), out], axis)
+  return out
+
+
+def _sum_accumulator_dtype(dtype):
+  """The dtype a sum accumulates in by default: narrow integers widen to the default ones."""
+  if dtypes.is_bool(dtype):
+    return dtypes.default_int_dtype()
+  if dtypes.is_unsigned_integer(dtype):
+    return np.promote_types(dtype, dtypes.default_uint_dtype())
+  if dtypes.is_signed_integer(dtype):
+    return np.promote_types(dtype, dtypes.default_int_dtype())
+  return dtype
+
+
+def cumulative_sum(x, /, *, axis=None, dtype=None, include_initial: bool = False):
+  """Cumulative sum along `axis` (the Array API function; narrow integers accumulate in the
+  default integer dtype, as jax.numpy does, instead of wrapping).
+
+  Args:
+    x: array of at least one dimension.
+    axis: the axis; may be omitted only for 1-D input.
+    dtype: accumulation and result dtype.
+    include_initial: prepend the sum of nothing (zero) along `axis`.
+
+  Returns:
+    The running sums, one longer along `axis` if `include_initial`.
+
+  Example:
+    >>> cumulative_sum(array([100, 100, 100], int8))  # [100 200 300], int32
+  """
+  return _cumulative_array_api("cumulative_sum", lax.cumsum, x, axis, dtype, include_initial, 0,
+                               _sum_accumulator_dtype)
+
+
+def cumulative_prod(x, /, *, axis=None, dtype=None, include_initial: bool = False):
+  """Cumulative product along `axis` (the Array API function; bools multiply as int32).
+
+  Args:
+    x: array of at least one dimension.
+    axis: the axis; may be omitted only for 1-D input.
+    dtype: accumulation and result dtype.
+    include_initial: prepend the product of nothing (one) along `axis`.
+
+  Returns:
+    The running products, one longer along `axis` if `include_initial`.
+  """
+  return _cumulative_array_api(
+      "cumulative_prod", lax.cumprod, x, axis, dtype, include_initial, 1,
+      lambda d: dtypes.default_int_dtype() if dtypes.is_bool(d) else d)

@@ -335,12 +335,13 @@ def copysign(x1, x2, /):
 
 
 def heaviside(x1, x2, /):
-  """0 where x1 < 0, 1 where x1 > 0, and x2 where x1 == 0."""
+  """0 where x1 < 0, 1 where x1 > 0, x2 where x1 == 0, and NaN where x1 is NaN."""
   x1, x2 = promote_args_inexact("heaviside", x1, x2)
   _refuse_complex("heaviside", x1)
   zero = constant_like(x1, 0)
   pos = _where(lax.gt(x1, zero), _full_like(x1, 1), x2)
-  return _where(lax.lt(x1, zero), _full_like(x1, 0), pos)
+  out = _where(lax.lt(x1, zero), _full_like(x1, 0), pos)
+  return _where(lax.ne(x1, x1), x1, out)  # NaN stays NaN (x2 is only for x1 == 0)
 
 
 # --- rounding ------------------------------------------------------------------------------------

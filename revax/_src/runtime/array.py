@@ -81,10 +81,15 @@ class Array:
   def __array__(self, dtype=None, copy=None):
     v = self._value()
     if dtype is not None and np.dtype(dtype) != v.dtype:
+      if copy is False:
+        raise ValueError(f"converting a revax Array of dtype {v.dtype} to {np.dtype(dtype)} "
+                         "needs a copy, but copy=False was given")
       return v.astype(dtype)
     if copy:
       return v.copy()
-    return v
+    # A view of the read-only host copy is read-only, and its WRITEABLE flag cannot be set
+    # again (its base is read-only), so the memory handed out never mutates the Array.
+    return v.view()
 
   def item(self, *args):
     return self._value().item(*args)
@@ -93,6 +98,9 @@ class Array:
     return self._value().tolist()
 
   def __bool__(self):
+    if self.size == 0:
+      raise ValueError(f"The truth value of an empty array is ambiguous (shape {self.shape}). "
+                       "Use `array.size > 0` to check that an array is not empty.")
     if self.size != 1:
       raise ValueError(f"The truth value of an array with more than one element is ambiguous "
                        f"(shape {self.shape}). Use a.any() or a.all()")
@@ -148,16 +156,21 @@ class Array:
 
 
 def _reconstruct(value, weak_type):
-  return from_numpy(value, weak_type)
+  return from_numpy(value, weak_type, fresh=True)
 
 
-def from_numpy(x: np.ndarray, weak_type: bool = False) -> Array:
-  """Wrap a NumPy array (converted to its canonical dtype, made read-only) as an Array."""
+def from_numpy(x: np.ndarray, weak_type: bool = False, *, fresh: bool = False) -> Array:
+  """Wrap a NumPy array (converted to its canonical dtype, made read-only) as an Array.
+
+  Arrays are immutable, so the value is copied unless the caller says it is `fresh` (made for
+  this Array and referenced nowhere else): a read-only array or view may still share memory with
+  a writeable one its owner mutates later.
+  """
   dtype = dtypes.canonicalize_dtype(x.dtype)
   if x.dtype != dtype:
     x = x.astype(dtype)
-  elif x.flags.writeable:
-    x = x.copy()  # the caller may mutate its array later; ours must never change
+  elif not fresh or x.base is not None:
+    x = x.copy()  # the caller may mutate its array (or the base of its view) later
   x.flags.writeable = False
   return Array(ShapedArray(x.shape, dtype, weak_type), npy=x)
 

@@ -32,6 +32,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from revax._src.core.config import config
 from revax._src.runtime import compilation_cache, pjrt
 from revax._src.runtime.pjrt import CompileError, RuntimeBackendError
 
@@ -88,6 +89,9 @@ def _client_options(plugin_path: str) -> dict:
   """PJRT_Client_Create options: the CPU plugin gets `cpu_device_count` (its default is 4)."""
   if "cpu" not in os.path.basename(plugin_path).lower():
     return {}
+  configured = config.read("num_cpu_devices")
+  if configured > 0:
+    return {"cpu_device_count": configured}
   text = os.environ.get("REVAX_CPU_DEVICE_COUNT", "1")
   try:
     count = int(text)
@@ -96,6 +100,18 @@ def _client_options(plugin_path: str) -> dict:
   if count < 1:
     raise ValueError(f"REVAX_CPU_DEVICE_COUNT must be a positive integer, got {text!r}")
   return {"cpu_device_count": count}
+
+
+def _check_cpu_device_count(value: int) -> None:
+  """Refuse a new jax_num_cpu_devices once the backend exists (its devices are fixed then)."""
+  backend = _backend
+  if backend is not None and value > 0 and value != len(backend.devices):
+    raise ValueError(f"jax_num_cpu_devices={value} cannot be applied: the CPU backend already "
+                     f"started with {len(backend.devices)} device(s); set it before the first "
+                     "computation")
+
+
+config.add_validator("num_cpu_devices", _check_cpu_device_count)
 
 
 class _NumpyHeader(C.Structure):
@@ -324,7 +340,8 @@ class Backend:
       except RuntimeBackendError as e:
         compilation_cache._warn_once("serialize", f"the plugin cannot serialize ({e})")
       else:
-        compilation_cache.store(key, payload)
+        if len(payload) >= cache.min_entry_size:
+          compilation_cache.store(key, payload)
     return executable
 
   def _compile(self, code: bytes, options: bytes, single_device: bool) -> Executable:

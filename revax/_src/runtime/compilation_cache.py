@@ -16,16 +16,21 @@ processes racing on one key never see half an entry; the last rename wins and ev
 the same executable. After a store, the directory is trimmed to `max_size` bytes by removing the
 least recently used entries (a hit refreshes its entry's modification time).
 
-Settings (each also a `revax.config` option of the same name):
-  compilation_cache           on by default; env REVAX_COMPILATION_CACHE=0 turns it off.
-  compilation_cache_dir       env REVAX_COMPILATION_CACHE_DIR, else $XDG_CACHE_HOME/revax, else
-                              ~/.cache/revax.
-  compilation_cache_max_size  bytes kept on disk (env REVAX_COMPILATION_CACHE_MAX_SIZE; 1 GiB).
-  compilation_cache_min_compile_time_secs
-                              programs that compiled faster than this are not written (env
-                              REVAX_COMPILATION_CACHE_MIN_COMPILE_TIME_SECS; default 0.05 s: a hit
-                              costs ~2 ms, so below that the entry would save little and the eager
-                              one-primitive programs would fill the directory).
+Settings (revax.config options with JAX's names; the environment gives their defaults):
+  jax_enable_compilation_cache            on by default; env REVAX_COMPILATION_CACHE=0 turns it
+                                          off.
+  jax_compilation_cache_dir               env REVAX_COMPILATION_CACHE_DIR, else
+                                          $XDG_CACHE_HOME/revax, else ~/.cache/revax.
+  jax_compilation_cache_max_size          bytes kept on disk (env REVAX_COMPILATION_CACHE_MAX_SIZE;
+                                          1 GiB; -1: no limit).
+  jax_persistent_cache_min_compile_time_secs
+                                          programs that compiled faster than this are not written
+                                          (env REVAX_COMPILATION_CACHE_MIN_COMPILE_TIME_SECS; 0.05 s:
+                                          a hit costs ~2 ms, so below that the entry would save
+                                          little and the eager one-primitive programs would fill
+                                          the directory).
+  jax_persistent_cache_min_entry_size_bytes
+                                          smaller entries are not written (0).
 Log: the logger "revax.compilation_cache" reports each hit, miss, store and eviction at DEBUG.
 """
 from __future__ import annotations
@@ -39,13 +44,14 @@ import tempfile
 import threading
 import warnings
 
+from revax._src.core.config import config
+
 logger = logging.getLogger("revax.compilation_cache")
 
 FORMAT_VERSION = 1
 _MAGIC = b"RVXCACHE"
 _HEADER = struct.Struct("<8sI32sQ32s")  # magic, format version, key, payload size, payload sha256
 _SUFFIX = ".rvx"
-_TRUE = ("1", "true", "yes", "on")
 
 
 def _default_dir() -> str:
@@ -54,18 +60,25 @@ def _default_dir() -> str:
 
 
 class CacheSettings:
-  """The cache's settings, read from the environment once and changed through revax.config."""
+  """The cache's settings: mirrors of revax.config's options, refreshed when one changes."""
 
   def __init__(self):
-    env = os.environ.get
-    self.enabled = env("REVAX_COMPILATION_CACHE", "1").strip().lower() in _TRUE
-    self.directory = env("REVAX_COMPILATION_CACHE_DIR") or _default_dir()
-    self.max_size = int(env("REVAX_COMPILATION_CACHE_MAX_SIZE", str(1 << 30)))
-    self.min_compile_time_secs = float(env("REVAX_COMPILATION_CACHE_MIN_COMPILE_TIME_SECS",
-                                           "0.05"))
+    self.refresh()
+
+  def refresh(self) -> None:
+    read = config.read
+    self.enabled = read("enable_compilation_cache")
+    self.directory = read("compilation_cache_dir") or _default_dir()
+    size = read("compilation_cache_max_size")
+    self.max_size = float("inf") if size == -1 else size
+    self.min_compile_time_secs = read("persistent_cache_min_compile_time_secs")
+    self.min_entry_size = read("persistent_cache_min_entry_size_bytes")
 
 
 settings = CacheSettings()
+_OPTIONS = ("enable_compilation_cache", "compilation_cache_dir", "compilation_cache_max_size",
+            "persistent_cache_min_compile_time_secs", "persistent_cache_min_entry_size_bytes")
+config.on_change(lambda name: settings.refresh() if name in _OPTIONS else None)
 # What happened in this process: tests and the debug log read them.
 counters = {"hit": 0, "miss": 0, "store": 0, "discard": 0, "evict": 0}
 _warned: set[str] = set()

@@ -20,6 +20,8 @@ import os
 import ml_dtypes
 import numpy as np
 
+from revax._src.core.errors import JaxRuntimeError
+
 __all__ = [
     "Api", "RuntimeBackendError", "CompileError", "compile_options", "default_plugin_path",
     "ARGS", "NamedValue", "Program", "ExecuteOptions", "NUMPY_TO_PJRT", "PJRT_TO_NUMPY",
@@ -39,7 +41,7 @@ ERROR_CODES = (
     "OUT_OF_RANGE", "UNIMPLEMENTED", "INTERNAL", "UNAVAILABLE", "DATA_LOSS", "UNAUTHENTICATED")
 
 
-class RuntimeBackendError(RuntimeError):
+class RuntimeBackendError(JaxRuntimeError):
   """An error returned by the PJRT plugin.
 
   Attributes:
