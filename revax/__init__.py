@@ -36,5 +36,7 @@ from revax import nn as nn
 from revax import numpy as numpy
 from revax import random as random
 from revax import tree_util as tree_util
+# issue 16 surface: tree, typing, top-level names
+from revax import tree as tree
 
 __version__ = "0.1.0"
