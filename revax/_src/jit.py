@@ -98,6 +98,9 @@ batching.axis_size_batchers[jit_p] = _jit_batch
 
 
 # --- the wrapper -----------------------------------------------------------------------------
+all_jitted: "weakref.WeakSet[Jitted]" = weakref.WeakSet()
+
+
 class _Entry:
   """One cache entry: the traced program for one signature."""
   __slots__ = ("jaxpr", "consts", "out_tree", "out_is_leaf", "program", "name")
@@ -132,6 +135,7 @@ class Jitted:
     self._fast_cache: dict = {}  # (treedef, avals) -> entry, for calls without static args
     self._arrays_cache: dict = {}  # avals -> entry, for calls whose arguments are all Arrays
     self._lock = threading.Lock()
+    all_jitted.add(self)  # for revax.clear_caches
     functools.update_wrapper(self, fun, updated=())
 
   def _resolve_static_names(self):
