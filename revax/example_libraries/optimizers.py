@@ -31,3 +31,4 @@ from revax._src.example_libraries.optimizers import State as State
 from revax._src.example_libraries.optimizers import InitFn as InitFn
 from revax._src.example_libraries.optimizers import UpdateFn as UpdateFn
 from revax._src.example_libraries.optimizers import ParamsFn as ParamsFn
+from revax._src.example_libraries.optimizers import Schedule as Schedule

@@ -36,6 +36,8 @@ CASES = [
     ("approx_max_k", (X, 2), {}), ("approx_min_k", (X, 2, 1), {}),
     ("reduce_xor", (rs.randint(0, 1000, (4, 5)).astype(np.int32), (0,)), {}),
     ("cumlogsumexp", (X, 1), {}), ("cumlogsumexp", (X, 0, True), {}),
+    ("index_take", (X, (np.array([0, 1, -1], np.int32), np.array([2, 0, 2], np.int32)), (0, 2)),
+     {}),
 ]
 
 

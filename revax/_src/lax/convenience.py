@@ -378,3 +378,21 @@ def cumlogsumexp(operand, axis=0, reverse=False):
     raise TypeError(f"cumlogsumexp requires a floating-point operand, got "
                     f"{get_aval(operand).dtype}")
   return associative_scan(_logaddexp, operand, reverse=reverse, axis=axis)
+
+
+def index_take(src, idxs, axes):
+  """`src` indexed by the index arrays `idxs` (one per axis in `axes`, all of one shape, taken
+  modulo the axis size), as NumPy's `src[idxs[0], idxs[1], ...]` along those axes."""
+  src_shape = _shape(src)
+  axes = tuple(operator.index(a) for a in axes)
+  if len(idxs) != len(axes):
+    raise ValueError(f"index_take needs one index array per axis, got {len(idxs)} and {axes}")
+  indices = shapes.concatenate([shapes.expand_dims(i, (1,)) for i in idxs], 1)
+  idx_dtype = get_aval(indices).dtype
+  sizes = np.array([src_shape[a] for a in axes], idx_dtype)
+  indices = binary.rem(binary.add(binary.rem(indices, sizes), sizes), sizes)  # non-negative
+  slice_sizes = tuple(1 if i in axes else d for i, d in enumerate(src_shape))
+  dnums = slicing.GatherDimensionNumbers(
+      offset_dims=tuple(range(1, len(src_shape) - len(axes) + 1)),
+      collapsed_slice_dims=axes, start_index_map=axes)
+  return slicing.gather(src, indices, dnums, slice_sizes)
