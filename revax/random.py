@@ -47,3 +47,4 @@ from revax._src.random.distributions import triangular as triangular
 from revax._src.random.distributions import wald as wald
 from revax._src.random.distributions import weibull_min as weibull_min
 from revax._src.lax.prng import random_gamma_p as random_gamma_p
+from revax._src.random.binomial import binomial as binomial

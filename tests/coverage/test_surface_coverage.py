@@ -43,8 +43,7 @@ JAX_TOP = {
 }
 
 RANDOM = {
-    "binomial": "BTRS rejection sampler: not done yet",
-    "multinomial": "built on binomial: not done yet",
+    "multinomial": "a scan of binomial draws over the categories: not done yet",
     "multivariate_normal": "needs cholesky/eigh: " + _LINALG_FFT,
     "orthogonal": "needs qr: " + _LINALG_FFT,
 }

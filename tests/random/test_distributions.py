@@ -20,6 +20,8 @@ BITWISE = [
     ("double_sided_maxwell", (0.5, 2.0, (7,)), {}), ("geometric", (0.3, (7,)), {}),
     ("poisson", (np.array([0.5, 3.0, 12.0, 50.0, 0.0], np.float32),), {}),
     ("laplace", ((3,), np.float16), {}),
+    ("binomial", (np.array([3.0, 40.0, 100.0, 7.0, -1.0, np.inf]),
+                  np.array([0.2, 0.5, 0.9, 0.95, 0.3, 0.3], np.float32)), {}),
 ]
 CLOSE = [  # through gamma draws
     ("t", (3.0, (7,)), {}), ("chisquare", (3.0, (7,)), {}), ("f", (3.0, 5.0, (7,)), {}),
@@ -37,7 +39,7 @@ def _both(name, args, kw, seed=5):
 def test_same_bits_as_jax(name, args, kw):
   r, j = _both(name, args, kw)
   assert r.dtype == j.dtype and r.shape == j.shape
-  np.testing.assert_array_equal(r, j)
+  np.testing.assert_array_equal(r, j)  # NaN positions equal too
 
 
 @pytest.mark.parametrize("name,args,kw", CLOSE, ids=lambda x: str(x))
@@ -94,6 +96,10 @@ def test_discrete_and_ball_moments():
   for lam in (3.0, 25.0):
     p = np.asarray(rr.poisson(rr.PRNGKey(2), lam, (N,)))
     assert abs(p.mean() - lam) < 4 * np.sqrt(lam / N) and abs(p.var() / lam - 1) < 0.12
+  for n, p in ((5.0, 0.3), (60.0, 0.7)):  # inversion and BTRS branches
+    x = np.asarray(rr.binomial(rr.PRNGKey(4), n, p, (N,)))
+    assert abs(x.mean() - n * p) < 4 * np.sqrt(n * p * (1 - p) / N)
+    assert abs(x.var() / (n * p * (1 - p)) - 1) < 0.12
   b = np.asarray(rr.ball(rr.PRNGKey(3), 3, 2, (N,)))
   radius = np.linalg.norm(b, axis=-1)
   assert radius.max() <= 1.0 and scipy.stats.kstest(radius ** 3, "uniform").pvalue > 1e-3
