@@ -76,7 +76,7 @@ LAX = {
     **{n: _LINALG_FFT for n in ("fft", "fft_p", "FftType")},
     **{n: _INTERNAL_P for n in (
         "cumlogsumexp_p", "reduce_xor_p", "scatter_sub_p", "split_p", "stack_p", "tile_p",
-        "unstack_p", "approx_top_k_p", "select_and_scatter_p", "copy_p", "eq_to_p", "le_to_p",
+        "unstack_p", "mulhi_p", "approx_top_k_p", "select_and_scatter_p", "copy_p", "eq_to_p", "le_to_p",
         "lt_to_p")},
     "reduce_p": "the variadic reduce primitive with a custom computation: lax.reduce recognizes "
                 "monoid computations only (not done yet)",
@@ -94,8 +94,6 @@ LAX = {
     "conv_general_dilated_patches": "patch extraction convolution: not done yet",
     "composite": "stablehlo.composite regions: not done yet",
     "platform_dependent": "per-platform lowering choice: revax has one platform (not done yet)",
-    "mulhi": "high half of integer products: not done yet",
-    "mulhi_p": "high half of integer products: not done yet",
     "scatter_apply": "scatter of a function: not done yet",
     "shape_as_value": "dynamic shapes: not part of revax",
     **{n: "JAX-internal staging/DCE helpers: not done yet" for n in (

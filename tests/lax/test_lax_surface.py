@@ -121,3 +121,17 @@ def test_bit_primitives_match_jax_and_reduce_precision_derivatives():
   with pytest.raises(TypeError, match="floating-point"):
     rl.reduce_precision(np.ones(2, np.int32), 5, 2)
   assert "reduce_precision" in str(revax.make_jaxpr(lambda v: rl.reduce_precision(v, 5, 2))(y))
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.uint32, np.int8, np.uint16])
+def test_mulhi_matches_jax(dtype):
+  info = np.iinfo(dtype)
+  a = rs.randint(info.min, info.max, 64, dtype=np.int64).astype(dtype)
+  b = rs.randint(info.min, info.max, 64, dtype=np.int64).astype(dtype)
+  a[:4] = [info.min, info.max, 0, info.max]
+  b[:4] = [info.min, info.min, info.max, info.max]
+  _same(rl.mulhi(a, b), jax.lax.mulhi(a, b))
+  _same(revax.jit(rl.mulhi)(a, b[:1]), jax.lax.mulhi(a, b[:1]))
+  _same(revax.vmap(rl.mulhi)(a, b), jax.vmap(jax.lax.mulhi)(a, b))
+  with pytest.raises(TypeError):
+    rl.mulhi(a.astype(np.float32), b.astype(np.float32))

@@ -396,3 +396,44 @@ def index_take(src, idxs, axes):
       offset_dims=tuple(range(1, len(src_shape) - len(axes) + 1)),
       collapsed_slice_dims=axes, start_index_map=axes)
   return slicing.gather(src, indices, dnums, slice_sizes)
+
+
+def mulhi(x, y, /):
+  """The high half of the full-width product of two integer arrays (x * y has twice the
+  width; this is its upper word), signed or unsigned by the dtype. Computed from half-word
+  partial products, so no wider integer type is needed.
+
+  Args:
+    x, y: integer arrays of one dtype (broadcast together).
+
+  Returns:
+    An array of that dtype.
+  """
+  from revax._src.lax.conversion import bitcast_convert_type
+  dtype = get_aval(x).dtype
+  if get_aval(y).dtype != dtype or not dtypes.is_integer(dtype):
+    raise TypeError(f"mulhi requires two integer arrays of one dtype, got "
+                    f"{get_aval(x).dtype} and {get_aval(y).dtype}")
+  if _shape(x) != _shape(y):
+    target = creation.full(broadcast_shapes(_shape(x), _shape(y)), 0, dtype)
+    x, y = broadcast_like(x, target), broadcast_like(y, target)
+  width = dtype.itemsize * 8
+  udtype = np.dtype(f"uint{width}")
+  signed = dtype != udtype
+  ux = bitcast_convert_type(x, udtype) if signed else x
+  uy = bitcast_convert_type(y, udtype) if signed else y
+  half = np.asarray(width // 2, udtype)
+  mask = np.asarray((1 << (width // 2)) - 1, udtype)
+  lo = lambda v: binary.bitwise_and(v, mask)
+  hi = lambda v: binary.shift_right_logical(v, half)
+  x0, x1, y0, y1 = lo(ux), hi(ux), lo(uy), hi(uy)
+  p00, p01, p10, p11 = (binary.mul(x0, y0), binary.mul(x0, y1), binary.mul(x1, y0),
+                        binary.mul(x1, y1))
+  mid = binary.add(binary.add(hi(p00), lo(p01)), lo(p10))
+  out = binary.add(binary.add(binary.add(p11, hi(p01)), hi(p10)), hi(mid))
+  if signed:  # two's complement: the high word loses the other operand where one is negative
+    zero, uzero = np.asarray(0, dtype), creation.full(_shape(ux), 0, udtype)
+    out = binary.sub(out, comparison.select_n(comparison.lt(x, zero), uzero, uy))
+    out = binary.sub(out, comparison.select_n(comparison.lt(y, zero), uzero, ux))
+    out = bitcast_convert_type(out, dtype)
+  return out
