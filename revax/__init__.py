@@ -60,5 +60,20 @@ from revax import numpy as numpy
 from revax import random as random
 from revax import sharding as sharding
 from revax import tree_util as tree_util
+# issue 16 surface: tree, typing, top-level names
+from revax import tree as tree
+from revax import typing as typing
+from revax._src.api_extras import clear_caches as clear_caches
+from revax._src.api_extras import custom_gradient as custom_gradient
+from revax._src.api_extras import default_backend as default_backend
+from revax._src.api_extras import ensure_compile_time_eval as ensure_compile_time_eval
+from revax._src.api_extras import jacobian as jacobian
+from revax._src.api_extras import live_arrays as live_arrays
+from revax._src.api_extras import named_call as named_call
+from revax._src.api_extras import named_scope as named_scope
+from revax._src.api_extras import print_environment_info as print_environment_info
+from revax._src.api_extras import typeof as typeof
+from revax._src.core.dtypes import float0 as float0
+from revax._src.runtime.client import Device as Device
 
 __version__ = "0.1.0"

@@ -102,6 +102,9 @@ batching.axis_size_batchers[jit_p] = _jit_batch
 
 
 # --- the wrapper -----------------------------------------------------------------------------
+all_jitted: "weakref.WeakSet[Jitted]" = weakref.WeakSet()
+
+
 class _Entry:
   """One cache entry: the traced program for one signature."""
   __slots__ = ("jaxpr", "consts", "out_tree", "out_is_leaf", "program", "name")
@@ -222,6 +225,7 @@ class Jitted:
     self.static_argnames = (static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames or ())
     self._resolve_static_names()
     self._traces = _shared_cache(fun, (self.static_argnums, self.static_argnames, self.name))
+    all_jitted.add(self)  # for revax.clear_caches
     functools.update_wrapper(self, fun, updated=())
 
   def _resolve_static_names(self):

@@ -22,3 +22,13 @@ from revax._src.example_libraries.optimizers import clip_grads as clip_grads
 from revax._src.example_libraries.optimizers import JoinPoint as JoinPoint
 from revax._src.example_libraries.optimizers import unpack_optimizer_state as unpack_optimizer_state
 from revax._src.example_libraries.optimizers import pack_optimizer_state as pack_optimizer_state
+from revax._src.example_libraries.optimizers import sm3 as sm3
+from revax._src.example_libraries.optimizers import Array as Array
+from revax._src.example_libraries.optimizers import Step as Step
+from revax._src.example_libraries.optimizers import Params as Params
+from revax._src.example_libraries.optimizers import Updates as Updates
+from revax._src.example_libraries.optimizers import State as State
+from revax._src.example_libraries.optimizers import InitFn as InitFn
+from revax._src.example_libraries.optimizers import UpdateFn as UpdateFn
+from revax._src.example_libraries.optimizers import ParamsFn as ParamsFn
+from revax._src.example_libraries.optimizers import Schedule as Schedule

@@ -22,13 +22,13 @@ from typing import Any, Callable, NamedTuple
 import numpy as np
 
 from revax._src import tree_util
-from revax._src.numpy import contractions, creation, reductions, ufuncs
+from revax._src.numpy import contractions, creation, reductions, shape_ops, ufuncs
 
 __all__ = [
   "Optimizer", "OptimizerState", "optimizer", "sgd", "momentum", "nesterov", "adagrad",
   "rmsprop", "rmsprop_momentum", "adam", "adamax", "constant", "exponential_decay",
   "inverse_time_decay", "polynomial_decay", "piecewise_constant", "make_schedule", "l2_norm",
-  "clip_grads", "JoinPoint", "unpack_optimizer_state", "pack_optimizer_state",
+  "clip_grads", "JoinPoint", "sm3", "unpack_optimizer_state", "pack_optimizer_state",
 ]
 
 # The state of a pytree of parameters: the flattened per-leaf states (`packed_state`, one list
@@ -42,6 +42,15 @@ with warnings.catch_warnings():  # optree notes that namedtuples are nodes alrea
       lambda aux, children: OptimizerState(children[0], aux[0], aux[1]))
 
 Schedule = Callable[[Any], Any]
+# the type names jax's optimizers module annotates with
+Array = Any
+Step = int
+Params = Any
+Updates = Params
+State = Any
+InitFn = Callable[[Params], OptimizerState]
+UpdateFn = Callable[[Step, Updates, OptimizerState], OptimizerState]
+ParamsFn = Callable[[OptimizerState], Params]
 
 
 class Optimizer(NamedTuple):
@@ -336,6 +345,48 @@ def adamax(step_size, b1=0.9, b2=0.999, eps=1e-8):
 
   return init, update, get_params
 
+
+
+@optimizer
+def sm3(step_size, momentum=0.9):
+  """SM3 (Anil et al., "Memory-Efficient Adaptive Optimization"): Adagrad whose accumulator
+  is covered by one vector per axis (memory O(sum of dims) instead of O(prod)), with momentum.
+
+  Args:
+    step_size: a positive scalar, or a schedule mapping the step index to one.
+    momentum: the momentum coefficient.
+
+  Returns:
+    An (init_fun, update_fun, get_params) triple.
+  """
+  step_size = make_schedule(step_size)
+
+  def along(ndim, v, axis):  # v as an array that varies along `axis` only
+    return shape_ops.expand_dims(v, tuple(a for a in range(ndim) if a != axis)) if ndim > 1 else v
+
+  def init(x0):
+    x_shape = tuple(np.shape(x0)) if not hasattr(x0, "shape") else tuple(x0.shape)
+    x0 = shape_ops.atleast_1d(x0)
+    vs = [creation.zeros(n, dtype=x0.dtype) for n in x0.shape]
+    return x0, creation.zeros_like(x0), vs, x_shape
+
+  def update(i, g, state):
+    x, m, vs, x_shape = state
+    g = shape_ops.reshape(g, x.shape)
+    covers = [along(g.ndim, v, axis) for axis, v in enumerate(vs)]
+    accum = ufuncs.add(functools.reduce(ufuncs.minimum, covers), ufuncs.square(g))
+    accum_inv_sqrt = ufuncs.where(accum > 0, 1. / ufuncs.sqrt(accum), 0)
+    m = (1. - momentum) * (g * accum_inv_sqrt) + momentum * m
+    x = x - step_size(i) * m
+    vs = [reductions.max(accum, axis=tuple(a for a in range(x.ndim) if a != axis))
+          for axis in range(x.ndim)]
+    return x, m, vs, x_shape
+
+  def get_params(state):
+    x, _, _, x_shape = state
+    return shape_ops.reshape(x, x_shape)
+
+  return init, update, get_params
 
 # --- schedules -----------------------------------------------------------------------------------
 def constant(step_size) -> Schedule:

@@ -1,6 +1,7 @@
 """revax's primitive families; this package re-exports every family's public wrappers."""
 from revax._src.lax.batch_util import *  # noqa: F401,F403
 from revax._src.lax.binary import *  # noqa: F401,F403
+from revax._src.lax.bits import *  # noqa: F401,F403
 from revax._src.lax.comparison import *  # noqa: F401,F403
 from revax._src.lax.control_flow import *  # noqa: F401,F403
 from revax._src.lax.conversion import *  # noqa: F401,F403

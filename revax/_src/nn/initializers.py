@@ -9,6 +9,7 @@ lecun and he (kaiming) initializers are members of that family.
 from __future__ import annotations
 
 import functools
+import typing
 import math
 
 import numpy as np
@@ -131,3 +132,11 @@ lecun_normal = functools.partial(variance_scaling, 1.0, "fan_in", "truncated_nor
 he_uniform = kaiming_uniform = functools.partial(variance_scaling, 2.0, "fan_in", "uniform")
 he_normal = kaiming_normal = functools.partial(variance_scaling, 2.0, "fan_in",
                                                "truncated_normal")
+
+
+class Initializer(typing.Protocol):
+  """What an initializer is: `init(key, shape, dtype) -> Array` (what jax.nn.initializers
+  calls `Initializer`)."""
+
+  def __call__(self, key, shape, dtype=np.float32):
+    ...

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from revax._src import tree_util
-from revax._src.core import dtypes
+from revax._src.core import dtypes, extended_dtypes
 from revax._src.core.avals import get_aval
 from revax._src.core.config import config
 from revax._src.core.trace import Tracer
@@ -36,6 +36,7 @@ IMPL_NAME = "threefry2x32"
 class KeyDtype:
   """The dtype of typed threefry2x32 keys (prints as JAX's `key<fry>`)."""
   name = "key<fry>"
+  type = extended_dtypes.prng_key  # so issubdtype(key.dtype, revax.dtypes.prng_key) holds
 
   def __repr__(self):
     return self.name

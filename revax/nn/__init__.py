@@ -1,5 +1,5 @@
 """revax.nn: neural-network building blocks, as in jax.nn (activations, pooling, initializers)."""
-from revax._src.nn import initializers as initializers
+from revax.nn import initializers as initializers
 from revax._src.nn.functions import celu as celu
 from revax._src.nn.functions import elu as elu
 from revax._src.nn.functions import gelu as gelu
@@ -28,3 +28,9 @@ from revax._src.nn.functions import standardize as standardize
 from revax._src.nn.functions import swish as swish
 from revax._src.nn.pooling import avg_pool as avg_pool
 from revax._src.nn.pooling import max_pool as max_pool
+from revax._src.nn.more_functions import dot_product_attention as dot_product_attention
+from revax._src.nn.more_functions import log1mexp as log1mexp
+from revax._src.nn.more_functions import logmeanexp as logmeanexp
+from revax._src.nn.more_functions import sparse_plus as sparse_plus
+from revax._src.nn.more_functions import sparse_sigmoid as sparse_sigmoid
+from revax._src.nn.more_functions import tanh as tanh

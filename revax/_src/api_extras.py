@@ -1,0 +1,231 @@
+"""Top-level utilities of JAX's namespace beyond the transformations: jacobian, named scopes,
+compile-time evaluation, cache and live-array management, typeof, custom_gradient.
+"""
+from __future__ import annotations
+
+import contextlib
+import functools
+import gc
+import platform
+import sys
+import threading
+
+from revax._src.autodiff import jacrev
+from revax._src.core.avals import get_aval
+from revax._src.core.trace import Trace, Tracer, current_trace, eval_trace, set_current_trace
+from revax._src.custom_derivatives import custom_vjp
+from revax._src.runtime.array import Array
+
+
+def jacobian(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
+  """The Jacobian of `fun` by reverse mode (JAX's `jacobian`, which is `jacrev`).
+
+  Args:
+    fun: function of arrays (pytrees of them) to differentiate.
+    argnums: which positional argument(s) to differentiate with respect to.
+    has_aux: whether `fun` returns `(output, aux)`.
+    holomorphic: whether `fun` is holomorphic (complex inputs and outputs).
+    allow_int: allow integer inputs (their Jacobian blocks are float0).
+
+  Returns:
+    A function giving the Jacobian with the output's structure outside the input's.
+
+  Example:
+    >>> jacobian(lambda x: x ** 2)(revax.numpy.arange(3.0))  # diag(0, 2, 4)
+  """
+  return jacrev(fun, argnums=argnums, has_aux=has_aux, holomorphic=holomorphic,
+                allow_int=allow_int)
+
+
+# --- named scopes --------------------------------------------------------------------------------
+class _NameStack(threading.local):
+  def __init__(self):
+    self.names: list[str] = []
+
+
+_name_stack = _NameStack()
+
+
+def current_name_stack() -> str:
+  """The active named scopes joined by '/', e.g. 'layer1/attention' ('' outside any)."""
+  return "/".join(_name_stack.names)
+
+
+@contextlib.contextmanager
+def named_scope(name: str):
+  """Context manager that names the operations staged inside it (scopes nest: 'a/b').
+
+  Args:
+    name: the scope's name; must be a string.
+
+  Example:
+    >>> with named_scope("dense"):
+    ...   y = x @ w
+  """
+  if not isinstance(name, str):
+    raise TypeError("named_scope name argument must be a string.")
+  _name_stack.names.append(name)
+  try:
+    yield
+  finally:
+    _name_stack.names.pop()
+
+
+def named_call(fun, *, name=None):
+  """`fun` wrapped so that its operations run inside `named_scope(name or fun.__name__)`.
+
+  Args:
+    fun: the function to wrap.
+    name: the scope's name (default: the function's name).
+
+  Returns:
+    A function computing the same values as `fun`.
+  """
+  scope = name if name is not None else getattr(fun, "__name__", "fun")
+
+  @functools.wraps(fun)
+  def named(*args, **kwargs):
+    with named_scope(scope):
+      return fun(*args, **kwargs)
+
+  return named
+
+
+# --- compile-time evaluation ---------------------------------------------------------------------
+class _CompileTimeEvalTrace(Trace):
+  """Evaluates primitives whose operands are all concrete right away; hands the others (those
+  with tracers) to the trace that was current when the context was entered."""
+
+  def __init__(self, parent: Trace):
+    self.parent = parent
+
+  def process_primitive(self, primitive, args, params):
+    if any(isinstance(a, Tracer) for a in args):
+      with set_current_trace(self.parent):
+        return self.parent.process_primitive(primitive, args, params)
+    with set_current_trace(eval_trace):
+      return eval_trace.process_primitive(primitive, args, params)
+
+  def __repr__(self):
+    return f"CompileTimeEvalTrace({self.parent!r})"
+
+
+@contextlib.contextmanager
+def ensure_compile_time_eval():
+  """Within this block, operations on concrete values are computed now, even while tracing
+  for jit (their results are concrete Arrays, usable as Python values); operations involving
+  traced values are still traced.
+
+  Example:
+    >>> @revax.jit
+    ... def f(x):
+    ...   with ensure_compile_time_eval():
+    ...     n = int(revax.numpy.sum(revax.numpy.arange(4)))  # a Python int while tracing
+    ...   return x * n
+  """
+  parent = current_trace()
+  if parent is eval_trace:
+    yield
+    return
+  with set_current_trace(_CompileTimeEvalTrace(parent)):
+    yield
+
+
+# --- arrays and caches ---------------------------------------------------------------------------
+def live_arrays(platform=None):
+  """Every revax Array alive in this process (`platform`, if given, must be the backend's).
+
+  Args:
+    platform: optional platform name such as "cpu".
+
+  Returns:
+    A list of Arrays.
+  """
+  if platform is not None and platform != default_backend():
+    return []
+  return [o for o in gc.get_objects() if type(o) is Array]
+
+
+def clear_caches():
+  """Drop every cache of traced and compiled programs (jit's per-function caches, the eager
+  program cache, compiled control-flow and window programs). Later calls trace and compile
+  again."""
+  from revax._src import jit as jit_module
+  from revax._src.interpreters import dispatch
+  from revax._src.lax import windowed
+  from revax._src.lax.control_flow import common
+  for jitted in list(jit_module.all_jitted):
+    jitted.clear_cache()
+  jit_module._programs.clear()
+  dispatch._program_cache.clear()
+  dispatch._abstract_eval_cache.clear()
+  windowed._computation_cache.clear()
+  common._compiled_programs.clear()
+
+
+def default_backend() -> str:
+  """The platform name of the default backend ("cpu")."""
+  from revax._src.runtime.client import get_backend
+  return get_backend().platform
+
+
+def typeof(x):
+  """The abstract value (shape, dtype, weak type) of `x`, e.g. `float32[3]`."""
+  if isinstance(x, Tracer):
+    return x.aval
+  return get_aval(x)
+
+
+def print_environment_info(return_string: bool = False):
+  """Versions of revax, Python, NumPy and the platform (printed, or returned as a string)."""
+  import importlib.metadata
+
+  import numpy as np
+  try:
+    version = importlib.metadata.version("revax")
+  except importlib.metadata.PackageNotFoundError:
+    version = "unknown"
+  text = (f"revax:   {version}\n"
+          f"numpy:   {np.__version__}\n"
+          f"python:  {sys.version.replace(chr(10), ' ')}\n"
+          f"system:  {platform.uname()}\n")
+  if return_string:
+    return text
+  print(text, end="")
+  return None
+
+
+# --- custom_gradient -----------------------------------------------------------------------------
+def custom_gradient(fun):
+  """A function with a hand-written gradient: `fun(*args)` returns `(value, vjp)` where
+  `vjp(ct)` gives a tuple of cotangents, one per positional argument.
+
+  The backward pass calls `fun` again on the saved arguments to obtain `vjp` (so `vjp`'s
+  closure need not be stored); `fun` must therefore be free of side effects.
+
+  Example:
+    >>> @custom_gradient
+    ... def f(x):
+    ...   return x ** 2, lambda g: (g * 2 * x,)
+  """
+
+  @custom_vjp
+  def wrapped(*args):
+    value, _ = fun(*args)
+    return value
+
+  def fwd(*args):
+    value, _ = fun(*args)
+    return value, args
+
+  def bwd(args, ct):
+    _, vjp = fun(*args)
+    cts = vjp(ct)
+    if not isinstance(cts, (tuple, list)):
+      cts = (cts,)
+    return tuple(cts)
+
+  wrapped.defvjp(fwd, bwd)
+  functools.update_wrapper(wrapped, fun)
+  return wrapped
+

@@ -1,0 +1,439 @@
+"""jax.lax's convenience functions that compose existing primitives (no new primitive here):
+slicing along one dimension, collapse/stack/unstack/split/tile, select, reciprocal,
+batch_matmul, scatter_sub, approx_max_k/approx_min_k, reduce_xor, associative_scan,
+cumlogsumexp, dtype/empty/broadcast_shapes/broadcast_like.
+"""
+from __future__ import annotations
+
+import builtins
+import math
+import operator
+
+import numpy as np
+
+from revax._src import tree_util
+from revax._src.core import dtypes
+from revax._src.core.avals import get_aval
+from revax._src.core.trace import Tracer
+from revax._src.lax import binary, comparison, conversion, creation, shapes
+from revax._src.lax import slicing, sorting, standard, unary
+from revax._src.lax.dot import dot_general
+
+
+def _shape(x):
+  return tuple(get_aval(x).shape)
+
+
+def _ndim(x):
+  return len(_shape(x))
+
+
+def _dim(axis, ndim, name="axis"):
+  axis = operator.index(axis)
+  if not -ndim <= axis < ndim:
+    raise ValueError(f"{name} {axis} is out of bounds for an array of rank {ndim}")
+  return axis % ndim
+
+
+# --- slicing along one dimension -----------------------------------------------------------------
+def slice_in_dim(operand, start_index, limit_index, stride=1, axis=0):
+  """`operand[..., start_index:limit_index:stride, ...]` along `axis` (static bounds; None and
+  negative values as in Python slicing)."""
+  shape = _shape(operand)
+  axis = _dim(axis, len(shape))
+  start, stop, step = builtins.slice(start_index, limit_index, stride).indices(shape[axis])
+  starts = [0] * len(shape)
+  limits = list(shape)
+  strides = [1] * len(shape)
+  starts[axis], limits[axis], strides[axis] = start, builtins.max(start, stop), step
+  return slicing.slice(operand, starts, limits, strides)
+
+
+def index_in_dim(operand, index, axis=0, keepdims=True):
+  """The `index`-th slice of `operand` along `axis` (a static int, negative from the end)."""
+  shape = _shape(operand)
+  axis = _dim(axis, len(shape))
+  index = operator.index(index)
+  if not -shape[axis] <= index < shape[axis]:
+    raise IndexError(f"index {index} is out of bounds for axis {axis} with size {shape[axis]}")
+  index %= shape[axis]
+  out = slice_in_dim(operand, index, index + 1, 1, axis)
+  return out if keepdims else shapes.squeeze(out, (axis,))
+
+
+def _dynamic_start(index, size, allow_negative_indices):
+  if allow_negative_indices:
+    dtype = get_aval(index).dtype if hasattr(index, "dtype") or isinstance(index, Tracer) \
+        else np.dtype(np.int32)
+    if not isinstance(index, (int, np.integer)):
+      index = conversion.convert_element_type(index, dtype)
+      return comparison.select_n(comparison.lt(index, np.asarray(0, dtype)), index,
+                                 binary.add(index, np.asarray(size, dtype)))
+    return index + size if index < 0 else index
+  return index
+
+
+def dynamic_slice_in_dim(operand, start_index, slice_size, axis=0, *,
+                         allow_negative_indices=True):
+  """`slice_size` elements of `operand` along `axis` from a traced `start_index` (clamped into
+  bounds as dynamic_slice does; negative indices count from the end)."""
+  shape = _shape(operand)
+  axis = _dim(axis, len(shape))
+  start = _dynamic_start(start_index, shape[axis], allow_negative_indices)
+  starts = [np.int32(0)] * len(shape)
+  starts[axis] = start
+  sizes = list(shape)
+  sizes[axis] = operator.index(slice_size)
+  return slicing.dynamic_slice(operand, starts, sizes)
+
+
+def dynamic_index_in_dim(operand, index, axis=0, keepdims=True, *, allow_negative_indices=True):
+  """The slice of `operand` at a traced `index` along `axis`."""
+  out = dynamic_slice_in_dim(operand, index, 1, axis,
+                             allow_negative_indices=allow_negative_indices)
+  return out if keepdims else shapes.squeeze(out, (_dim(axis, _ndim(operand)),))
+
+
+def dynamic_update_slice_in_dim(operand, update, start_index, axis, *,
+                                allow_negative_indices=True):
+  """`operand` with `update` written along `axis` from a traced `start_index`."""
+  shape = _shape(operand)
+  axis = _dim(axis, len(shape))
+  starts = [np.int32(0)] * len(shape)
+  starts[axis] = _dynamic_start(start_index, shape[axis], allow_negative_indices)
+  return slicing.dynamic_update_slice(operand, update, starts)
+
+
+def dynamic_update_index_in_dim(operand, update, index, axis, *, allow_negative_indices=True):
+  """`operand` with the slice at a traced `index` along `axis` replaced by `update` (which may
+  lack that axis)."""
+  axis = _dim(axis, _ndim(operand))
+  if _ndim(update) != _ndim(operand):
+    update = shapes.expand_dims(update, (axis,))
+  return dynamic_update_slice_in_dim(operand, update, index, axis,
+                                     allow_negative_indices=allow_negative_indices)
+
+
+# --- shapes --------------------------------------------------------------------------------------
+def collapse(operand, start_dimension, stop_dimension=None):
+  """`operand` with dimensions [start_dimension, stop_dimension) merged into one."""
+  shape = _shape(operand)
+  lo = _dim(start_dimension, len(shape), "start_dimension") if shape else 0
+  hi = len(shape) if stop_dimension is None else (
+      stop_dimension % len(shape) if stop_dimension < 0 else stop_dimension)
+  if hi < lo or hi > len(shape):
+    raise ValueError(f"Invalid dimension range passed to collapse: {shape}"
+                     f"[{start_dimension}:{stop_dimension}]")
+  return shapes.reshape(operand, shape[:lo] + (math.prod(shape[lo:hi]),) + shape[hi:])
+
+
+def stack(operands, axis=0):
+  """The operands (all of one shape) stacked along a new `axis`."""
+  operands = list(operands)
+  if not operands:
+    raise ValueError("stack requires at least one operand")
+  axis = _dim(axis, _ndim(operands[0]) + 1)
+  return shapes.concatenate([shapes.expand_dims(x, (axis,)) for x in operands], axis)
+
+
+def unstack(x, axis=0):
+  """The slices of `x` along `axis`, as a tuple."""
+  axis = _dim(axis, _ndim(x))
+  return tuple(index_in_dim(x, i, axis, keepdims=False) for i in range(_shape(x)[axis]))
+
+
+def split(operand, sizes, axis=0):
+  """`operand` cut along `axis` into pieces of the given `sizes` (which must sum to its size)."""
+  shape = _shape(operand)
+  axis = _dim(axis, len(shape))
+  sizes = [operator.index(s) for s in sizes]
+  if any(s < 0 for s in sizes) or sum(sizes) != shape[axis]:
+    raise ValueError(f"Sum of sizes {sum(sizes)} must be equal to dimension {shape[axis]} of the "
+                     f"operand shape {shape}")
+  out, start = [], 0
+  for s in sizes:
+    out.append(slice_in_dim(operand, start, start + s, 1, axis))
+    start += s
+  return out
+
+
+def tile(operand, reps):
+  """`operand` repeated `reps[i]` times along each dimension i."""
+  shape = _shape(operand)
+  reps = tuple(operator.index(r) for r in reps)
+  if len(reps) != len(shape):
+    raise ValueError(f"len(reps) must equal operand.ndim, got {len(reps)} and {len(shape)}")
+  interleaved = tuple(d for pair in zip(reps, shape, strict=True) for d in pair)
+  b = shapes.broadcast_in_dim(operand, interleaved, tuple(range(1, 2 * len(shape), 2)))
+  return shapes.reshape(b, tuple(r * d for r, d in zip(reps, shape, strict=True)))
+
+
+def broadcast_like(arr, like_arr):
+  """`arr` broadcast (NumPy rules) to the shape of `like_arr`."""
+  out_shape = _shape(like_arr)
+  in_shape = _shape(arr)
+  if broadcast_shapes(in_shape, out_shape) != out_shape:
+    raise ValueError(f"Incompatible types for broadcasting: input shape {in_shape} and "
+                     f"requested shape {out_shape}")
+  offset = len(out_shape) - len(in_shape)
+  dims = tuple(range(offset, len(out_shape)))
+  kept = [i for i, (d, o) in enumerate(zip(in_shape, out_shape[offset:], strict=True))
+          if d == o]
+  squeezed = shapes.reshape(arr, tuple(in_shape[i] for i in kept))
+  return shapes.broadcast_in_dim(squeezed, out_shape, tuple(dims[i] for i in kept))
+
+
+def broadcast_shapes(*shapes_):
+  """The NumPy broadcast of the given shapes (ValueError if they are incompatible)."""
+  shapes_ = [tuple(s) for s in shapes_]
+  try:
+    return standard.broadcast_shapes(*shapes_, op_name="broadcast_shapes")
+  except TypeError as err:  # JAX raises ValueError here
+    raise ValueError(f"Incompatible shapes for broadcasting: shapes={shapes_}") from err
+
+
+def dtype(x):
+  """The canonical dtype revax gives `x` (an array, scalar, dtype or type)."""
+  from revax._src.core.extended_dtypes import canonicalize_dtype
+  if isinstance(x, (Tracer,)) or hasattr(x, "aval"):
+    return get_aval(x).dtype
+  if isinstance(x, (bool, int, float, complex)):
+    return dtypes.scalar_dtype(x)[0]
+  if hasattr(x, "dtype"):
+    return canonicalize_dtype(x.dtype, allow_extended_dtype=True)
+  try:
+    return canonicalize_dtype(np.dtype(x), allow_extended_dtype=True)
+  except TypeError as err:
+    raise TypeError(f"Cannot determine dtype of {x}") from err
+
+
+def empty(shape, dtype, *, out_sharding=None):
+  """An array of `shape` and `dtype` whose contents do not matter (revax fills it with zeros)."""
+  if out_sharding is not None:
+    raise NotImplementedError("out_sharding: revax runs on one device (shardings: issue 18)")
+  return creation.full(shape, 0, dtype)
+
+
+# --- elementwise ---------------------------------------------------------------------------------
+def select(pred, on_true, on_false):
+  """`on_true` where `pred` is true, else `on_false` (select_n with the cases in that order)."""
+  return comparison.select_n(pred, on_false, on_true)
+
+
+def reciprocal(x):
+  """Elementwise 1 / x."""
+  x_dtype = get_aval(x).dtype
+  return binary.div(np.asarray(1, x_dtype), x)
+
+
+def batch_matmul(lhs, rhs, precision=None):
+  """Matrix products over leading batch dimensions: (..., m, k) @ (..., k, n)."""
+  lnd, rnd = _ndim(lhs), _ndim(rhs)
+  if builtins.min(lnd, rnd) < 2:
+    raise ValueError(f"Arguments to batch_matmul must be at least 2D, got {lnd}, {rnd}")
+  if lnd != rnd:
+    raise ValueError(f"Arguments to batch_matmul must have same ndim, got {lnd}, {rnd}")
+  batch = tuple(range(lnd - 2))
+  return dot_general(lhs, rhs, (((lnd - 1,), (rnd - 2,)), (batch, batch)),
+                         precision=precision)
+
+
+def scatter_sub(operand, scatter_indices, updates, dimension_numbers, *, indices_are_sorted=False,
+                unique_indices=False, mode=None):
+  """XLA's scatter with subtraction: operand[idx] -= update (repeated indices accumulate).
+
+  x - u equals x + (-u) exactly in IEEE arithmetic, so this is scatter_add of the negated
+  updates."""
+  return slicing.scatter_add(operand, scatter_indices, unary.neg(updates), dimension_numbers,
+                             indices_are_sorted=indices_are_sorted,
+                             unique_indices=unique_indices, mode=mode)
+
+
+# --- top-k and reductions ------------------------------------------------------------------------
+def approx_max_k(operand, k, reduction_dimension=-1, recall_target=0.95,
+                 reduction_input_size_override=-1, aggregate_to_topk=True):
+  """The `k` largest values along `reduction_dimension` and their indices. revax computes them
+  exactly (recall 1, what XLA's CPU backend also does), so every recall_target is met."""
+  del recall_target, reduction_input_size_override, aggregate_to_topk
+  return _top_k_along(operand, k, reduction_dimension, largest=True)
+
+
+def approx_min_k(operand, k, reduction_dimension=-1, recall_target=0.95,
+                 reduction_input_size_override=-1, aggregate_to_topk=True):
+  """The `k` smallest values along `reduction_dimension` and their indices (exact)."""
+  del recall_target, reduction_input_size_override, aggregate_to_topk
+  return _top_k_along(operand, k, reduction_dimension, largest=False)
+
+
+def _top_k_along(operand, k, axis, largest):
+  axis = _dim(axis, _ndim(operand))
+  if largest:
+    return sorting.top_k(operand, k, axis=axis)
+  values, idx = sorting.top_k(unary.neg(operand), k, axis=axis)
+  return unary.neg(values), idx
+
+
+def reduce_xor(operand, axes):
+  """Bitwise XOR of the elements of an integer or bool operand over `axes`."""
+  axes = tuple(_dim(a, _ndim(operand)) for a in axes)
+  x = operand
+  for axis in sorted(axes, reverse=True):
+    parts = unstack(x, axis)
+    if not parts:
+      shape = _shape(x)
+      return creation.full(shape[:axis] + shape[axis + 1:], 0, get_aval(x).dtype)
+    x = tree_util.tree_reduce(binary.bitwise_xor, list(parts))
+  return x
+
+
+# --- scans ---------------------------------------------------------------------------------------
+def associative_scan(fn, elems, reverse=False, axis=0):
+  """All prefix combinations `fn(... fn(fn(e0, e1), e2) ..., ei)` along `axis`, computed as a
+  parallel scan in O(log n) rounds; `fn` must be associative and act elementwise on (pytrees
+  of) arrays.
+
+  Args:
+    fn: associative binary function of two pytrees shaped like slices of `elems`.
+    elems: a pytree of arrays sharing the size of `axis`.
+    reverse: scan from the end.
+    axis: the scanned axis.
+
+  Returns:
+    A pytree like `elems` of the prefix combinations.
+
+  Example:
+    >>> associative_scan(revax.lax.add, numpy.arange(5))  # [0, 1, 3, 6, 10]
+  """
+  leaves, treedef = tree_util.tree_flatten(elems)
+  if not leaves:
+    return elems
+  ndim = _ndim(leaves[0])
+  axis = _dim(axis, ndim)
+  n = _shape(leaves[0])[axis]
+  if any(_shape(x)[axis] != n for x in leaves):
+    raise ValueError(f"Array inputs to associative_scan must have the same first dimension. "
+                     f"(saw: {[_shape(x) for x in leaves]})")
+  if reverse:
+    leaves = [shapes.rev(x, (axis,)) for x in leaves]
+
+  def combine(a, b):
+    out = fn(tree_util.tree_unflatten(treedef, a), tree_util.tree_unflatten(treedef, b))
+    out_leaves, out_tree = tree_util.tree_flatten(out)
+    if out_tree != treedef:
+      raise ValueError(f"the combine function of associative_scan must return a pytree of the "
+                       f"elements' structure {treedef}, got {out_tree}")
+    return out_leaves
+
+  def sl(xs, start, stop, stride=1):
+    return [slice_in_dim(x, start, stop, stride, axis) for x in xs]
+
+  def interleave(evens, odds, length):
+    # positions 0, 2, 4, ... from evens and 1, 3, ... from odds
+    out = []
+    for e, o in zip(evens, odds, strict=True):
+      n_e = _shape(e)[axis]
+      n_o = _shape(o)[axis]
+      if n_o < n_e:
+        pad_cfg = [(0, 0, 0)] * ndim
+        pad_cfg[axis] = (0, 1, 0)
+        o = shapes.pad(o, np.asarray(0, get_aval(o).dtype), pad_cfg)
+      both = shapes.concatenate([shapes.expand_dims(e, (axis + 1,)),
+                                 shapes.expand_dims(o, (axis + 1,))], axis + 1)
+      merged = collapse(both, axis, axis + 2)
+      out.append(slice_in_dim(merged, 0, length, 1, axis))
+    return out
+
+  def scan(xs):
+    length = _shape(xs[0])[axis]
+    if length < 2:
+      return xs
+    reduced = combine(sl(xs, 0, length - 1, 2), sl(xs, 1, length, 2))
+    odd = scan(reduced)  # prefix results at positions 1, 3, 5, ...
+    if length % 2 == 0:
+      even_rest = combine(sl(odd, 0, _shape(odd[0])[axis] - 1), sl(xs, 2, length, 2))
+    else:
+      even_rest = combine(odd, sl(xs, 2, length, 2))
+    evens = [shapes.concatenate([sl([x], 0, 1)[0], r], axis) for x, r in
+             zip(xs, even_rest, strict=True)]
+    return interleave(evens, odd, length)
+
+  out = scan(leaves)
+  if reverse:
+    out = [shapes.rev(x, (axis,)) for x in out]
+  return tree_util.tree_unflatten(treedef, out)
+
+
+def _logaddexp(a, b):
+  big = binary.max(a, b)
+  small = binary.min(a, b)
+  # shift by the larger value where it is finite (both -inf must stay -inf, not inf - inf)
+  shift = comparison.select_n(unary.is_finite(big), creation.full_like(big, 0), big)
+  delta = binary.sub(small, shift)
+  return binary.add(big, unary.log1p(unary.exp(delta)))
+
+
+def cumlogsumexp(operand, axis=0, reverse=False):
+  """Cumulative log(sum(exp(x))) along `axis` (from the end if `reverse`), computed stably."""
+  if not dtypes.is_float(get_aval(operand).dtype):
+    raise TypeError(f"cumlogsumexp requires a floating-point operand, got "
+                    f"{get_aval(operand).dtype}")
+  return associative_scan(_logaddexp, operand, reverse=reverse, axis=axis)
+
+
+def index_take(src, idxs, axes):
+  """`src` indexed by the index arrays `idxs` (one per axis in `axes`, all of one shape, taken
+  modulo the axis size), as NumPy's `src[idxs[0], idxs[1], ...]` along those axes."""
+  src_shape = _shape(src)
+  axes = tuple(operator.index(a) for a in axes)
+  if len(idxs) != len(axes):
+    raise ValueError(f"index_take needs one index array per axis, got {len(idxs)} and {axes}")
+  indices = shapes.concatenate([shapes.expand_dims(i, (1,)) for i in idxs], 1)
+  idx_dtype = get_aval(indices).dtype
+  sizes = np.array([src_shape[a] for a in axes], idx_dtype)
+  indices = binary.rem(binary.add(binary.rem(indices, sizes), sizes), sizes)  # non-negative
+  slice_sizes = tuple(1 if i in axes else d for i, d in enumerate(src_shape))
+  dnums = slicing.GatherDimensionNumbers(
+      offset_dims=tuple(range(1, len(src_shape) - len(axes) + 1)),
+      collapsed_slice_dims=axes, start_index_map=axes)
+  return slicing.gather(src, indices, dnums, slice_sizes)
+
+
+def mulhi(x, y, /):
+  """The high half of the full-width product of two integer arrays (x * y has twice the
+  width; this is its upper word), signed or unsigned by the dtype. Computed from half-word
+  partial products, so no wider integer type is needed.
+
+  Args:
+    x, y: integer arrays of one dtype (broadcast together).
+
+  Returns:
+    An array of that dtype.
+  """
+  from revax._src.lax.conversion import bitcast_convert_type
+  dtype = get_aval(x).dtype
+  if get_aval(y).dtype != dtype or not dtypes.is_integer(dtype):
+    raise TypeError(f"mulhi requires two integer arrays of one dtype, got "
+                    f"{get_aval(x).dtype} and {get_aval(y).dtype}")
+  if _shape(x) != _shape(y):
+    target = creation.full(broadcast_shapes(_shape(x), _shape(y)), 0, dtype)
+    x, y = broadcast_like(x, target), broadcast_like(y, target)
+  width = dtype.itemsize * 8
+  udtype = np.dtype(f"uint{width}")
+  signed = dtype != udtype
+  ux = bitcast_convert_type(x, udtype) if signed else x
+  uy = bitcast_convert_type(y, udtype) if signed else y
+  half = np.asarray(width // 2, udtype)
+  mask = np.asarray((1 << (width // 2)) - 1, udtype)
+  lo = lambda v: binary.bitwise_and(v, mask)
+  hi = lambda v: binary.shift_right_logical(v, half)
+  x0, x1, y0, y1 = lo(ux), hi(ux), lo(uy), hi(uy)
+  p00, p01, p10, p11 = (binary.mul(x0, y0), binary.mul(x0, y1), binary.mul(x1, y0),
+                        binary.mul(x1, y1))
+  mid = binary.add(binary.add(hi(p00), lo(p01)), lo(p10))
+  out = binary.add(binary.add(binary.add(p11, hi(p01)), hi(p10)), hi(mid))
+  if signed:  # two's complement: the high word loses the other operand where one is negative
+    zero, uzero = np.asarray(0, dtype), creation.full(_shape(ux), 0, udtype)
+    out = binary.sub(out, comparison.select_n(comparison.lt(x, zero), uzero, uy))
+    out = binary.sub(out, comparison.select_n(comparison.lt(y, zero), uzero, ux))
+    out = bitcast_convert_type(out, dtype)
+  return out

@@ -1,0 +1,19 @@
+"""revax.nn.initializers: parameter initializers, as jax.nn.initializers."""
+from revax._src.nn.initializers import Initializer as Initializer
+from revax._src.nn.initializers import constant as constant
+from revax._src.nn.initializers import glorot_normal as glorot_normal
+from revax._src.nn.initializers import glorot_uniform as glorot_uniform
+from revax._src.nn.initializers import he_normal as he_normal
+from revax._src.nn.initializers import he_uniform as he_uniform
+from revax._src.nn.initializers import kaiming_normal as kaiming_normal
+from revax._src.nn.initializers import kaiming_uniform as kaiming_uniform
+from revax._src.nn.initializers import lecun_normal as lecun_normal
+from revax._src.nn.initializers import lecun_uniform as lecun_uniform
+from revax._src.nn.initializers import normal as normal
+from revax._src.nn.initializers import ones as ones
+from revax._src.nn.initializers import truncated_normal as truncated_normal
+from revax._src.nn.initializers import uniform as uniform
+from revax._src.nn.initializers import variance_scaling as variance_scaling
+from revax._src.nn.initializers import xavier_normal as xavier_normal
+from revax._src.nn.initializers import xavier_uniform as xavier_uniform
+from revax._src.nn.initializers import zeros as zeros
