@@ -233,6 +233,24 @@ from revax._src.numpy.indexing import argwhere as argwhere
 from revax._src.numpy.indexing import take as take
 from revax._src.numpy.indexing import take_along_axis as take_along_axis
 from revax._src.numpy.indexing import NonConcreteBooleanIndexError as NonConcreteBooleanIndexError
+from revax._src.numpy.matrices import diagonal as diagonal
+from revax._src.numpy.matrices import diag as diag
+from revax._src.numpy.matrices import diagflat as diagflat
+from revax._src.numpy.matrices import tri as tri
+from revax._src.numpy.matrices import tril as tril
+from revax._src.numpy.matrices import triu as triu
+from revax._src.numpy.matrices import tril_indices as tril_indices
+from revax._src.numpy.matrices import triu_indices as triu_indices
+from revax._src.numpy.matrices import tril_indices_from as tril_indices_from
+from revax._src.numpy.matrices import triu_indices_from as triu_indices_from
+from revax._src.numpy.matrices import diag_indices as diag_indices
+from revax._src.numpy.matrices import diag_indices_from as diag_indices_from
+from revax._src.numpy.matrices import fill_diagonal as fill_diagonal
+from revax._src.numpy.matrices import mask_indices as mask_indices
+from revax._src.numpy.matrices import trace as trace
+from revax._src.numpy.matrices import vander as vander
+from revax._src.numpy.matrices import kron as kron
+from revax._src.numpy.matrices import cross as cross
 from revax._src.runtime.array import Array as ndarray
 
 from revax._src.numpy import array_methods as _array_methods
