@@ -251,6 +251,25 @@ from revax._src.numpy.matrices import trace as trace
 from revax._src.numpy.matrices import vander as vander
 from revax._src.numpy.matrices import kron as kron
 from revax._src.numpy.matrices import cross as cross
+from revax._src.numpy.rearrange import roll as roll
+from revax._src.numpy.rearrange import rollaxis as rollaxis
+from revax._src.numpy.rearrange import rot90 as rot90
+from revax._src.numpy.rearrange import resize as resize
+from revax._src.numpy.rearrange import delete as delete
+from revax._src.numpy.rearrange import insert as insert
+from revax._src.numpy.rearrange import append as append
+from revax._src.numpy.rearrange import unstack as unstack
+from revax._src.numpy.rearrange import dsplit as dsplit
+from revax._src.numpy.rearrange import block as block
+from revax._src.numpy.rearrange import trim_zeros as trim_zeros
+from revax._src.numpy.rearrange import compress as compress
+from revax._src.numpy.rearrange import extract as extract
+from revax._src.numpy.rearrange import choose as choose
+from revax._src.numpy.rearrange import select as select
+from revax._src.numpy.rearrange import piecewise as piecewise
+from revax._src.numpy.rearrange import place as place
+from revax._src.numpy.rearrange import put as put
+from revax._src.numpy.rearrange import put_along_axis as put_along_axis
 from revax._src.runtime.array import Array as ndarray
 
 from revax._src.numpy import array_methods as _array_methods
