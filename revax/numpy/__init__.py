@@ -270,6 +270,7 @@ from revax._src.numpy.rearrange import piecewise as piecewise
 from revax._src.numpy.rearrange import place as place
 from revax._src.numpy.rearrange import put as put
 from revax._src.numpy.rearrange import put_along_axis as put_along_axis
+from revax._src.numpy.padding import pad as pad
 from revax._src.runtime.array import Array as ndarray
 
 from revax._src.numpy import array_methods as _array_methods
