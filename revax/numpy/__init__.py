@@ -271,6 +271,11 @@ from revax._src.numpy.rearrange import place as place
 from revax._src.numpy.rearrange import put as put
 from revax._src.numpy.rearrange import put_along_axis as put_along_axis
 from revax._src.numpy.padding import pad as pad
+from revax._src.numpy.searching import searchsorted as searchsorted
+from revax._src.numpy.searching import lexsort as lexsort
+from revax._src.numpy.searching import partition as partition
+from revax._src.numpy.searching import argpartition as argpartition
+from revax._src.numpy.searching import sort_complex as sort_complex
 from revax._src.runtime.array import Array as ndarray
 
 from revax._src.numpy import array_methods as _array_methods
