@@ -276,6 +276,15 @@ from revax._src.numpy.searching import lexsort as lexsort
 from revax._src.numpy.searching import partition as partition
 from revax._src.numpy.searching import argpartition as argpartition
 from revax._src.numpy.searching import sort_complex as sort_complex
+from revax._src.numpy.statistics import quantile as quantile
+from revax._src.numpy.statistics import nanquantile as nanquantile
+from revax._src.numpy.statistics import percentile as percentile
+from revax._src.numpy.statistics import nanpercentile as nanpercentile
+from revax._src.numpy.statistics import median as median
+from revax._src.numpy.statistics import nanmedian as nanmedian
+from revax._src.numpy.statistics import average as average
+from revax._src.numpy.statistics import cov as cov
+from revax._src.numpy.statistics import corrcoef as corrcoef
 from revax._src.runtime.array import Array as ndarray
 
 from revax._src.numpy import array_methods as _array_methods
