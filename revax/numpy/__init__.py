@@ -285,6 +285,17 @@ from revax._src.numpy.statistics import nanmedian as nanmedian
 from revax._src.numpy.statistics import average as average
 from revax._src.numpy.statistics import cov as cov
 from revax._src.numpy.statistics import corrcoef as corrcoef
+from revax._src.numpy.nanreductions import nansum as nansum
+from revax._src.numpy.nanreductions import nanprod as nanprod
+from revax._src.numpy.nanreductions import nanmax as nanmax
+from revax._src.numpy.nanreductions import nanmin as nanmin
+from revax._src.numpy.nanreductions import nanargmax as nanargmax
+from revax._src.numpy.nanreductions import nanargmin as nanargmin
+from revax._src.numpy.nanreductions import nanmean as nanmean
+from revax._src.numpy.nanreductions import nanvar as nanvar
+from revax._src.numpy.nanreductions import nanstd as nanstd
+from revax._src.numpy.nanreductions import nancumsum as nancumsum
+from revax._src.numpy.nanreductions import nancumprod as nancumprod
 from revax._src.runtime.array import Array as ndarray
 
 from revax._src.numpy import array_methods as _array_methods
