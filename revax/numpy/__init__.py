@@ -296,6 +296,12 @@ from revax._src.numpy.nanreductions import nanvar as nanvar
 from revax._src.numpy.nanreductions import nanstd as nanstd
 from revax._src.numpy.nanreductions import nancumsum as nancumsum
 from revax._src.numpy.nanreductions import nancumprod as nancumprod
+from revax._src.numpy.histograms import bincount as bincount
+from revax._src.numpy.histograms import digitize as digitize
+from revax._src.numpy.histograms import histogram_bin_edges as histogram_bin_edges
+from revax._src.numpy.histograms import histogram as histogram
+from revax._src.numpy.histograms import histogramdd as histogramdd
+from revax._src.numpy.histograms import histogram2d as histogram2d
 from revax._src.runtime.array import Array as ndarray
 
 from revax._src.numpy import array_methods as _array_methods
