@@ -302,6 +302,16 @@ from revax._src.numpy.histograms import histogram_bin_edges as histogram_bin_edg
 from revax._src.numpy.histograms import histogram as histogram
 from revax._src.numpy.histograms import histogramdd as histogramdd
 from revax._src.numpy.histograms import histogram2d as histogram2d
+from revax._src.numpy.setops import unique as unique
+from revax._src.numpy.setops import unique_values as unique_values
+from revax._src.numpy.setops import unique_counts as unique_counts
+from revax._src.numpy.setops import unique_inverse as unique_inverse
+from revax._src.numpy.setops import unique_all as unique_all
+from revax._src.numpy.setops import isin as isin
+from revax._src.numpy.setops import intersect1d as intersect1d
+from revax._src.numpy.setops import union1d as union1d
+from revax._src.numpy.setops import setdiff1d as setdiff1d
+from revax._src.numpy.setops import setxor1d as setxor1d
 from revax._src.runtime.array import Array as ndarray
 
 from revax._src.numpy import array_methods as _array_methods
