@@ -312,6 +312,25 @@ from revax._src.numpy.setops import intersect1d as intersect1d
 from revax._src.numpy.setops import union1d as union1d
 from revax._src.numpy.setops import setdiff1d as setdiff1d
 from revax._src.numpy.setops import setxor1d as setxor1d
+from revax._src.numpy.numeric import allclose as allclose
+from revax._src.numpy.numeric import array_equal as array_equal
+from revax._src.numpy.numeric import array_equiv as array_equiv
+from revax._src.numpy.numeric import convolve as convolve
+from revax._src.numpy.numeric import correlate as correlate
+from revax._src.numpy.numeric import interp as interp
+from revax._src.numpy.numeric import diff as diff
+from revax._src.numpy.numeric import ediff1d as ediff1d
+from revax._src.numpy.numeric import gradient as gradient
+from revax._src.numpy.numeric import trapezoid as trapezoid
+from revax._src.numpy.numeric import unwrap as unwrap
+from revax._src.numpy.numeric import meshgrid as meshgrid
+from revax._src.numpy.numeric import indices as indices
+from revax._src.numpy.numeric import ix_ as ix_
+from revax._src.numpy.numeric import logspace as logspace
+from revax._src.numpy.numeric import geomspace as geomspace
+from revax._src.numpy.numeric import matvec as matvec
+from revax._src.numpy.numeric import vecmat as vecmat
+from revax._src.numpy.numeric import vecdot as vecdot
 from revax._src.runtime.array import Array as ndarray
 
 from revax._src.numpy import array_methods as _array_methods
