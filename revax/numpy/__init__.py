@@ -331,6 +331,26 @@ from revax._src.numpy.numeric import geomspace as geomspace
 from revax._src.numpy.numeric import matvec as matvec
 from revax._src.numpy.numeric import vecmat as vecmat
 from revax._src.numpy.numeric import vecdot as vecdot
+from revax._src.numpy.float_parts import frexp as frexp
+from revax._src.numpy.float_parts import ldexp as ldexp
+from revax._src.numpy.float_parts import modf as modf
+from revax._src.numpy.float_parts import spacing as spacing
+from revax._src.numpy.float_parts import nan_to_num as nan_to_num
+from revax._src.numpy.float_parts import logaddexp2 as logaddexp2
+from revax._src.numpy.float_parts import i0 as i0
+from revax._src.numpy.integer_bits import gcd as gcd
+from revax._src.numpy.integer_bits import lcm as lcm
+from revax._src.numpy.integer_bits import bitwise_count as bitwise_count
+from revax._src.numpy.integer_bits import packbits as packbits
+from revax._src.numpy.integer_bits import unpackbits as unpackbits
+from revax._src.numpy.type_predicates import iscomplex as iscomplex
+from revax._src.numpy.type_predicates import isreal as isreal
+from revax._src.numpy.type_predicates import iscomplexobj as iscomplexobj
+from revax._src.numpy.type_predicates import isrealobj as isrealobj
+from revax._src.numpy.type_predicates import isscalar as isscalar
+from revax._src.numpy.type_predicates import iterable as iterable
+from revax._src.numpy.type_predicates import isdtype as isdtype
+from revax._src.numpy.ufuncs import power as pow
 from revax._src.runtime.array import Array as ndarray
 
 from revax._src.numpy import array_methods as _array_methods
