@@ -351,6 +351,20 @@ from revax._src.numpy.type_predicates import isscalar as isscalar
 from revax._src.numpy.type_predicates import iterable as iterable
 from revax._src.numpy.type_predicates import isdtype as isdtype
 from revax._src.numpy.ufuncs import power as pow
+from revax._src.numpy.windows import bartlett as bartlett
+from revax._src.numpy.windows import blackman as blackman
+from revax._src.numpy.windows import hamming as hamming
+from revax._src.numpy.windows import hanning as hanning
+from revax._src.numpy.windows import kaiser as kaiser
+from revax._src.numpy.polynomial import poly as poly
+from revax._src.numpy.polynomial import polyadd as polyadd
+from revax._src.numpy.polynomial import polysub as polysub
+from revax._src.numpy.polynomial import polymul as polymul
+from revax._src.numpy.polynomial import polydiv as polydiv
+from revax._src.numpy.polynomial import polyder as polyder
+from revax._src.numpy.polynomial import polyint as polyint
+from revax._src.numpy.polynomial import polyval as polyval
+from revax._src.numpy.polynomial import polyfit as polyfit
 from revax._src.runtime.array import Array as ndarray
 
 from revax._src.numpy import array_methods as _array_methods
