@@ -365,6 +365,12 @@ from revax._src.numpy.polynomial import polyder as polyder
 from revax._src.numpy.polynomial import polyint as polyint
 from revax._src.numpy.polynomial import polyval as polyval
 from revax._src.numpy.polynomial import polyfit as polyfit
+from revax._src.numpy.functional import vectorize as vectorize
+from revax._src.numpy.functional import apply_along_axis as apply_along_axis
+from revax._src.numpy.functional import apply_over_axes as apply_over_axes
+from revax._src.numpy.functional import fromfunction as fromfunction
+from revax._src.numpy.functional import ufunc as ufunc
+from revax._src.numpy.functional import frompyfunc as frompyfunc
 from revax._src.runtime.array import Array as ndarray
 
 from revax._src.numpy import array_methods as _array_methods
