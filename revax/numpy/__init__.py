@@ -420,4 +420,6 @@ from revax._src.runtime.array import Array as ndarray
 from revax._src.numpy import array_methods as _array_methods
 import sys as _sys
 _array_methods.install(_sys.modules[__name__])
+from revax._src.numpy import array_methods_extra as _array_methods_extra
+_array_methods_extra.install()
 del _sys
