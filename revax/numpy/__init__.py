@@ -421,5 +421,5 @@ from revax._src.numpy import array_methods as _array_methods
 import sys as _sys
 _array_methods.install(_sys.modules[__name__])
 from revax._src.numpy import array_methods_extra as _array_methods_extra
-_array_methods_extra.install()
+_array_methods_extra.install(_sys.modules[__name__])
 del _sys

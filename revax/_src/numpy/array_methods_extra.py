@@ -79,11 +79,6 @@ def _round(self, ndigits=None):
   return _rnd(self, ndigits)
 
 
-def _array_namespace(self, *, api_version=None):
-  import revax.numpy
-  return revax.numpy
-
-
 def _dlpack(self, *args, **kwargs):
   return np.asarray(self).__dlpack__(*args, **kwargs)
 
@@ -97,19 +92,22 @@ def _flat(self):
                             "arr.flatten() instead.")
 
 
-def _method(name):
+def _method(namespace, name):
+  fn = getattr(namespace, name)
+
   def method(self, *args, **kwargs):
-    import revax.numpy as rnp
-    return getattr(rnp, name)(self, *args, **kwargs)
+    return fn(self, *args, **kwargs)
   method.__name__ = name
+  method.__doc__ = fn.__doc__
   return method
 
 
-def install() -> None:
-  """Install the methods on Array and Tracer."""
+def install(namespace) -> None:
+  """Install the methods on Array and Tracer; `namespace` is revax.numpy (the array API
+  namespace `x.__array_namespace__()` returns)."""
   for cls in (Array, Tracer):
     for name in ("argpartition", "choose", "diagonal", "searchsorted", "trace"):
-      setattr(cls, name, _method(name))
+      setattr(cls, name, _method(namespace, name))
     cls.compress = _compress
     cls.view = _view
     cls.tobytes = _tobytes
@@ -117,7 +115,7 @@ def install() -> None:
     cls.__copy__ = _copy
     cls.__deepcopy__ = _deepcopy
     cls.__round__ = _round
-    cls.__array_namespace__ = _array_namespace
+    cls.__array_namespace__ = lambda self, *, api_version=None: namespace
     cls.flat = property(_flat)
   Array.__dlpack__ = _dlpack
   Array.__dlpack_device__ = _dlpack_device

@@ -574,7 +574,7 @@ def take(a, indices, axis=None, out=None, mode=None, unique_indices=False,
     raise NotImplementedError("The 'out' argument to take is not supported.")
   util.check_arraylike("take", a, indices)
   if not dtypes.is_integer(aval_of(indices).dtype):
-    raise TypeError(f"take requires integer indices, got {aval_of(indices).dtype.name}")
+    raise ValueError(f"take requires integer indices, got {aval_of(indices).dtype.name}")
   if axis is None:
     from revax._src.numpy.shape_ops import ravel
     a, axis = ravel(a), 0

@@ -698,7 +698,7 @@ def where(condition, x=None, y=None, /, *, size=None, fill_value=None):
   if size is not None or fill_value is not None:
     raise ValueError("size and fill_value arguments cannot be used in three-term where function.")
   if x is None or y is None:
-    raise ValueError("Either both or neither of the x and y arguments should be provided to "
+    raise TypeError("Either both or neither of the x and y arguments should be provided to "
                      "where.")
   util.check_arraylike("where", condition, x, y)
   x, y = util.promote_dtypes(x, y)
