@@ -365,6 +365,7 @@ from revax._src.numpy.polynomial import polyder as polyder
 from revax._src.numpy.polynomial import polyint as polyint
 from revax._src.numpy.polynomial import polyval as polyval
 from revax._src.numpy.polynomial import polyfit as polyfit
+from revax._src.numpy.polynomial import roots as roots
 from revax._src.numpy.functional import vectorize as vectorize
 from revax._src.numpy.functional import apply_along_axis as apply_along_axis
 from revax._src.numpy.functional import apply_over_axes as apply_over_axes

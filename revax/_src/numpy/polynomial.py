@@ -294,3 +294,93 @@ def polyfit(x, y, deg: int, rcond=None, full: bool = False, w=None, cov: bool = 
     return c, lax.mul(vbase, fac)
   return c, lax.mul(lax.expand_dims(vbase, (2,)), lax.broadcast_in_dim(
       fac, (order, order, aval_of(fac).shape[0]), (2,)))
+
+
+_ROOT_ITERATIONS = 80
+
+
+def roots(p, *, strip_zeros: bool = True):
+  """The roots of the polynomial with coefficients `p` (highest power first), as a complex
+  array sorted by real then imaginary part.
+
+  The roots are found together by the Aberth-Ehrlich iteration (a fixed number of steps in a
+  fori_loop, started on a circle of the roots' magnitude), so no eigenvalue solver is needed;
+  like an eigenvalue method it is least accurate for repeated roots.
+
+  Args:
+    p: 1-D coefficients.
+    strip_zeros: drop leading zeros and turn trailing zeros into zero roots (needs a concrete
+      `p`); otherwise p[0] must be nonzero.
+  """
+  util.check_arraylike("roots", p)
+  p = util.as_array(p)
+  if aval_of(p).ndim != 1:
+    raise ValueError("Input must be a rank-1 array.")
+  zero_roots = 0
+  if strip_zeros:
+    if isinstance(p, Tracer):
+      raise ValueError("roots with strip_zeros=True needs concrete coefficients; pass "
+                       "strip_zeros=False under jit")
+    value = np.asarray(p)
+    nz = np.flatnonzero(value)
+    if nz.size == 0:
+      p = p[:0]
+    else:
+      zero_roots = value.shape[0] - 1 - int(nz[-1])
+      p = p[int(nz[0]):int(nz[-1]) + 1]
+  (p,) = util.promote_args_inexact("roots", p)
+  dt = aval_of(p).dtype
+  cdt = dt if dtypes.is_complex(dt) else (dtypes.complex128 if dt == dtypes.float64
+                                          else dtypes.complex64)
+  p = lax.convert_element_type(p, cdt)
+  n = _len(p) - 1
+  if n <= 0:
+    return util.full_of((zero_roots,), 0, cdt)
+  a = lax.div(p, lax.broadcast_in_dim(p[0], (n + 1,), ()))
+  found = _aberth(a, n, cdt)
+  if zero_roots:
+    found = lax.concatenate([found, util.full_of((zero_roots,), 0, cdt)], 0)
+  return _sort_complex_values(found)
+
+
+def _sort_complex_values(z):
+  from revax._src.numpy.sorting import sort
+  return sort(z)
+
+
+def _aberth(a, n, cdt):
+  rdt = np.finfo(cdt).dtype
+  mags = lax.abs(a[1:])
+  powers = lax.div(util.full_of((n,), 1, rdt), lax.convert_element_type(
+      lax.add(lax.iota(dtypes.int32, n), util.scalar_constant(1, dtypes.int32)), rdt))
+  safe = lax.max(mags, util.full_of((n,), np.finfo(rdt).tiny, rdt))
+  radius = lax.reduce_max(lax.pow(safe, powers), (0,))
+  radius = lax.max(radius, util.scalar_constant(np.finfo(rdt).eps, rdt))
+  angles = lax.add(lax.mul(lax.convert_element_type(lax.iota(dtypes.int32, n), rdt),
+                           util.scalar_constant(2 * np.pi / n, rdt)), util.scalar_constant(0.4, rdt))
+  z = lax.complex(lax.mul(lax.broadcast_in_dim(radius, (n,), ()), lax.cos(angles)),
+                  lax.mul(lax.broadcast_in_dim(radius, (n,), ()), lax.sin(angles)))
+  off_diag = lax.ne(lax.broadcasted_iota(dtypes.int32, (n, n), 0),
+                    lax.broadcasted_iota(dtypes.int32, (n, n), 1))
+  coeffs = [a[i] for i in range(n + 1)]
+
+  def step(_, z):
+    val = lax.full_like(z, 0)
+    der = lax.full_like(z, 0)
+    for c in coeffs:
+      der = lax.add(lax.mul(der, z), val)
+      val = lax.add(lax.mul(val, z), lax.broadcast_in_dim(c, (n,), ()))
+    diff = lax.sub(lax.broadcast_in_dim(z, (n, n), (0,)), lax.broadcast_in_dim(z, (n, n), (1,)))
+    one = util.full_of((n, n), 1, cdt)
+    inv = lax.div(one, lax.select_n(off_diag, one, diff))
+    s = lax.reduce_sum(lax.select_n(off_diag, util.full_of((n, n), 0, cdt), inv), (1,))
+    der_ok = lax.ne(der, util.constant_like(der, 0))
+    ratio = lax.div(val, lax.select_n(der_ok, lax.full_like(der, 1), der))
+    denom = lax.sub(lax.full_like(ratio, 1), lax.mul(ratio, s))
+    denom_ok = lax.ne(denom, util.constant_like(denom, 0))
+    w = lax.div(ratio, lax.select_n(denom_ok, lax.full_like(denom, 1), denom))
+    w = lax.select_n(lax.bitwise_and(der_ok, denom_ok), lax.full_like(w, 0), w)
+    w = lax.select_n(lax.eq(val, util.constant_like(val, 0)), w, lax.full_like(w, 0))
+    return lax.sub(z, w)
+
+  return lax.fori_loop(0, _ROOT_ITERATIONS, step, z)
