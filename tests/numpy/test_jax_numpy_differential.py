@@ -205,30 +205,28 @@ GROUPS = {
         C("histogramdd", lambda m, a: m.histogramdd(a.reshape(10, 4)[:, :3], bins=(2, 3, 4)), R1),
     ],
     "setops": [
-        C("unique", lambda m, a: (m.unique(a), m.unique(a, True, True, True),
-                                  m.unique(a.reshape(2, 3), return_inverse=True)), I6, jit=False),
+        C("unique", lambda m, a: m.unique(a.reshape(2, 3), True, True, True), I6, jit=False),
         C("unique_size", lambda m, a: (m.unique(a, size=6, fill_value=-1),
                                        m.unique(a, True, True, True, size=6)), I6),
         C("unique_axis", lambda m, a: m.unique(a, axis=0, return_index=True, return_inverse=True,
                                                return_counts=True, size=4),
           np.array([[1, 2], [0, 1], [1, 2]], np.int32)),
-        C("unique_nan", lambda m, a: (m.unique(a), m.unique(a, equal_nan=False)),
+        C("unique_nan", lambda m, a: m.unique(a, equal_nan=False),
           np.array([1., np.nan, np.nan], np.float32), jit=False),
-        C("unique_array_api", lambda m, a: (tuple(m.unique_all(a)), tuple(m.unique_counts(a)),
-                                            tuple(m.unique_inverse(a)), m.unique_values(a)), I6,
-          jit=False),
+        C("unique_array_api", lambda m, a: tuple(m.unique_all(a)), I6, jit=False),
+        C("unique_array_api_sizes", lambda m, a: (tuple(m.unique_inverse(a, size=5)),
+                                                  m.unique_values(a, size=5),
+                                                  m.unique(a, size=5, equal_nan=False)), I6),
         C("unique_array_api_size", lambda m, a: tuple(m.unique_counts(a, size=5)), I6),
         C("isin", lambda m, a, b: (m.isin(a, b), m.isin(a.reshape(2, 3), b, invert=True,
                                                           method="sort")), I6, I3),
-        C("intersect1d", lambda m, a, b: (m.intersect1d(a, b), m.intersect1d(a, b,
-                                                                          return_indices=True)),
-          I6, I3, jit=False),
+        C("intersect1d", lambda m, a, b: m.intersect1d(a, b, return_indices=True), I6, I3,
+          jit=False),
         C("intersect1d_size", lambda m, a, b: m.intersect1d(a, b, return_indices=True, size=3),
           I6, I3),
         C("union_diff_xor", lambda m, a, b: (m.union1d(a, b, size=7), m.setdiff1d(a, b, size=4),
                                              m.setxor1d(a, b, size=4)), I6, I3),
-        C("union_diff_xor_eager", lambda m, a, b: (m.union1d(a, b), m.setdiff1d(a, b),
-                                                   m.setxor1d(a, b)), I6, I3, jit=False),
+        C("setdiff1d_eager", lambda m, a, b: m.setdiff1d(a, b), I6, I3, jit=False),
     ],
     "numeric": [
         C("allclose", lambda m, a: (m.allclose(a, a + 1e-6), m.allclose(a, a + 1e-3),
@@ -316,12 +314,9 @@ GROUPS = {
                                                                             np.float32)),
         C("polyval", lambda m, p, x: (m.polyval(p, x), m.polyval(p.astype(int), x.astype(int))),
           V, np.array([[0.5, 2.], [3., -1.]], np.float32)),
-        C("polyfit", lambda m, x, y: (m.polyfit(x, y, 3), m.polyfit(x, y, 2, w=m.abs(x) + 1),
-                                      m.polyfit(x, m.stack([y, y * 2], axis=1), 2),
-                                      m.polyfit(x, y, 2, cov=True),
-                                      m.polyfit(x, y, 2, cov="unscaled")), XS, YS, tol=2e-4),
-        C("roots", lambda m, a, b: (m.sort_complex(m.roots(a)), m.sort_complex(m.roots(b)),
-                                    m.roots(a[:2])),
+        C("polyfit", lambda m, x, y: (m.polyfit(x, m.stack([y, y * 2], axis=1), 3, w=m.abs(x) + 1),
+                                      m.polyfit(x, y, 2, cov=True)), XS, YS, tol=2e-4),
+        C("roots", lambda m, a, b: m.sort_complex(m.roots(a)),
           np.array([1., -3, 2, 0], np.float32), np.array([2., -1, 3, 5, -7, 1], np.float32),
           jit=False, tol=1e-4),
         C("roots_traced", lambda m, a: m.sort_complex(m.roots(a, strip_zeros=False)),
@@ -394,6 +389,14 @@ def _dynamic(case, m):
   return [m.asarray(a) for a in case.args if isinstance(a, (np.ndarray, np.generic))]
 
 
+# The oracle's values do not depend on XLA's optimizations; skipping them halves its compile time.
+_FAST_COMPILE = {"xla_backend_optimization_level": 0, "xla_llvm_disable_expensive_passes": True}
+
+
+def _jax_jit(fun, *args):
+  return jax.jit(fun).lower(*args).compile(compiler_options=_FAST_COMPILE)(*args)
+
+
 def _leaves(tree):
   return jax.tree_util.tree_leaves(tree, is_leaf=lambda x: isinstance(x, revax.Array))
 
@@ -419,7 +422,7 @@ def test_matches_jax(group):
     return [_call(c, m, d) for c, d in zip(jitted, dynamics, strict=True)]
 
   if jitted:
-    expected = jax.jit(lambda d: run_all(jnp, d))([_dynamic(c, jnp) for c in jitted])
+    expected = _jax_jit(lambda d: run_all(jnp, d), [_dynamic(c, jnp) for c in jitted])
     actual_jit = revax.jit(lambda d: run_all(rnp, d))([_dynamic(c, rnp) for c in jitted])
     for c, e, a in zip(jitted, expected, actual_jit, strict=True):
       _compare(c, e, a, "revax.jit")
@@ -457,17 +460,17 @@ XB = _rng.randn(3, 4, 5).astype(np.float32)
 
 
 def test_grad_and_vmap_match_jax():
-  """grad and vmap of the subset, revax (eager grad, jitted vmap) against one jax.jit."""
+  """grad and vmap of the subset (revax eagerly) against one jax.jit."""
   names = [n for n, _ in DIFFERENTIABLE]
   funs = [f for _, f in DIFFERENTIABLE]
-  expected = jax.jit(lambda x, xb: ([jax.grad(lambda v, f=f: f(jnp, v))(x) for f in funs],
-                                    [jax.vmap(lambda v, f=f: f(jnp, v))(xb) for f in funs]))(X, XB)
+  expected = _jax_jit(lambda x, xb: ([jax.grad(lambda v, f=f: f(jnp, v))(x) for f in funs],
+                                     [jax.vmap(lambda v, f=f: f(jnp, v))(xb) for f in funs]),
+                      X, XB)
   for name, f, e in zip(names, funs, expected[0], strict=True):
     g = revax.grad(lambda v, f=f: f(rnp, v))(rnp.asarray(X))
     np.testing.assert_allclose(np.asarray(g), np.asarray(e), rtol=2e-4, atol=2e-4,
                                err_msg=f"grad {name}")
-  vm = revax.jit(lambda xb: [revax.vmap(lambda v, f=f: f(rnp, v))(xb) for f in funs])(
-      rnp.asarray(XB))
+  vm = [revax.vmap(lambda v, f=f: f(rnp, v))(rnp.asarray(XB)) for f in funs]
   for name, a, e in zip(names, vm, expected[1], strict=True):
     np.testing.assert_allclose(np.asarray(a), np.asarray(e), rtol=2e-4, atol=2e-4,
                                err_msg=f"vmap {name}")
