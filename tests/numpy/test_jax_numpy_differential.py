@@ -372,7 +372,8 @@ GROUPS = {
                                       x.compress(m.asarray([True, False, True]), size=2),
                                       a.diagonal(1), a.trace(),
                                       x.searchsorted(m.asarray([1.5, 3])),
-                                      m.asarray([0, 1, 0]).choose([a[0, :3], a[1, :3]], mode="clip")), A,
+                                      m.asarray([0, 1, 0]).choose([a[0, :3], a[1, :3]],
+                                                                  mode="clip")), A,
           np.arange(4, dtype=np.int32)),
     ],
 }
@@ -436,7 +437,8 @@ def test_matches_jax(group):
 # --- derivatives and batching of a differentiable subset ---------------------------------------
 DIFFERENTIABLE = [
     ("diag_trace", lambda m, x: (m.diag(x[0, :3]) * m.tril(x[:3, :3])).sum() + m.trace(x, 1)),
-    ("kron_cross", lambda m, x: m.kron(x[:2, :2], x[2, :2]).sum() + m.cross(x[:, :3], x[0, :3]).sum()),
+    ("kron_cross", lambda m, x: m.kron(x[:2, :2], x[2, :2]).sum()
+     + m.cross(x[:, :3], x[0, :3]).sum()),
     ("roll_rot90", lambda m, x: (m.roll(x, 2) * m.rot90(x, 2)).sum()),
     ("pad_reflect", lambda m, x: (m.pad(x, 2, mode="reflect") ** 2).sum()
      + m.pad(x, 1, mode="mean").sum()),

@@ -7,7 +7,6 @@ chooses how. `mgrid`/`ogrid` build dense/open coordinate grids from slices.
 """
 from __future__ import annotations
 
-import operator
 
 import numpy as np
 

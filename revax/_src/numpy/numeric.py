@@ -251,8 +251,7 @@ def gradient(f, *varargs, axis=None, edge_order=None):
   single = axis is not None and not isinstance(axis, (tuple, list))
   if not varargs:
     spacing = [1.0] * len(axes)
-  elif len(varargs) == 1 and np.ndim(varargs[0]) == 0 if not hasattr(varargs[0], "aval") else (
-      len(varargs) == 1 and varargs[0].aval.ndim == 0):
+  elif len(varargs) == 1 and _ndim_of(varargs[0]) == 0:
     spacing = [varargs[0]] * len(axes)
   elif len(varargs) == len(axes):
     spacing = list(varargs)
@@ -268,6 +267,10 @@ def gradient(f, *varargs, axis=None, edge_order=None):
   return out[0] if single or len(out) == 1 else out
 
 
+def _ndim_of(v):
+  return v.aval.ndim if hasattr(v, "aval") else np.ndim(v)
+
+
 def _gradient_axis(f, ax, h, n):
   from revax._src.numpy.shape_ops import concatenate
   nd = aval_of(f).ndim
@@ -278,7 +281,7 @@ def _gradient_axis(f, ax, h, n):
     return lax.reshape(v, tuple(shape))
 
   fd = aval_of(f).dtype
-  if hasattr(h, "aval") and h.aval.ndim == 1 or (not hasattr(h, "aval") and np.ndim(h) == 1):
+  if _ndim_of(h) == 1:
     x = lax.convert_element_type(util.as_array(h), fd)
     if _shape(x)[0] != n:
       raise ValueError("when 1d, distances must match the length of the corresponding dimension")

@@ -24,12 +24,9 @@ def _shape(a):
   return aval_of(a).shape
 
 
-def _pairs(value, nd, name, concrete=True):
+def _pairs(value, nd, name):
   """`value` (scalar, (v,), (before, after) or one pair per axis) as nd (before, after) pairs."""
-  if isinstance(value, Tracer) or (concrete is False and hasattr(value, "aval")):
-    value = value if not concrete else np.asarray(value)
-  arr = np.asarray(value, dtype=object) if not hasattr(value, "aval") else None
-  if arr is None:  # a traced or revax array of values (constant_values / end_values)
+  if hasattr(value, "aval"):  # a revax array or tracer of values (constant_values, end_values)
     shape = value.aval.shape
     if shape == ():
       return [(value, value)] * nd
@@ -51,8 +48,7 @@ def _pairs(value, nd, name, concrete=True):
 
 
 def _widths(pad_width, nd):
-  if isinstance(pad_width, (Tracer,)) or (hasattr(pad_width, "aval") and
-                                          isinstance(pad_width, Tracer)):
+  if isinstance(pad_width, Tracer):
     raise TypeError("pad_width must be concrete (static) integers; got a traced value")
   pw = np.asarray(pad_width)
   if pw.dtype.kind not in "iu" and pw.size:
@@ -219,7 +215,7 @@ def pad(array, pad_width, mode="constant", **kwargs):
     return x
   if mode in ("constant", "empty"):
     cv = kwargs.get("constant_values", 0)
-    values = _pairs(cv if not hasattr(cv, "aval") else cv, nd, "constant_values")
+    values = _pairs(cv, nd, "constant_values")
     for axis, ((b, a), vals) in enumerate(zip(widths, values, strict=True)):
       if b or a:
         x = _pad_constant(x, axis, b, a, vals)

@@ -356,8 +356,9 @@ def _aberth(a, n, cdt):
   safe = lax.max(mags, util.full_of((n,), np.finfo(rdt).tiny, rdt))
   radius = lax.reduce_max(lax.pow(safe, powers), (0,))
   radius = lax.max(radius, util.scalar_constant(np.finfo(rdt).eps, rdt))
-  angles = lax.add(lax.mul(lax.convert_element_type(lax.iota(dtypes.int32, n), rdt),
-                           util.scalar_constant(2 * np.pi / n, rdt)), util.scalar_constant(0.4, rdt))
+  step = util.scalar_constant(2 * np.pi / n, rdt)
+  angles = lax.add(lax.mul(lax.convert_element_type(lax.iota(dtypes.int32, n), rdt), step),
+                   util.scalar_constant(0.4, rdt))
   z = lax.complex(lax.mul(lax.broadcast_in_dim(radius, (n,), ()), lax.cos(angles)),
                   lax.mul(lax.broadcast_in_dim(radius, (n,), ()), lax.sin(angles)))
   off_diag = lax.ne(lax.broadcasted_iota(dtypes.int32, (n, n), 0),

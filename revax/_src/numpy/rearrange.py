@@ -84,8 +84,8 @@ def _roll_one(a, shift, axis):
     right = _slice_in_dim(a, 0, n - s, axis=axis)
     return lax.concatenate([left, right], axis)
   shift = lax.convert_element_type(shift, dtypes.int32)
-  start = lax.rem(lax.sub(util.scalar_constant(n, dtypes.int32), lax.rem(shift, util.scalar_constant(
-      n, dtypes.int32))), util.scalar_constant(n, dtypes.int32))
+  size = util.scalar_constant(n, dtypes.int32)
+  start = lax.rem(lax.sub(size, lax.rem(shift, size)), size)
   doubled = lax.concatenate([a, a], axis)
   starts = [util.scalar_constant(0, dtypes.int32)] * len(_shape(a))
   starts[axis] = start
