@@ -116,7 +116,7 @@ def test_filled_arrays_match_jax():
 
 
 def test_filled_array_errors():
-  with pytest.raises(ValueError, match=r"zeros: negative dimensions are not allowed, got shape "
+  with pytest.raises(TypeError, match=r"zeros: negative dimensions are not allowed, got shape "
                                        r"\(-1,\)"):
     rnp.zeros((-1,))
   with pytest.raises(TypeError, match="shape must be an integer or a sequence of integers"):

@@ -203,7 +203,7 @@ def test_indexing_errors():
     x.at[0].set(np.ones(5, np.float32))
   with pytest.raises(ValueError, match="unknown indexing mode 'wrap'"):
     x.at[0].get(mode="wrap")
-  with pytest.raises(TypeError, match="take requires integer indices"):
+  with pytest.raises(ValueError, match="take requires integer indices"):
     rnp.take(x, np.array([0.5]))
 
 

@@ -326,7 +326,7 @@ def test_incompatible_shapes():
   with pytest.raises(ValueError, match=r"Incompatible shapes for broadcasting: shapes=\[\(2, 3\), "
                                        r"\(2, 3\), \(4,\)\]"):
     rnp.where(np.ones((2, 3)), np.ones((2, 3)), np.ones(4))
-  with pytest.raises(ValueError, match="Either both or neither of the x and y arguments"):
+  with pytest.raises(TypeError, match="Either both or neither of the x and y arguments"):
     rnp.where(True, 1)
 
 

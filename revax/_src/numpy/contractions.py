@@ -54,7 +54,7 @@ def matmul(a, b, *, precision=None, preferred_element_type=None):
   a_is_mat, b_is_mat = len(sa) > 1, len(sb) > 1
   b_k_dim = len(sb) - 2 if b_is_mat else 0
   if sa[-1] != sb[b_k_dim]:
-    raise ValueError(f"matmul: contracting dimensions differ: shapes {sa} and {sb} "
+    raise TypeError(f"matmul: contracting dimensions differ: shapes {sa} and {sb} "
                      f"(size {sa[-1]} vs {sb[b_k_dim]})")
   a_batch = sa[:-2] if a_is_mat else ()
   b_batch = sb[:-2] if b_is_mat else ()
@@ -107,7 +107,7 @@ def dot(a, b, *, precision=None, preferred_element_type=None):
     return lax.mul(a, b)
   cb = 0 if len(sb) == 1 else len(sb) - 2
   if sa[-1] != sb[cb]:
-    raise ValueError(f"dot: shapes {sa} and {sb} not aligned: {sa[-1]} (dim {len(sa) - 1}) != "
+    raise TypeError(f"dot: shapes {sa} and {sb} not aligned: {sa[-1]} (dim {len(sa) - 1}) != "
                      f"{sb[cb]} (dim {cb})")
   return _dot(a, b, ((len(sa) - 1,), (cb,)), ((), ()), precision, preferred_element_type)
 

@@ -87,6 +87,9 @@ def array(object, dtype=None, copy: bool = True, order=None, ndmin: int = 0):  #
         util.scalar_constant(object, dtype)
   else:
     value = np.asarray(object)
+    if object is None:  # JAX's type for None
+      raise ValueError("revax.numpy.array: cannot make an array from NoneType (None is not a "
+                       "valid value for an array)")
     if value.dtype == object_dtype:
       raise TypeError(f"revax.numpy.array: cannot make an array from {type(object).__name__}")
     out = from_numpy(value if dtype is None else value.astype(dtype), fresh=dtype is not None)
@@ -134,7 +137,7 @@ def asarray(a, dtype=None, order=None, *, copy=None):
 def _check_shape(shape, fun_name):
   shape = canonicalize_shape(shape)
   if any(d < 0 for d in shape):
-    raise ValueError(f"{fun_name}: negative dimensions are not allowed, got shape {shape}")
+    raise TypeError(f"{fun_name}: negative dimensions are not allowed, got shape {shape}")
   return shape
 
 

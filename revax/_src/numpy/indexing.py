@@ -510,22 +510,60 @@ class _IndexUpdateHelper:
 
 # --- functions built on indexing -----------------------------------------------------------------
 def nonzero(a, *, size=None, fill_value=None):
-  """Indices of the nonzero elements of a concrete array, one int32 array per axis."""
+  """Indices of the nonzero elements, one int32 array per axis.
+
+  Without `size` the array must be concrete (the result's length depends on its values). With a
+  static `size` it works under jit: the first `size` indices are kept and missing ones are
+  `fill_value` (0 by default; a scalar or one value per axis).
+
+  Example:
+    >>> nonzero(x, size=3, fill_value=-1)
+  """
   util.check_arraylike("nonzero", a)
   if isinstance(a, Tracer) and a.to_concrete_value() is not None:
     a = a.to_concrete_value()  # e.g. under an unjitted grad: the primal is known
-  if isinstance(a, Tracer):
-    raise ConcretizationTypeError(
-        f"nonzero requires a concrete array (its result's shape depends on the values); got "
-        f"{a.aval.str_short()} under a transformation. Use where(cond, x, y) instead.")
-  value = np.asarray(a)
-  if value.ndim == 0:
+  aval = aval_of(a)
+  if aval.ndim == 0:
     raise ValueError("Calling nonzero on 0d arrays is not allowed. Use atleast_1d(a).nonzero().")
-  idx = np.nonzero(value)
-  if size is not None:
-    fill = 0 if fill_value is None else fill_value
-    idx = tuple(np.concatenate([i[:size], np.full(max(size - len(i), 0), fill)]) for i in idx)
-  return tuple(util.as_array(np.asarray(i, dtypes.default_int_dtype())) for i in idx)
+  if size is None:
+    if isinstance(a, Tracer):
+      raise ConcretizationTypeError(
+          f"nonzero requires a concrete array (its result's shape depends on the values); got "
+          f"{a.aval.str_short()} under a transformation. Pass a static size= (and fill_value=) "
+          f"or use where(cond, x, y) instead.")
+    size = int(np.count_nonzero(np.asarray(a)))
+  size = operator.index(size)
+  if size < 0:
+    raise ValueError(f"nonzero: size must be non-negative, got {size}")
+  fills = fill_value if isinstance(fill_value, (tuple, list)) else (fill_value,) * aval.ndim
+  if len(fills) != aval.ndim:
+    raise ValueError(f"nonzero: fill_value must be a scalar or a tuple of length {aval.ndim}, "
+                     f"got length {len(fills)}")
+  index_dtype = dtypes.default_int_dtype()
+  n = math.prod(aval.shape)
+  mask = lax.reshape(lax.ne(util.as_array(a), util.constant_like(a, 0)), (n,))
+  count_before = lax.cumsum(lax.convert_element_type(mask, index_dtype), 0)
+  # each nonzero element goes to its rank among nonzeros; the rest to `size`, which is dropped
+  target = lax.select_n(mask, util.full_of((n,), size, index_dtype),
+                        lax.sub(count_before, util.constant_like(count_before, 1)))
+  flat = util.full_of((size,), 0, index_dtype).at[target].set(
+      lax.iota(index_dtype, n), mode="drop")
+  total = lax.reduce_sum(lax.convert_element_type(mask, index_dtype), (0,)) if n else \
+      util.scalar_constant(0, index_dtype)
+  valid = lax.lt(lax.iota(index_dtype, size), lax.broadcast_in_dim(total, (size,), ()))
+  out = []
+  stride = n
+  for dim, fill in zip(aval.shape, fills, strict=True):
+    stride //= max(dim, 1)
+    i = flat
+    if stride != 1:
+      i = lax.div(i, util.constant_like(i, stride))
+    if dim != 0:
+      i = lax.rem(i, util.constant_like(i, dim))
+    fill = util.full_of((size,), 0, index_dtype) if fill is None else \
+        util.broadcast_to(lax.convert_element_type(fill, index_dtype), (size,))
+    out.append(lax.select_n(valid, fill, i))
+  return tuple(out)
 
 
 def flatnonzero(a, *, size=None, fill_value=None):
@@ -552,7 +590,7 @@ def take(a, indices, axis=None, out=None, mode=None, unique_indices=False,
     raise NotImplementedError("The 'out' argument to take is not supported.")
   util.check_arraylike("take", a, indices)
   if not dtypes.is_integer(aval_of(indices).dtype):
-    raise TypeError(f"take requires integer indices, got {aval_of(indices).dtype.name}")
+    raise ValueError(f"take requires integer indices, got {aval_of(indices).dtype.name}")
   if axis is None:
     from revax._src.numpy.shape_ops import ravel
     a, axis = ravel(a), 0

@@ -684,20 +684,22 @@ def signbit(x, /):
 
 
 # --- where, clip ---------------------------------------------------------------------------------
-def where(condition, x=None, y=None, /):
+def where(condition, x=None, y=None, /, *, size=None, fill_value=None):
   """`x` where `condition` is true, else `y` (operands broadcast, x and y promoted together).
 
   With only `condition`, the indices of its nonzero elements (`nonzero`), which needs a concrete
-  condition.
+  condition or a static `size` (missing indices are `fill_value`).
 
   Example:
     >>> where(x > 0, x, 0.)
   """
   if x is None and y is None:
     from revax._src.numpy.indexing import nonzero
-    return nonzero(condition)
+    return nonzero(condition, size=size, fill_value=fill_value)
+  if size is not None or fill_value is not None:
+    raise ValueError("size and fill_value arguments cannot be used in three-term where function.")
   if x is None or y is None:
-    raise ValueError("Either both or neither of the x and y arguments should be provided to "
+    raise TypeError("Either both or neither of the x and y arguments should be provided to "
                      "where.")
   util.check_arraylike("where", condition, x, y)
   x, y = util.promote_dtypes(x, y)

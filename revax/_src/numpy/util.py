@@ -115,13 +115,15 @@ def canonical_dtype_arg(dtype) -> np.dtype | None:
 
 # --- axes and shapes -----------------------------------------------------------------------------
 def canonicalize_axis(axis, ndim: int) -> int:
-  """`axis` in [-ndim, ndim) as a non-negative int; ValueError naming it otherwise."""
+  """`axis` in [-ndim, ndim) as a non-negative int; AxisError (a ValueError and an IndexError)
+  naming it otherwise."""
   try:
     axis = operator.index(axis)
   except TypeError:
     raise TypeError(f"axis must be an integer, got {axis!r}") from None
   if not -ndim <= axis < ndim:
-    raise ValueError(f"axis {axis} is out of bounds for array of dimension {ndim}")
+    # NumPy's AxisError is both a ValueError and an IndexError (JAX raises IndexError here)
+    raise np.exceptions.AxisError(f"axis {axis} is out of bounds for array of dimension {ndim}")
   return axis % ndim
 
 

@@ -1,0 +1,156 @@
+"""Elementwise functions on the parts and neighbourhood of floating-point numbers: frexp, ldexp,
+modf, spacing, nan_to_num, logaddexp2 and the modified Bessel function i0.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from revax._src import lax
+from revax._src.core import dtypes
+from revax._src.numpy import util
+from revax._src.numpy.util import aval_of
+
+_INT_OF_WIDTH = {2: dtypes.int16, 4: dtypes.int32, 8: dtypes.int64}
+
+
+def frexp(x, /):
+  """(mantissa, exponent) with x = mantissa * 2**exponent and 0.5 <= |mantissa| < 1 (0, inf and
+  NaN give themselves and exponent 0).
+
+  Returns:
+    The mantissa (x's floating dtype) and the exponent (int32).
+  """
+  util.check_arraylike("frexp", x)
+  (x,) = util.promote_args_inexact("frexp", x)
+  dt = aval_of(x).dtype
+  if dtypes.is_complex(dt):
+    raise TypeError("frexp does not support complex-valued inputs")
+  compute = dtypes.float32 if dt in (dtypes.float16, dtypes.bfloat16) else dt
+  xc = lax.convert_element_type(x, compute)
+  info = np.finfo(compute)
+  nmant = info.nmant
+  int_t = _INT_OF_WIDTH[np.dtype(compute).itemsize]
+  bits = lax.bitcast_convert_type(xc, int_t)
+  exp_mask = ((1 << info.nexp) - 1) << nmant
+  exp_field = lax.bitwise_and(lax.shift_right_logical(bits, util.constant_like(bits, nmant)),
+                              util.constant_like(bits, (1 << info.nexp) - 1))
+  bias = info.maxexp - 1
+  exponent = lax.sub(exp_field, util.constant_like(exp_field, bias - 1))
+  mant_bits = lax.bitwise_or(lax.bitwise_and(bits, util.constant_like(bits, ~exp_mask)),
+                             util.constant_like(bits, (bias - 1) << nmant))
+  mantissa = lax.bitcast_convert_type(mant_bits, compute)
+  special = lax.bitwise_or(lax.eq(xc, util.constant_like(xc, 0)),
+                           lax.bitwise_not(lax.is_finite(xc)))
+  mantissa = lax.select_n(special, mantissa, xc)
+  exponent = lax.select_n(special, exponent, lax.full_like(exponent, 0))
+  return (lax.convert_element_type(mantissa, dt),
+          lax.convert_element_type(exponent, dtypes.int32))
+
+
+def ldexp(x1, x2, /):
+  """x1 * 2**x2 elementwise (`x2` integer), without overflowing the power of two on its own."""
+  from revax._src.numpy.ufuncs import exp2
+  util.check_arraylike("ldexp", x1, x2)
+  if not dtypes.is_integer(aval_of(x2).dtype):
+    raise ValueError(f"ldexp requires integer exponents, got {aval_of(x2).dtype}")
+  (x1,) = util.promote_args_inexact("ldexp", x1)
+  if dtypes.is_complex(aval_of(x1).dtype):
+    raise TypeError("ldexp does not support complex-valued inputs")
+  x1, x2 = util.broadcast_arrays_of(util.as_array(x1), util.as_array(x2))
+  half = lax.div(x2, util.constant_like(x2, 2))
+  rest = lax.sub(x2, half)
+  f = lambda e: exp2(lax.convert_element_type(e, aval_of(x1).dtype))
+  return lax.mul(lax.mul(x1, f(half)), f(rest))
+
+
+def modf(x, /, out=None):
+  """(fractional part, integral part) of x, both with x's sign."""
+  from revax._src.numpy.ufuncs import trunc
+  if out is not None:
+    raise NotImplementedError("The 'out' argument to jnp.modf is not supported.")
+  util.check_arraylike("modf", x)
+  (x,) = util.promote_args_inexact("modf", x)
+  whole = trunc(x)
+  return lax.sub(x, whole), whole
+
+
+def spacing(x, /):
+  """The distance from x to the next representable number away from zero."""
+  from revax._src.numpy.ufuncs import copysign, nextafter
+  util.check_arraylike("spacing", x)
+  (x,) = util.promote_args_inexact("spacing", x)
+  if dtypes.is_complex(aval_of(x).dtype):
+    raise ValueError("spacing is not defined for complex inputs.")
+  inf = lax.full_like(x, np.inf)
+  return lax.sub(nextafter(x, copysign(inf, x)), x)
+
+
+def nan_to_num(x, copy: bool = True, nan=0.0, posinf=None, neginf=None):
+  """x with NaN replaced by `nan` and infinities by `posinf`/`neginf` (default: the dtype's
+  largest and smallest finite values); complex values are treated part by part."""
+  util.check_arraylike("nan_to_num", x)
+  x = util.as_array(x)
+  dt = aval_of(x).dtype
+  if not dtypes.is_inexact(dt):
+    return x
+  if dtypes.is_complex(dt):
+    re = nan_to_num(lax.real(x), nan=nan, posinf=posinf, neginf=neginf)
+    im = nan_to_num(lax.imag(x), nan=nan, posinf=posinf, neginf=neginf)
+    return lax.complex(re, im)
+  info = np.finfo(dt)
+  posinf = info.max if posinf is None else posinf
+  neginf = info.min if neginf is None else neginf
+  out = lax.select_n(lax.ne(x, x), x, lax.full_like(x, nan))
+  out = lax.select_n(lax.eq(x, lax.full_like(x, np.inf)), out, lax.full_like(x, posinf))
+  return lax.select_n(lax.eq(x, lax.full_like(x, -np.inf)), out, lax.full_like(x, neginf))
+
+
+def logaddexp2(x1, x2, /):
+  """log2(2**x1 + 2**x2), computed without overflow."""
+  from revax._src.numpy.ufuncs import logaddexp
+  util.check_arraylike("logaddexp2", x1, x2)
+  x1, x2 = util.promote_args_inexact("logaddexp2", x1, x2)
+  ln2 = util.constant_like(x1, math.log(2))
+  return lax.div(logaddexp(lax.mul(x1, ln2), lax.mul(x2, ln2)), ln2)
+
+
+_I0_SERIES_TERMS = 40
+_I0_SWITCH = 15.0
+_I0_ASYMPTOTIC_TERMS = 10
+
+
+def i0(x):
+  """The modified Bessel function of the first kind of order 0, elementwise (real inputs).
+
+  Below |x| = 15 it sums the power series sum_k ((x/2)^2)^k / (k!)^2; above, the asymptotic
+  expansion e^|x| / sqrt(2 pi |x|) * sum_k a_k / |x|^k. Both are differentiable.
+  """
+  util.check_arraylike("i0", x)
+  (x,) = util.promote_args_inexact("i0", x)
+  if dtypes.is_complex(aval_of(x).dtype):
+    raise ValueError("i0 does not support complex-valued inputs.")
+  dt = aval_of(x).dtype
+  compute = dtypes.float32 if dt in (dtypes.float16, dtypes.bfloat16) else dt
+  ax = lax.abs(lax.convert_element_type(x, compute))
+  small = lax.lt(ax, util.constant_like(ax, _I0_SWITCH))
+  xs = lax.min(ax, util.constant_like(ax, _I0_SWITCH))
+  y = lax.mul(lax.mul(xs, xs), util.constant_like(xs, 0.25))
+  term = lax.full_like(xs, 1)
+  total = term
+  for k in range(1, _I0_SERIES_TERMS + 1):
+    term = lax.mul(term, lax.div(y, util.constant_like(y, float(k * k))))
+    total = lax.add(total, term)
+  xl = lax.max(ax, util.constant_like(ax, _I0_SWITCH))
+  inv = lax.div(lax.full_like(xl, 1), xl)
+  coef, series, power = 1.0, lax.full_like(xl, 1), lax.full_like(xl, 1)
+  for k in range(1, _I0_ASYMPTOTIC_TERMS + 1):
+    coef *= (2 * k - 1) ** 2 / (8.0 * k)
+    power = lax.mul(power, inv)
+    series = lax.add(series, lax.mul(util.constant_like(power, coef), power))
+  # e^x / sqrt(2 pi x), as e^(x/2) twice so large x overflows only when the result does
+  half_exp = lax.exp(lax.mul(xl, util.constant_like(xl, 0.5)))
+  large = lax.mul(lax.mul(half_exp, lax.div(half_exp, lax.sqrt(lax.mul(
+      util.constant_like(xl, 2 * math.pi), xl)))), series)
+  return lax.convert_element_type(lax.select_n(small, large, total), dt)

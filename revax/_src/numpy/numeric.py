@@ -1,0 +1,518 @@
+"""Numerical helpers over whole arrays: comparisons (allclose, array_equal, array_equiv),
+convolve/correlate, interp, differences and integrals (diff, ediff1d, gradient, trapezoid,
+unwrap), grids (meshgrid, indices, ix_, geomspace, logspace) and the array-API products matvec,
+vecmat and vecdot.
+"""
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+
+from revax._src import lax
+from revax._src.core import dtypes
+from revax._src.core.trace import Tracer
+from revax._src.numpy import util
+from revax._src.numpy.util import aval_of
+
+
+def _shape(a):
+  return aval_of(a).shape
+
+
+def _slice_axis(x, start, stop, axis):
+  shape = _shape(x)
+  starts, stops = [0] * len(shape), list(shape)
+  starts[axis], stops[axis] = start, stop
+  return lax.slice(x, starts, stops)
+
+
+# --- whole-array comparisons ---------------------------------------------------------------------
+def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan: bool = False):
+  """Whether every element of `a` is close to `b` (isclose); a 0-d bool array."""
+  from revax._src.numpy.reductions import all as _all
+  from revax._src.numpy.ufuncs import isclose
+  util.check_arraylike("allclose", a, b)
+  return _all(isclose(a, b, rtol, atol, equal_nan))
+
+
+def array_equal(a1, a2, equal_nan: bool = False):
+  """Whether `a1` and `a2` have the same shape and elements (NaNs equal if `equal_nan`)."""
+  from revax._src.numpy.reductions import all as _all
+  from revax._src.numpy.ufuncs import equal, isnan
+  util.check_arraylike("array_equal", a1, a2)
+  if _shape(a1) != _shape(a2):
+    return util.scalar_constant(False, dtypes.bool_)
+  eq = equal(a1, a2)
+  if equal_nan:
+    eq = lax.bitwise_or(eq, lax.bitwise_and(isnan(a1), isnan(a2)))
+  return _all(eq)
+
+
+def array_equiv(a1, a2):
+  """Whether `a1` and `a2` are equal after broadcasting to one shape."""
+  from revax._src.numpy.reductions import all as _all
+  from revax._src.numpy.ufuncs import equal
+  util.check_arraylike("array_equiv", a1, a2)
+  return _all(equal(a1, a2))
+
+
+# --- convolution ---------------------------------------------------------------------------------
+def _conv_full(fun_name, a, v, flip, precision, preferred_element_type):
+  """The full 1-D convolution (flip) or cross-correlation of a and v: length n + m - 1."""
+  util.check_arraylike(fun_name, a, v)
+  if aval_of(a).ndim != 1 or aval_of(v).ndim != 1:
+    raise ValueError(f"{fun_name}() only support 1-dimensional inputs.")
+  a, v = util.promote_args_inexact(fun_name, a, v)
+  n, m = _shape(a)[0], _shape(v)[0]
+  if n == 0 or m == 0:
+    raise ValueError(f"{fun_name}: inputs cannot be empty, got shapes {_shape(a)} and "
+                     f"{_shape(v)}.")
+  if dtypes.is_complex(aval_of(v).dtype) and not flip:
+    v = lax.conj(v)
+  if flip:
+    v = lax.rev(v, (0,))
+  out = lax.conv_general_dilated(lax.reshape(a, (1, 1, n)), lax.reshape(v, (1, 1, m)), (1,),
+                                 [(m - 1, m - 1)], precision=precision,
+                                 preferred_element_type=preferred_element_type)
+  return lax.reshape(out, (n + m - 1,)), n, m
+
+
+def _conv_mode(full, n, m, mode, flip):
+  if mode == "full":
+    return full
+  if mode == "valid":
+    return lax.slice(full, (min(n, m) - 1,), (max(n, m),))
+  if mode == "same":
+    length = max(n, m)
+    k = min(n, m)
+    start = (k - 1) // 2 if (flip or n >= m) else k // 2
+    return lax.slice(full, (start,), (start + length,))
+  raise ValueError(f"mode must be one of ['full', 'same', 'valid'], got {mode!r}")
+
+
+def convolve(a, v, mode: str = "full", *, precision=None, preferred_element_type=None):
+  """The discrete linear convolution of the 1-D arrays `a` and `v`.
+
+  Args:
+    mode: 'full' (length n + m - 1), 'same' (length max(n, m), centered) or 'valid' (only
+      full overlaps).
+
+  Example:
+    >>> convolve(array([1., 2., 3.]), array([0., 1., 0.5]))  # [0. 1. 2.5 4. 1.5]
+  """
+  full, n, m = _conv_full("convolve", a, v, True, precision, preferred_element_type)
+  return _conv_mode(full, n, m, mode, True)
+
+
+def correlate(a, v, mode: str = "valid", *, precision=None, preferred_element_type=None):
+  """The cross-correlation of the 1-D arrays `a` and `v` (v conjugated), as NumPy defines it."""
+  full, n, m = _conv_full("correlate", a, v, False, precision, preferred_element_type)
+  return _conv_mode(full, n, m, mode, False)
+
+
+# --- interpolation -------------------------------------------------------------------------------
+def interp(x, xp, fp, left=None, right=None, period=None):
+  """Piecewise-linear interpolation of the points (xp, fp) at `x`.
+
+  Args:
+    x: where to evaluate.
+    xp: increasing 1-D x coordinates (or any order with `period`).
+    fp: 1-D values at xp (real or complex).
+    left, right: values below xp[0] / above xp[-1] (default fp[0] / fp[-1]), or 'extrapolate'.
+    period: make the coordinates periodic with this period.
+  """
+  from revax._src.numpy.searching import searchsorted
+  from revax._src.numpy.shape_ops import concatenate
+  from revax._src.numpy.sorting import argsort
+  util.check_arraylike("interp", x, xp, fp)
+  if aval_of(xp).ndim != 1 or aval_of(fp).ndim != 1:
+    raise ValueError("xp and fp must be one-dimensional")
+  if _shape(xp)[0] != _shape(fp)[0]:
+    raise ValueError("xp and fp must be of the same length")
+  if _shape(xp)[0] == 0:
+    raise ValueError("xp and fp must have at least one element")
+  x, xp = util.promote_args_inexact("interp", x, xp)
+  (fp,) = util.promote_args_inexact("interp", fp)
+  fdt = dtypes.promote_types(aval_of(x).dtype, aval_of(fp).dtype)
+  fp = lax.convert_element_type(fp, fdt)
+  if period is not None:
+    if left is not None or right is not None:
+      raise ValueError("left and right must be None when period is given")  # NumPy ignores them
+    period = lax.abs(lax.convert_element_type(util.as_array(period), aval_of(x).dtype))
+    x = lax.rem(lax.add(lax.rem(x, period), period), period)
+    xp = lax.rem(lax.add(lax.rem(xp, period), period), period)
+    order = argsort(xp)
+    xp, fp = xp[order], fp[order]
+    xp = concatenate([lax.sub(xp[-1:], period), xp, lax.add(xp[:1], period)], 0)
+    fp = concatenate([fp[-1:], fp, fp[:1]], 0)
+  n = _shape(xp)[0]
+  if n == 1:
+    i = util.full_of(_shape(x), 1, dtypes.int32)
+    xp = concatenate([xp, xp], 0)
+    fp = concatenate([fp, fp], 0)
+    n = 2
+  else:
+    i = lax.clamp(util.scalar_constant(1, dtypes.int32), searchsorted(xp, x, side="right"),
+                  util.scalar_constant(n - 1, dtypes.int32))
+  one = util.scalar_constant(1, dtypes.int32)
+  x0, x1 = xp[lax.sub(i, one)], xp[i]
+  f0, f1 = fp[lax.sub(i, one)], fp[i]
+  dx = lax.sub(x1, x0)
+  safe_dx = lax.select_n(lax.eq(dx, util.constant_like(dx, 0)), dx, lax.full_like(dx, 1))
+  t = lax.convert_element_type(lax.div(lax.sub(x, x0), safe_dx), fdt)
+  f = lax.add(f0, lax.mul(t, lax.sub(f1, f0)))
+  f = lax.select_n(lax.eq(dx, util.constant_like(dx, 0)), f, f0)
+  if period is None:
+    for bound, end, is_left in ((left, fp[0], True), (right, fp[n - 1], False)):
+      if isinstance(bound, str):
+        if bound != "extrapolate":
+          raise ValueError(f"{'left' if is_left else 'right'}={bound!r} is not a valid value")
+        continue
+      val = end if bound is None else lax.convert_element_type(util.as_array(bound), fdt)
+      beyond = lax.lt(x, xp[0]) if is_left else lax.gt(x, xp[n - 1])
+      f = lax.select_n(beyond, f, util.broadcast_to(val, _shape(f)))
+  return f
+
+
+# --- differences and integrals -------------------------------------------------------------------
+def diff(a, n: int = 1, axis: int = -1, prepend=None, append=None):
+  """The `n`-th discrete difference along `axis` (not_equal for bools), after joining
+  `prepend`/`append` (broadcast to a's shape with length 1 along axis if scalar)."""
+  from revax._src.numpy.shape_ops import concatenate
+  util.check_arraylike("diff", a)
+  a = util.as_array(a)
+  n = operator.index(n)
+  if n < 0:
+    raise ValueError(f"order must be non-negative but got {n}")
+  nd = aval_of(a).ndim
+  if nd == 0:
+    raise ValueError(f"diff requires input that is at least one dimensional; got {a!r}")
+  axis = util.canonicalize_axis(axis, nd)
+  parts = []
+  for extra in (prepend, a, append):
+    if extra is None:
+      continue
+    util.check_arraylike("diff", extra)
+    extra = util.as_array(extra)
+    if aval_of(extra).ndim == 0:
+      shape = list(_shape(a))
+      shape[axis] = 1
+      extra = util.broadcast_to(extra, tuple(shape))
+    parts.append(extra)
+  if len(parts) > 1:
+    a = concatenate(parts, axis)
+  for _ in range(n):
+    length = _shape(a)[axis]
+    if length == 0:
+      break
+    hi, lo = _slice_axis(a, 1, length, axis), _slice_axis(a, 0, length - 1, axis)
+    a = lax.ne(hi, lo) if dtypes.is_bool(aval_of(a).dtype) else lax.sub(hi, lo)
+  return a
+
+
+def ediff1d(ary, to_end=None, to_begin=None):
+  """Differences of consecutive elements of the flattened `ary`, with optional values joined
+  before and after."""
+  from revax._src.numpy.shape_ops import concatenate, ravel
+  util.check_arraylike("ediff1d", ary)
+  a = ravel(ary)
+  out = lax.sub(a[1:], a[:-1]) if _shape(a)[0] else a
+  parts = []
+  if to_begin is not None:
+    util.check_arraylike("ediff1d", to_begin)
+    parts.append(ravel(lax.convert_element_type(util.as_array(to_begin), aval_of(a).dtype)))
+  parts.append(out)
+  if to_end is not None:
+    util.check_arraylike("ediff1d", to_end)
+    parts.append(ravel(lax.convert_element_type(util.as_array(to_end), aval_of(a).dtype)))
+  return concatenate(parts, 0) if len(parts) > 1 else out
+
+
+def gradient(f, *varargs, axis=None, edge_order=None):
+  """The gradient of sampled `f`: central differences inside, one-sided at the edges.
+
+  Args:
+    f: the samples.
+    *varargs: the spacing: none (1), one scalar for all axes, or one scalar or coordinate array
+      per axis.
+    axis: None (every axis), an int or a sequence of ints.
+    edge_order: must be None (only first-order edges, as in JAX).
+
+  Returns:
+    One array per axis (a list), or one array for a single axis.
+  """
+  if edge_order is not None:
+    raise NotImplementedError("The 'edge_order' argument to jnp.gradient is not supported.")
+  util.check_arraylike("gradient", f)
+  (f,) = util.promote_args_inexact("gradient", f)
+  nd = aval_of(f).ndim
+  axes = util.canonicalize_axes(axis, nd)
+  single = axis is not None and not isinstance(axis, (tuple, list))
+  if not varargs:
+    spacing = [1.0] * len(axes)
+  elif len(varargs) == 1 and _ndim_of(varargs[0]) == 0:
+    spacing = [varargs[0]] * len(axes)
+  elif len(varargs) == len(axes):
+    spacing = list(varargs)
+  else:
+    raise TypeError("Invalid number of spacing arguments")
+  out = []
+  for ax, h in zip(axes, spacing, strict=True):
+    n = _shape(f)[ax]
+    if n < 2:
+      raise ValueError("Shape of array too small to calculate a numerical gradient, at least "
+                       "(edge_order + 1) elements are required.")
+    out.append(_gradient_axis(f, ax, h, n))
+  return out[0] if single or len(out) == 1 else out
+
+
+def _ndim_of(v):
+  return v.aval.ndim if hasattr(v, "aval") else np.ndim(v)
+
+
+def _gradient_axis(f, ax, h, n):
+  from revax._src.numpy.shape_ops import concatenate
+  nd = aval_of(f).ndim
+
+  def along(v):  # a 1-D array along axis `ax`, shaped to broadcast against f
+    shape = [1] * nd
+    shape[ax] = _shape(v)[0]
+    return lax.reshape(v, tuple(shape))
+
+  fd = aval_of(f).dtype
+  if _ndim_of(h) == 1:
+    x = lax.convert_element_type(util.as_array(h), fd)
+    if _shape(x)[0] != n:
+      raise ValueError("when 1d, distances must match the length of the corresponding dimension")
+    dx = lax.sub(x[1:], x[:-1])
+    first = lax.div(lax.sub(_slice_axis(f, 1, 2, ax), _slice_axis(f, 0, 1, ax)), along(dx[:1]))
+    last = lax.div(lax.sub(_slice_axis(f, n - 1, n, ax), _slice_axis(f, n - 2, n - 1, ax)),
+                   along(dx[n - 2:]))
+    if n == 2:
+      return concatenate([first, last], ax)
+    h1, h2 = along(dx[:-1]), along(dx[1:])
+    fm, f0, fp = (_slice_axis(f, 0, n - 2, ax), _slice_axis(f, 1, n - 1, ax),
+                  _slice_axis(f, 2, n, ax))
+    inner = lax.div(lax.add(lax.sub(lax.mul(lax.mul(h1, h1), fp), lax.mul(lax.mul(h2, h2), fm)),
+                            lax.mul(lax.sub(lax.mul(h2, h2), lax.mul(h1, h1)), f0)),
+                    lax.mul(lax.mul(h1, h2), lax.add(h1, h2)))
+    return concatenate([first, inner, last], ax)
+  h = lax.convert_element_type(util.as_array(h), fd)
+  first = lax.div(lax.sub(_slice_axis(f, 1, 2, ax), _slice_axis(f, 0, 1, ax)), h)
+  last = lax.div(lax.sub(_slice_axis(f, n - 1, n, ax), _slice_axis(f, n - 2, n - 1, ax)), h)
+  if n == 2:
+    return concatenate([first, last], ax)
+  inner = lax.div(lax.sub(_slice_axis(f, 2, n, ax), _slice_axis(f, 0, n - 2, ax)),
+                  lax.mul(util.constant_like(h, 2), h))
+  return concatenate([first, inner, last], ax)
+
+
+def trapezoid(y, x=None, dx=1.0, axis: int = -1):
+  """The integral of `y` along `axis` by the trapezoidal rule (sample points `x`, or spacing
+  `dx`)."""
+  from revax._src.numpy.reductions import sum as _sum
+  from revax._src.numpy.shape_ops import moveaxis
+  util.check_arraylike("trapezoid", y)
+  if x is None:
+    (y,) = util.promote_args_inexact("trapezoid", y)
+    d = lax.convert_element_type(util.as_array(dx), aval_of(y).dtype)
+  else:
+    util.check_arraylike("trapezoid", x)
+    y, x = util.promote_args_inexact("trapezoid", y, x)
+    if aval_of(x).ndim == 1:
+      d = diff(x)
+    else:
+      d = moveaxis(diff(x, axis=axis), axis, -1)
+  y = moveaxis(y, axis, -1)
+  n = _shape(y)[-1]
+  avg = lax.mul(lax.add(_slice_axis(y, 1, n, aval_of(y).ndim - 1),
+                        _slice_axis(y, 0, max(n - 1, 0), aval_of(y).ndim - 1)),
+                util.constant_like(y, 0.5))
+  return _sum(lax.mul(avg, util.broadcast_to(d, _shape(avg)) if aval_of(d).ndim else d), axis=-1)
+
+
+def unwrap(p, discont=None, axis: int = -1, period=2 * np.pi):
+  """`p` with jumps larger than `discont` (default period/2) along `axis` replaced by their
+  complement modulo `period`."""
+  from revax._src.numpy.shape_ops import concatenate
+  from revax._src.numpy.ufuncs import remainder
+  util.check_arraylike("unwrap", p)
+  (p,) = util.promote_args_inexact("unwrap", p)
+  if dtypes.is_complex(aval_of(p).dtype):
+    raise ValueError("jnp.unwrap does not support complex inputs.")
+  nd = aval_of(p).ndim
+  axis = util.canonicalize_axis(axis, nd)
+  n = _shape(p)[axis]
+  if n < 2:
+    return p
+  period = lax.convert_element_type(util.as_array(period), aval_of(p).dtype)
+  half = lax.div(period, util.constant_like(period, 2))
+  discont = half if discont is None else lax.convert_element_type(util.as_array(discont),
+                                                                    aval_of(p).dtype)
+  dd = diff(p, axis=axis)
+  ddmod = lax.sub(remainder(lax.add(dd, half), period), half)
+  ddmod = lax.select_n(lax.bitwise_and(lax.eq(ddmod, lax.neg(half)), lax.gt(dd, util.constant_like(
+      dd, 0))), ddmod, util.broadcast_to(half, _shape(ddmod)))
+  correction = lax.sub(ddmod, dd)
+  correction = lax.select_n(lax.lt(lax.abs(dd), util.broadcast_to(discont, _shape(dd))),
+                            correction, lax.full_like(correction, 0))
+  cum = lax.cumsum(correction, axis)
+  return concatenate([_slice_axis(p, 0, 1, axis), lax.add(_slice_axis(p, 1, n, axis), cum)], axis)
+
+
+# --- grids ---------------------------------------------------------------------------------------
+def meshgrid(*xi, copy: bool = True, sparse: bool = False, indexing: str = "xy"):
+  """Coordinate arrays from 1-D coordinate vectors ('xy': Cartesian, 'ij': matrix indexing).
+
+  Returns:
+    A list of arrays, broadcast to the full grid unless `sparse`.
+  """
+  util.check_arraylike("meshgrid", *xi)
+  if indexing not in ("xy", "ij"):
+    raise ValueError(f"Valid values for indexing are 'xy' and 'ij', got {indexing}")
+  args = [util.as_array(x) for x in xi]
+  for x in args:
+    if aval_of(x).ndim != 1:
+      raise ValueError(f"Arguments to jax.numpy.meshgrid must be 1D, got shape {_shape(x)}")
+  if not args:
+    return []
+  shape = [_shape(x)[0] for x in args]
+  if indexing == "xy" and len(args) >= 2:
+    shape[0], shape[1] = shape[1], shape[0]
+  out = []
+  for i, x in enumerate(args):
+    dim = i
+    if indexing == "xy" and len(args) >= 2 and i < 2:
+      dim = 1 - i
+    if sparse:
+      s = [1] * len(args)
+      s[dim] = shape[dim]
+      out.append(lax.reshape(x, tuple(s)))
+    else:
+      out.append(lax.broadcast_in_dim(x, tuple(shape), (dim,)))
+  return out
+
+
+def indices(dimensions, dtype=None, sparse: bool = False):
+  """An array (or tuple of sparse arrays) whose i-th entry holds the i-th index of a grid of
+  shape `dimensions`."""
+  dims = util.canonicalize_shape(dimensions, "dimensions")
+  dtype = util.canonical_dtype_arg(dtype) or dtypes.default_int_dtype()
+  out = []
+  for i, d in enumerate(dims):
+    if sparse:
+      s = [1] * len(dims)
+      s[i] = d
+      out.append(lax.reshape(lax.iota(dtype, d), tuple(s)))
+    else:
+      out.append(lax.broadcasted_iota(dtype, dims, i))
+  if sparse:
+    return tuple(out)
+  if not out:
+    return util.full_of((0,), 0, dtype)
+  return lax.concatenate([lax.expand_dims(o, (0,)) for o in out], 0)
+
+
+def ix_(*args):
+  """An open mesh from 1-D sequences: arg i reshaped to have its length on axis i (for
+  indexing cross products)."""
+  util.check_arraylike("ix_", *args)
+  n = len(args)
+  out = []
+  for i, a in enumerate(args):
+    a = util.as_array(a)
+    if aval_of(a).ndim != 1:
+      raise ValueError(f"Arguments to jax.numpy.ix_ must be 1-dimensional, got shape {_shape(a)}")
+    if dtypes.is_bool(aval_of(a).dtype):
+      raise NotImplementedError("Boolean arguments to jax.numpy.ix_ are not implemented")
+    s = [1] * n
+    s[i] = _shape(a)[0]
+    out.append(lax.reshape(a, tuple(s)))
+  return tuple(out)
+
+
+def logspace(start, stop, num: int = 50, endpoint: bool = True, base=10.0, dtype=None,
+             axis: int = 0):
+  """`num` numbers spaced evenly on a log scale: base ** linspace(start, stop, num)."""
+  from revax._src.numpy.creation import linspace
+  from revax._src.numpy.ufuncs import power
+  util.check_arraylike("logspace", start, stop)
+  dtype = util.canonical_dtype_arg(dtype)
+  computation = util.to_inexact_dtype(dtypes.promote_types(
+      aval_of(start).dtype, aval_of(stop).dtype)) if not (type(start) in (int, float) and type(
+          stop) in (int, float)) else dtypes.default_float_dtype()
+  lin = linspace(start, stop, num, endpoint=endpoint, dtype=computation, axis=axis)
+  b = lax.convert_element_type(util.as_array(base), computation)
+  if aval_of(b).ndim:
+    b = lax.expand_dims(b, (axis,))
+  out = power(b, lin)
+  return lax.convert_element_type(out, dtype) if dtype is not None else out
+
+
+def geomspace(start, stop, num: int = 50, endpoint: bool = True, dtype=None, axis: int = 0):
+  """`num` numbers spaced evenly on a log scale between `start` and `stop` (endpoints exact).
+  """
+  from revax._src.numpy.creation import linspace
+  from revax._src.numpy.ufuncs import log10, power, sign
+  util.check_arraylike("geomspace", start, stop)
+  dtype = util.canonical_dtype_arg(dtype)
+  start, stop = util.promote_args_inexact("geomspace", start, stop)
+  if isinstance(start, Tracer) or isinstance(stop, Tracer):
+    pass
+  elif (np.asarray(start) == 0).any() or (np.asarray(stop) == 0).any():
+    raise ValueError("Geometric sequence cannot include zero")
+  s = sign(start)
+  start_r = lax.div(start, s)
+  stop_r = lax.div(stop, s)
+  lin = linspace(log10(start_r), log10(stop_r), num, endpoint=endpoint, axis=axis)
+  out = power(util.constant_like(lin, 10.0), lin)
+  n = operator.index(num)
+  if n > 0:  # make the endpoints exact
+    out = _set_along(out, 0, start_r, axis)
+    if endpoint and n > 1:
+      out = _set_along(out, n - 1, stop_r, axis)
+  out = lax.mul(out, lax.expand_dims(s, (axis,)) if aval_of(s).ndim else s)
+  return lax.convert_element_type(out, dtype) if dtype is not None else out
+
+
+def _set_along(x, i, value, axis):
+  idx = [slice(None)] * aval_of(x).ndim
+  axis = util.canonicalize_axis(axis, aval_of(x).ndim)
+  idx[axis] = i
+  return x.at[tuple(idx)].set(value)
+
+
+# --- array-API products --------------------------------------------------------------------------
+def matvec(x1, x2, /):
+  """Batched matrix-vector product: (..., m, n) x (..., n) -> (..., m)."""
+  from revax._src.numpy.contractions import matmul
+  util.check_arraylike("matvec", x1, x2)
+  return matmul(x1, lax.expand_dims(util.as_array(x2), (aval_of(x2).ndim,)))[..., 0]
+
+
+def vecmat(x1, x2, /):
+  """Batched vector-matrix product with the vector conjugated: (..., n) x (..., n, m) ->
+  (..., m)."""
+  from revax._src.numpy.contractions import matmul
+  from revax._src.numpy.ufuncs import conj
+  util.check_arraylike("vecmat", x1, x2)
+  return matmul(lax.expand_dims(conj(x1), (aval_of(x1).ndim - 1,)), x2)[..., 0, :]
+
+
+def vecdot(x1, x2, /, *, axis: int = -1, precision=None, preferred_element_type=None):
+  """Batched vector dot product over `axis`, the first vector conjugated (array API)."""
+  from revax._src.numpy.contractions import matmul
+  from revax._src.numpy.shape_ops import moveaxis
+  from revax._src.numpy.ufuncs import conj
+  util.check_arraylike("vecdot", x1, x2)
+  x1, x2 = util.as_array(x1), util.as_array(x2)
+  n1, n2 = aval_of(x1).ndim, aval_of(x2).ndim
+  if _shape(x1)[util.canonicalize_axis(axis, n1)] != _shape(x2)[util.canonicalize_axis(axis, n2)]:
+    raise ValueError(f"axes must match; got shapes {_shape(x1)} and {_shape(x2)} with "
+                     f"axis={axis}")
+  a = moveaxis(conj(x1), axis, -1)
+  b = moveaxis(x2, axis, -1)
+  out = matmul(lax.expand_dims(a, (aval_of(a).ndim - 1,)), lax.expand_dims(b, (aval_of(b).ndim,)),
+               precision=precision, preferred_element_type=preferred_element_type)
+  return out[..., 0, 0]

@@ -1,0 +1,387 @@
+"""Polynomials as 1-D coefficient arrays, highest power first: poly, polyadd, polysub, polymul,
+polydiv, polyder, polyint, polyval and polyfit.
+
+polyfit solves its least-squares problem with a Householder QR written in lax (columns scaled to
+unit norm first, as NumPy's rcond handling does), so it needs no linear-algebra primitives; it
+does not report the singular values (`full=True`), which would need an SVD.
+"""
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+
+from revax._src import lax
+from revax._src.core import dtypes
+from revax._src.core.trace import Tracer
+from revax._src.numpy import util
+from revax._src.numpy.util import aval_of
+
+
+def _len(a):
+  return aval_of(a).shape[0]
+
+
+def _check_1d(fun_name, *args):
+  util.check_arraylike(fun_name, *args)
+  for a in args:
+    if aval_of(a).ndim != 1:
+      raise ValueError(f"{fun_name}: polynomials must be 1-D coefficient arrays, got shape "
+                       f"{aval_of(a).shape}")
+
+
+def _trim_leading_zeros(a, fun_name):
+  if isinstance(a, Tracer):
+    raise ValueError(f"{fun_name} with trim_leading_zeros=True needs concrete coefficients")
+  value = np.asarray(a)
+  nz = np.flatnonzero(value)
+  start = int(nz[0]) if nz.size else max(value.shape[0] - 1, 0)
+  return util.as_array(a)[start:]
+
+
+def poly(seq_of_zeros):
+  """The coefficients of the monic polynomial with the given roots (1-D)."""
+  from revax._src.numpy.numeric import convolve
+  util.check_arraylike("poly", seq_of_zeros)
+  (z,) = util.promote_args_inexact("poly", seq_of_zeros)
+  z = util.as_array(z)
+  if aval_of(z).ndim == 2 and aval_of(z).shape[0] == aval_of(z).shape[1] and aval_of(z).shape[0]:
+    raise NotImplementedError("poly of a square matrix needs its eigenvalues "
+                              "(revax.numpy.linalg.eigvals); pass the roots instead")
+  if aval_of(z).ndim != 1:
+    raise ValueError("input must be 1d or non-empty square 2d array.")
+  out = util.full_of((1,), 1, aval_of(z).dtype)
+  for i in range(_len(z)):
+    factor = lax.concatenate([util.full_of((1,), 1, aval_of(z).dtype),
+                              lax.neg(lax.reshape(z[i], (1,)))], 0)
+    out = convolve(out, factor)
+  return out
+
+
+def _pad_front(a, n):
+  k = _len(a)
+  if k >= n:
+    return a
+  return lax.pad(a, util.constant_like(a, 0), ((n - k, 0, 0),))
+
+
+def polyadd(a1, a2):
+  """The sum of two polynomials."""
+  _check_1d("polyadd", a1, a2)
+  a1, a2 = util.promote_dtypes(util.as_array(a1), util.as_array(a2))
+  n = max(_len(a1), _len(a2))
+  return lax.add(_pad_front(a1, n), _pad_front(a2, n))
+
+
+def polysub(a1, a2):
+  """The difference of two polynomials."""
+  _check_1d("polysub", a1, a2)
+  a1, a2 = util.promote_dtypes(util.as_array(a1), util.as_array(a2))
+  n = max(_len(a1), _len(a2))
+  return lax.sub(_pad_front(a1, n), _pad_front(a2, n))
+
+
+def polymul(a1, a2, *, trim_leading_zeros: bool = False):
+  """The product of two polynomials (the convolution of their coefficients)."""
+  from revax._src.numpy.numeric import convolve
+  util.check_arraylike("polymul", a1, a2)
+  a1, a2 = util.promote_args_inexact("polymul", a1, a2)
+  a1, a2 = util.as_array(a1), util.as_array(a2)
+  if trim_leading_zeros and aval_of(a1).ndim == 1 and aval_of(a2).ndim == 1:
+    a1, a2 = _trim_leading_zeros(a1, "polymul"), _trim_leading_zeros(a2, "polymul")
+  if aval_of(a1).ndim == 0:
+    a1 = lax.reshape(a1, (1,))
+  if aval_of(a2).ndim == 0:
+    a2 = lax.reshape(a2, (1,))
+  _check_1d("polymul", a1, a2)
+  return convolve(a1, a2)
+
+
+def polydiv(u, v, *, trim_leading_zeros: bool = False):
+  """(quotient, remainder) of the polynomial division u / v (the remainder keeps u's length
+  unless `trim_leading_zeros`)."""
+  _check_1d("polydiv", u, v)
+  u, v = util.promote_args_inexact("polydiv", u, v)
+  u, v = util.as_array(u), util.as_array(v)
+  m, n = _len(u) - 1, _len(v) - 1
+  scale = lax.div(util.constant_like(v, 1), v[0])
+  q = util.full_of((max(m - n + 1, 1),), 0, aval_of(u).dtype)
+  r = u
+  for k in range(0, m - n + 1):
+    d = lax.mul(scale, r[k])
+    q = q.at[k].set(d)
+    r = r.at[k:k + n + 1].add(lax.neg(lax.mul(d, v)))
+  if trim_leading_zeros:
+    r = _trim_leading_zeros(r, "polydiv")
+  return q, r
+
+
+def polyder(p, m: int = 1):
+  """The `m`-th derivative of a polynomial."""
+  _check_1d("polyder", p)
+  m = operator.index(m)
+  if m < 0:
+    raise ValueError("Order of derivative must be positive")
+  (p,) = util.promote_args_inexact("polyder", p)
+  p = util.as_array(p)
+  for _ in range(m):
+    k = _len(p)
+    if k <= 1:
+      return util.full_of((0,), 0, aval_of(p).dtype)
+    powers = lax.convert_element_type(lax.rev(lax.iota(dtypes.int32, k - 1), (0,)),
+                                      aval_of(p).dtype)
+    p = lax.mul(p[:-1], lax.add(powers, util.constant_like(powers, 1)))
+  return p
+
+
+def polyint(p, m: int = 1, k=None):
+  """The `m`-th antiderivative of a polynomial, with integration constants `k` (a scalar or m
+  values, default 0)."""
+  _check_1d("polyint", p)
+  m = operator.index(m)
+  if m < 0:
+    raise ValueError(f"Order of integral must be positive (see polyder), got {m}")
+  (p,) = util.promote_args_inexact("polyint", p)
+  p = util.as_array(p)
+  dt = aval_of(p).dtype
+  if k is None:
+    ks = util.full_of((m,), 0, dt)
+  else:
+    util.check_arraylike("polyint", k)
+    ks = lax.convert_element_type(util.as_array(k), dt)
+    if aval_of(ks).ndim == 0:
+      ks = util.broadcast_to(ks, (m,))
+    if _len(ks) != m:
+      raise ValueError("k must be a scalar or a rank-1 array of length 1 or m.")
+  for i in range(m):
+    n = _len(p)
+    powers = lax.convert_element_type(lax.rev(lax.iota(dtypes.int32, n), (0,)), dt)
+    p = lax.div(p, lax.add(powers, util.constant_like(powers, 1)))
+    p = lax.concatenate([p, lax.reshape(ks[i], (1,))], 0)
+  return p
+
+
+def polyval(p, x, *, unroll: int = 16):
+  """The polynomial `p` evaluated at `x` (Horner's rule in a scan over the coefficients)."""
+  util.check_arraylike("polyval", p, x)
+  if aval_of(p).ndim != 1:
+    raise ValueError(f"polyval: p must be 1-D, got shape {aval_of(p).shape}")
+  p, x = util.promote_dtypes(util.as_array(p), util.as_array(x))
+  shape = aval_of(x).shape
+
+  def step(y, c):
+    return lax.add(lax.mul(y, x), lax.broadcast_in_dim(c, shape, ())), None
+
+  y, _ = lax.scan(step, util.full_of(shape, 0, aval_of(x).dtype, aval_of(x).weak_type), p,
+                  unroll=unroll)
+  return y
+
+
+def _householder_lstsq(A, b):
+  """Least-squares solution of A c = b (A: (n, k) with n >= k, b: (n,) or (n, m)) and R."""
+  n, k = aval_of(A).shape
+  for j in range(k):
+    col = A[j:, j]
+    norm = lax.sqrt(lax.reduce_sum(lax.mul(col, col), (0,)))
+    sign = lax.select_n(lax.lt(col[0], util.constant_like(col[0], 0)), util.constant_like(norm, 1),
+                        util.constant_like(norm, -1))
+    alpha = lax.mul(lax.neg(sign), norm)
+    v = col.at[0].add(lax.neg(alpha))
+    vnorm2 = lax.reduce_sum(lax.mul(v, v), (0,))
+    safe = lax.select_n(lax.eq(vnorm2, util.constant_like(vnorm2, 0)), vnorm2,
+                        util.constant_like(vnorm2, 1))
+    # H = I - 2 v v^T / (v^T v), applied to the trailing rows of A and b
+    sub_a = A[j:, :]
+    proj = lax.div(lax.dot_general(v, sub_a, (((0,), (0,)), ((), ()))), safe)
+    A = A.at[j:, :].add(lax.neg(lax.mul(util.constant_like(v, 2), lax.mul(
+        lax.expand_dims(v, (1,)), lax.expand_dims(proj, (0,))))))
+    sub_b = b[j:]
+    pb = lax.div(lax.dot_general(v, sub_b, (((0,), (0,)), ((), ()))), safe)
+    upd = lax.mul(v, pb) if aval_of(b).ndim == 1 else lax.mul(lax.expand_dims(v, (1,)),
+                                                              lax.expand_dims(pb, (0,)))
+    b = b.at[j:].add(lax.neg(lax.mul(util.constant_like(v, 2), upd)))
+  R = A[:k, :]
+  c = _back_substitute(R, b[:k])
+  return c, R
+
+
+def _back_substitute(R, y):
+  k = aval_of(R).shape[0]
+  c = lax.full_like(y, 0)
+  for i in reversed(range(k)):
+    acc = y[i]
+    if i + 1 < k:
+      acc = lax.sub(acc, lax.dot_general(R[i, i + 1:], c[i + 1:], (((0,), (0,)), ((), ()))))
+    c = c.at[i].set(lax.div(acc, R[i, i]))
+  return c
+
+
+def polyfit(x, y, deg: int, rcond=None, full: bool = False, w=None, cov: bool = False):
+  """The least-squares polynomial of degree `deg` through the points (x, y).
+
+  Args:
+    x: 1-D sample points.
+    y: samples (1-D, or 2-D with one data set per column).
+    deg: the degree (static).
+    rcond: accepted for compatibility (the solver is a QR factorization).
+    full: must be False (the diagnostics need an SVD).
+    w: optional weights applied to the residuals.
+    cov: also return the covariance of the coefficients (scaled as NumPy does), or 'unscaled'.
+
+  Returns:
+    The coefficients (highest power first), and with `cov` their covariance.
+  """
+  from revax._src.numpy.matrices import vander
+  util.check_arraylike("polyfit", x, y)
+  deg = operator.index(deg)
+  if deg < 0:
+    raise ValueError("expected deg >= 0")
+  if full:
+    raise NotImplementedError("polyfit(full=True) reports singular values, which needs an SVD "
+                              "(revax.numpy.linalg.svd); use full=False")
+  x, y = util.promote_args_inexact("polyfit", x, y)
+  x, y = util.as_array(x), util.as_array(y)
+  if aval_of(x).ndim != 1:
+    raise TypeError("expected 1D vector for x")
+  if _len(x) == 0:
+    raise TypeError("expected non-empty vector for x")
+  if aval_of(y).ndim not in (1, 2):
+    raise TypeError("expected 1D or 2D array for y")
+  if _len(x) != _len(y):
+    raise TypeError("expected x and y to have same length")
+  order = deg + 1
+  if _len(x) < order:
+    raise ValueError(f"polyfit: {order} coefficients need at least {order} points, got "
+                     f"{_len(x)}")
+  lhs = vander(x, order)
+  rhs = y
+  if w is not None:
+    util.check_arraylike("polyfit", w)
+    (w,) = util.promote_args_inexact("polyfit", w)
+    w = util.as_array(w)
+    if aval_of(w).ndim != 1 or _len(w) != _len(x):
+      raise TypeError("expected a 1-d array for weights of the length of x")
+    lhs = lax.mul(lhs, lax.expand_dims(w, (1,)))
+    rhs = lax.mul(rhs, w if aval_of(rhs).ndim == 1 else lax.expand_dims(w, (1,)))
+  scale = lax.sqrt(lax.reduce_sum(lax.mul(lhs, lhs), (0,)))
+  scale = lax.select_n(lax.eq(scale, util.constant_like(scale, 0)), scale,
+                       lax.full_like(scale, 1))
+  lhs = lax.div(lhs, lax.expand_dims(scale, (0,)))
+  c, R = _householder_lstsq(lhs, rhs)
+  c = lax.div(c, scale if aval_of(c).ndim == 1 else lax.expand_dims(scale, (1,)))
+  if not cov:
+    return c
+  # (lhs^T lhs)^-1 = R^-1 R^-T, then undo the column scaling
+  eye = lax.convert_element_type(lax.eq(lax.broadcasted_iota(dtypes.int32, (order, order), 0),
+                                        lax.broadcasted_iota(dtypes.int32, (order, order), 1)),
+                                 aval_of(R).dtype)
+  r_inv = _back_substitute(R, eye)
+  vbase = lax.dot_general(r_inv, r_inv, (((1,), (1,)), ((), ())))
+  vbase = lax.div(vbase, lax.mul(lax.expand_dims(scale, (1,)), lax.expand_dims(scale, (0,))))
+  if cov == "unscaled":
+    fac = util.constant_like(vbase, 1)
+  else:
+    n = _len(x)
+    if n <= order:
+      raise ValueError("the number of data points must exceed order to scale the covariance "
+                       "matrix")
+    resid = lax.sub(lax.dot_general(vander(x, order), c, (((1,), (0,)), ((), ()))), y)
+    if w is not None:
+      resid = lax.mul(resid, w if aval_of(resid).ndim == 1 else lax.expand_dims(w, (1,)))
+    fac = lax.div(lax.reduce_sum(lax.mul(resid, resid), (0,)),
+                  util.constant_like(vbase, n - order))
+  if aval_of(y).ndim == 1:
+    return c, lax.mul(vbase, fac)
+  return c, lax.mul(lax.expand_dims(vbase, (2,)), lax.broadcast_in_dim(
+      fac, (order, order, aval_of(fac).shape[0]), (2,)))
+
+
+_ROOT_ITERATIONS = 80
+
+
+def roots(p, *, strip_zeros: bool = True):
+  """The roots of the polynomial with coefficients `p` (highest power first), as a complex
+  array sorted by real then imaginary part.
+
+  The roots are found together by the Aberth-Ehrlich iteration (a fixed number of steps in a
+  fori_loop, started on a circle of the roots' magnitude), so no eigenvalue solver is needed;
+  like an eigenvalue method it is least accurate for repeated roots.
+
+  Args:
+    p: 1-D coefficients.
+    strip_zeros: drop leading zeros and turn trailing zeros into zero roots (needs a concrete
+      `p`); otherwise p[0] must be nonzero.
+  """
+  util.check_arraylike("roots", p)
+  p = util.as_array(p)
+  if aval_of(p).ndim != 1:
+    raise ValueError("Input must be a rank-1 array.")
+  zero_roots = 0
+  if strip_zeros:
+    if isinstance(p, Tracer):
+      raise ValueError("roots with strip_zeros=True needs concrete coefficients; pass "
+                       "strip_zeros=False under jit")
+    value = np.asarray(p)
+    nz = np.flatnonzero(value)
+    if nz.size == 0:
+      p = p[:0]
+    else:
+      zero_roots = value.shape[0] - 1 - int(nz[-1])
+      p = p[int(nz[0]):int(nz[-1]) + 1]
+  (p,) = util.promote_args_inexact("roots", p)
+  dt = aval_of(p).dtype
+  cdt = dt if dtypes.is_complex(dt) else (dtypes.complex128 if dt == dtypes.float64
+                                          else dtypes.complex64)
+  p = lax.convert_element_type(p, cdt)
+  n = _len(p) - 1
+  if n <= 0:
+    return util.full_of((zero_roots,), 0, cdt)
+  a = lax.div(p, lax.broadcast_in_dim(p[0], (n + 1,), ()))
+  found = _aberth(a, n, cdt)
+  if zero_roots:
+    found = lax.concatenate([found, util.full_of((zero_roots,), 0, cdt)], 0)
+  return _sort_complex_values(found)
+
+
+def _sort_complex_values(z):
+  from revax._src.numpy.sorting import sort
+  return sort(z)
+
+
+def _aberth(a, n, cdt):
+  rdt = np.finfo(cdt).dtype
+  mags = lax.abs(a[1:])
+  powers = lax.div(util.full_of((n,), 1, rdt), lax.convert_element_type(
+      lax.add(lax.iota(dtypes.int32, n), util.scalar_constant(1, dtypes.int32)), rdt))
+  safe = lax.max(mags, util.full_of((n,), np.finfo(rdt).tiny, rdt))
+  radius = lax.reduce_max(lax.pow(safe, powers), (0,))
+  radius = lax.max(radius, util.scalar_constant(np.finfo(rdt).eps, rdt))
+  step = util.scalar_constant(2 * np.pi / n, rdt)
+  angles = lax.add(lax.mul(lax.convert_element_type(lax.iota(dtypes.int32, n), rdt), step),
+                   util.scalar_constant(0.4, rdt))
+  z = lax.complex(lax.mul(lax.broadcast_in_dim(radius, (n,), ()), lax.cos(angles)),
+                  lax.mul(lax.broadcast_in_dim(radius, (n,), ()), lax.sin(angles)))
+  off_diag = lax.ne(lax.broadcasted_iota(dtypes.int32, (n, n), 0),
+                    lax.broadcasted_iota(dtypes.int32, (n, n), 1))
+  coeffs = [a[i] for i in range(n + 1)]
+
+  def step(_, z):
+    val = lax.full_like(z, 0)
+    der = lax.full_like(z, 0)
+    for c in coeffs:
+      der = lax.add(lax.mul(der, z), val)
+      val = lax.add(lax.mul(val, z), lax.broadcast_in_dim(c, (n,), ()))
+    diff = lax.sub(lax.broadcast_in_dim(z, (n, n), (0,)), lax.broadcast_in_dim(z, (n, n), (1,)))
+    one = util.full_of((n, n), 1, cdt)
+    inv = lax.div(one, lax.select_n(off_diag, one, diff))
+    s = lax.reduce_sum(lax.select_n(off_diag, util.full_of((n, n), 0, cdt), inv), (1,))
+    der_ok = lax.ne(der, util.constant_like(der, 0))
+    ratio = lax.div(val, lax.select_n(der_ok, lax.full_like(der, 1), der))
+    denom = lax.sub(lax.full_like(ratio, 1), lax.mul(ratio, s))
+    denom_ok = lax.ne(denom, util.constant_like(denom, 0))
+    w = lax.div(ratio, lax.select_n(denom_ok, lax.full_like(denom, 1), denom))
+    w = lax.select_n(lax.bitwise_and(der_ok, denom_ok), lax.full_like(w, 0), w)
+    w = lax.select_n(lax.eq(val, util.constant_like(val, 0)), w, lax.full_like(w, 0))
+    return lax.sub(z, w)
+
+  return lax.fori_loop(0, _ROOT_ITERATIONS, step, z)

@@ -1,0 +1,155 @@
+"""Searching and ordering beyond sort/argsort: searchsorted, lexsort, partition, argpartition
+and sort_complex.
+
+searchsorted is a vectorized binary search: a fixed number (ceil(log2(n + 1))) of halving steps
+in a fori_loop, comparing in NumPy's total order where NaNs sort last, so it works under jit and
+vmap with any number of queries.
+"""
+from __future__ import annotations
+
+import math
+import operator
+
+from revax._src import lax
+from revax._src.core import dtypes
+from revax._src.numpy import util
+from revax._src.numpy.util import aval_of
+
+
+def _isnan(x):
+  return lax.ne(x, x)
+
+
+def _total_lt(x, y):
+  """x < y in sorting order: NaNs after every number (complex: lexicographic)."""
+  from revax._src.numpy.ufuncs import less
+  if not dtypes.is_inexact(aval_of(x).dtype):
+    return lax.lt(x, y)
+  if dtypes.is_complex(aval_of(x).dtype):
+    return less(x, y)
+  return lax.bitwise_or(lax.lt(x, y), lax.bitwise_and(_isnan(y), lax.bitwise_not(_isnan(x))))
+
+
+def searchsorted(a, v, side: str = "left", sorter=None, *, method: str = "scan"):
+  """Indices where the elements of `v` would be inserted into the sorted 1-D `a` to keep it
+  sorted.
+
+  Args:
+    a: a sorted 1-D array (or any 1-D array with `sorter` the indices that sort it).
+    v: the values to place (any shape).
+    side: 'left' (the first suitable index) or 'right' (the last).
+    sorter: optional int array of indices that sort `a`.
+    method: 'scan', 'scan_unrolled', 'sort' or 'compare_all' (same result; accepted for JAX
+      compatibility).
+
+  Returns:
+    int32 indices of v's shape.
+
+  Example:
+    >>> searchsorted(array([1., 2., 3.]), array([2.5, 0.]))  # [2 0]
+  """
+  util.check_arraylike("searchsorted", a, v)
+  if side not in ("left", "right"):
+    raise ValueError(f"{side!r} is an invalid value for keyword 'side'. Expected one of "
+                     f"['left', 'right'].")
+  if method not in ("scan", "scan_unrolled", "sort", "compare_all"):
+    raise ValueError(f"method={method!r} not recognized; expected one of 'scan', "
+                     f"'scan_unrolled', 'sort', 'compare_all'")
+  if aval_of(a).ndim != 1:
+    raise ValueError("a should be 1-dimensional")
+  a = util.as_array(a)
+  if sorter is not None:
+    a = a[util.as_array(sorter)]
+  a, v = util.promote_dtypes(a, util.as_array(v))
+  n = aval_of(a).shape[0]
+  index_dtype = dtypes.int32
+  shape = aval_of(v).shape
+  if n == 0:
+    return util.full_of(shape, 0, index_dtype)
+  if method == "compare_all":
+    av = lax.broadcast_in_dim(a, shape + (n,), (len(shape),))
+    vv = lax.broadcast_in_dim(v, shape + (n,), tuple(range(len(shape))))
+    before = _total_lt(av, vv) if side == "left" else lax.bitwise_not(_total_lt(vv, av))
+    return lax.reduce_sum(lax.convert_element_type(before, index_dtype), (len(shape),))
+
+  def step(_, bounds):
+    lo, hi = bounds
+    mid = lax.div(lax.add(lo, hi), util.constant_like(lo, 2))
+    a_mid = a[lax.min(mid, util.constant_like(mid, n - 1))]
+    # go right when a[mid] belongs before v
+    right = _total_lt(a_mid, v) if side == "left" else lax.bitwise_not(_total_lt(v, a_mid))
+    right = lax.bitwise_and(right, lax.lt(lo, hi))
+    lo = lax.select_n(right, lo, lax.add(mid, util.constant_like(mid, 1)))
+    hi = lax.select_n(right, lax.select_n(lax.lt(lo, hi), hi, mid), hi)
+    return lo, hi
+
+  lo = util.full_of(shape, 0, index_dtype)
+  hi = util.full_of(shape, n, index_dtype)
+  steps = math.ceil(math.log2(n + 1))
+  lo, _ = lax.fori_loop(0, steps, step, (lo, hi))
+  return lo
+
+
+def lexsort(keys, axis: int = -1):
+  """Indices that sort by several keys: the last key is the primary one.
+
+  Args:
+    keys: a sequence of arrays of one shape (or a 2-D array whose rows are keys).
+    axis: the axis to sort along.
+  """
+  key_list = list(keys) if isinstance(keys, (tuple, list)) else [
+      util.as_array(keys)[i] for i in range(aval_of(keys).shape[0])]
+  util.check_arraylike("lexsort", *key_list)
+  if not key_list:
+    raise TypeError("need sequence of keys with len > 0 in lexsort")
+  key_list = [util.as_array(k) for k in key_list]
+  shapes = {aval_of(k).shape for k in key_list}
+  if len(shapes) > 1:
+    raise ValueError(f"all keys need to be the same shape, got {sorted(shapes)}")
+  shape = shapes.pop()
+  if not shape:
+    return util.scalar_constant(0, dtypes.default_int_dtype())
+  axis = util.canonicalize_axis(axis, len(shape))
+  iota = lax.broadcasted_iota(dtypes.default_int_dtype(), shape, axis)
+  return lax.sort((*key_list[::-1], iota), dimension=axis, is_stable=True,
+                  num_keys=len(key_list))[-1]
+
+
+def _check_kth(fun_name, a, kth, axis):
+  util.check_arraylike(fun_name, a)
+  nd = aval_of(a).ndim
+  if nd == 0:
+    raise TypeError(f"{fun_name} requires an array of at least one dimension")
+  axis = util.canonicalize_axis(axis, nd)
+  n = aval_of(a).shape[axis]
+  kth = operator.index(kth)
+  if not -n <= kth < n:
+    raise ValueError(f"kth(={kth}) out of bounds for axis of size {n}")
+  return axis
+
+
+def partition(a, kth: int, axis: int = -1):
+  """`a` rearranged along `axis` so the element at `kth` is the one a sort would put there, the
+  ones before it are no greater and the ones after it no smaller (here: fully sorted, which
+  satisfies that contract; the order within each side is unspecified, as in NumPy)."""
+  from revax._src.numpy.sorting import sort
+  axis = _check_kth("partition", a, kth, axis)
+  return sort(a, axis=axis)
+
+
+def argpartition(a, kth: int, axis: int = -1):
+  """Indices that `partition` `a` along `axis` (see partition for the contract)."""
+  from revax._src.numpy.sorting import argsort
+  axis = _check_kth("argpartition", a, kth, axis)
+  return argsort(a, axis=axis)
+
+
+def sort_complex(a):
+  """`a` sorted along its last axis (real part first, then imaginary), as a complex array."""
+  from revax._src.numpy.sorting import sort
+  util.check_arraylike("sort_complex", a)
+  out = sort(a)
+  dt = aval_of(out).dtype
+  if not dtypes.is_complex(dt):
+    dt = dtypes.complex128 if dt == dtypes.float64 else dtypes.complex64
+  return lax.convert_element_type(out, dt)
