@@ -244,3 +244,4 @@ from revax._src.lax.windowed import reduce_window_shape_tuple as reduce_window_s
 from revax._src.lax.windowed import reduce_window_sum_p as reduce_window_sum_p
 from revax._src.lax.windowed import select_and_gather_add_p as select_and_gather_add_p
 from revax._src.lax.windowed import select_and_scatter_add_p as select_and_scatter_add_p
+from revax.lax import linalg as linalg

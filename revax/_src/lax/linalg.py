@@ -1,0 +1,1526 @@
+"""Linear-algebra primitives, as in jax.lax.linalg: cholesky, triangular_solve, lu (with pivots
+and permutation), lu_pivots_to_permutation, qr (Householder, optionally column-pivoted), eigh,
+svd and tridiagonal_solve.
+
+Every primitive acts on the last two axes (the matrix); leading axes are batch axes, and batching
+rules move a mapped axis to the front. Eager calls on host values run NumPy (LAPACK through
+numpy.linalg where it has the factorization, short loops of vectorized NumPy where it has not).
+Lowering: XLA expands `stablehlo.cholesky` and `stablehlo.triangular_solve` itself; the CPU
+plugin has no LAPACK custom calls, so the other factorizations are algorithms written in lax
+(the lowering traces them): blocked right-looking LU with partial pivoting (unblocked panels in a
+fori_loop, triangular solves and matrix products for the trailing update), Householder QR with
+LAPACK's sign conventions, cyclic Jacobi with a round-robin (parallel) ordering for eigh, and
+one-sided Jacobi (after a QR when the matrix is tall) for svd; tridiagonal_solve is the Thomas
+algorithm in two scans. Each primitive is one block: wrapper, abstract eval, NumPy impl, JVP,
+transpose (triangular_solve and tridiagonal_solve are linear in b), batching, lowering, inverse
+or a reason, registration.
+"""
+from __future__ import annotations
+
+import enum
+import operator
+
+import numpy as np
+
+from revax._src.core import dtypes
+from revax._src.core.avals import ShapedArray, get_aval
+from revax._src.core.trace import Primitive
+from revax._src.interpreters import ad, batching, dispatch, mlir
+from revax._src.interpreters import invertible as inv
+from revax._src.lax import batch_util, binary, comparison, shapes, slicing, unary
+from revax._src.lax import linalg_util as U
+from revax._src.lax.control_flow import fori_loop, scan, while_loop
+from revax._src.lax.reductions import argmax, reduce_max, reduce_sum
+
+__all__ = [
+  "cholesky", "triangular_solve", "lu", "lu_pivots_to_permutation", "qr", "eigh", "svd",
+  "tridiagonal_solve", "symmetric_product", "SvdAlgorithm", "EighImplementation",
+  "cholesky_p", "triangular_solve_p", "lu_p", "lu_pivots_to_permutation_p", "qr_p", "eigh_p",
+  "svd_p", "tridiagonal_solve_p", "symmetric_product_p",
+]
+
+
+class SvdAlgorithm(enum.Enum):
+  """Which SVD algorithm to use (revax has one on every backend: one-sided Jacobi)."""
+  DEFAULT = "default"
+  QR = "QR"
+  JACOBI = "Jacobi"
+  POLAR = "polar"
+
+
+class EighImplementation(enum.Enum):
+  """Which eigh algorithm to use (revax has one on every backend: Jacobi)."""
+  QR = "qr"
+  JACOBI = "jacobi"
+  QDWH = "qdwh"
+
+
+_FLOATS = (np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.complex64),
+           np.dtype(np.complex128))
+
+
+def _check_matrix(name, x, square=True):
+  if x.ndim < 2:
+    raise ValueError(f"{name} requires an input of rank >= 2 (a matrix or a batch of them), "
+                     f"got shape {x.shape}")
+  if square and x.shape[-1] != x.shape[-2]:
+    raise ValueError(f"{name} requires square matrices, got shape {x.shape}")
+  if x.dtype not in _FLOATS:
+    raise TypeError(f"{name} requires float32, float64, complex64 or complex128 input, got "
+                    f"{x.dtype.name}")
+
+
+def _front_batcher(prim):
+  """Batching for primitives whose leading axes are batch axes: every mapped axis goes to the
+  front (unmapped operands are broadcast) and the outputs are mapped at 0."""
+  def rule(size, vals, dims, **params):
+    vals = [batch_util.bdim_to_front(v, d, size) for v, d in zip(vals, dims, strict=True)]
+    out = prim.bind(*vals, **params)
+    return out, ([0] * len(out) if prim.multiple_results else 0)
+  batching.axis_size_batchers[prim] = rule
+  return rule
+
+
+def _sub_ctx(ctx, avals_in, avals_out):
+  return mlir.LoweringRuleContext(ctx.fb, list(avals_in), list(avals_out), ctx.platform)
+
+
+def _zero_tangent(x):
+  return ad.Zero(ad.tangent_aval(get_aval(x)))
+
+
+def _inst(t):
+  return ad.instantiate_zeros(t)
+
+
+def _symmetrize(x):
+  """(x + x^H) / 2."""
+  return binary.div(binary.add(x, U.adjoint(x)), U.const(2, U.dtype_of(x)))
+
+
+def _hermitian_from_triangle(x, lower: bool):
+  """The Hermitian matrix whose lower (upper) triangle is that of x; the diagonal's imaginary
+  part is dropped as LAPACK does."""
+  t = U.tril(x, -1) if lower else U.triu(x, 1)
+  d = U.diag_part(x)
+  if dtypes.is_complex(U.dtype_of(x)):
+    d = U.to_dtype(unary.real(d), U.dtype_of(x))
+  return binary.add(binary.add(t, U.adjoint(t)), U.vector_to_diag(d))
+
+
+# --- cholesky ------------------------------------------------------------------------------------
+def cholesky(x, *, symmetrize_input: bool = True):
+  """The lower Cholesky factor L of Hermitian positive-definite matrices (x = L L^H).
+
+  Args:
+    x: array (..., n, n).
+    symmetrize_input: use (x + x^H) / 2; otherwise only the lower triangle of x is read.
+
+  Returns:
+    L, lower triangular; NaN where a matrix is not positive definite.
+
+  Example:
+    >>> cholesky(numpy.array([[4., 2.], [2., 3.]]))
+  """
+  if symmetrize_input:
+    x = _symmetrize(x)
+  return cholesky_p.bind(x)
+
+
+def _cholesky_abstract_eval(x):
+  _check_matrix("cholesky", x)
+  return ShapedArray(x.shape, x.dtype)
+
+
+def _cholesky_numpy(x):
+  def one(a):
+    try:
+      return np.linalg.cholesky(a)
+    except np.linalg.LinAlgError:
+      return np.full(a.shape, np.nan, a.dtype)
+  return U.np_batched(one, [x], x.ndim - 2, 1).astype(x.dtype)
+
+
+def _cholesky_jvp(primals, tangents):
+  """dL = L phi(L^-1 dA L^-H), phi = lower triangle with half the diagonal; dA is the Hermitian
+  matrix of dx's lower triangle (the primitive reads only that)."""
+  (x,), (dx,) = primals, tangents
+  L = cholesky_p.bind(x)
+  if type(dx) is ad.Zero:
+    return L, dx
+  dA = _hermitian_from_triangle(dx, True)
+  tmp = triangular_solve(L, dA, left_side=False, lower=True, transpose_a=True, conjugate_a=True)
+  tmp = triangular_solve(L, tmp, left_side=True, lower=True)
+  half = U.vector_to_diag(binary.mul(U.diag_part(tmp), U.const(0.5, U.dtype_of(x))))
+  phi = binary.add(U.tril(tmp, -1), half)
+  return L, U.matmul(L, phi)
+
+
+def _cholesky_lower(ctx, x):
+  aval = ctx.avals_out[0]
+  raw = ctx.op1("stablehlo.cholesky", [x], aval, props={"lower": "true"})
+  return mlir.lower_fun(U.tril, multiple_results=False)(_sub_ctx(ctx, [aval], [aval]), raw)
+
+
+def _cholesky_inverse(L):
+  """x = L L^H (the Hermitian matrix the factor came from)."""
+  return U.matmul(L, U.adjoint(L))
+
+
+cholesky_p = Primitive("cholesky")
+cholesky_p.def_abstract_eval(_cholesky_abstract_eval)
+dispatch.def_numpy_impl(cholesky_p, _cholesky_numpy)
+ad.primitive_jvps[cholesky_p] = _cholesky_jvp
+_front_batcher(cholesky_p)
+mlir.register_lowering(cholesky_p, _cholesky_lower)
+inv.definverse_unary(cholesky_p, _cholesky_inverse)
+
+
+# --- triangular_solve ----------------------------------------------------------------------------
+def triangular_solve(a, b, *, left_side: bool = False, lower: bool = False,
+                     transpose_a: bool = False, conjugate_a: bool = False,
+                     unit_diagonal: bool = False):
+  """Solve op(a) x = b (left_side) or x op(a) = b for x, with a triangular.
+
+  Args:
+    a: triangular matrices (..., k, k); only the triangle named by `lower` is read.
+    b: right-hand sides (..., m, n), or (..., k) vectors (one less axis than a).
+    left_side: solve op(a) x = b instead of x op(a) = b.
+    lower: a is lower (else upper) triangular.
+    transpose_a, conjugate_a: op(a) is a, a^T, conj(a) or a^H.
+    unit_diagonal: assume ones on the diagonal (it is not read).
+
+  Returns:
+    x, shaped like b.
+
+  Example:
+    >>> triangular_solve(L, b, left_side=True, lower=True)
+  """
+  conjugate_a = bool(conjugate_a) and dtypes.is_complex(get_aval(a).dtype)
+  singleton = get_aval(b).ndim == get_aval(a).ndim - 1
+  if singleton:
+    b = shapes.expand_dims(b, (get_aval(b).ndim if left_side else get_aval(b).ndim - 1,))
+  out = triangular_solve_p.bind(a, b, left_side=bool(left_side), lower=bool(lower),
+                                transpose_a=bool(transpose_a), conjugate_a=conjugate_a,
+                                unit_diagonal=bool(unit_diagonal))
+  if singleton:
+    out = shapes.squeeze(out, (get_aval(out).ndim - 1 if left_side else get_aval(out).ndim - 2,))
+  return out
+
+
+def _triangular_solve_abstract_eval(a, b, *, left_side, lower, transpose_a, conjugate_a,
+                                    unit_diagonal):
+  _check_matrix("triangular_solve", a)
+  if b.ndim != a.ndim:
+    raise TypeError(f"triangular_solve requires a and b of equal rank (or b one less), got "
+                    f"shapes {a.shape} and {b.shape}")
+  if a.shape[:-2] != b.shape[:-2]:
+    raise TypeError(f"triangular_solve requires equal batch dimensions, got shapes {a.shape} "
+                    f"and {b.shape}")
+  if a.dtype != b.dtype:
+    raise TypeError(f"triangular_solve requires a and b of one dtype, got {a.dtype.name} and "
+                    f"{b.dtype.name}")
+  common = b.shape[-2] if left_side else b.shape[-1]
+  if a.shape[-1] != common:
+    side = "left" if left_side else "right"
+    raise TypeError(f"triangular_solve with {side}_side requires a's size {a.shape[-1]} to "
+                    f"match b's shape {b.shape}")
+  return ShapedArray(b.shape, b.dtype)
+
+
+def _np_tri_op(a, lower, transpose_a, conjugate_a, unit_diagonal):
+  t = np.tril(a) if lower else np.triu(a)
+  if unit_diagonal:
+    n = a.shape[-1]
+    t = t.copy()
+    t[..., np.arange(n), np.arange(n)] = 1
+  if conjugate_a:
+    t = np.conj(t)
+  if transpose_a:
+    t = np.swapaxes(t, -1, -2)
+  return t
+
+
+def _np_substitute(t, b, lower):
+  """Solve t x = b by forward (lower) or back substitution; inf/NaN where t is singular."""
+  x = np.zeros_like(b)
+  n = t.shape[-1]
+  with np.errstate(all="ignore"):
+    for i in (range(n) if lower else reversed(range(n))):
+      s = b[..., i, :] - np.einsum("...j,...jk->...k", t[..., i, :], x)
+      x[..., i, :] = s / t[..., i, i][..., None]
+  return x
+
+
+def _triangular_solve_numpy(a, b, *, left_side, lower, transpose_a, conjugate_a, unit_diagonal):
+  t = _np_tri_op(a, lower, transpose_a, conjugate_a, unit_diagonal)
+  eff_lower = lower != transpose_a
+  if left_side:
+    return _np_substitute(t, b, eff_lower).astype(b.dtype)
+  x = _np_substitute(np.swapaxes(t, -1, -2), np.swapaxes(b, -1, -2), not eff_lower)
+  return np.swapaxes(x, -1, -2).astype(b.dtype)
+
+
+def _tri_op(a, lower, transpose_a, conjugate_a, unit_diagonal):
+  """op(a) of the triangle of a the solve reads (strict triangle under unit_diagonal)."""
+  t = U.tril(a, -1 if unit_diagonal else 0) if lower else U.triu(a, 1 if unit_diagonal else 0)
+  if conjugate_a:
+    t = U.conj(t)
+  if transpose_a:
+    t = U.swap_last(t)
+  return t
+
+
+def _triangular_solve_jvp(primals, tangents, **params):
+  """Linear in b; for a: d(op(a)^-1 b) = -op(a)^-1 op(da) x (left), -x op(da) op(a)^-1 (right)."""
+  a, b = primals
+  da, db = tangents
+  x = triangular_solve_p.bind(a, b, **params)
+  dx = _zero_tangent(x)
+  if type(db) is not ad.Zero:
+    dx = ad.add_tangents(dx, triangular_solve_p.bind(a, db, **params))
+  if type(da) is not ad.Zero:
+    p = dict(params)
+    dop = _tri_op(da, p["lower"], p["transpose_a"], p["conjugate_a"], p["unit_diagonal"])
+    g = U.matmul(dop, x) if p["left_side"] else U.matmul(x, dop)
+    dx = ad.add_tangents(dx, unary.neg(triangular_solve_p.bind(a, g, **params)))
+  return x, dx
+
+
+def _triangular_solve_transpose(ct, a, b, **params):
+  if ad.is_undefined_primal(a):
+    raise NotImplementedError("triangular_solve is linear in b only; its transpose with respect "
+                              "to a is not defined")
+  if type(ct) is ad.Zero:
+    return [None, ad.Zero(b.aval)]
+  p = dict(params, transpose_a=not params["transpose_a"])
+  return [None, triangular_solve_p.bind(a, ct, **p)]
+
+
+_TRANSPOSE_ATTR = {(False, False): "NO_TRANSPOSE", (False, True): "NO_TRANSPOSE",
+                   (True, False): "TRANSPOSE", (True, True): "ADJOINT"}
+
+
+def _triangular_solve_lower(ctx, a, b, *, left_side, lower, transpose_a, conjugate_a,
+                            unit_diagonal):
+  a_aval = ctx.avals_in[0]
+  if conjugate_a and not transpose_a:
+    a = mlir.lower_fun(unary.conj, multiple_results=False)(_sub_ctx(ctx, [a_aval], [a_aval]), a)
+  tr = _TRANSPOSE_ATTR[(transpose_a, conjugate_a)]
+  b_ = lambda v: "true" if v else "false"
+  return ctx.op1("stablehlo.triangular_solve", [a, b], ctx.avals_out[0], props={
+      "left_side": b_(left_side), "lower": b_(lower), "unit_diagonal": b_(unit_diagonal),
+      "transpose_a": f"#stablehlo<transpose {tr}>"})
+
+
+def _triangular_solve_rebuild(outs, ins, avals_in, **params):
+  """b = op(a) x (left) or x op(a), with a known."""
+  a, x = ins[0], outs[0]
+  t = _tri_op(a, params["lower"], params["transpose_a"], params["conjugate_a"],
+              params["unit_diagonal"])
+  if params["unit_diagonal"]:
+    n = get_aval(a).shape[-1]
+    t = binary.add(t, U.eye(n, n, U.dtype_of(a), get_aval(a).shape[:-2]))
+  return [a, U.matmul(t, x) if params["left_side"] else U.matmul(x, t)]
+
+
+triangular_solve_p = Primitive("triangular_solve")
+triangular_solve_p.def_abstract_eval(_triangular_solve_abstract_eval)
+dispatch.def_numpy_impl(triangular_solve_p, _triangular_solve_numpy)
+ad.primitive_jvps[triangular_solve_p] = _triangular_solve_jvp
+ad.primitive_transposes[triangular_solve_p] = _triangular_solve_transpose
+_front_batcher(triangular_solve_p)
+mlir.register_lowering(triangular_solve_p, _triangular_solve_lower)
+inv.definverse(triangular_solve_p, _triangular_solve_rebuild,
+               solves=lambda known, eqn, facts: known[0] and not known[1])
+
+
+# --- lu ------------------------------------------------------------------------------------------
+def lu(x):
+  """LU decomposition with partial pivoting: P x = L U.
+
+  Args:
+    x: array (..., m, n).
+
+  Returns:
+    (lu, pivots, permutation): L (unit diagonal, below it) and U packed in one (..., m, n)
+    array; int32 pivots (..., min(m, n)) (row i was swapped with row pivots[i]); the int32
+    row permutation (..., m) (x[permutation] = L U).
+
+  Example:
+    >>> lu_, pivots, perm = lu(a)
+  """
+  lu_, pivots, permutation = lu_p.bind(x)
+  return lu_, pivots, permutation
+
+
+def _lu_abstract_eval(x):
+  _check_matrix("lu", x, square=False)
+  batch, (m, n) = x.shape[:-2], x.shape[-2:]
+  return [ShapedArray(x.shape, x.dtype), ShapedArray(batch + (min(m, n),), np.dtype(np.int32)),
+          ShapedArray(batch + (m,), np.dtype(np.int32))]
+
+
+def _lu_numpy(x):
+  batch, (m, n) = x.shape[:-2], x.shape[-2:]
+  k = min(m, n)
+  a = np.array(x).reshape((-1, m, n))
+  B = a.shape[0]
+  piv = np.zeros((B, k), np.int32)
+  perm = np.tile(np.arange(m, dtype=np.int32), (B, 1))
+  rows = np.arange(B)
+  with np.errstate(all="ignore"):
+    for j in range(k):
+      p = j + np.argmax(np.abs(a[:, j:, j]), axis=1)
+      piv[:, j] = p
+      aj, ap = a[rows, j].copy(), a[rows, p].copy()
+      a[rows, j], a[rows, p] = ap, aj
+      qj, qp = perm[rows, j].copy(), perm[rows, p].copy()
+      perm[rows, j], perm[rows, p] = qp, qj
+      d = a[:, j, j]
+      d = np.where(d == 0, np.ones_like(d), d)
+      l = a[:, j + 1:, j] / d[:, None]
+      a[:, j + 1:, j] = l
+      a[:, j + 1:, j + 1:] -= l[:, :, None] * a[:, j, None, j + 1:]
+  return [a.reshape(x.shape), piv.reshape(batch + (k,)), perm.reshape(batch + (m,))]
+
+
+def _lu_jvp(primals, tangents):
+  """P dA = dL U + L dU: with X = L^-1 P dA U^-1 (L, U padded to square with identities),
+  dL = L tril(X, -1) and dU = triu(X) U."""
+  (a,), (da,) = primals, tangents
+  lu_, pivots, perm = lu_p.bind(a)
+  outs = [lu_, pivots, perm]
+  zeros = [_zero_tangent(pivots), _zero_tangent(perm)]
+  if type(da) is ad.Zero:
+    return outs, [_zero_tangent(lu_)] + zeros
+  aval = get_aval(a)
+  batch, (m, n) = aval.shape[:-2], aval.shape[-2:]
+  k = min(m, n)
+  dtype = aval.dtype
+  pda = _permute_rows(da, perm)
+  nd = aval.ndim
+  l = slicing.slice(lu_, (0,) * nd, batch + (m, k))
+  l = U.tril(l, -1)
+  l = shapes.pad(l, U.const(0, dtype), tuple([(0, 0, 0)] * (nd - 1) + [(0, m - k, 0)]))
+  l = binary.add(l, U.eye(m, m, dtype, batch))
+  u = U.triu(slicing.slice(lu_, (0,) * nd, batch + (k, n)))
+  u = shapes.pad(u, U.const(0, dtype), tuple([(0, 0, 0)] * (nd - 2) + [(0, n - k, 0), (0, 0, 0)]))
+  u_eye = shapes.pad(U.eye(n - k, n - k, dtype, batch), U.const(0, dtype),
+                     tuple([(0, 0, 0)] * (nd - 2) + [(k, 0, 0), (k, 0, 0)]))
+  u = binary.add(u, u_eye)
+  la = triangular_solve(l, pda, left_side=True, lower=True, unit_diagonal=True)
+  lau = triangular_solve(u, la, left_side=False, lower=False)
+  dl = U.matmul(l, U.tril(lau, -1))
+  du = U.matmul(U.triu(lau), u)
+  dlu = binary.add(dl, du)
+  dlu = slicing.slice(dlu, (0,) * nd, batch + (m, n))
+  return outs, [dlu] + zeros
+
+
+def _permute_rows(x, perm):
+  """x[..., perm, :] (perm (..., m) int32)."""
+  xa = get_aval(x)
+  idx = shapes.broadcast_in_dim(perm, xa.shape, tuple(range(xa.ndim - 1)))
+  return slicing.gather_along_axis(x, idx, xa.ndim - 2)
+
+
+def _take_cols(x, idx):
+  """x[..., :, idx] (idx (..., n) int32)."""
+  xa = get_aval(x)
+  ib = shapes.broadcast_in_dim(idx, xa.shape, tuple(range(xa.ndim - 2)) + (xa.ndim - 1,))
+  return slicing.gather_along_axis(x, ib, xa.ndim - 1)
+
+
+_LU_BLOCK = 64
+
+
+def _lu_unblocked(a):
+  """LU with partial pivoting of one (r, c) matrix, a fori_loop over min(r, c) columns.
+  Returns (lu, pivots (min(r, c),), permutation (r,))."""
+  r, c = U.shape_of(a)
+  steps = min(r, c)
+  dtype = U.dtype_of(a)
+  rows = shapes.iota(np.int32, r)
+  cols = shapes.iota(np.int32, c)
+  one = U.const(1, dtype)
+  zero_r, zero_c = U.full((r,), 0, dtype), U.full((c,), 0, dtype)
+
+  def body(j, carry):
+    a, piv, perm = carry
+    col = shapes.reshape(slicing.dynamic_slice(a, (np.int32(0), j), (r, 1)), (r,))
+    mag = unary.abs(col)
+    mag = U.select(comparison.ge(rows, j), U.full((r,), -1, U.real_dtype(dtype)), mag)
+    p = argmax(mag, 0, np.int32)
+    row_j = slicing.dynamic_slice(a, (j, np.int32(0)), (1, c))
+    row_p = slicing.dynamic_slice(a, (p, np.int32(0)), (1, c))
+    a = slicing.dynamic_update_slice(a, row_j, (p, np.int32(0)))
+    a = slicing.dynamic_update_slice(a, row_p, (j, np.int32(0)))
+    pj = slicing.dynamic_slice(perm, (j,), (1,))
+    pp = slicing.dynamic_slice(perm, (p,), (1,))
+    perm = slicing.dynamic_update_slice(perm, pj, (p,))
+    perm = slicing.dynamic_update_slice(perm, pp, (j,))
+    piv = slicing.dynamic_update_slice(piv, shapes.reshape(p, (1,)), (j,))
+    d = shapes.reshape(slicing.dynamic_slice(a, (j, j), (1, 1)), ())
+    d = U.select(comparison.eq(d, U.const(0, dtype)), d, one)
+    col = shapes.reshape(slicing.dynamic_slice(a, (np.int32(0), j), (r, 1)), (r,))
+    below = comparison.gt(rows, j)
+    l = U.select(below, zero_r, binary.div(col, d))
+    urow = shapes.reshape(slicing.dynamic_slice(a, (j, np.int32(0)), (1, c)), (c,))
+    u = U.select(comparison.gt(cols, j), zero_c, urow)
+    outer = binary.mul(shapes.broadcast_in_dim(l, (r, c), (0,)),
+                       shapes.broadcast_in_dim(u, (r, c), (1,)))
+    a = binary.sub(a, outer)
+    newcol = U.select(below, col, l)
+    a = slicing.dynamic_update_slice(a, shapes.reshape(newcol, (r, 1)), (np.int32(0), j))
+    return a, piv, perm
+
+  init = (a, U.full((steps,), 0, np.int32), rows)
+  return fori_loop(np.int32(0), np.int32(steps), body, init)
+
+
+def _set_block(a, block, row: int, col: int):
+  return slicing.dynamic_update_slice(a, block, (np.int32(row), np.int32(col)))
+
+
+def _lu_blocked(a):
+  """Right-looking blocked LU of one (m, n) matrix: per panel of _LU_BLOCK columns, an unblocked
+  pivoted LU of the panel, its row swaps applied to the rest, a triangular solve for the block
+  row of U and one matrix product for the trailing update."""
+  m, n = U.shape_of(a)
+  k = min(m, n)
+  perm = shapes.iota(np.int32, m)
+  pivots = []
+  for j0 in range(0, k, _LU_BLOCK):
+    b = min(_LU_BLOCK, k - j0)
+    panel = slicing.slice(a, (j0, j0), (m, j0 + b))
+    p_lu, p_piv, p_perm = _lu_unblocked(panel)
+    pivots.append(binary.add(p_piv, np.int32(j0)))
+    rest = slicing.slice(a, (j0, 0), (m, n))
+    rest = slicing.gather_along_axis(rest, shapes.broadcast_in_dim(p_perm, (m - j0, n), (0,)), 0)
+    a = _set_block(a, rest, j0, 0)
+    a = _set_block(a, p_lu, j0, j0)
+    tail = slicing.slice(perm, (j0,), (m,))
+    perm = slicing.dynamic_update_slice(perm, slicing.gather_along_axis(tail, p_perm, 0),
+                                        (np.int32(j0),))
+    if j0 + b < n:
+      l11 = slicing.slice(p_lu, (0, 0), (b, b))
+      a12 = slicing.slice(a, (j0, j0 + b), (j0 + b, n))
+      u12 = triangular_solve(l11, a12, left_side=True, lower=True, unit_diagonal=True)
+      a = _set_block(a, u12, j0, j0 + b)
+      if j0 + b < m:
+        l21 = slicing.slice(p_lu, (b, 0), (m - j0, b))
+        a22 = slicing.slice(a, (j0 + b, j0 + b), (m, n))
+        a = _set_block(a, binary.sub(a22, U.matmul(l21, u12)), j0 + b, j0 + b)
+  piv = shapes.concatenate(pivots, 0) if pivots else U.full((0,), 0, np.int32)
+  return a, piv, perm
+
+
+def _lu_lax(x):
+  return U.map_batch(_lu_blocked, [x], get_aval(x).ndim - 2)
+
+
+def _lu_rebuild(outs, ins, avals_in):
+  """x = P^T L U: the product of the factors with its rows put back in place."""
+  lu_, _, perm = outs
+  aval = get_aval(lu_)
+  batch, (m, n) = aval.shape[:-2], aval.shape[-2:]
+  k = min(m, n)
+  nd = aval.ndim
+  l = binary.add(U.tril(slicing.slice(lu_, (0,) * nd, batch + (m, k)), -1),
+                 U.eye(m, k, aval.dtype, batch))
+  u = U.triu(slicing.slice(lu_, (0,) * nd, batch + (k, n)))
+  prod = U.matmul(l, u)
+  # inverse permutation: inv[perm[i]] = i, by sorting the permutation with an iota
+  from revax._src.lax.sorting import sort
+  _, inv_perm = sort((perm, shapes.broadcasted_iota(np.int32, get_aval(perm).shape, nd - 2)),
+                     nd - 2, num_keys=1)
+  return [_permute_rows(prod, inv_perm)]
+
+
+lu_p = Primitive("lu", multiple_results=True)
+lu_p.def_abstract_eval(_lu_abstract_eval)
+dispatch.def_numpy_impl(lu_p, _lu_numpy)
+ad.primitive_jvps[lu_p] = _lu_jvp
+_front_batcher(lu_p)
+mlir.register_lowering(lu_p, mlir.lower_fun(_lu_lax, multiple_results=True))
+inv.definverse(lu_p, _lu_rebuild, solves=inv.all_unknown_ok)
+
+
+# --- lu_pivots_to_permutation --------------------------------------------------------------------
+def lu_pivots_to_permutation(pivots, permutation_size: int):
+  """The permutation that applying the row swaps i <-> pivots[i] in order makes of arange.
+
+  Args:
+    pivots: int32 array (..., k).
+    permutation_size: m >= k, the permutation's length.
+
+  Returns:
+    int32 array (..., m).
+
+  Example:
+    >>> lu_pivots_to_permutation(numpy.array([2, 2, 2], numpy.int32), 3)  # [2, 0, 1]
+  """
+  return lu_pivots_to_permutation_p.bind(pivots, permutation_size=operator.index(permutation_size))
+
+
+def _lu_pivots_to_permutation_abstract_eval(pivots, *, permutation_size):
+  if pivots.ndim < 1 or pivots.dtype != np.int32:
+    raise TypeError(f"lu_pivots_to_permutation requires an int32 array of rank >= 1, got "
+                    f"{pivots.dtype.name}{list(pivots.shape)}")
+  if permutation_size < pivots.shape[-1]:
+    raise ValueError(f"Output permutation size {permutation_size} has to exceed the trailing "
+                     f"dimension of the pivots {pivots.shape[-1]}")
+  return ShapedArray(pivots.shape[:-1] + (permutation_size,), np.dtype(np.int32))
+
+
+def _lu_pivots_to_permutation_numpy(pivots, *, permutation_size):
+  batch, k = pivots.shape[:-1], pivots.shape[-1]
+  piv = pivots.reshape((-1, k))
+  perm = np.tile(np.arange(permutation_size, dtype=np.int32), (piv.shape[0], 1))
+  rows = np.arange(piv.shape[0])
+  for j in range(k):
+    p = np.clip(piv[:, j], 0, permutation_size - 1)
+    a, b = perm[rows, j].copy(), perm[rows, p].copy()
+    perm[rows, j], perm[rows, p] = b, a
+  return perm.reshape(batch + (permutation_size,))
+
+
+def _pivots_to_permutation_one(pivots, *, permutation_size):
+  k = U.shape_of(pivots)[0]
+
+  def body(j, perm):
+    p = shapes.reshape(slicing.dynamic_slice(pivots, (j,), (1,)), ())
+    pj = slicing.dynamic_slice(perm, (j,), (1,))
+    pp = slicing.dynamic_slice(perm, (p,), (1,))
+    perm = slicing.dynamic_update_slice(perm, pj, (p,))
+    return slicing.dynamic_update_slice(perm, pp, (j,))
+
+  return fori_loop(np.int32(0), np.int32(k), body, shapes.iota(np.int32, permutation_size))
+
+
+def _lu_pivots_to_permutation_lax(pivots, *, permutation_size):
+  return U.map_batch(lambda p: _pivots_to_permutation_one(p, permutation_size=permutation_size),
+                     [pivots], get_aval(pivots).ndim - 1, multiple_results=False)
+
+
+lu_pivots_to_permutation_p = Primitive("lu_pivots_to_permutation")
+lu_pivots_to_permutation_p.def_abstract_eval(_lu_pivots_to_permutation_abstract_eval)
+dispatch.def_numpy_impl(lu_pivots_to_permutation_p, _lu_pivots_to_permutation_numpy)
+ad.not_differentiable(lu_pivots_to_permutation_p, "integer input and output")
+_front_batcher(lu_pivots_to_permutation_p)
+mlir.register_lowering(lu_pivots_to_permutation_p,
+                       mlir.lower_fun(_lu_pivots_to_permutation_lax, multiple_results=False))
+inv.not_invertible(lu_pivots_to_permutation_p, "many-to-one: different swap sequences give one "
+                   "permutation")
+
+
+# --- qr ------------------------------------------------------------------------------------------
+def qr(x, *, pivoting: bool = False, full_matrices: bool = True, use_magma=None):
+  """QR decomposition x = Q R (x P = Q R with column pivoting).
+
+  Args:
+    x: array (..., m, n).
+    pivoting: choose columns by largest remaining norm (LAPACK geqp3); also return P.
+    full_matrices: Q is (..., m, m) and R (..., m, n); else (..., m, k) and (..., k, n),
+      k = min(m, n).
+    use_magma: accepted for JAX compatibility (GPU only); ignored.
+
+  Returns:
+    (q, r), or (q, r, p) with int32 column permutation p when pivoting.
+
+  Example:
+    >>> q, r = qr(a, full_matrices=False)
+  """
+  del use_magma
+  outs = qr_p.bind(x, pivoting=bool(pivoting), full_matrices=bool(full_matrices))
+  return tuple(outs)
+
+
+def _qr_abstract_eval(x, *, pivoting, full_matrices):
+  _check_matrix("qr", x, square=False)
+  batch, (m, n) = x.shape[:-2], x.shape[-2:]
+  k = m if full_matrices else min(m, n)
+  outs = [ShapedArray(batch + (m, k), x.dtype), ShapedArray(batch + (k, n), x.dtype)]
+  if pivoting:
+    outs.append(ShapedArray(batch + (n,), np.dtype(np.int32)))
+  return outs
+
+
+def _np_householder_qr(a, pivoting):
+  """Householder QR of one matrix with LAPACK's conventions (geqrf/geqp3): returns the full
+  Q (m, m), R (m, n) and the column permutation."""
+  m, n = a.shape
+  r = np.array(a, dtype=a.dtype)
+  q = np.eye(m, dtype=a.dtype)
+  p = np.arange(n, dtype=np.int32)
+  for k in range(min(m, n)):
+    if pivoting:
+      norms = np.sum(np.abs(r[k:, k:]) ** 2, axis=0)
+      j = k + int(np.argmax(norms))
+      r[:, [k, j]] = r[:, [j, k]]
+      p[[k, j]] = p[[j, k]]
+    alpha = r[k, k]
+    xnorm = np.linalg.norm(r[k + 1:, k])
+    if xnorm == 0 and np.imag(alpha) == 0:
+      continue
+    beta = -np.copysign(1.0, np.real(alpha)) * np.sqrt(np.abs(alpha) ** 2 + xnorm ** 2)
+    tau = (beta - alpha) / beta
+    v = np.zeros(m, a.dtype)
+    v[k] = 1
+    v[k + 1:] = r[k + 1:, k] / (alpha - beta)
+    r = r - np.conj(tau) * np.outer(v, np.conj(v) @ r)
+    q = q - tau * np.outer(q @ v, np.conj(v))
+  return q, np.triu(r), p
+
+
+def _qr_numpy(x, *, pivoting, full_matrices):
+  m, n = x.shape[-2:]
+  k = m if full_matrices else min(m, n)
+  if not pivoting:
+    q, r = np.linalg.qr(x, mode="complete" if full_matrices else "reduced")
+    return [q.astype(x.dtype), r.astype(x.dtype)]
+  q, r, p = U.np_batched(lambda a: _np_householder_qr(a, True), [x], x.ndim - 2, 3)
+  return [q[..., :, :k].astype(x.dtype), r[..., :k, :].astype(x.dtype), p]
+
+
+def _householder_qr_one(a, pivoting):
+  """Householder QR of one (m, n) matrix in lax (the same steps as _np_householder_qr): a
+  fori_loop over min(m, n) columns. Returns full Q, R and the column permutation."""
+  m, n = U.shape_of(a)
+  dtype = U.dtype_of(a)
+  rdt = U.real_dtype(dtype)
+  rows = shapes.iota(np.int32, m)
+  cols = shapes.iota(np.int32, n)
+  cplx = dtypes.is_complex(dtype)
+
+  def body(k, carry):
+    r, q, p = carry
+    if pivoting:
+      below_k = shapes.broadcast_in_dim(comparison.ge(rows, k), (m, n), (0,))
+      sq = U.select(below_k, U.full((m, n), 0, rdt), U.abs_sq(r))
+      norms = reduce_sum(sq, (0,))
+      norms = U.select(comparison.ge(cols, k), U.full((n,), -1, rdt), norms)
+      j = argmax(norms, 0, np.int32)
+      ck = slicing.dynamic_slice(r, (np.int32(0), k), (m, 1))
+      cj = slicing.dynamic_slice(r, (np.int32(0), j), (m, 1))
+      r = slicing.dynamic_update_slice(r, ck, (np.int32(0), j))
+      r = slicing.dynamic_update_slice(r, cj, (np.int32(0), k))
+      pk, pj = slicing.dynamic_slice(p, (k,), (1,)), slicing.dynamic_slice(p, (j,), (1,))
+      p = slicing.dynamic_update_slice(p, pk, (j,))
+      p = slicing.dynamic_update_slice(p, pj, (k,))
+    col = shapes.reshape(slicing.dynamic_slice(r, (np.int32(0), k), (m, 1)), (m,))
+    alpha = shapes.reshape(slicing.dynamic_slice(r, (k, np.int32(0)), (1, n)), (n,))
+    alpha = shapes.reshape(slicing.dynamic_slice(alpha, (k,), (1,)), ())
+    below = comparison.gt(rows, k)
+    tail = U.select(below, U.full((m,), 0, dtype), col)
+    xnorm2 = reduce_sum(U.abs_sq(tail), (0,))
+    a_re = unary.real(alpha) if cplx else alpha
+    a_im2 = unary.square(unary.imag(alpha)) if cplx else U.const(0, rdt)
+    skip = binary.bitwise_and(comparison.eq(xnorm2, U.const(0, rdt)),
+                              comparison.eq(a_im2, U.const(0, rdt)))
+    norm = unary.sqrt(binary.add(binary.add(unary.square(a_re), a_im2), xnorm2))
+    sign = U.select(comparison.lt(a_re, U.const(0, rdt)), U.const(1, rdt),
+                               U.const(-1, rdt))
+    beta = binary.mul(unary.neg(sign), norm)
+    beta_c = U.to_dtype(beta, dtype)
+    safe_beta = U.select(skip, beta_c, U.const(1, dtype))
+    tau = binary.div(binary.sub(beta_c, alpha), safe_beta)
+    tau = U.select(skip, tau, U.const(0, dtype))
+    denom = binary.sub(alpha, beta_c)
+    denom = U.select(skip, denom, U.const(1, dtype))
+    v = binary.div(tail, denom)
+    v = U.select(comparison.eq(rows, k), v, U.full((m,), 1, dtype))
+    vc = U.conj(v)
+    # r <- r - conj(tau) v (v^H r); q <- q - tau (q v) v^H
+    vhr = U.matmul(shapes.reshape(vc, (1, m)), r)
+    r = binary.sub(r, binary.mul(U.conj(tau), U.matmul(shapes.reshape(v, (m, 1)), vhr)))
+    qv = U.matmul(q, shapes.reshape(v, (m, 1)))
+    q = binary.sub(q, binary.mul(tau, U.matmul(qv, shapes.reshape(vc, (1, m)))))
+    return r, q, p
+
+  init = (a, U.eye(m, m, dtype), cols)
+  r, q, p = fori_loop(np.int32(0), np.int32(min(m, n)), body, init)
+  return q, U.triu(r), p
+
+
+def _qr_lax(x, *, pivoting, full_matrices):
+  aval = get_aval(x)
+  m, n = aval.shape[-2:]
+  k = m if full_matrices else min(m, n)
+  q, r, p = U.map_batch(lambda a: _householder_qr_one(a, pivoting), [x], aval.ndim - 2)
+  nd = aval.ndim
+  q = slicing.slice(q, (0,) * nd, aval.shape[:-2] + (m, k))
+  r = slicing.slice(r, (0,) * nd, aval.shape[:-2] + (k, n))
+  return [q, r, p] if pivoting else [q, r]
+
+
+def _qr_jvp(primals, tangents, *, pivoting, full_matrices):
+  """With C = Q^H dx R^-1 and Omega = tril(C, -1) - tril(C, -1)^H + i Im diag(C) (skew-
+  Hermitian): dQ = dx R^-1 + Q (Omega - C), dR = (C - Omega) R. Defined for m >= n with reduced
+  (or square) factors, as in JAX."""
+  (x,), (dx,) = primals, tangents
+  outs = qr_p.bind(x, pivoting=pivoting, full_matrices=full_matrices)
+  q, r = outs[0], outs[1]
+  m, n = get_aval(x).shape[-2:]
+  if type(dx) is ad.Zero:
+    return outs, [_zero_tangent(o) for o in outs]
+  if m < n or (full_matrices and m != n):
+    raise NotImplementedError("Unimplemented case of QR decomposition derivative: it is "
+                              "defined for m >= n with full_matrices=False (or square input)")
+  if pivoting:
+    dx = _take_cols(dx, outs[2])
+  dx_rinv = triangular_solve(r, dx, left_side=False, lower=False)
+  c = U.matmul(U.adjoint(q), dx_rinv)
+  low = U.tril(c, -1)
+  omega = binary.sub(low, U.adjoint(low))
+  if dtypes.is_complex(U.dtype_of(x)):
+    d = U.diag_part(c)
+    im = binary.sub(d, U.to_dtype(unary.real(d), U.dtype_of(x)))
+    omega = binary.add(omega, U.vector_to_diag(im))
+  dq = binary.add(U.matmul(q, binary.sub(omega, c)), dx_rinv)
+  dr = U.matmul(binary.sub(c, omega), r)
+  tangents_out = [dq, dr] + ([_zero_tangent(outs[2])] if pivoting else [])
+  return outs, tangents_out
+
+
+def _qr_rebuild(outs, ins, avals_in, *, pivoting, full_matrices):
+  """x = Q R (columns put back in place when pivoted)."""
+  q, r = outs[0], outs[1]
+  prod = U.matmul(q, r)
+  if pivoting:
+    from revax._src.lax.sorting import sort
+    p = outs[2]
+    nd = get_aval(p).ndim
+    _, inv_p = sort((p, shapes.broadcasted_iota(np.int32, get_aval(p).shape, nd - 1)), nd - 1)
+    prod = _take_cols(prod, inv_p)
+  return [prod]
+
+
+qr_p = Primitive("qr", multiple_results=True)
+qr_p.def_abstract_eval(_qr_abstract_eval)
+dispatch.def_numpy_impl(qr_p, _qr_numpy)
+ad.primitive_jvps[qr_p] = _qr_jvp
+_front_batcher(qr_p)
+mlir.register_lowering(qr_p, mlir.lower_fun(_qr_lax, multiple_results=True))
+inv.definverse(qr_p, _qr_rebuild, solves=inv.all_unknown_ok)
+
+
+# --- Jacobi machinery shared by eigh and svd -----------------------------------------------------
+def _round_robin(n: int):
+  """Partner tables of the round-robin (tournament) ordering of n (even) indices: n - 1 rounds,
+  each pairing every index with another once; row r gives partner[r, i] and whether i is the
+  smaller index of its pair."""
+  players = list(range(n))
+  partner = np.zeros((max(n - 1, 1), n), np.int32)
+  first = np.zeros((max(n - 1, 1), n), bool)
+  for rnd in range(n - 1):
+    for i in range(n // 2):
+      p, q = players[i], players[n - 1 - i]
+      p, q = min(p, q), max(p, q)
+      partner[rnd, p], partner[rnd, q] = q, p
+      first[rnd, p] = True
+    players = [players[0], players[-1]] + players[1:-1]
+  return partner, first
+
+
+def _jacobi_rotation(app, aqq, apq, dtype):
+  """Per-index coefficients of the 2x2 rotations that zero apq: (c, r), with the row update
+  x_i' = c_i x_i + r_i x_partner and the column update x_i' = c_i x_i + conj(r_i) x_partner."""
+  rdt = U.real_dtype(dtype)
+  mag = unary.abs(apq)
+  zero = comparison.eq(mag, U.const(0, rdt))
+  safe = U.select(zero, mag, U.const(1, rdt))
+  # the real case keeps apq's sign; the complex case rotates by apq's phase (below)
+  signed = safe if dtypes.is_complex(dtype) else U.select(zero, apq, U.const(1, rdt))
+  tau = binary.div(binary.sub(aqq, app), binary.mul(U.const(2, rdt), signed))
+  sgn = U.select(comparison.lt(tau, U.const(0, rdt)), U.const(1, rdt), U.const(-1, rdt))
+  t = binary.div(sgn, binary.add(unary.abs(tau),
+                                 unary.sqrt(binary.add(U.const(1, rdt), unary.square(tau)))))
+  t = U.select(zero, t, U.const(0, rdt))
+  c = unary.rsqrt(binary.add(U.const(1, rdt), unary.square(t)))
+  s = binary.mul(t, c)
+  if dtypes.is_complex(dtype):
+    phase = binary.div(apq, U.to_dtype(safe, dtype))
+    phase = U.select(zero, phase, U.const(1, dtype))
+    return c, U.to_dtype(s, dtype), phase
+  return c, s, None
+
+
+def _pair_coefficients(c, s, phase, first, dtype):
+  """Row coefficient r_i for each index: -s e^{i phi} for the first of a pair, s e^{-i phi} for
+  the second (phi: the phase of a_pq of the pair, indexed by the first)."""
+  if phase is None:
+    return U.select(first, s, unary.neg(s))
+  pos = binary.mul(s, U.conj(phase))
+  neg = unary.neg(binary.mul(s, phase))
+  return U.select(first, pos, neg)
+
+
+def _rows_of(x, partner):
+  n = U.shape_of(x)[0]
+  return slicing.gather_along_axis(x, shapes.broadcast_in_dim(partner, (n, U.shape_of(x)[1]), (0,)), 0)
+
+
+def _cols_of(x, partner):
+  m = U.shape_of(x)[0]
+  return slicing.gather_along_axis(x, shapes.broadcast_in_dim(partner, (m, U.shape_of(x)[1]), (1,)), 1)
+
+
+def _pick(v, partner, first):
+  """Per index, the value v at the first index of its pair."""
+  return U.select(first, slicing.gather_along_axis(v, partner, 0), v)
+
+
+_MAX_SWEEPS = 30
+
+
+def _jacobi_eigh_one(a):
+  """Eigen-decomposition of one Hermitian (n, n) matrix by cyclic Jacobi with a round-robin
+  ordering: each round applies n/2 disjoint rotations at once (row and column gathers);
+  sweeps of n - 1 rounds repeat until the off-diagonal part is below eps * ||a||. Returns
+  (eigenvectors, eigenvalues) unsorted."""
+  n = U.shape_of(a)[0]
+  dtype = U.dtype_of(a)
+  rdt = U.real_dtype(dtype)
+  N = n + (n % 2)
+  if N != n:
+    a = shapes.pad(a, U.const(0, dtype), ((0, 1, 0), (0, 1, 0)))
+  partner_t, first_t = _round_robin(N)
+  eps = float(np.finfo(rdt).eps)
+  frob = unary.sqrt(reduce_sum(U.abs_sq(a), (0, 1)))
+  tol = binary.mul(frob, U.const(eps, rdt))
+  offmask = comparison.ne(shapes.broadcasted_iota(np.int32, (N, N), 0),
+                          shapes.broadcasted_iota(np.int32, (N, N), 1))
+  rows_i = shapes.iota(np.int32, N)
+
+  def off_norm(a):
+    sq = U.select(offmask, U.full((N, N), 0, rdt), U.abs_sq(a))
+    return unary.sqrt(reduce_sum(sq, (0, 1)))
+
+  def one_round(rnd, carry):
+    a, v = carry
+    partner = shapes.reshape(slicing.dynamic_slice(partner_t, (rnd, np.int32(0)), (1, N)), (N,))
+    first = shapes.reshape(slicing.dynamic_slice(first_t, (rnd, np.int32(0)), (1, N)), (N,))
+    diag = U.diag_part(a)
+    if dtypes.is_complex(dtype):
+      diag = unary.real(diag)
+    a_ip = shapes.reshape(slicing.gather_along_axis(a, shapes.reshape(partner, (N, 1)), 1), (N,))
+    app = _pick(diag, partner, first)
+    aqq = _pick(slicing.gather_along_axis(diag, partner, 0), partner, first)
+    apq = _pick(a_ip, partner, first)
+    c, s, phase = _jacobi_rotation(app, aqq, apq, dtype)
+    r = _pair_coefficients(c, s, phase, first, dtype)
+    cc = U.to_dtype(c, dtype)
+    a = binary.add(U.scale_rows(a, cc), U.scale_rows(_rows_of(a, partner), r))
+    rc = U.conj(r)
+    a = binary.add(U.scale_cols(a, cc), U.scale_cols(_cols_of(a, partner), rc))
+    v = binary.add(U.scale_cols(v, cc), U.scale_cols(_cols_of(v, partner), rc))
+    return a, v
+
+  def sweep(carry):
+    a, v, k = carry
+    a, v = fori_loop(np.int32(0), np.int32(N - 1), one_round, (a, v))
+    return a, v, binary.add(k, np.int32(1))
+
+  def not_done(carry):
+    a, _, k = carry
+    return binary.bitwise_and(comparison.gt(off_norm(a), tol), comparison.lt(k, np.int32(_MAX_SWEEPS)))
+
+  del rows_i
+  a, v, _ = while_loop(not_done, sweep, (a, U.eye(N, N, dtype), np.int32(0)))
+  w = U.diag_part(a)
+  if dtypes.is_complex(dtype):
+    w = unary.real(w)
+  if N != n:
+    v = slicing.slice(v, (0, 0), (n, n))
+    w = slicing.slice(w, (0,), (n,))
+  return v, w
+
+
+def _sort_eig(v, w, descending=False):
+  """Eigenvalues sorted (ascending), eigenvector columns alike."""
+  from revax._src.lax.sorting import sort
+  nd = get_aval(w).ndim
+  key = unary.neg(w) if descending else w
+  idx = shapes.broadcasted_iota(np.int32, get_aval(w).shape, nd - 1)
+  _, idx = sort((key, idx), nd - 1, num_keys=1)
+  return _take_cols(v, idx), slicing.gather_along_axis(w, idx, nd - 1)
+
+
+# --- eigh ----------------------------------------------------------------------------------------
+def eigh(x, *, lower: bool = True, symmetrize_input: bool = True,
+         sort_eigenvalues: bool = True, subset_by_index=None):
+  """Eigen-decomposition of Hermitian matrices: x = V diag(w) V^H.
+
+  Args:
+    x: array (..., n, n).
+    lower: read the lower (else upper) triangle when not symmetrizing.
+    symmetrize_input: use (x + x^H) / 2.
+    sort_eigenvalues: eigenvalues ascending (always true of revax's results).
+    subset_by_index: optional (lo, hi): only eigenvalues lo..hi-1 (ascending) and their vectors.
+
+  Returns:
+    (v, w): eigenvectors as columns (..., n, k) and real eigenvalues (..., k).
+
+  Example:
+    >>> v, w = eigh(a)
+  """
+  if symmetrize_input:
+    x = _symmetrize(x)
+  if subset_by_index is not None:
+    subset_by_index = tuple(operator.index(i) for i in subset_by_index)
+  v, w = eigh_p.bind(x, lower=bool(lower), sort_eigenvalues=bool(sort_eigenvalues),
+                     subset_by_index=subset_by_index)
+  return v, w
+
+
+def _subset(n, subset_by_index):
+  if subset_by_index is None:
+    return 0, n
+  lo, hi = subset_by_index
+  if not 0 <= lo <= hi <= n:
+    raise ValueError(f"subset_by_index {subset_by_index} must satisfy 0 <= lo <= hi <= n = {n}")
+  return lo, hi
+
+
+def _eigh_abstract_eval(x, *, lower, sort_eigenvalues, subset_by_index):
+  _check_matrix("eigh", x)
+  n = x.shape[-1]
+  lo, hi = _subset(n, subset_by_index)
+  batch = x.shape[:-2]
+  return [ShapedArray(batch + (n, hi - lo), x.dtype),
+          ShapedArray(batch + (hi - lo,), U.real_dtype(x.dtype))]
+
+
+def _eigh_numpy(x, *, lower, sort_eigenvalues, subset_by_index):
+  w, v = np.linalg.eigh(x, UPLO="L" if lower else "U")
+  lo, hi = _subset(x.shape[-1], subset_by_index)
+  return [v[..., lo:hi].astype(x.dtype), w[..., lo:hi].astype(U.real_dtype(x.dtype))]
+
+
+def _eigh_lax(x, *, lower, sort_eigenvalues, subset_by_index):
+  aval = get_aval(x)
+  h = _hermitian_from_triangle(x, lower)
+  v, w = U.map_batch(_jacobi_eigh_one, [h], aval.ndim - 2)
+  v, w = _sort_eig(v, w)
+  lo, hi = _subset(aval.shape[-1], subset_by_index)
+  if (lo, hi) != (0, aval.shape[-1]):
+    nd = aval.ndim
+    v = slicing.slice(v, (0,) * nd, aval.shape[:-1] + (hi,))
+    v = slicing.slice(v, (0,) * (nd - 1) + (lo,), get_aval(v).shape)
+    w = slicing.slice(w, (0,) * (nd - 2) + (lo,), aval.shape[:-2] + (hi,))
+  return [v, w]
+
+
+def _eigh_jvp(primals, tangents, *, lower, sort_eigenvalues, subset_by_index):
+  """dw = real diag(V^H dA V); dV = V (F o (V^H dA V)) with F_ij = 1 / (w_j - w_i) off the
+  diagonal (dA: the Hermitian matrix of the triangle the primitive reads)."""
+  (x,), (dx,) = primals, tangents
+  v, w = eigh_p.bind(x, lower=lower, sort_eigenvalues=sort_eigenvalues,
+                     subset_by_index=subset_by_index)
+  if type(dx) is ad.Zero:
+    return [v, w], [_zero_tangent(v), _zero_tangent(w)]
+  if subset_by_index is not None and tuple(subset_by_index) != (0, get_aval(x).shape[-1]):
+    raise NotImplementedError("the derivative of eigh with subset_by_index is not implemented")
+  dtype = U.dtype_of(x)
+  da = _hermitian_from_triangle(dx, lower)
+  vdv = U.matmul(U.adjoint(v), U.matmul(da, v))
+  dw = U.diag_part(vdv)
+  dw = unary.real(dw) if dtypes.is_complex(dtype) else dw
+  n = get_aval(w).shape[-1]
+  wa = get_aval(w)
+  shape = wa.shape + (n,)
+  nd = len(shape)
+  wi = shapes.broadcast_in_dim(w, shape, tuple(range(nd - 2)) + (nd - 2,))
+  wj = shapes.broadcast_in_dim(w, shape, tuple(range(nd - 2)) + (nd - 1,))
+  diff = binary.sub(wj, wi)
+  eyeb = U.eye(n, n, wa.dtype, wa.shape[:-1])
+  f = binary.sub(binary.div(U.const(1, wa.dtype), binary.add(diff, eyeb)), eyeb)
+  dv = U.matmul(v, binary.mul(U.to_dtype(f, dtype), vdv))
+  return [v, w], [dv, dw]
+
+
+eigh_p = Primitive("eigh", multiple_results=True)
+eigh_p.def_abstract_eval(_eigh_abstract_eval)
+dispatch.def_numpy_impl(eigh_p, _eigh_numpy)
+ad.primitive_jvps[eigh_p] = _eigh_jvp
+_front_batcher(eigh_p)
+mlir.register_lowering(eigh_p, mlir.lower_fun(_eigh_lax, multiple_results=True))
+inv.definverse(eigh_p, lambda outs, ins, avals_in, **p: [U.matmul(
+    U.scale_cols(outs[0], U.to_dtype(outs[1], U.dtype_of(outs[0]))), U.adjoint(outs[0]))],
+    solves=lambda known, eqn, facts: eqn.params["subset_by_index"] is None)
+
+
+# --- svd -----------------------------------------------------------------------------------------
+def svd(x, *, full_matrices: bool = True, compute_uv: bool = True, subset_by_index=None,
+        algorithm=None):
+  """Singular value decomposition x = U diag(s) V^H.
+
+  Args:
+    x: array (..., m, n).
+    full_matrices: U (..., m, m) and V^H (..., n, n); else (..., m, k), (..., k, n).
+    compute_uv: also return U and V^H.
+    subset_by_index: optional (lo, hi): singular values lo..hi-1 (descending order) only.
+    algorithm: a SvdAlgorithm (accepted; revax uses one-sided Jacobi on every backend).
+
+  Returns:
+    (u, s, vh) if compute_uv, else s (descending, real).
+
+  Example:
+    >>> u, s, vh = svd(a, full_matrices=False)
+  """
+  del algorithm
+  if subset_by_index is not None:
+    subset_by_index = tuple(operator.index(i) for i in subset_by_index)
+  outs = svd_p.bind(x, full_matrices=bool(full_matrices), compute_uv=bool(compute_uv),
+                    subset_by_index=subset_by_index)
+  if compute_uv:
+    s, u, vh = outs
+    return u, s, vh
+  return outs[0]
+
+
+def _svd_abstract_eval(x, *, full_matrices, compute_uv, subset_by_index):
+  _check_matrix("svd", x, square=False)
+  batch, (m, n) = x.shape[:-2], x.shape[-2:]
+  k = min(m, n)
+  lo, hi = _subset(k, subset_by_index)
+  s = ShapedArray(batch + (hi - lo,), U.real_dtype(x.dtype))
+  if not compute_uv:
+    return [s]
+  if subset_by_index is not None and (lo, hi) != (0, k):
+    return [s, ShapedArray(batch + (m, hi - lo), x.dtype), ShapedArray(batch + (hi - lo, n), x.dtype)]
+  if full_matrices:
+    return [s, ShapedArray(batch + (m, m), x.dtype), ShapedArray(batch + (n, n), x.dtype)]
+  return [s, ShapedArray(batch + (m, k), x.dtype), ShapedArray(batch + (k, n), x.dtype)]
+
+
+def _svd_numpy(x, *, full_matrices, compute_uv, subset_by_index):
+  k = min(x.shape[-2:])
+  lo, hi = _subset(k, subset_by_index)
+  rdt = U.real_dtype(x.dtype)
+  if not compute_uv:
+    return [np.linalg.svd(x, compute_uv=False)[..., lo:hi].astype(rdt)]
+  full = full_matrices and subset_by_index is None
+  u, s, vh = np.linalg.svd(x, full_matrices=full)
+  if subset_by_index is not None:
+    u, s, vh = u[..., :, lo:hi], s[..., lo:hi], vh[..., lo:hi, :]
+  return [s.astype(rdt), u.astype(x.dtype), vh.astype(x.dtype)]
+
+
+def _one_sided_jacobi(w):
+  """One-sided Jacobi on one square (n, n) matrix: rotations V from the right until the columns
+  of W = A V are orthogonal. Returns (W, V)."""
+  n = U.shape_of(w)[0]
+  dtype = U.dtype_of(w)
+  rdt = U.real_dtype(dtype)
+  N = n + (n % 2)
+  if N != n:
+    w = shapes.pad(w, U.const(0, dtype), ((0, 0, 0), (0, 1, 0)))
+  partner_t, first_t = _round_robin(N)
+  eps = float(np.finfo(rdt).eps)
+  offmask = comparison.ne(shapes.broadcasted_iota(np.int32, (N, N), 0),
+                          shapes.broadcasted_iota(np.int32, (N, N), 1))
+
+  def off(w):
+    g = U.matmul(U.adjoint(w), w)
+    d = unary.sqrt(unary.abs(U.diag_part(g)))
+    d = U.select(comparison.eq(d, U.const(0, rdt)), d, U.const(1, rdt))
+    rel = binary.div(unary.abs(g), binary.mul(shapes.broadcast_in_dim(d, (N, N), (0,)),
+                                              shapes.broadcast_in_dim(d, (N, N), (1,))))
+    return reduce_max(U.select(offmask, U.full((N, N), 0, rdt), rel), (0, 1))
+
+  def one_round(rnd, carry):
+    w, v = carry
+    partner = shapes.reshape(slicing.dynamic_slice(partner_t, (rnd, np.int32(0)), (1, N)), (N,))
+    first = shapes.reshape(slicing.dynamic_slice(first_t, (rnd, np.int32(0)), (1, N)), (N,))
+    wp = _cols_of(w, partner)
+    norms = reduce_sum(U.abs_sq(w), (0,))
+    gam = reduce_sum(binary.mul(U.conj(w), wp), (0,))  # w_i^H w_partner(i)
+    app = _pick(norms, partner, first)
+    aqq = _pick(slicing.gather_along_axis(norms, partner, 0), partner, first)
+    apq = _pick(gam, partner, first)
+    c, s, phase = _jacobi_rotation(app, aqq, apq, dtype)
+    r = U.conj(_pair_coefficients(c, s, phase, first, dtype))
+    cc = U.to_dtype(c, dtype)
+    w = binary.add(U.scale_cols(w, cc), U.scale_cols(wp, r))
+    v = binary.add(U.scale_cols(v, cc), U.scale_cols(_cols_of(v, partner), r))
+    return w, v
+
+  def sweep(carry):
+    w, v, k = carry
+    w, v = fori_loop(np.int32(0), np.int32(N - 1), one_round, (w, v))
+    return w, v, binary.add(k, np.int32(1))
+
+  def not_done(carry):
+    w, _, k = carry
+    return binary.bitwise_and(comparison.gt(off(w), U.const(4 * eps, rdt)),
+                              comparison.lt(k, np.int32(_MAX_SWEEPS)))
+
+  w, v, _ = while_loop(not_done, sweep, (w, U.eye(N, N, dtype), np.int32(0)))
+  if N != n:
+    w = slicing.slice(w, (0, 0), (n, n))
+    v = slicing.slice(v, (0, 0), (n, n))
+  return w, v
+
+
+def _svd_square(a, compute_uv):
+  """SVD of one square matrix: (s descending, U, V)."""
+  n = U.shape_of(a)[0]
+  dtype = U.dtype_of(a)
+  rdt = U.real_dtype(dtype)
+  w, v = _one_sided_jacobi(a)
+  s = unary.sqrt(reduce_sum(U.abs_sq(w), (0,)))
+  from revax._src.lax.sorting import sort
+  _, idx = sort((unary.neg(s), shapes.iota(np.int32, n)), 0, num_keys=1)
+  s = slicing.gather_along_axis(s, idx, 0)
+  if not compute_uv:
+    return s, None, None
+  w, v = _take_cols(w, idx), _take_cols(v, idx)
+  zero = comparison.eq(s, U.const(0, rdt))
+  inv_s = binary.div(U.const(1, rdt), U.select(zero, s, U.const(1, rdt)))
+  inv_s = U.select(zero, inv_s, U.const(0, rdt))
+  wn = U.scale_cols(w, U.to_dtype(inv_s, dtype))
+  # an orthonormal basis whose leading columns are those of wn (up to sign): its Householder QR
+  q, r, _ = _householder_qr_one(wn, False)
+  d = U.diag_part(r)
+  d_re = unary.real(d) if dtypes.is_complex(dtype) else d
+  sign = U.select(comparison.lt(d_re, U.const(0, rdt)), U.const(1, rdt),
+                             U.const(-1, rdt))
+  u = U.scale_cols(q, U.to_dtype(sign, dtype))
+  return s, u, v
+
+
+def _svd_one(a, *, full_matrices, compute_uv):
+  """SVD of one (m, n) matrix: tall ones are reduced to square by a QR first, wide ones are
+  transposed."""
+  m, n = U.shape_of(a)
+  dtype = U.dtype_of(a)
+  if m < n:
+    s, u, v = _svd_one(U.adjoint(a), full_matrices=full_matrices, compute_uv=compute_uv)
+    return (s, None, None) if not compute_uv else (s, U.adjoint(v), U.adjoint(u))  # a = (u s v^H)^H
+  if m == n:
+    s, u, v = _svd_square(a, compute_uv)
+    return (s, None, None) if not compute_uv else (s, u, U.adjoint(v))
+  q, r, _ = _householder_qr_one(a, False)
+  r = slicing.slice(r, (0, 0), (n, n))
+  s, ur, v = _svd_square(r, compute_uv)
+  if not compute_uv:
+    return s, None, None
+  left = U.matmul(slicing.slice(q, (0, 0), (m, n)), ur)
+  if full_matrices:
+    left = shapes.concatenate([left, slicing.slice(q, (0, n), (m, m))], 1)
+  return s, left, U.adjoint(v)
+
+
+def _svd_lax(x, *, full_matrices, compute_uv, subset_by_index):
+  aval = get_aval(x)
+  m, n = aval.shape[-2:]
+  k = min(m, n)
+  full = full_matrices and subset_by_index is None
+
+  def one(a):
+    s, u, vh = _svd_one(a, full_matrices=full, compute_uv=compute_uv)
+    return [s] if not compute_uv else [s, u, vh]
+
+  outs = U.map_batch(one, [x], aval.ndim - 2)
+  lo, hi = _subset(k, subset_by_index)
+  if (lo, hi) != (0, k):
+    nd = aval.ndim
+    sl = lambda y, axis: slicing.slice(
+        y, tuple(lo if i == axis else 0 for i in range(get_aval(y).ndim)),
+        tuple(hi if i == axis else d for i, d in enumerate(get_aval(y).shape)))
+    outs = [sl(outs[0], nd - 2)] + ([sl(outs[1], nd - 1), sl(outs[2], nd - 2)]
+                                    if compute_uv else [])
+  return outs
+
+
+def _svd_jvp(primals, tangents, *, full_matrices, compute_uv, subset_by_index):
+  """ds = real diag(U^H dA V); dU, dV from the antisymmetric parts of U^H dA V scaled by
+  F_ij = 1 / (s_j^2 - s_i^2), with the corrections for non-square inputs (JAX's rule)."""
+  (x,), (dx,) = primals, tangents
+  params = dict(full_matrices=full_matrices, compute_uv=compute_uv, subset_by_index=subset_by_index)
+  outs = svd_p.bind(x, **params)
+  if type(dx) is ad.Zero:
+    return outs, [_zero_tangent(o) for o in outs]
+  if compute_uv and full_matrices and get_aval(x).shape[-1] != get_aval(x).shape[-2]:
+    raise NotImplementedError("Singular value decomposition JVP not implemented for full "
+                              "matrices")
+  if subset_by_index is not None:
+    raise NotImplementedError("the derivative of svd with subset_by_index is not implemented")
+  s, u, vh = svd_p.bind(x, full_matrices=False, compute_uv=True, subset_by_index=None)
+  dtype = U.dtype_of(x)
+  rdt = U.real_dtype(dtype)
+  v, ut = U.adjoint(vh), U.adjoint(u)
+  ds_mat = U.matmul(ut, U.matmul(dx, v))
+  ds = U.diag_part(ds_mat)
+  ds = unary.real(ds) if dtypes.is_complex(dtype) else ds
+  if not compute_uv:
+    return outs, [ds]
+  sa = get_aval(s)
+  k = sa.shape[-1]
+  shape = sa.shape + (k,)
+  nd = len(shape)
+  s_col = shapes.broadcast_in_dim(s, shape, tuple(range(nd - 2)) + (nd - 1,))  # s_j
+  s_row = shapes.broadcast_in_dim(s, shape, tuple(range(nd - 2)) + (nd - 2,))  # s_i
+  diffs = binary.mul(binary.add(s_col, s_row), binary.sub(s_col, s_row))
+  eyeb = U.eye(k, k, rdt, sa.shape[:-1])
+  f = binary.sub(binary.div(U.const(1, rdt), binary.add(diffs, eyeb)), eyeb)
+  fc = U.to_dtype(f, dtype)
+  dss = binary.mul(U.to_dtype(s_col, dtype), ds_mat)  # dS diag(s)
+  sds = binary.mul(U.to_dtype(s_row, dtype), ds_mat)  # diag(s) dS
+  zero = comparison.eq(s, U.const(0, rdt))
+  s_inv = U.select(zero, binary.div(U.const(1, rdt), U.select(
+      zero, s, U.const(1, rdt))), U.const(0, rdt))
+  du_diag = binary.mul(binary.mul(U.const(0.5, dtype), binary.sub(ds_mat, U.adjoint(ds_mat))),
+                       U.to_dtype(U.vector_to_diag(s_inv), dtype))
+  du = U.matmul(u, binary.add(binary.mul(fc, binary.add(dss, U.adjoint(dss))), du_diag))
+  dv = U.matmul(v, binary.mul(fc, binary.add(sds, U.adjoint(sds))))
+  m, n = get_aval(x).shape[-2:]
+  s_inv_c = U.to_dtype(s_inv, dtype)
+  if m > n:
+    dav = U.matmul(dx, v)
+    du = binary.add(du, U.scale_cols(binary.sub(dav, U.matmul(u, U.matmul(ut, dav))), s_inv_c))
+  if n > m:
+    dahu = U.matmul(U.adjoint(dx), u)
+    dv = binary.add(dv, U.scale_cols(binary.sub(dahu, U.matmul(v, U.matmul(vh, dahu))), s_inv_c))
+  return outs, [ds, du, U.adjoint(dv)]
+
+
+def _svd_rebuild(outs, ins, avals_in, *, full_matrices, compute_uv, subset_by_index):
+  """x = U[:, :k] diag(s) V^H[:k, :]."""
+  s, u, vh = outs
+  ua, va = get_aval(u), get_aval(vh)
+  k = get_aval(s).shape[-1]
+  u = slicing.slice(u, (0,) * ua.ndim, ua.shape[:-1] + (k,))
+  vh = slicing.slice(vh, (0,) * va.ndim, va.shape[:-2] + (k, va.shape[-1]))
+  return [U.matmul(U.scale_cols(u, U.to_dtype(s, ua.dtype)), vh)]
+
+
+svd_p = Primitive("svd", multiple_results=True)
+svd_p.def_abstract_eval(_svd_abstract_eval)
+dispatch.def_numpy_impl(svd_p, _svd_numpy)
+ad.primitive_jvps[svd_p] = _svd_jvp
+_front_batcher(svd_p)
+mlir.register_lowering(svd_p, mlir.lower_fun(_svd_lax, multiple_results=True))
+inv.definverse(svd_p, _svd_rebuild, solves=lambda known, eqn, facts: (
+    eqn.params["compute_uv"] and eqn.params["subset_by_index"] is None))
+
+
+# --- tridiagonal_solve ---------------------------------------------------------------------------
+def tridiagonal_solve(dl, d, du, b):
+  """Solve T x = b for tridiagonal T given by its three diagonals.
+
+  Args:
+    dl: sub-diagonal (..., m), dl[..., 0] unused (zero).
+    d: diagonal (..., m).
+    du: super-diagonal (..., m), du[..., m-1] unused (zero).
+    b: right-hand sides (..., m, n).
+
+  Returns:
+    x (..., m, n).
+
+  Example:
+    >>> tridiagonal_solve(dl, d, du, b)
+  """
+  return tridiagonal_solve_p.bind(dl, d, du, b)
+
+
+def _tridiagonal_solve_abstract_eval(dl, d, du, b):
+  if not (dl.shape == d.shape == du.shape):
+    raise ValueError(f"tridiagonal_solve requires dl, d and du of one shape, got {dl.shape}, "
+                     f"{d.shape} and {du.shape}")
+  if b.ndim != d.ndim + 1 or b.shape[:-1] != d.shape:
+    raise ValueError(f"tridiagonal_solve requires b of shape (..., m, n) with (..., m) the "
+                     f"diagonals' shape {d.shape}, got {b.shape}")
+  if not (dl.dtype == d.dtype == du.dtype == b.dtype) or b.dtype not in _FLOATS:
+    raise TypeError(f"tridiagonal_solve requires dl, d, du and b of one floating dtype, got "
+                    f"{dl.dtype.name}, {d.dtype.name}, {du.dtype.name} and {b.dtype.name}")
+  return ShapedArray(b.shape, b.dtype)
+
+
+def _tridiagonal_solve_numpy(dl, d, du, b):
+  m = d.shape[-1]
+  cp = np.zeros(d.shape, d.dtype)
+  dp = np.zeros(b.shape, b.dtype)
+  x = np.zeros(b.shape, b.dtype)
+  with np.errstate(all="ignore"):
+    for i in range(m):
+      if i == 0:
+        den = d[..., 0]
+        dp[..., 0, :] = b[..., 0, :] / den[..., None]
+      else:
+        den = d[..., i] - dl[..., i] * cp[..., i - 1]
+        dp[..., i, :] = (b[..., i, :] - dl[..., i, None] * dp[..., i - 1, :]) / den[..., None]
+      cp[..., i] = du[..., i] / den
+    for i in reversed(range(m)):
+      x[..., i, :] = dp[..., i, :] - (cp[..., i, None] * x[..., i + 1, :] if i < m - 1 else 0)
+  return x.astype(b.dtype)
+
+
+def _tridiagonal_solve_lax(dl, d, du, b):
+  """The Thomas algorithm: a forward scan eliminating the sub-diagonal, a reverse scan
+  substituting back (the diagonals' last axis and b's row axis moved to the front)."""
+  nd = get_aval(d).ndim
+  front = lambda x, ax: batch_util.moveaxis(x, ax, 0)
+  dl_t, d_t, du_t, b_t = front(dl, nd - 1), front(d, nd - 1), front(du, nd - 1), front(b, nd - 1)
+  dtype = U.dtype_of(b)
+  c0 = U.full(U.shape_of(d_t)[1:], 0, dtype)
+  p0 = U.full(U.shape_of(b_t)[1:], 0, dtype)
+
+  def fwd(carry, row):
+    c_prev, p_prev = carry
+    l_i, d_i, u_i, b_i = row
+    den = binary.sub(d_i, binary.mul(l_i, c_prev))
+    c = binary.div(u_i, den)
+    p = binary.div(binary.sub(b_i, binary.mul(shapes.expand_dims(l_i, (get_aval(l_i).ndim,)),
+                                              p_prev)),
+                   shapes.expand_dims(den, (get_aval(den).ndim,)))
+    return (c, p), (c, p)
+
+  _, (cs, ps) = scan(fwd, (c0, p0), (dl_t, d_t, du_t, b_t))
+
+  def bwd(x_next, row):
+    c_i, p_i = row
+    x = binary.sub(p_i, binary.mul(shapes.expand_dims(c_i, (get_aval(c_i).ndim,)), x_next))
+    return x, x
+
+  _, xs = scan(bwd, p0, (cs, ps), reverse=True)
+  return batch_util.moveaxis(xs, 0, nd - 1)
+
+
+def _tri_matvec(dl, d, du, x):
+  """T x for the tridiagonal T of (dl, d, du), x (..., m, n)."""
+  nd = get_aval(x).ndim
+  zero = U.const(0, U.dtype_of(x))
+  pad = lambda y, lo, hi: shapes.pad(y, zero, tuple([(0, 0, 0)] * (nd - 2) + [(lo, hi, 0),
+                                                                                (0, 0, 0)]))
+  m = get_aval(x).shape[-2]
+  x_prev = pad(slicing.slice(x, (0,) * nd, get_aval(x).shape[:-2] + (m - 1, get_aval(x).shape[-1])), 1, 0)
+  x_next = pad(slicing.slice(x, (0,) * (nd - 2) + (1, 0), get_aval(x).shape), 0, 1)
+  return binary.add(binary.add(U.scale_rows(x, d), U.scale_rows(x_prev, dl)),
+                    U.scale_rows(x_next, du))
+
+
+def _tridiagonal_solve_jvp(primals, tangents):
+  """dx = T^-1 (db - dT x)."""
+  dl, d, du, b = primals
+  x = tridiagonal_solve_p.bind(dl, d, du, b)
+  tdl, td, tdu, tb = tangents
+  if all(type(t) is ad.Zero for t in tangents):
+    return x, _zero_tangent(x)
+  rhs = _inst(tb) if type(tb) is not ad.Zero else U.full(U.shape_of(b), 0, U.dtype_of(b))
+  if not all(type(t) is ad.Zero for t in (tdl, td, tdu)):
+    rhs = binary.sub(rhs, _tri_matvec(_inst(tdl), _inst(td), _inst(tdu), x))
+  return x, tridiagonal_solve_p.bind(dl, d, du, rhs)
+
+
+def _transposed_diagonals(dl, du):
+  """(dl', du') of T^T: T^T[i, i-1] = du[i-1], T^T[i, i+1] = dl[i+1]."""
+  nd = get_aval(dl).ndim
+  m = get_aval(dl).shape[-1]
+  zero = U.const(0, U.dtype_of(dl))
+  batch = get_aval(dl).shape[:-1]
+  cfg = lambda lo, hi: tuple([(0, 0, 0)] * (nd - 1) + [(lo, hi, 0)])
+  new_dl = shapes.pad(slicing.slice(du, (0,) * nd, batch + (m - 1,)), zero, cfg(1, 0))
+  new_du = shapes.pad(slicing.slice(dl, (0,) * (nd - 1) + (1,), batch + (m,)), zero, cfg(0, 1))
+  return new_dl, new_du
+
+
+def _tridiagonal_solve_transpose(ct, dl, d, du, b):
+  if any(ad.is_undefined_primal(v) for v in (dl, d, du)):
+    raise NotImplementedError("tridiagonal_solve is linear in b only")
+  if type(ct) is ad.Zero:
+    return [None, None, None, ad.Zero(b.aval)]
+  tdl, tdu = _transposed_diagonals(dl, du)
+  return [None, None, None, tridiagonal_solve_p.bind(tdl, d, tdu, ct)]
+
+
+tridiagonal_solve_p = Primitive("tridiagonal_solve")
+tridiagonal_solve_p.def_abstract_eval(_tridiagonal_solve_abstract_eval)
+dispatch.def_numpy_impl(tridiagonal_solve_p, _tridiagonal_solve_numpy)
+ad.primitive_jvps[tridiagonal_solve_p] = _tridiagonal_solve_jvp
+ad.primitive_transposes[tridiagonal_solve_p] = _tridiagonal_solve_transpose
+_front_batcher(tridiagonal_solve_p)
+mlir.register_lowering(tridiagonal_solve_p,
+                       mlir.lower_fun(_tridiagonal_solve_lax, multiple_results=False))
+inv.definverse(tridiagonal_solve_p,
+               lambda outs, ins, avals_in: [ins[0], ins[1], ins[2],
+                                            _tri_matvec(ins[0], ins[1], ins[2], outs[0])],
+               solves=lambda known, eqn, facts: all(known[:3]) and not known[3])
+
+
+# --- symmetric_product ---------------------------------------------------------------------------
+def symmetric_product(a_matrix, c_matrix, *, alpha: float = 1.0, beta: float = 0.0,
+                      symmetrize_output: bool = False):
+  """alpha * a a^T + beta * c (the lower triangle; the whole if symmetrize_output).
+
+  Args:
+    a_matrix: (..., n, k).
+    c_matrix: (..., n, n).
+    alpha, beta: scalars.
+    symmetrize_output: fill the upper triangle from the lower.
+
+  Returns:
+    (..., n, n).
+
+  Example:
+    >>> symmetric_product(a, c, alpha=2.0, beta=1.0)
+  """
+  out = symmetric_product_p.bind(a_matrix, c_matrix, alpha=float(alpha), beta=float(beta))
+  if symmetrize_output:
+    lower = U.tril(out)
+    out = binary.add(lower, U.swap_last(U.tril(out, -1)))
+  return out
+
+
+def _symmetric_product_abstract_eval(a, c, *, alpha, beta):
+  if a.ndim < 2 or c.ndim != a.ndim or c.shape[-1] != c.shape[-2] or \
+      c.shape[-1] != a.shape[-2] or a.shape[:-2] != c.shape[:-2]:
+    raise ValueError(f"symmetric_product requires a (..., n, k) and c (..., n, n), got "
+                     f"{a.shape} and {c.shape}")
+  if a.dtype != c.dtype or a.dtype not in _FLOATS:
+    raise TypeError(f"symmetric_product requires a and c of one floating dtype, got "
+                    f"{a.dtype.name} and {c.dtype.name}")
+  return ShapedArray(c.shape, c.dtype)
+
+
+def _symmetric_product_numpy(a, c, *, alpha, beta):
+  full = alpha * (a @ np.swapaxes(a, -1, -2)) + beta * c
+  return np.where(np.tri(c.shape[-1], dtype=bool), full, c).astype(c.dtype)
+
+
+def _symmetric_product_lax(a, c, *, alpha, beta):
+  dtype = U.dtype_of(c)
+  full = binary.add(binary.mul(U.const(alpha, dtype), U.matmul(a, U.swap_last(a))),
+                    binary.mul(U.const(beta, dtype), c))
+  mask = U.tri_mask(U.shape_of(c), 0, True)
+  return U.select(mask, c, full)
+
+
+def _symmetric_product_jvp(primals, tangents, *, alpha, beta):
+  a, c = primals
+  da, dc = tangents
+  out = symmetric_product_p.bind(a, c, alpha=alpha, beta=beta)
+  dtype = U.dtype_of(c)
+  mask = U.tri_mask(U.shape_of(c), 0, True)
+  t = U.full(U.shape_of(c), 0, dtype)
+  if type(da) is not ad.Zero:
+    prod = U.matmul(da, U.swap_last(a))
+    t = binary.add(t, binary.mul(U.const(alpha, dtype), binary.add(prod, U.swap_last(prod))))
+  upper = U.full(U.shape_of(c), 0, dtype)
+  if type(dc) is not ad.Zero:
+    t = binary.add(t, binary.mul(U.const(beta, dtype), dc))
+    upper = dc
+  return out, U.select(mask, upper, t)
+
+
+symmetric_product_p = Primitive("symmetric_product")
+symmetric_product_p.def_abstract_eval(_symmetric_product_abstract_eval)
+dispatch.def_numpy_impl(symmetric_product_p, _symmetric_product_numpy)
+ad.primitive_jvps[symmetric_product_p] = _symmetric_product_jvp
+_front_batcher(symmetric_product_p)
+mlir.register_lowering(symmetric_product_p,
+                       mlir.lower_fun(_symmetric_product_lax, multiple_results=False))
+inv.not_invertible(symmetric_product_p, "many-to-one: a a^T does not determine a")
