@@ -239,3 +239,4 @@ from revax._src.numpy import array_methods as _array_methods
 import sys as _sys
 _array_methods.install(_sys.modules[__name__])
 del _sys
+from revax.numpy import linalg as linalg
