@@ -142,13 +142,14 @@ def _cholesky_numpy(x):
 
 
 def _cholesky_jvp(primals, tangents):
-  """dL = L phi(L^-1 dA L^-H), phi = lower triangle with half the diagonal; dA is the Hermitian
-  matrix of dx's lower triangle (the primitive reads only that)."""
+  """dL = L phi(L^-1 dA L^-H), phi = lower triangle with half the diagonal. As in JAX, the
+  tangent dA is used as given: it is taken to be Hermitian (the wrapper's symmetrize_input
+  makes it so), even though the primitive itself reads only the lower triangle."""
   (x,), (dx,) = primals, tangents
   L = cholesky_p.bind(x)
   if type(dx) is ad.Zero:
     return L, dx
-  dA = _hermitian_from_triangle(dx, True)
+  dA = dx
   tmp = triangular_solve(L, dA, left_side=False, lower=True, transpose_a=True, conjugate_a=True)
   tmp = triangular_solve(L, tmp, left_side=True, lower=True)
   half = U.vector_to_diag(binary.mul(U.diag_part(tmp), U.const(0.5, U.dtype_of(x))))
@@ -1015,7 +1016,7 @@ def _eigh_lax(x, *, lower, sort_eigenvalues, subset_by_index):
 
 def _eigh_jvp(primals, tangents, *, lower, sort_eigenvalues, subset_by_index):
   """dw = real diag(V^H dA V); dV = V (F o (V^H dA V)) with F_ij = 1 / (w_j - w_i) off the
-  diagonal (dA: the Hermitian matrix of the triangle the primitive reads)."""
+  diagonal. As in JAX, the tangent dA is used as given (taken to be Hermitian)."""
   (x,), (dx,) = primals, tangents
   v, w = eigh_p.bind(x, lower=lower, sort_eigenvalues=sort_eigenvalues,
                      subset_by_index=subset_by_index)
@@ -1024,8 +1025,7 @@ def _eigh_jvp(primals, tangents, *, lower, sort_eigenvalues, subset_by_index):
   if subset_by_index is not None and tuple(subset_by_index) != (0, get_aval(x).shape[-1]):
     raise NotImplementedError("the derivative of eigh with subset_by_index is not implemented")
   dtype = U.dtype_of(x)
-  da = _hermitian_from_triangle(dx, lower)
-  vdv = U.matmul(U.adjoint(v), U.matmul(da, v))
+  vdv = U.matmul(U.adjoint(v), U.matmul(dx, v))
   dw = U.diag_part(vdv)
   dw = unary.real(dw) if dtypes.is_complex(dtype) else dw
   n = get_aval(w).shape[-1]
