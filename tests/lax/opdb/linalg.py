@@ -269,7 +269,8 @@ RECORDS = [
            _args(_sym((4, 4))), lambda x: np.linalg.eigvalsh(x)[1:3].astype(x.dtype),
            grad_order=0, **_TOL),
   OpRecord("eigh_f32_values", "eigh", lambda x: lin.eigh(x, symmetrize_input=False)[1],
-           _args(_sym((4, 4))), lambda x: np.linalg.eigvalsh(x).astype(x.dtype), **_TOL),
+           _args(_sym((4, 4))), lambda x: np.linalg.eigvalsh(x).astype(x.dtype), grad_order=0,
+           **_TOL),
   *_parts("eigh_c64", "eigh", _eigh_fun(), _args(_sym((3, 3), np.complex64)), _eigh_ref(),
            {0: {}, 1: {}}, grad_order=0, **_TOL),
   # svd
