@@ -427,9 +427,10 @@ def _permute_rows(x, perm):
 
 
 def _take_cols(x, idx):
-  """x[..., :, idx] (idx (..., n) int32)."""
+  """x[..., :, idx] (idx (..., k) int32, k at most x's column count)."""
   xa = get_aval(x)
-  ib = shapes.broadcast_in_dim(idx, xa.shape, tuple(range(xa.ndim - 2)) + (xa.ndim - 1,))
+  shape = xa.shape[:-1] + get_aval(idx).shape[-1:]
+  ib = shapes.broadcast_in_dim(idx, shape, tuple(range(xa.ndim - 2)) + (xa.ndim - 1,))
   return slicing.gather_along_axis(x, ib, xa.ndim - 1)
 
 
@@ -808,26 +809,9 @@ inv.definverse(qr_p, _qr_rebuild, solves=inv.all_unknown_ok)
 
 
 # --- Jacobi machinery shared by eigh and svd -----------------------------------------------------
-def _round_robin(n: int):
-  """Partner tables of the round-robin (tournament) ordering of n (even) indices: n - 1 rounds,
-  each pairing every index with another once; row r gives partner[r, i] and whether i is the
-  smaller index of its pair."""
-  players = list(range(n))
-  partner = np.zeros((max(n - 1, 1), n), np.int32)
-  first = np.zeros((max(n - 1, 1), n), bool)
-  for rnd in range(n - 1):
-    for i in range(n // 2):
-      p, q = players[i], players[n - 1 - i]
-      p, q = min(p, q), max(p, q)
-      partner[rnd, p], partner[rnd, q] = q, p
-      first[rnd, p] = True
-    players = [players[0], players[-1]] + players[1:-1]
-  return partner, first
-
-
 def _jacobi_rotation(app, aqq, apq, dtype):
-  """Per-index coefficients of the 2x2 rotations that zero apq: (c, r), with the row update
-  x_i' = c_i x_i + r_i x_partner and the column update x_i' = c_i x_i + conj(r_i) x_partner."""
+  """The 2x2 rotations (one per pair) that zero apq: (c, s, phase); phase is None for real
+  dtypes, else apq / |apq| (the rotation is applied with that phase)."""
   rdt = U.real_dtype(dtype)
   mag = unary.abs(apq)
   zero = comparison.eq(mag, U.const(0, rdt))
@@ -848,94 +832,114 @@ def _jacobi_rotation(app, aqq, apq, dtype):
   return c, s, None
 
 
-def _pair_coefficients(c, s, phase, first, dtype):
-  """Row coefficient r_i for each index: -s e^{i phi} for the first of a pair, s e^{-i phi} for
-  the second (phi: the phase of a_pq of the pair, indexed by the first)."""
+def _row_coefficients(c, s, phase, dtype):
+  """Coefficients of the row update x_i' = C_i x_i + R_i x_partner(i) over the pair layout
+  (first halves, then second halves): R = -s e^{i phi} for the first of a pair, s e^{-i phi}
+  for the second. The column update uses conj(R)."""
+  cc = U.to_dtype(c, dtype)
   if phase is None:
-    return U.select(first, s, unary.neg(s))
-  pos = binary.mul(s, U.conj(phase))
-  neg = unary.neg(binary.mul(s, phase))
-  return U.select(first, pos, neg)
+    r_first, r_second = unary.neg(s), s
+  else:
+    r_first, r_second = unary.neg(binary.mul(s, phase)), binary.mul(s, U.conj(phase))
+  return shapes.concatenate([cc, cc], 0), shapes.concatenate([r_first, r_second], 0)
 
 
-def _rows_of(x, partner):
-  n = U.shape_of(x)[0]
-  return slicing.gather_along_axis(x, shapes.broadcast_in_dim(partner, (n, U.shape_of(x)[1]), (0,)), 0)
+def _slice_axis(x, lo: int, hi: int, axis: int):
+  shape = U.shape_of(x)
+  return slicing.slice(x, tuple(lo if d == axis else 0 for d in range(len(shape))),
+                       tuple(hi if d == axis else size for d, size in enumerate(shape)))
 
 
-def _cols_of(x, partner):
-  m = U.shape_of(x)[0]
-  return slicing.gather_along_axis(x, shapes.broadcast_in_dim(partner, (m, U.shape_of(x)[1]), (1,)), 1)
+def _halves_swapped(x, axis):
+  """x with the two halves of `axis` exchanged: each index faces its pair partner."""
+  k = U.shape_of(x)[axis] // 2
+  lo = _slice_axis(x, 0, k, axis)
+  hi = _slice_axis(x, k, 2 * k, axis)
+  return shapes.concatenate([hi, lo], axis)
 
 
-def _pick(v, partner, first):
-  """Per index, the value v at the first index of its pair."""
-  return U.select(first, slicing.gather_along_axis(v, partner, 0), v)
+def _tournament_step(x, axis):
+  """The round-robin ("circle") move along `axis` in the pair layout (first halves t, second
+  halves b, pairs (t_i, b_i)): t_0 stays, b_0 moves up, the t's shift right, the b's left, and
+  t_{k-1} comes down. N - 1 moves pair every two indices exactly once."""
+  k = U.shape_of(x)[axis] // 2
+  if k < 2:
+    return x
+  sl = lambda lo, hi: _slice_axis(x, lo, hi, axis)
+  return shapes.concatenate([sl(0, 1), sl(k, k + 1), sl(1, k - 1), sl(k + 1, 2 * k),
+                             sl(k - 1, k)], axis)
 
 
 _MAX_SWEEPS = 30
 
 
+def _jacobi_continues(tol):
+  """Whether another sweep is needed: the off-diagonal measure is above `tol`, the last sweep
+  still reduced it markedly (once rounding dominates, sweeps stop helping), and the sweep
+  budget is not spent. The carry ends with (sweeps, previous measure, current measure)."""
+  def cond(carry):
+    k, prev, cur = carry[-3:]
+    above = comparison.gt(cur, tol)
+    progress = comparison.lt(cur, binary.mul(prev, U.const(0.9, U.dtype_of(prev))))
+    budget = comparison.lt(k, np.int32(_MAX_SWEEPS))
+    return binary.bitwise_and(binary.bitwise_and(above, progress), budget)
+  return cond
+
+
 def _jacobi_eigh_one(a):
-  """Eigen-decomposition of one Hermitian (n, n) matrix by cyclic Jacobi with a round-robin
-  ordering: each round applies n/2 disjoint rotations at once (row and column gathers);
-  sweeps of n - 1 rounds repeat until the off-diagonal part is below eps * ||a||. Returns
-  (eigenvectors, eigenvalues) unsorted."""
+  """Eigen-decomposition of one Hermitian (n, n) matrix by cyclic Jacobi in the round-robin
+  (parallel) order: each round applies n/2 disjoint rotations at once, as row and column
+  updates against the halves-swapped matrix, then moves the indices one step of the circle
+  (slices and concatenations: no gathers). Sweeps of n - 1 rounds repeat until the off-diagonal
+  norm is below eps * ||a|| or stops shrinking. An odd n gets a decoupled dummy index whose
+  eigenvalue exceeds every other, so that it sorts last. Returns (vectors, values) unsorted,
+  the dummy included."""
   n = U.shape_of(a)[0]
   dtype = U.dtype_of(a)
   rdt = U.real_dtype(dtype)
+  frob = unary.sqrt(reduce_sum(U.abs_sq(a), (0, 1)))
   N = n + (n % 2)
   if N != n:
     a = shapes.pad(a, U.const(0, dtype), ((0, 1, 0), (0, 1, 0)))
-  partner_t, first_t = _round_robin(N)
+    big = U.to_dtype(binary.add(binary.mul(frob, U.const(2, rdt)), U.const(1, rdt)), dtype)
+    corner = U.vector_to_diag(shapes.pad(shapes.reshape(big, (1,)), U.const(0, dtype),
+                                         ((N - 1, 0, 0),)))
+    a = binary.add(a, corner)
+  k = N // 2
   eps = float(np.finfo(rdt).eps)
-  frob = unary.sqrt(reduce_sum(U.abs_sq(a), (0, 1)))
   tol = binary.mul(frob, U.const(eps, rdt))
   offmask = comparison.ne(shapes.broadcasted_iota(np.int32, (N, N), 0),
                           shapes.broadcasted_iota(np.int32, (N, N), 1))
-  rows_i = shapes.iota(np.int32, N)
 
   def off_norm(a):
     sq = U.select(offmask, U.full((N, N), 0, rdt), U.abs_sq(a))
     return unary.sqrt(reduce_sum(sq, (0, 1)))
 
-  def one_round(rnd, carry):
+  def one_round(_, carry):
     a, v = carry
-    partner = shapes.reshape(slicing.dynamic_slice(partner_t, (rnd, np.int32(0)), (1, N)), (N,))
-    first = shapes.reshape(slicing.dynamic_slice(first_t, (rnd, np.int32(0)), (1, N)), (N,))
     diag = U.diag_part(a)
     if dtypes.is_complex(dtype):
       diag = unary.real(diag)
-    a_ip = shapes.reshape(slicing.gather_along_axis(a, shapes.reshape(partner, (N, 1)), 1), (N,))
-    app = _pick(diag, partner, first)
-    aqq = _pick(slicing.gather_along_axis(diag, partner, 0), partner, first)
-    apq = _pick(a_ip, partner, first)
+    app, aqq = slicing.slice(diag, (0,), (k,)), slicing.slice(diag, (k,), (N,))
+    apq = U.diag_part(slicing.slice(a, (0, k), (k, N)))
     c, s, phase = _jacobi_rotation(app, aqq, apq, dtype)
-    r = _pair_coefficients(c, s, phase, first, dtype)
-    cc = U.to_dtype(c, dtype)
-    a = binary.add(U.scale_rows(a, cc), U.scale_rows(_rows_of(a, partner), r))
+    cc, r = _row_coefficients(c, s, phase, dtype)
+    a = binary.add(U.scale_rows(a, cc), U.scale_rows(_halves_swapped(a, 0), r))
     rc = U.conj(r)
-    a = binary.add(U.scale_cols(a, cc), U.scale_cols(_cols_of(a, partner), rc))
-    v = binary.add(U.scale_cols(v, cc), U.scale_cols(_cols_of(v, partner), rc))
-    return a, v
+    a = binary.add(U.scale_cols(a, cc), U.scale_cols(_halves_swapped(a, 1), rc))
+    v = binary.add(U.scale_cols(v, cc), U.scale_cols(_halves_swapped(v, 1), rc))
+    return _tournament_step(_tournament_step(a, 0), 1), _tournament_step(v, 1)
 
   def sweep(carry):
-    a, v, k = carry
+    a, v, sweeps, _, off = carry
     a, v = fori_loop(np.int32(0), np.int32(N - 1), one_round, (a, v))
-    return a, v, binary.add(k, np.int32(1))
+    return a, v, binary.add(sweeps, np.int32(1)), off, off_norm(a)
 
-  def not_done(carry):
-    a, _, k = carry
-    return binary.bitwise_and(comparison.gt(off_norm(a), tol), comparison.lt(k, np.int32(_MAX_SWEEPS)))
-
-  del rows_i
-  a, v, _ = while_loop(not_done, sweep, (a, U.eye(N, N, dtype), np.int32(0)))
+  init = (a, U.eye(N, N, dtype), np.int32(0), U.const(np.inf, rdt), off_norm(a))
+  a, v, _, _, _ = while_loop(_jacobi_continues(tol), sweep, init)
   w = U.diag_part(a)
   if dtypes.is_complex(dtype):
     w = unary.real(w)
-  if N != n:
-    v = slicing.slice(v, (0, 0), (n, n))
-    w = slicing.slice(w, (0,), (n,))
   return v, w
 
 
@@ -1005,6 +1009,11 @@ def _eigh_lax(x, *, lower, sort_eigenvalues, subset_by_index):
   h = _hermitian_from_triangle(x, lower)
   v, w = U.map_batch(_jacobi_eigh_one, [h], aval.ndim - 2)
   v, w = _sort_eig(v, w)
+  n = aval.shape[-1]
+  if get_aval(w).shape[-1] != n:  # an odd size: the dummy sorted last
+    nd = aval.ndim
+    v = slicing.slice(v, (0,) * nd, aval.shape[:-2] + (n, n))
+    w = slicing.slice(w, (0,) * (nd - 1), aval.shape[:-2] + (n,))
   lo, hi = _subset(aval.shape[-1], subset_by_index)
   if (lo, hi) != (0, aval.shape[-1]):
     nd = aval.ndim
@@ -1110,58 +1119,67 @@ def _svd_numpy(x, *, full_matrices, compute_uv, subset_by_index):
 
 
 def _one_sided_jacobi(w):
-  """One-sided Jacobi on one square (n, n) matrix: rotations V from the right until the columns
-  of W = A V are orthogonal. Returns (W, V)."""
+  """One-sided Jacobi on one square (n, n) matrix: rotations V from the right, in the round-robin
+  order of _jacobi_eigh_one (column updates only), until the columns of W = A V are orthogonal:
+  every |w_i^H w_j| below 4 eps |w_i| |w_j|, or the off-diagonal Gram norm stops shrinking.
+  An odd n gets a dummy column (zero but for a large entry in a new row) that couples to
+  nothing and has the largest norm. Returns (W, V) with columns in tournament order."""
   n = U.shape_of(w)[0]
   dtype = U.dtype_of(w)
   rdt = U.real_dtype(dtype)
   N = n + (n % 2)
   if N != n:
-    w = shapes.pad(w, U.const(0, dtype), ((0, 0, 0), (0, 1, 0)))
-  partner_t, first_t = _round_robin(N)
+    frob = unary.sqrt(reduce_sum(U.abs_sq(w), (0, 1)))
+    w = shapes.pad(w, U.const(0, dtype), ((0, 1, 0), (0, 1, 0)))
+    big = U.to_dtype(binary.add(binary.mul(frob, U.const(2, rdt)), U.const(1, rdt)), dtype)
+    w = binary.add(w, U.vector_to_diag(shapes.pad(shapes.reshape(big, (1,)), U.const(0, dtype),
+                                                  ((N - 1, 0, 0),))))
+  k = N // 2
   eps = float(np.finfo(rdt).eps)
   offmask = comparison.ne(shapes.broadcasted_iota(np.int32, (N, N), 0),
                           shapes.broadcasted_iota(np.int32, (N, N), 1))
 
-  def off(w):
+  def measures(w):
+    """(max relative |g_ij|, off-diagonal Frobenius norm of the Gram matrix g = W^H W)."""
     g = U.matmul(U.adjoint(w), w)
+    gabs = unary.abs(g)
     d = unary.sqrt(unary.abs(U.diag_part(g)))
     d = U.select(comparison.eq(d, U.const(0, rdt)), d, U.const(1, rdt))
-    rel = binary.div(unary.abs(g), binary.mul(shapes.broadcast_in_dim(d, (N, N), (0,)),
-                                              shapes.broadcast_in_dim(d, (N, N), (1,))))
-    return reduce_max(U.select(offmask, U.full((N, N), 0, rdt), rel), (0, 1))
+    rel = binary.div(gabs, binary.mul(shapes.broadcast_in_dim(d, (N, N), (0,)),
+                                      shapes.broadcast_in_dim(d, (N, N), (1,))))
+    zeros = U.full((N, N), 0, rdt)
+    off_rel = reduce_max(U.select(offmask, zeros, rel), (0, 1))
+    off_fro = unary.sqrt(reduce_sum(U.select(offmask, zeros, unary.square(gabs)), (0, 1)))
+    return off_rel, off_fro
 
-  def one_round(rnd, carry):
+  def one_round(_, carry):
     w, v = carry
-    partner = shapes.reshape(slicing.dynamic_slice(partner_t, (rnd, np.int32(0)), (1, N)), (N,))
-    first = shapes.reshape(slicing.dynamic_slice(first_t, (rnd, np.int32(0)), (1, N)), (N,))
-    wp = _cols_of(w, partner)
+    wp = _halves_swapped(w, 1)
     norms = reduce_sum(U.abs_sq(w), (0,))
-    gam = reduce_sum(binary.mul(U.conj(w), wp), (0,))  # w_i^H w_partner(i)
-    app = _pick(norms, partner, first)
-    aqq = _pick(slicing.gather_along_axis(norms, partner, 0), partner, first)
-    apq = _pick(gam, partner, first)
-    c, s, phase = _jacobi_rotation(app, aqq, apq, dtype)
-    r = U.conj(_pair_coefficients(c, s, phase, first, dtype))
-    cc = U.to_dtype(c, dtype)
-    w = binary.add(U.scale_cols(w, cc), U.scale_cols(wp, r))
-    v = binary.add(U.scale_cols(v, cc), U.scale_cols(_cols_of(v, partner), r))
-    return w, v
+    gam = reduce_sum(binary.mul(U.conj(slicing.slice(w, (0, 0), (N, k))),
+                                slicing.slice(wp, (0, 0), (N, k))), (0,))  # w_p^H w_q
+    app, aqq = slicing.slice(norms, (0,), (k,)), slicing.slice(norms, (k,), (N,))
+    c, s, phase = _jacobi_rotation(app, aqq, gam, dtype)
+    cc, r = _row_coefficients(c, s, phase, dtype)
+    rc = U.conj(r)
+    w = binary.add(U.scale_cols(w, cc), U.scale_cols(wp, rc))
+    v = binary.add(U.scale_cols(v, cc), U.scale_cols(_halves_swapped(v, 1), rc))
+    return _tournament_step(w, 1), _tournament_step(v, 1)
 
   def sweep(carry):
-    w, v, k = carry
+    w, v, sweeps, _, _, fro = carry
     w, v = fori_loop(np.int32(0), np.int32(N - 1), one_round, (w, v))
-    return w, v, binary.add(k, np.int32(1))
+    rel, new_fro = measures(w)
+    return w, v, binary.add(sweeps, np.int32(1)), rel, fro, new_fro
 
-  def not_done(carry):
-    w, _, k = carry
-    return binary.bitwise_and(comparison.gt(off(w), U.const(4 * eps, rdt)),
-                              comparison.lt(k, np.int32(_MAX_SWEEPS)))
+  def cond(carry):
+    _, _, sweeps, rel, prev, cur = carry
+    go = _jacobi_continues(U.const(0, rdt))((sweeps, prev, cur))
+    return binary.bitwise_and(go, comparison.gt(rel, U.const(4 * eps, rdt)))
 
-  w, v, _ = while_loop(not_done, sweep, (w, U.eye(N, N, dtype), np.int32(0)))
-  if N != n:
-    w = slicing.slice(w, (0, 0), (n, n))
-    v = slicing.slice(v, (0, 0), (n, n))
+  rel0, fro0 = measures(w)
+  init = (w, U.eye(N, N, dtype), np.int32(0), rel0, U.const(np.inf, rdt), fro0)
+  w, v, _, _, _, _ = while_loop(cond, sweep, init)
   return w, v
 
 
@@ -1171,12 +1189,17 @@ def _svd_square(a, compute_uv):
   dtype = U.dtype_of(a)
   rdt = U.real_dtype(dtype)
   w, v = _one_sided_jacobi(a)
+  N = U.shape_of(w)[1]
   s = unary.sqrt(reduce_sum(U.abs_sq(w), (0,)))
   from revax._src.lax.sorting import sort
-  _, idx = sort((unary.neg(s), shapes.iota(np.int32, n)), 0, num_keys=1)
+  _, idx = sort((unary.neg(s), shapes.iota(np.int32, N)), 0, num_keys=1)
+  if N != n:  # an odd size: the dummy column has the largest norm; drop it
+    idx = slicing.slice(idx, (1,), (N,))
   s = slicing.gather_along_axis(s, idx, 0)
   if not compute_uv:
     return s, None, None
+  if N != n:
+    w, v = slicing.slice(w, (0, 0), (n, N)), slicing.slice(v, (0, 0), (n, N))
   w, v = _take_cols(w, idx), _take_cols(v, idx)
   zero = comparison.eq(s, U.const(0, rdt))
   inv_s = binary.div(U.const(1, rdt), U.select(zero, s, U.const(1, rdt)))
