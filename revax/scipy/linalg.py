@@ -17,6 +17,7 @@ from revax._src.scipy.linalg import fiedler_companion as fiedler_companion
 from revax._src.scipy.linalg import hadamard as hadamard
 from revax._src.scipy.linalg import hankel as hankel
 from revax._src.scipy.linalg import helmert as helmert
+from revax._src.scipy.linalg import hessenberg as hessenberg
 from revax._src.scipy.linalg import hilbert as hilbert
 from revax._src.scipy.linalg import inv as inv
 from revax._src.scipy.linalg import invhilbert as invhilbert

@@ -37,6 +37,9 @@ __all__ = [
   "tridiagonal_solve", "symmetric_product", "SvdAlgorithm", "EighImplementation",
   "cholesky_p", "triangular_solve_p", "lu_p", "lu_pivots_to_permutation_p", "qr_p", "eigh_p",
   "svd_p", "tridiagonal_solve_p", "symmetric_product_p",
+  "householder_product", "householder_product_p", "ormqr", "ormqr_p", "hessenberg",
+  "hessenberg_p", "tridiagonal", "tridiagonal_p", "cholesky_update", "cholesky_update_p", "qdwh",
+  "EigImplementation",
 ]
 
 
@@ -46,6 +49,13 @@ class SvdAlgorithm(enum.Enum):
   QR = "QR"
   JACOBI = "Jacobi"
   POLAR = "polar"
+
+
+class EigImplementation(enum.Enum):
+  """Which non-symmetric eigensolver to use (accepted for JAX compatibility: revax has none)."""
+  LAPACK = "lapack"
+  MAGMA = "magma"
+  CUSOLVER = "cusolver"
 
 
 class EighImplementation(enum.Enum):
@@ -1547,3 +1557,444 @@ _front_batcher(symmetric_product_p)
 mlir.register_lowering(symmetric_product_p,
                        mlir.lower_fun(_symmetric_product_lax, multiple_results=False))
 inv.not_invertible(symmetric_product_p, "many-to-one: a a^T does not determine a")
+
+
+# --- primitives whose rules come from their lax algorithm ----------------------------------------
+def _algorithmic_primitive(name, lax_fn, abstract_eval, reason, numpy_fn=None):
+  """A primitive computed by the lax function `lax_fn(*args, **params) -> list of outputs`: it
+  lowers by tracing that function, differentiates by differentiating it (forward mode through
+  the algorithm), batches with its batch axes in front, and runs eagerly in NumPy when
+  `numpy_fn` is given (else XLA compiles it)."""
+  prim = Primitive(name, multiple_results=True)
+  prim.def_abstract_eval(abstract_eval)
+  if numpy_fn is not None:
+    dispatch.def_numpy_impl(prim, numpy_fn)
+
+  def jvp(primals, tangents, **params):
+    if all(type(t) is ad.Zero for t in tangents):
+      outs = prim.bind(*primals, **params)
+      return outs, [_zero_tangent(o) for o in outs]
+    tangents = [_inst(t) if dtypes.is_inexact(get_aval(p).dtype) else t
+                for p, t in zip(primals, tangents, strict=True)]
+    outs, touts = ad.jvp_flat(lambda *xs: list(lax_fn(*xs, **params)), list(primals), tangents)
+    outs = prim.bind(*primals, **params)
+    return outs, [ad.Zero(ad.tangent_aval(get_aval(o))) if type(t) is ad.Zero else t
+                  for o, t in zip(outs, touts, strict=True)]
+
+  ad.primitive_jvps[prim] = jvp
+  _front_batcher(prim)
+  mlir.register_lowering(prim, mlir.lower_fun(lambda *xs, **p: list(lax_fn(*xs, **p)),
+                                              multiple_results=True))
+  inv.not_invertible(prim, reason)
+  return prim
+
+
+def _reflector(col, k, rows, dtype):
+  """LAPACK's larfg on entries k.. of `col` (m,): (v, tau, beta) with v[k] = 1, v[:k] = 0, and
+  (I - tau v v^H)^H col = beta e_k; tau = 0 (identity) when nothing is to be annihilated."""
+  m = U.shape_of(col)[0]
+  rdt = U.real_dtype(dtype)
+  cplx = dtypes.is_complex(dtype)
+  alpha = shapes.reshape(slicing.dynamic_slice(col, (k,), (1,)), ())
+  tail = U.select(comparison.gt(rows, k), U.full((m,), 0, dtype), col)
+  xnorm2 = reduce_sum(U.abs_sq(tail), (0,))
+  a_re = unary.real(alpha) if cplx else alpha
+  a_im2 = unary.square(unary.imag(alpha)) if cplx else U.const(0, rdt)
+  skip = binary.bitwise_and(comparison.eq(xnorm2, U.const(0, rdt)),
+                            comparison.eq(a_im2, U.const(0, rdt)))
+  norm = unary.sqrt(binary.add(binary.add(unary.square(a_re), a_im2), xnorm2))
+  sign = U.select(comparison.lt(a_re, U.const(0, rdt)), U.const(1, rdt), U.const(-1, rdt))
+  beta = U.to_dtype(binary.mul(unary.neg(sign), norm), dtype)
+  tau = binary.div(binary.sub(beta, alpha), U.select(skip, beta, U.const(1, dtype)))
+  tau = U.select(skip, tau, U.const(0, dtype))
+  denom = U.select(skip, binary.sub(alpha, beta), U.const(1, dtype))
+  v = U.select(comparison.eq(rows, k), binary.div(tail, denom), U.full((m,), 1, dtype))
+  beta = U.select(skip, beta, alpha)
+  return v, tau, beta
+
+
+def _outer(x, y):
+  m, n = U.shape_of(x)[0], U.shape_of(y)[0]
+  return binary.mul(shapes.broadcast_in_dim(x, (m, n), (0,)), shapes.broadcast_in_dim(y, (m, n), (1,)))
+
+
+def _vec_mat(v, a):
+  """v^H a for v (m,), a (m, n): (n,)."""
+  return shapes.reshape(U.matmul(shapes.reshape(U.conj(v), (1, U.shape_of(v)[0])), a),
+                        (U.shape_of(a)[1],))
+
+
+def _mat_vec(a, v):
+  return shapes.reshape(U.matmul(a, shapes.reshape(v, (U.shape_of(v)[0], 1))), (U.shape_of(a)[0],))
+
+
+# --- householder_product and ormqr --------------------------------------------------------------
+def householder_product(a, taus):
+  """The first n columns of Q = H_0 ... H_{k-1}, H_i = I - taus[i] v_i v_i^H, with v_i[i] = 1
+  and v_i[i+1:] = a[i+1:, i] (LAPACK's orgqr/ungqr).
+
+  Args:
+    a: (..., m, n) reflectors below the diagonal, m >= n.
+    taus: (..., k), k <= n.
+
+  Returns:
+    (..., m, n).
+
+  Example:
+    >>> householder_product(a, taus)
+  """
+  return householder_product_p.bind(a, taus)[0]
+
+
+def _householder_product_abstract_eval(a, taus):
+  _check_matrix("householder_product", a, square=False)
+  m, n = a.shape[-2:]
+  if taus.ndim != a.ndim - 1 or taus.shape[:-1] != a.shape[:-2] or taus.shape[-1] > n or m < n:
+    raise ValueError(f"householder_product requires a (..., m, n) with m >= n and taus "
+                     f"(..., k) with k <= n and the same batch shape, got {a.shape} and "
+                     f"{taus.shape}")
+  if taus.dtype != a.dtype:
+    raise TypeError(f"householder_product requires a and taus of one dtype, got "
+                    f"{a.dtype.name} and {taus.dtype.name}")
+  return [ShapedArray(a.shape, a.dtype)]
+
+
+def _householder_q_one(a, taus):
+  m, n = U.shape_of(a)
+  k = U.shape_of(taus)[0]
+  dtype = U.dtype_of(a)
+  rows = shapes.iota(np.int32, m)
+
+  def body(step, q):
+    i = binary.sub(np.int32(k - 1), step)
+    col = shapes.reshape(slicing.dynamic_slice(a, (np.int32(0), i), (m, 1)), (m,))
+    v = U.select(comparison.gt(rows, i), U.full((m,), 0, dtype), col)
+    v = U.select(comparison.eq(rows, i), v, U.full((m,), 1, dtype))
+    tau = shapes.reshape(slicing.dynamic_slice(taus, (i,), (1,)), ())
+    return binary.sub(q, binary.mul(tau, _outer(v, _vec_mat(v, q))))
+
+  return fori_loop(np.int32(0), np.int32(k), body, U.eye(m, n, dtype))
+
+
+def _householder_product_lax(a, taus):
+  return [U.map_batch(_householder_q_one, [a, taus], get_aval(a).ndim - 2,
+                      multiple_results=False)]
+
+
+householder_product_p = _algorithmic_primitive(
+    "householder_product", _householder_product_lax, _householder_product_abstract_eval,
+    "many-to-one: only the reflectors below the diagonal are read")
+
+
+def ormqr(a, taus, c, *, left: bool = True, transpose: bool = False):
+  """Q c, Q^H c (left) or c Q, c Q^H with Q = H_0 ... H_{k-1} from (a, taus) as in
+  householder_product (full m x m; LAPACK's ormqr/unmqr).
+
+  Example:
+    >>> ormqr(a, taus, c, left=True, transpose=True)
+  """
+  return ormqr_p.bind(a, taus, c, left=bool(left), transpose=bool(transpose))[0]
+
+
+def _ormqr_abstract_eval(a, taus, c, *, left, transpose):
+  _check_matrix("ormqr", a, square=False)
+  m = a.shape[-2]
+  if c.ndim != a.ndim or c.shape[:-2] != a.shape[:-2] or (c.shape[-2] if left else c.shape[-1]) != m:
+    raise ValueError(f"ormqr: c's shape {c.shape} does not fit a's {a.shape} (left={left})")
+  if not (a.dtype == taus.dtype == c.dtype):
+    raise TypeError(f"ormqr requires one dtype, got {a.dtype.name}, {taus.dtype.name} and "
+                    f"{c.dtype.name}")
+  return [ShapedArray(c.shape, c.dtype)]
+
+
+def _ormqr_lax(a, taus, c, *, left, transpose):
+  aval = get_aval(a)
+  m, n = aval.shape[-2:]
+  nd = aval.ndim
+  if n < m:
+    a = shapes.pad(a, U.const(0, aval.dtype), tuple([(0, 0, 0)] * (nd - 1) + [(0, m - n, 0)]))
+  elif n > m:
+    a = slicing.slice(a, (0,) * nd, aval.shape[:-1] + (m,))
+  q = _householder_product_lax(a, taus)[0]
+  if transpose:
+    q = U.adjoint(q)
+  return [U.matmul(q, c) if left else U.matmul(c, q)]
+
+
+ormqr_p = _algorithmic_primitive("ormqr", _ormqr_lax, _ormqr_abstract_eval,
+                                 "many-to-one in the reflectors (only their lower part is read)")
+
+
+# --- hessenberg and tridiagonal ------------------------------------------------------------------
+def _hessenberg_one(a):
+  """Householder reduction of one (n, n) matrix to upper Hessenberg form, packed as LAPACK's
+  gehrd: (a with H on and above the first subdiagonal and the reflectors below it, taus)."""
+  n = U.shape_of(a)[0]
+  dtype = U.dtype_of(a)
+  rows = shapes.iota(np.int32, n)
+  cols = shapes.iota(np.int32, n)
+
+  def body(i, carry):
+    a, taus = carry
+    col = shapes.reshape(slicing.dynamic_slice(a, (np.int32(0), i), (n, 1)), (n,))
+    k = binary.add(i, np.int32(1))
+    v, tau, beta = _reflector(col, k, rows, dtype)
+    # left update on the columns after i only (column i keeps the stored reflector)
+    vha = U.select(comparison.gt(cols, i), U.full((n,), 0, dtype), _vec_mat(v, a))
+    a = binary.sub(a, binary.mul(U.conj(tau), _outer(v, vha)))
+    a = binary.sub(a, binary.mul(tau, _outer(_mat_vec(a, v), U.conj(v))))
+    stored = U.select(comparison.gt(rows, k), col, v)
+    stored = U.select(comparison.eq(rows, k), stored, shapes.broadcast_in_dim(beta, (n,), ()))
+    newcol = U.select(comparison.ge(rows, k), col, stored)
+    a = slicing.dynamic_update_slice(a, shapes.reshape(newcol, (n, 1)), (np.int32(0), i))
+    taus = slicing.dynamic_update_slice(taus, shapes.reshape(tau, (1,)), (i,))
+    return a, taus
+
+  steps = max(n - 1, 0)
+  return fori_loop(np.int32(0), np.int32(steps), body, (a, U.full((steps,), 0, dtype)))
+
+
+def hessenberg(a):
+  """Reduction to upper Hessenberg form, a = Q H Q^H, packed as LAPACK's gehrd.
+
+  Args:
+    a: (..., n, n).
+
+  Returns:
+    (packed, taus): H on and above the first subdiagonal, the reflectors of Q below it;
+    taus (..., n - 1) (Q = householder_product of the reflectors shifted down one row).
+
+  Example:
+    >>> packed, taus = hessenberg(a)
+  """
+  packed, taus = hessenberg_p.bind(a)
+  return packed, taus
+
+
+def _hessenberg_abstract_eval(a):
+  _check_matrix("hessenberg", a)
+  n = a.shape[-1]
+  return [ShapedArray(a.shape, a.dtype), ShapedArray(a.shape[:-2] + (max(n - 1, 0),), a.dtype)]
+
+
+def _hessenberg_lax(a):
+  return U.map_batch(_hessenberg_one, [a], get_aval(a).ndim - 2)
+
+
+hessenberg_p = _algorithmic_primitive("hessenberg", _hessenberg_lax, _hessenberg_abstract_eval,
+                                      "not implemented: rebuilding a needs Q from the packed "
+                                      "reflectors")
+
+
+def tridiagonal(a, *, lower: bool = True):
+  """Reduction of Hermitian matrices to real symmetric tridiagonal form, a = Q T Q^H, packed
+  as LAPACK's sytrd/hetrd.
+
+  Args:
+    a: (..., n, n); its lower (else upper) triangle is read.
+    lower: which triangle holds the input and receives the reflectors.
+
+  Returns:
+    (arr, d, e, taus): arr with the reflectors in the chosen triangle (the other one as given),
+    the diagonal d (..., n), the off-diagonal e (..., n - 1), and taus (..., n - 1).
+
+  Example:
+    >>> arr, d, e, taus = tridiagonal(a)
+  """
+  arr, d, e, taus = tridiagonal_p.bind(a, lower=bool(lower))
+  return arr, d, e, taus
+
+
+def _tridiagonal_abstract_eval(a, *, lower):
+  _check_matrix("tridiagonal", a)
+  batch, n = a.shape[:-2], a.shape[-1]
+  rdt = U.real_dtype(a.dtype)
+  return [ShapedArray(a.shape, a.dtype), ShapedArray(batch + (n,), rdt),
+          ShapedArray(batch + (max(n - 1, 0),), rdt),
+          ShapedArray(batch + (max(n - 1, 0),), a.dtype)]
+
+
+def _tridiagonal_lower_one(a):
+  n = U.shape_of(a)[0]
+  h = _hermitian_from_triangle(a, True)
+  packed, taus = _hessenberg_one(h)
+  d = U.diag_part(packed)
+  e = U.diag_part(slicing.slice(packed, (1, 0), (n, n))) if n > 1 else U.full((0,), 0, U.dtype_of(a))
+  if dtypes.is_complex(U.dtype_of(a)):
+    d, e = unary.real(d), unary.real(e)
+  arr = U.select(U.tri_mask((n, n), 0, True), a, packed)
+  return arr, d, e, taus
+
+
+def _tridiagonal_lax(a, *, lower):
+  nd = get_aval(a).ndim
+  if lower:
+    return U.map_batch(_tridiagonal_lower_one, [a], nd - 2)
+  # the upper reduction is the lower one of the matrix with rows and columns reversed
+  rev = lambda x, dims: shapes.rev(x, dims)
+  arr, d, e, taus = U.map_batch(_tridiagonal_lower_one, [rev(a, (nd - 2, nd - 1))], nd - 2)
+  return [rev(arr, (nd - 2, nd - 1)), rev(d, (nd - 2,)), rev(e, (nd - 2,)), rev(taus, (nd - 2,))]
+
+
+tridiagonal_p = _algorithmic_primitive("tridiagonal", _tridiagonal_lax,
+                                       _tridiagonal_abstract_eval,
+                                       "not implemented: rebuilding a needs Q from the packed "
+                                       "reflectors")
+
+
+# --- cholesky_update -----------------------------------------------------------------------------
+def cholesky_update(r_matrix, w_vector):
+  """The upper Cholesky factor R' of R^T R + w w^T, given the upper factor R (a rank-one
+  update by plane rotations).
+
+  Args:
+    r_matrix: (n, n) upper triangular.
+    w_vector: (n,).
+
+  Returns:
+    (n, n) upper triangular.
+
+  Example:
+    >>> cholesky_update(r, w)
+  """
+  return cholesky_update_p.bind(r_matrix, w_vector)[0]
+
+
+def _cholesky_update_abstract_eval(r, w):
+  _check_matrix("cholesky_update", r)
+  if w.shape != r.shape[:-1] or w.dtype != r.dtype or dtypes.is_complex(r.dtype):
+    raise TypeError(f"cholesky_update requires a real (n, n) r and (n,) w of one dtype, got "
+                    f"{r.dtype.name}{list(r.shape)} and {w.dtype.name}{list(w.shape)}")
+  return [ShapedArray(r.shape, r.dtype)]
+
+
+def _cholesky_update_one(r, w):
+  n = U.shape_of(r)[0]
+  dtype = U.dtype_of(r)
+  cols = shapes.iota(np.int32, n)
+
+  def body(k, carry):
+    r, w = carry
+    row = shapes.reshape(slicing.dynamic_slice(r, (k, np.int32(0)), (1, n)), (n,))
+    rkk = shapes.reshape(slicing.dynamic_slice(row, (k,), (1,)), ())
+    wk = shapes.reshape(slicing.dynamic_slice(w, (k,), (1,)), ())
+    rad = unary.sqrt(binary.add(unary.square(rkk), unary.square(wk)))
+    c = binary.div(rad, rkk)
+    s = binary.div(wk, rkk)
+    after = comparison.gt(cols, k)
+    new_row = binary.div(binary.add(row, binary.mul(s, w)), c)
+    new_row = U.select(after, U.select(comparison.eq(cols, k), row, shapes.broadcast_in_dim(
+        rad, (n,), ())), new_row)
+    new_w = U.select(after, w, binary.sub(binary.mul(c, w), binary.mul(s, new_row)))
+    r = slicing.dynamic_update_slice(r, shapes.reshape(new_row, (1, n)), (k, np.int32(0)))
+    return r, new_w
+
+  r, _ = fori_loop(np.int32(0), np.int32(n), body, (r, w))
+  return r
+
+
+def _cholesky_update_lax(r, w):
+  return [U.map_batch(_cholesky_update_one, [r, w], get_aval(r).ndim - 2,
+                      multiple_results=False)]
+
+
+def _cholesky_update_numpy(r, w):
+  def one(r, w):
+    r, w = np.array(r), np.array(w)
+    n = r.shape[-1]
+    with np.errstate(all="ignore"):
+      for k in range(n):
+        rad = np.hypot(r[k, k], w[k])
+        c, s = rad / r[k, k], w[k] / r[k, k]
+        r[k, k] = rad
+        r[k, k + 1:] = (r[k, k + 1:] + s * w[k + 1:]) / c
+        w[k + 1:] = c * w[k + 1:] - s * r[k, k + 1:]
+    return r
+  return [U.np_batched(one, [r, w], r.ndim - 2, 1)]
+
+
+cholesky_update_p = _algorithmic_primitive(
+    "cholesky_update", _cholesky_update_lax, _cholesky_update_abstract_eval,
+    "many-to-one: R^T R + w w^T does not determine w", numpy_fn=_cholesky_update_numpy)
+
+
+# --- qdwh ----------------------------------------------------------------------------------------
+def qdwh(x, *, is_hermitian: bool = False, max_iterations: int | None = None, eps=None,
+         dynamic_shape=None):
+  """Polar decomposition x = U H by the QR-based dynamically weighted Halley iteration
+  (Nakatsukasa, Bai and Gygi), for m >= n.
+
+  Args:
+    x: (m, n) with m >= n.
+    is_hermitian: x is Hermitian (accepted; the iteration is the same).
+    max_iterations: iteration cap (default 10).
+    eps: the convergence tolerance's unit (default: the dtype's epsilon).
+    dynamic_shape: not supported (must be None).
+
+  Returns:
+    (u, h, num_iters, is_converged).
+
+  Example:
+    >>> u, h, iters, ok = qdwh(x)
+  """
+  del is_hermitian
+  if dynamic_shape is not None:
+    raise NotImplementedError("qdwh: dynamic_shape is not supported")
+  aval = get_aval(x)
+  if aval.ndim != 2 or aval.shape[0] < aval.shape[1]:
+    raise ValueError(f"qdwh requires a matrix with m >= n, got shape {aval.shape}")
+  m, n = aval.shape
+  dtype = aval.dtype
+  rdt = U.real_dtype(dtype)
+  eps = float(np.finfo(rdt).eps) if eps is None else float(eps)
+  max_iterations = 10 if max_iterations is None else int(max_iterations)
+  one_norm = reduce_max(reduce_sum(unary.abs(x), (0,)), (0,))
+  inf_norm = reduce_max(reduce_sum(unary.abs(x), (1,)), (0,))
+  alpha = unary.sqrt(binary.mul(one_norm, inf_norm))
+  alpha = U.select(comparison.eq(alpha, U.const(0, rdt)), alpha, U.const(1, rdt))
+  u = binary.div(x, U.to_dtype(alpha, dtype))
+  tol_l = U.const(eps, rdt)
+  tol_norm = U.const(float(np.cbrt(4 * eps)), rdt)
+  eye_n = U.eye(n, n, dtype)
+
+  def qr_step(u, a, b, c):
+    stacked = shapes.concatenate([binary.mul(U.to_dtype(unary.sqrt(c), dtype), u), eye_n], 0)
+    q, _ = qr(stacked, full_matrices=False)
+    q1, q2 = slicing.slice(q, (0, 0), (m, n)), slicing.slice(q, (m, 0), (m + n, n))
+    e = binary.div(b, c)
+    coef = U.to_dtype(binary.div(binary.sub(a, e), unary.sqrt(c)), dtype)
+    return binary.add(binary.mul(U.to_dtype(e, dtype), u),
+                      binary.mul(coef, U.matmul(q1, U.adjoint(q2))))
+
+  def body(carry):
+    u, l, k, _ = carry
+    l2 = unary.square(l)
+    dd = unary.cbrt(binary.div(binary.mul(U.const(4, rdt), binary.sub(U.const(1, rdt), l2)),
+                               unary.square(l2)))
+    sqd = unary.sqrt(binary.add(U.const(1, rdt), dd))
+    a = binary.add(sqd, binary.mul(U.const(0.5, rdt), unary.sqrt(binary.add(
+        binary.sub(U.const(8, rdt), binary.mul(U.const(4, rdt), dd)),
+        binary.div(binary.mul(U.const(8, rdt), binary.sub(U.const(2, rdt), l2)),
+                   binary.mul(l2, sqd))))))
+    b = binary.div(unary.square(binary.sub(a, U.const(1, rdt))), U.const(4, rdt))
+    c = binary.sub(binary.add(a, b), U.const(1, rdt))
+    new_u = qr_step(u, a, b, c)
+    new_l = binary.div(binary.mul(l, binary.add(a, binary.mul(b, l2))),
+                       binary.add(U.const(1, rdt), binary.mul(c, l2)))
+    new_l = U.select(comparison.gt(new_l, U.const(1, rdt)), new_l, U.const(1, rdt))
+    change = unary.sqrt(reduce_sum(U.abs_sq(binary.sub(new_u, u)), (0, 1)))
+    return new_u, new_l, binary.add(k, np.int32(1)), change
+
+  def cond(carry):
+    _, l, k, change = carry
+    going = binary.bitwise_or(comparison.gt(binary.sub(U.const(1, rdt), l), tol_l),
+                              comparison.gt(change, tol_norm))
+    return binary.bitwise_and(going, comparison.lt(k, np.int32(max_iterations)))
+
+  init = (u, U.const(eps, rdt), np.int32(0),
+          U.const(np.inf, rdt))
+  u, l, k, change = while_loop(cond, body, init)
+  h = U.matmul(U.adjoint(u), x)
+  h = binary.div(binary.add(h, U.adjoint(h)), U.const(2, dtype))
+  converged = comparison.le(change, tol_norm)
+  return u, h, k, converged

@@ -21,7 +21,8 @@ from revax._src.numpy.util import aval_of, check_arraylike, promote_args_inexact
 __all__ = [
   "block_diag", "cho_factor", "cho_solve", "cholesky", "circulant", "companion",
   "convolution_matrix", "det", "dft", "eigh", "eigh_tridiagonal", "expm", "expm_frechet",
-  "fiedler", "fiedler_companion", "hadamard", "hankel", "helmert", "hilbert", "inv", "invhilbert",
+  "fiedler", "fiedler_companion", "hadamard", "hankel", "helmert", "hessenberg", "hilbert", "inv",
+  "invhilbert",
   "invpascal", "leslie", "lu", "lu_factor", "lu_solve", "pascal", "polar", "qr", "qr_multiply",
   "solve", "solve_sylvester", "solve_triangular", "svd", "toeplitz",
 ]
@@ -282,6 +283,35 @@ def eigh(a, b=None, lower: bool = True, eigvals_only: bool = False, overwrite_a:
   return w if eigvals_only else (w, v)
 
 
+def hessenberg(a, *, calc_q: bool = False, overwrite_a: bool = False,
+               check_finite: bool = True):
+  """Hessenberg form H = Q^H a Q (zeros below the first subdiagonal), and Q when calc_q.
+
+  Example:
+    >>> h, q = hessenberg(a, calc_q=True)
+  """
+  del overwrite_a, check_finite
+  check_arraylike("hessenberg", a)
+  a = _inexact("hessenberg", a)
+  np_linalg._check_matrix("hessenberg", a)
+  from revax._src.lax import linalg_util as U
+  packed, taus = lax_linalg.hessenberg(a)
+  h = U.triu(packed, -1)
+  if not calc_q:
+    return h
+  n = aval_of(a).shape[-1]
+  if n <= 1:
+    return h, shape_ops.broadcast_to(creation.eye(n, dtype=aval_of(a).dtype), aval_of(a).shape)
+  # Q = diag(1, Q'), Q' from the reflectors stored one row down
+  q_sub = lax_linalg.householder_product(packed[..., 1:, :n - 1], taus)
+  from revax._src.lax import shapes
+  pad = [(0, 0, 0)] * (aval_of(a).ndim - 2) + [(1, 0, 0), (1, 0, 0)]
+  q = shapes.pad(q_sub, np.zeros((), aval_of(a).dtype), tuple(pad))
+  e0 = shapes.pad(creation.ones((1, 1), aval_of(a).dtype), np.zeros((), aval_of(a).dtype),
+                  ((0, n - 1, 0), (0, n - 1, 0)))
+  return h, q + e0
+
+
 def eigh_tridiagonal(d, e, *, eigvals_only: bool = False, select: str = "a",
                      select_range=None, tol=None, key=None):
   """Eigenvalues of the symmetric tridiagonal matrix with diagonal d and off-diagonal e.
@@ -475,7 +505,8 @@ def expm_frechet(A, E, *, method: str | None = None, compute_expm: bool = True):
 
 def polar(a, side: str = "right", *, method: str = "qdwh", eps=None, max_iterations=None):
   """Polar decomposition a = U P (side "right") or P U ("left"), U unitary, P positive
-  semi-definite; computed from the SVD (for both methods).
+  semi-definite: by the QDWH iteration (method "qdwh", for a tall matrix on the right or a wide
+  one on the left, as JAX) or from the SVD.
 
   Example:
     >>> u, p = polar(a)
@@ -487,6 +518,15 @@ def polar(a, side: str = "right", *, method: str = "qdwh", eps=None, max_iterati
   if method not in ("qdwh", "svd"):
     raise ValueError(f"Unknown polar decomposition method {method!r}.")
   a = _inexact("polar", a)
+  m, n = aval_of(a).shape[-2:]
+  if method == "qdwh" and aval_of(a).ndim == 2 and (m >= n if side == "right" else m <= n):
+    if side == "right":
+      unitary, p, _, _ = lax_linalg.qdwh(a)
+      return unitary, p
+    unitary, _, _, _ = lax_linalg.qdwh(_H(a))
+    unitary = _H(unitary)
+    p = np_linalg.matmul(a, _H(unitary))
+    return unitary, (p + _H(p)) / 2
   u_svd, s, vh = np_linalg.svd(a, full_matrices=False)
   unitary = np_linalg.matmul(u_svd, vh)
   s_c = s.astype(aval_of(a).dtype)

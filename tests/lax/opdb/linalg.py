@@ -182,7 +182,7 @@ def _qr_ref(full_matrices, pivoting=False):
 def _parts(name, prim, fun, args, ref, parts, **kw):
   """One record per output of a multiple-output function (the suites compare single arrays);
   `parts` maps an output index to that record's extra options (e.g. grad_order=0 for ints)."""
-  names = {0: "a", 1: "b", 2: "c"}
+  names = {0: "a", 1: "b", 2: "c", 3: "d"}
   return [OpRecord(f"{name}_{names[i]}", prim, (lambda i: lambda *xs: fun(*xs)[i])(i), args,
                    (lambda i: lambda *xs: ref(*xs)[i])(i), **{**kw, **extra})
           for i, extra in parts.items()]
@@ -299,4 +299,70 @@ RECORDS = [
            _args(_mat((3, 2)), _mat((3, 3))),
            lambda a, c: np.where(np.tri(3, dtype=bool), 2 * a @ a.T + 0.5 * c, c).astype(c.dtype),
            **_TOL),
+]
+
+
+# --- the Householder family and cholesky_update, against LAPACK through scipy.linalg.lapack ------
+def _geqrf_args(shape):
+  def make(rng):
+    qr_, tau = scipy.linalg.lapack.sgeqrf(rng.uniform(-1, 1, shape).astype(np.float32))[:2]
+    return qr_.astype(np.float32), tau.astype(np.float32)
+  return make
+
+
+def _orgqr_ref(a, taus):
+  return scipy.linalg.lapack.sorgqr(a, taus)[0].astype(np.float32)
+
+
+def _ormqr_args(shape, c_shape):
+  def make(rng):
+    a, taus = _geqrf_args(shape)(rng)
+    return a, taus, rng.uniform(-1, 1, c_shape).astype(np.float32)
+  return make
+
+
+def _ormqr_ref(a, taus, c):
+  m, n = a.shape
+  q = scipy.linalg.lapack.sorgqr(np.pad(a, ((0, 0), (0, m - n))), np.pad(taus, (0, m - len(taus))))[0]
+  return (q.T @ c).astype(np.float32)
+
+
+def _gehrd_ref(a):
+  h, tau = scipy.linalg.lapack.sgehrd(a)[:2]
+  return h.astype(np.float32), tau[:a.shape[0] - 1].astype(np.float32)
+
+
+def _sytrd_ref(lower):
+  def f(a):
+    c, d, e, t, _ = scipy.linalg.lapack.ssytrd(a, lower=int(lower))
+    return c, d, e, t
+  return f
+
+
+def _chol_update_args(n):
+  def make(rng):
+    a = _spd((n, n), np.float64)(rng)
+    return np.linalg.cholesky(a).T.astype(np.float32), rng.uniform(-1, 1, n).astype(np.float32)
+  return make
+
+
+def _chol_update_ref(r, w):
+  r64, w64 = r.astype(np.float64), w.astype(np.float64)
+  return np.linalg.cholesky(r64.T @ r64 + np.outer(w64, w64)).T.astype(np.float32)
+
+
+RECORDS += [
+  OpRecord("householder_product_f32", "householder_product", lin.householder_product,
+           _geqrf_args((5, 3)), _orgqr_ref, grad_order=1, **_TOL),
+  OpRecord("ormqr_f32_left_transpose", "ormqr",
+           lambda a, t, c: lin.ormqr(a, t, c, left=True, transpose=True),
+           _ormqr_args((4, 3), (4, 2)), _ormqr_ref, grad_order=1, **_TOL),
+  *_parts("hessenberg_f32", "hessenberg", lin.hessenberg, _args(_mat((5, 5))), _gehrd_ref,
+          {0: {}, 1: {}}, grad_order=1, **_TOL),
+  *_parts("tridiagonal_f32_lower", "tridiagonal", lin.tridiagonal, _args(_sym((4, 4))),
+          _sytrd_ref(True), {0: {}, 1: {}, 2: {}, 3: {}}, grad_order=1, **_TOL),
+  *_parts("tridiagonal_f32_upper", "tridiagonal", lambda x: lin.tridiagonal(x, lower=False),
+          _args(_sym((5, 5))), _sytrd_ref(False), {0: {}, 2: {}}, grad_order=1, **_TOL),
+  OpRecord("cholesky_update_f32", "cholesky_update", lin.cholesky_update, _chol_update_args(4),
+           _chol_update_ref, grad_order=1, **_TOL),
 ]
