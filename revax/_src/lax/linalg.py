@@ -69,6 +69,13 @@ _FLOATS = (np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.complex64),
            np.dtype(np.complex128))
 
 
+def _fori(upper, body, init):
+  """fori_loop over range(upper) whose body sees an int32 index (with x64 enabled the loop
+  counter of a Python-int range is int64; the algorithms index int32 iotas with it)."""
+  from revax._src.lax.conversion import convert_element_type
+  return fori_loop(0, upper, lambda i, c: body(convert_element_type(i, np.int32), c), init)
+
+
 def _check_matrix(name, x, square=True):
   if x.ndim < 2:
     raise ValueError(f"{name} requires an input of rank >= 2 (a matrix or a batch of them), "
@@ -133,6 +140,7 @@ def cholesky(x, *, symmetrize_input: bool = True):
     >>> cholesky(numpy.array([[4., 2.], [2., 3.]]))
   """
   if symmetrize_input:
+    _check_matrix("cholesky", get_aval(x))
     x = _symmetrize(x)
   return cholesky_p.bind(x)
 
@@ -488,7 +496,7 @@ def _lu_unblocked(a):
     return a, piv, perm
 
   init = (a, U.full((steps,), 0, np.int32), rows)
-  return fori_loop(np.int32(0), np.int32(steps), body, init)
+  return _fori(steps, body, init)
 
 
 def _set_block(a, block, row: int, col: int):
@@ -608,7 +616,7 @@ def _pivots_to_permutation_one(pivots, *, permutation_size):
     perm = slicing.dynamic_update_slice(perm, pj, (p,))
     return slicing.dynamic_update_slice(perm, pp, (j,))
 
-  return fori_loop(np.int32(0), np.int32(k), body, shapes.iota(np.int32, permutation_size))
+  return _fori(k, body, shapes.iota(np.int32, permutation_size))
 
 
 def _lu_pivots_to_permutation_lax(pivots, *, permutation_size):
@@ -752,7 +760,7 @@ def _householder_qr_one(a, pivoting):
     return r, q, p
 
   init = (a, U.eye(m, m, dtype), cols)
-  r, q, p = fori_loop(np.int32(0), np.int32(min(m, n)), body, init)
+  r, q, p = _fori(min(m, n), body, init)
   return q, U.triu(r), p
 
 
@@ -942,7 +950,7 @@ def _jacobi_eigh_one(a):
 
   def sweep(carry):
     a, v, sweeps, _, off = carry
-    a, v = fori_loop(np.int32(0), np.int32(N - 1), one_round, (a, v))
+    a, v = _fori(N - 1, one_round, (a, v))
     return a, v, binary.add(sweeps, np.int32(1)), off, off_norm(a)
 
   init = (a, U.eye(N, N, dtype), np.int32(0), U.const(np.inf, rdt), off_norm(a))
@@ -982,6 +990,7 @@ def eigh(x, *, lower: bool = True, symmetrize_input: bool = True,
     >>> v, w = eigh(a)
   """
   if symmetrize_input:
+    _check_matrix("eigh", get_aval(x))
     x = _symmetrize(x)
   if subset_by_index is not None:
     subset_by_index = tuple(operator.index(i) for i in subset_by_index)
@@ -1131,7 +1140,8 @@ def _svd_numpy(x, *, full_matrices, compute_uv, subset_by_index):
 def _one_sided_jacobi(w):
   """One-sided Jacobi on one square (n, n) matrix: rotations V from the right, in the round-robin
   order of _jacobi_eigh_one (column updates only), until the columns of W = A V are orthogonal:
-  every |w_i^H w_j| below 4 eps |w_i| |w_j|, or the off-diagonal Gram norm stops shrinking.
+  every |w_i^H w_j| below 4 eps |w_i| |w_j|, or neither that largest ratio nor the
+  off-diagonal Gram norm shrinks any more.
   An odd n gets a dummy column (zero but for a large entry in a new row) that couples to
   nothing and has the largest norm. Returns (W, V) with columns in tournament order."""
   n = U.shape_of(w)[0]
@@ -1177,19 +1187,22 @@ def _one_sided_jacobi(w):
     return _tournament_step(w, 1), _tournament_step(v, 1)
 
   def sweep(carry):
-    w, v, sweeps, _, _, fro = carry
-    w, v = fori_loop(np.int32(0), np.int32(N - 1), one_round, (w, v))
-    rel, new_fro = measures(w)
-    return w, v, binary.add(sweeps, np.int32(1)), rel, fro, new_fro
+    w, v, sweeps, _, rel, _, fro = carry
+    w, v = _fori(N - 1, one_round, (w, v))
+    new_rel, new_fro = measures(w)
+    return w, v, binary.add(sweeps, np.int32(1)), rel, new_rel, fro, new_fro
 
   def cond(carry):
-    _, _, sweeps, rel, prev, cur = carry
-    go = _jacobi_continues(U.const(0, rdt))((sweeps, prev, cur))
-    return binary.bitwise_and(go, comparison.gt(rel, U.const(4 * eps, rdt)))
+    _, _, sweeps, prev_rel, rel, prev_fro, fro = carry
+    by_rel = _jacobi_continues(U.const(4 * eps, rdt))((sweeps, prev_rel, rel))
+    by_fro = _jacobi_continues(U.const(4 * eps, rdt))((sweeps, prev_fro, fro))
+    return binary.bitwise_and(binary.bitwise_or(by_rel, by_fro),
+                              comparison.gt(rel, U.const(4 * eps, rdt)))
 
   rel0, fro0 = measures(w)
-  init = (w, U.eye(N, N, dtype), np.int32(0), rel0, U.const(np.inf, rdt), fro0)
-  w, v, _, _, _, _ = while_loop(cond, sweep, init)
+  inf = U.const(np.inf, rdt)
+  init = (w, U.eye(N, N, dtype), np.int32(0), inf, rel0, inf, fro0)
+  w, v, _, _, _, _, _ = while_loop(cond, sweep, init)
   return w, v
 
 
@@ -1673,7 +1686,7 @@ def _householder_q_one(a, taus):
     tau = shapes.reshape(slicing.dynamic_slice(taus, (i,), (1,)), ())
     return binary.sub(q, binary.mul(tau, _outer(v, _vec_mat(v, q))))
 
-  return fori_loop(np.int32(0), np.int32(k), body, U.eye(m, n, dtype))
+  return _fori(k, body, U.eye(m, n, dtype))
 
 
 def _householder_product_lax(a, taus):
@@ -1751,7 +1764,7 @@ def _hessenberg_one(a):
     return a, taus
 
   steps = max(n - 1, 0)
-  return fori_loop(np.int32(0), np.int32(steps), body, (a, U.full((steps,), 0, dtype)))
+  return _fori(steps, body, (a, U.full((steps,), 0, dtype)))
 
 
 def hessenberg(a):
@@ -1889,7 +1902,7 @@ def _cholesky_update_one(r, w):
     r = slicing.dynamic_update_slice(r, shapes.reshape(new_row, (1, n)), (k, np.int32(0)))
     return r, new_w
 
-  r, _ = fori_loop(np.int32(0), np.int32(n), body, (r, w))
+  r, _ = _fori(n, body, (r, w))
   return r
 
 
