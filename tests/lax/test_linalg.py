@@ -142,3 +142,17 @@ def test_errors():
   with pytest.raises(NotImplementedError, match="QR decomposition derivative"):
     revax.jvp(lambda x: lin.qr(x)[0], (np.ones((2, 3), np.float32),),
               (np.ones((2, 3), np.float32),))
+
+
+def test_blocked_cholesky_lowering():
+  """Matrices above one block (32 columns) take the blocked lowering: batched, a ragged last
+  block, against LAPACK, and its gradient against jax's."""
+  rng = np.random.default_rng(7)
+  a = rng.standard_normal((2, 70, 70))
+  spd = (a @ np.swapaxes(a, -1, -2) / 70 + np.eye(70)).astype(np.float32)
+  np.testing.assert_allclose(np.asarray(revax.jit(lin.cholesky)(spd)), np.linalg.cholesky(spd),
+                             rtol=1e-4, atol=1e-5)
+  w = rng.standard_normal((70, 70)).astype(np.float32)
+  got = revax.jit(revax.grad(lambda x: (lin.cholesky(x) * w).sum()))(spd[0])
+  want = jax.grad(lambda x: (jlin.cholesky(x) * w).sum())(spd[0])
+  np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-3, atol=1e-3)
