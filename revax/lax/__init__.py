@@ -308,3 +308,4 @@ from revax._src.lax.convenience import unstack as unstack
 from revax._src.lax.convenience import index_take as index_take
 from revax._src.interpreters.barrier import optimization_barrier_p as optimization_barrier_p
 from revax._src.lax.convenience import mulhi as mulhi
+from revax.lax import linalg as linalg

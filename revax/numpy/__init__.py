@@ -425,3 +425,4 @@ _array_methods.install(_sys.modules[__name__])
 from revax._src.numpy import array_methods_extra as _array_methods_extra
 _array_methods_extra.install(_sys.modules[__name__])
 del _sys
+from revax.numpy import linalg as linalg

@@ -7,3 +7,4 @@ from revax.scipy import integrate as integrate
 from revax.scipy import optimize as optimize
 from revax.scipy import ndimage as ndimage
 from revax.scipy import cluster as cluster
+from revax.scipy import linalg as linalg

@@ -1,0 +1,96 @@
+"""Linear algebra run time, revax vs JAX, side by side in one process.
+
+Run: python benchmarks/bench_linalg.py [--quick]
+
+Steady-state time of jitted jnp.linalg.solve (256x256 and 1024x1024, one right-hand side
+matrix of 16 columns), cholesky (256 and 1024), eigh (256) and svd (256, values and vectors),
+float32. JAX calls LAPACK (jaxlib's custom calls); revax lowers cholesky and triangular solves
+to the StableHLO ops XLA expands itself, and LU (solve), eigh (Jacobi) and svd (one-sided
+Jacobi) to algorithms written in lax, since the XLA CPU plugin has no LAPACK. Outputs are
+checked against JAX's (residuals, values) before timing.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+
+import numpy as np
+
+from timing import libraries, time_interleaved
+
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+
+
+def _spd(n, seed=0):
+  a = np.random.default_rng(seed).standard_normal((n, n))
+  return (a @ a.T / n + np.eye(n)).astype(np.float32)
+
+
+def _general(n, seed=0):
+  a = np.random.default_rng(seed).standard_normal((n, n))
+  return (a / np.sqrt(n) + 2 * np.eye(n)).astype(np.float32)
+
+
+def _calls(libs, make_fn, args, check):
+  calls, outs = {}, {}
+  for name, (lib, np_mod) in libs.items():
+    f = lib.jit(make_fn(np_mod))
+    dev = [lib.device_put(a) for a in args]
+    outs[name] = lib.block_until_ready(f(*dev))
+    calls[name] = lambda f=f, dev=dev, lib=lib: lib.block_until_ready(f(*dev))
+  check(outs)
+  return calls
+
+
+def _close(tol):
+  def check(outs):
+    r, j = outs["revax"], outs["jax"]
+    r = r if isinstance(r, tuple) else (r,)
+    j = j if isinstance(j, tuple) else (j,)
+    for a, b in zip(r, j, strict=True):
+      np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=tol, atol=tol)
+  return check
+
+
+CASES = [
+  # (label, function of the numpy module, inputs, check, number of calls, target)
+  ("jit(jnp.linalg.solve) 256x256, 16 rhs", lambda m: m.linalg.solve,
+   lambda: (_general(256), _general(256, 1)[:, :16]), _close(1e-3), 20, None),
+  ("jit(jnp.linalg.solve) 1024x1024, 16 rhs", lambda m: m.linalg.solve,
+   lambda: (_general(1024), _general(1024, 1)[:, :16]), _close(1e-3), 3, None),
+  ("jit(jnp.linalg.cholesky) 256x256", lambda m: m.linalg.cholesky, lambda: (_spd(256),),
+   _close(1e-3), 20, 1.5),
+  ("jit(jnp.linalg.cholesky) 1024x1024", lambda m: m.linalg.cholesky, lambda: (_spd(1024),),
+   _close(1e-3), 5, 1.5),
+  ("jit(jnp.linalg.eigh) 256x256 (values and vectors)", lambda m: m.linalg.eigh,
+   lambda: (_spd(256),), lambda outs: _close(1e-3)(
+       {k: v[0] for k, v in outs.items()}), 3, None),
+  ("jit(jnp.linalg.svd) 256x256 (values and vectors)",
+   lambda m: (lambda x: m.linalg.svd(x, full_matrices=False)), lambda: (_general(256),),
+   lambda outs: _close(1e-3)({k: v[1] for k, v in outs.items()}), 3, None),
+]
+
+
+def rows(quick: bool):
+  """[(label, unit, revax value, JAX value, target ratio)] for benchmarks/run.py."""
+  libs = libraries()
+  out = []
+  for label, fn, args, check, number, target in CASES:
+    t = time_interleaved(_calls(libs, fn, args(), check), number=max(1, number // (3 if quick else 1)),
+                         rounds=3 if quick else 7, warmup=1)
+    out.append((label, "ms", t["revax"] * 1e3, t["jax"] * 1e3, target))
+  return out
+
+
+def main():
+  parser = argparse.ArgumentParser()
+  parser.add_argument("--quick", action="store_true", help="fewer rounds (noisier)")
+  args = parser.parse_args()
+  for label, unit, r, j, target in rows(args.quick):
+    verdict = "" if target is None else (" (met)" if r / j <= target else " (missed)")
+    tgt = "" if target is None else f", target <= {target}x{verdict}"
+    print(f"{label}: revax {r:.2f} {unit}, jax {j:.2f} {unit}, ratio {r / j:.2f}x{tgt}")
+
+
+if __name__ == "__main__":
+  main()

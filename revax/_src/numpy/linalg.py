@@ -1,0 +1,800 @@
+"""revax.numpy.linalg: NumPy's linear algebra on revax arrays, as jax.numpy.linalg.
+
+Built on the revax.lax.linalg primitives (cholesky, triangular_solve, lu, qr, eigh, svd), so
+every function batches over leading axes, differentiates through the primitives' JVP rules and
+lowers to XLA. Non-symmetric eigen-decomposition (eig, eigvals) is not available: JAX computes it
+with LAPACK's geev on CPU, which the XLA CPU plugin revax runs on does not provide.
+"""
+from __future__ import annotations
+
+import operator
+from typing import NamedTuple
+
+import numpy as np
+
+from revax._src.core import dtypes
+from revax._src.lax import linalg as lax_linalg
+from revax._src.lax.conversion import convert_element_type
+from revax._src.numpy import contractions, creation, reductions, shape_ops, ufuncs
+from revax._src.numpy.util import aval_of, check_arraylike, promote_args_inexact, promote_dtypes
+
+__all__ = [
+  "cholesky", "cond", "cross", "det", "diagonal", "eig", "eigh", "eigvals", "eigvalsh", "inv",
+  "lstsq", "matmul", "matrix_norm", "matrix_power", "matrix_rank", "matrix_transpose",
+  "multi_dot", "norm", "outer", "pinv", "qr", "slogdet", "solve", "svd", "svdvals", "tensordot",
+  "tensorinv", "tensorsolve", "trace", "vecdot", "vector_norm",
+  "EighResult", "QRResult", "SlogdetResult", "SVDResult",
+]
+
+matmul = contractions.matmul
+tensordot = contractions.tensordot
+matrix_transpose = shape_ops.matrix_transpose
+
+
+class EighResult(NamedTuple):
+  eigenvalues: object
+  eigenvectors: object
+
+
+class QRResult(NamedTuple):
+  Q: object
+  R: object
+
+
+class SlogdetResult(NamedTuple):
+  sign: object
+  logabsdet: object
+
+
+class SVDResult(NamedTuple):
+  U: object
+  S: object
+  Vh: object
+
+
+def _inexact(fun_name, *args):
+  out = promote_args_inexact(fun_name, *args)
+  return out[0] if len(out) == 1 else out
+
+
+def _check_matrix(fun_name, a, square=True):
+  shape = aval_of(a).shape
+  if len(shape) < 2:
+    raise ValueError(f"{fun_name} requires an array of rank >= 2 (a stack of matrices), got "
+                     f"shape {shape}")
+  if square and shape[-1] != shape[-2]:
+    raise ValueError(f"{fun_name} requires square matrices in the last two axes, got shape "
+                     f"{shape}")
+
+
+def _H(x):
+  return ufuncs.conj(shape_ops.swapaxes(x, -1, -2)) if dtypes.is_complex(aval_of(x).dtype) \
+      else shape_ops.swapaxes(x, -1, -2)
+
+
+def _diag(x, offset=0):
+  """The diagonals of the last two axes, shape (..., k)."""
+  from revax._src.lax import linalg_util as U
+  from revax._src.lax import slicing
+  shape = aval_of(x).shape
+  m, n = shape[-2:]
+  nd = len(shape)
+  if offset > 0:
+    x = slicing.slice(x, (0,) * (nd - 1) + (min(offset, n),), shape)
+  elif offset < 0:
+    x = slicing.slice(x, (0,) * (nd - 2) + (min(-offset, m), 0), shape)
+  return U.diag_part(x)
+
+
+# --- factorizations ------------------------------------------------------------------------------
+def cholesky(a, *, upper: bool = False, symmetrize_input: bool = True):
+  """The Cholesky factor of Hermitian positive-definite matrices.
+
+  Args:
+    a: array (..., n, n).
+    upper: return the upper factor U (a = U^H U) instead of the lower L (a = L L^H).
+    symmetrize_input: factor (a + a^H) / 2 (gradients are then symmetric).
+
+  Returns:
+    The factor; NaN where a matrix is not positive definite.
+
+  Example:
+    >>> cholesky(numpy.array([[2., 1.], [1., 2.]]))
+  """
+  check_arraylike("cholesky", a)
+  a = _inexact("cholesky", a)
+  _check_matrix("cholesky", a)
+  L = lax_linalg.cholesky(a, symmetrize_input=symmetrize_input)
+  return _H(L) if upper else L
+
+
+def qr(a, mode: str = "reduced"):
+  """QR decomposition.
+
+  Args:
+    a: array (..., m, n).
+    mode: "reduced" (Q (..., m, k), R (..., k, n)), "complete" (Q (..., m, m)) or "r" (R only).
+
+  Returns:
+    QRResult(Q, R), or R for mode="r".
+
+  Example:
+    >>> q, r = qr(a)
+  """
+  check_arraylike("qr", a)
+  a = _inexact("qr", a)
+  _check_matrix("qr", a, square=False)
+  if mode == "reduced":
+    full = False
+  elif mode in ("complete", "r"):
+    full = mode == "complete"
+  else:
+    raise ValueError(f"Unsupported QR decomposition mode '{mode}'")
+  q, r = lax_linalg.qr(a, full_matrices=full)
+  return r if mode == "r" else QRResult(q, r)
+
+
+def eigh(a, UPLO: str | None = None, symmetrize_input: bool = True):
+  """Eigen-decomposition of Hermitian matrices.
+
+  Args:
+    a: array (..., n, n).
+    UPLO: "L" or "U": the triangle read when symmetrize_input is False (default "L").
+    symmetrize_input: use (a + a^H) / 2.
+
+  Returns:
+    EighResult(eigenvalues (..., n) ascending, eigenvectors (..., n, n) as columns).
+
+  Example:
+    >>> w, v = eigh(a)
+  """
+  check_arraylike("eigh", a)
+  if UPLO is None or UPLO == "L":
+    lower = True
+  elif UPLO == "U":
+    lower = False
+  else:
+    raise ValueError(f"UPLO must be one of None, 'L', or 'U', got {UPLO}")
+  a = _inexact("eigh", a)
+  _check_matrix("eigh", a)
+  v, w = lax_linalg.eigh(a, lower=lower, symmetrize_input=symmetrize_input)
+  return EighResult(w, v)
+
+
+def eigvalsh(a, UPLO: str | None = "L", *, symmetrize_input: bool = True):
+  """Eigenvalues of Hermitian matrices, ascending.
+
+  Example:
+    >>> eigvalsh(a)
+  """
+  return eigh(a, UPLO, symmetrize_input).eigenvalues
+
+
+_NO_EIG = ("{} (eigen-decomposition of general, non-Hermitian matrices) is not available in "
+           "revax: JAX computes it with LAPACK's geev on CPU, which the XLA CPU plugin revax "
+           "uses does not provide. For Hermitian matrices use eigh/eigvalsh.")
+
+
+def eig(a):
+  """Not available: see the NotImplementedError message (use eigh for Hermitian matrices)."""
+  raise NotImplementedError(_NO_EIG.format("eig"))
+
+
+def eigvals(a):
+  """Not available: see the NotImplementedError message (use eigvalsh for Hermitian matrices)."""
+  raise NotImplementedError(_NO_EIG.format("eigvals"))
+
+
+def svd(a, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False,
+        subset_by_index=None):
+  """Singular value decomposition a = U diag(S) Vh.
+
+  Args:
+    a: array (..., m, n).
+    full_matrices: U (..., m, m) and Vh (..., n, n); else reduced to k = min(m, n).
+    compute_uv: return U and Vh too.
+    hermitian: a is Hermitian (computed from its eigen-decomposition).
+    subset_by_index: optional (lo, hi) range of singular values (descending order).
+
+  Returns:
+    SVDResult(U, S, Vh), or S when compute_uv is False.
+
+  Example:
+    >>> u, s, vh = svd(a, full_matrices=False)
+  """
+  check_arraylike("svd", a)
+  a = _inexact("svd", a)
+  _check_matrix("svd", a, square=False)
+  if hermitian:
+    w, v = eigh(a)
+    s = ufuncs.abs(w)
+    from revax._src.lax.sorting import sort
+    from revax._src.lax import shapes, slicing
+    nd = aval_of(s).ndim
+    idx = shapes.broadcasted_iota(np.int32, aval_of(s).shape, nd - 1)
+    _, idx = sort((ufuncs.negative(s), idx), nd - 1, num_keys=1)
+    s = slicing.gather_along_axis(s, idx, nd - 1)
+    if not compute_uv:
+      return s
+    v = lax_linalg._take_cols(v, idx)
+    sign = ufuncs.sign(slicing.gather_along_axis(w, idx, nd - 1))
+    sign = ufuncs.where(sign == 0, 1, sign).astype(aval_of(v).dtype)
+    u = v * sign[..., None, :]
+    return SVDResult(u, s, _H(v))
+  out = lax_linalg.svd(a, full_matrices=full_matrices, compute_uv=compute_uv,
+                       subset_by_index=subset_by_index)
+  return SVDResult(*out) if compute_uv else out
+
+
+def svdvals(x, /):
+  """Singular values, descending.
+
+  Example:
+    >>> svdvals(a)
+  """
+  return svd(x, compute_uv=False)
+
+
+# --- solving and inverting -----------------------------------------------------------------------
+def _lu_solve(lu_, perm, b, trans: int = 0):
+  """Solve a x = b (trans 0), a^T x = b (1) or a^H x = b (2) from a's LU factors; b (..., n, m)
+  with batch axes equal to those of lu_."""
+  from revax._src.lax.linalg import _permute_rows
+  if trans == 0:
+    x = _permute_rows(b, perm)
+    x = lax_linalg.triangular_solve(lu_, x, left_side=True, lower=True, unit_diagonal=True)
+    return lax_linalg.triangular_solve(lu_, x, left_side=True, lower=False)
+  conj = trans == 2
+  x = lax_linalg.triangular_solve(lu_, b, left_side=True, lower=False, transpose_a=True,
+                                  conjugate_a=conj)
+  x = lax_linalg.triangular_solve(lu_, x, left_side=True, lower=True, unit_diagonal=True,
+                                  transpose_a=True, conjugate_a=conj)
+  from revax._src.lax.sorting import sort
+  from revax._src.lax import shapes
+  nd = aval_of(perm).ndim
+  _, inv_perm = sort((perm, shapes.broadcasted_iota(np.int32, aval_of(perm).shape, nd - 1)),
+                     nd - 1)
+  return _permute_rows(x, inv_perm)
+
+
+def solve(a, b):
+  """Solve a x = b.
+
+  Args:
+    a: array (..., n, n).
+    b: array (n,) (one vector) or (..., n, m); batch axes broadcast with a's.
+
+  Returns:
+    x, shaped like b (batch axes broadcast).
+
+  Example:
+    >>> solve(numpy.eye(2), numpy.array([1., 2.]))
+  """
+  check_arraylike("solve", a, b)
+  a, b = _inexact("solve", a, b)
+  _check_matrix("solve", a)
+  a_shape, b_shape = aval_of(a).shape, aval_of(b).shape
+  vector = len(b_shape) == 1
+  if vector:
+    b = b[:, None]
+    b_shape = aval_of(b).shape
+  if b_shape[-2] != a_shape[-1]:
+    raise ValueError(f"solve: a has shape {a_shape} and b has shape "
+                     f"{b_shape[:-1] if vector else b_shape}; the last axis of a must match "
+                     f"b's {'only' if vector else 'second-to-last'} axis")
+  batch = shape_ops.broadcast_shapes(a_shape[:-2], b_shape[:-2])
+  a = shape_ops.broadcast_to(a, batch + a_shape[-2:])
+  b = shape_ops.broadcast_to(b, batch + b_shape[-2:])
+  lu_, _, perm = lax_linalg.lu(a)
+  x = _lu_solve(lu_, perm, b)
+  return x[..., 0] if vector else x
+
+
+def inv(a):
+  """The inverse of square matrices (inf/NaN where singular).
+
+  Example:
+    >>> inv(numpy.array([[2., 0.], [0., 4.]]))
+  """
+  check_arraylike("inv", a)
+  a = _inexact("inv", a)
+  _check_matrix("inv", a)
+  shape = aval_of(a).shape
+  eye = shape_ops.broadcast_to(creation.eye(shape[-1], dtype=aval_of(a).dtype), shape)
+  return solve(a, eye)
+
+
+def _lu_det_parts(a):
+  lu_, pivots, _ = lax_linalg.lu(a)
+  d = _diag(lu_)
+  n = aval_of(pivots).shape[-1]
+  swaps = reductions.sum(pivots != creation.arange(n, dtype=np.int32), axis=-1)
+  parity = ufuncs.where(swaps % 2 == 1, -1, 1).astype(aval_of(a).dtype)
+  return d, parity
+
+
+def det(a):
+  """Determinants of square matrices (from an LU decomposition).
+
+  Example:
+    >>> det(numpy.array([[1., 2.], [3., 4.]]))  # -2
+  """
+  check_arraylike("det", a)
+  a = _inexact("det", a)
+  _check_matrix("det", a)
+  d, parity = _lu_det_parts(a)
+  return parity * reductions.prod(d, axis=-1)
+
+
+def slogdet(a, *, method: str | None = None):
+  """Sign and natural log of the absolute determinant.
+
+  Args:
+    a: array (..., n, n).
+    method: "lu" (default) or "qr".
+
+  Returns:
+    SlogdetResult(sign, logabsdet); sign 0 and logabsdet -inf for singular matrices.
+
+  Example:
+    >>> sign, logdet = slogdet(a)
+  """
+  check_arraylike("slogdet", a)
+  a = _inexact("slogdet", a)
+  _check_matrix("slogdet", a)
+  dtype = aval_of(a).dtype
+  if method is None or method == "lu":
+    d, parity = _lu_det_parts(a)
+  elif method == "qr":
+    q, r = lax_linalg.qr(a, full_matrices=True)
+    d = _diag(r)
+    parity = _householder_det(q)
+  else:
+    raise ValueError(f"Unknown slogdet method '{method}'. Supported methods are 'lu' (`None`), "
+                     f"and 'qr'.")
+  absd = ufuncs.abs(d)
+  logabs = reductions.sum(ufuncs.log(absd), axis=-1)
+  unit = d / ufuncs.where(absd == 0, 1, absd).astype(dtype)
+  sign = parity * reductions.prod(unit, axis=-1)
+  singular = reductions.any(absd == 0, axis=-1)
+  sign = ufuncs.where(singular, 0, sign).astype(dtype)
+  logabs = ufuncs.where(singular, -np.inf, logabs).astype(aval_of(logabs).dtype)
+  return SlogdetResult(sign, logabs)
+
+
+def _householder_det(q):
+  """det(Q) of an orthogonal/unitary Q, from its own LU (|det Q| = 1)."""
+  d, parity = _lu_det_parts(q)
+  prod = reductions.prod(d, axis=-1)
+  return parity * prod / ufuncs.abs(prod).astype(aval_of(q).dtype)
+
+
+def matrix_power(a, n: int):
+  """a raised to the integer power n (negative n: powers of the inverse), by squaring.
+
+  Example:
+    >>> matrix_power(a, 3)
+  """
+  check_arraylike("matrix_power", a)
+  a = creation.asarray(a)
+  _check_matrix("matrix_power", a)
+  try:
+    n = operator.index(n)
+  except TypeError as err:
+    raise TypeError(f"exponent must be an integer, got {n}") from err
+  if n == 0:
+    shape = aval_of(a).shape
+    return shape_ops.broadcast_to(creation.eye(shape[-1], dtype=aval_of(a).dtype), shape)
+  if n < 0:
+    a = inv(a)
+    n = -n
+  result = None
+  z = a
+  while n > 0:
+    if n & 1:
+      result = z if result is None else matmul(result, z)
+    n >>= 1
+    if n:
+      z = matmul(z, z)
+  return result
+
+
+def pinv(a, rtol=None, hermitian: bool = False, *, rcond=None):
+  """Moore-Penrose pseudo-inverse (singular values below rtol * max(s) are treated as zero).
+
+  Args:
+    a: array (..., m, n).
+    rtol: relative cutoff (default 10 * max(m, n) * eps).
+    hermitian: a is Hermitian.
+    rcond: older name of rtol.
+
+  Returns:
+    (..., n, m).
+
+  Example:
+    >>> pinv(a)
+  """
+  check_arraylike("pinv", a)
+  a = _inexact("pinv", a)
+  _check_matrix("pinv", a, square=False)
+  if rcond is not None:
+    if rtol is not None:
+      raise ValueError("pinv: only one of rtol and rcond may be specified.")
+    rtol = rcond
+  m, n = aval_of(a).shape[-2:]
+  if m == 0 or n == 0:
+    return creation.zeros(aval_of(a).shape[:-2] + (n, m), aval_of(a).dtype)
+  a = ufuncs.conj(a) if dtypes.is_complex(aval_of(a).dtype) else a
+  u, s, vh = svd(a, full_matrices=False, hermitian=hermitian)
+  if rtol is None:
+    rtol = 10.0 * max(m, n) * float(np.finfo(aval_of(s).dtype).eps)
+  rtol = creation.asarray(rtol)
+  cutoff = rtol[..., None] * reductions.max(s, axis=-1, keepdims=True)
+  keep = s > cutoff
+  s_inv = ufuncs.where(keep, 1 / ufuncs.where(keep, s, 1), 0).astype(aval_of(s).dtype)
+  return matmul(shape_ops.swapaxes(vh, -1, -2) * s_inv[..., None, :].astype(aval_of(u).dtype),
+                shape_ops.swapaxes(u, -1, -2))
+
+
+def lstsq(a, b, rcond=None, *, numpy_resid: bool = False):
+  """Least-squares solution of a x = b (from the SVD of a).
+
+  Args:
+    a: (m, n). b: (m,) or (m, k).
+    rcond: relative cutoff of small singular values (default: eps * max(m, n)).
+    numpy_resid: compute residuals as NumPy does (only for full-rank, m > n); otherwise always.
+
+  Returns:
+    (x, residuals, rank, s).
+
+  Example:
+    >>> x, resid, rank, s = lstsq(a, b)
+  """
+  check_arraylike("lstsq", a, b)
+  a, b = _inexact("lstsq", a, b)
+  if aval_of(a).ndim != 2:
+    raise TypeError(f"{aval_of(a).ndim}-dimensional array given. Array must be two-dimensional")
+  b_nd = aval_of(b).ndim
+  if b_nd not in (1, 2):
+    raise TypeError(f"{b_nd}-dimensional array given. Array must be one or two-dimensional")
+  m, n = aval_of(a).shape
+  if aval_of(b).shape[0] != m:
+    raise ValueError(f"Leading dimensions of input arrays must match; got a {aval_of(a).shape} "
+                     f"and b {aval_of(b).shape}")
+  dtype = aval_of(a).dtype
+  if rcond is None:
+    rcond = float(np.finfo(dtype).eps) * max(n, m)
+  elif rcond < 0:
+    rcond = float(np.finfo(dtype).eps)
+  u, s, vh = svd(a, full_matrices=False)
+  mask = (s >= rcond * s[0]) & (s > 0) if aval_of(s).shape[0] else s > 0
+  rank = reductions.sum(mask).astype(np.int32)
+  safe_s = ufuncs.where(mask, s, 1).astype(aval_of(s).dtype)
+  s_inv = ufuncs.where(mask, 1 / safe_s, 0).astype(dtype)
+  b2 = b[:, None] if b_nd == 1 else b
+  uTb = matmul(_H(u), b2)
+  x = matmul(_H(vh), uTb * s_inv[:, None])
+  resid = reductions.sum(ufuncs.abs(b2 - matmul(a, x)) ** 2, axis=0)
+  if numpy_resid:
+    if not (m > n):
+      resid = creation.zeros((0,), aval_of(resid).dtype)
+    else:
+      resid = ufuncs.where(rank == n, resid, 0)  # NumPy returns an empty array there; see docs
+  if b_nd == 1:
+    x = x[:, 0]
+    resid = resid[0] if not numpy_resid or m > n else resid
+  return x, resid, rank, s
+
+
+def matrix_rank(M, rtol=None, *, hermitian: bool = False, tol=None):
+  """Rank: the number of singular values above rtol * max(s).
+
+  Example:
+    >>> matrix_rank(numpy.eye(3))  # 3
+  """
+  check_arraylike("matrix_rank", M)
+  M = _inexact("matrix_rank", M)
+  if tol is not None:
+    if rtol is not None:
+      raise ValueError("matrix_rank: only one of tol or rtol may be specified.")
+    rtol = tol
+  shape = aval_of(M).shape
+  if len(shape) < 2:
+    return reductions.any(M != 0).astype(np.int32)
+  s = svd(M, full_matrices=False, compute_uv=False, hermitian=hermitian)
+  if rtol is None:
+    rtol = reductions.max(s, axis=-1) * (max(shape[-2:]) * float(np.finfo(aval_of(s).dtype).eps))
+  else:
+    rtol = creation.asarray(rtol)
+  return reductions.sum(s > rtol[..., None], axis=-1).astype(np.int32)
+
+
+# --- norms ---------------------------------------------------------------------------------------
+def vector_norm(x, /, *, axis=None, keepdims: bool = False, ord=2):
+  """Vector p-norm over `axis` (all axes if None).
+
+  Example:
+    >>> vector_norm(numpy.array([3., 4.]))  # 5
+  """
+  check_arraylike("vector_norm", x)
+  x = _inexact("vector_norm", x)
+  if axis is None:
+    out = vector_norm(x.ravel(), axis=0, ord=ord)
+    return out.reshape((1,) * aval_of(x).ndim) if keepdims else out
+  ax = axis if isinstance(axis, tuple) else (axis,)
+  return _vector_norm(x, ax, keepdims, ord)
+
+
+def _vector_norm(x, axis, keepdims, ord):
+  absx = ufuncs.abs(x)
+  if ord is None or ord == 2:
+    return ufuncs.sqrt(reductions.sum(ufuncs.real(x * ufuncs.conj(x)) if dtypes.is_complex(
+        aval_of(x).dtype) else x * x, axis=axis, keepdims=keepdims))
+  if ord == np.inf:
+    return reductions.max(absx, axis=axis, keepdims=keepdims)
+  if ord == -np.inf:
+    return reductions.min(absx, axis=axis, keepdims=keepdims)
+  if ord == 0:
+    return reductions.sum(x != 0, axis=axis, keepdims=keepdims).astype(aval_of(absx).dtype)
+  if ord == 1:
+    return reductions.sum(absx, axis=axis, keepdims=keepdims)
+  if isinstance(ord, str):
+    raise ValueError(f"Invalid order '{ord}' for vector norm.")
+  p = float(ord)
+  return reductions.sum(absx ** p, axis=axis, keepdims=keepdims) ** (1.0 / p)
+
+
+def matrix_norm(x, /, *, keepdims: bool = False, ord="fro"):
+  """Matrix norm of the last two axes.
+
+  Example:
+    >>> matrix_norm(a, ord=2)
+  """
+  check_arraylike("matrix_norm", x)
+  return norm(x, ord=ord, keepdims=keepdims, axis=(-2, -1))
+
+
+def norm(x, ord=None, axis=None, keepdims: bool = False):
+  """Vector or matrix norm, as numpy.linalg.norm.
+
+  Args:
+    x: array.
+    ord: the norm's order (see numpy.linalg.norm).
+    axis: None, an axis (vector norm) or a pair of axes (matrix norm).
+    keepdims: keep the reduced axes as size 1.
+
+  Example:
+    >>> norm(numpy.array([3., 4.]))  # 5
+  """
+  check_arraylike("norm", x)
+  x = _inexact("norm", x)
+  nd = aval_of(x).ndim
+  if axis is None:
+    if ord is None:
+      out = ufuncs.sqrt(reductions.sum(ufuncs.real(x * ufuncs.conj(x)), axis=None))
+      return out.reshape((1,) * nd) if keepdims else out
+    axis = tuple(range(nd))
+  elif isinstance(axis, (int, np.integer)):
+    axis = (int(axis),)
+  else:
+    axis = tuple(axis)
+  axis = tuple(a % nd if nd else a for a in axis)
+  if len(axis) == 1:
+    return _vector_norm(x, axis, keepdims, ord)
+  if len(axis) != 2:
+    raise ValueError(f"Invalid axis values ({axis}) for norm; axis must be None, an integer or "
+                     f"a pair of integers")
+  row, col = axis
+  if row == col:
+    raise ValueError("Duplicate axes given.")
+  absx = ufuncs.abs(x)
+  if ord is None or ord == "fro":
+    return ufuncs.sqrt(reductions.sum(absx * absx, axis=axis, keepdims=keepdims))
+  if ord in (1, -1, np.inf, -np.inf):
+    summed, picked = (row, col) if ord in (1, -1) else (col, row)
+    fn = reductions.max if ord in (1, np.inf) else reductions.min
+    out = fn(reductions.sum(absx, axis=summed, keepdims=True), axis=picked, keepdims=True)
+    return out if keepdims else shape_ops.squeeze(out, axis=(row, col))
+  if ord in ("nuc", 2, -2):
+    y = shape_ops.moveaxis(x, (row, col), (-2, -1))
+    s = svd(y, compute_uv=False)
+    if ord == 2:
+      out = reductions.max(s, axis=-1)
+    elif ord == -2:
+      out = reductions.min(s, axis=-1)
+    else:
+      out = reductions.sum(s, axis=-1)
+    if keepdims:
+      out = shape_ops.expand_dims(shape_ops.expand_dims(out, min(row, col)), max(row, col))
+    return out
+  raise ValueError(f"Invalid order '{ord}' for matrix norm.")
+
+
+def cond(x, p=None):
+  """Condition number of matrices in norm p (2-norm: ratio of extreme singular values).
+
+  Example:
+    >>> cond(a)
+  """
+  check_arraylike("cond", x)
+  x = _inexact("cond", x)
+  _check_matrix("cond", x, square=p not in (None, 2, -2))
+  if p is None or p == 2 or p == -2:
+    s = svd(x, compute_uv=False)
+    return s[..., 0] / s[..., -1] if p != -2 else s[..., -1] / s[..., 0]
+  r = norm(x, ord=p, axis=(-2, -1)) * norm(inv(x), ord=p, axis=(-2, -1))
+  # NaN from a singular matrix means infinite condition
+  return ufuncs.where(ufuncs.isnan(r) & ~reductions.any(ufuncs.isnan(x), axis=(-2, -1)),
+                      np.inf, r).astype(aval_of(r).dtype)
+
+
+# --- products and array-API functions ------------------------------------------------------------
+def multi_dot(arrays, *, precision=None):
+  """The product of a chain of matrices (first and last may be vectors), as numpy.linalg.multi_dot.
+
+  Example:
+    >>> multi_dot([a, b, c])
+  """
+  arrays = list(arrays)
+  if len(arrays) < 2:
+    raise ValueError(f"multi_dot requires at least two arrays, got {len(arrays)}")
+  check_arraylike("multi_dot", *arrays)
+  ops = [creation.asarray(a) for a in arrays]
+  first_vec = aval_of(ops[0]).ndim == 1
+  last_vec = aval_of(ops[-1]).ndim == 1
+  if first_vec:
+    ops[0] = ops[0][None, :]
+  if last_vec:
+    ops[-1] = ops[-1][:, None]
+  for o in ops:
+    if aval_of(o).ndim != 2:
+      raise ValueError(f"multi_dot: arrays other than the first and last must be 2-dimensional, "
+                       f"got shape {aval_of(o).shape}")
+  out = _chain(ops, precision)
+  if first_vec:
+    out = out[0]
+  if last_vec:
+    out = out[..., 0]
+  return out
+
+
+def _chain(ops, precision):
+  """The product in the cheapest order (dynamic programming over split points)."""
+  dims = [aval_of(ops[0]).shape[0]] + [aval_of(o).shape[1] for o in ops]
+  n = len(ops)
+  cost = [[0] * n for _ in range(n)]
+  split = [[0] * n for _ in range(n)]
+  for length in range(1, n):
+    for i in range(n - length):
+      j = i + length
+      cost[i][j] = None
+      for k in range(i, j):
+        c = cost[i][k] + cost[k + 1][j] + dims[i] * dims[k + 1] * dims[j + 1]
+        if cost[i][j] is None or c < cost[i][j]:
+          cost[i][j], split[i][j] = c, k
+
+  def build(i, j):
+    if i == j:
+      return ops[i]
+    k = split[i][j]
+    return matmul(build(i, k), build(k + 1, j), precision=precision)
+  return build(0, n - 1)
+
+
+def outer(x1, x2, /):
+  """Outer product of two vectors (1-D only, as the array API's linalg.outer).
+
+  Example:
+    >>> outer(numpy.array([1, 2]), numpy.array([3, 4]))
+  """
+  check_arraylike("outer", x1, x2)
+  x1, x2 = creation.asarray(x1), creation.asarray(x2)
+  if aval_of(x1).ndim != 1 or aval_of(x2).ndim != 1:
+    raise ValueError(f"Input arrays must be one-dimensional, but they are "
+                     f"x1.ndim={aval_of(x1).ndim} and x2.ndim={aval_of(x2).ndim}")
+  return contractions.outer(x1, x2)
+
+
+def cross(x1, x2, /, *, axis=-1):
+  """Cross product of 3-vectors along `axis` (other axes broadcast).
+
+  Example:
+    >>> cross(numpy.array([1., 0, 0]), numpy.array([0., 1, 0]))  # [0, 0, 1]
+  """
+  check_arraylike("cross", x1, x2)
+  x1, x2 = promote_dtypes(creation.asarray(x1), creation.asarray(x2))
+  if aval_of(x1).shape[axis] != 3 or aval_of(x2).shape[axis] != 3:
+    raise ValueError(f"Both input arrays must be (arrays of) 3-dimensional vectors, but they "
+                     f"have shape[axis]={aval_of(x1).shape[axis]} and "
+                     f"{aval_of(x2).shape[axis]}")
+  a = shape_ops.moveaxis(x1, axis, -1)
+  b = shape_ops.moveaxis(x2, axis, -1)
+  c = shape_ops.stack([a[..., 1] * b[..., 2] - a[..., 2] * b[..., 1],
+                       a[..., 2] * b[..., 0] - a[..., 0] * b[..., 2],
+                       a[..., 0] * b[..., 1] - a[..., 1] * b[..., 0]], axis=-1)
+  return shape_ops.moveaxis(c, -1, axis)
+
+
+def trace(x, /, *, offset: int = 0, dtype=None):
+  """Sum of the diagonals of the last two axes.
+
+  Example:
+    >>> trace(numpy.eye(3))  # 3
+  """
+  check_arraylike("trace", x)
+  x = creation.asarray(x)
+  if aval_of(x).ndim < 2:
+    raise ValueError(f"trace requires an array of rank >= 2, got shape {aval_of(x).shape}")
+  return reductions.sum(_diag(x, offset), axis=-1, dtype=dtype)
+
+
+def diagonal(x, /, *, offset: int = 0):
+  """The diagonals of the last two axes, shape (..., k).
+
+  Example:
+    >>> diagonal(numpy.eye(2))  # [1, 1]
+  """
+  check_arraylike("diagonal", x)
+  x = creation.asarray(x)
+  if aval_of(x).ndim < 2:
+    raise ValueError(f"diagonal requires an array of rank >= 2, got shape {aval_of(x).shape}")
+  return _diag(x, offset)
+
+
+def vecdot(x1, x2, /, *, axis: int = -1, precision=None, preferred_element_type=None):
+  """sum(conj(x1) * x2) along `axis` (other axes broadcast).
+
+  Example:
+    >>> vecdot(numpy.array([1., 2.]), numpy.array([3., 4.]))  # 11
+  """
+  check_arraylike("vecdot", x1, x2)
+  x1, x2 = promote_dtypes(creation.asarray(x1), creation.asarray(x2))
+  if aval_of(x1).shape[axis] != aval_of(x2).shape[axis]:
+    raise ValueError(f"axes must match; got shapes {aval_of(x1).shape} and {aval_of(x2).shape} "
+                     f"with axis={axis}")
+  a = shape_ops.moveaxis(x1, axis, -1)
+  b = shape_ops.moveaxis(x2, axis, -1)
+  a = ufuncs.conj(a) if dtypes.is_complex(aval_of(a).dtype) else a
+  return matmul(a[..., None, :], b[..., :, None], precision=precision,
+                preferred_element_type=preferred_element_type)[..., 0, 0]
+
+
+# --- tensors -------------------------------------------------------------------------------------
+def tensorinv(a, ind: int = 2):
+  """The inverse of a tensor seen as a matrix (first `ind` axes as rows).
+
+  Example:
+    >>> tensorinv(numpy.eye(4).reshape(4, 2, 2), ind=1)
+  """
+  check_arraylike("tensorinv", a)
+  a = creation.asarray(a)
+  ind = operator.index(ind)
+  if ind <= 0:
+    raise ValueError(f"ind must be a positive integer, got {ind}")
+  shape = aval_of(a).shape
+  rows, cols = shape[:ind], shape[ind:]
+  prod_r, prod_c = int(np.prod(rows)), int(np.prod(cols))
+  if prod_r != prod_c:
+    raise ValueError(f"tensorinv: product of the first {ind} axes ({prod_r}) must equal the "
+                     f"product of the rest ({prod_c}); got shape {shape}")
+  return inv(a.reshape((prod_r, prod_c))).reshape(cols + rows)
+
+
+def tensorsolve(a, b, axes=None):
+  """Solve tensordot(a, x, x.ndim) = b for x.
+
+  Example:
+    >>> tensorsolve(a, b)
+  """
+  check_arraylike("tensorsolve", a, b)
+  a, b = creation.asarray(a), creation.asarray(b)
+  if axes is not None:
+    a = shape_ops.moveaxis(a, axes, tuple(range(aval_of(a).ndim - len(axes), aval_of(a).ndim)))
+  b_shape = aval_of(b).shape
+  x_shape = aval_of(a).shape[len(b_shape):]
+  n_b, n_x = int(np.prod(b_shape)), int(np.prod(x_shape))
+  if n_b != n_x:
+    raise ValueError(f"tensorsolve: a's shape {aval_of(a).shape} does not make a square "
+                     f"system for b of shape {b_shape}")
+  return solve(a.reshape((n_b, n_x)), b.ravel()).reshape(x_shape)
+
