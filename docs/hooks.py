@@ -14,6 +14,13 @@ import types
 
 from mkdocs.structure.files import File
 
+try:  # revax's docstrings title their doctest blocks "Example:" (griffe knows only "Examples:")
+  from griffe import DocstringSectionKind
+  from griffe._internal.docstrings import google as _google
+  _google._section_kind.setdefault("example", DocstringSectionKind.examples)
+except (ImportError, AttributeError):  # another griffe: the blocks render as an admonition
+  pass
+
 
 def public_modules() -> list[str]:
   import revax

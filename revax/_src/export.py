@@ -199,11 +199,11 @@ def export(fun_jit, *, platforms=None, disabled_checks=()):
 
 def _export_traced(fun_jit, args, kwargs, platforms) -> Exported:
   from revax._src.api import ShapeDtypeStruct, _abstractify
-  leaves, key_head, call = fun_jit._split(args, kwargs)
+  leaves, key_head, call, names = fun_jit._split(args, kwargs)
   in_tree = key_head[0]
   avals = tuple(_abstractify(x) if isinstance(x, ShapeDtypeStruct) else get_aval(x)
                 for x in leaves)
-  entry = fun_jit._trace(call, avals)
+  entry = fun_jit._trace(call, avals, names)
   closed = _bake_consts(entry.jaxpr, entry.consts)
   text = mlir.lower_jaxpr_to_module(closed, entry.name, platform=platforms[0])
 

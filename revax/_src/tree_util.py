@@ -73,7 +73,7 @@ def _simple_entrystr(key) -> str:
 
 
 def keystr(keys, *, simple: bool = False, separator: str = "") -> str:
-  """A path as text: `(DictKey('a'), SequenceKey(0))` -> "['a'][0]".
+  """A path as text: `(DictKey('a'), SequenceKey(0))` -> `"['a'][0]"`.
 
   Args:
     keys: a tuple of key entries (or any objects with a string form).

@@ -55,9 +55,16 @@ def test_rendered_pages(site):
            "invertible_guide": site / "guides" / "invertible" / "index.html"}
   for name, page in pages.items():
     shot = SHOTS / f"{name}.png"
-    url = page.as_uri() + ("#revax.grad" if name == "revax_grad" else "")
+    url = page.as_uri()
+    if name == "revax_grad":  # headless Chromium draws nothing when scrolled to a fragment of
+      frame = site / "_screenshot_frame.html"  # a long page; a frame scrolled to it works
+      frame.write_text(f'<html><body style="margin:0"><iframe src="{url}#revax.grad" '
+                       'style="border:0;width:1280px;height:900px"></iframe></body></html>')
+      url = frame.as_uri()
     subprocess.run(["chromium", "--headless", "--no-sandbox", "--disable-gpu",
-                    "--hide-scrollbars", f"--screenshot={shot}", "--window-size=1280,900", url],
+                    "--hide-scrollbars", "--virtual-time-budget=5000",
+                    "--allow-file-access-from-files", f"--screenshot={shot}",
+                    "--window-size=1280,900", url],
                    capture_output=True, timeout=120, check=True)
     pixels = matplotlib.image.imread(shot)
     assert pixels.shape[0] == 900 and pixels.shape[1] == 1280

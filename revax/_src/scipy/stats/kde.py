@@ -68,7 +68,11 @@ class gaussian_kde:  # noqa: N801 (JAX's name)
     weights: optional weights of the n points.
 
   Attributes:
-    dataset (d, n), weights (n,), neff, covariance and inv_cov (d, d); properties d and n.
+    dataset: the data points, shape (d, n).
+    weights: their weights, shape (n,).
+    neff: the effective number of points.
+    covariance: the kernel covariance, shape (d, d); `inv_cov` is its inverse.
+    d: the number of dimensions; `n` is the number of points.
 
   Example:
     >>> kde = gaussian_kde(revax.numpy.array([0.0, 1.0, 3.0]))
