@@ -309,3 +309,10 @@ from revax._src.lax.convenience import index_take as index_take
 from revax._src.interpreters.barrier import optimization_barrier_p as optimization_barrier_p
 from revax._src.lax.convenience import mulhi as mulhi
 from revax.lax import linalg as linalg
+from revax._src.lax.parallel import all_gather_p as all_gather_p
+from revax._src.lax.parallel import all_to_all_p as all_to_all_p
+from revax._src.lax.parallel import axis_index_p as axis_index_p
+from revax._src.lax.parallel import pmax_p as pmax_p
+from revax._src.lax.parallel import pmin_p as pmin_p
+from revax._src.lax.parallel import ppermute_p as ppermute_p
+from revax._src.lax.parallel import psum_p as psum_p

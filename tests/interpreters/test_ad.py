@@ -146,3 +146,16 @@ def test_linear_transpose():
   f_t = revax.linear_transpose(lambda x: x * 3.0, x3)
   (ct,) = f_t(np.ones(3, np.float32))
   np.testing.assert_allclose(ct, np.full(3, 3.0), rtol=1e-6)
+
+
+def test_weak_scalar_of_a_narrow_dtype_survives_re_evaluation():
+  """A weakly typed f16 scalar inside a JVP rule (full_like keeps weak types) is staged as a
+  literal; re-evaluating the linearized jaxpr (reverse of reverse mode) must give it back as f16,
+  not as a Python float that binds as f32 (it did: mul(f16, f32) in the second-order VJP)."""
+  from revax._src.lax.special import bessel_i1e
+  x = np.array([0.5, -1.25], np.float16)
+  grad_fn = lambda v: revax.grad(lambda y: bessel_i1e(y).sum())(v)
+  (g2,) = revax.vjp(grad_fn, x)[1](np.ones(2, np.float16))
+  assert g2.dtype == np.float16
+  want = revax.vjp(grad_fn, x.astype(np.float32))[1](np.ones(2, np.float32))[0]
+  np.testing.assert_allclose(np.asarray(g2, np.float32), want, rtol=2e-2, atol=2e-3)

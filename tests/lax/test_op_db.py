@@ -62,7 +62,18 @@ def _lax_primitives():
   return prims
 
 
+# Primitives that cannot have an op-database record, and the suite that tests them instead.
+_TESTED_ELSEWHERE = {
+    name: ("a collective over a named axis exists only inside the named vmap/shard_map that binds "
+           "it, which replaces it by ordinary operations (so no jaxpr of a callable record binds "
+           "it); tests/lax/test_parallel.py compares values, grads, jvps, nesting and loops with "
+           "jax, and tests/sharding with jax's shard_map")
+    for name in ("psum", "pmax", "pmin", "all_gather", "psum_scatter", "ppermute", "all_to_all",
+                 "axis_index")}
+
+
 def test_every_lax_primitive_has_records():
   covered = {r.primitive for r in RECORDS}
-  missing = sorted(set(_lax_primitives()) - covered)
+  assert not covered & set(_TESTED_ELSEWHERE), "records exist now: drop them from the list"
+  missing = sorted(set(_lax_primitives()) - covered - set(_TESTED_ELSEWHERE))
   assert not missing, f"primitives without op-database records: {missing}"

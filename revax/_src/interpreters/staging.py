@@ -112,9 +112,13 @@ class DynamicJaxprTrace(Trace):
         aval = get_aval(x)
         return Literal(np.asarray(x, aval.dtype)[()], aval)
       if t is Array and not x.aval.shape:
-        # a weakly typed scalar stays a Python scalar, so re-evaluating the literal keeps it weak
+        # a weakly typed scalar of the default dtype stays a Python scalar, so re-evaluating the
+        # literal keeps it weak; a weak scalar of another dtype (a weak f16 from full_like) keeps
+        # its dtype, since primitives bound on it directly need exactly that dtype
         value = x._value()[()]
-        return Literal(value.item() if x.aval.weak_type else value, x.aval)
+        if x.aval.weak_type and get_aval(value.item()).dtype == x.aval.dtype:
+          value = value.item()
+        return Literal(value, x.aval)
     entry = self.constvars.get(id(x))
     if entry is None:
       entry = self.constvars[id(x)] = (Var(get_aval(x)), x)

@@ -29,6 +29,7 @@ from revax._src.interpreters import ad, batching, dispatch, mlir
 from revax._src.interpreters import invertible as inv
 from revax._src.lax import batch_util, shapes, slicing
 from revax._src.runtime import ffi
+from revax._src.runtime.denormals import flush_off, flush_on
 from revax._src.runtime.pjrt import RuntimeBackendError
 
 __all__ = ["pure_callback", "io_callback", "debug_callback", "pure_callback_p", "io_callback_p",
@@ -92,9 +93,14 @@ def _host_args(args):
 
 def _run_on_host(callback, args, result_avals, what: str):
   """Eager call: NumPy in, checked NumPy out; a failure is raised as the compiled path raises it
-  (a RuntimeBackendError whose __cause__ is the callback's own exception)."""
+  (a RuntimeBackendError whose __cause__ is the callback's own exception). The callback runs
+  with subnormals flushed, as on XLA:CPU's threads, so eager and jitted calls agree."""
   try:
-    results = callback(*_host_args(args))
+    old = flush_on()
+    try:
+      results = callback(*_host_args(args))
+    finally:
+      flush_off(old)
     return ffi.check_results(results, [(a.shape, a.dtype) for a in result_avals])
   except Exception as exc:  # noqa: BLE001 - re-raised below with the original as its cause
     text = "".join(traceback.format_exception(exc)).rstrip()

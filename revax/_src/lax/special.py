@@ -104,15 +104,24 @@ def _tiny(x):
   return float(dtypes.finfo(get_aval(x).dtype).tiny)
 
 
+def _eager_and_lowering(prim, fn, hlo_op):
+  """Where XLA expands its own CHLO op, eager calls compile that one op too (the revax algorithm
+  would disagree with it on poles and special values: eager and jit must agree); otherwise both
+  run `fn`, eagerly op by op on the host and lowered inline under jit."""
+  if hlo_op:
+    mlir.register_lowering(prim, hlo_lowering(hlo_op))
+  else:
+    dispatch.custom_impls[prim] = _eager(fn, prim)
+    mlir.register_lowering(prim, mlir.lower_fun(fn, multiple_results=False))
+
+
 def _binary_primitive(name, algorithm, hlo_op=None):
   """A float elementwise primitive of broadcast operands evaluated by `algorithm`."""
   prim = Primitive(name)
   nargs = algorithm.__code__.co_argcount
   prim.def_abstract_eval(naryop_abstract_eval(name, ("float",) * nargs))
   fn = _upcast_and_broadcast(algorithm)
-  dispatch.custom_impls[prim] = _eager(fn, prim)
-  mlir.register_lowering(prim, hlo_lowering(hlo_op) if hlo_op else
-                         mlir.lower_fun(fn, multiple_results=False))
+  _eager_and_lowering(prim, fn, hlo_op)
   defbroadcasting(prim)
   return prim
 
@@ -539,9 +548,7 @@ def _unary_primitive(name, algorithm, hlo_op=None):
   prim = Primitive(name)
   prim.def_abstract_eval(unop_abstract_eval(name, "float"))
   fn = _upcast_and_broadcast(algorithm)
-  dispatch.custom_impls[prim] = _eager(fn, prim)
-  mlir.register_lowering(prim, hlo_lowering(hlo_op) if hlo_op else
-                         mlir.lower_fun(fn, multiple_results=False))
+  _eager_and_lowering(prim, fn, hlo_op)
   batching.defvectorized(prim)
   return prim
 
