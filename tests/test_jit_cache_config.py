@@ -305,3 +305,13 @@ def test_log_compiles(caplog):
   with revax.log_compiles(True), caplog.at_level(logging.WARNING, logger="revax"):
     revax.jit(lambda x: x * 3 + 1)(np.ones(5, np.float32))
   assert any("Compiling" in r.message and "f32[5]" in r.message for r in caplog.records)
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+def test_debug_nans_checks_operators_whose_host_plan_was_cached_before(debug_flag):
+  """`x * y` on host Arrays runs a cached single-primitive plan; one cached before debug_nans
+  was turned on must not skip the check afterwards."""
+  inf, zero = rnp.asarray(np.float32(np.inf)), rnp.asarray(np.float32(0.0))
+  assert np.isnan(float(inf * zero))  # caches the plan for f32[] * f32[]
+  debug_flag("jax_debug_nans")
+  assert "invalid value (nan) encountered in mul" in _fpe_message(lambda: inf * zero)
