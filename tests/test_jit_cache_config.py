@@ -184,7 +184,11 @@ def test_debug_nans_jit_reruns_op_by_op(debug_flag):
   debug_flag("jax_debug_nans")
   for jit, m in ((revax.jit, rnp), (jax.jit, jnp)):
     f = jit(lambda x: m.sqrt(x) * 2)
-    assert "invalid value (nan) encountered in sqrt" in _fpe_message(lambda: f(-1.0))
+    # revax names the primitive that made the NaN; jax's de-optimized re-run does too in a fresh
+    # process, but names `mul` in some process states (seen in a full parallel run), so for jax
+    # only the kind of error is checked
+    want = "invalid value (nan) encountered in " + ("sqrt" if jit is revax.jit else "")
+    assert want in _fpe_message(lambda: f(-1.0))
     # a NaN inside the program that does not reach an output is not reported (as in JAX)
     g = jit(lambda x: m.where(x < 0, 0.0, m.log(x)))
     assert float(g(-1.0)) == 0.0
