@@ -67,13 +67,6 @@ def _remaining(axes, name):
   return tuple(a for a in axes if a != name)
 
 
-def _linear_jvp(prim):
-  def rule(primals, tangents, **params):
-    out = prim.bind(*primals, **params)
-    return out, prim.bind(*map(ad.instantiate_zeros, tangents), **params)
-  ad.primitive_jvps[prim] = rule
-
-
 def _no_lowering(name):
   def rule(ctx, *args, axes, **params):
     raise NotImplementedError(f"{name} over {axes} reached XLA lowering: collectives are "
@@ -81,11 +74,23 @@ def _no_lowering(name):
   return rule
 
 
-# --- psum / pmax / pmin ------------------------------------------------------------------------------
+def _register(prim, name, collective, batch, not_invertible_reason, transpose=None):
+  """The rules every collective has: no eager evaluation (its name is unbound there), the
+  collective rule for the owning BatchTrace, the batching rule for the others, the lowering
+  that says why it never runs, the inverse reason, and, for linear ones, JVP and transpose."""
+  dispatch.custom_impls[prim] = _unbound_impl(name)
+  batching.collective_batchers[prim] = collective
+  batching.primitive_batchers[prim] = batch
+  mlir.register_lowering(prim, _no_lowering(name))
+  inv.not_invertible(prim, not_invertible_reason)
+  if transpose is not None:
+    ad.deflinear(prim, transpose)
+
+
+# --- psum / pmax / pmin ---
 def _reducer(name, reduce_fn, unmapped_fn):
   prim = Primitive(name)
   prim.def_abstract_eval(lambda x, *, axes: x)
-  dispatch.custom_impls[prim] = _unbound_impl(name)
 
   def collective(axis_size, axis_name, vals, dims, *, axes):
     (x,), (d,) = vals, dims
@@ -97,10 +102,8 @@ def _reducer(name, reduce_fn, unmapped_fn):
     (x,), (d,) = vals, dims
     return prim.bind(x, axes=axes), d
 
-  batching.collective_batchers[prim] = collective
-  batching.primitive_batchers[prim] = batch
-  mlir.register_lowering(prim, _no_lowering(name))
-  inv.not_invertible(prim, "many-to-one (a reduction over the members of an axis)")
+  _register(prim, name, collective, batch,
+            "many-to-one (a reduction over the members of an axis)")
   return prim
 
 
@@ -113,9 +116,7 @@ def _psum_unmapped(x, size):
 psum_p = _reducer("psum", reductions.reduce_sum, _psum_unmapped)
 pmax_p = _reducer("pmax", reductions.reduce_max, lambda x, size: x)
 pmin_p = _reducer("pmin", reductions.reduce_min, lambda x, size: x)
-_linear_jvp(psum_p)
-ad.primitive_transposes[psum_p] = lambda ct, x, *, axes: [
-    ad.Zero(x.aval) if isinstance(ct, ad.Zero) else psum_p.bind(ct, axes=axes)]
+ad.deflinear(psum_p, lambda ct, x, *, axes: [psum_p.bind(ct, axes=axes)])
 ad.not_differentiable(pmax_p, "JAX defines no derivative for pmax")
 ad.not_differentiable(pmin_p, "JAX defines no derivative for pmin")
 
@@ -161,7 +162,7 @@ def pmean(x, axis_name, *, axis_index_groups=None):
   return tree_util.tree_map(lambda s: binary.div(s, np.array(size, get_aval(s).dtype)), summed)
 
 
-# --- axis_index -------------------------------------------------------------------------------------
+# --- axis_index ---
 axis_index_p = Primitive("axis_index")
 axis_index_p.def_abstract_eval(lambda *, axes: ShapedArray((), np.dtype(np.int32)))
 dispatch.custom_impls[axis_index_p] = _unbound_impl("axis_index")
@@ -194,7 +195,7 @@ ad.not_differentiable(axis_index_p, "integer output")
 inv.not_invertible(axis_index_p, "it has no operand to rebuild")
 
 
-# --- all_gather ---------------------------------------------------------------------------------------
+# --- all_gather ---
 all_gather_p = Primitive("all_gather")
 
 
@@ -250,24 +251,17 @@ def _all_gather_batch(vals, dims, *, axes, axis, axis_size, tiled):
 
 
 def _all_gather_transpose(ct, x, *, axes, axis, axis_size, tiled):
-  if isinstance(ct, ad.Zero):
-    return [ad.Zero(x.aval)]
   return [psum_scatter_p.bind(ct, axes=axes, scatter_dimension=axis, axis_size=axis_size,
                               tiled=tiled)]
 
 
 all_gather_p.def_abstract_eval(_all_gather_abstract_eval)
-dispatch.custom_impls[all_gather_p] = _unbound_impl("all_gather")
-batching.collective_batchers[all_gather_p] = _all_gather_collective
-batching.primitive_batchers[all_gather_p] = _all_gather_batch
-_linear_jvp(all_gather_p)
-ad.primitive_transposes[all_gather_p] = _all_gather_transpose
-mlir.register_lowering(all_gather_p, _no_lowering("all_gather"))
-inv.not_invertible(all_gather_p, "each member's value is one slice of a result that depends on "
-                   "the others")
+_register(all_gather_p, "all_gather", _all_gather_collective, _all_gather_batch,
+          "each member's value is one slice of a result that depends on the others",
+          transpose=_all_gather_transpose)
 
 
-# --- psum_scatter --------------------------------------------------------------------------------------
+# --- psum_scatter ---
 psum_scatter_p = Primitive("psum_scatter")
 
 
@@ -325,23 +319,16 @@ def _psum_scatter_batch(vals, dims, *, axes, scatter_dimension, axis_size, tiled
 
 
 def _psum_scatter_transpose(ct, x, *, axes, scatter_dimension, axis_size, tiled):
-  if isinstance(ct, ad.Zero):
-    return [ad.Zero(x.aval)]
   return [all_gather_p.bind(ct, axes=axes, axis=scatter_dimension, axis_size=axis_size,
                             tiled=tiled)]
 
 
 psum_scatter_p.def_abstract_eval(_psum_scatter_abstract_eval)
-dispatch.custom_impls[psum_scatter_p] = _unbound_impl("psum_scatter")
-batching.collective_batchers[psum_scatter_p] = _psum_scatter_collective
-batching.primitive_batchers[psum_scatter_p] = _psum_scatter_batch
-_linear_jvp(psum_scatter_p)
-ad.primitive_transposes[psum_scatter_p] = _psum_scatter_transpose
-mlir.register_lowering(psum_scatter_p, _no_lowering("psum_scatter"))
-inv.not_invertible(psum_scatter_p, "many-to-one (a sum over the members)")
+_register(psum_scatter_p, "psum_scatter", _psum_scatter_collective, _psum_scatter_batch,
+          "many-to-one (a sum over the members)", transpose=_psum_scatter_transpose)
 
 
-# --- ppermute -----------------------------------------------------------------------------------------
+# --- ppermute ---
 ppermute_p = Primitive("ppermute")
 
 
@@ -379,21 +366,17 @@ def _ppermute_collective(size, axis_name, vals, dims, *, axes, perm):
   return shapes.concatenate(pieces, 0), 0
 
 
+def _ppermute_batch(vals, dims, *, axes, perm):
+  return ppermute_p.bind(vals[0], axes=axes, perm=perm), dims[0]
+
+
 def _ppermute_transpose(ct, x, *, axes, perm):
-  if isinstance(ct, ad.Zero):
-    return [ad.Zero(x.aval)]
   return [ppermute_p.bind(ct, axes=axes, perm=tuple((t, s) for s, t in perm))]
 
 
 ppermute_p.def_abstract_eval(lambda x, *, axes, perm: x)
-dispatch.custom_impls[ppermute_p] = _unbound_impl("ppermute")
-batching.collective_batchers[ppermute_p] = _ppermute_collective
-batching.primitive_batchers[ppermute_p] = lambda vals, dims, *, axes, perm: (
-    ppermute_p.bind(vals[0], axes=axes, perm=perm), dims[0])
-_linear_jvp(ppermute_p)
-ad.primitive_transposes[ppermute_p] = _ppermute_transpose
-mlir.register_lowering(ppermute_p, _no_lowering("ppermute"))
-inv.not_invertible(ppermute_p, "members that receive nothing get zeros")
+_register(ppermute_p, "ppermute", _ppermute_collective, _ppermute_batch,
+          "members that receive nothing get zeros", transpose=_ppermute_transpose)
 
 
 def pshuffle(x, axis_name, perm):
@@ -404,7 +387,7 @@ def pshuffle(x, axis_name, perm):
   return ppermute(x, axis_name, [(src, dst) for dst, src in enumerate(perm)])
 
 
-# --- all_to_all ---------------------------------------------------------------------------------------
+# --- all_to_all ---
 all_to_all_p = Primitive("all_to_all")
 
 
@@ -478,17 +461,11 @@ def _all_to_all_batch(vals, dims, *, axes, split_axis, concat_axis, axis_size, t
 
 
 def _all_to_all_transpose(ct, x, *, axes, split_axis, concat_axis, axis_size, tiled):
-  if isinstance(ct, ad.Zero):
-    return [ad.Zero(x.aval)]
   return [all_to_all_p.bind(ct, axes=axes, split_axis=concat_axis, concat_axis=split_axis,
                             axis_size=axis_size, tiled=tiled)]
 
 
 all_to_all_p.def_abstract_eval(_all_to_all_abstract_eval)
-dispatch.custom_impls[all_to_all_p] = _unbound_impl("all_to_all")
-batching.collective_batchers[all_to_all_p] = _all_to_all_collective
-batching.primitive_batchers[all_to_all_p] = _all_to_all_batch
-_linear_jvp(all_to_all_p)
-ad.primitive_transposes[all_to_all_p] = _all_to_all_transpose
-mlir.register_lowering(all_to_all_p, _no_lowering("all_to_all"))
-inv.not_invertible(all_to_all_p, "each member's result depends on the other members' values")
+_register(all_to_all_p, "all_to_all", _all_to_all_collective, _all_to_all_batch,
+          "each member's result depends on the other members' values",
+          transpose=_all_to_all_transpose)
