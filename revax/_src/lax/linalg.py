@@ -137,7 +137,9 @@ def cholesky(x, *, symmetrize_input: bool = True):
     L, lower triangular; NaN where a matrix is not positive definite.
 
   Example:
-    >>> cholesky(numpy.array([[4., 2.], [2., 3.]]))
+    >>> lax.linalg.cholesky(jnp.array([[4., 2.], [2., 3.]]))
+    Array([[2.       , 0.       ],
+           [1.       , 1.4142135]], dtype=float32)
   """
   if symmetrize_input:
     _check_matrix("cholesky", get_aval(x))
@@ -247,7 +249,11 @@ def triangular_solve(a, b, *, left_side: bool = False, lower: bool = False,
     x, shaped like b.
 
   Example:
-    >>> triangular_solve(L, b, left_side=True, lower=True)
+    >>> L = jnp.array([[2., 0.], [1., 4.]])
+    >>> b = jnp.array([[2.], [9.]])
+    >>> lax.linalg.triangular_solve(L, b, left_side=True, lower=True)
+    Array([[1.],
+           [2.]], dtype=float32)
   """
   conjugate_a = bool(conjugate_a) and dtypes.is_complex(get_aval(a).dtype)
   singleton = get_aval(b).ndim == get_aval(a).ndim - 1
@@ -401,7 +407,12 @@ def lu(x):
     row permutation (..., m) (x[permutation] = L U).
 
   Example:
-    >>> lu_, pivots, perm = lu(a)
+    >>> lu, pivots, perm = lax.linalg.lu(jnp.array([[1., 2.], [3., 4.]]))
+    >>> lu
+    Array([[3.        , 4.        ],
+           [0.33333334, 0.6666666 ]], dtype=float32)
+    >>> pivots, perm
+    (Array([1, 1], dtype=int32), Array([1, 0], dtype=int32))
   """
   lu_, pivots, permutation = lu_p.bind(x)
   return lu_, pivots, permutation
@@ -613,7 +624,8 @@ def lu_pivots_to_permutation(pivots, permutation_size: int):
     int32 array (..., m).
 
   Example:
-    >>> lu_pivots_to_permutation(numpy.array([2, 2, 2], numpy.int32), 3)  # [2, 0, 1]
+    >>> lax.linalg.lu_pivots_to_permutation(jnp.array([2, 2, 2], jnp.int32), 3)
+    Array([2, 0, 1], dtype=int32)
   """
   return lu_pivots_to_permutation_p.bind(pivots, permutation_size=operator.index(permutation_size))
 
@@ -684,7 +696,12 @@ def qr(x, *, pivoting: bool = False, full_matrices: bool = True, use_magma=None)
     (q, r), or (q, r, p) with int32 column permutation p when pivoting.
 
   Example:
-    >>> q, r = qr(a, full_matrices=False)
+    >>> a = jnp.array([[3., 1.], [4., 2.], [0., 2.]])
+    >>> q, r = lax.linalg.qr(a, full_matrices=False)
+    >>> q.shape, r.shape
+    ((3, 2), (2, 2))
+    >>> jnp.allclose(q @ r, a, atol=1e-5)
+    Array(True, dtype=bool)
   """
   del use_magma
   outs = qr_p.bind(x, pivoting=bool(pivoting), full_matrices=bool(full_matrices))
@@ -1021,7 +1038,9 @@ def eigh(x, *, lower: bool = True, symmetrize_input: bool = True,
     (v, w): eigenvectors as columns (..., n, k) and real eigenvalues (..., k).
 
   Example:
-    >>> v, w = eigh(a)
+    >>> v, w = lax.linalg.eigh(jnp.array([[2., 1.], [1., 2.]]))
+    >>> w  # eigenvalues second, ascending
+    Array([1., 3.], dtype=float32)
   """
   if symmetrize_input:
     _check_matrix("eigh", get_aval(x))
@@ -1130,7 +1149,9 @@ def svd(x, *, full_matrices: bool = True, compute_uv: bool = True, subset_by_ind
     (u, s, vh) if compute_uv, else s (descending, real).
 
   Example:
-    >>> u, s, vh = svd(a, full_matrices=False)
+    >>> u, s, vh = lax.linalg.svd(jnp.array([[3., 0.], [0., -2.], [0., 0.]]), full_matrices=False)
+    >>> s
+    Array([3., 2.], dtype=float32)
   """
   del algorithm
   if subset_by_index is not None:
@@ -1402,7 +1423,14 @@ def tridiagonal_solve(dl, d, du, b):
     x (..., m, n).
 
   Example:
-    >>> tridiagonal_solve(dl, d, du, b)
+    >>> dl = jnp.array([0., 1., 1.])  # dl[0] and du[-1] are ignored
+    >>> d = jnp.array([2., 2., 2.])
+    >>> du = jnp.array([1., 1., 0.])
+    >>> b = jnp.array([[3.], [4.], [3.]])
+    >>> lax.linalg.tridiagonal_solve(dl, d, du, b)
+    Array([[1.],
+           [1.],
+           [1.]], dtype=float32)
   """
   return tridiagonal_solve_p.bind(dl, d, du, b)
 
@@ -1546,7 +1574,13 @@ def symmetric_product(a_matrix, c_matrix, *, alpha: float = 1.0, beta: float = 0
     (..., n, n).
 
   Example:
-    >>> symmetric_product(a, c, alpha=2.0, beta=1.0)
+    >>> a = jnp.array([[1., 2.], [3., 4.]])
+    >>> lax.linalg.symmetric_product(a, jnp.eye(2), alpha=2.0, beta=1.0)  # 2 a a^T + I, lower
+    Array([[11.,  0.],
+           [22., 51.]], dtype=float32)
+    >>> lax.linalg.symmetric_product(a, jnp.eye(2), alpha=2.0, beta=1.0, symmetrize_output=True)
+    Array([[11., 22.],
+           [22., 51.]], dtype=float32)
   """
   out = symmetric_product_p.bind(a_matrix, c_matrix, alpha=float(alpha), beta=float(beta))
   if symmetrize_output:
@@ -1688,7 +1722,10 @@ def householder_product(a, taus):
     (..., m, n).
 
   Example:
-    >>> householder_product(a, taus)
+    >>> v = jnp.array([[1.], [1.]])  # one reflector I - tau v v^T (v's leading 1 implicit)
+    >>> lax.linalg.householder_product(v, jnp.array([1.]))
+    Array([[ 0.],
+           [-1.]], dtype=float32)
   """
   return householder_product_p.bind(a, taus)[0]
 
@@ -1738,7 +1775,11 @@ def ormqr(a, taus, c, *, left: bool = True, transpose: bool = False):
   householder_product (full m x m; LAPACK's ormqr/unmqr).
 
   Example:
-    >>> ormqr(a, taus, c, left=True, transpose=True)
+    >>> v = jnp.array([[1.], [1.]])  # Q = I - v v^T swaps and negates the two rows
+    >>> lax.linalg.ormqr(v, jnp.array([1.]), jnp.array([[1., 2.], [3., 4.]]), left=True,
+    ...                  transpose=False)
+    Array([[-3., -4.],
+           [-1., -2.]], dtype=float32)
   """
   return ormqr_p.bind(a, taus, c, left=bool(left), transpose=bool(transpose))[0]
 
@@ -1812,7 +1853,10 @@ def hessenberg(a):
     taus (..., n - 1) (Q = householder_product of the reflectors shifted down one row).
 
   Example:
-    >>> packed, taus = hessenberg(a)
+    >>> a = jnp.array([[1., 2., 3.], [4., 5., 6.], [7., 8., 10.]])
+    >>> packed, taus = lax.linalg.hessenberg(a)
+    >>> packed.shape, taus.shape
+    ((3, 3), (2,))
   """
   packed, taus = hessenberg_p.bind(a)
   return packed, taus
@@ -1846,7 +1890,13 @@ def tridiagonal(a, *, lower: bool = True):
     the diagonal d (..., n), the off-diagonal e (..., n - 1), and taus (..., n - 1).
 
   Example:
-    >>> arr, d, e, taus = tridiagonal(a)
+    >>> a = jnp.array([[4., 1., 2.], [1., 3., 0.], [2., 0., 1.]])
+    >>> arr, d, e, taus = lax.linalg.tridiagonal(a)
+    >>> d.shape, e.shape, taus.shape
+    ((3,), (2,), (2,))
+    >>> jnp.allclose(jnp.sort(jnp.linalg.eigvalsh(jnp.diag(d) + jnp.diag(e, 1) + jnp.diag(e, -1))),
+    ...              jnp.linalg.eigvalsh(a), atol=1e-4)
+    Array(True, dtype=bool)
   """
   arr, d, e, taus = tridiagonal_p.bind(a, lower=bool(lower))
   return arr, d, e, taus
@@ -1902,7 +1952,11 @@ def cholesky_update(r_matrix, w_vector):
     (n, n) upper triangular.
 
   Example:
-    >>> cholesky_update(r, w)
+    >>> r = jnp.array([[2., 1.], [0., 1.]])  # a = r^T r
+    >>> w = jnp.array([1., 1.])
+    >>> r2 = lax.linalg.cholesky_update(r, w)  # the factor of a + w w^T
+    >>> jnp.allclose(r2.T @ r2, r.T @ r + jnp.outer(w, w), atol=1e-5)
+    Array(True, dtype=bool)
   """
   return cholesky_update_p.bind(r_matrix, w_vector)[0]
 
@@ -1982,7 +2036,12 @@ def qdwh(x, *, is_hermitian: bool = False, max_iterations: int | None = None, ep
     (u, h, num_iters, is_converged).
 
   Example:
-    >>> u, h, iters, ok = qdwh(x)
+    >>> u, h, iters, ok = lax.linalg.qdwh(jnp.array([[2., 0.], [0., -3.]]))
+    >>> u
+    Array([[ 1.,  0.],
+           [ 0., -1.]], dtype=float32)
+    >>> bool(ok)
+    True
   """
   del is_hermitian
   if dynamic_shape is not None:

@@ -99,7 +99,9 @@ def cholesky(a, *, upper: bool = False, symmetrize_input: bool = True):
     The factor; NaN where a matrix is not positive definite.
 
   Example:
-    >>> cholesky(numpy.array([[2., 1.], [1., 2.]]))
+    >>> jnp.linalg.cholesky(jnp.array([[4., 2.], [2., 3.]]))
+    Array([[2.       , 0.       ],
+           [1.       , 1.4142135]], dtype=float32)
   """
   check_arraylike("cholesky", a)
   a = _inexact("cholesky", a)
@@ -119,7 +121,10 @@ def qr(a, mode: str = "reduced"):
     QRResult(Q, R), or R for mode="r".
 
   Example:
-    >>> q, r = qr(a)
+    >>> q, r = jnp.linalg.qr(jnp.array([[3., 1.], [4., 2.]]))
+    >>> r
+    Array([[-5. , -2.2],
+           [ 0. ,  0.4]], dtype=float32)
   """
   check_arraylike("qr", a)
   a = _inexact("qr", a)
@@ -146,7 +151,12 @@ def eigh(a, UPLO: str | None = None, symmetrize_input: bool = True):
     EighResult(eigenvalues (..., n) ascending, eigenvectors (..., n, n) as columns).
 
   Example:
-    >>> w, v = eigh(a)
+    >>> a = jnp.array([[2., 1.], [1., 2.]])
+    >>> w, v = jnp.linalg.eigh(a)
+    >>> w
+    Array([1., 3.], dtype=float32)
+    >>> jnp.allclose(a @ v, v * w, atol=1e-5)
+    Array(True, dtype=bool)
   """
   check_arraylike("eigh", a)
   if UPLO is None or UPLO == "L":
@@ -165,7 +175,8 @@ def eigvalsh(a, UPLO: str | None = "L", *, symmetrize_input: bool = True):
   """Eigenvalues of Hermitian matrices, ascending.
 
   Example:
-    >>> eigvalsh(a)
+    >>> jnp.linalg.eigvalsh(jnp.array([[2., 1.], [1., 2.]]))
+    Array([1., 3.], dtype=float32)
   """
   return eigh(a, UPLO, symmetrize_input).eigenvalues
 
@@ -200,7 +211,12 @@ def svd(a, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool 
     SVDResult(U, S, Vh), or S when compute_uv is False.
 
   Example:
-    >>> u, s, vh = svd(a, full_matrices=False)
+    >>> a = jnp.array([[3., 0.], [0., -2.], [0., 0.]])
+    >>> u, s, vh = jnp.linalg.svd(a, full_matrices=False)
+    >>> s
+    Array([3., 2.], dtype=float32)
+    >>> jnp.allclose((u * s) @ vh, a, atol=1e-5)
+    Array(True, dtype=bool)
   """
   check_arraylike("svd", a)
   a = _inexact("svd", a)
@@ -230,7 +246,8 @@ def svdvals(x, /):
   """Singular values, descending.
 
   Example:
-    >>> svdvals(a)
+    >>> jnp.linalg.svdvals(jnp.array([[3., 0.], [0., -2.]]))
+    Array([3., 2.], dtype=float32)
   """
   return svd(x, compute_uv=False)
 
@@ -268,7 +285,8 @@ def solve(a, b):
     x, shaped like b (batch axes broadcast).
 
   Example:
-    >>> solve(numpy.eye(2), numpy.array([1., 2.]))
+    >>> jnp.linalg.solve(jnp.array([[2., 1.], [1., 3.]]), jnp.array([3., 5.]))
+    Array([0.8, 1.4], dtype=float32)
   """
   check_arraylike("solve", a, b)
   a, b = _inexact("solve", a, b)
@@ -294,7 +312,9 @@ def inv(a):
   """The inverse of square matrices (inf/NaN where singular).
 
   Example:
-    >>> inv(numpy.array([[2., 0.], [0., 4.]]))
+    >>> jnp.linalg.inv(jnp.array([[2., 0.], [0., 4.]]))
+    Array([[0.5 , 0.  ],
+           [0.  , 0.25]], dtype=float32)
   """
   check_arraylike("inv", a)
   a = _inexact("inv", a)
@@ -317,7 +337,8 @@ def det(a):
   """Determinants of square matrices (from an LU decomposition).
 
   Example:
-    >>> det(numpy.array([[1., 2.], [3., 4.]]))  # -2
+    >>> jnp.linalg.det(jnp.array([[1., 2.], [3., 4.]]))
+    Array(-2., dtype=float32)
   """
   check_arraylike("det", a)
   a = _inexact("det", a)
@@ -337,7 +358,9 @@ def slogdet(a, *, method: str | None = None):
     SlogdetResult(sign, logabsdet); sign 0 and logabsdet -inf for singular matrices.
 
   Example:
-    >>> sign, logdet = slogdet(a)
+    >>> sign, logdet = jnp.linalg.slogdet(jnp.array([[1., 2.], [3., 4.]]))
+    >>> sign, logdet  # det = -2
+    (Array(-1., dtype=float32), Array(0.6931471, dtype=float32))
   """
   check_arraylike("slogdet", a)
   a = _inexact("slogdet", a)
@@ -373,7 +396,9 @@ def matrix_power(a, n: int):
   """a raised to the integer power n (negative n: powers of the inverse), by squaring.
 
   Example:
-    >>> matrix_power(a, 3)
+    >>> jnp.linalg.matrix_power(jnp.array([[1, 1], [0, 1]]), 3)
+    Array([[1, 3],
+           [0, 1]], dtype=int32)
   """
   check_arraylike("matrix_power", a)
   a = creation.asarray(a)
@@ -412,7 +437,9 @@ def pinv(a, rtol=None, hermitian: bool = False, *, rcond=None):
     (..., n, m).
 
   Example:
-    >>> pinv(a)
+    >>> jnp.linalg.pinv(jnp.array([[1., 0.], [0., 2.], [0., 0.]]))
+    Array([[1. , 0. , 0. ],
+           [0. , 0.5, 0. ]], dtype=float32)
   """
   check_arraylike("pinv", a)
   a = _inexact("pinv", a)
@@ -448,7 +475,10 @@ def lstsq(a, b, rcond=None, *, numpy_resid: bool = False):
     (x, residuals, rank, s).
 
   Example:
-    >>> x, resid, rank, s = lstsq(a, b)
+    >>> a = jnp.array([[1., 0.], [1., 1.], [1., 2.]])
+    >>> x, resid, rank, s = jnp.linalg.lstsq(a, jnp.array([1., 2., 3.]))
+    >>> x, rank
+    (Array([1., 1.], dtype=float32), Array(2, dtype=int32))
   """
   check_arraylike("lstsq", a, b)
   a, b = _inexact("lstsq", a, b)
@@ -490,7 +520,8 @@ def matrix_rank(M, rtol=None, *, hermitian: bool = False, tol=None):
   """Rank: the number of singular values above rtol * max(s).
 
   Example:
-    >>> matrix_rank(numpy.eye(3))  # 3
+    >>> jnp.linalg.matrix_rank(jnp.array([[1., 2.], [2., 4.]]))
+    Array(1, dtype=int32)
   """
   check_arraylike("matrix_rank", M)
   M = _inexact("matrix_rank", M)
@@ -514,7 +545,8 @@ def vector_norm(x, /, *, axis=None, keepdims: bool = False, ord=2):
   """Vector p-norm over `axis` (all axes if None).
 
   Example:
-    >>> vector_norm(numpy.array([3., 4.]))  # 5
+    >>> jnp.linalg.vector_norm(jnp.array([3., 4.]))
+    Array(5., dtype=float32)
   """
   check_arraylike("vector_norm", x)
   x = _inexact("vector_norm", x)
@@ -548,7 +580,8 @@ def matrix_norm(x, /, *, keepdims: bool = False, ord="fro"):
   """Matrix norm of the last two axes.
 
   Example:
-    >>> matrix_norm(a, ord=2)
+    >>> jnp.linalg.matrix_norm(jnp.array([[3., 0.], [0., -4.]]), ord=2)
+    Array(4., dtype=float32)
   """
   check_arraylike("matrix_norm", x)
   return norm(x, ord=ord, keepdims=keepdims, axis=(-2, -1))
@@ -564,7 +597,8 @@ def norm(x, ord=None, axis=None, keepdims: bool = False):
     keepdims: keep the reduced axes as size 1.
 
   Example:
-    >>> norm(numpy.array([3., 4.]))  # 5
+    >>> jnp.linalg.norm(jnp.array([3., 4.]))
+    Array(5., dtype=float32)
   """
   check_arraylike("norm", x)
   x = _inexact("norm", x)
@@ -614,7 +648,8 @@ def cond(x, p=None):
   """Condition number of matrices in norm p (2-norm: ratio of extreme singular values).
 
   Example:
-    >>> cond(a)
+    >>> jnp.linalg.cond(jnp.array([[1., 0.], [0., 4.]]))
+    Array(4., dtype=float32)
   """
   check_arraylike("cond", x)
   x = _inexact("cond", x)
@@ -633,7 +668,10 @@ def multi_dot(arrays, *, precision=None):
   """The product of a chain of matrices (first and last may be vectors), as numpy.linalg.multi_dot.
 
   Example:
-    >>> multi_dot([a, b, c])
+    >>> a, b, c = jnp.ones((2, 3)), jnp.ones((3, 4)), jnp.ones((4, 1))
+    >>> jnp.linalg.multi_dot([a, b, c])
+    Array([[12.],
+           [12.]], dtype=float32)
   """
   arrays = list(arrays)
   if len(arrays) < 2:
@@ -685,7 +723,9 @@ def outer(x1, x2, /):
   """Outer product of two vectors (1-D only, as the array API's linalg.outer).
 
   Example:
-    >>> outer(numpy.array([1, 2]), numpy.array([3, 4]))
+    >>> jnp.linalg.outer(jnp.array([1, 2]), jnp.array([3, 4]))
+    Array([[3, 4],
+           [6, 8]], dtype=int32)
   """
   check_arraylike("outer", x1, x2)
   x1, x2 = creation.asarray(x1), creation.asarray(x2)
@@ -699,7 +739,8 @@ def cross(x1, x2, /, *, axis=-1):
   """Cross product of 3-vectors along `axis` (other axes broadcast).
 
   Example:
-    >>> cross(numpy.array([1., 0, 0]), numpy.array([0., 1, 0]))  # [0, 0, 1]
+    >>> jnp.linalg.cross(jnp.array([1., 0, 0]), jnp.array([0., 1, 0]))
+    Array([0., 0., 1.], dtype=float32)
   """
   check_arraylike("cross", x1, x2)
   x1, x2 = promote_dtypes(creation.asarray(x1), creation.asarray(x2))
@@ -719,7 +760,8 @@ def trace(x, /, *, offset: int = 0, dtype=None):
   """Sum of the diagonals of the last two axes.
 
   Example:
-    >>> trace(numpy.eye(3))  # 3
+    >>> jnp.linalg.trace(jnp.array([[1., 2.], [3., 4.]]))
+    Array(5., dtype=float32)
   """
   check_arraylike("trace", x)
   x = creation.asarray(x)
@@ -732,7 +774,8 @@ def diagonal(x, /, *, offset: int = 0):
   """The diagonals of the last two axes, shape (..., k).
 
   Example:
-    >>> diagonal(numpy.eye(2))  # [1, 1]
+    >>> jnp.linalg.diagonal(jnp.array([[1., 2.], [3., 4.]]))
+    Array([1., 4.], dtype=float32)
   """
   check_arraylike("diagonal", x)
   x = creation.asarray(x)
@@ -745,7 +788,8 @@ def vecdot(x1, x2, /, *, axis: int = -1, precision=None, preferred_element_type=
   """sum(conj(x1) * x2) along `axis` (other axes broadcast).
 
   Example:
-    >>> vecdot(numpy.array([1., 2.]), numpy.array([3., 4.]))  # 11
+    >>> jnp.linalg.vecdot(jnp.array([1., 2.]), jnp.array([3., 4.]))
+    Array(11., dtype=float32)
   """
   check_arraylike("vecdot", x1, x2)
   x1, x2 = promote_dtypes(creation.asarray(x1), creation.asarray(x2))
@@ -764,7 +808,8 @@ def tensorinv(a, ind: int = 2):
   """The inverse of a tensor seen as a matrix (first `ind` axes as rows).
 
   Example:
-    >>> tensorinv(numpy.eye(4).reshape(4, 2, 2), ind=1)
+    >>> jnp.linalg.tensorinv(2 * jnp.eye(4).reshape(4, 2, 2), ind=1).shape
+    (2, 2, 4)
   """
   check_arraylike("tensorinv", a)
   a = creation.asarray(a)
@@ -784,7 +829,10 @@ def tensorsolve(a, b, axes=None):
   """Solve tensordot(a, x, x.ndim) = b for x.
 
   Example:
-    >>> tensorsolve(a, b)
+    >>> a = 2 * jnp.eye(4).reshape(2, 2, 2, 2)
+    >>> jnp.linalg.tensorsolve(a, jnp.ones((2, 2)))
+    Array([[0.5, 0.5],
+           [0.5, 0.5]], dtype=float32)
   """
   check_arraylike("tensorsolve", a, b)
   a, b = creation.asarray(a), creation.asarray(b)

@@ -42,7 +42,9 @@ def cholesky(a, lower: bool = False, overwrite_a: bool = False, check_finite: bo
   """Cholesky factor of Hermitian positive-definite matrices: upper U (a = U^H U) by default.
 
   Example:
-    >>> cholesky(numpy.array([[4., 2.], [2., 3.]]), lower=True)
+    >>> revax.scipy.linalg.cholesky(jnp.array([[4., 2.], [2., 3.]]), lower=True)
+    Array([[2.       , 0.       ],
+           [1.       , 1.4142135]], dtype=float32)
   """
   del overwrite_a, check_finite
   check_arraylike("cholesky", a)
@@ -57,7 +59,10 @@ def cho_factor(a, lower: bool = False, overwrite_a: bool = False, check_finite: 
   """(c, lower): the Cholesky factor and which triangle it is, for cho_solve.
 
   Example:
-    >>> c_and_lower = cho_factor(a)
+    >>> a = jnp.array([[4., 2.], [2., 3.]])
+    >>> c, lower = revax.scipy.linalg.cho_factor(a)
+    >>> lower
+    False
   """
   return cholesky(a, lower=lower), lower
 
@@ -66,7 +71,11 @@ def cho_solve(c_and_lower, b, overwrite_b: bool = False, check_finite: bool = Tr
   """Solve a x = b given cho_factor(a).
 
   Example:
-    >>> cho_solve(cho_factor(a), b)
+    >>> a = jnp.array([[4., 2.], [2., 3.]])
+    >>> b = jnp.array([2., 1.])
+    >>> sl = revax.scipy.linalg
+    >>> sl.cho_solve(sl.cho_factor(a), b)
+    Array([0.5, 0. ], dtype=float32)
   """
   del overwrite_b, check_finite
   c, lower = c_and_lower
@@ -101,7 +110,9 @@ def solve_triangular(a, b, trans=0, lower: bool = False, unit_diagonal: bool = F
     b: (..., n) or (..., n, k).
 
   Example:
-    >>> solve_triangular(L, b, lower=True)
+    >>> L = jnp.array([[2., 0.], [1., 4.]])
+    >>> revax.scipy.linalg.solve_triangular(L, jnp.array([2., 9.]), lower=True)
+    Array([1., 2.], dtype=float32)
   """
   del overwrite_b, debug, check_finite
   check_arraylike("solve_triangular", a, b)
@@ -124,7 +135,17 @@ def lu(a, permute_l: bool = False, overwrite_a: bool = False, check_finite: bool
     (p, l, u) with p a permutation matrix, or (p @ l, u) when permute_l.
 
   Example:
-    >>> p, l, u = lu(a)
+    >>> a = jnp.array([[1., 2.], [3., 4.]])
+    >>> p, l, u = revax.scipy.linalg.lu(a)
+    >>> p
+    Array([[0., 1.],
+           [1., 0.]], dtype=float32)
+    >>> l
+    Array([[1.        , 0.        ],
+           [0.33333334, 1.        ]], dtype=float32)
+    >>> u
+    Array([[3.       , 4.       ],
+           [0.       , 0.6666666]], dtype=float32)
   """
   del overwrite_a, check_finite
   check_arraylike("lu", a)
@@ -149,7 +170,10 @@ def lu_factor(a, overwrite_a: bool = False, check_finite: bool = True):
   """(lu, piv): the packed factors and LAPACK-style row swaps (0-based), for lu_solve.
 
   Example:
-    >>> lu_and_piv = lu_factor(a)
+    >>> a = jnp.array([[1., 2.], [3., 4.]])
+    >>> lu, piv = revax.scipy.linalg.lu_factor(a)
+    >>> piv
+    Array([1, 1], dtype=int32)
   """
   del overwrite_a, check_finite
   check_arraylike("lu_factor", a)
@@ -163,7 +187,10 @@ def lu_solve(lu_and_piv, b, trans: int = 0, overwrite_b: bool = False,
   """Solve a x = b (trans 0), a^T x = b (1) or a^H x = b (2) from lu_factor(a).
 
   Example:
-    >>> lu_solve(lu_factor(a), b)
+    >>> a = jnp.array([[1., 2.], [3., 4.]])
+    >>> sl = revax.scipy.linalg
+    >>> sl.lu_solve(sl.lu_factor(a), jnp.array([5., 11.]))
+    Array([1., 2.], dtype=float32)
   """
   del overwrite_b, check_finite
   lu_, piv = lu_and_piv
@@ -200,7 +227,12 @@ def qr(a, overwrite_a: bool = False, lwork=None, mode: str = "full", pivoting: b
     (q, r), (r,) for mode "r", with p appended when pivoting.
 
   Example:
-    >>> q, r = qr(a, mode="economic")
+    >>> a = jnp.array([[3., 1.], [4., 2.], [0., 2.]])
+    >>> q, r = revax.scipy.linalg.qr(a, mode="economic")
+    >>> q.shape, r.shape
+    ((3, 2), (2, 2))
+    >>> jnp.allclose(q @ r, a, atol=1e-5)
+    Array(True, dtype=bool)
   """
   del overwrite_a, lwork, check_finite
   check_arraylike("qr", a)
@@ -223,7 +255,10 @@ def qr_multiply(a, c, mode: str = "right", pivoting: bool = False, conjugate: bo
     (product, r), with the column permutation appended when pivoting.
 
   Example:
-    >>> cq, r = qr_multiply(a, c)
+    >>> a = jnp.array([[3., 1.], [4., 2.]])
+    >>> cq, r = revax.scipy.linalg.qr_multiply(a, jnp.eye(2))
+    >>> cq.shape, r.shape
+    ((2, 2), (2, 2))
   """
   del overwrite_a, overwrite_c
   check_arraylike("qr_multiply", a, c)
@@ -249,7 +284,12 @@ def svd(a, full_matrices: bool = True, compute_uv: bool = True, overwrite_a: boo
   """Singular value decomposition: (u, s, vh), or s when compute_uv is False.
 
   Example:
-    >>> u, s, vh = svd(a, full_matrices=False)
+    >>> a = jnp.array([[3., 0.], [0., -2.], [0., 0.]])
+    >>> u, s, vh = revax.scipy.linalg.svd(a, full_matrices=False)
+    >>> s
+    Array([3., 2.], dtype=float32)
+    >>> u.shape, vh.shape
+    ((3, 2), (2, 2))
   """
   del overwrite_a, check_finite
   if lapack_driver not in ("gesdd", "gesvd"):
@@ -268,7 +308,9 @@ def eigh(a, b=None, lower: bool = True, eigvals_only: bool = False, overwrite_a:
     b: must be None (the generalized problem is not supported, as in JAX).
 
   Example:
-    >>> w, v = eigh(a)
+    >>> w, v = revax.scipy.linalg.eigh(jnp.array([[2., 1.], [1., 2.]]))
+    >>> w
+    Array([1., 3.], dtype=float32)
   """
   del overwrite_a, overwrite_b, turbo, check_finite
   if b is not None:
@@ -288,7 +330,12 @@ def hessenberg(a, *, calc_q: bool = False, overwrite_a: bool = False,
   """Hessenberg form H = Q^H a Q (zeros below the first subdiagonal), and Q when calc_q.
 
   Example:
-    >>> h, q = hessenberg(a, calc_q=True)
+    >>> a = jnp.array([[1., 2., 3.], [4., 5., 6.], [7., 8., 10.]])
+    >>> h, q = revax.scipy.linalg.hessenberg(a, calc_q=True)
+    >>> float(h[2, 0])
+    0.0
+    >>> jnp.allclose(q @ h @ q.T, a, atol=1e-4)
+    Array(True, dtype=bool)
   """
   del overwrite_a, check_finite
   check_arraylike("hessenberg", a)
@@ -319,7 +366,9 @@ def eigh_tridiagonal(d, e, *, eigvals_only: bool = False, select: str = "a",
   Only eigvals_only=True is supported (as in JAX); select "a" (all) or "i" (an index range).
 
   Example:
-    >>> eigh_tridiagonal(numpy.array([2., 2.]), numpy.array([1.]), eigvals_only=True)
+    >>> d, e = jnp.array([2., 2.]), jnp.array([1.])
+    >>> revax.scipy.linalg.eigh_tridiagonal(d, e, eigvals_only=True)
+    Array([1., 3.], dtype=float32)
   """
   del tol, key
   if not eigvals_only:
@@ -364,7 +413,8 @@ def det(a, overwrite_a: bool = False, check_finite: bool = True):
   """Determinants of square matrices.
 
   Example:
-    >>> det(numpy.eye(2))  # 1
+    >>> revax.scipy.linalg.det(jnp.array([[1., 2.], [3., 4.]]))
+    Array(-2., dtype=float32)
   """
   return np_linalg.det(a)
 
@@ -373,7 +423,9 @@ def inv(a, overwrite_a: bool = False, check_finite: bool = True):
   """Inverses of square matrices.
 
   Example:
-    >>> inv(numpy.eye(2))
+    >>> revax.scipy.linalg.inv(jnp.array([[4., 7.], [2., 6.]]))
+    Array([[ 0.6, -0.7],
+           [-0.2,  0.4]], dtype=float32)
   """
   return np_linalg.inv(a)
 
@@ -383,7 +435,9 @@ def solve(a, b, lower: bool = False, overwrite_a: bool = False, overwrite_b: boo
   """Solve a x = b; assume_a "pos" uses a Cholesky factorization, "sym"/"her"/"gen" LU.
 
   Example:
-    >>> solve(a, b, assume_a="pos")
+    >>> a = jnp.array([[4., 2.], [2., 3.]])
+    >>> revax.scipy.linalg.solve(a, jnp.array([2., 1.]), assume_a="pos")
+    Array([0.5, 0. ], dtype=float32)
   """
   del overwrite_a, overwrite_b, debug, check_finite
   if assume_a not in ("gen", "sym", "her", "pos"):
@@ -406,7 +460,10 @@ def solve_sylvester(A, B, C, *, method: str = "schur", tol: float = 1e-8):
   (JAX uses a Schur decomposition, which revax does not have).
 
   Example:
-    >>> solve_sylvester(a, b, c)
+    >>> a, b = jnp.array([[2., 0.], [0., 3.]]), jnp.array([[1., 0.], [0., 1.]])
+    >>> revax.scipy.linalg.solve_sylvester(a, b, jnp.array([[3., 6.], [4., 8.]]))
+    Array([[1., 2.],
+           [1., 2.]], dtype=float32)
   """
   del method, tol
   check_arraylike("solve_sylvester", A, B, C)
@@ -445,7 +502,9 @@ def expm(A, *, upper_triangular: bool = False, max_squarings: int = 16):
     max_squarings: the most squarings allowed.
 
   Example:
-    >>> expm(numpy.zeros((2, 2)))  # the identity
+    >>> revax.scipy.linalg.expm(jnp.array([[0., 1.], [0., 0.]]))  # I + A: A @ A is zero
+    Array([[1., 1.],
+           [0., 1.]], dtype=float32)
   """
   check_arraylike("expm", A)
   A = _inexact("expm", A)
@@ -489,7 +548,12 @@ def expm_frechet(A, E, *, method: str | None = None, compute_expm: bool = True):
     (expm(A), L(A, E)), or L(A, E) when compute_expm is False.
 
   Example:
-    >>> expm_a, frechet = expm_frechet(a, e)
+    >>> a = jnp.array([[1., 0.], [0., 2.]])
+    >>> e = jnp.array([[1., 0.], [0., 0.]])
+    >>> expm_a, frechet = revax.scipy.linalg.expm_frechet(a, e)
+    >>> frechet  # d/dt expm(a + t e) at t = 0: e * exp(1) in the corner
+    Array([[2.718283, 0.      ],
+           [0.      , 0.      ]], dtype=float32)
   """
   from revax._src.autodiff import jvp
   if method not in (None, "SPS", "blockEnlarge"):
@@ -509,7 +573,14 @@ def polar(a, side: str = "right", *, method: str = "qdwh", eps=None, max_iterati
   one on the left, as JAX) or from the SVD.
 
   Example:
-    >>> u, p = polar(a)
+    >>> a = jnp.array([[2., 0.], [0., -3.]])
+    >>> u, p = revax.scipy.linalg.polar(a)
+    >>> u
+    Array([[ 1.,  0.],
+           [ 0., -1.]], dtype=float32)
+    >>> p
+    Array([[2., 0.],
+           [0., 3.]], dtype=float32)
   """
   del eps, max_iterations
   check_arraylike("polar", a)
@@ -542,7 +613,10 @@ def block_diag(*arrs):
   """A block-diagonal matrix of the given (at most 2-d) arrays.
 
   Example:
-    >>> block_diag(numpy.ones((1, 1)), numpy.ones((2, 2)))
+    >>> revax.scipy.linalg.block_diag(jnp.ones((1, 1)), 2 * jnp.ones((2, 2)))
+    Array([[1., 0., 0.],
+           [0., 2., 2.],
+           [0., 2., 2.]], dtype=float32)
   """
   if not arrs:
     return creation.zeros((1, 0))
@@ -568,7 +642,10 @@ def toeplitz(c, r=None):
   """The Toeplitz matrix with first column c and first row r (r defaults to conj(c)).
 
   Example:
-    >>> toeplitz(numpy.array([1, 2, 3]))
+    >>> revax.scipy.linalg.toeplitz(jnp.array([1, 2, 3]))
+    Array([[1, 2, 3],
+           [2, 1, 2],
+           [3, 2, 1]], dtype=int32)
   """
   check_arraylike("toeplitz", c)
   c = creation.asarray(c)
@@ -595,7 +672,10 @@ def hankel(c, r=None):
   """The Hankel matrix with first column c and last row r (r defaults to zeros).
 
   Example:
-    >>> hankel(numpy.array([1, 2, 3]))
+    >>> revax.scipy.linalg.hankel(jnp.array([1, 2, 3]))
+    Array([[1, 2, 3],
+           [2, 3, 0],
+           [3, 0, 0]], dtype=int32)
   """
   check_arraylike("hankel", c)
   c = creation.asarray(c).ravel()
@@ -611,7 +691,10 @@ def circulant(c):
   """The circulant matrix whose first column is c.
 
   Example:
-    >>> circulant(numpy.array([1, 2, 3]))
+    >>> revax.scipy.linalg.circulant(jnp.array([1, 2, 3]))
+    Array([[1, 3, 2],
+           [2, 1, 3],
+           [3, 2, 1]], dtype=int32)
   """
   check_arraylike("circulant", c)
   c = creation.asarray(c)
@@ -624,7 +707,9 @@ def companion(a):
   """The companion matrix of the polynomial with coefficients a (highest degree first).
 
   Example:
-    >>> companion(numpy.array([1., -3., 2.]))
+    >>> revax.scipy.linalg.companion(jnp.array([1., -3., 2.]))
+    Array([[ 3., -2.],
+           [ 1.,  0.]], dtype=float32)
   """
   check_arraylike("companion", a)
   a = creation.asarray(a)
@@ -643,7 +728,10 @@ def fiedler(a):
   """The Fiedler matrix |a_i - a_j|.
 
   Example:
-    >>> fiedler(numpy.array([1., 4., 12.]))
+    >>> revax.scipy.linalg.fiedler(jnp.array([1., 4., 12.]))
+    Array([[ 0.,  3., 11.],
+           [ 3.,  0.,  8.],
+           [11.,  8.,  0.]], dtype=float32)
   """
   check_arraylike("fiedler", a)
   a = creation.asarray(a)
@@ -656,7 +744,9 @@ def fiedler_companion(a):
   """The Fiedler companion matrix of the polynomial with coefficients a.
 
   Example:
-    >>> fiedler_companion(numpy.array([1., -3., 2.]))
+    >>> revax.scipy.linalg.fiedler_companion(jnp.array([1., -3., 2.]))
+    Array([[ 3., -2.],
+           [ 1.,  0.]], dtype=float32)
   """
   check_arraylike("fiedler_companion", a)
   a = creation.asarray(a)
@@ -734,7 +824,9 @@ def hadamard(n: int, dtype=int):
   """The n x n Hadamard matrix (Sylvester's construction; n a power of 2).
 
   Example:
-    >>> hadamard(2)
+    >>> revax.scipy.linalg.hadamard(2)
+    Array([[ 1,  1],
+           [ 1, -1]], dtype=int32)
   """
   n = operator.index(n)
   if n < 1 or n & (n - 1):
@@ -749,7 +841,9 @@ def helmert(n: int, full: bool = False):
   """The Helmert matrix of order n (the first row dropped unless full).
 
   Example:
-    >>> helmert(3)
+    >>> revax.scipy.linalg.helmert(3)
+    Array([[ 0.70710677, -0.70710677,  0.        ],
+           [ 0.4082483 ,  0.4082483 , -0.8164966 ]], dtype=float32)
   """
   n = operator.index(n)
   h = np.tril(np.ones((n, n)), -1) - np.diag(np.arange(n))
@@ -769,7 +863,10 @@ def hilbert(n: int):
   """The Hilbert matrix 1 / (i + j + 1).
 
   Example:
-    >>> hilbert(3)
+    >>> revax.scipy.linalg.hilbert(3)
+    Array([[1.        , 0.5       , 0.33333334],
+           [0.5       , 0.33333334, 0.25      ],
+           [0.33333334, 0.25      , 0.2       ]], dtype=float32)
   """
   n = operator.index(n)
   i = np.arange(n)
@@ -780,7 +877,10 @@ def invhilbert(n: int):
   """The inverse of the Hilbert matrix of order n (exact integers, in floating point).
 
   Example:
-    >>> invhilbert(3)
+    >>> revax.scipy.linalg.invhilbert(3)
+    Array([[   9.,  -36.,   30.],
+           [ -36.,  192., -180.],
+           [  30., -180.,  180.]], dtype=float32)
   """
   n = operator.index(n)
   out = np.empty((n, n), np.float64)
@@ -796,7 +896,10 @@ def pascal(n: int, kind: str | None = None):
   """The Pascal matrix: "symmetric" (default), "lower" or "upper".
 
   Example:
-    >>> pascal(3)
+    >>> revax.scipy.linalg.pascal(3)
+    Array([[1., 1., 1.],
+           [1., 2., 3.],
+           [1., 3., 6.]], dtype=float32)
   """
   n = operator.index(n)
   kind = "symmetric" if kind is None else kind
@@ -812,7 +915,10 @@ def invpascal(n: int, kind: str | None = None):
   """The inverse of the Pascal matrix of order n.
 
   Example:
-    >>> invpascal(3)
+    >>> revax.scipy.linalg.invpascal(3)
+    Array([[ 3., -3.,  1.],
+           [-3.,  5., -2.],
+           [ 1., -2.,  1.]], dtype=float32)
   """
   n = operator.index(n)
   kind = "symmetric" if kind is None else kind
@@ -830,7 +936,10 @@ def leslie(f, s):
   """The Leslie matrix of fecundities f (n,) and survival rates s (n - 1,).
 
   Example:
-    >>> leslie(numpy.array([0.1, 2., 1.]), numpy.array([0.2, 0.8]))
+    >>> revax.scipy.linalg.leslie(jnp.array([0.1, 2., 1.]), jnp.array([0.2, 0.8]))
+    Array([[0.1, 2. , 1. ],
+           [0.2, 0. , 0. ],
+           [0. , 0.8, 0. ]], dtype=float32)
   """
   check_arraylike("leslie", f, s)
   f, s = _flat_promote(creation.asarray(f), creation.asarray(s))
@@ -847,7 +956,11 @@ def convolution_matrix(a, n: int, mode: str = "full"):
   """The matrix A with A @ v == numpy.convolve(a, v, mode) for v of length n.
 
   Example:
-    >>> convolution_matrix(numpy.array([1., 2.]), 3)
+    >>> revax.scipy.linalg.convolution_matrix(jnp.array([1., 2.]), 3)
+    Array([[1., 0., 0.],
+           [2., 1., 0.],
+           [0., 2., 1.],
+           [0., 0., 2.]], dtype=float32)
   """
   check_arraylike("convolution_matrix", a)
   a = creation.asarray(a)
@@ -878,7 +991,10 @@ def dft(n: int, scale: str | None = None, *, dtype=None):
   1/n ("n") or 1/sqrt(n) ("sqrtn").
 
   Example:
-    >>> dft(4)
+    >>> m = revax.scipy.linalg.dft(4)
+    >>> x = jnp.array([1., 2., 3., 4.])
+    >>> jnp.allclose(m @ x, jnp.fft.fft(x), atol=1e-5)
+    Array(True, dtype=bool)
   """
   n = operator.index(n)
   if scale not in (None, "n", "sqrtn"):
