@@ -39,7 +39,9 @@ def optimization_barrier(operand):
     The same values, in the same structure.
 
   Example:
-    >>> y = revax.lax.optimization_barrier((x, w))
+    >>> x, w = jnp.ones(2), jnp.zeros(3)
+    >>> lax.optimization_barrier((x, w))
+    (Array([1., 1.], dtype=float32), Array([0., 0., 0.], dtype=float32))
   """
   from revax._src import tree_util
   leaves, tree = tree_util.tree_flatten(operand)

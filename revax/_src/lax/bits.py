@@ -33,7 +33,8 @@ def population_count(x):
     An array of x's shape and dtype.
 
   Example:
-    >>> population_count(np.array([0, 7, -1], np.int8))  # [0, 3, 8]
+    >>> lax.population_count(jnp.array([0, 7, -1], jnp.int8))
+    Array([0, 3, 8], dtype=int8)
   """
   return population_count_p.bind(x)
 
@@ -58,7 +59,8 @@ def clz(x):
     An array of x's shape and dtype.
 
   Example:
-    >>> clz(np.array([1, 0, -1], np.int32))  # [31, 32, 0]
+    >>> lax.clz(jnp.array([1, 0, -1], jnp.int32))
+    Array([31, 32,  0], dtype=int32)
   """
   return clz_p.bind(x)
 
@@ -98,7 +100,8 @@ def reduce_precision(operand, exponent_bits: int, mantissa_bits: int):
     An array of the operand's shape and dtype.
 
   Example:
-    >>> reduce_precision(np.float32(1 / 3), 8, 7)  # rounded as bfloat16: 0.333984375
+    >>> lax.reduce_precision(np.float32(1 / 3), 8, 7)  # to bfloat16's precision
+    Array(0.33398438, dtype=float32)
   """
   exponent_bits, mantissa_bits = _check_bits(exponent_bits, mantissa_bits)
   return reduce_precision_p.bind(operand, exponent_bits=exponent_bits,

@@ -307,8 +307,13 @@ def io_callback(callback, result_shape_dtypes, *args, sharding=None, ordered=Fal
     The callback's results as revax arrays.
 
   Example:
+    >>> from revax.experimental import io_callback
     >>> log = []
-    >>> revax.jit(lambda x: io_callback(log.append, None, x, ordered=True))(1.0)
+    >>> f = revax.jit(lambda x: io_callback(log.append, None, x, ordered=True))
+    >>> f(1.0)
+    >>> f(2.0)
+    >>> log
+    [array(1., dtype=float32), array(2., dtype=float32)]
   """
   del sharding
   flat_args, in_tree = tree_util.tree_flatten((args, kwargs))

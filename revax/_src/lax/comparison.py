@@ -178,7 +178,9 @@ def select_n(which, *cases):
     An array of the cases' shape and dtype.
 
   Example:
-    >>> select_n(x > 0, -x, x)  # abs(x)
+    >>> x = jnp.array([-2., 3.])
+    >>> lax.select_n(x > 0, -x, x)  # case 0 where False, case 1 where True: abs(x)
+    Array([2., 3.], dtype=float32)
   """
   if not cases:
     raise ValueError("select_n() must have at least one case")
@@ -296,7 +298,8 @@ def clamp(min, x, max):  # noqa: A002 (JAX's parameter names)
     ordered lexicographically (real part first).
 
   Example:
-    >>> clamp(0., x, 1.)
+    >>> lax.clamp(0., jnp.array([-1., 0.5, 2.]), 1.)
+    Array([0. , 0.5, 1. ], dtype=float32)
   """
   like = operand_dtype(x)
   return clamp_p.bind(as_operand(min, like), as_operand(x, like), as_operand(max, like))

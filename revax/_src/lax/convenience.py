@@ -302,7 +302,8 @@ def associative_scan(fn, elems, reverse=False, axis=0):
     A pytree like `elems` of the prefix combinations.
 
   Example:
-    >>> associative_scan(revax.lax.add, numpy.arange(5))  # [0, 1, 3, 6, 10]
+    >>> lax.associative_scan(lax.add, jnp.arange(5))
+    Array([ 0,  1,  3,  6, 10], dtype=int32)
   """
   leaves, treedef = tree_util.tree_flatten(elems)
   if not leaves:

@@ -33,7 +33,8 @@ def convert_element_type(operand, new_dtype, weak_type: bool = False):
   changes.
 
   Example:
-    >>> convert_element_type(revax.numpy.arange(3), revax.numpy.float32)
+    >>> lax.convert_element_type(jnp.arange(3), jnp.float32)
+    Array([0., 1., 2.], dtype=float32)
   """
   new_dtype = dtypes.canonicalize_dtype(new_dtype)
   weak_type = bool(weak_type)
@@ -140,7 +141,7 @@ def bitcast_convert_type(operand, new_dtype):
   type. Bytes are read in the platform's byte order.
 
   Example:
-    >>> bitcast_convert_type(revax.numpy.ones(3), revax.numpy.int8).shape
+    >>> lax.bitcast_convert_type(jnp.ones(3), jnp.int8).shape
     (3, 4)
   """
   new_dtype = dtypes.canonicalize_dtype(new_dtype)

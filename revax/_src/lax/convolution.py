@@ -80,7 +80,7 @@ def conv_dimension_numbers(lhs_shape, rhs_shape, dimension_numbers) -> ConvDimen
     A `ConvDimensionNumbers` of tuples of ints.
 
   Example:
-    >>> conv_dimension_numbers((1, 5, 5, 2), (3, 3, 2, 4), ('NHWC', 'HWIO', 'NHWC'))
+    >>> lax.conv_dimension_numbers((1, 5, 5, 2), (3, 3, 2, 4), ('NHWC', 'HWIO', 'NHWC'))
     ConvDimensionNumbers(lhs_spec=(0, 3, 1, 2), rhs_spec=(3, 2, 0, 1), out_spec=(0, 3, 1, 2))
   """
   if isinstance(dimension_numbers, ConvDimensionNumbers):
@@ -126,7 +126,7 @@ def conv_general_permutations(dimension_numbers):
   the rhs).
 
   Example:
-    >>> conv_general_permutations(('NHWC', 'HWIO', 'NHWC'))
+    >>> lax.conv_general_permutations(('NHWC', 'HWIO', 'NHWC'))
     ((0, 3, 1, 2), (3, 2, 0, 1), (0, 3, 1, 2))
   """
   lhs_spec, rhs_spec, out_spec = dimension_numbers
@@ -216,9 +216,16 @@ def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None, r
     The convolution, laid out as `dimension_numbers`' output spec says.
 
   Example:
-    >>> x = revax.numpy.ones((1, 5, 5, 2)); w = revax.numpy.ones((3, 3, 2, 4))
-    >>> conv_general_dilated(x, w, (1, 1), 'SAME', dimension_numbers=('NHWC', 'HWIO', 'NHWC')).shape
+    >>> x, w = jnp.ones((1, 5, 5, 2)), jnp.ones((3, 3, 2, 4))
+    >>> y = lax.conv_general_dilated(x, w, (1, 1), 'SAME', dimension_numbers=('NHWC', 'HWIO', 'NHWC'))
+    >>> y.shape
     (1, 5, 5, 4)
+    >>> y[0, :, :, 0]  # 2 channels times the 3x3 window's in-bounds cells
+    Array([[ 8., 12., 12., 12.,  8.],
+           [12., 18., 18., 18., 12.],
+           [12., 18., 18., 18., 12.],
+           [12., 18., 18., 18., 12.],
+           [ 8., 12., 12., 12.,  8.]], dtype=float32)
   """
   lhs_shape, rhs_shape = get_aval(lhs).shape, get_aval(rhs).shape
   dnums = conv_dimension_numbers(lhs_shape, rhs_shape, dimension_numbers)
@@ -797,7 +804,7 @@ def conv(lhs, rhs, window_strides, padding, precision=None, preferred_element_ty
     The convolution (N, O, spatial...).
 
   Example:
-    >>> conv(revax.numpy.ones((1, 2, 5, 5)), revax.numpy.ones((4, 2, 3, 3)), (1, 1), 'SAME').shape
+    >>> lax.conv(jnp.ones((1, 2, 5, 5)), jnp.ones((4, 2, 3, 3)), (1, 1), 'SAME').shape
     (1, 4, 5, 5)
   """
   return conv_general_dilated(lhs, rhs, window_strides, padding, precision=precision,

@@ -29,7 +29,9 @@ def full(shape, fill_value, dtype=None):
   """An array of `shape` filled with `fill_value` (a scalar), as jax.lax.full.
 
   Example:
-    >>> full((2, 3), 1.5)
+    >>> lax.full((2, 3), 1.5)
+    Array([[1.5, 1.5, 1.5],
+           [1.5, 1.5, 1.5]], dtype=float32, weak_type=True)
   """
   shape = tuple(int(d) for d in shape)
   aval = get_aval(fill_value)

@@ -79,7 +79,13 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
     An array of shape batch + lhs free + rhs free.
 
   Example:
-    >>> dot_general(x, y, (((1,), (0,)), ((), ())))  # matrix product
+    >>> x, y = jnp.array([[1., 2.], [3., 4.]]), jnp.array([[1., 0.], [1., 1.]])
+    >>> lax.dot_general(x, y, (((1,), (0,)), ((), ())))  # contract x's 1 with y's 0: x @ y
+    Array([[3., 2.],
+           [7., 4.]], dtype=float32)
+    >>> b = jnp.ones((3, 2, 4))  # batch dimensions need not lead
+    >>> lax.dot_general(jnp.ones((2, 3, 5)), b, (((0,), (1,)), ((1,), (0,)))).shape
+    (3, 5, 4)
   """
   dims = _canonicalize_dimension_numbers(dimension_numbers)
   pref = None if preferred_element_type is None else dtypes.canonicalize_dtype(preferred_element_type)
@@ -299,7 +305,7 @@ def lower_integer_dots_as_sums(platform: str) -> None:
     platform: a platform name as `mlir.lower_jaxpr_to_module(..., platform=...)` takes it.
 
   Example:
-    >>> lower_integer_dots_as_sums("my_backend")
+    >>> lax.lower_integer_dots_as_sums("my_backend")  # a platform with no integer dots
   """
   table = mlir.platform_lowerings.get(platform)
   if table is not None and table.get(dot_general_p) is _dot_general_lower_without_integer_dots:

@@ -84,7 +84,8 @@ def fft(x, fft_type, fft_lengths):
     n // 2 + 1), real for IRFFT. With no lengths, `x` converted as above.
 
   Example:
-    >>> fft(revax.numpy.ones(4), "fft", (4,))  # [4, 0, 0, 0] as complex64
+    >>> lax.fft(jnp.ones(4), "fft", (4,))
+    Array([4.+0.j, 0.+0.j, 0.+0.j, 0.+0.j], dtype=complex64)
   """
   typ = _fft_type(fft_type)
   try:

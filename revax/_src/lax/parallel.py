@@ -139,7 +139,8 @@ def psum(x, axis_name, *, axis_index_groups=None):
   """Sum `x` (a pytree of arrays) over the members of the named axis (or axes).
 
   Example:
-    >>> revax.vmap(lambda v: revax.lax.psum(v, "i"), axis_name="i")(jnp.arange(3.))  # [3, 3, 3]
+    >>> revax.vmap(lambda v: lax.psum(v, "i"), axis_name="i")(jnp.arange(3.))
+    Array([3., 3., 3.], dtype=float32)
   """
   return _tree_collective(psum_p, x, axis_name, axis_index_groups)
 
@@ -172,7 +173,8 @@ def axis_index(axis_name):
   """This member's position along the named axis (int32; row-major over a tuple of names).
 
   Example:
-    >>> revax.vmap(lambda v: revax.lax.axis_index("i"), axis_name="i")(jnp.zeros(3))  # [0 1 2]
+    >>> revax.vmap(lambda v: lax.axis_index("i"), axis_name="i")(jnp.zeros(3))
+    Array([0, 1, 2], dtype=int32)
   """
   names = _names(axis_name)
   return axis_index_p.bind(axes=names)
@@ -204,7 +206,10 @@ def all_gather(x, axis_name, *, axis_index_groups=None, axis=0, tiled=False):
   `tiled`), the same on every member.
 
   Example:
-    >>> revax.vmap(lambda v: revax.lax.all_gather(v, "i"), axis_name="i")(jnp.arange(3.))
+    >>> revax.vmap(lambda v: lax.all_gather(v, "i"), axis_name="i")(jnp.arange(3.))
+    Array([[0., 1., 2.],
+           [0., 1., 2.],
+           [0., 1., 2.]], dtype=float32)
   """
   _no_groups(axis_index_groups)
   names = _names(axis_name)
@@ -338,7 +343,8 @@ def ppermute(x, axis_name, perm):
 
   Example:
     >>> shift = [(i, (i + 1) % 3) for i in range(3)]
-    >>> revax.vmap(lambda v: revax.lax.ppermute(v, "i", shift), axis_name="i")(jnp.arange(3.))
+    >>> revax.vmap(lambda v: lax.ppermute(v, "i", shift), axis_name="i")(jnp.arange(3.))
+    Array([2., 0., 1.], dtype=float32)
   """
   names = _names(axis_name)
   size = _group_size(names)

@@ -68,7 +68,10 @@ def threefry2x32(k1, k2, x1, x2):
     [y1, y2]: two uint32 arrays of the broadcast shape.
 
   Example:
-    >>> threefry2x32(np.uint32(0), np.uint32(0), np.uint32(0), np.uint32(0))
+    >>> from revax._src.lax.prng import threefry2x32
+    >>> y1, y2 = threefry2x32(*[np.uint32(0)] * 4)  # Random123's known answer
+    >>> hex(int(y1)), hex(int(y2))
+    ('0x6b200159', '0x99ba4efe')
   """
   return threefry2x32_p.bind(k1, k2, x1, x2)
 
@@ -589,7 +592,8 @@ def random_gamma_grad(a, x):
     The derivatives, of the broadcast shape.
 
   Example:
-    >>> random_gamma_grad(np.float32(1.0), np.float32(0.5))  # Gamma(1) = Exp(1): dx/da
+    >>> lax.random_gamma_grad(np.float32(1.0), np.float32(0.5))  # Gamma(1) = Exp(1): dx/da
+    Array(0.8069791, dtype=float32)
   """
   return random_gamma_grad_p.bind(a, x)
 

@@ -185,7 +185,9 @@ def reduce_sum(operand, axes):
   """Sum over `axes` (a tuple of ints; negative axes count from the end).
 
   Example:
-    >>> reduce_sum(x_of_shape_2_3, (1,))  # row sums, shape (2,)
+    >>> x = jnp.array([[1., 5., 3.], [4., 2., 6.]])
+    >>> lax.reduce_sum(x, (1,))  # row sums
+    Array([ 9., 12.], dtype=float32)
   """
   return _reduce_bind(reduce_sum_p, operand, axes, "reduce_sum")
 
@@ -388,7 +390,9 @@ def argmax(operand, axis: int, index_dtype):
   """Index of the maximum along `axis` (NaN counts as the maximum; ties: the first index).
 
   Example:
-    >>> argmax(x_of_shape_2_3, 1, numpy.int32)  # shape (2,)
+    >>> x = jnp.array([[1., 5., 3.], [4., 2., 6.]])
+    >>> lax.argmax(x, 1, jnp.int32)
+    Array([1, 2], dtype=int32)
   """
   return _arg_bind(argmax_p, operand, axis, index_dtype, "argmax")
 
@@ -430,7 +434,11 @@ def reduce(operands, init_values, computation, dimensions):
   NotImplementedError.
 
   Example:
-    >>> reduce(x, 0., revax.lax.add, (0,))  # == reduce_sum(x, (0,))
+    >>> x = jnp.array([[1., 5., 3.], [4., 2., 6.]])
+    >>> lax.reduce(x, 0., lax.add, (0,))  # == lax.reduce_sum(x, (0,))
+    Array([5., 7., 9.], dtype=float32)
+    >>> lax.reduce(x, -jnp.inf, lax.max, (1,))
+    Array([5., 6.], dtype=float32)
   """
   from revax._src.interpreters import staging
   flat_ops = list(operands) if isinstance(operands, (tuple, list)) else [operands]

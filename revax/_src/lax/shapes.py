@@ -69,7 +69,9 @@ def broadcast_in_dim(operand, shape, broadcast_dimensions):
   """Broadcast `operand` to `shape`; operand dim i becomes output dim broadcast_dimensions[i].
 
   Example:
-    >>> broadcast_in_dim(x_of_shape_3, (2, 3), (1,))  # each row a copy of x
+    >>> lax.broadcast_in_dim(jnp.array([1, 2, 3]), (2, 3), (1,))  # each row a copy
+    Array([[1, 2, 3],
+           [1, 2, 3]], dtype=int32)
   """
   shape = _ints(shape, "broadcast_in_dim shape")
   broadcast_dimensions = _ints(broadcast_dimensions, "broadcast_in_dim broadcast_dimensions")
@@ -157,7 +159,7 @@ def broadcast(operand, sizes):
   """Add leading dimensions of `sizes` to `operand` (a wrapper over broadcast_in_dim).
 
   Example:
-    >>> broadcast(x_of_shape_2_3, (4,)).shape
+    >>> lax.broadcast(jnp.ones((2, 3)), (4,)).shape
     (4, 2, 3)
   """
   sizes = _ints(sizes, "broadcast sizes")
@@ -184,7 +186,11 @@ def reshape(operand, new_sizes, dimensions=None):
     dimensions: optional permutation of the operand's dimensions applied first.
 
   Example:
-    >>> reshape(x_of_shape_2_3, (3, 2), dimensions=(1, 0))  # the transpose, as 3x2
+    >>> x = jnp.array([[1, 2, 3], [4, 5, 6]])
+    >>> lax.reshape(x, (3, 2), dimensions=(1, 0))  # read x in transposed order
+    Array([[1, 4],
+           [2, 5],
+           [3, 6]], dtype=int32)
   """
   new_sizes = _ints(new_sizes, "reshape new_sizes")
   aval = get_aval(operand)
@@ -258,7 +264,7 @@ def transpose(operand, permutation):
   """Permute the dimensions of `operand`: output dim i is operand dim permutation[i].
 
   Example:
-    >>> transpose(x_of_shape_2_3_4, (2, 0, 1)).shape
+    >>> lax.transpose(jnp.ones((2, 3, 4)), (2, 0, 1)).shape
     (4, 2, 3)
   """
   permutation = _ints(permutation, "transpose permutation")
@@ -311,7 +317,7 @@ def squeeze(array, dimensions):
   """Remove the size-1 `dimensions` (negative values count from the end) of `array`.
 
   Example:
-    >>> squeeze(x_of_shape_1_3_1, (0, -1)).shape
+    >>> lax.squeeze(jnp.ones((1, 3, 1)), (0, -1)).shape
     (3,)
   """
   dimensions = _ints(dimensions, "squeeze dimensions")
@@ -373,7 +379,7 @@ def expand_dims(array, dimensions):
   from the end of the result). Binds `broadcast_in_dim`, as in JAX.
 
   Example:
-    >>> expand_dims(x_of_shape_2_3, (0, -1)).shape
+    >>> lax.expand_dims(jnp.ones((2, 3)), (0, -1)).shape
     (1, 2, 3, 1)
   """
   dimensions = _ints(dimensions, "expand_dims dimensions")
@@ -394,7 +400,7 @@ def rev(operand, dimensions):
   """Reverse `operand` along each of `dimensions` (non-negative, unique).
 
   Example:
-    >>> rev(revax.numpy.arange(3), (0,))
+    >>> lax.rev(jnp.arange(3), (0,))
     Array([2, 1, 0], dtype=int32)
   """
   return rev_p.bind(operand, dimensions=_ints(dimensions, "rev dimensions"))
@@ -454,7 +460,7 @@ def pad(operand, padding_value, padding_config):
     An array whose dimension i has size `low + high + n + max(n - 1, 0) * interior`.
 
   Example:
-    >>> pad(revax.numpy.array([1, 2]), 0, [(1, -1, 1)])
+    >>> lax.pad(jnp.array([1, 2]), 0, [(1, -1, 1)])
     Array([0, 1, 0], dtype=int32)
   """
   padding_value = as_operand(padding_value, operand_dtype(operand))
@@ -569,7 +575,7 @@ def concatenate(operands, dimension: int):
   `dimension` (non-negative, as in jax.lax).
 
   Example:
-    >>> concatenate([x_of_shape_2_3, y_of_shape_2_5], 1).shape
+    >>> lax.concatenate([jnp.ones((2, 3)), jnp.zeros((2, 5))], 1).shape
     (2, 8)
   """
   operands = tuple(operands)
@@ -664,7 +670,7 @@ def iota(dtype, size: int):
   """`[0, 1, ..., size - 1]` as a 1-d array of `dtype` (integer, floating or complex).
 
   Example:
-    >>> iota(revax.numpy.int32, 3)
+    >>> lax.iota(jnp.int32, 3)
     Array([0, 1, 2], dtype=int32)
   """
   return broadcasted_iota(dtype, (size,), 0)
@@ -675,7 +681,7 @@ def broadcasted_iota(dtype, shape, dimension: int):
   others).
 
   Example:
-    >>> broadcasted_iota(revax.numpy.int32, (2, 3), 1)
+    >>> lax.broadcasted_iota(jnp.int32, (2, 3), 1)
     Array([[0, 1, 2],
            [0, 1, 2]], dtype=int32)
   """

@@ -67,7 +67,7 @@ def slice(operand, start_indices, limit_indices, strides=None):  # noqa: A001 (j
     strides: optional positive strides (default 1).
 
   Example:
-    >>> slice(revax.numpy.arange(10), (1,), (8,), (3,))
+    >>> lax.slice(jnp.arange(10), (1,), (8,), (3,))
     Array([1, 4, 7], dtype=int32)
   """
   start_indices = _ints(start_indices, "slice start_indices")
@@ -242,7 +242,7 @@ def dynamic_slice(operand, start_indices, slice_sizes):
     slice_sizes: the static size of the slice in each dimension.
 
   Example:
-    >>> dynamic_slice(revax.numpy.arange(10), (8,), (3,))  # clamped to start 7
+    >>> lax.dynamic_slice(jnp.arange(10), (8,), (3,))  # clamped to start 7
     Array([7, 8, 9], dtype=int32)
   """
   slice_sizes = _ints(slice_sizes, "dynamic_slice slice_sizes")
@@ -331,7 +331,7 @@ def dynamic_update_slice(operand, update, start_indices):
   `dynamic_slice`, so the block always fits).
 
   Example:
-    >>> dynamic_update_slice(revax.numpy.zeros(5), revax.numpy.ones(2), (4,))  # start 3
+    >>> lax.dynamic_update_slice(jnp.zeros(5), jnp.ones(2), (4,))  # clamped to start 3
     Array([0., 0., 0., 1., 1.], dtype=float32)
   """
   update = as_operand(update, operand_dtype(operand))
@@ -574,9 +574,11 @@ def gather(operand, start_indices, dimension_numbers, slice_sizes, *, indices_ar
     An array whose batch dimensions follow the indices' and whose `offset_dims` hold the slices.
 
   Example (x[idx] for a 1-d x and 1-d int idx):
-    >>> dn = GatherDimensionNumbers(offset_dims=(), collapsed_slice_dims=(0,),
-    ...                             start_index_map=(0,))
-    >>> gather(x, idx[:, None], dn, slice_sizes=(1,))
+    >>> x, idx = jnp.array([10., 20., 30.]), jnp.array([2, 0])
+    >>> dn = lax.GatherDimensionNumbers(offset_dims=(), collapsed_slice_dims=(0,),
+    ...                                 start_index_map=(0,))
+    >>> lax.gather(x, idx[:, None], dn, slice_sizes=(1,))  # x[idx]
+    Array([30., 10.], dtype=float32)
   """
   dn = _canonical_dnums(GatherDimensionNumbers, dimension_numbers)
   mode = GatherScatterMode.PROMISE_IN_BOUNDS if mode is None else GatherScatterMode.from_any(mode)
@@ -1114,9 +1116,11 @@ def scatter(operand, scatter_indices, updates, dimension_numbers, *, indices_are
       dropped).
 
   Example (x.at[idx].set(v) for 1-d x):
-    >>> dn = ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,),
-    ...                              scatter_dims_to_operand_dims=(0,))
-    >>> scatter(x, idx[:, None], v, dn)
+    >>> x, idx, v = jnp.zeros(3), jnp.array([2, 0]), jnp.array([5., 7.])
+    >>> dn = lax.ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,),
+    ...                                  scatter_dims_to_operand_dims=(0,))
+    >>> lax.scatter(x, idx[:, None], v, dn)  # x.at[idx].set(v)
+    Array([7., 0., 5.], dtype=float32)
   """
   return _scatter_bind(scatter_p, operand, scatter_indices, updates, dimension_numbers,
                        indices_are_sorted, unique_indices, mode)
@@ -1194,9 +1198,11 @@ def scatter_add(operand, scatter_indices, updates, dimension_numbers, *, indices
   """XLA's scatter with addition: repeated indices accumulate. Arguments as in `scatter`.
 
   Example (x.at[idx].add(v) for 1-d x):
-    >>> dn = ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,),
-    ...                              scatter_dims_to_operand_dims=(0,))
-    >>> scatter_add(x, idx[:, None], v, dn)
+    >>> x, idx, v = jnp.ones(3), jnp.array([2, 2]), jnp.array([5., 7.])
+    >>> dn = lax.ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,),
+    ...                                  scatter_dims_to_operand_dims=(0,))
+    >>> lax.scatter_add(x, idx[:, None], v, dn)  # x.at[idx].add(v): repeats accumulate
+    Array([ 1.,  1., 13.], dtype=float32)
   """
   return _scatter_bind(scatter_add_p, operand, scatter_indices, updates, dimension_numbers,
                        indices_are_sorted, unique_indices, mode)

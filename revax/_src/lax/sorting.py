@@ -139,7 +139,9 @@ def sort(operand, dimension: int = -1, is_stable: bool = True, num_keys: int = 1
     The sorted array, or a tuple of sorted arrays for a sequence.
 
   Example:
-    >>> sort((keys, values), num_keys=1)  # values permuted like the sorted keys
+    >>> keys, values = jnp.array([3, 1, 2]), jnp.array([30., 10., 20.])
+    >>> lax.sort((keys, values), num_keys=1)  # values permuted like the sorted keys
+    (Array([1, 2, 3], dtype=int32), Array([10., 20., 30.], dtype=float32))
   """
   single = not isinstance(operand, (tuple, list))
   operands = (operand,) if single else tuple(operand)
@@ -230,7 +232,9 @@ def top_k(operand, k: int, *, axis: int = -1):
   -0.0, and NaNs with the sign bit set below -inf. Equal values come lower index first.
 
   Example:
-    >>> values, indices = top_k(x, 3)
+    >>> values, indices = lax.top_k(jnp.array([4., 1., 7., 3., 9.]), 3)
+    >>> values, indices
+    (Array([9., 7., 4.], dtype=float32), Array([4, 2, 0], dtype=int32))
   """
   k = operator.index(k)
   axis = _canonical_dim(axis, get_aval(operand).ndim)
@@ -432,7 +436,10 @@ def cumsum(operand, axis: int = 0, reverse: bool = False):
   """Cumulative sum along `axis` (from the end if `reverse`).
 
   Example:
-    >>> cumsum(numpy.array([1, 2, 3]))  # [1, 3, 6]
+    >>> lax.cumsum(jnp.array([1, 2, 3]))
+    Array([1, 3, 6], dtype=int32)
+    >>> lax.cumsum(jnp.array([1, 2, 3]), reverse=True)
+    Array([6, 5, 3], dtype=int32)
   """
   return _cumulative_bind(cumsum_p, operand, axis, reverse)
 

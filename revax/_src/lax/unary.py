@@ -168,7 +168,11 @@ def round(x, rounding_method=RoundingMethod.AWAY_FROM_ZERO):
     An array of the dtype of `x`.
 
   Example:
-    >>> round(x, RoundingMethod.TO_NEAREST_EVEN)
+    >>> x = jnp.array([0.5, 1.5, 2.5, -0.5])
+    >>> lax.round(x)  # half away from zero
+    Array([ 1.,  2.,  3., -1.], dtype=float32)
+    >>> lax.round(x, lax.RoundingMethod.TO_NEAREST_EVEN)
+    Array([ 0.,  2.,  2., -0.], dtype=float32)
   """
   return round_p.bind(x, rounding_method=RoundingMethod(rounding_method))
 
@@ -754,7 +758,8 @@ def integer_pow(x, y: int):
     An array like `x`.
 
   Example:
-    >>> integer_pow(x, 3)  # x * x * x
+    >>> lax.integer_pow(jnp.array([1., 2., -3.]), 3)  # x * x * x
+    Array([  1.,   8., -27.], dtype=float32)
   """
   try:
     y = operator.index(y)

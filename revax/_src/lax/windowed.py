@@ -72,7 +72,7 @@ def padtype_to_pads(in_shape, window_shape, window_strides, padding) -> list[tup
     One (lo, hi) pair of Python ints per dimension.
 
   Example:
-    >>> padtype_to_pads((5,), (2,), (2,), "SAME")
+    >>> lax.padtype_to_pads((5,), (2,), (2,), "SAME")
     [(0, 1)]
   """
   if not isinstance(padding, str):
@@ -415,7 +415,10 @@ def reduce_window(operand, init_value, computation, window_dimensions, window_st
     per dimension (0 where the window does not fit).
 
   Example:
-    >>> reduce_window(x_4x6, -numpy.inf, revax.lax.max, (2, 2), (2, 2), [(0, 1), (1, 0)])
+    >>> x = jnp.arange(24.).reshape(4, 6)
+    >>> lax.reduce_window(x, -jnp.inf, lax.max, (2, 2), (2, 2), [(0, 0), (0, 0)])  # 2x2 max pool
+    Array([[ 7.,  9., 11.],
+           [19., 21., 23.]], dtype=float32)
   """
   flat_operands, operand_tree = tree_util.tree_flatten(operand)
   flat_inits, init_tree = tree_util.tree_flatten(init_value)

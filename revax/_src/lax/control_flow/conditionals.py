@@ -78,7 +78,9 @@ def cond(pred, true_fun, false_fun, *operands, operand=_no_operand):
     The selected branch's output.
 
   Example:
-    >>> cond(x > 0, revax.numpy.sin, revax.numpy.cos, x)
+    >>> x = jnp.float32(-1.0)
+    >>> lax.cond(x > 0, jnp.sin, jnp.cos, x)
+    Array(0.5403023, dtype=float32)
   """
   if not (callable(true_fun) and callable(false_fun)):
     raise TypeError("lax.cond: true_fun and false_fun arguments should be callable.")
@@ -117,7 +119,8 @@ def switch(index, branches, *operands, operand=_no_operand):
     The selected branch's output.
 
   Example:
-    >>> switch(i, [revax.numpy.sin, revax.numpy.cos, revax.numpy.tanh], x)
+    >>> lax.switch(2, [jnp.sin, jnp.cos, jnp.tanh], 1.0)  # tanh(1); out-of-range indices clamp
+    Array(0.7615942, dtype=float32, weak_type=True)
   """
   if not all(callable(b) for b in branches):
     raise TypeError("lax.switch: branches argument should be a sequence of callables.")

@@ -68,7 +68,8 @@ def while_loop(cond_fun, body_fun, init_val):
     The final carry.
 
   Example:
-    >>> while_loop(lambda x: x < 10, lambda x: x * 2, 1)  # 16
+    >>> lax.while_loop(lambda x: x < 10, lambda x: x * 2, 1)
+    Array(16, dtype=int32, weak_type=True)
   """
   if not (callable(body_fun) and callable(cond_fun)):
     raise TypeError("lax.while_loop: body_fun and cond_fun arguments should be callable.")
@@ -349,7 +350,8 @@ def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
     The final carry.
 
   Example:
-    >>> fori_loop(0, 5, lambda i, acc: acc + i, 0)  # 10
+    >>> lax.fori_loop(0, 5, lambda i, acc: acc + i, 0)
+    Array(10, dtype=int32, weak_type=True)
   """
   if not callable(body_fun):
     raise TypeError("lax.fori_loop: body_fun argument should be callable.")
@@ -445,7 +447,11 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1, _split_transpos
     `(final carry, stacked ys)`.
 
   Example:
-    >>> scan(lambda c, x: (c + x, c * x), 0., revax.numpy.arange(4.))
+    >>> carry, ys = lax.scan(lambda c, x: (c + x, c * x), 0., jnp.arange(4.))
+    >>> carry
+    Array(6., dtype=float32)
+    >>> ys
+    Array([0., 0., 2., 9.], dtype=float32)
   """
   if not callable(f):
     raise TypeError("lax.scan: f argument should be a callable.")
@@ -942,7 +948,8 @@ def map(f, xs, *, batch_size=None):  # noqa: A001 (jax.lax's name)
     The outputs of `f`, stacked along a new leading axis.
 
   Example:
-    >>> map(lambda x: x ** 2, revax.numpy.arange(4.))
+    >>> lax.map(lambda x: x ** 2, jnp.arange(4.))
+    Array([0., 1., 4., 9.], dtype=float32)
   """
   if batch_size is None:
     _, ys = scan(lambda _, x: ((), f(x)), (), xs)
