@@ -58,7 +58,7 @@ def relu(x):
     An array of x's shape and dtype.
 
   Example:
-    >>> relu(revax.numpy.array([-2., 0., 0.5]))
+    >>> revax.nn.relu(jnp.array([-2., 0., 0.5]))
     Array([0. , 0. , 0.5], dtype=float32)
   """
   x = _operand("relu", x)
@@ -278,7 +278,7 @@ def logsumexp(a, axis=None, b=None, keepdims: bool = False, return_sign: bool = 
     The result, or `(result, sign)` with `return_sign`.
 
   Example:
-    >>> logsumexp(revax.numpy.array([0., 0.]))  # log 2
+    >>> revax.nn.logsumexp(jnp.array([0., 0.]))  # log 2
     Array(0.6931472, dtype=float32)
   """
   if where is not None:
@@ -401,7 +401,7 @@ def one_hot(x, num_classes: int, *, dtype=None, axis: int = -1):
     An array of shape x.shape with `num_classes` inserted at `axis`.
 
   Example:
-    >>> one_hot(revax.numpy.array([0, 2]), 3)
+    >>> revax.nn.one_hot(jnp.array([0, 2]), 3)
     Array([[1., 0., 0.],
            [0., 0., 1.]], dtype=float32)
   """

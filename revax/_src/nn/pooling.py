@@ -61,7 +61,10 @@ def max_pool(inputs, window_shape, strides=None, padding="VALID"):
     The pooled array, (batch..., pooled spatial..., features).
 
   Example:
-    >>> max_pool(x_nhwc, (2, 2), strides=(2, 2), padding=((0, 1), (0, 1)))
+    >>> x = jnp.arange(9.).reshape(1, 3, 3, 1)  # NHWC
+    >>> revax.nn.max_pool(x, (2, 2), strides=(2, 2), padding=((0, 1), (0, 1)))[0, :, :, 0]
+    Array([[4., 5.],
+           [7., 8.]], dtype=float32)
   """
   dtype = get_aval(inputs).dtype
   return _pool(inputs, _max_identity(dtype), binary.max, window_shape, strides, padding)
@@ -82,7 +85,11 @@ def avg_pool(inputs, window_shape, strides=None, padding="VALID", count_include_
     The pooled array, (batch..., pooled spatial..., features).
 
   Example:
-    >>> avg_pool(x_nhwc, (3, 3), strides=(2, 2), padding="SAME", count_include_pad=False)
+    >>> x = jnp.arange(16.).reshape(1, 4, 4, 1)  # NHWC
+    >>> y = revax.nn.avg_pool(x, (3, 3), strides=(2, 2), padding="SAME", count_include_pad=False)
+    >>> y[0, :, :, 0]  # means over the in-bounds cells of each window
+    Array([[ 5. ,  6.5],
+           [11. , 12.5]], dtype=float32)
   """
   dtype = get_aval(inputs).dtype
   if not dtypes.is_inexact(dtype):

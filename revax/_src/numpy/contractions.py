@@ -45,7 +45,8 @@ def matmul(a, b, *, precision=None, preferred_element_type=None):
     dims.
 
   Example:
-    >>> matmul(ones((4, 2, 3)), ones((3, 5))).shape   # (4, 2, 5)
+    >>> jnp.matmul(jnp.ones((4, 2, 3)), jnp.ones((3, 5))).shape  # batch dims broadcast
+    (4, 2, 5)
   """
   a, b = util.promote_args("matmul", a, b)
   sa, sb = _shape(a), _shape(b)
@@ -99,7 +100,8 @@ def dot(a, b, *, precision=None, preferred_element_type=None):
   b's second-to-last (its only one if b is a vector).
 
   Example:
-    >>> dot(ones((2, 3)), ones(3)).shape   # (2,)
+    >>> jnp.dot(jnp.array([[1., 2.], [3., 4.]]), jnp.array([1., 1.]))
+    Array([3., 7.], dtype=float32)
   """
   a, b = util.promote_args("dot", a, b)
   sa, sb = _shape(a), _shape(b)
@@ -148,7 +150,8 @@ def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None):
   pair of axis sequences.
 
   Example:
-    >>> tensordot(ones((2, 3, 4)), ones((3, 4, 5)), 2).shape   # (2, 5)
+    >>> jnp.tensordot(jnp.ones((2, 3, 4)), jnp.ones((3, 4, 5)), 2).shape
+    (2, 5)
   """
   a, b = util.promote_args("tensordot", a, b)
   na, nb = len(_shape(a)), len(_shape(b))
@@ -254,7 +257,10 @@ def einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
     The contraction, in the operands' promoted dtype unless `preferred_element_type` is given.
 
   Example:
-    >>> einsum("bij,bjk->bik", ones((4, 2, 3)), ones((4, 3, 5))).shape   # (4, 2, 5)
+    >>> jnp.einsum("bij,bjk->bik", jnp.ones((4, 2, 3)), jnp.ones((4, 3, 5))).shape
+    (4, 2, 5)
+    >>> jnp.einsum("ii", jnp.array([[1., 2.], [3., 4.]]))  # the trace
+    Array(5., dtype=float32)
   """
   if out is not None:
     raise NotImplementedError("The 'out' argument to revax.numpy.einsum is not supported.")

@@ -70,7 +70,9 @@ def array(object, dtype=None, copy: bool = True, order=None, ndmin: int = 0):  #
     A revax Array (or a tracer, if `object` holds traced values).
 
   Example:
-    >>> array([[1, 2], [3, 4]], dtype=float32)
+    >>> jnp.array([[1, 2], [3, 4]], dtype=jnp.float32)
+    Array([[1., 2.],
+           [3., 4.]], dtype=float32)
   """
   if order not in (None, "K", "A", "C"):
     raise NotImplementedError(f"array: only C (row-major) order is supported, got order={order!r}")
@@ -128,7 +130,8 @@ def asarray(a, dtype=None, order=None, *, copy=None):
   """`array(a, dtype)` without a copy: arrays are returned as they are when the dtype agrees.
 
   Example:
-    >>> asarray(np.arange(3))  # an int32 revax Array
+    >>> jnp.asarray(np.arange(3))  # NumPy's int64 becomes int32 (x64 is off)
+    Array([0, 1, 2], dtype=int32)
   """
   return array(a, dtype=dtype, copy=bool(copy), order=order)
 
@@ -145,7 +148,9 @@ def zeros(shape, dtype=None):
   """An array of zeros (float32 unless `dtype` says otherwise).
 
   Example:
-    >>> zeros((2, 3), int32)
+    >>> jnp.zeros((2, 3), jnp.int32)
+    Array([[0, 0, 0],
+           [0, 0, 0]], dtype=int32)
   """
   shape = _check_shape(shape, "zeros")
   return util.full_of(shape, 0, canonical_dtype_arg(dtype) or dtypes.default_float_dtype())
@@ -215,8 +220,10 @@ def arange(start, stop=None, step=None, dtype=None):
   The dtype is the promotion of the arguments (int32 for Python ints, float32 for floats).
 
   Example:
-    >>> arange(5)          # [0 1 2 3 4], int32
-    >>> arange(0., 1., .25)
+    >>> jnp.arange(5)
+    Array([0, 1, 2, 3, 4], dtype=int32)
+    >>> jnp.arange(0., 1., .25)
+    Array([0.  , 0.25, 0.5 , 0.75], dtype=float32)
   """
   args = [a for a in (start, stop, step) if a is not None]
   vals = [util.concrete_scalar(a, "arange", n) for a, n in
@@ -244,7 +251,8 @@ def linspace(start, stop, num: int = 50, endpoint: bool = True, retstep: bool = 
     The samples, and the step too if `retstep`.
 
   Example:
-    >>> linspace(0., 1., 5)  # [0. 0.25 0.5 0.75 1.]
+    >>> jnp.linspace(0., 1., 5)
+    Array([0.  , 0.25, 0.5 , 0.75, 1.  ], dtype=float32)
   """
   num = operator.index(util.concrete_scalar(num, "linspace", "num"))
   if num < 0:
@@ -291,7 +299,9 @@ def eye(N, M=None, k: int = 0, dtype=None):
   """An N x M array with ones on the k-th diagonal and zeros elsewhere.
 
   Example:
-    >>> eye(2, 3, k=1)
+    >>> jnp.eye(2, 3, k=1)
+    Array([[0., 1., 0.],
+           [0., 0., 1.]], dtype=float32)
   """
   N = operator.index(util.concrete_scalar(N, "eye", "N"))
   M = N if M is None else operator.index(util.concrete_scalar(M, "eye", "M"))

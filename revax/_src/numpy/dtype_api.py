@@ -98,8 +98,10 @@ def result_type(*args, return_weak_type_flag: bool = False):
   Python scalars (and the types int, float, complex) are weakly typed.
 
   Example:
-    >>> result_type(int8, 1)   # dtype('int8')
-    >>> result_type(int8, 1.0) # dtype('float32')
+    >>> revax.dtypes.result_type(jnp.int8, 1)  # a Python int is weak: int8 stays
+    dtype('int8')
+    >>> revax.dtypes.result_type(jnp.int8, 1.0)
+    dtype('float32')
   """
   if not args:
     raise ValueError("at least one array or dtype is required")
@@ -133,7 +135,8 @@ def issubdtype(arg1, arg2) -> bool:
   """np.issubdtype that knows bfloat16 is floating and accepts revax scalar types.
 
   Example:
-    >>> issubdtype(bfloat16, floating)  # True
+    >>> jnp.issubdtype(jnp.bfloat16, jnp.floating)
+    True
   """
   d1 = _as_dtype(arg1)
   if isinstance(arg2, type) and issubclass(arg2, np.generic) and arg2 in _CATEGORIES:

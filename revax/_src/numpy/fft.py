@@ -151,7 +151,8 @@ def fft(a, n=None, axis: int = -1, norm=None):
     A complex array.
 
   Example:
-    >>> fft(revax.numpy.arange(4.0))  # [6+0j, -2+2j, -2+0j, -2-2j]
+    >>> jnp.fft.fft(jnp.arange(4.0))
+    Array([ 6.+0.j, -2.+2.j, -2.+0.j, -2.-2.j], dtype=complex64)
   """
   return _fft_1d("fft", FftType.FFT, a, n, axis, norm)
 

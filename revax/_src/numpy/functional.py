@@ -48,7 +48,9 @@ def vectorize(pyfunc, *, excluded=frozenset(), signature=None):
     The vectorized function.
 
   Example:
-    >>> vectorize(jnp.dot, signature='(n),(n)->()')(a, b)
+    >>> a, b = jnp.ones((4, 3)), jnp.arange(3.)
+    >>> jnp.vectorize(jnp.dot, signature='(n),(n)->()')(a, b)  # a row-wise dot
+    Array([3., 3., 3., 3.], dtype=float32)
   """
   if any(not isinstance(e, (int, str)) for e in excluded):
     raise TypeError(f"excluded must be a set of ints and strings, got {excluded}")

@@ -517,7 +517,11 @@ def nonzero(a, *, size=None, fill_value=None):
   `fill_value` (0 by default; a scalar or one value per axis).
 
   Example:
-    >>> nonzero(x, size=3, fill_value=-1)
+    >>> x = jnp.array([0, 5, 0, 7])
+    >>> jnp.nonzero(x)
+    (Array([1, 3], dtype=int32),)
+    >>> jnp.nonzero(x, size=3, fill_value=-1)  # a static size, as under jit
+    (Array([ 1,  3, -1], dtype=int32),)
   """
   util.check_arraylike("nonzero", a)
   if isinstance(a, Tracer) and a.to_concrete_value() is not None:

@@ -99,7 +99,8 @@ def convolve(a, v, mode: str = "full", *, precision=None, preferred_element_type
       full overlaps).
 
   Example:
-    >>> convolve(array([1., 2., 3.]), array([0., 1., 0.5]))  # [0. 1. 2.5 4. 1.5]
+    >>> jnp.convolve(jnp.array([1., 2., 3.]), jnp.array([0., 1., 0.5]))
+    Array([0. , 1. , 2.5, 4. , 1.5], dtype=float32)
   """
   full, n, m = _conv_full("convolve", a, v, True, precision, preferred_element_type)
   return _conv_mode(full, n, m, mode, True)

@@ -194,7 +194,14 @@ def pad(array, pad_width, mode="constant", **kwargs):
     The padded array (same dtype).
 
   Example:
-    >>> pad(x, ((1, 1), (0, 2)), mode="reflect")
+    >>> x = jnp.array([[1, 2, 3], [4, 5, 6]])
+    >>> jnp.pad(x, ((1, 1), (0, 2)), mode="reflect")
+    Array([[4, 5, 6, 5, 4],
+           [1, 2, 3, 2, 1],
+           [4, 5, 6, 5, 4],
+           [1, 2, 3, 2, 1]], dtype=int32)
+    >>> jnp.pad(jnp.array([1, 2]), 2, constant_values=9)
+    Array([9, 9, 1, 2, 9, 9], dtype=int32)
   """
   util.check_arraylike("pad", array)
   x = util.as_array(array)

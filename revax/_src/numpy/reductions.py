@@ -82,7 +82,11 @@ def sum(a, axis=None, dtype=None, out=None, keepdims: bool = False, initial=None
     promote_integers: widen narrow integers to the default integer type (default True).
 
   Example:
-    >>> sum(x, axis=(0, 2), keepdims=True)
+    >>> x = jnp.arange(12.).reshape(2, 3, 2)
+    >>> jnp.sum(x, axis=(0, 2), keepdims=True)
+    Array([[[14.],
+            [22.],
+            [30.]]], dtype=float32)
   """
   _no_out("sum", out)
   util.check_arraylike("sum", a)
@@ -207,7 +211,11 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims: bool = False, *, w
   Complex inputs give real variances (of |x - mean|).
 
   Example:
-    >>> var(x, axis=0, ddof=1)  # the unbiased estimate
+    >>> x = jnp.array([[1., 2.], [3., 6.]])
+    >>> jnp.var(x, axis=0)
+    Array([1., 4.], dtype=float32)
+    >>> jnp.var(x, axis=0, ddof=1)  # the unbiased estimate
+    Array([2., 8.], dtype=float32)
   """
   _no_out("var", out)
   util.check_arraylike("var", a)
@@ -314,7 +322,8 @@ def cumsum(a, axis=None, dtype=None, out=None):
   """Cumulative sum along `axis` (of the flattened array if None); bools count as int32.
 
   Example:
-    >>> cumsum(array([1, 2, 3]))  # [1 3 6]
+    >>> jnp.cumsum(jnp.array([1, 2, 3]))
+    Array([1, 3, 6], dtype=int32)
   """
   return _cumulative("cumsum", lax.cumsum, a, axis, dtype, out)
 
@@ -372,7 +381,10 @@ def cumulative_sum(x, /, *, axis=None, dtype=None, include_initial: bool = False
     The running sums, one longer along `axis` if `include_initial`.
 
   Example:
-    >>> cumulative_sum(array([100, 100, 100], int8))  # [100 200 300], int32
+    >>> jnp.cumulative_sum(jnp.array([100, 100, 100], jnp.int8))  # small ints sum as int32
+    Array([100, 200, 300], dtype=int32)
+    >>> jnp.cumulative_sum(jnp.array([1, 2, 3]), include_initial=True)
+    Array([0, 1, 3, 6], dtype=int32)
   """
   return _cumulative_array_api("cumulative_sum", lax.cumsum, x, axis, dtype, include_initial, 0,
                                _sum_accumulator_dtype)

@@ -46,7 +46,10 @@ def searchsorted(a, v, side: str = "left", sorter=None, *, method: str = "scan")
     int32 indices of v's shape.
 
   Example:
-    >>> searchsorted(array([1., 2., 3.]), array([2.5, 0.]))  # [2 0]
+    >>> jnp.searchsorted(jnp.array([1., 2., 3.]), jnp.array([2.5, 0., 2.]))
+    Array([2, 0, 1], dtype=int32)
+    >>> jnp.searchsorted(jnp.array([1., 2., 3.]), 2., side='right')
+    Array(2, dtype=int32)
   """
   util.check_arraylike("searchsorted", a, v)
   if side not in ("left", "right"):

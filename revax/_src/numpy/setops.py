@@ -113,7 +113,11 @@ def unique(ar, return_index: bool = False, return_inverse: bool = False,
     The unique values, or a tuple of it and the requested outputs (index, inverse, counts).
 
   Example:
-    >>> unique(x, size=4, fill_value=-1)
+    >>> x = jnp.array([3, 1, 3, 2, 1])
+    >>> jnp.unique(x)
+    Array([1, 2, 3], dtype=int32)
+    >>> jnp.unique(x, size=4, fill_value=-1)  # a static size, as under jit
+    Array([ 1,  2,  3, -1], dtype=int32)
   """
   util.check_arraylike("unique", ar)
   ar = util.as_array(ar)

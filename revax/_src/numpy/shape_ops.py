@@ -70,7 +70,9 @@ def reshape(a, shape=None, order: str = "C", *, copy=None):
     order: 'C' (row-major, default) or 'F' (column-major).
 
   Example:
-    >>> reshape(arange(6), (2, -1))
+    >>> jnp.reshape(jnp.arange(6), (2, -1))
+    Array([[0, 1, 2],
+           [3, 4, 5]], dtype=int32)
   """
   util.check_arraylike("reshape", a)
   if shape is None:
@@ -96,7 +98,8 @@ def transpose(a, axes=None):
   """`a` with its axes permuted (reversed if `axes` is None).
 
   Example:
-    >>> transpose(x, (1, 0, 2)).shape
+    >>> jnp.transpose(jnp.ones((2, 3, 4)), (1, 0, 2)).shape
+    (3, 2, 4)
   """
   util.check_arraylike("transpose", a)
   nd = len(_shape(a))
@@ -263,7 +266,8 @@ def concatenate(arrays, axis=0, dtype=None):
   """Join arrays along an existing axis (`axis=None` joins their flattened forms).
 
   Example:
-    >>> concatenate([zeros((2, 3)), ones((1, 3))]).shape   # (3, 3)
+    >>> jnp.concatenate([jnp.zeros((2, 3)), jnp.ones((1, 3))]).shape
+    (3, 3)
   """
   arrays = _check_sequence("concatenate", arrays)
   if not arrays:
@@ -293,7 +297,8 @@ def stack(arrays, axis: int = 0, dtype=None):
   """Join arrays of one shape along a new axis.
 
   Example:
-    >>> stack([zeros(3), ones(3)], axis=1).shape   # (3, 2)
+    >>> jnp.stack([jnp.zeros(3), jnp.ones(3)], axis=1).shape
+    (3, 2)
   """
   arrays = _check_sequence("stack", arrays)
   if not arrays:
@@ -375,8 +380,10 @@ def split(ary, indices_or_sections, axis: int = 0):
   """Split into equal sections (an int) or at the given indices (a sequence), as np.split.
 
   Example:
-    >>> split(arange(6), 3)       # three arrays of 2
-    >>> split(arange(6), [1, 4])  # sizes 1, 3, 2
+    >>> jnp.split(jnp.arange(6), 3)  # three arrays of 2
+    [Array([0, 1], dtype=int32), Array([2, 3], dtype=int32), Array([4, 5], dtype=int32)]
+    >>> jnp.split(jnp.arange(6), [1, 4])  # sizes 1, 3, 2
+    [Array([0], dtype=int32), Array([1, 2, 3], dtype=int32), Array([4, 5], dtype=int32)]
   """
   return _split("split", ary, indices_or_sections, axis, equal=True)
 

@@ -23,7 +23,8 @@ def sort(a, axis: int | None = -1, *, kind=None, order=None, stable: bool = True
   """`a` sorted along `axis` (flattened if None); NaNs sort last (first if `descending`).
 
   Example:
-    >>> sort(array([3, 1, 2]))  # [1 2 3]
+    >>> jnp.sort(jnp.array([3, 1, 2]))
+    Array([1, 2, 3], dtype=int32)
   """
   a, axis = _prepare("sort", a, axis, kind, order)
   out = lax.sort(a, dimension=axis, is_stable=stable)
@@ -35,7 +36,8 @@ def argsort(a, axis: int | None = -1, *, kind=None, order=None, stable: bool = T
   """Indices that sort `a` along `axis` (flattened if None); equal elements keep their order.
 
   Example:
-    >>> argsort(array([3, 1, 2]))  # [1 2 0]
+    >>> jnp.argsort(jnp.array([3, 1, 2]))
+    Array([1, 2, 0], dtype=int32)
   """
   a, axis = _prepare("argsort", a, axis, kind, order)
   shape = aval_of(a).shape

@@ -149,7 +149,10 @@ def quantile(a, q, axis=None, out=None, overwrite_input: bool = False, method: s
     weights: per-element weights (method='inverted_cdf' only).
 
   Example:
-    >>> quantile(x, array([0.25, 0.75]), axis=0)
+    >>> x = jnp.array([[1., 10.], [2., 20.], [3., 30.], [4., 40.], [5., 50.]])
+    >>> jnp.quantile(x, jnp.array([0.25, 0.75]), axis=0)
+    Array([[ 2., 20.],
+           [ 4., 40.]], dtype=float32)
   """
   _no_out("quantile", out, overwrite_input)
   return _quantile("quantile", a, q, axis, method, keepdims, False, weights)

@@ -378,7 +378,10 @@ def round(x, decimals: int = 0, out=None):  # noqa: A001 (NumPy's name)
   """Round to `decimals` decimal places, ties to even (as np.round).
 
   Example:
-    >>> round(array([0.5, 1.5, 2.675]), 2)
+    >>> jnp.round(jnp.array([0.5, 1.5, 2.5]))  # halves to even, as NumPy
+    Array([0., 2., 2.], dtype=float32)
+    >>> jnp.round(jnp.array([1.234, 5.678]), 2)
+    Array([1.23, 5.68], dtype=float32)
   """
   if out is not None:
     raise NotImplementedError("The 'out' argument to round is not supported.")
@@ -691,7 +694,9 @@ def where(condition, x=None, y=None, /, *, size=None, fill_value=None):
   condition or a static `size` (missing indices are `fill_value`).
 
   Example:
-    >>> where(x > 0, x, 0.)
+    >>> x = jnp.array([-1., 2., -3.])
+    >>> jnp.where(x > 0, x, 0.)
+    Array([0., 2., 0.], dtype=float32)
   """
   if x is None and y is None:
     from revax._src.numpy.indexing import nonzero
@@ -710,7 +715,8 @@ def clip(arr, /, min=None, max=None):  # noqa: A002 (NumPy's names)
   """`arr` limited to [min, max] elementwise (either bound may be None).
 
   Example:
-    >>> clip(x, 0., 1.)
+    >>> jnp.clip(jnp.array([-1., 0.5, 2.]), 0., 1.)
+    Array([0. , 0.5, 1. ], dtype=float32)
   """
   util.check_arraylike("clip", arr)
   if min is not None:

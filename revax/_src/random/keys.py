@@ -198,7 +198,8 @@ def PRNGKey(seed, *, impl=None):
     The key, a uint32 array of shape (2,).
 
   Example:
-    >>> PRNGKey(42)  # Array([ 0, 42], dtype=uint32)
+    >>> revax.random.PRNGKey(42)
+    Array([ 0, 42], dtype=uint32)
   """
   _check_impl(impl)
   return _key_data_from_seed("PRNGKey", seed)
@@ -216,7 +217,11 @@ def key(seed, *, impl=None, dtype=None):
     A `PRNGKeyArray` of shape ().
 
   Example:
-    >>> k = key(0); k.shape  # ()
+    >>> k = revax.random.key(0)
+    >>> k.shape, k.dtype
+    ((), key<fry>)
+    >>> revax.random.key_data(k)  # the raw threefry key
+    Array([0, 0], dtype=uint32)
   """
   if dtype is not None and impl is not None:
     raise ValueError("Cannot specify both `impl` and `dtype` arguments to revax.random.key")
@@ -290,7 +295,9 @@ def split(key, num=2):
     Keys of shape `num` (raw: uint32[*num, 2]; typed: a PRNGKeyArray of shape num).
 
   Example:
-    >>> k1, k2 = split(PRNGKey(0))
+    >>> k1, k2 = revax.random.split(revax.random.PRNGKey(0))
+    >>> k1, k2
+    (Array([1797259609, 2579123966], dtype=uint32), Array([ 928981903, 3453687069], dtype=uint32))
   """
   data, typed = check_prng_key("split", key)
   shape = canonicalize_shape(num, "split")
@@ -313,7 +320,9 @@ def fold_in(key, data):
     A key in the representation of `key`.
 
   Example:
-    >>> k = fold_in(PRNGKey(0), 7)
+    >>> k = revax.random.fold_in(revax.random.PRNGKey(0), 7)
+    >>> k
+    Array([2716826189,  292468403], dtype=uint32)
   """
   key_bits, typed = check_prng_key("fold_in", key)
   if np.ndim(data):

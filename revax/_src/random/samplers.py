@@ -101,7 +101,9 @@ def bits(key, shape=(), dtype=None):
     An array of `shape` and `dtype`.
 
   Example:
-    >>> bits(PRNGKey(0), (3,))
+    >>> key = revax.random.key(0)
+    >>> revax.random.bits(key, (3,))
+    Array([4070199207, 4202968722, 1427181096], dtype=uint32)
   """
   data, _ = check_prng_key("bits", key)
   dtype = dtypes.default_uint_dtype() if dtype is None else _dtype(dtype, None)
@@ -131,7 +133,10 @@ def uniform(key, shape=(), dtype=None, minval=0.0, maxval=1.0):
     An array of `shape` and `dtype`.
 
   Example:
-    >>> uniform(PRNGKey(0), (2, 3), minval=-1.0, maxval=1.0)
+    >>> key = revax.random.key(0)
+    >>> revax.random.uniform(key, (2, 3), minval=-1.0, maxval=1.0)
+    Array([[ 0.895334  ,  0.95715976, -0.33541703],
+           [-0.06266308,  0.13977742, -0.66899395]], dtype=float32)
   """
   data, _ = check_prng_key("uniform", key)
   dtype = _float_dtype("uniform", dtype)
@@ -158,7 +163,9 @@ def normal(key, shape=(), dtype=None):
     An array of `shape` and `dtype`.
 
   Example:
-    >>> normal(PRNGKey(0), (3,))
+    >>> key = revax.random.key(0)
+    >>> revax.random.normal(key, (3,))
+    Array([ 1.6226422 ,  2.0252647 , -0.43359444], dtype=float32)
   """
   data, _ = check_prng_key("normal", key)
   shape = canonicalize_shape(shape, "normal")
@@ -194,7 +201,9 @@ def truncated_normal(key, lower, upper, shape=None, dtype=None):
     An array of `shape` and `dtype` with values in (lower, upper).
 
   Example:
-    >>> truncated_normal(PRNGKey(0), -2.0, 2.0, (3,))
+    >>> key = revax.random.key(0)
+    >>> revax.random.truncated_normal(key, -2.0, 2.0, (3,))
+    Array([ 1.4559592 ,  1.7147487 , -0.41267535], dtype=float32)
   """
   if shape is not None:
     shape = canonicalize_shape(shape, "truncated_normal")
@@ -238,7 +247,9 @@ def bernoulli(key, p=0.5, shape=None, mode="low"):
     A bool array of `shape`.
 
   Example:
-    >>> bernoulli(PRNGKey(0), 0.3, (5,))
+    >>> key = revax.random.key(0)
+    >>> revax.random.bernoulli(key, 0.3, (5,))
+    Array([False, False, False, False, False], dtype=bool)
   """
   if shape is not None:
     shape = canonicalize_shape(shape, "bernoulli")
@@ -339,7 +350,9 @@ def categorical(key, logits, axis=-1, shape=None, replace=True, mode=None):
     int32 indices (int64 with x64 enabled) of `shape`.
 
   Example:
-    >>> categorical(PRNGKey(0), revax.numpy.log(revax.numpy.array([0.2, 0.8])), shape=(4,))
+    >>> key = revax.random.key(0)
+    >>> revax.random.categorical(key, jnp.log(jnp.array([0.2, 0.8])), shape=(8,))
+    Array([1, 1, 1, 1, 0, 0, 1, 1], dtype=int32)
   """
   data, _ = check_prng_key("categorical", key)
   _check_arraylike("categorical", logits)
@@ -399,7 +412,9 @@ def randint(key, shape, minval, maxval, dtype=None):
     An array of `shape` and `dtype`.
 
   Example:
-    >>> randint(PRNGKey(0), (3,), 0, 10)
+    >>> key = revax.random.key(0)
+    >>> revax.random.randint(key, (3,), 0, 10)
+    Array([9, 0, 2], dtype=int32)
   """
   data, _ = check_prng_key("randint", key)
   dtype = _dtype(dtype, int)
@@ -491,7 +506,9 @@ def permutation(key, x, axis=0, independent=False):
     The shuffled array.
 
   Example:
-    >>> permutation(PRNGKey(0), 5)
+    >>> key = revax.random.key(0)
+    >>> revax.random.permutation(key, 5)
+    Array([0, 1, 4, 3, 2], dtype=int32)
   """
   data, _ = check_prng_key("permutation", key)
   _check_arraylike("permutation", x)
@@ -641,7 +658,9 @@ def gamma(key, a, shape=None, dtype=None):
     An array of `shape` and `dtype`.
 
   Example:
-    >>> gamma(PRNGKey(0), 2.0, (3,))
+    >>> key = revax.random.key(0)
+    >>> revax.random.gamma(key, 2.0, (3,))
+    Array([1.5897877, 1.7599413, 1.1290071], dtype=float32)
   """
   data, _ = check_prng_key("gamma", key)
   dtype = _float_dtype("gamma", dtype)

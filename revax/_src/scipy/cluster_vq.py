@@ -22,7 +22,10 @@ def vq(obs, code_book, check_finite: bool = True):
     (codes, distances): int32 indices of shape (n,) and distances of the promoted dtype.
 
   Example:
-    >>> vq(revax.numpy.array([1.0, 3.0]), revax.numpy.array([0.0, 5.0]))  # ([0, 1], [1, 2])
+    >>> import revax.scipy.cluster.vq
+    >>> obs, codebook = jnp.array([[1.0], [3.0]]), jnp.array([[0.0], [5.0]])
+    >>> revax.scipy.cluster.vq.vq(obs, codebook)  # (codes, distances)
+    (Array([0, 1], dtype=int32), Array([1., 2.], dtype=float32))
   """
   del check_finite
   check_arraylike("vq", obs, code_book)

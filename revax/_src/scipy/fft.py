@@ -146,7 +146,9 @@ def dct(x, type=2, n=None, axis=-1, norm=None):  # noqa: A002 (scipy's name)
     A real array (complex for complex input) with `axis` of length n.
 
   Example:
-    >>> dct(revax.numpy.array([1.0, 2.0, 3.0]))  # [12, -3.4641, 0]
+    >>> import revax.scipy.fft
+    >>> revax.scipy.fft.dct(jnp.array([1.0, 2.0, 3.0]))
+    Array([12.       , -3.4641016,  0.       ], dtype=float32)
   """
   x = _check("dct", x, type, norm)
   return _split_complex(lambda v: _along(_dct_last, _resize_axis(v, n, _axis(v, axis)),

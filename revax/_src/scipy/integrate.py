@@ -20,7 +20,9 @@ def trapezoid(y, x=None, dx=1.0, axis: int = -1):
     The integral: y's shape without `axis`.
 
   Example:
-    >>> trapezoid(revax.numpy.array([1.0, 2.0, 3.0]))  # 4.0
+    >>> import revax.scipy.integrate
+    >>> revax.scipy.integrate.trapezoid(jnp.array([1.0, 2.0, 3.0]))
+    Array(4., dtype=float32)
   """
   if x is None:
     check_arraylike("trapezoid", y)

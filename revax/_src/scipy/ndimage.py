@@ -66,7 +66,9 @@ def map_coordinates(input, coordinates, order: int, mode: str = "constant", cval
     An array of the coordinates' shape and input's dtype (integer inputs rounded).
 
   Example:
-    >>> map_coordinates(revax.numpy.arange(4.0), [revax.numpy.array([0.5, 2.25])], order=1)
+    >>> import revax.scipy.ndimage
+    >>> revax.scipy.ndimage.map_coordinates(jnp.arange(4.0), [jnp.array([0.5, 2.25])], order=1)
+    Array([0.5 , 2.25], dtype=float32)
   """
   check_arraylike("map_coordinates", input)
   input = as_array(input)

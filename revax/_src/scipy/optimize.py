@@ -174,7 +174,10 @@ def minimize(fun: Callable, x0, args: tuple = (), *, method: str, tol: float | N
     OptimizeResults.
 
   Example:
-    >>> minimize(lambda x: ((x - 1.0) ** 2).sum(), revax.numpy.zeros(3), method="BFGS").x
+    >>> import revax.scipy.optimize
+    >>> f = lambda x: ((x - 1.0) ** 2).sum()
+    >>> revax.scipy.optimize.minimize(f, jnp.zeros(3), method="BFGS").x
+    Array([1., 1., 1.], dtype=float32)
   """
   if options is None:
     options = {}

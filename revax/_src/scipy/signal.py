@@ -85,7 +85,8 @@ def convolve(in1, in2, mode="full", method="auto", precision=None):
     The convolution, in the promoted inexact dtype of the inputs.
 
   Example:
-    >>> convolve(revax.numpy.array([1.0, 2.0, 3.0]), revax.numpy.array([0.0, 1.0, 0.5]))
+    >>> import revax.scipy.signal
+    >>> revax.scipy.signal.convolve(jnp.array([1.0, 2.0, 3.0]), jnp.array([0.0, 1.0, 0.5]))
     Array([0. , 1. , 2.5, 4. , 1.5], dtype=float32)
   """
   if method == "fft":

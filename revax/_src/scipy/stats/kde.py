@@ -75,8 +75,10 @@ class gaussian_kde:  # noqa: N801 (JAX's name)
     d: the number of dimensions; `n` is the number of points.
 
   Example:
-    >>> kde = gaussian_kde(revax.numpy.array([0.0, 1.0, 3.0]))
-    >>> kde.evaluate(revax.numpy.array([0.5]))
+    >>> import revax.scipy.stats
+    >>> kde = revax.scipy.stats.gaussian_kde(jnp.array([0.0, 1.0, 3.0]))
+    >>> kde.evaluate(jnp.array([0.5]))
+    Array([0.21316576], dtype=float32)
   """
   __slots__ = ("neff", "dataset", "weights", "covariance", "inv_cov")
 
