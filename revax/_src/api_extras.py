@@ -31,7 +31,10 @@ def jacobian(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
     A function giving the Jacobian with the output's structure outside the input's.
 
   Example:
-    >>> jacobian(lambda x: x ** 2)(revax.numpy.arange(3.0))  # diag(0, 2, 4)
+    >>> revax.jacobian(lambda x: x ** 2)(jnp.arange(3.0))
+    Array([[0., 0., 0.],
+           [0., 2., 0.],
+           [0., 0., 4.]], dtype=float32)
   """
   return jacrev(fun, argnums=argnums, has_aux=has_aux, holomorphic=holomorphic,
                 allow_int=allow_int)
@@ -59,8 +62,11 @@ def named_scope(name: str):
     name: the scope's name; must be a string.
 
   Example:
-    >>> with named_scope("dense"):
+    >>> x, w = jnp.ones((2, 3)), jnp.ones((3, 4))
+    >>> with revax.named_scope("dense"):
     ...   y = x @ w
+    >>> y.shape
+    (2, 4)
   """
   if not isinstance(name, str):
     raise TypeError("named_scope name argument must be a string.")
@@ -119,9 +125,11 @@ def ensure_compile_time_eval():
   Example:
     >>> @revax.jit
     ... def f(x):
-    ...   with ensure_compile_time_eval():
-    ...     n = int(revax.numpy.sum(revax.numpy.arange(4)))  # a Python int while tracing
+    ...   with revax.ensure_compile_time_eval():
+    ...     n = int(jnp.sum(jnp.arange(4)))  # a Python int while tracing
     ...   return x * n
+    >>> f(2.0)
+    Array(12., dtype=float32, weak_type=True)
   """
   parent = current_trace()
   if parent is eval_trace:
@@ -204,9 +212,11 @@ def custom_gradient(fun):
   closure need not be stored); `fun` must therefore be free of side effects.
 
   Example:
-    >>> @custom_gradient
+    >>> @revax.custom_gradient
     ... def f(x):
-    ...   return x ** 2, lambda g: (g * 2 * x,)
+    ...   return x ** 2, lambda g: (g * 3 * x,)  # deliberately not 2x
+    >>> f(2.0), revax.grad(f)(2.0)
+    (4.0, Array(6., dtype=float32, weak_type=True))
   """
 
   @custom_vjp

@@ -70,6 +70,7 @@ def jvp(fun, primals, tangents, has_aux=False):
 
   Example:
     >>> revax.jvp(revax.numpy.sin, (0.5,), (1.0,))
+    (Array(0.47942555, dtype=float32, weak_type=True), Array(0.87758255, dtype=float32, weak_type=True))
   """
   _check_callable(fun, "jvp")
   if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
@@ -235,7 +236,9 @@ def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=F
   """A function returning `(fun(*args), gradient)` with respect to the `argnums` arguments.
 
   Example:
-    >>> loss, g = revax.value_and_grad(lambda w: (w ** 2).sum())(w)
+    >>> loss, g = revax.value_and_grad(lambda w: (w ** 2).sum())(jnp.array([1., 2.]))
+    >>> loss, g
+    (Array(5., dtype=float32), Array([2., 4.], dtype=float32))
   """
   _check_callable(fun, "value_and_grad")
 
@@ -289,6 +292,7 @@ def grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
 
   Example:
     >>> revax.grad(lambda x: revax.numpy.sin(x) ** 2)(0.3)
+    Array(0.5646425, dtype=float32, weak_type=True)
   """
   _check_callable(fun, "grad")
   vg = value_and_grad(fun, argnums, has_aux, holomorphic, allow_int)

@@ -84,8 +84,9 @@ def debug_print(fmt: str | None = None, *args, ordered: bool = False, partitione
     ... def f(x):
     ...   revax.debug.print("x = {x}", x=x)
     ...   return x * 2
-    >>> f(revax.numpy.arange(3.0))
+    >>> f(jnp.arange(3.0))
     x = [0. 1. 2.]
+    Array([0., 2., 4.], dtype=float32)
   """
   del partitioned
 

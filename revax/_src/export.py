@@ -179,7 +179,10 @@ def export(fun_jit, *, platforms=None, disabled_checks=()):
 
   Example:
     >>> exp = revax.export.export(revax.jit(jnp.sin))(revax.ShapeDtypeStruct((3,), jnp.float32))
+    >>> [(a.shape, a.dtype) for a in exp.in_avals + exp.out_avals]
+    [((3,), dtype('float32')), ((3,), dtype('float32'))]
     >>> revax.export.deserialize(exp.serialize()).call(jnp.zeros(3))
+    Array([0., 0., 0.], dtype=float32)
   """
   from revax._src.jit import Jitted
   if not isinstance(fun_jit, Jitted):

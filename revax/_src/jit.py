@@ -506,6 +506,7 @@ def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=(), k
   Example:
     >>> f = revax.jit(lambda x: revax.numpy.sin(x) * 2)
     >>> f(revax.numpy.ones(3))
+    Array([1.6829419, 1.6829419, 1.6829419], dtype=float32)
   """
   if fun is None:
     return lambda f: jit(f, static_argnums=static_argnums, static_argnames=static_argnames,

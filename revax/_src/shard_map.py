@@ -44,9 +44,12 @@ def shard_map(f=None, /, *, out_specs, in_specs=None, mesh=None, axis_names=froz
     The mapped function (or a decorator when `f` is omitted).
 
   Example:
-    >>> mesh = revax.make_mesh((1,), ("x",))
-    >>> total = revax.shard_map(lambda v: revax.lax.psum(v.sum(), "x"), mesh=mesh,
+    >>> from revax.sharding import PartitionSpec as P
+    >>> mesh = revax.make_mesh((1,), ("x",))  # one device here; the same code scales out
+    >>> total = revax.shard_map(lambda v: lax.psum(v.sum(), "x"), mesh=mesh,
     ...                         in_specs=P("x"), out_specs=P())
+    >>> total(jnp.arange(8.))
+    Array(28., dtype=float32)
   """
   if f is None:
     return lambda g: shard_map(g, out_specs=out_specs, in_specs=in_specs, mesh=mesh,

@@ -9,6 +9,7 @@ devices (sharded `device_put`, jit over a mesh) is not built yet.
 """
 from __future__ import annotations
 
+import collections
 import math
 
 import numpy as np
@@ -24,7 +25,10 @@ class Mesh:
     axis_names: one name per dimension of `devices`.
 
   Example:
-    >>> mesh = Mesh(np.array(revax.devices()), ("data",))
+    >>> from revax.sharding import Mesh
+    >>> mesh = Mesh(np.array(revax.devices()[:1]), ("data",))
+    >>> mesh.shape
+    OrderedDict([('data', 1)])
   """
 
   def __init__(self, devices, axis_names, axis_types=None):
@@ -44,9 +48,9 @@ class Mesh:
     self.axis_types = axis_types
 
   @property
-  def shape(self) -> dict:
-    """{axis name: size}, in mesh order."""
-    return dict(zip(self.axis_names, self.devices.shape, strict=True))
+  def shape(self) -> collections.OrderedDict:
+    """{axis name: size}, in mesh order (an OrderedDict, as JAX's)."""
+    return collections.OrderedDict(zip(self.axis_names, self.devices.shape, strict=True))
 
   @property
   def axis_sizes(self) -> tuple:
@@ -106,7 +110,9 @@ class PartitionSpec:
   None. Trailing dimensions not listed are not split.
 
   Example:
-    >>> P("data", None)   # rows split over the "data" axis, columns whole
+    >>> from revax.sharding import PartitionSpec as P
+    >>> P("data", None)  # rows split over the "data" axis, columns whole
+    P('data', None)
   """
   __slots__ = ("_parts",)
 

@@ -260,7 +260,7 @@ def tree_map(f, tree, *rest, is_leaf=None):
     A pytree like `tree` holding `f(leaf, *rest_leaves)`.
 
   Example:
-    >>> tree_map(lambda x, y: x + y, (1, [2]), (10, [20]))
+    >>> revax.tree.map(lambda x, y: x + y, (1, [2]), (10, [20]))
     (11, [22])
   """
   return optree.tree_map(f, tree, *rest, is_leaf=is_leaf, none_is_leaf=False, namespace=NAMESPACE)
@@ -383,7 +383,10 @@ def register_pytree_node(nodetype, flatten_func, unflatten_func, flatten_with_ke
   Example:
     >>> class Point:
     ...   def __init__(self, x, y): self.x, self.y = x, y
-    >>> register_pytree_node(Point, lambda p: ((p.x, p.y), None), lambda _, c: Point(*c))
+    >>> revax.tree_util.register_pytree_node(
+    ...     Point, lambda p: ((p.x, p.y), None), lambda _, c: Point(*c))
+    >>> revax.tree_util.tree_leaves([Point(1, 2), 3])
+    [1, 2, 3]
   """
   if flatten_with_keys_func is not None:
     return register_pytree_with_keys(nodetype, flatten_with_keys_func, unflatten_func,
@@ -500,9 +503,12 @@ class Partial(functools.partial):
   its static data, so it can be passed through `jit`, `vmap` and friends.
 
   Example:
+    >>> from revax.tree_util import Partial
     >>> add3 = Partial(lambda a, b: a + b, 3)
-    >>> tree_leaves(add3)
+    >>> revax.tree_util.tree_leaves(add3)
     [3]
+    >>> revax.jit(lambda f, x: f(x))(add3, 4)  # passes through jit as a pytree
+    Array(7, dtype=int32, weak_type=True)
   """
 
   def __new__(cls, func, *args, **kw):

@@ -52,7 +52,13 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None):
     axis_size: the mapped size, needed only when no input is mapped.
 
   Example:
-    >>> revax.vmap(lambda x, y: x * y, in_axes=(0, None))(xs, y)
+    >>> xs, y = jnp.arange(6.).reshape(3, 2), jnp.array([10., 100.])
+    >>> revax.vmap(lambda x, y: x * y, in_axes=(0, None))(xs, y)  # y shared by every row
+    Array([[  0., 100.],
+           [ 20., 300.],
+           [ 40., 500.]], dtype=float32)
+    >>> revax.vmap(jnp.dot, in_axes=(1, None))(xs, jnp.ones(3))  # map over xs's columns
+    Array([6., 9.], dtype=float32)
   """
   if not callable(fun):
     raise TypeError(f"vmap expects a callable, got {fun!r}")

@@ -33,61 +33,64 @@ NAMESPACE = {"revax": revax, "jnp": revax.numpy, "lax": revax.lax, "np": np}
 
 
 def _all_modules() -> list[types.ModuleType]:
+  """revax and every module under it, as `--doctest-modules` would visit them."""
   modules = [revax]
   for info in pkgutil.walk_packages(revax.__path__, "revax."):
     modules.append(importlib.import_module(info.name))
   return modules
 
 
-def _is_public_module(name: str) -> bool:
-  return "._src" not in name and not any(p.startswith("_") for p in name.split(".")[1:])
-
-
-def _public_names(modules) -> dict[int, str]:
-  """id(object) -> its first public name (the shortest module path wins: revax.grad, not
-  revax.api.grad)."""
-  names: dict[int, str] = {}
-  for module in sorted((m for m in modules if _is_public_module(m.__name__)),
-                       key=lambda m: (m.__name__.count("."), m.__name__)):
+def _public_objects(modules):
+  """(public name, object) for every name a public module exports that revax defines, each
+  object once, under its shortest name (revax.grad, not revax.api.grad)."""
+  public = [m for m in modules if "._src" not in m.__name__
+            and not any(p.startswith("_") for p in m.__name__.split(".")[1:])]
+  seen = set()
+  for module in sorted(public, key=lambda m: (m.__name__.count("."), m.__name__)):
+    yield module.__name__, module
     exported = getattr(module, "__all__", None) or [n for n in vars(module)
                                                     if not n.startswith("_")]
     for name in exported:
       obj = getattr(module, name, None)
-      if obj is not None and not isinstance(obj, types.ModuleType):
-        names.setdefault(id(inspect.unwrap(obj) if callable(obj) else obj),
-                         f"{module.__name__}.{name}")
-  return names
+      target = inspect.unwrap(obj) if callable(obj) else obj
+      if (isinstance(obj, types.ModuleType) or id(target) in seen
+          or not (getattr(target, "__module__", None) or "").startswith("revax")):
+        continue  # submodules have their own turn; NumPy's or Python's objects are not ours
+      seen.add(id(target))
+      yield f"{module.__name__}.{name}", obj
+
+
+def _docstring_line(fun) -> int:
+  """The 0-based line of `fun`'s docstring in its file (doctest counts example lines from it)."""
+  lines, start = inspect.getsourcelines(fun)
+  opening = next(i for i, line in enumerate(lines) if line.lstrip().startswith(('"', "'")))
+  return start - 1 + opening
 
 
 def _collect() -> list[doctest.DocTest]:
+  """The public objects first (so a test is named as users reach the object), then every module
+  for what they leave out (docstrings of revax/_src objects that no public name exports)."""
   modules = _all_modules()
-  public = _public_names(modules)
   finder = doctest.DocTestFinder(exclude_empty=True)
   tests, seen = [], set()
+
+  def add(found, wrapped=None):
+    for test in found:
+      key = (test.filename, test.docstring)
+      if test.examples and key not in seen:
+        seen.add(key)
+        if wrapped is not None and test.docstring == wrapped.__doc__:
+          test.lineno = _docstring_line(wrapped)  # not the line of the decorator's wrapper
+        tests.append(test)
+
+  for name, obj in _public_objects(modules):
+    target = inspect.unwrap(obj) if callable(obj) else obj
+    home = obj if isinstance(obj, types.ModuleType) else inspect.getmodule(target)
+    add(finder.find(obj, name, module=home, globs={}),
+        target if inspect.isfunction(target) and target is not obj else None)
   for module in modules:
-    for test in finder.find(module, module=module, globs={}):
-      key = (test.filename, test.lineno, test.docstring)
-      if not test.examples or key in seen:
-        continue
-      seen.add(key)
-      test.name = _display_name(module, test.name, public)
-      tests.append(test)
+    add(finder.find(module, module=module, globs={}))
   return sorted(tests, key=lambda t: t.name)
-
-
-def _display_name(module, name: str, public: dict[int, str]) -> str:
-  """revax._src.numpy.linalg.solve -> revax.numpy.linalg.solve (when that is where users find
-  it); methods follow their class (revax.Array.at.get)."""
-  qualname = name[len(module.__name__) + 1:].split(".") if name != module.__name__ else []
-  objects = [module]
-  for part in qualname:
-    objects.append(getattr(objects[-1], part, None))
-  for cut in range(len(objects) - 1, 0, -1):
-    obj = objects[cut]
-    obj = inspect.unwrap(obj) if callable(obj) else obj
-    if obj is not None and id(obj) in public:
-      return ".".join([public[id(obj)], *qualname[cut:]])
-  return name
 
 
 _NUMBER = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?|[-+]?\binf\b|\bnan\b")
@@ -131,5 +134,11 @@ def test_docstring_examples(test):
                          test.lineno, test.docstring)
   runner = doctest.DocTestRunner(checker=_FloatTolerantChecker(), optionflags=FLAGS)
   report = []
-  runner.run(test, out=report.append, clear_globs=True)
+  options = revax.config.values
+  try:
+    runner.run(test, out=report.append, clear_globs=True)
+  finally:  # an example that sets an option (x64, say) must not change the next one's outputs
+    for name, value in options.items():
+      if revax.config.values[name] != value:
+        revax.config.update(name, value)
   assert not runner.failures, "".join(report)

@@ -226,6 +226,11 @@ class Config:
 
     Example:
       >>> revax.config.update("jax_enable_x64", True)
+      >>> jnp.arange(2.0).dtype
+      dtype('float64')
+      >>> revax.config.update("jax_enable_x64", False)
+      >>> jnp.arange(2.0).dtype
+      dtype('float32')
     """
     key = self._canonical(name)
     opt = _OPTIONS[key]
@@ -305,8 +310,14 @@ def disable_jit(disable: bool = True):
     disable: whether jit is disabled inside the block.
 
   Example:
+    >>> @revax.jit
+    ... def f(x):
+    ...   print("x is", x)  # under jit, a tracer; with jit disabled, the value
+    ...   return x * 2
     >>> with revax.disable_jit():
-    ...   revax.jit(f)(x)  # runs f in Python, its primitives one at a time
+    ...   f(jnp.arange(3))
+    x is [0 1 2]
+    Array([0, 2, 4], dtype=int32)
   """
   return config.override("disable_jit", disable)
 

@@ -26,7 +26,12 @@ class ConcretizationTypeError(JAXTypeError, ConcreteValueError):
   """A traced value was used where a concrete Python value is needed (a shape, a Python `if`).
 
   Example:
-    >>> revax.jit(lambda x: x if x > 0 else -x)(1.0)  # raises TracerBoolConversionError
+    >>> revax.jit(lambda x: x if x > 0 else -x)(1.0)  # doctest: +IGNORE_EXCEPTION_DETAIL
+    Traceback (most recent call last):
+    ...
+    TracerBoolConversionError: Attempted bool() conversion ...
+    >>> revax.jit(lambda x: jnp.where(x > 0, x, -x))(1.0)  # what to write instead
+    Array(1., dtype=float32, weak_type=True)
   """
 
 

@@ -123,8 +123,10 @@ def sgd(step_size):
     An (init_fun, update_fun, get_params) triple.
 
   Example:
-    >>> opt_init, opt_update, get_params = sgd(0.1)
-    >>> state = opt_update(0, {'w': revax.numpy.ones(2)}, opt_init({'w': revax.numpy.zeros(2)}))
+    >>> from revax.example_libraries import optimizers
+    >>> opt_init, opt_update, get_params = optimizers.sgd(0.1)
+    >>> state = opt_init({'w': jnp.zeros(2)})
+    >>> state = opt_update(0, {'w': jnp.ones(2)}, state)  # step 0, gradients 1
     >>> get_params(state)['w']
     Array([-0.1, -0.1], dtype=float32)
   """

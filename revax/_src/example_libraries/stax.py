@@ -7,9 +7,14 @@ A layer is a pair of functions: `init_fun(rng, input_shape) -> (output_shape, pa
 split among the layers (Dropout needs it).
 
 Example:
-  >>> init_fun, apply_fun = serial(Dense(512), Relu, Dense(10), LogSoftmax)
+  >>> from revax.example_libraries.stax import serial, Dense, Relu, LogSoftmax
+  >>> init_fun, apply_fun = serial(Dense(32), Relu, Dense(10), LogSoftmax)
   >>> out_shape, params = init_fun(revax.random.PRNGKey(0), (-1, 784))
-  >>> logits = apply_fun(params, images)
+  >>> out_shape
+  (-1, 10)
+  >>> logits = apply_fun(params, jnp.zeros((2, 784)))  # a batch of two images
+  >>> jnp.exp(logits).sum(axis=1)  # log-probabilities over the 10 classes
+  Array([1., 1.], dtype=float32)
 """
 from __future__ import annotations
 

@@ -67,8 +67,9 @@ def get_backend() -> Backend:
     The `Backend`; every call returns the same object.
 
   Example:
-    >>> get_backend().devices
-    [CpuDevice(id=0)]
+    >>> from revax._src.runtime.client import get_backend
+    >>> get_backend().devices[0]
+    CpuDevice(id=0)
   """
   backend = _backend
   if backend is None:
@@ -225,8 +226,12 @@ class Backend:
       changed afterwards.
 
     Example:
-      >>> get_backend().buffer_from_numpy(np.arange(3.0)).shape
-      (3,)
+      >>> from revax._src.runtime.client import get_backend
+      >>> buffer = get_backend().buffer_from_numpy(np.arange(3.0, dtype=np.float32))
+      >>> buffer.shape, buffer.dtype
+      ((3,), dtype('float32'))
+      >>> buffer.to_numpy()
+      array([0., 1., 2.], dtype=float32)
     """
     if type(x) is not np.ndarray:
       x = np.asarray(x)
@@ -306,6 +311,8 @@ class Backend:
       CompileError: XLA rejected the program; the message is XLA's diagnostic.
 
     Example:
+      >>> from revax._src.runtime.client import get_backend
+      >>> text = revax.jit(lambda x: x * 2).lower(jnp.ones(3)).as_text()  # StableHLO
       >>> exe = get_backend().compile(text)
       >>> exe.out_specs
       [((3,), dtype('float32'))]
@@ -372,7 +379,12 @@ class Backend:
       RuntimeBackendError: the plugin refused the bytes (corrupt, or another plugin's).
 
     Example:
+      >>> from revax._src.runtime.client import get_backend
+      >>> backend = get_backend()
+      >>> exe = backend.compile(revax.jit(lambda x: x * 2).lower(jnp.ones(3)).as_text())
       >>> exe2 = backend.deserialize_executable(exe.serialize())
+      >>> exe2.out_specs
+      [((3,), dtype('float32'))]
     """
     data = bytes(data)
     if len(data) < _SERIALIZED.size:
@@ -703,7 +715,12 @@ class Executable:
       RuntimeBackendError: the plugin refused the arguments or the execution failed.
 
     Example:
-      >>> (y,) = exe.execute([backend.buffer_from_numpy(x)])
+      >>> from revax._src.runtime.client import get_backend
+      >>> backend = get_backend()
+      >>> exe = backend.compile(revax.jit(lambda x: x * 2).lower(jnp.ones(3)).as_text())
+      >>> (y,) = exe.execute([backend.buffer_from_numpy(np.arange(3, dtype=np.float32))])
+      >>> y.to_numpy()
+      array([0., 2., 4.], dtype=float32)
     """
     if _callback_thread.on_xla_thread:
       raise _nested_execution_error()
@@ -817,8 +834,13 @@ class Executable:
     the same kind of machine (the compilation cache's key makes sure of that).
 
     Example:
+      >>> from revax._src.runtime.client import get_backend
+      >>> backend = get_backend()
+      >>> exe = backend.compile(revax.jit(lambda x: x * 2).lower(jnp.ones(3)).as_text())
       >>> data = exe.serialize()
-      >>> backend.deserialize_executable(data).execute(args)
+      >>> args = [backend.buffer_from_numpy(np.ones(3, np.float32))]
+      >>> [y.to_numpy() for y in backend.deserialize_executable(data).execute(args)]
+      [array([2., 2., 2.], dtype=float32)]
     """
     if self._serialized is not None:
       return self._serialized
