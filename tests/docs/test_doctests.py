@@ -142,3 +142,16 @@ def test_docstring_examples(test):
       if revax.config.values[name] != value:
         revax.config.update(name, value)
   assert not runner.failures, "".join(report)
+
+
+@pytest.mark.parametrize("want, got, ok", [
+    ("Array([1., 1.], dtype=float32)\n", "Array([0.99999994, 0.9999998 ], dtype=float32)\n", True),
+    ("Array(-2., dtype=float32)\n", "Array(-1.9999999, dtype=float32)\n", True),
+    ("Array([1., 1.], dtype=float32)\n", "Array([1., 1.001], dtype=float32)\n", False),
+    ("Array([1, 2], dtype=int32)\n", "Array([1, 3], dtype=int32)\n", False),  # integers exactly
+    ("Array([1., 2.], dtype=float32)\n", "Array([1., 2.], dtype=float64)\n", False),
+    ("Array(1., dtype=float32)\n", "Array(1., dtype=float32, weak_type=True)\n", False),
+    ("(3, 4)\n", "(4, 3)\n", False),
+])
+def test_float_tolerant_checker(want, got, ok):
+  assert _FloatTolerantChecker().check_output(want, got, FLAGS) == ok
