@@ -128,6 +128,12 @@ def test_collected_the_examples():
   assert len(TESTS) > 150, len(TESTS)
 
 
+def test_examples_sit_in_an_example_section():
+  # the API reference (griffe, Google style) renders them as code only under this exact title
+  loose = [t.name for t in TESTS if not re.search(r"^\s*Examples?:\s*$", t.docstring, re.M)]
+  assert not loose, f"docstrings whose >>> examples are outside an 'Example:' section: {loose}"
+
+
 @pytest.mark.parametrize("test", TESTS, ids=[t.name for t in TESTS])
 def test_docstring_examples(test):
   test = doctest.DocTest(test.examples, dict(NAMESPACE), test.name, test.filename,

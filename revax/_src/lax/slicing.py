@@ -573,7 +573,7 @@ def gather(operand, start_indices, dimension_numbers, slice_sizes, *, indices_ar
   Returns:
     An array whose batch dimensions follow the indices' and whose `offset_dims` hold the slices.
 
-  Example (x[idx] for a 1-d x and 1-d int idx):
+  Example:
     >>> x, idx = jnp.array([10., 20., 30.]), jnp.array([2, 0])
     >>> dn = lax.GatherDimensionNumbers(offset_dims=(), collapsed_slice_dims=(0,),
     ...                                 start_index_map=(0,))
@@ -1115,7 +1115,7 @@ def scatter(operand, scatter_indices, updates, dimension_numbers, *, indices_are
     mode: a `GatherScatterMode` or string; None means FILL_OR_DROP (out-of-bounds windows are
       dropped).
 
-  Example (x.at[idx].set(v) for 1-d x):
+  Example:
     >>> x, idx, v = jnp.zeros(3), jnp.array([2, 0]), jnp.array([5., 7.])
     >>> dn = lax.ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,),
     ...                                  scatter_dims_to_operand_dims=(0,))
@@ -1197,7 +1197,7 @@ def scatter_add(operand, scatter_indices, updates, dimension_numbers, *, indices
                 unique_indices=False, mode=None):
   """XLA's scatter with addition: repeated indices accumulate. Arguments as in `scatter`.
 
-  Example (x.at[idx].add(v) for 1-d x):
+  Example:
     >>> x, idx, v = jnp.ones(3), jnp.array([2, 2]), jnp.array([5., 7.])
     >>> dn = lax.ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,),
     ...                                  scatter_dims_to_operand_dims=(0,))
