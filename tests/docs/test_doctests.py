@@ -1,10 +1,10 @@
 """Every `>>>` example in revax's docstrings runs as a doctest (one test per docstring).
 
-The collector imports every module of the package (the public ones and revax/_src, which is
-what `--doctest-modules` would visit) and asks the standard `doctest.DocTestFinder` for the
-examples of everything defined there; objects re-exported under several names run once. A test
-is named by the object's public name where it has one (`revax.numpy.linalg.solve`), else by its
-place in revax/_src.
+The collector asks the standard `doctest.DocTestFinder` for the examples of every name the
+public modules export (classes with their methods), then of every module of the package (revax/_src
+too, which is what `--doctest-modules` would visit) for the docstrings no public name reaches; a
+docstring runs once however many names it has. A test is named by the object's public name where
+it has one (`pytest -k revax.numpy.linalg.solve`), else by its place in revax/_src.
 
 Every example runs in a fresh copy of one namespace, the names JAX's own docs assume with revax
 in jax's place: `revax`, `jnp` (revax.numpy), `lax` (revax.lax) and `np` (NumPy); anything else
