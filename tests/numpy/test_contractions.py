@@ -206,3 +206,39 @@ def test_matmul_is_one_dot_without_broadcasts(sa, sb):
   np.testing.assert_allclose(rnp.matmul(a, b), np.matmul(a, b), rtol=1e-5)
   np.testing.assert_allclose(revax.jit(rnp.matmul)(a, b), np.matmul(a, b), rtol=1e-5)
   assert rnp.matmul(a, b).shape == jax.eval_shape(jnp.matmul, a, b).shape
+
+
+# --- weak types of operands and their gradients (every contraction, every weak/strong mix) ------
+_CONTRACTIONS = {
+    "matmul": lambda m, a, b: m.matmul(a, b), "dot": lambda m, a, b: m.dot(a, b),
+    "inner": lambda m, a, b: m.inner(a, b), "vdot": lambda m, a, b: m.vdot(a, b),
+    "tensordot": lambda m, a, b: m.tensordot(a, b, 1),
+    "einsum": lambda m, a, b: m.einsum("ij,jk->ik", a, b),
+}
+
+
+def _operand(m, weak, dtype, shape):
+  # jnp.full of a Python float is weakly typed in both libraries; m.ones(..., dtype) is not
+  return m.full(shape, 0.5) if weak and dtype is None else m.full(shape, 0.5, dtype)
+
+
+@pytest.mark.parametrize("name", sorted(_CONTRACTIONS))
+def test_contraction_weak_types_of_results_and_gradients_match_jax(name):
+  """A weakly typed operand (an array built from a Python scalar) keeps JAX's weak flags: the
+  result is weak only when both operands are, and the operand's gradient is strong when the
+  other operand is (revax once converted the weak operand first, so its gradient came back
+  weak through the conversion's transpose)."""
+  f = _CONTRACTIONS[name]
+  for wa, wb in ((True, False), (False, True), (True, True), (False, False)):
+    got, want = [], []
+    for m, grad, out in ((rnp, revax.grad, got), (jnp, jax.grad, want)):
+      a = _operand(m, wa, None if wa else np.float32, (2, 2))
+      b = _operand(m, wb, None if wb else np.float32, (2, 2))
+      res = f(m, a, b)
+      ga, gb = grad(lambda a, b: f(m, a, b).sum(), argnums=(0, 1))(a, b)
+      out.append([(x.dtype, x.aval.weak_type if m is rnp else x.weak_type)
+                  for x in (res, ga, gb)])
+      out.append([np.asarray(x) for x in (res, ga, gb)])
+    assert got[0] == want[0], (name, wa, wb, got[0], want[0])
+    for g, w in zip(got[1], want[1], strict=True):
+      np.testing.assert_allclose(g, w, rtol=1e-6)

@@ -192,7 +192,7 @@ def _dot_general_result_dtype(lhs_dtype, rhs_dtype, preferred_element_type):
 def _dot_general_abstract_eval(lhs, rhs, *, dimension_numbers, precision, preferred_element_type):
   shape = _dot_general_shape(lhs.shape, rhs.shape, dimension_numbers)
   dtype = _dot_general_result_dtype(lhs.dtype, rhs.dtype, preferred_element_type)
-  weak = lhs.weak_type and rhs.weak_type and preferred_element_type is None
+  weak = lhs.weak_type and rhs.weak_type  # as JAX: preferred_element_type does not strengthen it
   return ShapedArray(shape, dtype, weak)
 
 

@@ -23,6 +23,19 @@ def _shape(x):
   return aval_of(x).shape
 
 
+def _promote(fun_name, *args):
+  """The operands in their common dtype, as jax.numpy's contractions take them: an operand that
+  already has that dtype is passed on as it is, weak or not (dot_general's result is weak only
+  when both operands are), so the gradient of a weakly typed operand is strong, as in JAX.
+  Converting it to a strong type first would make its cotangent weak through the conversion's
+  transpose."""
+  util.check_arraylike(fun_name, *args)
+  avals = [aval_of(a) for a in args]
+  dtype, weak = dtypes.promote_types_weak(*((a.dtype, a.weak_type) for a in avals))
+  return [x if a.dtype == dtype else lax.convert_element_type(x, dtype, weak)
+          for x, a in zip(args, avals, strict=True)]
+
+
 def _dot(a, b, contract, batch, precision, preferred_element_type):
   return lax.dot_general(a, b, (contract, batch), precision=precision,
                          preferred_element_type=preferred_element_type)
@@ -48,7 +61,7 @@ def matmul(a, b, *, precision=None, preferred_element_type=None):
     >>> jnp.matmul(jnp.ones((4, 2, 3)), jnp.ones((3, 5))).shape  # batch dims broadcast
     (4, 2, 5)
   """
-  a, b = util.promote_args("matmul", a, b)
+  a, b = _promote("matmul", a, b)
   sa, sb = _shape(a), _shape(b)
   if not sa or not sb:
     raise ValueError(f"matmul: inputs must be at least 1-dimensional, got shapes {sa} and {sb}")
@@ -103,7 +116,7 @@ def dot(a, b, *, precision=None, preferred_element_type=None):
     >>> jnp.dot(jnp.array([[1., 2.], [3., 4.]]), jnp.array([1., 1.]))
     Array([3., 7.], dtype=float32)
   """
-  a, b = util.promote_args("dot", a, b)
+  a, b = _promote("dot", a, b)
   sa, sb = _shape(a), _shape(b)
   if not sa or not sb:
     return lax.mul(a, b)
@@ -116,7 +129,7 @@ def dot(a, b, *, precision=None, preferred_element_type=None):
 
 def inner(a, b, *, precision=None, preferred_element_type=None):
   """Sum of products over the last axes of `a` and `b`."""
-  a, b = util.promote_args("inner", a, b)
+  a, b = _promote("inner", a, b)
   sa, sb = _shape(a), _shape(b)
   if not sa or not sb:
     return lax.mul(a, b)
@@ -130,7 +143,7 @@ def vdot(a, b, *, precision=None, preferred_element_type=None):
   """Inner product of the flattened arrays, conjugating `a` first."""
   from revax._src.numpy.shape_ops import ravel
   from revax._src.numpy.ufuncs import conjugate
-  a, b = util.promote_args("vdot", a, b)
+  a, b = _promote("vdot", a, b)
   a, b = ravel(conjugate(a)), ravel(b)
   if _shape(a) != _shape(b):
     raise ValueError(f"vdot: operands must have the same size, got {_shape(a)} and {_shape(b)}")
@@ -153,7 +166,7 @@ def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None):
     >>> jnp.tensordot(jnp.ones((2, 3, 4)), jnp.ones((3, 4, 5)), 2).shape
     (2, 5)
   """
-  a, b = util.promote_args("tensordot", a, b)
+  a, b = _promote("tensordot", a, b)
   na, nb = len(_shape(a)), len(_shape(b))
   if isinstance(axes, (list, tuple)) and len(axes) == 2:
     ax_a, ax_b = axes
@@ -265,7 +278,7 @@ def einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
   if out is not None:
     raise NotImplementedError("The 'out' argument to revax.numpy.einsum is not supported.")
   arrays, input_names, output, contractions = _einsum_parse((subscripts, *operands), optimize)
-  arrays = util.promote_dtypes(*arrays)
+  arrays = _promote("einsum", *arrays) if len(arrays) > 1 else arrays
   if preferred_element_type is None:
     pref, out_weak = util.result_type_of(*arrays)
   else:
