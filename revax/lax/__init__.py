@@ -87,7 +87,6 @@ from revax._src.lax.reductions import argmax as argmax
 from revax._src.lax.reductions import argmax_p as argmax_p
 from revax._src.lax.reductions import argmin as argmin
 from revax._src.lax.reductions import argmin_p as argmin_p
-from revax._src.lax.reductions import reduce as reduce
 from revax._src.lax.reductions import reduce_and as reduce_and
 from revax._src.lax.reductions import reduce_and_p as reduce_and_p
 from revax._src.lax.reductions import reduce_max as reduce_max
@@ -316,3 +315,5 @@ from revax._src.lax.parallel import pmax_p as pmax_p
 from revax._src.lax.parallel import pmin_p as pmin_p
 from revax._src.lax.parallel import ppermute_p as ppermute_p
 from revax._src.lax.parallel import psum_p as psum_p
+from revax._src.lax.variadic_reduce import reduce as reduce
+from revax._src.lax.variadic_reduce import reduce_p as reduce_p

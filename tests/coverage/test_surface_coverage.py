@@ -67,8 +67,6 @@ LAX = {
         "cumlogsumexp_p", "reduce_xor_p", "scatter_sub_p", "split_p", "stack_p", "tile_p",
         "unstack_p", "mulhi_p", "approx_top_k_p", "select_and_scatter_p", "copy_p", "eq_to_p", "le_to_p",
         "lt_to_p")},
-    "reduce_p": "the variadic reduce primitive with a custom computation: lax.reduce recognizes "
-                "monoid computations only (not done yet)",
     **{n: "ragged dots (grouped matmuls): not done yet" for n in (
         "ragged_dot", "ragged_dot_general", "RaggedDotDimensionNumbers")},
     **{n: "type names of dot algorithms/precision configs revax does not model" for n in (
