@@ -317,3 +317,6 @@ from revax._src.lax.parallel import ppermute_p as ppermute_p
 from revax._src.lax.parallel import psum_p as psum_p
 from revax._src.lax.variadic_reduce import reduce as reduce
 from revax._src.lax.variadic_reduce import reduce_p as reduce_p
+from revax._src.lax.control_flow.solves import custom_linear_solve as custom_linear_solve
+from revax._src.lax.control_flow.solves import linear_solve_p as linear_solve_p
+from revax._src.custom_root import custom_root as custom_root

@@ -75,8 +75,6 @@ LAX = {
     "scaled_dot": "microscaling (mxfp8) dot: needs fp8 scaled dots",
     **{n: "the stateful RNG ops of XLA (rng_bit_generator, rng_uniform): not done yet" for n in (
         "rng_bit_generator", "rng_bit_generator_p", "rng_uniform", "rng_uniform_p")},
-    **{n: "implicit-differentiation control flow: not done yet" for n in (
-        "custom_linear_solve", "custom_root", "linear_solve_p")},
     "conv_general_dilated_local": "unshared-weight convolution: not done yet",
     "conv_general_dilated_patches": "patch extraction convolution: not done yet",
     "composite": "stablehlo.composite regions: not done yet",
