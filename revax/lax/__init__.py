@@ -320,3 +320,8 @@ from revax._src.lax.variadic_reduce import reduce_p as reduce_p
 from revax._src.lax.control_flow.solves import custom_linear_solve as custom_linear_solve
 from revax._src.lax.control_flow.solves import linear_solve_p as linear_solve_p
 from revax._src.custom_root import custom_root as custom_root
+from revax._src.lax.rng import RandomAlgorithm as RandomAlgorithm
+from revax._src.lax.rng import rng_bit_generator as rng_bit_generator
+from revax._src.lax.rng import rng_bit_generator_p as rng_bit_generator_p
+from revax._src.lax.rng import rng_uniform as rng_uniform
+from revax._src.lax.rng import rng_uniform_p as rng_uniform_p

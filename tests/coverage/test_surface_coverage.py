@@ -71,10 +71,8 @@ LAX = {
         "ragged_dot", "ragged_dot_general", "RaggedDotDimensionNumbers")},
     **{n: "type names of dot algorithms/precision configs revax does not model" for n in (
         "AccuracyMode", "DotAlgorithm", "DotAlgorithmPreset", "Tolerance", "PrecisionLike",
-        "DotDimensionNumbers", "ConvGeneralDilatedDimensionNumbers", "RandomAlgorithm")},
+        "DotDimensionNumbers", "ConvGeneralDilatedDimensionNumbers")},
     "scaled_dot": "microscaling (mxfp8) dot: needs fp8 scaled dots",
-    **{n: "the stateful RNG ops of XLA (rng_bit_generator, rng_uniform): not done yet" for n in (
-        "rng_bit_generator", "rng_bit_generator_p", "rng_uniform", "rng_uniform_p")},
     "conv_general_dilated_local": "unshared-weight convolution: not done yet",
     "conv_general_dilated_patches": "patch extraction convolution: not done yet",
     "composite": "stablehlo.composite regions: not done yet",

@@ -1,4 +1,4 @@
-"""Op records for custom_linear_solve (a dense solve through lu, with its transposed solve:
+"""Op records for custom_linear_solve (a diagonal symmetric solve, and a dense solve through lu, with its transposed solve:
 the gradient suite differentiates it implicitly, the transpose suite checks it is linear in b,
 the vmap suite batches b and the matrix). custom_root has no primitive of its own (a
 custom_jvp function); tests/lax/test_solves.py compares it with jax."""
@@ -20,7 +20,14 @@ def _dense_solve(b, a):
                                  lambda vm, r: rnp.linalg.solve(a.T, r))
 
 
+def _diagonal_solve(b, d):
+  return lax.custom_linear_solve(lambda x: d * x, b, lambda mv, r: r / d, symmetric=True)
+
+
 RECORDS = [
+    OpRecord("custom_linear_solve_diagonal_symmetric", "custom_linear_solve", _diagonal_solve,
+             args_of(rand((2, 3)), rand((2, 3), low=0.5, high=2.0)), lambda b, d: b / d,
+             linear=True),
     OpRecord("custom_linear_solve_dense", "custom_linear_solve", _dense_solve,
              args_of(rand((3,)), _well_conditioned(3)),
              lambda b, a: np.linalg.solve(a.astype(np.float64), b).astype(np.float32),
