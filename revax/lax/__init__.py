@@ -325,3 +325,10 @@ from revax._src.lax.rng import rng_bit_generator as rng_bit_generator
 from revax._src.lax.rng import rng_bit_generator_p as rng_bit_generator_p
 from revax._src.lax.rng import rng_uniform as rng_uniform
 from revax._src.lax.rng import rng_uniform_p as rng_uniform_p
+from revax._src.lax.conv_patches import ConvGeneralDilatedDimensionNumbers as ConvGeneralDilatedDimensionNumbers
+from revax._src.lax.conv_patches import conv_general_dilated_local as conv_general_dilated_local
+from revax._src.lax.conv_patches import conv_general_dilated_patches as conv_general_dilated_patches
+from revax._src.lax.ragged_dot import RaggedDotDimensionNumbers as RaggedDotDimensionNumbers
+from revax._src.lax.ragged_dot import ragged_dot as ragged_dot
+from revax._src.lax.ragged_dot import ragged_dot_general as ragged_dot_general
+from revax._src.lax.scatter_apply import scatter_apply as scatter_apply

@@ -67,17 +67,12 @@ LAX = {
         "cumlogsumexp_p", "reduce_xor_p", "scatter_sub_p", "split_p", "stack_p", "tile_p",
         "unstack_p", "mulhi_p", "approx_top_k_p", "select_and_scatter_p", "copy_p", "eq_to_p", "le_to_p",
         "lt_to_p")},
-    **{n: "ragged dots (grouped matmuls): not done yet" for n in (
-        "ragged_dot", "ragged_dot_general", "RaggedDotDimensionNumbers")},
     **{n: "type names of dot algorithms/precision configs revax does not model" for n in (
         "AccuracyMode", "DotAlgorithm", "DotAlgorithmPreset", "Tolerance", "PrecisionLike",
-        "DotDimensionNumbers", "ConvGeneralDilatedDimensionNumbers")},
+        "DotDimensionNumbers")},
     "scaled_dot": "microscaling (mxfp8) dot: needs fp8 scaled dots",
-    "conv_general_dilated_local": "unshared-weight convolution: not done yet",
-    "conv_general_dilated_patches": "patch extraction convolution: not done yet",
     "composite": "stablehlo.composite regions: not done yet",
     "platform_dependent": "per-platform lowering choice: revax has one platform (not done yet)",
-    "scatter_apply": "scatter of a function: not done yet",
     "shape_as_value": "dynamic shapes: not part of revax",
     **{n: "JAX-internal staging/DCE helpers: not done yet" for n in (
         "stage", "stage_p", "dce_sink", "dce_sink_p")},
