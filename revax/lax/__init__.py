@@ -332,3 +332,10 @@ from revax._src.lax.ragged_dot import RaggedDotDimensionNumbers as RaggedDotDime
 from revax._src.lax.ragged_dot import ragged_dot as ragged_dot
 from revax._src.lax.ragged_dot import ragged_dot_general as ragged_dot_general
 from revax._src.lax.scatter_apply import scatter_apply as scatter_apply
+from revax._src.lax.dot_algorithms import DotAlgorithm as DotAlgorithm
+from revax._src.lax.dot_algorithms import DotAlgorithmPreset as DotAlgorithmPreset
+from revax._src.lax.dot_algorithms import DotDimensionNumbers as DotDimensionNumbers
+from revax._src.lax.dot_algorithms import PrecisionLike as PrecisionLike
+from revax._src.lax.composite import composite as composite
+from revax._src.lax.composite import composite_p as composite_p
+from revax._src.lax.composite import platform_dependent as platform_dependent
