@@ -339,3 +339,5 @@ from revax._src.lax.dot_algorithms import PrecisionLike as PrecisionLike
 from revax._src.lax.composite import composite as composite
 from revax._src.lax.composite import composite_p as composite_p
 from revax._src.lax.composite import platform_dependent as platform_dependent
+from revax._src.lax.accuracy import AccuracyMode as AccuracyMode
+from revax._src.lax.accuracy import Tolerance as Tolerance

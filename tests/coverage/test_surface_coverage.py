@@ -65,9 +65,6 @@ LAX = {
         "cumlogsumexp_p", "reduce_xor_p", "scatter_sub_p", "split_p", "stack_p", "tile_p",
         "unstack_p", "mulhi_p", "approx_top_k_p", "select_and_scatter_p", "copy_p", "eq_to_p", "le_to_p",
         "lt_to_p")},
-    **{n: ("accuracy requests of the transcendental ops (their `accuracy=` keyword): XLA:CPU has "
-           "one implementation of each, revax's unary ops take no `accuracy=` yet") for n in (
-        "AccuracyMode", "Tolerance")},
     "scaled_dot": "microscaling (mxfp8) dot: needs fp8 scaled dots",
     "shape_as_value": "dynamic shapes: not part of revax",
     **{n: "JAX-internal staging/DCE helpers: not done yet" for n in (
