@@ -341,3 +341,7 @@ from revax._src.lax.composite import composite_p as composite_p
 from revax._src.lax.composite import platform_dependent as platform_dependent
 from revax._src.lax.accuracy import AccuracyMode as AccuracyMode
 from revax._src.lax.accuracy import Tolerance as Tolerance
+from revax._src.lax.staging_helpers import dce_sink as dce_sink
+from revax._src.lax.staging_helpers import dce_sink_p as dce_sink_p
+from revax._src.lax.staging_helpers import stage as stage
+from revax._src.lax.staging_helpers import stage_p as stage_p

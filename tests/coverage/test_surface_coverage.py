@@ -67,8 +67,6 @@ LAX = {
         "lt_to_p")},
     "scaled_dot": "microscaling (mxfp8) dot: needs fp8 scaled dots",
     "shape_as_value": "dynamic shapes: not part of revax",
-    **{n: "JAX-internal staging/DCE helpers: not done yet" for n in (
-        "stage", "stage_p", "dce_sink", "dce_sink_p")},
 }
 
 _IMPORT = "an import inside jax's module file (typing/functools/builtins/jax internals), not its API"
