@@ -1,7 +1,8 @@
-"""revax.fwd_and_bwd and revax.closure_convert against jax 0.10.2: forward outputs and
-backward cotangents (int and tuple argnums, has_aux, jitted or not), the backward pass compiled
-once across forward passes, and closure conversion inside a custom_vjp that differentiates the
-hoisted values (eagerly, under jit and under vmap)."""
+"""revax.fwd_and_bwd, revax.closure_convert and revax.make_user_context against jax 0.10.2:
+forward outputs and backward cotangents (int and tuple argnums, has_aux, jitted or not), the
+backward pass compiled once across forward passes, closure conversion inside a custom_vjp that
+differentiates the hoisted values (eagerly, under jit and under vmap), and user contexts that
+make jit retrace."""
 from functools import partial
 
 import numpy as np
@@ -95,3 +96,28 @@ def test_closure_convert_hoists_only_what_may_be_differentiated():
   converted, _ = revax.closure_convert(lambda x: x, X[0])
   with pytest.raises(TypeError, match="same Pytree structure"):
     converted((X[0],))
+
+
+def test_make_user_context_keys_jit_caches_like_jax():
+  for lib in (revax, jax):
+    traces = []
+
+    @lib.jit
+    def f(x):
+      traces.append(1)
+      return x * 2
+
+    ctx = lib.make_user_context(default_value=None)
+    f(1.0)
+    with ctx(1):
+      f(1.0)
+      f(1.0)
+    with ctx(2):
+      f(1.0)
+    f(1.0)
+    assert len(traces) == 3, lib.__name__
+  ctx = revax.make_user_context("a")
+  assert ctx.value == "a"
+  with ctx("b"):
+    assert ctx.value == "b"
+  assert ctx.value == "a"

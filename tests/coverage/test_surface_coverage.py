@@ -32,7 +32,6 @@ JAX_TOP = {
     **{n: _REFS for n in ("Ref", "new_ref", "empty_ref", "free_ref", "freeze", "ds")},
     "ad": "jax.ad is a namespace of JAX's AD internals (jvp/linear helpers), not user API revax "
           "mirrors",
-    "make_user_context": "jit cache contexts: not done yet",
 }
 
 RANDOM = {
