@@ -62,8 +62,17 @@ LAX = {
     **{n: _CALLBACKS for n in ("after_all", "after_all_p", "create_token", "create_token_p")},
     **{n: _INTERNAL_P for n in (
         "cumlogsumexp_p", "reduce_xor_p", "scatter_sub_p", "split_p", "stack_p", "tile_p",
-        "unstack_p", "mulhi_p", "approx_top_k_p", "select_and_scatter_p", "copy_p", "eq_to_p", "le_to_p",
-        "lt_to_p")},
+        "unstack_p", "mulhi_p")},
+    "approx_top_k_p": ("the primitive of approx_max_k/approx_min_k, which revax computes "
+                       "exactly with top_k (both functions are present)"),
+    "select_and_scatter_p": ("JAX's select-and-scatter with arbitrary select/scatter "
+                             "computations; max/min pooling gradients in revax use "
+                             "select_and_scatter_add_p, which is present"),
+    "copy_p": ("JAX's copy primitive behind jnp.array(x, copy=True); revax Arrays are immutable, "
+               "so its numpy.array(x, copy=True) needs no copy primitive"),
+    **{n: ("comparisons with XLA's total-order compare type, internal to JAX's sort "
+           "comparators; revax's sort lowers its comparator directly") for n in (
+        "eq_to_p", "le_to_p", "lt_to_p")},
     "scaled_dot": "microscaling (mxfp8) dot: needs fp8 scaled dots",
     "shape_as_value": "dynamic shapes: not part of revax",
 }
