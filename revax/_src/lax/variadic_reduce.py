@@ -101,6 +101,11 @@ def reduce(operands, init_values, computation, dimensions, out_sharding=None):
     if monoid is not None:
       return tree_util.tree_unflatten(op_tree, [monoid])
   init_avals = _flat_avals(flat_inits)
+  try:
+    hash(computation)
+  except TypeError:
+    raise TypeError(f"lax.reduce computation must be hashable (it is a parameter of the reduce "
+                    f"primitive), got an object of type {type(computation).__name__}") from None
   jaxpr, out_tree = _computation_jaxpr(computation, init_avals, init_tree)
   if out_tree != init_tree:
     raise TypeError(f"lax.reduce computation must return a pytree with the structure of "
