@@ -75,6 +75,9 @@ from revax._src.api_extras import print_environment_info as print_environment_in
 from revax._src.api_extras import typeof as typeof
 from revax._src.core.dtypes import float0 as float0
 from revax._src.runtime.client import Device as Device
+from revax._src.closure_convert import closure_convert as closure_convert
+from revax._src.fwd_and_bwd import fwd_and_bwd as fwd_and_bwd
+from revax._src.user_context import make_user_context as make_user_context
 from revax._src.lazy_modules import module_getattr as __getattr__  # revax.scipy on first use
 
 __version__ = "0.1.0"

@@ -149,6 +149,34 @@ def _check_linearized_tangent(t, primal_aval):
 
 
 # --- reverse mode ----------------------------------------------------------------------------------
+def apply_vjp(lin, out_tree, out_avals, in_avals, p_tree, cotangent):
+  """The cotangents of the primals (a pytree like them) for `cotangent` (a pytree like the
+  outputs): the backward pass of a linearization `lin` (what `vjp`'s function runs)."""
+  ct_leaves, ct_tree = tree_util.tree_flatten(cotangent)
+  if ct_tree != out_tree:
+    raise ValueError(f"unexpected tree structure of the argument to the VJP function: the "
+                     f"cotangent has structure {ct_tree}, but the primal output has structure "
+                     f"{out_tree}.")
+  cts = []
+  for ct, aval in zip(ct_leaves, out_avals, strict=True):
+    ca, expected = get_aval(ct), ad.tangent_aval(aval)
+    if ca.shape != aval.shape or (ca.dtype != expected.dtype and not ca.weak_type):
+      raise ValueError(f"Shape/dtype of cotangent input {ca.str_short()} does not match the "
+                       f"primal output {aval.str_short()} (expected cotangent "
+                       f"{expected.str_short()}).")
+    if ca.dtype == dtypes.float0 or expected.dtype == dtypes.float0:
+      cts.append(ad.Zero(expected))
+    elif ca.dtype != expected.dtype:
+      from revax._src.lax.conversion import convert_element_type
+      cts.append(convert_element_type(ct, expected.dtype))
+    else:
+      cts.append(ct)
+  cts_in = ad.transpose_linearized(lin, cts)
+  flat = [_materialize(c) if c is not None else _zeros_for(ad.tangent_aval(a))
+          for c, a in zip(cts_in, in_avals, strict=True)]
+  return tree_util.tree_unflatten(p_tree, flat)
+
+
 def vjp(fun, *primals, has_aux=False):
   """`(fun(*primals), f_vjp)` where `f_vjp(cotangent)` returns one cotangent per primal.
 
@@ -166,29 +194,7 @@ def vjp(fun, *primals, has_aux=False):
   in_avals = [get_aval(p) for p in p_leaves]
 
   def f_vjp(cotangent):
-    ct_leaves, ct_tree = tree_util.tree_flatten(cotangent)
-    if ct_tree != out_tree:
-      raise ValueError(f"unexpected tree structure of the argument to the VJP function: the "
-                       f"cotangent has structure {ct_tree}, but the primal output has structure "
-                       f"{out_tree}.")
-    cts = []
-    for ct, aval in zip(ct_leaves, out_avals, strict=True):
-      ca, expected = get_aval(ct), ad.tangent_aval(aval)
-      if ca.shape != aval.shape or (ca.dtype != expected.dtype and not ca.weak_type):
-        raise ValueError(f"Shape/dtype of cotangent input {ca.str_short()} does not match the "
-                         f"primal output {aval.str_short()} (expected cotangent "
-                         f"{expected.str_short()}).")
-      if ca.dtype == dtypes.float0 or expected.dtype == dtypes.float0:
-        cts.append(ad.Zero(expected))
-      elif ca.dtype != expected.dtype:
-        from revax._src.lax.conversion import convert_element_type
-        cts.append(convert_element_type(ct, expected.dtype))
-      else:
-        cts.append(ct)
-    cts_in = ad.transpose_linearized(lin, cts)
-    flat = [_materialize(c) if c is not None else _zeros_for(ad.tangent_aval(a))
-            for c, a in zip(cts_in, in_avals, strict=True)]
-    return tree_util.tree_unflatten(p_tree, flat)
+    return apply_vjp(lin, out_tree, out_avals, in_avals, p_tree, cotangent)
 
   primal_out = tree_util.tree_unflatten(out_tree, outs)
   if has_aux:

@@ -239,7 +239,7 @@ CASES = [
          "argmin and argmax require non-empty reduced dimension"),
     case("reduce/computation_returns_pair", "callback",
          lambda a: a.lax.reduce(x3, 0.0, lambda p, q: (p, q), (0,)), TypeError,
-         "of type tuple is not a valid revax type",
+         "must return a pytree with the structure of init_values",
          jax="JAX fails in MLIR verification, with ValueError"),
     # --- cumulative, sorting -----------------------------------------------------------------
     case("cumsum/axis_out_of_range", "axis", lambda a: a.lax.cumsum(x3, axis=1), ValueError,

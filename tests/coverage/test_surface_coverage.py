@@ -32,9 +32,6 @@ JAX_TOP = {
     **{n: _REFS for n in ("Ref", "new_ref", "empty_ref", "free_ref", "freeze", "ds")},
     "ad": "jax.ad is a namespace of JAX's AD internals (jvp/linear helpers), not user API revax "
           "mirrors",
-    "closure_convert": "needs hoisting closed-over tracers out of a traced function: not done yet",
-    "fwd_and_bwd": "new in jax 0.10 (split vjp into fwd/bwd functions): not done yet",
-    "make_user_context": "jit cache contexts: not done yet",
 }
 
 RANDOM = {
@@ -65,28 +62,19 @@ LAX = {
     **{n: _CALLBACKS for n in ("after_all", "after_all_p", "create_token", "create_token_p")},
     **{n: _INTERNAL_P for n in (
         "cumlogsumexp_p", "reduce_xor_p", "scatter_sub_p", "split_p", "stack_p", "tile_p",
-        "unstack_p", "mulhi_p", "approx_top_k_p", "select_and_scatter_p", "copy_p", "eq_to_p", "le_to_p",
-        "lt_to_p")},
-    "reduce_p": "the variadic reduce primitive with a custom computation: lax.reduce recognizes "
-                "monoid computations only (not done yet)",
-    **{n: "ragged dots (grouped matmuls): not done yet" for n in (
-        "ragged_dot", "ragged_dot_general", "RaggedDotDimensionNumbers")},
-    **{n: "type names of dot algorithms/precision configs revax does not model" for n in (
-        "AccuracyMode", "DotAlgorithm", "DotAlgorithmPreset", "Tolerance", "PrecisionLike",
-        "DotDimensionNumbers", "ConvGeneralDilatedDimensionNumbers", "RandomAlgorithm")},
+        "unstack_p", "mulhi_p")},
+    "approx_top_k_p": ("the primitive of approx_max_k/approx_min_k, which revax computes "
+                       "exactly with top_k (both functions are present)"),
+    "select_and_scatter_p": ("JAX's select-and-scatter with arbitrary select/scatter "
+                             "computations; max/min pooling gradients in revax use "
+                             "select_and_scatter_add_p, which is present"),
+    "copy_p": ("JAX's copy primitive behind jnp.array(x, copy=True); revax Arrays are immutable, "
+               "so its numpy.array(x, copy=True) needs no copy primitive"),
+    **{n: ("comparisons with XLA's total-order compare type, internal to JAX's sort "
+           "comparators; revax's sort lowers its comparator directly") for n in (
+        "eq_to_p", "le_to_p", "lt_to_p")},
     "scaled_dot": "microscaling (mxfp8) dot: needs fp8 scaled dots",
-    **{n: "the stateful RNG ops of XLA (rng_bit_generator, rng_uniform): not done yet" for n in (
-        "rng_bit_generator", "rng_bit_generator_p", "rng_uniform", "rng_uniform_p")},
-    **{n: "implicit-differentiation control flow: not done yet" for n in (
-        "custom_linear_solve", "custom_root", "linear_solve_p")},
-    "conv_general_dilated_local": "unshared-weight convolution: not done yet",
-    "conv_general_dilated_patches": "patch extraction convolution: not done yet",
-    "composite": "stablehlo.composite regions: not done yet",
-    "platform_dependent": "per-platform lowering choice: revax has one platform (not done yet)",
-    "scatter_apply": "scatter of a function: not done yet",
     "shape_as_value": "dynamic shapes: not part of revax",
-    **{n: "JAX-internal staging/DCE helpers: not done yet" for n in (
-        "stage", "stage_p", "dce_sink", "dce_sink_p")},
 }
 
 _IMPORT = "an import inside jax's module file (typing/functools/builtins/jax internals), not its API"

@@ -57,14 +57,6 @@ def test_argmax_errors():
     lax.argmax(np.zeros((3,), np.float32), 1, np.int32)
 
 
-def test_reduce_rejects_unknown_computations():
-  with pytest.raises(NotImplementedError, match=r"only recognizes computations that apply one "
-                                                r"primitive of \(add, and, max, min, mul, or\)"):
-    lax.reduce(np.ones((3,), np.float32), 0.0, lambda a, b: lax.add(lax.mul(a, a), b), (0,))
-  with pytest.raises(NotImplementedError, match="supports one operand and one init value, got 2"):
-    lax.reduce((np.ones(3), np.ones(3)), (0.0, 0.0), lax.add, (0,))
-
-
 # --- properties ----------------------------------------------------------------------------------
 def test_weak_type_follows_the_operand():
   assert lax.reduce_sum(2.0, ()).aval.weak_type is True

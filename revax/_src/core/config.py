@@ -191,6 +191,7 @@ class Config:
     self._validators = {}
     self._traced = tuple(n for n, o in _OPTIONS.items() if o.traced)
     self._trace_epochs = {}
+    self._user_values = []  # the current values of make_user_context's contexts
     self._refresh()
 
   def _refresh(self):
@@ -204,7 +205,24 @@ class Config:
     self.trace_epoch = self._trace_epochs.setdefault(self.trace_key, len(self._trace_epochs))
 
   def _make_trace_key(self):
-    return tuple(self._values[n] for n in self._traced)
+    return tuple(self._values[n] for n in self._traced) + tuple(self._user_values)
+
+  def add_user_context(self, default) -> int:
+    """A new jit-cache-sensitive user value (revax.make_user_context); returns its index."""
+    hash(default)
+    self._user_values.append(default)
+    self._refresh()
+    return len(self._user_values) - 1
+
+  def set_user_context(self, index: int, value) -> None:
+    """Set user context `index`: jit retraces functions traced under another value."""
+    try:
+      hash(value)
+    except TypeError:
+      raise TypeError(f"a user context value must be hashable (it keys jit's caches), got "
+                      f"{value!r}") from None
+    self._user_values[index] = value
+    self._refresh()
 
   @staticmethod
   def _canonical(name: str) -> str:

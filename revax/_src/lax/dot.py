@@ -20,6 +20,7 @@ from revax._src.core.avals import ShapedArray, get_aval
 from revax._src.core.trace import Primitive
 from revax._src.interpreters import ad, batching, dispatch, mlir
 from revax._src.interpreters import invertible as inv
+from revax._src.lax import dot_algorithms
 from revax._src.lax.binary import bitwise_and, mul
 from revax._src.lax.conversion import convert_element_type
 from revax._src.lax.reductions import reduce_or, reduce_sum
@@ -56,6 +57,16 @@ def _canonicalize_precision(precision):
   return (p, p)
 
 
+def canonicalize_dot_precision(precision):
+  """A dot's precision: None, a (lhs, rhs) pair of names, or a dot algorithm (a
+  `DotAlgorithm`, a `DotAlgorithmPreset`, or a preset's name)."""
+  if dot_algorithms.is_algorithm(precision):
+    return precision
+  if isinstance(precision, str) and precision in dot_algorithms.DotAlgorithmPreset.__members__:
+    return dot_algorithms.DotAlgorithmPreset[precision]
+  return _canonicalize_precision(precision)
+
+
 def _one_precision(p):
   name = getattr(p, "name", p)
   if name not in Precision._MLIR:
@@ -72,7 +83,9 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
       "wider" of the two (float32 for float32 x int32, int32 for int8 x int32, ...).
     dimension_numbers: `((lhs_contracting, rhs_contracting), (lhs_batch, rhs_batch))`, sequences
       of dimension indices; batch and contracting dimensions may be in any positions.
-    precision: None, a `Precision`, or a pair of them.
+    precision: None, a `Precision`, a pair of them, or a dot algorithm (`DotAlgorithm`,
+      `DotAlgorithmPreset` or a preset's name: the operands are rounded to its input types and
+      accumulated in its accumulation type).
     preferred_element_type: the accumulation/result dtype (e.g. float32 for bf16 inputs).
 
   Returns:
@@ -90,7 +103,7 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
   dims = _canonicalize_dimension_numbers(dimension_numbers)
   pref = None if preferred_element_type is None else dtypes.canonicalize_dtype(preferred_element_type)
   return dot_general_p.bind(lhs, rhs, dimension_numbers=dims,
-                            precision=_canonicalize_precision(precision),
+                            precision=canonicalize_dot_precision(precision),
                             preferred_element_type=pref)
 
 
@@ -171,7 +184,7 @@ def _type_rank(dtype):
           width, not dtypes.is_unsigned_integer(real))
 
 
-def _dot_general_result_dtype(lhs_dtype, rhs_dtype, preferred_element_type):
+def _dot_general_result_dtype(lhs_dtype, rhs_dtype, preferred_element_type, algorithm=False):
   """The result dtype, as jax.lax.dot_general: the higher of the operand types (they may
   differ), or `preferred_element_type`, which must not narrow a bool/integer result."""
   lrank, rrank = _type_rank(lhs_dtype), _type_rank(rhs_dtype)
@@ -182,7 +195,7 @@ def _dot_general_result_dtype(lhs_dtype, rhs_dtype, preferred_element_type):
   if preferred_element_type is None or preferred_element_type == result:
     return result
   pref = np.dtype(preferred_element_type)
-  if not dtypes.is_float(result) and _type_rank(pref)[3] < _type_rank(result)[3]:
+  if not algorithm and not dtypes.is_float(result) and _type_rank(pref)[3] < _type_rank(result)[3]:
     raise TypeError(f"dot_general preferred_element_type must not be narrower than the original "
                     f"type, got preferred_element_type of {pref.name} for result type of "
                     f"{result.name}")
@@ -191,7 +204,8 @@ def _dot_general_result_dtype(lhs_dtype, rhs_dtype, preferred_element_type):
 
 def _dot_general_abstract_eval(lhs, rhs, *, dimension_numbers, precision, preferred_element_type):
   shape = _dot_general_shape(lhs.shape, rhs.shape, dimension_numbers)
-  dtype = _dot_general_result_dtype(lhs.dtype, rhs.dtype, preferred_element_type)
+  dtype = _dot_general_result_dtype(lhs.dtype, rhs.dtype, preferred_element_type,
+                                    dot_algorithms.is_algorithm(precision))
   weak = lhs.weak_type and rhs.weak_type  # as JAX: preferred_element_type does not strengthen it
   return ShapedArray(shape, dtype, weak)
 
@@ -214,7 +228,16 @@ def _einsum_subscripts(lhs_ndim, rhs_ndim, dimension_numbers):
 
 def _dot_general_numpy(lhs, rhs, *, dimension_numbers, precision, preferred_element_type):
   spec = _einsum_subscripts(lhs.ndim, rhs.ndim, dimension_numbers)
-  out_dtype = _dot_general_result_dtype(lhs.dtype, rhs.dtype, preferred_element_type)
+  algorithm = dot_algorithms.is_algorithm(precision)
+  out_dtype = _dot_general_result_dtype(lhs.dtype, rhs.dtype, preferred_element_type, algorithm)
+  if algorithm:
+    dot_algorithms.check_supported(precision, "cpu")
+    lhs_t, rhs_t, acc = dot_algorithms.compute_types(precision, lhs.dtype, rhs.dtype, out_dtype)
+    if lhs_t == rhs_t:
+      lhs, rhs = lhs.astype(lhs_t), rhs.astype(rhs_t)
+    res = _dot_general_numpy(lhs, rhs, dimension_numbers=dimension_numbers, precision=None,
+                             preferred_element_type=None if lhs_t != rhs_t else acc)
+    return np.asarray(res).astype(acc).astype(out_dtype)
   if lhs.dtype != rhs.dtype:  # as the lowering: both operands in the result type first
     lhs, rhs = lhs.astype(out_dtype), rhs.astype(out_dtype)
   if dtypes.is_bool(lhs.dtype):
@@ -232,10 +255,25 @@ def _dot_general_lower(ctx, lhs, rhs, *, dimension_numbers, precision, preferred
   dtype first (as JAX does on CPU and GPU)."""
   (lc, rc), (lb, rb) = dimension_numbers
   lhs_aval, rhs_aval = ctx.avals_in
-  out_aval = ctx.avals_out[0]
+  out_aval = acc_aval = ctx.avals_out[0]
+  algorithm = None
+  if dot_algorithms.is_algorithm(precision):
+    dot_algorithms.check_supported(precision, ctx.platform)
+    lhs_t, rhs_t, acc = dot_algorithms.compute_types(precision, lhs_aval.dtype, rhs_aval.dtype,
+                                                     out_aval.dtype)
+    if lhs_t != lhs_aval.dtype:
+      lhs_aval = ShapedArray(lhs_aval.shape, lhs_t)
+      lhs = ctx.op1("stablehlo.convert", [lhs], lhs_aval)
+    if rhs_t != rhs_aval.dtype:
+      rhs_aval = ShapedArray(rhs_aval.shape, rhs_t)
+      rhs = ctx.op1("stablehlo.convert", [rhs], rhs_aval)
+    acc_aval = ShapedArray(out_aval.shape, acc)
+    if precision != dot_algorithms.DotAlgorithmPreset.DEFAULT:
+      algorithm = dot_algorithms.algorithm_attr(precision, lhs_t, rhs_t)
+    precision = ("DEFAULT", "DEFAULT")
   if lhs_aval.dtype != rhs_aval.dtype:
-    lhs = ctx.op1("stablehlo.convert", [lhs], ShapedArray(lhs_aval.shape, out_aval.dtype))
-    rhs = ctx.op1("stablehlo.convert", [rhs], ShapedArray(rhs_aval.shape, out_aval.dtype))
+    lhs = ctx.op1("stablehlo.convert", [lhs], ShapedArray(lhs_aval.shape, acc_aval.dtype))
+    rhs = ctx.op1("stablehlo.convert", [rhs], ShapedArray(rhs_aval.shape, acc_aval.dtype))
   dn = (f"#stablehlo.dot<lhs_batching_dimensions = [{', '.join(map(str, lb))}], "
         f"rhs_batching_dimensions = [{', '.join(map(str, rb))}], "
         f"lhs_contracting_dimensions = [{', '.join(map(str, lc))}], "
@@ -244,7 +282,12 @@ def _dot_general_lower(ctx, lhs, rhs, *, dimension_numbers, precision, preferred
   if precision is not None:
     props["precision_config"] = ("[" + ", ".join(f"#stablehlo<precision {p}>" for p in precision)
                                  + "]")
-  return ctx.op1("stablehlo.dot_general", [lhs, rhs], props=props)
+  if algorithm is not None:
+    props["algorithm"] = algorithm
+  out = ctx.op1("stablehlo.dot_general", [lhs, rhs], acc_aval, props=props)
+  if acc_aval.dtype != out_aval.dtype:
+    out = ctx.op1("stablehlo.convert", [out], out_aval)
+  return out
 
 
 def _dot_general_sum_of_products(lhs, rhs, *, dimension_numbers, precision,

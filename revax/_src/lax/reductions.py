@@ -1,5 +1,5 @@
 """Reductions over axes: reduce_sum, reduce_prod, reduce_max, reduce_min, reduce_and, reduce_or,
-argmax and argmin, and the generic `reduce` for the monoids among them.
+argmax and argmin, and the monoid fast path of the generic `reduce` (variadic_reduce.py).
 
 Each reduction lowers to `stablehlo.reduce` with the identity of its monoid as init value and a
 region that applies the matching elementwise primitive's own lowering to scalars, so NaN
@@ -28,7 +28,7 @@ from revax._src.lax.conversion import convert_element_type
 
 __all__ = [
   "reduce_sum", "reduce_prod", "reduce_max", "reduce_min", "reduce_and", "reduce_or",
-  "argmax", "argmin", "reduce",
+  "argmax", "argmin",
   "reduce_sum_p", "reduce_prod_p", "reduce_max_p", "reduce_min_p", "reduce_and_p", "reduce_or_p",
   "argmax_p", "argmin_p",
 ]
@@ -420,48 +420,43 @@ inv.not_invertible(argmax_p, "many-to-one: an index")
 inv.not_invertible(argmin_p, "many-to-one: an index")
 
 
-# --- reduce (monoids only) -----------------------------------------------------------------------
+# --- the monoid fast path of lax.reduce ---------------------------------------------------------
 _MONOID_REDUCTIONS = {"add": reduce_sum, "mul": reduce_prod, "max": reduce_max,
                       "min": reduce_min, "and": reduce_and, "or": reduce_or}
 
 
-def reduce(operands, init_values, computation, dimensions):
-  """jax.lax.reduce for one operand whose `computation` is add, mul, max, min, and or or.
+def monoid_reduction(x, init, computation, dimensions):
+  """`lax.reduce` of one operand by a monoid reduction, or None when `computation` is not one.
 
-  The computation is traced on scalars and recognized as one of those monoids; the result is
-  that reduction combined once with `init_values` (correct for any init value, since the
-  monoid is associative and commutative). Other computations and several operands raise
-  NotImplementedError.
-
-  Example:
-    >>> x = jnp.array([[1., 5., 3.], [4., 2., 6.]])
-    >>> lax.reduce(x, 0., lax.add, (0,))  # == lax.reduce_sum(x, (0,))
-    Array([5., 7., 9.], dtype=float32)
-    >>> lax.reduce(x, -jnp.inf, lax.max, (1,))
-    Array([5., 6.], dtype=float32)
+  The computation is traced on scalars and recognized when it applies one of add, mul, max,
+  min, and, or to its two arguments; the result is that reduction combined once with `init`
+  (correct for any init value, since the monoid is associative and commutative). The result is
+  weakly typed when both the operand and the init value are (as in JAX).
   """
   from revax._src.interpreters import staging
-  flat_ops = list(operands) if isinstance(operands, (tuple, list)) else [operands]
-  flat_inits = list(init_values) if isinstance(init_values, (tuple, list)) else [init_values]
-  if len(flat_ops) != 1 or len(flat_inits) != 1:
-    raise NotImplementedError(f"revax.lax.reduce supports one operand and one init value, got "
-                              f"{len(flat_ops)} operands and {len(flat_inits)} init values")
-  (x,), (init,) = flat_ops, flat_inits
   aval = get_aval(x)
+  try:
+    init_aval = get_aval(init)
+  except TypeError:
+    return None
   scalar = ShapedArray((), aval.dtype)
-  jaxpr, _ = staging.trace_to_jaxpr(lambda a, b: [computation(a, b)], [scalar, scalar])
+  try:
+    jaxpr, _ = staging.trace_to_jaxpr(lambda a, b: [computation(a, b)], [scalar, scalar])
+  except Exception:  # not a function of two scalars to one: the general path says why
+    return None
   name = _monoid_name(jaxpr)
-  if name is None:
-    raise NotImplementedError(f"revax.lax.reduce only recognizes computations that apply one "
-                              f"primitive of ({', '.join(sorted(_MONOID_REDUCTIONS))}) to their "
-                              f"two arguments; got the jaxpr {jaxpr}")
+  if name is None or init_aval.shape != () or (
+      name in ("and", "or") and not _intbool(aval.dtype)):
+    return None
+  if not _is_identity(init, name, aval.dtype) and init_aval.dtype != aval.dtype:
+    return None  # the general path rejects the dtype mismatch, as JAX does
+  weak = aval.weak_type and init_aval.weak_type
   out = _MONOID_REDUCTIONS[name](x, dimensions)
-  if _is_identity(init, name, aval.dtype):
-    return (out,) if isinstance(operands, (tuple, list)) else out
-  combine = {"add": binary.add, "mul": binary.mul, "max": binary.max, "min": binary.min,
-             "and": binary.bitwise_and, "or": binary.bitwise_or}[name]
-  res = combine(out, init)
-  return (res,) if isinstance(operands, (tuple, list)) else res
+  if not _is_identity(init, name, aval.dtype):
+    combine = {"add": binary.add, "mul": binary.mul, "max": binary.max, "min": binary.min,
+               "and": binary.bitwise_and, "or": binary.bitwise_or}[name]
+    out = combine(out, init)
+  return convert_element_type(out, aval.dtype, weak_type=weak)
 
 
 def _monoid_name(jaxpr):

@@ -2,7 +2,9 @@
 
 Each primitive is one block: its public wrapper, then its rules, then their registration. Most
 lower to one StableHLO op; the special functions (erf, lgamma, digamma, the inverse and
-hyperbolic trigonometric functions) lower to CHLO ops, which XLA expands itself. NumPy
+hyperbolic trigonometric functions) lower to CHLO ops, which XLA expands itself. The
+transcendental wrappers take JAX's `accuracy=` request (see accuracy.py: XLA:CPU has one
+implementation of each op, which serves every request). NumPy
 implementations follow XLA's results at the edges (poles, out-of-domain inputs give inf/NaN
 without warnings); where NumPy has no function (erf_inv, digamma) this file computes one in
 float64 and rounds it to the operand's dtype.
@@ -22,6 +24,7 @@ from revax._src.core.trace import Primitive
 from revax._src.interpreters import ad, batching, dispatch, mlir
 from revax._src.interpreters import invertible as inv
 from revax._src.lax import binary
+from revax._src.lax.accuracy import check_accuracy
 from revax._src.lax.binary import add, div, mul, sub
 from revax._src.lax.comparison import eq, ge, lt, select_n
 from revax._src.lax.creation import full_like
@@ -209,8 +212,9 @@ inv.not_invertible(is_finite_p, "many-to-one: a bool of each value")
 
 
 # --- exp -----------------------------------------------------------------------------------------
-def exp(x):
+def exp(x, *, accuracy=None):
   """Elementwise exponential: e**x."""
+  check_accuracy(accuracy)
   return exp_p.bind(x)
 
 
@@ -224,8 +228,9 @@ inv.definverse_unary(exp_p, lambda y: log(y))
 
 
 # --- exp2 ----------------------------------------------------------------------------------------
-def exp2(x):
+def exp2(x, *, accuracy=None):
   """Elementwise base-2 exponential: 2**x."""
+  check_accuracy(accuracy)
   return exp2_p.bind(x)
 
 
@@ -252,8 +257,9 @@ inv.definverse_unary(exp2_p, lambda y: div(log(y), full_like(y, math.log(2.0))))
 
 
 # --- log -----------------------------------------------------------------------------------------
-def log(x):
+def log(x, *, accuracy=None):
   """Elementwise natural logarithm (NaN for negative reals, -inf at 0)."""
+  check_accuracy(accuracy)
   return log_p.bind(x)
 
 
@@ -267,8 +273,9 @@ inv.definverse_unary(log_p, lambda y: exp(y))
 
 
 # --- log1p ---------------------------------------------------------------------------------------
-def log1p(x):
+def log1p(x, *, accuracy=None):
   """Elementwise log(1 + x), accurate for small x."""
+  check_accuracy(accuracy)
   return log1p_p.bind(x)
 
 
@@ -282,8 +289,9 @@ inv.definverse_unary(log1p_p, lambda y: expm1(y))
 
 
 # --- expm1 ---------------------------------------------------------------------------------------
-def expm1(x):
+def expm1(x, *, accuracy=None):
   """Elementwise exp(x) - 1, accurate for small x."""
+  check_accuracy(accuracy)
   return expm1_p.bind(x)
 
 
@@ -297,8 +305,9 @@ inv.definverse_unary(expm1_p, lambda y: log1p(y))
 
 
 # --- tanh ----------------------------------------------------------------------------------------
-def tanh(x):
+def tanh(x, *, accuracy=None):
   """Elementwise hyperbolic tangent."""
+  check_accuracy(accuracy)
   return tanh_p.bind(x)
 
 
@@ -312,8 +321,9 @@ inv.definverse_unary(tanh_p, lambda y: atanh(y))
 
 
 # --- logistic ------------------------------------------------------------------------------------
-def logistic(x):
+def logistic(x, *, accuracy=None):
   """Elementwise logistic sigmoid: 1 / (1 + exp(-x))."""
+  check_accuracy(accuracy)
   return logistic_p.bind(x)
 
 
@@ -334,8 +344,9 @@ inv.definverse_unary(logistic_p, lambda y: sub(log(y), log1p(neg(y))))  # logit
 
 
 # --- sin -----------------------------------------------------------------------------------------
-def sin(x):
+def sin(x, *, accuracy=None):
   """Elementwise sine."""
+  check_accuracy(accuracy)
   return sin_p.bind(x)
 
 
@@ -349,8 +360,9 @@ inv.not_invertible(sin_p, "many-to-one: periodic")
 
 
 # --- cos -----------------------------------------------------------------------------------------
-def cos(x):
+def cos(x, *, accuracy=None):
   """Elementwise cosine."""
+  check_accuracy(accuracy)
   return cos_p.bind(x)
 
 
@@ -364,8 +376,9 @@ inv.not_invertible(cos_p, "many-to-one: periodic and even")
 
 
 # --- tan -----------------------------------------------------------------------------------------
-def tan(x):
+def tan(x, *, accuracy=None):
   """Elementwise tangent."""
+  check_accuracy(accuracy)
   return tan_p.bind(x)
 
 
@@ -501,8 +514,9 @@ inv.definverse_unary(atanh_p, lambda y: tanh(y))
 
 
 # --- sqrt ----------------------------------------------------------------------------------------
-def sqrt(x):
+def sqrt(x, *, accuracy=None):
   """Elementwise square root (NaN for negative reals)."""
+  check_accuracy(accuracy)
   return sqrt_p.bind(x)
 
 
@@ -516,8 +530,9 @@ inv.definverse_unary(sqrt_p, lambda y: mul(y, y))
 
 
 # --- rsqrt ---------------------------------------------------------------------------------------
-def rsqrt(x):
+def rsqrt(x, *, accuracy=None):
   """Elementwise reciprocal square root: 1 / sqrt(x)."""
+  check_accuracy(accuracy)
   return rsqrt_p.bind(x)
 
 
@@ -535,8 +550,9 @@ inv.definverse_unary(rsqrt_p, lambda y: div(full_like(y, 1), mul(y, y)))
 
 
 # --- cbrt ----------------------------------------------------------------------------------------
-def cbrt(x):
+def cbrt(x, *, accuracy=None):
   """Elementwise real cube root (negative for negative x)."""
+  check_accuracy(accuracy)
   return cbrt_p.bind(x)
 
 

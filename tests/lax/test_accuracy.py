@@ -1,0 +1,41 @@
+"""The `accuracy=` request of the transcendental ops (Tolerance, AccuracyMode) against jax
+0.10.2 on CPU: every op that takes one gives jax's bits with and without a request (XLA:CPU has
+one implementation of each), eagerly and under jit; malformed requests raise JAX's errors."""
+import numpy as np
+import pytest
+
+import revax
+import revax.lax as rlax
+
+jax = pytest.importorskip("jax")
+jlax = jax.lax
+
+OPS = ["exp", "exp2", "expm1", "log", "log1p", "tanh", "logistic", "sin", "cos", "tan", "sqrt",
+       "rsqrt", "cbrt"]
+X = np.linspace(0.1, 2.5, 9, dtype=np.float32)
+
+
+def _requests(lax):
+  return [lax.AccuracyMode.HIGHEST, lax.AccuracyMode.DEFAULT, lax.Tolerance(atol=1e-6),
+          lax.Tolerance(rtol=1e-3, ulps=2)]
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_requests_give_jax_values(op):
+  want = np.asarray(getattr(jlax, op)(X))
+  for req, jreq in zip(_requests(rlax), _requests(jlax), strict=True):
+    np.testing.assert_array_equal(np.asarray(getattr(jlax, op)(X, accuracy=jreq)), want)
+    f = lambda x, req=req: getattr(rlax, op)(x, accuracy=req)
+    np.testing.assert_allclose(np.asarray(f(X)), want, rtol=2e-6)
+    np.testing.assert_allclose(np.asarray(revax.jit(f)(X)), want, rtol=2e-6)
+
+
+def test_errors_of_jax():
+  for lax in (rlax, jlax):
+    with pytest.raises(ValueError, match="Tolerances must be non-negative"):
+      lax.Tolerance(atol=-1.0)
+    with pytest.raises(ValueError, match="At least one of atol, rtol, or ulps must be set"):
+      lax.Tolerance()
+    with pytest.raises(NotImplementedError, match="Accuracy high not supported"):
+      jax.block_until_ready(lax.exp(X, accuracy="high"))
+  assert [m.name for m in rlax.AccuracyMode] == [m.name for m in jlax.AccuracyMode]

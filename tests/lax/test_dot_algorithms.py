@@ -1,0 +1,72 @@
+"""dot_general's dot algorithms against jax 0.10.2 on CPU: every DotAlgorithmPreset (by member
+and by name) on f32/f16/bf16 operands -- values, dtypes, eagerly and under jit, and JAX's
+ValueError for the presets XLA:CPU does not run -- plus the lowered `algorithm` attribute,
+gradients through an algorithm dot, and the type names jax.lax exports."""
+import ml_dtypes
+import numpy as np
+import pytest
+
+import revax
+import revax.lax as rlax
+
+jax = pytest.importorskip("jax")
+jlax = jax.lax
+
+rng = np.random.default_rng(4)
+A = rng.standard_normal((3, 5)).astype(np.float32)
+B = rng.standard_normal((5, 2)).astype(np.float32)
+DTYPES = [np.float32, np.float16, ml_dtypes.bfloat16]
+
+
+@pytest.mark.parametrize("preset", [p.name for p in rlax.DotAlgorithmPreset])
+def test_presets_match_jax(preset):
+  for dt in DTYPES:
+    a, b = A.astype(dt), B.astype(dt)
+    try:
+      want = jax.jit(lambda x, y: jlax.dot(x, y, precision=preset))(a, b)
+    except ValueError as e:
+      assert "not supported by dot_general on CPU" in str(e)
+      for call in (lambda: rlax.dot(a, b, precision=rlax.DotAlgorithmPreset[preset]),
+                   lambda: revax.jit(lambda x, y: rlax.dot(x, y, precision=preset))(a, b)):
+        with pytest.raises(ValueError, match=f"'{preset}' is not supported by dot_general on CPU"):
+          call()
+      continue
+    tol = 1e-5 if dt == np.float32 and preset != "F16_F16_F16" else 2e-2
+    for got in (rlax.dot(a, b, precision=rlax.DotAlgorithmPreset[preset]),
+                revax.jit(lambda x, y: rlax.dot(x, y, precision=preset))(a, b)):
+      assert got.dtype == want.dtype
+      np.testing.assert_allclose(np.asarray(got, np.float32), np.asarray(want, np.float32),
+                                 rtol=tol, atol=tol)
+
+
+def test_lowering_grad_and_explicit_algorithm():
+  text = revax.jit(lambda x, y: rlax.dot(x, y, precision="BF16_BF16_F32_X3")).lower(A, B).as_text()
+  assert ("#stablehlo.dot_algorithm<lhs_precision_type = bf16, rhs_precision_type = bf16, "
+          "accumulation_type = f32, lhs_component_count = 1, rhs_component_count = 1, "
+          "num_primitive_operations = 3, allow_imprecise_accumulation = false>") in text
+  text = revax.jit(lambda x, y: rlax.dot(x, y, precision="F16_F16_F16")).lower(A, B).as_text()
+  assert "tensor<3x5xf16>" in text and "tensor<3x2xf32>" in text  # operands rounded to f16
+  (eqn,) = revax.make_jaxpr(lambda x: rlax.dot(x, B, precision="F32_F32_F32"))(A).eqns
+  assert eqn.params["precision"] is rlax.DotAlgorithmPreset.F32_F32_F32
+  f = lambda lib, lax: lambda x: lib.numpy.sum(lax.dot(x, B, precision="F16_F16_F16") ** 2)
+  np.testing.assert_allclose(np.asarray(revax.grad(f(revax, rlax))(A)),
+                             np.asarray(jax.grad(f(jax, jlax))(A)), rtol=2e-2, atol=2e-2)
+  algorithm = rlax.DotAlgorithm(np.float32, np.float32, np.float32)
+  assert algorithm.num_primitive_operations == 1 and algorithm._fields == jlax.DotAlgorithm._fields
+  for lax in (rlax, jlax):
+    with pytest.raises(ValueError, match="not supported by dot_general on CPU"):
+      jax.block_until_ready(lax.dot(A, B, precision=lax.DotAlgorithm(np.float32, np.float32,
+                                                                     np.float32)))
+
+
+def test_type_names():
+  assert [p.name for p in rlax.DotAlgorithmPreset] == [p.name for p in jlax.DotAlgorithmPreset]
+  assert str(rlax.DotAlgorithmPreset.F16_F16_F32) == "F16_F16_F32"
+  assert repr(rlax.DotAlgorithmPreset.F16_F16_F32) == repr(jlax.DotAlgorithmPreset.F16_F16_F32)
+  for p in rlax.DotAlgorithmPreset:
+    q = jlax.DotAlgorithmPreset[p.name]
+    assert p.accumulation_type == (None if q.accumulation_type is None
+                                   else np.dtype(q.accumulation_type))
+  dn: rlax.DotDimensionNumbers = (((1,), (0,)), ((), ()))
+  assert rlax.dot_general(A, B, dn).shape == (3, 2)
+  assert rlax.ConvGeneralDilatedDimensionNumbers is not None and rlax.PrecisionLike is not None
