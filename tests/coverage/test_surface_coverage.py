@@ -37,11 +37,7 @@ JAX_TOP = {
     "make_user_context": "jit cache contexts: not done yet",
 }
 
-RANDOM = {
-    "multinomial": "a scan of binomial draws over the categories: not done yet",
-    "multivariate_normal": "needs cholesky/eigh: " + _LINALG_FFT,
-    "orthogonal": "needs qr: " + _LINALG_FFT,
-}
+RANDOM = {}
 
 NN = {
     "get_scaled_dot_general_config": "microscaling (mxfp8) dot config: needs fp8 scaled dots",
