@@ -40,6 +40,7 @@ def test_distribution_module_coverage(name):
   assert missing_names(f"jax.scipy.stats.{name}", f"revax.scipy.stats.{name}", {}) == []
 
 
-@pytest.mark.parametrize("module", ["integrate", "optimize", "ndimage", "cluster.vq"])
+@pytest.mark.parametrize("module", ["integrate", "optimize", "ndimage", "cluster.vq",
+                                    "spatial.transform"])
 def test_small_module_coverage(module):
   assert missing_names(f"jax.scipy.{module}", f"revax.scipy.{module}", {}) == []
