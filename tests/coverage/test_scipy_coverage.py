@@ -41,6 +41,6 @@ def test_distribution_module_coverage(name):
 
 
 @pytest.mark.parametrize("module", ["integrate", "optimize", "ndimage", "cluster.vq",
-                                    "spatial.transform"])
+                                    "spatial.transform", "interpolate"])
 def test_small_module_coverage(module):
   assert missing_names(f"jax.scipy.{module}", f"revax.scipy.{module}", {}) == []
