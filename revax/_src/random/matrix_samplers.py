@@ -12,7 +12,6 @@ from __future__ import annotations
 import functools
 import operator
 
-import numpy as np
 
 from revax._src.core import dtypes
 from revax._src.core.trace import ConcretizationTypeError, Tracer
