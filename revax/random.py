@@ -48,3 +48,6 @@ from revax._src.random.distributions import wald as wald
 from revax._src.random.distributions import weibull_min as weibull_min
 from revax._src.lax.prng import random_gamma_p as random_gamma_p
 from revax._src.random.binomial import binomial as binomial
+from revax._src.random.matrix_samplers import multivariate_normal as multivariate_normal
+from revax._src.random.matrix_samplers import orthogonal as orthogonal
+from revax._src.random.multinomial import multinomial as multinomial

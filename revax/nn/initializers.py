@@ -17,3 +17,5 @@ from revax._src.nn.initializers import variance_scaling as variance_scaling
 from revax._src.nn.initializers import xavier_normal as xavier_normal
 from revax._src.nn.initializers import xavier_uniform as xavier_uniform
 from revax._src.nn.initializers import zeros as zeros
+from revax._src.nn.initializers import delta_orthogonal as delta_orthogonal
+from revax._src.nn.initializers import orthogonal as orthogonal

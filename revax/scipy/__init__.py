@@ -8,3 +8,5 @@ from revax.scipy import optimize as optimize
 from revax.scipy import ndimage as ndimage
 from revax.scipy import cluster as cluster
 from revax.scipy import linalg as linalg
+from revax.scipy import interpolate as interpolate
+from revax.scipy import sparse as sparse

@@ -12,7 +12,6 @@ SPECIAL_EXCLUSIONS = {}
 STATS_EXCLUSIONS = {}
 
 MODULE_EXCLUSIONS = {}
-
 DISTRIBUTIONS = ["bernoulli", "beta", "betabinom", "binom", "cauchy", "chi2", "dirichlet",
                  "expon", "gamma", "gennorm", "geom", "gumbel_l", "gumbel_r", "laplace",
                  "logistic", "multinomial", "multivariate_normal", "nbinom", "norm", "pareto", "poisson", "t",
@@ -40,6 +39,11 @@ def test_distribution_module_coverage(name):
   assert missing_names(f"jax.scipy.stats.{name}", f"revax.scipy.stats.{name}", {}) == []
 
 
-@pytest.mark.parametrize("module", ["integrate", "optimize", "ndimage", "cluster.vq"])
+@pytest.mark.parametrize("module", ["integrate", "optimize", "ndimage", "cluster.vq",
+                                    "spatial.transform", "interpolate"])
 def test_small_module_coverage(module):
   assert missing_names(f"jax.scipy.{module}", f"revax.scipy.{module}", {}) == []
+
+
+def test_sparse_linalg_coverage():
+  assert missing_names("jax.scipy.sparse.linalg", "revax.scipy.sparse.linalg", {}) == []

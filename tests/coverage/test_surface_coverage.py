@@ -11,7 +11,6 @@ _CONFIG = "config option context manager revax does not have (its option may exi
 _SHARDING = "multi-device placement (sharded arrays, processes): issue 18"
 _CALLBACKS = "host callbacks and effects: issue 17"
 _REFS = "mutable array Refs (jax.new_ref and friends): not part of revax yet"
-_LINALG_FFT = "linalg/fft: being added by the linalg/fft work (issue 15)"
 _INTERNAL_P = ("JAX-internal primitive object of a function revax composes from other "
                "primitives (the function itself is present)")
 
@@ -34,11 +33,7 @@ JAX_TOP = {
           "mirrors",
 }
 
-RANDOM = {
-    "multinomial": "a scan of binomial draws over the categories: not done yet",
-    "multivariate_normal": "needs cholesky/eigh: " + _LINALG_FFT,
-    "orthogonal": "needs qr: " + _LINALG_FFT,
-}
+RANDOM = {}
 
 NN = {
     "get_scaled_dot_general_config": "microscaling (mxfp8) dot config: needs fp8 scaled dots",
@@ -46,10 +41,7 @@ NN = {
     "scaled_matmul": "microscaling (mxfp8) matmul: needs fp8 scaled dots",
 }
 
-NN_INIT = {
-    "orthogonal": "needs qr: " + _LINALG_FFT,
-    "delta_orthogonal": "built on orthogonal (qr): " + _LINALG_FFT,
-}
+NN_INIT = {}
 
 _COLLECTIVES = ("collective not built yet (revax has psum, pmean, pmax, pmin, all_gather, "
                 "psum_scatter, ppermute, pshuffle, all_to_all, axis_index): issue 18")

@@ -16,12 +16,13 @@ import numpy as np
 
 from revax._src.core import dtypes
 from revax._src.numpy import creation as jnp_creation
-from revax._src.random import samplers
+from revax._src.numpy import shape_ops as jnp_shape_ops
+from revax._src.random import matrix_samplers, samplers
 
 __all__ = ["zeros", "ones", "constant", "uniform", "normal", "truncated_normal",
            "variance_scaling", "glorot_uniform", "glorot_normal", "xavier_uniform",
            "xavier_normal", "lecun_uniform", "lecun_normal", "he_uniform", "he_normal",
-           "kaiming_uniform", "kaiming_normal"]
+           "kaiming_uniform", "kaiming_normal", "orthogonal", "delta_orthogonal"]
 
 
 def _shape(shape) -> tuple:
@@ -132,6 +133,71 @@ lecun_normal = functools.partial(variance_scaling, 1.0, "fan_in", "truncated_nor
 he_uniform = kaiming_uniform = functools.partial(variance_scaling, 2.0, "fan_in", "uniform")
 he_normal = kaiming_normal = functools.partial(variance_scaling, 2.0, "fan_in",
                                                "truncated_normal")
+
+
+def orthogonal(scale=1.0, column_axis=-1, dtype=None):
+  """An initializer of (semi-)orthogonal weights: viewed as a matrix whose columns lie along
+  `column_axis` (the other axes flattened into rows), the weights have orthonormal rows or
+  columns, whichever are fewer, times `scale`.
+
+  Args:
+    scale: the factor applied to the orthogonal matrix.
+    column_axis: the axis holding the columns.
+    dtype: the default dtype of the weights (None: float32, or float64 with x64 enabled).
+
+  Returns:
+    `init(key, shape, dtype=dtype)`; `shape` needs at least 2 dimensions.
+
+  Example:
+    >>> orthogonal()(revax.random.PRNGKey(0), (3, 3))
+  """
+  def init(key, shape, dtype=dtype, out_sharding=None):
+    if out_sharding is not None:
+      raise NotImplementedError("orthogonal initializer: out_sharding is not supported")
+    dtype = dtypes.default_float_dtype() if dtype is None else dtypes.canonicalize_dtype(dtype)
+    shape = _shape(shape)
+    if len(shape) < 2:
+      raise ValueError("orthogonal initializer requires at least a 2D shape")
+    if 0 in shape:
+      return jnp_creation.zeros(shape, dtype)
+    n_cols = shape[column_axis]
+    n_rows = math.prod(shape) // n_cols
+    q = matrix_samplers.orthogonal(key, n_rows, (), dtype, n_cols)
+    rows_shape = tuple(np.delete(np.asarray(shape), column_axis).tolist())
+    q = jnp_shape_ops.moveaxis(q.reshape(rows_shape + (n_cols,)), -1, column_axis)
+    return jnp_creation.asarray(scale, dtype) * q
+  return init
+
+
+def delta_orthogonal(scale=1.0, column_axis=-1, dtype=None):
+  """An initializer of delta-orthogonal convolution kernels (Xiao et al. 2018): zero except at
+  the spatial centre, which holds an orthogonal (in_features, out_features) matrix.
+
+  Args:
+    scale: the factor applied to the orthogonal matrix.
+    column_axis: the axis holding the columns of that matrix.
+    dtype: the default dtype of the weights (None: float32, or float64 with x64 enabled).
+
+  Returns:
+    `init(key, shape, dtype=dtype)` for 3-D, 4-D or 5-D kernel shapes (spatial..., in, out) with
+    in <= out.
+
+  Example:
+    >>> delta_orthogonal()(revax.random.PRNGKey(0), (3, 3, 4, 4))
+  """
+  def init(key, shape, dtype=dtype, out_sharding=None):
+    if out_sharding is not None:
+      raise NotImplementedError("delta_orthogonal initializer: out_sharding is not supported")
+    dtype = dtypes.default_float_dtype() if dtype is None else dtypes.canonicalize_dtype(dtype)
+    shape = _shape(shape)
+    if len(shape) not in (3, 4, 5):
+      raise ValueError("Delta orthogonal initializer requires a 3D, 4D or 5D shape.")
+    if shape[-1] < shape[-2]:
+      raise ValueError("`fan_in` must be less or equal than `fan_out`. ")
+    matrix = orthogonal(scale=scale, column_axis=column_axis, dtype=dtype)(key, shape[-2:])
+    centre = tuple((k - 1) // 2 for k in shape[:-2])
+    return jnp_creation.zeros(shape, dtype).at[centre].set(matrix)
+  return init
 
 
 class Initializer(typing.Protocol):

@@ -8,7 +8,6 @@ import functools
 
 import numpy as np
 
-from revax._src.core import dtypes
 from revax._src.jit import jit
 from revax._src.lax import prng, shapes, slicing
 from revax._src.lax.control_flow.loops import while_loop
@@ -35,9 +34,7 @@ def binomial(key, n, p, shape=None, dtype=None):
   """
   data, _ = check_prng_key("binomial", key)
   samplers._check_arraylike("binomial", n, p)
-  dtype = samplers._dtype(dtype, float)
-  if not dtypes.is_float(dtype):
-    raise ValueError(f"dtype argument to `binomial` must be a float dtype, got {dtype}")
+  dtype = samplers._float_dtype("binomial", dtype)
   shape = samplers._check_broadcast_shapes("binomial", shape, n, p)
   return _binomial(data, n, p, shape, dtype)
 

@@ -23,13 +23,6 @@ from revax._src.random.keys import KEY_DTYPE, canonicalize_shape, check_prng_key
 _c = lambda value, dtype: np.asarray(value, dtype)
 
 
-def _float_dtype(name, dtype):
-  dtype = samplers._dtype(dtype, float)
-  if not dtypes.is_float(dtype):
-    raise ValueError(f"dtype argument to `{name}` must be a float dtype, got {dtype}")
-  return dtype
-
-
 def _int_dtype(name, dtype):
   dtype = samplers._dtype(dtype, int)
   if not dtypes.is_integer(dtype):
@@ -54,10 +47,7 @@ def _no_params_sampler(name, fn):
   """The public wrapper of a sampler with only (key, shape, dtype)."""
 
   def sampler(key, shape=(), dtype=None):
-    data, _ = check_prng_key(name, key)
-    dtype = _float_dtype(name, dtype)
-    shape = canonicalize_shape(shape, name)
-    return fn(data, shape, dtype)
+    return fn(*samplers._key_dtype_shape(name, key, shape, dtype))
 
   return sampler
 
@@ -129,9 +119,7 @@ def gumbel(key, shape=(), dtype=None, mode=None):
   Returns:
     An array of `shape` and `dtype`.
   """
-  data, _ = check_prng_key("gumbel", key)
-  dtype = _float_dtype("gumbel", dtype)
-  shape = canonicalize_shape(shape, "gumbel")
+  data, shape, dtype = samplers._key_dtype_shape("gumbel", key, shape, dtype)
   mode = samplers._check_gumbel_mode(mode)
   return _gumbel(data, shape, dtype, mode)
 
@@ -168,7 +156,7 @@ def _rademacher(key, shape, dtype):
 # --- families with parameters --------------------------------------------------------------------
 def _param_sampler_prologue(name, key, shape, dtype, *params):
   data, _ = check_prng_key(name, key)
-  dtype = _float_dtype(name, dtype)
+  dtype = samplers._float_dtype(name, dtype)
   samplers._check_arraylike(name, *params)
   shape = samplers._check_broadcast_shapes(name, shape, *params)
   _check_safe_cast(name, dtype, *params)
@@ -232,9 +220,7 @@ def weibull_min(key, scale, concentration, shape=(), dtype=None):
   Returns:
     An array of `shape` and `dtype`.
   """
-  data, _ = check_prng_key("weibull_min", key)
-  dtype = _float_dtype("weibull_min", dtype)
-  shape = canonicalize_shape(shape, "weibull_min")
+  data, shape, dtype = samplers._key_dtype_shape("weibull_min", key, shape, dtype)
   return _weibull_min(data, scale, concentration, shape, dtype)
 
 
@@ -341,9 +327,7 @@ def maxwell(key, shape=(), dtype=None):
   Returns:
     An array of `shape` and `dtype`.
   """
-  data, _ = check_prng_key("maxwell", key)
-  dtype = _float_dtype("maxwell", dtype)
-  shape = canonicalize_shape(shape, "maxwell")
+  data, shape, dtype = samplers._key_dtype_shape("maxwell", key, shape, dtype)
   return _maxwell(data, shape, dtype)
 
 
@@ -365,9 +349,7 @@ def double_sided_maxwell(key, loc, scale, shape=(), dtype=None):
   Returns:
     An array of shape `shape + broadcast(loc, scale).shape` and `dtype`.
   """
-  data, _ = check_prng_key("double_sided_maxwell", key)
-  dtype = _float_dtype("double_sided_maxwell", dtype)
-  shape = canonicalize_shape(shape, "double_sided_maxwell")
+  data, shape, dtype = samplers._key_dtype_shape("double_sided_maxwell", key, shape, dtype)
   return _double_sided_maxwell(data, loc, scale, shape, dtype)
 
 
@@ -465,7 +447,7 @@ def generalized_normal(key, p, shape=(), dtype=None):
     An array of `shape` and `dtype`.
   """
   data, _ = check_prng_key("generalized_normal", key)
-  dtype = _float_dtype("generalized_normal", dtype)
+  dtype = samplers._float_dtype("generalized_normal", dtype)
   samplers._check_arraylike("generalized_normal", p)
   shape = canonicalize_shape(shape, "generalized_normal")
   return _generalized_normal(data, p, shape, dtype)
@@ -499,7 +481,7 @@ def ball(key, d, p=2, shape=(), dtype=None):
     An array of shape `shape + (d,)` and `dtype`.
   """
   data, _ = check_prng_key("ball", key)
-  dtype = _float_dtype("ball", dtype)
+  dtype = samplers._float_dtype("ball", dtype)
   if not isinstance(d, (int, np.integer)) or d < 0:
     raise ValueError(f"d must be a nonnegative int, got {d!r}")
   shape = canonicalize_shape(shape, "ball")
@@ -560,11 +542,7 @@ def poisson(key, lam, shape=None, dtype=None):
   data, _ = check_prng_key("poisson", key)
   dtype = _int_dtype("poisson", dtype)
   samplers._check_arraylike("poisson", lam)
-  if shape is not None:
-    shape = canonicalize_shape(shape, "poisson")
-  else:
-    shape = tuple(get_aval(lam).shape)
-  samplers._check_shape("poisson", shape, tuple(get_aval(lam).shape))
+  shape = samplers._check_broadcast_shapes("poisson", shape, lam)
   lam = conversion.convert_element_type(lam, np.float32)
   return _poisson(data, jnp_util.broadcast_to(lam, shape), shape, dtype)
 

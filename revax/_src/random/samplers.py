@@ -70,6 +70,18 @@ def _float_dtype(name: str, dtype, kind: str = "float"):
   return dtype
 
 
+def _key_dtype_shape(name: str, key, shape, dtype, kind: str = "float"):
+  """The checks a sampler of a given `shape` starts with, in JAX's order: the key (TypeError, or
+  ValueError for a batch of keys), the dtype (ValueError unless of `kind`), then the shape.
+
+  Returns:
+    (key data uint32[2], canonical shape, canonical dtype).
+  """
+  data, _ = check_prng_key(name, key)
+  dtype = _float_dtype(name, dtype, kind)
+  return data, canonicalize_shape(shape, name), dtype
+
+
 def _check_arraylike(name: str, *args):
   jnp_util.check_arraylike(name, *args)
 
@@ -138,9 +150,7 @@ def uniform(key, shape=(), dtype=None, minval=0.0, maxval=1.0):
     Array([[ 0.895334  ,  0.95715976, -0.33541703],
            [-0.06266308,  0.13977742, -0.66899395]], dtype=float32)
   """
-  data, _ = check_prng_key("uniform", key)
-  dtype = _float_dtype("uniform", dtype)
-  shape = canonicalize_shape(shape, "uniform")
+  data, shape, dtype = _key_dtype_shape("uniform", key, shape, dtype)
   return _uniform(data, minval, maxval, shape, dtype)
 
 
@@ -293,9 +303,7 @@ def exponential(key, shape=(), dtype=None):
   Returns:
     An array of `shape` and `dtype`.
   """
-  data, _ = check_prng_key("exponential", key)
-  dtype = _float_dtype("exponential", dtype)
-  shape = canonicalize_shape(shape, "exponential")
+  data, shape, dtype = _key_dtype_shape("exponential", key, shape, dtype)
   return _exponential(data, shape, dtype)
 
 

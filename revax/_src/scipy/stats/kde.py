@@ -16,6 +16,7 @@ from revax._src.nn.functions import logsumexp
 from revax._src.numpy import creation, reductions, shape_ops, ufuncs
 from revax._src.numpy.contractions import matmul
 from revax._src.numpy.util import aval_of, check_arraylike, promote_args_inexact
+from revax._src.random import keys, matrix_samplers, samplers
 from revax._src.scipy import special
 from revax._src.tree_util import register_pytree_node_class
 
@@ -220,6 +221,27 @@ class gaussian_kde:  # noqa: N801 (JAX's name)
 
   def _convolve(self, cov, points, data, weights):
     return reductions.sum(self._convolve_terms(cov, points, data, weights))
+
+  def resample(self, key, shape=()):
+    """Draws from the estimated density: data points chosen by weight, plus kernel noise.
+
+    Args:
+      key: a PRNG key.
+      shape: the batch shape of the draws (default ()).
+
+    Returns:
+      An array of shape `(d,) + shape`.
+
+    Example:
+      >>> kde.resample(revax.random.PRNGKey(0), (100,))
+    """
+    index_key, noise_key = keys.split(key)
+    index = samplers.choice(index_key, self.n, shape=shape, p=self.weights)
+    noise = matrix_samplers.multivariate_normal(
+        noise_key, creation.zeros(self.d, aval_of(self.covariance).dtype), self.covariance,
+        shape=shape, dtype=aval_of(self.dataset).dtype)
+    # JAX adds noise.T: all axes reversed, so (d,) + shape only lines up for 1-D shapes
+    return self.dataset[:, index] + shape_ops.transpose(noise)
 
   def integrate_box(self, low_bounds, high_bounds, maxpts=None):
     """Not implemented (as in JAX)."""
