@@ -94,6 +94,19 @@ def test_backward_pass_recomputes_inside_a_fence():
   assert '"stablehlo.if"' in text and '"stablehlo.rng"' in text
 
 
+def test_nested_checkpoints_fence_each_backward_step():
+  """A checkpoint of checkpoints: the outer backward step is a conditional whose branch holds
+  the inner ones, each its own conditional on a predicate made in that branch."""
+  inner = revax.checkpoint(lambda w, x: rnp.sin(x @ w))
+  outer = revax.checkpoint(lambda w, x: inner(w, inner(w, x)).sum())
+  g = revax.jit(revax.grad(outer, argnums=(0, 1)))
+  text = g.lower(W, X).as_text()
+  assert text.count('"stablehlo.if"') == 3 and text.count('"stablehlo.rng"') == 2
+  expected = jax.grad(lambda w, x: jnp.sin(jnp.sin(x @ w) @ w).sum(), argnums=(0, 1))(W, X)
+  for got, want in zip(g(W, X), expected, strict=True):
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
 def test_policies_decide_what_is_saved():
   def f(w, x):
     h = ad_checkpoint.checkpoint_name(rnp.sin(x @ w), "hidden")
