@@ -47,19 +47,22 @@ def _compile(lib, np_, remat, forward_only=False):
   return (lambda: lib.block_until_ready(g(dws, dx))), temp
 
 
-def _paired_samples(steps: dict, calls: int, rounds: int) -> dict:
-  """{name: [seconds per call, one per round]}: every step runs `calls` times in each round,
-  the steps alternating, so that load from elsewhere hits each round's steps alike."""
+def _paired_samples(steps: dict, calls: int, rounds: int) -> tuple:
+  """({name: [wall seconds per call, one per round]}, the same in process CPU seconds): every
+  step runs `calls` times in each round, the steps alternating, so that load from elsewhere
+  hits each round's steps alike. CPU time (all the process's threads) is the steadier figure on
+  a loaded machine: other processes' load stretches wall time, not the work done."""
   for fn in steps.values():
     fn()
-  samples = {name: [] for name in steps}
+  wall, cpu = {name: [] for name in steps}, {name: [] for name in steps}
   for _ in range(rounds):
     for name, fn in steps.items():
-      t = time.perf_counter()
+      t, c = time.perf_counter(), time.process_time()
       for _ in range(calls):
         fn()
-      samples[name].append((time.perf_counter() - t) / calls)
-  return samples
+      wall[name].append((time.perf_counter() - t) / calls)
+      cpu[name].append((time.process_time() - c) / calls)
+  return wall, cpu
 
 
 def rows(quick: bool) -> list:
@@ -68,9 +71,10 @@ def rows(quick: bool) -> list:
   Step times come from interleaved rounds; each ratio is the median of the per-round ratios. The
   fence's cost is read against `plain grad + one extra forward` of the same library, timed in
   the same round: that is what recomputing every block costs when nothing else does (checkpoint
-  per block runs each block's forward twice and its backward once). jax.checkpoint's optimization barriers are removed by
-  this XLA:CPU build, so its program does not recompute (its step is about its plain grad's,
-  its temp too); that row shows it.
+  per block runs each block's forward twice and its backward once); in wall time and, steadier
+  on a loaded machine, in CPU time. jax.checkpoint's optimization barriers are removed by this
+  XLA:CPU build, so its program does not recompute (its step is about its plain grad's, its
+  temp too); that row shows it.
   """
   import jax
   import jax.numpy as jnp
@@ -83,12 +87,14 @@ def rows(quick: bool) -> list:
               "jax plain": (jax, jnp, None), "jax fwd": (jax, jnp, None, True),
               "jax ck": (jax, jnp, jax.checkpoint)}
   compiled = {name: _compile(*v) for name, v in variants.items()}
-  samples = _paired_samples({name: step for name, (step, _) in compiled.items()}, calls, rounds)
-  samples["revax plain + fwd"], samples["jax plain + fwd"] = (
-      [p + f for p, f in zip(samples[f"{lib} plain"], samples[f"{lib} fwd"], strict=True)]
-      for lib in ("revax", "jax"))
+  wall, cpu = _paired_samples({name: step for name, (step, _) in compiled.items()}, calls,
+                              rounds)
+  for samples in (wall, cpu):
+    for lib in ("revax", "jax"):
+      samples[f"{lib} plain + fwd"] = [p + f for p, f in zip(
+          samples[f"{lib} plain"], samples[f"{lib} fwd"], strict=True)]
 
-  def step(name, reference, label, target=None):
+  def step(name, reference, label, target=None, samples=wall):
     """A row whose ratio is the median of the per-round ratios (paired); the figures shown
     are the reference's median and that ratio times it."""
     ref = statistics.median(samples[reference]) * 1e6
@@ -106,6 +112,9 @@ def rows(quick: bool) -> list:
        None),
       step("revax ck", "revax plain + fwd",
            "checkpoint per block: step, revax (vs revax plain + one forward)", 1.1),
+      step("revax ck", "revax plain + fwd",
+           "checkpoint per block: CPU time, revax (vs revax plain + one forward)", 1.1,
+           samples=cpu),
       step("revax ck", "revax plain", "checkpoint per block: step, revax (vs revax plain)"),
       step("jax ck", "jax plain + fwd",
            "checkpoint per block: step, jax.checkpoint (vs jax plain + one forward)"),
