@@ -66,22 +66,25 @@ def _compile(lib, loss, depth, forward_only=False):
 
 
 def _step_samples(programs, calls, rounds):
-  """Seconds per call of each (library, jitted fn, args), one sample per round, measured in
-  interleaved rounds so that load from other processes hits every variant alike."""
-  samples = [[] for _ in programs]
+  """Seconds per call of each (library, jitted fn, args), one sample per round, in wall time
+  and in process CPU time, measured in interleaved rounds so that load from other processes
+  hits every variant alike."""
+  wall, cpu = [[] for _ in programs], [[] for _ in programs]
   for _ in range(rounds):
     for k, (lib, g, args) in enumerate(programs):
-      start = time.perf_counter()
+      start, cpu_start = time.perf_counter(), time.process_time()
       for _ in range(calls):
         out = g(*args)
       lib.block_until_ready(out)
-      samples[k].append((time.perf_counter() - start) / calls)
-  return samples
+      wall[k].append((time.perf_counter() - start) / calls)
+      cpu[k].append((time.process_time() - cpu_start) / calls)
+  return wall, cpu
 
 
 def sweep(quick: bool) -> dict:
   """{(variant, depth): (temp bytes, [seconds per step, one per round])} for revax
-  plain/invertible/checkpoint/forward only and jax plain/checkpoint."""
+  plain/invertible/checkpoint/forward only and jax plain/checkpoint, in wall time and (variant
+  name + " (CPU)") in process CPU time."""
   import jax
   import jax.numpy as jnp
 
@@ -100,13 +103,16 @@ def sweep(quick: bool) -> dict:
   for depth in QUICK_DEPTHS if quick else DEPTHS:
     compiled = {name: _compile(lib, loss, depth, forward_only=name == "revax forward")
                 for name, (lib, loss) in variants.items()}
-    times = _step_samples([(variants[name][0], g, args)
-                           for name, (g, args, _) in compiled.items()], calls, rounds)
-    for (name, (_, _, temp)), t in zip(compiled.items(), times, strict=True):
+    wall, cpu = _step_samples([(variants[name][0], g, args)
+                               for name, (g, args, _) in compiled.items()], calls, rounds)
+    for (name, (_, _, temp)), t, c in zip(compiled.items(), wall, cpu, strict=True):
       results[name, depth] = (temp, t)
-    results["revax plain + forward", depth] = (None, [
-        p + f for p, f in zip(results["revax plain", depth][1], results["revax forward", depth][1],
-                              strict=True)])
+      results[name + " (CPU)", depth] = (temp, c)
+    for suffix in ("", " (CPU)"):
+      plain = results["revax plain" + suffix, depth][1]
+      fwd = results["revax forward" + suffix, depth][1]
+      results["revax plain + forward" + suffix, depth] = (
+          None, [p + f for p, f in zip(plain, fwd, strict=True)])
   return results
 
 
@@ -138,8 +144,14 @@ def rows(quick: bool) -> list:
         step("revax invertible", "revax plain", d,
              f"reversible MLP depth {d}: step, revax invertible (vs revax plain)",
              1.2 if d == 64 else None),
+        step("revax invertible (CPU)", "revax plain (CPU)", d,
+             f"reversible MLP depth {d}: CPU time, revax invertible (vs revax plain)",
+             1.2 if d == 64 else None),
         step("revax invertible", "revax plain + forward", d,
              f"reversible MLP depth {d}: step, revax invertible (vs revax plain + one forward)"),
+        step("revax invertible (CPU)", "revax plain + forward (CPU)", d,
+             f"reversible MLP depth {d}: CPU time, revax invertible (vs revax plain + one "
+             "forward)"),
         step("revax invertible", "jax plain", d,
              f"reversible MLP depth {d}: step, revax invertible vs jax plain"),
         step("revax plain", "jax plain", d,
