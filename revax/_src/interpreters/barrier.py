@@ -20,14 +20,16 @@ values is also scheduled in the backward pass.
 Cost: one branch per fenced call, and one random number per function body (or region), shared
 by every fenced call in it. The predicate only has to be opaque; what keeps each recomputation
 in its place in the backward pass is its conditional's operands (the cotangents), not the
-predicate. Measured on the XLA:CPU plugin, jit(grad) of 64 checkpointed two-matmul blocks, CPU
-time against plain grad + one extra forward (what the recomputation itself costs): at width
-256 the fenced step is 0.97x of it with either predicate; with tiny blocks (width 16), where
-fixed costs show, a random number per call made it 0.94-0.99x and the shared one 0.87-0.88x.
-The cheaper-looking fences do not work or cost more there: a barrier over the recomputation's
-inputs is expanded before CSE (the recomputation is merged with the forward: plain grad's dot
-count and XLA temp), and routing every input through a `select` on an opaque predicate costs an
-elementwise pass over each input, weights included, and 2.5x the conditionals' XLA temp.
+predicate. Measured on the XLA:CPU plugin (benchmarks/bench_checkpoint_fences.py: jit(grad) of
+64 checkpointed two-matmul blocks, CPU time against plain grad + one extra forward, which is
+what the recomputation itself costs): at width 256 the fenced step is 0.94-0.97x of it with
+either predicate; with tiny blocks (width 16), where fixed costs show, a random number per call
+made it 0.94-1.07x and the shared one 0.87-0.93x. The fences without a conditional fence
+nothing or cost more there: a barrier over the step's inputs is expanded before CSE (the
+recomputation is merged with the forward: plain grad's 383 dots for 64 blocks instead of 511,
+and its XLA temp), and routing every input through a `select` on an opaque predicate read from
+the cotangent costs an elementwise pass over each input, weights included (1.01x at width 256,
+with 2.5x the conditionals' XLA temp).
 """
 from __future__ import annotations
 
