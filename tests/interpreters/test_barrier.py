@@ -39,3 +39,26 @@ def test_fenced_call_evaluates_its_jaxpr_inside_a_conditional():
   check_jaxpr(revax.make_jaxpr(revax.grad(lambda x: f(x).sum()))(X))
   grads = revax.jit(revax.grad(lambda x: f(x).sum()))(X)
   np.testing.assert_allclose(grads, 2 * (1 - np.tanh(X) ** 2), rtol=1e-5)
+
+
+def test_fenced_calls_share_one_opaque_predicate_per_body():
+  """One `rng` per function body or region, whatever the number of fenced calls in it: each
+  call is its own conditional on the shared predicate, and nested bodies (a loop's, a branch's)
+  make their own, so the module stays well formed."""
+  closed = revax.make_jaxpr(lambda x: rnp.tanh(x) * 2)(X)
+  fence = lambda v: fenced_call(closed, v)[0]
+
+  def f(x):
+    y = fence(fence(fence(x)))
+    z, _ = lax.scan(lambda c, _: (fence(fence(c)), None), y, None, length=2)
+    return lax.cond(x.sum() > 0, fence, lambda v: -v, z)
+
+  text = revax.jit(f).lower(X).as_text()
+  assert text.count('"stablehlo.rng"') == 3  # main, the loop body, the true branch
+  assert text.count('"stablehlo.if"') == 6  # one per call
+  g = lambda v: np.tanh(v) * 2
+  for x in (X + 0.5, X - 0.5):  # the true branch (sum > 0), then the false one
+    z = x
+    for _ in range(7):  # three calls, then two per loop step
+      z = g(z)
+    np.testing.assert_allclose(revax.jit(f)(x), g(z) if x.sum() > 0 else -z, rtol=1e-5)

@@ -195,6 +195,7 @@ class FuncBuilder:
     self._counter = module.counter
     self._types = module.value_types
     self.indent = indent
+    self._body_values: dict = {}  # see body_value
 
   def fresh(self) -> str:
     n = self._counter[0]
@@ -245,6 +246,17 @@ class FuncBuilder:
 
   def set_ordering_token(self, token: str) -> None:
     self._ordering_token = token
+
+  def body_value(self, key: str, make) -> str:
+    """A value emitted once in this body (a function or one region) and shared by later ops.
+
+    The first request runs `make(self)`, which emits the value here; later requests for `key`
+    in the same body get that value (it dominates them: lines are emitted in order). Nested
+    regions are bodies of their own.
+    """
+    if key not in self._body_values:
+      self._body_values[key] = make(self)
+    return self._body_values[key]
 
   def constant(self, value, aval: ShapedArray) -> str:
     (out,) = self.op("stablehlo.constant", [], [ir_type(aval)],
