@@ -316,3 +316,5 @@ from revax._src.lax.parallel import pmax_p as pmax_p
 from revax._src.lax.parallel import pmin_p as pmin_p
 from revax._src.lax.parallel import ppermute_p as ppermute_p
 from revax._src.lax.parallel import psum_p as psum_p
+from revax._src.lax.sharding_constraint import sharding_constraint_p as sharding_constraint_p
+from revax._src.lax.sharding_constraint import with_sharding_constraint as with_sharding_constraint
