@@ -35,6 +35,19 @@ def sharded_call(jitted, args, kwargs):
   return sharded_jit.call(jitted, args, kwargs)
 
 
+def _mesh_program(jaxpr, name):
+  """A program over a mesh when the jaxpr names one of several devices (shard_map, sharding
+  constraints), else None."""
+  from revax._src import sharded_jit
+  return sharded_jit.mesh_program(jaxpr, name)
+
+
+def _names_mesh(jaxpr) -> bool:
+  """Whether the jaxpr names a mesh of several devices (shard_map, sharding constraints)."""
+  from revax._src import sharded_jit
+  return sharded_jit.names_mesh(jaxpr)
+
+
 def sharded_lower(jitted, args, kwargs):
   from revax._src import sharded_jit
   return sharded_jit.lower(jitted, args, kwargs)
@@ -56,7 +69,7 @@ def program_for(jaxpr: ClosedJaxpr, name: str) -> dispatch.CompiledProgram:
   """The compiled program of a jit jaxpr (compiled once, kept while the jaxpr lives)."""
   program = _programs.get(jaxpr)
   if program is None:
-    program = dispatch.compile_jaxpr(jaxpr, name)
+    program = _mesh_program(jaxpr, name) or dispatch.compile_jaxpr(jaxpr, name)
     with _programs_lock:
       program = _programs.setdefault(jaxpr, program)
   return program
@@ -424,6 +437,8 @@ class Jitted:
     if self._sharded or _rt_sharded.any_sharded(leaves):
       return sharded_lower(self, args, kwargs)
     entry = self._entry(leaves, key_head, call, names)
+    if _names_mesh(entry.jaxpr):
+      return sharded_lower(self, args, kwargs)
     in_tree = key_head[0]
     return Lowered(entry, in_tree, len(entry.consts))
 

@@ -74,11 +74,15 @@ def _leaf_shardings(spec, tree_value, what: str, n_leaves: int) -> list:
 
 
 def _constraint_meshes(jaxpr: Jaxpr, out: list) -> list:
-  """Meshes named by sharding constraints anywhere in `jaxpr` (sub-jaxprs included)."""
+  """Meshes named by sharding constraints and shard_maps anywhere in `jaxpr` (sub-jaxprs
+  included)."""
   for eqn in jaxpr.eqns:
     s = eqn.params.get("sharding") if eqn.primitive.name == "sharding_constraint" else None
     if isinstance(s, NamedSharding):
       out.append(s.mesh)
+    if eqn.primitive.name == "shard_map" and isinstance(eqn.params.get("mesh"), Mesh):
+      out.append(eqn.params["mesh"])
+      continue  # the member program runs inside the region
     for v in eqn.params.values():
       for sub in (v if isinstance(v, (tuple, list)) else (v,)):
         if isinstance(sub, ClosedJaxpr):
@@ -375,3 +379,44 @@ class ShardedCompiled:
     """XLA's memory figures for the program, per device for a program over a mesh."""
     p = self._lowered._program
     return p.memory_stats() if p is not None else self._lowered._entry.program.memory_stats()
+
+
+class MeshProgram:
+  """A jit program with no sharded inputs or requested shardings that still names a mesh of
+  several devices (a shard_map or a sharding constraint inside): compiled over that mesh, with
+  every argument and result left for XLA to place. Has CompiledProgram's interface."""
+
+  def __init__(self, closed: ClosedJaxpr, name: str, mesh: Mesh):
+    self.in_avals, self.out_avals, self.name = list(closed.in_avals), list(closed.out_avals), name
+    self._spmd = program_for(closed, name, mesh, [None] * len(self.in_avals),
+                             [None] * len(self.out_avals))
+    self.text = self._spmd.text
+
+  def check_avals(self, avals) -> None:
+    dispatch.check_arg_avals(self.name, self.in_avals, avals)
+
+  def call_arrays(self, args):
+    self.check_avals([a.aval if isinstance(a, Array) else get_aval(a) for a in args])
+    return self._spmd(args)
+
+  def run_unchecked(self, args):
+    return self._spmd(args)
+
+  def memory_stats(self):
+    return self._spmd.memory_stats()
+
+
+def names_mesh(closed: ClosedJaxpr) -> bool:
+  return any(m.size > 1 for m in _constraint_meshes(closed.jaxpr, []))
+
+
+def mesh_program(closed: ClosedJaxpr, name: str):
+  """A MeshProgram when `closed` names a mesh of several devices, else None."""
+  meshes = [m for m in _constraint_meshes(closed.jaxpr, []) if m.size > 1]
+  if not meshes:
+    return None
+  for m in meshes[1:]:
+    if m != meshes[0]:
+      raise ValueError(f"Received incompatible devices for jitted computation: the program uses "
+                       f"different meshes {meshes[0]!r} and {m!r}")
+  return MeshProgram(closed, name, meshes[0])
