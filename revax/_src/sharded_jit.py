@@ -23,6 +23,8 @@ import numpy as np
 
 from revax._src import tree_util
 from revax._src.core.avals import ShapedArray, get_aval
+from revax._src.core.config import config
+from revax._src.core.trace import Tracer
 from revax._src.core.jaxpr import ClosedJaxpr, Jaxpr
 from revax._src.interpreters import dispatch, sharding_lowering
 from revax._src.runtime import sharded as rt
@@ -210,11 +212,12 @@ class SpmdProgram:
     return GSPMDSharding(self.devices, {tuple(shape): indices})
 
   def __call__(self, args) -> list[Array]:
-    placed = [place(a, s, aval) for a, s, aval in zip(args, self.in_shardings, self.in_avals,
-                                                      strict=True)]
     per_position = [[] for _ in self.devices]
-    for arr in placed:
-      bufs = arr._buffers if type(arr) is rt.ShardedArray else [arr._device_buffer()]
+    for a, s, aval in zip(args, self.in_shardings, self.in_avals, strict=True):
+      if type(a) is rt.ShardedArray and (a._sharding is s or a._sharding == s):
+        bufs = a._buffers  # already laid out as the program takes it (checked below)
+      else:
+        bufs = place(a, s, aval)._buffers
       for p, b in enumerate(bufs):
         per_position[p].append(b)
     per_device = [per_position[p] for p in self.order]
@@ -300,9 +303,36 @@ def _same_layout(a, b, shape) -> bool:
     return False
 
 
+def _fast_key(args):
+  leaves, treedef = tree_util.tree_flatten(args)
+  sig = []
+  for x in leaves:
+    if type(x) is rt.ShardedArray:
+      sig.append((x.aval, x._sharding))
+    elif type(x) is Array:
+      sig.append(x.aval)
+    else:
+      return None, None
+  return (config.trace_epoch, treedef, tuple(sig)), leaves
+
+
 def call(jitted, args, kwargs):
   """Run a jitted function whose call involves shardings (outside every transformation)."""
+  key = None
+  if not kwargs and not jitted.static_argnums:
+    key, leaves = _fast_key(args)
+    if key is not None:
+      cache = jitted.__dict__.setdefault("_sharded_calls", {})
+      fast = cache.get(key)
+      if fast is not None:
+        entry, program = fast
+        flat = entry.consts + leaves if entry.consts else leaves
+        outs = program(flat)
+        return outs[0] if entry.out_is_leaf else tree_util.tree_unflatten(entry.out_tree, outs)
   entry, flat, program, out_shardings = _prepare(jitted, args, kwargs)
+  if (program is not None and not kwargs and not jitted.static_argnums and key is not None
+      and not any(isinstance(c, Tracer) for c in entry.consts)):
+    cache[key] = (entry, program)
   if program is None:
     from revax._src.jit import program_for as plain_program
     if entry.program is None:

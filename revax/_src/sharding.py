@@ -174,6 +174,7 @@ class NamedSharding:
       raise TypeError(f"NamedSharding expects a PartitionSpec, got {type(spec).__name__}")
     check_spec(spec, mesh, "NamedSharding")
     self.mesh, self.spec, self.memory_kind = mesh, spec, memory_kind
+    self._index_cache: dict = {}  # shape -> the blocks of `_indices`
 
   @property
   def num_devices(self) -> int:
@@ -205,6 +206,9 @@ class NamedSharding:
         is not divisible by its number of shards.
     """
     shape = tuple(shape)
+    cached = self._index_cache.get(shape)
+    if cached is not None:
+      return cached
     if len(self.spec) > len(shape):
       raise ValueError(f"One of device_put/jit/with_sharding_constraint got sharding {self!r}, "
                        f"which is only valid for values of rank at least {len(self.spec)}, but "
@@ -228,6 +232,8 @@ class NamedSharding:
           k = k * sizes[a] + where[a]
         index.append(slice(k * block, (k + 1) * block) if block != shape[dim] else slice(None))
       out.append(tuple(index))
+    if len(self._index_cache) < 64:
+      self._index_cache[shape] = out
     return out
 
   def devices_indices_map(self, global_shape) -> dict:
