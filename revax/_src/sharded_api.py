@@ -114,7 +114,7 @@ def place(value, sharding, aval: ShapedArray | None = None) -> Array:
     return rt.ShardedArray(aval, sharding, reuse, indices, npy=value._npy)
   host = np.asarray(dispatch.host_value(value), dtype=aval.dtype)
   backend = get_backend()
-  bufs = [backend.buffer_from_numpy(np.ascontiguousarray(host[ix]), d)
+  bufs = [backend.buffer_from_numpy(np.asarray(host[ix]), d)  # (any strides are fine)
           for d, ix in zip(devices, indices, strict=True)]
   npy = host if not host.flags.writeable else None
   return rt.ShardedArray(aval, sharding, bufs, indices, npy=npy)
@@ -252,7 +252,7 @@ def _from_blocks(shape, sharding, devices, indices, blocks, dtype, where):
     if b.shape != want:
       raise ValueError(f"{where}: the block for {d} (index {ix}) has shape {b.shape}, expected "
                        f"{want}")
-    bufs.append(backend.buffer_from_numpy(np.ascontiguousarray(b, dtype=dtype), d))
+    bufs.append(backend.buffer_from_numpy(np.asarray(b, dtype=dtype), d))
   aval = ShapedArray(shape, dtype)
   if len(devices) == 1:
     return Array(aval, buf=bufs[0])

@@ -247,4 +247,20 @@ part = revax.jit(grad, in_shardings=(cols, rows, repl), out_shardings=(cols, row
 for field in ("argument_size_in_bytes", "output_size_in_bytes", "peak_memory_in_bytes"):
   ratio = getattr(part, field) / getattr(full, field)
   assert 0.2 < ratio < 0.3, (field, ratio, full, part)
+# --- pmap: one member per device (jit of a shard_map over a 1-d mesh) ----------------------------
+from revax import lax as rl
+from jax import lax as jl
+xp = np.arange(24, dtype=np.float32).reshape(4, 3, 2)
+for fn in (lambda l: (lambda v, y: l.psum(v * y, "i")),
+           lambda l: (lambda v, y: (v + l.axis_index("i"), l.all_gather(v, "i")))):
+  got = revax.pmap(fn(rl), axis_name="i", in_axes=(0, None))(xp, 2.0)  # a scalar broadcast too
+  want = jax.pmap(fn(jl), axis_name="i", in_axes=(0, None))(xp, 2.0)
+  for g, w_ in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want)):
+    same(g, w_, "pmap")
+    assert len(g.addressable_shards) == 4
+same(revax.pmap(lambda v: v * 2, in_axes=1, out_axes=1)(xp.transpose(1, 0, 2)),
+     xp.transpose(1, 0, 2) * 2, "pmap in_axes/out_axes")
+same(revax.grad(lambda v: revax.pmap(lambda u: rl.psum(u ** 2, "i"), axis_name="i")(v).sum())(xp),
+     jax.grad(lambda v: jax.pmap(lambda u: jl.psum(u ** 2, "i"), axis_name="i")(v).sum())(xp),
+     "grad of pmap")
 print("SHARDED_JIT_OK")
