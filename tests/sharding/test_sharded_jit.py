@@ -77,3 +77,40 @@ def test_errors():
     revax.lax.with_sharding_constraint(x, P("x"))
   with pytest.raises(ValueError, match="device_put only accepts"):
     revax.device_put(x, "cpu:0")
+
+
+_COUNTS_CHILD = r'''
+import numpy as np, revax, revax.numpy as jnp
+from revax import P
+from revax.sharding import Mesh, NamedSharding
+n = len(revax.devices())
+x = np.arange(8 * n * 3, dtype=np.float32).reshape(8 * n, 3)
+w = np.linspace(-1, 1, 6, dtype=np.float32).reshape(3, 2)
+mesh = revax.make_mesh((n,), ("d",))
+f = revax.jit(lambda x, w: (jnp.tanh(x @ w) ** 2).mean(),
+              in_shardings=(NamedSharding(mesh, P("d")), NamedSharding(mesh, P())))
+np.testing.assert_allclose(f(x, w), (np.tanh(x @ w) ** 2).mean(), rtol=1e-5)
+g = revax.jit(revax.grad(lambda w, x: (jnp.tanh(x @ w) ** 2).mean()),
+              in_shardings=(NamedSharding(mesh, P()), NamedSharding(mesh, P("d"))))
+np.testing.assert_allclose(g(w, x), revax.grad(lambda w: (jnp.tanh(x @ w) ** 2).mean())(w),
+                           rtol=1e-5, atol=1e-6)
+s = revax.jit(revax.shard_map(lambda v: revax.lax.psum(v.sum(0), "d"), mesh=mesh,
+                              in_specs=P("d"), out_specs=P()))
+np.testing.assert_allclose(s(x), x.sum(0), rtol=1e-5)
+# a mesh over the last half of the devices runs there
+half = Mesh(np.array(revax.devices()[n // 2:]), ("h",))
+y = revax.device_put(x, NamedSharding(half, P("h")))
+out = revax.jit(lambda v: v * 2)(y)
+assert out.devices() == set(revax.devices()[n // 2:]), out.devices()
+np.testing.assert_allclose(out, 2 * x)
+print("COUNTS_OK", n)
+'''
+
+
+@pytest.mark.parametrize("count", [2, 8])
+def test_other_device_counts(count):
+  env = dict(os.environ, REVAX_CPU_DEVICE_COUNT=str(count), PYTHONPATH=ROOT)
+  out = subprocess.run([sys.executable, "-c", _COUNTS_CHILD], env=env, capture_output=True,
+                       text=True, timeout=300)
+  assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-3000:]
+  assert f"COUNTS_OK {count}" in out.stdout
