@@ -19,10 +19,8 @@ from __future__ import annotations
 import threading
 import weakref
 
-import numpy as np
-
 from revax._src import tree_util
-from revax._src.core.avals import ShapedArray, get_aval
+from revax._src.core.avals import get_aval
 from revax._src.core.config import config
 from revax._src.core.trace import Tracer
 from revax._src.core.jaxpr import ClosedJaxpr, Jaxpr
