@@ -231,6 +231,21 @@ for k in params:
   same(p_dp[k], p_j[k], f"dp params {k} vs jax")
   assert type(p_dp[k]) is rt.ShardedArray and p_dp[k].sharding == repl
 
+# a 2-d (data x model) mesh: batch over "a", hidden units over "b"; the step equals jax's
+DM = {"w1": (None, "b"), "b1": ("b",), "w2": ("b", None)}
+r_in = ({k: RNS(RM2, RP(*v)) for k, v in DM.items()}, RNS(RM2, RP("a")), RNS(RM2, RP("a")))
+j_in = ({k: JNS(JM2, JP(*v)) for k, v in DM.items()}, JNS(JM2, JP("a")), JNS(JM2, JP("a")))
+p_r, l_r = revax.jit(lambda p, x, y: step(rnp, p, x, y), in_shardings=r_in,
+                     out_shardings=(r_in[0], None))(params, xb, yb)
+p_j, l_j = jax.jit(lambda p, x, y: step(jnp, p, x, y), in_shardings=j_in,
+                   out_shardings=(j_in[0], None))(params, xb, yb)
+same(l_r, l_j, "2-d mesh loss")
+for k in params:
+  same(p_r[k], p_j[k], f"2-d mesh params {k}")
+  assert p_r[k].sharding == r_in[0][k]
+  assert sorted(str(s.index) for s in p_r[k].addressable_shards) == \
+      sorted(str(s.index) for s in p_j[k].addressable_shards)
+
 # --- 5. memory per device of a model-sharded MLP gradient ~ 1/N ----------------------------------
 def mlp_loss(w1, w2, x):
   return (rnp.tanh(x @ w1) @ w2).sum()
