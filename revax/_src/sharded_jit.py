@@ -310,7 +310,10 @@ def _fast_key(args):
     elif type(x) is Array:
       sig.append(x.aval)
     else:
-      return None, None
+      try:
+        sig.append((get_aval(x), type(x)))
+      except TypeError:
+        return None, None
   return (config.trace_epoch, treedef, tuple(sig)), leaves
 
 
