@@ -283,7 +283,10 @@ def _prepare(jitted, args, kwargs):
   const_shardings = [c.sharding if type(c) is rt.ShardedArray else None for c in entry.consts]
   mesh = _program_mesh(const_shardings + arg_shardings + out_shardings, entry.jaxpr)
   flat = list(entry.consts) + list(leaves)
-  if mesh is None:
+  if mesh is None:  # outputs of a single-device program are on the first device already
+    first = get_backend().devices[0]
+    out_shardings = [None if s is None or s._device_list == [first] else s
+                     for s in out_shardings]
     return entry, flat, None, out_shardings
   program = program_for(entry.jaxpr, entry.name, mesh, const_shardings + arg_shardings,
                         out_shardings)
@@ -326,21 +329,25 @@ def call(jitted, args, kwargs):
       cache = jitted.__dict__.setdefault("_sharded_calls", {})
       fast = cache.get(key)
       if fast is not None:
-        entry, program = fast
+        entry, program, out_shardings = fast
         flat = entry.consts + leaves if entry.consts else leaves
-        outs = program(flat)
-        return outs[0] if entry.out_is_leaf else tree_util.tree_unflatten(entry.out_tree, outs)
+        return _run(entry, program, out_shardings, flat)
   entry, flat, program, out_shardings = _prepare(jitted, args, kwargs)
-  if (program is not None and not kwargs and not jitted.static_argnums and key is not None
+  if (not kwargs and not jitted.static_argnums and key is not None
       and not any(isinstance(c, Tracer) for c in entry.consts)):
-    cache[key] = (entry, program)
-  if program is None:
+    cache[key] = (entry, program, out_shardings)
+  return _run(entry, program, out_shardings, flat)
+
+
+def _run(entry, program, out_shardings, flat):
+  if program is None:  # no mesh of several devices: the ordinary compiled program
     from revax._src.jit import program_for as plain_program
     if entry.program is None:
       entry.program = plain_program(entry.jaxpr, entry.name)
-    outs = entry.program.call_arrays(flat)
-    outs = [place(o, s) if s is not None else o for o, s in zip(outs, out_shardings,
-                                                                 strict=True)]
+    outs = entry.program.run_unchecked(flat)
+    if any(s is not None for s in out_shardings):
+      outs = [place(o, s) if s is not None else o for o, s in zip(outs, out_shardings,
+                                                                   strict=True)]
   else:
     outs = program(flat)
   return outs[0] if entry.out_is_leaf else tree_util.tree_unflatten(entry.out_tree, outs)
