@@ -21,7 +21,8 @@ from revax._src.lax import sharding_constraint
 from revax._src.runtime import sharded as rt
 from revax._src.runtime.array import Array
 from revax._src.runtime.client import Device, get_backend
-from revax._src.sharding import NamedSharding, PartitionSpec, SingleDeviceSharding, block_shape
+from revax._src.sharding import (NamedSharding, PartitionSpec, Sharding, SingleDeviceSharding,
+                                 block_shape)
 
 __all__ = ["device_put", "make_array_from_callback", "make_array_from_single_device_arrays",
            "local_devices", "local_device_count", "is_sharding", "place", "GSPMDSharding"]
@@ -37,10 +38,10 @@ def local_device_count(backend=None) -> int:
 
 
 def is_sharding(x) -> bool:
-  return isinstance(x, (NamedSharding, SingleDeviceSharding, GSPMDSharding))
+  return isinstance(x, Sharding)
 
 
-class GSPMDSharding:
+class GSPMDSharding(Sharding):
   """A sharding XLA chose that no PartitionSpec of the mesh describes: the block each device
   holds, as read back from the compiled program, for arrays of one shape."""
 

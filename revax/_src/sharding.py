@@ -14,12 +14,27 @@ import math
 
 import numpy as np
 
-__all__ = ["Mesh", "PartitionSpec", "P", "NamedSharding", "SingleDeviceSharding", "make_mesh",
-           "DuplicateSpecError"]
+__all__ = ["Mesh", "PartitionSpec", "P", "Sharding", "NamedSharding", "SingleDeviceSharding",
+           "make_mesh", "DuplicateSpecError"]
 
 
 class DuplicateSpecError(ValueError):
   """A PartitionSpec that maps one mesh axis to two dimensions (JAX's error of that name)."""
+
+
+class Sharding:
+  """The base of every sharding (NamedSharding, SingleDeviceSharding, ...): how an array's
+  blocks are laid out over devices. `devices_indices_map(shape)` gives each device's block."""
+
+  @property
+  def device_set(self) -> set:
+    raise NotImplementedError
+
+  def devices_indices_map(self, global_shape) -> dict:
+    raise NotImplementedError
+
+  def shard_shape(self, global_shape) -> tuple:
+    raise NotImplementedError
 
 
 class Mesh:
@@ -164,7 +179,7 @@ class PartitionSpec:
 P = PartitionSpec
 
 
-class NamedSharding:
+class NamedSharding(Sharding):
   """An array split over `mesh` as `spec` says."""
 
   def __init__(self, mesh: Mesh, spec: PartitionSpec = PartitionSpec(), *, memory_kind=None):
@@ -264,7 +279,7 @@ class NamedSharding:
     return f"NamedSharding(mesh={self.mesh!r}, spec={self.spec!r})"
 
 
-class SingleDeviceSharding:
+class SingleDeviceSharding(Sharding):
   """An array whole on one device."""
 
   def __init__(self, device, *, memory_kind=None):

@@ -35,6 +35,7 @@ def test_one_device_shardings_are_plain_arrays():
   x = np.arange(12.0, dtype=np.float32).reshape(4, 3)
   a = revax.device_put(x, NamedSharding(mesh, P("x")))
   assert type(a) is revax.Array and a.sharding == SingleDeviceSharding(revax.devices()[0])
+  assert isinstance(a.sharding, revax.sharding.Sharding)
   (shard,) = a.addressable_shards
   assert shard.index == (slice(None), slice(None)) and shard.device == revax.devices()[0]
   np.testing.assert_array_equal(np.asarray(shard.data), x)
