@@ -4,9 +4,10 @@ properties every Array has (`.sharding`, `.addressable_shards`, `.is_fully_addre
 
 A sharded array (runtime.sharded.ShardedArray) holds one buffer per device of its sharding, each
 the block `sharding.devices_indices_map(shape)[device]` of the global value. A sharding over one
-device gives a plain single-device Array. Eager operations on sharded arrays read the assembled
-host value (a gather); jit over the same mesh uses the shards where they are
-(sharded_jit.py).
+device gives a plain single-device Array. Eager primitives on sharded arrays are compiled for
+their mesh with the operands' shardings and return sharded arrays (sharded_jit.apply_primitive;
+where that is impossible they read the assembled value); jit over the same mesh uses the shards
+where they are (sharded_jit.py).
 """
 from __future__ import annotations
 
@@ -277,3 +278,6 @@ Array.is_fully_addressable = True
 Array.is_fully_replicated = True
 
 sharding_constraint.eager_place = place
+
+# eager primitives on sharded arrays run over their mesh (sharded_jit sets dispatch's hook)
+from revax._src import sharded_jit as _sharded_jit  # noqa: E402,F401  (sharded_jit imports this module)

@@ -23,11 +23,11 @@ from revax._src import tree_util
 from revax._src.core.avals import get_aval
 from revax._src.core.config import config
 from revax._src.core.trace import Tracer
-from revax._src.core.jaxpr import ClosedJaxpr, Jaxpr
+from revax._src.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Var
 from revax._src.interpreters import dispatch, sharding_lowering
 from revax._src.runtime import sharded as rt
 from revax._src.runtime.array import Array
-from revax._src.runtime.client import get_backend
+from revax._src.runtime.client import CompileError, get_backend
 from revax._src.sharded_api import GSPMDSharding, is_sharding, place
 from revax._src.sharding import (Mesh, NamedSharding, PartitionSpec, SingleDeviceSharding,
                                  block_shape)
@@ -143,7 +143,10 @@ def _to_named(indices, mesh: Mesh, shape) -> NamedSharding | None:
     if best is not None:
       return
     if k == len(names):
-      spec = PartitionSpec(*[tuple(p) if p else None for p in parts])
+      entries = [tuple(p) if p else None for p in parts]
+      while entries and entries[-1] is None:  # P('x'), not P('x', None), as JAX prints it
+        entries.pop()
+      spec = PartitionSpec(*entries)
       try:
         got = [rt._index_key(ix, shape) for ix in NamedSharding(mesh, spec)._indices(shape)]
       except ValueError:
@@ -458,3 +461,46 @@ def mesh_program(closed: ClosedJaxpr, name: str):
       raise ValueError(f"Received incompatible devices for jitted computation: the program uses "
                        f"different meshes {meshes[0]!r} and {m!r}")
   return MeshProgram(closed, name, meshes[0])
+
+
+# --- eager primitives on sharded arrays ------------------------------------------------------------
+_eager: dict = {}  # (prim, avals, params, shardings) -> SpmdProgram, or None (gather instead)
+
+
+def apply_primitive(prim, args, params):
+  """Run one primitive over the mesh of its sharded operands, compiled with their shardings
+  (results laid out as XLA chooses, as JAX does); None when that is not possible (operands on
+  different meshes, a primitive that cannot be partitioned): the caller then gathers."""
+  shardings = [x._sharding if type(x) is rt.ShardedArray else None for x in args]
+  meshes = {s.mesh for s in shardings if isinstance(s, NamedSharding)}
+  if len(meshes) != 1 or any(s is not None and not isinstance(s, NamedSharding)
+                             for s in shardings):
+    return None
+  (mesh,) = meshes
+  try:
+    avals = tuple(x.aval if isinstance(x, Array) else get_aval(x) for x in args)
+    key = (prim, avals, tuple(sorted(params.items())), tuple(shardings))
+    hash(key)
+  except TypeError:
+    return None
+  program = _eager.get(key, False)
+  if program is False:
+    program = None
+    try:
+      out = prim.abstract_eval(*avals, **params)
+      out_avals = out if prim.multiple_results else [out]
+      invars = [Var(a) for a in avals]
+      outvars = [Var(a) for a in out_avals]
+      closed = ClosedJaxpr(Jaxpr([], invars, outvars, [JaxprEqn(prim, invars, outvars,
+                                                                 dict(params))]), [])
+      program = SpmdProgram(closed, prim.name, mesh, shardings, [None] * len(out_avals))
+    except (CompileError, NotImplementedError):
+      program = None  # e.g. a primitive whose lowering is single-device only
+    _eager[key] = program
+  if program is None:
+    return None
+  outs = program(list(args))
+  return outs if prim.multiple_results else outs[0]
+
+
+dispatch.sharded_apply = apply_primitive

@@ -52,7 +52,9 @@ for spec in [("a", "b"), ("b", None), (("a", "b"),), (None, "a"), ()]:
     assert s.data.devices() == {s.device}
   assert r.sharding == RNS(RM2, RP(*spec)) and r.is_fully_addressable
   assert r.is_fully_replicated == j.is_fully_replicated
-  same(r * 2 + 1, X * 2 + 1, "eager op on a sharded array")  # eager ops gather
+  er, ej = rnp.tanh(r * 2 + 1).sum(0), jnp.tanh(j * 2 + 1).sum(0)  # eager ops over the mesh
+  same(er, ej, "eager ops on a sharded array")
+  assert spec_of(er.sharding) == spec_of(ej.sharding), (spec, er.sharding, ej.sharding)
 
 cb = lambda ix: X[ix]
 r = revax.make_array_from_callback(X.shape, RNS(RM1, RP("x")), cb)

@@ -2,8 +2,9 @@
 
 `ShardedArray` is a revax Array held as one device buffer per device of its sharding (each the
 block of the global array that device holds, `index` a tuple of slices); NumPy conversion
-assembles the global value from the blocks (and keeps it). Eager operations read that host
-value, so they work on sharded arrays as on any other (they gather; jit keeps the shards).
+assembles the global value from the blocks (and keeps it). Eager primitives on sharded arrays
+run as one-primitive programs over their mesh (sharded_jit.apply_primitive); code that reads the
+host value (NumPy conversion, single-device programs) sees the assembled array.
 
 `compile_spmd` compiles a Shardy-annotated StableHLO module for an ordered list of devices (mesh
 position p runs on devices[p]); `run_spmd` checks every per-device argument (device, shape,
