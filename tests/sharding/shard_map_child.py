@@ -121,4 +121,15 @@ assert 'manual_axes={"a"}' in text and '{"a", ?}' in text, text
 # inputs placed by the caller's sharding go in as they are
 ys = revax.device_put(Y, revax.NamedSharding(rm2, RP("a", "b")))
 np.testing.assert_allclose(np.asarray(f(ys)), np.asarray(want), rtol=1e-5)
+# errors of a staged shard_map (under jit over 4 devices) are raised while tracing, as eagerly
+for body, spec, kind, match, arg in [
+    (lambda v: v, RP(), ValueError, "varies along", X),
+    (lambda v: revax.lax.psum(v, "y"), RP(), NameError, "unbound axis name: y", X),
+    (lambda v: v, RP("x"), ValueError, "not divisible", X[:6]),
+]:
+  try:
+    revax.jit(revax.shard_map(body, mesh=rm, in_specs=RP("x"), out_specs=spec))(arg)
+    raise AssertionError(f"no {kind.__name__}")
+  except kind as e:
+    assert match in str(e), e
 print("SHARD_MAP_OK", len(CASES))
