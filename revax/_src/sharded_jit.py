@@ -496,6 +496,8 @@ def apply_primitive(prim, args, params):
       program = SpmdProgram(closed, prim.name, mesh, shardings, [None] * len(out_avals))
     except (CompileError, NotImplementedError):
       program = None  # e.g. a primitive whose lowering is single-device only
+    if len(_eager) > 1024:  # a bound for long eager sessions over many shapes
+      _eager.clear()
     _eager[key] = program
   if program is None:
     return None
