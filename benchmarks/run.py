@@ -129,7 +129,7 @@ def jitted_add_us(lib, calls: int) -> float:
 # Topic benchmarks: modules benchmarks/bench_<topic>.py exposing rows(quick) -> list of
 # (label, unit, revax value, jax value, target ratio or None).
 TOPICS = ["dot", "windowed", "control_flow", "conv", "random", "checkpoint", "invertible",
-          "callbacks", "compilation_cache", "fft", "linalg"]
+          "callbacks", "compilation_cache", "fft", "linalg", "sharding"]
 
 
 def topic_rows(quick: bool) -> list:

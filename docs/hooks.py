@@ -9,8 +9,13 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import os
 import pkgutil
 import types
+
+# The guides' code runs in this process; the sharding guide needs several devices, and the CPU
+# client's device count is fixed when the first computation creates it.
+os.environ.setdefault("REVAX_CPU_DEVICE_COUNT", "4")
 
 from mkdocs.structure.files import File
 

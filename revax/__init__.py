@@ -32,6 +32,11 @@ from revax._src.shard_map import shard_map as shard_map
 from revax._src.sharding import PartitionSpec as P
 from revax._src.sharding import NamedSharding as NamedSharding
 from revax._src.sharding import make_mesh as make_mesh
+from revax._src.sharded_api import local_device_count as local_device_count
+from revax._src.sharded_api import local_devices as local_devices
+from revax._src.sharded_api import make_array_from_callback as make_array_from_callback
+from revax._src.sharded_api import make_array_from_single_device_arrays as make_array_from_single_device_arrays
+from revax._src.runtime.sharded import Shard as Shard
 from revax._src.vmap import vmap as vmap
 from revax._src.lax.callbacks import pure_callback as pure_callback
 from revax import debug as debug

@@ -130,16 +130,18 @@ def device_count() -> int:
   return len(devices())
 
 
-def device_put(x, device=None):
-  """Place arrays (a pytree of them) on `device` (default: the first device) as revax Arrays."""
+def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
+  """Place arrays (a pytree of them) on `device` (default: the first device) as revax Arrays;
+  `device` may also be a sharding (or a pytree prefix of shardings): sharded_api.device_put."""
   from revax._src.runtime.client import Device
   if device is not None and not isinstance(device, Device):
-    raise ValueError(f"device_put only accepts None or a revax Device (from revax.devices()) as "
-                     f"its device, got {device!r} of type {type(device).__name__}")
+    from revax._src import sharded_api
+    return sharded_api.device_put(x, device)
 
   def put(leaf):
-    if isinstance(leaf, Tracer):
-      return leaf
+    if isinstance(leaf, Tracer) or (device is None and isinstance(leaf, Array)
+                                    and type(leaf) is not Array):
+      return leaf  # a sharded Array stays where it is
     if getattr(leaf, "dtype", None) == dtypes.float0:
       return leaf  # tangents of integers hold no data: they stay NumPy float0 arrays, as in JAX
     arr = dispatch.to_array(leaf)

@@ -25,6 +25,32 @@ from revax._src.core.trace import Primitive, Tracer, _context, eval_trace
 from revax._src.interpreters import (ad, batching, dispatch, mlir, partial_eval, staging,
                                     transpose)
 from revax._src.runtime.array import Array
+from revax._src.runtime import sharded as _rt_sharded
+
+
+
+def sharded_call(jitted, args, kwargs):
+  """Calls that involve a mesh (in/out shardings, sharded arguments) run in sharded_jit.py."""
+  from revax._src import sharded_jit
+  return sharded_jit.call(jitted, args, kwargs)
+
+
+def _mesh_program(jaxpr, name):
+  """A program over a mesh when the jaxpr names one of several devices (shard_map, sharding
+  constraints), else None."""
+  from revax._src import sharded_jit
+  return sharded_jit.mesh_program(jaxpr, name)
+
+
+def _names_mesh(jaxpr) -> bool:
+  """Whether the jaxpr names a mesh of several devices (shard_map, sharding constraints)."""
+  from revax._src import sharded_jit
+  return sharded_jit.names_mesh(jaxpr)
+
+
+def sharded_lower(jitted, args, kwargs):
+  from revax._src import sharded_jit
+  return sharded_jit.lower(jitted, args, kwargs)
 
 # --- the jit primitive ---------------------------------------------------------------------------
 jit_p = Primitive("jit", multiple_results=True)
@@ -43,7 +69,7 @@ def program_for(jaxpr: ClosedJaxpr, name: str) -> dispatch.CompiledProgram:
   """The compiled program of a jit jaxpr (compiled once, kept while the jaxpr lives)."""
   program = _programs.get(jaxpr)
   if program is None:
-    program = dispatch.compile_jaxpr(jaxpr, name)
+    program = _mesh_program(jaxpr, name) or dispatch.compile_jaxpr(jaxpr, name)
     with _programs_lock:
       program = _programs.setdefault(jaxpr, program)
   return program
@@ -215,7 +241,8 @@ def _key_value(key):
 class Jitted:
   """The result of `revax.jit(fun)`: call it, or `.lower(*args)` to see and compile the program."""
 
-  def __init__(self, fun, static_argnums=(), static_argnames=(), donate_argnums=(), name=None):
+  def __init__(self, fun, static_argnums=(), static_argnames=(), donate_argnums=(), name=None,
+               in_shardings=None, out_shardings=None):
     if not callable(fun):
       raise TypeError(f"jit expects a callable, got {fun!r} of type {type(fun).__name__}")
     self.fun = fun
@@ -225,6 +252,8 @@ class Jitted:
     self.static_argnames = (static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames or ())
     self._resolve_static_names()
     self._traces = _shared_cache(fun, (self.static_argnums, self.static_argnames, self.name))
+    self._in_shardings, self._out_shardings = in_shardings, out_shardings
+    self._sharded = in_shardings is not None or out_shardings is not None
     all_jitted.add(self)  # for revax.clear_caches
     functools.update_wrapper(self, fun, updated=())
 
@@ -337,6 +366,8 @@ class Jitted:
   def __call__(self, *args, **kwargs):
     if config.disable_jit:
       return self.fun(*args, **kwargs)
+    if self._sharded and _context.trace is eval_trace:
+      return sharded_call(self, args, kwargs)
     entry = None
     if not (kwargs or self.static_argnums):
       # The hot path: positional arguments that are all Arrays need no pytree flattening.
@@ -352,6 +383,9 @@ class Jitted:
         leaves = list(args)
     if entry is None:
       entry, leaves = self._lookup(args, kwargs)
+      if _rt_sharded.live and _context.trace is eval_trace and (
+          _rt_sharded.any_sharded(leaves) or _rt_sharded.any_sharded(entry.consts)):
+        return sharded_call(self, args, kwargs)
     if _context.trace is eval_trace:
       program = entry.program
       if program is None:
@@ -400,7 +434,11 @@ class Jitted:
   def lower(self, *args, **kwargs) -> "Lowered":
     """Trace and lower for these arguments: `.as_text()` is the StableHLO, `.compile()` compiles."""
     leaves, key_head, call, names = self._split(args, kwargs)
+    if self._sharded or _rt_sharded.any_sharded(leaves):
+      return sharded_lower(self, args, kwargs)
     entry = self._entry(leaves, key_head, call, names)
+    if _names_mesh(entry.jaxpr):
+      return sharded_lower(self, args, kwargs)
     in_tree = key_head[0]
     return Lowered(entry, in_tree, len(entry.consts))
 
@@ -488,8 +526,8 @@ class Compiled:
     return self._entry.program.memory_stats()
 
 
-def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=(), keep_unused=False,
-        inline=False):
+def jit(fun=None, *, in_shardings=None, out_shardings=None, static_argnums=(),
+        static_argnames=(), donate_argnums=(), keep_unused=False, inline=False):
   """Compile `fun` with XLA.
 
   Args:
@@ -498,6 +536,11 @@ def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=(), k
       A new value retraces.
     static_argnames: names of such arguments.
     donate_argnums: accepted for compatibility; buffers are not donated.
+    in_shardings, out_shardings: a sharding (NamedSharding, SingleDeviceSharding) for every
+      argument/output, or a pytree prefix of the positional arguments/outputs with a sharding
+      or None at each leaf. A program over a mesh of several devices is partitioned by XLA and
+      runs on all of them (sharded_jit.py); unspecified shardings are taken from sharded
+      arguments or left for XLA to choose.
 
   Returns:
     A function with `fun`'s signature that traces once per argument signature and runs the
@@ -509,6 +552,8 @@ def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=(), k
     Array([1.6829419, 1.6829419, 1.6829419], dtype=float32)
   """
   if fun is None:
-    return lambda f: jit(f, static_argnums=static_argnums, static_argnames=static_argnames,
+    return lambda f: jit(f, in_shardings=in_shardings, out_shardings=out_shardings,
+                         static_argnums=static_argnums, static_argnames=static_argnames,
                          donate_argnums=donate_argnums, keep_unused=keep_unused, inline=inline)
-  return Jitted(fun, static_argnums, static_argnames, donate_argnums)
+  return Jitted(fun, static_argnums, static_argnames, donate_argnums,
+                in_shardings=in_shardings, out_shardings=out_shardings)

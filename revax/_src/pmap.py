@@ -2,18 +2,23 @@
 
 revax's pmap has JAX's signature and values: `pmap(f, axis_name="i")(xs)` is
 `jit(vmap(f, axis_name="i"))(xs)` with collectives over "i" (psum, all_gather, ...) combining the
-members, and the mapped axis may not be larger than the number of devices, as in JAX. The
-program runs as one XLA computation on the first device: the members are not yet placed one per
-device (multi-device placement belongs to jit over a mesh with shardings), which changes where
-the work runs, never the result.
+members, and the mapped axis may not be larger than the number of devices, as in JAX. As JAX
+defines it today, a pmap over several devices is a jit of a shard_map over a 1-d mesh of the
+first (or the given) devices: one member per device, the collectives XLA's. A mapped size of 1
+(or no mapped input) runs as `jit(vmap(f))` on one device.
 """
 from __future__ import annotations
 
 import functools
 
+import numpy as np
+
 from revax._src import tree_util
 from revax._src.core.avals import get_aval
 from revax._src.jit import jit
+from revax._src.lax import batch_util
+from revax._src.shard_map import shard_map
+from revax._src.sharding import Mesh, PartitionSpec
 from revax._src.vmap import vmap
 
 __all__ = ["pmap"]
@@ -72,8 +77,39 @@ def pmap(fun, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_argnu
       full = [args[i] if i in static else next(it) for i in range(len(args))]
       return fun(*full)
 
+    if size is not None and size > 1 and any(ax is not None for ax in axes):
+      pool = list(devices) if devices is not None else list(get_backend().devices)
+      return _on_devices(member_fn, dyn, axes, out_axes, axis_name, pool[:size])
     mapped = vmap(member_fn, in_axes=tuple(axes), out_axes=out_axes, axis_name=axis_name,
                   axis_size=axis_size)
     return jit(mapped)(*dyn)
 
   return pmap_f
+
+
+def _on_devices(member_fn, dyn, axes, out_axes, axis_name, devices):
+  """One member per device: jit of a shard_map over a 1-d mesh of `devices`, each device
+  getting its slice of the mapped axis (moved to the front) and dropping it for `member_fn`."""
+  name = axis_name if isinstance(axis_name, str) else "_pmap"
+  mesh = Mesh(np.array(devices, dtype=object), (name,))
+  front = [tree_util.tree_map(lambda leaf, ax=ax: batch_util.moveaxis(leaf, ax, 0), a)
+           if ax is not None else a for a, ax in zip(dyn, axes, strict=True)]
+  in_specs = tuple(PartitionSpec(name) if ax is not None else PartitionSpec() for ax in axes)
+  store = {}
+
+  def member(*blocks):
+    args = [tree_util.tree_map(lambda leaf: leaf[0], b) if ax is not None else b
+            for b, ax in zip(blocks, axes, strict=True)]
+    out = member_fn(*args)
+    store["tree"] = tree_util.tree_structure(out)
+    return tree_util.tree_map(lambda leaf: leaf[None], out)
+
+  outs = jit(shard_map(member, mesh=mesh, in_specs=in_specs, out_specs=PartitionSpec(name)))(
+      *front)
+  leaves = tree_util.tree_leaves(outs)
+  o_axes = (out_axes if isinstance(out_axes, (tuple, list)) else [out_axes] * len(leaves))
+  if len(o_axes) != len(leaves):
+    o_axes = tree_util.tree_leaves(out_axes)
+  leaves = [batch_util.moveaxis(leaf, 0, ax) if ax else leaf for leaf, ax in
+            zip(leaves, o_axes, strict=True)]
+  return tree_util.tree_unflatten(tree_util.tree_structure(outs), leaves)

@@ -11,18 +11,32 @@ gives); otherwise it is an error, as JAX's replication check makes it.
 The members are the examples of nested named vmaps, one per mesh axis (outermost first): each
 argument's split dimensions are moved to the front in mesh order, and each vmap maps the leading
 dimension of the arguments split over its axis. So shard_map composes with jit, grad and vmap
-like any function, and gives JAX's values; the program runs on one device (placing one member
-per device is a later step).
+like any function, and gives JAX's values, on one device.
+
+Inside a staged program (under jit) over a mesh of several devices, shard_map is one primitive,
+`shard_map_p`, holding both the per-member program (traced with the mesh axes bound as named
+axes) and the nested-vmap form. Lowered into a program partitioned over the same mesh
+(sharded_jit.py), it becomes `sdy.manual_computation`: each device runs the member program on
+its block, and the collectives become StableHLO collectives over the mesh's partitions
+(interpreters/manual_lowering.py). Every other rule (eager evaluation, JVP, transpose,
+batching, partial evaluation, single-device lowering) is jit's rule applied to the vmap form.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 
 from revax._src import tree_util
 from revax._src.core.avals import get_aval
-from revax._src.interpreters import batching
-from revax._src.lax import batch_util, shapes
+from revax._src.core.eval import eval_jaxpr
+from revax._src.core.jaxpr import ClosedJaxpr, Jaxpr, Var
+from revax._src.core.trace import Primitive, _context
+from revax._src.interpreters import ad, batching, dispatch, mlir, partial_eval, staging
+from revax._src.interpreters import invertible as inv
+from revax._src.interpreters import manual_lowering
+from revax._src.jit import jit_p
+from revax._src.lax import batch_util, parallel_lowering, shapes  # noqa: F401 (collectives)
 from revax._src.sharding import Mesh, PartitionSpec, check_spec
 
 __all__ = ["shard_map"]
@@ -68,7 +82,6 @@ def shard_map(f=None, /, *, out_specs, in_specs=None, mesh=None, axis_names=froz
     for spec in specs:
       check_spec(spec, mesh, "shard_map in_specs")
       _check_manual(spec, manual, "in_specs")
-    blocks = [_split(x, spec, mesh, manual) for x, spec in zip(leaves, specs, strict=True)]
     store = {}
 
     def member(*flat):
@@ -77,14 +90,102 @@ def shard_map(f=None, /, *, out_specs, in_specs=None, mesh=None, axis_names=froz
       store["specs"] = _broadcast_prefix(out_specs, out, "out_specs")
       return out_leaves
 
-    fn = member
-    for axis in reversed(manual):  # the innermost vmap maps the last mesh axis
-      fn = _map_axis(fn, axis, specs, store, mesh)
-    outs = fn(*blocks)
-    joined = [_join(y, spec, mesh, manual) for y, spec in zip(outs, store["specs"], strict=True)]
-    return tree_util.tree_unflatten(store["tree"], joined)
+    if math.prod(mesh.shape[a] for a in manual) > 1 and isinstance(_context.trace,
+                                                                    staging.DynamicJaxprTrace):
+      outs = _bind_manual(member, leaves, specs, store, mesh, manual)
+    else:
+      outs = _members_by_vmap(member, leaves, specs, store, mesh, manual)
+    return tree_util.tree_unflatten(store["tree"], outs)
 
   return mapped
+
+
+def _members_by_vmap(member, leaves, specs, store, mesh, manual):
+  """The members as nested named vmaps (one per manual axis) over the split arguments."""
+  blocks = [_split(x, spec, mesh, manual) for x, spec in zip(leaves, specs, strict=True)]
+  fn = member
+  for axis in reversed(manual):  # the innermost vmap maps the last mesh axis
+    fn = _map_axis(fn, axis, specs, store, mesh)
+  outs = fn(*blocks)
+  return [_join(y, spec, mesh, manual) for y, spec in zip(outs, store["specs"], strict=True)]
+
+
+# --- shard_map inside a staged program: one primitive, a manual computation over the mesh --------
+def _member_aval(aval, spec, mesh):
+  shape = list(aval.shape)
+  for d in range(len(shape)):
+    n = math.prod(mesh.shape[a] for a in spec.axes_of(d))
+    if shape[d] % n:
+      raise ValueError(f"shard_map: dimension {d} of an argument of shape {aval.shape} (size "
+                       f"{shape[d]}) is not divisible by the {n} members of mesh axes "
+                       f"{spec.axes_of(d)}")
+    shape[d] //= n
+  return aval.update(shape=tuple(shape), weak_type=False)
+
+
+def _bind_manual(member, leaves, specs, store, mesh, manual):
+  """Stage shard_map as `shard_map_p`: the per-member program (collectives as StableHLO
+  collectives over the mesh's partitions when lowered into a program over that mesh) and the
+  same computation as nested vmaps (used by every other rule and by single-device lowering)."""
+  avals = [get_aval(x) for x in leaves]
+  for x, spec in zip(avals, specs, strict=True):
+    if len(spec) > x.ndim:
+      raise ValueError(f"shard_map in_specs {spec!r} has more entries than the argument's rank "
+                       f"{x.ndim} (shape {x.shape})")
+  with contextlib.ExitStack() as stack:
+    for axis in manual:
+      stack.enter_context(batching.extend_axis_env(axis, mesh.shape[axis]))
+    body, body_consts = staging.trace_to_jaxpr(
+        member, [_member_aval(a, s, mesh) for a, s in zip(avals, specs, strict=True)])
+  out_specs = tuple(store["specs"])
+  vstore = {"specs": store["specs"]}
+  fallback, fb_consts = staging.trace_to_jaxpr(
+      lambda *xs: _members_by_vmap(lambda *m: staging_eval(body, body_consts, m), xs, specs,
+                                   vstore, mesh, manual), avals)
+  consts, slots = [], {}
+  for c in list(body_consts) + list(fb_consts):
+    if id(c) not in slots:
+      slots[id(c)] = len(consts)
+      consts.append(c)
+
+  def closed(jaxpr, own):
+    mine = {slots[id(c)]: v for v, c in zip(jaxpr.constvars, own, strict=True)}
+    lead = [mine.get(i) or Var(get_aval(c)) for i, c in enumerate(consts)]
+    return ClosedJaxpr(Jaxpr([], lead + list(jaxpr.invars), jaxpr.outvars, jaxpr.eqns), [])
+
+  all_specs = (PartitionSpec(),) * len(consts) + tuple(specs)
+  return shard_map_p.bind(*consts, *leaves, body=closed(body, body_consts),
+                          fallback=closed(fallback, fb_consts), mesh=mesh, in_specs=all_specs,
+                          out_specs=out_specs, manual=tuple(manual))
+
+
+def staging_eval(jaxpr, consts, args):
+  return eval_jaxpr(jaxpr, consts, *args)
+
+
+shard_map_p = Primitive("shard_map", multiple_results=True)
+shard_map_p.def_abstract_eval(lambda *avals, fallback, **_: fallback.out_avals)
+
+
+def _as_jit(rule):
+  """A rule of shard_map_p that is jit's rule applied to the vmap form (`fallback`)."""
+  def apply(*args, body, fallback, mesh, in_specs, out_specs, manual):
+    return rule(*args, jaxpr=fallback, name="shard_map")
+  return apply
+
+
+def _partial_eval(trace, args, params, unknowns):
+  return partial_eval.partial_eval_rules[jit_p](
+      trace, args, {"jaxpr": params["fallback"], "name": "shard_map"}, unknowns)
+
+
+dispatch.custom_impls[shard_map_p] = _as_jit(lambda *a, **p: jit_p.bind(*a, **p))
+ad.primitive_jvps[shard_map_p] = _as_jit(ad.primitive_jvps[jit_p])
+ad.primitive_transposes[shard_map_p] = _as_jit(ad.primitive_transposes[jit_p])
+batching.axis_size_batchers[shard_map_p] = _as_jit(batching.axis_size_batchers[jit_p])
+partial_eval.partial_eval_rules[shard_map_p] = _partial_eval
+inv.not_invertible(shard_map_p, "shard_map: apply invertible inside the mapped function")
+mlir.register_lowering(shard_map_p, manual_lowering.lower_shard_map)
 
 
 def _check_manual(spec, manual, what):

@@ -4,8 +4,9 @@
 names)` builds one over the first devices. `PartitionSpec` (also `P`) says, per array dimension,
 which mesh axes it is split over (None: not split; a tuple of names: split over several axes,
 the first major). `NamedSharding(mesh, spec)` pairs the two; `SingleDeviceSharding(device)` is
-an array on one device. `shard_map` reads meshes and specs; placing arrays' shards on several
-devices (sharded `device_put`, jit over a mesh) is not built yet.
+an array on one device. A sharding answers which block of a global array each of its devices
+holds (`devices_indices_map`, `shard_shape`); `device_put`, jit and shard_map use that to place
+shards (sharded_api.py, sharded_jit.py).
 """
 from __future__ import annotations
 
@@ -14,7 +15,27 @@ import math
 
 import numpy as np
 
-__all__ = ["Mesh", "PartitionSpec", "P", "NamedSharding", "SingleDeviceSharding", "make_mesh"]
+__all__ = ["Mesh", "PartitionSpec", "P", "Sharding", "NamedSharding", "SingleDeviceSharding",
+           "make_mesh", "DuplicateSpecError"]
+
+
+class DuplicateSpecError(ValueError):
+  """A PartitionSpec that maps one mesh axis to two dimensions (JAX's error of that name)."""
+
+
+class Sharding:
+  """The base of every sharding (NamedSharding, SingleDeviceSharding, ...): how an array's
+  blocks are laid out over devices. `devices_indices_map(shape)` gives each device's block."""
+
+  @property
+  def device_set(self) -> set:
+    raise NotImplementedError
+
+  def devices_indices_map(self, global_shape) -> dict:
+    raise NotImplementedError
+
+  def shard_shape(self, global_shape) -> tuple:
+    raise NotImplementedError
 
 
 class Mesh:
@@ -164,7 +185,7 @@ class PartitionSpec:
 P = PartitionSpec
 
 
-class NamedSharding:
+class NamedSharding(Sharding):
   """An array split over `mesh` as `spec` says."""
 
   def __init__(self, mesh: Mesh, spec: PartitionSpec = PartitionSpec(), *, memory_kind=None):
@@ -174,6 +195,7 @@ class NamedSharding:
       raise TypeError(f"NamedSharding expects a PartitionSpec, got {type(spec).__name__}")
     check_spec(spec, mesh, "NamedSharding")
     self.mesh, self.spec, self.memory_kind = mesh, spec, memory_kind
+    self._index_cache: dict = {}  # shape -> the blocks of `_indices`
 
   @property
   def num_devices(self) -> int:
@@ -188,6 +210,71 @@ class NamedSharding:
     return all(self.mesh.shape[a] == 1 for d in range(len(self.spec))
                for a in self.spec.axes_of(d))
 
+  @property
+  def _device_list(self) -> list:
+    """The devices in mesh order (row-major): mesh position p is `_device_list[p]`."""
+    return list(self.mesh.devices.flat)
+
+  addressable_devices = device_set
+  is_fully_addressable = True
+
+  def _indices(self, shape) -> list:
+    """The block (a tuple of slices) each device of `_device_list` holds of an array of
+    `shape`.
+
+    Raises:
+      ValueError: the spec has more entries than `shape` has dimensions, or a split dimension
+        is not divisible by its number of shards.
+    """
+    shape = tuple(shape)
+    cached = self._index_cache.get(shape)
+    if cached is not None:
+      return cached
+    if len(self.spec) > len(shape):
+      raise ValueError(f"One of device_put/jit/with_sharding_constraint got sharding {self!r}, "
+                       f"which is only valid for values of rank at least {len(self.spec)}, but "
+                       f"the value has shape {shape} (rank {len(shape)})")
+    sizes = self.mesh.shape
+    blocks = []
+    for dim, n in enumerate(shape):
+      count = math.prod(sizes[a] for a in self.spec.axes_of(dim))
+      if n % count:
+        raise ValueError(f"sharding {self!r} splits dimension {dim} of an array of shape {shape} "
+                         f"into {count} shards, which does not divide its size {n}")
+      blocks.append(n // count)
+    out = []
+    names = self.mesh.axis_names
+    for coord in np.ndindex(*self.mesh.devices.shape):
+      where = dict(zip(names, coord, strict=True))
+      index = []
+      for dim, block in enumerate(blocks):
+        k = 0
+        for a in self.spec.axes_of(dim):
+          k = k * sizes[a] + where[a]
+        index.append(slice(k * block, (k + 1) * block) if block != shape[dim] else slice(None))
+      out.append(tuple(index))
+    if len(self._index_cache) < 64:
+      self._index_cache[shape] = out
+    return out
+
+  def devices_indices_map(self, global_shape) -> dict:
+    """{device: the tuple of slices of the global array it holds}."""
+    return dict(zip(self._device_list, self._indices(global_shape), strict=True))
+
+  def shard_shape(self, global_shape) -> tuple:
+    """The shape of each device's block of an array of `global_shape`."""
+    return block_shape(self._indices(global_shape)[0], global_shape)
+
+  def is_equivalent_to(self, other, ndim: int) -> bool:
+    if not hasattr(other, "_indices") or not hasattr(other, "_device_list"):
+      return False
+    try:
+      return (self._device_list == other._device_list
+              and [_blocks(i) for i in self._indices(_probe(self, ndim))]
+              == [_blocks(i) for i in other._indices(_probe(self, ndim))])
+    except ValueError:
+      return False
+
   def __eq__(self, other):
     return isinstance(other, NamedSharding) and (self.mesh, self.spec) == (other.mesh, other.spec)
 
@@ -198,7 +285,7 @@ class NamedSharding:
     return f"NamedSharding(mesh={self.mesh!r}, spec={self.spec!r})"
 
 
-class SingleDeviceSharding:
+class SingleDeviceSharding(Sharding):
   """An array whole on one device."""
 
   def __init__(self, device, *, memory_kind=None):
@@ -213,6 +300,22 @@ class SingleDeviceSharding:
     return {self.device}
 
   is_fully_replicated = True
+  is_fully_addressable = True
+
+  @property
+  def _device_list(self) -> list:
+    return [self.device]
+
+  addressable_devices = device_set
+
+  def _indices(self, shape) -> list:
+    return [tuple(slice(None) for _ in shape)]
+
+  def devices_indices_map(self, global_shape) -> dict:
+    return {self.device: self._indices(global_shape)[0]}
+
+  def shard_shape(self, global_shape) -> tuple:
+    return tuple(global_shape)
 
   def __eq__(self, other):
     return isinstance(other, SingleDeviceSharding) and self.device == other.device
@@ -233,5 +336,19 @@ def check_spec(spec: PartitionSpec, mesh: Mesh, where: str) -> None:
         raise ValueError(f"{where}: the spec {spec!r} refers to axis {axis!r}, which is not an "
                          f"axis of the mesh (axes {mesh.axis_names})")
       if axis in seen:
-        raise ValueError(f"{where}: the spec {spec!r} uses mesh axis {axis!r} more than once")
+        raise DuplicateSpecError(f"{where}: the spec {spec!r} uses mesh axis {axis!r} more than once")
       seen.append(axis)
+
+
+def _probe(sharding, ndim: int) -> tuple:
+  """A shape of rank `ndim` every spec of the sharding's mesh divides."""
+  return (sharding.mesh.size,) * ndim
+
+
+def _blocks(index) -> tuple:
+  return tuple((s.start, s.stop) for s in index)
+
+
+def block_shape(index, shape) -> tuple:
+  """The shape of the block `index` (a tuple of slices) selects from an array of `shape`."""
+  return tuple(len(range(*s.indices(n))) for s, n in zip(index, shape, strict=True))

@@ -345,3 +345,5 @@ from revax._src.lax.staging_helpers import dce_sink as dce_sink
 from revax._src.lax.staging_helpers import dce_sink_p as dce_sink_p
 from revax._src.lax.staging_helpers import stage as stage
 from revax._src.lax.staging_helpers import stage_p as stage_p
+from revax._src.lax.sharding_constraint import sharding_constraint_p as sharding_constraint_p
+from revax._src.lax.sharding_constraint import with_sharding_constraint as with_sharding_constraint

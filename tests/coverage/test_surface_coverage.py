@@ -22,9 +22,8 @@ JAX_TOP = {
         "threefry_partitionable", "transfer_guard_device_to_device",
         "transfer_guard_device_to_host", "transfer_guard_host_to_device")},
     **{n: _SHARDING for n in (
-        "Shard", "copy_to_host_async", "host_count", "host_id", "host_ids",
-        "local_device_count", "local_devices", "make_array_from_callback",
-        "make_array_from_process_local_data", "make_array_from_single_device_arrays",
+        "copy_to_host_async", "host_count", "host_id", "host_ids",
+        "make_array_from_process_local_data",
         "memory", "process_count", "process_index", "process_indices",
         "reshard", "set_mesh", "smap")},
     "effects_barrier": _CALLBACKS,
@@ -49,8 +48,7 @@ LAX = {
     **{n: _COLLECTIVES for n in (
         "pbroadcast", "pcast", "precv", "psend", "pswapaxes", "ragged_all_to_all",
         "ragged_all_to_all_p")},
-    **{n: _SHARDING for n in ("with_sharding_constraint", "sharding_constraint_p",
-                              "device_put_p")},
+    **{n: _SHARDING for n in ("device_put_p",)},
     **{n: _CALLBACKS for n in ("after_all", "after_all_p", "create_token", "create_token_p")},
     **{n: _INTERNAL_P for n in (
         "cumlogsumexp_p", "reduce_xor_p", "scatter_sub_p", "split_p", "stack_p", "tile_p",

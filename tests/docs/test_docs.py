@@ -43,6 +43,9 @@ def test_guides_ran_their_code(site):
   page = (site / "guides" / "invertible" / "index.html").read_text()
   assert "invertible temp" in page and "KiB" in page  # the executed depth sweep's table
   assert "Traceback" not in page
+  page = (site / "guides" / "sharding" / "index.html").read_text()
+  assert "loss on 4 devices" in page and "manual_computation" in page  # ran on 4 devices
+  assert "Traceback" not in page
 
 
 @pytest.mark.skipif(shutil.which("chromium") is None,

@@ -39,6 +39,9 @@ CASES = [
     ("2d", lambda l, n, v: v + l.axis_index(("a", "b")), lambda P: P(("b", "a")),
      lambda P: P(("b", "a")), (X,), True),
 ]
+COLLECTIVE_OPS = [("all_reduce",), ("partition_id",), ("all_gather",), ("collective_permute",),
+                  ("reduce_scatter",), ("all_reduce",), ("all_reduce",), ("all_reduce",),
+                  ("all_reduce",), ("partition_id",)]
 for k, (mesh, fn, ins, outs, args, check) in enumerate(CASES):
   jm, rm = MESHES[mesh]
   import jax.numpy as jnp
@@ -49,9 +52,15 @@ for k, (mesh, fn, ins, outs, args, check) in enumerate(CASES):
                         out_specs=outs(RP))(*args)
   np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-5, atol=1e-5,
                              err_msg=f"case {k}")
-  got_jit = revax.jit(revax.shard_map(lambda *v: fn(revax.lax, rnp, *v), mesh=rm,
-                                      in_specs=ins(RP), out_specs=outs(RP)))(*args)
+  jitted = revax.jit(revax.shard_map(lambda *v: fn(revax.lax, rnp, *v), mesh=rm,
+                                     in_specs=ins(RP), out_specs=outs(RP)))
+  got_jit = jitted(*args)
   np.testing.assert_allclose(np.asarray(got_jit), np.asarray(want), rtol=1e-5, atol=1e-5)
+  # under jit over the 4-device mesh: one manual region, the collectives as StableHLO ones
+  text = jitted.lower(*args).as_text()
+  assert "sdy.manual_computation" in text and "num_partitions = 4" in text, (k, text)
+  assert any(op in text for op in COLLECTIVE_OPS[k]), (k, text)
+  assert len(got_jit.addressable_shards) == 4, k
 
 # grad through shard_map: a data-parallel loss equals the unsharded one, gradient included
 jm, rm = MESHES["1d"]
@@ -70,4 +79,57 @@ gr = revax.grad(loss(revax.lax, rnp, revax.shard_map, rm, RP))(W, X)
 plain = revax.grad(lambda w, x: rnp.mean(rnp.tanh(x @ w) ** 2))(W, X)
 np.testing.assert_allclose(np.asarray(gr), np.asarray(gj), rtol=1e-5, atol=1e-6)
 np.testing.assert_allclose(np.asarray(gr), np.asarray(plain), rtol=1e-5, atol=1e-6)
+
+# grad and vmap of jit(shard_map): the rules of the staged shard_map use its vmap form
+jm2, rm2 = MESHES["2d"]
+gj = jax.grad(lambda w, x: jax.jit(loss(jax.lax, jnp, jax.shard_map, jm, JP))(w, x))(W, X)
+gr = revax.grad(lambda w, x: revax.jit(loss(revax.lax, rnp, revax.shard_map, rm, RP))(w, x))(W, X)
+np.testing.assert_allclose(np.asarray(gr), np.asarray(gj), rtol=1e-5, atol=1e-6)
+XX = np.stack([X, 2 * X])
+vj = jax.vmap(jax.jit(jax.shard_map(lambda v: jax.lax.psum(v, "x"), mesh=jm, in_specs=JP("x"),
+                                    out_specs=JP())))(XX)
+vr = revax.vmap(revax.jit(revax.shard_map(lambda v: revax.lax.psum(v, "x"), mesh=rm,
+                                          in_specs=RP("x"), out_specs=RP())))(XX)
+np.testing.assert_allclose(np.asarray(vr), np.asarray(vj), rtol=1e-5)
+
+# all_to_all (tiled and not) and untiled all_gather / psum_scatter, manual over the mesh
+for body, ins, outs in [
+    (lambda l, v: l.all_to_all(v, "x", 1, 0, tiled=True), "x", (None, "x")),
+    (lambda l, v: l.all_to_all(v.reshape(2, 4, 1), "x", 1, 2), "x", "x"),
+    (lambda l, v: l.all_gather(v, "x", axis=1), "x", None),
+    (lambda l, v: l.psum_scatter(v.T, "x"), None, "x"),
+    (lambda l, v: l.pmax(v, "x") - l.pmin(v, "x"), "x", None),
+]:
+  Y = rng.standard_normal((8, 4)).astype(np.float32)
+  spec = lambda P, s: P() if s is None else (P(*s) if isinstance(s, tuple) else P(s))
+  want = jax.jit(jax.shard_map(lambda v: body(jax.lax, v), mesh=jm, in_specs=spec(JP, ins),
+                               out_specs=spec(JP, outs), check_vma=False))(Y)
+  f = revax.jit(revax.shard_map(lambda v: body(revax.lax, v), mesh=rm, in_specs=spec(RP, ins),
+                                out_specs=spec(RP, outs)))
+  np.testing.assert_allclose(np.asarray(f(Y)), np.asarray(want), rtol=1e-5, atol=1e-6)
+  assert "sdy.manual_computation" in f.lower(Y).as_text()
+
+# partial-manual: manual over "a", "b" left to the partitioner
+Y = rng.standard_normal((8, 8)).astype(np.float32)
+want = jax.jit(jax.shard_map(lambda v: jax.lax.psum(v, "a"), mesh=jm2, in_specs=JP("a"),
+                             out_specs=JP(), axis_names={"a"}))(Y)
+f = revax.jit(revax.shard_map(lambda v: revax.lax.psum(v, "a"), mesh=rm2, in_specs=RP("a"),
+                              out_specs=RP(), axis_names={"a"}))
+np.testing.assert_allclose(np.asarray(f(Y)), np.asarray(want), rtol=1e-5)
+text = f.lower(Y).as_text()
+assert 'manual_axes={"a"}' in text and '{"a", ?}' in text, text
+# inputs placed by the caller's sharding go in as they are
+ys = revax.device_put(Y, revax.NamedSharding(rm2, RP("a", "b")))
+np.testing.assert_allclose(np.asarray(f(ys)), np.asarray(want), rtol=1e-5)
+# errors of a staged shard_map (under jit over 4 devices) are raised while tracing, as eagerly
+for body, spec, kind, match, arg in [
+    (lambda v: v, RP(), ValueError, "varies along", X),
+    (lambda v: revax.lax.psum(v, "y"), RP(), NameError, "unbound axis name: y", X),
+    (lambda v: v, RP("x"), ValueError, "not divisible", X[:6]),
+]:
+  try:
+    revax.jit(revax.shard_map(body, mesh=rm, in_specs=RP("x"), out_specs=spec))(arg)
+    raise AssertionError(f"no {kind.__name__}")
+  except kind as e:
+    assert match in str(e), e
 print("SHARD_MAP_OK", len(CASES))

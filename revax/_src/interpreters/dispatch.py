@@ -23,6 +23,7 @@ from revax._src.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Var
 from revax._src.core.rules import RuleTable
 from revax._src.core.trace import Primitive, set_eager_apply
 from revax._src.interpreters import mlir
+from revax._src.runtime import sharded as _sharded
 from revax._src.runtime.array import Array
 from revax._src.runtime.denormals import flush_off, flush_on
 
@@ -109,10 +110,19 @@ def check_special_values(name: str, outs) -> None:
       raise FloatingPointError(f"invalid value (inf) encountered in {name}")
 
 
+# Set by sharded_jit.py: fn(prim, args, params) -> outputs, or None to evaluate as usual. Eager
+# primitives on sharded arrays run over their mesh (results stay sharded), as JAX runs them.
+sharded_apply = None
+
+
 def _apply_primitive(prim: Primitive, args, params):
   custom = custom_impls.get(prim)
   if custom is not None:
     return custom(*args, **params)
+  if _sharded.live and sharded_apply is not None and _sharded.any_sharded(args):
+    out = sharded_apply(prim, args, params)
+    if out is not None:
+      return out
   avals = [a.aval if type(a) is Array else get_aval(a) for a in args]
   out_aval = _output_avals(prim, avals, params)
   impl = numpy_impls.get(prim)

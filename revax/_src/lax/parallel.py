@@ -67,10 +67,19 @@ def _remaining(axes, name):
   return tuple(a for a in axes if a != name)
 
 
+# name -> rule(ctx, *args, **params) for a collective inside a manual region of a program over a
+# mesh (shard_map under jit); filled by parallel_lowering.py
+manual_lowerings: dict = {}
+
+
 def _no_lowering(name):
   def rule(ctx, *args, axes, **params):
+    manual = manual_lowerings.get(name)
+    if manual is not None and getattr(ctx.module, "manual_axes", None):
+      return manual(ctx, *args, axes=axes, **params)
     raise NotImplementedError(f"{name} over {axes} reached XLA lowering: collectives are "
-                              "applied by the vmap that binds their axis name")
+                              "applied by the vmap that binds their axis name, or by a "
+                              "shard_map over a mesh of several devices")
   return rule
 
 

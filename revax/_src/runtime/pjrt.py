@@ -446,16 +446,21 @@ class Api:
     code = self.args("Error_GetCode", error=error)
     code_error = self.functions["Error_GetCode"](C.addressof(code))
     name = ERROR_CODES[code.code] if 0 <= code.code < len(ERROR_CODES) else str(code.code)
+    # (each Args struct is kept in a variable: a temporary would be freed -- and its memory
+    # possibly reused -- before the call reads it)
     if code_error:  # cannot happen with a sane plugin; do not leak it either
-      self.functions["Error_Destroy"](C.addressof(self.args("Error_Destroy", error=code_error)))
-    self.functions["Error_Destroy"](C.addressof(self.args("Error_Destroy", error=error)))
+      destroy = self.args("Error_Destroy", error=code_error)
+      self.functions["Error_Destroy"](C.addressof(destroy))
+    destroy = self.args("Error_Destroy", error=error)
+    self.functions["Error_Destroy"](C.addressof(destroy))
     return cls(name, text)
 
   def await_event(self, event: int | None) -> None:
     """Block until a PJRT_Event fires, destroy it, and raise its error if it carries one."""
     if not event:
       return
-    error = self.functions["Event_Await"](C.addressof(self.args("Event_Await", event=event)))
+    args = self.args("Event_Await", event=event)  # kept alive through the call
+    error = self.functions["Event_Await"](C.addressof(args))
     self.destroy_event(event)
     if error:
       raise self.take_error(error)

@@ -1,0 +1,139 @@
+"""A data-parallel MLP training step over N CPU devices: revax vs JAX, side by side.
+
+Run: python benchmarks/bench_sharding.py [--quick]
+
+The step (loss, grad, SGD update of a 2-layer MLP) is jitted with the parameters replicated and
+the batch split over a 1-d mesh of N devices, for N = 1 and N = 4. Each N runs in its own
+subprocess in which both libraries see N CPU devices (REVAX_CPU_DEVICE_COUNT and XLA's
+--xla_force_host_platform_device_count); there the two libraries are timed in interleaved rounds
+(revax, jax, revax, ...), each round the median of per-step times (block_until_ready included,
+parameters fed back as the previous step's sharded outputs, the batch resident on the devices).
+Figures are the medians over rounds; the ratio is the median of the per-round ratios (paired).
+On a machine with fewer cores than devices the 4-device figures include the devices' threads
+competing for the cores.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pathlib
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = pathlib.Path(__file__).resolve().parent
+ROOT = HERE.parent
+
+BATCH, IN, HIDDEN, OUT = 512, 128, 256, 16
+
+
+def _child(devices: int, steps: int, rounds: int) -> dict:
+  """In a process with `devices` CPU devices: {lib: [per-round median seconds], "ratio": [...]}."""
+  import numpy as np
+  import jax
+  import jax.numpy as jnp
+  from jax.sharding import Mesh as JMesh
+  from jax.sharding import NamedSharding as JNS
+  from jax.sharding import PartitionSpec as JP
+
+  import revax
+  import revax.numpy as rnp
+  from revax.sharding import NamedSharding as RNS
+  from revax.sharding import PartitionSpec as RP
+
+  assert len(jax.devices()) == devices == len(revax.devices())
+  rng = np.random.default_rng(0)
+  params = {"w1": rng.standard_normal((IN, HIDDEN)).astype(np.float32) / np.sqrt(IN),
+            "b1": np.zeros(HIDDEN, np.float32),
+            "w2": rng.standard_normal((HIDDEN, OUT)).astype(np.float32) / np.sqrt(HIDDEN)}
+  x = rng.standard_normal((BATCH, IN)).astype(np.float32)
+  y = rng.standard_normal((BATCH, OUT)).astype(np.float32)
+
+  def make(lib, np_mod, mesh, ns, ps):
+    def step(p, xb, yb):
+      def loss(q):
+        h = np_mod.tanh(xb @ q["w1"] + q["b1"])
+        return np_mod.mean((h @ q["w2"] - yb) ** 2)
+      lval, g = lib.value_and_grad(loss)(p)
+      return lib.tree_util.tree_map(lambda a, d: a - 0.05 * d, p, g), lval
+    repl, data = ns(mesh, ps()), ns(mesh, ps("x"))
+    f = lib.jit(step, in_shardings=(repl, data, data), out_shardings=(repl, repl))
+    state = {"p": lib.device_put(params, repl)}
+    xb, yb = lib.device_put(x, data), lib.device_put(y, data)
+
+    def call():
+      state["p"], lval = f(state["p"], xb, yb)
+      lval.block_until_ready()
+    return call
+
+  calls = {
+      "revax": make(revax, rnp, revax.make_mesh((devices,), ("x",)), RNS, RP),
+      "jax": make(jax, jnp, JMesh(np.array(jax.devices()), ("x",)), JNS, JP),
+  }
+  # the same first steps give the same losses (one check that both compute the step)
+  for fn in calls.values():
+    for _ in range(5):
+      fn()
+  out = {name: [] for name in calls}
+  out["ratio"] = []
+  for _ in range(rounds):
+    for name, fn in calls.items():
+      times = []
+      for _ in range(steps):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+      out[name].append(statistics.median(times))
+    out["ratio"].append(out["revax"][-1] / out["jax"][-1])
+  return out
+
+
+def run_devices(devices: int, quick: bool) -> dict:
+  env = dict(os.environ, REVAX_CPU_DEVICE_COUNT=str(devices), JAX_PLATFORMS="cpu",
+             XLA_FLAGS=f"--xla_force_host_platform_device_count={devices}",
+             PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+  steps, rounds = (30, 5) if quick else (100, 9)
+  code = (f"import sys, json; sys.path.insert(0, {str(HERE)!r}); import bench_sharding as b; "
+          f"print('RESULT', json.dumps(b._child({devices}, {steps}, {rounds})))")
+  p = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                     timeout=900)
+  line = next((l for l in p.stdout.splitlines() if l.startswith("RESULT ")), None)
+  if p.returncode or line is None:
+    raise RuntimeError(f"bench_sharding child ({devices} devices) failed:\n{p.stderr[-3000:]}")
+  return json.loads(line[len("RESULT "):])
+
+
+def rows(quick: bool):
+  """[(label, unit, revax value, JAX value, target ratio)] for benchmarks/run.py."""
+  out = []
+  results = {n: run_devices(n, quick) for n in (1, 4)}
+  for n, r in results.items():
+    rv, jv = statistics.median(r["revax"]) * 1e6, statistics.median(r["jax"]) * 1e6
+    # the paired ratio, expressed through JAX's median so that the table's ratio column shows it
+    ratio = statistics.median(r["ratio"])
+    out.append((f"data-parallel MLP train step, {n} CPU device{'s' if n > 1 else ''} "
+                f"(batch {BATCH}, {IN}-{HIDDEN}-{OUT})", "us", jv * ratio, jv,
+                1.1 if n > 1 else None))
+  one, four = results[1], results[4]
+  for lib in ("revax", "jax"):
+    over = statistics.median(four[lib]) / statistics.median(one[lib])
+    print(f"bench_sharding: {lib} 4 devices / 1 device = {over:.2f}x", file=sys.stderr)
+  return out
+
+
+def main():
+  parser = argparse.ArgumentParser()
+  parser.add_argument("--quick", action="store_true")
+  args = parser.parse_args()
+  for n in (1, 4):
+    r = run_devices(n, args.quick)
+    rv, jv = statistics.median(r["revax"]) * 1e6, statistics.median(r["jax"]) * 1e6
+    print(f"{n} device(s): revax {rv:.0f} us, jax {jv:.0f} us, paired ratio "
+          f"{statistics.median(r['ratio']):.2f} (rounds: "
+          f"{', '.join(f'{x:.2f}' for x in r['ratio'])})")
+
+
+if __name__ == "__main__":
+  main()

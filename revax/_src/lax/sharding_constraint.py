@@ -1,0 +1,115 @@
+"""with_sharding_constraint: ask that a value inside a jitted program be laid out as a sharding.
+
+The `sharding_constraint` primitive is the identity on values. In a program partitioned over a
+mesh it lowers to `sdy.sharding_constraint` (Shardy then lays the value out so, inserting the
+collectives that takes); in a single-device program it lowers to nothing. Eagerly it places the
+value as the sharding says (a sharded Array over several devices). It is linear (its JVP
+constrains the tangent, its transpose the cotangent), batches by leaving the batch dimension
+unsplit, and is its own inverse.
+
+The sharding is a NamedSharding (an object with `.mesh` and `.spec`); this module reads only
+those attributes, so it sits below the sharding classes.
+"""
+from __future__ import annotations
+
+from revax._src import tree_util
+from revax._src.core.avals import ShapedArray
+from revax._src.core.trace import Primitive
+from revax._src.interpreters import ad, batching, dispatch, mlir, sharding_lowering
+from revax._src.interpreters import invertible as inv
+
+__all__ = ["with_sharding_constraint", "sharding_constraint_p"]
+
+# Set by sharded_api (above this layer): place(value, sharding) -> Array laid out so.
+eager_place = None
+
+
+def with_sharding_constraint(x, shardings):
+  """`x` (a pytree of arrays) constrained to `shardings` (one sharding, or a pytree prefix of
+  `x` with a sharding at each leaf).
+
+  Args:
+    x: arrays, or a pytree of them.
+    shardings: NamedSharding(s); a PartitionSpec needs a mesh (pass a NamedSharding).
+
+  Returns:
+    `x`'s values, laid out as asked.
+
+  Raises:
+    ValueError: a sharding whose spec does not fit an array's rank or does not divide its
+      dimensions.
+
+  Example:
+    >>> y = with_sharding_constraint(x, NamedSharding(mesh, P("data")))
+  """
+  leaves, tree = tree_util.tree_flatten(x)
+  if _is_sharding(shardings):
+    per_leaf = [shardings] * len(leaves)
+  else:
+    try:
+      per_leaf = tree_util.tree_leaves(tree_util.tree_map(
+          lambda s, sub: [s] * len(tree_util.tree_leaves(sub)), shardings, x,
+          is_leaf=_is_sharding), is_leaf=lambda s: isinstance(s, list))
+      per_leaf = [s for group in per_leaf for s in group]
+    except (ValueError, TypeError) as e:
+      raise ValueError(f"with_sharding_constraint: shardings must be a sharding or a pytree "
+                       f"prefix of the value: {e}") from None
+  out = []
+  for leaf, s in zip(leaves, per_leaf, strict=True):
+    if type(s).__name__ == "PartitionSpec":
+      raise ValueError(f"with_sharding_constraint got a PartitionSpec ({s!r}) outside a mesh "
+                       "context: pass NamedSharding(mesh, spec)")
+    if not hasattr(s, "mesh"):
+      out.append(leaf)  # SingleDeviceSharding: nothing to constrain in an SPMD program
+      continue
+    out.append(sharding_constraint_p.bind(leaf, sharding=s))
+  return tree_util.tree_unflatten(tree, out)
+
+
+def _is_sharding(s) -> bool:
+  return hasattr(s, "_indices") and hasattr(s, "_device_list")
+
+
+def _abstract_eval(x: ShapedArray, *, sharding):
+  sharding._indices(x.shape)  # ValueError: a rank or a divisibility the spec does not fit
+  return x
+
+
+def _impl(x, *, sharding):
+  if sharding.mesh.size > 1 and eager_place is not None:
+    return eager_place(x, sharding)
+  return dispatch.to_array(x)
+
+
+def _transpose(ct, x, *, sharding):
+  return [sharding_constraint_p.bind(ad.instantiate_zeros(ct), sharding=sharding)]
+
+
+def _batch(vals, dims, *, sharding):
+  (x,), (d,) = vals, dims
+  parts = list(sharding.spec) + [None] * (x.ndim - 1 - len(sharding.spec))
+  parts.insert(d, None)
+  batched = type(sharding)(sharding.mesh, type(sharding.spec)(*parts))
+  return sharding_constraint_p.bind(x, sharding=batched), d
+
+
+def _lower(ctx, x, *, sharding):
+  mesh = sharding_lowering.module_mesh(ctx)
+  if mesh is None or sharding.mesh.size == 1:
+    return x  # a single-device program: nothing to lay out
+  if dict(sharding.mesh.shape) != mesh:
+    raise ValueError(f"with_sharding_constraint over mesh {sharding.mesh!r} inside a program "
+                     f"partitioned over another mesh {mesh}")
+  aval = ctx.avals_in[0]
+  attr = sharding_lowering.sharding_attr(sharding_lowering.spec_dims(sharding.spec, aval.ndim),
+                                         mesh, aval.ndim)
+  return ctx.op1("sdy.sharding_constraint", [x], props={"sharding": attr})
+
+
+sharding_constraint_p = Primitive("sharding_constraint")
+sharding_constraint_p.def_abstract_eval(_abstract_eval)
+dispatch.custom_impls[sharding_constraint_p] = _impl
+ad.deflinear(sharding_constraint_p, _transpose)
+batching.primitive_batchers[sharding_constraint_p] = _batch
+mlir.register_lowering(sharding_constraint_p, _lower)
+inv.definverse_unary(sharding_constraint_p, lambda y, *, sharding: y)

@@ -1,0 +1,283 @@
+"""Placing arrays on several devices: sharded device_put, make_array_from_callback,
+make_array_from_single_device_arrays, local_devices / local_device_count, and the sharding
+properties every Array has (`.sharding`, `.addressable_shards`, `.is_fully_addressable`).
+
+A sharded array (runtime.sharded.ShardedArray) holds one buffer per device of its sharding, each
+the block `sharding.devices_indices_map(shape)[device]` of the global value. A sharding over one
+device gives a plain single-device Array. Eager primitives on sharded arrays are compiled for
+their mesh with the operands' shardings and return sharded arrays (sharded_jit.apply_primitive;
+where that is impossible they read the assembled value); jit over the same mesh uses the shards
+where they are (sharded_jit.py).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from revax._src import tree_util
+from revax._src.core import dtypes
+from revax._src.core.avals import ShapedArray, get_aval
+from revax._src.core.trace import Tracer
+from revax._src.interpreters import dispatch
+from revax._src.lax import sharding_constraint
+from revax._src.runtime import sharded as rt
+from revax._src.runtime.array import Array
+from revax._src.runtime.client import Device, get_backend
+from revax._src.sharding import (NamedSharding, PartitionSpec, Sharding, SingleDeviceSharding,
+                                 block_shape)
+
+__all__ = ["device_put", "make_array_from_callback", "make_array_from_single_device_arrays",
+           "local_devices", "local_device_count", "is_sharding", "place", "GSPMDSharding"]
+
+
+def local_devices(process_index=None, backend=None, host_id=None) -> list:
+  """The devices of this process (all of them: revax runs one process)."""
+  return list(get_backend().devices)
+
+
+def local_device_count(backend=None) -> int:
+  return len(get_backend().devices)
+
+
+def is_sharding(x) -> bool:
+  return isinstance(x, Sharding)
+
+
+class GSPMDSharding(Sharding):
+  """A sharding XLA chose that no PartitionSpec of the mesh describes: the block each device
+  holds, as read back from the compiled program, for arrays of one shape."""
+
+  def __init__(self, devices, indices_by_shape: dict):
+    self._devices = list(devices)
+    self._by_shape = dict(indices_by_shape)
+
+  @property
+  def _device_list(self):
+    return list(self._devices)
+
+  @property
+  def device_set(self):
+    return set(self._devices)
+
+  addressable_devices = device_set
+  is_fully_addressable = True
+
+  @property
+  def num_devices(self):
+    return len(self._devices)
+
+  def _indices(self, shape):
+    shape = tuple(shape)
+    if shape not in self._by_shape:
+      raise ValueError(f"{self!r} describes arrays of shapes {list(self._by_shape)}, not {shape}")
+    return self._by_shape[shape]
+
+  def devices_indices_map(self, global_shape):
+    return dict(zip(self._devices, self._indices(global_shape), strict=True))
+
+  def shard_shape(self, global_shape):
+    return block_shape(self._indices(global_shape)[0], global_shape)
+
+  @property
+  def is_fully_replicated(self):
+    return all(block_shape(ix, shape) == shape for shape, ixs in self._by_shape.items()
+               for ix in ixs)
+
+  def __repr__(self):
+    return f"GSPMDSharding(devices={self._devices})"
+
+
+def _check_devices(sharding) -> None:
+  known = set(get_backend().devices)
+  for d in sharding._device_list:
+    if d not in known:
+      raise ValueError(f"{sharding!r} names device {d!r}, which is not a device of this backend "
+                       f"({sorted(known, key=lambda x: x.id)})")
+
+
+def place(value, sharding, aval: ShapedArray | None = None) -> Array:
+  """`value` (an Array, a NumPy array or a scalar) laid out as `sharding` says.
+
+  Shards of a ShardedArray already where `sharding` wants them are reused; anything else is
+  cut from the host value and copied to each device.
+  """
+  if aval is None:
+    aval = value.aval if isinstance(value, Array) else get_aval(value)
+  devices = sharding._device_list
+  indices = sharding._indices(aval.shape)
+  if len(devices) == 1:
+    arr = dispatch.to_array(value)
+    if arr.aval != aval:
+      arr = Array(aval, arr._npy, arr._buf)
+    buf = arr._device_buffer(devices[0])
+    return Array(aval, npy=arr._npy, buf=buf)
+  _check_devices(sharding)
+  reuse = _matching_buffers(value, devices, indices, aval)
+  if reuse is not None:
+    return rt.ShardedArray(aval, sharding, reuse, indices, npy=value._npy)
+  host = np.asarray(dispatch.host_value(value), dtype=aval.dtype)
+  backend = get_backend()
+  bufs = [backend.buffer_from_numpy(np.asarray(host[ix]), d)  # (any strides are fine)
+          for d, ix in zip(devices, indices, strict=True)]
+  npy = host if not host.flags.writeable else None
+  return rt.ShardedArray(aval, sharding, bufs, indices, npy=npy)
+
+
+def _matching_buffers(value, devices, indices, aval):
+  """The buffers of `value` in `devices` order when it already holds exactly these blocks."""
+  if type(value) is not rt.ShardedArray or value.aval.dtype != aval.dtype:
+    return None
+  shape = aval.shape
+  have = {(b.device, rt._index_key(ix, shape)): b
+          for b, ix in zip(value._buffers, value._indices, strict=True)}
+  out = []
+  for d, ix in zip(devices, indices, strict=True):
+    b = have.get((d, rt._index_key(ix, shape)))
+    if b is None:
+      return None
+    out.append(b)
+  return out
+
+
+def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
+  """Place arrays (a pytree of them) on a device or as a sharding says.
+
+  Args:
+    x: an array or pytree of arrays.
+    device: a Device, a sharding (NamedSharding, SingleDeviceSharding), or a pytree prefix of
+      `x` of those; None: the first device.
+    src, donate, may_alias: accepted for compatibility.
+
+  Returns:
+    The placed arrays: one buffer per device for a sharding over several devices.
+
+  Raises:
+    ValueError: a device that is not the backend's, or a sharding the array's shape does not
+      divide.
+  """
+  del src, donate, may_alias
+  if device is None or isinstance(device, Device) or is_sharding(device):
+    return tree_util.tree_map(lambda leaf: _put_leaf(leaf, device), x)
+  if isinstance(device, PartitionSpec):
+    raise ValueError("device_put got a PartitionSpec without a mesh: pass "
+                     "NamedSharding(mesh, spec)")
+  try:
+    return tree_util.tree_map(lambda d, sub: tree_util.tree_map(lambda l: _put_leaf(l, d), sub),
+                              device, x, is_leaf=lambda d: d is None or is_sharding(d)
+                              or isinstance(d, Device))
+  except (ValueError, TypeError) as e:
+    raise ValueError(f"device_put only accepts None, a revax Device (from revax.devices()), a "
+                     f"sharding or a pytree prefix of the value of those; got {device!r} ({e})") \
+        from None
+
+
+def _put_leaf(leaf, device):
+  if device is not None and not (isinstance(device, Device) or is_sharding(device)):
+    raise ValueError(f"device_put only accepts None or a revax Device (from revax.devices()) or "
+                     f"a sharding as its device, got {device!r} of type "
+                     f"{type(device).__name__}")
+  if isinstance(leaf, Tracer):
+    return leaf
+  if getattr(leaf, "dtype", None) == dtypes.float0:
+    return leaf  # tangents of integers hold no data: they stay NumPy float0 arrays, as in JAX
+  if is_sharding(device):
+    return place(leaf, device)
+  arr = dispatch.to_array(leaf)
+  buf = arr._device_buffer(device)
+  return Array(arr.aval, npy=arr._npy, buf=buf)
+
+
+def make_array_from_callback(shape, sharding, data_callback, dtype=None) -> Array:
+  """A global array of `shape` whose block on each device is `data_callback(index)`.
+
+  Args:
+    shape: the global shape.
+    sharding: where the blocks go.
+    data_callback: called with each device's tuple of slices; returns that block.
+    dtype: the array's dtype (default: the blocks').
+
+  Returns:
+    The sharded Array.
+  """
+  shape = tuple(int(n) for n in shape)
+  if not is_sharding(sharding):
+    raise TypeError(f"make_array_from_callback expects a sharding, got {sharding!r}")
+  devices, indices = sharding._device_list, sharding._indices(shape)
+  blocks = [np.asarray(data_callback(ix)) for ix in indices]
+  return _from_blocks(shape, sharding, devices, indices, blocks, dtype,
+                      "make_array_from_callback")
+
+
+def make_array_from_single_device_arrays(shape, sharding, arrays, *, dtype=None) -> Array:
+  """A global array from one single-device Array per device of `sharding`, each already the
+  block that device holds (in any order; each must be on its device with the block's shape).
+
+  Raises:
+    ValueError: a missing or extra device, a block of the wrong shape or dtype.
+  """
+  shape = tuple(int(n) for n in shape)
+  if not is_sharding(sharding):
+    raise TypeError(f"make_array_from_single_device_arrays expects a sharding, got {sharding!r}")
+  devices, indices = sharding._device_list, sharding._indices(shape)
+  arrays = list(arrays)
+  if len(arrays) != len(devices):
+    raise ValueError(f"make_array_from_single_device_arrays: the sharding has {len(devices)} "
+                     f"devices but {len(arrays)} arrays were given")
+  by_device = {}
+  for a in arrays:
+    if not isinstance(a, Array) or type(a) is rt.ShardedArray:
+      raise ValueError(f"make_array_from_single_device_arrays expects single-device revax "
+                       f"Arrays, got {type(a).__name__}")
+    by_device[a.device] = a
+  missing = [d for d in devices if d not in by_device]
+  if missing:
+    raise ValueError(f"make_array_from_single_device_arrays: no array on devices {missing}")
+  dtype = np.dtype(dtype) if dtype is not None else arrays[0].dtype
+  expect = sharding.shard_shape(shape)
+  bufs = []
+  for d, ix in zip(devices, indices, strict=True):
+    a = by_device[d]
+    buf = a._device_buffer(d)
+    rt.check_shard(buf, d, expect, dtype, "make_array_from_single_device_arrays")
+    bufs.append(buf)
+  aval = ShapedArray(shape, dtypes.canonicalize_dtype(dtype))
+  if len(devices) == 1:
+    return Array(aval, buf=bufs[0])
+  return rt.ShardedArray(aval, sharding, bufs, indices)
+
+
+def _from_blocks(shape, sharding, devices, indices, blocks, dtype, where):
+  dtype = dtypes.canonicalize_dtype(np.dtype(dtype) if dtype is not None else blocks[0].dtype)
+  backend = get_backend()
+  bufs = []
+  for d, ix, b in zip(devices, indices, blocks, strict=True):
+    want = block_shape(ix, shape)
+    if b.shape != want:
+      raise ValueError(f"{where}: the block for {d} (index {ix}) has shape {b.shape}, expected "
+                       f"{want}")
+    bufs.append(backend.buffer_from_numpy(np.asarray(b, dtype=dtype), d))
+  aval = ShapedArray(shape, dtype)
+  if len(devices) == 1:
+    return Array(aval, buf=bufs[0])
+  return rt.ShardedArray(aval, sharding, bufs, indices)
+
+
+# --- the sharding properties of single-device Arrays ----------------------------------------------
+def _single_sharding(self):
+  return SingleDeviceSharding(self.device)
+
+
+def _single_shards(self):
+  index = tuple(slice(None) for _ in self.shape)
+  return [rt.Shard(self.device, index, self)]
+
+
+Array.sharding = property(_single_sharding)
+Array.addressable_shards = property(_single_shards)
+Array.global_shards = property(_single_shards)
+Array.is_fully_addressable = True
+Array.is_fully_replicated = True
+
+sharding_constraint.eager_place = place
+
+# eager primitives on sharded arrays run over their mesh (sharded_jit sets dispatch's hook)
+from revax._src import sharded_jit as _sharded_jit  # noqa: E402,F401  (sharded_jit imports this module)

@@ -1,0 +1,508 @@
+"""jit over a mesh: in_shardings / out_shardings, shardings inferred from sharded arguments, and
+programs partitioned by XLA (Shardy) to run on every device of the mesh at once.
+
+A call of a jitted function that involves a mesh of several devices (an explicit in/out
+sharding, a sharded argument, or a with_sharding_constraint in the program) comes here from
+jit.py. The program is the one jit traces anyway (same cache entry); it is lowered with a Shardy
+annotation on every argument and result (interpreters/sharding_lowering.py): the requested
+sharding, the argument's own sharding, or open (`{?}`) where nothing was said, and compiled for
+the mesh's devices. The shardings XLA chose are read back from the compiled program: arguments
+are cut to them (a sharded argument already laid out so passes its buffers as they are), and
+results come back as sharded Arrays with the requested sharding or, when none was requested,
+the compiled one. Compiled programs are cached per (program, shardings).
+
+Under a transformation (grad, vmap, an outer jit) the call is an ordinary jit call: the
+shardings of the outer program decide.
+"""
+from __future__ import annotations
+
+import threading
+import weakref
+
+from revax._src import tree_util
+from revax._src.core.avals import get_aval
+from revax._src.core.config import config
+from revax._src.core.trace import Tracer
+from revax._src.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Var
+from revax._src.interpreters import dispatch, sharding_lowering
+from revax._src.runtime import sharded as rt
+from revax._src.runtime.array import Array
+from revax._src.runtime.client import CompileError, get_backend
+from revax._src.sharded_api import GSPMDSharding, is_sharding, place
+from revax._src.sharding import (Mesh, NamedSharding, PartitionSpec, SingleDeviceSharding,
+                                 block_shape)
+
+__all__ = ["call", "lower", "SpmdProgram", "UNSPECIFIED"]
+
+
+class _Unspecified:
+  def __repr__(self):
+    return "UnspecifiedValue"
+
+
+UNSPECIFIED = _Unspecified()
+
+
+# --- which sharding each argument / result gets ------------------------------------------------
+def _leaf_shardings(spec, tree_value, what: str, n_leaves: int) -> list:
+  """One sharding (or None) per leaf, from `spec`: UNSPECIFIED, one sharding for all, or a
+  pytree prefix of `tree_value`."""
+  if spec is UNSPECIFIED or spec is None:
+    return [None] * n_leaves
+  if is_sharding(spec):
+    return [spec] * n_leaves
+  if isinstance(spec, PartitionSpec):
+    raise ValueError(f"jit {what} got a PartitionSpec ({spec!r}) without a mesh: use "
+                     "NamedSharding(mesh, spec)")
+  is_leaf = lambda s: s is None or is_sharding(s) or isinstance(s, PartitionSpec)
+  try:
+    out = tree_util.tree_leaves(tree_util.tree_map(
+        lambda s, sub: [s] * len(tree_util.tree_leaves(sub)), spec, tree_value, is_leaf=is_leaf),
+        is_leaf=lambda s: isinstance(s, list))
+  except (ValueError, TypeError) as e:
+    raise ValueError(f"jit {what} must be a sharding or a pytree prefix of the "
+                     f"{'arguments' if what == 'in_shardings' else 'outputs'} with a sharding "
+                     f"(or None) at each leaf: {e}") from None
+  flat = [s for group in out for s in group]
+  for s in flat:
+    if isinstance(s, PartitionSpec):
+      raise ValueError(f"jit {what} got a PartitionSpec ({s!r}) without a mesh: use "
+                       "NamedSharding(mesh, spec)")
+  if len(flat) != n_leaves:
+    raise ValueError(f"jit {what}: {len(flat)} shardings for {n_leaves} values")
+  return flat
+
+
+def _constraint_meshes(jaxpr: Jaxpr, out: list) -> list:
+  """Meshes named by sharding constraints and shard_maps anywhere in `jaxpr` (sub-jaxprs
+  included)."""
+  for eqn in jaxpr.eqns:
+    s = eqn.params.get("sharding") if eqn.primitive.name == "sharding_constraint" else None
+    if isinstance(s, NamedSharding):
+      out.append(s.mesh)
+    if eqn.primitive.name == "shard_map" and isinstance(eqn.params.get("mesh"), Mesh):
+      out.append(eqn.params["mesh"])
+      continue  # the member program runs inside the region
+    for v in eqn.params.values():
+      for sub in (v if isinstance(v, (tuple, list)) else (v,)):
+        if isinstance(sub, ClosedJaxpr):
+          _constraint_meshes(sub.jaxpr, out)
+        elif isinstance(sub, Jaxpr):
+          _constraint_meshes(sub, out)
+  return out
+
+
+def _program_mesh(shardings, jaxpr) -> Mesh | None:
+  """The one mesh of several devices the call uses, or None (an ordinary jit call)."""
+  meshes = [s.mesh for s in shardings if isinstance(s, NamedSharding)]
+  meshes += _constraint_meshes(jaxpr.jaxpr, [])
+  big = [m for m in meshes if m.size > 1]
+  if not big:
+    devices = {d for s in shardings if s is not None for d in s.device_set}
+    if len(devices) > 1:
+      raise ValueError(f"Received incompatible devices for jitted computation: the arguments "
+                       f"and shardings name devices {sorted(devices, key=lambda d: d.id)} "
+                       "without one mesh over them")
+    return None
+  mesh = big[0]
+  for m in big[1:]:
+    if m != mesh:
+      raise ValueError(f"Received incompatible devices for jitted computation: the shardings "
+                       f"use different meshes {mesh!r} and {m!r}")
+  for s in shardings:
+    if s is None:
+      continue
+    if isinstance(s, NamedSharding) and s.mesh.size > 1:
+      continue
+    if s.device_set != mesh.device_set:
+      raise ValueError(f"Received incompatible devices for jitted computation: {s!r} is not on "
+                       f"the devices of the mesh {mesh!r}")
+  return mesh
+
+
+def _dims_of(sharding, mesh: Mesh, ndim: int):
+  """The Shardy dims of a sharding over `mesh` (None: open)."""
+  if sharding is None:
+    return None
+  if isinstance(sharding, NamedSharding):
+    return sharding_lowering.spec_dims(sharding.spec, ndim)
+  if isinstance(sharding, GSPMDSharding):
+    return None
+  return [()] * ndim  # SingleDeviceSharding over a 1-device mesh: whole
+
+
+def _to_named(indices, mesh: Mesh, shape) -> NamedSharding | None:
+  """The NamedSharding over `mesh` whose blocks are `indices` (per mesh position), if any."""
+  names = [a for a in mesh.axis_names if mesh.shape[a] > 1]
+  ndim = len(shape)
+  want = [rt._index_key(ix, shape) for ix in indices]
+  best = None
+
+  def search(k, parts):
+    nonlocal best
+    if best is not None:
+      return
+    if k == len(names):
+      entries = [tuple(p) if p else None for p in parts]
+      while entries and entries[-1] is None:  # P('x'), not P('x', None), as JAX prints it
+        entries.pop()
+      spec = PartitionSpec(*entries)
+      try:
+        got = [rt._index_key(ix, shape) for ix in NamedSharding(mesh, spec)._indices(shape)]
+      except ValueError:
+        return
+      if got == want:
+        best = NamedSharding(mesh, spec)
+      return
+    for d in [None] + list(range(ndim)):
+      if d is None:
+        search(k + 1, parts)
+      else:
+        for pos in range(len(parts[d]) + 1):
+          new = [list(p) for p in parts]
+          new[d].insert(pos, names[k])
+          search(k + 1, new)
+
+  search(0, [[] for _ in range(ndim)])
+  return best
+
+
+# --- compiled programs -------------------------------------------------------------------------
+class SpmdProgram:
+  """One jit program compiled for a mesh, with the blocks each device takes and gives."""
+
+  def __init__(self, closed: ClosedJaxpr, name: str, mesh: Mesh, in_shardings, out_shardings):
+    backend = get_backend()
+    self.mesh, self.name = mesh, name
+    self.devices = list(mesh.devices.flat)
+    self.in_avals, self.out_avals = list(closed.in_avals), list(closed.out_avals)
+    in_dims = [_dims_of(s, mesh, a.ndim) for s, a in zip(in_shardings, self.in_avals,
+                                                          strict=True)]
+    out_dims = [_dims_of(s, mesh, a.ndim) for s, a in zip(out_shardings, self.out_avals,
+                                                           strict=True)]
+    self.text = sharding_lowering.lower_sharded_module(closed, name, mesh.shape, in_dims,
+                                                       out_dims, backend.platform)
+    self.executable = rt.compile_spmd(backend, self.text, [d.id for d in self.devices])
+    n = len(self.devices)
+    params, results = rt.compiled_shardings(self.executable)
+    if len(params) != len(self.in_avals):
+      params = [{"type": "replicated"}] * len(self.in_avals) if not params else params
+    self.in_indices = [rt.op_sharding_indices(p, a.shape, n) for p, a in
+                       zip(params, self.in_avals, strict=True)]
+    self.out_indices = [rt.op_sharding_indices(r, a.shape, n) for r, a in
+                        zip(results, self.out_avals, strict=True)]
+    self.in_shardings = [self._sharding(s, ix, a.shape) for s, ix, a in
+                         zip(in_shardings, self.in_indices, self.in_avals, strict=True)]
+    self.out_shardings = [self._sharding(s, ix, a.shape) for s, ix, a in
+                          zip(out_shardings, self.out_indices, self.out_avals, strict=True)]
+    # Execute takes one argument list per device in the executable's order
+    position = {d.id: p for p, d in enumerate(self.devices)}
+    self.order = [position[d.id] for d in self.executable.devices]
+    self.in_specs = [[(block_shape(ix[p], a.shape), a.dtype)
+                      for ix, a in zip(self.in_indices, self.in_avals, strict=True)]
+                     for p in self.order]
+
+  def _sharding(self, requested, indices, shape):
+    if requested is not None and not isinstance(requested, SingleDeviceSharding):
+      got = [rt._index_key(ix, shape) for ix in requested._indices(shape)]
+      if got == [rt._index_key(ix, shape) for ix in indices]:
+        return requested
+    named = _to_named(indices, self.mesh, shape)
+    if named is not None:
+      return named
+    return GSPMDSharding(self.devices, {tuple(shape): indices})
+
+  def __call__(self, args) -> list[Array]:
+    per_position = [[] for _ in self.devices]
+    for a, s, aval in zip(args, self.in_shardings, self.in_avals, strict=True):
+      if type(a) is rt.ShardedArray and (a._sharding is s or a._sharding == s):
+        bufs = a._buffers  # already laid out as the program takes it (checked below)
+      else:
+        bufs = place(a, s, aval)._buffers
+      for p, b in enumerate(bufs):
+        per_position[p].append(b)
+    per_device = [per_position[p] for p in self.order]
+    outs = rt.run_spmd(self.executable, per_device, self.in_specs)
+    results = []
+    for k, (aval, sharding, indices) in enumerate(zip(self.out_avals, self.out_shardings,
+                                                      self.out_indices, strict=True)):
+      bufs = [None] * len(self.devices)
+      for p, per in zip(self.order, outs, strict=True):
+        bufs[p] = per[k]
+      results.append(rt.ShardedArray(aval, sharding, bufs, indices))
+    return results
+
+  def memory_stats(self):
+    return self.executable.memory_stats()
+
+
+_programs: "weakref.WeakKeyDictionary[ClosedJaxpr, dict]" = weakref.WeakKeyDictionary()
+_lock = threading.Lock()
+
+
+def _sharding_key(s):
+  return None if s is None else (type(s), s)
+
+
+def program_for(closed, name, mesh, in_shardings, out_shardings) -> SpmdProgram:
+  key = (mesh, tuple(map(_sharding_key, in_shardings)), tuple(map(_sharding_key, out_shardings)))
+  per = _programs.get(closed)
+  program = per.get(key) if per is not None else None
+  if program is None:
+    program = SpmdProgram(closed, name, mesh, in_shardings, out_shardings)
+    with _lock:
+      program = _programs.setdefault(closed, {}).setdefault(key, program)
+  return program
+
+
+# --- the entry points jit.py calls ----------------------------------------------------------------
+def _prepare(jitted, args, kwargs):
+  """(entry, flat arguments with consts first, SpmdProgram or None)."""
+  leaves, key_head, call_fn, names = jitted._split(args, kwargs)
+  entry = jitted._entry(leaves, key_head, call_fn, names)
+  in_specs = jitted._in_shardings
+  dyn_args = tree_util.tree_unflatten(key_head[0], leaves)[0] if leaves else ()
+  n_pos = len(tree_util.tree_leaves(dyn_args))
+  explicit = _leaf_shardings(in_specs, tuple(dyn_args), "in_shardings", n_pos)
+  explicit += [None] * (len(leaves) - n_pos)  # keyword arguments: from the values
+  arg_shardings = []
+  for k, (x, s) in enumerate(zip(leaves, explicit, strict=True)):
+    own = x.sharding if type(x) is rt.ShardedArray else None
+    if s is not None and own is not None and not _same_layout(s, own, x.aval.shape):
+      raise ValueError(f"Sharding passed to jit does not match the sharding of argument {k} "
+                       f"({names()[k] if k < len(names()) else k}): jit's in_shardings say "
+                       f"{s!r}, the array is sharded as {own!r}")
+    if s is not None:
+      aval = x.aval if isinstance(x, Array) else get_aval(x)
+      s._indices(aval.shape)  # ValueError for a spec the shape does not fit
+    arg_shardings.append(s if s is not None else own)
+  out_avals = entry.jaxpr.out_avals
+  out_tree_value = tree_util.tree_unflatten(entry.out_tree, list(range(len(out_avals))))
+  out_shardings = _leaf_shardings(jitted._out_shardings, out_tree_value, "out_shardings",
+                                  len(out_avals))
+  for s, a in zip(out_shardings, out_avals, strict=True):
+    if s is not None:
+      s._indices(a.shape)
+  const_shardings = [c.sharding if type(c) is rt.ShardedArray else None for c in entry.consts]
+  mesh = _program_mesh(const_shardings + arg_shardings + out_shardings, entry.jaxpr)
+  flat = list(entry.consts) + list(leaves)
+  if mesh is None:  # outputs of a single-device program are on the first device already
+    first = get_backend().devices[0]
+    out_shardings = [None if s is None or s._device_list == [first] else s
+                     for s in out_shardings]
+    return entry, flat, None, out_shardings
+  program = program_for(entry.jaxpr, entry.name, mesh, const_shardings + arg_shardings,
+                        out_shardings)
+  return entry, flat, program, out_shardings
+
+
+def _same_layout(a, b, shape) -> bool:
+  if a == b:
+    return True
+  try:
+    return (a._device_list == b._device_list
+            and [rt._index_key(i, shape) for i in a._indices(shape)]
+            == [rt._index_key(i, shape) for i in b._indices(shape)])
+  except ValueError:
+    return False
+
+
+def _fast_key(args):
+  leaves, treedef = tree_util.tree_flatten(args)
+  sig = []
+  for x in leaves:
+    if type(x) is rt.ShardedArray:
+      sig.append((x.aval, x._sharding))
+    elif type(x) is Array:
+      sig.append(x.aval)
+    else:
+      try:
+        sig.append((get_aval(x), type(x)))
+      except TypeError:
+        return None, None
+  return (config.trace_epoch, treedef, tuple(sig)), leaves
+
+
+def call(jitted, args, kwargs):
+  """Run a jitted function whose call involves shardings (outside every transformation)."""
+  key = None
+  if not kwargs and not jitted.static_argnums:
+    key, leaves = _fast_key(args)
+    if key is not None:
+      cache = jitted.__dict__.setdefault("_sharded_calls", {})
+      fast = cache.get(key)
+      if fast is not None:
+        entry, program, out_shardings = fast
+        flat = entry.consts + leaves if entry.consts else leaves
+        return _run(entry, program, out_shardings, flat)
+  entry, flat, program, out_shardings = _prepare(jitted, args, kwargs)
+  if (not kwargs and not jitted.static_argnums and key is not None
+      and not any(isinstance(c, Tracer) for c in entry.consts)):
+    cache[key] = (entry, program, out_shardings)
+  return _run(entry, program, out_shardings, flat)
+
+
+def _run(entry, program, out_shardings, flat):
+  if program is None:  # no mesh of several devices: the ordinary compiled program
+    from revax._src.jit import program_for as plain_program
+    if entry.program is None:
+      entry.program = plain_program(entry.jaxpr, entry.name)
+    outs = entry.program.run_unchecked(flat)
+    if any(s is not None for s in out_shardings):
+      outs = [place(o, s) if s is not None else o for o, s in zip(outs, out_shardings,
+                                                                   strict=True)]
+  else:
+    outs = program(flat)
+  return outs[0] if entry.out_is_leaf else tree_util.tree_unflatten(entry.out_tree, outs)
+
+
+def lower(jitted, args, kwargs) -> "ShardedLowered":
+  entry, flat, program, out_shardings = _prepare(jitted, args, kwargs)
+  return ShardedLowered(entry, flat, program, out_shardings)
+
+
+class ShardedLowered:
+  """A jitted function lowered for a mesh: `.as_text()` is the Shardy-annotated StableHLO."""
+
+  def __init__(self, entry, flat, program, out_shardings):
+    self._entry, self._flat, self._program = entry, flat, program
+    self._out_shardings = out_shardings
+
+  def as_text(self) -> str:
+    if self._program is None:
+      from revax._src.interpreters import mlir
+      return mlir.lower_jaxpr_to_module(self._entry.jaxpr, self._entry.name)
+    return self._program.text
+
+  @property
+  def jaxpr(self):
+    return self._entry.jaxpr
+
+  def compile(self) -> "ShardedCompiled":
+    return ShardedCompiled(self)
+
+
+class ShardedCompiled:
+  """A compiled jit program over a mesh; call it with arguments of the lowered types."""
+
+  def __init__(self, lowered: ShardedLowered):
+    self._lowered = lowered
+    entry = lowered._entry
+    if lowered._program is None:
+      from revax._src.jit import program_for as plain_program
+      if entry.program is None:
+        entry.program = plain_program(entry.jaxpr, entry.name)
+
+  def as_text(self) -> str:
+    return self._lowered.as_text()
+
+  @property
+  def input_shardings(self):
+    p = self._lowered._program
+    return None if p is None else p.in_shardings[len(self._lowered._entry.consts):]
+
+  @property
+  def output_shardings(self):
+    p = self._lowered._program
+    return None if p is None else p.out_shardings
+
+  def __call__(self, *args, **kwargs):
+    entry = self._lowered._entry
+    leaves = tree_util.tree_leaves((args, kwargs))
+    flat = list(entry.consts) + leaves
+    dispatch.check_arg_avals(entry.name, entry.jaxpr.in_avals,
+                             [x.aval if isinstance(x, Array) else get_aval(x) for x in flat])
+    p = self._lowered._program
+    outs = p(flat) if p is not None else entry.program.call_arrays(flat)
+    return outs[0] if entry.out_is_leaf else tree_util.tree_unflatten(entry.out_tree, outs)
+
+  def memory_analysis(self):
+    """XLA's memory figures for the program, per device for a program over a mesh."""
+    p = self._lowered._program
+    return p.memory_stats() if p is not None else self._lowered._entry.program.memory_stats()
+
+
+class MeshProgram:
+  """A jit program with no sharded inputs or requested shardings that still names a mesh of
+  several devices (a shard_map or a sharding constraint inside): compiled over that mesh, with
+  every argument and result left for XLA to place. Has CompiledProgram's interface."""
+
+  def __init__(self, closed: ClosedJaxpr, name: str, mesh: Mesh):
+    self.in_avals, self.out_avals, self.name = list(closed.in_avals), list(closed.out_avals), name
+    self._spmd = program_for(closed, name, mesh, [None] * len(self.in_avals),
+                             [None] * len(self.out_avals))
+    self.text = self._spmd.text
+
+  def check_avals(self, avals) -> None:
+    dispatch.check_arg_avals(self.name, self.in_avals, avals)
+
+  def call_arrays(self, args):
+    self.check_avals([a.aval if isinstance(a, Array) else get_aval(a) for a in args])
+    return self._spmd(args)
+
+  def run_unchecked(self, args):
+    return self._spmd(args)
+
+  def memory_stats(self):
+    return self._spmd.memory_stats()
+
+
+def names_mesh(closed: ClosedJaxpr) -> bool:
+  return any(m.size > 1 for m in _constraint_meshes(closed.jaxpr, []))
+
+
+def mesh_program(closed: ClosedJaxpr, name: str):
+  """A MeshProgram when `closed` names a mesh of several devices, else None."""
+  meshes = [m for m in _constraint_meshes(closed.jaxpr, []) if m.size > 1]
+  if not meshes:
+    return None
+  for m in meshes[1:]:
+    if m != meshes[0]:
+      raise ValueError(f"Received incompatible devices for jitted computation: the program uses "
+                       f"different meshes {meshes[0]!r} and {m!r}")
+  return MeshProgram(closed, name, meshes[0])
+
+
+# --- eager primitives on sharded arrays ------------------------------------------------------------
+_eager: dict = {}  # (prim, avals, params, shardings) -> SpmdProgram, or None (gather instead)
+
+
+def apply_primitive(prim, args, params):
+  """Run one primitive over the mesh of its sharded operands, compiled with their shardings
+  (results laid out as XLA chooses, as JAX does); None when that is not possible (operands on
+  different meshes, a primitive that cannot be partitioned): the caller then gathers."""
+  shardings = [x._sharding if type(x) is rt.ShardedArray else None for x in args]
+  meshes = {s.mesh for s in shardings if isinstance(s, NamedSharding)}
+  if len(meshes) != 1 or any(s is not None and not isinstance(s, NamedSharding)
+                             for s in shardings):
+    return None
+  (mesh,) = meshes
+  try:
+    avals = tuple(x.aval if isinstance(x, Array) else get_aval(x) for x in args)
+    key = (prim, avals, tuple(sorted(params.items())), tuple(shardings))
+    hash(key)
+  except TypeError:
+    return None
+  program = _eager.get(key, False)
+  if program is False:
+    program = None
+    try:
+      out = prim.abstract_eval(*avals, **params)
+      out_avals = out if prim.multiple_results else [out]
+      invars = [Var(a) for a in avals]
+      outvars = [Var(a) for a in out_avals]
+      closed = ClosedJaxpr(Jaxpr([], invars, outvars, [JaxprEqn(prim, invars, outvars,
+                                                                 dict(params))]), [])
+      program = SpmdProgram(closed, prim.name, mesh, shardings, [None] * len(out_avals))
+    except (CompileError, NotImplementedError):
+      program = None  # e.g. a primitive whose lowering is single-device only
+    if len(_eager) > 1024:  # a bound for long eager sessions over many shapes
+      _eager.clear()
+    _eager[key] = program
+  if program is None:
+    return None
+  outs = program(list(args))
+  return outs if prim.multiple_results else outs[0]
+
+
+dispatch.sharded_apply = apply_primitive
