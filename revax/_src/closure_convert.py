@@ -44,8 +44,15 @@ def closure_convert(fun, *example_args):
     `hoisted` is the list of values taken out of the closure.
 
   Example:
-    >>> converted, consts = closure_convert(lambda x: x * w, x0)  # w a traced closure value
-    >>> converted(x0, *consts)
+    >>> w = jnp.array([1., 2.])
+    >>> fn, consts = revax.closure_convert(lambda x: x * w, jnp.ones(2))
+    >>> consts  # w is concrete here, so fn keeps it inside
+    []
+    >>> def outer(w):
+    ...   fn, consts = revax.closure_convert(lambda x: x * w, jnp.ones(2))
+    ...   return fn(jnp.array([3., 4.]), *consts)  # w is traced here: it comes back in consts
+    >>> revax.grad(lambda w: outer(w).sum())(w)
+    Array([3., 4.], dtype=float32)
   """
   leaves, in_tree = tree_util.tree_flatten(example_args)
   in_avals = tuple(get_aval(x) for x in leaves)

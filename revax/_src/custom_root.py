@@ -54,7 +54,16 @@ def custom_root(f, initial_guess, solve, tangent_solve, has_aux=False):
     `solve(f, initial_guess)`, differentiable in the values `f` closes over.
 
   Example:
-    >>> sqrt_a = custom_root(lambda x: x ** 2 - a, 1.0, newton, lambda g, y: y / g(1.0))
+    >>> def newton(f, x):
+    ...   for _ in range(8):
+    ...     x = x - f(x) / revax.grad(f)(x)
+    ...   return x
+    >>> def sqrt(a):
+    ...   return lax.custom_root(lambda x: x ** 2 - a, 1.0, newton, lambda g, y: y / g(1.0))
+    >>> sqrt(2.0)
+    Array(1.4142135, dtype=float32, weak_type=True)
+    >>> revax.grad(sqrt)(2.0)  # 1 / (2 sqrt(2)), without differentiating through the loop
+    Array(0.35355338, dtype=float32, weak_type=True)
   """
   guess_leaves, tree = tree_util.tree_flatten(initial_guess)
   avals = [common.aval_of(x) for x in guess_leaves]

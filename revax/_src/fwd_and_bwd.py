@@ -48,9 +48,14 @@ def fwd_and_bwd(fun, argnums, has_aux=False, jitted=True):
     `argnums`, a tuple otherwise).
 
   Example:
-    >>> fwd, bwd = fwd_and_bwd(lambda x, w: x @ w, argnums=(0, 1))
+    >>> fwd, bwd = revax.fwd_and_bwd(lambda x, w: x @ w, argnums=(0, 1))
+    >>> x, w = jnp.ones((2, 3)), jnp.arange(3.)
     >>> y, res = fwd(x, w)
-    >>> x_bar, w_bar = bwd(res, revax.numpy.ones_like(y))
+    >>> y
+    Array([3., 3.], dtype=float32)
+    >>> bwd(res, jnp.ones_like(y))  # (x_bar, w_bar); bwd compiles once, reused for every call
+    (Array([[0., 1., 2.],
+           [0., 1., 2.]], dtype=float32), Array([2., 2., 2.], dtype=float32))
   """
   _check_callable(fun, "fwd_and_bwd")
   if not isinstance(argnums, int):

@@ -44,10 +44,19 @@ def make_user_context(default_value=None) -> UserContext:
     A `UserContext`: call it with a value to get a context manager.
 
   Example:
-    >>> ctx = make_user_context(default_value=None)
+    >>> traces = []
+    >>> @revax.jit
+    ... def f(x):
+    ...   traces.append(x)  # runs once per trace
+    ...   return x * 2
+    >>> ctx = revax.make_user_context(default_value=None)
     >>> with ctx(1):
-    ...   f(1.)  # traced for ctx = 1
+    ...   _ = f(1.)
     >>> with ctx(2):
-    ...   f(1.)  # traced again
+    ...   _ = f(1.)  # a new context value: traced again
+    >>> with ctx(1):
+    ...   _ = f(1.)  # cached
+    >>> len(traces)
+    2
   """
   return UserContext(default_value)

@@ -61,8 +61,9 @@ def composite(decomposition, name, version=0):
     A function of the same arguments returning `decomposition`'s value.
 
   Example:
-    >>> tangent = composite(lambda x: revax.lax.sin(x) / revax.lax.cos(x), name="my.tangent")
-    >>> tangent(x)
+    >>> tangent = lax.composite(lambda x: lax.sin(x) / lax.cos(x), name="my.tangent")
+    >>> tangent(jnp.array([0., 0.5]))
+    Array([0.       , 0.5463025], dtype=float32)
   """
   def composite_fun(*args, **kwargs):
     if any(isinstance(v, Tracer) for v in tree_util.tree_leaves(kwargs)):
@@ -178,7 +179,8 @@ def platform_dependent(*args, default=None, **per_platform):
     The chosen branch's value.
 
   Example:
-    >>> platform_dependent(x, cpu=revax.numpy.sin, default=revax.numpy.cos)  # sin on CPU
+    >>> lax.platform_dependent(jnp.array([0., 1.]), cpu=jnp.sin, default=jnp.cos)  # sin on CPU
+    Array([0.        , 0.84147096], dtype=float32)
   """
   for pname, branch in per_platform.items():
     if not callable(branch):

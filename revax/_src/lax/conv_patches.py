@@ -59,7 +59,12 @@ def conv_general_dilated_patches(lhs, filter_shape, window_strides, padding, lhs
     (size `prod(filter_shape) * input features`, input feature major).
 
   Example:
-    >>> conv_general_dilated_patches(x_nchw, (3, 3), (1, 1), 'SAME').shape  # (N, 9 C, H, W)
+    >>> x = jnp.arange(16.).reshape(1, 1, 4, 4)  # NCHW
+    >>> p = lax.conv_general_dilated_patches(x, (3, 3), (1, 1), 'VALID')
+    >>> p.shape  # (N, C * 3 * 3, H', W')
+    (1, 9, 2, 2)
+    >>> p[0, :, 0, 0]  # the top-left 3x3 window, flattened
+    Array([ 0.,  1.,  2.,  4.,  5.,  6.,  8.,  9., 10.], dtype=float32)
   """
   lhs_aval = get_aval(lhs)
   filter_shape = tuple(int(d) for d in filter_shape)
@@ -98,7 +103,11 @@ def conv_general_dilated_local(lhs, rhs, window_strides, padding, filter_shape, 
     spec.
 
   Example:
-    >>> conv_general_dilated_local(x, w, (1, 1), 'VALID', (3, 3))
+    >>> x = jnp.arange(16.).reshape(1, 1, 4, 4)  # NCHW
+    >>> w = jnp.ones((1, 9, 2, 2)) * jnp.eye(2)  # OIHW: I = C * 3 * 3, one filter per output pixel
+    >>> lax.conv_general_dilated_local(x, w, (1, 1), 'VALID', (3, 3))
+    Array([[[[45.,  0.],
+             [ 0., 90.]]]], dtype=float32)
   """
   pair = _canonicalize_precision(precision)
   patches = conv_general_dilated_patches(

@@ -69,7 +69,14 @@ def ragged_dot(lhs, rhs, group_sizes, precision=None, preferred_element_type=Non
     An (m, n) array (rows past the last group are zero).
 
   Example:
-    >>> ragged_dot(x, w, numpy.array([2, 3], numpy.int32))  # rows 0-1 @ w[0], rows 2-4 @ w[1]
+    >>> x = jnp.arange(10.).reshape(5, 2)
+    >>> w = jnp.stack([jnp.eye(2), 2 * jnp.eye(2)])  # two groups of (2, 2) weights
+    >>> lax.ragged_dot(x, w, jnp.array([2, 3], jnp.int32))  # rows 0-1 @ w[0], rows 2-4 @ w[1]
+    Array([[ 0.,  1.],
+           [ 2.,  3.],
+           [ 8., 10.],
+           [12., 14.],
+           [16., 18.]], dtype=float32)
   """
   return ragged_dot_general(lhs, rhs, group_sizes, _BASIC, precision=precision,
                             preferred_element_type=preferred_element_type,
@@ -178,8 +185,16 @@ def ragged_dot_general(lhs, rhs, group_sizes, ragged_dot_dimension_numbers, prec
     `dot_general`'s result, with a leading group dimension when the ragged dim contracts.
 
   Example:
-    >>> dn = RaggedDotDimensionNumbers((([1], [1]), ([], [])), [0], [0])
-    >>> ragged_dot_general(x, w, sizes, dn)  # == ragged_dot(x, w, sizes)
+    >>> x = jnp.arange(10.).reshape(5, 2)
+    >>> w = jnp.stack([jnp.eye(2), 2 * jnp.eye(2)])
+    >>> dn = lax.RaggedDotDimensionNumbers(dot_dimension_numbers=(([1], [1]), ([], [])),
+    ...                                    lhs_ragged_dimensions=[0], rhs_group_dimensions=[0])
+    >>> lax.ragged_dot_general(x, w, jnp.array([2, 3], jnp.int32), dn)  # as ragged_dot
+    Array([[ 0.,  1.],
+           [ 2.,  3.],
+           [ 8., 10.],
+           [12., 14.],
+           [16., 18.]], dtype=float32)
   """
   if group_offset is not None:
     raise NotImplementedError("Unimplemented group_offset support.")

@@ -77,7 +77,13 @@ def rng_bit_generator(key, shape, dtype=np.uint32, algorithm=RandomAlgorithm.RNG
     `(new_key, bits)`.
 
   Example:
-    >>> key, bits = rng_bit_generator(np.array([1, 2, 3, 4], np.uint32), (2, 3))
+    >>> key = jnp.array([1, 2, 3, 4], jnp.uint32)
+    >>> key, bits = lax.rng_bit_generator(key, (2, 3), algorithm=lax.RandomAlgorithm.RNG_THREE_FRY)
+    >>> bits
+    Array([[1576285164,  740599976, 2436392515],
+           [2249660814, 2425682526, 1497962777]], dtype=uint32)
+    >>> key  # the next state
+    Array([1, 2, 6, 4], dtype=uint32)
   """
   if out_sharding is not None:
     raise NotImplementedError("rng_bit_generator: out_sharding is not supported (one device)")
@@ -144,7 +150,9 @@ def rng_uniform(a, b, shape):
     An array of `shape` and the dtype of `a`.
 
   Example:
-    >>> rng_uniform(0., 1., (3,))
+    >>> u = lax.rng_uniform(0., 1., (3,))  # XLA's own stateful generator: not reproducible
+    >>> u.shape, bool(((u >= 0) & (u < 1)).all())
+    ((3,), True)
   """
   return rng_uniform_p.bind(a, b, shape=_shape(shape, "rng_uniform"))
 

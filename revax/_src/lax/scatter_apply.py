@@ -59,8 +59,11 @@ def scatter_apply(operand, scatter_indices, func, dimension_numbers, *, update_s
     An array like `operand`.
 
   Example:
-    >>> dn = ScatterDimensionNumbers((), (0,), (0,))
-    >>> scatter_apply(x, idx[:, None], revax.numpy.sin, dn, update_shape=idx.shape)
+    >>> idx = jnp.array([1, 3, 3])
+    >>> dn = lax.ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,),
+    ...                                  scatter_dims_to_operand_dims=(0,))
+    >>> lax.scatter_apply(jnp.zeros(5), idx[:, None], lambda v: v + 1, dn, update_shape=idx.shape)
+    Array([0., 1., 0., 2., 0.], dtype=float32)
   """
   aval = get_aval(operand)
   apply = _elementwise(func, aval.dtype)

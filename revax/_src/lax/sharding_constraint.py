@@ -40,7 +40,11 @@ def with_sharding_constraint(x, shardings):
       dimensions.
 
   Example:
-    >>> y = with_sharding_constraint(x, NamedSharding(mesh, P("data")))
+    >>> from revax.sharding import Mesh, NamedSharding, PartitionSpec as P
+    >>> mesh = Mesh(np.array(revax.devices()[:1]), ("data",))
+    >>> f = revax.jit(lambda x: lax.with_sharding_constraint(x, NamedSharding(mesh, P("data"))) * 2)
+    >>> f(jnp.arange(4.))
+    Array([0., 2., 4., 6.], dtype=float32)
   """
   leaves, tree = tree_util.tree_flatten(x)
   if _is_sharding(shardings):

@@ -27,7 +27,10 @@ def stage(x, /):
   """`x` lifted into the active trace (an Array outside any); as jax.lax.stage.
 
   Example:
-    >>> revax.make_jaxpr(lambda y: stage(3.0) + y)(1.0)  # 3.0 is staged by its own equation
+    >>> lax.stage(np.float32(3.0))  # outside any trace: an Array
+    Array(3., dtype=float32)
+    >>> revax.jit(lambda y: lax.stage(np.arange(3.0)) + y)(1.0)
+    Array([1., 2., 3.], dtype=float32)
   """
   return stage_p.bind(x)
 

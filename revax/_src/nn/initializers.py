@@ -149,7 +149,13 @@ def orthogonal(scale=1.0, column_axis=-1, dtype=None):
     `init(key, shape, dtype=dtype)`; `shape` needs at least 2 dimensions.
 
   Example:
-    >>> orthogonal()(revax.random.PRNGKey(0), (3, 3))
+    >>> w = revax.nn.initializers.orthogonal()(revax.random.key(0), (3, 3))
+    >>> w
+    Array([[ 0.9554101 ,  0.29413575,  0.02599558],
+           [-0.04628982,  0.23614088, -0.9706156 ],
+           [-0.29163137,  0.9261326 ,  0.23922686]], dtype=float32)
+    >>> bool(jnp.allclose(w @ w.T, jnp.eye(3), atol=1e-6))
+    True
   """
   def init(key, shape, dtype=dtype, out_sharding=None):
     if out_sharding is not None:
@@ -183,7 +189,11 @@ def delta_orthogonal(scale=1.0, column_axis=-1, dtype=None):
     in <= out.
 
   Example:
-    >>> delta_orthogonal()(revax.random.PRNGKey(0), (3, 3, 4, 4))
+    >>> w = revax.nn.initializers.delta_orthogonal()(revax.random.key(0), (3, 3, 4, 4))
+    >>> w.shape
+    (3, 3, 4, 4)
+    >>> bool(jnp.allclose(w[1, 1] @ w[1, 1].T, jnp.eye(4), atol=1e-6)), float(jnp.abs(w[0]).max())
+    (True, 0.0)
   """
   def init(key, shape, dtype=dtype, out_sharding=None):
     if out_sharding is not None:

@@ -45,7 +45,10 @@ def multivariate_normal(key, mean, cov, shape=None, dtype=None, method="cholesky
     An array of shape `shape + mean.shape[-1:]`.
 
   Example:
-    >>> multivariate_normal(PRNGKey(0), numpy.zeros(2), numpy.eye(2), (5,))
+    >>> revax.random.multivariate_normal(revax.random.key(0), jnp.zeros(2), jnp.eye(2), (3,))
+    Array([[ 1.6226422 ,  2.0252647 ],
+           [-0.43359444, -0.07861735],
+           [ 0.1760909 , -0.97208923]], dtype=float32)
   """
   data, _ = check_prng_key("multivariate_normal", key)
   mean, cov = jnp_util.promote_args_inexact("multivariate_normal", mean, cov)
@@ -115,7 +118,13 @@ def orthogonal(key, n, shape=(), dtype=None, m=None):
     An array of shape `(*shape, n, m)` and `dtype`.
 
   Example:
-    >>> q = orthogonal(PRNGKey(0), 3)   # q @ q.T is the identity
+    >>> q = revax.random.orthogonal(revax.random.key(0), 3)
+    >>> q
+    Array([[ 0.9554101 ,  0.29413575,  0.02599558],
+           [-0.04628982,  0.23614088, -0.9706156 ],
+           [-0.29163137,  0.9261326 ,  0.23922686]], dtype=float32)
+    >>> bool(jnp.allclose(q @ q.T, jnp.eye(3), atol=1e-6))
+    True
   """
   shape = canonicalize_shape(shape, "orthogonal")
   data, _ = check_prng_key("orthogonal", key)

@@ -32,7 +32,8 @@ def multinomial(key, n, p, *, shape=None, dtype=None, unroll=1):
     An array of counts of `shape` whose last axis sums to n.
 
   Example:
-    >>> multinomial(PRNGKey(0), 10.0, numpy.array([0.2, 0.3, 0.5]))
+    >>> revax.random.multinomial(revax.random.key(0), 10, jnp.array([0.2, 0.3, 0.5]))
+    Array([1., 1., 8.], dtype=float32)
   """
   data, _ = check_prng_key("multinomial", key)
   n, p = jnp_util.promote_args_inexact("multinomial", n, p)

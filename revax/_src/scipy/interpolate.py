@@ -44,8 +44,10 @@ class RegularGridInterpolator:
     fill_value: the value for points outside the grid (default NaN); None extrapolates.
 
   Example:
-    >>> interp = RegularGridInterpolator((numpy.array([0., 1.]),), numpy.array([0., 10.]))
-    >>> interp(numpy.array([[0.25]]))   # [2.5]
+    >>> from revax.scipy.interpolate import RegularGridInterpolator
+    >>> interp = RegularGridInterpolator((jnp.array([0., 1., 2.]),), jnp.array([0., 10., 40.]))
+    >>> interp(jnp.array([[0.25], [1.5]]))
+    Array([ 2.5, 25. ], dtype=float32)
   """
 
   def __init__(self, points, values, method="linear", bounds_error=False, fill_value=np.nan):

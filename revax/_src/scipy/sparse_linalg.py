@@ -316,7 +316,13 @@ def gmres(A, b, x0=None, *, tol=1e-5, atol=0.0, restart=20, maxiter=None, M=None
     (x, info): the solution, structured like b, and -1 where it is NaN, else 0.
 
   Example:
-    >>> x, info = gmres(numpy.array([[4.0, 1.0], [-1.0, 3.0]]), numpy.array([1.0, 2.0]))
+    >>> from revax.scipy.sparse.linalg import gmres
+    >>> a = jnp.array([[4., 1.], [-1., 3.]])
+    >>> x, info = gmres(a, jnp.array([1., 2.]))
+    >>> x
+    Array([0.07692308, 0.6923077 ], dtype=float32)
+    >>> gmres(lambda v: a @ v, jnp.array([1., 2.]), solve_method='incremental')[0]
+    Array([0.07692308, 0.6923077 ], dtype=float32)
   """
   if x0 is None:
     x0 = tree_map(creation.zeros_like, b)
@@ -392,7 +398,13 @@ def cg(A, b, x0=None, *, tol=1e-5, atol=0.0, maxiter=None, M=None):
     (x, None): the solution, structured like b, and JAX's placeholder for convergence info.
 
   Example:
-    >>> x, _ = cg(numpy.array([[4.0, 1.0], [1.0, 3.0]]), numpy.array([1.0, 2.0]))
+    >>> from revax.scipy.sparse.linalg import cg
+    >>> a = jnp.array([[4., 1.], [1., 3.]])
+    >>> x, info = cg(a, jnp.array([1., 2.]))
+    >>> x
+    Array([0.09090909, 0.6363636 ], dtype=float32)
+    >>> cg(lambda v: a @ v, jnp.array([1., 2.]))[0]  # A may be a function
+    Array([0.09090909, 0.6363636 ], dtype=float32)
   """
   return _solve(_cg_solve, A, b, x0, tol=tol, atol=atol, maxiter=maxiter, M=M)
 
@@ -413,6 +425,12 @@ def bicgstab(A, b, x0=None, *, tol=1e-5, atol=0.0, maxiter=None, M=None):
     (x, None): the solution, structured like b, and JAX's placeholder for convergence info.
 
   Example:
-    >>> x, _ = bicgstab(numpy.array([[4.0, 1.0], [-1.0, 3.0]]), numpy.array([1.0, 2.0]))
+    >>> from revax.scipy.sparse.linalg import bicgstab
+    >>> a = jnp.array([[4., 1.], [-1., 3.]])
+    >>> x, info = bicgstab(a, jnp.array([1., 2.]))
+    >>> x
+    Array([0.07692308, 0.6923077 ], dtype=float32)
+    >>> bicgstab(lambda v: a @ v, jnp.array([1., 2.]))[0]  # A may be a function
+    Array([0.07692308, 0.6923077 ], dtype=float32)
   """
   return _solve(_bicgstab_solve, A, b, x0, tol=tol, atol=atol, maxiter=maxiter, M=M)

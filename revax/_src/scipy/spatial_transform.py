@@ -148,6 +148,7 @@ def _elementary_quat(axis, angle):
 def _from_euler(seq, angles, degrees):
   axes, intrinsic = _check_seq(seq, (1, 2, 3))
   (angles,) = promote_args_inexact("from_euler", shape_ops.atleast_1d(angles))
+  angles = creation.asarray(angles, dtype=angles.dtype)  # strong, as JAX's quaternions are
   if angles.shape[-1] != len(axes):
     raise ValueError(f"Expected angles of shape (..., {len(axes)}) for seq {seq!r}, got "
                      f"shape {angles.shape}")
@@ -197,8 +198,12 @@ class Rotation(typing.NamedTuple):
   one rotation, (n, 4) for n (as jax.scipy.spatial.transform.Rotation; a pytree).
 
   Example:
+    >>> from revax.scipy.spatial.transform import Rotation
     >>> r = Rotation.from_euler("z", 90, degrees=True)
-    >>> r.apply(revax.numpy.array([1.0, 0.0, 0.0]))   # ~[0, 1, 0]
+    >>> r.as_quat()  # (x, y, z, w)
+    Array([0.        , 0.        , 0.70710677, 0.70710677], dtype=float32)
+    >>> r.apply(jnp.array([1., 0., 0.]))
+    Array([0., 1., 0.], dtype=float32)
   """
   quat: typing.Any
 
@@ -328,8 +333,11 @@ class Slerp(typing.NamedTuple):
   jax.scipy.spatial.transform.Slerp; build it with `Slerp.init(times, rotations)`).
 
   Example:
-    >>> slerp = Slerp.init([0, 1], Rotation.from_euler("z", [[0], [90]], degrees=True))
-    >>> slerp(0.5).as_euler("zyx", degrees=True)   # ~[45, 0, 0]
+    >>> from revax.scipy.spatial.transform import Rotation, Slerp
+    >>> ends = Rotation.from_euler("z", jnp.array([[0.], [90.]]), degrees=True)
+    >>> slerp = Slerp.init(jnp.array([0., 1.]), ends)
+    >>> slerp(jnp.array(0.5)).as_euler("zyx", degrees=True)
+    Array([45.,  0.,  0.], dtype=float32)
   """
   times: typing.Any
   timedelta: typing.Any

@@ -111,7 +111,14 @@ def custom_linear_solve(matvec, b, solve, transpose_solve=None, symmetric=False,
     `solve(matvec, b)` (with its aux when `has_aux`).
 
   Example:
-    >>> custom_linear_solve(lambda x: a @ x, b, lambda mv, r: revax.numpy.linalg.solve(a, r))
+    >>> a = jnp.array([[2., 1.], [1., 3.]])
+    >>> def solve(b):
+    ...   return lax.custom_linear_solve(lambda v: a @ v, b,
+    ...                                  lambda matvec, r: jnp.linalg.solve(a, r), symmetric=True)
+    >>> solve(jnp.array([1., 2.]))
+    Array([0.2, 0.6], dtype=float32)
+    >>> revax.grad(lambda b: solve(b).sum())(jnp.array([1., 2.]))  # a^-T @ ones
+    Array([0.4, 0.2], dtype=float32)
   """
   if transpose_solve is None and symmetric:
     transpose_solve = solve

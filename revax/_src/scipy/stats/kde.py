@@ -233,7 +233,10 @@ class gaussian_kde:  # noqa: N801 (JAX's name)
       An array of shape `(d,) + shape`.
 
     Example:
-      >>> kde.resample(revax.random.PRNGKey(0), (100,))
+      >>> from revax.scipy.stats import gaussian_kde
+      >>> kde = gaussian_kde(jnp.array([0., 1., 2., 3.]))
+      >>> kde.resample(revax.random.key(0), (5,))
+      Array([[-2.389676 ,  1.0083088,  3.2011025,  2.6540897,  2.2544916]], dtype=float32)
     """
     index_key, noise_key = keys.split(key)
     index = samplers.choice(index_key, self.n, shape=shape, p=self.weights)
