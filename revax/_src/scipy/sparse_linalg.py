@@ -4,9 +4,12 @@ and restarted `gmres` (any A), with an optional preconditioner M ~ A^-1 and SciP
 ||r|| <= max(tol ||b||, atol). b, x0 and A's results may be pytrees of arrays; the vector
 operations act leaf by leaf and the inner products sum over leaves.
 
-The iterations are a `while_loop`, so values, jit, vmap and forward-mode derivatives work;
-JAX differentiates these solvers implicitly through `lax.custom_linear_solve`, which revax does
-not have yet, so reverse-mode differentiation raises while_loop's error.
+Each solver runs inside `lax.custom_linear_solve` (as JAX's do), so its derivatives come from
+the linear equation, not from the iterations (a `while_loop`, which reverse mode cannot
+differentiate): x_dot solves A x_dot = b_dot - A_dot x, and reverse mode solves the transposed
+system with the same Krylov method (cg declares a real operator symmetric, so it reuses A).
+Gradients therefore flow to b and to whatever A (a matrix or a function's closed-over arrays)
+depends on; x0, M and the tolerances get none.
 """
 from __future__ import annotations
 
@@ -19,6 +22,7 @@ from revax._src.core import dtypes
 from revax._src.core.avals import get_aval
 from revax._src.lax import unary
 from revax._src.lax.control_flow.loops import fori_loop, while_loop
+from revax._src.lax.control_flow.solves import custom_linear_solve
 from revax._src.lax.dot import Precision
 from revax._src.numpy import contractions, creation, padding, shape_ops, ufuncs
 from revax._src.numpy.util import result_type_of
@@ -347,24 +351,30 @@ def gmres(A, b, x0=None, *, tol=1e-5, atol=0.0, restart=20, maxiter=None, M=None
   else:
     raise ValueError(f"invalid solve_method {solve_method}, must be either 'incremental' or "
                      f"'batched'")
-  unit_residual, residual_norm = _safe_normalize(M(_sub(b, A(x0))))
 
-  def going(state):
-    _, k, _, residual_norm = state
-    return (k < maxiter) & (residual_norm > atol)
+  def solve(A, b):
+    # A is custom_linear_solve's matvec (or its transpose); the tolerances stay those of the
+    # original b, as in JAX
+    unit_residual, residual_norm = _safe_normalize(M(_sub(b, A(x0))))
 
-  def one_restart(state):
-    x, k, unit_residual, residual_norm = state
-    x, unit_residual, residual_norm = restart_fn(A, b, x, unit_residual, residual_norm, ptol,
-                                                 restart, M)
-    return x, k + 1, unit_residual, residual_norm
+    def going(state):
+      _, k, _, residual_norm = state
+      return (k < maxiter) & (residual_norm > atol)
 
-  x = while_loop(going, one_restart, (x0, 0, unit_residual, residual_norm))[0]
+    def one_restart(state):
+      x, k, unit_residual, residual_norm = state
+      x, unit_residual, residual_norm = restart_fn(A, b, x, unit_residual, residual_norm, ptol,
+                                                   restart, M)
+      return x, k + 1, unit_residual, residual_norm
+
+    return while_loop(going, one_restart, (x0, 0, unit_residual, residual_norm))[0]
+
+  x = custom_linear_solve(A, b, solve=solve, transpose_solve=solve)
   info = ufuncs.where(ufuncs.isnan(_norm(x)), -1, 0)
   return x, info
 
 
-def _solve(solver, A, b, x0, *, tol, atol, maxiter, M):
+def _solve(solver, A, b, x0, *, tol, atol, maxiter, M, check_symmetric=False):
   if x0 is None:
     x0 = tree_map(creation.zeros_like, b)
   b = tree_map(creation.asarray, b)
@@ -380,7 +390,16 @@ def _solve(solver, A, b, x0, *, tol, atol, maxiter, M):
   shapes_b = [np.shape(leaf) for leaf in tree_leaves(b)]
   if shapes_x0 != shapes_b:
     raise ValueError(f"arrays in x0 and b must have matching shapes: {shapes_x0} vs {shapes_b}")
-  return solver(A, b, x0, maxiter=maxiter, tol=tol, atol=atol, M=M), None
+
+  def solve(matvec, rhs):
+    return solver(matvec, rhs, x0, maxiter=maxiter, tol=tol, atol=atol, M=M)
+
+  # a real positive-definite operator is symmetric, so its transpose solve is the solve itself;
+  # a complex Hermitian one is not symmetric (its transpose is its conjugate)
+  symmetric = check_symmetric and not any(
+      dtypes.is_complex(get_aval(leaf).dtype) for leaf in tree_leaves(b))
+  x = custom_linear_solve(A, b, solve=solve, transpose_solve=solve, symmetric=symmetric)
+  return x, None
 
 
 def cg(A, b, x0=None, *, tol=1e-5, atol=0.0, maxiter=None, M=None):
@@ -406,7 +425,8 @@ def cg(A, b, x0=None, *, tol=1e-5, atol=0.0, maxiter=None, M=None):
     >>> cg(lambda v: a @ v, jnp.array([1., 2.]))[0]  # A may be a function
     Array([0.09090909, 0.6363636 ], dtype=float32)
   """
-  return _solve(_cg_solve, A, b, x0, tol=tol, atol=atol, maxiter=maxiter, M=M)
+  return _solve(_cg_solve, A, b, x0, tol=tol, atol=atol, maxiter=maxiter, M=M,
+                check_symmetric=True)
 
 
 def bicgstab(A, b, x0=None, *, tol=1e-5, atol=0.0, maxiter=None, M=None):
