@@ -1,10 +1,10 @@
 """revax.debug: printing and callbacks that work inside jit, vmap, grad and loops.
 
-`print(fmt, *args, **kwargs)` formats like `str.format` with the array arguments as NumPy arrays
-(under NumPy's print options as they were when `print` was called) and writes the line to
-stdout when the program reaches it: at run time under jit, once per example under vmap, on the
-primal values under grad. `callback(fn, *args)` calls any function the same way. Both lower to
-the `debug_callback` primitive (lax/callbacks.py).
+`print(fmt, *args, **kwargs)` formats like `str.format` with the array arguments as revax Arrays
+(as JAX's are jax Arrays), under NumPy's print options as they were when `print` was called, and
+writes the line to stdout when the program reaches it: at run time under jit, once per example
+under vmap, on the primal values under grad. `callback(fn, *args)` calls any function the same
+way. Both lower to the `debug_callback` primitive (lax/callbacks.py).
 """
 from __future__ import annotations
 
@@ -129,8 +129,8 @@ debug_log.__doc__ = """`debug_print` that emits an INFO record on the `revax._sr
 def callback(callback=None, *args, ordered: bool = False, partitioned: bool = False, **kwargs):
   """Call `callback(*args, **kwargs)` for its side effect from inside transformed code.
 
-  Array leaves reach the callback as NumPy arrays, at run time under jit, once per example under
-  vmap, with primal values under grad; its return value is ignored.
+  Array leaves reach the callback as revax Arrays (as JAX passes jax Arrays), at run time under
+  jit, once per example under vmap, with primal values under grad; its return value is ignored.
 
   Args:
     callback: the function (omit it for the decorator form `@revax.debug.callback(ordered=True)`).

@@ -238,3 +238,44 @@ def test_callback_on_an_xla_thread_never_deadlocks():
   else:
     np.testing.assert_allclose(out, np.cos(x3) * 2, rtol=1e-6)
   np.testing.assert_allclose(revax.jit(lambda v: v - 1)(x3), x3 - 1)
+
+
+def _argument_report(lib, lib_np, x):
+  """What each kind of callback sees of its array arguments, eager or under jit/vmap: the Array
+  type, dtype, weak type, NumPy interop and lib.numpy working on it."""
+  from_lib = {"revax": revax, "jax": jax}[lib.__name__]
+  io = io_callback if lib is revax else __import__("jax.experimental").experimental.io_callback
+  seen = []
+
+  def record(tag):
+    def cb(a, s=None):
+      host = np.asarray(a)
+      seen.append((tag, isinstance(a, from_lib.Array), a.block_until_ready() is a, str(a.dtype),
+                   bool(getattr(a, "weak_type", None)), type(host).__name__, host.tolist(),
+                   float(lib_np.sum(a)), s))
+      return lib_np.sum(a) * 2  # a callback may return the library's own arrays
+    return cb
+
+  sds = lib.ShapeDtypeStruct((), np.float32)
+  out = [lib.pure_callback(record("pure"), sds, x), io(record("io"), sds, x)]
+  lib.debug.callback(record("debug"), x, "static")
+  jitted = lib.jit(lambda v: (lib.pure_callback(record("pure-jit"), sds, v),
+                              io(record("io-jit"), sds, v, ordered=True),
+                              lib.debug.callback(record("debug-jit"), v, "static"))[:2])
+  out += list(jitted(x))
+  out.append(lib.vmap(lambda v: lib.pure_callback(record("pure-vmap"), sds, v,
+                                                  vmap_method="sequential"))(np.stack([x, x])))
+  out.append(lib.pure_callback(record("python-scalar"), sds, 2.0))  # weak in, strong inside
+  # callbacks of one compiled program that are not ordered may run in any order
+  return [np.asarray(o).tolist() for o in out], sorted(seen, key=lambda entry: entry[0])
+
+
+def test_callback_arguments_are_library_arrays_as_in_jax():
+  x = np.array([0.5, 1.0, 2.0], np.float32)
+  r = _argument_report(revax, rnp, x)
+  j = _argument_report(jax, jnp, x)
+  assert r == j
+  assert all(entry[1] and entry[2] for entry in r[1])  # every argument was an Array
+  mine = np.ones(3, np.float32)
+  revax.pure_callback(lambda a: np.asarray(a).sum(), revax.ShapeDtypeStruct((), np.float32), mine)
+  assert mine.flags.writeable  # the caller's NumPy array is not frozen by becoming an Array

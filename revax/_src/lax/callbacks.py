@@ -11,8 +11,11 @@ Three primitives, each lowered to a `stablehlo.custom_call @revax_python_callbac
 - `debug_callback_p`: a side effect with no results (`revax.debug.print`/`callback`). Under
   vmap it runs once per example, under differentiation on the primal values only.
 
-Every callable receives NumPy arrays and its results are checked against the declared shapes and
-dtypes before anything is written to XLA's buffers.
+Every callable receives revax Arrays, as JAX's callbacks receive jax Arrays (strong-typed, on
+the host, so `np.asarray(x)` is free and `jnp` functions, `x.block_until_ready()` or
+`isinstance(x, revax.Array)` work as in JAX), eager and compiled alike; its results (NumPy or
+revax arrays) are checked against the declared shapes and dtypes before anything is written to
+XLA's buffers.
 """
 from __future__ import annotations
 
@@ -29,6 +32,7 @@ from revax._src.interpreters import ad, batching, dispatch, mlir
 from revax._src.interpreters import invertible as inv
 from revax._src.lax import batch_util, shapes, slicing
 from revax._src.runtime import ffi
+from revax._src.runtime.array import Array
 from revax._src.runtime.denormals import flush_off, flush_on
 from revax._src.runtime.pjrt import RuntimeBackendError
 
@@ -41,8 +45,18 @@ VMAP_METHODS = ("sequential", "sequential_unrolled", "expand_dims", "broadcast_a
 
 # ----------------------------------------------------------------------------- shared pieces
 
+def _as_array(value) -> Array:
+  """A revax Array holding `value`, a NumPy array the callback machinery owns (an XLA buffer's
+  copy, or `_host_args`'s value): strong-typed, as JAX passes its callbacks' arguments."""
+  if isinstance(value, Array):
+    return value
+  value = np.asarray(value)
+  return dispatch.wrap_host(value, ShapedArray(value.shape, value.dtype))
+
+
 class FlatCallback:
-  """`callback_func` called on flat NumPy arguments, returning its flat results.
+  """`callback_func` called on flat arguments (NumPy arrays from XLA's buffers or the eager
+  path), given to it as revax Arrays, returning its flat results.
 
   Hashed by identity (params of a primitive must be hashable; two wrappers of one function are
   two callbacks, as in JAX). `static` holds the non-array leaves, put back in their places.
@@ -63,6 +77,7 @@ class FlatCallback:
     return f"FlatCallback({self.__name__})"
 
   def __call__(self, *flat_args):
+    flat_args = [_as_array(a) for a in flat_args]
     if self.is_dynamic is not None:
       dynamic, static = iter(flat_args), iter(self.static)
       flat_args = [next(dynamic) if d else next(static) for d in self.is_dynamic]
@@ -88,7 +103,10 @@ def _result_avals(result_shape_dtypes):
 
 
 def _host_args(args):
-  return [np.asarray(dispatch.host_value(a)) for a in args]
+  """Eager arguments as NumPy values the callback may own: a caller's writeable array is copied
+  (it becomes a read-only Array's storage)."""
+  values = [np.asarray(dispatch.host_value(a)) for a in args]
+  return [v.copy() if v.flags.writeable else v for v in values]
 
 
 def _run_on_host(callback, args, result_avals, what: str):
@@ -226,7 +244,7 @@ def pure_callback(callback, result_shape_dtypes, *args, sharding=None, vmap_meth
   """Call a side-effect-free Python function from inside revax code (jit, vmap, scan, ...).
 
   Args:
-    callback: called with NumPy arrays in place of the array leaves of `args`/`kwargs`; returns
+    callback: called with revax Arrays in place of the array leaves of `args`/`kwargs`; returns
       a pytree of arrays matching `result_shape_dtypes` exactly (shapes and dtypes).
     result_shape_dtypes: a pytree of objects with `.shape` and `.dtype`
       (e.g. `revax.ShapeDtypeStruct`).
@@ -297,7 +315,7 @@ def io_callback(callback, result_shape_dtypes, *args, sharding=None, ordered=Fal
   ordered one cannot be vmapped (an unordered one runs once per example).
 
   Args:
-    callback: called with NumPy arrays; returns arrays matching `result_shape_dtypes`.
+    callback: called with revax Arrays; returns arrays matching `result_shape_dtypes`.
     result_shape_dtypes: a pytree of objects with `.shape` and `.dtype` (None for no result).
     *args, **kwargs: the arguments (pytrees of arrays).
     sharding: accepted for JAX compatibility.
@@ -313,7 +331,7 @@ def io_callback(callback, result_shape_dtypes, *args, sharding=None, ordered=Fal
     >>> f(1.0)
     >>> f(2.0)
     >>> log
-    [array(1., dtype=float32), array(2., dtype=float32)]
+    [Array(1., dtype=float32), Array(2., dtype=float32)]
   """
   del sharding
   flat_args, in_tree = tree_util.tree_flatten((args, kwargs))
@@ -375,7 +393,7 @@ def _is_array_leaf(x) -> bool:
 
 
 def debug_callback(callback, *args, ordered: bool = False, **kwargs) -> None:
-  """Call `callback(*args, **kwargs)` for its side effect, with NumPy arrays for array leaves.
+  """Call `callback(*args, **kwargs)` for its side effect, with revax Arrays for array leaves.
 
   It is never removed as dead code; under vmap it runs once per example, under differentiation
   on the primal values. Non-array leaves (strings, ...) are passed through unchanged.
