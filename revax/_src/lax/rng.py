@@ -150,7 +150,7 @@ def rng_uniform(a, b, shape):
     An array of `shape` and the dtype of `a`.
 
   Example:
-    >>> u = lax.rng_uniform(0., 1., (3,))  # XLA's own stateful generator: not reproducible
+    >>> u = lax.rng_uniform(0., 1., (3,))  # XLA's stateful generator: new values each call
     >>> u.shape, bool(((u >= 0) & (u < 1)).all())
     ((3,), True)
   """
