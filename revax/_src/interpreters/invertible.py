@@ -39,7 +39,7 @@ from revax._src.core.avals import get_aval
 from revax._src.core.eval import eval_jaxpr
 from revax._src.core.jaxpr import ClosedJaxpr, DropVar, Jaxpr, Literal, Var
 from revax._src.core.rules import RuleTable
-from revax._src.core.trace import Primitive, set_current_trace
+from revax._src.core.trace import Primitive, current_trace, set_current_trace
 from revax._src.interpreters import ad, batching, dispatch, mlir, partial_eval, staging
 from revax._src.interpreters.barrier import fenced_call
 
@@ -469,8 +469,26 @@ def _step_inputs(step):
   return [e.outvars[0] for e in what]
 
 
-def eqn_vjp(eqn, ins, cts_out, active):
-  """Cotangents of one equation's active inputs at inputs `ins` (None for the inactive ones)."""
+def eqn_vjp(eqn, ins, cts_out, active, cache=None):
+  """Cotangents of one equation's active inputs at inputs `ins` (None for the inactive ones).
+
+  `cache` (a dict the caller keeps for one backward walk) reuses VJPs: a deep network repeats a
+  few kinds of equations (same primitive, params and types) hundreds of times, and while staging
+  a jaxpr, taking one such VJP again (linearize, partial evaluation, transposition) records the
+  same equations as recording the first one's jaxpr again, which is several times cheaper."""
+  if cache is not None:
+    trace = current_trace()
+    if type(trace) is staging.DynamicJaxprTrace:
+      key = _vjp_key(trace, eqn, ins, cts_out, active)
+      if key is not None:
+        staged = cache.get(key)
+        if staged is None:
+          staged = cache[key] = _StagedVJP(eqn, ins, cts_out, active)
+        return staged.apply(trace, ins, cts_out)
+  return _eqn_vjp(eqn, ins, cts_out, active)
+
+
+def _eqn_vjp(eqn, ins, cts_out, active):
   positions = [i for i, a in enumerate(active) if a]
 
   def f(*xs):
@@ -485,6 +503,84 @@ def eqn_vjp(eqn, ins, cts_out, active):
   for i, c in zip(positions, ad.transpose_linearized(lin, cts_out), strict=True):
     result[i] = c
   return result
+
+
+def _vjp_key(trace, eqn, ins, cts_out, active):
+  """What an equation's VJP depends on: its primitive and params, each input's type (or, for a
+  literal, its value), which inputs are active and the output cotangents' types (or that they
+  are symbolic zeros); None where a VJP must not be reused (an input or cotangent that is not a
+  value of `trace`: a constant array, another trace's tracer, unhashable params)."""
+  parts = []
+  for x in ins:
+    if type(x) is staging.JaxprTracer and x._trace is trace:
+      parts.append(x._aval)
+    elif type(x) in _SCALAR_TYPES:
+      parts.append(_literal_key(x))
+    else:
+      return None
+  for c in cts_out:
+    if type(c) is ad.Zero:
+      parts.append(("zero", c.aval))
+    elif type(c) is staging.JaxprTracer and c._trace is trace:
+      parts.append(c._aval)
+    else:
+      return None
+  params = tuple((k, type(v), v) for k, v in sorted(eqn.params.items()))
+  key = (eqn.primitive, params, tuple(active), tuple(parts))
+  try:
+    hash(key)
+  except TypeError:
+    return None
+  return key
+
+
+_SCALAR_TYPES = frozenset({bool, int, float, complex} | {
+    t for t in np.sctypeDict.values() if issubclass(t, np.generic)})
+
+
+def _literal_key(x):
+  """A literal input by value (its bits, so 0.0 and -0.0 differ and a NaN equals itself)."""
+  a = np.asarray(x)
+  return ("literal", type(x), a.dtype, a.tobytes())
+
+
+class _StagedVJP:
+  """One equation's VJP staged once, as a jaxpr from (traced inputs, non-zero cotangents) to
+  the input cotangents, re-recorded into the caller's trace for each equation like it."""
+
+  def __init__(self, eqn, ins, cts_out, active):
+    is_traced = [isinstance(x, staging.JaxprTracer) for x in ins]
+    literals = [None if t else x for x, t in zip(ins, is_traced, strict=True)]
+    in_avals = [x.aval for x, t in zip(ins, is_traced, strict=True) if t]
+    ct_avals = [c.aval for c in cts_out if type(c) is not ad.Zero]
+    zero_cts = [c if type(c) is ad.Zero else None for c in cts_out]
+    n_in = len(in_avals)
+    template = []
+
+    def fun(*args):
+      traced = iter(args[:n_in])
+      full = [next(traced) if t else lit for t, lit in zip(is_traced, literals, strict=True)]
+      nz_cts = iter(args[n_in:])
+      cts = [z if z is not None else next(nz_cts) for z in zero_cts]
+      outs = []
+      for c in _eqn_vjp(eqn, full, cts, active):
+        if c is None or type(c) is ad.Zero:
+          template.append(c)
+        else:
+          template.append(len(outs))
+          outs.append(c)
+      return outs
+
+    jaxpr, consts = staging.trace_to_jaxpr(fun, in_avals + ct_avals)
+    jaxpr, _ = staging.dce_jaxpr(jaxpr)  # the equation's own primal result is never read
+    self.closed = ClosedJaxpr(jaxpr, consts)
+    self.template = template
+
+  def apply(self, trace, ins, cts_out):
+    args = [x for x in ins if isinstance(x, staging.JaxprTracer)]
+    args += [c for c in cts_out if type(c) is not ad.Zero]
+    outs = staging.inline_jaxpr(trace, self.closed, args)
+    return [outs[t] if type(t) is int else t for t in self.template]
 
 
 # primitive -> rule(eqn, ins, outs, cts_out, active) -> input cotangents: VJPs that rebuild as
@@ -514,6 +610,7 @@ def backward_walk(closed: ClosedJaxpr, plan: Plan, nonzeros, outs, saved, cts,
   for v, ct in zip(jaxpr.outvars, cts, strict=True):
     write(v, ct)
   keep = set(jaxpr.invars) | set(jaxpr.outvars)
+  vjp_cache: dict = {}
   for eqn in reversed(jaxpr.eqns):
     cts_out = [ct_env.pop(v, None) for v in eqn.outvars]
     if any(c is not None for c in cts_out):
@@ -525,7 +622,7 @@ def backward_walk(closed: ClosedJaxpr, plan: Plan, nonzeros, outs, saved, cts,
       if rule is not None:
         cts_in = rule(eqn, ins, [values.get(v) for v in eqn.outvars], cts_out, in_active)
       else:
-        cts_in = eqn_vjp(eqn, ins, cts_out, in_active)
+        cts_in = eqn_vjp(eqn, ins, cts_out, in_active, vjp_cache)
       for a, c in zip(eqn.invars, cts_in, strict=True):
         write(a, c)
     values.forget(eqn, keep)

@@ -167,6 +167,33 @@ def _escaped_tracer_error(tracer, trace) -> UnexpectedTracerError:
       "from the transformed function instead of storing them.")
 
 
+def inline_jaxpr(trace: DynamicJaxprTrace, closed: ClosedJaxpr, args) -> list:
+  """Record `closed`'s equations into `trace` applied to `args`, as binding them one by one
+  would, without running abstract evaluation again (the jaxpr's variables already hold the
+  types it gives). Returns the outputs (tracers of `trace`, or the values of literal and
+  constant outputs)."""
+  jaxpr = closed.jaxpr
+  env = {}
+  for v, c in zip(jaxpr.constvars, closed.consts, strict=True):
+    env[v] = trace.to_atom(c)
+  for v, x in zip(jaxpr.invars, args, strict=True):
+    env[v] = trace.to_atom(x)
+  eqns = trace.eqns
+  for eqn in jaxpr.eqns:
+    invars = [a if type(a) is Literal else env[a] for a in eqn.invars]
+    outvars = []
+    for v in eqn.outvars:
+      new = DropVar(v.aval) if type(v) is DropVar else Var(v.aval)
+      env[v] = new
+      outvars.append(new)
+    eqns.append(JaxprEqn(eqn.primitive, invars, outvars, eqn.params))
+  outs = []
+  for v in jaxpr.outvars:
+    atom = v if type(v) is Literal else env[v]
+    outs.append(atom.val if type(atom) is Literal else JaxprTracer(trace, atom.aval, atom))
+  return outs
+
+
 def trace_to_closed_jaxpr(fun, in_avals) -> ClosedJaxpr:
   jaxpr, consts = trace_to_jaxpr(fun, in_avals)
   return ClosedJaxpr(jaxpr, consts)
