@@ -194,6 +194,112 @@ def inline_jaxpr(trace: DynamicJaxprTrace, closed: ClosedJaxpr, args) -> list:
   return outs
 
 
+# --- replaying what a rule recorded ----------------------------------------------------------------
+_SCALAR_TYPES = frozenset({bool, int, float, complex} | {
+    t for t in np.sctypeDict.values() if issubclass(t, np.generic)})
+
+
+def literal_key(x):
+  """A Python or NumPy scalar as part of a cache key: by its bits (0.0 and -0.0 differ, a NaN
+  equals itself) and type."""
+  a = np.asarray(x)
+  return ("literal", type(x), a.dtype, a.tobytes())
+
+
+def values_key(trace: DynamicJaxprTrace, values):
+  """The part of a cache key that says what a rule applied to `values` can see of them while
+  `trace` records: each tracer of `trace` by its type and which earlier value it is the same
+  object as (a rule may treat `f(x, x)` specially), each scalar by its value. None if a value is
+  anything else (a constant array, another trace's tracer): what a rule does with it may depend
+  on its contents."""
+  parts, first = [], {}
+  for x in values:
+    if type(x) is JaxprTracer and x._trace is trace:
+      parts.append((x._aval, first.setdefault(id(x), len(first))))
+    elif type(x) in _SCALAR_TYPES:
+      parts.append(literal_key(x))
+    else:
+      return None
+  return tuple(parts)
+
+
+def params_key(params):
+  """Params as part of a cache key (with their types: 1 and 1.0 and True are different params),
+  or None where some param is unhashable."""
+  key = tuple((k, type(v), v) for k, v in sorted(params.items()))
+  try:
+    hash(key)
+  except TypeError:
+    return None
+  return key
+
+
+class _Recording:
+  """The equations a rule recorded for one input signature, with the variables they read from
+  outside (the rule's inputs) and the outputs it returned (variables or plain objects)."""
+  __slots__ = ("inputs", "eqns", "outs")
+
+  def __init__(self, inputs, eqns, outs):
+    self.inputs, self.eqns, self.outs = inputs, eqns, outs
+
+
+_NOT_REPLAYABLE = object()
+# types of non-array rule results that can be handed out again (ad's symbolic Zero)
+immutable_results: set = set()
+
+
+def record_or_replay(trace: DynamicJaxprTrace, key, inputs, run):
+  """`run()` (a rule applied to `inputs`: tracers of `trace` and scalars; returns a flat list), or, when
+  a rule with the same `key` ran before in `trace`, the equations it recorded then, recorded
+  again on these inputs: the same equations binding would record, without running the rule's
+  Python and every abstract evaluation again. `key` must fix everything the rule's result
+  depends on (see `values_key`, `params_key`); only equations reading nothing but the inputs,
+  their own results, literals and `trace`'s constants are replayed, else `run` runs each time."""
+  inputs = [x for x in inputs if type(x) is JaxprTracer]  # scalars: their values are in `key`
+  replays = trace.__dict__.setdefault("_replays", {})
+  rec = replays.get(key)
+  if rec is _NOT_REPLAYABLE:
+    return run()
+  if rec is not None:
+    env = {v: x.var for v, x in zip(rec.inputs, inputs, strict=True)}
+    eqns = trace.eqns
+    for eqn in rec.eqns:
+      invars = [env.get(a, a) if type(a) is not Literal else a for a in eqn.invars]
+      outvars = []
+      for v in eqn.outvars:
+        new = env[v] = DropVar(v.aval) if type(v) is DropVar else Var(v.aval)
+        outvars.append(new)
+      eqns.append(JaxprEqn(eqn.primitive, invars, outvars, eqn.params))
+    return [JaxprTracer(trace, o.aval, env.get(o, o)) if type(o) is Var else o
+            for o in rec.outs]
+  start = len(trace.eqns)
+  outs = run()
+  replays[key] = _record(trace, start, [x.var for x in inputs], outs)
+  return outs
+
+
+def _record(trace, start, input_vars, outs):
+  eqns = trace.eqns[start:]
+  known = set(input_vars)
+  known.update(v for v, _ in trace.constvars.values())
+  for eqn in eqns:
+    for a in eqn.invars:
+      if type(a) is not Literal and a not in known:
+        return _NOT_REPLAYABLE  # reads a value the inputs do not give (a closed-over tracer)
+    known.update(eqn.outvars)
+  rec_outs = []
+  for o in outs:
+    if isinstance(o, Tracer):
+      if type(o) is not JaxprTracer or o._trace is not trace or o.var not in known:
+        return _NOT_REPLAYABLE
+      rec_outs.append(o.var)
+    elif o is None or type(o) in _SCALAR_TYPES or type(o) in immutable_results:
+      rec_outs.append(o)
+    else:
+      return _NOT_REPLAYABLE  # an array: replaying would share one object between results
+  return _Recording(input_vars, eqns, rec_outs)
+
+
 def trace_to_closed_jaxpr(fun, in_avals) -> ClosedJaxpr:
   jaxpr, consts = trace_to_jaxpr(fun, in_avals)
   return ClosedJaxpr(jaxpr, consts)
