@@ -269,7 +269,9 @@ class _Graph:
     self.readers: dict = {}  # var -> equations that read it
     self.writer: dict = {}  # var -> the equation that writes it
     self.slices_of: dict = {}  # var -> part equations (slices) of it
+    self.live_outs: dict = {}  # eqn -> its outputs that are not dropped
     for eqn in jaxpr.eqns:
+      self.live_outs[eqn] = [v for v in eqn.outvars if type(v) is not DropVar]
       for a in eqn.invars:
         if type(a) is Var:
           self.readers.setdefault(a, []).append(eqn)
@@ -304,17 +306,17 @@ class _Graph:
         steps[v] = step
         queue.append(v)
 
-    def is_known(a):
-      return type(a) is Literal or a in known
+    live_outs = self.live_outs
 
     def try_eqn(eqn):
-      ins_known = tuple(is_known(a) for a in eqn.invars)
-      outs = [v for v in eqn.outvars if type(v) is not DropVar]
-      outs_known = all(v in known for v in outs)
-      if all(ins_known) and not outs_known:
+      ins_known = tuple([type(a) is Literal or a in known for a in eqn.invars])
+      outs = live_outs[eqn]
+      outs_known = all([v in known for v in outs])
+      all_ins_known = all(ins_known)
+      if all_ins_known and not outs_known:
         for v in outs:
           learn(v, ("forward", eqn, None))
-      elif (outs_known and len(outs) == len(eqn.outvars) and not all(ins_known)
+      elif (outs_known and not all_ins_known and len(outs) == len(eqn.outvars)
             and _inverse_solves(eqn, ins_known, self.facts)):
         for a, k in zip(eqn.invars, ins_known, strict=True):
           if not k:
@@ -435,17 +437,28 @@ class _Values:
     env = self.env
     read = lambda a: a.val if type(a) is Literal else env[a]
     if kind == "forward":
-      outs = what.primitive.bind(*map(read, what.invars), **what.params)
-      outs = outs if what.primitive.multiple_results else [outs]
-      for v, x in zip(what.outvars, outs, strict=True):
+      vals = [read(a) for a in what.invars]
+
+      def run():
+        outs = what.primitive.bind(*vals, **what.params)
+        return list(outs) if what.primitive.multiple_results else [outs]
+
+      for v, x in zip(what.outvars, _replayed(step, vals, run), strict=True):
         if type(v) is not DropVar:
           env.setdefault(v, x)
     elif kind == "inverse":
+      outs = [env[o] for o in what.outvars]
       ins = [read(a) if k else None for a, k in zip(what.invars, known, strict=True)]
-      rebuilt = inverse_rules[what.primitive].rebuild(
-          [env[o] for o in what.outvars], ins, [a.aval for a in what.invars], **what.params)
-      for a, x, k in zip(what.invars, rebuilt, known, strict=True):
-        if not k and type(a) is Var:
+      avals_in = [a.aval for a in what.invars]
+
+      def run():
+        rebuilt = inverse_rules[what.primitive].rebuild(outs, ins, avals_in, **what.params)
+        return [x for x, k in zip(rebuilt, known, strict=True) if not k]
+
+      unknown = [a for a, k in zip(what.invars, known, strict=True) if not k]
+      vals = outs + [x for x, k in zip(ins, known, strict=True) if k]
+      for a, x in zip(unknown, _replayed(step, vals, run), strict=True):
+        if type(a) is Var:
           env.setdefault(a, x)
     else:
       region, assemble = part_rules[what[0].primitive]
@@ -458,6 +471,22 @@ class _Values:
     for v in eqn.outvars:
       if v not in keep:
         self.env.pop(v, None)
+
+
+def _replayed(step, vals, run) -> list:
+  """`run()`, a step's rebuilding of values from `vals` (what it reads); while staging, steps
+  like one seen before (a deep network's layers) replay what that one recorded."""
+  trace = current_trace()
+  if type(trace) is not staging.DynamicJaxprTrace:
+    return run()
+  kind, eqn, known = step
+  values = staging.values_key(trace, vals)
+  params = staging.params_key(eqn.params) if values is not None else None
+  if params is None:
+    return run()
+  avals_in = tuple(a.aval for a in eqn.invars)  # an inverse's unknown inputs' types too
+  key = ("invertible " + kind, eqn.primitive, params, known, avals_in, values)
+  return staging.record_or_replay(trace, key, vals, run)
 
 
 def _step_inputs(step):

@@ -347,19 +347,22 @@ def dce_jaxpr(jaxpr: Jaxpr, used_outputs=None, *, prune_inputs: bool = False):
   new_eqns = []
   for eqn in reversed(jaxpr.eqns):
     used = [v in live for v in eqn.outvars]
-    effectful = not (used and all(used)) and eqn_has_effects(eqn)
-    if not any(used) and not effectful:
+    all_used = bool(used) and all(used)
+    effectful = not all_used and eqn_has_effects(eqn)
+    if not effectful and not all_used and not any(used):
       continue
     rule = dce_rules.get(eqn.primitive)
     if effectful:  # a side effect runs whole, whatever of its outputs is used
-      used_ins, new_eqn = [True] * len(eqn.invars), eqn
+      new_eqn = eqn
+      live.update(a for a in eqn.invars if type(a) is not Literal)
     elif rule is not None:
       used_ins, new_eqn = rule(eqn, used)  # used_ins: one per input of the original eqn
+      live.update(a for a, u in zip(eqn.invars, used_ins) if u and isinstance(a, Var))
     else:
-      used_ins = [True] * len(eqn.invars)
-      new_eqn = eqn.replace(outvars=[v if u else DropVar(v.aval)
-                                     for v, u in zip(eqn.outvars, used)])
-    live.update(a for a, u in zip(eqn.invars, used_ins) if u and isinstance(a, Var))
+      # equations are never changed in place: one whose outputs are all used is kept as is
+      new_eqn = eqn if all_used else eqn.replace(
+          outvars=[v if u else DropVar(v.aval) for v, u in zip(eqn.outvars, used)])
+      live.update(a for a in eqn.invars if type(a) is not Literal)
     if new_eqn is not None:
       new_eqns.append(new_eqn)
   new_eqns.reverse()
