@@ -16,6 +16,7 @@ import numpy as np
 from revax._src.core import dtypes
 from revax._src.core.avals import ShapedArray
 from revax._src.core.effects import jaxpr_has_ordered_effects
+from revax._src.core.gc_pause import paused_gc
 from revax._src.core.jaxpr import ClosedJaxpr, Jaxpr, Literal
 from revax._src.core.rules import RuleTable
 
@@ -394,8 +395,9 @@ def call_jaxpr(ctx: LoweringRuleContext, closed: ClosedJaxpr, args, name: str = 
 def lower_jaxpr_to_module(closed: ClosedJaxpr, name: str = "main", platform: str = "cpu") -> str:
   """StableHLO module text whose public @main computes `closed`."""
   module = ModuleBuilder(f"jit_{name}", platform)
-  lower_function(module, "main", closed, public=True)
-  return module.to_text()
+  with paused_gc():
+    lower_function(module, "main", closed, public=True)
+    return module.to_text()
 
 
 def lower_fun(fun, multiple_results: bool):

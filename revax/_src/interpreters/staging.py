@@ -19,6 +19,7 @@ from revax._src.core.effects import eqn_has_effects
 from revax._src.core.jaxpr import ClosedJaxpr, DropVar, Jaxpr, JaxprEqn, Literal, Var
 from revax._src.core.rules import RuleTable
 from revax._src.core.errors import UnexpectedTracerError
+from revax._src.core.gc_pause import paused_gc
 from revax._src.core.trace import Trace, Tracer, set_current_trace
 from revax._src.runtime.array import Array
 
@@ -150,9 +151,9 @@ def trace_to_jaxpr(fun, in_avals, debug_info: DebugInfo | None = None) -> tuple[
   trace = DynamicJaxprTrace(debug_info)
   args = [trace.new_arg(a) for a in in_avals]
   try:
-    with set_current_trace(trace):
+    with paused_gc(), set_current_trace(trace):
       outs = fun(*args)
-    return trace.to_jaxpr(outs)
+      return trace.to_jaxpr(outs)
   finally:
     trace.finished = True
 
@@ -225,8 +226,9 @@ def values_key(trace: DynamicJaxprTrace, values):
 
 def params_key(params):
   """Params as part of a cache key (with their types: 1 and 1.0 and True are different params),
-  or None where some param is unhashable."""
-  key = tuple((k, type(v), v) for k, v in sorted(params.items()))
+  or None where some param is unhashable. (Not sorted: the same params in another order only
+  miss the cache.)"""
+  key = tuple([(k, type(v), v) for k, v in params.items()])
   try:
     hash(key)
   except TypeError:
@@ -249,32 +251,34 @@ immutable_results: set = set()
 
 
 def record_or_replay(trace: DynamicJaxprTrace, key, inputs, run):
-  """`run()` (a rule applied to `inputs`: tracers of `trace` and scalars; returns a flat list), or, when
-  a rule with the same `key` ran before in `trace`, the equations it recorded then, recorded
-  again on these inputs: the same equations binding would record, without running the rule's
-  Python and every abstract evaluation again. `key` must fix everything the rule's result
+  """`run()` (a rule applied to `inputs`, tracers of `trace` and scalars; returns a flat list),
+  or, when a rule with the same `key` ran before in `trace`, the equations it recorded then,
+  recorded again on these inputs: the same equations binding would record, without running the
+  rule's Python and every abstract evaluation again. `key` must fix everything the rule's result
   depends on (see `values_key`, `params_key`); only equations reading nothing but the inputs,
   their own results, literals and `trace`'s constants are replayed, else `run` runs each time."""
-  inputs = [x for x in inputs if type(x) is JaxprTracer]  # scalars: their values are in `key`
-  replays = trace.__dict__.setdefault("_replays", {})
+  replays = trace.__dict__.get("_replays")
+  if replays is None:
+    replays = trace._replays = {}
   rec = replays.get(key)
   if rec is _NOT_REPLAYABLE:
     return run()
   if rec is not None:
-    env = {v: x.var for v, x in zip(rec.inputs, inputs, strict=True)}
-    eqns = trace.eqns
-    for eqn in rec.eqns:
-      invars = [env.get(a, a) if type(a) is not Literal else a for a in eqn.invars]
-      outvars = []
-      for v in eqn.outvars:
-        new = env[v] = DropVar(v.aval) if type(v) is DropVar else Var(v.aval)
-        outvars.append(new)
-      eqns.append(JaxprEqn(eqn.primitive, invars, outvars, eqn.params))
+    # variables and literals hash by identity: what is not an input or a result of an earlier
+    # equation (a literal, a constant of `trace`) maps to itself
+    env = dict(zip(rec.inputs, [x.var for x in inputs if type(x) is JaxprTracer], strict=True))
+    append = trace.eqns.append
+    make = JaxprEqn.adopt
+    for prim, invars, outvars, params, drops in rec.eqns:
+      new_outs = ([DropVar(v.aval) if type(v) is DropVar else Var(v.aval) for v in outvars]
+                  if drops else [Var(v.aval) for v in outvars])
+      env.update(zip(outvars, new_outs))
+      append(make(prim, [env.get(a, a) for a in invars], new_outs, params))
     return [JaxprTracer(trace, o.aval, env.get(o, o)) if type(o) is Var else o
             for o in rec.outs]
   start = len(trace.eqns)
   outs = run()
-  replays[key] = _record(trace, start, [x.var for x in inputs], outs)
+  replays[key] = _record(trace, start, [x.var for x in inputs if type(x) is JaxprTracer], outs)
   return outs
 
 
@@ -297,7 +301,9 @@ def _record(trace, start, input_vars, outs):
       rec_outs.append(o)
     else:
       return _NOT_REPLAYABLE  # an array: replaying would share one object between results
-  return _Recording(input_vars, eqns, rec_outs)
+  flat = [(e.primitive, e.invars, e.outvars, e.params,
+           any(type(v) is DropVar for v in e.outvars)) for e in eqns]
+  return _Recording(input_vars, flat, rec_outs)
 
 
 def trace_to_closed_jaxpr(fun, in_avals) -> ClosedJaxpr:
