@@ -535,42 +535,16 @@ def _eqn_vjp(eqn, ins, cts_out, active):
 
 
 def _vjp_key(trace, eqn, ins, cts_out, active):
-  """What an equation's VJP depends on: its primitive and params, each input's type (or, for a
-  literal, its value), which inputs are active and the output cotangents' types (or that they
-  are symbolic zeros); None where a VJP must not be reused (an input or cotangent that is not a
-  value of `trace`: a constant array, another trace's tracer, unhashable params)."""
-  parts = []
-  for x in ins:
-    if type(x) is staging.JaxprTracer and x._trace is trace:
-      parts.append(x._aval)
-    elif type(x) in _SCALAR_TYPES:
-      parts.append(_literal_key(x))
-    else:
-      return None
-  for c in cts_out:
-    if type(c) is ad.Zero:
-      parts.append(("zero", c.aval))
-    elif type(c) is staging.JaxprTracer and c._trace is trace:
-      parts.append(c._aval)
-    else:
-      return None
-  params = tuple((k, type(v), v) for k, v in sorted(eqn.params.items()))
-  key = (eqn.primitive, params, tuple(active), tuple(parts))
-  try:
-    hash(key)
-  except TypeError:
+  """What an equation's VJP depends on while `trace` stages it: its primitive and params, the
+  inputs and non-zero output cotangents as `staging.values_key` sees them (types and aliasing,
+  literals by value), which inputs are active and which cotangents are symbolic zeros; None
+  where a VJP must not be reused (a constant array, another trace's tracer, unhashable params)."""
+  values = staging.values_key(trace, list(ins) + [c for c in cts_out if type(c) is not ad.Zero])
+  params = staging.params_key(eqn.params) if values is not None else None
+  if params is None:
     return None
-  return key
-
-
-_SCALAR_TYPES = frozenset({bool, int, float, complex} | {
-    t for t in np.sctypeDict.values() if issubclass(t, np.generic)})
-
-
-def _literal_key(x):
-  """A literal input by value (its bits, so 0.0 and -0.0 differ and a NaN equals itself)."""
-  a = np.asarray(x)
-  return ("literal", type(x), a.dtype, a.tobytes())
+  zeros = tuple(c.aval if type(c) is ad.Zero else None for c in cts_out)
+  return (eqn.primitive, params, tuple(active), zeros, values)
 
 
 class _StagedVJP:

@@ -195,7 +195,7 @@ def inline_jaxpr(trace: DynamicJaxprTrace, closed: ClosedJaxpr, args) -> list:
   return outs
 
 
-# --- replaying what a rule recorded ----------------------------------------------------------------
+# --- replaying what a rule recorded --------------------------------------------------------------
 _SCALAR_TYPES = frozenset({bool, int, float, complex} | {
     t for t in np.sctypeDict.values() if issubclass(t, np.generic)})
 
