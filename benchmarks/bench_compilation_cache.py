@@ -12,20 +12,25 @@ Run: python benchmarks/bench_compilation_cache.py [--quick]
      python benchmarks/bench_compilation_cache.py --split   (where a warm first call's CPU time
      goes: trace, lower, cache key, load, deserialize, first run; best of 3 fresh processes)
 
-Measured 2026-12-03 on the shared 2-core machine (load average 7-11 from other work, so wall
-times run 2-4x the quiet figures; ratios of interleaved runs are what to read):
-- before (f8efea5): warm 1248 ms vs cold 5119 ms = 0.24x, vs jax 5841 ms = 0.21x (one run at
-  load ~8; the previous session, on a quieter machine: 618 / 1254 / 1598 ms = 0.49x, 0.39x);
-- after: warm 974 ms vs cold 3094 ms = 0.31x, vs jax 4827 ms = 0.20x (load ~10).
-CPU split of the warm first call (--split, CPU ms): before trace 254-364, lower 39-59, cache key
-35-39 (importlib.metadata and platform.processor's subprocess), deserialize ~200, first run
-~185-210; after: trace 52-88, lower 24-45, key 0-1, load 1, deserialize 185-230, first run
-157-228 (the same program runs in ~150 ms CPU from its second call).
+Measured 2026-12-03 on the shared 2-core machine (load average 7-10 from other work, so wall
+times run 2-3x the quiet figures and vary a lot; read the ratios of interleaved runs):
+- before (f8efea5): warm 1080-1875 ms vs cold 3285-4307 ms = 0.33-0.44x, vs jax 2817-4743 ms
+  = 0.38-0.40x (the previous session, quieter: 618 / 1254 / 1598 ms = 0.49x, 0.39x);
+- after: warm 974-1074 ms vs cold 3094-3170 ms = 0.31-0.34x, vs jax 4343-4827 ms = 0.20-0.25x.
+CPU split of the warm first call (--split, CPU ms, best of 3): before trace 255, lower 48,
+cache key 29 (importlib.metadata and platform.processor's subprocess), load 1, deserialize 156,
+first run 167, total 687; after trace 59-74, lower 26-35, key 0, load 1, deserialize 126-188,
+first run 152-199, total 369-510 (the program runs in ~150 ms CPU from its second call on).
 What is left is the plugin's: `PJRT_Executable_DeserializeAndLoad` of this 755 KB executable
 (HloModule::CreateFromProto ~30% of it, ExecutionGraph::Create for the ConditionalThunk that
 holds the fenced backward walk ~28%) and its first execution, together ~2/3 of a warm first call
 whatever revax's Python does; so warm <= 0.15x cold is out of reach with this plugin (even with
-no tracing at all, load + run alone are ~0.25x of cold), while <= 0.2x of jax is met.
+no tracing at all, load + first run alone are ~0.25x of cold), and <= 0.2x of jax is met only
+in the least loaded runs. Skipping the trace on a warm start would need a key that changes
+whenever the function or anything it reads changes (closures, globals, module state, config):
+no cheap key is sound (source text is not); keying the StableHLO by the final jaxpr is sound
+but would save only the lowering (~30 ms CPU) for a fingerprint walk of its own, so neither is
+built.
 """
 from __future__ import annotations
 
