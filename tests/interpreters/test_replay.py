@@ -104,6 +104,7 @@ def test_values_key_tells_aliased_operands_and_literal_values_apart():
 def test_params_key_distinguishes_types_and_refuses_unhashable_params():
   assert staging.params_key({"y": 1}) != staging.params_key({"y": 1.0})
   assert staging.params_key({"y": 1}) != staging.params_key({"y": True})
+  assert staging.params_key({"y": 0.0}) != staging.params_key({"y": -0.0})
   assert staging.params_key({"y": [1, 2]}) is None
 
 

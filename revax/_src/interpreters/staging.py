@@ -225,10 +225,10 @@ def values_key(trace: DynamicJaxprTrace, values):
 
 
 def params_key(params):
-  """Params as part of a cache key (with their types: 1 and 1.0 and True are different params),
-  or None where some param is unhashable. (Not sorted: the same params in another order only
-  miss the cache.)"""
-  key = tuple([(k, type(v), v) for k, v in params.items()])
+  """Params as part of a cache key (with their types: 1 and 1.0 and True are different params;
+  a float by its bits: 0.0 and -0.0 too), or None where some param is unhashable. (Not sorted:
+  the same params in another order only miss the cache.)"""
+  key = tuple([(k, type(v), v.hex() if type(v) is float else v) for k, v in params.items()])
   try:
     hash(key)
   except TypeError:
