@@ -38,8 +38,8 @@ class ShapedArray:
     return self.update(weak_type=False) if self.weak_type else self
 
   def __eq__(self, other):
-    return (type(other) is ShapedArray and self.shape == other.shape and self.dtype == other.dtype
-            and self.weak_type == other.weak_type)
+    return other is self or (type(other) is ShapedArray and self.shape == other.shape
+                             and self.dtype == other.dtype and self.weak_type == other.weak_type)
 
   def __hash__(self):
     return self._hash

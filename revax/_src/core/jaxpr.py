@@ -57,6 +57,15 @@ class JaxprEqn:
     self.outvars = list(outvars)
     self.params = dict(params)
 
+  @classmethod
+  def adopt(cls, primitive, invars: list, outvars: list, params: dict) -> "JaxprEqn":
+    """An equation that takes over `invars`, `outvars` and `params` without copying them: for
+    callers that built the lists afresh and share a params dict no one changes (equations are
+    never changed in place)."""
+    eqn = cls.__new__(cls)
+    eqn.primitive, eqn.invars, eqn.outvars, eqn.params = primitive, invars, outvars, params
+    return eqn
+
   def replace(self, **kw) -> "JaxprEqn":
     return JaxprEqn(kw.get("primitive", self.primitive), kw.get("invars", self.invars),
                     kw.get("outvars", self.outvars), kw.get("params", self.params))

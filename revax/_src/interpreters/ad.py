@@ -164,8 +164,15 @@ class JVPTrace(Trace):
     rule = primitive_jvps.get(primitive)
     if rule is None:
       raise _no_jvp_error(primitive)
-    with set_current_trace(self.parent_trace):
-      primal_out, tangent_out = rule(primals, tangents, **params)
+    parent = self.parent_trace
+    key = (_replay_key(parent, primitive, primals, tangents, params)
+           if type(parent) is staging.DynamicJaxprTrace else None)
+    with set_current_trace(parent):
+      if key is None:
+        primal_out, tangent_out = rule(primals, tangents, **params)
+      else:
+        primal_out, tangent_out = _replayed_jvp(parent, key, rule, primitive, primals, tangents,
+                                                params)
     if primitive.multiple_results:
       return [self.wrap(p, t) for p, t in zip(primal_out, tangent_out, strict=True)]
     return self.wrap(primal_out, tangent_out)
@@ -179,6 +186,37 @@ class JVPTrace(Trace):
 
   def __repr__(self):
     return f"JVPTrace(tag={self.tag})"
+
+
+def _replay_key(trace, primitive, primals, tangents, params):
+  """What a JVP rule's result depends on while `trace` stages it (see staging.values_key), or
+  None where it must run afresh."""
+  values = staging.values_key(trace, [x for x in primals + tangents if type(x) is not Zero])
+  params = staging.params_key(params) if values is not None else None
+  if params is None:
+    return None
+  zeros = tuple(t.aval if type(t) is Zero else None for t in tangents)
+  return ("jvp", primitive, params, zeros, values)
+
+
+def _replayed_jvp(trace, key, rule, primitive, primals, tangents, params):
+  """The rule's result, recorded once per key in the staging `trace` and replayed for equations
+  like it (a deep network's layers): a JVP of a staged program costs a copy per equation."""
+  inputs = [x for x in primals + tangents if type(x) is not Zero]
+  multiple = primitive.multiple_results
+
+  def run():
+    primal_out, tangent_out = rule(primals, tangents, **params)
+    if not multiple:
+      return [primal_out, tangent_out]
+    return list(primal_out) + list(tangent_out)  # one tangent per output
+
+  outs = staging.record_or_replay(trace, key, inputs, run)
+  n = len(outs) // 2
+  return (outs[:n], outs[n:]) if multiple else (outs[0], outs[1])
+
+
+staging.immutable_results.add(Zero)
 
 
 def _no_jvp_error(primitive):

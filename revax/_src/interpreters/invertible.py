@@ -39,7 +39,7 @@ from revax._src.core.avals import get_aval
 from revax._src.core.eval import eval_jaxpr
 from revax._src.core.jaxpr import ClosedJaxpr, DropVar, Jaxpr, Literal, Var
 from revax._src.core.rules import RuleTable
-from revax._src.core.trace import Primitive, set_current_trace
+from revax._src.core.trace import Primitive, current_trace, set_current_trace
 from revax._src.interpreters import ad, batching, dispatch, mlir, partial_eval, staging
 from revax._src.interpreters.barrier import fenced_call
 
@@ -269,7 +269,9 @@ class _Graph:
     self.readers: dict = {}  # var -> equations that read it
     self.writer: dict = {}  # var -> the equation that writes it
     self.slices_of: dict = {}  # var -> part equations (slices) of it
+    self.live_outs: dict = {}  # eqn -> its outputs that are not dropped
     for eqn in jaxpr.eqns:
+      self.live_outs[eqn] = [v for v in eqn.outvars if type(v) is not DropVar]
       for a in eqn.invars:
         if type(a) is Var:
           self.readers.setdefault(a, []).append(eqn)
@@ -304,17 +306,17 @@ class _Graph:
         steps[v] = step
         queue.append(v)
 
-    def is_known(a):
-      return type(a) is Literal or a in known
+    live_outs = self.live_outs
 
     def try_eqn(eqn):
-      ins_known = tuple(is_known(a) for a in eqn.invars)
-      outs = [v for v in eqn.outvars if type(v) is not DropVar]
-      outs_known = all(v in known for v in outs)
-      if all(ins_known) and not outs_known:
+      ins_known = tuple([type(a) is Literal or a in known for a in eqn.invars])
+      outs = live_outs[eqn]
+      outs_known = all([v in known for v in outs])
+      all_ins_known = all(ins_known)
+      if all_ins_known and not outs_known:
         for v in outs:
           learn(v, ("forward", eqn, None))
-      elif (outs_known and len(outs) == len(eqn.outvars) and not all(ins_known)
+      elif (outs_known and not all_ins_known and len(outs) == len(eqn.outvars)
             and _inverse_solves(eqn, ins_known, self.facts)):
         for a, k in zip(eqn.invars, ins_known, strict=True):
           if not k:
@@ -435,17 +437,28 @@ class _Values:
     env = self.env
     read = lambda a: a.val if type(a) is Literal else env[a]
     if kind == "forward":
-      outs = what.primitive.bind(*map(read, what.invars), **what.params)
-      outs = outs if what.primitive.multiple_results else [outs]
-      for v, x in zip(what.outvars, outs, strict=True):
+      vals = [read(a) for a in what.invars]
+
+      def run():
+        outs = what.primitive.bind(*vals, **what.params)
+        return list(outs) if what.primitive.multiple_results else [outs]
+
+      for v, x in zip(what.outvars, _replayed(step, vals, run), strict=True):
         if type(v) is not DropVar:
           env.setdefault(v, x)
     elif kind == "inverse":
+      outs = [env[o] for o in what.outvars]
       ins = [read(a) if k else None for a, k in zip(what.invars, known, strict=True)]
-      rebuilt = inverse_rules[what.primitive].rebuild(
-          [env[o] for o in what.outvars], ins, [a.aval for a in what.invars], **what.params)
-      for a, x, k in zip(what.invars, rebuilt, known, strict=True):
-        if not k and type(a) is Var:
+      avals_in = [a.aval for a in what.invars]
+
+      def run():
+        rebuilt = inverse_rules[what.primitive].rebuild(outs, ins, avals_in, **what.params)
+        return [x for x, k in zip(rebuilt, known, strict=True) if not k]
+
+      unknown = [a for a, k in zip(what.invars, known, strict=True) if not k]
+      vals = outs + [x for x, k in zip(ins, known, strict=True) if k]
+      for a, x in zip(unknown, _replayed(step, vals, run), strict=True):
+        if type(a) is Var:
           env.setdefault(a, x)
     else:
       region, assemble = part_rules[what[0].primitive]
@@ -460,6 +473,22 @@ class _Values:
         self.env.pop(v, None)
 
 
+def _replayed(step, vals, run) -> list:
+  """`run()`, a step's rebuilding of values from `vals` (what it reads); while staging, steps
+  like one seen before (a deep network's layers) replay what that one recorded."""
+  trace = current_trace()
+  if type(trace) is not staging.DynamicJaxprTrace:
+    return run()
+  kind, eqn, known = step
+  values = staging.values_key(trace, vals)
+  params = staging.params_key(eqn.params) if values is not None else None
+  if params is None:
+    return run()
+  avals_in = tuple(a.aval for a in eqn.invars)  # an inverse's unknown inputs' types too
+  key = ("invertible " + kind, eqn.primitive, params, known, avals_in, values)
+  return staging.record_or_replay(trace, key, vals, run)
+
+
 def _step_inputs(step):
   kind, what, known = step
   if kind == "forward":
@@ -469,8 +498,26 @@ def _step_inputs(step):
   return [e.outvars[0] for e in what]
 
 
-def eqn_vjp(eqn, ins, cts_out, active):
-  """Cotangents of one equation's active inputs at inputs `ins` (None for the inactive ones)."""
+def eqn_vjp(eqn, ins, cts_out, active, cache=None):
+  """Cotangents of one equation's active inputs at inputs `ins` (None for the inactive ones).
+
+  `cache` (a dict the caller keeps for one backward walk) reuses VJPs: a deep network repeats a
+  few kinds of equations (same primitive, params and types) hundreds of times, and while staging
+  a jaxpr, taking one such VJP again (linearize, partial evaluation, transposition) records the
+  same equations as recording the first one's jaxpr again, which is several times cheaper."""
+  if cache is not None:
+    trace = current_trace()
+    if type(trace) is staging.DynamicJaxprTrace:
+      key = _vjp_key(trace, eqn, ins, cts_out, active)
+      if key is not None:
+        staged = cache.get(key)
+        if staged is None:
+          staged = cache[key] = _StagedVJP(eqn, ins, cts_out, active)
+        return staged.apply(trace, ins, cts_out)
+  return _eqn_vjp(eqn, ins, cts_out, active)
+
+
+def _eqn_vjp(eqn, ins, cts_out, active):
   positions = [i for i, a in enumerate(active) if a]
 
   def f(*xs):
@@ -485,6 +532,58 @@ def eqn_vjp(eqn, ins, cts_out, active):
   for i, c in zip(positions, ad.transpose_linearized(lin, cts_out), strict=True):
     result[i] = c
   return result
+
+
+def _vjp_key(trace, eqn, ins, cts_out, active):
+  """What an equation's VJP depends on while `trace` stages it: its primitive and params, the
+  inputs and non-zero output cotangents as `staging.values_key` sees them (types and aliasing,
+  literals by value), which inputs are active and which cotangents are symbolic zeros; None
+  where a VJP must not be reused (a constant array, another trace's tracer, unhashable params)."""
+  values = staging.values_key(trace, list(ins) + [c for c in cts_out if type(c) is not ad.Zero])
+  params = staging.params_key(eqn.params) if values is not None else None
+  if params is None:
+    return None
+  zeros = tuple(c.aval if type(c) is ad.Zero else None for c in cts_out)
+  return (eqn.primitive, params, tuple(active), zeros, values)
+
+
+class _StagedVJP:
+  """One equation's VJP staged once, as a jaxpr from (traced inputs, non-zero cotangents) to
+  the input cotangents, re-recorded into the caller's trace for each equation like it."""
+
+  def __init__(self, eqn, ins, cts_out, active):
+    is_traced = [isinstance(x, staging.JaxprTracer) for x in ins]
+    literals = [None if t else x for x, t in zip(ins, is_traced, strict=True)]
+    in_avals = [x.aval for x, t in zip(ins, is_traced, strict=True) if t]
+    ct_avals = [c.aval for c in cts_out if type(c) is not ad.Zero]
+    zero_cts = [c if type(c) is ad.Zero else None for c in cts_out]
+    n_in = len(in_avals)
+    template = []
+
+    def fun(*args):
+      traced = iter(args[:n_in])
+      full = [next(traced) if t else lit for t, lit in zip(is_traced, literals, strict=True)]
+      nz_cts = iter(args[n_in:])
+      cts = [z if z is not None else next(nz_cts) for z in zero_cts]
+      outs = []
+      for c in _eqn_vjp(eqn, full, cts, active):
+        if c is None or type(c) is ad.Zero:
+          template.append(c)
+        else:
+          template.append(len(outs))
+          outs.append(c)
+      return outs
+
+    jaxpr, consts = staging.trace_to_jaxpr(fun, in_avals + ct_avals)
+    jaxpr, _ = staging.dce_jaxpr(jaxpr)  # the equation's own primal result is never read
+    self.closed = ClosedJaxpr(jaxpr, consts)
+    self.template = template
+
+  def apply(self, trace, ins, cts_out):
+    args = [x for x in ins if isinstance(x, staging.JaxprTracer)]
+    args += [c for c in cts_out if type(c) is not ad.Zero]
+    outs = staging.inline_jaxpr(trace, self.closed, args)
+    return [outs[t] if type(t) is int else t for t in self.template]
 
 
 # primitive -> rule(eqn, ins, outs, cts_out, active) -> input cotangents: VJPs that rebuild as
@@ -514,6 +613,7 @@ def backward_walk(closed: ClosedJaxpr, plan: Plan, nonzeros, outs, saved, cts,
   for v, ct in zip(jaxpr.outvars, cts, strict=True):
     write(v, ct)
   keep = set(jaxpr.invars) | set(jaxpr.outvars)
+  vjp_cache: dict = {}
   for eqn in reversed(jaxpr.eqns):
     cts_out = [ct_env.pop(v, None) for v in eqn.outvars]
     if any(c is not None for c in cts_out):
@@ -525,7 +625,7 @@ def backward_walk(closed: ClosedJaxpr, plan: Plan, nonzeros, outs, saved, cts,
       if rule is not None:
         cts_in = rule(eqn, ins, [values.get(v) for v in eqn.outvars], cts_out, in_active)
       else:
-        cts_in = eqn_vjp(eqn, ins, cts_out, in_active)
+        cts_in = eqn_vjp(eqn, ins, cts_out, in_active, vjp_cache)
       for a, c in zip(eqn.invars, cts_in, strict=True):
         write(a, c)
     values.forget(eqn, keep)

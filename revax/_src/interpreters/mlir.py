@@ -16,6 +16,7 @@ import numpy as np
 from revax._src.core import dtypes
 from revax._src.core.avals import ShapedArray
 from revax._src.core.effects import jaxpr_has_ordered_effects
+from revax._src.core.gc_pause import paused_gc
 from revax._src.core.jaxpr import ClosedJaxpr, Jaxpr, Literal
 from revax._src.core.rules import RuleTable
 
@@ -80,8 +81,20 @@ def _extent_bytes(aval: ShapedArray) -> int:
   return nbytes
 
 
+_ir_types: dict = {}  # aval -> its type's text (weak types aside, avals repeat)
+
+
 def ir_type(aval: ShapedArray) -> str:
   """`tensor<3x4xf32>` for f32[3,4]; `tensor<f32>` for a scalar."""
+  text = _ir_types.get(aval)
+  if text is None:
+    text = _ir_type(aval)
+    if len(_ir_types) < 4096:
+      _ir_types[aval] = text
+  return text
+
+
+def _ir_type(aval: ShapedArray) -> str:
   et = _ELEMENT_TYPES[aval.dtype]
   if not aval.shape:
     return f"tensor<{et}>"
@@ -118,6 +131,8 @@ def dense_attr(value: np.ndarray, aval: ShapedArray) -> str:
   else:
     value = value.astype(aval.dtype, copy=False)
   t = ir_type(aval)
+  if value.ndim == 0 and value == value:  # a scalar (not NaN: NaNs keep their bit pattern below)
+    return f"dense<{_fmt_element(value[()], aval.dtype)}> : {t}"
   if value.size == 0:
     return f"dense<> : {t}"
   flat = value.reshape(-1)
@@ -207,28 +222,32 @@ class FuncBuilder:
     """Emit `name(operands)` with results of `result_types`; returns the result values."""
     operands = list(operands)
     result_types = list(result_types)
-    in_types = [self._types[v] for v in operands]
+    types = self._types
     text = f'"{name}"({", ".join(operands)})'
     if props:
-      text += " <{" + ", ".join(f"{k} = {v}" for k, v in props.items()) + "}>"
+      text += " <{" + ", ".join([f"{k} = {v}" for k, v in props.items()]) + "}>"
     if regions:
       text += " (" + ", ".join(regions) + ")"
     if attrs:
-      text += " {" + ", ".join(f"{k} = {v}" for k, v in attrs.items()) + "}"
-    outs_t = result_types[0] if len(result_types) == 1 else f"({', '.join(result_types)})"
-    text += f" : ({', '.join(in_types)}) -> {outs_t}"
-    if not result_types:
-      self.lines.append(" " * self.indent + text)
+      text += " {" + ", ".join([f"{k} = {v}" for k, v in attrs.items()]) + "}"
+    n = len(result_types)
+    outs_t = result_types[0] if n == 1 else f"({', '.join(result_types)})"
+    text = f"{text} : ({', '.join([types[v] for v in operands])}) -> {outs_t}"
+    pad = " " * self.indent
+    if not n:
+      self.lines.append(pad + text)
       return []
-    res = self.fresh()
-    if len(result_types) == 1:
-      self.lines.append(f"{' ' * self.indent}{res} = {text}")
-      outs = [res]
-    else:
-      self.lines.append(f"{' ' * self.indent}{res}:{len(result_types)} = {text}")
-      outs = [f"{res}#{i}" for i in range(len(result_types))]
+    counter = self._counter
+    res = f"%{counter[0]}"
+    counter[0] += 1
+    if n == 1:
+      self.lines.append(f"{pad}{res} = {text}")
+      types[res] = result_types[0]
+      return [res]
+    self.lines.append(f"{pad}{res}:{n} = {text}")
+    outs = [f"{res}#{i}" for i in range(n)]
     for v, t in zip(outs, result_types, strict=True):
-      self._types[v] = t
+      types[v] = t
     return outs
 
   def type_of(self, value: str) -> str:
@@ -319,8 +338,12 @@ def jaxpr_subcomp(fb: FuncBuilder, jaxpr: Jaxpr, consts, args) -> list[str]:
       return fb.constant(np.asarray(a.val), a.aval)
     return env[a]
 
+  rules = {}
   for eqn in jaxpr.eqns:
-    rule = get_lowering(eqn.primitive, platform)
+    prim = eqn.primitive
+    rule = rules.get(prim)
+    if rule is None:
+      rule = rules[prim] = get_lowering(prim, platform)
     ctx = LoweringRuleContext(fb, [a.aval for a in eqn.invars], [v.aval for v in eqn.outvars],
                               platform)
     outs = rule(ctx, *map(read, eqn.invars), **eqn.params)
@@ -384,8 +407,9 @@ def call_jaxpr(ctx: LoweringRuleContext, closed: ClosedJaxpr, args, name: str = 
 def lower_jaxpr_to_module(closed: ClosedJaxpr, name: str = "main", platform: str = "cpu") -> str:
   """StableHLO module text whose public @main computes `closed`."""
   module = ModuleBuilder(f"jit_{name}", platform)
-  lower_function(module, "main", closed, public=True)
-  return module.to_text()
+  with paused_gc():
+    lower_function(module, "main", closed, public=True)
+    return module.to_text()
 
 
 def lower_fun(fun, multiple_results: bool):

@@ -19,6 +19,7 @@ from revax._src.core.effects import eqn_has_effects
 from revax._src.core.jaxpr import ClosedJaxpr, DropVar, Jaxpr, JaxprEqn, Literal, Var
 from revax._src.core.rules import RuleTable
 from revax._src.core.errors import UnexpectedTracerError
+from revax._src.core.gc_pause import paused_gc
 from revax._src.core.trace import Trace, Tracer, set_current_trace
 from revax._src.runtime.array import Array
 
@@ -150,9 +151,9 @@ def trace_to_jaxpr(fun, in_avals, debug_info: DebugInfo | None = None) -> tuple[
   trace = DynamicJaxprTrace(debug_info)
   args = [trace.new_arg(a) for a in in_avals]
   try:
-    with set_current_trace(trace):
+    with paused_gc(), set_current_trace(trace):
       outs = fun(*args)
-    return trace.to_jaxpr(outs)
+      return trace.to_jaxpr(outs)
   finally:
     trace.finished = True
 
@@ -165,6 +166,144 @@ def _escaped_tracer_error(tracer, trace) -> UnexpectedTracerError:
       f"{where} escaped that transformation (through a global variable, a list or an attribute "
       "it was stored in) and is used after the transformation finished. Return such values "
       "from the transformed function instead of storing them.")
+
+
+def inline_jaxpr(trace: DynamicJaxprTrace, closed: ClosedJaxpr, args) -> list:
+  """Record `closed`'s equations into `trace` applied to `args`, as binding them one by one
+  would, without running abstract evaluation again (the jaxpr's variables already hold the
+  types it gives). Returns the outputs (tracers of `trace`, or the values of literal and
+  constant outputs)."""
+  jaxpr = closed.jaxpr
+  env = {}
+  for v, c in zip(jaxpr.constvars, closed.consts, strict=True):
+    env[v] = trace.to_atom(c)
+  for v, x in zip(jaxpr.invars, args, strict=True):
+    env[v] = trace.to_atom(x)
+  eqns = trace.eqns
+  for eqn in jaxpr.eqns:
+    invars = [a if type(a) is Literal else env[a] for a in eqn.invars]
+    outvars = []
+    for v in eqn.outvars:
+      new = DropVar(v.aval) if type(v) is DropVar else Var(v.aval)
+      env[v] = new
+      outvars.append(new)
+    eqns.append(JaxprEqn(eqn.primitive, invars, outvars, eqn.params))
+  outs = []
+  for v in jaxpr.outvars:
+    atom = v if type(v) is Literal else env[v]
+    outs.append(atom.val if type(atom) is Literal else JaxprTracer(trace, atom.aval, atom))
+  return outs
+
+
+# --- replaying what a rule recorded --------------------------------------------------------------
+_SCALAR_TYPES = frozenset({bool, int, float, complex} | {
+    t for t in np.sctypeDict.values() if issubclass(t, np.generic)})
+
+
+def literal_key(x):
+  """A Python or NumPy scalar as part of a cache key: by its bits (0.0 and -0.0 differ, a NaN
+  equals itself) and type."""
+  a = np.asarray(x)
+  return ("literal", type(x), a.dtype, a.tobytes())
+
+
+def values_key(trace: DynamicJaxprTrace, values):
+  """The part of a cache key that says what a rule applied to `values` can see of them while
+  `trace` records: each tracer of `trace` by its type and which earlier value it is the same
+  object as (a rule may treat `f(x, x)` specially), each scalar by its value. None if a value is
+  anything else (a constant array, another trace's tracer): what a rule does with it may depend
+  on its contents."""
+  parts, first = [], {}
+  for x in values:
+    if type(x) is JaxprTracer and x._trace is trace:
+      parts.append((x._aval, first.setdefault(id(x), len(first))))
+    elif type(x) in _SCALAR_TYPES:
+      parts.append(literal_key(x))
+    else:
+      return None
+  return tuple(parts)
+
+
+def params_key(params):
+  """Params as part of a cache key (with their types: 1 and 1.0 and True are different params;
+  a float by its bits: 0.0 and -0.0 too), or None where some param is unhashable. (Not sorted:
+  the same params in another order only miss the cache.)"""
+  key = tuple([(k, type(v), v.hex() if type(v) is float else v) for k, v in params.items()])
+  try:
+    hash(key)
+  except TypeError:
+    return None
+  return key
+
+
+class _Recording:
+  """The equations a rule recorded for one input signature, with the variables they read from
+  outside (the rule's inputs) and the outputs it returned (variables or plain objects)."""
+  __slots__ = ("inputs", "eqns", "outs")
+
+  def __init__(self, inputs, eqns, outs):
+    self.inputs, self.eqns, self.outs = inputs, eqns, outs
+
+
+_NOT_REPLAYABLE = object()
+# types of non-array rule results that can be handed out again (ad's symbolic Zero)
+immutable_results: set = set()
+
+
+def record_or_replay(trace: DynamicJaxprTrace, key, inputs, run):
+  """`run()` (a rule applied to `inputs`, tracers of `trace` and scalars; returns a flat list),
+  or, when a rule with the same `key` ran before in `trace`, the equations it recorded then,
+  recorded again on these inputs: the same equations binding would record, without running the
+  rule's Python and every abstract evaluation again. `key` must fix everything the rule's result
+  depends on (see `values_key`, `params_key`); only equations reading nothing but the inputs,
+  their own results, literals and `trace`'s constants are replayed, else `run` runs each time."""
+  replays = trace.__dict__.get("_replays")
+  if replays is None:
+    replays = trace._replays = {}
+  rec = replays.get(key)
+  if rec is _NOT_REPLAYABLE:
+    return run()
+  if rec is not None:
+    # variables and literals hash by identity: what is not an input or a result of an earlier
+    # equation (a literal, a constant of `trace`) maps to itself
+    env = dict(zip(rec.inputs, [x.var for x in inputs if type(x) is JaxprTracer], strict=True))
+    append = trace.eqns.append
+    make = JaxprEqn.adopt
+    for prim, invars, outvars, params, drops in rec.eqns:
+      new_outs = ([DropVar(v.aval) if type(v) is DropVar else Var(v.aval) for v in outvars]
+                  if drops else [Var(v.aval) for v in outvars])
+      env.update(zip(outvars, new_outs))
+      append(make(prim, [env.get(a, a) for a in invars], new_outs, params))
+    return [JaxprTracer(trace, o.aval, env.get(o, o)) if type(o) is Var else o
+            for o in rec.outs]
+  start = len(trace.eqns)
+  outs = run()
+  replays[key] = _record(trace, start, [x.var for x in inputs if type(x) is JaxprTracer], outs)
+  return outs
+
+
+def _record(trace, start, input_vars, outs):
+  eqns = trace.eqns[start:]
+  known = set(input_vars)
+  known.update(v for v, _ in trace.constvars.values())
+  for eqn in eqns:
+    for a in eqn.invars:
+      if type(a) is not Literal and a not in known:
+        return _NOT_REPLAYABLE  # reads a value the inputs do not give (a closed-over tracer)
+    known.update(eqn.outvars)
+  rec_outs = []
+  for o in outs:
+    if isinstance(o, Tracer):
+      if type(o) is not JaxprTracer or o._trace is not trace or o.var not in known:
+        return _NOT_REPLAYABLE
+      rec_outs.append(o.var)
+    elif o is None or type(o) in _SCALAR_TYPES or type(o) in immutable_results:
+      rec_outs.append(o)
+    else:
+      return _NOT_REPLAYABLE  # an array: replaying would share one object between results
+  flat = [(e.primitive, e.invars, e.outvars, e.params,
+           any(type(v) is DropVar for v in e.outvars)) for e in eqns]
+  return _Recording(input_vars, flat, rec_outs)
 
 
 def trace_to_closed_jaxpr(fun, in_avals) -> ClosedJaxpr:
@@ -214,19 +353,22 @@ def dce_jaxpr(jaxpr: Jaxpr, used_outputs=None, *, prune_inputs: bool = False):
   new_eqns = []
   for eqn in reversed(jaxpr.eqns):
     used = [v in live for v in eqn.outvars]
-    effectful = not (used and all(used)) and eqn_has_effects(eqn)
-    if not any(used) and not effectful:
+    all_used = bool(used) and all(used)
+    effectful = not all_used and eqn_has_effects(eqn)
+    if not effectful and not all_used and not any(used):
       continue
     rule = dce_rules.get(eqn.primitive)
     if effectful:  # a side effect runs whole, whatever of its outputs is used
-      used_ins, new_eqn = [True] * len(eqn.invars), eqn
+      new_eqn = eqn
+      live.update(a for a in eqn.invars if type(a) is not Literal)
     elif rule is not None:
       used_ins, new_eqn = rule(eqn, used)  # used_ins: one per input of the original eqn
+      live.update(a for a, u in zip(eqn.invars, used_ins) if u and isinstance(a, Var))
     else:
-      used_ins = [True] * len(eqn.invars)
-      new_eqn = eqn.replace(outvars=[v if u else DropVar(v.aval)
-                                     for v, u in zip(eqn.outvars, used)])
-    live.update(a for a, u in zip(eqn.invars, used_ins) if u and isinstance(a, Var))
+      # equations are never changed in place: one whose outputs are all used is kept as is
+      new_eqn = eqn if all_used else eqn.replace(
+          outvars=[v if u else DropVar(v.aval) for v, u in zip(eqn.outvars, used)])
+      live.update(a for a in eqn.invars if type(a) is not Literal)
     if new_eqn is not None:
       new_eqns.append(new_eqn)
   new_eqns.reverse()

@@ -171,10 +171,20 @@ def _dot_general_shape(lhs_shape, rhs_shape, dimension_numbers):
   return batch + lfree + rfree
 
 
+_type_ranks: dict = {}
+
+
 def _type_rank(dtype):
   """XLA's order of element types for mixed-dtype dots (shape_inference's HigherPrecisionType):
   complex > float (by exponent range, then mantissa) > integer (by width, signed first) > bool."""
   dtype = np.dtype(dtype)
+  rank = _type_ranks.get(dtype)
+  if rank is None:
+    rank = _type_ranks[dtype] = _compute_type_rank(dtype)
+  return rank
+
+
+def _compute_type_rank(dtype):
   real = dtypes.finfo(dtype).dtype if dtypes.is_complex(dtype) else dtype
   floating = dtypes.is_float(real)
   width = 1 if dtypes.is_bool(real) else 8 * real.itemsize
@@ -202,8 +212,19 @@ def _dot_general_result_dtype(lhs_dtype, rhs_dtype, preferred_element_type, algo
   return pref
 
 
+_shapes: dict = {}  # (lhs shape, rhs shape, dimension numbers) -> result shape (checked)
+
+
 def _dot_general_abstract_eval(lhs, rhs, *, dimension_numbers, precision, preferred_element_type):
-  shape = _dot_general_shape(lhs.shape, rhs.shape, dimension_numbers)
+  key = (lhs.shape, rhs.shape, dimension_numbers)
+  try:
+    shape = _shapes.get(key)
+  except TypeError:  # unhashable dimension numbers: checked below, never cached
+    key = shape = None
+  if shape is None:
+    shape = _dot_general_shape(lhs.shape, rhs.shape, dimension_numbers)
+    if key is not None and len(_shapes) < 4096:
+      _shapes[key] = shape
   dtype = _dot_general_result_dtype(lhs.dtype, rhs.dtype, preferred_element_type,
                                     dot_algorithms.is_algorithm(precision))
   weak = lhs.weak_type and rhs.weak_type  # as JAX: preferred_element_type does not strengthen it

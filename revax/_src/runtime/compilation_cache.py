@@ -40,6 +40,7 @@ import logging
 import os
 import platform
 import struct
+import sys
 import tempfile
 import threading
 import warnings
@@ -95,8 +96,10 @@ def _warn_once(kind: str, message: str) -> None:
 
 
 def _cpu_identity() -> bytes:
-  """What the code XLA:CPU generates depends on: architecture, model and ISA extensions."""
-  parts = [platform.machine(), platform.processor()]
+  """What the code XLA:CPU generates depends on: architecture, model and ISA extensions (read
+  from /proc/cpuinfo; where there is none, the processor name `platform` reports, which costs
+  a subprocess on some systems)."""
+  parts = [platform.machine()]
   try:
     with open("/proc/cpuinfo", "rb") as f:
       for line in f:
@@ -105,7 +108,7 @@ def _cpu_identity() -> bytes:
           if line.startswith((b"flags", b"Features")):
             break  # the first processor's lines are enough
   except OSError:
-    pass
+    parts.append(platform.processor())
   return "\n".join(parts).encode()
 
 
@@ -115,6 +118,10 @@ _version = None
 
 def _revax_version() -> str:
   global _version
+  if _version is None:
+    # the loaded package's own version: asking importlib.metadata scans every distribution on
+    # sys.path (tens of milliseconds, paid by each process's first compile)
+    _version = getattr(sys.modules.get("revax"), "__version__", None)
   if _version is None:
     from importlib import metadata
     try:
