@@ -23,6 +23,7 @@ from __future__ import annotations
 import ctypes as C
 import dataclasses
 import math
+import operator
 import os
 import sys
 import struct
@@ -42,6 +43,7 @@ __all__ = ["get_backend", "Backend", "Device", "Buffer", "Executable", "MemorySt
 
 _ptr = C.c_void_p
 _new = object.__new__
+_pointer_of = operator.attrgetter("_ptr")
 _memmove = C.memmove
 _NUMPY_TO_PJRT = pjrt.NUMPY_TO_PJRT
 _is_finalizing = sys.is_finalizing
@@ -737,17 +739,15 @@ class Executable:
     Example:
       >>> (y,) = exe.execute([backend.buffer_from_numpy(x)])
     """
-    pointers = []
-    for i, arg in enumerate(args):
-      try:
-        pointer = arg._ptr
-      except AttributeError:
-        raise TypeError("execute() takes a sequence of Buffers") from None
-      if pointer is None:
-        raise RuntimeError(f"argument {i} of execute() is a deleted buffer")
-      pointers.append(pointer)
-    device = args[0].device if pointers else self.devices[0]
-    return _new_buffers(self._run(pointers, device), self._output_infos(device))
+    try:
+      pointers = list(map(_pointer_of, args))
+    except AttributeError:
+      raise TypeError("execute() takes a sequence of Buffers") from None
+    if None in pointers:
+      raise RuntimeError(f"argument {pointers.index(None)} of execute() is a deleted buffer")
+    device = args[0]._info.device if pointers else self.devices[0]
+    infos = self._infos_by_device.get(device._ptr) or self._output_infos(device)
+    return _new_buffers(self._run(pointers, device), infos)
 
   def execute_arrays(self, pointers: list, device: Device, avals) -> list[Array]:
     """Run on already validated arguments and return the outputs as device-backed Arrays.
