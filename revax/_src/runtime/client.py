@@ -743,7 +743,7 @@ class Executable:
       pointers = list(map(_pointer_of, args))
     except AttributeError:
       raise TypeError("execute() takes a sequence of Buffers") from None
-    if None in pointers:
+    if not all(pointers):  # None: freed (a live pointer is never 0)
       raise RuntimeError(f"argument {pointers.index(None)} of execute() is a deleted buffer")
     device = args[0]._info.device if pointers else self.devices[0]
     infos = self._infos_by_device.get(device._ptr) or self._output_infos(device)
