@@ -27,7 +27,7 @@ import numpy as np
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from timing import (Timings, libraries, per_call_us,  # noqa: E402
-                    revax_program_directly, time_interleaved)
+                    revax_program_directly, row, time_interleaved)
 
 HERE = pathlib.Path(__file__).resolve().parent
 
@@ -149,10 +149,7 @@ def jitted_add_calls(libs) -> dict:
 def jitted_row(label, calls, number, rounds, target):
   """A row with paired medians: revax.jit, JAX, and revax's program run directly."""
   gc.collect()
-  t = time_interleaved(calls, number, rounds)
-  return (label, "us", t["revax"] * 1e6, t["jax"] * 1e6, target,
-          {"direct": t["revax direct"] * 1e6, "ratio": t.ratio("revax", "jax"),
-           "jit/direct": t.ratio("revax", "revax direct")})
+  return row(label, time_interleaved(calls, number, rounds), target)
 
 
 # Topic benchmarks: modules benchmarks/bench_<topic>.py exposing rows(quick) -> list of

@@ -69,6 +69,16 @@ def revax_program_directly(jitted, *args):
   return lambda: executable.execute(buffers)
 
 
+def row(label: str, t: Timings, target, unit: str = "us", scale: float = 1e6) -> tuple:
+  """A run.py row from interleaved timings of "revax" and "jax" (and "revax direct", when the
+  revax call is one jitted program: see `revax_program_directly`), with paired median ratios."""
+  extra = {"ratio": t.ratio("revax", "jax")}
+  if "revax direct" in t:
+    extra["direct"] = t["revax direct"] * scale
+    extra["jit/direct"] = t.ratio("revax", "revax direct")
+  return (label, unit, t["revax"] * scale, t["jax"] * scale, target, extra)
+
+
 def per_call_us(fn, number: int, repeats: int = 5, warmup: int = 200) -> float:
   """Median over `repeats` of the mean microseconds per call over `number` calls."""
   for _ in range(min(number, warmup)):

@@ -6,6 +6,11 @@ transformation the compiled program is called directly; inside one (grad, vmap, 
 call is the `jit` primitive holding the jaxpr, which each transformation interprets with its rule.
 Closed-over arrays and outer tracers become leading operands of that primitive, so its jaxpr has
 no constants.
+
+A repeated call outside transformations goes through its signature's `_CallPlan` (made on the
+first call with device Arrays): the structure, avals and buffer pointers of the arguments are
+checked in a few C-level steps and the executable runs at once; anything the plan does not
+cover takes the general path, which converts, uploads, retraces or raises as needed.
 """
 from __future__ import annotations
 
