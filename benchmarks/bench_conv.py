@@ -19,7 +19,7 @@ import os
 
 import numpy as np
 
-from timing import libraries, time_interleaved
+from timing import libraries, revax_program_directly, row, time_interleaved
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
@@ -84,6 +84,8 @@ def calls_of(libs, make, batch):
     x, y = lib.device_put(images), lib.device_put(labels)
     outs[name] = [np.asarray(leaf) for leaf in lib.tree_util.tree_leaves(fn(params, x, y))]
     calls[name] = lambda fn=fn, p=params, x=x, y=y, lib=lib: lib.block_until_ready(fn(p, x, y))
+    if name == "revax":
+      calls["revax direct"] = revax_program_directly(fn, params, x, y)
   for r, j in zip(outs["revax"], outs["jax"], strict=True):
     np.testing.assert_allclose(r, j, rtol=2e-3, atol=2e-4)
   return calls
@@ -96,13 +98,12 @@ def rows(quick: bool):
   out = []
   t = time_interleaved(calls_of(libs, train_step, BATCH), number=3 if quick else 10,
                        rounds=rounds)
-  out.append((f"CNN training step (conv-relu-conv-relu-meanpool-dense, batch {BATCH}, "
-              f"{SIZE}x{SIZE}x1, fwd+grad+SGD), jitted", "us", t["revax"] * 1e6,
-              t["jax"] * 1e6, 1.05))
+  out.append(row(f"CNN training step (conv-relu-conv-relu-meanpool-dense, batch {BATCH}, "
+                 f"{SIZE}x{SIZE}x1, fwd+grad+SGD), jitted", t, 1.05))
   t = time_interleaved(calls_of(libs, per_example_grads, PER_EXAMPLE_BATCH),
                        number=3 if quick else 10, rounds=rounds)
-  out.append((f"CNN per-example gradients (jit(vmap(grad)), {PER_EXAMPLE_BATCH} examples)", "us",
-              t["revax"] * 1e6, t["jax"] * 1e6, None))
+  out.append(row(f"CNN per-example gradients (jit(vmap(grad)), {PER_EXAMPLE_BATCH} examples)", t,
+                 None))
   return out
 
 
@@ -110,10 +111,13 @@ def main():
   parser = argparse.ArgumentParser()
   parser.add_argument("--quick", action="store_true", help="fewer rounds (noisier)")
   args = parser.parse_args()
-  for label, unit, r, j, target in rows(args.quick):
+  for label, unit, r, j, target, *extra in rows(args.quick):
     verdict = "" if target is None else (" (met)" if r / j <= target else " (missed)")
     target_text = "" if target is None else f", target <= {target}x{verdict}"
-    print(f"{label}: revax {r:.1f} {unit}, jax {j:.1f} {unit}, ratio {r / j:.3f}x{target_text}")
+    direct = (f", revax program direct {extra[0]['direct']:.1f} {unit} "
+              f"(jit/direct {extra[0]['jit/direct']:.3f}x)") if extra and "direct" in extra[0] else ""
+    print(f"{label}: revax {r:.1f} {unit}, jax {j:.1f} {unit}, ratio {r / j:.3f}x{direct}"
+          f"{target_text}")
 
 
 if __name__ == "__main__":

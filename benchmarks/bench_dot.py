@@ -17,7 +17,7 @@ import os
 
 import numpy as np
 
-from timing import libraries, time_interleaved
+from timing import libraries, revax_program_directly, row, time_interleaved
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
@@ -45,6 +45,8 @@ def vmapped_dot_calls(libs, both_mapped: bool):
     a, b = lib.device_put(lhs), lib.device_put(rhs)
     outs[name] = np.asarray(f(a, b))
     calls[name] = lambda f=f, a=a, b=b: f(a, b).block_until_ready()
+    if name == "revax":
+      calls["revax direct"] = revax_program_directly(f, a, b)
   np.testing.assert_allclose(outs["revax"], outs["jax"], rtol=1e-4, atol=1e-3)
   return calls
 
@@ -83,6 +85,8 @@ def mlp_step_calls(libs):
     outs[name] = [np.asarray(w) for w, _ in step(params, dx, dl)]
     calls[name] = lambda step=step, p=params, dx=dx, dl=dl, lib=lib: \
         lib.block_until_ready(step(p, dx, dl))
+    if name == "revax":
+      calls["revax direct"] = revax_program_directly(step, params, dx, dl)
   for r, j in zip(outs["revax"], outs["jax"], strict=True):
     np.testing.assert_allclose(r, j, rtol=1e-4, atol=1e-5)
   return calls
@@ -97,11 +101,11 @@ def rows(quick: bool):
     t = time_interleaved(vmapped_dot_calls(libs, both), number=20 if quick else 50, rounds=rounds)
     label = (f"jit(vmap(dot_general)), batch dims in odd positions, "
              f"{'both operands' if both else 'lhs only'} mapped")
-    out.append((label, "us", t["revax"] * 1e6, t["jax"] * 1e6, 1.0))
+    out.append(row(label, t, 1.0))
   t = time_interleaved(mlp_step_calls(libs), number=3 if quick else 10, rounds=rounds)
   sizes = "-".join(map(str, MLP_SIZES))
-  out.append((f"MLP {sizes} training step (fwd+grad+SGD, batch {MLP_BATCH}), jitted", "us",
-              t["revax"] * 1e6, t["jax"] * 1e6, 1.05))
+  out.append(row(f"MLP {sizes} training step (fwd+grad+SGD, batch {MLP_BATCH}), jitted", t,
+                 1.05))
   return out
 
 
@@ -109,9 +113,11 @@ def main():
   parser = argparse.ArgumentParser()
   parser.add_argument("--quick", action="store_true", help="fewer rounds (noisier)")
   args = parser.parse_args()
-  for label, unit, r, j, target in rows(args.quick):
+  for label, unit, r, j, target, *extra in rows(args.quick):
     verdict = "" if target is None else (" (met)" if r / j <= target else " (missed)")
-    print(f"{label}: revax {r:.1f} {unit}, jax {j:.1f} {unit}, ratio {r / j:.3f}x, "
+    direct = (f", revax program direct {extra[0]['direct']:.1f} {unit} "
+              f"(jit/direct {extra[0]['jit/direct']:.3f}x)") if extra and "direct" in extra[0] else ""
+    print(f"{label}: revax {r:.1f} {unit}, jax {j:.1f} {unit}, ratio {r / j:.3f}x{direct}, "
           f"target <= {target}x{verdict}")
 
 

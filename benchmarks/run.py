@@ -1,13 +1,16 @@
 """revax vs JAX, side by side in one run; prints ratios (revax / JAX) and writes RESULTS.md.
 
-Run: python benchmarks/run.py [--quick]
+Run: python benchmarks/run.py [--quick] [--core]
 
 Measures: import time to a first result, eager `add` on small arrays, jitted call overhead on
 small arrays, first-call trace+lower and compile time of an MLP with 64 layers, jit(grad) of it,
 then the topic modules (bench_<topic>.py: dot_general, windows, control flow, ...).
-Each figure is the best of interleaved rounds (revax, jax, revax, jax, ...; per-call figures are
-medians within a round), so that load from elsewhere on the machine hits both libraries alike.
-Ratios below 1 mean revax is faster.
+Calls are timed in interleaved rounds (revax, jax, revax, ...) and reported as paired medians
+(benchmarks/timing.py): the median round's time per call, and the median of the per-round
+ratios. Where a row is one jitted program, it also times revax's compiled program run directly
+on the runtime (`Executable.execute` on the argument buffers), so that a gap to JAX is
+attributed by measurement: revax.jit vs direct is revax's call path, direct vs JAX is the
+program and the runtime. Ratios below 1 mean revax is faster. See benchmarks/README.md.
 """
 from __future__ import annotations
 
@@ -23,7 +26,8 @@ import time
 import numpy as np
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from timing import libraries, per_call_us  # noqa: E402 (benchmarks/ on the path first)
+from timing import (Timings, libraries, per_call_us,  # noqa: E402
+                    revax_program_directly, row, time_interleaved)
 
 HERE = pathlib.Path(__file__).resolve().parent
 
@@ -38,7 +42,7 @@ def import_times(repeats: int) -> dict:
 
   Both libraries are timed as installed packages run: from their bytecode caches (pip compiles
   them at install time; a warm-up run writes revax's, whose editable install has none yet), in
-  interleaved rounds so that machine load hits both alike. Best of `repeats`.
+  interleaved rounds so that machine load hits both alike; paired medians of `repeats`.
   """
   env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
   env["JAX_PLATFORMS"] = "cpu"
@@ -50,19 +54,22 @@ def import_times(repeats: int) -> dict:
                            check=True, env=env)
       if round_:  # round 0 is the warm-up
         times[lib].append(float(out.stdout.strip().splitlines()[-1]))
-  return {lib: min(t) for lib, t in times.items()}
+  return Timings(times)
 
 
-def interleaved(measure, libs, rounds: int = 3) -> dict:
-  """`measure(name, lib, np_mod)` for each library in turn, `rounds` times; the best per library
-  (the least disturbed by other load), with garbage collected before each measurement."""
-  best = {}
+def interleaved(measure, libs, rounds: int = 3) -> Timings:
+  """`measure(name, lib, np_mod)` for each library in turn, `rounds` times, with garbage
+  collected before each measurement; paired medians over the rounds (see timing.Timings)."""
+  samples = {name: [] for name in libs}
   for _ in range(rounds):
     for name, (lib, np_mod) in libs.items():
       gc.collect()
-      value = measure(name, lib, np_mod)
-      best[name] = value if name not in best else min(best[name], value)
-  return best
+      samples[name].append(measure(name, lib, np_mod))
+  return Timings(samples)
+
+
+def paired_row(label, unit, t: Timings, target):
+  return (label, unit, t["revax"], t["jax"], target, {"ratio": t.ratio("revax", "jax")})
 
 
 def mlp_fn(np_mod, depth: int):
@@ -103,13 +110,19 @@ def grad_lower_time(lib, np_mod, depth: int) -> float:
   return time.perf_counter() - t0
 
 
-def grad_run_us(lib, np_mod, depth: int, calls: int) -> float:
-  """Steady-state microseconds per call of jit(grad(mlp_loss)) on device-resident inputs."""
-  mlp = mlp_fn(np_mod, depth)
-  g = lib.jit(lib.grad(lambda p, x: (mlp(p, x) ** 2).sum()))
-  dparams = lib.device_put(mlp_params(depth, 32))
-  dx = lib.device_put(np.ones((8, 32), np.float32))
-  return per_call_us(lambda: lib.block_until_ready(g(dparams, dx)), calls)
+def grad_calls(libs, depth: int) -> dict:
+  """Calls of jit(grad(mlp_loss)) on device-resident inputs: revax.jit, revax's program run
+  directly, jax.jit (each waits for its outputs)."""
+  calls = {}
+  for name, (lib, np_mod) in libs.items():
+    mlp = mlp_fn(np_mod, depth)
+    g = lib.jit(lib.grad(lambda p, x, mlp=mlp: (mlp(p, x) ** 2).sum()))
+    dparams = lib.device_put(mlp_params(depth, 32))
+    dx = lib.device_put(np.ones((8, 32), np.float32))
+    calls[name] = lambda g=g, p=dparams, x=dx, lib=lib: lib.block_until_ready(g(p, x))
+    if name == "revax":
+      calls["revax direct"] = revax_program_directly(g, dparams, dx)
+  return {k: calls[k] for k in ("revax", "revax direct", "jax")}
 
 
 def eager_add_us(name, lib, np_mod, calls: int) -> float:
@@ -120,10 +133,23 @@ def eager_add_us(name, lib, np_mod, calls: int) -> float:
   return per_call_us(lambda: (x + y).block_until_ready(), calls)
 
 
-def jitted_add_us(lib, calls: int) -> float:
-  f = lib.jit(lambda a, b: a + b)
-  dx, dy = lib.device_put(np.arange(8, dtype=np.float32)), lib.device_put(np.ones(8, np.float32))
-  return per_call_us(lambda: f(dx, dy).block_until_ready(), calls)
+def jitted_add_calls(libs) -> dict:
+  """Calls of a jitted f32[8] + f32[8] on device-resident inputs (revax, revax direct, jax)."""
+  calls = {}
+  for name, (lib, _) in libs.items():
+    f = lib.jit(lambda a, b: a + b)
+    dx = lib.device_put(np.arange(8, dtype=np.float32))
+    dy = lib.device_put(np.ones(8, np.float32))
+    calls[name] = lambda f=f, dx=dx, dy=dy: f(dx, dy).block_until_ready()
+    if name == "revax":
+      calls["revax direct"] = revax_program_directly(f, dx, dy)
+  return {k: calls[k] for k in ("revax", "revax direct", "jax")}
+
+
+def jitted_row(label, calls, number, rounds, target):
+  """A row with paired medians: revax.jit, JAX, and revax's program run directly."""
+  gc.collect()
+  return row(label, time_interleaved(calls, number, rounds), target)
 
 
 # Topic benchmarks: modules benchmarks/bench_<topic>.py exposing rows(quick) -> list of
@@ -152,26 +178,23 @@ def main():
   rounds = 2 if args.quick else 5
 
   rows = []
-  imp = import_times(n_import)
-  rows.append(("import to first result", "s", imp["revax"], imp["jax"], 0.3))
+  rows.append(paired_row("import to first result", "s", import_times(n_import), 0.3))
 
   libs = libraries()
   eager = interleaved(lambda n, lib, np_mod: eager_add_us(n, lib, np_mod, n_calls), libs, rounds)
-  rows.append(("eager add, f32[8]", "us", eager["revax"], eager["jax"], 0.5))
-  jitted = interleaved(lambda n, lib, np_mod: jitted_add_us(lib, n_calls), libs, rounds)
-  rows.append(("jitted call, f32[8] + f32[8]", "us", jitted["revax"], jitted["jax"], 1.5))
+  rows.append(paired_row("eager add, f32[8]", "us", eager, 0.5))
+  rows.append(jitted_row("jitted call, f32[8] + f32[8]", jitted_add_calls(libs),
+                         n_calls // 10, rounds * 6, 1.0))
 
   lower = interleaved(lambda n, lib, np_mod: first_call_times(lib, np_mod, 64)[0], libs, rounds)
-  rows.append(("MLP 64 layers: trace+lower", "s", lower["revax"], lower["jax"], 0.5))
-  comp = interleaved(lambda n, lib, np_mod: first_call_times(lib, np_mod, 64)[1], libs, 2)
-  rows.append(("MLP 64 layers: XLA compile", "s", comp["revax"], comp["jax"], None))
+  rows.append(paired_row("MLP 64 layers: trace+lower", "s", lower, 0.5))
+  comp = interleaved(lambda n, lib, np_mod: first_call_times(lib, np_mod, 64)[1], libs, 3)
+  rows.append(paired_row("MLP 64 layers: XLA compile", "s", comp, None))
 
   glower = interleaved(lambda n, lib, np_mod: grad_lower_time(lib, np_mod, 64), libs, rounds)
-  rows.append(("jit(grad(MLP loss)), 64 layers: trace+lower", "s", glower["revax"],
-               glower["jax"], 0.5))
-  grun = interleaved(lambda n, lib, np_mod: grad_run_us(lib, np_mod, 64, max(50, n_calls // 20)),
-                     libs, rounds)
-  rows.append(("jit(grad(MLP loss)), 64 layers: run", "us", grun["revax"], grun["jax"], 1.1))
+  rows.append(paired_row("jit(grad(MLP loss)), 64 layers: trace+lower", "s", glower, 0.5))
+  rows.append(jitted_row("jit(grad(MLP loss)), 64 layers: run", grad_calls(libs, 64),
+                         max(10, n_calls // 400), rounds * 6, 1.1))
 
   if not args.core:
     rows += topic_rows(args.quick)
@@ -179,21 +202,36 @@ def main():
 
 
 def report(rows, args):
+  """Print the table; a full run (not --core) also writes it to RESULTS.md.
+
+  Rows are (label, unit, revax, jax, target) or (..., target, extra) where extra may hold
+  "direct" (revax's program run directly, same unit), "ratio" (paired median revax/JAX) and
+  "jit/direct" (paired median revax.jit / direct)."""
   import jax
   import revax
-  header = f"| measurement | revax | jax {jax.__version__} | revax/JAX | target |"
-  lines = [header, "|---|---|---|---|---|"]
-  for label, unit, r, j, target in rows:
-    ratio = r / j
+  header = (f"| measurement | revax | revax program, direct | jax {jax.__version__} | revax/JAX | "
+            "jit/direct | target |")
+  lines = [header, "|---|---|---|---|---|---|---|"]
+  for row in rows:
+    label, unit, r, j, target = row[:5]
+    extra = row[5] if len(row) > 5 else {}
+    ratio = extra.get("ratio", r / j)
     tgt = f"<= {target}x" if target is not None else "-"
     ok = "" if target is None else (" (met)" if ratio <= target else " (missed)")
-    lines.append(f"| {label} | {fmt(r, unit)} | {fmt(j, unit)} | {ratio:.2f}x | {tgt}{ok} |")
+    direct = fmt(extra["direct"], unit) if "direct" in extra else "-"
+    over = f"{extra['jit/direct']:.2f}x" if "jit/direct" in extra else "-"
+    lines.append(f"| {label} | {fmt(r, unit)} | {direct} | {fmt(j, unit)} | {ratio:.2f}x | "
+                 f"{over} | {tgt}{ok} |")
   table = "\n".join(lines)
   print(table)
-  cmd = "python benchmarks/run.py" + (" --quick" if args.quick else "") + (" --core" if args.core else "")
+  if args.core:
+    return  # a partial table: RESULTS.md keeps the last full run
+  cmd = "python benchmarks/run.py" + (" --quick" if args.quick else "")
   text = (f"# Benchmarks: revax {revax.__version__} vs JAX\n\nCommand: `{cmd}`  \n"
           f"Machine: {platform.machine()}, {platform.python_implementation()} "
-          f"{platform.python_version()}, measured {time.strftime('%Y-%m-%d')}.\n\n{table}\n")
+          f"{platform.python_version()}, measured {time.strftime('%Y-%m-%d')}.\n"
+          "Columns: see benchmarks/README.md.\n\n"
+          f"{table}\n")
   (HERE / "RESULTS.md").write_text(text)
 
 

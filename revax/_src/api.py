@@ -15,7 +15,7 @@ from revax._src.core.jaxpr import ClosedJaxpr
 from revax._src.core.trace import Tracer
 from revax._src.interpreters import dispatch, staging
 from revax._src.jit import jit
-from revax._src.runtime.array import Array
+from revax._src.runtime.array import Array, block_until_ready_all
 
 
 def make_jaxpr(fun, static_argnums=(), return_shape=False):
@@ -157,7 +157,21 @@ def device_get(x):
 
 def block_until_ready(x):
   """Wait for every array in the pytree `x` to be computed; returns `x`."""
-  for leaf in tree_util.tree_leaves(x):
-    if isinstance(leaf, Array):
-      leaf.block_until_ready()
+  # Builtin containers are walked here (measured: optree's tree_leaves costs ~0.3 us per leaf,
+  # most of this function's time on a jitted call's output); other nodes go through tree_leaves.
+  stack = [x]
+  others = []
+  pop, push = stack.pop, stack.extend
+  while stack:
+    node = pop()
+    kind = type(node)
+    if kind is Array:
+      others.append(node)
+    elif kind is tuple or kind is list:
+      push(node)
+    elif kind is dict:
+      push(node.values())
+    elif node is not None:
+      others.extend(tree_util.tree_leaves(node))
+  block_until_ready_all(others)
   return x

@@ -6,18 +6,27 @@ transformation the compiled program is called directly; inside one (grad, vmap, 
 call is the `jit` primitive holding the jaxpr, which each transformation interprets with its rule.
 Closed-over arrays and outer tracers become leading operands of that primitive, so its jaxpr has
 no constants.
+
+A repeated call outside transformations goes through its signature's `_CallPlan` (made on the
+first call with device Arrays): the structure, avals and buffer pointers of the arguments are
+checked in a few C-level steps and the executable runs at once; anything the plan does not
+cover takes the general path, which converts, uploads, retraces or raises as needed.
 """
 from __future__ import annotations
 
 import functools
 import inspect
+import operator
 import threading
 import weakref
+
+import optree
 
 from revax._src import tree_util
 from revax._src.core.avals import get_aval
 from revax._src.core.config import config
 from revax._src.core.errors import UnexpectedTracerError
+from revax._src.core import traceback_util
 from revax._src.core.traceback_util import api_boundary
 from revax._src.core.typecheck import check_jaxpr
 from revax._src.core.jaxpr import ClosedJaxpr
@@ -51,6 +60,7 @@ def _names_mesh(jaxpr) -> bool:
 def sharded_lower(jitted, args, kwargs):
   from revax._src import sharded_jit
   return sharded_jit.lower(jitted, args, kwargs)
+from revax._src.runtime.client import get_backend
 
 # --- the jit primitive ---------------------------------------------------------------------------
 jit_p = Primitive("jit", multiple_results=True)
@@ -127,18 +137,135 @@ ad.primitive_transposes[jit_p] = _jit_transpose
 batching.axis_size_batchers[jit_p] = _jit_batch
 
 
+# --- the cached call ---------------------------------------------------------------------------
+_get_aval = operator.attrgetter("aval")
+_buffer_pointer = operator.attrgetter("_buf._ptr")
+_buffer_device = operator.attrgetter("_buf.device")
+_MISS = object()
+
+
+class _CallPlan:
+  """How to call one cache entry again on arguments like those of the call that made it.
+
+  Made after a call whose dynamic arguments were all device-backed Arrays (positional, no static
+  arguments), outside any transformation. Running it again costs no per-argument Python work
+  beyond reading each argument's aval and buffer pointer in one C-level `map` each, and no
+  per-output work beyond making its Buffer and Array:
+
+  - the arguments' avals are compared with the plan's as one tuple (element identity first, so
+    the outputs of an earlier call or the same Arrays again compare at C speed); equal avals are
+    what the cache key required, so shapes, dtypes and weak types need no further check;
+  - an argument that is not an Array (a NumPy array, a scalar, a tracer), a host-only Array, a
+    deleted buffer, or (with several devices) buffers on different devices make the call take
+    the general path, which converts, uploads, or raises the error that input deserves.
+  """
+  __slots__ = ("epoch", "treedef", "up_to", "avals", "entry", "executable", "out_avals",
+               "device", "one_device")
+
+  def __init__(self, epoch, treedef, avals, entry, program):
+    self.epoch = epoch
+    self.treedef = treedef  # None: the arguments themselves are the leaves
+    self.up_to = treedef is not None and _only_sequences(treedef)
+    self.avals = avals
+    self.entry = entry
+    self.executable = program.executable
+    self.out_avals = tuple(program.out_avals)
+    backend = get_backend()
+    self.device = backend.devices[0]
+    self.one_device = len(backend.devices) == 1
+
+  def call(self, args):
+    """The outputs of the call on `args`, or `_MISS` where the general path must run it."""
+    treedef = self.treedef
+    if treedef is None:
+      leaves = args
+    elif self.up_to:
+      try:
+        leaves = treedef.flatten_up_to(args)
+      except (ValueError, TypeError):  # another structure
+        return _MISS
+    else:
+      try:
+        leaves, other = optree.tree_flatten(args, none_is_leaf=False,
+                                            namespace=tree_util.NAMESPACE)
+      except Exception:  # noqa: BLE001 - a bad pytree: the general path reports it
+        return _MISS
+      if other != treedef:
+        return _MISS
+    try:
+      if tuple(map(_get_aval, leaves)) != self.avals:
+        return _MISS
+      pointers = list(map(_buffer_pointer, leaves))  # AttributeError: not a device Array
+    except AttributeError:
+      return _MISS
+    # A freed buffer's pointer is None (a live one is never 0): `all` tests truth at C speed,
+    # where `None in` compares every int with None.
+    if config.trace_epoch != self.epoch or config.disable_jit or not all(pointers):
+      return _MISS  # a deleted buffer, which the general path reports
+    entry = self.entry
+    device = self.device
+    if not self.one_device and leaves:
+      device = leaves[0]._buf.device
+      for d in map(_buffer_device, leaves):
+        if d is not device:
+          return _MISS
+    if entry.consts:
+      try:
+        const_pointers = list(map(_buffer_pointer, entry.consts))
+      except AttributeError:
+        return _MISS
+      if not all(const_pointers) or not (
+          self.one_device or all(d is device for d in map(_buffer_device, entry.consts))):
+        return _MISS
+      pointers = const_pointers + pointers
+    outs = self.executable.execute_arrays(pointers, device, self.out_avals)
+    return outs[0] if entry.out_is_leaf else entry.out_tree.unflatten(outs)
+
+
+_SEQUENCE_KINDS = (optree.PyTreeKind.TUPLE, optree.PyTreeKind.LIST, optree.PyTreeKind.NONE,
+                   optree.PyTreeKind.LEAF)
+
+
+def _only_sequences(treedef) -> bool:
+  """Whether `treedef` has only tuple, list and None nodes. For those, `flatten_up_to` (measured
+  ~10x faster than flattening here) checks the structure exactly; it would also take a dict
+  subclass where a dict was traced, and custom nodes carry metadata it may not compare."""
+  if treedef.kind not in _SEQUENCE_KINDS:
+    return False
+  return all(_only_sequences(child) for child in treedef.children())
+
+
+def _use_plan(cache: _TraceCache, args, leaves, entry: _Entry, program) -> None:
+  """Make `entry`'s plan the one `cache` tries first, making it if the call's arguments
+  allow (see `_CallPlan`): each entry's plan is made once, so calls that alternate between
+  signatures only swap which plan is tried."""
+  plan = entry.plan
+  if plan is None:
+    if program._float0_in or program._float0_out:
+      return
+    for x in leaves:
+      if type(x) is not Array or x._buf is None:
+        return
+    flat = len(leaves) == len(args) and all(type(a) is Array for a in args)
+    treedef = None if flat else tree_util.tree_structure(args)
+    plan = entry.plan = _CallPlan(config.trace_epoch, treedef, tuple(x.aval for x in leaves),
+                                  entry, program)
+  cache.plan = plan
+
+
 # --- the wrapper -----------------------------------------------------------------------------
 all_jitted: "weakref.WeakSet[Jitted]" = weakref.WeakSet()
 
 
 class _Entry:
   """One cache entry: the traced program for one signature."""
-  __slots__ = ("jaxpr", "consts", "out_tree", "out_is_leaf", "program", "name")
+  __slots__ = ("jaxpr", "consts", "out_tree", "out_is_leaf", "program", "name", "plan")
 
   def __init__(self, jaxpr, consts, out_tree, name):
     self.jaxpr, self.consts, self.out_tree, self.name = jaxpr, consts, out_tree, name
     self.out_is_leaf = out_tree.num_nodes == 1 and out_tree.num_leaves == 1
     self.program = None
+    self.plan: _CallPlan | None = None  # made on the first call that allows one
 
 
 def _normalize_argnums(argnums, nargs_hint=None):
@@ -158,18 +285,20 @@ class _TraceCache:
   per-config-epoch shortcuts for calls without static arguments and for calls whose positional
   arguments are all Arrays.
   """
-  __slots__ = ("full", "fast", "arrays", "lock")
+  __slots__ = ("full", "fast", "arrays", "lock", "plan")
 
   def __init__(self):
     self.full: dict = {}
     self.fast: dict = {}  # epoch -> {(treedef, avals): entry}
     self.arrays: dict = {}  # epoch -> {avals: entry}
     self.lock = threading.Lock()
+    self.plan: _CallPlan | None = None  # the signature called last, ready to run again
 
   def clear(self):
     self.full.clear()
     self.fast.clear()
     self.arrays.clear()
+    self.plan = None
 
 
 # fun -> {jit options: _TraceCache}; held weakly, so a cache lives as long as its function.
@@ -362,15 +491,39 @@ class Jitted:
       check_jaxpr(closed)
     return _Entry(closed, consts, out_store["tree"], self.name)
 
-  @api_boundary
   def __call__(self, *args, **kwargs):
+    # The work of `api_boundary`, inlined: a wrapper costs more than the cached call itself.
+    depth = traceback_util.boundary_depth
+    plan = self._traces.plan
+    if plan is not None and not kwargs and _context.trace is eval_trace:
+      try:
+        outs = plan.call(args)
+      except Exception as e:
+        if depth.value:
+          raise
+        raise traceback_util.filtered(e)
+      if outs is not _MISS:
+        return outs
+    depth.value += 1
+    try:
+      return self._call(args, kwargs)
+    except Exception as e:
+      if depth.value != 1:
+        raise
+      raise traceback_util.filtered(e)
+    finally:
+      depth.value -= 1
+
+  def _call(self, args, kwargs):
+    """A call that its signature's plan could not run (see `_CallPlan`): looks the signature up
+    (tracing on a miss), converts and checks the arguments, and runs or binds the program."""
     if config.disable_jit:
       return self.fun(*args, **kwargs)
     if self._sharded and _context.trace is eval_trace:
       return sharded_call(self, args, kwargs)
     entry = None
     if not (kwargs or self.static_argnums):
-      # The hot path: positional arguments that are all Arrays need no pytree flattening.
+      # positional arguments that are all Arrays need no pytree flattening.
       avals = []
       for a in args:
         if type(a) is not Array:
@@ -394,6 +547,9 @@ class Jitted:
       outs = program.run_unchecked(entry.consts + leaves if entry.consts else leaves)
       if config.debug_checks:
         self._check_special_values(outs, args, kwargs)
+      elif not (kwargs or self.static_argnums) and not any(
+          isinstance(c, Tracer) for c in entry.consts):
+        _use_plan(self._traces, args, leaves, entry, program)
     else:
       outs = jit_p.bind(*entry.consts, *leaves, jaxpr=entry.jaxpr, name=entry.name)
     return outs[0] if entry.out_is_leaf else tree_util.tree_unflatten(entry.out_tree, outs)

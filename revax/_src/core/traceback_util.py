@@ -53,6 +53,25 @@ def filter_traceback(tb):
   return out
 
 
+def filtered(e: Exception) -> Exception:
+  """`e` as the outermost boundary raises it: its traceback without revax's frames (and a note),
+  unless the option says otherwise or it was filtered already. Used by `api_boundary` and by
+  entry points that inline its work (jit's call: its cached path cannot afford a wrapper)."""
+  mode = config.traceback_filtering
+  if mode in ("off", "tracebackhide") or getattr(e, "_revax_filtered", False):
+    return e
+  try:
+    e._revax_filtered = True
+  except Exception:  # noqa: BLE001 (exceptions with __slots__ cannot be marked)
+    pass
+  if mode != "quiet_remove_frames":
+    e.add_note(_NOTE)
+  return e.with_traceback(filter_traceback(e.__traceback__))
+
+
+boundary_depth = _depth  # how many boundaries the current thread is inside
+
+
 def api_boundary(fun):
   """Wrap a public entry point so that exceptions leaving revax have its frames filtered."""
   @functools.wraps(fun)
@@ -62,19 +81,9 @@ def api_boundary(fun):
     try:
       return fun(*args, **kwargs)
     except Exception as e:
-      mode = config.traceback_filtering
-      if depth.value != 1 or mode in ("off", "tracebackhide"):
+      if depth.value != 1:
         raise
-      if not getattr(e, "_revax_filtered", False):
-        filtered = filter_traceback(e.__traceback__)
-        try:
-          e._revax_filtered = True
-        except Exception:  # noqa: BLE001 (exceptions with __slots__ cannot be marked)
-          pass
-        if mode != "quiet_remove_frames":
-          e.add_note(_NOTE)
-        raise e.with_traceback(filtered)
-      raise
+      raise filtered(e)
     finally:
       depth.value -= 1
   return wrapped

@@ -27,7 +27,10 @@ class Array:
     """The host copy (read-only NumPy array), read back from the device on first use."""
     npy = self._npy
     if npy is None:
-      npy = self._buf.to_numpy()
+      buf = self._buf
+      if buf is None or buf._ptr is None:
+        raise self._deleted_error()
+      npy = buf.to_numpy()
       npy.flags.writeable = False
       self._npy = npy
     return npy
@@ -36,6 +39,8 @@ class Array:
     """The device buffer, uploaded from the host copy on first use."""
     buf = self._buf
     if buf is None or (device is not None and buf.device != device):
+      if self._npy is None:
+        raise self._deleted_error()
       from revax._src.runtime.client import get_backend
       buf = get_backend().buffer_from_numpy(self._npy, device)
       if self._buf is None:
@@ -70,9 +75,30 @@ class Array:
     return {self.device}
 
   def block_until_ready(self) -> "Array":
-    if self._buf is not None:
-      self._buf.block_until_ready()
+    buf = self._buf
+    if buf is not None:
+      if buf._ptr is None:
+        raise self._deleted_error()
+      buf.block_until_ready()
+    elif self._npy is None:
+      raise self._deleted_error()
     return self
+
+  def delete(self) -> None:
+    """Free this Array's memory (its device buffer and host copy) now; later uses raise
+    RuntimeError. Arrays made from the same buffer (`device_put` of this one) lose it too."""
+    buf, self._buf, self._npy = self._buf, None, None
+    if buf is not None:
+      buf.delete()
+
+  def is_deleted(self) -> bool:
+    """Whether `delete()` freed this Array (or its device buffer was freed)."""
+    buf = self._buf
+    return self._npy is None and (buf is None or buf._ptr is None)
+
+  def _deleted_error(self) -> RuntimeError:
+    shape = ",".join(map(str, self.aval.shape))
+    return RuntimeError(f"Array has been deleted with shape={self.aval.dtype.name}[{shape}].")
 
   def copy_to_host_async(self) -> None:
     self._value()
@@ -173,6 +199,22 @@ def from_numpy(x: np.ndarray, weak_type: bool = False, *, fresh: bool = False) -
     x = x.copy()  # the caller may mutate its array (or the base of its view) later
   x.flags.writeable = False
   return Array(ShapedArray(x.shape, dtype, weak_type), npy=x)
+
+
+def block_until_ready_all(leaves) -> None:
+  """Wait for every Array among `leaves` (other leaves are skipped). An Array whose buffer is
+  known to be computed (every output of a compiled call) costs a few attribute reads; a deleted
+  buffer raises as `Array.block_until_ready` does."""
+  for leaf in leaves:
+    if type(leaf) is Array:
+      buf = leaf._buf
+      if buf is None:
+        if leaf._npy is None:
+          raise leaf._deleted_error()
+      elif buf._ptr is None or not buf._info.ready:
+        leaf.block_until_ready()
+    elif isinstance(leaf, Array):
+      leaf.block_until_ready()
 
 
 pytype_aval_mappings[Array] = lambda x: x.aval

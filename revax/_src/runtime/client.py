@@ -23,6 +23,7 @@ from __future__ import annotations
 import ctypes as C
 import dataclasses
 import math
+import operator
 import os
 import sys
 import struct
@@ -34,12 +35,15 @@ import numpy as np
 
 from revax._src.core.config import config
 from revax._src.runtime import compilation_cache, pjrt
+from revax._src.runtime.array import Array
 from revax._src.runtime.pjrt import CompileError, RuntimeBackendError
 
 __all__ = ["get_backend", "Backend", "Device", "Buffer", "Executable", "MemoryStats",
            "RuntimeBackendError", "CompileError"]
 
 _ptr = C.c_void_p
+_new = object.__new__
+_pointer_of = operator.attrgetter("_ptr")
 _memmove = C.memmove
 _NUMPY_TO_PJRT = pjrt.NUMPY_TO_PJRT
 _is_finalizing = sys.is_finalizing
@@ -50,6 +54,12 @@ _SERIALIZED = struct.Struct("<8sII")  # magic, format version, flags (bit 0: por
 _SERIALIZED_MAGIC = b"RVXEXEC\0"
 _SERIALIZED_VERSION = 1
 _SERIALIZE_DELETER = C.CFUNCTYPE(None, _ptr)
+
+# PJRT_Buffer_Destroy_Args (struct_size, extension_start, buffer) packed into a fresh bytes object
+# per call: the plugin only reads it, so concurrent frees need no shared struct (and no pool), and
+# a Buffer's finalizer is one pack and one foreign call.
+_pack_destroy_args = struct.Struct("@NPP").pack
+_DESTROY_ARGS_SIZE = pjrt.ARGS["Buffer_Destroy"].STRUCT_SIZE
 
 # ----------------------------------------------------------------------------- the backend
 
@@ -186,7 +196,6 @@ class Backend:
     self._is_cpu = self.platform == "cpu"
     self._fast_numpy = _numpy_header_works()
     self._scratch: list[_HostScratch] = []
-    self._destroy_pool: list[tuple[C.Structure, int]] = []
     fns = api.functions
     self._fn_put = fns["Client_BufferFromHostBuffer"]
     self._fn_event_await = fns["Event_Await"]
@@ -461,15 +470,7 @@ class Backend:
       self._scratch.append(scratch)
 
   def _destroy_buffer(self, pointer: int) -> None:
-    pool = self._destroy_pool
-    try:
-      args, address = pool.pop()
-    except IndexError:
-      args = self._api.args("Buffer_Destroy")
-      address = C.addressof(args)
-    args.buffer = pointer
-    error = self._fn_buffer_destroy(address)
-    pool.append((args, address))
+    error = self._fn_buffer_destroy(_pack_destroy_args(_DESTROY_ARGS_SIZE, 0, pointer))
     if error:
       raise self._api.take_error(error)
 
@@ -520,6 +521,19 @@ class Device:
 
 # ----------------------------------------------------------------------------- buffers
 
+class _BufferInfo:
+  """What buffers alike share: their backend, shape, dtype, device, and whether their value is
+  known to be computed. The outputs of one executable on one device share one per output (they
+  are ready when execute returns), so making an output Buffer stores two fields; a buffer made
+  otherwise has its own, whose `ready` turns True once it has been awaited."""
+  __slots__ = ("backend", "shape", "dtype", "device", "ready")
+
+  def __init__(self, backend: Backend, shape: tuple, dtype: np.dtype, device: Device,
+               ready: bool = False):
+    self.backend, self.shape, self.dtype, self.device = backend, shape, dtype, device
+    self.ready = ready
+
+
 class Buffer:
   """An array in device memory; owns its PJRT_Buffer and frees it exactly once.
 
@@ -528,16 +542,18 @@ class Buffer:
     dtype: a NumPy dtype.
     device: the `Device` that holds it.
   """
-  __slots__ = ("_backend", "_ptr", "shape", "dtype", "device", "_ready", "__weakref__")
+  __slots__ = ("_info", "_ptr", "__weakref__")
 
   def __init__(self, backend: Backend, pointer: int, shape: tuple, dtype: np.dtype,
                device: Device, ready: bool = False):
-    self._backend = backend
+    # ready: known to be computed (no need to wait on its ready event)
+    self._info = _BufferInfo(backend, shape, dtype, device, ready)
     self._ptr = pointer
-    self.shape = shape
-    self.dtype = dtype
-    self.device = device
-    self._ready = ready  # known to be computed: no need to wait on its ready event
+
+  _backend = property(lambda self: self._info.backend)
+  shape = property(lambda self: self._info.shape)
+  dtype = property(lambda self: self._info.dtype)
+  device = property(lambda self: self._info.device)
 
   @property
   def nbytes(self) -> int:
@@ -556,19 +572,21 @@ class Buffer:
   def block_until_ready(self) -> Buffer:
     """Wait until the buffer's value is computed; raise the computation's error if any."""
     pointer = self._live_pointer()
-    if not self._ready:
-      self._backend._await_buffer(pointer)
-      self._ready = True
+    info = self._info
+    if not info.ready:
+      info.backend._await_buffer(pointer)
+      info.ready = True
     return self
 
   def to_numpy(self) -> np.ndarray:
     """A new (writable, C-ordered) NumPy array with the buffer's contents."""
     pointer = self._live_pointer()
-    backend = self._backend
-    if not self._ready:
+    info = self._info
+    backend = info.backend
+    if not info.ready:
       backend._await_buffer(pointer)
-      self._ready = True
-    out = np.empty(self.shape, self.dtype)
+      info.ready = True
+    out = np.empty(info.shape, info.dtype)
     backend._copy_to_host(pointer, out)
     return out
 
@@ -580,19 +598,35 @@ class Buffer:
     with _delete_lock:  # two threads deleting at once must not both free
       pointer, self._ptr = self._ptr, None
     if pointer is not None:
-      self._backend._destroy_buffer(pointer)
+      self._info.backend._destroy_buffer(pointer)
 
-  def __del__(self, _is_finalizing=sys.is_finalizing):
+  def __del__(self, _is_finalizing=sys.is_finalizing, _pack=_pack_destroy_args,
+              _size=_DESTROY_ARGS_SIZE):
     # No lock: nothing else can reach an object being finalized. At interpreter shutdown the
     # process is about to release everything anyway; calling into the plugin then is not worth it.
-    # (_is_finalizing is bound as a default: module globals may already be gone at shutdown.)
+    # (Globals are bound as defaults: module globals may already be gone at shutdown.)
+    # This runs once per output of every call, so the free is inlined: one pack, one call.
     pointer = self._ptr
     if pointer is not None and not _is_finalizing():
-      self._ptr = None
-      try:
-        self._backend._destroy_buffer(pointer)
-      except Exception:  # noqa: BLE001 - a finalizer must not raise
-        pass
+      backend = self._info.backend
+      error = backend._fn_buffer_destroy(_pack(_size, 0, pointer))
+      if error:
+        try:
+          backend._api.take_error(error)  # a finalizer must not raise: the error is dropped
+        except Exception:  # noqa: BLE001
+          pass
+
+
+def _new_buffers(pointers, infos) -> list[Buffer]:
+  """Ready Buffers owning `pointers`, one per `_BufferInfo` (executable outputs)."""
+  out = []
+  append = out.append
+  for pointer, info in zip(pointers, infos):
+    buffer = _new(Buffer)
+    buffer._info = info
+    buffer._ptr = pointer
+    append(buffer)
+  return out
 
 
 _delete_lock = threading.Lock()
@@ -670,7 +704,7 @@ class Executable:
     self._options = pjrt.ExecuteOptions(struct_size=pjrt.ExecuteOptions.STRUCT_SIZE)
     self._scratch: list[_ExecuteScratch] = []
     self._out_specs_indexed = tuple(enumerate(self.out_specs))
-    self._single_spec = self.out_specs[0] if self.num_outputs == 1 else None
+    self._infos_by_device: dict[int, tuple] = {}
     self._fn_execute = api.functions["LoadedExecutable_Execute"]
     self._fn_event_await = api.functions["Event_Await"]
     self._fn_event_destroy = api.functions["Event_Destroy"]
@@ -722,6 +756,56 @@ class Executable:
       >>> y.to_numpy()
       array([0., 2., 4.], dtype=float32)
     """
+    try:
+      pointers = list(map(_pointer_of, args))
+    except AttributeError:
+      raise TypeError("execute() takes a sequence of Buffers") from None
+    if not all(pointers):  # None: freed (a live pointer is never 0)
+      raise RuntimeError(f"argument {pointers.index(None)} of execute() is a deleted buffer")
+    device = args[0]._info.device if pointers else self.devices[0]
+    infos = self._infos_by_device.get(device._ptr) or self._output_infos(device)
+    return _new_buffers(self._run(pointers, device), infos)
+
+  def execute_arrays(self, pointers: list, device: Device, avals) -> list[Array]:
+    """Run on already validated arguments and return the outputs as device-backed Arrays.
+
+    jit's hot path: the caller checked the arguments (their avals fixed the signature this
+    program was compiled for), so this only runs and wraps.
+
+    Args:
+      pointers: the PJRT_Buffer pointers of live buffers on `device`, one per parameter.
+      device: where to run.
+      avals: one aval per output, matching `out_specs`.
+
+    Returns:
+      One Array per output, each owning a new ready Buffer.
+    """
+    outputs = self._run(pointers, device)
+    infos = self._infos_by_device.get(device._ptr) or self._output_infos(device)
+    out = []
+    append = out.append
+    for pointer, info, aval in zip(outputs, infos, avals):
+      buffer = _new(Buffer)
+      buffer._info = info
+      buffer._ptr = pointer
+      array = _new(Array)
+      array.aval = aval
+      array._npy = None
+      array._buf = buffer
+      append(array)
+    return out
+
+  def _output_infos(self, device: Device) -> tuple:
+    """The `_BufferInfo` of each output on `device` (made once per device)."""
+    infos = self._infos_by_device.get(device._ptr)
+    if infos is None:
+      backend = self._backend
+      infos = self._infos_by_device[device._ptr] = tuple(
+          _BufferInfo(backend, shape, dtype, device, True) for shape, dtype in self.out_specs)
+    return infos
+
+  def _run(self, pointers: list, device: Device) -> list:
+    """Execute on `pointers` (live buffers on `device`), wait, and return the output pointers."""
     if _callback_thread.on_xla_thread:
       raise _nested_execution_error()
     ident = _get_ident()
@@ -733,20 +817,12 @@ class Executable:
       scratch = pool.pop()
     except IndexError:
       scratch = _ExecuteScratch(self._api, self._ptr, self._options, self.num_outputs,
-                                len(args))
+                                len(pointers))
     try:
-      count = len(args)
+      count = len(pointers)
       if count > scratch.capacity:
         scratch.reserve(count)
-      inputs = scratch.inputs
-      i = 0
-      for arg in args:
-        pointer = arg._ptr
-        if pointer is None:
-          raise RuntimeError(f"argument {i} of execute() is a deleted buffer")
-        inputs[i] = pointer
-        i += 1
-      device = args[0].device if count else self.devices[0]
+      scratch.inputs[:count] = pointers
       call = scratch.args
       call.num_args = count
       if self._portable:
@@ -759,18 +835,9 @@ class Executable:
       error = self._fn_event_await(scratch.event_address)
       destroy_error = self._fn_event_destroy(scratch.event_address)
       outputs = scratch.outputs
-      backend = self._backend
       if error or destroy_error:
         self._fail(outputs, error, destroy_error)
-      if self._single_spec is not None:
-        shape, dtype = self._single_spec
-        return [Buffer(backend, outputs[0], shape, dtype, device, True)]
-      return [Buffer(backend, outputs[k], shape, dtype, device, True)
-              for k, (shape, dtype) in self._out_specs_indexed]
-    except AttributeError:
-      if not all(isinstance(a, Buffer) for a in args):
-        raise TypeError("execute() takes a sequence of Buffers") from None
-      raise
+      return outputs[:self.num_outputs]
     finally:
       pool.append(scratch)
       if waiting:
