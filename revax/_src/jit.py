@@ -241,6 +241,8 @@ def _use_plan(cache: _TraceCache, args, leaves, entry: _Entry, program) -> None:
   signatures only swap which plan is tried."""
   plan = entry.plan
   if plan is None:
+    if not isinstance(program, dispatch.CompiledProgram):
+      return  # a program over a mesh (MeshProgram) places its own shards
     if program._float0_in or program._float0_out:
       return
     for x in leaves:

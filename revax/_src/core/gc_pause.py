@@ -25,8 +25,13 @@ def paused_gc():
   """Run the block with automatic cyclic garbage collection off (see the module docstring).
 
   Example:
+    >>> import gc
+    >>> from revax._src.core.gc_pause import paused_gc
+    >>> was_on = gc.isenabled()
     >>> with paused_gc():
-    ...   jaxpr, consts = trace_to_jaxpr(fun, avals)
+    ...   off_inside = not gc.isenabled()
+    >>> off_inside, gc.isenabled() == was_on
+    (True, True)
   """
   global _depth, _resume
   with _lock:
