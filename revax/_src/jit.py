@@ -460,6 +460,8 @@ class Jitted:
     return entry
 
   def _trace(self, call, avals, names) -> _Entry:
+    if config.no_tracing:
+      raise RuntimeError(f"re-tracing function {self.name} for `jit`, but 'no_tracing' is set")
     out_store = {}
 
     def flat_fun(*xs):

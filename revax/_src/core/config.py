@@ -173,6 +173,45 @@ _OPTIONS = {o.name: o for o in [
     _Option("transfer_guard", "allow",
             _only("allow", why="transfers are not guarded"), False,
             "guard against implicit host/device transfers"),
+    *[_Option("transfer_guard_" + kind, None,
+               _only(None, "allow", why="transfers are not guarded"), False,
+               f"guard against implicit {kind.replace('_', ' ')} transfers")
+      for kind in ("host_to_device", "device_to_host", "device_to_device")],
+    _Option("no_tracing", False, _bool, False,
+            "raise RuntimeError when a jitted function is traced (a cache miss)"),
+    _Option("no_execution", False, _bool, False,
+            "raise RuntimeError when a compiled program is about to run"),
+    _Option("softmax_custom_jvp", False, _bool, False,
+            "JAX's switch between two derivations of softmax's JVP; revax's softmax has the "
+            "same (custom) derivative either way"),
+    _Option("default_device", None, lambda name, value: value, False,
+            "the device uncommitted arrays and computations go to (None: the first device; "
+            "the runtime accepts only devices it has)"),
+    _Option("allow_f16_reductions", True,
+            _only(True, why="revax does not change how float16 reductions accumulate"), False,
+            "allow reductions in float16"),
+    _Option("array_garbage_collection_guard", None,
+            _only(None, "allow", why="arrays are not guarded against garbage collection"), False,
+            "what happens when an Array is garbage collected while referenced by a cycle"),
+    _Option("auto_pcast", True,
+            _only(True, why="revax has no varying-manual-axes types to cast between"), False,
+            "insert pcast automatically in shard_map bodies"),
+    _Option("enable_custom_prng", False,
+            _only_false("revax's keys are threefry2x32 keys only"), False,
+            "allow custom PRNG implementations"),
+    _Option("legacy_prng_key", "allow",
+            _enum("allow", "warn", "error", honoured=("allow",),
+                  why="raw uint32 keys are always accepted"), False,
+            "what happens when a raw uint32 key array is passed to a random function"),
+    _Option("remove_size_one_mesh_axis_from_type", False,
+            _only_false("revax's array types carry no mesh axes"), False,
+            "drop size-one mesh axes from sharded array types"),
+    _Option("thread_guard", False,
+            _only_false("revax does not guard against multi-threaded use of one mesh"), False,
+            "raise when a mesh context is used from several threads"),
+    _Option("jax2tf_associative_scan_reductions", False,
+            _only_false("revax has no jax2tf"), False,
+            "jax2tf: lower reductions of associative scans differently"),
 ]}
 
 
@@ -356,3 +395,26 @@ numpy_dtype_promotion = State("numpy_dtype_promotion")
 default_prng_impl = State("default_prng_impl")
 explain_cache_misses = State("explain_cache_misses")
 check_tracer_leaks = State("check_tracer_leaks")
+threefry_partitionable = State("threefry_partitionable")
+debug_key_reuse = State("debug_key_reuse")
+transfer_guard_host_to_device = State("transfer_guard_host_to_device")
+transfer_guard_device_to_host = State("transfer_guard_device_to_host")
+transfer_guard_device_to_device = State("transfer_guard_device_to_device")
+no_tracing = State("no_tracing")
+no_execution = State("no_execution")
+softmax_custom_jvp = State("softmax_custom_jvp")
+default_device = State("default_device")
+allow_f16_reductions = State("allow_f16_reductions")
+array_garbage_collection_guard = State("array_garbage_collection_guard")
+auto_pcast = State("auto_pcast")
+enable_custom_prng = State("enable_custom_prng")
+legacy_prng_key = State("legacy_prng_key")
+remove_size_one_mesh_axis_from_type = State("remove_size_one_mesh_axis_from_type")
+thread_guard = State("thread_guard")
+jax2tf_associative_scan_reductions = State("jax2tf_associative_scan_reductions")
+
+
+def checking_leaks():
+  """Context manager turning on jax_check_tracer_leaks inside the block (as jax.checking_leaks;
+  revax does not implement leak checking, so entering it raises ValueError saying so)."""
+  return config.override("check_tracer_leaks", True)

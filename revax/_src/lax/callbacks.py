@@ -458,3 +458,20 @@ mlir.register_lowering(debug_callback_p, _debug_callback_lower)
 inv.not_invertible(debug_callback_p, "a side effect with no outputs")
 def_effectful(debug_callback_p)
 def_ordered(debug_callback_p, lambda params: params["ordered"])
+
+
+def effects_barrier() -> None:
+  """Wait until the effects (callbacks) of every computation started so far have happened.
+
+  revax waits for each compiled program to finish, its host callbacks included, before the call
+  that ran it returns, so nothing is ever outstanding and this returns at once; it is here so
+  that programs written for JAX's asynchronous dispatch run unchanged.
+
+  Example:
+    >>> seen = []
+    >>> f = revax.jit(lambda x: revax.debug.callback(seen.append, x))
+    >>> f(jnp.float32(1.0))
+    >>> revax.effects_barrier()
+    >>> len(seen)
+    1
+  """

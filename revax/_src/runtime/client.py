@@ -125,6 +125,23 @@ def _check_cpu_device_count(value: int) -> None:
 config.add_validator("num_cpu_devices", _check_cpu_device_count)
 
 
+def _check_default_device(value) -> None:
+  """jax_default_device: None, the platform name "cpu", or the first device (where revax places
+  uncommitted arrays and computations); another device is refused rather than ignored."""
+  if value is None or (isinstance(value, str) and value.lower() == "cpu"):
+    return
+  if not isinstance(value, Device):
+    raise ValueError(f"jax_default_device takes a Device, 'cpu' or None, got {value!r}")
+  first = get_backend().devices[0]
+  if value is not first:
+    raise ValueError(f"jax_default_device={value!r} is not supported by revax: uncommitted "
+                     f"arrays and computations always go to {first!r}; place arrays on another "
+                     "device with revax.device_put(x, device)")
+
+
+config.add_validator("default_device", _check_default_device)
+
+
 class _NumpyHeader(C.Structure):
   """The start of NumPy's PyArrayObject after PyObject_HEAD: data, nd, dimensions, strides.
 
@@ -808,6 +825,8 @@ class Executable:
     """Execute on `pointers` (live buffers on `device`), wait, and return the output pointers."""
     if _callback_thread.on_xla_thread:
       raise _nested_execution_error()
+    if config.no_execution:
+      raise _no_execution_error()
     ident = _get_ident()
     waiting = ident not in _executing_threads
     if waiting:
@@ -857,6 +876,8 @@ class Executable:
     Returns:
       One list of output buffers per device.
     """
+    if config.no_execution:
+      raise _no_execution_error()
     if self._portable:
       raise ValueError("execute_sharded() is for programs compiled with several replicas or "
                        "partitions; use execute()")
@@ -953,6 +974,11 @@ class _CallbackThread(threading.local):
 
 
 _callback_thread = _CallbackThread()
+
+
+def _no_execution_error() -> RuntimeError:
+  return RuntimeError("revax tried to execute a compiled program, but the no_execution config "
+                      "option is set (revax.no_execution / jax_no_execution)")
 
 
 def _nested_execution_error() -> RuntimeError:
