@@ -34,6 +34,15 @@ from revax._src.sharding import NamedSharding as NamedSharding
 from revax._src.sharding import make_mesh as make_mesh
 from revax._src.sharded_api import local_device_count as local_device_count
 from revax._src.sharded_api import local_devices as local_devices
+from revax._src.sharded_api import process_count as process_count
+from revax._src.sharded_api import process_index as process_index
+from revax._src.sharded_api import process_indices as process_indices
+from revax._src.sharded_api import host_count as host_count
+from revax._src.sharded_api import host_id as host_id
+from revax._src.sharded_api import host_ids as host_ids
+from revax._src.sharded_api import copy_to_host_async as copy_to_host_async
+from revax._src.sharded_api import make_array_from_process_local_data as make_array_from_process_local_data
+from revax._src.sharded_api import reshard as reshard
 from revax._src.sharded_api import make_array_from_callback as make_array_from_callback
 from revax._src.sharded_api import make_array_from_single_device_arrays as make_array_from_single_device_arrays
 from revax._src.runtime.sharded import Shard as Shard

@@ -38,6 +38,88 @@ def local_device_count(backend=None) -> int:
   return len(get_backend().devices)
 
 
+def process_count(backend=None) -> int:
+  """The number of processes of the program: 1 (revax runs in one process; every device is
+  local)."""
+  del backend
+  return 1
+
+
+def process_index(backend=None) -> int:
+  """This process's index among `process_count()` processes: 0."""
+  del backend
+  return 0
+
+
+def process_indices(backend=None) -> list[int]:
+  """The indices of every process: [0]."""
+  del backend
+  return [0]
+
+
+host_count = process_count  # JAX's older names, kept by JAX as aliases
+host_id = process_index
+host_ids = process_indices
+
+
+def copy_to_host_async(x):
+  """Start copying each Array leaf of `x` to the host (calls the leaf's `copy_to_host_async`
+  where it has one; other leaves are left alone) and return `x`.
+
+  Example:
+    >>> x = jnp.arange(3.0)
+    >>> revax.copy_to_host_async({"x": x})["x"] is x
+    True
+  """
+  for leaf in tree_util.tree_leaves(x):
+    start = getattr(leaf, "copy_to_host_async", None)
+    if start is not None:
+      start()
+  return x
+
+
+def make_array_from_process_local_data(sharding, local_data, global_shape=None):
+  """A global array from the data this process holds. revax runs one process, which holds all
+  of it: this places `local_data` as `sharding` says (a pytree of them, with a pytree prefix of
+  shardings and global shapes).
+
+  Raises:
+    ValueError: a `global_shape` other than the data's own shape (with one process the local
+      data is the global array).
+  """
+  leaves, treedef = tree_util.tree_flatten(local_data)
+  if global_shape is None:
+    shapes = [None] * len(leaves)
+  else:
+    shapes = treedef.flatten_up_to(
+        tree_util.tree_map(lambda _: global_shape, local_data)
+        if isinstance(global_shape, tuple) else global_shape)
+  for shape, leaf in zip(shapes, leaves, strict=True):
+    if shape is not None and tuple(shape) != tuple(np.shape(leaf)):
+      raise ValueError(f"make_array_from_process_local_data on a single process: global_shape "
+                       f"must be None or equal to local_data.shape, got global_shape={shape} "
+                       f"and local_data.shape={np.shape(leaf)}")
+  return device_put(local_data, sharding)
+
+
+def reshard(xs, out_shardings):
+  """Place `xs` (a pytree) as `out_shardings` (shardings, or a pytree prefix of them) say: on
+  Arrays, `device_put`; on traced values inside `jit`, `with_sharding_constraint`.
+
+  Raises:
+    ValueError: a bare PartitionSpec (revax has no `set_mesh` context to resolve it against:
+      pass `NamedSharding(mesh, spec)`).
+  """
+  def check(s):
+    if isinstance(s, PartitionSpec):
+      raise ValueError(f"reshard got the PartitionSpec {s} without a mesh; revax has no "
+                       "set_mesh context: pass NamedSharding(mesh, spec)")
+  tree_util.tree_map(check, out_shardings, is_leaf=lambda s: isinstance(s, PartitionSpec))
+  if any(isinstance(leaf, Tracer) for leaf in tree_util.tree_leaves(xs)):
+    return sharding_constraint.with_sharding_constraint(xs, out_shardings)
+  return device_put(xs, out_shardings)
+
+
 def is_sharding(x) -> bool:
   return isinstance(x, Sharding)
 
