@@ -4,7 +4,8 @@ Options have JAX's names, with or without the `jax_` prefix, and JAX's meaning w
 them. An option revax cannot honour on this backend accepts only the values that change nothing
 here (its JAX default, or values equivalent on the CPU backend) and refuses others with a
 ValueError saying so; a name JAX does not have is refused with an AttributeError, as JAX does.
-Nothing is accepted and then ignored.
+Nothing is accepted and then ignored. Options JAX does not have are named `revax_<name>` (never
+with a `jax_` prefix, so no name suggests JAX has it): `revax_pjrt_plugin` selects the PJRT plugin.
 
 Options marked `traced` change what tracing produces (dtypes under x64, checks inserted for
 debug_nans); `Config.trace_key` is a tuple of their values that jit adds to its cache keys, so a
@@ -97,6 +98,14 @@ def _optional_str(name, value):
   return None if value is None else os.fspath(value)
 
 
+def _plugin_choice(name, value):
+  if value is None or value == "":
+    return None
+  if not isinstance(value, (str, os.PathLike)):
+    raise ValueError(f"config option {name} takes a path, a package name or None, got {value!r}")
+  return os.fspath(value)
+
+
 def _size_limit(name, value):
   if isinstance(value, bool) or not isinstance(value, int) or value < -1:
     raise ValueError(f"config option jax_{name} takes an int >= -1, got {value!r}")
@@ -173,6 +182,9 @@ _OPTIONS = {o.name: o for o in [
     _Option("transfer_guard", "allow",
             _only("allow", why="transfers are not guarded"), False,
             "guard against implicit host/device transfers"),
+    _Option("revax_pjrt_plugin", None, _plugin_choice, False,
+            "the PJRT plugin: a path to its shared library or the name of an installed package "
+            "holding one (before the backend starts; env PJRT_PLUGIN; default: xla-cpu-pjrt)"),
 ]}
 
 
@@ -209,7 +221,7 @@ class Config:
   @staticmethod
   def _canonical(name: str) -> str:
     key = name[len("jax_"):] if isinstance(name, str) and name.startswith("jax_") else name
-    if key not in _OPTIONS:
+    if key not in _OPTIONS or (key != name and key.startswith("revax_")):
       raise AttributeError(f"Unrecognized config option: {name}")
     return key
 
@@ -243,8 +255,8 @@ class Config:
 
   @property
   def values(self) -> dict:
-    """{jax_<name>: value} for every option."""
-    return {"jax_" + k: v for k, v in self._values.items()}
+    """{jax_<name>: value} for every option (revax's own: {revax_<name>: value})."""
+    return {k if k.startswith("revax_") else "jax_" + k: v for k, v in self._values.items()}
 
   def on_change(self, fn) -> None:
     """Call `fn(name)` after every update."""
