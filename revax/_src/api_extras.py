@@ -184,22 +184,47 @@ def typeof(x):
   return get_aval(x)
 
 
-def print_environment_info(return_string: bool = False):
-  """Versions of revax, Python, NumPy and the platform (printed, or returned as a string)."""
+def print_environment_info(return_string: bool = False) -> str | None:
+  """Versions of revax, NumPy and Python, the PJRT plugin, the devices and the host.
+
+  Starts the backend (as JAX's does) to report the plugin it loaded and its devices; if the
+  plugin cannot load, the report says why instead of raising, so it can go into a bug report.
+
+  Args:
+    return_string: return the text instead of printing it.
+
+  Returns:
+    The text if `return_string`, else None.
+  """
   import importlib.metadata
+  import os
 
   import numpy as np
+
+  from revax._src.runtime import client, plugins
   try:
     version = importlib.metadata.version("revax")
   except importlib.metadata.PackageNotFoundError:
     version = "unknown"
-  text = (f"revax:   {version}\n"
-          f"numpy:   {np.__version__}\n"
-          f"python:  {sys.version.replace(chr(10), ' ')}\n"
-          f"system:  {platform.uname()}\n")
+  lines = [f"revax:   {version}", f"numpy:   {np.__version__}",
+           f"python:  {sys.version.replace(chr(10), ' ')}"]
+  try:
+    backend = client.get_backend()
+  except (RuntimeError, ValueError, OSError) as e:
+    lines.append(f"pjrt plugin: not loaded: {e}")
+  else:
+    lines += plugins.describe(backend)
+    devices = backend.devices
+    lines.append(f"device info: {devices[0].device_kind}-{len(devices)}, "
+                 f"{len(devices)} local devices")
+    lines.append("process_count: 1")
+  lines.append(f"platform: {platform.uname()}")
+  lines += [f"{k}={v}" for k, v in sorted(os.environ.items())
+            if k.startswith(("REVAX_", "XLA_", "PJRT_"))]
+  text = "\n".join(lines)
   if return_string:
     return text
-  print(text, end="")
+  print(text)
   return None
 
 

@@ -11,6 +11,7 @@ import revax
 from revax._src.core.trace import Primitive
 from revax._src.core.typecheck import check_jaxpr
 from tests.lax.op_db import all_records, assert_close
+from tests.plugin_differences import skip_on_plugins_that_differ
 
 RECORDS = all_records()
 
@@ -33,7 +34,17 @@ def test_against_numpy_reference(record):
   assert_close(actual, expected, record.rtol, record.atol, record.check_dtype, record.name)
 
 
-@pytest.mark.parametrize("record", RECORDS, ids=str)
+# Records whose jit result differs on some plugins (tests/plugin_differences.py).
+_PLUGIN_DIFFERENCES = {"digamma_f32_edges": "digamma_at_zero"}
+
+
+def _with_plugin_skips(records):
+  return [r if r.name not in _PLUGIN_DIFFERENCES else
+          pytest.param(r, id=str(r), marks=skip_on_plugins_that_differ(_PLUGIN_DIFFERENCES[r.name]))
+          for r in records]
+
+
+@pytest.mark.parametrize("record", _with_plugin_skips(RECORDS), ids=str)
 def test_jit_matches_eager(record):
   """Eager runs the NumPy implementation, jit runs XLA: two independent implementations."""
   args = _inputs(record)

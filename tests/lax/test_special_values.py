@@ -15,6 +15,7 @@ import revax
 from revax._src.runtime import denormals
 from revax._src.tree_util import tree_leaves
 from tests.lax.op_db import all_records, tolerance
+from tests.plugin_differences import skip_on_plugins_that_differ
 
 SPECIALS = [1e-40, -1e-40, 0.0, -0.0, np.nan, np.inf, -np.inf, 1.5]
 
@@ -35,6 +36,8 @@ _FACTORIZATION = ("a non-finite matrix: LAPACK (eager) and revax's compiled algo
                   "inf/NaN through the factorization differently")
 KNOWN_DIFFERENCES.update({"triangular_solve": _FACTORIZATION, "qr": _FACTORIZATION,
                           "eigh": _FACTORIZATION, "svd": _FACTORIZATION})
+# Differences of some plugins only (tests/plugin_differences.py): primitive -> difference.
+PLUGIN_DIFFERENCES = {"digamma": "digamma_at_zero"}
 
 
 def _special(a, rng):
@@ -72,6 +75,8 @@ def _params():
     marks = ()
     if r.primitive in KNOWN_DIFFERENCES:
       marks = pytest.mark.xfail(reason=KNOWN_DIFFERENCES[r.primitive], strict=True)
+    elif r.primitive in PLUGIN_DIFFERENCES:
+      marks = skip_on_plugins_that_differ(PLUGIN_DIFFERENCES[r.primitive])
     yield pytest.param(r, id=r.name, marks=marks)
 
 

@@ -279,7 +279,8 @@ def test_compile_error_carries_the_plugin_message(backend):
 
 def test_execute_errors_are_runtime_backend_errors(backend, add):
   x = backend.buffer_from_numpy(np.ones((2, 3), np.float32))
-  with pytest.raises(RuntimeBackendError, match="expected 2 buffers") as info:
+  # The plugin's words: "expected 2 buffers" (default), "compiled program expected 2" (newer XLA).
+  with pytest.raises(RuntimeBackendError, match="expected 2") as info:
     add.execute([x])
   assert info.value.code == "INVALID_ARGUMENT"
   wrong_size = backend.buffer_from_numpy(np.ones((3, 3), np.float32))
@@ -383,11 +384,12 @@ def test_10000_executes_do_not_grow_memory(backend, add):
 
 def test_import_does_not_load_the_plugin():
   result = run_python("""
-    import revax._src.runtime.client, revax._src.runtime.pjrt
+    import revax._src.runtime.client, revax._src.runtime.pjrt, revax._src.runtime.plugins
+    plugin = revax._src.runtime.plugins.choose().path  # whichever plugin is selected
     maps = open("/proc/self/maps").read()
-    print("LOADED" if "xla_cpu_pjrt" in maps else "NOT LOADED")
+    print("LOADED" if plugin in maps else "NOT LOADED")
     revax._src.runtime.client.get_backend()
-    print("LOADED" if "xla_cpu_pjrt" in open("/proc/self/maps").read() else "NOT LOADED")
+    print("LOADED" if plugin in open("/proc/self/maps").read() else "NOT LOADED")
     """)
   assert result.stdout.split() == ["NOT", "LOADED", "LOADED"], result.stderr
 

@@ -4,7 +4,8 @@ Options have JAX's names, with or without the `jax_` prefix, and JAX's meaning w
 them. An option revax cannot honour on this backend accepts only the values that change nothing
 here (its JAX default, or values equivalent on the CPU backend) and refuses others with a
 ValueError saying so; a name JAX does not have is refused with an AttributeError, as JAX does.
-Nothing is accepted and then ignored.
+Nothing is accepted and then ignored. Options JAX does not have are named `revax_<name>` (never
+with a `jax_` prefix, so no name suggests JAX has it): `revax_pjrt_plugin` selects the PJRT plugin.
 
 Options marked `traced` change what tracing produces (dtypes under x64, checks inserted for
 debug_nans); `Config.trace_key` is a tuple of their values that jit adds to its cache keys, so a
@@ -95,6 +96,14 @@ def _optional_str(name, value):
   if value is not None and not isinstance(value, (str, os.PathLike)):
     raise ValueError(f"config option jax_{name} takes a path or None, got {value!r}")
   return None if value is None else os.fspath(value)
+
+
+def _plugin_choice(name, value):
+  if value is None or value == "":
+    return None
+  if not isinstance(value, (str, os.PathLike)):
+    raise ValueError(f"config option {name} takes a path, a package name or None, got {value!r}")
+  return os.fspath(value)
 
 
 def _size_limit(name, value):
@@ -212,7 +221,16 @@ _OPTIONS = {o.name: o for o in [
     _Option("jax2tf_associative_scan_reductions", False,
             _only_false("revax has no jax2tf"), False,
             "jax2tf: lower reductions of associative scans differently"),
+    _Option("revax_pjrt_plugin", None, _plugin_choice, False,
+            "the PJRT plugin: a path to its shared library or the name of an installed package "
+            "holding one (before the backend starts; env PJRT_PLUGIN; default: xla-cpu-pjrt)"),
 ]}
+
+
+def _full_name(key: str) -> str:
+  """An option's full name: JAX's `jax_` names, and the few that have no `jax_` prefix (revax's
+  own `revax_*` options, JAX's `jax2tf_*`) as they are."""
+  return key if key.startswith(("revax_", "jax2tf_")) else "jax_" + key
 
 
 class Config:
@@ -266,7 +284,7 @@ class Config:
   @staticmethod
   def _canonical(name: str) -> str:
     key = name[len("jax_"):] if isinstance(name, str) and name.startswith("jax_") else name
-    if key not in _OPTIONS:
+    if key not in _OPTIONS or (key != name and key.startswith("revax_")):
       raise AttributeError(f"Unrecognized config option: {name}")
     return key
 
@@ -305,8 +323,8 @@ class Config:
 
   @property
   def values(self) -> dict:
-    """{jax_<name>: value} for every option."""
-    return {"jax_" + k: v for k, v in self._values.items()}
+    """{jax_<name>: value} for every option (revax's own: {revax_<name>: value})."""
+    return {_full_name(k): v for k, v in self._values.items()}
 
   def on_change(self, fn) -> None:
     """Call `fn(name)` after every update."""
@@ -357,7 +375,7 @@ class State:
     return config.read(self._name)
 
   def __repr__(self):
-    return f"State(jax_{self._name}={self.value!r})"
+    return f"State({_full_name(self._name)}={self.value!r})"
 
 
 def disable_jit(disable: bool = True):

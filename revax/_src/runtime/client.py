@@ -34,7 +34,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from revax._src.core.config import config
-from revax._src.runtime import compilation_cache, pjrt
+from revax._src.runtime import compilation_cache, pjrt, plugins
 from revax._src.runtime.array import Array
 from revax._src.runtime.pjrt import CompileError, RuntimeBackendError
 
@@ -70,8 +70,9 @@ _backend_lock = threading.Lock()
 def get_backend() -> Backend:
   """The process-wide backend, created (plugin loaded, client made) on the first call.
 
-  The number of CPU devices is read from env `REVAX_CPU_DEVICE_COUNT` (default 1); env
-  `PJRT_PLUGIN` selects another plugin than the `xla-cpu-pjrt` one.
+  The number of CPU devices is read from env `REVAX_CPU_DEVICE_COUNT` (default 1); the config
+  option `revax_pjrt_plugin` or env `PJRT_PLUGIN` selects another plugin than the `xla-cpu-pjrt`
+  one (a path or an installed package name; see `plugins.py`).
 
   Returns:
     The `Backend`; every call returns the same object.
@@ -91,7 +92,7 @@ def _create_backend_once() -> Backend:
   global _backend
   with _backend_lock:
     if _backend is None:
-      api = pjrt.Api()
+      api = plugins.load()
       _backend = Backend(api, create_options=_client_options(api.path))
     return _backend
 
