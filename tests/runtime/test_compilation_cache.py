@@ -254,6 +254,27 @@ def test_eviction_keeps_the_bound(cache_dir, monkeypatch):
   assert os.path.basename(_entry_path(texts[-1])) in kept  # the newest survives
 
 
+def test_stores_do_not_rescan_the_directory_each_time(cache_dir, monkeypatch):
+  """A store scans the directory (a stat per entry) only on the first store into it, when this
+  process's running estimate passes the bound, or every _RESCAN_EVERY stores: scanning on every
+  store made long sessions quadratic in the number of entries. The bound still holds."""
+  scans = []
+  real = cc.entries
+  monkeypatch.setattr(cc, "entries", lambda: scans.append(1) or real())
+  backend = get_backend()
+  for i in range(6):
+    backend.compile(_program("f32", (40 + i,), "add"))
+  assert len(scans) == 1, scans  # the first store only: 6 small entries are far from the bound
+  sizes = [s for _, s, _ in real()]
+  bound = sum(sizes) + max(sizes) * 3 // 2
+  monkeypatch.setattr(cc.settings, "max_size", bound)
+  backend.compile(_program("f32", (50,), "add"))  # a 7th entry: still under the bound, no scan
+  assert len(scans) == 1
+  backend.compile(_program("f32", (51,), "add"))  # an 8th passes it: one scan, which trims
+  assert len(scans) == 2
+  assert sum(s for _, s, _ in real()) <= bound and len(real()) == 7
+
+
 def test_clear(cache_dir):
   get_backend().compile(_program("f32", (18,), "add"))
   assert cc.entries()

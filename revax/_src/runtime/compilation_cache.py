@@ -222,7 +222,30 @@ def store(key: str, payload: bytes) -> None:
         pass
   counters["store"] += 1
   logger.debug("stored %s (%d bytes)", key[:16], len(header) + len(payload))
-  trim(settings.max_size)
+  _trim_if_needed(directory, len(header) + len(payload))
+
+
+# The directory's size as this process last saw it, plus what it has written since: a store
+# scans the directory (a stat per entry) only when that estimate passes the bound, on the first
+# store into a directory, and every _RESCAN_EVERY stores (other processes write there too).
+# Scanning on every store made a session that compiles thousands of programs into a directory
+# of thousands of entries quadratic.
+_RESCAN_EVERY = 64
+_estimate_lock = threading.Lock()
+_estimate = {"directory": None, "bytes": None, "stores": 0}
+
+
+def _trim_if_needed(directory: str, written: int) -> None:
+  with _estimate_lock:
+    est = _estimate
+    if est["directory"] != directory or est["stores"] >= _RESCAN_EVERY:
+      est.update(directory=directory, bytes=None, stores=0)
+    est["stores"] += 1
+    if est["bytes"] is not None:
+      est["bytes"] += written
+      if est["bytes"] <= settings.max_size:
+        return
+    est["bytes"] = trim(settings.max_size)
 
 
 def discard(key: str) -> None:
@@ -251,8 +274,9 @@ def entries() -> list[tuple[str, int, float]]:
   return found
 
 
-def trim(max_size: int) -> None:
-  """Remove least recently used entries until the directory holds at most `max_size` bytes."""
+def trim(max_size: int) -> int:
+  """Remove least recently used entries until the directory holds at most `max_size` bytes;
+  returns the bytes left."""
   found = entries()
   total = sum(size for _, size, _ in found)
   for path, size, _ in found:
@@ -265,6 +289,7 @@ def trim(max_size: int) -> None:
     except OSError:
       pass
     total -= size
+  return total
 
 
 def clear() -> None:
