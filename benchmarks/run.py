@@ -232,7 +232,14 @@ def report(rows, args):
           f"{platform.python_version()}, measured {time.strftime('%Y-%m-%d')}.\n"
           "Columns: see benchmarks/README.md.\n\n"
           f"{table}\n")
-  (HERE / "RESULTS.md").write_text(text)
+  path = HERE / "RESULTS.md"
+  # keep the sections other scripts own (bench_plugins.py's table between its markers)
+  old = path.read_text() if path.exists() else ""
+  start, end = "<!-- bench_plugins: start -->", "<!-- bench_plugins: end -->"
+  if start in old and end in old:
+    kept = start + old.split(start, 1)[1].split(end, 1)[0] + end
+    text += "\n" + kept + "\n"
+  path.write_text(text)
 
 
 def fmt(v, unit):
