@@ -9,6 +9,9 @@ subprocess in which both libraries see N CPU devices (REVAX_CPU_DEVICE_COUNT and
 (revax, jax, revax, ...), each round the median of per-step times (block_until_ready included,
 parameters fed back as the previous step's sharded outputs, the batch resident on the devices).
 Figures are the medians over rounds; the ratio is the median of the per-round ratios (paired).
+With several devices a second pair runs too: revax's and jax's StableHLO of the step, each
+compiled and executed by revax's runtime on the same shards (no jit front end), which tells a
+gap in the program (partitioning) from one in the runtime.
 On a machine with fewer cores than devices the 4-device figures include the devices' threads
 competing for the cores.
 """
@@ -66,12 +69,32 @@ def _child(devices: int, steps: int, rounds: int) -> dict:
     def call():
       state["p"], lval = f(state["p"], xb, yb)
       lval.block_until_ready()
+    call.lowered_text = lambda: f.lower(params, x, y).as_text()
+    call.args = (state, xb, yb)
     return call
 
   calls = {
       "revax": make(revax, rnp, revax.make_mesh((devices,), ("x",)), RNS, RP),
       "jax": make(jax, jnp, JMesh(np.array(jax.devices()), ("x",)), JNS, JP),
   }
+  if devices > 1:
+    # Same runtime, each library's program: revax's and jax's StableHLO of the step, both
+    # compiled by revax's runtime for the same devices and run on revax's shards. Attributes a
+    # gap to the program (partitioning) or to the runtime (the plugin's XLA, execution).
+    from revax._src.runtime import sharded as rs
+    from revax._src.runtime.client import get_backend
+    backend = get_backend()
+    ids = [d.id for d in backend.devices]
+    state, xb_r, yb_r = calls["revax"].args
+    leaves = [state["p"][k] for k in sorted(state["p"])] + [xb_r, yb_r]
+    per_device = [[leaf._buffers[d] for leaf in leaves] for d in range(devices)]
+    programs = {name: rs.compile_spmd(backend, calls[name].lowered_text(), ids)
+                for name in calls}
+    for name, exe in programs.items():
+      def direct(exe=exe):
+        outs = exe.execute_sharded(per_device)
+        del outs
+      calls[name + "_program_on_revax_runtime"] = direct
   # the same first steps give the same losses (one check that both compute the step)
   for fn in calls.values():
     for _ in range(5):
@@ -87,6 +110,9 @@ def _child(devices: int, steps: int, rounds: int) -> dict:
         times.append(time.perf_counter() - t)
       out[name].append(statistics.median(times))
     out["ratio"].append(out["revax"][-1] / out["jax"][-1])
+    if "jax_program_on_revax_runtime" in out:
+      out.setdefault("same_runtime_ratio", []).append(
+          out["revax_program_on_revax_runtime"][-1] / out["jax_program_on_revax_runtime"][-1])
   return out
 
 
@@ -133,6 +159,11 @@ def main():
     print(f"{n} device(s): revax {rv:.0f} us, jax {jv:.0f} us, paired ratio "
           f"{statistics.median(r['ratio']):.2f} (rounds: "
           f"{', '.join(f'{x:.2f}' for x in r['ratio'])})")
+    if "same_runtime_ratio" in r:
+      rp = statistics.median(r["revax_program_on_revax_runtime"]) * 1e6
+      jp = statistics.median(r["jax_program_on_revax_runtime"]) * 1e6
+      print(f"  each library's program on revax's runtime: revax's {rp:.0f} us, jax's {jp:.0f} "
+            f"us, paired ratio {statistics.median(r['same_runtime_ratio']):.2f}")
 
 
 if __name__ == "__main__":
