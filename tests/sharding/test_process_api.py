@@ -42,3 +42,17 @@ def test_copy_to_host_async_returns_its_argument():
   tree = {"a": rnp.arange(3.0), "b": 1, "c": np.ones(2)}
   assert revax.copy_to_host_async(tree) is tree
   assert jax.copy_to_host_async(tree) is tree
+
+
+def test_lax_empty_places_as_out_sharding_says():
+  mesh = Mesh(np.array(revax.devices()[:1]), ("x",))
+  s = NamedSharding(mesh, P("x"))
+  out = revax.lax.empty((4, 2), np.float32, out_sharding=s)
+  # jax takes out_sharding only on Explicit mesh axes (its make_mesh's default)
+  jout = jax.lax.empty((4, 2), np.float32, out_sharding=jax.sharding.NamedSharding(
+      jax.make_mesh((1,), ("x",)), jax.P("x")))
+  assert out.shape == jout.shape and out.dtype == jout.dtype
+  # on a 1-device mesh revax's placement is that device (with_sharding_constraint's own rule)
+  assert out.sharding.device_set == set(s.device_set) == {revax.devices()[0]}
+  jitted = revax.jit(lambda: revax.lax.empty((4, 2), np.float32, out_sharding=s))()
+  assert jitted.shape == (4, 2)
