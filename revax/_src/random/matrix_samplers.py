@@ -14,7 +14,6 @@ import operator
 
 
 from revax._src.core import dtypes
-from revax._src.core.trace import ConcretizationTypeError, Tracer
 from revax._src.jit import jit
 from revax._src.numpy import contractions, shape_ops, ufuncs
 from revax._src.numpy import linalg as jnp_linalg
@@ -92,16 +91,6 @@ def _multivariate_normal(key, mean, cov, shape, dtype, method):
   return mean + contractions.einsum("...ij,...j->...i", factor, z)
 
 
-def _concrete_index(x, arg_name):
-  if isinstance(x, Tracer) and x.to_concrete_value() is not None:
-    x = x.to_concrete_value()
-  if isinstance(x, Tracer):
-    raise ConcretizationTypeError(
-        f"orthogonal requires a concrete integer for argument {arg_name!r}, got a traced value "
-        f"{x.aval.str_short()}. The error occurred in revax.random.orthogonal()")
-  return operator.index(x)
-
-
 def orthogonal(key, n, shape=(), dtype=None, m=None):
   """Matrices drawn uniformly (Haar measure) from the orthogonal group O(n), or the unitary
   group U(n) for a complex dtype; for m != n, semi-orthogonal n x m matrices (orthonormal rows
@@ -130,8 +119,9 @@ def orthogonal(key, n, shape=(), dtype=None, m=None):
   data, _ = check_prng_key("orthogonal", key)
   dtype = samplers._dtype(dtype, float)
   samplers._float_dtype("normal", dtype, "float or complex")  # what the draws accept
-  n = _concrete_index(n, "n")
-  m = n if m is None else _concrete_index(m, "m")
+  # operator.index as JAX: a float n is a TypeError, not truncated
+  n = operator.index(samplers._concrete(n, "orthogonal", "n"))
+  m = n if m is None else operator.index(samplers._concrete(m, "orthogonal", "m"))
   return _orthogonal(data, n, m, shape, dtype)
 
 

@@ -490,14 +490,20 @@ def _randint(key, minval, maxval, shape, dtype):
 
 
 # --- permutation and choice ----------------------------------------------------------------------
-def _concrete_int(x, fun_name: str, arg_name: str) -> int:
+def _concrete(x, fun_name: str, arg_name: str):
+  """`x`'s concrete value (a traced value with a known one gives it); ConcretizationTypeError
+  for a traced integer argument that has none."""
   if isinstance(x, Tracer) and x.to_concrete_value() is not None:
     x = x.to_concrete_value()
   if isinstance(x, Tracer):
     raise ConcretizationTypeError(
         f"{fun_name} requires a concrete integer for argument {arg_name!r}, got a "
         f"traced value {x.aval.str_short()}")
-  return int(np.asarray(x))
+  return x
+
+
+def _concrete_int(x, fun_name: str, arg_name: str) -> int:
+  return int(np.asarray(_concrete(x, fun_name, arg_name)))
 
 
 def permutation(key, x, axis=0, independent=False):
