@@ -60,6 +60,7 @@ def _names_mesh(jaxpr) -> bool:
 def sharded_lower(jitted, args, kwargs):
   from revax._src import sharded_jit
   return sharded_jit.lower(jitted, args, kwargs)
+from revax._src.runtime import client as _client
 from revax._src.runtime.client import get_backend
 
 # --- the jit primitive ---------------------------------------------------------------------------
@@ -160,7 +161,7 @@ class _CallPlan:
     the general path, which converts, uploads, or raises the error that input deserves.
   """
   __slots__ = ("epoch", "treedef", "up_to", "avals", "entry", "executable", "out_avals",
-               "device", "one_device")
+               "device", "one_device", "runner")
 
   def __init__(self, epoch, treedef, avals, entry, program):
     self.epoch = epoch
@@ -173,6 +174,15 @@ class _CallPlan:
     backend = get_backend()
     self.device = backend.devices[0]
     self.one_device = len(backend.devices) == 1
+    # With the compiled call path (runtime/fastpath.py), one C call checks the leaves exactly
+    # as below, runs the program and makes the output Arrays.
+    self.runner = None
+    if self.one_device:
+      runner = self.executable.new_runner()
+      if runner is not None:
+        runner.set_plan(avals, tuple(entry.consts), self.executable.output_infos(self.device),
+                        self.out_avals, self.device._ptr)
+        self.runner = runner
 
   def call(self, args):
     """The outputs of the call on `args`, or `_MISS` where the general path must run it."""
@@ -192,6 +202,18 @@ class _CallPlan:
         return _MISS
       if other != treedef:
         return _MISS
+    runner = self.runner
+    if runner is not None:
+      if (config.trace_epoch != self.epoch or config.disable_jit or config.no_execution
+          or _client.execution_refused()):
+        return _MISS  # the general path retraces, runs eagerly, or raises the refusal
+      outs = runner.call(leaves)
+      if outs is None:
+        return _MISS
+      if type(outs) is tuple:
+        self.executable.raise_failure(outs)
+      entry = self.entry
+      return outs[0] if entry.out_is_leaf else entry.out_tree.unflatten(outs)
     try:
       if tuple(map(_get_aval, leaves)) != self.avals:
         return _MISS

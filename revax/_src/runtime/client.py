@@ -34,7 +34,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from revax._src.core.config import config
-from revax._src.runtime import compilation_cache, pjrt, plugins
+from revax._src.runtime import compilation_cache, fastpath, pjrt, plugins
 from revax._src.runtime.array import Array
 from revax._src.runtime.pjrt import CompileError, RuntimeBackendError
 
@@ -222,6 +222,8 @@ class Backend:
     self._fn_ready_event = fns["Buffer_ReadyEvent"]
     self._fn_unsafe_pointer = fns["Buffer_UnsafePointer"]
     self._fn_to_host = fns["Buffer_ToHostBuffer"]
+    freer = fastpath.freer(api)  # the compiled Buffer_Destroy, or None (then ctypes)
+    self._free = freer.free if freer is not None else None
 
   def __repr__(self) -> str:
     return f"Backend(platform={self.platform!r}, devices={self.devices})"
@@ -488,7 +490,9 @@ class Backend:
       self._scratch.append(scratch)
 
   def _destroy_buffer(self, pointer: int) -> None:
-    error = self._fn_buffer_destroy(_pack_destroy_args(_DESTROY_ARGS_SIZE, 0, pointer))
+    free = self._free
+    error = free(pointer) if free is not None else self._fn_buffer_destroy(
+        _pack_destroy_args(_DESTROY_ARGS_SIZE, 0, pointer))
     if error:
       raise self._api.take_error(error)
 
@@ -627,7 +631,9 @@ class Buffer:
     pointer = self._ptr
     if pointer is not None and not _is_finalizing():
       backend = self._info.backend
-      error = backend._fn_buffer_destroy(_pack(_size, 0, pointer))
+      free = backend._free
+      error = free(pointer) if free is not None else backend._fn_buffer_destroy(
+          _pack(_size, 0, pointer))
       if error:
         try:
           backend._api.take_error(error)  # a finalizer must not raise: the error is dropped
@@ -726,6 +732,8 @@ class Executable:
     self._fn_execute = api.functions["LoadedExecutable_Execute"]
     self._fn_event_await = api.functions["Event_Await"]
     self._fn_event_destroy = api.functions["Event_Destroy"]
+    # the compiled execute-and-await (fastpath.py), or None: then `_run` goes through ctypes
+    self._runner = fastpath.runner(api, pointer, self._options, self.num_outputs, portable)
 
   def _read_signature(self) -> None:
     """Outputs and sizes, read once from the PJRT_Executable behind the loaded one."""
@@ -813,6 +821,16 @@ class Executable:
       append(array)
     return out
 
+  def new_runner(self):
+    """A new compiled runner of this executable (see fastpath.py), or None without one."""
+    if self._runner is None:
+      return None
+    return fastpath.runner(self._api, self._ptr, self._options, self.num_outputs, self._portable)
+
+  def output_infos(self, device: Device) -> tuple:
+    """The `_BufferInfo` of each output on `device` (what a Buffer of that output holds)."""
+    return self._infos_by_device.get(device._ptr) or self._output_infos(device)
+
   def _output_infos(self, device: Device) -> tuple:
     """The `_BufferInfo` of each output on `device` (made once per device)."""
     infos = self._infos_by_device.get(device._ptr)
@@ -828,6 +846,12 @@ class Executable:
       raise _nested_execution_error()
     if config.no_execution:
       raise _no_execution_error()
+    runner = self._runner
+    if runner is not None:
+      outputs = runner.run(pointers if type(pointers) is list else list(pointers), device._ptr)
+      if type(outputs) is tuple:
+        self.raise_failure(outputs)
+      return outputs
     ident = _get_ident()
     waiting = ident not in _executing_threads
     if waiting:
@@ -862,6 +886,26 @@ class Executable:
       pool.append(scratch)
       if waiting:
         _executing_threads.discard(ident)
+
+  def raise_failure(self, failure: tuple):
+    """Free the outputs of a failed compiled-path execution and raise its error.
+
+    Args:
+      failure: what `_fastpath.Runner` returns when a call fails: the PJRT_Error pointers of
+        execute, await and the event's destroy (0 where that step succeeded or did not run),
+        and the output pointers made (None where XLA made none).
+    """
+    execute_error, error, destroy_error, outputs = failure
+    for pointer in outputs:
+      if pointer:
+        self._backend._destroy_buffer(pointer)
+    if execute_error:
+      raise _with_callback_cause(self._api.take_error(execute_error))
+    if not (error or destroy_error):  # the outputs could not be wrapped: Python is out of memory
+      raise MemoryError(f"out of memory making the {self.num_outputs} outputs of a program")
+    if error and destroy_error:
+      self._api.take_error(destroy_error)  # only freed: the execution's error is the one to show
+    raise _with_callback_cause(self._api.take_error(error or destroy_error))
 
   def _fail(self, outputs: C.Array, error: int | None, destroy_error: int | None):
     """Free the outputs of a failed execution and raise its error."""
@@ -975,6 +1019,14 @@ class _CallbackThread(threading.local):
 
 
 _callback_thread = _CallbackThread()
+
+fastpath.configure(Array, Buffer, _executing_threads)  # the classes the compiled path makes
+
+
+def execution_refused() -> bool:
+  """Whether this thread may not run a program now: it is a host callback's XLA thread (see
+  above), where `_run` raises `_nested_execution_error`."""
+  return _callback_thread.on_xla_thread
 
 
 def _no_execution_error() -> RuntimeError:

@@ -1,0 +1,512 @@
+/* revax's compiled call path: run a loaded PJRT executable and wrap its outputs without ctypes.
+
+   Optional: setup.py builds it where a C compiler is present, and revax runs the same steps
+   through ctypes where it is not (runtime/fastpath.py decides; REVAX_FASTPATH=0 turns it off).
+
+   It knows nothing of PJRT's struct layouts: Python (pjrt.py, the one place that knows them)
+   hands over a filled-in template of each Args struct and the offsets of the fields a call
+   changes. Every call copies its template onto the C stack, so concurrent calls share nothing
+   and no pool or lock is needed. The GIL is released around each plugin call, as ctypes does,
+   so host callbacks (which take the GIL on XLA's threads) keep working.
+
+   Objects:
+   - Runner: one per loaded executable. `run(pointers, device)` executes on a list of
+     PJRT_Buffer pointers and returns the output pointers; `call(args)` is jit's whole repeated
+     call once its plan is attached (`set_plan`): check each argument against the plan (exact
+     Array type, the same aval, a live buffer), execute, and return the outputs as new Arrays.
+   - Freer: one per backend; `free(pointer)` is PJRT_Buffer_Destroy (a Buffer's finalizer).
+   Slot offsets of revax's Array and Buffer classes are read once from their member
+   descriptors (`configure`), so reading `x._buf._ptr` or making an output Array is a few loads
+   and stores rather than attribute lookups. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <pythread.h>
+#include <structmember.h>
+#include <stdint.h>
+#include <string.h>
+
+#define FASTPATH_ABI 1
+#define TEMPLATE_MAX 256
+#define STACK_BUFFERS 64
+
+typedef void *(*pjrt_fn)(void *args); /* every PJRT function: Args* -> PJRT_Error* (NULL: ok) */
+
+/* ---------------------------------------------------------------- slots of Array and Buffer */
+static PyTypeObject *array_type = NULL, *buffer_type = NULL;
+static Py_ssize_t off_aval, off_npy, off_buf, off_info, off_ptr;
+static PyObject *executing_threads = NULL; /* client._executing_threads: a set of thread ids */
+
+#define SLOT(obj, off) (*(PyObject **)((char *)(obj) + (off)))
+
+static int slot_offset(PyTypeObject *type, const char *name, Py_ssize_t *out) {
+  PyObject *descr = PyObject_GetAttrString((PyObject *)type, name);
+  if (descr == NULL) return -1;
+  if (!Py_IS_TYPE(descr, &PyMemberDescr_Type)) {
+    Py_DECREF(descr);
+    PyErr_Format(PyExc_TypeError, "%s.%s is not a slot", type->tp_name, name);
+    return -1;
+  }
+  PyMemberDef *member = ((PyMemberDescrObject *)descr)->d_member;
+  if (member->type != T_OBJECT_EX && member->type != T_OBJECT) {
+    Py_DECREF(descr);
+    PyErr_Format(PyExc_TypeError, "%s.%s is not an object slot", type->tp_name, name);
+    return -1;
+  }
+  *out = member->offset;
+  Py_DECREF(descr);
+  return 0;
+}
+
+static PyObject *configure(PyObject *module, PyObject *args) {
+  PyObject *array, *buffer, *threads;
+  if (!PyArg_ParseTuple(args, "O!O!O!", &PyType_Type, &array, &PyType_Type, &buffer,
+                        &PySet_Type, &threads))
+    return NULL;
+  Py_ssize_t a_aval, a_npy, a_buf, b_info, b_ptr;
+  if (slot_offset((PyTypeObject *)array, "aval", &a_aval) < 0 ||
+      slot_offset((PyTypeObject *)array, "_npy", &a_npy) < 0 ||
+      slot_offset((PyTypeObject *)array, "_buf", &a_buf) < 0 ||
+      slot_offset((PyTypeObject *)buffer, "_info", &b_info) < 0 ||
+      slot_offset((PyTypeObject *)buffer, "_ptr", &b_ptr) < 0)
+    return NULL;
+  Py_INCREF(array);
+  Py_INCREF(buffer);
+  Py_INCREF(threads);
+  Py_XSETREF(array_type, (PyTypeObject *)array);
+  Py_XSETREF(buffer_type, (PyTypeObject *)buffer);
+  Py_XSETREF(executing_threads, threads);
+  off_aval = a_aval, off_npy = a_npy, off_buf = a_buf, off_info = b_info, off_ptr = b_ptr;
+  Py_RETURN_NONE;
+}
+
+/* A new object of `type` (a class with __slots__) with its slots left NULL, as object.__new__. */
+static PyObject *new_instance(PyTypeObject *type) { return type->tp_alloc(type, 0); }
+
+/* ---------------------------------------------------------------- templates */
+typedef struct {
+  char bytes[TEMPLATE_MAX];
+  Py_ssize_t size;
+} Template;
+
+static int read_template(PyObject *obj, Template *out) {
+  char *data;
+  Py_ssize_t size;
+  if (PyBytes_AsStringAndSize(obj, &data, &size) < 0) return -1;
+  if (size > TEMPLATE_MAX || size < 16) {
+    PyErr_Format(PyExc_ValueError, "an Args template of %zd bytes (expected 16..%d)", size,
+                 TEMPLATE_MAX);
+    return -1;
+  }
+  memcpy(out->bytes, data, size);
+  out->size = size;
+  return 0;
+}
+
+static int check_offset(const Template *t, Py_ssize_t offset, const char *what) {
+  if (offset < 16 || offset + (Py_ssize_t)sizeof(void *) > t->size) {
+    PyErr_Format(PyExc_ValueError, "offset %zd of %s lies outside its %zd-byte Args", offset,
+                 what, t->size);
+    return -1;
+  }
+  return 0;
+}
+
+#define PUT(buf, off, value) memcpy((char *)(buf) + (off), &(value), sizeof(value))
+
+static void *as_pointer(PyObject *obj) { return PyLong_AsVoidPtr(obj); }
+
+/* ---------------------------------------------------------------- Freer */
+typedef struct {
+  PyObject_HEAD pjrt_fn destroy;
+  Template args; /* PJRT_Buffer_Destroy_Args */
+  Py_ssize_t off_buffer;
+} Freer;
+
+static int Freer_init(Freer *self, PyObject *args, PyObject *kwds) {
+  PyObject *fn, *template_;
+  if (!PyArg_ParseTuple(args, "OOn", &fn, &template_, &self->off_buffer)) return -1;
+  self->destroy = (pjrt_fn)as_pointer(fn);
+  if (PyErr_Occurred() || read_template(template_, &self->args) < 0 ||
+      check_offset(&self->args, self->off_buffer, "Buffer_Destroy.buffer") < 0)
+    return -1;
+  return 0;
+}
+
+/* free(pointer) -> the PJRT_Error pointer as an int (0: freed) */
+static PyObject *Freer_free(Freer *self, PyObject *pointer) {
+  void *buffer = as_pointer(pointer);
+  if (buffer == NULL && PyErr_Occurred()) return NULL;
+  char args[TEMPLATE_MAX];
+  memcpy(args, self->args.bytes, self->args.size);
+  PUT(args, self->off_buffer, buffer);
+  void *error;
+  Py_BEGIN_ALLOW_THREADS error = self->destroy(args);
+  Py_END_ALLOW_THREADS return PyLong_FromVoidPtr(error);
+}
+
+static PyMethodDef Freer_methods[] = {
+    {"free", (PyCFunction)Freer_free, METH_O, "PJRT_Buffer_Destroy; returns the error (0: ok)."},
+    {NULL}};
+
+static PyTypeObject FreerType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "revax._src.runtime._fastpath.Freer",
+    .tp_basicsize = sizeof(Freer),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Frees PJRT buffers: Freer(Buffer_Destroy address, Args template, buffer offset).",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Freer_init,
+    .tp_methods = Freer_methods,
+};
+
+/* ---------------------------------------------------------------- Runner */
+typedef struct {
+  PyObject_HEAD pjrt_fn execute, event_await, event_destroy;
+  Template exec_args; /* PJRT_LoadedExecutable_Execute_Args: executable, options, num_devices set */
+  Py_ssize_t off_argument_lists, off_num_args, off_output_lists, off_events, off_device;
+  Template event_args; /* PJRT_Event_Await_Args (the same layout as Event_Destroy's) */
+  Py_ssize_t off_event;
+  Py_ssize_t num_outputs;
+  int portable;     /* whether execute_device is set per call */
+  /* the plan (set_plan): what jit's repeated call checks and makes */
+  PyObject *avals;     /* tuple: the aval of each argument */
+  PyObject *consts;    /* tuple of Arrays passed before the arguments */
+  PyObject *infos;     /* tuple: the Buffer _info of each output */
+  PyObject *out_avals; /* tuple: the aval of each output */
+  void *device;        /* PJRT_Device of the plan */
+} Runner;
+
+static int Runner_traverse(Runner *self, visitproc visit, void *arg) {
+  Py_VISIT(self->avals);
+  Py_VISIT(self->consts);
+  Py_VISIT(self->infos);
+  Py_VISIT(self->out_avals);
+  return 0;
+}
+
+static int Runner_clear(Runner *self) {
+  Py_CLEAR(self->avals);
+  Py_CLEAR(self->consts);
+  Py_CLEAR(self->infos);
+  Py_CLEAR(self->out_avals);
+  return 0;
+}
+
+static void Runner_dealloc(Runner *self) {
+  PyObject_GC_UnTrack(self);
+  Runner_clear(self);
+  Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* Runner(execute, await, destroy, exec_template, (off_argument_lists, off_num_args,
+          off_output_lists, off_events, off_device), event_template, off_event, num_outputs,
+          portable) */
+static int Runner_init(Runner *self, PyObject *args, PyObject *kwds) {
+  PyObject *execute, *await_, *destroy, *exec_template, *event_template;
+  int portable;
+  if (!PyArg_ParseTuple(args, "OOOO(nnnnn)Onnp", &execute, &await_, &destroy, &exec_template,
+                        &self->off_argument_lists, &self->off_num_args,
+                        &self->off_output_lists, &self->off_events, &self->off_device,
+                        &event_template, &self->off_event, &self->num_outputs, &portable))
+    return -1;
+  self->portable = portable;
+  self->execute = (pjrt_fn)as_pointer(execute);
+  self->event_await = (pjrt_fn)as_pointer(await_);
+  self->event_destroy = (pjrt_fn)as_pointer(destroy);
+  if (PyErr_Occurred()) return -1;
+  if (read_template(exec_template, &self->exec_args) < 0 ||
+      read_template(event_template, &self->event_args) < 0)
+    return -1;
+  if (check_offset(&self->exec_args, self->off_argument_lists, "argument_lists") < 0 ||
+      check_offset(&self->exec_args, self->off_num_args, "num_args") < 0 ||
+      check_offset(&self->exec_args, self->off_output_lists, "output_lists") < 0 ||
+      check_offset(&self->exec_args, self->off_events, "device_complete_events") < 0 ||
+      check_offset(&self->exec_args, self->off_device, "execute_device") < 0 ||
+      check_offset(&self->event_args, self->off_event, "event") < 0)
+    return -1;
+  if (self->num_outputs < 0) {
+    PyErr_SetString(PyExc_ValueError, "num_outputs < 0");
+    return -1;
+  }
+  return 0;
+}
+
+/* Execute on `inputs` and wait. Returns 0 with `outputs` filled, or 1 with the three error
+   pointers set (outputs filled only if execute itself succeeded), or -1 with a Python error. */
+static int execute(Runner *self, void **inputs, Py_ssize_t count, void *device, void **outputs,
+                   void *errors[3]) {
+  char exec_args[TEMPLATE_MAX], event_args[TEMPLATE_MAX];
+  void *argument_list[1] = {inputs};
+  void *output_list[1] = {outputs};
+  void *events[1] = {NULL};
+  void *events_address = events, *argument_lists = argument_list, *output_lists = output_list;
+  size_t num_args = (size_t)count;
+  memcpy(exec_args, self->exec_args.bytes, self->exec_args.size);
+  PUT(exec_args, self->off_argument_lists, argument_lists);
+  PUT(exec_args, self->off_num_args, num_args);
+  PUT(exec_args, self->off_output_lists, output_lists);
+  PUT(exec_args, self->off_events, events_address);
+  if (self->portable) PUT(exec_args, self->off_device, device);
+  memcpy(event_args, self->event_args.bytes, self->event_args.size);
+
+  /* the calling thread waits in execute: a host callback run inline on it may run programs */
+  PyObject *ident = PyLong_FromUnsignedLong(PyThread_get_thread_ident());
+  if (ident == NULL) return -1;
+  int present = PySet_Contains(executing_threads, ident);
+  if (present < 0 || (!present && PySet_Add(executing_threads, ident) < 0)) {
+    Py_DECREF(ident);
+    return -1;
+  }
+  void *exec_error, *await_error = NULL, *destroy_error = NULL;
+  Py_BEGIN_ALLOW_THREADS exec_error = self->execute(exec_args);
+  if (exec_error == NULL) {
+    PUT(event_args, self->off_event, events[0]);
+    await_error = self->event_await(event_args);
+    destroy_error = self->event_destroy(event_args);
+  }
+  Py_END_ALLOW_THREADS if (!present) {
+    if (PySet_Discard(executing_threads, ident) < 0) PyErr_Clear();
+  }
+  Py_DECREF(ident);
+  if (exec_error || await_error || destroy_error) {
+    errors[0] = exec_error, errors[1] = await_error, errors[2] = destroy_error;
+    return 1;
+  }
+  return 0;
+}
+
+/* (execute error, await error, destroy error, [output pointers]) for Python to report */
+static PyObject *failure(void *errors[3], void **outputs, Py_ssize_t n) {
+  PyObject *list = PyList_New(errors[0] ? 0 : n);
+  if (list == NULL) return NULL;
+  if (!errors[0]) {
+    for (Py_ssize_t i = 0; i < n; i++) {
+      PyObject *p = outputs[i] ? PyLong_FromVoidPtr(outputs[i]) : Py_NewRef(Py_None);
+      if (p == NULL) {
+        Py_DECREF(list);
+        return NULL;
+      }
+      PyList_SET_ITEM(list, i, p);
+    }
+  }
+  return Py_BuildValue("(NNNN)", PyLong_FromVoidPtr(errors[0]), PyLong_FromVoidPtr(errors[1]),
+                       PyLong_FromVoidPtr(errors[2]), list);
+}
+
+/* run(pointers, device) -> [output pointers], or a failure tuple (see `failure`) */
+static PyObject *Runner_run(Runner *self, PyObject *const *args, Py_ssize_t nargs) {
+  if (nargs != 2 || !PyList_Check(args[0])) {
+    PyErr_SetString(PyExc_TypeError, "run(pointers: list, device: int)");
+    return NULL;
+  }
+  PyObject *list = args[0];
+  void *device = as_pointer(args[1]);
+  if (device == NULL && PyErr_Occurred()) return NULL;
+  Py_ssize_t count = PyList_GET_SIZE(list), n = self->num_outputs;
+  void *stack_in[STACK_BUFFERS], *stack_out[STACK_BUFFERS];
+  void **inputs = count <= STACK_BUFFERS ? stack_in : PyMem_Malloc(count * sizeof(void *));
+  void **outputs = n <= STACK_BUFFERS ? stack_out : PyMem_Calloc(n, sizeof(void *));
+  PyObject *result = NULL;
+  if (inputs == NULL || outputs == NULL) {
+    PyErr_NoMemory();
+    goto done;
+  }
+  if (n <= STACK_BUFFERS) memset(outputs, 0, n * sizeof(void *));
+  for (Py_ssize_t i = 0; i < count; i++) {
+    inputs[i] = as_pointer(PyList_GET_ITEM(list, i));
+    if (inputs[i] == NULL) {
+      if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "a null buffer pointer");
+      goto done;
+    }
+  }
+  void *errors[3];
+  int status = execute(self, inputs, count, device, outputs, errors);
+  if (status < 0) goto done;
+  if (status) {
+    result = failure(errors, outputs, n);
+    goto done;
+  }
+  result = PyList_New(n);
+  if (result == NULL) goto done; /* the outputs leak only if Python is out of memory */
+  for (Py_ssize_t i = 0; i < n; i++) {
+    PyObject *p = PyLong_FromVoidPtr(outputs[i]);
+    if (p == NULL) {
+      Py_CLEAR(result);
+      goto done;
+    }
+    PyList_SET_ITEM(result, i, p);
+  }
+done:
+  if (inputs != stack_in) PyMem_Free(inputs);
+  if (outputs != stack_out) PyMem_Free(outputs);
+  return result;
+}
+
+/* set_plan(avals, consts, infos, out_avals, device) */
+static PyObject *Runner_set_plan(Runner *self, PyObject *args) {
+  PyObject *avals, *consts, *infos, *out_avals, *device;
+  if (!PyArg_ParseTuple(args, "O!O!O!O!O", &PyTuple_Type, &avals, &PyTuple_Type, &consts,
+                        &PyTuple_Type, &infos, &PyTuple_Type, &out_avals, &device))
+    return NULL;
+  if (array_type == NULL) {
+    PyErr_SetString(PyExc_RuntimeError, "_fastpath.configure was not called");
+    return NULL;
+  }
+  if (PyTuple_GET_SIZE(infos) != self->num_outputs ||
+      PyTuple_GET_SIZE(out_avals) != self->num_outputs) {
+    PyErr_Format(PyExc_ValueError, "a plan for %zd outputs, got %zd infos and %zd avals",
+                 self->num_outputs, PyTuple_GET_SIZE(infos), PyTuple_GET_SIZE(out_avals));
+    return NULL;
+  }
+  void *device_pointer = as_pointer(device);
+  if (device_pointer == NULL && PyErr_Occurred()) return NULL;
+  Py_INCREF(avals), Py_INCREF(consts), Py_INCREF(infos), Py_INCREF(out_avals);
+  Py_XSETREF(self->avals, avals);
+  Py_XSETREF(self->consts, consts);
+  Py_XSETREF(self->infos, infos);
+  Py_XSETREF(self->out_avals, out_avals);
+  self->device = device_pointer;
+  Py_RETURN_NONE;
+}
+
+/* The live PJRT_Buffer of `x` if it is an Array with a device buffer, else NULL (no error). */
+static inline void *buffer_of(PyObject *x) {
+  if (Py_TYPE(x) != array_type) return NULL;
+  PyObject *buf = SLOT(x, off_buf);
+  if (buf == NULL || Py_TYPE(buf) != buffer_type) return NULL;
+  PyObject *ptr = SLOT(buf, off_ptr);
+  if (ptr == NULL || !PyLong_CheckExact(ptr)) return NULL;
+  void *p = PyLong_AsVoidPtr(ptr);
+  if (p == NULL) PyErr_Clear();
+  return p;
+}
+
+/* call(leaves) -> [output Arrays]; None where the plan does not cover these arguments (the
+   general path then runs the call); or a failure tuple (see `failure`). */
+static PyObject *Runner_call(Runner *self, PyObject *leaves) {
+  if (self->avals == NULL) {
+    PyErr_SetString(PyExc_RuntimeError, "Runner.call before set_plan");
+    return NULL;
+  }
+  PyObject *seq = PySequence_Fast(leaves, "call(leaves): a sequence");
+  if (seq == NULL) return NULL;
+  Py_ssize_t nleaves = PySequence_Fast_GET_SIZE(seq);
+  Py_ssize_t nconsts = PyTuple_GET_SIZE(self->consts);
+  Py_ssize_t count = nconsts + nleaves, n = self->num_outputs;
+  PyObject *result = NULL;
+  void *stack_in[STACK_BUFFERS], *stack_out[STACK_BUFFERS];
+  void **inputs = count <= STACK_BUFFERS ? stack_in : PyMem_Malloc(count * sizeof(void *));
+  void **outputs = n <= STACK_BUFFERS ? stack_out : PyMem_Calloc(n, sizeof(void *));
+  if (inputs == NULL || outputs == NULL) {
+    PyErr_NoMemory();
+    goto done;
+  }
+  if (n <= STACK_BUFFERS) memset(outputs, 0, n * sizeof(void *));
+  if (nleaves != PyTuple_GET_SIZE(self->avals)) goto miss;
+  for (Py_ssize_t i = 0; i < nconsts; i++) {
+    if ((inputs[i] = buffer_of(PyTuple_GET_ITEM(self->consts, i))) == NULL) goto miss;
+  }
+  PyObject **items = PySequence_Fast_ITEMS(seq);
+  for (Py_ssize_t i = 0; i < nleaves; i++) {
+    PyObject *x = items[i];
+    if ((inputs[nconsts + i] = buffer_of(x)) == NULL) goto miss;
+    PyObject *aval = SLOT(x, off_aval), *expected = PyTuple_GET_ITEM(self->avals, i);
+    if (aval != expected) {
+      if (aval == NULL) goto miss;
+      int same = PyObject_RichCompareBool(aval, expected, Py_EQ);
+      if (same < 0) goto done;
+      if (!same) goto miss;
+    }
+  }
+  void *errors[3];
+  int status = execute(self, inputs, count, self->device, outputs, errors);
+  if (status < 0) goto done;
+  if (status) {
+    result = failure(errors, outputs, n);
+    goto done;
+  }
+  result = PyList_New(n);
+  Py_ssize_t made = 0;
+  if (result != NULL) {
+    for (; made < n; made++) {
+      PyObject *pointer = PyLong_FromVoidPtr(outputs[made]);
+      PyObject *buffer = pointer ? new_instance(buffer_type) : NULL;
+      PyObject *array = buffer ? new_instance(array_type) : NULL;
+      if (array == NULL) {
+        if (buffer != NULL) { /* owns the pointer now: its finalizer frees it */
+          SLOT(buffer, off_info) = Py_NewRef(PyTuple_GET_ITEM(self->infos, made));
+          SLOT(buffer, off_ptr) = pointer;
+          Py_DECREF(buffer);
+          made++;
+        } else {
+          Py_XDECREF(pointer);
+        }
+        break;
+      }
+      SLOT(buffer, off_info) = Py_NewRef(PyTuple_GET_ITEM(self->infos, made));
+      SLOT(buffer, off_ptr) = pointer;
+      SLOT(array, off_aval) = Py_NewRef(PyTuple_GET_ITEM(self->out_avals, made));
+      SLOT(array, off_npy) = Py_NewRef(Py_None);
+      SLOT(array, off_buf) = buffer;
+      PyList_SET_ITEM(result, made, array);
+    }
+  }
+  if (made < n) { /* out of memory: hand the rest back as a failure, for Python to free */
+    Py_XDECREF(result);
+    PyErr_Clear();
+    void *none[3] = {NULL, NULL, NULL};
+    result = failure(none, outputs + made, n - made);
+  }
+  goto done;
+miss:
+  result = Py_NewRef(Py_None);
+done:
+  Py_DECREF(seq);
+  if (inputs != stack_in) PyMem_Free(inputs);
+  if (outputs != stack_out) PyMem_Free(outputs);
+  return result;
+}
+
+static PyMethodDef Runner_methods[] = {
+    {"run", (PyCFunction)(void (*)(void))Runner_run, METH_FASTCALL,
+     "run(pointers, device) -> output pointers, or (errors..., outputs) on failure"},
+    {"set_plan", (PyCFunction)Runner_set_plan, METH_VARARGS,
+     "set_plan(avals, consts, infos, out_avals, device): what call() checks and makes"},
+    {"call", (PyCFunction)Runner_call, METH_O,
+     "call(leaves) -> output Arrays, None (not covered), or (errors..., outputs)"},
+    {NULL}};
+
+static PyTypeObject RunnerType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "revax._src.runtime._fastpath.Runner",
+    .tp_basicsize = sizeof(Runner),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "Runs one loaded PJRT executable (see the module docstring).",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Runner_init,
+    .tp_dealloc = (destructor)Runner_dealloc,
+    .tp_traverse = (traverseproc)Runner_traverse,
+    .tp_clear = (inquiry)Runner_clear,
+    .tp_methods = Runner_methods,
+};
+
+/* ---------------------------------------------------------------- module */
+static PyMethodDef module_methods[] = {
+    {"configure", configure, METH_VARARGS,
+     "configure(Array, Buffer, executing_threads): read the slot offsets once"},
+    {NULL}};
+
+static struct PyModuleDef module_def = {
+    PyModuleDef_HEAD_INIT, "_fastpath",
+    "revax's compiled call path (optional; see runtime/fastpath.py).", -1, module_methods};
+
+PyMODINIT_FUNC PyInit__fastpath(void) {
+  if (PyType_Ready(&RunnerType) < 0 || PyType_Ready(&FreerType) < 0) return NULL;
+  PyObject *m = PyModule_Create(&module_def);
+  if (m == NULL) return NULL;
+  if (PyModule_AddIntConstant(m, "ABI", FASTPATH_ABI) < 0 ||
+      PyModule_AddObjectRef(m, "Runner", (PyObject *)&RunnerType) < 0 ||
+      PyModule_AddObjectRef(m, "Freer", (PyObject *)&FreerType) < 0) {
+    Py_DECREF(m);
+    return NULL;
+  }
+  return m;
+}

@@ -1,0 +1,94 @@
+"""The compiled call path: `_fastpath.c`, where it was built, set up from pjrt.py's struct layouts.
+
+jit's repeated call (a `_CallPlan`), `Executable` runs and a `Buffer`'s finalizer each go through
+a handful of PJRT functions. Through ctypes every one of those calls costs about a microsecond of
+argument conversion, and wrapping each output in a `Buffer` and an `Array` costs more Python
+bytecode than the small programs themselves take to run. The C extension does the same steps,
+in the same order, with the same checks:
+
+- `Runner.call(leaves)`: the plan's whole repeated call. Each argument must be an `Array` (the
+  exact class) with the plan's aval and a live device buffer, else it answers None and the
+  general path runs the call (converting, uploading or raising the error that input deserves);
+  then execute, await completion, and make one `Buffer` and `Array` per output.
+- `Runner.run(pointers, device)`: execute and await on buffer pointers (`Executable._run`).
+- `Freer.free(pointer)`: `PJRT_Buffer_Destroy`.
+
+The extension is optional: `pip install` builds it where a C compiler is present (setup.py),
+and revax takes the ctypes path where it is missing, where it is stale (its `ABI` differs from
+`ABI` here), or where env `REVAX_FASTPATH=0` turns it off (the tests run both paths).
+
+It never learns a struct layout on its own: each Args struct is handed over as a filled-in
+template (bytes) with the offsets of the fields a call changes, all read from pjrt.py.
+"""
+from __future__ import annotations
+
+import ctypes as C
+import os
+
+from revax._src.runtime import pjrt
+
+ABI = 1  # must equal FASTPATH_ABI in _fastpath.c
+
+
+def _load():
+  if os.environ.get("REVAX_FASTPATH", "1").strip().lower() in ("0", "false", "no", "off"):
+    return None
+  try:
+    from revax._src.runtime import _fastpath
+  except ImportError:  # not built: no C compiler at install time
+    return None
+  return _fastpath if getattr(_fastpath, "ABI", None) == ABI else None
+
+
+_module = _load()
+available: bool = _module is not None
+
+
+def configure(array_type: type, buffer_type: type, executing_threads: set) -> None:
+  """Tell the extension the classes whose slots it reads and writes (once, at import)."""
+  if _module is not None:
+    _module.configure(array_type, buffer_type, executing_threads)
+
+
+def _address(fn) -> int:
+  return C.cast(fn, C.c_void_p).value
+
+
+def _template(name: str, **fields) -> tuple[bytes, type]:
+  args = pjrt.ARGS[name](**fields)
+  args.struct_size = pjrt.ARGS[name].STRUCT_SIZE
+  return C.string_at(C.addressof(args), pjrt.ARGS[name].STRUCT_SIZE), pjrt.ARGS[name]
+
+
+def freer(api: pjrt.Api):
+  """A `Freer` for buffers of `api`'s plugin, or None without the extension."""
+  if _module is None:
+    return None
+  template, cls = _template("Buffer_Destroy")
+  return _module.Freer(_address(api.functions["Buffer_Destroy"]), template, cls.buffer.offset)
+
+
+def runner(api: pjrt.Api, executable: int, options: C.Structure, num_outputs: int,
+           portable: bool):
+  """A `Runner` of the loaded executable at `executable`, or None without the extension.
+
+  Args:
+    api: the plugin's API.
+    executable: the PJRT_LoadedExecutable pointer.
+    options: the PJRT_ExecuteOptions every call passes (kept alive by the caller).
+    num_outputs: outputs per execution.
+    portable: whether the device is chosen per call (`execute_device`).
+  """
+  if _module is None:
+    return None
+  exec_template, cls = _template("LoadedExecutable_Execute", executable=executable,
+                                 options=C.addressof(options), num_devices=1)
+  event_template, event_cls = _template("Event_Await")
+  if event_cls.event.offset != pjrt.ARGS["Event_Destroy"].event.offset:
+    return None  # Event_Destroy reuses Await's Args: both must place `event` alike
+  fns = api.functions
+  offsets = (cls.argument_lists.offset, cls.num_args.offset, cls.output_lists.offset,
+             cls.device_complete_events.offset, cls.execute_device.offset)
+  return _module.Runner(_address(fns["LoadedExecutable_Execute"]), _address(fns["Event_Await"]),
+                        _address(fns["Event_Destroy"]), exec_template, offsets, event_template,
+                        event_cls.event.offset, num_outputs, portable)

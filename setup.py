@@ -1,0 +1,12 @@
+"""The optional C extension of revax's call path (the rest of the metadata is in pyproject.toml).
+
+`revax/_src/runtime/_fastpath.c` is built where a C compiler and Python's headers are present;
+where the build fails, the install goes on without it and revax calls the plugin through ctypes
+(the same steps, slower per call; see revax/_src/runtime/fastpath.py).
+"""
+from setuptools import Extension, setup
+
+setup(ext_modules=[
+    Extension("revax._src.runtime._fastpath", ["revax/_src/runtime/_fastpath.c"],
+              extra_compile_args=["-O2"], optional=True),
+])
