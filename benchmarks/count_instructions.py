@@ -11,6 +11,7 @@ reports, for jit(grad) of a 64-layer MLP (129 inputs, 128 outputs) and for f32[8
   direct   `Executable.execute` on the argument buffers, outputs freed
   jit      `revax.jit(f)(*args)` (outputs freed)
   jit+bur  the same and `revax.block_until_ready` over the outputs
+  jax, jax+bur  the same two through jax.jit (a second interpreter under callgrind)
 """
 from __future__ import annotations
 
@@ -100,15 +101,47 @@ def child():
       print("LOOP", name, label, flush=True)
 
 
+def child_jax():
+  """The same two calls through jax.jit (its C++ dispatch), for the revax/JAX ratio."""
+  import jax
+  import jax.numpy as jnp
+  import numpy as np
+
+  def mlp_loss(params, x):
+    for w, b in params:
+      x = jnp.tanh(x @ w + b)
+    return (x ** 2).sum()
+  rng = np.random.default_rng(0)
+  params = [(rng.standard_normal((32, 32), np.float32) / 6, np.zeros(32, np.float32))
+            for _ in range(64)]
+  cases = {"grad64": (jax.jit(jax.grad(mlp_loss)),
+                      (jax.device_put(params), jax.device_put(np.ones((8, 32), np.float32)))),
+           "add8": (jax.jit(lambda a, b: a + b),
+                    (jax.device_put(np.arange(8, dtype=np.float32)),
+                     jax.device_put(np.ones(8, np.float32))))}
+  for name, (f, args) in cases.items():
+    for _ in range(3):
+      jax.block_until_ready(f(*args))
+    variants = {"jax": lambda: f(*args), "jax+bur": lambda: jax.block_until_ready(f(*args))}
+    for label, fn in variants.items():
+      for _ in range(5):
+        fn()
+      _measured(fn, CASES[name])
+      print("LOOP", name, label, flush=True)
+
+
 def main():
   out = tempfile.mkdtemp(prefix="revax_callgrind_")
   env = dict(os.environ, PYTHONHASHSEED="0")
-  log = subprocess.run(
-      ["valgrind", "--tool=callgrind", "--toggle-collect=qsort_r", "--dump-after=qsort_r",
-       f"--callgrind-out-file={out}/cg.out", sys.executable, __file__, "--child"],
-      env=env, capture_output=True, text=True, check=True).stdout
+  log = ""
+  for flag in ("--child", "--child-jax"):
+    log += subprocess.run(
+        ["valgrind", "--tool=callgrind", "--toggle-collect=qsort_r", "--dump-after=qsort_r",
+         f"--callgrind-out-file={out}/cg{flag}.out", sys.executable, __file__, flag],
+        env=env, capture_output=True, text=True, check=True).stdout
   loops = [line.split()[1:] for line in log.splitlines() if line.startswith("LOOP")]
-  dumps = sorted(glob.glob(f"{out}/cg.out.*"), key=lambda p: int(p.rsplit(".", 1)[1]))
+  dumps = [path for flag in ("--child", "--child-jax") for path in sorted(
+      glob.glob(f"{out}/cg{flag}.out.*"), key=lambda p: int(p.rsplit(".", 1)[1]))]
   counts = []
   for path in dumps:
     with open(path) as f:
@@ -120,4 +153,9 @@ def main():
 
 
 if __name__ == "__main__":
-  child() if "--child" in sys.argv else main()
+  if "--child-jax" in sys.argv:
+    child_jax()
+  elif "--child" in sys.argv:
+    child()
+  else:
+    main()
