@@ -22,7 +22,7 @@ import weakref
 from revax._src import tree_util
 from revax._src.core.avals import get_aval
 from revax._src.core.config import config
-from revax._src.core.trace import Tracer
+from revax._src.core.trace import Tracer, _context, eval_trace
 from revax._src.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Var
 from revax._src.interpreters import dispatch, sharding_lowering
 from revax._src.runtime import sharded as rt
@@ -80,6 +80,9 @@ def _constraint_meshes(jaxpr: Jaxpr, out: list) -> list:
     s = eqn.params.get("sharding") if eqn.primitive.name == "sharding_constraint" else None
     if isinstance(s, NamedSharding):
       out.append(s.mesh)
+    if eqn.primitive.name == "jit":  # a jit call with its own shardings
+      out += [s.mesh for s in eqn.params.get("in_shardings", ()) + eqn.params.get(
+          "out_shardings", ()) if isinstance(s, NamedSharding)]
     if eqn.primitive.name == "shard_map" and isinstance(eqn.params.get("mesh"), Mesh):
       out.append(eqn.params["mesh"])
       continue  # the member program runs inside the region
@@ -256,26 +259,16 @@ def program_for(closed, name, mesh, in_shardings, out_shardings) -> SpmdProgram:
 
 
 # --- the entry points jit.py calls ----------------------------------------------------------------
-def _prepare(jitted, args, kwargs):
-  """(entry, flat arguments with consts first, SpmdProgram or None)."""
-  leaves, key_head, call_fn, names = jitted._split(args, kwargs)
-  entry = jitted._entry(leaves, key_head, call_fn, names)
-  in_specs = jitted._in_shardings
+def _requested(jitted, entry, key_head, leaves, names):
+  """(per flat argument: the requested sharding or None, per result: the same), checked
+  against the arguments' shapes."""
   dyn_args = tree_util.tree_unflatten(key_head[0], leaves)[0] if leaves else ()
   n_pos = len(tree_util.tree_leaves(dyn_args))
-  explicit = _leaf_shardings(in_specs, tuple(dyn_args), "in_shardings", n_pos)
+  explicit = _leaf_shardings(jitted._in_shardings, tuple(dyn_args), "in_shardings", n_pos)
   explicit += [None] * (len(leaves) - n_pos)  # keyword arguments: from the values
-  arg_shardings = []
-  for k, (x, s) in enumerate(zip(leaves, explicit, strict=True)):
-    own = x.sharding if type(x) is rt.ShardedArray else None
-    if s is not None and own is not None and not _same_layout(s, own, x.aval.shape):
-      raise ValueError(f"Sharding passed to jit does not match the sharding of argument {k} "
-                       f"({names()[k] if k < len(names()) else k}): jit's in_shardings say "
-                       f"{s!r}, the array is sharded as {own!r}")
+  for x, s in zip(leaves, explicit, strict=True):
     if s is not None:
-      aval = x.aval if isinstance(x, Array) else get_aval(x)
-      s._indices(aval.shape)  # ValueError for a spec the shape does not fit
-    arg_shardings.append(s if s is not None else own)
+      s._indices(x.aval.shape if isinstance(x, Array) else get_aval(x).shape)  # ValueError
   out_avals = entry.jaxpr.out_avals
   out_tree_value = tree_util.tree_unflatten(entry.out_tree, list(range(len(out_avals))))
   out_shardings = _leaf_shardings(jitted._out_shardings, out_tree_value, "out_shardings",
@@ -283,17 +276,67 @@ def _prepare(jitted, args, kwargs):
   for s, a in zip(out_shardings, out_avals, strict=True):
     if s is not None:
       s._indices(a.shape)
+  return explicit, out_shardings
+
+
+def _prepare(jitted, args, kwargs):
+  """(entry, flat arguments with consts first, SpmdProgram or None)."""
+  leaves, key_head, call_fn, names = jitted._split(args, kwargs)
+  entry = jitted._entry(leaves, key_head, call_fn, names)
+  explicit, out_shardings = _requested(jitted, entry, key_head, leaves, names)
+  arg_shardings = []
+  for k, (x, s) in enumerate(zip(leaves, explicit, strict=True)):
+    own = x.sharding if type(x) is rt.ShardedArray else None
+    if s is not None and own is not None and not _same_layout(s, own, x.aval.shape):
+      raise ValueError(f"Sharding passed to jit does not match the sharding of argument {k} "
+                       f"({names()[k] if k < len(names()) else k}): jit's in_shardings say "
+                       f"{s!r}, the array is sharded as {own!r}")
+    arg_shardings.append(s if s is not None else own)
   const_shardings = [c.sharding if type(c) is rt.ShardedArray else None for c in entry.consts]
-  mesh = _program_mesh(const_shardings + arg_shardings + out_shardings, entry.jaxpr)
   flat = list(entry.consts) + list(leaves)
+  program, out_shardings = _program_or_none(entry.jaxpr, entry.name,
+                                            const_shardings + arg_shardings, out_shardings)
+  return entry, flat, program, out_shardings
+
+
+def _program_or_none(closed, name, in_shardings, out_shardings):
+  """(the SpmdProgram over the call's mesh, out_shardings) or (None, the out_shardings left to
+  place after a single-device run) when no mesh of several devices is involved."""
+  mesh = _program_mesh(list(in_shardings) + list(out_shardings), closed)
   if mesh is None:  # outputs of a single-device program are on the first device already
     first = get_backend().devices[0]
-    out_shardings = [None if s is None or s._device_list == [first] else s
-                     for s in out_shardings]
-    return entry, flat, None, out_shardings
-  program = program_for(entry.jaxpr, entry.name, mesh, const_shardings + arg_shardings,
-                        out_shardings)
-  return entry, flat, program, out_shardings
+    return None, [None if s is None or s._device_list == [first] else s for s in out_shardings]
+  return program_for(closed, name, mesh, list(in_shardings), list(out_shardings)), out_shardings
+
+
+def _bind_traced(jitted, args, kwargs):
+  """A call under a transformation (grad, vmap, an outer jit): the jit primitive, carrying the
+  requested shardings as its params (jit.py's rules keep them through every transformation)."""
+  from revax._src.jit import _shard_params, jit_p
+  leaves, key_head, call_fn, names = jitted._split(args, kwargs)
+  entry = jitted._entry(leaves, key_head, call_fn, names)
+  explicit, out_shardings = _requested(jitted, entry, key_head, leaves, names)
+  params = _shard_params([None] * len(entry.consts) + explicit, out_shardings)
+  outs = jit_p.bind(*entry.consts, *leaves, jaxpr=entry.jaxpr, name=entry.name, **params)
+  return outs[0] if entry.out_is_leaf else tree_util.tree_unflatten(entry.out_tree, outs)
+
+
+def call_sharded(closed, name, args, in_shardings, out_shardings):
+  """The eager impl of a jit equation with shardings (or sharded operands): run over the mesh
+  they name, an operand's own sharding standing in for an unspecified one."""
+  n_in, n_out = len(closed.in_avals), len(closed.out_avals)
+  ins = list(in_shardings) if in_shardings is not None else [None] * n_in
+  outs = list(out_shardings) if out_shardings is not None else [None] * n_out
+  ins = [s if s is not None else (x._sharding if type(x) is rt.ShardedArray else None)
+         for x, s in zip(args, ins, strict=True)]
+  program, outs = _program_or_none(closed, name, ins, outs)
+  if program is None:
+    from revax._src.jit import program_for as plain_program
+    results = plain_program(closed, name).call_arrays(args)
+    return [r if s is None else place(r, s) for r, s in zip(results, outs, strict=True)]
+  dispatch.check_arg_avals(name, closed.in_avals,
+                           [x.aval if isinstance(x, Array) else get_aval(x) for x in args])
+  return program(list(args))
 
 
 def _same_layout(a, b, shape) -> bool:
@@ -324,7 +367,10 @@ def _fast_key(args):
 
 
 def call(jitted, args, kwargs):
-  """Run a jitted function whose call involves shardings (outside every transformation)."""
+  """Run a jitted function whose call involves shardings (bound as the jit primitive under a
+  transformation)."""
+  if _context.trace is not eval_trace:
+    return _bind_traced(jitted, args, kwargs)
   key = None
   if not kwargs and not jitted.static_argnums:
     key, leaves = _fast_key(args)
