@@ -286,27 +286,64 @@ def _prepare(jitted, args, kwargs):
   explicit, out_shardings = _requested(jitted, entry, key_head, leaves, names)
   arg_shardings = []
   for k, (x, s) in enumerate(zip(leaves, explicit, strict=True)):
-    own = x.sharding if type(x) is rt.ShardedArray else None
+    own = rt.own_sharding(x)
     if s is not None and own is not None and not _same_layout(s, own, x.aval.shape):
       raise ValueError(f"Sharding passed to jit does not match the sharding of argument {k} "
                        f"({names()[k] if k < len(names()) else k}): jit's in_shardings say "
                        f"{s!r}, the array is sharded as {own!r}")
     arg_shardings.append(s if s is not None else own)
-  const_shardings = [c.sharding if type(c) is rt.ShardedArray else None for c in entry.consts]
+  const_shardings = [rt.own_sharding(c) for c in entry.consts]
   flat = list(entry.consts) + list(leaves)
   program, out_shardings = _program_or_none(entry.jaxpr, entry.name,
                                             const_shardings + arg_shardings, out_shardings)
-  return entry, flat, program, out_shardings
+  return entry, flat, program, out_shardings, arg_shardings
 
 
 def _program_or_none(closed, name, in_shardings, out_shardings):
   """(the SpmdProgram over the call's mesh, out_shardings) or (None, the out_shardings left to
   place after a single-device run) when no mesh of several devices is involved."""
   mesh = _program_mesh(list(in_shardings) + list(out_shardings), closed)
-  if mesh is None:  # outputs of a single-device program are on the first device already
-    first = get_backend().devices[0]
-    return None, [None if s is None or s._device_list == [first] else s for s in out_shardings]
+  if mesh is None:
+    return None, _one_device_outs(in_shardings, closed.in_avals, out_shardings,
+                                  closed.out_avals, closed)
   return program_for(closed, name, mesh, list(in_shardings), list(out_shardings)), out_shardings
+
+
+def _one_device_outs(in_shardings, in_avals, out_shardings, out_avals, closed=None) -> list:
+  """The shardings of the results of a program that runs on one device, as JAX gives them: a
+  requested one as it is; else from the first sharding among the arguments' (requested or
+  their own), or failing that one a constraint in the program or another result names: that
+  NamedSharding itself for a result of the argument's rank, the same mesh with P() otherwise
+  (SingleDeviceSharding, None here, for plain arrays). None: a plain single-device result."""
+  orig = orig_aval = None
+  for s, a in zip(in_shardings, in_avals, strict=True):
+    if s is not None:
+      orig, orig_aval = s, a
+      break
+  if orig is None:
+    meshes = [m for m in _constraint_meshes(closed.jaxpr, [])] if closed is not None else []
+    meshes += [s.mesh for s in out_shardings if isinstance(s, NamedSharding)]
+    orig = NamedSharding(meshes[0], PartitionSpec()) if meshes else None
+  if not isinstance(orig, NamedSharding):
+    return list(out_shardings)
+  return [s if s is not None else orig if orig_aval is not None and a.ndim == orig_aval.ndim
+          else NamedSharding(orig.mesh, PartitionSpec())
+          for s, a in zip(out_shardings, out_avals, strict=True)]
+
+
+def _finish_one_device(outs, shardings) -> list:
+  """Results of a single-device program laid out as `shardings` say (None: as they are): a
+  NamedSharding over a 1-device mesh on the first device is recorded on the result itself."""
+  first = get_backend().devices[0]
+  done = []
+  for o, s in zip(outs, shardings, strict=True):
+    if s is None or type(o) is not Array:
+      done.append(o)
+    elif s._device_list == [first]:
+      done.append(rt.mark(o, s) if isinstance(s, NamedSharding) else o)
+    else:
+      done.append(place(o, s))
+  return done
 
 
 def _bind_traced(jitted, args, kwargs):
@@ -332,8 +369,7 @@ def call_sharded(closed, name, args, in_shardings, out_shardings):
   program, outs = _program_or_none(closed, name, ins, outs)
   if program is None:
     from revax._src.jit import program_for as plain_program
-    results = plain_program(closed, name).call_arrays(args)
-    return [r if s is None else place(r, s) for r, s in zip(results, outs, strict=True)]
+    return _finish_one_device(plain_program(closed, name).call_arrays(args), outs)
   dispatch.check_arg_avals(name, closed.in_avals,
                            [x.aval if isinstance(x, Array) else get_aval(x) for x in args])
   return program(list(args))
@@ -357,7 +393,8 @@ def _fast_key(args):
     if type(x) is rt.ShardedArray:
       sig.append((x.aval, x._sharding))
     elif type(x) is Array:
-      sig.append(x.aval)
+      marked = getattr(x, "_mesh_sharding", None)
+      sig.append(x.aval if marked is None else (x.aval, marked))
     else:
       try:
         sig.append((get_aval(x), type(x)))
@@ -381,7 +418,7 @@ def call(jitted, args, kwargs):
         entry, program, out_shardings = fast
         flat = entry.consts + leaves if entry.consts else leaves
         return _run(entry, program, out_shardings, flat)
-  entry, flat, program, out_shardings = _prepare(jitted, args, kwargs)
+  entry, flat, program, out_shardings, _ = _prepare(jitted, args, kwargs)
   if (not kwargs and not jitted.static_argnums and key is not None
       and not any(isinstance(c, Tracer) for c in entry.consts)):
     cache[key] = (entry, program, out_shardings)
@@ -395,24 +432,23 @@ def _run(entry, program, out_shardings, flat):
       entry.program = plain_program(entry.jaxpr, entry.name)
     outs = entry.program.run_unchecked(flat)
     if any(s is not None for s in out_shardings):
-      outs = [place(o, s) if s is not None else o for o, s in zip(outs, out_shardings,
-                                                                   strict=True)]
+      outs = _finish_one_device(outs, out_shardings)
   else:
     outs = program(flat)
   return outs[0] if entry.out_is_leaf else tree_util.tree_unflatten(entry.out_tree, outs)
 
 
 def lower(jitted, args, kwargs) -> "ShardedLowered":
-  entry, flat, program, out_shardings = _prepare(jitted, args, kwargs)
-  return ShardedLowered(entry, flat, program, out_shardings)
+  entry, flat, program, out_shardings, arg_shardings = _prepare(jitted, args, kwargs)
+  return ShardedLowered(entry, flat, program, out_shardings, arg_shardings)
 
 
 class ShardedLowered:
   """A jitted function lowered for a mesh: `.as_text()` is the Shardy-annotated StableHLO."""
 
-  def __init__(self, entry, flat, program, out_shardings):
+  def __init__(self, entry, flat, program, out_shardings, arg_shardings):
     self._entry, self._flat, self._program = entry, flat, program
-    self._out_shardings = out_shardings
+    self._out_shardings, self._arg_shardings = out_shardings, arg_shardings
 
   def as_text(self) -> str:
     if self._program is None:
@@ -445,12 +481,18 @@ class ShardedCompiled:
   @property
   def input_shardings(self):
     p = self._lowered._program
-    return None if p is None else p.in_shardings[len(self._lowered._entry.consts):]
+    if p is None:  # one device: as requested, or the whole array on it
+      first = SingleDeviceSharding(get_backend().devices[0])
+      return [s if s is not None else first for s in self._lowered._arg_shardings]
+    return p.in_shardings[len(self._lowered._entry.consts):]
 
   @property
   def output_shardings(self):
     p = self._lowered._program
-    return None if p is None else p.out_shardings
+    if p is None:
+      first = SingleDeviceSharding(get_backend().devices[0])
+      return [s if s is not None else first for s in self._lowered._out_shardings]
+    return p.out_shardings
 
   def __call__(self, *args, **kwargs):
     entry = self._lowered._entry
@@ -517,8 +559,10 @@ def apply_primitive(prim, args, params):
   """Run one primitive over the mesh of its sharded operands, compiled with their shardings
   (results laid out as XLA chooses, as JAX does); None when that is not possible (operands on
   different meshes, a primitive that cannot be partitioned): the caller then gathers."""
-  shardings = [x._sharding if type(x) is rt.ShardedArray else None for x in args]
+  shardings = [rt.own_sharding(x) for x in args]
   meshes = {s.mesh for s in shardings if isinstance(s, NamedSharding)}
+  if all(m.size == 1 for m in meshes) and not any(type(x) is rt.ShardedArray for x in args):
+    return _one_device_primitive(prim, args, params, shardings)
   if len(meshes) != 1 or any(s is not None and not isinstance(s, NamedSharding)
                              for s in shardings):
     return None
@@ -549,6 +593,20 @@ def apply_primitive(prim, args, params):
     return None
   outs = program(list(args))
   return outs if prim.multiple_results else outs[0]
+
+
+def _one_device_primitive(prim, args, params, shardings):
+  """An eager primitive on Arrays placed over 1-device meshes: run as usual, results marked
+  with the shardings JAX gives them (`_one_device_outs`)."""
+  outs = dispatch.apply_primitive(prim, [rt.unmarked(x) for x in args], params)
+  outs = outs if prim.multiple_results else [outs]
+  avals = [x.aval if isinstance(x, Array) else get_aval(x) for x in args]
+  out_avals = [o.aval if isinstance(o, Array) else get_aval(o) for o in outs]
+  marked = [o if s is None or type(o) is not Array or s._device_list != [o.device]
+            else rt.mark(Array(o.aval, o._npy, o._buf), s)
+            for o, s in zip(outs, _one_device_outs(shardings, avals, [None] * len(outs),
+                                                    out_avals), strict=True)]
+  return marked if prim.multiple_results else marked[0]
 
 
 dispatch.sharded_apply = apply_primitive

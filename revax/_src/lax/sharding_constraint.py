@@ -80,7 +80,7 @@ def _abstract_eval(x: ShapedArray, *, sharding):
 
 
 def _impl(x, *, sharding):
-  if sharding.mesh.size > 1 and eager_place is not None:
+  if eager_place is not None:  # over one device: the Array reports the sharding (as in JAX)
     return eager_place(x, sharding)
   return dispatch.to_array(x)
 

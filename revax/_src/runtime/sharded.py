@@ -29,7 +29,8 @@ from revax._src.runtime import pjrt
 from revax._src.runtime.array import Array
 
 __all__ = ["ShardedArray", "Shard", "compile_spmd", "run_spmd", "compiled_shardings",
-           "op_sharding_indices", "check_shard", "any_sharded"]
+           "op_sharding_indices", "check_shard", "any_sharded", "mark", "unmarked",
+           "own_sharding"]
 
 # PJRT_Executable_OptimizedProgram_Args (pjrt.py binds only what single-device programs use)
 pjrt.ARGS.setdefault("Executable_OptimizedProgram", pjrt._struct(
@@ -139,10 +140,43 @@ pytype_aval_mappings[ShardedArray] = lambda x: x.aval
 
 
 def any_sharded(values) -> bool:
-  """Whether any of `values` is a ShardedArray (cheap while none was ever made)."""
+  """Whether any of `values` is a ShardedArray or an Array placed by a sharding over a 1-device
+  mesh (`mark`); cheap while none was ever made."""
   if not live:
     return False
-  return any(type(v) is ShardedArray for v in values)
+  for v in values:
+    if type(v) is ShardedArray:
+      return True
+    if type(v) is Array and getattr(v, "_mesh_sharding", None) is not None:
+      return True
+  return False
+
+
+def mark(x: Array, sharding) -> Array:
+  """Record on the single-device Array `x` (made here, not shared) that it is laid out by
+  `sharding`, a sharding over a mesh of one device: `x.sharding` reports it, and jit and eager
+  ops give their results shardings as JAX does from it (sharded_jit.py). Returns `x`."""
+  global live
+  x._mesh_sharding = sharding
+  live = True
+  return x
+
+
+def unmarked(x):
+  """`x` without a recorded mesh sharding (the same buffers), or `x` itself if it has none."""
+  if type(x) is Array and getattr(x, "_mesh_sharding", None) is not None:
+    return Array(x.aval, x._npy, x._buf)
+  return x
+
+
+def own_sharding(x):
+  """The sharding an eager value carries (a ShardedArray's, or one recorded by `mark`), None for
+  anything else (a plain single-device Array, NumPy, a scalar)."""
+  if type(x) is ShardedArray:
+    return x._sharding
+  if type(x) is Array:
+    return getattr(x, "_mesh_sharding", None)
+  return None
 
 
 def _index_key(index, shape) -> tuple:
