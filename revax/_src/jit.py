@@ -468,6 +468,7 @@ class Jitted:
     self._traces = _shared_cache(fun, (self.static_argnums, self.static_argnames, self.name))
     self._in_shardings, self._out_shardings = in_shardings, out_shardings
     self._sharded = in_shardings is not None or out_shardings is not None
+    self._donate_argnums = _normalize_argnums(donate_argnums)  # honoured over a mesh
     all_jitted.add(self)  # for revax.clear_caches
     functools.update_wrapper(self, fun, updated=())
 
@@ -778,7 +779,10 @@ def jit(fun=None, *, in_shardings=None, out_shardings=None, static_argnums=(),
     static_argnums: positions of arguments that are Python values fixed at trace time (hashable).
       A new value retraces.
     static_argnames: names of such arguments.
-    donate_argnums: accepted for compatibility; buffers are not donated.
+    donate_argnums: positions of arguments whose buffers the call may reuse for its results.
+      Over a mesh of several devices the program is compiled so, and a sharded argument XLA
+      reused is deleted by the call (using it again raises RuntimeError), as in JAX; on one
+      device the arguments are not donated.
     in_shardings, out_shardings: a sharding (NamedSharding, SingleDeviceSharding) for every
       argument/output, or a pytree prefix of the positional arguments/outputs with a sharding
       or None at each leaf. A program over a mesh of several devices is partitioned by XLA and

@@ -17,11 +17,13 @@ shardings of the outer program decide.
 from __future__ import annotations
 
 import threading
+import warnings
 import weakref
 
 from revax._src import tree_util
 from revax._src.core.avals import get_aval
 from revax._src.core.config import config
+from revax._src.core.errors import JaxRuntimeError
 from revax._src.core.trace import Tracer, _context, eval_trace
 from revax._src.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Var
 from revax._src.interpreters import dispatch, sharding_lowering
@@ -174,9 +176,11 @@ def _to_named(indices, mesh: Mesh, shape) -> NamedSharding | None:
 class SpmdProgram:
   """One jit program compiled for a mesh, with the blocks each device takes and gives."""
 
-  def __init__(self, closed: ClosedJaxpr, name: str, mesh: Mesh, in_shardings, out_shardings):
+  def __init__(self, closed: ClosedJaxpr, name: str, mesh: Mesh, in_shardings, out_shardings,
+               donated=()):
     backend = get_backend()
     self.mesh, self.name = mesh, name
+    self.donated = tuple(donated)  # arguments the call consumes (deleted after it)
     self.devices = list(mesh.devices.flat)
     self.in_avals, self.out_avals = list(closed.in_avals), list(closed.out_avals)
     in_dims = [_dims_of(s, mesh, a.ndim) for s, a in zip(in_shardings, self.in_avals,
@@ -184,7 +188,7 @@ class SpmdProgram:
     out_dims = [_dims_of(s, mesh, a.ndim) for s, a in zip(out_shardings, self.out_avals,
                                                            strict=True)]
     self.text = sharding_lowering.lower_sharded_module(closed, name, mesh.shape, in_dims,
-                                                       out_dims, backend.platform)
+                                                       out_dims, backend.platform, self.donated)
     self.executable = rt.compile_spmd(backend, self.text, [d.id for d in self.devices])
     n = len(self.devices)
     params, results = rt.compiled_shardings(self.executable)
@@ -217,15 +221,25 @@ class SpmdProgram:
 
   def __call__(self, args) -> list[Array]:
     per_position = [[] for _ in self.devices]
+    as_is = []  # the arguments whose own buffers go in
     for a, s, aval in zip(args, self.in_shardings, self.in_avals, strict=True):
+      if isinstance(a, Array) and a.is_deleted():
+        raise a._deleted_error()
       if type(a) is rt.ShardedArray and (a._sharding is s or a._sharding == s):
         bufs = a._buffers  # already laid out as the program takes it (checked below)
+        as_is.append(True)
       else:
         bufs = place(a, s, aval)._buffers
+        as_is.append(False)
       for p, b in enumerate(bufs):
         per_position[p].append(b)
+    if self.donated:
+      self._check_donation(per_position)
     per_device = [per_position[p] for p in self.order]
     outs = rt.run_spmd(self.executable, per_device, self.in_specs)
+    for k in self.donated:  # consumed by the call where XLA reused its buffers, as in JAX
+      if as_is[k] and any(rt.consumed(b) for b in args[k]._buffers):
+        args[k].delete()
     results = []
     for k, (aval, sharding, indices) in enumerate(zip(self.out_avals, self.out_shardings,
                                                       self.out_indices, strict=True)):
@@ -234,6 +248,20 @@ class SpmdProgram:
         bufs[p] = per[k]
       results.append(rt.ShardedArray(aval, sharding, bufs, indices))
     return results
+
+  def _check_donation(self, per_position) -> None:
+    """A donated buffer that is also another argument of the call: JAX's error, raised before
+    any device starts (a buffer XLA refuses on some devices only would leave the others
+    waiting in a collective)."""
+    for bufs in per_position:
+      ids = [id(b) for b in bufs]
+      for k in self.donated:
+        if ids.count(ids[k]) > 1:
+          other = next(i for i, x in enumerate(ids) if x == ids[k] and i != k)
+          raise JaxRuntimeError(
+              f"INVALID_ARGUMENT: Attempt to use a buffer that was previously donated in the "
+              f"same call to Execute() (flattened argument {max(k, other)}, first use: "
+              f"{min(k, other)}). Toy example for this bug: `f(donate(a), a)`.")
 
   def memory_stats(self):
     return self.executable.memory_stats()
@@ -247,12 +275,13 @@ def _sharding_key(s):
   return None if s is None else (type(s), s)
 
 
-def program_for(closed, name, mesh, in_shardings, out_shardings) -> SpmdProgram:
-  key = (mesh, tuple(map(_sharding_key, in_shardings)), tuple(map(_sharding_key, out_shardings)))
+def program_for(closed, name, mesh, in_shardings, out_shardings, donated=()) -> SpmdProgram:
+  key = (mesh, tuple(map(_sharding_key, in_shardings)), tuple(map(_sharding_key, out_shardings)),
+         tuple(donated))
   per = _programs.get(closed)
   program = per.get(key) if per is not None else None
   if program is None:
-    program = SpmdProgram(closed, name, mesh, in_shardings, out_shardings)
+    program = SpmdProgram(closed, name, mesh, in_shardings, out_shardings, donated)
     with _lock:
       program = _programs.setdefault(closed, {}).setdefault(key, program)
   return program
@@ -294,19 +323,63 @@ def _prepare(jitted, args, kwargs):
     arg_shardings.append(s if s is not None else own)
   const_shardings = [rt.own_sharding(c) for c in entry.consts]
   flat = list(entry.consts) + list(leaves)
+  donated = _donated(jitted, args, entry, len(entry.consts), const_shardings + arg_shardings,
+                     out_shardings)
   program, out_shardings = _program_or_none(entry.jaxpr, entry.name,
-                                            const_shardings + arg_shardings, out_shardings)
+                                            const_shardings + arg_shardings, out_shardings,
+                                            donated)
   return entry, flat, program, out_shardings, arg_shardings
 
 
-def _program_or_none(closed, name, in_shardings, out_shardings):
+def _donated(jitted, args, entry, offset: int, in_shardings, out_shardings) -> tuple:
+  """The flat operands (consts first) of the call that `donate_argnums` gives up, as JAX
+  decides: with a result whose sharding is left to XLA, every leaf of those arguments (XLA
+  reuses what it can); with every result's sharding given, those a result of the same
+  per-device shape and dtype can take the place of (each result takes one; a warning names
+  the others)."""
+  nums = jitted._donate_argnums
+  if not nums:
+    return ()
+  nargs = len(args)
+  donate = {i % nargs for i in nums if -nargs <= i < nargs}
+  static = {i % nargs for i in jitted.static_argnums if -nargs <= i < nargs}
+  if donate & static:
+    raise ValueError(f"jit: donate_argnums {sorted(donate & static)} are also static arguments")
+  flags = []
+  for i, a in enumerate(args):
+    if i not in static:
+      flags += [i in donate] * len(tree_util.tree_leaves(a))
+  avals = entry.jaxpr.in_avals[offset:]
+  flagged = [offset + k for k, f in enumerate(flags[:len(avals)]) if f]
+  if any(s is None for s in out_shardings):
+    return tuple(flagged)
+
+  def local(aval, s):
+    shape = aval.shape if s is None else s.shard_shape(aval.shape)
+    return (tuple(shape), aval.dtype)
+  free = [local(a, s) for a, s in zip(entry.jaxpr.out_avals, out_shardings, strict=True)]
+  out, unused = [], []
+  for k in flagged:
+    key = local(entry.jaxpr.in_avals[k], in_shardings[k])
+    if key in free:
+      free.remove(key)
+      out.append(k)
+    else:
+      unused.append(f"{key[1].name}[{','.join(map(str, key[0]))}]")
+  if unused:
+    warnings.warn(f"Some donated buffers were not usable: {', '.join(unused)}.")
+  return tuple(out)
+
+
+def _program_or_none(closed, name, in_shardings, out_shardings, donated=()):
   """(the SpmdProgram over the call's mesh, out_shardings) or (None, the out_shardings left to
   place after a single-device run) when no mesh of several devices is involved."""
   mesh = _program_mesh(list(in_shardings) + list(out_shardings), closed)
   if mesh is None:
     return None, _one_device_outs(in_shardings, closed.in_avals, out_shardings,
                                   closed.out_avals, closed)
-  return program_for(closed, name, mesh, list(in_shardings), list(out_shardings)), out_shardings
+  return (program_for(closed, name, mesh, list(in_shardings), list(out_shardings), donated),
+          out_shardings)
 
 
 def _one_device_outs(in_shardings, in_avals, out_shardings, out_avals, closed=None) -> list:
@@ -417,12 +490,33 @@ def call(jitted, args, kwargs):
       if fast is not None:
         entry, program, out_shardings = fast
         flat = entry.consts + leaves if entry.consts else leaves
-        return _run(entry, program, out_shardings, flat)
+        return _checked(jitted, args, kwargs, _run(entry, program, out_shardings, flat))
   entry, flat, program, out_shardings, _ = _prepare(jitted, args, kwargs)
   if (not kwargs and not jitted.static_argnums and key is not None
       and not any(isinstance(c, Tracer) for c in entry.consts)):
     cache[key] = (entry, program, out_shardings)
-  return _run(entry, program, out_shardings, flat)
+  return _checked(jitted, args, kwargs, _run(entry, program, out_shardings, flat))
+
+
+def _checked(jitted, args, kwargs, result):
+  """`result`, after debug_nans/debug_infs checks of its values (assembled from the shards):
+  on a NaN/inf, `fun` runs again op by op to name the primitive that made it, as on one device
+  (the FloatingPointError of the jitted function itself when that run is clean or cannot run,
+  e.g. because the call consumed a donated argument)."""
+  if not config.debug_checks:
+    return result
+  try:
+    dispatch.check_special_values(f"jit({jitted.name})", tree_util.tree_leaves(result))
+  except FloatingPointError as e:
+    try:
+      with config.override("disable_jit", True):
+        jitted.fun(*args, **kwargs)
+    except FloatingPointError:
+      raise
+    except Exception:  # noqa: BLE001 - the call's own error is the one to report
+      raise e from None
+    raise
+  return result
 
 
 def _run(entry, program, out_shardings, flat):

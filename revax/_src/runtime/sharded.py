@@ -36,6 +36,18 @@ __all__ = ["ShardedArray", "Shard", "compile_spmd", "run_spmd", "compiled_shardi
 pjrt.ARGS.setdefault("Executable_OptimizedProgram", pjrt._struct(
     "PJRT_Executable_OptimizedProgram_Args", [("executable", C.c_void_p), ("program", C.c_void_p)]))
 
+pjrt.ARGS.setdefault("Buffer_IsDeleted", pjrt._struct(
+    "PJRT_Buffer_IsDeleted_Args", [("buffer", C.c_void_p), ("is_deleted", C.c_bool)]))
+
+
+def consumed(buf) -> bool:
+  """Whether the plugin has deleted `buf` (a Buffer whose own pointer is still live): what an
+  Execute that aliased a donated argument to a result does to that argument."""
+  if buf._ptr is None:
+    return True
+  return bool(buf._info.backend._api.call("Buffer_IsDeleted", buffer=buf._ptr).is_deleted)
+
+
 # True once a ShardedArray has been made: jit looks for sharded arguments only after that.
 live = False
 
@@ -73,6 +85,8 @@ class ShardedArray(Array):
   def _value(self) -> np.ndarray:
     npy = self._npy
     if npy is None:
+      if self.is_deleted():
+        raise self._deleted_error()
       npy = np.empty(self.aval.shape, self.aval.dtype)
       done = set()
       for buf, index in zip(self._buffers, self._indices, strict=True):
@@ -129,6 +143,9 @@ class ShardedArray(Array):
     return self
 
   def delete(self) -> None:
+    """Free every shard (and the host copy) now; later uses raise RuntimeError. Also what a
+    jit that donates this array does after the call."""
+    self._npy = None
     for b in self._buffers:
       b.delete()
 
