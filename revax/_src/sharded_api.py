@@ -191,12 +191,8 @@ def place(value, sharding, aval: ShapedArray | None = None) -> Array:
     if arr.aval != aval:
       arr = Array(aval, arr._npy, arr._buf)
     buf = arr._device_buffer(devices[0])
-    if not isinstance(sharding, NamedSharding):
-      return Array(aval, npy=arr._npy, buf=buf)
-    # over a 1-device mesh the array stays a plain Array that reports its NamedSharding; held
-    # on the device only, so that eager ops on it take the device path, which keeps the
-    # sharding on their results (host shortcuts would not)
-    return rt.mark(Array(aval, buf=buf), sharding)
+    # over a 1-device mesh the array stays a plain Array that reports its NamedSharding
+    return _one_device(Array(aval, npy=arr._npy, buf=buf), sharding)
   _check_devices(sharding)
   reuse = _matching_buffers(value, devices, indices, aval)
   if reuse is not None:

@@ -383,25 +383,21 @@ def _program_or_none(closed, name, in_shardings, out_shardings, donated=()):
 
 
 def _one_device_outs(in_shardings, in_avals, out_shardings, out_avals, closed=None) -> list:
-  """The shardings of the results of a program that runs on one device, as JAX gives them: a
-  requested one as it is; else from the first sharding among the arguments' (requested or
-  their own), or failing that one a constraint in the program or another result names: that
-  NamedSharding itself for a result of the argument's rank, the same mesh with P() otherwise
-  (SingleDeviceSharding, None here, for plain arrays). None: a plain single-device result."""
-  orig = orig_aval = None
-  for s, a in zip(in_shardings, in_avals, strict=True):
-    if s is not None:
-      orig, orig_aval = s, a
-      break
+  """The shardings of the results of a jit with shardings that runs on one device, as JAX gives
+  them: a requested one as it is; else, when the first sharding among the arguments' (requested
+  or their own) or failing that one a constraint in the program or another result names is a
+  NamedSharding, P() over its mesh (for SingleDeviceSharding, None here: a plain single-device
+  result)."""
+  del in_avals, out_avals
+  orig = next((s for s in in_shardings if s is not None), None)
   if orig is None:
     meshes = [m for m in _constraint_meshes(closed.jaxpr, [])] if closed is not None else []
     meshes += [s.mesh for s in out_shardings if isinstance(s, NamedSharding)]
     orig = NamedSharding(meshes[0], PartitionSpec()) if meshes else None
   if not isinstance(orig, NamedSharding):
     return list(out_shardings)
-  return [s if s is not None else orig if orig_aval is not None and a.ndim == orig_aval.ndim
-          else NamedSharding(orig.mesh, PartitionSpec())
-          for s, a in zip(out_shardings, out_avals, strict=True)]
+  return [s if s is not None else NamedSharding(orig.mesh, PartitionSpec())
+          for s in out_shardings]
 
 
 def _finish_one_device(outs, shardings) -> list:
@@ -653,10 +649,8 @@ def apply_primitive(prim, args, params):
   """Run one primitive over the mesh of its sharded operands, compiled with their shardings
   (results laid out as XLA chooses, as JAX does); None when that is not possible (operands on
   different meshes, a primitive that cannot be partitioned): the caller then gathers."""
-  shardings = [rt.own_sharding(x) for x in args]
+  shardings = [x._sharding if type(x) is rt.ShardedArray else None for x in args]
   meshes = {s.mesh for s in shardings if isinstance(s, NamedSharding)}
-  if all(m.size == 1 for m in meshes) and not any(type(x) is rt.ShardedArray for x in args):
-    return _one_device_primitive(prim, args, params, shardings)
   if len(meshes) != 1 or any(s is not None and not isinstance(s, NamedSharding)
                              for s in shardings):
     return None
@@ -687,20 +681,6 @@ def apply_primitive(prim, args, params):
     return None
   outs = program(list(args))
   return outs if prim.multiple_results else outs[0]
-
-
-def _one_device_primitive(prim, args, params, shardings):
-  """An eager primitive on Arrays placed over 1-device meshes: run as usual, results marked
-  with the shardings JAX gives them (`_one_device_outs`)."""
-  outs = dispatch.apply_primitive(prim, [rt.unmarked(x) for x in args], params)
-  outs = outs if prim.multiple_results else [outs]
-  avals = [x.aval if isinstance(x, Array) else get_aval(x) for x in args]
-  out_avals = [o.aval if isinstance(o, Array) else get_aval(o) for o in outs]
-  marked = [o if s is None or type(o) is not Array or s._device_list != [o.device]
-            else rt.mark(Array(o.aval, o._npy, o._buf), s)
-            for o, s in zip(outs, _one_device_outs(shardings, avals, [None] * len(outs),
-                                                    out_avals), strict=True)]
-  return marked if prim.multiple_results else marked[0]
 
 
 dispatch.sharded_apply = apply_primitive

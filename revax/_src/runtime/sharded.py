@@ -157,25 +157,20 @@ pytype_aval_mappings[ShardedArray] = lambda x: x.aval
 
 
 def any_sharded(values) -> bool:
-  """Whether any of `values` is a ShardedArray or an Array placed by a sharding over a 1-device
-  mesh (`mark`); cheap while none was ever made."""
+  """Whether any of `values` is a ShardedArray (cheap while none was ever made)."""
   if not live:
     return False
-  for v in values:
-    if type(v) is ShardedArray:
-      return True
-    if type(v) is Array and getattr(v, "_mesh_sharding", None) is not None:
-      return True
-  return False
+  return any(type(v) is ShardedArray for v in values)
 
 
 def mark(x: Array, sharding) -> Array:
   """Record on the single-device Array `x` (made here, not shared) that it is laid out by
-  `sharding`, a sharding over a mesh of one device: `x.sharding` reports it, and jit and eager
-  ops give their results shardings as JAX does from it (sharded_jit.py). Returns `x`."""
-  global live
+  `sharding`, a sharding over a mesh of one device: `x.sharding` reports it, and a jit with
+  in/out shardings gives its results shardings from it as JAX does (sharded_jit.py). Plain jit
+  calls and eager ops treat it as the single-device Array it is (their results are plain), so
+  that their cached fast paths stay as they are and give the same result every call.
+  Returns `x`."""
   x._mesh_sharding = sharding
-  live = True
   return x
 
 
