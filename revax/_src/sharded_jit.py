@@ -400,18 +400,29 @@ def _one_device_outs(in_shardings, in_avals, out_shardings, out_avals, closed=No
           for s in out_shardings]
 
 
-def _finish_one_device(outs, shardings) -> list:
-  """Results of a single-device program laid out as `shardings` say (None: as they are): a
-  NamedSharding over a 1-device mesh on the first device is recorded on the result itself."""
+def _finish_actions(shardings):
+  """Per result of a single-device program, what laying it out as `shardings` say takes: None
+  (nothing), ("mark", s) (a NamedSharding over a 1-device mesh on the first device: recorded
+  on the result), ("place", s) (a copy elsewhere); None when every result is left as it is."""
   first = get_backend().devices[0]
+  actions = [None if s is None else ("mark", s) if s._device_list == [first] and isinstance(
+      s, NamedSharding) else None if s._device_list == [first] else ("place", s)
+             for s in shardings]
+  return actions if any(actions) else None
+
+
+def _finish_one_device(outs, actions) -> list:
+  """Results of a single-device program laid out as `_finish_actions` says."""
+  if actions is None:
+    return outs
   done = []
-  for o, s in zip(outs, shardings, strict=True):
-    if s is None or type(o) is not Array:
+  for o, act in zip(outs, actions, strict=True):
+    if act is None or type(o) is not Array:
       done.append(o)
-    elif s._device_list == [first]:
-      done.append(rt.mark(o, s) if isinstance(s, NamedSharding) else o)
+    elif act[0] == "mark":
+      done.append(rt.mark(o, act[1]))
     else:
-      done.append(place(o, s))
+      done.append(place(o, act[1]))
   return done
 
 
@@ -438,7 +449,8 @@ def call_sharded(closed, name, args, in_shardings, out_shardings):
   program, outs = _program_or_none(closed, name, ins, outs)
   if program is None:
     from revax._src.jit import program_for as plain_program
-    return _finish_one_device(plain_program(closed, name).call_arrays(args), outs)
+    return _finish_one_device(plain_program(closed, name).call_arrays(args),
+                              _finish_actions(outs))
   dispatch.check_arg_avals(name, closed.in_avals,
                            [x.aval if isinstance(x, Array) else get_aval(x) for x in args])
   return program(list(args))
@@ -484,14 +496,15 @@ def call(jitted, args, kwargs):
       cache = jitted.__dict__.setdefault("_sharded_calls", {})
       fast = cache.get(key)
       if fast is not None:
-        entry, program, out_shardings = fast
+        entry, program, actions = fast
         flat = entry.consts + leaves if entry.consts else leaves
-        return _checked(jitted, args, kwargs, _run(entry, program, out_shardings, flat))
+        return _checked(jitted, args, kwargs, _run(entry, program, actions, flat))
   entry, flat, program, out_shardings, _ = _prepare(jitted, args, kwargs)
+  actions = None if program is not None else _finish_actions(out_shardings)
   if (not kwargs and not jitted.static_argnums and key is not None
       and not any(isinstance(c, Tracer) for c in entry.consts)):
-    cache[key] = (entry, program, out_shardings)
-  return _checked(jitted, args, kwargs, _run(entry, program, out_shardings, flat))
+    cache[key] = (entry, program, actions)
+  return _checked(jitted, args, kwargs, _run(entry, program, actions, flat))
 
 
 def _checked(jitted, args, kwargs, result):
@@ -515,14 +528,13 @@ def _checked(jitted, args, kwargs, result):
   return result
 
 
-def _run(entry, program, out_shardings, flat):
+def _run(entry, program, actions, flat):
   if program is None:  # no mesh of several devices: the ordinary compiled program
     from revax._src.jit import program_for as plain_program
     if entry.program is None:
       entry.program = plain_program(entry.jaxpr, entry.name)
     outs = entry.program.run_unchecked(flat)
-    if any(s is not None for s in out_shardings):
-      outs = _finish_one_device(outs, out_shardings)
+    outs = _finish_one_device(outs, actions)
   else:
     outs = program(flat)
   return outs[0] if entry.out_is_leaf else tree_util.tree_unflatten(entry.out_tree, outs)
