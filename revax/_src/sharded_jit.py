@@ -288,7 +288,7 @@ def program_for(closed, name, mesh, in_shardings, out_shardings, donated=()) -> 
 
 
 # --- the entry points jit.py calls ----------------------------------------------------------------
-def _requested(jitted, entry, key_head, leaves, names):
+def _requested(jitted, entry, key_head, leaves):
   """(per flat argument: the requested sharding or None, per result: the same), checked
   against the arguments' shapes."""
   dyn_args = tree_util.tree_unflatten(key_head[0], leaves)[0] if leaves else ()
@@ -312,7 +312,7 @@ def _prepare(jitted, args, kwargs):
   """(entry, flat arguments with consts first, SpmdProgram or None)."""
   leaves, key_head, call_fn, names = jitted._split(args, kwargs)
   entry = jitted._entry(leaves, key_head, call_fn, names)
-  explicit, out_shardings = _requested(jitted, entry, key_head, leaves, names)
+  explicit, out_shardings = _requested(jitted, entry, key_head, leaves)
   arg_shardings = []
   for k, (x, s) in enumerate(zip(leaves, explicit, strict=True)):
     own = rt.own_sharding(x)
@@ -376,19 +376,17 @@ def _program_or_none(closed, name, in_shardings, out_shardings, donated=()):
   place after a single-device run) when no mesh of several devices is involved."""
   mesh = _program_mesh(list(in_shardings) + list(out_shardings), closed)
   if mesh is None:
-    return None, _one_device_outs(in_shardings, closed.in_avals, out_shardings,
-                                  closed.out_avals, closed)
+    return None, _one_device_outs(in_shardings, out_shardings, closed)
   return (program_for(closed, name, mesh, list(in_shardings), list(out_shardings), donated),
           out_shardings)
 
 
-def _one_device_outs(in_shardings, in_avals, out_shardings, out_avals, closed=None) -> list:
+def _one_device_outs(in_shardings, out_shardings, closed=None) -> list:
   """The shardings of the results of a jit with shardings that runs on one device, as JAX gives
   them: a requested one as it is; else, when the first sharding among the arguments' (requested
   or their own) or failing that one a constraint in the program or another result names is a
   NamedSharding, P() over its mesh (for SingleDeviceSharding, None here: a plain single-device
   result)."""
-  del in_avals, out_avals
   orig = next((s for s in in_shardings if s is not None), None)
   if orig is None:
     meshes = [m for m in _constraint_meshes(closed.jaxpr, [])] if closed is not None else []
@@ -432,7 +430,7 @@ def _bind_traced(jitted, args, kwargs):
   from revax._src.jit import _shard_params, jit_p
   leaves, key_head, call_fn, names = jitted._split(args, kwargs)
   entry = jitted._entry(leaves, key_head, call_fn, names)
-  explicit, out_shardings = _requested(jitted, entry, key_head, leaves, names)
+  explicit, out_shardings = _requested(jitted, entry, key_head, leaves)
   params = _shard_params([None] * len(entry.consts) + explicit, out_shardings)
   outs = jit_p.bind(*entry.consts, *leaves, jaxpr=entry.jaxpr, name=entry.name, **params)
   return outs[0] if entry.out_is_leaf else tree_util.tree_unflatten(entry.out_tree, outs)
