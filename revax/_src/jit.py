@@ -67,7 +67,7 @@ from revax._src.runtime.client import get_backend
 jit_p = Primitive("jit", multiple_results=True)
 
 
-def _jit_abstract_eval(*avals, jaxpr: ClosedJaxpr, name: str):
+def _jit_abstract_eval(*avals, jaxpr: ClosedJaxpr, name: str, **shardings):
   dispatch.check_arg_avals(name, jaxpr.in_avals, avals)
   return jaxpr.out_avals
 
@@ -86,52 +86,135 @@ def program_for(jaxpr: ClosedJaxpr, name: str) -> dispatch.CompiledProgram:
   return program
 
 
-def _jit_impl(*args, jaxpr: ClosedJaxpr, name: str):
-  return program_for(jaxpr, name).call_arrays(args)
+# A jit equation of a function jitted with in_shardings/out_shardings carries them as params
+# `in_shardings` / `out_shardings`: one sharding (or None: unspecified) per operand / result.
+# Both are absent when nothing was specified, so unsharded programs are unchanged. Every rule
+# below keeps them matched to its new operands and results (as JAX's jit primitive does): JVP
+# tangents take their primal's sharding, residuals are unspecified, a transpose's cotangents
+# take the sharding of the value they are the cotangent of, and vmap leaves the batch dimension
+# unsplit. Eagerly such a call runs over the shardings' mesh (sharded_jit.call_sharded); nested
+# in another program it constrains its operands and results there.
+def _shard_params(in_shardings, out_shardings) -> dict:
+  """The params of a jit equation for these per-operand / per-result shardings."""
+  if all(s is None for s in in_shardings) and all(s is None for s in out_shardings):
+    return {}
+  return {"in_shardings": tuple(in_shardings), "out_shardings": tuple(out_shardings)}
 
 
-def _jit_lower(ctx, *args, jaxpr: ClosedJaxpr, name: str):
-  return mlir.call_jaxpr(ctx, jaxpr, args, name)
+def _pick(values, mask, keep=True) -> list:
+  return [v for v, m in zip(values, mask, strict=True) if bool(m) == keep]
 
 
-def bind_jit(closed: ClosedJaxpr, args, name: str):
-  """Bind jit_p on `closed`, turning its constants into leading operands (jit jaxprs have none)."""
+def _jit_impl(*args, jaxpr: ClosedJaxpr, name: str, in_shardings=None, out_shardings=None):
+  if in_shardings is None and not _rt_sharded.any_sharded(args):
+    return program_for(jaxpr, name).call_arrays(args)
+  from revax._src import sharded_jit
+  return sharded_jit.call_sharded(jaxpr, name, args, in_shardings, out_shardings)
+
+
+def _jit_lower(ctx, *args, jaxpr: ClosedJaxpr, name: str, in_shardings=None,
+               out_shardings=None):
+  if in_shardings is None:
+    return mlir.call_jaxpr(ctx, jaxpr, args, name)
+  from revax._src.lax.sharding_constraint import constrain
+  args = [x if s is None else constrain(ctx, x, s, a)
+          for x, s, a in zip(args, in_shardings, ctx.avals_in, strict=True)]
+  outs = mlir.call_jaxpr(ctx, jaxpr, args, name)
+  return [x if s is None else constrain(ctx, x, s, a)
+          for x, s, a in zip(outs, out_shardings, ctx.avals_out, strict=True)]
+
+
+def bind_jit(closed: ClosedJaxpr, args, name: str, in_shardings=None, out_shardings=None):
+  """Bind jit_p on `closed`, turning its constants into leading operands (jit jaxprs have none).
+  `in_shardings`/`out_shardings` (per argument in `args` / per result, or None) become params."""
+  params = {}
+  if in_shardings is not None:
+    params = _shard_params([None] * len(closed.consts) + list(in_shardings), out_shardings)
   if closed.consts:
     jaxpr = ClosedJaxpr(staging.convert_constvars_jaxpr(closed.jaxpr), [])
-    return jit_p.bind(*closed.consts, *args, jaxpr=jaxpr, name=name)
-  return jit_p.bind(*args, jaxpr=closed, name=name)
+    return jit_p.bind(*closed.consts, *args, jaxpr=jaxpr, name=name, **params)
+  return jit_p.bind(*args, jaxpr=closed, name=name, **params)
 
 
-def _jit_jvp(primals, tangents, *, jaxpr, name):
+def _jit_jvp(primals, tangents, *, jaxpr, name, in_shardings=None, out_shardings=None):
+  ins = outs = None
+  if in_shardings is not None:
+    nonzeros = tuple(type(t) is not ad.Zero for t in tangents)
+    _, out_nonzeros = ad.jvp_jaxpr(jaxpr, nonzeros)
+    ins = list(in_shardings) + _pick(in_shardings, nonzeros)
+    outs = list(out_shardings) + _pick(out_shardings, out_nonzeros)
   return ad.call_jvp(jaxpr, primals, tangents,
-                     lambda jvp_closed, args: bind_jit(jvp_closed, args, f"jvp_{name}"))
+                     lambda jvp_closed, args: bind_jit(jvp_closed, args, f"jvp_{name}", ins, outs))
 
 
 def _jit_partial_eval(trace, args, params, unknowns):
   """Run the known part of the call now and stage the unknown part, as two jit calls."""
+  split = None
+  if "in_shardings" in params:
+    base = {"name": params["name"]}
+    ins, outs = params["in_shardings"], params["out_shardings"]
+
+    def split(out_unknowns, num_res):  # residuals: unspecified
+      known = _shard_params(_pick(ins, unknowns, False),
+                            _pick(outs, out_unknowns, False) + [None] * num_res)
+      unknown = _shard_params([None] * num_res + _pick(ins, unknowns),
+                              _pick(outs, out_unknowns))
+      return {**base, **known}, {**base, **unknown}
   return partial_eval.partial_eval_call(
-      trace, jit_p, args, params, unknowns,
-      bind_known=lambda known, known_args: bind_jit(known, known_args, params["name"]))
+      trace, jit_p, args, params, unknowns, split_params=split,
+      bind_known=lambda known, known_args, kp: bind_jit(
+          known, known_args, kp["name"], kp.get("in_shardings"), kp.get("out_shardings")))
 
 
-def _jit_transpose(cts, *args, jaxpr, name):
+def _jit_transpose(cts, *args, jaxpr, name, in_shardings=None, out_shardings=None):
   linear_mask = tuple(ad.is_undefined_primal(a) for a in args)
   ct_closed = transpose.transpose_jaxpr(jaxpr, linear_mask)
   nonlinear = [a for a in args if not ad.is_undefined_primal(a)]
   cts = [ad.instantiate_zeros(c) for c in cts]
-  lin_cts = iter(bind_jit(ct_closed, nonlinear + cts, f"transpose_{name}"))
+  ins = outs = None
+  if in_shardings is not None:  # a cotangent is laid out as the value it belongs to
+    ins = _pick(in_shardings, linear_mask, False) + list(out_shardings)
+    outs = _pick(in_shardings, linear_mask)
+  lin_cts = iter(bind_jit(ct_closed, nonlinear + cts, f"transpose_{name}", ins, outs))
   return [next(lin_cts) if lin else None for lin in linear_mask]
 
 
-def _jit_batch(axis_size, vals, dims, *, jaxpr, name):
+def _batched_sharding(s, d):
+  """`s` for the value batched at `d`: the batch dimension unsplit."""
+  if s is None or d is batching.not_mapped or not hasattr(s, "spec"):
+    return s  # SingleDeviceSharding: still whole on its device
+  parts = list(s.spec)
+  parts[len(parts):d] = [None] * (d - len(parts))
+  parts.insert(d, None)
+  return type(s)(s.mesh, type(s.spec)(*parts))
+
+
+def _jit_batch(axis_size, vals, dims, *, jaxpr, name, in_shardings=None, out_shardings=None):
   batched, out_dims = batching.batch_jaxpr(jaxpr, dims, axis_size)
-  return bind_jit(batched, list(vals), f"vmap_{name}"), list(out_dims)
+  ins = outs = None
+  if in_shardings is not None:
+    ins = [_batched_sharding(s, d) for s, d in zip(in_shardings, dims, strict=True)]
+    outs = [_batched_sharding(s, d) for s, d in zip(out_shardings, out_dims, strict=True)]
+  return bind_jit(batched, list(vals), f"vmap_{name}", ins, outs), list(out_dims)
+
+
+_dce_call = staging.dce_call()
+
+
+def _jit_dce(eqn, used_outputs):
+  used_inputs, new = _dce_call(eqn, used_outputs)
+  if new is not None and "in_shardings" in eqn.params:
+    params = {k: v for k, v in new.params.items() if not k.endswith("_shardings")}
+    params.update(_shard_params(_pick(eqn.params["in_shardings"], used_inputs),
+                                _pick(eqn.params["out_shardings"], used_outputs)))
+    new = new.replace(params=params)
+  return used_inputs, new
 
 
 jit_p.def_abstract_eval(_jit_abstract_eval)
 dispatch.custom_impls[jit_p] = _jit_impl  # a jit call always runs compiled
 mlir.register_lowering(jit_p, _jit_lower)
-staging.dce_rules[jit_p] = staging.dce_call()
+staging.dce_rules[jit_p] = _jit_dce
 ad.primitive_jvps[jit_p] = _jit_jvp
 partial_eval.partial_eval_rules[jit_p] = _jit_partial_eval
 ad.primitive_transposes[jit_p] = _jit_transpose
@@ -407,6 +490,7 @@ class Jitted:
     self._traces = _shared_cache(fun, (self.static_argnums, self.static_argnames, self.name))
     self._in_shardings, self._out_shardings = in_shardings, out_shardings
     self._sharded = in_shardings is not None or out_shardings is not None
+    self._donate_argnums = _normalize_argnums(donate_argnums)  # honoured over a mesh
     all_jitted.add(self)  # for revax.clear_caches
     functools.update_wrapper(self, fun, updated=())
 
@@ -545,7 +629,7 @@ class Jitted:
     (tracing on a miss), converts and checks the arguments, and runs or binds the program."""
     if config.disable_jit:
       return self.fun(*args, **kwargs)
-    if self._sharded and _context.trace is eval_trace:
+    if self._sharded:  # eagerly runs over the mesh; traced, binds jit_p with the shardings
       return sharded_call(self, args, kwargs)
     entry = None
     if not (kwargs or self.static_argnums):
@@ -717,7 +801,10 @@ def jit(fun=None, *, in_shardings=None, out_shardings=None, static_argnums=(),
     static_argnums: positions of arguments that are Python values fixed at trace time (hashable).
       A new value retraces.
     static_argnames: names of such arguments.
-    donate_argnums: accepted for compatibility; buffers are not donated.
+    donate_argnums: positions of arguments whose buffers the call may reuse for its results.
+      Over a mesh of several devices the program is compiled so, and a sharded argument XLA
+      reused is deleted by the call (using it again raises RuntimeError), as in JAX; on one
+      device the arguments are not donated.
     in_shardings, out_shardings: a sharding (NamedSharding, SingleDeviceSharding) for every
       argument/output, or a pytree prefix of the positional arguments/outputs with a sharding
       or None at each leaf. A program over a mesh of several devices is partitioned by XLA and

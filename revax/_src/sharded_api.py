@@ -191,7 +191,8 @@ def place(value, sharding, aval: ShapedArray | None = None) -> Array:
     if arr.aval != aval:
       arr = Array(aval, arr._npy, arr._buf)
     buf = arr._device_buffer(devices[0])
-    return Array(aval, npy=arr._npy, buf=buf)
+    # over a 1-device mesh the array stays a plain Array that reports its NamedSharding
+    return _one_device(Array(aval, npy=arr._npy, buf=buf), sharding)
   _check_devices(sharding)
   reuse = _matching_buffers(value, devices, indices, aval)
   if reuse is not None:
@@ -323,7 +324,7 @@ def make_array_from_single_device_arrays(shape, sharding, arrays, *, dtype=None)
     bufs.append(buf)
   aval = ShapedArray(shape, dtypes.canonicalize_dtype(dtype))
   if len(devices) == 1:
-    return Array(aval, buf=bufs[0])
+    return _one_device(Array(aval, buf=bufs[0]), sharding)
   return rt.ShardedArray(aval, sharding, bufs, indices)
 
 
@@ -339,18 +340,25 @@ def _from_blocks(shape, sharding, devices, indices, blocks, dtype, where):
     bufs.append(backend.buffer_from_numpy(np.asarray(b, dtype=dtype), d))
   aval = ShapedArray(shape, dtype)
   if len(devices) == 1:
-    return Array(aval, buf=bufs[0])
+    return _one_device(Array(aval, buf=bufs[0]), sharding)
   return rt.ShardedArray(aval, sharding, bufs, indices)
+
+
+def _one_device(arr: Array, sharding) -> Array:
+  """A new single-device Array placed by `sharding`: marked with it when it is a NamedSharding
+  (over a mesh of one device), as JAX reports such arrays."""
+  return rt.mark(arr, sharding) if isinstance(sharding, NamedSharding) else arr
 
 
 # --- the sharding properties of single-device Arrays ----------------------------------------------
 def _single_sharding(self):
-  return SingleDeviceSharding(self.device)
+  marked = getattr(self, "_mesh_sharding", None)  # placed by a 1-device mesh's NamedSharding
+  return marked if marked is not None else SingleDeviceSharding(self.device)
 
 
 def _single_shards(self):
   index = tuple(slice(None) for _ in self.shape)
-  return [rt.Shard(self.device, index, self)]
+  return [rt.Shard(self.device, index, rt.unmarked(self))]  # a shard's data is a plain Array
 
 
 Array.sharding = property(_single_sharding)

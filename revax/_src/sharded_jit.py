@@ -17,12 +17,14 @@ shardings of the outer program decide.
 from __future__ import annotations
 
 import threading
+import warnings
 import weakref
 
 from revax._src import tree_util
 from revax._src.core.avals import get_aval
 from revax._src.core.config import config
-from revax._src.core.trace import Tracer
+from revax._src.core.errors import JaxRuntimeError
+from revax._src.core.trace import Tracer, _context, eval_trace
 from revax._src.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Var
 from revax._src.interpreters import dispatch, sharding_lowering
 from revax._src.runtime import sharded as rt
@@ -80,6 +82,9 @@ def _constraint_meshes(jaxpr: Jaxpr, out: list) -> list:
     s = eqn.params.get("sharding") if eqn.primitive.name == "sharding_constraint" else None
     if isinstance(s, NamedSharding):
       out.append(s.mesh)
+    if eqn.primitive.name == "jit":  # a jit call with its own shardings
+      out += [s.mesh for s in eqn.params.get("in_shardings", ()) + eqn.params.get(
+          "out_shardings", ()) if isinstance(s, NamedSharding)]
     if eqn.primitive.name == "shard_map" and isinstance(eqn.params.get("mesh"), Mesh):
       out.append(eqn.params["mesh"])
       continue  # the member program runs inside the region
@@ -171,9 +176,11 @@ def _to_named(indices, mesh: Mesh, shape) -> NamedSharding | None:
 class SpmdProgram:
   """One jit program compiled for a mesh, with the blocks each device takes and gives."""
 
-  def __init__(self, closed: ClosedJaxpr, name: str, mesh: Mesh, in_shardings, out_shardings):
+  def __init__(self, closed: ClosedJaxpr, name: str, mesh: Mesh, in_shardings, out_shardings,
+               donated=()):
     backend = get_backend()
     self.mesh, self.name = mesh, name
+    self.donated = tuple(donated)  # arguments the call consumes (deleted after it)
     self.devices = list(mesh.devices.flat)
     self.in_avals, self.out_avals = list(closed.in_avals), list(closed.out_avals)
     in_dims = [_dims_of(s, mesh, a.ndim) for s, a in zip(in_shardings, self.in_avals,
@@ -181,7 +188,7 @@ class SpmdProgram:
     out_dims = [_dims_of(s, mesh, a.ndim) for s, a in zip(out_shardings, self.out_avals,
                                                            strict=True)]
     self.text = sharding_lowering.lower_sharded_module(closed, name, mesh.shape, in_dims,
-                                                       out_dims, backend.platform)
+                                                       out_dims, backend.platform, self.donated)
     self.executable = rt.compile_spmd(backend, self.text, [d.id for d in self.devices])
     n = len(self.devices)
     params, results = rt.compiled_shardings(self.executable)
@@ -214,15 +221,25 @@ class SpmdProgram:
 
   def __call__(self, args) -> list[Array]:
     per_position = [[] for _ in self.devices]
+    as_is = []  # the arguments whose own buffers go in
     for a, s, aval in zip(args, self.in_shardings, self.in_avals, strict=True):
+      if isinstance(a, Array) and a.is_deleted():
+        raise a._deleted_error()
       if type(a) is rt.ShardedArray and (a._sharding is s or a._sharding == s):
         bufs = a._buffers  # already laid out as the program takes it (checked below)
+        as_is.append(True)
       else:
         bufs = place(a, s, aval)._buffers
+        as_is.append(False)
       for p, b in enumerate(bufs):
         per_position[p].append(b)
+    if self.donated:
+      self._check_donation(per_position)
     per_device = [per_position[p] for p in self.order]
     outs = rt.run_spmd(self.executable, per_device, self.in_specs)
+    for k in self.donated:  # consumed by the call where XLA reused its buffers, as in JAX
+      if as_is[k] and any(rt.consumed(b) for b in args[k]._buffers):
+        args[k].delete()
     results = []
     for k, (aval, sharding, indices) in enumerate(zip(self.out_avals, self.out_shardings,
                                                       self.out_indices, strict=True)):
@@ -231,6 +248,20 @@ class SpmdProgram:
         bufs[p] = per[k]
       results.append(rt.ShardedArray(aval, sharding, bufs, indices))
     return results
+
+  def _check_donation(self, per_position) -> None:
+    """A donated buffer that is also another argument of the call: JAX's error, raised before
+    any device starts (a buffer XLA refuses on some devices only would leave the others
+    waiting in a collective)."""
+    for bufs in per_position:
+      ids = [id(b) for b in bufs]
+      for k in self.donated:
+        if ids.count(ids[k]) > 1:
+          other = next(i for i, x in enumerate(ids) if x == ids[k] and i != k)
+          raise JaxRuntimeError(
+              f"INVALID_ARGUMENT: Attempt to use a buffer that was previously donated in the "
+              f"same call to Execute() (flattened argument {max(k, other)}, first use: "
+              f"{min(k, other)}). Toy example for this bug: `f(donate(a), a)`.")
 
   def memory_stats(self):
     return self.executable.memory_stats()
@@ -244,38 +275,29 @@ def _sharding_key(s):
   return None if s is None else (type(s), s)
 
 
-def program_for(closed, name, mesh, in_shardings, out_shardings) -> SpmdProgram:
-  key = (mesh, tuple(map(_sharding_key, in_shardings)), tuple(map(_sharding_key, out_shardings)))
+def program_for(closed, name, mesh, in_shardings, out_shardings, donated=()) -> SpmdProgram:
+  key = (mesh, tuple(map(_sharding_key, in_shardings)), tuple(map(_sharding_key, out_shardings)),
+         tuple(donated))
   per = _programs.get(closed)
   program = per.get(key) if per is not None else None
   if program is None:
-    program = SpmdProgram(closed, name, mesh, in_shardings, out_shardings)
+    program = SpmdProgram(closed, name, mesh, in_shardings, out_shardings, donated)
     with _lock:
       program = _programs.setdefault(closed, {}).setdefault(key, program)
   return program
 
 
 # --- the entry points jit.py calls ----------------------------------------------------------------
-def _prepare(jitted, args, kwargs):
-  """(entry, flat arguments with consts first, SpmdProgram or None)."""
-  leaves, key_head, call_fn, names = jitted._split(args, kwargs)
-  entry = jitted._entry(leaves, key_head, call_fn, names)
-  in_specs = jitted._in_shardings
+def _requested(jitted, entry, key_head, leaves):
+  """(per flat argument: the requested sharding or None, per result: the same), checked
+  against the arguments' shapes."""
   dyn_args = tree_util.tree_unflatten(key_head[0], leaves)[0] if leaves else ()
   n_pos = len(tree_util.tree_leaves(dyn_args))
-  explicit = _leaf_shardings(in_specs, tuple(dyn_args), "in_shardings", n_pos)
+  explicit = _leaf_shardings(jitted._in_shardings, tuple(dyn_args), "in_shardings", n_pos)
   explicit += [None] * (len(leaves) - n_pos)  # keyword arguments: from the values
-  arg_shardings = []
-  for k, (x, s) in enumerate(zip(leaves, explicit, strict=True)):
-    own = x.sharding if type(x) is rt.ShardedArray else None
-    if s is not None and own is not None and not _same_layout(s, own, x.aval.shape):
-      raise ValueError(f"Sharding passed to jit does not match the sharding of argument {k} "
-                       f"({names()[k] if k < len(names()) else k}): jit's in_shardings say "
-                       f"{s!r}, the array is sharded as {own!r}")
+  for x, s in zip(leaves, explicit, strict=True):
     if s is not None:
-      aval = x.aval if isinstance(x, Array) else get_aval(x)
-      s._indices(aval.shape)  # ValueError for a spec the shape does not fit
-    arg_shardings.append(s if s is not None else own)
+      s._indices(x.aval.shape if isinstance(x, Array) else get_aval(x).shape)  # ValueError
   out_avals = entry.jaxpr.out_avals
   out_tree_value = tree_util.tree_unflatten(entry.out_tree, list(range(len(out_avals))))
   out_shardings = _leaf_shardings(jitted._out_shardings, out_tree_value, "out_shardings",
@@ -283,17 +305,153 @@ def _prepare(jitted, args, kwargs):
   for s, a in zip(out_shardings, out_avals, strict=True):
     if s is not None:
       s._indices(a.shape)
-  const_shardings = [c.sharding if type(c) is rt.ShardedArray else None for c in entry.consts]
-  mesh = _program_mesh(const_shardings + arg_shardings + out_shardings, entry.jaxpr)
+  return explicit, out_shardings
+
+
+def _prepare(jitted, args, kwargs):
+  """(entry, flat arguments with consts first, SpmdProgram or None)."""
+  leaves, key_head, call_fn, names = jitted._split(args, kwargs)
+  entry = jitted._entry(leaves, key_head, call_fn, names)
+  explicit, out_shardings = _requested(jitted, entry, key_head, leaves)
+  arg_shardings = []
+  for k, (x, s) in enumerate(zip(leaves, explicit, strict=True)):
+    own = rt.own_sharding(x)
+    if s is not None and own is not None and not _same_layout(s, own, x.aval.shape):
+      raise ValueError(f"Sharding passed to jit does not match the sharding of argument {k} "
+                       f"({names()[k] if k < len(names()) else k}): jit's in_shardings say "
+                       f"{s!r}, the array is sharded as {own!r}")
+    arg_shardings.append(s if s is not None else own)
+  const_shardings = [rt.own_sharding(c) for c in entry.consts]
   flat = list(entry.consts) + list(leaves)
-  if mesh is None:  # outputs of a single-device program are on the first device already
-    first = get_backend().devices[0]
-    out_shardings = [None if s is None or s._device_list == [first] else s
-                     for s in out_shardings]
-    return entry, flat, None, out_shardings
-  program = program_for(entry.jaxpr, entry.name, mesh, const_shardings + arg_shardings,
-                        out_shardings)
-  return entry, flat, program, out_shardings
+  donated = _donated(jitted, args, entry, len(entry.consts), const_shardings + arg_shardings,
+                     out_shardings)
+  program, out_shardings = _program_or_none(entry.jaxpr, entry.name,
+                                            const_shardings + arg_shardings, out_shardings,
+                                            donated)
+  return entry, flat, program, out_shardings, arg_shardings
+
+
+def _donated(jitted, args, entry, offset: int, in_shardings, out_shardings) -> tuple:
+  """The flat operands (consts first) of the call that `donate_argnums` gives up, as JAX
+  decides: with a result whose sharding is left to XLA, every leaf of those arguments (XLA
+  reuses what it can); with every result's sharding given, those a result of the same
+  per-device shape and dtype can take the place of (each result takes one; a warning names
+  the others)."""
+  nums = jitted._donate_argnums
+  if not nums:
+    return ()
+  nargs = len(args)
+  donate = {i % nargs for i in nums if -nargs <= i < nargs}
+  static = {i % nargs for i in jitted.static_argnums if -nargs <= i < nargs}
+  if donate & static:
+    raise ValueError(f"jit: donate_argnums {sorted(donate & static)} are also static arguments")
+  flags = []
+  for i, a in enumerate(args):
+    if i not in static:
+      flags += [i in donate] * len(tree_util.tree_leaves(a))
+  avals = entry.jaxpr.in_avals[offset:]
+  flagged = [offset + k for k, f in enumerate(flags[:len(avals)]) if f]
+  if any(s is None for s in out_shardings):
+    return tuple(flagged)
+
+  def local(aval, s):
+    shape = aval.shape if s is None else s.shard_shape(aval.shape)
+    return (tuple(shape), aval.dtype)
+  free = [local(a, s) for a, s in zip(entry.jaxpr.out_avals, out_shardings, strict=True)]
+  out, unused = [], []
+  for k in flagged:
+    key = local(entry.jaxpr.in_avals[k], in_shardings[k])
+    if key in free:
+      free.remove(key)
+      out.append(k)
+    else:
+      unused.append(f"{key[1].name}[{','.join(map(str, key[0]))}]")
+  if unused:
+    warnings.warn(f"Some donated buffers were not usable: {', '.join(unused)}.")
+  return tuple(out)
+
+
+def _program_or_none(closed, name, in_shardings, out_shardings, donated=()):
+  """(the SpmdProgram over the call's mesh, out_shardings) or (None, the out_shardings left to
+  place after a single-device run) when no mesh of several devices is involved."""
+  mesh = _program_mesh(list(in_shardings) + list(out_shardings), closed)
+  if mesh is None:
+    return None, _one_device_outs(in_shardings, out_shardings, closed)
+  return (program_for(closed, name, mesh, list(in_shardings), list(out_shardings), donated),
+          out_shardings)
+
+
+def _one_device_outs(in_shardings, out_shardings, closed=None) -> list:
+  """The shardings of the results of a jit with shardings that runs on one device, as JAX gives
+  them: a requested one as it is; else, when the first sharding among the arguments' (requested
+  or their own) or failing that one a constraint in the program or another result names is a
+  NamedSharding, P() over its mesh (for SingleDeviceSharding, None here: a plain single-device
+  result)."""
+  orig = next((s for s in in_shardings if s is not None), None)
+  if orig is None:
+    meshes = [m for m in _constraint_meshes(closed.jaxpr, [])] if closed is not None else []
+    meshes += [s.mesh for s in out_shardings if isinstance(s, NamedSharding)]
+    orig = NamedSharding(meshes[0], PartitionSpec()) if meshes else None
+  if not isinstance(orig, NamedSharding):
+    return list(out_shardings)
+  return [s if s is not None else NamedSharding(orig.mesh, PartitionSpec())
+          for s in out_shardings]
+
+
+def _finish_actions(shardings):
+  """Per result of a single-device program, what laying it out as `shardings` say takes: None
+  (nothing), ("mark", s) (a NamedSharding over a 1-device mesh on the first device: recorded
+  on the result), ("place", s) (a copy elsewhere); None when every result is left as it is."""
+  first = get_backend().devices[0]
+  actions = [None if s is None else ("mark", s) if s._device_list == [first] and isinstance(
+      s, NamedSharding) else None if s._device_list == [first] else ("place", s)
+             for s in shardings]
+  return actions if any(actions) else None
+
+
+def _finish_one_device(outs, actions) -> list:
+  """Results of a single-device program laid out as `_finish_actions` says."""
+  if actions is None:
+    return outs
+  done = []
+  for o, act in zip(outs, actions, strict=True):
+    if act is None or type(o) is not Array:
+      done.append(o)
+    elif act[0] == "mark":
+      done.append(rt.mark(o, act[1]))
+    else:
+      done.append(place(o, act[1]))
+  return done
+
+
+def _bind_traced(jitted, args, kwargs):
+  """A call under a transformation (grad, vmap, an outer jit): the jit primitive, carrying the
+  requested shardings as its params (jit.py's rules keep them through every transformation)."""
+  from revax._src.jit import _shard_params, jit_p
+  leaves, key_head, call_fn, names = jitted._split(args, kwargs)
+  entry = jitted._entry(leaves, key_head, call_fn, names)
+  explicit, out_shardings = _requested(jitted, entry, key_head, leaves)
+  params = _shard_params([None] * len(entry.consts) + explicit, out_shardings)
+  outs = jit_p.bind(*entry.consts, *leaves, jaxpr=entry.jaxpr, name=entry.name, **params)
+  return outs[0] if entry.out_is_leaf else tree_util.tree_unflatten(entry.out_tree, outs)
+
+
+def call_sharded(closed, name, args, in_shardings, out_shardings):
+  """The eager impl of a jit equation with shardings (or sharded operands): run over the mesh
+  they name, an operand's own sharding standing in for an unspecified one."""
+  n_in, n_out = len(closed.in_avals), len(closed.out_avals)
+  ins = list(in_shardings) if in_shardings is not None else [None] * n_in
+  outs = list(out_shardings) if out_shardings is not None else [None] * n_out
+  ins = [s if s is not None else (x._sharding if type(x) is rt.ShardedArray else None)
+         for x, s in zip(args, ins, strict=True)]
+  program, outs = _program_or_none(closed, name, ins, outs)
+  if program is None:
+    from revax._src.jit import program_for as plain_program
+    return _finish_one_device(plain_program(closed, name).call_arrays(args),
+                              _finish_actions(outs))
+  dispatch.check_arg_avals(name, closed.in_avals,
+                           [x.aval if isinstance(x, Array) else get_aval(x) for x in args])
+  return program(list(args))
 
 
 def _same_layout(a, b, shape) -> bool:
@@ -314,7 +472,8 @@ def _fast_key(args):
     if type(x) is rt.ShardedArray:
       sig.append((x.aval, x._sharding))
     elif type(x) is Array:
-      sig.append(x.aval)
+      marked = getattr(x, "_mesh_sharding", None)
+      sig.append(x.aval if marked is None else (x.aval, marked))
     else:
       try:
         sig.append((get_aval(x), type(x)))
@@ -324,7 +483,10 @@ def _fast_key(args):
 
 
 def call(jitted, args, kwargs):
-  """Run a jitted function whose call involves shardings (outside every transformation)."""
+  """Run a jitted function whose call involves shardings (bound as the jit primitive under a
+  transformation)."""
+  if _context.trace is not eval_trace:
+    return _bind_traced(jitted, args, kwargs)
   key = None
   if not kwargs and not jitted.static_argnums:
     key, leaves = _fast_key(args)
@@ -332,41 +494,61 @@ def call(jitted, args, kwargs):
       cache = jitted.__dict__.setdefault("_sharded_calls", {})
       fast = cache.get(key)
       if fast is not None:
-        entry, program, out_shardings = fast
+        entry, program, actions = fast
         flat = entry.consts + leaves if entry.consts else leaves
-        return _run(entry, program, out_shardings, flat)
-  entry, flat, program, out_shardings = _prepare(jitted, args, kwargs)
+        return _checked(jitted, args, kwargs, _run(entry, program, actions, flat))
+  entry, flat, program, out_shardings, _ = _prepare(jitted, args, kwargs)
+  actions = None if program is not None else _finish_actions(out_shardings)
   if (not kwargs and not jitted.static_argnums and key is not None
       and not any(isinstance(c, Tracer) for c in entry.consts)):
-    cache[key] = (entry, program, out_shardings)
-  return _run(entry, program, out_shardings, flat)
+    cache[key] = (entry, program, actions)
+  return _checked(jitted, args, kwargs, _run(entry, program, actions, flat))
 
 
-def _run(entry, program, out_shardings, flat):
+def _checked(jitted, args, kwargs, result):
+  """`result`, after debug_nans/debug_infs checks of its values (assembled from the shards):
+  on a NaN/inf, `fun` runs again op by op to name the primitive that made it, as on one device
+  (the FloatingPointError of the jitted function itself when that run is clean or cannot run,
+  e.g. because the call consumed a donated argument)."""
+  if not config.debug_checks:
+    return result
+  try:
+    dispatch.check_special_values(f"jit({jitted.name})", tree_util.tree_leaves(result))
+  except FloatingPointError as e:
+    try:
+      with config.override("disable_jit", True):
+        jitted.fun(*args, **kwargs)
+    except FloatingPointError:
+      raise
+    except Exception:  # noqa: BLE001 - the call's own error is the one to report
+      raise e from None
+    raise
+  return result
+
+
+def _run(entry, program, actions, flat):
   if program is None:  # no mesh of several devices: the ordinary compiled program
     from revax._src.jit import program_for as plain_program
     if entry.program is None:
       entry.program = plain_program(entry.jaxpr, entry.name)
     outs = entry.program.run_unchecked(flat)
-    if any(s is not None for s in out_shardings):
-      outs = [place(o, s) if s is not None else o for o, s in zip(outs, out_shardings,
-                                                                   strict=True)]
+    outs = _finish_one_device(outs, actions)
   else:
     outs = program(flat)
   return outs[0] if entry.out_is_leaf else tree_util.tree_unflatten(entry.out_tree, outs)
 
 
 def lower(jitted, args, kwargs) -> "ShardedLowered":
-  entry, flat, program, out_shardings = _prepare(jitted, args, kwargs)
-  return ShardedLowered(entry, flat, program, out_shardings)
+  entry, flat, program, out_shardings, arg_shardings = _prepare(jitted, args, kwargs)
+  return ShardedLowered(entry, flat, program, out_shardings, arg_shardings)
 
 
 class ShardedLowered:
   """A jitted function lowered for a mesh: `.as_text()` is the Shardy-annotated StableHLO."""
 
-  def __init__(self, entry, flat, program, out_shardings):
+  def __init__(self, entry, flat, program, out_shardings, arg_shardings):
     self._entry, self._flat, self._program = entry, flat, program
-    self._out_shardings = out_shardings
+    self._out_shardings, self._arg_shardings = out_shardings, arg_shardings
 
   def as_text(self) -> str:
     if self._program is None:
@@ -399,12 +581,18 @@ class ShardedCompiled:
   @property
   def input_shardings(self):
     p = self._lowered._program
-    return None if p is None else p.in_shardings[len(self._lowered._entry.consts):]
+    if p is None:  # one device: as requested, or the whole array on it
+      first = SingleDeviceSharding(get_backend().devices[0])
+      return [s if s is not None else first for s in self._lowered._arg_shardings]
+    return p.in_shardings[len(self._lowered._entry.consts):]
 
   @property
   def output_shardings(self):
     p = self._lowered._program
-    return None if p is None else p.out_shardings
+    if p is None:
+      first = SingleDeviceSharding(get_backend().devices[0])
+      return [s if s is not None else first for s in self._lowered._out_shardings]
+    return p.out_shardings
 
   def __call__(self, *args, **kwargs):
     entry = self._lowered._entry

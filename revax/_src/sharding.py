@@ -67,6 +67,8 @@ class Mesh:
     self.devices = devices
     self.axis_names = names
     self.axis_types = axis_types
+    # (devices and names are fixed once made: jit's caches hash meshes on every call)
+    self._hash = hash((names, devices.shape, tuple(d.id for d in flat)))
 
   @property
   def shape(self) -> collections.OrderedDict:
@@ -97,7 +99,7 @@ class Mesh:
             and all(a is b or a == b for a, b in zip(self.devices.flat, other.devices.flat)))
 
   def __hash__(self):
-    return hash((self.axis_names, self.devices.shape, tuple(d.id for d in self.devices.flat)))
+    return self._hash
 
   def __repr__(self):
     axes = ", ".join(f"{n!r}: {s}" for n, s in self.shape.items())
@@ -195,6 +197,7 @@ class NamedSharding(Sharding):
       raise TypeError(f"NamedSharding expects a PartitionSpec, got {type(spec).__name__}")
     check_spec(spec, mesh, "NamedSharding")
     self.mesh, self.spec, self.memory_kind = mesh, spec, memory_kind
+    self._hash = hash((mesh, spec))
     self._index_cache: dict = {}  # shape -> the blocks of `_indices`
 
   @property
@@ -279,7 +282,7 @@ class NamedSharding(Sharding):
     return isinstance(other, NamedSharding) and (self.mesh, self.spec) == (other.mesh, other.spec)
 
   def __hash__(self):
-    return hash((self.mesh, self.spec))
+    return self._hash
 
   def __repr__(self):
     return f"NamedSharding(mesh={self.mesh!r}, spec={self.spec!r})"

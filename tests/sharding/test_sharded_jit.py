@@ -34,10 +34,12 @@ def test_one_device_shardings_are_plain_arrays():
   mesh = revax.make_mesh((1,), ("x",))
   x = np.arange(12.0, dtype=np.float32).reshape(4, 3)
   a = revax.device_put(x, NamedSharding(mesh, P("x")))
-  assert type(a) is revax.Array and a.sharding == SingleDeviceSharding(revax.devices()[0])
+  # a plain single-device Array that reports its NamedSharding, as JAX's does
+  assert type(a) is revax.Array and a.sharding == NamedSharding(mesh, P("x"))
   assert isinstance(a.sharding, revax.sharding.Sharding)
   (shard,) = a.addressable_shards
   assert shard.index == (slice(None), slice(None)) and shard.device == revax.devices()[0]
+  assert shard.data.sharding == SingleDeviceSharding(revax.devices()[0])
   np.testing.assert_array_equal(np.asarray(shard.data), x)
   f = revax.jit(lambda v: v * 2, in_shardings=NamedSharding(mesh, P("x")),
                 out_shardings=NamedSharding(mesh, P()))

@@ -100,7 +100,7 @@ def check_special_values(name: str, outs) -> None:
   """FloatingPointError if an inexact output holds a NaN (jax_debug_nans) or an inf
   (jax_debug_infs)."""
   for out in outs:
-    aval = out.aval if type(out) is Array else None
+    aval = out.aval if isinstance(out, Array) else None  # sharded Arrays too
     if aval is None or not dtypes.is_inexact(aval.dtype) or aval.size == 0:
       continue
     v = np.asarray(out._value())

@@ -95,22 +95,26 @@ def partial_eval_jaxpr_cached(closed: ClosedJaxpr, unknowns: tuple):
   return partial_eval_jaxpr(closed, list(unknowns))
 
 
-def partial_eval_call(trace, prim, args, params, unknowns, bind_known=None):
+def partial_eval_call(trace, prim, args, params, unknowns, bind_known=None, split_params=None):
   """The partial-evaluation rule of a call primitive whose params hold its closed `jaxpr`: bind
   the primitive on the known part now (in the parent trace), and stage it on the unknown part,
-  which reads the known part's residuals. `bind_known(jaxpr, args)` replaces the plain bind of
-  the known part (jit turns the known jaxpr's constants into operands)."""
+  which reads the known part's residuals. `bind_known(jaxpr, args, params)` replaces the plain
+  bind of the known part (jit turns the known jaxpr's constants into operands).
+  `split_params(out_unknowns, num_res)`, where given, returns the (known, unknown) calls' params
+  (without `jaxpr`) in place of `params` (params that describe each operand or result)."""
   known_jaxpr, unknown_jaxpr, out_unknowns, num_res = partial_eval_jaxpr_cached(
       params["jaxpr"], tuple(unknowns))
+  known_params, unknown_params = (params, params) if split_params is None else split_params(
+      out_unknowns, num_res)
   known_args = [a for a, u in zip(args, unknowns, strict=True) if not u]
   with set_current_trace(trace.parent_trace):
-    known = (bind_known(known_jaxpr, known_args) if bind_known is not None else
-             prim.bind(*known_args, **{**params, "jaxpr": known_jaxpr}))
+    known = (bind_known(known_jaxpr, known_args, known_params) if bind_known is not None else
+             prim.bind(*known_args, **{**known_params, "jaxpr": known_jaxpr}))
   known_outs, residuals = known[:len(known) - num_res], known[len(known) - num_res:]
   staged = []
   if any(out_unknowns):
     unknown_args = [a for a, u in zip(args, unknowns, strict=True) if u]
     staged = staging.DynamicJaxprTrace.process_primitive(
-        trace, prim, list(residuals) + unknown_args, {**params, "jaxpr": unknown_jaxpr})
+        trace, prim, list(residuals) + unknown_args, {**unknown_params, "jaxpr": unknown_jaxpr})
   it_k, it_u = iter(known_outs), iter(staged)
   return [next(it_u) if u else next(it_k) for u in out_unknowns]

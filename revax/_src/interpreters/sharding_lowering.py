@@ -57,7 +57,7 @@ def module_mesh(ctx) -> dict | None:
 
 
 def lower_sharded_module(closed: ClosedJaxpr, name: str, mesh_shape: dict, in_dims, out_dims,
-                         platform: str = "cpu") -> str:
+                         platform: str = "cpu", donors=()) -> str:
   """The module whose public @main computes `closed` over the mesh.
 
   Args:
@@ -65,6 +65,8 @@ def lower_sharded_module(closed: ClosedJaxpr, name: str, mesh_shape: dict, in_di
     name: used for the module name.
     mesh_shape: {axis name: size}, in mesh order.
     in_dims, out_dims: per argument/result, one tuple of axes per dimension, or None (open).
+    donors: indices of arguments whose buffers the program may reuse for its results
+      (`jax.buffer_donor`: XLA aliases each to a result of its per-device shape where it can).
 
   Returns:
     The module text, ready for `runtime.sharded.compile_spmd`.
@@ -79,9 +81,11 @@ def lower_sharded_module(closed: ClosedJaxpr, name: str, mesh_shape: dict, in_di
     fb._types[a] = t
   outs = mlir.jaxpr_subcomp(fb, closed.jaxpr, mlir._consts_as_values(fb, closed), args)
   fb.op("func.return", outs, [])
+  donors = set(donors)
   params = ", ".join(
-      f"{a}: {t} {{sdy.sharding = {sharding_attr(d, mesh_shape, av.ndim)}}}"
-      for a, t, d, av in zip(args, in_types, in_dims, in_avals, strict=True))
+      f"{a}: {t} {{{'jax.buffer_donor = true, ' if k in donors else ''}"
+      f"sdy.sharding = {sharding_attr(d, mesh_shape, av.ndim)}}}"
+      for k, (a, t, d, av) in enumerate(zip(args, in_types, in_dims, in_avals, strict=True)))
   results = ", ".join(
       f"{mlir.ir_type(av)} {{sdy.sharding = {sharding_attr(d, mesh_shape, av.ndim)}}}"
       for d, av in zip(out_dims, out_avals, strict=True))

@@ -80,7 +80,7 @@ def _abstract_eval(x: ShapedArray, *, sharding):
 
 
 def _impl(x, *, sharding):
-  if sharding.mesh.size > 1 and eager_place is not None:
+  if eager_place is not None:  # over one device: the Array reports the sharding (as in JAX)
     return eager_place(x, sharding)
   return dispatch.to_array(x)
 
@@ -98,16 +98,22 @@ def _batch(vals, dims, *, sharding):
 
 
 def _lower(ctx, x, *, sharding):
+  return constrain(ctx, x, sharding, ctx.avals_in[0])
+
+
+def constrain(ctx, x, sharding, aval):
+  """The lowered value `x` (of `aval`) constrained to `sharding` in the module being lowered;
+  `x` itself in a single-device module or for a sharding without a mesh (one device)."""
   mesh = sharding_lowering.module_mesh(ctx)
-  if mesh is None or sharding.mesh.size == 1:
+  if mesh is None or not hasattr(sharding, "mesh") or sharding.mesh.size == 1:
     return x  # a single-device program: nothing to lay out
   if dict(sharding.mesh.shape) != mesh:
     raise ValueError(f"with_sharding_constraint over mesh {sharding.mesh!r} inside a program "
                      f"partitioned over another mesh {mesh}")
-  aval = ctx.avals_in[0]
   attr = sharding_lowering.sharding_attr(sharding_lowering.spec_dims(sharding.spec, aval.ndim),
                                          mesh, aval.ndim)
-  return ctx.op1("sdy.sharding_constraint", [x], props={"sharding": attr})
+  return ctx.fb.op("sdy.sharding_constraint", [x], [mlir.ir_type(aval)],
+                   props={"sharding": attr})[0]
 
 
 sharding_constraint_p = Primitive("sharding_constraint")

@@ -14,7 +14,9 @@ from revax._src.core.avals import ShapedArray, pytype_aval_mappings
 
 class Array:
   """A revax array. Immutable; use `x.at[idx].set(v)` for functional updates."""
-  __slots__ = ("aval", "_npy", "_buf", "__weakref__")
+  # `_mesh_sharding` (unset on most Arrays) records a sharding over a 1-device mesh the array
+  # was placed by, which `.sharding` reports as JAX does (runtime/sharded.py: `mark`).
+  __slots__ = ("aval", "_npy", "_buf", "_mesh_sharding", "__weakref__")
   __array_priority__ = 100
 
   def __init__(self, aval: ShapedArray, npy: np.ndarray | None = None, buf=None):

@@ -29,11 +29,24 @@ from revax._src.runtime import pjrt
 from revax._src.runtime.array import Array
 
 __all__ = ["ShardedArray", "Shard", "compile_spmd", "run_spmd", "compiled_shardings",
-           "op_sharding_indices", "check_shard", "any_sharded"]
+           "op_sharding_indices", "check_shard", "any_sharded", "mark", "unmarked",
+           "own_sharding"]
 
 # PJRT_Executable_OptimizedProgram_Args (pjrt.py binds only what single-device programs use)
 pjrt.ARGS.setdefault("Executable_OptimizedProgram", pjrt._struct(
     "PJRT_Executable_OptimizedProgram_Args", [("executable", C.c_void_p), ("program", C.c_void_p)]))
+
+pjrt.ARGS.setdefault("Buffer_IsDeleted", pjrt._struct(
+    "PJRT_Buffer_IsDeleted_Args", [("buffer", C.c_void_p), ("is_deleted", C.c_bool)]))
+
+
+def consumed(buf) -> bool:
+  """Whether the plugin has deleted `buf` (a Buffer whose own pointer is still live): what an
+  Execute that aliased a donated argument to a result does to that argument."""
+  if buf._ptr is None:
+    return True
+  return bool(buf._info.backend._api.call("Buffer_IsDeleted", buffer=buf._ptr).is_deleted)
+
 
 # True once a ShardedArray has been made: jit looks for sharded arguments only after that.
 live = False
@@ -72,6 +85,8 @@ class ShardedArray(Array):
   def _value(self) -> np.ndarray:
     npy = self._npy
     if npy is None:
+      if self.is_deleted():
+        raise self._deleted_error()
       npy = np.empty(self.aval.shape, self.aval.dtype)
       done = set()
       for buf, index in zip(self._buffers, self._indices, strict=True):
@@ -128,6 +143,9 @@ class ShardedArray(Array):
     return self
 
   def delete(self) -> None:
+    """Free every shard (and the host copy) now; later uses raise RuntimeError. Also what a
+    jit that donates this array does after the call."""
+    self._npy = None
     for b in self._buffers:
       b.delete()
 
@@ -143,6 +161,34 @@ def any_sharded(values) -> bool:
   if not live:
     return False
   return any(type(v) is ShardedArray for v in values)
+
+
+def mark(x: Array, sharding) -> Array:
+  """Record on the single-device Array `x` (made here, not shared) that it is laid out by
+  `sharding`, a sharding over a mesh of one device: `x.sharding` reports it, and a jit with
+  in/out shardings gives its results shardings from it as JAX does (sharded_jit.py). Plain jit
+  calls and eager ops treat it as the single-device Array it is (their results are plain), so
+  that their cached fast paths stay as they are and give the same result every call.
+  Returns `x`."""
+  x._mesh_sharding = sharding
+  return x
+
+
+def unmarked(x):
+  """`x` without a recorded mesh sharding (the same buffers), or `x` itself if it has none."""
+  if type(x) is Array and getattr(x, "_mesh_sharding", None) is not None:
+    return Array(x.aval, x._npy, x._buf)
+  return x
+
+
+def own_sharding(x):
+  """The sharding an eager value carries (a ShardedArray's, or one recorded by `mark`), None for
+  anything else (a plain single-device Array, NumPy, a scalar)."""
+  if type(x) is ShardedArray:
+    return x._sharding
+  if type(x) is Array:
+    return getattr(x, "_mesh_sharding", None)
+  return None
 
 
 def _index_key(index, shape) -> tuple:
