@@ -489,7 +489,9 @@ class Backend:
     finally:
       self._scratch.append(scratch)
 
-  def _destroy_buffer(self, pointer: int) -> None:
+  def _destroy_buffer(self, pointer: int | None) -> None:
+    if not pointer:  # an output slot XLA left empty (a failed execution): nothing to free
+      return
     free = self._free
     error = free(pointer) if free is not None else self._fn_buffer_destroy(
         _pack_destroy_args(_DESTROY_ARGS_SIZE, 0, pointer))
