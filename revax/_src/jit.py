@@ -18,6 +18,7 @@ import functools
 import inspect
 import operator
 import threading
+import warnings
 import weakref
 
 import optree
@@ -25,7 +26,7 @@ import optree
 from revax._src import tree_util
 from revax._src.core.avals import get_aval
 from revax._src.core.config import config
-from revax._src.core.errors import UnexpectedTracerError
+from revax._src.core.errors import JaxRuntimeError, UnexpectedTracerError
 from revax._src.core import traceback_util
 from revax._src.core.traceback_util import api_boundary
 from revax._src.core.typecheck import check_jaxpr
@@ -76,14 +77,100 @@ _programs: "weakref.WeakKeyDictionary[ClosedJaxpr, dispatch.CompiledProgram]" = 
 _programs_lock = threading.Lock()
 
 
-def program_for(jaxpr: ClosedJaxpr, name: str) -> dispatch.CompiledProgram:
-  """The compiled program of a jit jaxpr (compiled once, kept while the jaxpr lives)."""
+_aliased_programs: "weakref.WeakKeyDictionary[ClosedJaxpr, dict]" = weakref.WeakKeyDictionary()
+
+
+def program_for(jaxpr: ClosedJaxpr, name: str, aliases: tuple = ()) -> dispatch.CompiledProgram:
+  """The compiled program of a jit jaxpr (compiled once, kept while the jaxpr lives).
+
+  Args:
+    aliases: (operand, result) pairs of donated operands and the results XLA may write into
+      their buffers (see `donation_aliases`); each set of pairs is its own program.
+  """
+  if aliases:
+    with _programs_lock:
+      program = _aliased_programs.setdefault(jaxpr, {}).get(aliases)
+    if program is None:
+      program = dispatch.compile_jaxpr(jaxpr, name, aliases)
+      with _programs_lock:
+        program = _aliased_programs[jaxpr].setdefault(aliases, program)
+    return program
   program = _programs.get(jaxpr)
   if program is None:
     program = _mesh_program(jaxpr, name) or dispatch.compile_jaxpr(jaxpr, name)
     with _programs_lock:
       program = _programs.setdefault(jaxpr, program)
   return program
+
+
+# --- buffer donation on one device ------------------------------------------------------------
+# As in JAX: the leaves of the positional arguments `donate_argnums` names are offered to XLA;
+# each takes the first result of its shape and dtype not yet taken (`tf.aliasing_output` on the
+# parameter), the others are named in a warning. After a call, a donated Array whose buffer XLA
+# reused is deleted (using it raises JAX's RuntimeError); the same buffer passed both donated and
+# as another argument is JAX's JaxRuntimeError, raised before the program runs.
+def donated_operands(jitted, args, offset: int, num_operands: int) -> list[int]:
+  """The flat operands (after `offset` consts) holding leaves of the positional arguments that
+  `jitted`'s donate_argnums names."""
+  nums = jitted._donate_argnums
+  if not nums:
+    return []
+  nargs = len(args)
+  donate = {i % nargs for i in nums if -nargs <= i < nargs}
+  static = {i % nargs for i in jitted.static_argnums if -nargs <= i < nargs}
+  if donate & static:
+    raise ValueError(f"jit: donate_argnums {sorted(donate & static)} are also static arguments")
+  flags = []
+  for i, a in enumerate(args):
+    if i not in static:
+      flags += [i in donate] * len(tree_util.tree_leaves(a))
+  return [offset + k for k, f in enumerate(flags[:num_operands - offset]) if f]
+
+
+def donation_aliases(jitted, args, entry) -> tuple:
+  """(operand, result) pairs for a one-device call of `entry` on `args` (see above)."""
+  jaxpr = entry.jaxpr
+  flagged = donated_operands(jitted, args, len(entry.consts), len(jaxpr.in_avals))
+  free = [(k, (a.shape, a.dtype)) for k, a in enumerate(jaxpr.out_avals)]
+  pairs, unused = [], []
+  for k in flagged:
+    aval = jaxpr.in_avals[k]
+    match = next((f for f in free if f[1] == (aval.shape, aval.dtype)), None)
+    if match is None:
+      unused.append(f"{aval.dtype.name}[{','.join(map(str, aval.shape))}]")
+    else:
+      free.remove(match)
+      pairs.append((k, match[0]))
+  if unused:
+    warnings.warn(f"Some donated buffers were not usable: {', '.join(unused)}.")
+  return tuple(pairs)
+
+
+def _check_donated(aliases, operands) -> None:
+  for k, _ in aliases:
+    x = operands[k]
+    buf = getattr(x, "_buf", None)
+    for i, other in enumerate(operands):
+      if i != k and (other is x or (buf is not None and getattr(other, "_buf", None) is buf)):
+        raise JaxRuntimeError(
+            f"INVALID_ARGUMENT: Attempt to use a buffer that was previously donated in the "
+            f"same call to Execute() (flattened argument {max(k, i)}, first use: {min(k, i)}). "
+            "Toy example for this bug: `f(donate(a), a)`.")
+
+
+def _consume_donated(aliases, operands) -> None:
+  for k, _ in aliases:
+    x = operands[k]
+    if type(x) is Array and x._buf is not None and _rt_sharded.consumed(x._buf):
+      x.delete()
+
+
+def run_donating(program, aliases, operands) -> list:
+  """`program.run_unchecked(operands)` for a program compiled with `aliases`."""
+  _check_donated(aliases, operands)
+  outs = program.run_unchecked(operands)
+  _consume_donated(aliases, operands)
+  return outs
 
 
 # A jit equation of a function jitted with in_shardings/out_shardings carries them as params
@@ -366,12 +453,14 @@ all_jitted: "weakref.WeakSet[Jitted]" = weakref.WeakSet()
 
 class _Entry:
   """One cache entry: the traced program for one signature."""
-  __slots__ = ("jaxpr", "consts", "out_tree", "out_is_leaf", "program", "name", "plan")
+  __slots__ = ("jaxpr", "consts", "out_tree", "out_is_leaf", "program", "name", "plan",
+               "aliases")
 
   def __init__(self, jaxpr, consts, out_tree, name):
     self.jaxpr, self.consts, self.out_tree, self.name = jaxpr, consts, out_tree, name
     self.out_is_leaf = out_tree.num_nodes == 1 and out_tree.num_leaves == 1
     self.program = None
+    self.aliases = None  # donated (operand, result) pairs; None until a call decides them
     self.plan: _CallPlan | None = None  # made on the first call that allows one
 
 
@@ -651,13 +740,19 @@ class Jitted:
         return sharded_call(self, args, kwargs)
     if _context.trace is eval_trace:
       program = entry.program
-      if program is None:
-        program = entry.program = program_for(entry.jaxpr, entry.name)
+      if program is None or entry.aliases is None:
+        if entry.aliases is None:
+          entry.aliases = donation_aliases(self, args, entry) if self._donate_argnums else ()
+        program = entry.program = program_for(entry.jaxpr, entry.name, entry.aliases)
       # the cache key fixed the avals: no check needed before running
-      outs = program.run_unchecked(entry.consts + leaves if entry.consts else leaves)
+      operands = entry.consts + leaves if entry.consts else leaves
+      if entry.aliases:  # no plan: each call checks and consumes its donated arguments
+        outs = run_donating(program, entry.aliases, operands)
+      else:
+        outs = program.run_unchecked(operands)
       if config.debug_checks:
         self._check_special_values(outs, args, kwargs)
-      elif not (kwargs or self.static_argnums) and not any(
+      elif not (kwargs or self.static_argnums or entry.aliases) and not any(
           isinstance(c, Tracer) for c in entry.consts):
         _use_plan(self._traces, args, leaves, entry, program)
     else:
@@ -706,6 +801,8 @@ class Jitted:
     if _names_mesh(entry.jaxpr):
       return sharded_lower(self, args, kwargs)
     in_tree = key_head[0]
+    if entry.aliases is None and self._donate_argnums:
+      entry.aliases = donation_aliases(self, args, entry)
     return Lowered(entry, in_tree, len(entry.consts))
 
   def trace(self, *args, **kwargs):
@@ -746,7 +843,8 @@ class Lowered:
   def as_text(self) -> str:
     """The StableHLO module, as text."""
     if self._text is None:
-      self._text = mlir.lower_jaxpr_to_module(self._entry.jaxpr, self._entry.name)
+      self._text = mlir.lower_jaxpr_to_module(self._entry.jaxpr, self._entry.name,
+                                              aliases=self._entry.aliases or ())
     return self._text
 
   @property
@@ -755,8 +853,8 @@ class Lowered:
 
   def compile(self) -> "Compiled":
     entry = self._entry
-    if entry.program is None:
-      entry.program = program_for(entry.jaxpr, entry.name)
+    if entry.program is None or entry.aliases:
+      entry.program = program_for(entry.jaxpr, entry.name, entry.aliases or ())
     return Compiled(entry, self.in_tree)
 
 
@@ -775,7 +873,10 @@ class Compiled:
     program = self._entry.program
     avals = [x.aval if type(x) is Array else get_aval(x) for x in leaves]
     program.check_avals([c.aval for c in self._entry.consts] + avals)
-    outs = program.call_arrays(self._entry.consts + leaves)
+    operands = self._entry.consts + leaves
+    aliases = self._entry.aliases
+    outs = (run_donating(program, aliases, operands) if aliases
+            else program.call_arrays(operands))
     return tree_util.tree_unflatten(self._entry.out_tree, outs)
 
   def as_text(self) -> str:
@@ -801,10 +902,12 @@ def jit(fun=None, *, in_shardings=None, out_shardings=None, static_argnums=(),
     static_argnums: positions of arguments that are Python values fixed at trace time (hashable).
       A new value retraces.
     static_argnames: names of such arguments.
-    donate_argnums: positions of arguments whose buffers the call may reuse for its results.
-      Over a mesh of several devices the program is compiled so, and a sharded argument XLA
-      reused is deleted by the call (using it again raises RuntimeError), as in JAX; on one
-      device the arguments are not donated.
+    donate_argnums: positions of arguments whose buffers the call may reuse for its results,
+      as in JAX: each leaf of those arguments is offered to the first result of its shape and
+      dtype not yet taken (per device over a mesh), a leaf no result can take is named in a
+      warning, and an argument XLA reused is deleted by the call (using it again raises
+      RuntimeError). Training loops that replace their parameters each step
+      (`params = step(params, batch)`) so keep one copy of them instead of two.
     in_shardings, out_shardings: a sharding (NamedSharding, SingleDeviceSharding) for every
       argument/output, or a pytree prefix of the positional arguments/outputs with a sharding
       or None at each leaf. A program over a mesh of several devices is partitioned by XLA and

@@ -252,11 +252,12 @@ class CompiledProgram:
     return self.executable.memory_stats()
 
 
-def compile_jaxpr(closed: ClosedJaxpr, name: str = "main") -> CompiledProgram:
-  """Lower `closed` to StableHLO and compile it with XLA."""
+def compile_jaxpr(closed: ClosedJaxpr, name: str = "main", aliases=()) -> CompiledProgram:
+  """Lower `closed` to StableHLO and compile it with XLA (`aliases`: donated parameters and the
+  results that may reuse their buffers, see `mlir.lower_jaxpr_to_module`)."""
   from revax._src.runtime.client import get_backend
   backend = get_backend()
-  text = mlir.lower_jaxpr_to_module(closed, name, platform=backend.platform)
+  text = mlir.lower_jaxpr_to_module(closed, name, platform=backend.platform, aliases=aliases)
   if config.log_compiles:
     _logger.warning("Compiling %s with XLA for argument types (%s)", name,
                     ", ".join(a.str_short() for a in closed.in_avals))

@@ -404,11 +404,22 @@ def call_jaxpr(ctx: LoweringRuleContext, closed: ClosedJaxpr, args, name: str = 
                    props={"callee": f"@{fname}"})
 
 
-def lower_jaxpr_to_module(closed: ClosedJaxpr, name: str = "main", platform: str = "cpu") -> str:
-  """StableHLO module text whose public @main computes `closed`."""
+def lower_jaxpr_to_module(closed: ClosedJaxpr, name: str = "main", platform: str = "cpu",
+                          aliases=()) -> str:
+  """StableHLO module text whose public @main computes `closed`.
+
+  Args:
+    aliases: (parameter, result) pairs: XLA may write the result into the parameter's buffer
+      (`tf.aliasing_output`, how JAX marks a donated argument).
+  """
   module = ModuleBuilder(f"jit_{name}", platform)
+  arg_attrs = None
+  if aliases:
+    arg_attrs = [None] * len(closed.in_avals)
+    for k, result in aliases:
+      arg_attrs[k] = f"{{tf.aliasing_output = {result} : i32}}"
   with paused_gc():
-    lower_function(module, "main", closed, public=True)
+    lower_function(module, "main", closed, public=True, arg_attrs=arg_attrs)
     return module.to_text()
 
 
