@@ -82,64 +82,54 @@ def _measured(fn, number):
   libc.qsort((C.c_int64 * 2)(), 2, 8, callback)
 
 
-def child():
+def _cases(lib, np_mod):
+  """{name: (jitted function, device arguments)} for revax or jax."""
   import numpy as np
-  import revax
-  import revax.numpy as rnp
 
   def mlp_loss(params, x):
     for w, b in params:
-      x = rnp.tanh(x @ w + b)
+      x = np_mod.tanh(x @ w + b)
     return (x ** 2).sum()
   rng = np.random.default_rng(0)
   params = [(rng.standard_normal((32, 32), np.float32) / 6, np.zeros(32, np.float32))
             for _ in range(64)]
-  cases = {"grad64": (revax.jit(revax.grad(mlp_loss)),
-                      (revax.device_put(params), revax.device_put(np.ones((8, 32), np.float32)))),
-           "add8": (revax.jit(lambda a, b: a + b),
-                    (revax.device_put(np.arange(8, dtype=np.float32)),
-                     revax.device_put(np.ones(8, np.float32))))}
-  for name, (f, args) in cases.items():
+  return {"grad64": (lib.jit(lib.grad(mlp_loss)),
+                     (lib.device_put(params), lib.device_put(np.ones((8, 32), np.float32)))),
+          "add8": (lib.jit(lambda a, b: a + b),
+                   (lib.device_put(np.arange(8, dtype=np.float32)),
+                    lib.device_put(np.ones(8, np.float32))))}
+
+
+def _measure_variants(name, variants):
+  for label, fn in variants.items():
+    for _ in range(5):
+      fn()
+    _measured(fn, CASES[name])
+    print("LOOP", name, label, flush=True)
+
+
+def child():
+  import revax
+  import revax.numpy as rnp
+  for name, (f, args) in _cases(revax, rnp).items():
     for _ in range(3):
       revax.block_until_ready(f(*args))
     exe = f.lower(*args).compile()._entry.program.executable
     buffers = [leaf._buf for leaf in revax.tree_util.tree_leaves(args)]
-    variants = {"raw": _raw_runner(exe, buffers), "direct": lambda: exe.execute(buffers),
-                "jit": lambda: f(*args), "jit+bur": lambda: revax.block_until_ready(f(*args))}
-    for label, fn in variants.items():
-      for _ in range(5):
-        fn()
-      _measured(fn, CASES[name])
-      print("LOOP", name, label, flush=True)
+    _measure_variants(name, {
+        "raw": _raw_runner(exe, buffers), "direct": lambda: exe.execute(buffers),
+        "jit": lambda: f(*args), "jit+bur": lambda: revax.block_until_ready(f(*args))})
 
 
 def child_jax():
   """The same two calls through jax.jit (its C++ dispatch), for the revax/JAX ratio."""
   import jax
   import jax.numpy as jnp
-  import numpy as np
-
-  def mlp_loss(params, x):
-    for w, b in params:
-      x = jnp.tanh(x @ w + b)
-    return (x ** 2).sum()
-  rng = np.random.default_rng(0)
-  params = [(rng.standard_normal((32, 32), np.float32) / 6, np.zeros(32, np.float32))
-            for _ in range(64)]
-  cases = {"grad64": (jax.jit(jax.grad(mlp_loss)),
-                      (jax.device_put(params), jax.device_put(np.ones((8, 32), np.float32)))),
-           "add8": (jax.jit(lambda a, b: a + b),
-                    (jax.device_put(np.arange(8, dtype=np.float32)),
-                     jax.device_put(np.ones(8, np.float32))))}
-  for name, (f, args) in cases.items():
+  for name, (f, args) in _cases(jax, jnp).items():
     for _ in range(3):
       jax.block_until_ready(f(*args))
-    variants = {"jax": lambda: f(*args), "jax+bur": lambda: jax.block_until_ready(f(*args))}
-    for label, fn in variants.items():
-      for _ in range(5):
-        fn()
-      _measured(fn, CASES[name])
-      print("LOOP", name, label, flush=True)
+    _measure_variants(name, {"jax": lambda: f(*args),
+                             "jax+bur": lambda: jax.block_until_ready(f(*args))})
 
 
 def main():

@@ -337,20 +337,10 @@ def _donated(jitted, args, entry, offset: int, in_shardings, out_shardings) -> t
   reuses what it can); with every result's sharding given, those a result of the same
   per-device shape and dtype can take the place of (each result takes one; a warning names
   the others)."""
-  nums = jitted._donate_argnums
-  if not nums:
+  from revax._src.jit import donated_operands
+  flagged = donated_operands(jitted, args, offset, len(entry.jaxpr.in_avals))
+  if not flagged:
     return ()
-  nargs = len(args)
-  donate = {i % nargs for i in nums if -nargs <= i < nargs}
-  static = {i % nargs for i in jitted.static_argnums if -nargs <= i < nargs}
-  if donate & static:
-    raise ValueError(f"jit: donate_argnums {sorted(donate & static)} are also static arguments")
-  flags = []
-  for i, a in enumerate(args):
-    if i not in static:
-      flags += [i in donate] * len(tree_util.tree_leaves(a))
-  avals = entry.jaxpr.in_avals[offset:]
-  flagged = [offset + k for k, f in enumerate(flags[:len(avals)]) if f]
   if any(s is None for s in out_shardings):
     return tuple(flagged)
 
