@@ -16,7 +16,7 @@ import os
 
 import numpy as np
 
-from timing import libraries, time_interleaved
+from timing import describe, jitted_calls, libraries, row, time_interleaved
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
@@ -37,7 +37,7 @@ def _calls(libs, make_fn, args, check):
     f = lib.jit(make_fn(np_mod))
     dev = [lib.device_put(a) for a in args]
     outs[name] = lib.block_until_ready(f(*dev))
-    calls[name] = lambda f=f, dev=dev, lib=lib: lib.block_until_ready(f(*dev))
+    calls.update(jitted_calls(name, lib, f, *dev))
   check(outs)
   return calls
 
@@ -76,20 +76,17 @@ def rows(quick: bool):
   libs = libraries()
   out = []
   for label, fn, args, check, number, target in CASES:
-    t = time_interleaved(_calls(libs, fn, args(), check), number=max(1, number // (3 if quick else 1)),
-                         rounds=3 if quick else 7, warmup=1)
-    out.append((label, "ms", t["revax"] * 1e3, t["jax"] * 1e3, target))
+    t = time_interleaved(_calls(libs, fn, args(), check),
+                         number=max(1, number // (3 if quick else 1)), rounds=3 if quick else 7,
+                         warmup=1)
+    out.append(row(label, t, target, unit="ms", scale=1e3))
   return out
 
 
 def main():
   parser = argparse.ArgumentParser()
   parser.add_argument("--quick", action="store_true", help="fewer rounds (noisier)")
-  args = parser.parse_args()
-  for label, unit, r, j, target in rows(args.quick):
-    verdict = "" if target is None else (" (met)" if r / j <= target else " (missed)")
-    tgt = "" if target is None else f", target <= {target}x{verdict}"
-    print(f"{label}: revax {r:.2f} {unit}, jax {j:.2f} {unit}, ratio {r / j:.2f}x{tgt}")
+  print("\n".join(describe(rows(parser.parse_args().quick))))
 
 
 if __name__ == "__main__":
