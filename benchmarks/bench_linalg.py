@@ -57,17 +57,17 @@ CASES = [
   ("jit(jnp.linalg.solve) 256x256, 16 rhs", lambda m: m.linalg.solve,
    lambda: (_general(256), _general(256, 1)[:, :16]), _close(1e-3), 20, None),
   ("jit(jnp.linalg.solve) 1024x1024, 16 rhs", lambda m: m.linalg.solve,
-   lambda: (_general(1024), _general(1024, 1)[:, :16]), _close(1e-3), 3, None),
+   lambda: (_general(1024), _general(1024, 1)[:, :16]), _close(1e-3), 2, None),
   ("jit(jnp.linalg.cholesky) 256x256", lambda m: m.linalg.cholesky, lambda: (_spd(256),),
    _close(1e-3), 20, 1.5),
   ("jit(jnp.linalg.cholesky) 1024x1024", lambda m: m.linalg.cholesky, lambda: (_spd(1024),),
-   _close(1e-3), 5, 1.5),
+   _close(1e-3), 3, 1.5),
   ("jit(jnp.linalg.eigh) 256x256 (values and vectors)", lambda m: m.linalg.eigh,
    lambda: (_spd(256),), lambda outs: _close(1e-3)(
-       {k: v[0] for k, v in outs.items()}), 3, None),
+       {k: v[0] for k, v in outs.items()}), 2, None),
   ("jit(jnp.linalg.svd) 256x256 (values and vectors)",
    lambda m: (lambda x: m.linalg.svd(x, full_matrices=False)), lambda: (_general(256),),
-   lambda outs: _close(1e-3)({k: v[1] for k, v in outs.items()}), 3, None),
+   lambda outs: _close(1e-3)({k: v[1] for k, v in outs.items()}), 2, None),
 ]
 
 
@@ -77,7 +77,7 @@ def rows(quick: bool):
   out = []
   for label, fn, args, check, number, target in CASES:
     t = time_interleaved(_calls(libs, fn, args(), check),
-                         number=max(1, number // (3 if quick else 1)), rounds=3 if quick else 7,
+                         number=max(1, number // (3 if quick else 1)), rounds=3 if quick else 5,
                          warmup=1)
     out.append(row(label, t, target, unit="ms", scale=1e3))
   return out
