@@ -38,7 +38,8 @@ def libraries() -> dict:
 def time_interleaved(calls: dict, number: int, rounds: int, warmup: int = 3,
                      cpu: bool = False) -> Timings:
   """Paired medians of `rounds` interleaved rounds, each the mean over `number` calls of each
-  function in `calls` ({name: function}); see `Timings`.
+  function in `calls` ({name: function}), the order rotated by one from round to round; see
+  `Timings`.
 
   With `cpu`, the result's `cpu` attribute holds the same rounds in process CPU seconds (all
   the process's threads), the steadier figure on a loaded machine: other processes' load
@@ -46,10 +47,16 @@ def time_interleaved(calls: dict, number: int, rounds: int, warmup: int = 3,
   for fn in calls.values():
     for _ in range(max(warmup, number // 5)):
       fn()
-  samples = {name: [] for name in calls}
-  cpu_samples = {name: [] for name in calls}
-  for _ in range(rounds):
-    for name, fn in calls.items():
+  names = list(calls)
+  samples = {name: [] for name in names}
+  cpu_samples = {name: [] for name in names}
+  for k in range(rounds):
+    # each round starts one name later, so that every call takes every place in a round
+    # equally often: what the previous call leaves behind (another library's worker threads
+    # still spinning, caches) falls on no one library
+    shift = k % len(names)
+    for name in names[shift:] + names[:shift]:
+      fn = calls[name]
       t, c = time.perf_counter(), time.process_time()
       for _ in range(number):
         fn()

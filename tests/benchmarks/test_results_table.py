@@ -48,6 +48,20 @@ def test_row_ratios_are_paired_medians(bench):
   assert set(timing.row("eager", t, None)[5]) == {"ratio"}
 
 
+def test_rounds_interleave_in_rotating_order(bench):
+  """Every call runs once per round, and takes each place in a round equally often."""
+  timing, _ = bench
+  log = []
+  calls = {name: (lambda name=name: log.append(name)) for name in ("revax", "revax direct", "jax")}
+  t = timing.time_interleaved(calls, number=1, rounds=6, warmup=0)
+  assert len(log) == 18  # no warm-up calls with warmup=0 and one call a round
+  rounds = [log[k:k + 3] for k in range(0, len(log), 3)]
+  assert len(rounds) == 6 and all(sorted(r) == sorted(calls) for r in rounds)
+  for place in range(3):
+    assert sorted(r[place] for r in rounds) == sorted(list(calls) * 2)
+  assert all(len(s) == 6 for s in t.samples.values())
+
+
 def test_table_has_the_direct_column(bench):
   _, run = bench
   rows = [("jitted thing", "us", 12.0, 10.0, 1.1,
