@@ -5,7 +5,9 @@ Run: python benchmarks/bench_callbacks.py [--quick]
 Measures one jitted call whose program is a single `pure_callback` (the identity on a float32[8]
 array, called from XLA through the FFI), on a device-resident input, block_until_ready included:
 the callback's full round trip (execute -> handler -> Python -> results copied back). Calls are
-timed in interleaved rounds (revax, JAX, revax, ...); a value is the fastest round's mean.
+timed in interleaved rounds (revax, JAX, revax, ...); a value is the median round's mean time per
+call, a ratio the median of the per-round ratios (paired); revax's compiled program also runs
+directly on the runtime in the same rounds (`timing.revax_program_directly`).
 """
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ import os
 
 import numpy as np
 
-from timing import libraries, time_interleaved
+from timing import describe, jitted_calls, libraries, row, time_interleaved
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
@@ -33,18 +35,15 @@ def rows(quick: bool):
         _identity, lib.ShapeDtypeStruct(v.shape, v.dtype), v))
     arg = lib.device_put(x)
     np.testing.assert_array_equal(np.asarray(f(arg)), x)
-    calls[name] = lambda f=f, arg=arg, lib=lib: lib.block_until_ready(f(arg))
-  t = time_interleaved(calls, number=200 if quick else 1000, rounds=3 if quick else 7)
-  return [("pure_callback round trip inside jit", "us", t["revax"] * 1e6, t["jax"] * 1e6, 1.5)]
+    calls.update(jitted_calls(name, lib, f, arg))
+  t = time_interleaved(calls, number=200 if quick else 500, rounds=3 if quick else 9)
+  return [row("pure_callback round trip inside jit", t, 1.5)]
 
 
 def main():
   parser = argparse.ArgumentParser()
   parser.add_argument("--quick", action="store_true")
-  args = parser.parse_args()
-  for label, unit, r, j, target in rows(args.quick):
-    print(f"{label}: revax {r:.1f} {unit}, jax {j:.1f} {unit}, ratio {r / j:.2f} "
-          f"(target <= {target})")
+  print("\n".join(describe(rows(parser.parse_args().quick))))
 
 
 if __name__ == "__main__":

@@ -7,11 +7,14 @@ Run: python benchmarks/bench_checkpoint.py [--quick]
 """
 from __future__ import annotations
 
-import statistics
+import pathlib
 import sys
-import time
 
 import numpy as np
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from timing import (Timings, describe, revax_program_directly, row,  # noqa: E402
+                    time_interleaved)
 
 DEPTH, WIDTH, BATCH = 64, 256, 64
 
@@ -38,71 +41,67 @@ def _inputs():
 def _compile(lib, np_, remat, forward_only=False):
   """(zero-argument step, XLA temp bytes) of jit(grad) of the loss (of the loss alone when
   `forward_only`)."""
+  steps, temp = _compile_steps("step", lib, np_, remat, forward_only)
+  return steps["step"], temp
+
+
+def _compile_steps(name, lib, np_, remat, forward_only=False):
+  """({name: zero-argument step}, XLA temp bytes) as `_compile`; for a revax gradient also
+  "<name> direct", its compiled program run directly (`timing.revax_program_directly`)."""
   ws, x = _inputs()
   loss = _loss(np_, remat)
   g = lib.jit(loss if forward_only else lib.grad(loss))
   temp = g.lower(ws, x).compile().memory_analysis().temp_size_in_bytes
   dws, dx = lib.device_put(ws), lib.device_put(x)
   lib.block_until_ready(g(dws, dx))
-  return (lambda: lib.block_until_ready(g(dws, dx))), temp
+  steps = {name: lambda: lib.block_until_ready(g(dws, dx))}
+  if lib.__name__ == "revax" and not forward_only:
+    steps[name + " direct"] = revax_program_directly(g, dws, dx)
+  return steps, temp
 
 
-def _paired_samples(steps: dict, calls: int, rounds: int) -> tuple:
-  """({name: [wall seconds per call, one per round]}, the same in process CPU seconds): every
-  step runs `calls` times in each round, the steps alternating, so that load from elsewhere
-  hits each round's steps alike. CPU time (all the process's threads) is the steadier figure on
-  a loaded machine: other processes' load stretches wall time, not the work done."""
-  for fn in steps.values():
-    fn()
-  wall, cpu = {name: [] for name in steps}, {name: [] for name in steps}
-  for _ in range(rounds):
-    for name, fn in steps.items():
-      t, c = time.perf_counter(), time.process_time()
-      for _ in range(calls):
-        fn()
-      wall[name].append((time.perf_counter() - t) / calls)
-      cpu[name].append((time.process_time() - c) / calls)
-  return wall, cpu
+def with_sums(t: Timings, sums: dict) -> Timings:
+  """`t` with more names, each the per-round sum of two of its names ({new: (a, b)})."""
+  samples = dict(t.samples)
+  for new, (a, b) in sums.items():
+    samples[new] = [x + y for x, y in zip(samples[a], samples[b], strict=True)]
+  return Timings(samples)
 
 
 def rows(quick: bool) -> list:
-  """Rows (label, unit, revax-side figure, reference figure, target ratio or None).
+  """Rows for benchmarks/run.py (`timing.row` tuples; memory rows plain tuples).
 
-  Step times come from interleaved rounds; each ratio is the median of the per-round ratios. The
-  fence's cost is read against `plain grad + one extra forward` of the same library, timed in
-  the same round: that is what recomputing every block costs when nothing else does (checkpoint
-  per block runs each block's forward twice and its backward once); in wall time and, steadier
-  on a loaded machine, in CPU time. jax.checkpoint's optimization barriers are removed by this
-  XLA:CPU build, so its program does not recompute (its step is about its plain grad's, its
-  temp too); that row shows it.
+  Step times come from interleaved rounds (`timing.time_interleaved`); each ratio is the
+  median of the per-round ratios, and a revax row also shows its checkpointed program run
+  directly on the runtime in the same rounds. The fence's cost is read against `plain grad +
+  one extra forward` of the same library, timed in the same round: that is what recomputing
+  every block costs when nothing else does (checkpoint per block runs each block's forward
+  twice and its backward once); in wall time and, steadier on a loaded machine, in CPU time.
+  jax.checkpoint's optimization barriers are removed by this XLA:CPU build, so its program does
+  not recompute (its step is about its plain grad's, its temp too); that row shows it.
   """
   import jax
   import jax.numpy as jnp
 
   import revax
   import revax.numpy as rnp
-  calls, rounds = (2, 5) if quick else (4, 15)
+  calls, rounds = (2, 5) if quick else (3, 15)
   variants = {"revax plain": (revax, rnp, None), "revax fwd": (revax, rnp, None, True),
               "revax ck": (revax, rnp, revax.checkpoint),
               "jax plain": (jax, jnp, None), "jax fwd": (jax, jnp, None, True),
               "jax ck": (jax, jnp, jax.checkpoint)}
-  compiled = {name: _compile(*v) for name, v in variants.items()}
-  wall, cpu = _paired_samples({name: step for name, (step, _) in compiled.items()}, calls,
-                              rounds)
-  for samples in (wall, cpu):
-    for lib in ("revax", "jax"):
-      samples[f"{lib} plain + fwd"] = [p + f for p, f in zip(
-          samples[f"{lib} plain"], samples[f"{lib} fwd"], strict=True)]
+  steps, temp = {}, {}
+  for name, v in variants.items():
+    named_steps, temp_bytes = _compile_steps(name, *v)
+    steps.update(named_steps)
+    temp[name] = temp_bytes / 2 ** 20
+  t = time_interleaved(steps, calls, rounds, warmup=1, cpu=True)
+  sums = {f"{lib} plain + fwd": (f"{lib} plain", f"{lib} fwd") for lib in ("revax", "jax")}
+  wall, cpu = with_sums(t, sums), with_sums(t.cpu, sums)
 
-  def step(name, reference, label, target=None, samples=wall):
-    """A row whose ratio is the median of the per-round ratios (paired); the figures shown
-    are the reference's median and that ratio times it."""
-    ref = statistics.median(samples[reference]) * 1e6
-    ratio = statistics.median(a / b for a, b in zip(samples[name], samples[reference],
-                                                     strict=True))
-    return (label, "us", ratio * ref, ref, target)
+  def step(revax_side, reference, label, target=None, samples=wall):
+    return row(label, samples, target, revax=revax_side, reference=reference)
 
-  temp = {name: t / 2 ** 20 for name, (_, t) in compiled.items()}
   return [
       ("checkpoint per block: XLA temp MiB, revax (vs revax plain)", "MiB", temp["revax ck"],
        temp["revax plain"], 0.1),
@@ -119,10 +118,9 @@ def rows(quick: bool) -> list:
       step("jax ck", "jax plain + fwd",
            "checkpoint per block: step, jax.checkpoint (vs jax plain + one forward)"),
       step("revax ck", "jax ck", "checkpoint per block: step, revax vs jax.checkpoint"),
+      step("revax plain", "jax plain", "plain grad (64 blocks): step, revax vs jax"),
   ]
 
 
 if __name__ == "__main__":
-  for label, unit, r, j, target in rows("--quick" in sys.argv):
-    goal = f" (target <= {target}x)" if target else ""
-    print(f"{label}: {r:.2f} {unit} / {j:.2f} {unit} = {r / j:.3f}x{goal}")
+  print("\n".join(describe(rows("--quick" in sys.argv))))

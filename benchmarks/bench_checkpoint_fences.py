@@ -24,7 +24,6 @@ import re
 import statistics
 import sys
 import tempfile
-import time
 
 import numpy as np
 
@@ -34,6 +33,7 @@ os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + f" --xla_dump_to={D
 os.environ["REVAX_COMPILATION_CACHE"] = "0"  # a cache hit would compile (and dump) nothing
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import bench_checkpoint  # noqa: E402
+from timing import time_interleaved  # noqa: E402
 
 
 def _variants():
@@ -124,15 +124,7 @@ def main():
     report[name] = (temp, _optimized_counts(dumped))
   dict.__setitem__(mlir.lowerings, barrier.fenced_call_p, variants["shared"])
 
-  for fn in steps.values():
-    fn()
-  cpu = {name: [] for name in steps}
-  for _ in range(opts.rounds):
-    for name, fn in steps.items():
-      t = time.process_time()
-      for _ in range(opts.calls):
-        fn()
-      cpu[name].append((time.process_time() - t) / opts.calls)
+  cpu = time_interleaved(steps, opts.calls, opts.rounds, warmup=1, cpu=True).cpu.samples
   reference = [p + f for p, f in zip(cpu["plain"], cpu["fwd"], strict=True)]
   print(f"width {opts.width}, batch {opts.batch}, 64 blocks, {opts.rounds} rounds; CPU time")
   for name, (temp, counts) in report.items():

@@ -7,21 +7,14 @@ Run: python benchmarks/bench_control_flow.py [--quick]
 from __future__ import annotations
 
 import argparse
-import gc
-import statistics
 import time
 
 import numpy as np
 
+from timing import (describe, jitted_calls, libraries, measure_interleaved, row,
+                    time_interleaved)
+
 HIDDEN = 64
-
-
-def _libs():
-  import jax
-  import jax.numpy as jnp
-  import revax
-  import revax.numpy as rnp
-  return {"revax": (revax, rnp), "jax": (jax, jnp)}
 
 
 def rnn_loss_fn(lib, np_mod):
@@ -62,83 +55,53 @@ def grad_lower_seconds(lib, np_mod, steps: int) -> float:
   return time.perf_counter() - t
 
 
-def grad_run_us(lib, np_mod, steps: int, calls: int) -> float:
-  params, xs = rnn_inputs(steps)
-  params, xs = lib.device_put(params), lib.device_put(xs)
-  f = lib.jit(lib.grad(rnn_loss_fn(lib, np_mod)))
-  lib.block_until_ready(f(params, xs))
-  samples = []
-  for _ in range(3):
-    t = time.perf_counter_ns()
-    for _ in range(calls):
-      out = f(params, xs)
-    lib.block_until_ready(out)
-    samples.append((time.perf_counter_ns() - t) / calls / 1e3)
-  return statistics.median(samples)
+def grad_run_calls(name, lib, np_mod, steps: int) -> dict:
+  """Calls of jit(grad(rnn_loss)) on device-resident inputs (for revax also its program run
+  directly), each waiting for its outputs."""
+  params, xs = lib.device_put(rnn_inputs(steps))
+  return jitted_calls(name, lib, lib.jit(lib.grad(rnn_loss_fn(lib, np_mod))), params, xs)
 
 
-def eager_scan_us(lib, np_mod, steps: int) -> float:
-  """One eager (un-jitted) cumulative product scan of `steps` steps."""
+def eager_scan(lib, steps: int):
+  """A zero-argument eager (un-jitted) cumulative product scan of `steps` steps."""
   xs = lib.device_put(np.linspace(0.9, 1.1, steps, dtype=np.float32))
-  f = lambda: lib.lax.scan(lambda c, x: (c * x, c), np.float32(1), xs)
-  lib.block_until_ready(f())
-  t = time.perf_counter_ns()
-  lib.block_until_ready(f())
-  return (time.perf_counter_ns() - t) / 1e3
+  return lambda: lib.block_until_ready(lib.lax.scan(lambda c, x: (c * x, c), np.float32(1), xs))
 
 
-def eager_cond_us(lib, np_mod, calls: int) -> float:
+def eager_cond(lib, np_mod):
+  """A zero-argument eager cond on a device scalar."""
   x = lib.device_put(np.float32(0.5))
-  f = lambda: lib.lax.cond(x > 0, np_mod.sin, np_mod.cos, x)
-  lib.block_until_ready(f())
-  t = time.perf_counter_ns()
-  for _ in range(calls):
-    out = f()
-  lib.block_until_ready(out)
-  return (time.perf_counter_ns() - t) / calls / 1e3
-
-
-def _best(measure, rounds: int) -> dict:
-  libs = _libs()
-  best = {}
-  for _ in range(rounds):
-    for name, (lib, np_mod) in libs.items():
-      gc.collect()
-      v = measure(lib, np_mod)
-      best[name] = v if name not in best else min(best[name], v)
-  return best
+  return lambda: lib.block_until_ready(lib.lax.cond(x > 0, np_mod.sin, np_mod.cos, x))
 
 
 def rows(quick: bool) -> list:
-  """(label, unit, revax, jax, target ratio) rows; memory rows are in bytes ('B')."""
-  rounds = 1 if quick else 3
+  """Rows for benchmarks/run.py, paired medians of interleaved rounds (`timing.row`); memory rows
+  are in bytes ('B'); the jitted run row also has revax's program run directly."""
+  libs = libraries()
+  rounds = 3 if quick else 5
   out = []
   for steps in ((1000,) if quick else (1000, 2000)):
-    mem = _best(lambda lib, np_mod: grad_temp_bytes(lib, np_mod, steps), 1)
-    out.append((f"jit(grad(tanh RNN, scan {steps} steps, H={HIDDEN})): XLA temp bytes", "B",
-                mem["revax"], mem["jax"], 1.25))
-  low = _best(lambda lib, np_mod: grad_lower_seconds(lib, np_mod, 1000), rounds)
-  out.append(("jit(grad(tanh RNN scan)): trace+lower", "s", low["revax"], low["jax"], None))
-  run = _best(lambda lib, np_mod: grad_run_us(lib, np_mod, 1000, 5 if quick else 20), rounds)
-  out.append(("jit(grad(tanh RNN scan 1000 steps)): run", "us", run["revax"], run["jax"], None))
-  es = _best(lambda lib, np_mod: eager_scan_us(lib, np_mod, 100), rounds)
-  out.append(("eager scan, 100 steps of a scalar product", "us", es["revax"], es["jax"], None))
-  ec = _best(lambda lib, np_mod: eager_cond_us(lib, np_mod, 20 if quick else 100), rounds)
-  out.append(("eager cond (fresh branch functions each call)", "us", ec["revax"], ec["jax"],
-              None))
+    mem = measure_interleaved(lambda n, lib, np_mod: grad_temp_bytes(lib, np_mod, steps), libs, 1)
+    out.append(row(f"jit(grad(tanh RNN, scan {steps} steps, H={HIDDEN})): XLA temp bytes", mem,
+                   1.25, unit="B", scale=1))
+  low = measure_interleaved(lambda n, lib, np_mod: grad_lower_seconds(lib, np_mod, 1000), libs,
+                            rounds)
+  out.append(row("jit(grad(tanh RNN scan)): trace+lower", low, None, unit="s", scale=1))
+  calls = {}
+  for name, (lib, np_mod) in libs.items():
+    calls.update(grad_run_calls(name, lib, np_mod, 1000))
+  t = time_interleaved(calls, number=5 if quick else 20, rounds=rounds * 2)
+  out.append(row("jit(grad(tanh RNN scan 1000 steps)): run", t, None))
+  t = time_interleaved({name: eager_scan(lib, 100) for name, (lib, _) in libs.items()},
+                       number=2 if quick else 3, rounds=rounds, warmup=1)
+  out.append(row("eager scan, 100 steps of a scalar product", t, None))
+  t = time_interleaved({name: eager_cond(lib, np_mod) for name, (lib, np_mod) in libs.items()},
+                       number=20 if quick else 100, rounds=rounds)
+  out.append(row("eager cond (same branch functions each call)", t, None))
   return out
-
-
-def _fmt(v, unit):
-  if unit == "B":
-    return f"{v / 1024:.1f} KiB"
-  return f"{v * 1e3:.1f} ms" if unit == "s" else f"{v:.1f} us"
 
 
 if __name__ == "__main__":
   parser = argparse.ArgumentParser()
   parser.add_argument("--quick", action="store_true")
-  args = parser.parse_args()
-  for label, unit, r, j, target in rows(args.quick):
-    tgt = f" (target <= {target}x)" if target is not None else ""
-    print(f"{label}: revax {_fmt(r, unit)}, jax {_fmt(j, unit)}, ratio {r / j:.2f}x{tgt}")
+  print("\n".join(describe(rows(parser.parse_args().quick))))

@@ -9,8 +9,10 @@ Measures the steady-state run time of
     nn.log_softmax and nn.one_hot, so the activations are measured too;
   - jitted per-example gradients (vmap of grad) of the same network on 16 examples, where the
     convolution's batching rule folds the mapped axis into the convolution's feature groups.
-Each library's call is timed in interleaved rounds (revax, JAX, revax, ...) so that load from
-other processes hits both alike; a value is the fastest round's mean time per call.
+Each library's call is timed in interleaved rounds (revax, JAX, revax, ...) so that load from other
+processes hits both alike; a value is the median round's mean time per call, a ratio the median of
+the per-round ratios (paired); revax's compiled program also runs directly on the runtime in the
+same rounds (`timing.revax_program_directly`).
 """
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ import os
 
 import numpy as np
 
-from timing import libraries, revax_program_directly, row, time_interleaved
+from timing import describe, libraries, revax_program_directly, row, time_interleaved
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
@@ -110,14 +112,7 @@ def rows(quick: bool):
 def main():
   parser = argparse.ArgumentParser()
   parser.add_argument("--quick", action="store_true", help="fewer rounds (noisier)")
-  args = parser.parse_args()
-  for label, unit, r, j, target, *extra in rows(args.quick):
-    verdict = "" if target is None else (" (met)" if r / j <= target else " (missed)")
-    target_text = "" if target is None else f", target <= {target}x{verdict}"
-    direct = (f", revax program direct {extra[0]['direct']:.1f} {unit} "
-              f"(jit/direct {extra[0]['jit/direct']:.3f}x)") if extra and "direct" in extra[0] else ""
-    print(f"{label}: revax {r:.1f} {unit}, jax {j:.1f} {unit}, ratio {r / j:.3f}x{direct}"
-          f"{target_text}")
+  print("\n".join(describe(rows(parser.parse_args().quick))))
 
 
 if __name__ == "__main__":

@@ -7,8 +7,10 @@ Measures the steady-state run time of
     mapped, and only the lhs mapped), where revax's batching rule emits one dot_general and no
     transposes, and
   - a jitted training step of a matmul-heavy MLP (forward, gradient, SGD update).
-Each library's call is timed in interleaved rounds (revax, JAX, revax, ...) so that load from
-other processes hits both alike; a value is the fastest round's mean time per call.
+Each library's call is timed in interleaved rounds (revax, JAX, revax, ...) so that load from other
+processes hits both alike; a value is the median round's mean time per call, a ratio the median of
+the per-round ratios (paired); revax's compiled program also runs directly on the runtime in the
+same rounds (`timing.revax_program_directly`).
 """
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ import os
 
 import numpy as np
 
-from timing import libraries, revax_program_directly, row, time_interleaved
+from timing import describe, libraries, revax_program_directly, row, time_interleaved
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
@@ -112,13 +114,7 @@ def rows(quick: bool):
 def main():
   parser = argparse.ArgumentParser()
   parser.add_argument("--quick", action="store_true", help="fewer rounds (noisier)")
-  args = parser.parse_args()
-  for label, unit, r, j, target, *extra in rows(args.quick):
-    verdict = "" if target is None else (" (met)" if r / j <= target else " (missed)")
-    direct = (f", revax program direct {extra[0]['direct']:.1f} {unit} "
-              f"(jit/direct {extra[0]['jit/direct']:.3f}x)") if extra and "direct" in extra[0] else ""
-    print(f"{label}: revax {r:.1f} {unit}, jax {j:.1f} {unit}, ratio {r / j:.3f}x{direct}, "
-          f"target <= {target}x{verdict}")
+  print("\n".join(describe(rows(parser.parse_args().quick))))
 
 
 if __name__ == "__main__":

@@ -6,7 +6,9 @@ Measures the steady-state run time of a jitted `fft` of 2**20 complex64 values a
 `rfft` of 2**20 float32 values (jnp.fft.fft / jnp.fft.rfft: one `stablehlo.fft` each, which XLA
 runs on both sides, so the ratio shows the call overhead around the same transform). Each
 library's call is timed in interleaved rounds (revax, JAX, revax, ...) so that load from other
-processes hits both alike; a value is the fastest round's mean time per call.
+processes hits both alike; a value is the median round's mean time per call, a ratio the median of
+the per-round ratios (paired); revax's compiled program also runs directly on the runtime in the
+same rounds (`timing.revax_program_directly`).
 """
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ import os
 
 import numpy as np
 
-from timing import libraries, time_interleaved
+from timing import describe, jitted_calls, libraries, row, time_interleaved
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
@@ -32,7 +34,7 @@ def fft_calls(libs, kind: str):
     f = lib.jit(getattr(np_mod.fft, kind))
     a = lib.device_put(x)
     outs[name] = np.asarray(f(a))
-    calls[name] = lambda f=f, a=a: f(a).block_until_ready()
+    calls.update(jitted_calls(name, lib, f, a))
   scale = np.abs(outs["jax"]).max()
   np.testing.assert_allclose(outs["revax"], outs["jax"], rtol=1e-4, atol=1e-5 * scale)
   return calls
@@ -41,23 +43,18 @@ def fft_calls(libs, kind: str):
 def rows(quick: bool):
   """[(label, unit, revax value, JAX value, target ratio)] for benchmarks/run.py."""
   libs = libraries()
-  rounds = 5 if quick else 15
+  rounds = 5 if quick else 11
   out = []
   for kind, dtype in (("fft", "complex64"), ("rfft", "float32")):
-    t = time_interleaved(fft_calls(libs, kind), number=5 if quick else 20, rounds=rounds)
-    out.append((f"jit(jnp.fft.{kind}) of 2**20 {dtype}", "us", t["revax"] * 1e6,
-                t["jax"] * 1e6, 1.5))
+    t = time_interleaved(fft_calls(libs, kind), number=2 if quick else 5, rounds=rounds)
+    out.append(row(f"jit(jnp.fft.{kind}) of 2**20 {dtype}", t, 1.5))
   return out
 
 
 def main():
   parser = argparse.ArgumentParser()
   parser.add_argument("--quick", action="store_true", help="fewer rounds (noisier)")
-  args = parser.parse_args()
-  for label, unit, r, j, target in rows(args.quick):
-    verdict = "" if target is None else (" (met)" if r / j <= target else " (missed)")
-    print(f"{label}: revax {r:.1f} {unit}, jax {j:.1f} {unit}, ratio {r / j:.3f}x, "
-          f"target <= {target}x{verdict}")
+  print("\n".join(describe(rows(parser.parse_args().quick))))
 
 
 if __name__ == "__main__":

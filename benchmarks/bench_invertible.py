@@ -19,11 +19,14 @@ Run: python benchmarks/bench_invertible.py [--quick]
 """
 from __future__ import annotations
 
-import statistics
+import pathlib
 import sys
-import time
 
 import numpy as np
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from timing import (Timings, describe, revax_program_directly, row,  # noqa: E402
+                    time_interleaved)
 
 WIDTH, BATCH = 256, 64
 DEPTHS, QUICK_DEPTHS = (8, 16, 32, 64), (8, 64)
@@ -65,26 +68,11 @@ def _compile(lib, loss, depth, forward_only=False):
   return g, args, temp
 
 
-def _step_samples(programs, calls, rounds):
-  """Seconds per call of each (library, jitted fn, args), one sample per round, in wall time
-  and in process CPU time, measured in interleaved rounds so that load from other processes
-  hits every variant alike."""
-  wall, cpu = [[] for _ in programs], [[] for _ in programs]
-  for _ in range(rounds):
-    for k, (lib, g, args) in enumerate(programs):
-      start, cpu_start = time.perf_counter(), time.process_time()
-      for _ in range(calls):
-        out = g(*args)
-      lib.block_until_ready(out)
-      wall[k].append((time.perf_counter() - start) / calls)
-      cpu[k].append((time.process_time() - cpu_start) / calls)
-  return wall, cpu
-
-
 def sweep(quick: bool) -> dict:
-  """{(variant, depth): (temp bytes, [seconds per step, one per round])} for revax
-  plain/invertible/checkpoint/forward only and jax plain/checkpoint, in wall time and (variant
-  name + " (CPU)") in process CPU time."""
+  """{depth: (temps, wall, cpu)}: temps {variant: XLA temp bytes}, and wall and CPU `Timings`
+  of interleaved rounds of every variant (revax plain/forward only/invertible/checkpoint, each
+  revax gradient's program also run directly as "<variant> direct", jax plain/checkpoint), with
+  "revax plain + forward" the per-round sum of those two."""
   import jax
   import jax.numpy as jnp
 
@@ -98,39 +86,40 @@ def sweep(quick: bool) -> dict:
       "jax plain": (jax, _loss(jnp)),
       "jax checkpoint": (jax, _loss(jnp, wrap_block=jax.checkpoint)),
   }
-  calls, rounds = (2, 5) if quick else (4, 9)
+  calls, rounds = (2, 5) if quick else (3, 9)
   results = {}
   for depth in QUICK_DEPTHS if quick else DEPTHS:
-    compiled = {name: _compile(lib, loss, depth, forward_only=name == "revax forward")
-                for name, (lib, loss) in variants.items()}
-    wall, cpu = _step_samples([(variants[name][0], g, args)
-                               for name, (g, args, _) in compiled.items()], calls, rounds)
-    for (name, (_, _, temp)), t, c in zip(compiled.items(), wall, cpu, strict=True):
-      results[name, depth] = (temp, t)
-      results[name + " (CPU)", depth] = (temp, c)
-    for suffix in ("", " (CPU)"):
-      plain = results["revax plain" + suffix, depth][1]
-      fwd = results["revax forward" + suffix, depth][1]
-      results["revax plain + forward" + suffix, depth] = (
-          None, [p + f for p, f in zip(plain, fwd, strict=True)])
+    steps, temps = {}, {}
+    for name, (lib, loss) in variants.items():
+      forward_only = name == "revax forward"
+      g, args, temps[name] = _compile(lib, loss, depth, forward_only=forward_only)
+      steps[name] = lambda lib=lib, g=g, args=args: lib.block_until_ready(g(*args))
+      if lib is revax and not forward_only:
+        steps[name + " direct"] = revax_program_directly(g, *args)
+    t = time_interleaved(steps, calls, rounds, warmup=1, cpu=True)
+    sums = []
+    for timings in (t, t.cpu):
+      samples = dict(timings.samples)
+      samples["revax plain + forward"] = [p + f for p, f in zip(
+          samples["revax plain"], samples["revax forward"], strict=True)]
+      sums.append(Timings(samples))
+    results[depth] = (temps, *sums)
   return results
 
 
 def rows(quick: bool) -> list:
-  """Rows (label, unit, revax-side figure, reference figure, target ratio or None); a step
-  row's ratio is the median of the per-round ratios, its figures the reference's median and
-  that ratio times it. `revax plain + forward` is what the backward walk's rebuilding costs when
-  nothing else does: invertible's step is plain grad's plus one forward through each block's
-  F and G, so the row against it shows what the fence around the walk adds."""
+  """Rows for benchmarks/run.py (`timing.row` tuples for steps, plain tuples for memory); a step
+  row's ratio is the median of the per-round ratios, and a revax row also shows its program run
+  directly on the runtime in the same rounds. `revax plain + forward` is what the backward
+  walk's rebuilding costs when nothing else does: invertible's step is plain grad's plus one
+  forward through each block's F and G, so the row against it shows what the fence around the
+  walk adds."""
   results = sweep(quick)
   depths = QUICK_DEPTHS if quick else DEPTHS
-  mib = lambda name, d: results[name, d][0] / 2 ** 20
+  mib = lambda name, d: results[d][0][name] / 2 ** 20
 
-  def step(name, reference, d, label, target=None):
-    a, b = results[name, d][1], results[reference, d][1]
-    ref = statistics.median(b) * 1e6
-    ratio = statistics.median(x / y for x, y in zip(a, b, strict=True))
-    return (label, "us", ratio * ref, ref, target)
+  def step(name, reference, d, label, target=None, cpu=False):
+    return row(label, results[d][2 if cpu else 1], target, revax=name, reference=reference)
 
   out = []
   for d in depths:
@@ -144,14 +133,14 @@ def rows(quick: bool) -> list:
         step("revax invertible", "revax plain", d,
              f"reversible MLP depth {d}: step, revax invertible (vs revax plain)",
              1.2 if d == 64 else None),
-        step("revax invertible (CPU)", "revax plain (CPU)", d,
+        step("revax invertible", "revax plain", d,
              f"reversible MLP depth {d}: CPU time, revax invertible (vs revax plain)",
-             1.2 if d == 64 else None),
+             1.2 if d == 64 else None, cpu=True),
         step("revax invertible", "revax plain + forward", d,
              f"reversible MLP depth {d}: step, revax invertible (vs revax plain + one forward)"),
-        step("revax invertible (CPU)", "revax plain + forward (CPU)", d,
+        step("revax invertible", "revax plain + forward", d,
              f"reversible MLP depth {d}: CPU time, revax invertible (vs revax plain + one "
-             "forward)"),
+             "forward)", cpu=True),
         step("revax invertible", "jax plain", d,
              f"reversible MLP depth {d}: step, revax invertible vs jax plain"),
         step("revax plain", "jax plain", d,
@@ -172,6 +161,4 @@ def rows(quick: bool) -> list:
 
 
 if __name__ == "__main__":
-  for label, unit, r, j, target in rows("--quick" in sys.argv):
-    goal = f" (target <= {target}x: {'met' if r / j <= target else 'missed'})" if target else ""
-    print(f"{label}: {r:.2f} {unit} / {j:.2f} {unit} = {r / j:.3f}x{goal}")
+  print("\n".join(describe(rows("--quick" in sys.argv))))

@@ -9,9 +9,10 @@ subprocess in which both libraries see N CPU devices (REVAX_CPU_DEVICE_COUNT and
 (revax, jax, revax, ...), each round the median of per-step times (block_until_ready included,
 parameters fed back as the previous step's sharded outputs, the batch resident on the devices).
 Figures are the medians over rounds; the ratio is the median of the per-round ratios (paired).
-With several devices a second pair runs too: revax's and jax's StableHLO of the step, each
-compiled and executed by revax's runtime on the same shards (no jit front end), which tells a
-gap in the program (partitioning) from one in the runtime.
+A second pair runs in the same rounds: revax's and jax's StableHLO of the step, each compiled
+and executed by revax's runtime on the same shards (no jit front end), which tells a gap in the
+program (partitioning) from one in the runtime; revax's is also run.py's "revax program, direct"
+column, which tells revax.jit's call path from its program.
 On a machine with fewer cores than devices the 4-device figures include the devices' threads
 competing for the cores.
 """
@@ -28,6 +29,8 @@ import time
 
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
+from timing import Timings, row  # noqa: E402
 
 BATCH, IN, HIDDEN, OUT = 512, 128, 256, 16
 
@@ -77,24 +80,27 @@ def _child(devices: int, steps: int, rounds: int) -> dict:
       "revax": make(revax, rnp, revax.make_mesh((devices,), ("x",)), RNS, RP),
       "jax": make(jax, jnp, JMesh(np.array(jax.devices()), ("x",)), JNS, JP),
   }
-  if devices > 1:
-    # Same runtime, each library's program: revax's and jax's StableHLO of the step, both
-    # compiled by revax's runtime for the same devices and run on revax's shards. Attributes a
-    # gap to the program (partitioning) or to the runtime (the plugin's XLA, execution).
-    from revax._src.runtime import sharded as rs
-    from revax._src.runtime.client import get_backend
-    backend = get_backend()
-    ids = [d.id for d in backend.devices]
-    state, xb_r, yb_r = calls["revax"].args
-    leaves = [state["p"][k] for k in sorted(state["p"])] + [xb_r, yb_r]
-    per_device = [[leaf._buffers[d] for leaf in leaves] for d in range(devices)]
-    programs = {name: rs.compile_spmd(backend, calls[name].lowered_text(), ids)
-                for name in calls}
-    for name, exe in programs.items():
-      def direct(exe=exe):
-        outs = exe.execute_sharded(per_device)
-        del outs
-      calls[name + "_program_on_revax_runtime"] = direct
+  # Same runtime, each library's program: revax's and jax's StableHLO of the step, both
+  # compiled by revax's runtime for the same devices and run on revax's shards (no jit front
+  # end). Attributes a gap to the program (partitioning), to the runtime (the plugin's XLA,
+  # execution) or to revax.jit's call path (revax.jit beside revax's program run directly).
+  from revax._src.runtime import sharded as rs
+  from revax._src.runtime.client import get_backend
+  backend = get_backend()
+  ids = [d.id for d in backend.devices]
+  state, xb_r, yb_r = calls["revax"].args
+  leaves = [state["p"][k] for k in sorted(state["p"])] + [xb_r, yb_r]
+  # a sharded Array holds one buffer per device; on one device jit's outputs are plain Arrays
+  shards = [leaf._buffers if hasattr(leaf, "_buffers") else [leaf._device_buffer()]
+            for leaf in leaves]
+  per_device = [[shard[d] for shard in shards] for d in range(devices)]
+  programs = {name: rs.compile_spmd(backend, calls[name].lowered_text(), ids)
+              for name in calls}
+  for name, exe in programs.items():
+    def direct(exe=exe):
+      outs = exe.execute_sharded(per_device)
+      del outs
+    calls[name + "_program_on_revax_runtime"] = direct
   # the same first steps give the same losses (one check that both compute the step)
   for fn in calls.values():
     for _ in range(5):
@@ -110,7 +116,7 @@ def _child(devices: int, steps: int, rounds: int) -> dict:
         times.append(time.perf_counter() - t)
       out[name].append(statistics.median(times))
     out["ratio"].append(out["revax"][-1] / out["jax"][-1])
-    if "jax_program_on_revax_runtime" in out:
+    if devices > 1:
       out.setdefault("same_runtime_ratio", []).append(
           out["revax_program_on_revax_runtime"][-1] / out["jax_program_on_revax_runtime"][-1])
   return out
@@ -132,16 +138,15 @@ def run_devices(devices: int, quick: bool) -> dict:
 
 
 def rows(quick: bool):
-  """[(label, unit, revax value, JAX value, target ratio)] for benchmarks/run.py."""
+  """Rows for benchmarks/run.py (`timing.row`): revax.jit, revax's program run directly on the
+  same shards, jax.jit; paired medians of the child's rounds."""
   out = []
   results = {n: run_devices(n, quick) for n in (1, 4)}
   for n, r in results.items():
-    rv, jv = statistics.median(r["revax"]) * 1e6, statistics.median(r["jax"]) * 1e6
-    # the paired ratio, expressed through JAX's median so that the table's ratio column shows it
-    ratio = statistics.median(r["ratio"])
-    out.append((f"data-parallel MLP train step, {n} CPU device{'s' if n > 1 else ''} "
-                f"(batch {BATCH}, {IN}-{HIDDEN}-{OUT})", "us", jv * ratio, jv,
-                1.1 if n > 1 else None))
+    t = Timings({"revax": r["revax"], "jax": r["jax"],
+                 "revax direct": r["revax_program_on_revax_runtime"]})
+    out.append(row(f"data-parallel MLP train step, {n} CPU device{'s' if n > 1 else ''} "
+                   f"(batch {BATCH}, {IN}-{HIDDEN}-{OUT})", t, 1.1 if n > 1 else None))
   one, four = results[1], results[4]
   for lib in ("revax", "jax"):
     over = statistics.median(four[lib]) / statistics.median(one[lib])
@@ -159,11 +164,13 @@ def main():
     print(f"{n} device(s): revax {rv:.0f} us, jax {jv:.0f} us, paired ratio "
           f"{statistics.median(r['ratio']):.2f} (rounds: "
           f"{', '.join(f'{x:.2f}' for x in r['ratio'])})")
-    if "same_runtime_ratio" in r:
-      rp = statistics.median(r["revax_program_on_revax_runtime"]) * 1e6
-      jp = statistics.median(r["jax_program_on_revax_runtime"]) * 1e6
-      print(f"  each library's program on revax's runtime: revax's {rp:.0f} us, jax's {jp:.0f} "
-            f"us, paired ratio {statistics.median(r['same_runtime_ratio']):.2f}")
+    rp = statistics.median(r["revax_program_on_revax_runtime"]) * 1e6
+    jp = statistics.median(r["jax_program_on_revax_runtime"]) * 1e6
+    over = Timings({"jit": r["revax"], "direct": r["revax_program_on_revax_runtime"]})
+    print(f"  each library's program on revax's runtime: revax's {rp:.0f} us, jax's {jp:.0f} us"
+          + (f", paired ratio {statistics.median(r['same_runtime_ratio']):.2f}"
+             if "same_runtime_ratio" in r else "")
+          + f"; revax.jit / revax's program directly {over.ratio('jit', 'direct'):.2f}")
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ import time
 
 import numpy as np
 
-from timing import time_interleaved
+from timing import describe, jitted_calls, row, time_interleaved
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
@@ -62,13 +62,16 @@ def _net_inputs(batch: int):
 
 
 def rows(quick: bool):
+  """Rows for benchmarks/run.py: `timing.row` tuples (revax.jit, revax's program run directly,
+  jax.jit, interleaved round by round) for the jitted programs; (label, unit, revax, jax,
+  target) for the eager call and the first call."""
   libs = _libs()
   calls = 20 if quick else 100
-  rounds = 3 if quick else 5
+  rounds = 3 if quick else 7
   x_small = np.random.default_rng(0).standard_normal((1, 8, 8, 4)).astype(np.float32)
   x_big = np.random.default_rng(1).standard_normal((16, 64, 64, 32)).astype(np.float32)
-  res = {name: {} for name in libs}
-  fns = {}  # kind -> {library: zero-argument call}
+  first = {}
+  fns = {}  # kind -> {name: zero-argument call}
   for name, (lib, np_mod, max_pool, avg_pool) in libs.items():
     # eager revax ops run in NumPy on host values; jax's on device arrays
     small = x_small if name == "revax" else lib.device_put(x_small)
@@ -80,39 +83,28 @@ def rows(quick: bool):
     per_example = lib.jit(lib.vmap(lib.grad(_network(np_mod, max_pool)), in_axes=(None, 0, 0)))
     t0 = time.perf_counter()
     lib.block_until_ready(per_example(params, xs, ys))
-    res[name]["first"] = time.perf_counter() - t0
+    first[name] = time.perf_counter() - t0
     dparams, dxs, dys = lib.device_put((params, xs, ys))
-    sync = lib.block_until_ready
-    for kind, fn in [
-        ("eager", lambda mp=max_pool, s=small, b=sync: b(mp(s, (2, 2), (2, 2), _PADDING))),
-        ("fwd", lambda f=fwd, x=big, b=sync: b(f(x))),
-        ("avg", lambda f=avg, x=big, b=sync: b(f(x))),
-        ("bwd", lambda f=bwd, x=big, b=sync: b(f(x))),
-        ("per_example", lambda f=per_example, a=(dparams, dxs, dys), b=sync: b(f(*a)))]:
-      fns.setdefault(kind, {})[name] = fn
+    fns.setdefault("eager", {})[name] = (
+        lambda mp=max_pool, s=small, b=lib.block_until_ready: b(mp(s, (2, 2), (2, 2), _PADDING)))
+    for kind, fn, args in [("fwd", fwd, (big,)), ("avg", avg, (big,)), ("bwd", bwd, (big,)),
+                           ("per_example", per_example, (dparams, dxs, dys))]:
+      fns.setdefault(kind, {}).update(jitted_calls(name, lib, fn, *args))
   # each measurement alternates the libraries round by round, so load hits both alike
-  numbers = {"eager": calls, "fwd": calls // 4, "avg": calls // 4, "bwd": calls // 10,
+  numbers = {"eager": calls, "fwd": calls // 4, "avg": calls // 4, "bwd": calls // 20,
              "per_example": calls // 4}
-  for kind, per_lib in fns.items():
-    for name, seconds in time_interleaved(per_lib, numbers[kind], rounds).items():
-      res[name][kind] = seconds * 1e6
-  rv, jx = res["revax"], res["jax"]
+  t = {kind: time_interleaved(per_lib, numbers[kind], rounds) for kind, per_lib in fns.items()}
   return [
-      ("eager max_pool 1x8x8x4 (2x2/2, pair padding)", "us", rv["eager"], jx["eager"], None),
-      ("jit max_pool 16x64x64x32 (3x3/2, SAME)", "us", rv["fwd"], jx["fwd"], 1.2),
-      ("jit avg_pool 16x64x64x32 (3x3/2, SAME)", "us", rv["avg"], jx["avg"], 1.2),
-      ("jit grad of max_pool 16x64x64x32", "us", rv["bwd"], jx["bwd"], 1.2),
-      ("jit vmap(grad) pooling net, 32 examples", "us", rv["per_example"], jx["per_example"],
-       1.2),
-      ("first call (trace+lower+compile) of that", "s", rv["first"], jx["first"], None),
+      row("eager max_pool 1x8x8x4 (2x2/2, pair padding)", t["eager"], None),
+      row("jit max_pool 16x64x64x32 (3x3/2, SAME)", t["fwd"], 1.2),
+      row("jit avg_pool 16x64x64x32 (3x3/2, SAME)", t["avg"], 1.2),
+      row("jit grad of max_pool 16x64x64x32", t["bwd"], 1.2),
+      row("jit vmap(grad) pooling net, 32 examples", t["per_example"], 1.2),
+      ("first call (trace+lower+compile) of that", "s", first["revax"], first["jax"], None),
   ]
 
 
 if __name__ == "__main__":
   parser = argparse.ArgumentParser()
   parser.add_argument("--quick", action="store_true")
-  args = parser.parse_args()
-  for label, unit, ours, theirs, target in rows(args.quick):
-    goal = f" (target <= {target})" if target else ""
-    print(f"{label:48s} revax {ours:10.1f} {unit}  jax {theirs:10.1f} {unit}  "
-          f"ratio {ours / theirs:5.2f}{goal}")
+  print("\n".join(describe(rows(parser.parse_args().quick))))

@@ -26,8 +26,8 @@ import time
 import numpy as np
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from timing import (Timings, libraries, per_call_us,  # noqa: E402
-                    revax_program_directly, row, time_interleaved)
+from timing import (Timings, libraries, measure_interleaved,  # noqa: E402
+                    per_call_us, revax_program_directly, row, time_interleaved)
 
 HERE = pathlib.Path(__file__).resolve().parent
 
@@ -55,17 +55,6 @@ def import_times(repeats: int) -> dict:
       if round_:  # round 0 is the warm-up
         times[lib].append(float(out.stdout.strip().splitlines()[-1]))
   return Timings(times)
-
-
-def interleaved(measure, libs, rounds: int = 3) -> Timings:
-  """`measure(name, lib, np_mod)` for each library in turn, `rounds` times, with garbage
-  collected before each measurement; paired medians over the rounds (see timing.Timings)."""
-  samples = {name: [] for name in libs}
-  for _ in range(rounds):
-    for name, (lib, np_mod) in libs.items():
-      gc.collect()
-      samples[name].append(measure(name, lib, np_mod))
-  return Timings(samples)
 
 
 def paired_row(label, unit, t: Timings, target):
@@ -173,6 +162,7 @@ def main():
   parser.add_argument("--quick", action="store_true", help="fewer repeats (noisier)")
   parser.add_argument("--core", action="store_true", help="only the core rows (no topic modules)")
   args = parser.parse_args()
+  args.load_at_start = os.getloadavg()
   n_import = 3 if args.quick else 7
   n_calls = 2000 if args.quick else 20000
   rounds = 2 if args.quick else 5
@@ -181,17 +171,21 @@ def main():
   rows.append(paired_row("import to first result", "s", import_times(n_import), 0.3))
 
   libs = libraries()
-  eager = interleaved(lambda n, lib, np_mod: eager_add_us(n, lib, np_mod, n_calls), libs, rounds)
+  eager = measure_interleaved(lambda n, lib, np_mod: eager_add_us(n, lib, np_mod, n_calls),
+                              libs, rounds)
   rows.append(paired_row("eager add, f32[8]", "us", eager, 0.5))
   rows.append(jitted_row("jitted call, f32[8] + f32[8]", jitted_add_calls(libs),
                          n_calls // 10, rounds * 6, 1.0))
 
-  lower = interleaved(lambda n, lib, np_mod: first_call_times(lib, np_mod, 64)[0], libs, rounds)
+  lower = measure_interleaved(lambda n, lib, np_mod: first_call_times(lib, np_mod, 64)[0],
+                              libs, rounds)
   rows.append(paired_row("MLP 64 layers: trace+lower", "s", lower, 0.5))
-  comp = interleaved(lambda n, lib, np_mod: first_call_times(lib, np_mod, 64)[1], libs, 3)
+  comp = measure_interleaved(lambda n, lib, np_mod: first_call_times(lib, np_mod, 64)[1],
+                             libs, 3)
   rows.append(paired_row("MLP 64 layers: XLA compile", "s", comp, None))
 
-  glower = interleaved(lambda n, lib, np_mod: grad_lower_time(lib, np_mod, 64), libs, rounds)
+  glower = measure_interleaved(lambda n, lib, np_mod: grad_lower_time(lib, np_mod, 64),
+                               libs, rounds)
   rows.append(paired_row("jit(grad(MLP loss)), 64 layers: trace+lower", "s", glower, 0.5))
   rows.append(jitted_row("jit(grad(MLP loss)), 64 layers: run", grad_calls(libs, 64),
                          max(10, n_calls // 400), rounds * 6, 1.1))
@@ -201,17 +195,14 @@ def main():
   report(rows, args)
 
 
-def report(rows, args):
-  """Print the table; a full run (not --core) also writes it to RESULTS.md.
+def table(rows, jax_version: str) -> str:
+  """The results table in Markdown, one line per row.
 
   Rows are (label, unit, revax, jax, target) or (..., target, extra) where extra may hold
   "direct" (revax's program run directly, same unit), "ratio" (paired median revax/JAX) and
-  "jit/direct" (paired median revax.jit / direct)."""
-  import jax
-  import revax
-  header = (f"| measurement | revax | revax program, direct | jax {jax.__version__} | revax/JAX | "
-            "jit/direct | target |")
-  lines = [header, "|---|---|---|---|---|---|---|"]
+  "jit/direct" (paired median revax.jit / direct); a row without them shows "-" there."""
+  lines = [f"| measurement | revax | revax program, direct | jax {jax_version} | revax/JAX | "
+           "jit/direct | target |", "|---|---|---|---|---|---|---|"]
   for row in rows:
     label, unit, r, j, target = row[:5]
     extra = row[5] if len(row) > 5 else {}
@@ -222,17 +213,31 @@ def report(rows, args):
     over = f"{extra['jit/direct']:.2f}x" if "jit/direct" in extra else "-"
     lines.append(f"| {label} | {fmt(r, unit)} | {direct} | {fmt(j, unit)} | {ratio:.2f}x | "
                  f"{over} | {tgt}{ok} |")
-  table = "\n".join(lines)
-  print(table)
+  return "\n".join(lines)
+
+
+def report(rows, args, path=HERE / "RESULTS.md"):
+  """Print the table and the machine's load; a full run (not --core) also writes them to
+  `path` (RESULTS.md), keeping bench_plugins.py's section of it."""
+  import jax
+  import revax
+  text_table = table(rows, jax.__version__)
+  load = lambda avg: "/".join(f"{x:.1f}" for x in avg)
+  at_start = getattr(args, "load_at_start", None)
+  load_text = ("load average (1/5/15 min) " + (f"{load(at_start)} at the start, " if at_start
+                                                else "") + f"{load(os.getloadavg())} at the end")
+  print(text_table)
+  print(load_text)
   if args.core:
     return  # a partial table: RESULTS.md keeps the last full run
   cmd = "python benchmarks/run.py" + (" --quick" if args.quick else "")
   text = (f"# Benchmarks: revax {revax.__version__} vs JAX\n\nCommand: `{cmd}`  \n"
-          f"Machine: {platform.machine()}, {platform.python_implementation()} "
-          f"{platform.python_version()}, measured {time.strftime('%Y-%m-%d')}.\n"
+          f"Machine: {platform.machine()}, {os.cpu_count()} cores, "
+          f"{platform.python_implementation()} {platform.python_version()}, measured "
+          f"{time.strftime('%Y-%m-%d')}; {load_text}.  \n"
           "Columns: see benchmarks/README.md.\n\n"
-          f"{table}\n")
-  path = HERE / "RESULTS.md"
+          f"{text_table}\n")
+  path = pathlib.Path(path)
   # keep the sections other scripts own (bench_plugins.py's table between its markers)
   old = path.read_text() if path.exists() else ""
   start, end = "<!-- bench_plugins: start -->", "<!-- bench_plugins: end -->"

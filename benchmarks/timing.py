@@ -8,6 +8,7 @@ honest where its times do not).
 """
 from __future__ import annotations
 
+import gc
 import statistics
 import time
 
@@ -34,19 +35,48 @@ def libraries() -> dict:
   return {"revax": (revax, rnp), "jax": (jax, jnp)}
 
 
-def time_interleaved(calls: dict, number: int, rounds: int, warmup: int = 3) -> Timings:
+def time_interleaved(calls: dict, number: int, rounds: int, warmup: int = 3,
+                     cpu: bool = False) -> Timings:
   """Paired medians of `rounds` interleaved rounds, each the mean over `number` calls of each
-  function in `calls` ({name: function}); see `Timings`."""
+  function in `calls` ({name: function}), the order rotated by one from round to round; see
+  `Timings`.
+
+  With `cpu`, the result's `cpu` attribute holds the same rounds in process CPU seconds (all
+  the process's threads), the steadier figure on a loaded machine: other processes' load
+  stretches wall time, not the work done."""
   for fn in calls.values():
     for _ in range(max(warmup, number // 5)):
       fn()
-  samples = {name: [] for name in calls}
-  for _ in range(rounds):
-    for name, fn in calls.items():
-      t = time.perf_counter()
+  names = list(calls)
+  samples = {name: [] for name in names}
+  cpu_samples = {name: [] for name in names}
+  for k in range(rounds):
+    # each round starts one name later, so that every call takes every place in a round
+    # equally often: what the previous call leaves behind (another library's worker threads
+    # still spinning, caches) falls on no one library
+    shift = k % len(names)
+    for name in names[shift:] + names[:shift]:
+      fn = calls[name]
+      t, c = time.perf_counter(), time.process_time()
       for _ in range(number):
         fn()
       samples[name].append((time.perf_counter() - t) / number)
+      cpu_samples[name].append((time.process_time() - c) / number)
+  timings = Timings(samples)
+  if cpu:
+    timings.cpu = Timings(cpu_samples)
+  return timings
+
+
+def measure_interleaved(measure, libs: dict, rounds: int = 3) -> Timings:
+  """Paired medians of a one-shot measurement: `measure(name, lib, np_mod)` (seconds, bytes,
+  ...) for each library of `libs` ({name: (lib, np_mod)}) in turn, `rounds` times, with garbage
+  collected before each; for what cannot be repeated in a loop (a first call, a compile)."""
+  samples = {name: [] for name in libs}
+  for _ in range(rounds):
+    for name, (lib, np_mod) in libs.items():
+      gc.collect()
+      samples[name].append(measure(name, lib, np_mod))
   return Timings(samples)
 
 
@@ -69,14 +99,65 @@ def revax_program_directly(jitted, *args):
   return lambda: executable.execute(buffers)
 
 
-def row(label: str, t: Timings, target, unit: str = "us", scale: float = 1e6) -> tuple:
-  """A run.py row from interleaved timings of "revax" and "jax" (and "revax direct", when the
-  revax call is one jitted program: see `revax_program_directly`), with paired median ratios."""
-  extra = {"ratio": t.ratio("revax", "jax")}
-  if "revax direct" in t:
-    extra["direct"] = t["revax direct"] * scale
-    extra["jit/direct"] = t.ratio("revax", "revax direct")
-  return (label, unit, t["revax"] * scale, t["jax"] * scale, target, extra)
+def row(label: str, t: Timings, target, unit: str = "us", scale: float = 1e6,
+        revax: str = "revax", reference: str = "jax", direct: str | None = None) -> tuple:
+  """A run.py row from interleaved timings, with paired median ratios.
+
+  Args:
+    label: the row's label.
+    t: timings holding `revax` and `reference` (and, when the revax call is one jitted program,
+      that program run directly: see `revax_program_directly`).
+    target: the ratio revax/reference aims for, or None.
+    unit, scale: the unit shown and the factor from seconds to it.
+    revax, reference: the names in `t` of the row's two sides (revax.jit and jax by default).
+    direct: the name in `t` of the revax side's program run directly (default: `revax` +
+      " direct", where `t` has it).
+
+  Returns:
+    (label, unit, revax figure, reference figure, target, extra): extra holds "ratio" (paired
+    median revax/reference) and, with a direct run, "direct" (its median, in `unit`) and
+    "jit/direct" (paired median of the revax side over the direct run, same rounds).
+  """
+  extra = {"ratio": t.ratio(revax, reference)}
+  direct = f"{revax} direct" if direct is None else direct
+  if direct in t:
+    extra["direct"] = t[direct] * scale
+    extra["jit/direct"] = t.ratio(revax, direct)
+  return (label, unit, t[revax] * scale, t[reference] * scale, target, extra)
+
+
+def jitted_calls(lib_name: str, lib, fn, *args) -> dict:
+  """{name: zero-argument call} for one library's jitted `fn` on device-resident `args`, each
+  call waiting for its outputs; for revax also "revax direct", the same compiled program run
+  straight on the runtime (`revax_program_directly`).
+
+  Args:
+    lib_name: "revax" or "jax" (any name; only "revax" gets a direct call).
+    lib: the library module (for `block_until_ready`).
+    fn: the jitted function.
+    *args: its arguments, already on the device (`lib.device_put`).
+  """
+  calls = {lib_name: lambda: lib.block_until_ready(fn(*args))}
+  if lib_name == "revax":
+    calls["revax direct"] = revax_program_directly(fn, *args)
+  return calls
+
+
+def describe(rows: list) -> list:
+  """One printable line per row (`row`'s tuples, or plain (label, unit, revax, jax, target)),
+  for a topic module run on its own."""
+  lines = []
+  for label, unit, r, j, target, *rest in rows:
+    extra = rest[0] if rest else {}
+    ratio = extra.get("ratio", r / j)
+    text = f"{label}: revax {r:.4g} {unit}, reference {j:.4g} {unit}, ratio {ratio:.3f}x"
+    if "direct" in extra:
+      text += f", revax program direct {extra['direct']:.4g} {unit} " \
+              f"(jit/direct {extra['jit/direct']:.3f}x)"
+    if target is not None:
+      text += f", target <= {target}x ({'met' if ratio <= target else 'missed'})"
+    lines.append(text)
+  return lines
 
 
 def per_call_us(fn, number: int, repeats: int = 5, warmup: int = 200) -> float:
