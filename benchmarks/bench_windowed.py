@@ -13,7 +13,7 @@ import time
 
 import numpy as np
 
-from timing import describe, jitted_calls, row, time_interleaved
+from timing import compile_uncached, describe, jitted_calls, row, time_interleaved
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
@@ -25,6 +25,7 @@ def _libs():
   import revax.numpy as rnp
   import revax.nn as rnn
   jax.config.update("jax_platforms", "cpu")
+  compile_uncached()
 
   def jax_max_pool(x, window, strides, padding):
     pads = padding if isinstance(padding, str) else ((0, 0),) + tuple(padding) + ((0, 0),)

@@ -32,7 +32,17 @@ def libraries() -> dict:
 
   import revax
   import revax.numpy as rnp
+  compile_uncached()
   return {"revax": (revax, rnp), "jax": (jax, jnp)}
+
+
+def compile_uncached() -> None:
+  """Turn revax's persistent compilation cache off in this process: rows that time compiles or
+  first calls must time XLA compiling, not a load from the cache a previous run filled (JAX's
+  cache is off by default). The cache has its own benchmark, bench_compilation_cache.py, in
+  fresh processes."""
+  import revax
+  revax.config.update("enable_compilation_cache", False)
 
 
 def time_interleaved(calls: dict, number: int, rounds: int, warmup: int = 3,
