@@ -121,3 +121,37 @@ def test_the_call_path_suites_pass_without_the_extension():
                           "tests/test_jit_call_path.py", "tests/runtime/test_array_ownership.py"]))
   """, {"here": here}, REVAX_FASTPATH="0", PYTHONPATH=here)
   assert check.returncode == 0, check.stdout[-3000:] + check.stderr[-3000:]
+
+
+_SHARDED = """
+import numpy as np, revax
+from revax.sharding import NamedSharding, PartitionSpec as P
+from revax._src.runtime import fastpath
+mesh = revax.make_mesh((4,), ("x",))
+data = NamedSharding(mesh, P("x"))
+f = revax.jit(lambda a, b: (a * b + 1, (a - b).sum()), in_shardings=(data, data),
+              out_shardings=(data, NamedSharding(mesh, P())))
+a = revax.device_put(np.arange(16, dtype=np.float32), data)
+b = revax.device_put(np.ones(16, np.float32) * 3, data)
+for _ in range(3):
+  out, total = f(a, b)
+from revax._src import sharded_jit
+programs = [p for per in sharded_jit._programs.values() for p in per.values()]
+print(fastpath.available, bool(programs) and all(p.executable._sharded_runner is not None for p in programs),
+      np.asarray(out).tolist(), float(total), [s.device.id for s in out.addressable_shards])
+"""
+
+
+def test_multi_device_programs_run_alike_on_both_paths():
+  runs = {flag: run_python(_SHARDED, REVAX_CPU_DEVICE_COUNT="4", REVAX_FASTPATH=flag)
+          for flag in ("1", "0")}
+  for flag, run in runs.items():
+    assert run.returncode == 0, flag + run.stderr[-3000:]
+  compiled = runs["1"].stdout.split(" ", 2)
+  plain = runs["0"].stdout.split(" ", 2)
+  assert plain[:2] == ["False", "False"]
+  if fastpath.available:
+    assert compiled[:2] == ["True", "True"]
+  assert compiled[2] == plain[2]
+  expected = (np.arange(16) * 3 + 1).tolist()
+  assert str(expected).replace(" ", "") in compiled[2].replace(" ", "").replace(".0", "")

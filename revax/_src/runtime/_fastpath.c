@@ -25,7 +25,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#define FASTPATH_ABI 1
+#define FASTPATH_ABI 2
 #define TEMPLATE_MAX 256
 #define STACK_BUFFERS 64
 
@@ -166,6 +166,7 @@ typedef struct {
   Template event_args; /* PJRT_Event_Await_Args (the same layout as Event_Destroy's) */
   Py_ssize_t off_event;
   Py_ssize_t num_outputs;
+  Py_ssize_t num_devices; /* 1, or the devices of a multi-device program (run_sharded) */
   int portable;     /* whether execute_device is set per call */
   /* the plan (set_plan): what jit's repeated call checks and makes */
   PyObject *avals;     /* tuple: the aval of each argument */
@@ -199,15 +200,22 @@ static void Runner_dealloc(Runner *self) {
 
 /* Runner(execute, await, destroy, exec_template, (off_argument_lists, off_num_args,
           off_output_lists, off_events, off_device), event_template, off_event, num_outputs,
-          portable) */
+          portable, num_devices); exec_template's num_devices must say the same */
 static int Runner_init(Runner *self, PyObject *args, PyObject *kwds) {
   PyObject *execute, *await_, *destroy, *exec_template, *event_template;
   int portable;
-  if (!PyArg_ParseTuple(args, "OOOO(nnnnn)Onnp", &execute, &await_, &destroy, &exec_template,
+  self->num_devices = 1;
+  if (!PyArg_ParseTuple(args, "OOOO(nnnnn)Onnp|n", &execute, &await_, &destroy, &exec_template,
                         &self->off_argument_lists, &self->off_num_args,
                         &self->off_output_lists, &self->off_events, &self->off_device,
-                        &event_template, &self->off_event, &self->num_outputs, &portable))
+                        &event_template, &self->off_event, &self->num_outputs, &portable,
+                        &self->num_devices))
     return -1;
+  if (self->num_devices < 1 || (portable && self->num_devices != 1)) {
+    PyErr_Format(PyExc_ValueError, "a runner for %zd devices (portable: %d)", self->num_devices,
+                 portable);
+    return -1;
+  }
   self->portable = portable;
   self->execute = (pjrt_fn)as_pointer(execute);
   self->event_await = (pjrt_fn)as_pointer(await_);
@@ -294,6 +302,10 @@ static PyObject *failure(void *errors[3], void **outputs, Py_ssize_t n) {
 
 /* run(pointers, device) -> [output pointers], or a failure tuple (see `failure`) */
 static PyObject *Runner_run(Runner *self, PyObject *const *args, Py_ssize_t nargs) {
+  if (self->num_devices != 1) {
+    PyErr_SetString(PyExc_ValueError, "run() of a multi-device runner: use run_sharded()");
+    return NULL;
+  }
   if (nargs != 2 || !PyList_Check(args[0])) {
     PyErr_SetString(PyExc_TypeError, "run(pointers: list, device: int)");
     return NULL;
@@ -383,8 +395,8 @@ static inline void *buffer_of(PyObject *x) {
 /* call(leaves) -> [output Arrays]; None where the plan does not cover these arguments (the
    general path then runs the call); or a failure tuple (see `failure`). */
 static PyObject *Runner_call(Runner *self, PyObject *leaves) {
-  if (self->avals == NULL) {
-    PyErr_SetString(PyExc_RuntimeError, "Runner.call before set_plan");
+  if (self->avals == NULL || self->num_devices != 1) {
+    PyErr_SetString(PyExc_RuntimeError, "Runner.call before set_plan (or on several devices)");
     return NULL;
   }
   PyObject *seq = PySequence_Fast(leaves, "call(leaves): a sequence");
@@ -466,7 +478,119 @@ done:
   return result;
 }
 
+/* run_sharded(lists) -> one list of output pointers per device; or, when a step failed,
+   (execute error, [await errors], [event destroy errors], [per-device output pointer lists])
+   with every error pointer (0: none) for Python to report or free. `lists` holds one list of
+   PJRT_Buffer pointers per device, in the program's device order, all of one length. */
+static PyObject *Runner_run_sharded(Runner *self, PyObject *lists) {
+  Py_ssize_t nd = self->num_devices, n = self->num_outputs;
+  if (!PyList_Check(lists) || PyList_GET_SIZE(lists) != nd) {
+    PyErr_Format(PyExc_ValueError, "run_sharded takes a list of %zd argument lists", nd);
+    return NULL;
+  }
+  Py_ssize_t count = -1;
+  for (Py_ssize_t d = 0; d < nd; d++) {
+    PyObject *list = PyList_GET_ITEM(lists, d);
+    if (!PyList_Check(list) || (count >= 0 && PyList_GET_SIZE(list) != count)) {
+      PyErr_SetString(PyExc_ValueError, "run_sharded: one list of equal length per device");
+      return NULL;
+    }
+    count = PyList_GET_SIZE(list);
+  }
+  Py_ssize_t per_in = count > 0 ? count : 1, per_out = n > 0 ? n : 1;
+  void **inputs = PyMem_Calloc(nd * per_in, sizeof(void *));
+  void **outputs = PyMem_Calloc(nd * per_out, sizeof(void *));
+  void **arg_lists = PyMem_Calloc(nd, sizeof(void *));
+  void **out_lists = PyMem_Calloc(nd, sizeof(void *));
+  void **events = PyMem_Calloc(nd, sizeof(void *));
+  void **await_errors = PyMem_Calloc(nd, sizeof(void *));
+  void **destroy_errors = PyMem_Calloc(nd, sizeof(void *));
+  PyObject *result = NULL;
+  if (!inputs || !outputs || !arg_lists || !out_lists || !events || !await_errors ||
+      !destroy_errors) {
+    PyErr_NoMemory();
+    goto done;
+  }
+  for (Py_ssize_t d = 0; d < nd; d++) {
+    PyObject *list = PyList_GET_ITEM(lists, d);
+    for (Py_ssize_t i = 0; i < count; i++) {
+      void *p = as_pointer(PyList_GET_ITEM(list, i));
+      if (p == NULL) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "a null buffer pointer");
+        goto done;
+      }
+      inputs[d * per_in + i] = p;
+    }
+    arg_lists[d] = inputs + d * per_in;
+    out_lists[d] = outputs + d * per_out;
+  }
+  char exec_args[TEMPLATE_MAX], event_args[TEMPLATE_MAX];
+  size_t num_args = (size_t)count;
+  memcpy(exec_args, self->exec_args.bytes, self->exec_args.size);
+  PUT(exec_args, self->off_argument_lists, arg_lists);
+  PUT(exec_args, self->off_num_args, num_args);
+  PUT(exec_args, self->off_output_lists, out_lists);
+  PUT(exec_args, self->off_events, events);
+  memcpy(event_args, self->event_args.bytes, self->event_args.size);
+  void *exec_error;
+  int failed = 0;
+  Py_BEGIN_ALLOW_THREADS exec_error = self->execute(exec_args);
+  if (exec_error == NULL) {
+    for (Py_ssize_t d = 0; d < nd; d++) { /* every event is awaited and freed, errors or not */
+      PUT(event_args, self->off_event, events[d]);
+      await_errors[d] = self->event_await(event_args);
+      destroy_errors[d] = self->event_destroy(event_args);
+      failed |= await_errors[d] != NULL || destroy_errors[d] != NULL;
+    }
+  }
+  Py_END_ALLOW_THREADS failed |= exec_error != NULL;
+  result = PyList_New(nd);
+  if (result == NULL) goto done;
+  for (Py_ssize_t d = 0; d < nd; d++) {
+    PyObject *outs = PyList_New(exec_error ? 0 : n);
+    if (outs == NULL) {
+      Py_CLEAR(result);
+      goto done;
+    }
+    PyList_SET_ITEM(result, d, outs);
+    for (Py_ssize_t k = 0; !exec_error && k < n; k++) {
+      void *p = outputs[d * per_out + k];
+      PyObject *v = p ? PyLong_FromVoidPtr(p) : Py_NewRef(Py_None);
+      if (v == NULL) {
+        Py_CLEAR(result);
+        goto done;
+      }
+      PyList_SET_ITEM(outs, k, v);
+    }
+  }
+  if (failed) {
+    PyObject *awaits = PyList_New(nd), *destroys = PyList_New(nd);
+    if (awaits == NULL || destroys == NULL) {
+      Py_XDECREF(awaits);
+      Py_XDECREF(destroys);
+      Py_CLEAR(result);
+      goto done;
+    }
+    for (Py_ssize_t d = 0; d < nd; d++) {
+      PyList_SET_ITEM(awaits, d, PyLong_FromVoidPtr(await_errors[d]));
+      PyList_SET_ITEM(destroys, d, PyLong_FromVoidPtr(destroy_errors[d]));
+    }
+    result = Py_BuildValue("(NNNN)", PyLong_FromVoidPtr(exec_error), awaits, destroys, result);
+  }
+done:
+  PyMem_Free(inputs);
+  PyMem_Free(outputs);
+  PyMem_Free(arg_lists);
+  PyMem_Free(out_lists);
+  PyMem_Free(events);
+  PyMem_Free(await_errors);
+  PyMem_Free(destroy_errors);
+  return result;
+}
+
 static PyMethodDef Runner_methods[] = {
+    {"run_sharded", (PyCFunction)Runner_run_sharded, METH_O,
+     "run_sharded(lists) -> output pointers per device, or (errors..., outputs) on failure"},
     {"run", (PyCFunction)(void (*)(void))Runner_run, METH_FASTCALL,
      "run(pointers, device) -> output pointers, or (errors..., outputs) on failure"},
     {"set_plan", (PyCFunction)Runner_set_plan, METH_VARARGS,

@@ -736,6 +736,8 @@ class Executable:
     self._fn_event_destroy = api.functions["Event_Destroy"]
     # the compiled execute-and-await (fastpath.py), or None: then `_run` goes through ctypes
     self._runner = fastpath.runner(api, pointer, self._options, self.num_outputs, portable)
+    self._sharded_runner = None if portable or len(self.devices) < 2 else fastpath.runner(
+        api, pointer, self._options, self.num_outputs, False, len(self.devices))
 
   def _read_signature(self) -> None:
     """Outputs and sizes, read once from the PJRT_Executable behind the loaded one."""
@@ -935,6 +937,9 @@ class Executable:
       raise ValueError(f"expected {count} argument lists (one per device), "
                        f"got {len(args_per_device)}")
     num_args = len(args_per_device[0]) if count else 0
+    runner = self._sharded_runner
+    if runner is not None:
+      return self._execute_sharded_compiled(runner, args_per_device, num_args)
     inputs = [(_ptr * max(num_args, 1))(*[a._live_pointer() for a in per_device])
               for per_device in args_per_device]
     outputs = [(_ptr * max(self.num_outputs, 1))() for _ in range(count)]
@@ -961,6 +966,30 @@ class Executable:
     return [[Buffer(backend, per_device[k], shape, dtype, device, True)
              for k, (shape, dtype) in self._out_specs_indexed]
             for per_device, device in zip(outputs, self.devices, strict=True)]
+
+  def _execute_sharded_compiled(self, runner, args_per_device, num_args: int):
+    """`execute_sharded` through the compiled runner (fastpath.py): the same steps and errors."""
+    lists = []
+    for per_device in args_per_device:
+      if len(per_device) != num_args:
+        raise ValueError(f"every device takes {num_args} arguments, got {len(per_device)}")
+      lists.append([a._live_pointer() for a in per_device])
+    outputs = runner.run_sharded(lists)
+    backend = self._backend
+    if type(outputs) is tuple:
+      execute_error, await_errors, destroy_errors, outputs = outputs
+      if execute_error:
+        raise _with_callback_cause(self._api.take_error(execute_error))
+      errors = [self._api.take_error(e) for e in await_errors + destroy_errors if e]
+      for per_device in outputs:
+        for pointer in per_device:
+          backend._destroy_buffer(pointer)
+      raise _with_callback_cause(errors[0])
+    out = []
+    for per_device, device in zip(outputs, self.devices, strict=True):
+      infos = self._infos_by_device.get(device._ptr) or self._output_infos(device)
+      out.append(_new_buffers(per_device, infos))
+    return out
 
   def serialize(self) -> bytes:
     """The executable as bytes that `Backend.deserialize_executable` loads back.

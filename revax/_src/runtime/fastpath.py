@@ -27,7 +27,7 @@ import os
 
 from revax._src.runtime import pjrt
 
-ABI = 1  # must equal FASTPATH_ABI in _fastpath.c
+ABI = 2  # must equal FASTPATH_ABI in _fastpath.c
 
 
 def _load():
@@ -69,7 +69,7 @@ def freer(api: pjrt.Api):
 
 
 def runner(api: pjrt.Api, executable: int, options: C.Structure, num_outputs: int,
-           portable: bool):
+           portable: bool, num_devices: int = 1):
   """A `Runner` of the loaded executable at `executable`, or None without the extension.
 
   Args:
@@ -78,11 +78,12 @@ def runner(api: pjrt.Api, executable: int, options: C.Structure, num_outputs: in
     options: the PJRT_ExecuteOptions every call passes (kept alive by the caller).
     num_outputs: outputs per execution.
     portable: whether the device is chosen per call (`execute_device`).
+    num_devices: the devices one execution runs on (`run_sharded` when more than one).
   """
   if _module is None:
     return None
   exec_template, cls = _template("LoadedExecutable_Execute", executable=executable,
-                                 options=C.addressof(options), num_devices=1)
+                                 options=C.addressof(options), num_devices=num_devices)
   event_template, event_cls = _template("Event_Await")
   if event_cls.event.offset != pjrt.ARGS["Event_Destroy"].event.offset:
     return None  # Event_Destroy reuses Await's Args: both must place `event` alike
@@ -91,4 +92,4 @@ def runner(api: pjrt.Api, executable: int, options: C.Structure, num_outputs: in
              cls.device_complete_events.offset, cls.execute_device.offset)
   return _module.Runner(_address(fns["LoadedExecutable_Execute"]), _address(fns["Event_Await"]),
                         _address(fns["Event_Destroy"]), exec_template, offsets, event_template,
-                        event_cls.event.offset, num_outputs, portable)
+                        event_cls.event.offset, num_outputs, portable, num_devices)

@@ -216,6 +216,9 @@ def compile_spmd(backend, text: str, device_ids) -> "object":
 
 def check_shard(buf, device, shape, dtype, what: str) -> None:
   """ValueError unless `buf` is on `device` with this per-device shape and dtype."""
+  info = buf._info  # the common case first, without properties or conversions
+  if info.device is device and info.dtype == dtype and info.shape == shape:
+    return
   if buf.device != device:
     raise ValueError(f"{what}: the shard for {device} is on {buf.device}")
   if tuple(buf.shape) != tuple(shape) or np.dtype(buf.dtype) != np.dtype(dtype):
