@@ -17,17 +17,11 @@ import revax.numpy as rnp
 from revax import P
 from revax.sharding import NamedSharding, SingleDeviceSharding
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from tests.sharding.children import ROOT, run_child
 
 
 def test_four_devices_against_jax():
-  env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4",
-             REVAX_CPU_DEVICE_COUNT="4", JAX_PLATFORMS="cpu", PYTHONPATH=ROOT)
-  out = subprocess.run([sys.executable, os.path.join(ROOT, "tests", "sharding",
-                                                     "sharded_jit_child.py")],
-                       env=env, capture_output=True, text=True, timeout=600)
-  assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-3000:]
-  assert "SHARDED_JIT_OK" in out.stdout
+  run_child("sharded_jit_child.py", "SHARDED_JIT_OK")
 
 
 def test_one_device_shardings_are_plain_arrays():

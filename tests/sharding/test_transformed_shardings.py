@@ -2,9 +2,6 @@
 inside an outer jit: checked against jax with 4 CPU devices in a subprocess
 (transformed_child.py); here, in the suite's single-device process, the same transformations of
 a jit with 1-device shardings."""
-import os
-import subprocess
-import sys
 
 import numpy as np
 
@@ -13,17 +10,11 @@ import revax.numpy as rnp
 from revax import P
 from revax.sharding import NamedSharding
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from tests.sharding.children import run_child
 
 
 def test_four_devices_against_jax():
-  env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4",
-             REVAX_CPU_DEVICE_COUNT="4", JAX_PLATFORMS="cpu", PYTHONPATH=ROOT)
-  out = subprocess.run([sys.executable, os.path.join(ROOT, "tests", "sharding",
-                                                     "transformed_child.py")],
-                       env=env, capture_output=True, text=True, timeout=600)
-  assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-3000:]
-  assert "TRANSFORMED_OK" in out.stdout
+  run_child("transformed_child.py", "TRANSFORMED_OK")
 
 
 def test_one_device_shardings_under_transformations():

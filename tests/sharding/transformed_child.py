@@ -9,6 +9,7 @@ from jax.sharding import NamedSharding as JNS
 from jax.sharding import PartitionSpec as JP
 
 import revax
+from tests.sharding.children import spec_of
 import revax.numpy as rnp
 from revax.sharding import NamedSharding as RNS
 from revax.sharding import PartitionSpec as RP
@@ -21,12 +22,6 @@ JM = JMesh(np.array(jax.devices()).reshape(2, 2), ("a", "b"))
 RM = revax.make_mesh((2, 2), ("a", "b"))
 
 
-def spec_of(s):
-  parts = [p if p is None or isinstance(p, str) else tuple(p) for p in s.spec]
-  parts = [p[0] if isinstance(p, tuple) and len(p) == 1 else p for p in parts]
-  while parts and parts[-1] is None:
-    parts.pop()
-  return tuple(parts)
 
 
 def build(lib):

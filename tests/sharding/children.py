@@ -1,0 +1,29 @@
+"""What the multi-device tests share: running a child script with N CPU devices for both
+libraries, and comparing the two libraries' PartitionSpecs."""
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def run_child(script: str, marker: str, devices: int = 4, timeout: int = 600):
+  """Run tests/sharding/`script` where revax and jax both see `devices` CPU devices; it must
+  exit cleanly and print `marker`."""
+  env = dict(os.environ, XLA_FLAGS=f"--xla_force_host_platform_device_count={devices}",
+             REVAX_CPU_DEVICE_COUNT=str(devices), JAX_PLATFORMS="cpu", PYTHONPATH=ROOT)
+  out = subprocess.run([sys.executable, os.path.join(ROOT, "tests", "sharding", script)],
+                       env=env, capture_output=True, text=True, timeout=timeout)
+  assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-3000:]
+  assert marker in out.stdout
+  return out
+
+
+def spec_of(s):
+  """A sharding's PartitionSpec as plain tuples, trailing Nones dropped (to compare the
+  libraries')."""
+  parts = [p if p is None or isinstance(p, str) else tuple(p) for p in s.spec]
+  parts = [p[0] if isinstance(p, tuple) and len(p) == 1 else p for p in parts]
+  while parts and parts[-1] is None:
+    parts.pop()
+  return tuple(parts)
