@@ -210,11 +210,8 @@ def dtype(x):
 def empty(shape, dtype, *, out_sharding=None):
   """An array of `shape` and `dtype` whose contents do not matter (revax fills it with zeros),
   placed as `out_sharding` says (a sharding constraint under jit)."""
-  out = creation.full(shape, 0, dtype)
-  if out_sharding is None:
-    return out
-  from revax._src.lax import sharding_constraint  # sharding sits beside lax, imported on use
-  return sharding_constraint.with_sharding_constraint(out, out_sharding)
+  from revax._src.lax.sharding_constraint import placed  # beside lax, imported on use
+  return placed(creation.full(shape, 0, dtype), out_sharding)
 
 
 # --- elementwise ---------------------------------------------------------------------------------

@@ -63,7 +63,7 @@ def ragged_dot(lhs, rhs, group_sizes, precision=None, preferred_element_type=Non
     group_sizes: a (g,) integer array: the rows of each consecutive group.
     precision, preferred_element_type: as in `dot_general`.
     group_offset: not supported (None), as in JAX.
-    out_sharding: accepted for JAX's signature; must be None.
+    out_sharding: where to place the result (a sharding; None: as XLA chooses).
 
   Returns:
     An (m, n) array (rows past the last group are zero).
@@ -179,7 +179,7 @@ def ragged_dot_general(lhs, rhs, group_sizes, ragged_dot_dimension_numbers, prec
     ragged_dot_dimension_numbers: a `RaggedDotDimensionNumbers`.
     precision, preferred_element_type: as in `dot_general`.
     group_offset: not supported (None), as in JAX.
-    out_sharding: accepted for JAX's signature; must be None.
+    out_sharding: where to place the result (a sharding; None: as XLA chooses).
 
   Returns:
     `dot_general`'s result, with a leading group dimension when the ragged dim contracts.
@@ -198,8 +198,6 @@ def ragged_dot_general(lhs, rhs, group_sizes, ragged_dot_dimension_numbers, prec
   """
   if group_offset is not None:
     raise NotImplementedError("Unimplemented group_offset support.")
-  if out_sharding is not None:
-    raise NotImplementedError("ragged_dot_general: out_sharding is not supported (one device)")
   dn = ragged_dot_dimension_numbers
   if not isinstance(dn, RaggedDotDimensionNumbers):
     raise TypeError(f"ragged_dot_general takes RaggedDotDimensionNumbers, got {dn!r}")
@@ -210,8 +208,10 @@ def ragged_dot_general(lhs, rhs, group_sizes, ragged_dot_dimension_numbers, prec
     group_sizes = shapes.broadcast_in_dim(
         group_sizes, tuple(la.shape[i] for i in prefix) + ga.shape, (len(prefix),))
   inc = lambda ds: tuple(d + 1 for d in ds)
-  dot_ = lambda x, y, dims: dot_general(x, y, dims, precision=precision,
-                                            preferred_element_type=preferred_element_type)
+  from revax._src.lax.sharding_constraint import placed  # beside lax, imported on use
+  dot_ = lambda x, y, dims: placed(dot_general(x, y, dims, precision=precision,
+                                               preferred_element_type=preferred_element_type),
+                                   out_sharding)
   if mode == "noncontracting":
     return dot_(_expand(lhs, ragged, group_sizes, prefix), rhs,
                 ((inc(l_contract) + (0,), tuple(r_contract) + dn.rhs_group_dimensions),

@@ -71,7 +71,7 @@ def rng_bit_generator(key, shape, dtype=np.uint32, algorithm=RandomAlgorithm.RNG
     shape: the shape of the bits.
     dtype: uint8, uint16, uint32 or uint64 (uint32 without x64).
     algorithm: a `RandomAlgorithm`.
-    out_sharding: accepted for JAX's signature; revax has one device (must be None).
+    out_sharding: where to place the bits (a sharding; None: as XLA chooses).
 
   Returns:
     `(new_key, bits)`.
@@ -85,16 +85,16 @@ def rng_bit_generator(key, shape, dtype=np.uint32, algorithm=RandomAlgorithm.RNG
     >>> key  # the next state
     Array([1, 2, 6, 4], dtype=uint32)
   """
-  if out_sharding is not None:
-    raise NotImplementedError("rng_bit_generator: out_sharding is not supported (one device)")
   shape = _shape(shape, "rng_bit_generator")
   requested = np.dtype(dtype)
   if requested not in _BIT_DTYPES:
     raise TypeError(f"rng_bit_generator: unsupported dtype {requested.name}")
   dtype = dtypes.canonicalize_dtype(requested)
   algorithm = RandomAlgorithm(algorithm)
-  return tuple(rng_bit_generator_p.bind(key, shape=shape, dtype=dtype, algorithm=algorithm,
-                                        out_sharding=None))
+  new_key, bits = rng_bit_generator_p.bind(key, shape=shape, dtype=dtype, algorithm=algorithm,
+                                           out_sharding=None)
+  from revax._src.lax.sharding_constraint import placed  # beside lax, imported on use
+  return new_key, placed(bits, out_sharding)
 
 
 def _rbg_abstract_eval(key, *, shape, dtype, algorithm, out_sharding):

@@ -18,7 +18,7 @@ from revax._src.core.trace import Primitive
 from revax._src.interpreters import ad, batching, dispatch, mlir, sharding_lowering
 from revax._src.interpreters import invertible as inv
 
-__all__ = ["with_sharding_constraint", "sharding_constraint_p"]
+__all__ = ["with_sharding_constraint", "sharding_constraint_p", "placed"]
 
 # Set by sharded_api (above this layer): place(value, sharding) -> Array laid out so.
 eager_place = None
@@ -63,11 +63,22 @@ def with_sharding_constraint(x, shardings):
     if type(s).__name__ == "PartitionSpec":
       raise ValueError(f"with_sharding_constraint got a PartitionSpec ({s!r}) outside a mesh "
                        "context: pass NamedSharding(mesh, spec)")
+    if s is not None and not _is_sharding(s):
+      raise TypeError(f"with_sharding_constraint: shardings must be Sharding objects "
+                      f"(NamedSharding, SingleDeviceSharding) or None, got "
+                      f"{type(s).__name__}: {s!r}")
     if not hasattr(s, "mesh"):
-      out.append(leaf)  # SingleDeviceSharding: nothing to constrain in an SPMD program
+      out.append(leaf)  # None or SingleDeviceSharding: nothing to constrain
       continue
     out.append(sharding_constraint_p.bind(leaf, sharding=s))
   return tree_util.tree_unflatten(tree, out)
+
+
+def placed(x, out_sharding):
+  """`x` laid out as the `out_sharding=` argument of a lax/nn function asks (JAX's keyword on
+  lax.empty, reduce, rng_bit_generator, ragged_dot_general, initializers, ...); None leaves it
+  as it is."""
+  return x if out_sharding is None else with_sharding_constraint(x, out_sharding)
 
 
 def _is_sharding(s) -> bool:

@@ -30,6 +30,7 @@ from revax._src.interpreters import ad, batching, mlir, staging
 from revax._src.interpreters import invertible as inv
 from revax._src.lax import batch_util, convenience, creation, reductions, shapes
 from revax._src.lax.conversion import convert_element_type
+from revax._src.lax.sharding_constraint import placed
 
 __all__ = ["reduce", "reduce_p"]
 
@@ -77,7 +78,7 @@ def reduce(operands, init_values, computation, dimensions, out_sharding=None):
       dtypes.
     computation: `(xs, ys) -> zs`, each a pytree of scalars shaped like `init_values`.
     dimensions: the axes to reduce (non-negative ints).
-    out_sharding: accepted for JAX's signature; revax has one device (must be None).
+    out_sharding: where to place the results (a sharding; None: as XLA chooses).
 
   Returns:
     The reduced operands, a pytree like `operands`.
@@ -93,8 +94,6 @@ def reduce(operands, init_values, computation, dimensions, out_sharding=None):
     >>> lax.reduce((x, idx), (-jnp.inf, 0), larger, (1,))  # the max of each row and its column
     (Array([5., 6.], dtype=float32), Array([1, 2], dtype=int32))
   """
-  if out_sharding is not None:
-    raise NotImplementedError("revax.lax.reduce: out_sharding is not supported (one device)")
   flat_ops, op_tree = tree_util.tree_flatten(operands)
   flat_inits, init_tree = tree_util.tree_flatten(init_values)
   if op_tree != init_tree:
@@ -107,7 +106,7 @@ def reduce(operands, init_values, computation, dimensions, out_sharding=None):
   if len(flat_ops) == 1:
     monoid = reductions.monoid_reduction(flat_ops[0], flat_inits[0], computation, dimensions)
     if monoid is not None:
-      return tree_util.tree_unflatten(op_tree, [monoid])
+      return placed(tree_util.tree_unflatten(op_tree, [monoid]), out_sharding)
   init_avals = _flat_avals(flat_inits)
   try:
     hash(computation)
@@ -124,7 +123,7 @@ def reduce(operands, init_values, computation, dimensions, out_sharding=None):
     raise TypeError(f"reduce dimensions must be integers, got {dimensions!r}") from None
   outs = reduce_p.bind(*flat_ops, *flat_inits, computation=computation, jaxpr=jaxpr,
                        dimensions=dims)
-  return tree_util.tree_unflatten(op_tree, outs)
+  return placed(tree_util.tree_unflatten(op_tree, outs), out_sharding)
 
 
 def _reduce_abstract_eval(*avals, computation, jaxpr, dimensions):

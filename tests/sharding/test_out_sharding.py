@@ -1,0 +1,75 @@
+"""JAX's `out_sharding=` keyword: functions that take it place their result as asked (checked
+with 4 devices in a subprocess), and every jax function that has the keyword either has it in
+revax or is in a short list of the ones still missing it."""
+import inspect
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import revax
+import revax.numpy as rnp
+from tests.sharding.children import run_child
+
+# jax 0.10.2 functions whose revax counterparts do not take out_sharding yet (a TypeError for a
+# caller who passes it). Remove a name when its function gains the keyword; the test fails if a
+# name here has it already, or if a function not listed lacks it.
+MISSING = {
+    "lax": {"broadcast", "broadcast_in_dim", "broadcasted_iota", "conv_general_dilated", "dot",
+            "dot_general", "reduce_sum", "reshape"},
+    "numpy": {"arange", "array", "asarray", "broadcast_to", "dot", "einsum", "empty", "full",
+              "full_like", "matmul", "ones", "ones_like", "ravel", "repeat", "reshape",
+              "tensordot", "zeros", "zeros_like"},
+    "random": {"ball", "bernoulli", "beta", "bits", "categorical", "cauchy", "chisquare",
+               "dirichlet", "exponential", "f", "gamma", "generalized_normal", "geometric",
+               "gumbel", "laplace", "loggamma", "logistic", "lognormal", "maxwell",
+               "multivariate_normal", "normal", "orthogonal", "pareto", "permutation", "poisson",
+               "rademacher", "randint", "rayleigh", "t", "triangular", "truncated_normal",
+               "uniform", "wald"},
+    "nn.initializers": {"ones", "zeros"},
+}
+MODULES = {"lax": (jax.lax, revax.lax), "numpy": (jnp, rnp), "random": (jax.random, revax.random),
+           "nn.initializers": (jax.nn.initializers, revax.nn.initializers)}
+
+
+def _takes_out_sharding(fn) -> bool:
+  try:
+    params = inspect.signature(fn).parameters
+  except (TypeError, ValueError):
+    return False
+  return "out_sharding" in params
+
+
+def test_functions_taking_out_sharding_place_their_results():
+  run_child("out_sharding_child.py", "OUT_SHARDING_OK")
+
+
+def test_bad_shardings_are_jaxs_errors():
+  for lib in (revax, jax):
+    x = lib.numpy.ones(3)
+    with pytest.raises(TypeError):
+      lib.lax.with_sharding_constraint(x, object())
+    with pytest.raises(ValueError):
+      lib.lax.with_sharding_constraint(x, None)
+    with pytest.raises(TypeError):
+      lib.lax.empty((3,), np.float32, out_sharding=object())
+    with pytest.raises(NotImplementedError):  # jax's initializer refuses every out_sharding
+      lib.nn.initializers.orthogonal()(lib.random.PRNGKey(0), (2, 2), out_sharding=object())
+
+
+def test_every_jax_function_with_out_sharding_has_it_or_is_listed():
+  lacking, listed_but_present = {}, {}
+  for name, (jax_mod, revax_mod) in MODULES.items():
+    for attr in dir(jax_mod):
+      jax_fn = getattr(jax_mod, attr)
+      revax_fn = getattr(revax_mod, attr, None)
+      if attr.startswith("_") or revax_fn is None or not _takes_out_sharding(jax_fn):
+        continue
+      has = _takes_out_sharding(revax_fn)
+      if not has and attr not in MISSING[name]:
+        lacking.setdefault(name, []).append(attr)
+      if has and attr in MISSING[name]:
+        listed_but_present.setdefault(name, []).append(attr)
+  assert not lacking, f"revax functions without jax's out_sharding keyword: {lacking}"
+  assert not listed_but_present, f"take out_sharding now; remove from MISSING: {listed_but_present}"
