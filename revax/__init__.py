@@ -32,6 +32,8 @@ from revax._src.shard_map import shard_map as shard_map
 from revax._src.sharding import PartitionSpec as P
 from revax._src.sharding import NamedSharding as NamedSharding
 from revax._src.sharding import make_mesh as make_mesh
+from revax._src.sharding import set_mesh as set_mesh
+from revax._src.shard_map import smap as smap
 from revax._src.sharded_api import local_device_count as local_device_count
 from revax._src.sharded_api import local_devices as local_devices
 from revax._src.sharded_api import process_count as process_count

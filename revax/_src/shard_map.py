@@ -31,26 +31,40 @@ from revax._src import tree_util
 from revax._src.core.avals import get_aval
 from revax._src.core.eval import eval_jaxpr
 from revax._src.core.jaxpr import ClosedJaxpr, Jaxpr, Var
-from revax._src.core.trace import Primitive, _context
+from revax._src.core.trace import Primitive, Tracer, _context, eval_trace
 from revax._src.interpreters import ad, batching, dispatch, mlir, partial_eval, staging
 from revax._src.interpreters import invertible as inv
 from revax._src.interpreters import manual_lowering
-from revax._src.jit import jit_p
+from revax._src.jit import jit, jit_p
 from revax._src.lax import batch_util, parallel_lowering, shapes  # noqa: F401 (collectives)
-from revax._src.sharding import Mesh, PartitionSpec, check_spec
+from revax._src.core import mesh_context
+from revax._src.sharding import AxisType, Mesh, PartitionSpec, check_spec
 
-__all__ = ["shard_map"]
+__all__ = ["shard_map", "smap", "Infer"]
 
 
-def shard_map(f=None, /, *, out_specs, in_specs=None, mesh=None, axis_names=frozenset(),
+class InferFromArgs:
+  """shard_map's default `in_specs`: read each argument's spec from its sharding."""
+
+  def __repr__(self):
+    return "revax.sharding.Infer"
+
+
+Infer = InferFromArgs()
+
+
+def shard_map(f=None, /, *, out_specs, in_specs=Infer, mesh=None, axis_names=frozenset(),
               check_vma=True):
   """Map `f` over the members of `mesh`, each seeing its blocks of the arguments.
 
   Args:
     f: the per-member function.
     out_specs: a PartitionSpec (or pytree prefix of the outputs) per output.
-    in_specs: a PartitionSpec (or pytree prefix of the positional arguments) per argument.
-    mesh: the `Mesh` whose axes name the members.
+    in_specs: a PartitionSpec (or pytree prefix of the positional arguments) per argument; a
+      None leaf passes its arguments as they are (static, not split). Default: each argument's
+      spec is read from its sharding (an Array placed with NamedSharding over `mesh`; any other
+      array is whole on every member); traced arguments need in_specs.
+    mesh: the `Mesh` whose axes name the members; None: the mesh set with `revax.set_mesh`.
     axis_names: the mesh axes `f` is manual over (default: all).
     check_vma: accepted for compatibility; outputs are always checked for replication.
 
@@ -68,30 +82,48 @@ def shard_map(f=None, /, *, out_specs, in_specs=None, mesh=None, axis_names=froz
   if f is None:
     return lambda g: shard_map(g, out_specs=out_specs, in_specs=in_specs, mesh=mesh,
                                axis_names=axis_names, check_vma=check_vma)
+  if mesh is None:  # the mesh set with revax.set_mesh
+    mesh = mesh_context.concrete_mesh()
+    if mesh is None:
+      raise ValueError("The context mesh cannot be empty: pass mesh= or use "
+                       "`revax.set_mesh(mesh)` to enter a mesh context")
   if not isinstance(mesh, Mesh):
     raise TypeError(f"shard_map requires a Mesh as mesh=, got {mesh!r}")
-  if in_specs is None:
-    raise NotImplementedError("shard_map without in_specs infers them from the arguments' "
-                              "shardings, which revax's arrays do not carry yet; pass in_specs")
   manual = tuple(a for a in mesh.axis_names if not axis_names or a in axis_names)
 
   @functools.wraps(f)
   def mapped(*args):
-    specs = _broadcast_prefix(in_specs, args, "in_specs")
-    leaves, in_tree = tree_util.tree_flatten(args)
+    all_leaves, in_tree = tree_util.tree_flatten(args)
+    if in_specs is Infer:
+      if any(mesh.axis_types[mesh.axis_names.index(a)] is not AxisType.Explicit for a in manual):
+        raise TypeError(f"shard_map in_specs must be given (a pytree of PartitionSpecs) when "
+                        f"the manual axes {manual} are not all of type AxisType.Explicit: only "
+                        "Explicit axes let shard_map read the specs from the arguments")
+      all_specs = [_inferred_spec(x, mesh, manual) for x in all_leaves]
+    else:
+      all_specs = _broadcast_prefix(in_specs, args, "in_specs")
+    static = {i: x for i, (x, spec) in enumerate(zip(all_leaves, all_specs, strict=True))
+              if spec is None}
+    leaves = [x for i, x in enumerate(all_leaves) if i not in static]
+    specs = [spec for spec in all_specs if spec is not None]
     for spec in specs:
       check_spec(spec, mesh, "shard_map in_specs")
       _check_manual(spec, manual, "in_specs")
     store = {}
 
     def member(*flat):
+      flat = iter(flat)
+      flat = [static[i] if i in static else next(flat) for i in range(len(all_leaves))]
       out = f(*tree_util.tree_unflatten(in_tree, flat))
       out_leaves, store["tree"] = tree_util.tree_flatten(out)
       store["specs"] = _broadcast_prefix(out_specs, out, "out_specs")
       return out_leaves
 
-    if math.prod(mesh.shape[a] for a in manual) > 1 and isinstance(_context.trace,
-                                                                    staging.DynamicJaxprTrace):
+    several = math.prod(mesh.shape[a] for a in manual) > 1
+    if several and _context.trace is eval_trace:
+      # eagerly, as in JAX: one program over the mesh, whose results are sharded Arrays
+      outs = jit(lambda *xs: _bind_manual(member, xs, specs, store, mesh, manual))(*leaves)
+    elif several and isinstance(_context.trace, staging.DynamicJaxprTrace):
       outs = _bind_manual(member, leaves, specs, store, mesh, manual)
     else:
       outs = _members_by_vmap(member, leaves, specs, store, mesh, manual)
@@ -196,13 +228,28 @@ def _check_manual(spec, manual, what):
                          f"manual axes {manual}")
 
 
+def _inferred_spec(x, mesh, manual) -> PartitionSpec:
+  """The in_spec of argument `x` read from its sharding: a NamedSharding over `mesh` gives its
+  spec (over the manual axes), any other concrete array is whole (P())."""
+  if isinstance(x, Tracer):
+    raise ValueError("shard_map could not infer in_specs from a traced argument (revax's traced "
+                     "types carry no sharding): pass in_specs=")
+  sharding = getattr(x, "sharding", None)
+  spec = getattr(sharding, "spec", None)
+  if spec is None or getattr(sharding, "mesh", None) != mesh:
+    return PartitionSpec()
+  keep = lambda axes: tuple(a for a in axes if a in manual) or None
+  return PartitionSpec(*(keep(spec.axes_of(d)) for d in range(len(spec))))
+
+
 def _broadcast_prefix(prefix, tree, what):
-  """One PartitionSpec per leaf of `tree`, from a pytree prefix of specs."""
+  """One PartitionSpec (or None: static) per leaf of `tree`, from a pytree prefix of specs."""
   is_spec = lambda x: isinstance(x, PartitionSpec) or x is None
   try:
-    return tree_util.tree_leaves(tree_util.tree_map(
-        lambda spec, sub: [spec or PartitionSpec()] * len(tree_util.tree_leaves(sub)),
-        prefix, tree, is_leaf=is_spec), is_leaf=lambda x: isinstance(x, PartitionSpec))
+    groups = tree_util.tree_leaves(tree_util.tree_map(
+        lambda spec, sub: [spec] * len(tree_util.tree_leaves(sub)),
+        prefix, tree, is_leaf=is_spec), is_leaf=lambda x: isinstance(x, list))
+    return [spec for group in groups for spec in group]
   except (ValueError, TypeError) as e:
     raise ValueError(f"shard_map {what} must be a pytree prefix of the "
                      f"{'arguments' if what == 'in_specs' else 'outputs'}, with a PartitionSpec "
@@ -284,3 +331,35 @@ def _join(y, spec, mesh, manual):
   y = shapes.transpose(y, tuple(order)) if order != list(range(aval.ndim)) else y
   return shapes.reshape(y, tuple(final_shape))
 
+
+
+def smap(f=None, /, *, in_axes=Infer, out_axes, axis_name):
+  """shard_map over one axis of the mesh in context (set with `revax.set_mesh`), described as
+  vmap is: `in_axes` / `out_axes` say which dimension of each argument / result is split over
+  `axis_name` (None: not split).
+
+  Raises:
+    TypeError: an axis_name that is a list or tuple, or axes that are not ints / None.
+    ValueError: no mesh is set.
+  """
+  if f is None:
+    return lambda g: smap(g, in_axes=in_axes, out_axes=out_axes, axis_name=axis_name)
+  if isinstance(axis_name, (list, tuple)):
+    raise TypeError(f"smap axis_name should be a `str` or a `Hashable`, but got {axis_name}")
+  if in_axes is not None and in_axes is not Infer and not isinstance(in_axes, (int, tuple)):
+    raise TypeError(f"smap in_axes must be an int, None, revax.sharding.Infer, or a tuple of "
+                    f"entries corresponding to the positional arguments, but got {in_axes}.")
+  is_axis = lambda a: a is None or isinstance(a, int)
+  if in_axes is not Infer and not all(
+      isinstance(a, int) for a in tree_util.tree_leaves(in_axes)):
+    raise TypeError(f"smap in_axes must be an int, None, revax.sharding.Infer, or (nested) "
+                    f"container with those types as leaves, but got {in_axes}.")
+  if not all(isinstance(a, int) for a in tree_util.tree_leaves(out_axes)):
+    raise TypeError(f"smap out_axes must be an int, None, or (nested) container with those "
+                    f"types as leaves, but got {out_axes}.")
+  as_spec = lambda a: PartitionSpec() if a is None else PartitionSpec(*[None] * a, axis_name)
+  to_specs = lambda axes: tree_util.tree_map(as_spec, axes, is_leaf=lambda a: a is None)
+  in_specs = Infer if in_axes is Infer else (
+      to_specs(in_axes) if isinstance(in_axes, tuple) else as_spec(in_axes))
+  out_specs = as_spec(out_axes) if is_axis(out_axes) else to_specs(out_axes)
+  return shard_map(f, out_specs=out_specs, in_specs=in_specs, axis_names={axis_name})

@@ -11,6 +11,8 @@ where they are (sharded_jit.py).
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from revax._src import tree_util
@@ -22,8 +24,9 @@ from revax._src.lax import sharding_constraint
 from revax._src.runtime import sharded as rt
 from revax._src.runtime.array import Array
 from revax._src.runtime.client import Device, get_backend
-from revax._src.sharding import (NamedSharding, PartitionSpec, Sharding, SingleDeviceSharding,
-                                 block_shape)
+from revax._src.sharding import (AxisType, NamedSharding, PartitionSpec, Sharding,
+                                 SingleDeviceSharding, block_shape, resolve_specs,
+                                 use_abstract_mesh)
 
 __all__ = ["device_put", "make_array_from_callback", "make_array_from_single_device_arrays",
            "local_devices", "local_device_count", "is_sharding", "place", "GSPMDSharding"]
@@ -107,17 +110,91 @@ def reshard(xs, out_shardings):
   Arrays, `device_put`; on traced values inside `jit`, `with_sharding_constraint`.
 
   Raises:
-    ValueError: a bare PartitionSpec (revax has no `set_mesh` context to resolve it against:
-      pass `NamedSharding(mesh, spec)`).
+    ValueError: a bare PartitionSpec and no mesh set with `revax.set_mesh`.
   """
-  def check(s):
-    if isinstance(s, PartitionSpec):
-      raise ValueError(f"reshard got the PartitionSpec {s} without a mesh; revax has no "
-                       "set_mesh context: pass NamedSharding(mesh, spec)")
-  tree_util.tree_map(check, out_shardings, is_leaf=lambda s: isinstance(s, PartitionSpec))
+  out_shardings = resolve_specs(out_shardings, "reshard")
   if any(isinstance(leaf, Tracer) for leaf in tree_util.tree_leaves(xs)):
     return sharding_constraint.with_sharding_constraint(xs, out_shardings)
   return device_put(xs, out_shardings)
+
+
+def _mesh_with_axes(axes, kind, api: str, shardings=None):
+  """(the mesh to use, the abstract mesh with `axes` made `kind`, axes) for auto_axes /
+  explicit_axes: the mesh in context, or the one the shardings name; None when neither is."""
+  from revax._src.core import mesh_context
+  from revax._src.sharding import AxisType
+  named = [s.mesh for s in tree_util.tree_leaves(shardings) if isinstance(s, NamedSharding)]
+  current = mesh_context.concrete_mesh()
+  if named and current is not None and named[0] != current:
+    raise ValueError(f"Context mesh {current} must match the mesh passed to shardings "
+                     f"{named[0]}. Use the `revax.set_mesh` context manager.")
+  mesh = current if current is not None else (named[0] if named else None)
+  if mesh is None:
+    return None
+  axes = mesh.axis_names if axes is None else (axes if isinstance(axes, tuple) else (axes,))
+  for a in axes:
+    if a not in mesh.axis_names:
+      raise ValueError(f"{api}: {a!r} is not an axis of the mesh {mesh}")
+    if mesh.axis_types[mesh.axis_names.index(a)] is AxisType.Manual:
+      raise NotImplementedError("Going from `Manual` AxisType to `Auto` or `Explicit` AxisType "
+                                "is not allowed")
+  abstract = mesh.abstract_mesh.update_axis_types({a: kind for a in axes})
+  return mesh, abstract, axes
+
+
+def auto_axes(f=None, /, *, axes=None, out_sharding=None):
+  """Run `f` with the mesh axes `axes` (default: all) Auto, then lay its outputs out as
+  `out_sharding` (given here or as an `out_sharding=` keyword of the call).
+
+  Raises:
+    TypeError: no out_sharding given.
+  """
+  if f is None:
+    return lambda g: auto_axes(g, axes=axes, out_sharding=out_sharding)
+
+  @functools.wraps(f)
+  def wrapped(*args, **kwargs):
+    out_s = kwargs.pop("out_sharding") if out_sharding is None and "out_sharding" in kwargs \
+        else out_sharding
+    if out_s is None:
+      raise TypeError("Missing required keyword argument: 'out_sharding'")
+    info = _mesh_with_axes(axes, AxisType.Auto, "auto_axes", out_s)
+    if info is None or set(info[0].abstract_mesh.auto_axes) == set(info[2]):
+      return f(*args, **kwargs)  # (JAX's rule: nothing to switch, so the outputs stay as made)
+    with use_abstract_mesh(info[1]):
+      out = f(*args, **kwargs)
+    return reshard(out, out_s)
+  return wrapped
+
+
+def explicit_axes(f=None, /, *, axes=None, in_sharding=None):
+  """Lay the arguments out as `in_sharding` (given here or as an `in_sharding=` keyword of the
+  call), then run `f` with the mesh axes `axes` (default: all) Explicit.
+
+  Raises:
+    TypeError: no in_sharding given.
+    ValueError: no mesh is set with `revax.set_mesh`.
+  """
+  if f is None:
+    return lambda g: explicit_axes(g, axes=axes, in_sharding=in_sharding)
+
+  @functools.wraps(f)
+  def wrapped(*args, **kwargs):
+    in_s = kwargs.pop("in_sharding") if in_sharding is None and "in_sharding" in kwargs \
+        else in_sharding
+    if in_s is None:
+      raise TypeError("Missing required keyword argument: 'in_sharding'")
+    info = _mesh_with_axes(axes, AxisType.Explicit, "explicit_axes")
+    if info is None:
+      raise ValueError("Context mesh cannot be empty. Please use `revax.set_mesh` to enter a "
+                       "mesh context when using `explicit_axes`.")
+    with use_abstract_mesh(info[1]):
+      out = f(*reshard(args, in_s), **kwargs)
+    # as in JAX, the results leave laid out over the mesh as they are (arrays only)
+    keep = lambda leaf: (leaf.sharding if isinstance(getattr(leaf, "sharding", None),
+                                                     NamedSharding) else PartitionSpec())
+    return reshard(out, tree_util.tree_map(keep, out))
+  return wrapped
 
 
 def is_sharding(x) -> bool:
@@ -226,8 +303,9 @@ def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
 
   Args:
     x: an array or pytree of arrays.
-    device: a Device, a sharding (NamedSharding, SingleDeviceSharding), or a pytree prefix of
-      `x` of those; None: the first device.
+    device: a Device, a sharding (NamedSharding, SingleDeviceSharding), a PartitionSpec (over
+      the mesh set with `revax.set_mesh`), or a pytree prefix of `x` of those; None: the first
+      device.
     src, donate, may_alias: accepted for compatibility.
 
   Returns:
@@ -238,19 +316,28 @@ def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
       divide.
   """
   del src, donate, may_alias
+  if not (device is None or isinstance(device, Device)):
+    device = resolve_specs(device, "device_put")
   if device is None or isinstance(device, Device) or is_sharding(device):
     return tree_util.tree_map(lambda leaf: _put_leaf(leaf, device), x)
-  if isinstance(device, PartitionSpec):
-    raise ValueError("device_put got a PartitionSpec without a mesh: pass "
-                     "NamedSharding(mesh, spec)")
-  try:
-    return tree_util.tree_map(lambda d, sub: tree_util.tree_map(lambda l: _put_leaf(l, d), sub),
-                              device, x, is_leaf=lambda d: d is None or is_sharding(d)
-                              or isinstance(d, Device))
+  try:  # the device of each leaf (a structure mismatch is the caller's ValueError) ...
+    leaf_devices = tree_util.tree_map(
+        lambda d, sub: tree_util.tree_map(lambda _: _Placement(d), sub), device, x,
+        is_leaf=lambda d: d is None or is_sharding(d) or isinstance(d, Device))
   except (ValueError, TypeError) as e:
     raise ValueError(f"device_put only accepts None, a revax Device (from revax.devices()), a "
                      f"sharding or a pytree prefix of the value of those; got {device!r} ({e})") \
         from None
+  # ... then the placing, whose errors (a leaf that is not an array: TypeError) are its own
+  return tree_util.tree_map(lambda leaf, p: _put_leaf(leaf, p.device), x, leaf_devices)
+
+
+class _Placement:
+  """A leaf's device in device_put's per-leaf map (a box, so a None device stays a leaf)."""
+  __slots__ = ("device",)
+
+  def __init__(self, device):
+    self.device = device
 
 
 def _put_leaf(leaf, device):

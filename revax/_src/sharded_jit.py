@@ -32,7 +32,7 @@ from revax._src.runtime.array import Array
 from revax._src.runtime.client import CompileError, get_backend
 from revax._src.sharded_api import GSPMDSharding, is_sharding, place
 from revax._src.sharding import (Mesh, NamedSharding, PartitionSpec, SingleDeviceSharding,
-                                 block_shape)
+                                 block_shape, resolve_specs)
 
 __all__ = ["call", "lower", "SpmdProgram", "UNSPECIFIED"]
 
@@ -51,11 +51,9 @@ def _leaf_shardings(spec, tree_value, what: str, n_leaves: int) -> list:
   pytree prefix of `tree_value`."""
   if spec is UNSPECIFIED or spec is None:
     return [None] * n_leaves
+  spec = resolve_specs(spec, f"jit {what}", RuntimeError)  # bare specs: over the set_mesh mesh
   if is_sharding(spec):
     return [spec] * n_leaves
-  if isinstance(spec, PartitionSpec):
-    raise ValueError(f"jit {what} got a PartitionSpec ({spec!r}) without a mesh: use "
-                     "NamedSharding(mesh, spec)")
   is_leaf = lambda s: s is None or is_sharding(s) or isinstance(s, PartitionSpec)
   try:
     out = tree_util.tree_leaves(tree_util.tree_map(
@@ -66,10 +64,6 @@ def _leaf_shardings(spec, tree_value, what: str, n_leaves: int) -> list:
                      f"{'arguments' if what == 'in_shardings' else 'outputs'} with a sharding "
                      f"(or None) at each leaf: {e}") from None
   flat = [s for group in out for s in group]
-  for s in flat:
-    if isinstance(s, PartitionSpec):
-      raise ValueError(f"jit {what} got a PartitionSpec ({s!r}) without a mesh: use "
-                       "NamedSharding(mesh, spec)")
   if len(flat) != n_leaves:
     raise ValueError(f"jit {what}: {len(flat)} shardings for {n_leaves} values")
   return flat

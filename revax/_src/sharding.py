@@ -11,12 +11,79 @@ shards (sharded_api.py, sharded_jit.py).
 from __future__ import annotations
 
 import collections
+import enum
 import math
 
 import numpy as np
 
-__all__ = ["Mesh", "PartitionSpec", "P", "Sharding", "NamedSharding", "SingleDeviceSharding",
-           "make_mesh", "DuplicateSpecError"]
+from revax._src.core import mesh_context
+
+__all__ = ["Mesh", "AbstractMesh", "AxisType", "PartitionSpec", "P", "Sharding",
+           "NamedSharding", "SingleDeviceSharding", "make_mesh", "DuplicateSpecError"]
+
+
+class AxisType(enum.Enum):
+  """How a mesh axis is partitioned (JAX's three kinds).
+
+  Auto: XLA's partitioner chooses how values are split over the axis. Explicit: shardings over
+  the axis are part of the program's types (revax runs these as Auto: the same values, with
+  the layout XLA's propagation picks; see docs). Manual: inside shard_map, each member sees its
+  own block."""
+  Auto = enum.auto()
+  Explicit = enum.auto()
+  Manual = enum.auto()
+
+  def __repr__(self):
+    return self.name
+
+
+def _axis_types(axis_types, names: tuple) -> tuple:
+  """Mesh axis types normalised as JAX does: None -> all Auto; one AxisType -> a 1-tuple."""
+  if axis_types is None:
+    return (AxisType.Auto,) * len(names)
+  types = (axis_types,) if isinstance(axis_types, AxisType) else tuple(axis_types)
+  if not all(isinstance(t, AxisType) for t in types):
+    raise TypeError(f"axis_types passed to Mesh must be of type `revax.sharding.AxisType`. Got "
+                    f"{types} of type {tuple(type(t) for t in types)}")
+  if len(types) != len(names):
+    raise ValueError(f"Number of axis names should match the number of axis_types. Got "
+                     f"axis_names={names} and axis_types={types}")
+  return types
+
+
+class _MeshAxes:
+  """What meshes and abstract meshes share: axis names, sizes and types, and questions on them.
+  Subclasses set `axis_names`, `axis_types` and define `axis_sizes`."""
+
+  @property
+  def shape(self) -> collections.OrderedDict:
+    """{axis name: size}, in mesh order (an OrderedDict, as JAX's)."""
+    return collections.OrderedDict(zip(self.axis_names, self.axis_sizes, strict=True))
+
+  @property
+  def shape_tuple(self) -> tuple:
+    return tuple(zip(self.axis_names, self.axis_sizes, strict=True))
+
+  @property
+  def size(self) -> int:
+    return math.prod(self.axis_sizes)
+
+  @property
+  def empty(self) -> bool:
+    return not self.axis_names
+
+  def _of_type(self, kind) -> tuple:
+    return tuple(n for n, t in zip(self.axis_names, self.axis_types, strict=True) if t is kind)
+
+  explicit_axes = property(lambda self: self._of_type(AxisType.Explicit))
+  auto_axes = property(lambda self: self._of_type(AxisType.Auto))
+  manual_axes = property(lambda self: self._of_type(AxisType.Manual))
+  are_all_axes_auto = property(lambda self: len(self.auto_axes) == len(self.axis_names))
+  are_all_axes_explicit = property(lambda self: len(self.explicit_axes) == len(self.axis_names))
+  are_all_axes_manual = property(lambda self: len(self.manual_axes) == len(self.axis_names))
+
+  def _types_repr(self) -> str:
+    return f"axis_types={self.axis_types!r}"
 
 
 class DuplicateSpecError(ValueError):
@@ -38,12 +105,13 @@ class Sharding:
     raise NotImplementedError
 
 
-class Mesh:
+class Mesh(_MeshAxes):
   """Devices in an n-d grid with a name per grid axis.
 
   Args:
     devices: an array (or nested sequence) of devices; its shape is the mesh's shape.
     axis_names: one name per dimension of `devices`.
+    axis_types: an AxisType per axis (or one for a 1-d mesh); None: all Auto.
 
   Example:
     >>> from revax.sharding import Mesh
@@ -61,27 +129,34 @@ class Mesh:
                        f"{devices.ndim} and len(axis_names) == {len(names)}.")
     if len(set(names)) != len(names):
       raise ValueError(f"Mesh axis names must be unique, got {names}")
-    flat = list(devices.flat)
+    flat = list(devices.flat) if names else []
     if len(set(map(id, flat))) != len(flat):
       raise ValueError("Mesh devices must be distinct")
     self.devices = devices
     self.axis_names = names
-    self.axis_types = axis_types
+    self.axis_types = _axis_types(axis_types, names)
+    self._abstract = None
     # (devices and names are fixed once made: jit's caches hash meshes on every call)
-    self._hash = hash((names, devices.shape, tuple(d.id for d in flat)))
-
-  @property
-  def shape(self) -> collections.OrderedDict:
-    """{axis name: size}, in mesh order (an OrderedDict, as JAX's)."""
-    return collections.OrderedDict(zip(self.axis_names, self.devices.shape, strict=True))
+    self._hash = hash((names, devices.shape, tuple(d.id for d in flat), self.axis_types))
 
   @property
   def axis_sizes(self) -> tuple:
-    return tuple(self.devices.shape)
+    return tuple(self.devices.shape) if self.axis_names else ()
 
   @property
-  def size(self) -> int:
-    return int(self.devices.size)
+  def abstract_mesh(self) -> "AbstractMesh":
+    """The mesh without its devices: names, sizes and axis types."""
+    if self._abstract is None:
+      kind = self.devices.flat[0].platform if self.axis_names else None
+      self._abstract = AbstractMesh(self.axis_sizes, self.axis_names, self.axis_types,
+                                    abstract_device=kind)
+    return self._abstract
+
+  def update(self, devices=None, axis_names=None, axis_types=None) -> "Mesh":
+    """A copy with the given fields replaced."""
+    return Mesh(self.devices if devices is None else devices,
+                self.axis_names if axis_names is None else axis_names,
+                self.axis_types if axis_types is None else axis_types)
 
   @property
   def device_ids(self) -> np.ndarray:
@@ -96,18 +171,84 @@ class Mesh:
   def __eq__(self, other):
     return (isinstance(other, Mesh) and self.axis_names == other.axis_names
             and self.devices.shape == other.devices.shape
+            and self.axis_types == other.axis_types
             and all(a is b or a == b for a, b in zip(self.devices.flat, other.devices.flat)))
 
   def __hash__(self):
     return self._hash
 
-  def __repr__(self):
+  def __str__(self):
+    if self.empty:
+      return "Mesh()"
     axes = ", ".join(f"{n!r}: {s}" for n, s in self.shape.items())
-    return f"Mesh({axes})"
+    return f"Mesh({axes}, {self._types_repr()})"
+
+  def __repr__(self):
+    if self.empty:
+      return "Mesh(axis_sizes=(), axis_names=())"
+    return (f"Mesh(axis_sizes={self.axis_sizes}, axis_names={self.axis_names}, "
+            f"{self._types_repr()})")
+
+
+class AbstractMesh(_MeshAxes):
+  """A mesh's axis names, sizes and types without its devices: what traced code may ask of the
+  mesh in context (`revax.sharding.get_abstract_mesh()`).
+
+  Args:
+    axis_sizes: one size per axis.
+    axis_names: one name per axis.
+    axis_types: an AxisType per axis (or one for a 1-d mesh); None: all Auto.
+    abstract_device: the platform of the devices ('cpu'), when made from a Mesh.
+  """
+
+  def __init__(self, axis_sizes, axis_names, axis_types=None, *, abstract_device=None):
+    self.axis_sizes = tuple(int(s) for s in axis_sizes)
+    self.axis_names = tuple(axis_names)
+    if len(self.axis_sizes) != len(self.axis_names):
+      raise ValueError(f"AbstractMesh: axis_sizes {self.axis_sizes} and axis_names "
+                       f"{self.axis_names} differ in length")
+    self.axis_types = _axis_types(axis_types, self.axis_names)
+    self.abstract_device = abstract_device
+    self._key = (self.axis_sizes, self.axis_names, self.axis_types, abstract_device)
+
+  @property
+  def abstract_mesh(self) -> "AbstractMesh":
+    return self
+
+  def update(self, axis_sizes=None, axis_names=None, axis_types=None) -> "AbstractMesh":
+    """A copy with the given fields replaced."""
+    return AbstractMesh(self.axis_sizes if axis_sizes is None else axis_sizes,
+                        self.axis_names if axis_names is None else axis_names,
+                        self.axis_types if axis_types is None else axis_types,
+                        abstract_device=self.abstract_device)
+
+  def update_axis_types(self, name_to_type: dict) -> "AbstractMesh":
+    """A copy with the types of the named axes replaced."""
+    return self.update(axis_types=tuple(name_to_type.get(n, t) for n, t in
+                                        zip(self.axis_names, self.axis_types, strict=True)))
+
+  def __eq__(self, other):
+    return isinstance(other, AbstractMesh) and self._key == other._key
+
+  def __hash__(self):
+    return hash(self._key)
+
+  def __repr__(self):
+    if self.empty:
+      return "AbstractMesh((), axis_types=())"
+    axes = ", ".join(f"{n!r}: {s}" for n, s in self.shape.items())
+    kind = (f", device_kind={self.abstract_device}, num_cores=None, "
+            f"platform={self.abstract_device}" if self.abstract_device else "")
+    return f"AbstractMesh({axes}, {self._types_repr()}{kind})"
+
+
+EMPTY_ABSTRACT_MESH = AbstractMesh((), ())
 
 
 def make_mesh(axis_shapes, axis_names, axis_types=None, *, devices=None) -> Mesh:
   """A mesh of the given shape over the first `prod(axis_shapes)` devices.
+
+  As in JAX, its axes are Explicit unless `axis_types` says otherwise.
 
   Raises:
     ValueError: fewer devices than the mesh needs, or shapes and names of different lengths.
@@ -125,6 +266,8 @@ def make_mesh(axis_shapes, axis_names, axis_types=None, *, devices=None) -> Mesh
   grid = np.empty(need, dtype=object)
   for i, d in enumerate(devices[:need]):
     grid[i] = d
+  if axis_types is None:
+    axis_types = (AxisType.Explicit,) * len(names)
   return Mesh(grid.reshape(shape), names, axis_types)
 
 
@@ -285,7 +428,8 @@ class NamedSharding(Sharding):
     return self._hash
 
   def __repr__(self):
-    return f"NamedSharding(mesh={self.mesh!r}, spec={self.spec!r})"
+    return (f"NamedSharding(mesh={self.mesh}, spec={self.spec!r}, "
+            f"memory_kind={self.memory_kind or 'device'})")
 
 
 class SingleDeviceSharding(Sharding):
@@ -327,7 +471,7 @@ class SingleDeviceSharding(Sharding):
     return hash(self.device)
 
   def __repr__(self):
-    return f"SingleDeviceSharding(device={self.device!r})"
+    return f"SingleDeviceSharding(device={self.device!r}, memory_kind={self.memory_kind or 'device'})"
 
 
 def check_spec(spec: PartitionSpec, mesh: Mesh, where: str) -> None:
@@ -355,3 +499,112 @@ def _blocks(index) -> tuple:
 def block_shape(index, shape) -> tuple:
   """The shape of the block `index` (a tuple of slices) selects from an array of `shape`."""
   return tuple(len(range(*s.indices(n))) for s, n in zip(index, shape, strict=True))
+
+
+# --- the mesh in context (revax.set_mesh) -------------------------------------------------------
+class set_mesh:
+  """Set the mesh in context for this thread: as a global setter (`revax.set_mesh(mesh)`) or a
+  `with` block that restores the previous one on exit. Under it, bare PartitionSpecs stand for
+  NamedSharding(mesh, spec) wherever a sharding is asked for (device_put, jit's
+  in_shardings/out_shardings, with_sharding_constraint, reshard, `out_sharding=`), and
+  shard_map takes its mesh from it.
+
+  Raises:
+    ValueError: `mesh` is not a Mesh (or None), has Manual axes, or the call is inside a
+      transformation (jit, grad, vmap, ...).
+
+  Example:
+    >>> mesh = revax.make_mesh((1,), ("x",))
+    >>> with revax.set_mesh(mesh):
+    ...   y = revax.device_put(jnp.arange(4.), P("x"))
+    >>> y.sharding.spec
+    P('x',)
+  """
+  __slots__ = ("_prev",)
+
+  def __init__(self, mesh):
+    from revax._src.core.trace import current_trace, eval_trace
+    if mesh is not None and not isinstance(mesh, Mesh):
+      raise ValueError(f"Expected mesh of type `revax.sharding.Mesh`. Got {type(mesh)}")
+    if current_trace() is not eval_trace:
+      raise ValueError("`set_mesh` can only be used outside of `revax.jit` (and of other "
+                       "transformations)")
+    if mesh is not None and mesh.manual_axes:
+      raise ValueError(f"mesh {mesh} contains manual axes, which set_mesh does not allow: use "
+                       "`revax.shard_map` to enter Manual mode instead")
+    if mesh is not None and mesh.empty:
+      mesh = None
+    self._prev = mesh_context.swap(mesh, None if mesh is None else mesh.abstract_mesh)
+
+  def __enter__(self):
+    return None
+
+  def __exit__(self, *exc):
+    mesh_context.swap(*self._prev)
+    return False
+
+
+def get_mesh() -> Mesh:
+  """The concrete mesh set by `set_mesh` (an empty Mesh when none is).
+
+  Raises:
+    ValueError: called inside a transformation (use `get_abstract_mesh` there).
+  """
+  from revax._src.core.trace import current_trace, eval_trace
+  if current_trace() is not eval_trace:
+    raise ValueError("`get_mesh` can only be used outside of `revax.jit`. Maybe you want "
+                     "`revax.sharding.get_abstract_mesh()`?")
+  mesh = mesh_context.concrete_mesh()
+  return EMPTY_MESH if mesh is None else mesh
+
+
+def get_abstract_mesh() -> AbstractMesh:
+  """The abstract mesh in context (an empty AbstractMesh when none is); usable under jit."""
+  mesh = mesh_context.abstract_mesh()
+  return EMPTY_ABSTRACT_MESH if mesh is None else mesh
+
+
+class use_abstract_mesh:
+  """A `with` block in which `get_abstract_mesh()` is `mesh` (an AbstractMesh); the concrete
+  mesh in context stays as it is."""
+  __slots__ = ("_mesh", "_prev")
+
+  def __init__(self, mesh):
+    if not isinstance(mesh, AbstractMesh):
+      raise ValueError(f"Expected mesh of type `revax.sharding.AbstractMesh`. Got type: "
+                       f"{type(mesh)}")
+    self._mesh = None if mesh.empty else mesh
+
+  def __enter__(self):
+    self._prev = mesh_context.swap(mesh_context.concrete_mesh(), self._mesh)
+
+  def __exit__(self, *exc):
+    mesh_context.swap(*self._prev)
+    return False
+
+
+def make_single_device_sharding(device, *, memory_kind=None) -> SingleDeviceSharding:
+  """The sharding of an array whole on `device`."""
+  return SingleDeviceSharding(device, memory_kind=memory_kind)
+
+
+def resolve_specs(tree, where: str, error=ValueError):
+  """`tree` (a sharding, a PartitionSpec, None, or a pytree of them) with every bare
+  PartitionSpec made NamedSharding(mesh in context, spec).
+
+  Raises:
+    ValueError (or `error`): a bare PartitionSpec and no mesh set.
+  """
+  from revax._src import tree_util
+  if isinstance(tree, PartitionSpec):
+    return mesh_context.resolve_spec(tree, where, error)
+  if tree is None or isinstance(tree, Sharding):
+    return tree
+  return tree_util.tree_map(
+      lambda s: mesh_context.resolve_spec(s, where, error) if isinstance(s, PartitionSpec) else s,
+      tree, is_leaf=lambda s: isinstance(s, PartitionSpec))
+
+
+EMPTY_MESH = Mesh(np.empty((), dtype=object), ())
+mesh_context.named_sharding = lambda mesh, spec: NamedSharding(mesh, spec)
+mesh_context.spec_type = PartitionSpec

@@ -7,12 +7,12 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def run_child(script: str, marker: str, devices: int = 4, timeout: int = 600):
-  """Run tests/sharding/`script` where revax and jax both see `devices` CPU devices; it must
-  exit cleanly and print `marker`."""
+def run_child(script: str, marker: str, devices: int = 4, timeout: int = 600, args=()):
+  """Run tests/sharding/`script` (with command-line `args`) where revax and jax both see
+  `devices` CPU devices; it must exit cleanly and print `marker`."""
   env = dict(os.environ, XLA_FLAGS=f"--xla_force_host_platform_device_count={devices}",
              REVAX_CPU_DEVICE_COUNT=str(devices), JAX_PLATFORMS="cpu", PYTHONPATH=ROOT)
-  out = subprocess.run([sys.executable, os.path.join(ROOT, "tests", "sharding", script)],
+  out = subprocess.run([sys.executable, os.path.join(ROOT, "tests", "sharding", script), *args],
                        env=env, capture_output=True, text=True, timeout=timeout)
   assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-3000:]
   assert marker in out.stdout

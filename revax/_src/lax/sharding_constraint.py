@@ -13,6 +13,7 @@ those attributes, so it sits below the sharding classes.
 from __future__ import annotations
 
 from revax._src import tree_util
+from revax._src.core import mesh_context
 from revax._src.core.avals import ShapedArray
 from revax._src.core.trace import Primitive
 from revax._src.interpreters import ad, batching, dispatch, mlir, sharding_lowering
@@ -30,7 +31,7 @@ def with_sharding_constraint(x, shardings):
 
   Args:
     x: arrays, or a pytree of them.
-    shardings: NamedSharding(s); a PartitionSpec needs a mesh (pass a NamedSharding).
+    shardings: NamedSharding(s), or PartitionSpecs over the mesh set with `revax.set_mesh`.
 
   Returns:
     `x`'s values, laid out as asked.
@@ -38,6 +39,7 @@ def with_sharding_constraint(x, shardings):
   Raises:
     ValueError: a sharding whose spec does not fit an array's rank or does not divide its
       dimensions.
+    RuntimeError: a PartitionSpec and no mesh set with `revax.set_mesh` (JAX's error).
 
   Example:
     >>> from revax.sharding import Mesh, NamedSharding, PartitionSpec as P
@@ -47,6 +49,8 @@ def with_sharding_constraint(x, shardings):
     Array([0., 2., 4., 6.], dtype=float32)
   """
   leaves, tree = tree_util.tree_flatten(x)
+  if mesh_context.is_spec(shardings):  # a bare spec: over the mesh set with revax.set_mesh
+    shardings = mesh_context.resolve_spec(shardings, "with_sharding_constraint", RuntimeError)
   if _is_sharding(shardings):
     per_leaf = [shardings] * len(leaves)
   else:
@@ -60,9 +64,8 @@ def with_sharding_constraint(x, shardings):
                        f"prefix of the value: {e}") from None
   out = []
   for leaf, s in zip(leaves, per_leaf, strict=True):
-    if type(s).__name__ == "PartitionSpec":
-      raise ValueError(f"with_sharding_constraint got a PartitionSpec ({s!r}) outside a mesh "
-                       "context: pass NamedSharding(mesh, spec)")
+    if mesh_context.is_spec(s):
+      s = mesh_context.resolve_spec(s, "with_sharding_constraint", RuntimeError)
     if s is not None and not _is_sharding(s):
       raise TypeError(f"with_sharding_constraint: shardings must be Sharding objects "
                       f"(NamedSharding, SingleDeviceSharding) or None, got "

@@ -1,0 +1,66 @@
+"""The mesh in context: what `revax.set_mesh(mesh)` sets, and what a bare PartitionSpec means.
+
+JAX lets a program name a mesh once (`jax.set_mesh(mesh)`, as a global setter or a `with`
+block) and then pass bare `PartitionSpec`s wherever a sharding is asked for (device_put, jit's
+in/out shardings, with_sharding_constraint, reshard, shard_map's mesh, `out_sharding=`). The
+context is thread-local, as JAX's: a concrete mesh (devices) and its abstract mesh (axis names,
+sizes and types only; `use_abstract_mesh` sets that one alone).
+
+The mesh and sharding classes live above this layer (revax/_src/sharding.py); this module holds
+them as opaque objects, and sharding.py installs `named_sharding`, the constructor a bare spec
+is resolved with, so lax-level code can resolve specs without importing upwards.
+"""
+from __future__ import annotations
+
+import threading
+
+__all__ = ["concrete_mesh", "abstract_mesh", "swap", "resolve_spec", "is_spec"]
+
+
+class _State(threading.local):
+  def __init__(self):
+    self.mesh = None  # the concrete Mesh set by set_mesh, or None
+    self.abstract = None  # its AbstractMesh (or one set by use_abstract_mesh), or None
+
+
+_state = _State()
+
+# Installed by revax._src.sharding: (mesh, spec) -> NamedSharding, and the PartitionSpec type.
+named_sharding = None
+spec_type = None
+
+
+def concrete_mesh():
+  """The Mesh set by `set_mesh` in this thread, or None."""
+  return _state.mesh
+
+
+def abstract_mesh():
+  """The AbstractMesh in context in this thread, or None."""
+  return _state.abstract
+
+
+def swap(mesh, abstract) -> tuple:
+  """Set the context's concrete and abstract mesh; returns the previous pair (to restore)."""
+  prev = (_state.mesh, _state.abstract)
+  _state.mesh, _state.abstract = mesh, abstract
+  return prev
+
+
+def is_spec(x) -> bool:
+  return spec_type is not None and isinstance(x, spec_type)
+
+
+def resolve_spec(spec, where: str, error=ValueError):
+  """`spec` (a PartitionSpec) as a NamedSharding over the mesh in context.
+
+  Raises:
+    ValueError (or `error`: JAX raises RuntimeError from jit and with_sharding_constraint): no
+      mesh is set.
+  """
+  mesh = _state.mesh
+  if mesh is None:
+    raise error(f"{where} got the PartitionSpec {spec!r} but no mesh is set: use "
+                     "`with revax.set_mesh(mesh):` (or revax.set_mesh(mesh) as a global "
+                     "setter) around the call, or pass NamedSharding(mesh, spec)")
+  return named_sharding(mesh, spec)
