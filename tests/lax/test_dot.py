@@ -80,6 +80,20 @@ def test_malformed_dimension_numbers():
     lax.dot_general(x, y, (((2.0,), (0,)), ((), ())))
 
 
+def test_dot_takes_jaxs_keywords_and_refuses_what_it_refuses():
+  a, b = np.arange(6.0, dtype=np.float32).reshape(2, 3), np.ones((3, 4), np.float32)
+  dims = (((1,), (2,)), ((2,), (1,)))
+  p, q = np.ones((2, 3, 4, 5), np.float32), np.ones((6, 4, 3, 7), np.float32)
+  for lib in (lax, jax.lax):
+    np.testing.assert_array_equal(lib.dot(a, b, preferred_element_type=np.float32), a @ b)
+    assert lib.dot(p, q, dimension_numbers=dims).shape == (4, 2, 5, 6, 7)
+    for bad in ((a, a), (p, q), (a[0], b[0])):  # mismatched, rank > 2 without dimension_numbers
+      with pytest.raises(ValueError, match="dimension_numbers must be specified"):
+        lib.dot(*bad)
+    with pytest.raises(TypeError):  # everything after the operands is a keyword
+      lib.dot(a, b, None)
+
+
 def test_output_shape_is_batch_then_lhs_free_then_rhs_free():
   a = np.ones((2, 3, 4, 5), np.float32)
   b = np.ones((6, 4, 3, 7), np.float32)

@@ -35,6 +35,7 @@ from revax._src.lax.binary import complex as _complex
 from revax._src.lax.conversion import convert_element_type
 from revax._src.lax.creation import full
 from revax._src.lax.dot import _canonicalize_precision
+from revax._src.lax.sharding_constraint import placed
 from revax._src.lax.shapes import reshape, rev, transpose
 from revax._src.lax.unary import imag, real
 
@@ -192,7 +193,7 @@ def _int_tuple(xs, what: str) -> tuple[int, ...]:
 # --- conv_general_dilated ------------------------------------------------------------------------
 def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None, rhs_dilation=None,
                          dimension_numbers=None, feature_group_count=1, batch_group_count=1,
-                         precision=None, preferred_element_type=None):
+                         precision=None, preferred_element_type=None, out_sharding=None):
   """General n-dimensional convolution with dilation and grouping (XLA's Conv).
 
   Args:
@@ -211,6 +212,7 @@ def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None, r
     batch_group_count: groups of the lhs batch convolved separately.
     precision: None, a `Precision`, or a pair of them.
     preferred_element_type: the accumulation/result dtype.
+    out_sharding: where to place the result (a sharding; None: as XLA chooses).
 
   Returns:
     The convolution, laid out as `dimension_numbers`' output spec says.
@@ -258,12 +260,13 @@ def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None, r
                        f"sequence of (low, high) pairs, got {padding}") from e
   pref = None if preferred_element_type is None else \
       dtypes.canonicalize_dtype(preferred_element_type)
-  return conv_general_dilated_p.bind(
+  out = conv_general_dilated_p.bind(
       lhs, rhs, window_strides=window_strides, padding=padding, lhs_dilation=lhs_dilation,
       rhs_dilation=rhs_dilation, dimension_numbers=dnums,
       feature_group_count=operator.index(feature_group_count),
       batch_group_count=operator.index(batch_group_count),
       precision=_canonicalize_precision(precision), preferred_element_type=pref)
+  return placed(out, out_sharding)
 
 
 def conv_shape_tuple(lhs_shape, rhs_shape, strides, pads, batch_group_count=1):

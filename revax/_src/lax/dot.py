@@ -24,6 +24,7 @@ from revax._src.lax import dot_algorithms
 from revax._src.lax.binary import bitwise_and, mul
 from revax._src.lax.conversion import convert_element_type
 from revax._src.lax.reductions import reduce_or, reduce_sum
+from revax._src.lax.sharding_constraint import placed
 from revax._src.lax.shapes import broadcast_in_dim, transpose
 
 __all__ = [
@@ -75,7 +76,8 @@ def _one_precision(p):
 
 
 # --- dot_general ---------------------------------------------------------------------------------
-def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None):
+def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None, *,
+                out_sharding=None):
   """General tensor contraction.
 
   Args:
@@ -87,6 +89,7 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
       `DotAlgorithmPreset` or a preset's name: the operands are rounded to its input types and
       accumulated in its accumulation type).
     preferred_element_type: the accumulation/result dtype (e.g. float32 for bf16 inputs).
+    out_sharding: where to place the result (a sharding; None: as XLA chooses).
 
   Returns:
     An array of shape batch + lhs free + rhs free.
@@ -102,9 +105,10 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
   """
   dims = _canonicalize_dimension_numbers(dimension_numbers)
   pref = None if preferred_element_type is None else dtypes.canonicalize_dtype(preferred_element_type)
-  return dot_general_p.bind(lhs, rhs, dimension_numbers=dims,
-                            precision=canonicalize_dot_precision(precision),
-                            preferred_element_type=pref)
+  out = dot_general_p.bind(lhs, rhs, dimension_numbers=dims,
+                           precision=canonicalize_dot_precision(precision),
+                           preferred_element_type=pref)
+  return placed(out, out_sharding)
 
 
 def _canonicalize_dimension_numbers(dimension_numbers):
@@ -465,18 +469,30 @@ batching.primitive_batchers[dot_general_p] = _dot_general_batch
 inv.not_invertible(dot_general_p, "it would need a linear solve")
 
 
-def dot(lhs, rhs, precision=None, preferred_element_type=None):
-  """Vector/matrix products as jax.lax.dot: contracts lhs's last dim with rhs's first.
+def dot(lhs, rhs, *, dimension_numbers=None, precision=None, preferred_element_type=None,
+        out_sharding=None):
+  """Vector/matrix products as jax.lax.dot: contracts lhs's last dim with rhs's first, or as
+  `dimension_numbers` says (then it is `dot_general`).
 
   Args:
-    lhs, rhs: rank-1 or rank-2 arrays.
-    precision, preferred_element_type: as for `dot_general`.
+    lhs, rhs: rank-1 or rank-2 arrays (any ranks with `dimension_numbers`).
+    dimension_numbers: None, or `((lhs_contracting, rhs_contracting), (lhs_batch, rhs_batch))`
+      as for `dot_general`.
+    precision, preferred_element_type, out_sharding: as for `dot_general`.
 
   Returns:
     The vector-vector, matrix-vector or matrix-matrix product.
+
+  Raises:
+    ValueError: no `dimension_numbers`, and the operands are not rank 1 or 2 with lhs's last
+      dimension the size of rhs's first.
   """
-  ln, rn = get_aval(lhs).ndim, get_aval(rhs).ndim
-  if ln not in (1, 2) or rn not in (1, 2):
-    raise ValueError(f"lax.dot takes rank-1 or rank-2 operands, got ranks {ln} and {rn}; use "
-                     "dot_general for higher ranks")
-  return dot_general(lhs, rhs, (((ln - 1,), (0,)), ((), ())), precision, preferred_element_type)
+  if dimension_numbers is None:
+    ls, rs = get_aval(lhs).shape, get_aval(rhs).shape
+    if not (1 <= len(ls) <= 2 and 1 <= len(rs) <= 2 and ls[-1] == rs[0]):
+      raise ValueError("lax.dot: dimension_numbers must be specified when not performing simple "
+                       "un-batched matrix-matrix, matrix-vector, or vector-vector products; got "
+                       f"lhs_shape={ls} rhs_shape={rs}")
+    dimension_numbers = (((len(ls) - 1,), (0,)), ((), ()))
+  return dot_general(lhs, rhs, dimension_numbers, precision, preferred_element_type,
+                     out_sharding=out_sharding)

@@ -25,6 +25,7 @@ from revax._src.interpreters import invertible as inv
 from revax._src.lax import binary, comparison, shapes
 from revax._src.lax.comparison import compare
 from revax._src.lax.conversion import convert_element_type
+from revax._src.lax.sharding_constraint import placed
 
 __all__ = [
   "reduce_sum", "reduce_prod", "reduce_max", "reduce_min", "reduce_and", "reduce_or",
@@ -181,15 +182,16 @@ def _all_ones(dtype):
 
 
 # --- reduce_sum ----------------------------------------------------------------------------------
-def reduce_sum(operand, axes):
-  """Sum over `axes` (a tuple of ints; negative axes count from the end).
+def reduce_sum(operand, axes, *, out_sharding=None):
+  """Sum over `axes` (a tuple of ints; negative axes count from the end), placed as
+  `out_sharding` says (None: as XLA chooses).
 
   Example:
     >>> x = jnp.array([[1., 5., 3.], [4., 2., 6.]])
     >>> lax.reduce_sum(x, (1,))  # row sums
     Array([ 9., 12.], dtype=float32)
   """
-  return _reduce_bind(reduce_sum_p, operand, axes, "reduce_sum")
+  return placed(_reduce_bind(reduce_sum_p, operand, axes, "reduce_sum"), out_sharding)
 
 
 def _reduce_sum_transpose(ct, x, *, axes):

@@ -19,6 +19,7 @@ from revax._src.interpreters import ad, batching, dispatch, mlir
 from revax._src.interpreters import invertible as inv
 from revax._src.lax import batch_util
 from revax._src.lax.binary import sub
+from revax._src.lax.sharding_constraint import placed
 from revax._src.lax.standard import as_operand, operand_dtype, same_dtypes
 from revax._src.runtime.array import Array
 
@@ -65,8 +66,9 @@ def _slice(x, start_indices, limit_indices, strides=None):
 
 
 # --- broadcast_in_dim ----------------------------------------------------------------------------
-def broadcast_in_dim(operand, shape, broadcast_dimensions):
+def broadcast_in_dim(operand, shape, broadcast_dimensions, *, out_sharding=None):
   """Broadcast `operand` to `shape`; operand dim i becomes output dim broadcast_dimensions[i].
+  `out_sharding` (a sharding; None: as XLA chooses) places the result.
 
   Example:
     >>> lax.broadcast_in_dim(jnp.array([1, 2, 3]), (2, 3), (1,))  # each row a copy
@@ -77,8 +79,9 @@ def broadcast_in_dim(operand, shape, broadcast_dimensions):
   broadcast_dimensions = _ints(broadcast_dimensions, "broadcast_in_dim broadcast_dimensions")
   aval = get_aval(operand)
   if aval.shape == shape and broadcast_dimensions == tuple(range(len(shape))):
-    return operand
-  return broadcast_in_dim_p.bind(operand, shape=shape, broadcast_dimensions=broadcast_dimensions)
+    return placed(operand, out_sharding)
+  return placed(broadcast_in_dim_p.bind(operand, shape=shape,
+                                        broadcast_dimensions=broadcast_dimensions), out_sharding)
 
 
 def _broadcast_in_dim_abstract_eval(x, *, shape, broadcast_dimensions):
@@ -155,8 +158,9 @@ inv.definverse(broadcast_in_dim_p, _broadcast_in_dim_inverse,  # (an empty resul
 
 
 # --- broadcast, broadcast_to_rank (wrappers: bind broadcast_in_dim) -------------------------------
-def broadcast(operand, sizes):
-  """Add leading dimensions of `sizes` to `operand` (a wrapper over broadcast_in_dim).
+def broadcast(operand, sizes, *, out_sharding=None):
+  """Add leading dimensions of `sizes` to `operand` (a wrapper over broadcast_in_dim);
+  `out_sharding` places the result.
 
   Example:
     >>> lax.broadcast(jnp.ones((2, 3)), (4,)).shape
@@ -164,7 +168,8 @@ def broadcast(operand, sizes):
   """
   sizes = _ints(sizes, "broadcast sizes")
   shape = get_aval(operand).shape
-  return broadcast_in_dim(operand, sizes + shape, range(len(sizes), len(sizes) + len(shape)))
+  return broadcast_in_dim(operand, sizes + shape, range(len(sizes), len(sizes) + len(shape)),
+                          out_sharding=out_sharding)
 
 
 def broadcast_to_rank(x, rank: int):
@@ -175,7 +180,7 @@ def broadcast_to_rank(x, rank: int):
 
 
 # --- reshape -------------------------------------------------------------------------------------
-def reshape(operand, new_sizes, dimensions=None):
+def reshape(operand, new_sizes, dimensions=None, *, out_sharding=None):
   """Reshape `operand` to `new_sizes` (row-major), after transposing by `dimensions` if given.
 
   Sizes must be non-negative: unlike `numpy.reshape`, -1 is not accepted (as in jax.lax).
@@ -184,6 +189,7 @@ def reshape(operand, new_sizes, dimensions=None):
     operand: the array.
     new_sizes: the new shape; its product must equal the operand's size.
     dimensions: optional permutation of the operand's dimensions applied first.
+    out_sharding: where to place the result (a sharding; None: as XLA chooses).
 
   Example:
     >>> x = jnp.array([[1, 2, 3], [4, 5, 6]])
@@ -199,8 +205,8 @@ def reshape(operand, new_sizes, dimensions=None):
     if dimensions == tuple(range(aval.ndim)):
       dimensions = None
   if new_sizes == aval.shape and dimensions is None and _is_array(operand):
-    return operand
-  return reshape_p.bind(operand, new_sizes=new_sizes, dimensions=dimensions)
+    return placed(operand, out_sharding)
+  return placed(reshape_p.bind(operand, new_sizes=new_sizes, dimensions=dimensions), out_sharding)
 
 
 def _reshape_abstract_eval(x, *, new_sizes, dimensions):
@@ -676,9 +682,9 @@ def iota(dtype, size: int):
   return broadcasted_iota(dtype, (size,), 0)
 
 
-def broadcasted_iota(dtype, shape, dimension: int):
+def broadcasted_iota(dtype, shape, dimension: int, *, out_sharding=None):
   """An array of `shape` whose elements count 0, 1, ... along `dimension` (constant along the
-  others).
+  others), placed as `out_sharding` says (None: as XLA chooses).
 
   Example:
     >>> lax.broadcasted_iota(jnp.int32, (2, 3), 1)
@@ -687,7 +693,8 @@ def broadcasted_iota(dtype, shape, dimension: int):
   """
   dtype = dtypes.canonicalize_dtype(dtype)
   shape = _ints(shape, "iota shape")
-  return iota_p.bind(dtype=dtype, shape=shape, dimension=operator.index(dimension))
+  return placed(iota_p.bind(dtype=dtype, shape=shape, dimension=operator.index(dimension)),
+                out_sharding)
 
 
 def _iota_abstract_eval(*, dtype, shape, dimension):

@@ -1,5 +1,6 @@
-"""revax.nn.initializers: functions `init(key, shape, dtype) -> array` for parameters, as in
-jax.nn.initializers.
+"""revax.nn.initializers: functions `init(key, shape, dtype, out_sharding) -> array` for
+parameters, as in jax.nn.initializers (`out_sharding`, a sharding or None, places the result;
+the orthogonal ones refuse it, as JAX's do).
 
 The variance-scaling family draws from a distribution whose variance is `scale / n`, with `n`
 the fan-in, the fan-out or their mean; the fans count a weight's input and output features
@@ -15,6 +16,7 @@ import math
 import numpy as np
 
 from revax._src.core import dtypes
+from revax._src.lax.sharding_constraint import placed
 from revax._src.numpy import creation as jnp_creation
 from revax._src.numpy import shape_ops as jnp_shape_ops
 from revax._src.random import matrix_samplers, samplers
@@ -33,46 +35,52 @@ def _shape(shape) -> tuple:
   return tuple(int(d) for d in shape)
 
 
-def zeros(key, shape, dtype=np.float32):
-  """An array of zeros (the key is unused)."""
-  return jnp_creation.zeros(_shape(shape), dtypes.canonicalize_dtype(dtype))
+def _float(dtype):
+  return dtypes.default_float_dtype() if dtype is None else dtypes.canonicalize_dtype(dtype)
 
 
-def ones(key, shape, dtype=np.float32):
-  """An array of ones (the key is unused)."""
-  return jnp_creation.ones(_shape(shape), dtypes.canonicalize_dtype(dtype))
+def zeros(key, shape, dtype=None, out_sharding=None):
+  """An array of zeros (the key is unused; dtype None: float32, or float64 with x64)."""
+  return jnp_creation.zeros(_shape(shape), _float(dtype), out_sharding=out_sharding)
+
+
+def ones(key, shape, dtype=None, out_sharding=None):
+  """An array of ones (the key is unused; dtype None: float32, or float64 with x64)."""
+  return jnp_creation.ones(_shape(shape), _float(dtype), out_sharding=out_sharding)
 
 
 def constant(value, dtype=np.float32):
   """An initializer filling every entry with `value`."""
-  def init(key, shape, dtype=dtype):
-    return jnp_creation.full(_shape(shape), value, dtypes.canonicalize_dtype(dtype))
+  def init(key, shape, dtype=dtype, out_sharding=None):
+    return jnp_creation.full(_shape(shape), value, _float(dtype), out_sharding=out_sharding)
   return init
 
 
 def uniform(scale=1e-2, dtype=np.float32):
   """An initializer drawing uniformly from [0, scale)."""
-  def init(key, shape, dtype=dtype):
-    dtype = dtypes.canonicalize_dtype(dtype)
-    return samplers.uniform(key, _shape(shape), dtype) * jnp_creation.asarray(scale, dtype)
+  def init(key, shape, dtype=dtype, out_sharding=None):
+    dtype = _float(dtype)
+    draw = samplers.uniform(key, _shape(shape), dtype)
+    return placed(draw * jnp_creation.asarray(scale, dtype), out_sharding)
   return init
 
 
 def normal(stddev=1e-2, dtype=np.float32):
   """An initializer drawing from a normal distribution with mean 0 and `stddev`."""
-  def init(key, shape, dtype=dtype):
-    dtype = dtypes.canonicalize_dtype(dtype)
-    return samplers.normal(key, _shape(shape), dtype) * jnp_creation.asarray(stddev, dtype)
+  def init(key, shape, dtype=dtype, out_sharding=None):
+    dtype = _float(dtype)
+    draw = samplers.normal(key, _shape(shape), dtype)
+    return placed(draw * jnp_creation.asarray(stddev, dtype), out_sharding)
   return init
 
 
 def truncated_normal(stddev=1e-2, dtype=np.float32, lower=-2.0, upper=2.0):
   """An initializer drawing from a normal distribution truncated to [lower, upper] standard
   deviations, then scaled by `stddev`."""
-  def init(key, shape, dtype=dtype):
-    dtype = dtypes.canonicalize_dtype(dtype)
+  def init(key, shape, dtype=dtype, out_sharding=None):
+    dtype = _float(dtype)
     draw = samplers.truncated_normal(key, lower, upper, _shape(shape), dtype)
-    return draw * jnp_creation.asarray(stddev, dtype)
+    return placed(draw * jnp_creation.asarray(stddev, dtype), out_sharding)
   return init
 
 
@@ -108,20 +116,22 @@ def variance_scaling(scale, mode: str, distribution: str, in_axis=-2, out_axis=-
   if distribution not in ("truncated_normal", "normal", "uniform"):
     raise ValueError(f"invalid distribution for variance scaling initializer: {distribution}")
 
-  def init(key, shape, dtype=dtype):
+  def init(key, shape, dtype=dtype, out_sharding=None):
     shape = _shape(shape)
-    dtype = dtypes.canonicalize_dtype(dtype)
+    dtype = _float(dtype)
     fan_in, fan_out = _fans(shape, in_axis, out_axis, batch_axis)
     n = {"fan_in": fan_in, "fan_out": fan_out, "fan_avg": (fan_in + fan_out) / 2}[mode]
     variance = np.asarray(scale / n, dtype)
     if distribution == "truncated_normal":
       stddev = np.sqrt(variance) / np.asarray(_TRUNCATED_STDDEV, dtype)
-      return samplers.truncated_normal(key, -2, 2, shape, dtype) * \
+      out = samplers.truncated_normal(key, -2, 2, shape, dtype) * \
           jnp_creation.asarray(stddev, dtype)
-    if distribution == "normal":
-      return samplers.normal(key, shape, dtype) * jnp_creation.asarray(np.sqrt(variance), dtype)
-    return samplers.uniform(key, shape, dtype, -1) * \
-        jnp_creation.asarray(np.sqrt(3 * variance), dtype)
+    elif distribution == "normal":
+      out = samplers.normal(key, shape, dtype) * jnp_creation.asarray(np.sqrt(variance), dtype)
+    else:
+      out = samplers.uniform(key, shape, dtype, -1) * \
+          jnp_creation.asarray(np.sqrt(3 * variance), dtype)
+    return placed(out, out_sharding)
   return init
 
 
@@ -211,8 +221,8 @@ def delta_orthogonal(scale=1.0, column_axis=-1, dtype=None):
 
 
 class Initializer(typing.Protocol):
-  """What an initializer is: `init(key, shape, dtype) -> Array` (what jax.nn.initializers
-  calls `Initializer`)."""
+  """What an initializer is: `init(key, shape, dtype, out_sharding) -> Array` (what
+  jax.nn.initializers calls `Initializer`)."""
 
-  def __call__(self, key, shape, dtype=np.float32):
+  def __call__(self, key, shape, dtype=np.float32, out_sharding=None):
     ...

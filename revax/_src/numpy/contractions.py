@@ -15,6 +15,7 @@ import numpy as np
 
 from revax._src import lax
 from revax._src.core import dtypes
+from revax._src.lax.sharding_constraint import placed
 from revax._src.numpy import util
 from revax._src.numpy.util import aval_of
 
@@ -41,7 +42,7 @@ def _dot(a, b, contract, batch, precision, preferred_element_type):
                          preferred_element_type=preferred_element_type)
 
 
-def matmul(a, b, *, precision=None, preferred_element_type=None):
+def matmul(a, b, *, precision=None, preferred_element_type=None, out_sharding=None):
   """Matrix product with NumPy's rules: 1-d operands are vectors, leading (batch) dims broadcast.
 
   One `dot_general`, as jax.numpy.matmul: batch dims present in both operands are batch dims of
@@ -52,6 +53,7 @@ def matmul(a, b, *, precision=None, preferred_element_type=None):
   Args:
     a, b: arrays of rank >= 1.
     precision, preferred_element_type: as for `lax.dot_general`.
+    out_sharding: where to place the result (a sharding; None: as XLA chooses).
 
   Returns:
     The product, of shape broadcast(batch dims) + (a's rows,) + (b's columns,), less the vector
@@ -105,12 +107,13 @@ def matmul(a, b, *, precision=None, preferred_element_type=None):
   out = _dot(a, b, ((na - 1,), (nb - 1 - b_is_mat,)), (tuple(a_bdims), tuple(b_bdims)),
              precision, preferred_element_type)
   perm = tuple(int(i) for i in np.argsort(idx_batch + idx_a_free + idx_b_free))
-  return out if perm == tuple(range(len(perm))) else lax.transpose(out, perm)
+  out = out if perm == tuple(range(len(perm))) else lax.transpose(out, perm)
+  return placed(out, out_sharding)
 
 
-def dot(a, b, *, precision=None, preferred_element_type=None):
+def dot(a, b, *, precision=None, preferred_element_type=None, out_sharding=None):
   """np.dot: products of scalars, inner products of vectors, and a's last axis contracted with
-  b's second-to-last (its only one if b is a vector).
+  b's second-to-last (its only one if b is a vector); `out_sharding` places the result.
 
   Example:
     >>> jnp.dot(jnp.array([[1., 2.], [3., 4.]]), jnp.array([1., 1.]))
@@ -119,12 +122,13 @@ def dot(a, b, *, precision=None, preferred_element_type=None):
   a, b = _promote("dot", a, b)
   sa, sb = _shape(a), _shape(b)
   if not sa or not sb:
-    return lax.mul(a, b)
+    return placed(lax.mul(a, b), out_sharding)
   cb = 0 if len(sb) == 1 else len(sb) - 2
   if sa[-1] != sb[cb]:
     raise TypeError(f"dot: shapes {sa} and {sb} not aligned: {sa[-1]} (dim {len(sa) - 1}) != "
                      f"{sb[cb]} (dim {cb})")
-  return _dot(a, b, ((len(sa) - 1,), (cb,)), ((), ()), precision, preferred_element_type)
+  return placed(_dot(a, b, ((len(sa) - 1,), (cb,)), ((), ()), precision, preferred_element_type),
+                out_sharding)
 
 
 def inner(a, b, *, precision=None, preferred_element_type=None):
@@ -158,9 +162,9 @@ def outer(a, b):
   return multiply(lax.expand_dims(ravel(a), (1,)), lax.expand_dims(ravel(b), (0,)))
 
 
-def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None):
+def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None, out_sharding=None):
   """Contract `axes` of `a` with `axes` of `b`: an int N (a's last N with b's first N) or a
-  pair of axis sequences.
+  pair of axis sequences; `out_sharding` places the result.
 
   Example:
     >>> jnp.tensordot(jnp.ones((2, 3, 4)), jnp.ones((3, 4, 5)), 2).shape
@@ -188,7 +192,8 @@ def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None):
     if _shape(a)[i] != _shape(b)[j]:
       raise TypeError(f"tensordot: shape mismatch on contracted axes: a axis {i} has size "
                       f"{_shape(a)[i]}, b axis {j} has size {_shape(b)[j]}")
-  return _dot(a, b, (ax_a, ax_b), ((), ()), precision, preferred_element_type)
+  return placed(_dot(a, b, (ax_a, ax_b), ((), ()), precision, preferred_element_type),
+                out_sharding)
 
 
 # --- einsum --------------------------------------------------------------------------------------
@@ -248,7 +253,7 @@ def _removechars(s, chars):
 
 
 def einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
-           preferred_element_type=None):
+           preferred_element_type=None, out_sharding=None):
   """Einstein summation, as jax.numpy.einsum.
 
   The order of pairwise contractions is opt_einsum's (`optimize`: "auto", "optimal", "greedy",
@@ -265,6 +270,7 @@ def einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
     out: unsupported (as in JAX).
     optimize: the contraction order strategy, as above.
     precision, preferred_element_type: as for `lax.dot_general`.
+    out_sharding: where to place the result (a sharding; None: as XLA chooses).
 
   Returns:
     The contraction, in the operands' promoted dtype unless `preferred_element_type` is given.
@@ -300,7 +306,7 @@ def einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
   (x, names), = entries
   if names != output:
     x = lax.transpose(x, tuple(names.index(n) for n in output))
-  return lax.convert_element_type(x, pref, out_weak)
+  return placed(lax.convert_element_type(x, pref, out_weak), out_sharding)
 
 
 def _einsum_sum(x, axes, pref):

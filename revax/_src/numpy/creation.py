@@ -14,6 +14,7 @@ import numpy as np
 from revax._src import lax
 from revax._src.core import dtypes
 from revax._src.core.trace import Tracer
+from revax._src.lax.sharding_constraint import placed
 from revax._src.numpy import util
 from revax._src.numpy.util import aval_of, canonical_dtype_arg, canonicalize_shape
 from revax._src.runtime.array import Array, from_numpy
@@ -50,7 +51,8 @@ def _host_value_of(x):
   return x._value() if type(x) is Array else x
 
 
-def array(object, dtype=None, copy: bool = True, order=None, ndmin: int = 0):  # noqa: A002
+def array(object, dtype=None, copy: bool = True, order=None, ndmin: int = 0, *,  # noqa: A002
+          out_sharding=None):
   """An array from `object`: an array, a NumPy array or scalar, a Python scalar, or nested
   lists/tuples of those.
 
@@ -65,6 +67,7 @@ def array(object, dtype=None, copy: bool = True, order=None, ndmin: int = 0):  #
       mutated later, through itself or through the base of a view) and an Array is shared.
     order: only None, 'K', 'A' and 'C' (row-major) are accepted.
     ndmin: prepend size-1 dimensions until the result has at least this many.
+    out_sharding: where to place the result (a sharding; None: as it is).
 
   Returns:
     A revax Array (or a tracer, if `object` holds traced values).
@@ -98,7 +101,7 @@ def array(object, dtype=None, copy: bool = True, order=None, ndmin: int = 0):  #
   nd = aval_of(out).ndim
   if ndmin > nd:
     out = lax.expand_dims(out, tuple(range(ndmin - nd)))
-  return out
+  return placed(out, out_sharding)
 
 
 object_dtype = np.dtype(object)
@@ -126,14 +129,15 @@ def _map_nested(fn, obj):
   return fn(obj)
 
 
-def asarray(a, dtype=None, order=None, *, copy=None):
-  """`array(a, dtype)` without a copy: arrays are returned as they are when the dtype agrees.
+def asarray(a, dtype=None, order=None, *, copy=None, out_sharding=None):
+  """`array(a, dtype)` without a copy: arrays are returned as they are when the dtype agrees
+  (and no `out_sharding` asks to place them).
 
   Example:
     >>> jnp.asarray(np.arange(3))  # NumPy's int64 becomes int32 (x64 is off)
     Array([0, 1, 2], dtype=int32)
   """
-  return array(a, dtype=dtype, copy=bool(copy), order=order)
+  return array(a, dtype=dtype, copy=bool(copy), order=order, out_sharding=out_sharding)
 
 
 # --- filled arrays -------------------------------------------------------------------------------
@@ -144,8 +148,9 @@ def _check_shape(shape, fun_name):
   return shape
 
 
-def zeros(shape, dtype=None):
-  """An array of zeros (float32 unless `dtype` says otherwise).
+def zeros(shape, dtype=None, *, out_sharding=None):
+  """An array of zeros (float32 unless `dtype` says otherwise), placed as `out_sharding` says
+  (a sharding; None: as it is).
 
   Example:
     >>> jnp.zeros((2, 3), jnp.int32)
@@ -153,29 +158,32 @@ def zeros(shape, dtype=None):
            [0, 0, 0]], dtype=int32)
   """
   shape = _check_shape(shape, "zeros")
-  return util.full_of(shape, 0, canonical_dtype_arg(dtype) or dtypes.default_float_dtype())
+  return placed(util.full_of(shape, 0, canonical_dtype_arg(dtype) or dtypes.default_float_dtype()),
+                out_sharding)
 
 
-def ones(shape, dtype=None):
-  """An array of ones (float32 unless `dtype` says otherwise)."""
+def ones(shape, dtype=None, *, out_sharding=None):
+  """An array of ones (float32 unless `dtype` says otherwise), placed as `out_sharding` says."""
   shape = _check_shape(shape, "ones")
-  return util.full_of(shape, 1, canonical_dtype_arg(dtype) or dtypes.default_float_dtype())
+  return placed(util.full_of(shape, 1, canonical_dtype_arg(dtype) or dtypes.default_float_dtype()),
+                out_sharding)
 
 
-def empty(shape, dtype=None):
+def empty(shape, dtype=None, *, out_sharding=None):
   """Same as `zeros` (XLA has no uninitialized memory to hand out)."""
-  return zeros(shape, dtype)
+  return zeros(shape, dtype, out_sharding=out_sharding)
 
 
-def full(shape, fill_value, dtype=None):
-  """An array of `shape` filled with `fill_value` (a scalar, or an array broadcast to `shape`).
+def full(shape, fill_value, dtype=None, *, out_sharding=None):
+  """An array of `shape` filled with `fill_value` (a scalar, or an array broadcast to `shape`),
+  placed as `out_sharding` says (a sharding; None: as it is).
 
   Without `dtype` the dtype (and weak type) is that of `fill_value`: `full(3, 2)` is a weakly
   typed int32 array.
   """
   shape = _check_shape(shape, "full")
   util.check_arraylike("full", fill_value)
-  return util.broadcast_to(asarray(fill_value, dtype=dtype), shape)
+  return placed(util.broadcast_to(asarray(fill_value, dtype=dtype), shape), out_sharding)
 
 
 def _like(fun_name, a, dtype, shape):
@@ -187,16 +195,18 @@ def _like(fun_name, a, dtype, shape):
   return out_shape, canonical_dtype_arg(dtype), False
 
 
-def zeros_like(a, dtype=None, shape=None):
-  """Zeros with the shape and dtype of `a` (weakly typed if `a` is)."""
+def zeros_like(a, dtype=None, shape=None, *, out_sharding=None):
+  """Zeros with the shape and dtype of `a` (weakly typed if `a` is), placed as `out_sharding`
+  says (a sharding; None: as it is)."""
   shape, dt, weak = _like("zeros_like", a, dtype, shape)
-  return util.full_of(shape, 0, dt, weak)
+  return placed(util.full_of(shape, 0, dt, weak), out_sharding)
 
 
-def ones_like(a, dtype=None, shape=None):
-  """Ones with the shape and dtype of `a` (weakly typed if `a` is)."""
+def ones_like(a, dtype=None, shape=None, *, out_sharding=None):
+  """Ones with the shape and dtype of `a` (weakly typed if `a` is), placed as `out_sharding`
+  says."""
   shape, dt, weak = _like("ones_like", a, dtype, shape)
-  return util.full_of(shape, 1, dt, weak)
+  return placed(util.full_of(shape, 1, dt, weak), out_sharding)
 
 
 def empty_like(a, dtype=None, shape=None):
@@ -204,18 +214,20 @@ def empty_like(a, dtype=None, shape=None):
   return zeros_like(a, dtype, shape)
 
 
-def full_like(a, fill_value, dtype=None, shape=None):
-  """`fill_value` broadcast to the shape of `a`, in the dtype of `a` unless `dtype` is given."""
+def full_like(a, fill_value, dtype=None, shape=None, *, out_sharding=None):
+  """`fill_value` broadcast to the shape of `a`, in the dtype of `a` unless `dtype` is given,
+  placed as `out_sharding` says."""
   shape, dt, weak = _like("full_like", a, dtype, shape)
   util.check_arraylike("full_like", fill_value)
   fill = asarray(fill_value)
   fill = lax.convert_element_type(fill, dt, weak)
-  return util.broadcast_to(fill, shape)
+  return placed(util.broadcast_to(fill, shape), out_sharding)
 
 
 # --- ranges --------------------------------------------------------------------------------------
-def arange(start, stop=None, step=None, dtype=None):
-  """Evenly spaced values in [start, stop), as np.arange (arguments must be concrete).
+def arange(start, stop=None, step=None, dtype=None, *, out_sharding=None):
+  """Evenly spaced values in [start, stop), as np.arange (arguments must be concrete), placed
+  as `out_sharding` says (a sharding; None: as it is).
 
   The dtype is the promotion of the arguments (int32 for Python ints, float32 for floats).
 
@@ -235,10 +247,10 @@ def arange(start, stop=None, step=None, dtype=None):
   if dt is None:
     dt = dtypes.promote_types_weak(*((a.dtype, a.weak_type) for a in map(aval_of, args)))[0]
   if stop is None and step is None and dtypes.is_integer(dt):
-    return lax.iota(dt, max(int(math.ceil(vals[0])), 0))
+    return placed(lax.iota(dt, max(int(math.ceil(vals[0])), 0)), out_sharding)
   if step is not None and vals[-1] == 0:
     raise ZeroDivisionError("arange: step must not be zero")
-  return from_numpy(np.arange(*vals).astype(dt), fresh=True)
+  return placed(from_numpy(np.arange(*vals).astype(dt), fresh=True), out_sharding)
 
 
 def linspace(start, stop, num: int = 50, endpoint: bool = True, retstep: bool = False,

@@ -12,6 +12,7 @@ import operator
 import numpy as np
 
 from revax._src import lax
+from revax._src.lax.sharding_constraint import placed
 from revax._src.numpy import util
 from revax._src.numpy.util import aval_of, canonicalize_axes, canonicalize_axis
 
@@ -61,13 +62,15 @@ def _compute_newshape(old_shape, newshape):
   return newshape
 
 
-def reshape(a, shape=None, order: str = "C", *, copy=None):
+def reshape(a, shape=None, order: str = "C", *, copy=None, out_sharding=None):
   """`a` with a new shape of the same size; one dimension may be -1 (inferred).
 
   Args:
     a: the array.
     shape: an int or a sequence of ints.
     order: 'C' (row-major, default) or 'F' (column-major).
+    copy: ignored (arrays are immutable).
+    out_sharding: where to place the result (a sharding; None: as XLA chooses).
 
   Example:
     >>> jnp.reshape(jnp.arange(6), (2, -1))
@@ -80,17 +83,18 @@ def reshape(a, shape=None, order: str = "C", *, copy=None):
   old = _shape(a)
   new = _compute_newshape(old, shape)
   if order == "C":
-    return util.as_array(lax.reshape(a, new)) if new != old else util.as_array(a)
+    out = util.as_array(lax.reshape(a, new)) if new != old else util.as_array(a)
+    return placed(out, out_sharding)
   if order == "F":
     out = lax.reshape(a, new[::-1], dimensions=tuple(reversed(range(len(old)))))
-    return lax.transpose(out, tuple(reversed(range(len(new)))))
+    return placed(lax.transpose(out, tuple(reversed(range(len(new))))), out_sharding)
   raise NotImplementedError(f"reshape: order={order!r} is not supported; use 'C' or 'F'")
 
 
-def ravel(a, order: str = "C"):
-  """`a` flattened to one dimension."""
+def ravel(a, order: str = "C", *, out_sharding=None):
+  """`a` flattened to one dimension, placed as `out_sharding` says (None: as XLA chooses)."""
   util.check_arraylike("ravel", a)
-  return reshape(a, (math.prod(_shape(a)),), order)
+  return reshape(a, (math.prod(_shape(a)),), order, out_sharding=out_sharding)
 
 
 # --- transposition -------------------------------------------------------------------------------
@@ -218,10 +222,12 @@ def broadcast_shapes(*shapes):
   return util.broadcast_shapes(*(util.canonicalize_shape(s) for s in shapes))
 
 
-def broadcast_to(array, shape):
-  """`array` broadcast to `shape` (NumPy's rules)."""
+def broadcast_to(array, shape, *, out_sharding=None):
+  """`array` broadcast to `shape` (NumPy's rules), placed as `out_sharding` says (None: as XLA
+  chooses)."""
   util.check_arraylike("broadcast_to", array)
-  return util.as_array(util.broadcast_to(array, util.canonicalize_shape(shape)))
+  return placed(util.as_array(util.broadcast_to(array, util.canonicalize_shape(shape))),
+                out_sharding)
 
 
 def broadcast_arrays(*args):
@@ -420,9 +426,9 @@ def tile(A, reps):
   return lax.reshape(b, tuple(r * d for r, d in zip(reps, s, strict=True)))
 
 
-def repeat(a, repeats, axis=None, *, total_repeat_length=None):
+def repeat(a, repeats, axis=None, *, total_repeat_length=None, out_sharding=None):
   """Each element of `a` repeated `repeats` times (a concrete int) along `axis` (flattened if
-  None)."""
+  None), placed as `out_sharding` says (None: as XLA chooses)."""
   util.check_arraylike("repeat", a)
   if not isinstance(repeats, (int, np.integer)):
     raise NotImplementedError("repeat: only a single integer number of repeats is supported")
@@ -435,7 +441,7 @@ def repeat(a, repeats, axis=None, *, total_repeat_length=None):
   inter = s[:axis + 1] + (repeats,) + s[axis + 1:]
   dims = tuple(range(axis + 1)) + tuple(range(axis + 2, len(s) + 1))
   b = lax.broadcast_in_dim(a, inter, dims)
-  return lax.reshape(b, s[:axis] + (s[axis] * repeats,) + s[axis + 1:])
+  return lax.reshape(b, s[:axis] + (s[axis] * repeats,) + s[axis + 1:], out_sharding=out_sharding)
 
 
 def astype(x, dtype, /, *, copy: bool = False, device=None):

@@ -16,6 +16,7 @@ from revax._src.jit import jit
 from revax._src.lax import (binary, comparison, conversion, prng, reductions, shapes, slicing,
                             unary)
 from revax._src.lax.control_flow.loops import while_loop
+from revax._src.lax.sharding_constraint import placed
 from revax._src.numpy import util as jnp_util
 from revax._src.random import samplers
 from revax._src.random.keys import KEY_DTYPE, canonicalize_shape, check_prng_key
@@ -46,8 +47,8 @@ def _full(x, dtype, shape):
 def _no_params_sampler(name, fn):
   """The public wrapper of a sampler with only (key, shape, dtype)."""
 
-  def sampler(key, shape=(), dtype=None):
-    return fn(*samplers._key_dtype_shape(name, key, shape, dtype))
+  def sampler(key, shape=(), dtype=None, *, out_sharding=None):
+    return placed(fn(*samplers._key_dtype_shape(name, key, shape, dtype)), out_sharding)
 
   return sampler
 
@@ -107,7 +108,7 @@ cauchy.__doc__ = """Standard Cauchy random values (tan(pi (u - 1/2)) for uniform
   """
 
 
-def gumbel(key, shape=(), dtype=None, mode=None):
+def gumbel(key, shape=(), dtype=None, mode=None, *, out_sharding=None):
   """Standard Gumbel random values, -log(-log(u)).
 
   Args:
@@ -121,7 +122,7 @@ def gumbel(key, shape=(), dtype=None, mode=None):
   """
   data, shape, dtype = samplers._key_dtype_shape("gumbel", key, shape, dtype)
   mode = samplers._check_gumbel_mode(mode)
-  return _gumbel(data, shape, dtype, mode)
+  return placed(_gumbel(data, shape, dtype, mode), out_sharding)
 
 
 @functools.partial(jit, static_argnums=(1, 2, 3))
@@ -129,7 +130,7 @@ def _gumbel(key, shape, dtype, mode):
   return samplers._gumbel(key, shape, dtype, mode)
 
 
-def rademacher(key, shape=(), dtype=None):
+def rademacher(key, shape=(), dtype=None, *, out_sharding=None):
   """Random signs: -1 or +1 with equal probability.
 
   Args:
@@ -143,7 +144,7 @@ def rademacher(key, shape=(), dtype=None):
   data, _ = check_prng_key("rademacher", key)
   dtype = samplers._dtype(dtype, int)
   shape = canonicalize_shape(shape, "rademacher")
-  return _rademacher(data, shape, dtype)
+  return placed(_rademacher(data, shape, dtype), out_sharding)
 
 
 @functools.partial(jit, static_argnums=(1, 2))
@@ -163,7 +164,7 @@ def _param_sampler_prologue(name, key, shape, dtype, *params):
   return data, shape, dtype
 
 
-def pareto(key, b, shape=None, dtype=None):
+def pareto(key, b, shape=None, dtype=None, *, out_sharding=None):
   """Pareto random values with shape parameter `b` (density b / x^(b+1) on x >= 1).
 
   Args:
@@ -176,7 +177,7 @@ def pareto(key, b, shape=None, dtype=None):
     An array of `shape` and `dtype`.
   """
   data, shape, dtype = _param_sampler_prologue("pareto", key, shape, dtype, b)
-  return _pareto(data, b, shape, dtype)
+  return placed(_pareto(data, b, shape, dtype), out_sharding)
 
 
 @functools.partial(jit, static_argnums=(2, 3))
@@ -185,7 +186,7 @@ def _pareto(key, b, shape, dtype):
   return unary.exp(binary.div(e, _full(b, dtype, shape)))
 
 
-def lognormal(key, sigma=np.float32(1), shape=None, dtype=None):
+def lognormal(key, sigma=np.float32(1), shape=None, dtype=None, *, out_sharding=None):
   """Log-normal random values exp(sigma * n) for standard normal n.
 
   Args:
@@ -198,7 +199,7 @@ def lognormal(key, sigma=np.float32(1), shape=None, dtype=None):
     An array of `shape` and `dtype`.
   """
   data, shape, dtype = _param_sampler_prologue("lognormal", key, shape, dtype, sigma)
-  return _lognormal(data, sigma, shape, dtype)
+  return placed(_lognormal(data, sigma, shape, dtype), out_sharding)
 
 
 @functools.partial(jit, static_argnums=(2, 3))
@@ -232,7 +233,7 @@ def _weibull_min(key, scale, concentration, shape, dtype):
   return binary.mul(binary.pow(base, exponent), _full(scale, dtype, shape))
 
 
-def triangular(key, left, mode, right, shape=None, dtype=None):
+def triangular(key, left, mode, right, shape=None, dtype=None, *, out_sharding=None):
   """Triangular random values on [left, right] with peak at `mode`.
 
   Args:
@@ -245,7 +246,7 @@ def triangular(key, left, mode, right, shape=None, dtype=None):
     An array of `shape` and `dtype`.
   """
   data, shape, dtype = _param_sampler_prologue("triangular", key, shape, dtype, left, mode, right)
-  return _triangular(data, left, mode, right, shape, dtype)
+  return placed(_triangular(data, left, mode, right, shape, dtype), out_sharding)
 
 
 @functools.partial(jit, static_argnums=(4, 5))
@@ -260,7 +261,7 @@ def _triangular(key, left, mode, right, shape, dtype):
   return comparison.select_n(comparison.lt(u, fc), out2, out1)
 
 
-def rayleigh(key, scale, shape=None, dtype=None):
+def rayleigh(key, scale, shape=None, dtype=None, *, out_sharding=None):
   """Rayleigh random values: scale * sqrt(-2 log u).
 
   Args:
@@ -273,7 +274,7 @@ def rayleigh(key, scale, shape=None, dtype=None):
     An array of `shape` and `dtype`.
   """
   data, shape, dtype = _param_sampler_prologue("rayleigh", key, shape, dtype, scale)
-  return _rayleigh(data, scale, shape, dtype)
+  return placed(_rayleigh(data, scale, shape, dtype), out_sharding)
 
 
 @functools.partial(jit, static_argnums=(2, 3))
@@ -283,7 +284,7 @@ def _rayleigh(key, scale, shape, dtype):
   return binary.mul(scale, unary.sqrt(binary.mul(unary.log(u), _c(-2, dtype))))
 
 
-def wald(key, mean, shape=None, dtype=None):
+def wald(key, mean, shape=None, dtype=None, *, out_sharding=None):
   """Wald (inverse Gaussian) random values with the given mean and unit scale.
 
   Args:
@@ -296,7 +297,7 @@ def wald(key, mean, shape=None, dtype=None):
     An array of `shape` and `dtype`.
   """
   data, shape, dtype = _param_sampler_prologue("wald", key, shape, dtype, mean)
-  return _wald(data, mean, shape, dtype)
+  return placed(_wald(data, mean, shape, dtype), out_sharding)
 
 
 @functools.partial(jit, static_argnums=(2, 3))
@@ -316,7 +317,7 @@ def _wald(key, mean, shape, dtype):
   return comparison.select_n(accept, binary.div(mean_sq, x), x)
 
 
-def maxwell(key, shape=(), dtype=None):
+def maxwell(key, shape=(), dtype=None, *, out_sharding=None):
   """Maxwell random values: the norm of a standard normal 3-vector.
 
   Args:
@@ -328,7 +329,7 @@ def maxwell(key, shape=(), dtype=None):
     An array of `shape` and `dtype`.
   """
   data, shape, dtype = samplers._key_dtype_shape("maxwell", key, shape, dtype)
-  return _maxwell(data, shape, dtype)
+  return placed(_maxwell(data, shape, dtype), out_sharding)
 
 
 @functools.partial(jit, static_argnums=(1, 2))
@@ -366,7 +367,7 @@ def _double_sided_maxwell(key, loc, scale, shape, dtype):
 
 
 # --- gamma-based families ------------------------------------------------------------------------
-def t(key, df, shape=None, dtype=None):
+def t(key, df, shape=None, dtype=None, *, out_sharding=None):
   """Student's t random values with `df` degrees of freedom.
 
   Args:
@@ -383,10 +384,10 @@ def t(key, df, shape=None, dtype=None):
   n = prng.normal_floats(key_n, shape, dtype)
   half_df = binary.div(_full(df, dtype, shape), _c(2, dtype))
   g = samplers._gamma(key_g, half_df, shape, dtype, log_space=False)
-  return binary.mul(n, unary.sqrt(binary.div(half_df, g)))
+  return placed(binary.mul(n, unary.sqrt(binary.div(half_df, g))), out_sharding)
 
 
-def chisquare(key, df, shape=None, dtype=None):
+def chisquare(key, df, shape=None, dtype=None, *, out_sharding=None):
   """Chi-square random values with `df` degrees of freedom (2 * gamma(df / 2)).
 
   Args:
@@ -399,7 +400,7 @@ def chisquare(key, df, shape=None, dtype=None):
     An array of `shape` and `dtype`.
   """
   data, shape, dtype = _param_sampler_prologue("chisquare", key, shape, dtype, df)
-  return _chisquare(data, df, shape, dtype)
+  return placed(_chisquare(data, df, shape, dtype), out_sharding)
 
 
 def _chisquare(key, df, shape, dtype):
@@ -413,7 +414,7 @@ def _exp_times_two(x):  # XLA's exp, as in JAX's jitted chisquare (NumPy's round
   return binary.mul(unary.exp(x), _c(2, get_aval(x).dtype))
 
 
-def f(key, dfnum, dfden, shape=None, dtype=None):
+def f(key, dfnum, dfden, shape=None, dtype=None, *, out_sharding=None):
   """F random values: (chi2(dfnum) / dfnum) / (chi2(dfden) / dfden).
 
   Args:
@@ -431,10 +432,10 @@ def f(key, dfnum, dfden, shape=None, dtype=None):
   key_dfd, key_dfn = samplers._split2(data)
   num = binary.div(_chisquare(key_dfn, dfnum, shape, dtype), dfnum)
   den = binary.div(_chisquare(key_dfd, dfden, shape, dtype), dfden)
-  return binary.div(num, den)
+  return placed(binary.div(num, den), out_sharding)
 
 
-def generalized_normal(key, p, shape=(), dtype=None):
+def generalized_normal(key, p, shape=(), dtype=None, *, out_sharding=None):
   """Generalized normal random values (density proportional to exp(-|x|^p)).
 
   Args:
@@ -450,7 +451,7 @@ def generalized_normal(key, p, shape=(), dtype=None):
   dtype = samplers._float_dtype("generalized_normal", dtype)
   samplers._check_arraylike("generalized_normal", p)
   shape = canonicalize_shape(shape, "generalized_normal")
-  return _generalized_normal(data, p, shape, dtype)
+  return placed(_generalized_normal(data, p, shape, dtype), out_sharding)
 
 
 def _generalized_normal(key, p, shape, dtype):
@@ -467,7 +468,7 @@ def _signed_power(sign, g, exponent):  # XLA's pow, as in JAX's jitted generaliz
   return binary.mul(sign, binary.pow(g, exponent))
 
 
-def ball(key, d, p=2, shape=(), dtype=None):
+def ball(key, d, p=2, shape=(), dtype=None, *, out_sharding=None):
   """Points drawn uniformly from the unit p-norm ball in d dimensions.
 
   Args:
@@ -491,11 +492,11 @@ def ball(key, d, p=2, shape=(), dtype=None):
   p_ = _c(p, dtype)
   norm = reductions.reduce_sum(binary.pow(unary.abs(g), p_), (len(shape),))
   scale = binary.pow(binary.add(norm, e), binary.div(_c(1, dtype), p_))
-  return binary.div(g, shapes.expand_dims(scale, (len(shape),)))
+  return placed(binary.div(g, shapes.expand_dims(scale, (len(shape),))), out_sharding)
 
 
 # --- discrete ------------------------------------------------------------------------------------
-def geometric(key, p, shape=None, dtype=None):
+def geometric(key, p, shape=None, dtype=None, *, out_sharding=None):
   """Geometric random values: the number of Bernoulli(p) trials up to the first success.
 
   Args:
@@ -511,7 +512,7 @@ def geometric(key, p, shape=None, dtype=None):
   dtype = _int_dtype("geometric", dtype)
   samplers._check_arraylike("geometric", p)
   shape = samplers._check_broadcast_shapes("geometric", shape, p)
-  return _geometric(data, p, shape, dtype)
+  return placed(_geometric(data, p, shape, dtype), out_sharding)
 
 
 @functools.partial(jit, static_argnums=(2, 3))
@@ -526,7 +527,7 @@ def _geometric(key, p, shape, dtype):
   return conversion.convert_element_type(g, dtype)
 
 
-def poisson(key, lam, shape=None, dtype=None):
+def poisson(key, lam, shape=None, dtype=None, *, out_sharding=None):
   """Poisson random values with rate(s) `lam` (Knuth's algorithm for lam < 10, transformed
   rejection above, as JAX does).
 
@@ -544,7 +545,7 @@ def poisson(key, lam, shape=None, dtype=None):
   samplers._check_arraylike("poisson", lam)
   shape = samplers._check_broadcast_shapes("poisson", shape, lam)
   lam = conversion.convert_element_type(lam, np.float32)
-  return _poisson(data, jnp_util.broadcast_to(lam, shape), shape, dtype)
+  return placed(_poisson(data, jnp_util.broadcast_to(lam, shape), shape, dtype), out_sharding)
 
 
 def _poisson_knuth(key, lam, shape, dtype, max_iters):

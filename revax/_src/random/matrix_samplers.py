@@ -15,6 +15,7 @@ import operator
 
 from revax._src.core import dtypes
 from revax._src.jit import jit
+from revax._src.lax.sharding_constraint import placed
 from revax._src.numpy import contractions, shape_ops, ufuncs
 from revax._src.numpy import linalg as jnp_linalg
 from revax._src.numpy import util as jnp_util
@@ -24,7 +25,8 @@ from revax._src.random.keys import canonicalize_shape, check_prng_key
 _METHODS = ("svd", "eigh", "cholesky")
 
 
-def multivariate_normal(key, mean, cov, shape=None, dtype=None, method="cholesky"):
+def multivariate_normal(key, mean, cov, shape=None, dtype=None, method="cholesky", *,
+                        out_sharding=None):
   """Multivariate normal random vectors with the given mean(s) and covariance(s).
 
   Each sample is `mean + F @ z` for standard normal `z` and a factor `F` with `F F^H = cov`.
@@ -74,7 +76,7 @@ def multivariate_normal(key, mean, cov, shape=None, dtype=None, method="cholesky
     shape = canonicalize_shape(shape, "multivariate_normal")
     # JAX names the check "normal"
     samplers._check_shape("normal", shape, tuple(mean_shape[:-1]), tuple(cov_shape[:-2]))
-  return _multivariate_normal(data, mean, cov, shape, dtype, method)
+  return placed(_multivariate_normal(data, mean, cov, shape, dtype, method), out_sharding)
 
 
 @functools.partial(jit, static_argnums=(3, 4, 5))
@@ -91,7 +93,7 @@ def _multivariate_normal(key, mean, cov, shape, dtype, method):
   return mean + contractions.einsum("...ij,...j->...i", factor, z)
 
 
-def orthogonal(key, n, shape=(), dtype=None, m=None):
+def orthogonal(key, n, shape=(), dtype=None, m=None, *, out_sharding=None):
   """Matrices drawn uniformly (Haar measure) from the orthogonal group O(n), or the unitary
   group U(n) for a complex dtype; for m != n, semi-orthogonal n x m matrices (orthonormal rows
   when n <= m, orthonormal columns when m <= n).
@@ -122,7 +124,7 @@ def orthogonal(key, n, shape=(), dtype=None, m=None):
   # operator.index as JAX: a float n is a TypeError, not truncated
   n = operator.index(samplers._concrete(n, "orthogonal", "n"))
   m = n if m is None else operator.index(samplers._concrete(m, "orthogonal", "m"))
-  return _orthogonal(data, n, m, shape, dtype)
+  return placed(_orthogonal(data, n, m, shape, dtype), out_sharding)
 
 
 @functools.partial(jit, static_argnums=(1, 2, 3, 4))

@@ -7,6 +7,10 @@ The samplers built from integer and floating-point elementwise operations run as
 to JAX's bit for bit (revax's NumPy implementations round some of them differently). The gamma
 family (gamma, loggamma, beta, dirichlet) runs op by op around the `random_gamma` primitive: its
 eager NumPy sampler draws without compiling a rejection loop, and its jaxpr shows the primitive.
+
+Every public sampler here (and in distributions.py, matrix_samplers.py) takes JAX's
+`out_sharding=` keyword: the sample, drawn as without it, is then placed as that sharding says
+(a sharding constraint under jit).
 """
 from __future__ import annotations
 
@@ -22,6 +26,7 @@ from revax._src.core.trace import ConcretizationTypeError, Tracer
 from revax._src.jit import jit
 from revax._src.lax import (binary, comparison, conversion, prng, reductions, shapes, slicing,
                             sorting, unary)
+from revax._src.lax.sharding_constraint import placed
 from revax._src.numpy import creation as jnp_creation
 from revax._src.numpy import indexing as jnp_indexing
 from revax._src.numpy import reductions as jnp_reductions
@@ -101,7 +106,7 @@ def _split2(data):
 
 
 # --- bits ----------------------------------------------------------------------------------------
-def bits(key, shape=(), dtype=None):
+def bits(key, shape=(), dtype=None, *, out_sharding=None):
   """Uniform random bits as unsigned integers.
 
   Args:
@@ -122,7 +127,7 @@ def bits(key, shape=(), dtype=None):
   if not dtypes.is_unsigned_integer(dtype):
     raise ValueError(f"dtype argument to `bits` must be an unsigned int dtype, got {dtype}")
   shape = canonicalize_shape(shape, "bits")
-  return _bits(data, dtype.itemsize * 8, shape)
+  return placed(_bits(data, dtype.itemsize * 8, shape), out_sharding)
 
 
 @functools.partial(jit, static_argnums=(1, 2))
@@ -131,7 +136,7 @@ def _bits(key, bit_width, shape):
 
 
 # --- uniform -------------------------------------------------------------------------------------
-def uniform(key, shape=(), dtype=None, minval=0.0, maxval=1.0):
+def uniform(key, shape=(), dtype=None, minval=0.0, maxval=1.0, *, out_sharding=None):
   """Uniform random floats in [minval, maxval).
 
   Args:
@@ -151,7 +156,7 @@ def uniform(key, shape=(), dtype=None, minval=0.0, maxval=1.0):
            [-0.06266308,  0.13977742, -0.66899395]], dtype=float32)
   """
   data, shape, dtype = _key_dtype_shape("uniform", key, shape, dtype)
-  return _uniform(data, minval, maxval, shape, dtype)
+  return placed(_uniform(data, minval, maxval, shape, dtype), out_sharding)
 
 
 @functools.partial(jit, static_argnums=(3, 4))
@@ -161,7 +166,7 @@ def _uniform(key, minval, maxval, shape, dtype):
 
 
 # --- normal --------------------------------------------------------------------------------------
-def normal(key, shape=(), dtype=None):
+def normal(key, shape=(), dtype=None, *, out_sharding=None):
   """Standard normal random values (complex dtypes: real and imaginary parts each N(0, 1/2)).
 
   Args:
@@ -180,7 +185,7 @@ def normal(key, shape=(), dtype=None):
   data, _ = check_prng_key("normal", key)
   shape = canonicalize_shape(shape, "normal")
   dtype = _float_dtype("normal", dtype, "float or complex")
-  return _normal(data, shape, dtype)
+  return placed(_normal(data, shape, dtype), out_sharding)
 
 
 @functools.partial(jit, static_argnums=(1, 2))
@@ -197,7 +202,7 @@ def _normal(key, shape, dtype):
 
 
 # --- truncated_normal ----------------------------------------------------------------------------
-def truncated_normal(key, lower, upper, shape=None, dtype=None):
+def truncated_normal(key, lower, upper, shape=None, dtype=None, *, out_sharding=None):
   """Standard normal values truncated to the open interval (lower, upper).
 
   Args:
@@ -224,7 +229,7 @@ def truncated_normal(key, lower, upper, shape=None, dtype=None):
     shape = jnp_util.broadcast_shapes(_shape_of(lower), _shape_of(upper))
   else:
     _check_shape("truncated_normal", shape, _shape_of(lower), _shape_of(upper))
-  return _truncated_normal(data, lower, upper, shape, dtype)
+  return placed(_truncated_normal(data, lower, upper, shape, dtype), out_sharding)
 
 
 @functools.partial(jit, static_argnums=(3, 4))
@@ -243,7 +248,7 @@ def _truncated_normal(key, lower, upper, shape, dtype):
 
 
 # --- bernoulli -----------------------------------------------------------------------------------
-def bernoulli(key, p=0.5, shape=None, mode="low"):
+def bernoulli(key, p=0.5, shape=None, mode="low", *, out_sharding=None):
   """Bernoulli random booleans with mean `p`.
 
   Args:
@@ -275,7 +280,7 @@ def bernoulli(key, p=0.5, shape=None, mode="low"):
     shape = _shape_of(p)
   else:
     _check_shape("bernoulli", shape, _shape_of(p))
-  return _bernoulli(data, p, shape, mode)
+  return placed(_bernoulli(data, p, shape, mode), out_sharding)
 
 
 @functools.partial(jit, static_argnums=(2, 3))
@@ -292,7 +297,7 @@ def _bernoulli(key, p, shape, mode):
 
 
 # --- exponential ---------------------------------------------------------------------------------
-def exponential(key, shape=(), dtype=None):
+def exponential(key, shape=(), dtype=None, *, out_sharding=None):
   """Standard exponential random values (density e^-x on x >= 0).
 
   Args:
@@ -304,7 +309,7 @@ def exponential(key, shape=(), dtype=None):
     An array of `shape` and `dtype`.
   """
   data, shape, dtype = _key_dtype_shape("exponential", key, shape, dtype)
-  return _exponential(data, shape, dtype)
+  return placed(_exponential(data, shape, dtype), out_sharding)
 
 
 @functools.partial(jit, static_argnums=(1, 2))
@@ -339,7 +344,7 @@ def _check_gumbel_mode(mode):
   return mode
 
 
-def categorical(key, logits, axis=-1, shape=None, replace=True, mode=None):
+def categorical(key, logits, axis=-1, shape=None, replace=True, mode=None, *, out_sharding=None):
   """Samples from categorical distributions given unnormalized log-probabilities.
 
   With replacement it takes the argmax of logits plus Gumbel noise; without replacement the
@@ -382,7 +387,8 @@ def categorical(key, logits, axis=-1, shape=None, replace=True, mode=None):
     if k > logits_shape[axis]:
       raise ValueError(f"Number of samples without replacement ({k}) cannot exceed number of "
                        f"categories ({logits_shape[axis]}).")
-  return _categorical(data, logits, shape, batch_shape, axis, bool(replace), mode)
+  out = _categorical(data, logits, shape, batch_shape, axis, bool(replace), mode)
+  return placed(out, out_sharding)
 
 
 @functools.partial(jit, static_argnums=(2, 3, 4, 5, 6))
@@ -405,7 +411,7 @@ def _categorical(key, logits, shape, batch_shape, axis, replace, mode):
 
 
 # --- randint -------------------------------------------------------------------------------------
-def randint(key, shape, minval, maxval, dtype=None):
+def randint(key, shape, minval, maxval, dtype=None, *, out_sharding=None):
   """Uniform random integers in [minval, maxval) (JAX's algorithm: 2 x nbits random bits per
   value reduced modulo the span; maxval <= minval gives minval).
 
@@ -438,8 +444,8 @@ def randint(key, shape, minval, maxval, dtype=None):
     maxval = _clip(conversion.convert_element_type(maxval, i32), int(info.min),
                    int(info.max) + 1)
     out = _randint(data, minval, maxval, shape, i32)
-    return conversion.convert_element_type(out, dtype)
-  return _randint(data, minval, maxval, shape, dtype)
+    return placed(conversion.convert_element_type(out, dtype), out_sharding)
+  return placed(_randint(data, minval, maxval, shape, dtype), out_sharding)
 
 
 def _clip(x, lo, hi):
@@ -506,7 +512,7 @@ def _concrete_int(x, fun_name: str, arg_name: str) -> int:
   return int(np.asarray(_concrete(x, fun_name, arg_name)))
 
 
-def permutation(key, x, axis=0, independent=False):
+def permutation(key, x, axis=0, independent=False, *, out_sharding=None):
   """A random permutation of `arange(x)` (int x) or of an array along `axis`.
 
   Args:
@@ -532,12 +538,12 @@ def permutation(key, x, axis=0, independent=False):
     if not dtypes.is_integer(get_aval(x).dtype):
       raise TypeError("x must be an integer or at least 1-dimensional")
     r = _concrete_int(x, "permutation", "x")
-    return _shuffle(data, jnp_creation.arange(r), axis)
+    return placed(_shuffle(data, jnp_creation.arange(r), axis), out_sharding)
   x = jnp_util.as_array(x)
   if independent or ndim == 1:
-    return _shuffle(data, x, axis)
+    return placed(_shuffle(data, x, axis), out_sharding)
   ind = _shuffle(data, jnp_creation.arange(_shape_of(x)[axis]), 0)
-  return jnp_indexing.take(x, ind, axis, unique_indices=True)
+  return placed(jnp_indexing.take(x, ind, axis, unique_indices=True), out_sharding)
 
 
 @functools.partial(jit, static_argnums=(2,))
@@ -658,7 +664,7 @@ def _gamma(key, a, shape, dtype, log_space):
   return prng.random_gamma(key, a, log_space=log_space)
 
 
-def gamma(key, a, shape=None, dtype=None):
+def gamma(key, a, shape=None, dtype=None, *, out_sharding=None):
   """Standard gamma random values (density proportional to x^(a-1) e^-x), differentiable in
   `a` by implicit reparameterization.
 
@@ -681,10 +687,10 @@ def gamma(key, a, shape=None, dtype=None):
   _check_arraylike("gamma", a)
   if shape is not None:
     shape = canonicalize_shape(shape, "gamma")
-  return _gamma(data, a, shape, dtype, log_space=False)
+  return placed(_gamma(data, a, shape, dtype, log_space=False), out_sharding)
 
 
-def loggamma(key, a, shape=None, dtype=None):
+def loggamma(key, a, shape=None, dtype=None, *, out_sharding=None):
   """The logarithm of standard gamma random values, sampled in log space (accurate for small
   `a`, whose samples underflow); `exp(loggamma(...))` matches `gamma(...)`.
 
@@ -702,10 +708,10 @@ def loggamma(key, a, shape=None, dtype=None):
   _check_arraylike("loggamma", a)
   if shape is not None:
     shape = canonicalize_shape(shape, "loggamma")
-  return _gamma(data, a, shape, dtype, log_space=True)
+  return placed(_gamma(data, a, shape, dtype, log_space=True), out_sharding)
 
 
-def beta(key, a, b, shape=None, dtype=None):
+def beta(key, a, b, shape=None, dtype=None, *, out_sharding=None):
   """Beta random values: G_a / (G_a + G_b) for gamma draws, computed from log-gamma draws.
 
   Args:
@@ -733,10 +739,10 @@ def beta(key, a, b, shape=None, dtype=None):
   log_max = binary.max(log_gamma_a, log_gamma_b)
   gamma_a = unary.exp(binary.sub(log_gamma_a, log_max))
   gamma_b = unary.exp(binary.sub(log_gamma_b, log_max))
-  return binary.div(gamma_a, binary.add(gamma_a, gamma_b))
+  return placed(binary.div(gamma_a, binary.add(gamma_a, gamma_b)), out_sharding)
 
 
-def dirichlet(key, alpha, shape=None, dtype=None):
+def dirichlet(key, alpha, shape=None, dtype=None, *, out_sharding=None):
   """Dirichlet random values: normalized gamma draws (a softmax of log-gamma draws).
 
   Args:
@@ -767,4 +773,4 @@ def dirichlet(key, alpha, shape=None, dtype=None):
                                                        (last,)))
   unnormalized = unary.exp(shifted)
   total = shapes.expand_dims(reductions.reduce_sum(unnormalized, (last,)), (last,))
-  return binary.div(unnormalized, total)
+  return placed(binary.div(unnormalized, total), out_sharding)
