@@ -5,6 +5,8 @@ import sys
 
 import numpy as np
 
+from tests.sharding.children import spec_of
+
 if sys.argv[1] == "jax":
   import jax as lib
   import jax.numpy as lnp
@@ -23,7 +25,7 @@ def show(name, fn):
   print(f"{name}: {result}")
 
 
-spec = lambda a: tuple(a.sharding.spec)
+spec = lambda a: spec_of(a.sharding)
 value = lambda a: np.round(np.asarray(a), 5).tolist()
 m = lib.make_mesh((4,), ("x",))
 auto = lib.make_mesh((2, 2), ("a", "b"), axis_types=(AxisType.Auto,) * 2)
@@ -76,6 +78,10 @@ for mesh in (lib.make_mesh((4,), ("x",), axis_types=(AxisType.Auto,)), m):
     show(f"{kind} device_put", lambda: (spec(x), len(x.addressable_shards), value(x)))
     show(f"{kind} device_put tree", lambda: [spec(a) for a in lib.device_put(
         (x8, np.ones((4, 4))), (P("x"), P(None, "x")))])
+    show(f"{kind} out_sharding", lambda: (
+        spec(lnp.zeros(8, out_sharding=P("x"))),
+        spec(lib.jit(lambda: lnp.arange(8.0, out_sharding=P("x")))()),
+        spec(lib.random.normal(lib.random.key(0), (8, 4), out_sharding=P("x")))))
     f = lib.jit(lambda a: a * 2, in_shardings=P("x"), out_shardings=P(None))
     show(f"{kind} jit specs", lambda: (spec(f(x8)), value(f(x8))))
     show(f"{kind} shard_map", lambda: (spec(lib.shard_map(

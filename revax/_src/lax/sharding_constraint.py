@@ -80,8 +80,32 @@ def with_sharding_constraint(x, shardings):
 def placed(x, out_sharding):
   """`x` laid out as the `out_sharding=` argument of a lax/nn function asks (JAX's keyword on
   lax.empty, reduce, rng_bit_generator, ragged_dot_general, initializers, ...); None leaves it
-  as it is."""
-  return x if out_sharding is None else with_sharding_constraint(x, out_sharding)
+  as it is.
+
+  Raises:
+    TypeError: `out_sharding` is not a NamedSharding or PartitionSpec.
+    ValueError: its spec names an Auto or Manual mesh axis (JAX allows Explicit axes only), or a
+      bare PartitionSpec and no mesh is set with `revax.set_mesh`.
+  """
+  if out_sharding is None:
+    return x
+  if mesh_context.is_spec(out_sharding):
+    out_sharding = mesh_context.resolve_spec(out_sharding, "out_sharding")
+  mesh = getattr(out_sharding, "mesh", None)
+  if mesh is None or not hasattr(out_sharding, "spec"):
+    raise TypeError(f"out_sharding must be a NamedSharding or a PartitionSpec, got "
+                    f"{type(out_sharding).__name__}: {out_sharding!r}")
+  kinds = dict(zip(mesh.axis_names, mesh.axis_types, strict=True))
+  for dim in range(len(out_sharding.spec)):
+    for axis in out_sharding.spec.axes_of(dim):
+      if axis in kinds and kinds[axis].name != "Explicit":  # JAX's rule
+        raise ValueError(f"The PartitionSpec passed as out_sharding cannot contain axis names "
+                         f"that are of type Auto or Manual. Got PartitionSpec: "
+                         f"{out_sharding.spec!r} with axis name: {axis} of type: "
+                         f"AxisType.{kinds[axis].name} (make the mesh with "
+                         f"axis_types=(AxisType.Explicit, ...), as revax.make_mesh does by "
+                         f"default)")
+  return with_sharding_constraint(x, out_sharding)
 
 
 def _is_sharding(s) -> bool:
