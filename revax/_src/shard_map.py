@@ -196,6 +196,20 @@ def _spec_axes(specs) -> set:
   return {a for spec in specs for d in range(len(spec)) for a in spec.axes_of(d)}
 
 
+def _names_axis(jaxpr, name) -> bool:
+  """Whether an equation of `jaxpr` (or of a jaxpr inside one) is a collective over `name`."""
+  for eqn in jaxpr.eqns:
+    if (batching.collective_batchers.get(eqn.primitive) is not None
+        and name in eqn.params.get("axes", ())):
+      return True
+    for v in eqn.params.values():
+      for sub in v if isinstance(v, tuple) else (v,):
+        sub = sub.jaxpr if isinstance(sub, ClosedJaxpr) else sub
+        if isinstance(sub, Jaxpr) and _names_axis(sub, name):
+          return True
+  return False
+
+
 def _realigned(closed, dims, want, size):
   """`closed` (outputs batched at `dims`) with its outputs moved (or broadcast) to `want`."""
   if list(dims) == list(want):
@@ -232,6 +246,12 @@ def _shard_map_batch(axis_size, vals, dims, *, body, fallback, mesh, in_specs, o
       raise ValueError(f"vmap of size {axis_size} with spmd_axis_name {spmd} around a shard_map: "
                        f"the batch is not divisible by the {n} members of mesh axes {spmd}")
     member_size = axis_size // n
+    name = batching.batching_axis_name()
+    if name is not None and _names_axis(body.jaxpr, name):
+      raise NotImplementedError(
+          f"a collective over vmap axis {name!r} inside a shard_map under vmap with "
+          f"spmd_axis_name {spmd}: each member holds only its share of the batch (JAX fails "
+          f"here too); apply the collective outside the shard_map")
   body_b, body_dims = batching.batch_jaxpr(body, dims, member_size)
   whole_b, whole_dims = batching.batch_jaxpr(fallback, dims, axis_size)
   want = [b if b is not None or w is None else 0

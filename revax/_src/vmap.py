@@ -12,9 +12,9 @@ import numpy as np
 import optree
 
 from revax._src import tree_util
+from revax._src.core import dtypes
 from revax._src.core.avals import get_aval
 from revax._src.interpreters import batching
-from revax._src.core import dtypes
 from revax._src.lax import batch_util, conversion, reductions, shapes
 
 _NONE = object()  # stands for None inside axis specs, where None must be a leaf
