@@ -179,8 +179,9 @@ def run_donating(program, aliases, operands) -> list:
 # below keeps them matched to its new operands and results (as JAX's jit primitive does): JVP
 # tangents take their primal's sharding, residuals are unspecified, a transpose's cotangents
 # take the sharding of the value they are the cotangent of, and vmap leaves the batch dimension
-# unsplit. Eagerly such a call runs over the shardings' mesh (sharded_jit.call_sharded); nested
-# in another program it constrains its operands and results there.
+# unsplit (split over vmap's spmd_axis_name when it has one). Eagerly such a call runs over the
+# shardings' mesh (sharded_jit.call_sharded); nested in another program it constrains its
+# operands and results there.
 def _shard_params(in_shardings, out_shardings) -> dict:
   """The params of a jit equation for these per-operand / per-result shardings."""
   if all(s is None for s in in_shardings) and all(s is None for s in out_shardings):
@@ -266,13 +267,14 @@ def _jit_transpose(cts, *args, jaxpr, name, in_shardings=None, out_shardings=Non
   return [next(lin_cts) if lin else None for lin in linear_mask]
 
 
-def _batched_sharding(s, d):
-  """`s` for the value batched at `d`: the batch dimension unsplit."""
+def _batched_sharding(s, d, spmd_axis_name=None):
+  """`s` for the value batched at `d`: the batch dimension unsplit, or split over vmap's
+  `spmd_axis_name` (a spec that already uses those axes is JAX's DuplicateSpecError)."""
   if s is None or d is batching.not_mapped or not hasattr(s, "spec"):
     return s  # SingleDeviceSharding: still whole on its device
   parts = list(s.spec)
   parts[len(parts):d] = [None] * (d - len(parts))
-  parts.insert(d, None)
+  parts.insert(d, spmd_axis_name)
   return type(s)(s.mesh, type(s.spec)(*parts))
 
 
@@ -280,8 +282,10 @@ def _jit_batch(axis_size, vals, dims, *, jaxpr, name, in_shardings=None, out_sha
   batched, out_dims = batching.batch_jaxpr(jaxpr, dims, axis_size)
   ins = outs = None
   if in_shardings is not None:
-    ins = [_batched_sharding(s, d) for s, d in zip(in_shardings, dims, strict=True)]
-    outs = [_batched_sharding(s, d) for s, d in zip(out_shardings, out_dims, strict=True)]
+    spmd = batching.batching_spmd_axis_name()
+    ins = [_batched_sharding(s, d, spmd) for s, d in zip(in_shardings, dims, strict=True)]
+    outs = [_batched_sharding(s, d, spmd)
+            for s, d in zip(out_shardings, out_dims, strict=True)]
   return bind_jit(batched, list(vals), f"vmap_{name}", ins, outs), list(out_dims)
 
 

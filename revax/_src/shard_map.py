@@ -19,7 +19,13 @@ axes) and the nested-vmap form. Lowered into a program partitioned over the same
 (sharded_jit.py), it becomes `sdy.manual_computation`: each device runs the member program on
 its block, and the collectives become StableHLO collectives over the mesh's partitions
 (interpreters/manual_lowering.py). Every other rule (eager evaluation, JVP, transpose,
-batching, partial evaluation, single-device lowering) is jit's rule applied to the vmap form.
+partial evaluation, single-device lowering) is jit's rule applied to the vmap form.
+
+Under vmap the primitive stays a manual computation: each member runs its program on its share
+of the batch. Without spmd_axis_name the batch dimension is not split (every member holds the
+whole batch); with `vmap(..., spmd_axis_name="x")` it is split over mesh axis "x" (added to the
+specs at the batch dimension), so each member batches its program over `size / |x|` examples,
+as JAX does. A shard_map called inside such a vmap is staged as the primitive for this reason.
 """
 from __future__ import annotations
 
@@ -123,7 +129,8 @@ def shard_map(f=None, /, *, out_specs, in_specs=Infer, mesh=None, axis_names=fro
     if several and _context.trace is eval_trace:
       # eagerly, as in JAX: one program over the mesh, whose results are sharded Arrays
       outs = jit(lambda *xs: _bind_manual(member, xs, specs, store, mesh, manual))(*leaves)
-    elif several and isinstance(_context.trace, staging.DynamicJaxprTrace):
+    elif several and (isinstance(_context.trace, staging.DynamicJaxprTrace)
+                      or batching.spmd_axis_names()):
       outs = _bind_manual(member, leaves, specs, store, mesh, manual)
     else:
       outs = _members_by_vmap(member, leaves, specs, store, mesh, manual)
@@ -211,10 +218,92 @@ def _partial_eval(trace, args, params, unknowns):
       trace, args, {"jaxpr": params["fallback"], "name": "shard_map"}, unknowns)
 
 
+def _batch_spec(spec, dim, axes):
+  """`spec` of a value batched at `dim`: the batch dimension split over `axes` (None: whole)."""
+  parts = list(spec) + [None] * (dim - len(spec))
+  parts.insert(dim, axes)
+  return PartitionSpec(*parts)
+
+
+def _spec_axes(specs) -> set:
+  return {a for spec in specs for d in range(len(spec)) for a in spec.axes_of(d)}
+
+
+def _names_axis(jaxpr, name) -> bool:
+  """Whether an equation of `jaxpr` (or of a jaxpr inside one) is a collective over `name`."""
+  for eqn in jaxpr.eqns:
+    if (batching.collective_batchers.get(eqn.primitive) is not None
+        and name in eqn.params.get("axes", ())):
+      return True
+    for v in eqn.params.values():
+      for sub in v if isinstance(v, tuple) else (v,):
+        sub = sub.jaxpr if isinstance(sub, ClosedJaxpr) else sub
+        if isinstance(sub, Jaxpr) and _names_axis(sub, name):
+          return True
+  return False
+
+
+def _realigned(closed, dims, want, size):
+  """`closed` (outputs batched at `dims`) with its outputs moved (or broadcast) to `want`."""
+  if list(dims) == list(want):
+    return closed
+
+  def fun(*args):
+    outs = eval_jaxpr(closed.jaxpr, closed.consts, *args)
+    return [y if w is None else batch_util.bdim_at(y, d, w, size)
+            for y, d, w in zip(outs, dims, want, strict=True)]
+  jaxpr, consts = staging.trace_to_jaxpr(fun, closed.in_avals)
+  return ClosedJaxpr(jaxpr, consts)
+
+
+def _shard_map_batch(axis_size, vals, dims, *, body, fallback, mesh, in_specs, out_specs,
+                     manual):
+  """shard_map of a batch: still one manual computation. With vmap's spmd_axis_name the batch
+  dimension is split over those (manual) mesh axes and each member's program is batched over
+  its share; without, it is whole on every member. The vmap form is batched over the whole
+  batch, its outputs placed where the member program's are."""
+  spmd = batching.batching_spmd_axis_name()
+  member_size = axis_size
+  if spmd is not None:
+    if set(spmd) & _spec_axes(in_specs):
+      raise ValueError("vmap spmd_axis_name cannot appear in shard_map in_specs")
+    if set(spmd) & _spec_axes(out_specs):
+      raise ValueError("vmap spmd_axis_name cannot appear in shard_map out_specs")
+    missing = [a for a in spmd if a not in manual]
+    if missing:
+      raise ValueError(f"vmap spmd_axis_name {spmd} names {missing}, which are not manual axes "
+                       f"of the shard_map inside it (manual axes {manual} of mesh "
+                       f"{tuple(mesh.axis_names)})")
+    n = math.prod(mesh.shape[a] for a in spmd)
+    if axis_size % n:
+      raise ValueError(f"vmap of size {axis_size} with spmd_axis_name {spmd} around a shard_map: "
+                       f"the batch is not divisible by the {n} members of mesh axes {spmd}")
+    member_size = axis_size // n
+    name = batching.batching_axis_name()
+    if name is not None and _names_axis(body.jaxpr, name):
+      raise NotImplementedError(
+          f"a collective over vmap axis {name!r} inside a shard_map under vmap with "
+          f"spmd_axis_name {spmd}: each member holds only its share of the batch (JAX fails "
+          f"here too); apply the collective outside the shard_map")
+  body_b, body_dims = batching.batch_jaxpr(body, dims, member_size)
+  whole_b, whole_dims = batching.batch_jaxpr(fallback, dims, axis_size)
+  want = [b if b is not None or w is None else 0
+          for b, w in zip(body_dims, whole_dims, strict=True)]
+  body_b = _realigned(body_b, body_dims, want, member_size)
+  whole_b = _realigned(whole_b, whole_dims, want, axis_size)
+  new_in = tuple(sp if d is None else _batch_spec(sp, d, spmd)
+                 for sp, d in zip(in_specs, dims, strict=True))
+  new_out = tuple(sp if d is None else _batch_spec(sp, d, spmd)
+                  for sp, d in zip(out_specs, want, strict=True))
+  outs = shard_map_p.bind(*vals, body=body_b, fallback=whole_b, mesh=mesh, in_specs=new_in,
+                          out_specs=new_out, manual=manual)
+  return outs, want
+
+
 dispatch.custom_impls[shard_map_p] = _as_jit(lambda *a, **p: jit_p.bind(*a, **p))
 ad.primitive_jvps[shard_map_p] = _as_jit(ad.primitive_jvps[jit_p])
 ad.primitive_transposes[shard_map_p] = _as_jit(ad.primitive_transposes[jit_p])
-batching.axis_size_batchers[shard_map_p] = _as_jit(batching.axis_size_batchers[jit_p])
+batching.axis_size_batchers[shard_map_p] = _shard_map_batch
 partial_eval.partial_eval_rules[shard_map_p] = _partial_eval
 inv.not_invertible(shard_map_p, "shard_map: apply invertible inside the mapped function")
 mlir.register_lowering(shard_map_p, manual_lowering.lower_shard_map)

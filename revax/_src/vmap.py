@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import functools
 
+import numpy as np
 import optree
 
 from revax._src import tree_util
+from revax._src.core import dtypes
 from revax._src.core.avals import get_aval
 from revax._src.interpreters import batching
-from revax._src.lax import batch_util, shapes
+from revax._src.lax import batch_util, conversion, reductions, shapes
 
 _NONE = object()  # stands for None inside axis specs, where None must be a leaf
 
@@ -41,7 +43,8 @@ def _axes_leaves(name, axes, tree):
   return out
 
 
-def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None):
+def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_name=None,
+         sum_match=False):
   """Vectorize `fun` along a mapped axis.
 
   Args:
@@ -49,7 +52,13 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None):
     in_axes: int, None, or a prefix of the positional arguments' tree (a tuple for several
       arguments): which axis of each input is mapped (None: not mapped).
     out_axes: int, None, or a prefix of the output tree: where the mapped axis goes.
+    axis_name: a name for the mapped axis, for collectives (`lax.psum(x, name)`) inside `fun`.
     axis_size: the mapped size, needed only when no input is mapped.
+    spmd_axis_name: a mesh axis name or a tuple of them: in a program over a mesh, the batch
+      dimension is split over these axes wherever `fun` states a layout (a sharding constraint,
+      a jit's shardings, a shard_map's specs, which must not name them themselves).
+    sum_match: when True, an output mapped where its out_axes is None is summed over the batch
+      instead of being an error.
 
   Example:
     >>> xs, y = jnp.arange(6.).reshape(3, 2), jnp.array([10., 100.])
@@ -64,9 +73,12 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None):
     raise TypeError(f"vmap expects a callable, got {fun!r}")
   if isinstance(in_axes, list):
     in_axes = tuple(in_axes)
+  if spmd_axis_name is not None and not isinstance(spmd_axis_name, tuple):
+    spmd_axis_name = (spmd_axis_name,)
 
   @functools.wraps(fun)
   def vmap_f(*args, **kwargs):
+    hash(spmd_axis_name)  # TypeError for an unhashable name (a list), as JAX raises
     if isinstance(in_axes, tuple) and len(in_axes) != len(args):
       raise ValueError(f"vmap in_axes must be an int, None, or a tuple of entries corresponding "
                        f"to the positional arguments passed to the function, but got "
@@ -94,10 +106,12 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None):
       store["out"] = out
       return out_leaves
 
-    outs, out_dims = batching.batch_flat(flat_fun, leaves, dims, size, axis_name)
+    outs, out_dims = batching.batch_flat(flat_fun, leaves, dims, size, axis_name,
+                                         spmd_axis_name)
     out_tree = store["tree"]
     o_axes = _axes_leaves("out_axes", out_axes, tree_util.tree_unflatten(out_tree, outs))
-    final = [_to_out_axis(o, d, a, size) for o, d, a in zip(outs, out_dims, o_axes, strict=True)]
+    final = [_to_out_axis(o, d, a, size, sum_match)
+             for o, d, a in zip(outs, out_dims, o_axes, strict=True)]
     return tree_util.tree_unflatten(out_tree, final)
 
   return vmap_f
@@ -132,10 +146,12 @@ def _mapped_size(leaves, axes, axis_size, args):
   return next(iter(sizes))
 
 
-def _to_out_axis(x, dim, out_axis, size):
+def _to_out_axis(x, dim, out_axis, size, sum_match=False):
   aval = get_aval(x)
   if out_axis is None:
     if dim is not None:
+      if sum_match:
+        return _sum_over(x, dim)
       raise ValueError("vmap has mapped output but out_axes is None")
     return x
   nd = aval.ndim + (1 if dim is None else 0)
@@ -148,3 +164,14 @@ def _to_out_axis(x, dim, out_axis, size):
     return shapes.broadcast_in_dim(x, shape, dims)
   return batch_util.moveaxis(x, dim, out_axis)
 
+
+
+def _sum_over(x, dim):
+  """`x` summed over axis `dim`, in the dtype JAX's `x.sum(dim)` gives: bools and integers
+  narrower than the default integer are summed as the default int (unsigned: uint), the
+  rest in their own dtype."""
+  dtype = get_aval(x).dtype
+  wide = dtypes.canonicalize_dtype(np.uint64 if dtype.kind == "u" else np.int64)
+  if dtype == np.bool_ or (dtype.kind in "iu" and dtype.itemsize < wide.itemsize):
+    x = conversion.convert_element_type(x, wide)
+  return reductions.reduce_sum(x, (dim,))

@@ -13,6 +13,14 @@ name applies the primitive's collective rule (`collective_batchers`), which turn
 into ordinary operations over the batch dimension, even when its operand is unmapped (`psum` of a
 value that is the same for every member is that value times the axis size). A trace that does
 not own the name batches the collective like any primitive, and the owner below it handles it.
+
+SPMD axes: `vmap(f, spmd_axis_name="x")` asks that, in a program partitioned over a mesh, the
+batch dimension be split over mesh axis "x" (or a tuple of axes) wherever the program says how a
+value is laid out. The BatchTrace carries the name; while one of its rules runs,
+`batching_spmd_axis_name()` gives it, so the rules of `with_sharding_constraint`, of a jit with
+in/out shardings and of shard_map put the batch dimension on those mesh axes (and jaxpr-batching
+rules pass it on to the trace they batch with). While `f` is traced the names are also in
+`spmd_axis_names()`, so shard_map can see that it runs under such a vmap.
 """
 from __future__ import annotations
 
@@ -72,6 +80,28 @@ def batching_axis_name():
   return getattr(_local, "rule_axis_name", None)
 
 
+def batching_spmd_axis_name():
+  """The spmd_axis_name (a tuple of mesh axis names) of the BatchTrace whose rule is running,
+  None when its vmap has none: the mesh axes the batch dimension is split over where a rule
+  states a layout (a sharding constraint, a jit's shardings, shard_map's specs)."""
+  return getattr(_local, "rule_spmd_axis_name", None)
+
+
+def spmd_axis_names() -> tuple:
+  """The spmd axis names of every vmap whose function is being traced (outermost first)."""
+  return getattr(_local, "spmd_axis_names", ())
+
+
+@contextlib.contextmanager
+def _extend_spmd_axis_names(names):
+  saved = spmd_axis_names()
+  _local.spmd_axis_names = saved + tuple(names or ())
+  try:
+    yield
+  finally:
+    _local.spmd_axis_names = saved
+
+
 class BatchTracer(Tracer):
   __slots__ = ("val", "batch_dim")
 
@@ -90,12 +120,14 @@ class BatchTracer(Tracer):
 
 
 class BatchTrace(Trace):
-  """Applies batching rules; `axis_size` is the size of the mapped axis."""
+  """Applies batching rules; `axis_size` is the size of the mapped axis, `spmd_axis_name` the
+  mesh axes (a tuple, or None) its batch dimension is split over where a layout is stated."""
 
-  def __init__(self, parent_trace: Trace, axis_size: int, axis_name=None):
+  def __init__(self, parent_trace: Trace, axis_size: int, axis_name=None, spmd_axis_name=None):
     self.parent_trace = parent_trace
     self.axis_size = axis_size
     self.axis_name = axis_name
+    self.spmd_axis_name = spmd_axis_name
     self.id = next(_ids)
 
   def to_batch_info(self, x):
@@ -120,8 +152,8 @@ class BatchTrace(Trace):
 
   def _apply_rule(self, primitive, vals, dims, params):
     rule = primitive_batchers.get(primitive)
-    saved = batching_axis_name()
-    _local.rule_axis_name = self.axis_name
+    saved = batching_axis_name(), batching_spmd_axis_name()
+    _local.rule_axis_name, _local.rule_spmd_axis_name = self.axis_name, self.spmd_axis_name
     try:
       with set_current_trace(self.parent_trace):
         if rule is not None:
@@ -131,7 +163,7 @@ class BatchTrace(Trace):
           raise NotImplementedError(f"batching rule for '{primitive.name}' is not implemented")
         return sized_rule(self.axis_size, vals, dims, **params)
     finally:
-      _local.rule_axis_name = saved
+      _local.rule_axis_name, _local.rule_spmd_axis_name = saved
 
   def wrap(self, val, dim):
     return BatchTracer(self, val, dim)
@@ -150,14 +182,15 @@ def defvectorized(prim):
   return rule
 
 
-def batch_flat(fun, args, in_dims, axis_size, axis_name=None):
-  """Run `fun(*args)` (flat) with each arg batched along its in_dim; returns (outs, out_dims)."""
+def batch_flat(fun, args, in_dims, axis_size, axis_name=None, spmd_axis_name=None):
+  """Run `fun(*args)` (flat) with each arg batched along its in_dim; returns (outs, out_dims).
+  `spmd_axis_name` (a tuple of mesh axes, or None): see the module docstring."""
   from revax._src.core.trace import current_trace
-  trace = BatchTrace(current_trace(), axis_size, axis_name)
+  trace = BatchTrace(current_trace(), axis_size, axis_name, spmd_axis_name)
   tracers = [BatchTracer(trace, a, d) if d is not not_mapped else a
              for a, d in zip(args, in_dims, strict=True)]
   env = extend_axis_env(axis_name, axis_size) if axis_name is not None else contextlib.nullcontext()
-  with env, set_current_trace(trace):
+  with env, _extend_spmd_axis_names(spmd_axis_name), set_current_trace(trace):
     outs = fun(*tracers)
   vals, dims = [], []
   for o in outs:
@@ -170,12 +203,14 @@ def batch_flat(fun, args, in_dims, axis_size, axis_name=None):
 def batch_jaxpr(closed, dims: tuple, axis_size: int):
   """A closed jaxpr run on batched inputs (input i batched at `dims[i]`, or not_mapped), and the
   batch dims of its outputs. Call primitives (jit, checkpoint) bind their own primitive on it.
-  Collectives inside it over the batching trace's axis name are applied to the batch."""
-  return _batch_jaxpr(closed, tuple(dims), axis_size, batching_axis_name())
+  Collectives inside it over the batching trace's axis name are applied to the batch, and its
+  layouts put the batch dimension on the trace's spmd axes."""
+  return _batch_jaxpr(closed, tuple(dims), axis_size, batching_axis_name(),
+                      batching_spmd_axis_name())
 
 
 @staging.memoize_on_jaxpr
-def _batch_jaxpr(closed, dims: tuple, axis_size: int, axis_name):
+def _batch_jaxpr(closed, dims: tuple, axis_size: int, axis_name, spmd_axis_name=None):
   from revax._src.core.eval import eval_jaxpr
   in_avals = [a if d is not_mapped else a.update(shape=a.shape[:d] + (axis_size,) + a.shape[d:])
               for a, d in zip(closed.in_avals, dims, strict=True)]
@@ -184,7 +219,7 @@ def _batch_jaxpr(closed, dims: tuple, axis_size: int, axis_name):
   def fun(*args):
     outs, out_dims = batch_flat(
         lambda *xs: eval_jaxpr(closed.jaxpr, closed.consts, *xs), args, list(dims), axis_size,
-        axis_name)
+        axis_name, spmd_axis_name)
     store["out_dims"] = tuple(out_dims)
     return outs
 

@@ -128,11 +128,24 @@ def _transpose(ct, x, *, sharding):
 
 
 def _batch(vals, dims, *, sharding):
+  """The constraint on the batch: the batch dimension is split over the vmap's spmd_axis_name
+  (which the spec itself must not use), or left unsplit when the vmap has none."""
   (x,), (d,) = vals, dims
-  parts = list(sharding.spec) + [None] * (x.ndim - 1 - len(sharding.spec))
-  parts.insert(d, None)
-  batched = type(sharding)(sharding.mesh, type(sharding.spec)(*parts))
-  return sharding_constraint_p.bind(x, sharding=batched), d
+  spec, mesh = sharding.spec, sharding.mesh
+  spmd = batching.batching_spmd_axis_name()
+  if spmd is not None:
+    used = {a for dim in range(len(spec)) for a in spec.axes_of(dim)}
+    if set(spmd) & used:
+      raise ValueError(f"vmap spmd_axis_name {spmd} cannot appear in with_sharding_constraint "
+                       f"spec, but got spec {spec}")
+  parts = list(spec) + [None] * (x.ndim - 1 - len(spec))
+  parts.insert(d, spmd)
+  batched = type(spec)(*parts)
+  for a in spmd or ():
+    if a not in mesh.shape:
+      raise ValueError(f"Resource axis: {a} of {batched} is not found in mesh: "
+                       f"{tuple(mesh.axis_names)}.")
+  return sharding_constraint_p.bind(x, sharding=type(sharding)(mesh, batched)), d
 
 
 def _lower(ctx, x, *, sharding):

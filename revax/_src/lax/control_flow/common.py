@@ -284,13 +284,15 @@ def batched_aval(aval: ShapedArray, size: int) -> ShapedArray:
 def batch_jaxpr(closed: ClosedJaxpr, axis_size: int, in_batched: tuple, instantiate: tuple):
   """`closed` on inputs batched at axis 0 where `in_batched`; outputs are batched at axis 0 or
   not at all (`instantiate[i]` broadcasts output i). Returns (jaxpr, out_batched). Collectives
-  over the running batching rule's axis name apply to the batch."""
-  return _batch_jaxpr(closed, axis_size, in_batched, instantiate, batching.batching_axis_name())
+  over the running batching rule's axis name apply to the batch, and layouts inside it put the
+  batch on the rule's spmd axes (vmap's spmd_axis_name)."""
+  return _batch_jaxpr(closed, axis_size, in_batched, instantiate, batching.batching_axis_name(),
+                      batching.batching_spmd_axis_name())
 
 
 @memoized
 def _batch_jaxpr(closed: ClosedJaxpr, axis_size: int, in_batched: tuple, instantiate: tuple,
-                 axis_name):
+                 axis_name, spmd_axis_name=None):
   in_avals = [batched_aval(a, axis_size) if b else a
               for a, b in zip(closed.in_avals, in_batched, strict=True)]
   store = {}
@@ -298,7 +300,7 @@ def _batch_jaxpr(closed: ClosedJaxpr, axis_size: int, in_batched: tuple, instant
   def fun(*args):
     outs, dims = batching.batch_flat(
         lambda *xs: eval_jaxpr(closed.jaxpr, closed.consts, *xs), list(args),
-        [0 if b else None for b in in_batched], axis_size, axis_name)
+        [0 if b else None for b in in_batched], axis_size, axis_name, spmd_axis_name)
     result, out_batched = [], []
     for o, d, inst in zip(outs, dims, instantiate, strict=True):
       if d is not None:
