@@ -7,7 +7,7 @@ import pytest
 import jax
 import revax
 import revax.numpy as rnp
-from revax.sharding import Mesh, NamedSharding, PartitionSpec as P
+from revax.sharding import AxisType, Mesh, NamedSharding, PartitionSpec as P
 
 
 def test_process_counts_and_indices_match_jax():
@@ -45,9 +45,13 @@ def test_copy_to_host_async_returns_its_argument():
 
 
 def test_lax_empty_places_as_out_sharding_says():
-  mesh = Mesh(np.array(revax.devices()[:1]), ("x",))
+  mesh = Mesh(np.array(revax.devices()[:1]), ("x",), axis_types=AxisType.Explicit)
   s = NamedSharding(mesh, P("x"))
   out = revax.lax.empty((4, 2), np.float32, out_sharding=s)
+  for lib in (jax, revax):  # out_sharding on an Auto axis: ValueError in both
+    auto = lib.sharding.Mesh(np.array(lib.devices()[:1]), ("x",))
+    with pytest.raises(ValueError, match="Auto"):
+      lib.lax.empty((4, 2), np.float32, out_sharding=lib.NamedSharding(auto, lib.P("x")))
   # jax takes out_sharding only on Explicit mesh axes (its make_mesh's default)
   jout = jax.lax.empty((4, 2), np.float32, out_sharding=jax.sharding.NamedSharding(
       jax.make_mesh((1,), ("x",)), jax.P("x")))

@@ -29,7 +29,9 @@ def test_partition_spec_and_shardings():
   assert PartitionSpec is type(P())
   mesh = revax.make_mesh((1,), ("x",))
   assert mesh.shape == {"x": 1} and mesh.axis_names == ("x",) and mesh.size == 1
-  assert mesh == Mesh(np.array(revax.devices()), ("x",))
+  # make_mesh's axes are Explicit (JAX 0.10.2's default), Mesh's Auto: equal only when typed so
+  assert mesh != Mesh(np.array(revax.devices()), ("x",))
+  assert mesh == Mesh(np.array(revax.devices()), ("x",), axis_types=mesh.axis_types)
   s = NamedSharding(mesh, P("x"))
   assert s.num_devices == 1 and s.is_fully_replicated and s == NamedSharding(mesh, P("x", None))
   assert SingleDeviceSharding(revax.devices()[0]).device_set == {revax.devices()[0]}
@@ -63,8 +65,10 @@ def test_errors():
     revax.shard_map(lambda v: v, mesh=mesh, in_specs=(P("x"), P("x")), out_specs=P())(x)
   with pytest.raises(ValueError, match="more entries than the argument's rank"):
     revax.shard_map(lambda v: v, mesh=mesh, in_specs=P("x", None, None), out_specs=P())(x)
-  with pytest.raises(TypeError, match="Mesh"):
+  with pytest.raises(ValueError, match="context mesh"):  # no mesh= and none set: JAX's error
     revax.shard_map(lambda v: v, mesh=None, in_specs=P(), out_specs=P())(x)
+  with pytest.raises(TypeError, match="Mesh"):
+    revax.shard_map(lambda v: v, mesh="x", in_specs=P(), out_specs=P())(x)
   with pytest.raises(NameError, match="unbound axis name: y"):
     revax.shard_map(lambda v: revax.lax.psum(v, "y"), mesh=mesh, in_specs=P(), out_specs=P())(x)
 

@@ -64,13 +64,13 @@ def test_errors():
   x = np.ones((4, 3), np.float32)
   with pytest.raises(ValueError, match="PartitionSpec"):
     revax.device_put(x, P("x"))
-  with pytest.raises(ValueError, match="PartitionSpec"):
+  with pytest.raises(RuntimeError, match="PartitionSpec"):  # JAX's type for jit
     revax.jit(lambda v: v, in_shardings=P("x"))(x)
   with pytest.raises(ValueError, match="rank"):
     revax.device_put(x, NamedSharding(mesh, P("x", None, None)))
   with pytest.raises(ValueError, match="more than once"):
     NamedSharding(revax.make_mesh((1, 1), ("a", "b")), P("a", "a"))
-  with pytest.raises(ValueError, match="PartitionSpec"):
+  with pytest.raises(RuntimeError, match="PartitionSpec"):  # JAX's type
     revax.lax.with_sharding_constraint(x, P("x"))
   with pytest.raises(ValueError, match="device_put only accepts"):
     revax.device_put(x, "cpu:0")
