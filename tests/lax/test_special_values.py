@@ -25,9 +25,21 @@ _TINY = ("XLA's expansion returns the input itself for tiny |x| (a select: a sub
          "unflushed), NumPy computes it from the flushed input (or keeps it where XLA flushes)")
 KNOWN_DIFFERENCES = {  # strict: each fails today on its drawn inputs
     "min": _MINMAX, "cummin": _MINMAX, "select_and_gather_add": _MINMAX,
-    "asin": _TINY, "asinh": _TINY, "atanh": _TINY, "sin": _TINY, "sinh": _TINY, "tanh": _TINY,
-    "expm1": _TINY, "log1p": _TINY,
     "random_gamma_grad": "an iterative series evaluated at inf/NaN takes other branches",
+}
+# Whether XLA:CPU's expansion of these flushes a subnormal result depends on the host CPU (its
+# code differs with the vector ISA: measured on AVX2 and AVX-512 hosts, different members of
+# this set kept a subnormal), so their results are compared with subnormals read as (signed)
+# zeros on both sides: every other class (NaN, inf, zeros, finite values) must still agree.
+TINY_RESULTS = {"asin", "asinh", "atanh", "sin", "sinh", "tanh", "expm1", "log1p", "tan",
+                "atan"}
+# On some hosts XLA:CPU reads subnormal inputs of these as they are (no DAZ): jax's own jit gave
+# cbrt(+-1e-40) = -5.6e-16 and pow(-1e-40, 2.5) = NaN on an AVX-512 host, where revax's eager
+# path (flushed inputs) gives +-0 and 0; on other hosts both agree. Not strict: it depends on
+# the machine the suite runs on.
+HOST_DEPENDENT = {
+    "pow": "XLA:CPU's pow of a negative subnormal is NaN on some hosts (not flushed to -0)",
+    "cbrt": "XLA:CPU's cbrt of a subnormal is about -5.6e-16 on some hosts (not flushed)",
 }
 # Matrix factorizations on matrices holding inf/NaN/subnormals: the eager path is LAPACK (through
 # NumPy/SciPy), the compiled path revax's own algorithm (XLA's triangular-solve expansion,
@@ -57,6 +69,14 @@ def _classes(v):
                     v == 0], [0, 1, 2, 3, 4], 5)
 
 
+def _flushed(v):
+  """`v` with its subnormals made zeros of the same sign (the flushing an FTZ unit does)."""
+  wide = v.astype(np.float64)
+  tiny = np.finfo(v.dtype).tiny if v.dtype != ml_dtypes.bfloat16 else np.float64(2.0 ** -126)
+  return np.where((wide != 0) & (np.abs(wide) < tiny), np.copysign(0.0, wide), wide).astype(
+      v.dtype)
+
+
 def _records():
   seen, out = set(), []
   for r in all_records():
@@ -75,6 +95,8 @@ def _params():
     marks = ()
     if r.primitive in KNOWN_DIFFERENCES:
       marks = pytest.mark.xfail(reason=KNOWN_DIFFERENCES[r.primitive], strict=True)
+    elif r.primitive in HOST_DEPENDENT:
+      marks = pytest.mark.xfail(reason=HOST_DEPENDENT[r.primitive], strict=False)
     elif r.primitive in PLUGIN_DIFFERENCES:
       marks = skip_on_plugins_that_differ(PLUGIN_DIFFERENCES[r.primitive])
     yield pytest.param(r, id=r.name, marks=marks)
@@ -93,6 +115,8 @@ def test_eager_and_jit_agree_on_special_values(record):
     e, j = np.asarray(e), np.asarray(j)
     assert e.dtype == j.dtype and e.shape == j.shape
     if e.dtype.kind == "f" or e.dtype == ml_dtypes.bfloat16:
+      if record.primitive in TINY_RESULTS:
+        e, j = _flushed(e), _flushed(j)
       ce, cj = _classes(e), _classes(j)
       np.testing.assert_array_equal(ce, cj, err_msg=f"{record.name}: eager {e} jit {j}")
       finite = ce == 5

@@ -125,6 +125,8 @@ def test_config_options_drive_the_cache(tmp_path):
            "jax_persistent_cache_min_compile_time_secs", "jax_compilation_cache_max_size"]
   saved = {n: revax.config.read(n) for n in names}
   try:
+    # (set every option this test relies on: another test in this worker may have changed one)
+    revax.config.update("jax_enable_compilation_cache", True)
     revax.config.update("jax_compilation_cache_dir", str(tmp_path / "via_config"))
     revax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
     revax.config.update("jax_compilation_cache_max_size", -1)
