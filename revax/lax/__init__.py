@@ -247,6 +247,7 @@ from revax._src.lax.parallel import all_gather as all_gather
 from revax._src.lax.parallel import all_to_all as all_to_all
 from revax._src.lax.parallel import axis_index as axis_index
 from revax._src.lax.parallel import axis_size as axis_size
+from revax._src.lax.parallel import pbroadcast as pbroadcast
 from revax._src.lax.parallel import pmax as pmax
 from revax._src.lax.parallel import pmean as pmean
 from revax._src.lax.parallel import pmin as pmin

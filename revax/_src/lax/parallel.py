@@ -26,10 +26,11 @@ from revax._src.core.trace import Primitive
 from revax._src.interpreters import ad, batching, dispatch, mlir
 from revax._src.interpreters import invertible as inv
 from revax._src.interpreters.batching import not_mapped
-from revax._src.lax import batch_util, binary, reductions, shapes, slicing
+from revax._src.lax import batch_util, binary, comparison, convenience, creation, reductions
+from revax._src.lax import shapes, slicing
 
 __all__ = ["psum", "pmean", "pmax", "pmin", "all_gather", "psum_scatter", "ppermute", "pshuffle",
-           "all_to_all", "axis_index", "axis_size"]
+           "all_to_all", "axis_index", "axis_size", "pbroadcast"]
 
 
 def _names(axis_name) -> tuple:
@@ -400,6 +401,70 @@ def pshuffle(x, axis_name, perm):
   if sorted(perm) != list(range(size)):
     raise ValueError(f"pshuffle perm must be a permutation of range({size}), got {list(perm)}")
   return ppermute(x, axis_name, [(src, dst) for dst, src in enumerate(perm)])
+
+
+# --- pbroadcast ---
+pbroadcast_p = Primitive("pbroadcast")
+
+
+def pbroadcast(x, axis_name, source):
+  """Every member gets the `x` of member `source` (a collective broadcast; over a tuple of names
+  `source` is the row-major index over them). The same as `psum(where(axis_index(axis_name) ==
+  source, x, 0), axis_name)`, without the arithmetic.
+
+  Example:
+    >>> revax.vmap(lambda v: lax.pbroadcast(v, "i", 2), axis_name="i")(jnp.arange(4.))
+    Array([2., 2., 2., 2.], dtype=float32)
+  """
+  names = _names(axis_name)
+  sizes = tuple(batching.axis_size(n) for n in names)
+  size = _group_size(names)
+  if isinstance(source, bool) or not isinstance(source, (int, np.integer)):
+    raise TypeError(f"pbroadcast source must be a Python int (a member index), got {source!r}")
+  if not 0 <= source < size:
+    raise ValueError(f"pbroadcast source={source} is not a member of axis {axis_name!r} of "
+                     f"size {size}: it must be in [0, {size})")
+  return tree_util.tree_map(
+      lambda leaf: pbroadcast_p.bind(_as_array(leaf), axes=names, sizes=sizes,
+                                     source=int(source)), x)
+
+
+def _as_array(leaf):
+  if isinstance(leaf, (int, float, bool, complex)) and not isinstance(leaf, np.generic):
+    from revax._src.interpreters.dispatch import to_array
+    return to_array(leaf)
+  return leaf
+
+
+def _pbroadcast_collective(axis_size, axis_name, vals, dims, *, axes, sizes, source):
+  (x,), (d,) = vals, dims
+  coords = dict(zip(axes, np.unravel_index(source, sizes)))
+  if d is not not_mapped:  # every member takes the source member's slice: the same for all
+    c = int(coords[axis_name])
+    x = shapes.squeeze(convenience.slice_in_dim(x, c, c + 1, axis=d), (d,))
+  rest = _remaining(axes, axis_name)
+  if not rest:
+    return x, not_mapped
+  rest_sizes = tuple(s for a, s in zip(axes, sizes) if a != axis_name)
+  rest_source = int(np.ravel_multi_index(tuple(int(coords[a]) for a in rest), rest_sizes))
+  return pbroadcast_p.bind(x, axes=rest, sizes=rest_sizes, source=rest_source), not_mapped
+
+
+def _pbroadcast_batch(vals, dims, *, axes, sizes, source):
+  return pbroadcast_p.bind(vals[0], axes=axes, sizes=sizes, source=source), dims[0]
+
+
+def _pbroadcast_transpose(ct, x, *, axes, sizes, source):
+  # only the source member's value reaches the others: it gets the sum of their cotangents
+  total = psum_p.bind(ct, axes=axes)
+  is_source = comparison.eq(axis_index_p.bind(axes=axes), np.int32(source))
+  return [convenience.select(is_source, total, creation.zeros_like_array(total))]
+
+
+pbroadcast_p.def_abstract_eval(lambda x, *, axes, sizes, source: x)
+_register(pbroadcast_p, "pbroadcast", _pbroadcast_collective, _pbroadcast_batch,
+          "many-to-one (every member gets one member's value)",
+          transpose=_pbroadcast_transpose)
 
 
 # --- all_to_all ---

@@ -14,7 +14,7 @@ from revax._src.core import dtypes
 from revax._src.core.avals import ShapedArray
 from revax._src.interpreters import mlir
 from revax._src.interpreters import manual_lowering as ml
-from revax._src.lax import parallel
+from revax._src.lax import comparison, parallel
 
 __all__ = []
 
@@ -118,7 +118,11 @@ def _all_to_all(ctx, x, *, axes, split_axis, concat_axis, axis_size, tiled):
 
 
 def _axis_index(ctx, *, axes):
-  mesh = _context(ctx, axes)
+  return _member_index(ctx, _context(ctx, axes), axes)
+
+
+def _member_index(ctx, mesh, axes):
+  """This partition's index among the members of `axes` (row-major), an i32 scalar."""
   i32 = ShapedArray((), np.dtype(np.int32))
   pid = ctx.op1("stablehlo.partition_id", [], ShapedArray((), np.dtype(np.uint32)))
   pid = ctx.op1("stablehlo.convert", [pid], i32)
@@ -137,8 +141,34 @@ def _axis_index(ctx, *, axes):
   return index
 
 
+_GPU = ("cuda", "rocm", "gpu")
+
+
+def _pbroadcast(ctx, x, *, axes, sizes, source):
+  """The source member's value on every member: `collective_broadcast` with the source first in
+  each group where the backend has it (GPU); XLA:CPU has no collective-broadcast ("HLO opcode
+  `collective-broadcast` is not supported by XLA:CPU ThunkEmitter", measured), so elsewhere it is
+  an all_reduce in which every member but the source contributes zeros (JAX's documented
+  equivalent, exact: the other values are selected away, not added)."""
+  mesh = _context(ctx, axes)
+  if ctx.platform in _GPU:
+    groups = [[g[source]] + g[:source] + g[source + 1:] for g in ml.replica_groups(mesh, axes)]
+    props = {"channel_handle": ml.channel_handle(ctx), "replica_groups": ml.groups_attr(groups)}
+    return ctx.op1("stablehlo.collective_broadcast", [x], props=props)
+  aval = ctx.avals_in[0]
+  i32 = ShapedArray((), np.dtype(np.int32))
+  index = _member_index(ctx, mesh, axes)
+  is_source = comparison.compare(ctx, index, ctx.constant(np.int32(source), i32), "EQ", i32)
+  zero = ctx.constant(np.zeros((), aval.dtype), aval.update(shape=()))
+  zeros = ctx.op1("stablehlo.broadcast_in_dim", [zero], aval,
+                  props={"broadcast_dimensions": mlir.i64_array([])})
+  masked = ctx.op1("stablehlo.select", [is_source, x, zeros], aval)
+  return _reducer("psum")(ctx, masked, axes=axes)
+
+
 parallel.manual_lowerings.update({
     "psum": _reducer("psum"), "pmax": _reducer("pmax"), "pmin": _reducer("pmin"),
     "all_gather": _all_gather, "psum_scatter": _psum_scatter, "ppermute": _ppermute,
     "all_to_all": _all_to_all, "axis_index": _axis_index,
+    "pbroadcast": _pbroadcast,
 })
