@@ -248,6 +248,7 @@ from revax._src.lax.parallel import all_to_all as all_to_all
 from revax._src.lax.parallel import axis_index as axis_index
 from revax._src.lax.parallel import axis_size as axis_size
 from revax._src.lax.parallel import pbroadcast as pbroadcast
+from revax._src.lax.parallel import pcast as pcast
 from revax._src.lax.parallel import pmax as pmax
 from revax._src.lax.parallel import pmean as pmean
 from revax._src.lax.parallel import pmin as pmin
@@ -255,6 +256,7 @@ from revax._src.lax.parallel import ppermute as ppermute
 from revax._src.lax.parallel import pshuffle as pshuffle
 from revax._src.lax.parallel import psum as psum
 from revax._src.lax.parallel import psum_scatter as psum_scatter
+from revax._src.lax.parallel import pswapaxes as pswapaxes
 from revax._src.lax.fft import FftType as FftType
 from revax._src.lax.fft import fft as fft
 from revax._src.lax.fft import fft_p as fft_p

@@ -30,7 +30,7 @@ from revax._src.lax import batch_util, binary, comparison, convenience, creation
 from revax._src.lax import shapes, slicing
 
 __all__ = ["psum", "pmean", "pmax", "pmin", "all_gather", "psum_scatter", "ppermute", "pshuffle",
-           "all_to_all", "axis_index", "axis_size", "pbroadcast"]
+           "all_to_all", "axis_index", "axis_size", "pbroadcast", "pswapaxes", "pcast"]
 
 
 def _names(axis_name) -> tuple:
@@ -549,3 +549,80 @@ all_to_all_p.def_abstract_eval(_all_to_all_abstract_eval)
 _register(all_to_all_p, "all_to_all", _all_to_all_collective, _all_to_all_batch,
           "each member's result depends on the other members' values",
           transpose=_all_to_all_transpose)
+
+
+def pswapaxes(x, axis_name, axis, *, axis_index_groups=None):
+  """Swap the named axis with the positional axis `axis` of `x` (whose size must equal the
+  named axis's): member `i` gets slice `i` along `axis` from every member, stacked along `axis`
+  in member order. It is `all_to_all(x, axis_name, axis, axis)`, as in JAX.
+
+  Example:
+    >>> x = jnp.arange(4.).reshape(2, 2)  # member i holds row i
+    >>> revax.vmap(lambda v: lax.pswapaxes(v, "i", 0), axis_name="i")(x)
+    Array([[0., 2.],
+           [1., 3.]], dtype=float32)
+  """
+  return all_to_all(x, axis_name, axis, axis, axis_index_groups=axis_index_groups)
+
+
+# --- pcast ---
+# The mesh axes of the shard_maps being traced (innermost last): pcast is only meaningful there.
+_mesh_axes: list = []
+
+
+class mesh_axes_bound:
+  """Context (entered by shard_map while it traces the member function): `axes` are mesh axes,
+  so a pcast over them is allowed."""
+
+  def __init__(self, axes):
+    self.axes = tuple(axes)
+
+  def __enter__(self):
+    _mesh_axes.append(self.axes)
+
+  def __exit__(self, *exc):
+    _mesh_axes.pop()
+
+
+_PCAST_TO = ("varying", "reduced", "unreduced")
+
+
+def pcast(x, axis_name, *, to: str):
+  """Change how the type of `x` (a pytree) records its variation over mesh axes: `to="varying"`
+  marks a value that is the same on every member as one that may differ (JAX's `pvary`).
+
+  revax's shard_map does not type values by the mesh axes they vary over (it checks outputs'
+  replication from the values' batching instead, as `check_vma=False` plus a replication check),
+  so the cast to "varying" leaves the values as they are, as it does in JAX; its cotangent is
+  summed over the members by shard_map itself. The "reduced"/"unreduced" states exist only on
+  meshes with Explicit axes, which revax does not have.
+
+  Example:
+    >>> mesh = revax.make_mesh((1,), ("x",))
+    >>> f = revax.shard_map(lambda v: lax.pcast(v, "x", to="varying"), mesh=mesh,
+    ...                     in_specs=revax.P(), out_specs=revax.P("x"))
+    >>> f(jnp.arange(2.))
+    Array([0., 1.], dtype=float32)
+  """
+  if isinstance(axis_name, (set, frozenset)):
+    raise TypeError(f"axis_name={axis_name!r} must be a tuple or a str. Got {axis_name}")
+  names = tuple(axis_name) if isinstance(axis_name, (tuple, list)) else (axis_name,)
+  if not axis_name:  # as JAX: nothing to cast over
+    return x
+  if to not in _PCAST_TO:
+    raise ValueError(f"Got unexpected `to` value {to!r}. Allowed `to` values are: "
+                     f"{set(_PCAST_TO)}")
+  if not _mesh_axes:
+    raise ValueError(f"pcast over {axis_name!r} outside of any shard_map: pcast (pvary) should "
+                     "be called under shard_map")
+  _names(names)  # NameError for an unbound name
+  for name in names:
+    if not any(name in axes for axes in _mesh_axes):
+      raise ValueError(f"pcast over axis {name!r}, which is not an axis of an enclosing "
+                       "shard_map's mesh: pcast (pvary) should be called under shard_map")
+  if to != "varying":
+    raise NotImplementedError(
+        f"pcast(to={to!r}): the reduced/unreduced states of a value belong to meshes with "
+        "Explicit axis types and shard_map out_specs with reduced/unreduced axes, which revax "
+        "does not have")
+  return x
