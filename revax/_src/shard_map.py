@@ -36,7 +36,8 @@ from revax._src.interpreters import ad, batching, dispatch, mlir, partial_eval, 
 from revax._src.interpreters import invertible as inv
 from revax._src.interpreters import manual_lowering
 from revax._src.jit import jit_p
-from revax._src.lax import batch_util, parallel, parallel_lowering, shapes  # noqa: F401
+from revax._src.lax import batch_util, parallel, parallel_lowering  # noqa: F401 (collectives)
+from revax._src.lax import parallel_ragged, shapes  # noqa: F401 (its manual lowering)
 from revax._src.sharding import Mesh, PartitionSpec, check_spec
 
 __all__ = ["shard_map"]

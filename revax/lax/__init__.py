@@ -318,6 +318,8 @@ from revax._src.lax.parallel import pmax_p as pmax_p
 from revax._src.lax.parallel import pmin_p as pmin_p
 from revax._src.lax.parallel import ppermute_p as ppermute_p
 from revax._src.lax.parallel import psum_p as psum_p
+from revax._src.lax.parallel_ragged import ragged_all_to_all as ragged_all_to_all
+from revax._src.lax.parallel_ragged import ragged_all_to_all_p as ragged_all_to_all_p
 from revax._src.lax.variadic_reduce import reduce as reduce
 from revax._src.lax.variadic_reduce import reduce_p as reduce_p
 from revax._src.lax.control_flow.solves import custom_linear_solve as custom_linear_solve
