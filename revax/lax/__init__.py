@@ -250,6 +250,8 @@ from revax._src.lax.parallel import axis_size as axis_size
 from revax._src.lax.parallel import pbroadcast as pbroadcast
 from revax._src.lax.parallel import pcast as pcast
 from revax._src.lax.parallel import pmax as pmax
+from revax._src.lax.parallel import precv as precv
+from revax._src.lax.parallel import psend as psend
 from revax._src.lax.parallel import pmean as pmean
 from revax._src.lax.parallel import pmin as pmin
 from revax._src.lax.parallel import ppermute as ppermute

@@ -30,7 +30,8 @@ from revax._src.lax import batch_util, binary, comparison, convenience, creation
 from revax._src.lax import shapes, slicing
 
 __all__ = ["psum", "pmean", "pmax", "pmin", "all_gather", "psum_scatter", "ppermute", "pshuffle",
-           "all_to_all", "axis_index", "axis_size", "pbroadcast", "pswapaxes", "pcast"]
+           "all_to_all", "axis_index", "axis_size", "pbroadcast", "pswapaxes", "pcast",
+           "psend", "precv"]
 
 
 def _names(axis_name) -> tuple:
@@ -357,14 +358,23 @@ def ppermute(x, axis_name, perm):
     Array([2., 0., 1.], dtype=float32)
   """
   names = _names(axis_name)
-  size = _group_size(names)
-  perm = tuple((int(s), int(t)) for s, t in perm)
+  perm = _checked_perm("ppermute", perm, _group_size(names))
+  return tree_util.tree_map(lambda leaf: ppermute_p.bind(leaf, axes=names, perm=perm), x)
+
+
+def _checked_perm(name, perm, size) -> tuple:
+  """`perm` as a tuple of (source, destination) int pairs, each used once, all members."""
+  try:
+    perm = tuple((int(s), int(t)) for s, t in perm)
+  except (TypeError, ValueError):
+    raise ValueError(f"{name} perm must be a sequence of (source, destination) index pairs, got "
+                     f"{perm!r}") from None
   srcs, dsts = [s for s, _ in perm], [t for _, t in perm]
   if len(set(srcs)) != len(srcs) or len(set(dsts)) != len(dsts):
-    raise ValueError(f"ppermute sources and destinations must be unique, got perm={list(perm)}")
+    raise ValueError(f"{name} sources and destinations must be unique, got perm={list(perm)}")
   if any(not 0 <= i < size for i in srcs + dsts):
-    raise ValueError(f"ppermute perm={list(perm)} names members outside the axis of size {size}")
-  return tree_util.tree_map(lambda leaf: ppermute_p.bind(leaf, axes=names, perm=perm), x)
+    raise ValueError(f"{name} perm={list(perm)} names members outside the axis of size {size}")
+  return perm
 
 
 def _ppermute_collective(size, axis_name, vals, dims, *, axes, perm):
@@ -513,7 +523,8 @@ def _all_to_all_collective(size, axis_name, vals, dims, *, axes, split_axis, con
                            axis_size, tiled):
   (x,), (d,) = vals, dims
   if _remaining(axes, axis_name):
-    raise NotImplementedError("all_to_all over several axis names under vmap")
+    return _all_to_all_several(size, axis_name, x, d, axes=axes, split_axis=split_axis,
+                               concat_axis=concat_axis, axis_size=axis_size, tiled=tiled)
   x = batch_util.bdim_at(x, d, 0, size)  # [sender, per-member dims...]
   shape = get_aval(x).shape
   s = split_axis + 1
@@ -531,6 +542,43 @@ def _all_to_all_collective(size, axis_name, vals, dims, *, axes, split_axis, con
   x = batch_util.moveaxis(x, 1, c)
   shp = get_aval(x).shape
   return shapes.reshape(x, shp[:c] + (shp[c] * shp[c + 1],) + shp[c + 2:]), 0
+
+
+def _all_to_all_several(size, axis_name, x, d, *, axes, split_axis, concat_axis, axis_size,
+                        tiled):
+  """Over several names (members numbered row-major over them): first among the members along
+  this trace's axis, then, for the traces that own them, among those along the other names;
+  finally the senders back in row-major order and their chunks joined as asked. Below, the
+  leading dim of every array is this axis's members; the others are a member's dims."""
+  rest = _remaining(axes, axis_name)
+  s_rest = axis_size // size
+  s_suffix = int(np.prod([batching.axis_size(n) for n in axes[axes.index(axis_name) + 1:]]))
+  s_prefix = s_rest // s_suffix
+  x = batch_util.bdim_at(x, d, 0, size)
+  shape = get_aval(x).shape
+  s = split_axis + 1
+  q = shape[s] // axis_size
+  # the chunk for member (prefix, this, suffix) of the split dim: this axis's index first, then
+  # the others' (row-major over the other names) with the chunk
+  x = shapes.reshape(x, shape[:s] + (s_prefix, size, s_suffix, q) + shape[s + 1:])
+  x = shapes.reshape(batch_util.moveaxis(x, s + 1, s), shape[:s] + (size, s_rest * q)
+                     + shape[s + 1:])
+  y, _ = _all_to_all_collective(size, axis_name, [x], [0], axes=(axis_name,),
+                                split_axis=split_axis, concat_axis=0, axis_size=size, tiled=False)
+  # y: [member, sender along this axis, ..., chunks for the others, ...]
+  z = all_to_all_p.bind(y, axes=rest, split_axis=split_axis + 2, concat_axis=1,
+                        axis_size=s_rest, tiled=True)
+  # z: [member, sender as (prefix, suffix, this), ..., chunk, ...] -> senders row-major
+  zs = get_aval(z).shape
+  z = shapes.reshape(z, (zs[0], s_prefix, s_suffix, size) + zs[2:])
+  z = shapes.reshape(batch_util.moveaxis(z, 3, 2), zs)
+  if tiled:  # the senders just before the concat dim, merged with it
+    z = batch_util.moveaxis(z, 1, concat_axis + 1)
+    zs = get_aval(z).shape
+    c = concat_axis + 1
+    return shapes.reshape(z, zs[:c] + (zs[c] * zs[c + 1],) + zs[c + 2:]), 0
+  z = shapes.squeeze(z, (split_axis + 2,))  # the chunk (size 1) goes; senders at concat_axis
+  return batch_util.moveaxis(z, 1, concat_axis + 1), 0
 
 
 def _all_to_all_batch(vals, dims, *, axes, split_axis, concat_axis, axis_size, tiled):
@@ -626,3 +674,29 @@ def pcast(x, axis_name, *, to: str):
         "Explicit axis types and shard_map out_specs with reduced/unreduced axes, which revax "
         "does not have")
   return x
+
+
+# --- psend / precv ---
+_SEND_RECV = ("XLA:CPU cannot run them (measured: \"HLO opcode `send` is not supported by XLA:CPU "
+              "ThunkEmitter\", for stablehlo.send/recv in a manual shard_map region), JAX lowers "
+              "them on GPU only, and revax has no XLA token values (create_token) to order them")
+
+
+def psend(x, axis_name, perm):
+  """Send `x` from each `source` to `destination` of `perm` (the Send HLO), returning a token
+  for `precv`. Not available in revax: the arguments are checked as JAX's ppermute checks them,
+  then NotImplementedError says why. `ppermute` computes the same transfer."""
+  names = _names(axis_name)
+  _checked_perm("psend", perm, _group_size(names))
+  raise NotImplementedError(f"psend: {_SEND_RECV}; use lax.ppermute for the same transfer")
+
+
+def precv(token, out_shape, axis_name, perm):
+  """Receive an array of `out_shape` sent by `psend` over `perm` (the Recv HLO). Not available in
+  revax (see psend): the arguments are checked, then NotImplementedError says why."""
+  names = _names(axis_name)
+  _checked_perm("precv", perm, _group_size(names))
+  if not hasattr(out_shape, "shape") or not hasattr(out_shape, "dtype"):
+    raise TypeError(f"precv out_shape must have .shape and .dtype (a ShapeDtypeStruct), got "
+                    f"{out_shape!r}")
+  raise NotImplementedError(f"precv: {_SEND_RECV}; use lax.ppermute for the same transfer")
