@@ -28,7 +28,6 @@ from revax._src.core.trace import Primitive
 from revax._src.interpreters import ad, batching, dispatch, mlir
 from revax._src.interpreters import invertible as inv
 from revax._src.interpreters.ad import Zero, is_undefined_primal
-from revax._src.interpreters.batching import not_mapped
 from revax._src.lax import batch_util, binary, comparison, conversion, convenience, creation
 from revax._src.lax import parallel, reductions, shapes, slicing
 
