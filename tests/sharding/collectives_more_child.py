@@ -79,8 +79,13 @@ assert "all_reduce" in text and "collective_broadcast" not in text, text  # XLA:
 # vmap(axis_name): values, and the transpose rule (a per-member gradient)
 XV = rng.standard_normal((4, 3)).astype(np.float32)
 W = rng.standard_normal((4, 3)).astype(np.float32)
+Z2 = rng.standard_normal((2, 2, 3, 4)).astype(np.float32)
 want = jax.vmap(lambda v: masked_psum(jax.lax, jnp, v, "i", 1), axis_name="i")(XV)
 close(revax.vmap(lambda v: revax.lax.pbroadcast(v, "i", 1), axis_name="i")(XV), want, "vmap")
+# over the outer name of two nested vmaps (the inner vmap batches it like any primitive)
+nest = lambda lib, f: lib.vmap(lib.vmap(f, axis_name="j"), axis_name="i")
+close(nest(revax, lambda v: revax.lax.pbroadcast(v, "i", 1))(Z2),
+      nest(jax, lambda v: masked_psum(jax.lax, jnp, v, "i", 1))(Z2), "nested vmap")
 per_member = revax.vmap(revax.grad(lambda v, w: (revax.lax.pbroadcast(v, "i", 1) * w).sum()),
                         axis_name="i")(XV, W)
 expect = np.zeros_like(XV)
@@ -109,7 +114,6 @@ want = jax.vmap(lambda v: jax.lax.pswapaxes(v, "i", 0), axis_name="i")(Z)
 close(revax.vmap(lambda v: revax.lax.pswapaxes(v, "i", 0), axis_name="i")(Z), want, "pswap vmap")
 nested = lambda lib, names: lib.vmap(lib.vmap(lambda v: lib.lax.pswapaxes(v, names, 1),
                                               axis_name="j"), axis_name="i")
-Z2 = rng.standard_normal((2, 2, 3, 4)).astype(np.float32)
 for names in [("i", "j"), ("j", "i")]:  # all_to_all over two names, either order
   close(nested(revax, names)(Z2), nested(jax, names)(Z2), f"pswap nested vmap {names}")
 
