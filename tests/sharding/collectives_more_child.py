@@ -76,6 +76,11 @@ f = revax.jit(revax.shard_map(lambda v: revax.lax.pbroadcast(v, "x", 2), mesh=RM
 close(f(X), X[4:6], "pbroadcast replicated")
 text = f.lower(X).as_text()
 assert "all_reduce" in text and "collective_broadcast" not in text, text  # XLA:CPU's form
+# the source's bits arrive exactly: -0.0, NaN, complex parts, ints, bools
+special = np.array([[-0.0, np.nan, 1.5], [np.inf, -1e-40, 0.0]] * 4, np.float32)
+for arr in (special, special + 1j * special[::-1], (X * 9).astype(np.int8), X > 0):
+  got = np.asarray(f(arr))
+  assert got.tobytes() == arr[4:6].tobytes(), (arr.dtype, got)
 # vmap(axis_name): values, and the transpose rule (a per-member gradient)
 XV = rng.standard_normal((4, 3)).astype(np.float32)
 W = rng.standard_normal((4, 3)).astype(np.float32)

@@ -1,5 +1,6 @@
 """Collectives over named axes: psum, pmean, pmax, pmin, all_gather, psum_scatter, ppermute,
-all_to_all, axis_index.
+all_to_all (and pswapaxes, one of its forms), pbroadcast, axis_index; pcast, which changes no
+value in revax; psend/precv, which XLA:CPU cannot run (ragged_all_to_all: parallel_ragged.py).
 
 A named axis is bound by `vmap(f, axis_name=...)`: the members of the axis are the examples of
 the batch, and a collective combines or exchanges values across them. Each collective is a
@@ -16,6 +17,9 @@ block has:
 - no eager evaluation: outside every transformation that binds the axis, the name is unbound.
 """
 from __future__ import annotations
+
+import contextlib
+import threading
 
 import numpy as np
 
@@ -614,22 +618,24 @@ def pswapaxes(x, axis_name, axis, *, axis_index_groups=None):
 
 
 # --- pcast ---
-# The mesh axes of the shard_maps being traced (innermost last): pcast is only meaningful there.
-_mesh_axes: list = []
+_mesh_local = threading.local()
 
 
-class mesh_axes_bound:
-  """Context (entered by shard_map while it traces the member function): `axes` are mesh axes,
-  so a pcast over them is allowed."""
+def _mesh_axes() -> tuple:
+  """The mesh axes of the shard_maps being traced (outermost first): pcast is meaningful there."""
+  return getattr(_mesh_local, "axes", ())
 
-  def __init__(self, axes):
-    self.axes = tuple(axes)
 
-  def __enter__(self):
-    _mesh_axes.append(self.axes)
-
-  def __exit__(self, *exc):
-    _mesh_axes.pop()
+@contextlib.contextmanager
+def mesh_axes_bound(axes):
+  """Entered by shard_map while it traces the member function: `axes` are mesh axes, so a pcast
+  over them is allowed."""
+  saved = _mesh_axes()
+  _mesh_local.axes = saved + tuple(axes)
+  try:
+    yield
+  finally:
+    _mesh_local.axes = saved
 
 
 _PCAST_TO = ("varying", "reduced", "unreduced")
@@ -660,12 +666,12 @@ def pcast(x, axis_name, *, to: str):
   if to not in _PCAST_TO:
     raise ValueError(f"Got unexpected `to` value {to!r}. Allowed `to` values are: "
                      f"{set(_PCAST_TO)}")
-  if not _mesh_axes:
+  if not _mesh_axes():
     raise ValueError(f"pcast over {axis_name!r} outside of any shard_map: pcast (pvary) should "
                      "be called under shard_map")
   _names(names)  # NameError for an unbound name
   for name in names:
-    if not any(name in axes for axes in _mesh_axes):
+    if name not in _mesh_axes():
       raise ValueError(f"pcast over axis {name!r}, which is not an axis of an enclosing "
                        "shard_map's mesh: pcast (pvary) should be called under shard_map")
   if to != "varying":
