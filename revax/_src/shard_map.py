@@ -42,7 +42,8 @@ from revax._src.interpreters import ad, batching, dispatch, mlir, partial_eval, 
 from revax._src.interpreters import invertible as inv
 from revax._src.interpreters import manual_lowering
 from revax._src.jit import jit, jit_p
-from revax._src.lax import batch_util, parallel_lowering, shapes  # noqa: F401 (collectives)
+from revax._src.lax import batch_util, parallel, parallel_lowering  # noqa: F401 (collectives)
+from revax._src.lax import parallel_ragged, shapes  # noqa: F401 (its manual lowering)
 from revax._src.core import mesh_context
 from revax._src.sharding import AxisType, Mesh, PartitionSpec, check_spec
 
@@ -145,7 +146,8 @@ def _members_by_vmap(member, leaves, specs, store, mesh, manual):
   fn = member
   for axis in reversed(manual):  # the innermost vmap maps the last mesh axis
     fn = _map_axis(fn, axis, specs, store, mesh)
-  outs = fn(*blocks)
+  with parallel.mesh_axes_bound(manual):
+    outs = fn(*blocks)
   return [_join(y, spec, mesh, manual) for y, spec in zip(outs, store["specs"], strict=True)]
 
 
@@ -174,6 +176,7 @@ def _bind_manual(member, leaves, specs, store, mesh, manual):
   with contextlib.ExitStack() as stack:
     for axis in manual:
       stack.enter_context(batching.extend_axis_env(axis, mesh.shape[axis]))
+    stack.enter_context(parallel.mesh_axes_bound(manual))
     body, body_consts = staging.trace_to_jaxpr(
         member, [_member_aval(a, s, mesh) for a, s in zip(avals, specs, strict=True)])
   out_specs = tuple(store["specs"])

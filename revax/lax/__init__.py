@@ -247,13 +247,18 @@ from revax._src.lax.parallel import all_gather as all_gather
 from revax._src.lax.parallel import all_to_all as all_to_all
 from revax._src.lax.parallel import axis_index as axis_index
 from revax._src.lax.parallel import axis_size as axis_size
+from revax._src.lax.parallel import pbroadcast as pbroadcast
+from revax._src.lax.parallel import pcast as pcast
 from revax._src.lax.parallel import pmax as pmax
+from revax._src.lax.parallel import precv as precv
+from revax._src.lax.parallel import psend as psend
 from revax._src.lax.parallel import pmean as pmean
 from revax._src.lax.parallel import pmin as pmin
 from revax._src.lax.parallel import ppermute as ppermute
 from revax._src.lax.parallel import pshuffle as pshuffle
 from revax._src.lax.parallel import psum as psum
 from revax._src.lax.parallel import psum_scatter as psum_scatter
+from revax._src.lax.parallel import pswapaxes as pswapaxes
 from revax._src.lax.fft import FftType as FftType
 from revax._src.lax.fft import fft as fft
 from revax._src.lax.fft import fft_p as fft_p
@@ -315,6 +320,8 @@ from revax._src.lax.parallel import pmax_p as pmax_p
 from revax._src.lax.parallel import pmin_p as pmin_p
 from revax._src.lax.parallel import ppermute_p as ppermute_p
 from revax._src.lax.parallel import psum_p as psum_p
+from revax._src.lax.parallel_ragged import ragged_all_to_all as ragged_all_to_all
+from revax._src.lax.parallel_ragged import ragged_all_to_all_p as ragged_all_to_all_p
 from revax._src.lax.variadic_reduce import reduce as reduce
 from revax._src.lax.variadic_reduce import reduce_p as reduce_p
 from revax._src.lax.control_flow.solves import custom_linear_solve as custom_linear_solve

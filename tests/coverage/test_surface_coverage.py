@@ -33,12 +33,7 @@ NN = {
 
 NN_INIT = {}
 
-_COLLECTIVES = ("collective not built yet (revax has psum, pmean, pmax, pmin, all_gather, "
-                "psum_scatter, ppermute, pshuffle, all_to_all, axis_index): issue 18")
 LAX = {
-    **{n: _COLLECTIVES for n in (
-        "pbroadcast", "pcast", "precv", "psend", "pswapaxes", "ragged_all_to_all",
-        "ragged_all_to_all_p")},
     **{n: _SHARDING for n in ("device_put_p",)},
     **{n: _TOKENS for n in ("after_all", "after_all_p", "create_token", "create_token_p")},
     **{n: _INTERNAL_P for n in (

@@ -11,6 +11,7 @@ from revax._src.lax.dot import *  # noqa: F401,F403
 from revax._src.lax.fft import *  # noqa: F401,F403
 from revax._src.lax.prng import *  # noqa: F401,F403
 from revax._src.lax.parallel import *  # noqa: F401,F403
+from revax._src.lax.parallel_ragged import *  # noqa: F401,F403
 from revax._src.lax.reductions import *  # noqa: F401,F403
 from revax._src.lax.shapes import *  # noqa: F401,F403
 from revax._src.lax.slicing import *  # noqa: F401,F403

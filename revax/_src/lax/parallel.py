@@ -1,5 +1,6 @@
 """Collectives over named axes: psum, pmean, pmax, pmin, all_gather, psum_scatter, ppermute,
-all_to_all, axis_index.
+all_to_all (and pswapaxes, one of its forms), pbroadcast, axis_index; pcast, which changes no
+value in revax; psend/precv, which XLA:CPU cannot run (ragged_all_to_all: parallel_ragged.py).
 
 A named axis is bound by `vmap(f, axis_name=...)`: the members of the axis are the examples of
 the batch, and a collective combines or exchanges values across them. Each collective is a
@@ -17,6 +18,9 @@ block has:
 """
 from __future__ import annotations
 
+import contextlib
+import threading
+
 import numpy as np
 
 from revax._src import tree_util
@@ -26,10 +30,12 @@ from revax._src.core.trace import Primitive
 from revax._src.interpreters import ad, batching, dispatch, mlir
 from revax._src.interpreters import invertible as inv
 from revax._src.interpreters.batching import not_mapped
-from revax._src.lax import batch_util, binary, reductions, shapes, slicing
+from revax._src.lax import batch_util, binary, comparison, convenience, creation, reductions
+from revax._src.lax import shapes, slicing
 
 __all__ = ["psum", "pmean", "pmax", "pmin", "all_gather", "psum_scatter", "ppermute", "pshuffle",
-           "all_to_all", "axis_index", "axis_size"]
+           "all_to_all", "axis_index", "axis_size", "pbroadcast", "pswapaxes", "pcast",
+           "psend", "precv"]
 
 
 def _names(axis_name) -> tuple:
@@ -356,14 +362,23 @@ def ppermute(x, axis_name, perm):
     Array([2., 0., 1.], dtype=float32)
   """
   names = _names(axis_name)
-  size = _group_size(names)
-  perm = tuple((int(s), int(t)) for s, t in perm)
+  perm = _checked_perm("ppermute", perm, _group_size(names))
+  return tree_util.tree_map(lambda leaf: ppermute_p.bind(leaf, axes=names, perm=perm), x)
+
+
+def _checked_perm(name, perm, size) -> tuple:
+  """`perm` as a tuple of (source, destination) int pairs, each used once, all members."""
+  try:
+    perm = tuple((int(s), int(t)) for s, t in perm)
+  except (TypeError, ValueError):
+    raise ValueError(f"{name} perm must be a sequence of (source, destination) index pairs, got "
+                     f"{perm!r}") from None
   srcs, dsts = [s for s, _ in perm], [t for _, t in perm]
   if len(set(srcs)) != len(srcs) or len(set(dsts)) != len(dsts):
-    raise ValueError(f"ppermute sources and destinations must be unique, got perm={list(perm)}")
+    raise ValueError(f"{name} sources and destinations must be unique, got perm={list(perm)}")
   if any(not 0 <= i < size for i in srcs + dsts):
-    raise ValueError(f"ppermute perm={list(perm)} names members outside the axis of size {size}")
-  return tree_util.tree_map(lambda leaf: ppermute_p.bind(leaf, axes=names, perm=perm), x)
+    raise ValueError(f"{name} perm={list(perm)} names members outside the axis of size {size}")
+  return perm
 
 
 def _ppermute_collective(size, axis_name, vals, dims, *, axes, perm):
@@ -400,6 +415,70 @@ def pshuffle(x, axis_name, perm):
   if sorted(perm) != list(range(size)):
     raise ValueError(f"pshuffle perm must be a permutation of range({size}), got {list(perm)}")
   return ppermute(x, axis_name, [(src, dst) for dst, src in enumerate(perm)])
+
+
+# --- pbroadcast ---
+pbroadcast_p = Primitive("pbroadcast")
+
+
+def pbroadcast(x, axis_name, source):
+  """Every member gets the `x` of member `source` (a collective broadcast; over a tuple of names
+  `source` is the row-major index over them). The same as `psum(where(axis_index(axis_name) ==
+  source, x, 0), axis_name)`, without the arithmetic.
+
+  Example:
+    >>> revax.vmap(lambda v: lax.pbroadcast(v, "i", 2), axis_name="i")(jnp.arange(4.))
+    Array([2., 2., 2., 2.], dtype=float32)
+  """
+  names = _names(axis_name)
+  sizes = tuple(batching.axis_size(n) for n in names)
+  size = _group_size(names)
+  if isinstance(source, bool) or not isinstance(source, (int, np.integer)):
+    raise TypeError(f"pbroadcast source must be a Python int (a member index), got {source!r}")
+  if not 0 <= source < size:
+    raise ValueError(f"pbroadcast source={source} is not a member of axis {axis_name!r} of "
+                     f"size {size}: it must be in [0, {size})")
+  return tree_util.tree_map(
+      lambda leaf: pbroadcast_p.bind(_as_array(leaf), axes=names, sizes=sizes,
+                                     source=int(source)), x)
+
+
+def _as_array(leaf):
+  if isinstance(leaf, (int, float, bool, complex)) and not isinstance(leaf, np.generic):
+    from revax._src.interpreters.dispatch import to_array
+    return to_array(leaf)
+  return leaf
+
+
+def _pbroadcast_collective(axis_size, axis_name, vals, dims, *, axes, sizes, source):
+  (x,), (d,) = vals, dims
+  coords = dict(zip(axes, np.unravel_index(source, sizes)))
+  if d is not not_mapped:  # every member takes the source member's slice: the same for all
+    c = int(coords[axis_name])
+    x = shapes.squeeze(convenience.slice_in_dim(x, c, c + 1, axis=d), (d,))
+  rest = _remaining(axes, axis_name)
+  if not rest:
+    return x, not_mapped
+  rest_sizes = tuple(s for a, s in zip(axes, sizes) if a != axis_name)
+  rest_source = int(np.ravel_multi_index(tuple(int(coords[a]) for a in rest), rest_sizes))
+  return pbroadcast_p.bind(x, axes=rest, sizes=rest_sizes, source=rest_source), not_mapped
+
+
+def _pbroadcast_batch(vals, dims, *, axes, sizes, source):
+  return pbroadcast_p.bind(vals[0], axes=axes, sizes=sizes, source=source), dims[0]
+
+
+def _pbroadcast_transpose(ct, x, *, axes, sizes, source):
+  # only the source member's value reaches the others: it gets the sum of their cotangents
+  total = psum_p.bind(ct, axes=axes)
+  is_source = comparison.eq(axis_index_p.bind(axes=axes), np.int32(source))
+  return [convenience.select(is_source, total, creation.zeros_like_array(total))]
+
+
+pbroadcast_p.def_abstract_eval(lambda x, *, axes, sizes, source: x)
+_register(pbroadcast_p, "pbroadcast", _pbroadcast_collective, _pbroadcast_batch,
+          "many-to-one (every member gets one member's value)",
+          transpose=_pbroadcast_transpose)
 
 
 # --- all_to_all ---
@@ -448,7 +527,8 @@ def _all_to_all_collective(size, axis_name, vals, dims, *, axes, split_axis, con
                            axis_size, tiled):
   (x,), (d,) = vals, dims
   if _remaining(axes, axis_name):
-    raise NotImplementedError("all_to_all over several axis names under vmap")
+    return _all_to_all_several(size, axis_name, x, d, axes=axes, split_axis=split_axis,
+                               concat_axis=concat_axis, axis_size=axis_size, tiled=tiled)
   x = batch_util.bdim_at(x, d, 0, size)  # [sender, per-member dims...]
   shape = get_aval(x).shape
   s = split_axis + 1
@@ -468,6 +548,43 @@ def _all_to_all_collective(size, axis_name, vals, dims, *, axes, split_axis, con
   return shapes.reshape(x, shp[:c] + (shp[c] * shp[c + 1],) + shp[c + 2:]), 0
 
 
+def _all_to_all_several(size, axis_name, x, d, *, axes, split_axis, concat_axis, axis_size,
+                        tiled):
+  """Over several names (members numbered row-major over them): first among the members along
+  this trace's axis, then, for the traces that own them, among those along the other names;
+  finally the senders back in row-major order and their chunks joined as asked. Below, the
+  leading dim of every array is this axis's members; the others are a member's dims."""
+  rest = _remaining(axes, axis_name)
+  s_rest = axis_size // size
+  s_suffix = int(np.prod([batching.axis_size(n) for n in axes[axes.index(axis_name) + 1:]]))
+  s_prefix = s_rest // s_suffix
+  x = batch_util.bdim_at(x, d, 0, size)
+  shape = get_aval(x).shape
+  s = split_axis + 1
+  q = shape[s] // axis_size
+  # the chunk for member (prefix, this, suffix) of the split dim: this axis's index first, then
+  # the others' (row-major over the other names) with the chunk
+  x = shapes.reshape(x, shape[:s] + (s_prefix, size, s_suffix, q) + shape[s + 1:])
+  x = shapes.reshape(batch_util.moveaxis(x, s + 1, s), shape[:s] + (size, s_rest * q)
+                     + shape[s + 1:])
+  y, _ = _all_to_all_collective(size, axis_name, [x], [0], axes=(axis_name,),
+                                split_axis=split_axis, concat_axis=0, axis_size=size, tiled=False)
+  # y: [member, sender along this axis, ..., chunks for the others, ...]
+  z = all_to_all_p.bind(y, axes=rest, split_axis=split_axis + 2, concat_axis=1,
+                        axis_size=s_rest, tiled=True)
+  # z: [member, sender as (prefix, suffix, this), ..., chunk, ...] -> senders row-major
+  zs = get_aval(z).shape
+  z = shapes.reshape(z, (zs[0], s_prefix, s_suffix, size) + zs[2:])
+  z = shapes.reshape(batch_util.moveaxis(z, 3, 2), zs)
+  if tiled:  # the senders just before the concat dim, merged with it
+    z = batch_util.moveaxis(z, 1, concat_axis + 1)
+    zs = get_aval(z).shape
+    c = concat_axis + 1
+    return shapes.reshape(z, zs[:c] + (zs[c] * zs[c + 1],) + zs[c + 2:]), 0
+  z = shapes.squeeze(z, (split_axis + 2,))  # the chunk (size 1) goes; senders at concat_axis
+  return batch_util.moveaxis(z, 1, concat_axis + 1), 0
+
+
 def _all_to_all_batch(vals, dims, *, axes, split_axis, concat_axis, axis_size, tiled):
   (x,), (d,) = vals, dims
   x = batch_util.moveaxis(x, d, 0)
@@ -484,3 +601,108 @@ all_to_all_p.def_abstract_eval(_all_to_all_abstract_eval)
 _register(all_to_all_p, "all_to_all", _all_to_all_collective, _all_to_all_batch,
           "each member's result depends on the other members' values",
           transpose=_all_to_all_transpose)
+
+
+def pswapaxes(x, axis_name, axis, *, axis_index_groups=None):
+  """Swap the named axis with the positional axis `axis` of `x` (whose size must equal the
+  named axis's): member `i` gets slice `i` along `axis` from every member, stacked along `axis`
+  in member order. It is `all_to_all(x, axis_name, axis, axis)`, as in JAX.
+
+  Example:
+    >>> x = jnp.arange(4.).reshape(2, 2)  # member i holds row i
+    >>> revax.vmap(lambda v: lax.pswapaxes(v, "i", 0), axis_name="i")(x)
+    Array([[0., 2.],
+           [1., 3.]], dtype=float32)
+  """
+  return all_to_all(x, axis_name, axis, axis, axis_index_groups=axis_index_groups)
+
+
+# --- pcast ---
+_mesh_local = threading.local()
+
+
+def _mesh_axes() -> tuple:
+  """The mesh axes of the shard_maps being traced (outermost first): pcast is meaningful there."""
+  return getattr(_mesh_local, "axes", ())
+
+
+@contextlib.contextmanager
+def mesh_axes_bound(axes):
+  """Entered by shard_map while it traces the member function: `axes` are mesh axes, so a pcast
+  over them is allowed."""
+  saved = _mesh_axes()
+  _mesh_local.axes = saved + tuple(axes)
+  try:
+    yield
+  finally:
+    _mesh_local.axes = saved
+
+
+_PCAST_TO = ("varying", "reduced", "unreduced")
+
+
+def pcast(x, axis_name, *, to: str):
+  """Change how the type of `x` (a pytree) records its variation over mesh axes: `to="varying"`
+  marks a value that is the same on every member as one that may differ (JAX's `pvary`).
+
+  revax's shard_map does not type values by the mesh axes they vary over (it checks outputs'
+  replication from the values' batching instead, as `check_vma=False` plus a replication check),
+  so the cast to "varying" leaves the values as they are, as it does in JAX; its cotangent is
+  summed over the members by shard_map itself. The "reduced"/"unreduced" states exist only on
+  meshes with Explicit axes, which revax does not have.
+
+  Example:
+    >>> mesh = revax.make_mesh((1,), ("x",))
+    >>> f = revax.shard_map(lambda v: lax.pcast(v, "x", to="varying"), mesh=mesh,
+    ...                     in_specs=revax.P(), out_specs=revax.P("x"))
+    >>> f(jnp.arange(2.))
+    Array([0., 1.], dtype=float32)
+  """
+  if isinstance(axis_name, (set, frozenset)):
+    raise TypeError(f"axis_name={axis_name!r} must be a tuple or a str. Got {axis_name}")
+  names = tuple(axis_name) if isinstance(axis_name, (tuple, list)) else (axis_name,)
+  if not axis_name:  # as JAX: nothing to cast over
+    return x
+  if to not in _PCAST_TO:
+    raise ValueError(f"Got unexpected `to` value {to!r}. Allowed `to` values are: "
+                     f"{set(_PCAST_TO)}")
+  if not _mesh_axes():
+    raise ValueError(f"pcast over {axis_name!r} outside of any shard_map: pcast (pvary) should "
+                     "be called under shard_map")
+  _names(names)  # NameError for an unbound name
+  for name in names:
+    if name not in _mesh_axes():
+      raise ValueError(f"pcast over axis {name!r}, which is not an axis of an enclosing "
+                       "shard_map's mesh: pcast (pvary) should be called under shard_map")
+  if to != "varying":
+    raise NotImplementedError(
+        f"pcast(to={to!r}): the reduced/unreduced states of a value belong to meshes with "
+        "Explicit axis types and shard_map out_specs with reduced/unreduced axes, which revax "
+        "does not have")
+  return x
+
+
+# --- psend / precv ---
+_SEND_RECV = ("XLA:CPU cannot run them (measured: \"HLO opcode `send` is not supported by XLA:CPU "
+              "ThunkEmitter\", for stablehlo.send/recv in a manual shard_map region), JAX lowers "
+              "them on GPU only, and revax has no XLA token values (create_token) to order them")
+
+
+def psend(x, axis_name, perm):
+  """Send `x` from each `source` to `destination` of `perm` (the Send HLO), returning a token
+  for `precv`. Not available in revax: the arguments are checked as JAX's ppermute checks them,
+  then NotImplementedError says why. `ppermute` computes the same transfer."""
+  names = _names(axis_name)
+  _checked_perm("psend", perm, _group_size(names))
+  raise NotImplementedError(f"psend: {_SEND_RECV}; use lax.ppermute for the same transfer")
+
+
+def precv(token, out_shape, axis_name, perm):
+  """Receive an array of `out_shape` sent by `psend` over `perm` (the Recv HLO). Not available in
+  revax (see psend): the arguments are checked, then NotImplementedError says why."""
+  names = _names(axis_name)
+  _checked_perm("precv", perm, _group_size(names))
+  if not hasattr(out_shape, "shape") or not hasattr(out_shape, "dtype"):
+    raise TypeError(f"precv out_shape must have .shape and .dtype (a ShapeDtypeStruct), got "
+                    f"{out_shape!r}")
+  raise NotImplementedError(f"precv: {_SEND_RECV}; use lax.ppermute for the same transfer")

@@ -3,7 +3,8 @@ devices) to StableHLO collectives over the mesh's partitions.
 
 psum/pmax/pmin -> all_reduce; all_gather -> all_gather; psum_scatter -> reduce_scatter;
 all_to_all -> all_to_all; ppermute -> collective_permute; axis_index -> partition_id with the
-mesh strides. Replica groups come from interpreters/manual_lowering.py. The untiled forms are
+mesh strides; pbroadcast -> collective_broadcast on GPU, an all_reduce of the source's bits
+elsewhere (ragged_all_to_all's lowering is in parallel_ragged.py). Replica groups come from interpreters/manual_lowering.py. The untiled forms are
 the tiled collective plus a reshape (all_gather, psum_scatter) or a transpose (all_to_all).
 """
 from __future__ import annotations
@@ -14,7 +15,7 @@ from revax._src.core import dtypes
 from revax._src.core.avals import ShapedArray
 from revax._src.interpreters import mlir
 from revax._src.interpreters import manual_lowering as ml
-from revax._src.lax import parallel
+from revax._src.lax import comparison, parallel
 
 __all__ = []
 
@@ -118,7 +119,11 @@ def _all_to_all(ctx, x, *, axes, split_axis, concat_axis, axis_size, tiled):
 
 
 def _axis_index(ctx, *, axes):
-  mesh = _context(ctx, axes)
+  return _member_index(ctx, _context(ctx, axes), axes)
+
+
+def _member_index(ctx, mesh, axes):
+  """This partition's index among the members of `axes` (row-major), an i32 scalar."""
   i32 = ShapedArray((), np.dtype(np.int32))
   pid = ctx.op1("stablehlo.partition_id", [], ShapedArray((), np.dtype(np.uint32)))
   pid = ctx.op1("stablehlo.convert", [pid], i32)
@@ -137,8 +142,53 @@ def _axis_index(ctx, *, axes):
   return index
 
 
+_GPU = ("cuda", "rocm", "gpu")
+
+
+def _pbroadcast(ctx, x, *, axes, sizes, source):
+  """The source member's value on every member: `collective_broadcast` with the source first in
+  each group where the backend has it (GPU). XLA:CPU has no collective-broadcast ("HLO opcode
+  `collective-broadcast` is not supported by XLA:CPU ThunkEmitter", measured), so elsewhere it is
+  an all_reduce in which every member but the source contributes zeros (JAX's documented
+  equivalent), done so that the source's bits arrive exactly (-0.0, NaN payloads): a float is
+  summed as its bit pattern (an unsigned integer, to which adding zeros is exact; XLA:CPU's
+  all-reduce has no bitwise OR for integers, measured), a complex number as its two parts."""
+  mesh = _context(ctx, axes)
+  if ctx.platform in _GPU:
+    groups = [[g[source]] + g[:source] + g[source + 1:] for g in ml.replica_groups(mesh, axes)]
+    props = {"channel_handle": ml.channel_handle(ctx), "replica_groups": ml.groups_attr(groups)}
+    return ctx.op1("stablehlo.collective_broadcast", [x], props=props)
+  i32 = ShapedArray((), np.dtype(np.int32))
+  index = _member_index(ctx, mesh, axes)
+  is_source = comparison.compare(ctx, index, ctx.constant(np.int32(source), i32), "EQ", i32)
+  return _from_source(ctx, x, ctx.avals_in[0], is_source, axes)
+
+
+def _from_source(ctx, x, aval, is_source, axes):
+  """All-reduce `x` where only the source contributes (others give zeros), bit-exactly."""
+  if dtypes.is_complex(aval.dtype):
+    part = aval.update(dtype=np.dtype(np.float32 if aval.dtype == np.complex64 else np.float64))
+    re, im = (_from_source(ctx, ctx.op1(f"stablehlo.{op}", [x], part), part, is_source, axes)
+              for op in ("real", "imag"))
+    return ctx.op1("stablehlo.complex", [re, im], aval)
+  bits = aval
+  if dtypes.is_inexact(aval.dtype):  # a float: its bit pattern, an unsigned int of its width
+    bits = aval.update(dtype=np.dtype(f"uint{8 * aval.dtype.itemsize}"))
+    x = ctx.op1("stablehlo.bitcast_convert", [x], bits)
+  zero = ctx.constant(np.zeros((), bits.dtype), bits.update(shape=()))
+  zeros = ctx.op1("stablehlo.broadcast_in_dim", [zero], bits,
+                  props={"broadcast_dimensions": mlir.i64_array([])})
+  masked = ctx.op1("stablehlo.select", [is_source, x, zeros], bits)
+  props = {**_common(ctx, axes), **_GLOBAL_IDS}
+  combine = "stablehlo.or" if dtypes.is_bool(aval.dtype) else "stablehlo.add"
+  region = _scalar_region(ctx, bits, combine)
+  y = ctx.op1("stablehlo.all_reduce", [masked], bits, props=props, regions=[region])
+  return y if bits is aval else ctx.op1("stablehlo.bitcast_convert", [y], aval)
+
+
 parallel.manual_lowerings.update({
     "psum": _reducer("psum"), "pmax": _reducer("pmax"), "pmin": _reducer("pmin"),
     "all_gather": _all_gather, "psum_scatter": _psum_scatter, "ppermute": _ppermute,
     "all_to_all": _all_to_all, "axis_index": _axis_index,
+    "pbroadcast": _pbroadcast,
 })
