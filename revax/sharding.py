@@ -14,3 +14,4 @@ from revax._src.sharding import make_single_device_sharding as make_single_devic
 from revax._src.sharded_api import reshard as reshard
 from revax._src.sharded_api import auto_axes as auto_axes
 from revax._src.sharded_api import explicit_axes as explicit_axes
+from revax._src.sharding import AbstractDevice as AbstractDevice

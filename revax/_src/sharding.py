@@ -18,7 +18,7 @@ import numpy as np
 
 from revax._src.core import mesh_context
 
-__all__ = ["Mesh", "AbstractMesh", "AxisType", "PartitionSpec", "P", "Sharding",
+__all__ = ["Mesh", "AbstractMesh", "AbstractDevice", "AxisType", "PartitionSpec", "P", "Sharding",
            "NamedSharding", "SingleDeviceSharding", "make_mesh", "DuplicateSpecError"]
 
 
@@ -147,7 +147,8 @@ class Mesh(_MeshAxes):
   def abstract_mesh(self) -> "AbstractMesh":
     """The mesh without its devices: names, sizes and axis types."""
     if self._abstract is None:
-      kind = self.devices.flat[0].platform if self.axis_names else None
+      first = self.devices.flat[0] if self.axis_names else None
+      kind = None if first is None else AbstractDevice(first.device_kind, None, first.platform)
       self._abstract = AbstractMesh(self.axis_sizes, self.axis_names, self.axis_types,
                                     abstract_device=kind)
     return self._abstract
@@ -190,6 +191,27 @@ class Mesh(_MeshAxes):
             f"{self._types_repr()})")
 
 
+class AbstractDevice:
+  """What an abstract mesh knows of its devices: their kind, core count and platform."""
+  __slots__ = ("device_kind", "num_cores", "platform")
+
+  def __init__(self, device_kind: str, num_cores: int | None, platform: str):
+    self.device_kind, self.num_cores, self.platform = device_kind, num_cores, platform
+
+  def _key(self):
+    return (self.device_kind, self.num_cores, self.platform)
+
+  def __eq__(self, other):
+    return isinstance(other, AbstractDevice) and self._key() == other._key()
+
+  def __hash__(self):
+    return hash(self._key())
+
+  def __repr__(self):
+    return (f"AbstractDevice(device_kind={self.device_kind}, num_cores={self.num_cores}, "
+            f"platform={self.platform})")
+
+
 class AbstractMesh(_MeshAxes):
   """A mesh's axis names, sizes and types without its devices: what traced code may ask of the
   mesh in context (`revax.sharding.get_abstract_mesh()`).
@@ -198,7 +220,8 @@ class AbstractMesh(_MeshAxes):
     axis_sizes: one size per axis.
     axis_names: one name per axis.
     axis_types: an AxisType per axis (or one for a 1-d mesh); None: all Auto.
-    abstract_device: the platform of the devices ('cpu'), when made from a Mesh.
+    abstract_device: an AbstractDevice (kind, cores, platform of the devices), when made from
+      a Mesh.
   """
 
   def __init__(self, axis_sizes, axis_names, axis_types=None, *, abstract_device=None):
@@ -237,8 +260,9 @@ class AbstractMesh(_MeshAxes):
     if self.empty:
       return "AbstractMesh((), axis_types=())"
     axes = ", ".join(f"{n!r}: {s}" for n, s in self.shape.items())
-    kind = (f", device_kind={self.abstract_device}, num_cores=None, "
-            f"platform={self.abstract_device}" if self.abstract_device else "")
+    d = self.abstract_device
+    kind = (f", device_kind={d.device_kind}, num_cores={d.num_cores}, platform={d.platform}"
+            if d is not None else "")
     return f"AbstractMesh({axes}, {self._types_repr()}{kind})"
 
 

@@ -7,8 +7,8 @@ import pytest
 
 from tests.coverage.names import missing_names
 
-_SHARDING = ("explicit-sharding mesh contexts (set_mesh, smap) and memory kinds: not built "
-             "(issue 18 built Mesh/NamedSharding placement, jit shardings and shard_map)")
+_SHARDING = ("memory kinds (jax.memory, device_put_p's memory spaces): not built (issue 18 "
+             "built placement, jit shardings, shard_map and set_mesh)")
 _TOKENS = ("XLA tokens as values (create_token/after_all order infeed/outfeed, which revax "
            "does not have; its ordered callbacks thread their tokens internally)")
 _REFS = "mutable array Refs (jax.new_ref and friends): not part of revax yet"
@@ -16,8 +16,7 @@ _INTERNAL_P = ("JAX-internal primitive object of a function revax composes from 
                "primitives (the function itself is present)")
 
 JAX_TOP = {
-    **{n: _SHARDING for n in (
-        "memory", "set_mesh", "smap")},
+    "memory": _SHARDING,
     **{n: _REFS for n in ("Ref", "new_ref", "empty_ref", "free_ref", "freeze", "ds")},
     "ad": "jax.ad is a namespace of JAX's AD internals (jvp/linear helpers), not user API revax "
           "mirrors",
@@ -68,6 +67,9 @@ MODULES = [
     ("jax.lax", "revax.lax", LAX),
     ("jax.example_libraries.stax", "revax.example_libraries.stax", {}),
     ("jax.example_libraries.optimizers", "revax.example_libraries.optimizers", OPTIMIZERS),
+    ("jax.sharding", "revax.sharding", {
+        "ManualAxisType": ("the varying/unreduced/reduced state of a value inside shard_map "
+                           "(JAX's vma typing): revax's shard_map does not type values so")}),
     ("jax.dtypes", "revax.dtypes", {}),
     ("jax.typing", "revax.typing", {}),
 ]
