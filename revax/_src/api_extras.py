@@ -11,6 +11,8 @@ import sys
 import threading
 
 from revax._src.autodiff import jacrev
+from revax._src import sharding
+from revax._src.core import mesh_context
 from revax._src.core.avals import get_aval
 from revax._src.core.trace import Trace, Tracer, current_trace, eval_trace, set_current_trace
 from revax._src.custom_derivatives import custom_vjp
@@ -178,10 +180,16 @@ def default_backend() -> str:
 
 
 def typeof(x):
-  """The abstract value (shape, dtype, weak type) of `x`, e.g. `float32[3]`."""
-  if isinstance(x, Tracer):
-    return x.aval
-  return get_aval(x)
+  """The abstract value (shape, dtype, weak type and sharding) of `x`, e.g. `f32[8@x]`.
+
+  As in JAX its `.sharding` is always a NamedSharding: how `x` is split over the Explicit axes
+  of its mesh (a spec of Nones, over the mesh in context or an empty one, when it is not)."""
+  aval = x.aval if isinstance(x, Tracer) else get_aval(x)
+  if aval.sharding is None:
+    mesh = mesh_context.concrete_mesh() or sharding.EMPTY_MESH
+    aval = aval.update(sharding=sharding.NamedSharding(
+        mesh, sharding.PartitionSpec(*[None] * aval.ndim)))
+  return aval
 
 
 def print_environment_info(return_string: bool = False) -> str | None:

@@ -323,10 +323,8 @@ def _check_manual(spec, manual, what):
 def _inferred_spec(x, mesh, manual) -> PartitionSpec:
   """The in_spec of argument `x` read from its sharding: a NamedSharding over `mesh` gives its
   spec (over the manual axes), any other concrete array is whole (P())."""
-  if isinstance(x, Tracer):
-    raise ValueError("shard_map could not infer in_specs from a traced argument (revax's traced "
-                     "types carry no sharding): pass in_specs=")
-  sharding = getattr(x, "sharding", None)
+  # a traced value's type says how it is split over Explicit axes (unsplit: whole)
+  sharding = x.aval.sharding if isinstance(x, Tracer) else getattr(x, "sharding", None)
   spec = getattr(sharding, "spec", None)
   if spec is None or getattr(sharding, "mesh", None) != mesh:
     return PartitionSpec()

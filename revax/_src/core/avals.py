@@ -1,8 +1,9 @@
 """Abstract values: what the tracer of a transformation knows about a value.
 
-`ShapedArray(shape, dtype, weak_type)` is the only aval revax needs: shape and dtype fix a value's
-type, and `weak_type` marks values born from Python scalars, which adopt the dtype of the arrays
-they meet (JAX's weak typing).
+`ShapedArray(shape, dtype, weak_type, sharding)` is the only aval revax needs: shape and dtype fix
+a value's type, `weak_type` marks values born from Python scalars, which adopt the dtype of the
+arrays they meet (JAX's weak typing), and `sharding` says how a value is split over the
+Explicit axes of a mesh (JAX's sharding in types; core/sharding_types.py).
 """
 from __future__ import annotations
 
@@ -13,15 +14,22 @@ import numpy as np
 from revax._src.core import dtypes
 
 
-class ShapedArray:
-  """The type of an array: a shape (tuple of ints), a dtype, and whether it is weakly typed."""
-  __slots__ = ("shape", "dtype", "weak_type", "_hash")
+_KEEP = object()  # update(): keep the sharding where the shape stays
 
-  def __init__(self, shape, dtype, weak_type: bool = False):
+
+class ShapedArray:
+  """The type of an array: a shape (tuple of ints), a dtype, whether it is weakly typed, and,
+  over a mesh with Explicit axes, how it is split over them (`sharding`: a NamedSharding whose
+  spec names Explicit axes only, one entry per dimension; None when it is not split so)."""
+  __slots__ = ("shape", "dtype", "weak_type", "sharding", "_hash")
+
+  def __init__(self, shape, dtype, weak_type: bool = False, sharding=None):
     self.shape = tuple(shape)
     self.dtype = np.dtype(dtype)
     self.weak_type = bool(weak_type)
-    self._hash = hash((self.shape, self.dtype, self.weak_type))
+    self.sharding = sharding
+    self._hash = hash((self.shape, self.dtype, self.weak_type) if sharding is None else
+                      (self.shape, self.dtype, self.weak_type, sharding))
 
   ndim = property(lambda self: len(self.shape))
 
@@ -29,30 +37,48 @@ class ShapedArray:
   def size(self) -> int:
     return math.prod(self.shape)  # Python ints: no int64 wrap-around for huge shapes
 
-  def update(self, shape=None, dtype=None, weak_type=None) -> "ShapedArray":
+  def update(self, shape=None, dtype=None, weak_type=None, sharding=_KEEP) -> "ShapedArray":
+    """A copy with the given fields replaced. The sharding is kept unless the shape changes
+    (a new shape needs a new sharding: pass it)."""
+    if sharding is _KEEP:
+      sharding = self.sharding if shape is None or tuple(shape) == self.shape else None
     return ShapedArray(self.shape if shape is None else shape,
                        self.dtype if dtype is None else dtype,
-                       self.weak_type if weak_type is None else weak_type)
+                       self.weak_type if weak_type is None else weak_type, sharding)
 
   def strip_weak_type(self) -> "ShapedArray":
     return self.update(weak_type=False) if self.weak_type else self
 
   def __eq__(self, other):
     return other is self or (type(other) is ShapedArray and self.shape == other.shape
-                             and self.dtype == other.dtype and self.weak_type == other.weak_type)
+                             and self.dtype == other.dtype and self.weak_type == other.weak_type
+                             and self.sharding == other.sharding)
 
   def __hash__(self):
     return self._hash
 
   def str_short(self) -> str:
-    """'f32[3,4]', the form used in printed jaxprs."""
-    return f"{dtypes.short_name(self.dtype)}[{','.join(map(str, self.shape))}]"
+    """'f32[3,4]' (JAX's 'f32[8@x,4]' for a dimension split over the Explicit mesh axis x), the
+    form used in printed jaxprs."""
+    dims = map(str, self.shape)
+    if self.sharding is not None:
+      dims = [d + _split_suffix(part) for d, part in zip(dims, self.sharding.spec, strict=False)] \
+          + [str(n) for n in self.shape[len(self.sharding.spec):]]
+    return f"{dtypes.short_name(self.dtype)}[{','.join(dims)}]"
 
   def __repr__(self):
     weak = ", weak_type=True" if self.weak_type else ""
     return f"ShapedArray({self.str_short()}{weak})"
 
   __str__ = str_short
+
+
+def _split_suffix(part) -> str:
+  if part is None:
+    return ""
+  if isinstance(part, tuple):
+    return "@(" + ",".join(part) + ")" if len(part) > 1 else f"@{part[0]}"
+  return f"@{part}"
 
 
 def same_type(a: ShapedArray, b: ShapedArray) -> bool:

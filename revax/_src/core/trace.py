@@ -15,6 +15,7 @@ import contextlib
 import operator
 import threading
 
+from revax._src.core import sharding_types
 from revax._src.core.avals import ShapedArray, get_aval, pytype_aval_mappings
 from revax._src.core.errors import (ConcretizationTypeError, ConcreteValueError, EscapedTracerError,
                                     TracerArrayConversionError, TracerBoolConversionError,
@@ -51,7 +52,12 @@ class Primitive:
   def abstract_eval(self, *avals, **params):
     if self._abstract_eval is None:
       raise NotImplementedError(f"primitive '{self.name}' has no abstract evaluation rule")
-    return self._abstract_eval(*avals, **params)
+    out = self._abstract_eval(*avals, **params)
+    if sharding_types.active:  # shardings in types (Explicit mesh axes) exist in this process
+      for a in avals:
+        if getattr(a, "sharding", None) is not None:
+          return sharding_types.apply(self, avals, params, out)
+    return out
 
   def impl(self, *args, **params):
     """Evaluate on concrete values (what the eval trace does)."""

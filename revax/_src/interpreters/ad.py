@@ -24,7 +24,7 @@ import itertools
 
 import numpy as np
 
-from revax._src.core import dtypes
+from revax._src.core import dtypes, sharding_types
 from revax._src.core.avals import ShapedArray, get_aval
 from revax._src.core.jaxpr import ClosedJaxpr
 from revax._src.core.rules import RuleTable
@@ -41,8 +41,8 @@ not_differentiable_reasons: dict = {}  # prim -> why it has no JVP rule
 # --- symbolic zeros --------------------------------------------------------------------------------
 def tangent_aval(aval: ShapedArray) -> ShapedArray:
   """The type of tangents of values of type `aval`: float0 for integer and bool values."""
-  if dtypes.is_inexact(aval.dtype):
-    return ShapedArray(aval.shape, aval.dtype, aval.weak_type)
+  if dtypes.is_inexact(aval.dtype):  # (split over a mesh as the value is)
+    return ShapedArray(aval.shape, aval.dtype, aval.weak_type, aval.sharding)
   return ShapedArray(aval.shape, dtypes.float0)
 
 
@@ -122,6 +122,7 @@ dispatch.def_numpy_impl(add_any_p, np.add)
 mlir.register_lowering(add_any_p, _add_any_lower)
 primitive_jvps[add_any_p] = _add_any_jvp
 primitive_transposes[add_any_p] = _add_any_transpose
+sharding_types.rules[add_any_p] = sharding_types.elementwise
 
 
 # --- the JVP trace -------------------------------------------------------------------------------

@@ -354,8 +354,15 @@ def jaxpr_subcomp(fb: FuncBuilder, jaxpr: Jaxpr, consts, args) -> list[str]:
       raise RuntimeError(f"lowering of '{eqn.primitive.name}' returned {len(outs)} values for "
                          f"{len(eqn.outvars)} outputs")
     for v, x in zip(eqn.outvars, outs, strict=True):
+      if getattr(v.aval, "sharding", None) is not None and typed_constraint is not None:
+        x = typed_constraint(ctx, x, v.aval)  # laid out as its type says (Explicit axes)
       env[v] = x
   return [read(v) for v in jaxpr.outvars]
+
+
+# Set by lax/sharding_constraint.py: (ctx, value, aval) -> the value constrained to
+# aval.sharding in a program over a mesh (itself in a single-device program).
+typed_constraint = None
 
 
 def inline_closed_jaxpr(fb: FuncBuilder, closed: ClosedJaxpr, args) -> list[str]:

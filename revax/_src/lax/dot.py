@@ -24,6 +24,7 @@ from revax._src.lax import dot_algorithms
 from revax._src.lax.binary import bitwise_and, mul
 from revax._src.lax.conversion import convert_element_type
 from revax._src.lax.reductions import reduce_or, reduce_sum
+from revax._src.lax import sharding_constraint
 from revax._src.lax.sharding_constraint import placed
 from revax._src.lax.shapes import broadcast_in_dim, transpose
 
@@ -420,7 +421,7 @@ def _dot_general_transpose_lhs(ct, x, y, *, dimension_numbers, precision,
   res = _transpose_if_needed(res, out_axes)
   if get_aval(res).dtype != x_aval.dtype:
     res = convert_element_type(res, x_aval.dtype, x_aval.weak_type)
-  return res
+  return sharding_constraint.like_type(res, x_aval)  # split as its primal (JAX's rule)
 
 
 def _dot_general_transpose_rhs(ct, x, y, *, dimension_numbers, precision,

@@ -13,8 +13,8 @@ those attributes, so it sits below the sharding classes.
 from __future__ import annotations
 
 from revax._src import tree_util
-from revax._src.core import mesh_context
-from revax._src.core.avals import ShapedArray
+from revax._src.core import mesh_context, sharding_types
+from revax._src.core.avals import ShapedArray, get_aval
 from revax._src.core.trace import Primitive
 from revax._src.interpreters import ad, batching, dispatch, mlir, sharding_lowering
 from revax._src.interpreters import invertible as inv
@@ -108,13 +108,24 @@ def placed(x, out_sharding):
   return with_sharding_constraint(x, out_sharding)
 
 
+def like_type(x, aval: ShapedArray):
+  """`x` split over Explicit mesh axes as `aval`'s type says (unsplit where it is not): what a
+  transpose rule does to give a cotangent its primal's type, as JAX's do."""
+  have = getattr(get_aval(x), "sharding", None)
+  if not sharding_types.active or have == aval.sharding:
+    return x
+  want = aval.sharding if aval.sharding is not None else sharding_types.make_sharding(
+      have.mesh, ())
+  return sharding_constraint_p.bind(x, sharding=want)
+
+
 def _is_sharding(s) -> bool:
   return hasattr(s, "_indices") and hasattr(s, "_device_list")
 
 
 def _abstract_eval(x: ShapedArray, *, sharding):
   sharding._indices(x.shape)  # ValueError: a rank or a divisibility the spec does not fit
-  return x
+  return sharding_types.of_placement(x, sharding)  # typed over the mesh's Explicit axes
 
 
 def _impl(x, *, sharding):
@@ -173,4 +184,7 @@ dispatch.custom_impls[sharding_constraint_p] = _impl
 ad.deflinear(sharding_constraint_p, _transpose)
 batching.primitive_batchers[sharding_constraint_p] = _batch
 mlir.register_lowering(sharding_constraint_p, _lower)
+sharding_types.rules[sharding_constraint_p] = lambda avals, params, outs: [
+    sharding_types.spec_parts(outs[0])]  # (its abstract evaluation typed it already)
+mlir.typed_constraint = lambda ctx, x, aval: constrain(ctx, x, aval.sharding, aval)
 inv.definverse_unary(sharding_constraint_p, lambda y, *, sharding: y)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from revax._src.core import dtypes
+from revax._src.core import dtypes, sharding_types
 from revax._src.core.avals import ShapedArray
 from revax._src.core.trace import Primitive
 from revax._src.core.avals import get_aval
@@ -123,6 +123,7 @@ def unop(name: str, kind: str, numpy_fn, hlo_op: str | None, result_dtype=None) 
   if hlo_op is not None:
     mlir.register_lowering(prim, hlo_lowering(hlo_op))
   batching.defvectorized(prim)
+  sharding_types.rules[prim] = sharding_types.elementwise
   return prim
 
 
@@ -136,6 +137,7 @@ def naryop(name: str, kinds, numpy_fn, hlo_op: str | None, result_dtype=None) ->
   if hlo_op is not None:
     mlir.register_lowering(prim, hlo_lowering(hlo_op))
   defbroadcasting(prim)
+  sharding_types.rules[prim] = sharding_types.elementwise
   return prim
 
 

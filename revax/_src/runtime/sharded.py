@@ -24,6 +24,7 @@ import math
 
 import numpy as np
 
+from revax._src.core import sharding_types
 from revax._src.core.avals import ShapedArray, pytype_aval_mappings
 from revax._src.runtime import pjrt
 from revax._src.runtime.array import Array
@@ -75,7 +76,8 @@ class ShardedArray(Array):
 
   def __init__(self, aval: ShapedArray, sharding, buffers, indices, npy=None):
     global live
-    super().__init__(aval, npy, None)
+    # over Explicit mesh axes the split is part of the type (JAX's sharding in types)
+    super().__init__(sharding_types.of_placement(aval, sharding), npy, None)
     self._sharding = sharding
     self._buffers = list(buffers)
     self._indices = [tuple(ix) for ix in indices]
