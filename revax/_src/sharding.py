@@ -538,6 +538,7 @@ class set_mesh:
       transformation (jit, grad, vmap, ...).
 
   Example:
+    >>> from revax.sharding import PartitionSpec as P
     >>> mesh = revax.make_mesh((1,), ("x",))
     >>> with revax.set_mesh(mesh):
     ...   y = revax.device_put(jnp.arange(4.), P("x"))

@@ -81,6 +81,10 @@ _TESTED_ELSEWHERE = {
            "jax, and tests/sharding with jax's shard_map")
     for name in ("psum", "pmax", "pmin", "all_gather", "psum_scatter", "ppermute", "all_to_all",
                  "axis_index")}
+_TESTED_ELSEWHERE.update({
+    name: ("a collective over a named axis (as above); tests/sharding/test_collectives_more.py "
+           "checks values, JVP and VJP against jax's documented equivalents on 4 devices")
+    for name in ("pbroadcast", "ragged_all_to_all")})
 
 
 def test_every_lax_primitive_has_records():
