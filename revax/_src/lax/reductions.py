@@ -20,7 +20,7 @@ import numpy as np
 from revax._src.core import dtypes
 from revax._src.core.avals import ShapedArray, get_aval
 from revax._src.core.trace import Primitive
-from revax._src.interpreters import ad, batching, dispatch, mlir
+from revax._src.interpreters import ad, batching, dispatch, mlir, sharding_lowering
 from revax._src.interpreters import invertible as inv
 from revax._src.lax import binary, comparison, shapes
 from revax._src.lax.comparison import compare
@@ -100,6 +100,36 @@ def _accumulate(np_reduce, x, axes):
     return np.asarray(np_reduce(x.astype(acc), axis=axes, dtype=acc)).astype(dtype)
 
 
+# In a program partitioned over a mesh, XLA's SPMD partitioner splits a reduction over a sharded
+# dimension only when its region is one op it knows (it fails on the NaN-propagating region).
+_PLAIN_OPS = {"reduce_max": "stablehlo.maximum", "reduce_min": "stablehlo.minimum"}
+
+
+def _partitionable_extremum(ctx, x, axes, monoid, op: str):
+  """max/min over `axes` with plain `op` regions the partitioner knows, and NaN restored where
+  any reduced value is NaN (a reduce-or of `x != x`), as the NaN-propagating region gives."""
+  fb = ctx.fb
+  dtype = ctx.avals_in[0].dtype
+  out_aval = ctx.avals_out[0]
+  scalar, flag = ShapedArray((), dtype), ShapedArray((), np.dtype(bool))
+  t, tb = mlir.ir_type(scalar), mlir.ir_type(flag)
+  dims = {"dimensions": mlir.i64_array(axes)}
+  plain = fb.op("stablehlo.reduce", [x, ctx.constant(monoid.identity(dtype), scalar)],
+                [mlir.ir_type(out_aval)], props=dims,
+                regions=[fb.region([t, t], lambda sub, a, b: [sub.op(op, [a, b], [t])[0]])])[0]
+  in_flags = ShapedArray(ctx.avals_in[0].shape, np.dtype(bool))
+  ne = mlir.get_lowering(comparison.ne_p, ctx.platform)
+  isnan = ne(mlir.LoweringRuleContext(fb, [ctx.avals_in[0]] * 2, [in_flags], ctx.platform), x, x)
+  out_flags = ShapedArray(out_aval.shape, np.dtype(bool))
+  anynan = fb.op("stablehlo.reduce", [isnan, ctx.constant(np.asarray(False), flag)],
+                 [mlir.ir_type(out_flags)], props=dims,
+                 regions=[fb.region([tb, tb], lambda sub, a, b: [sub.op("stablehlo.or", [a, b],
+                                                                        [tb])[0]])])[0]
+  nan = fb.op("stablehlo.broadcast_in_dim", [ctx.constant(np.asarray(np.nan, dtype), scalar)],
+              [mlir.ir_type(out_aval)], props={"broadcast_dimensions": mlir.i64_array(())})[0]
+  return fb.op("stablehlo.select", [anynan, nan, plain], [mlir.ir_type(out_aval)])[0]
+
+
 class _Monoid:
   """What one reduction needs: accepted dtypes, identity, NumPy reduction, combining primitive."""
 
@@ -126,6 +156,9 @@ def _reduction(monoid: _Monoid) -> Primitive:
     if not axes:
       return x
     dtype = ctx.avals_in[0].dtype
+    if (name in _PLAIN_OPS and dtypes.is_float(dtype)
+        and sharding_lowering.module_mesh(ctx) is not None):
+      return _partitionable_extremum(ctx, x, axes, monoid, _PLAIN_OPS[name])
     init = ctx.constant(monoid.identity(dtype), ShapedArray((), dtype))
     return ctx.op1("stablehlo.reduce", [x, init], props={"dimensions": mlir.i64_array(axes)},
                    regions=[combiner_region(ctx, monoid.combiner(dtype), dtype)])

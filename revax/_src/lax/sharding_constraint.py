@@ -186,5 +186,7 @@ batching.primitive_batchers[sharding_constraint_p] = _batch
 mlir.register_lowering(sharding_constraint_p, _lower)
 sharding_types.rules[sharding_constraint_p] = lambda avals, params, outs: [
     sharding_types.spec_parts(outs[0])]  # (its abstract evaluation typed it already)
-mlir.typed_constraint = lambda ctx, x, aval: constrain(ctx, x, aval.sharding, aval)
+# (not inside a shard_map region: there the mesh axes are manual, a value is a member's block)
+mlir.typed_constraint = lambda ctx, x, aval: (
+    x if getattr(ctx.module, "manual_axes", None) else constrain(ctx, x, aval.sharding, aval))
 inv.definverse_unary(sharding_constraint_p, lambda y, *, sharding: y)
