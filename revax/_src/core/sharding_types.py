@@ -84,6 +84,24 @@ def of_placement(aval, sharding):
   """`aval` typed as placed by `sharding` (a NamedSharding): its split over the mesh's
   Explicit axes (Auto and Manual axes are not part of types); `aval` as it is for any other
   sharding."""
+  key = (aval, sharding)
+  try:
+    return _placements[key]  # (every sharded Array made asks: jit results on each call)
+  except KeyError:
+    pass
+  except TypeError:  # an unhashable sharding
+    return _of_placement(aval, sharding)
+  out = _of_placement(aval, sharding)
+  if len(_placements) > 4096:
+    _placements.clear()
+  _placements[key] = out
+  return out
+
+
+_placements: dict = {}
+
+
+def _of_placement(aval, sharding):
   mesh, spec = getattr(sharding, "mesh", None), getattr(sharding, "spec", None)
   kinds = getattr(mesh, "axis_types", None)
   if spec is None or not kinds:
