@@ -21,6 +21,7 @@ import warnings
 import weakref
 
 from revax._src import tree_util
+from revax._src.core import sharding_types
 from revax._src.core.avals import get_aval
 from revax._src.core.config import config
 from revax._src.core.errors import JaxRuntimeError
@@ -196,6 +197,9 @@ class SpmdProgram:
                          zip(in_shardings, self.in_indices, self.in_avals, strict=True)]
     self.out_shardings = [self._sharding(s, ix, a.shape) for s, ix, a in
                           zip(out_shardings, self.out_indices, self.out_avals, strict=True)]
+    # the results' types, as their shardings make them (ShardedArray need not redo it per call)
+    self.out_avals = [sharding_types.of_placement(a, s)
+                      for a, s in zip(self.out_avals, self.out_shardings, strict=True)]
     # Execute takes one argument list per device in the executable's order
     position = {d.id: p for p, d in enumerate(self.devices)}
     self.order = [position[d.id] for d in self.executable.devices]
@@ -230,7 +234,8 @@ class SpmdProgram:
     if self.donated:
       self._check_donation(per_position)
     per_device = [per_position[p] for p in self.order]
-    outs = rt.run_spmd(self.executable, per_device, self.in_specs)
+    trusted = frozenset(k for k, same in enumerate(as_is) if same)
+    outs = rt.run_spmd(self.executable, per_device, self.in_specs, trusted)
     for k in self.donated:  # consumed by the call where XLA reused its buffers, as in JAX
       if as_is[k] and any(rt.consumed(b) for b in args[k]._buffers):
         args[k].delete()
@@ -240,7 +245,7 @@ class SpmdProgram:
       bufs = [None] * len(self.devices)
       for p, per in zip(self.order, outs, strict=True):
         bufs[p] = per[k]
-      results.append(rt.ShardedArray(aval, sharding, bufs, indices))
+      results.append(rt.ShardedArray(aval, sharding, bufs, indices, typed=True))
     return results
 
   def _check_donation(self, per_position) -> None:

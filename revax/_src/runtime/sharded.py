@@ -74,10 +74,11 @@ class ShardedArray(Array):
   """
   __slots__ = ("_sharding", "_buffers", "_indices")
 
-  def __init__(self, aval: ShapedArray, sharding, buffers, indices, npy=None):
+  def __init__(self, aval: ShapedArray, sharding, buffers, indices, npy=None, typed=False):
     global live
-    # over Explicit mesh axes the split is part of the type (JAX's sharding in types)
-    super().__init__(sharding_types.of_placement(aval, sharding), npy, None)
+    # over Explicit mesh axes the split is part of the type (JAX's sharding in types);
+    # `typed`: the caller typed `aval` so already
+    super().__init__(aval if typed else sharding_types.of_placement(aval, sharding), npy, None)
     self._sharding = sharding
     self._buffers = list(buffers)
     self._indices = [tuple(ix) for ix in indices]
@@ -229,13 +230,15 @@ def check_shard(buf, device, shape, dtype, what: str) -> None:
                      f"{tuple(shape)} {np.dtype(dtype).name} per device")
 
 
-def run_spmd(executable, args_per_device, in_specs) -> list:
+def run_spmd(executable, args_per_device, in_specs, trusted=()) -> list:
   """Execute after checking every argument of every device.
 
   Args:
     executable: a multi-device Executable (from `compile_spmd`).
     args_per_device: one list of Buffers per device of `executable.devices`, in that order.
     in_specs: per argument, the expected per-device (shape, dtype), one list per device.
+    trusted: indices of arguments whose buffers need no check: the live shards of a sharded
+      Array laid out exactly as the program takes it (placed and checked when it was made).
 
   Returns:
     One list of output Buffers per device.
@@ -250,6 +253,8 @@ def run_spmd(executable, args_per_device, in_specs) -> list:
       raise ValueError(f"{len(bufs)} arguments for device {device}, the program takes "
                        f"{len(specs)}")
     for k, (buf, (shape, dtype)) in enumerate(zip(bufs, specs, strict=True)):
+      if k in trusted:
+        continue
       if buf.is_deleted():
         raise RuntimeError(f"argument {k} on {device} is a deleted buffer")
       check_shard(buf, device, shape, dtype, f"argument {k}")
