@@ -307,6 +307,19 @@ def _requested(jitted, entry, key_head, leaves):
   return explicit, out_shardings
 
 
+def _typed_results(out_avals, out_shardings, in_shardings) -> list:
+  """Over a mesh whose axes are all Explicit, a result with no requested sharding is laid out as
+  its type says (unsplit: whole on every device), as in JAX; elsewhere XLA chooses."""
+  mesh = next((s.mesh for s in in_shardings if isinstance(s, NamedSharding)), None)
+  if (mesh is None or mesh.size == 1 or not mesh.axis_types
+      or not all(t.name == "Explicit" for t in mesh.axis_types)):
+    return out_shardings
+  return [s if s is not None else
+          a.sharding if a.sharding is not None and a.sharding.mesh == mesh else
+          NamedSharding(mesh, PartitionSpec())
+          for s, a in zip(out_shardings, out_avals, strict=True)]
+
+
 def _prepare(jitted, args, kwargs):
   """(entry, flat arguments with consts first, SpmdProgram or None)."""
   leaves, key_head, call_fn, names = jitted._split(args, kwargs)
@@ -321,6 +334,8 @@ def _prepare(jitted, args, kwargs):
                        f"{s!r}, the array is sharded as {own!r}")
     arg_shardings.append(s if s is not None else own)
   const_shardings = [rt.own_sharding(c) for c in entry.consts]
+  out_shardings = _typed_results(entry.jaxpr.out_avals, out_shardings,
+                                 const_shardings + arg_shardings)
   flat = list(entry.consts) + list(leaves)
   donated = _donated(jitted, args, entry, len(entry.consts), const_shardings + arg_shardings,
                      out_shardings)

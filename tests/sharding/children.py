@@ -27,3 +27,11 @@ def spec_of(s):
   while parts and parts[-1] is None:
     parts.pop()
   return tuple(parts)
+
+
+def auto_mesh(shape, names):
+  """revax.make_mesh with Auto axes: the counterpart of a jax `Mesh(devices, names)` (whose axes
+  are Auto), for suites that compare the two libraries' partitioner-chosen layouts."""
+  import revax
+  from revax.sharding import AxisType
+  return revax.make_mesh(shape, names, axis_types=(AxisType.Auto,) * len(names))

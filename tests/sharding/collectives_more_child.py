@@ -13,6 +13,7 @@ from jax.sharding import Mesh as JMesh
 from jax.sharding import PartitionSpec as JP
 
 import revax
+from tests.sharding.children import auto_mesh
 import revax.numpy as rnp
 from revax import P as RP
 
@@ -20,7 +21,7 @@ assert len(jax.devices()) == 4 and len(revax.devices()) == 4, (jax.devices(), re
 rng = np.random.default_rng(0)
 JMESH = {"1d": JMesh(np.array(jax.devices()), ("x",)),
          "2d": JMesh(np.array(jax.devices()).reshape(2, 2), ("a", "b"))}
-RMESH = {"1d": revax.make_mesh((4,), ("x",)), "2d": revax.make_mesh((2, 2), ("a", "b"))}
+RMESH = {"1d": auto_mesh((4,), ("x",)), "2d": auto_mesh((2, 2), ("a", "b"))}
 close = lambda got, want, msg: np.testing.assert_allclose(np.asarray(got), np.asarray(want),
                                                          rtol=1e-5, atol=1e-5, err_msg=msg)
 checks = 0

@@ -10,6 +10,7 @@ from jax.sharding import NamedSharding as JNS
 from jax.sharding import PartitionSpec as JP
 
 import revax
+from tests.sharding.children import auto_mesh
 import revax.numpy as rnp
 from revax.sharding import NamedSharding as RNS
 from revax.sharding import PartitionSpec as RP
@@ -20,7 +21,7 @@ X = np.arange(32.0, dtype=np.float32).reshape(8, 4)
 
 def libs():
   yield "jax", jax, jnp, lambda *s: JNS(JMesh(np.array(jax.devices()), ("x",)), JP(*s))
-  yield "revax", revax, rnp, lambda *s: RNS(revax.make_mesh((4,), ("x",)), RP(*s))
+  yield "revax", revax, rnp, lambda *s: RNS(auto_mesh((4,), ("x",)), RP(*s))
 
 
 def donation(lib, j, np_, S):
@@ -72,7 +73,7 @@ assert rerr == jerr, (rerr, jerr)  # RuntimeError("Array has been deleted with s
 assert rmem == jmem and rmem[0] > 0, (rmem, jmem)  # the buffers really alias (per device)
 
 # f(donate(a), a): refused before any device runs (no partition left waiting), later calls work
-S = lambda *s: RNS(revax.make_mesh((4,), ("x",)), RP(*s))
+S = lambda *s: RNS(auto_mesh((4,), ("x",)), RP(*s))
 a = revax.device_put(X, S("x"))
 try:
   revax.jit(lambda v, w: v * w, donate_argnums=0)(a, a)

@@ -6,6 +6,7 @@ from jax.sharding import Mesh as JMesh
 from jax.sharding import PartitionSpec as JP
 
 import revax
+from tests.sharding.children import auto_mesh
 from revax import P as RP
 
 assert len(jax.devices()) == 4 and len(revax.devices()) == 4, (jax.devices(), revax.devices())
@@ -13,9 +14,9 @@ rng = np.random.default_rng(0)
 X = rng.standard_normal((8, 6)).astype(np.float32)
 W = rng.standard_normal((6, 4)).astype(np.float32)
 MESHES = {
-    "1d": (JMesh(np.array(jax.devices()), ("x",)), revax.make_mesh((4,), ("x",))),
+    "1d": (JMesh(np.array(jax.devices()), ("x",)), auto_mesh((4,), ("x",))),
     "2d": (JMesh(np.array(jax.devices()).reshape(2, 2), ("a", "b")),
-           revax.make_mesh((2, 2), ("a", "b"))),
+           auto_mesh((2, 2), ("a", "b"))),
 }
 # (mesh, per-member function of (lax, numpy, *blocks), in_specs, out_specs, args, check_vma)
 CASES = [

@@ -14,7 +14,7 @@ import revax
 import revax.numpy as rnp
 from revax.sharding import NamedSharding as RNS
 from revax.sharding import PartitionSpec as RP
-from tests.sharding.children import spec_of
+from tests.sharding.children import auto_mesh, spec_of
 
 assert len(jax.devices()) == 4 and revax.local_device_count() == 4
 rng = np.random.default_rng(0)
@@ -23,7 +23,7 @@ X3 = rng.standard_normal((2, 2, 4)).astype(np.float32)
 W = np.arange(4, dtype=np.float32)
 MESHES = {"jax": (JMesh(np.array(jax.devices()), ("x",)),
                   JMesh(np.array(jax.devices()).reshape(2, 2), ("a", "b"))),
-          "revax": (revax.make_mesh((4,), ("x",)), revax.make_mesh((2, 2), ("a", "b")))}
+          "revax": (auto_mesh((4,), ("x",)), auto_mesh((2, 2), ("a", "b")))}
 
 
 def build(lib):

@@ -9,7 +9,7 @@ from jax.sharding import NamedSharding as JNS
 from jax.sharding import PartitionSpec as JP
 
 import revax
-from tests.sharding.children import spec_of
+from tests.sharding.children import auto_mesh, spec_of
 import revax.numpy as rnp
 from revax.sharding import NamedSharding as RNS
 from revax.sharding import PartitionSpec as RP
@@ -19,7 +19,7 @@ rng = np.random.default_rng(0)
 X = rng.standard_normal((8, 4)).astype(np.float32)
 W = rng.standard_normal((4, 6)).astype(np.float32)
 JM = JMesh(np.array(jax.devices()).reshape(2, 2), ("a", "b"))
-RM = revax.make_mesh((2, 2), ("a", "b"))
+RM = auto_mesh((2, 2), ("a", "b"))
 
 
 

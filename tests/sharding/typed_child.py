@@ -54,6 +54,11 @@ with lib.set_mesh(mesh):
                                    for a in step((w1, w2), x)])
   show("inside jit", lambda: lib.jit(lambda a: (a @ w1).sum() * 0 + len(ts(a @ w1)))(x).item())
   show("jaxpr prints splits", lambda: "f32[8@d,6@m]" in str(lib.make_jaxpr(lambda a: a @ w1)(x)))
+  host = np.ones((8, 4), np.float32)
+  show("jit in_shardings type the trace", lambda: (
+      lib.jit(lambda a: a.sum() * 0 + len(ts(a * 2)), in_shardings=P("d"))(host).item(),
+      ts(lib.jit(lambda a: a * 2, in_shardings=P("d"))(host)),
+      ts(lib.jit(lambda a: a * 2, in_shardings=P("d"), out_shardings=P())(host))))
   show("reduce kept", lambda: ts(lnp.sum(x, 1)))
   show("reduce split", lambda: ts(lnp.sum(x, 0)))
   show("transpose", lambda: ts(x.T))
