@@ -142,6 +142,17 @@ def _mesh_with_axes(axes, kind, api: str, shardings=None):
   return mesh, abstract, axes
 
 
+def _required_keyword(kwargs, name: str, given):
+  """`given` (from the decorator), else the call's keyword `name` (taken out of `kwargs`).
+
+  Raises:
+    TypeError: neither gives it (JAX's error)."""
+  value = kwargs.pop(name) if given is None and name in kwargs else given
+  if value is None:
+    raise TypeError(f"Missing required keyword argument: '{name}'")
+  return value
+
+
 def auto_axes(f=None, /, *, axes=None, out_sharding=None):
   """Run `f` with the mesh axes `axes` (default: all) Auto, then lay its outputs out as
   `out_sharding` (given here or as an `out_sharding=` keyword of the call).
@@ -154,10 +165,7 @@ def auto_axes(f=None, /, *, axes=None, out_sharding=None):
 
   @functools.wraps(f)
   def wrapped(*args, **kwargs):
-    out_s = kwargs.pop("out_sharding") if out_sharding is None and "out_sharding" in kwargs \
-        else out_sharding
-    if out_s is None:
-      raise TypeError("Missing required keyword argument: 'out_sharding'")
+    out_s = _required_keyword(kwargs, "out_sharding", out_sharding)
     info = _mesh_with_axes(axes, AxisType.Auto, "auto_axes", out_s)
     if info is None or set(info[0].abstract_mesh.auto_axes) == set(info[2]):
       return f(*args, **kwargs)  # (JAX's rule: nothing to switch, so the outputs stay as made)
@@ -180,10 +188,7 @@ def explicit_axes(f=None, /, *, axes=None, in_sharding=None):
 
   @functools.wraps(f)
   def wrapped(*args, **kwargs):
-    in_s = kwargs.pop("in_sharding") if in_sharding is None and "in_sharding" in kwargs \
-        else in_sharding
-    if in_s is None:
-      raise TypeError("Missing required keyword argument: 'in_sharding'")
+    in_s = _required_keyword(kwargs, "in_sharding", in_sharding)
     info = _mesh_with_axes(axes, AxisType.Explicit, "explicit_axes")
     if info is None:
       raise ValueError("Context mesh cannot be empty. Please use `revax.set_mesh` to enter a "

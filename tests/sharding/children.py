@@ -35,3 +35,13 @@ def auto_mesh(shape, names):
   import revax
   from revax.sharding import AxisType
   return revax.make_mesh(shape, names, axis_types=(AxisType.Auto,) * len(names))
+
+
+def show(name, fn):
+  """Print `name: result` for a transcript both libraries write: the value of `fn()`, or the
+  type of the exception it raised."""
+  try:
+    result = fn()
+  except Exception as e:  # noqa: BLE001 (the exception's type is the result)
+    result = type(e).__name__
+  print(f"{name}: {result}")

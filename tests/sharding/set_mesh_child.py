@@ -5,7 +5,7 @@ import sys
 
 import numpy as np
 
-from tests.sharding.children import spec_of
+from tests.sharding.children import show, spec_of
 
 if sys.argv[1] == "jax":
   import jax as lib
@@ -15,14 +15,6 @@ else:
   import revax.numpy as lnp
 S = lib.sharding
 P, AxisType = S.PartitionSpec, S.AxisType
-
-
-def show(name, fn):
-  try:
-    result = fn()
-  except Exception as e:  # noqa: BLE001 (the exception's type is the result)
-    result = type(e).__name__
-  print(f"{name}: {result}")
 
 
 spec = lambda a: spec_of(a.sharding)

@@ -6,7 +6,7 @@ import sys
 
 import numpy as np
 
-from tests.sharding.children import spec_of
+from tests.sharding.children import show, spec_of
 
 if sys.argv[1] == "jax":
   import jax as lib
@@ -19,14 +19,6 @@ P = lib.sharding.PartitionSpec
 
 def ts(a):
   return spec_of(lib.typeof(a).sharding)
-
-
-def show(name, fn):
-  try:
-    result = fn()
-  except Exception as e:  # noqa: BLE001 (the exception's type is the result)
-    result = type(e).__name__
-  print(f"{name}: {result}")
 
 
 mesh = lib.make_mesh((2, 2), ("d", "m"))
