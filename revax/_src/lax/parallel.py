@@ -676,9 +676,9 @@ def pcast(x, axis_name, *, to: str):
                        "shard_map's mesh: pcast (pvary) should be called under shard_map")
   if to != "varying":
     raise NotImplementedError(
-        f"pcast(to={to!r}): the reduced/unreduced states of a value belong to meshes with "
-        "Explicit axis types and shard_map out_specs with reduced/unreduced axes, which revax "
-        "does not have")
+        f"pcast(to={to!r}): the reduced/unreduced states of a value (JAX's unreduced "
+        "sharding types and shard_map out_specs with reduced/unreduced axes) are not part of "
+        "revax's types, which carry splits over Explicit axes only")
   return x
 
 
