@@ -16,7 +16,7 @@ import math
 
 import numpy as np
 
-from revax._src.core import mesh_context, sharding_types
+from revax._src.core import mesh_context
 
 __all__ = ["Mesh", "AbstractMesh", "AbstractDevice", "AxisType", "PartitionSpec", "P", "Sharding",
            "NamedSharding", "SingleDeviceSharding", "make_mesh", "DuplicateSpecError"]
@@ -632,5 +632,4 @@ def resolve_specs(tree, where: str, error=ValueError):
 
 EMPTY_MESH = Mesh(np.empty((), dtype=object), ())
 mesh_context.named_sharding = lambda mesh, spec: NamedSharding(mesh, spec)
-sharding_types.make_sharding = lambda mesh, parts: NamedSharding(mesh, PartitionSpec(*parts))
 mesh_context.spec_type = PartitionSpec

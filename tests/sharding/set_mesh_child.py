@@ -41,6 +41,12 @@ show("abstract of mesh", lambda: (m.abstract_mesh.axis_names, m.abstract_mesh.ax
                                   m.abstract_mesh.axis_types,
                                   m.abstract_mesh.abstract_mesh is m.abstract_mesh,
                                   m.abstract_mesh == m.abstract_mesh))
+show("abstract device", lambda: (m.abstract_mesh.abstract_device.device_kind,
+                                 m.abstract_mesh.abstract_device.platform,
+                                 m.abstract_mesh.abstract_device.num_cores,
+                                 m.abstract_mesh.abstract_device == m.abstract_mesh.abstract_device,
+                                 type(m.abstract_mesh.abstract_device).__name__,
+                                 S.AbstractDevice("cpu", None, "cpu").platform))
 show("abstract update", lambda: repr(am.update_axis_types({"a": AxisType.Explicit})))
 show("single device sharding", lambda: repr(S.make_single_device_sharding(lib.devices()[1])))
 

@@ -70,6 +70,10 @@ with lib.set_mesh(mesh):
                            ts(lib.jit(lambda a: lib.sharding.reshard(a, P()) * 2)(x))))
   show("shard_map infers under jit", lambda: float(lib.jit(lib.shard_map(
       lambda a: lib.lax.psum(a.sum(), ("d",)), out_specs=P(), axis_names={"d"}))(x)))
+  # a shard_map body using a split array from outside (its region is manual: no typed layouts)
+  show("shard_map closure over a split array", lambda: float(lib.jit(lib.shard_map(
+      lambda a: lib.lax.psum(a.sum() + (x * 2).sum(), ("d",)), mesh=mesh, in_specs=P("d"),
+      out_specs=P(), axis_names={"d"}))(x)))
   # errors: two different axes on one dimension, one axis on two dimensions
   show("conflict", lambda: ts(x + other))
   show("axis twice", lambda: ts(x @ x.T))

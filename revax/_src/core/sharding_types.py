@@ -21,6 +21,8 @@ rule raises `ShardingTypeError`, JAX's error for it.
 """
 from __future__ import annotations
 
+from revax._src.core import mesh_context
+
 __all__ = ["rules", "apply", "ShardingTypeError", "spec_parts", "typed", "of_placement",
            "elementwise", "same_as_operand", "drop_axes"]
 
@@ -31,8 +33,10 @@ rules: dict = {}
 # skips the check of its operands)
 active = False
 
-# Set by revax._src.sharding: (mesh, parts) -> NamedSharding(mesh, PartitionSpec(*parts)).
-make_sharding = None
+def make_sharding(mesh, parts):
+  """NamedSharding(mesh, PartitionSpec(*parts)), through the constructors sharding.py installs
+  in mesh_context (the classes sit above this layer)."""
+  return mesh_context.named_sharding(mesh, mesh_context.spec_type(*parts))
 
 
 class ShardingTypeError(TypeError):
@@ -52,8 +56,11 @@ def _axes(part) -> tuple:
   return () if part is None else (part if isinstance(part, tuple) else (part,))
 
 
-def typed(aval, mesh, parts):
-  """`aval` typed as split by `parts` over `mesh` (unsplit: no sharding)."""
+def typed(aval, mesh, parts, name: str = "an operation"):
+  """`aval` typed as split by `parts` over `mesh` (unsplit: no sharding).
+
+  Raises:
+    ShardingTypeError: `parts` uses one mesh axis on two dimensions (`name` made it)."""
   parts = tuple(parts)
   if all(p is None for p in parts):
     return aval if aval.sharding is None else aval.update(sharding=None)
@@ -61,8 +68,9 @@ def typed(aval, mesh, parts):
   active = True
   seen = [a for p in parts for a in _axes(p)]
   if len(seen) != len(set(seen)):
-    raise ShardingTypeError(f"a result of type {aval.str_short()} would be split over mesh axes "
-                            f"{parts}, which uses one axis twice")
+    raise ShardingTypeError(f"{name}'s result of type {aval.str_short()} would be split over "
+                            f"mesh axes {parts}, which uses one axis on two dimensions; reshard "
+                            "an operand first (revax.sharding.reshard)")
   return aval.update(sharding=make_sharding(mesh, parts))
 
 
@@ -75,7 +83,7 @@ def apply(primitive, avals, params, out):
   many = primitive.multiple_results
   outs = list(out) if many else [out]
   specs = rule(avals, params, outs)
-  typed_outs = [o if spec is None else typed(o, mesh, spec)
+  typed_outs = [o if spec is None else typed(o, mesh, spec, primitive.name)
                 for o, spec in zip(outs, specs, strict=True)]
   return typed_outs if many else typed_outs[0]
 
