@@ -97,6 +97,7 @@ def shard_map(f=None, /, *, out_specs, in_specs=Infer, mesh=None, axis_names=fro
   if not isinstance(mesh, Mesh):
     raise TypeError(f"shard_map requires a Mesh as mesh=, got {mesh!r}")
   manual = tuple(a for a in mesh.axis_names if not axis_names or a in axis_names)
+  eager_runs = {}  # (argument structure, specs) -> (jitted program over the mesh, its store)
 
   @functools.wraps(f)
   def mapped(*args):
@@ -128,8 +129,17 @@ def shard_map(f=None, /, *, out_specs, in_specs=Infer, mesh=None, axis_names=fro
 
     several = math.prod(mesh.shape[a] for a in manual) > 1
     if several and _context.trace is eval_trace:
-      # eagerly, as in JAX: one program over the mesh, whose results are sharded Arrays
-      outs = jit(lambda *xs: _bind_manual(member, xs, specs, store, mesh, manual))(*leaves)
+      # eagerly, as in JAX: one program over the mesh, whose results are sharded Arrays (its
+      # jit kept per argument structure, so repeated calls neither retrace nor relower)
+      key = (in_tree, tuple(specs)) if not static else None
+      run = eager_runs.get(key) if key is not None else None
+      if run is None:
+        run_store = store
+        run = (jit(lambda *xs: _bind_manual(member, xs, specs, run_store, mesh, manual)),
+               run_store)
+        if key is not None:
+          eager_runs[key] = run
+      outs, store = run[0](*leaves), run[1]
     elif several and (isinstance(_context.trace, staging.DynamicJaxprTrace)
                       or batching.spmd_axis_names()):
       outs = _bind_manual(member, leaves, specs, store, mesh, manual)

@@ -85,6 +85,11 @@ for mesh in (lib.make_mesh((4,), ("x",), axis_types=(AxisType.Auto,)), m):
     show(f"{kind} shard_map", lambda: (spec(lib.shard_map(
         lambda a: a * 2, out_specs=P("x"), in_specs=P("x"))(x)), value(lib.shard_map(
             lambda a: lib.lax.psum(a, "x"), out_specs=P(), in_specs=P("x"))(x))))
+    traces = []
+    counted = lib.shard_map(lambda a: (traces.append(1), a * 2)[1], out_specs=P("x"),
+                            in_specs=P("x"))
+    show(f"{kind} shard_map traces once", lambda: ([value(counted(x)) for _ in range(3)][0],
+                                                   len(traces)))
     show(f"{kind} shard_map static", lambda: value(lib.shard_map(
         lambda a, k: a * k, out_specs=P("x"), in_specs=(P("x"), None))(x, 3.0)))
     show(f"{kind} shard_map infer", lambda: value(lib.shard_map(

@@ -18,10 +18,20 @@ def transcripts():
   return out
 
 
+# Lines where revax differs on purpose: an eager shard_map called again with arguments of the
+# same structure reuses its traced program (one trace, 29 ms -> 0.18 ms per tiny call measured on
+# 4 CPU devices), where jax traces the function on every eager call (3 traces for 3 calls).
+TRACED_ONCE = ("AxisType.Auto shard_map traces once", "AxisType.Explicit shard_map traces once")
+
+
 def test_revax_prints_what_jax_prints(transcripts):
   jax_lines, revax_lines = transcripts["jax"], transcripts["revax"]
   assert len(jax_lines) == len(revax_lines)
-  diffs = [(j, r) for j, r in zip(jax_lines, revax_lines, strict=True) if j != r]
+  for j, r in zip(jax_lines, revax_lines, strict=True):
+    if j.startswith(TRACED_ONCE):
+      assert j.endswith(", 3)") and r.endswith(", 1)") and j[:-3] == r[:-3], (j, r)
+  diffs = [(j, r) for j, r in zip(jax_lines, revax_lines, strict=True)
+           if j != r and not j.startswith(TRACED_ONCE)]
   assert not diffs, "\n".join(f"jax:   {j}\nrevax: {r}" for j, r in diffs)
 
 
