@@ -55,7 +55,6 @@ def _child(devices: int, steps: int, rounds: int) -> dict:
   import numpy as np
   import jax
   import jax.numpy as jnp
-  from jax.sharding import Mesh as JMesh
   from jax.sharding import NamedSharding as JNS
   from jax.sharding import PartitionSpec as JP
 
@@ -93,7 +92,7 @@ def _child(devices: int, steps: int, rounds: int) -> dict:
 
   calls = {
       "revax": make(revax, rnp, revax.make_mesh((devices,), ("x",)), RNS, RP),
-      "jax": make(jax, jnp, JMesh(np.array(jax.devices()), ("x",)), JNS, JP),
+      "jax": make(jax, jnp, jax.make_mesh((devices,), ("x",)), JNS, JP),
   }
   # Same runtime, each library's program: revax's and jax's StableHLO of the step, both
   # compiled by revax's runtime for the same devices and run on revax's shards (no jit front

@@ -185,6 +185,10 @@ class SpmdProgram:
     self.text = sharding_lowering.lower_sharded_module(closed, name, mesh.shape, in_dims,
                                                        out_dims, backend.platform, self.donated)
     self.executable = rt.compile_spmd(backend, self.text, [d.id for d in self.devices])
+    # A call returns once its work is queued, as JAX's do, unless the program calls a host or
+    # FFI function (custom_call), which can fail while it runs: its error (a callback's
+    # exception) is then raised by the call that ran it.
+    self.wait = "stablehlo.custom_call" in self.text
     n = len(self.devices)
     params, results = rt.compiled_shardings(self.executable)
     if len(params) != len(self.in_avals):
@@ -235,7 +239,7 @@ class SpmdProgram:
       self._check_donation(per_position)
     per_device = [per_position[p] for p in self.order]
     trusted = frozenset(k for k, same in enumerate(as_is) if same)
-    outs = rt.run_spmd(self.executable, per_device, self.in_specs, trusted)
+    outs = rt.run_spmd(self.executable, per_device, self.in_specs, trusted, self.wait)
     for k in self.donated:  # consumed by the call where XLA reused its buffers, as in JAX
       if as_is[k] and any(rt.consumed(b) for b in args[k]._buffers):
         args[k].delete()

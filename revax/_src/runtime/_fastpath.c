@@ -25,7 +25,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#define FASTPATH_ABI 2
+#define FASTPATH_ABI 3
 #define TEMPLATE_MAX 256
 #define STACK_BUFFERS 64
 
@@ -167,6 +167,10 @@ typedef struct {
   Py_ssize_t off_event;
   Py_ssize_t num_outputs;
   Py_ssize_t num_devices; /* 1, or the devices of a multi-device program (run_sharded) */
+  /* run_sharded's per-call PJRT_ExecuteOptions (its launch_id set per call), when given */
+  Template options_args;
+  Py_ssize_t off_options, off_launch_id;
+  int has_options;
   int portable;     /* whether execute_device is set per call */
   /* the plan (set_plan): what jit's repeated call checks and makes */
   PyObject *avals;     /* tuple: the aval of each argument */
@@ -200,17 +204,29 @@ static void Runner_dealloc(Runner *self) {
 
 /* Runner(execute, await, destroy, exec_template, (off_argument_lists, off_num_args,
           off_output_lists, off_events, off_device), event_template, off_event, num_outputs,
-          portable, num_devices); exec_template's num_devices must say the same */
+          portable, num_devices, options_template, off_options, off_launch_id);
+   exec_template's num_devices must say the same; the last three (a PJRT_ExecuteOptions
+   template, the offset of `options` in the Execute Args and of `launch_id` in the options)
+   let run_sharded give each launch its own id */
 static int Runner_init(Runner *self, PyObject *args, PyObject *kwds) {
   PyObject *execute, *await_, *destroy, *exec_template, *event_template;
+  PyObject *options_template = NULL;
   int portable;
   self->num_devices = 1;
-  if (!PyArg_ParseTuple(args, "OOOO(nnnnn)Onnp|n", &execute, &await_, &destroy, &exec_template,
-                        &self->off_argument_lists, &self->off_num_args,
+  self->has_options = 0;
+  if (!PyArg_ParseTuple(args, "OOOO(nnnnn)Onnp|nOnn", &execute, &await_, &destroy,
+                        &exec_template, &self->off_argument_lists, &self->off_num_args,
                         &self->off_output_lists, &self->off_events, &self->off_device,
                         &event_template, &self->off_event, &self->num_outputs, &portable,
-                        &self->num_devices))
+                        &self->num_devices, &options_template, &self->off_options,
+                        &self->off_launch_id))
     return -1;
+  if (options_template != NULL) {
+    if (read_template(options_template, &self->options_args) < 0 ||
+        check_offset(&self->options_args, self->off_launch_id, "launch_id") < 0)
+      return -1;
+    self->has_options = 1;
+  }
   if (self->num_devices < 1 || (portable && self->num_devices != 1)) {
     PyErr_Format(PyExc_ValueError, "a runner for %zd devices (portable: %d)", self->num_devices,
                  portable);
@@ -229,7 +245,8 @@ static int Runner_init(Runner *self, PyObject *args, PyObject *kwds) {
       check_offset(&self->exec_args, self->off_output_lists, "output_lists") < 0 ||
       check_offset(&self->exec_args, self->off_events, "device_complete_events") < 0 ||
       check_offset(&self->exec_args, self->off_device, "execute_device") < 0 ||
-      check_offset(&self->event_args, self->off_event, "event") < 0)
+      check_offset(&self->event_args, self->off_event, "event") < 0 ||
+      (self->has_options && check_offset(&self->exec_args, self->off_options, "options") < 0))
     return -1;
   if (self->num_outputs < 0) {
     PyErr_SetString(PyExc_ValueError, "num_outputs < 0");
@@ -478,11 +495,18 @@ done:
   return result;
 }
 
-/* run_sharded(lists) -> one list of output pointers per device; or, when a step failed,
-   (execute error, [await errors], [event destroy errors], [per-device output pointer lists])
-   with every error pointer (0: none) for Python to report or free. `lists` holds one list of
-   PJRT_Buffer pointers per device, in the program's device order, all of one length. */
-static PyObject *Runner_run_sharded(Runner *self, PyObject *lists) {
+/* run_sharded(lists, wait=True, launch_id=0) -> one list of output pointers per device; or,
+   when a step failed, (execute error, [await errors], [event destroy errors], [per-device
+   output pointer lists]) with every error pointer (0: none) for Python to report or free.
+   `lists` holds one list of PJRT_Buffer pointers per device, in the program's device order, all
+   of one length. With wait false the call returns once every device has its work queued, as
+   ([output pointer lists], [completion event per device]): the outputs are ready when their own
+   ready events say so; the events are for `settle`. launch_id (with the options template) names this launch to the devices' collectives: two
+   launches in flight at once must not share one. */
+static PyObject *Runner_run_sharded(Runner *self, PyObject *args) {
+  PyObject *lists;
+  int wait = 1, launch_id = 0;
+  if (!PyArg_ParseTuple(args, "O|pi:run_sharded", &lists, &wait, &launch_id)) return NULL;
   Py_ssize_t nd = self->num_devices, n = self->num_outputs;
   if (!PyList_Check(lists) || PyList_GET_SIZE(lists) != nd) {
     PyErr_Format(PyExc_ValueError, "run_sharded takes a list of %zd argument lists", nd);
@@ -530,12 +554,20 @@ static PyObject *Runner_run_sharded(Runner *self, PyObject *lists) {
   PUT(exec_args, self->off_argument_lists, arg_lists);
   PUT(exec_args, self->off_num_args, num_args);
   PUT(exec_args, self->off_output_lists, out_lists);
-  PUT(exec_args, self->off_events, events);
+  void *events_address = events;
+  PUT(exec_args, self->off_events, events_address);
+  char options_args[TEMPLATE_MAX];
+  if (self->has_options) {
+    void *options_address = options_args;
+    memcpy(options_args, self->options_args.bytes, self->options_args.size);
+    PUT(options_args, self->off_launch_id, launch_id);
+    PUT(exec_args, self->off_options, options_address);
+  }
   memcpy(event_args, self->event_args.bytes, self->event_args.size);
   void *exec_error;
   int failed = 0;
   Py_BEGIN_ALLOW_THREADS exec_error = self->execute(exec_args);
-  if (exec_error == NULL) {
+  if (exec_error == NULL && wait) {
     for (Py_ssize_t d = 0; d < nd; d++) { /* every event is awaited and freed, errors or not */
       PUT(event_args, self->off_event, events[d]);
       await_errors[d] = self->event_await(event_args);
@@ -576,6 +608,22 @@ static PyObject *Runner_run_sharded(Runner *self, PyObject *lists) {
       PyList_SET_ITEM(destroys, d, PyLong_FromVoidPtr(destroy_errors[d]));
     }
     result = Py_BuildValue("(NNNN)", PyLong_FromVoidPtr(exec_error), awaits, destroys, result);
+  } else if (!wait) {
+    PyObject *pending = PyList_New(nd);
+    if (pending == NULL) {
+      Py_CLEAR(result);
+      goto done;
+    }
+    for (Py_ssize_t d = 0; d < nd; d++) {
+      PyObject *e = PyLong_FromVoidPtr(events[d]);
+      if (e == NULL) {
+        Py_DECREF(pending);
+        Py_CLEAR(result);
+        goto done;
+      }
+      PyList_SET_ITEM(pending, d, e);
+    }
+    result = Py_BuildValue("(NN)", result, pending);
   }
 done:
   PyMem_Free(inputs);
@@ -588,9 +636,53 @@ done:
   return result;
 }
 
+/* settle(events) -> [error pointers]: await and destroy each completion event (a list of
+   pointers from run_sharded without wait), the GIL released; the errors (none: an empty list)
+   are for Python to free or report. */
+static PyObject *Runner_settle(Runner *self, PyObject *list) {
+  if (!PyList_Check(list)) {
+    PyErr_SetString(PyExc_TypeError, "settle takes a list of event pointers");
+    return NULL;
+  }
+  Py_ssize_t n = PyList_GET_SIZE(list);
+  void **events = PyMem_Calloc(n > 0 ? n : 1, sizeof(void *));
+  void **errors = PyMem_Calloc(2 * (n > 0 ? n : 1), sizeof(void *));
+  PyObject *result = NULL;
+  if (!events || !errors) {
+    PyErr_NoMemory();
+    goto done;
+  }
+  for (Py_ssize_t i = 0; i < n; i++) {
+    events[i] = as_pointer(PyList_GET_ITEM(list, i));
+    if (events[i] == NULL && PyErr_Occurred()) goto done;
+  }
+  char event_args[TEMPLATE_MAX];
+  memcpy(event_args, self->event_args.bytes, self->event_args.size);
+  Py_BEGIN_ALLOW_THREADS for (Py_ssize_t i = 0; i < n; i++) {
+    if (events[i] == NULL) continue;
+    PUT(event_args, self->off_event, events[i]);
+    errors[2 * i] = self->event_await(event_args);
+    errors[2 * i + 1] = self->event_destroy(event_args);
+  }
+  Py_END_ALLOW_THREADS result = PyList_New(0);
+  for (Py_ssize_t i = 0; result != NULL && i < 2 * n; i++) {
+    if (errors[i] == NULL) continue;
+    PyObject *e = PyLong_FromVoidPtr(errors[i]);
+    if (e == NULL || PyList_Append(result, e) < 0) Py_CLEAR(result);
+    Py_XDECREF(e);
+  }
+done:
+  PyMem_Free(events);
+  PyMem_Free(errors);
+  return result;
+}
+
 static PyMethodDef Runner_methods[] = {
-    {"run_sharded", (PyCFunction)Runner_run_sharded, METH_O,
-     "run_sharded(lists) -> output pointers per device, or (errors..., outputs) on failure"},
+    {"settle", (PyCFunction)Runner_settle, METH_O,
+     "settle(events) -> error pointers: await and destroy run_sharded's completion events"},
+    {"run_sharded", (PyCFunction)Runner_run_sharded, METH_VARARGS,
+     "run_sharded(lists, wait=True, launch_id=0) -> output pointers per device, or "
+     "(errors..., outputs) on failure"},
     {"run", (PyCFunction)(void (*)(void))Runner_run, METH_FASTCALL,
      "run(pointers, device) -> output pointers, or (errors..., outputs) on failure"},
     {"set_plan", (PyCFunction)Runner_set_plan, METH_VARARGS,

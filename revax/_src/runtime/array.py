@@ -93,6 +93,18 @@ class Array:
     if buf is not None:
       buf.delete()
 
+  def is_ready(self) -> bool:
+    """Whether the value is computed, without waiting (a multi-device call returns before its
+    devices finish). RuntimeError for a deleted Array."""
+    buf = self._buf
+    if buf is not None:
+      if buf._ptr is None:
+        raise self._deleted_error()
+      return buf.is_ready()
+    if self._npy is None:
+      raise self._deleted_error()
+    return True
+
   def is_deleted(self) -> bool:
     """Whether `delete()` freed this Array (or its device buffer was freed)."""
     buf = self._buf

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import ctypes as C
 import dataclasses
+import itertools
 import math
 import operator
 import os
@@ -463,6 +464,20 @@ class Backend:
     finally:
       self._scratch.append(scratch)
 
+  def _buffer_is_ready(self, pointer: int) -> bool:
+    """Whether the buffer's value is computed (PJRT_Event_IsReady of its ready event)."""
+    api = self._api
+    ready = api.args("Buffer_ReadyEvent", buffer=pointer)
+    error = self._fn_ready_event(C.addressof(ready))
+    if error:
+      raise api.take_error(error)
+    query = api.args("Event_IsReady", event=ready.event)
+    error = api.functions["Event_IsReady"](C.addressof(query))
+    api.destroy_event(ready.event)
+    if error:
+      raise api.take_error(error)
+    return bool(query.is_ready)
+
   def _copy_to_host(self, pointer: int, out: np.ndarray) -> None:
     """Fill the dense array `out` with the (ready) buffer's contents."""
     nbytes = out.nbytes
@@ -602,6 +617,12 @@ class Buffer:
       info.ready = True
     return self
 
+  def is_ready(self) -> bool:
+    """Whether the value is computed (without waiting); True for a computation that failed."""
+    pointer = self._live_pointer()
+    info = self._info
+    return info.ready or info.backend._buffer_is_ready(pointer)
+
   def to_numpy(self) -> np.ndarray:
     """A new (writable, C-ordered) NumPy array with the buffer's contents."""
     pointer = self._live_pointer()
@@ -656,6 +677,61 @@ def _new_buffers(pointers, infos) -> list[Buffer]:
 
 
 _delete_lock = threading.Lock()
+
+
+# Every multi-device launch gets its own id: XLA:CPU names a launch's collective rendezvous by
+# it, so two launches in flight at once that share one (PJRT's default, 0) would meet in one
+# rendezvous and hang (measured: a chain of two all-gather programs, dispatched without waiting,
+# aborts the process after XLA's 40 s rendezvous timeout). Ids stay positive int32s.
+_launch_ids = itertools.count(1)
+
+
+def _next_launch_id() -> int:
+  return next(_launch_ids) % 0x7FFFFFFF + 1
+
+
+class _InFlight:
+  """The multi-device launch still running after `execute_sharded(..., wait=False)` returned.
+
+  XLA:CPU in this plugin does not order one device's collective programs against another's: two
+  multi-device launches running at once, the second queued while the first still computes its
+  inputs, can each hold some devices in a collective the other devices never reach (measured:
+  a chain of eager reshape + jitted all-gather, dispatched without waiting, aborts the process
+  after XLA's 40 s rendezvous timeout). So at most one launch is left running: every
+  multi-device launch first waits for the one before it (`settle`). That still lets the caller's
+  Python (wrapping the results, the next step's arguments) overlap the devices' work.
+  """
+
+  def __init__(self):
+    self.lock = threading.Lock()
+    self.executable: Executable | None = None  # kept alive until its launch is done
+    self.events: list = []
+
+  def settle(self) -> None:
+    """Wait for the launch in flight (call with `lock` held). Its errors are dropped here: its
+    outputs carry them, and raise them where they are awaited. (Programs that can fail while
+    running, those calling host or FFI functions, are run with `wait`: see sharded_jit.py.)"""
+    executable, events = self.executable, self.events
+    if executable is None:
+      return
+    self.executable, self.events = None, []
+    api = executable._api
+    runner = executable._sharded_runner
+    if runner is not None:
+      errors = runner.settle(events)
+    else:
+      errors = []
+      for event in events:
+        args = api.args("Event_Await", event=event)
+        error = api.functions["Event_Await"](C.addressof(args))
+        if error:
+          errors.append(error)
+        api.destroy_event(event)
+    for error in errors:
+      api.take_error(error)  # frees it
+
+
+_in_flight = _InFlight()
 
 
 # ----------------------------------------------------------------------------- executables
@@ -919,8 +995,17 @@ class Executable:
       self._api.take_error(destroy_error)  # only freed: the execution's error is the one to show
     raise _with_callback_cause(self._api.take_error(error or destroy_error))
 
-  def execute_sharded(self, args_per_device: Sequence[Sequence[Buffer]]) -> list[list[Buffer]]:
+  def execute_sharded(self, args_per_device: Sequence[Sequence[Buffer]],
+                      wait: bool = True) -> list[list[Buffer]]:
     """Run a multi-device program: one argument list per device of `devices`, in order.
+
+    Args:
+      args_per_device: one list of argument buffers per device.
+      wait: whether to return only once every device has finished (raising the program's
+        error). When false the call returns as soon as the work is queued (JAX's asynchronous
+        dispatch): the outputs are computed when their `block_until_ready` or `to_numpy` returns,
+        which is also where an error of the run is raised. The plugin keeps the arguments alive
+        until the run is done, even if they are deleted meanwhile.
 
     Returns:
       One list of output buffers per device.
@@ -939,19 +1024,26 @@ class Executable:
     num_args = len(args_per_device[0]) if count else 0
     runner = self._sharded_runner
     if runner is not None:
-      return self._execute_sharded_compiled(runner, args_per_device, num_args)
+      return self._execute_sharded_compiled(runner, args_per_device, num_args, wait)
     inputs = [(_ptr * max(num_args, 1))(*[a._live_pointer() for a in per_device])
               for per_device in args_per_device]
     outputs = [(_ptr * max(self.num_outputs, 1))() for _ in range(count)]
     argument_lists = (_ptr * count)(*[C.addressof(a) for a in inputs])
     output_lists = (_ptr * count)(*[C.addressof(o) for o in outputs])
     events = (_ptr * count)()
-    self._api.call("LoadedExecutable_Execute", executable=self._ptr,
-                   options=C.addressof(self._options), argument_lists=C.addressof(argument_lists),
-                   num_devices=count, num_args=num_args, output_lists=C.addressof(output_lists),
-                   device_complete_events=C.addressof(events))
+    options = pjrt.ExecuteOptions(struct_size=pjrt.ExecuteOptions.STRUCT_SIZE,
+                                  launch_id=_next_launch_id())
+    with _in_flight.lock:
+      _in_flight.settle()
+      self._api.call("LoadedExecutable_Execute", executable=self._ptr,
+                     options=C.addressof(options), argument_lists=C.addressof(argument_lists),
+                     num_devices=count, num_args=num_args,
+                     output_lists=C.addressof(output_lists),
+                     device_complete_events=C.addressof(events))
+      if not wait:
+        _in_flight.executable, _in_flight.events = self, list(events)
     failure = None
-    for event in events:
+    for event in events if wait else ():
       try:
         self._api.await_event(event)
       except RuntimeBackendError as e:
@@ -963,18 +1055,27 @@ class Executable:
         for k in range(self.num_outputs):
           backend._destroy_buffer(per_device[k])
       raise failure
-    return [[Buffer(backend, per_device[k], shape, dtype, device, True)
+    return [[Buffer(backend, per_device[k], shape, dtype, device, wait)
              for k, (shape, dtype) in self._out_specs_indexed]
             for per_device, device in zip(outputs, self.devices, strict=True)]
 
-  def _execute_sharded_compiled(self, runner, args_per_device, num_args: int):
+  def _execute_sharded_compiled(self, runner, args_per_device, num_args: int, wait: bool):
     """`execute_sharded` through the compiled runner (fastpath.py): the same steps and errors."""
     lists = []
     for per_device in args_per_device:
       if len(per_device) != num_args:
         raise ValueError(f"every device takes {num_args} arguments, got {len(per_device)}")
       lists.append([a._live_pointer() for a in per_device])
-    outputs = runner.run_sharded(lists)
+    in_flight = _in_flight
+    with in_flight.lock:  # orders launches; a run that waits does its waiting outside
+      in_flight.settle()
+      if not wait:
+        outputs = runner.run_sharded(lists, False, _next_launch_id())
+        if len(outputs) == 2:  # queued (else the failure tuple below)
+          outputs, in_flight.events = outputs
+          in_flight.executable = self
+    if wait:
+      outputs = runner.run_sharded(lists, True, _next_launch_id())
     backend = self._backend
     if type(outputs) is tuple:
       execute_error, await_errors, destroy_errors, outputs = outputs
@@ -986,9 +1087,15 @@ class Executable:
           backend._destroy_buffer(pointer)
       raise _with_callback_cause(errors[0])
     out = []
-    for per_device, device in zip(outputs, self.devices, strict=True):
-      infos = self._infos_by_device.get(device._ptr) or self._output_infos(device)
-      out.append(_new_buffers(per_device, infos))
+    if wait:
+      for per_device, device in zip(outputs, self.devices, strict=True):
+        infos = self._infos_by_device.get(device._ptr) or self._output_infos(device)
+        out.append(_new_buffers(per_device, infos))
+    else:  # each output turns ready on its own: an info of its own, not the shared ready ones
+      specs = self.out_specs
+      for per_device, device in zip(outputs, self.devices, strict=True):
+        out.append(_new_buffers(per_device, [_BufferInfo(backend, shape, dtype, device)
+                                             for shape, dtype in specs]))
     return out
 
   def serialize(self) -> bytes:

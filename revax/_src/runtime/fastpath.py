@@ -11,6 +11,9 @@ in the same order, with the same checks:
   general path runs the call (converting, uploading or raising the error that input deserves);
   then execute, await completion, and make one `Buffer` and `Array` per output.
 - `Runner.run(pointers, device)`: execute and await on buffer pointers (`Executable._run`).
+- `Runner.run_sharded(lists, wait, launch_id)`: a multi-device launch, each under its own
+  launch id; without `wait` it returns once queued, with the devices' completion events for
+  `Runner.settle(events)` (client.py's `_InFlight` keeps one launch in flight).
 - `Freer.free(pointer)`: `PJRT_Buffer_Destroy`.
 
 The extension is optional: `pip install` builds it where a C compiler is present (setup.py),
@@ -27,7 +30,7 @@ import os
 
 from revax._src.runtime import pjrt
 
-ABI = 2  # must equal FASTPATH_ABI in _fastpath.c
+ABI = 3  # must equal FASTPATH_ABI in _fastpath.c
 
 
 def _load():
@@ -90,6 +93,10 @@ def runner(api: pjrt.Api, executable: int, options: C.Structure, num_outputs: in
   fns = api.functions
   offsets = (cls.argument_lists.offset, cls.num_args.offset, cls.output_lists.offset,
              cls.device_complete_events.offset, cls.execute_device.offset)
+  # each launch copies these options and sets its own launch_id (Runner.run_sharded)
+  opts = pjrt.ExecuteOptions
+  options_template = C.string_at(C.addressof(options), opts.STRUCT_SIZE)
   return _module.Runner(_address(fns["LoadedExecutable_Execute"]), _address(fns["Event_Await"]),
                         _address(fns["Event_Destroy"]), exec_template, offsets, event_template,
-                        event_cls.event.offset, num_outputs, portable, num_devices)
+                        event_cls.event.offset, num_outputs, portable, num_devices,
+                        options_template, cls.options.offset, opts.launch_id.offset)

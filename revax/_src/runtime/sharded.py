@@ -145,6 +145,11 @@ class ShardedArray(Array):
       b.block_until_ready()
     return self
 
+  def is_ready(self) -> bool:
+    if self.is_deleted():
+      raise self._deleted_error()
+    return all(b.is_ready() for b in self._buffers)
+
   def delete(self) -> None:
     """Free every shard (and the host copy) now; later uses raise RuntimeError. Also what a
     jit that donates this array does after the call."""
@@ -230,7 +235,7 @@ def check_shard(buf, device, shape, dtype, what: str) -> None:
                      f"{tuple(shape)} {np.dtype(dtype).name} per device")
 
 
-def run_spmd(executable, args_per_device, in_specs, trusted=()) -> list:
+def run_spmd(executable, args_per_device, in_specs, trusted=(), wait=True) -> list:
   """Execute after checking every argument of every device.
 
   Args:
@@ -239,6 +244,7 @@ def run_spmd(executable, args_per_device, in_specs, trusted=()) -> list:
     in_specs: per argument, the expected per-device (shape, dtype), one list per device.
     trusted: indices of arguments whose buffers need no check: the live shards of a sharded
       Array laid out exactly as the program takes it (placed and checked when it was made).
+    wait: false to return once the work is queued (`Executable.execute_sharded`).
 
   Returns:
     One list of output Buffers per device.
@@ -258,7 +264,7 @@ def run_spmd(executable, args_per_device, in_specs, trusted=()) -> list:
       if buf.is_deleted():
         raise RuntimeError(f"argument {k} on {device} is a deleted buffer")
       check_shard(buf, device, shape, dtype, f"argument {k}")
-  return executable.execute_sharded(args_per_device)
+  return executable.execute_sharded(args_per_device, wait)
 
 
 # ----------------------------------------------------------------------------- compiled shardings
