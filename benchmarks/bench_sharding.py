@@ -24,12 +24,16 @@ device threads on 2 cores; the same-runtime pair stays near 1.0, so what is left
 and jax is the plugin's multi-device execution (a tiny 4-device jit call: revax 250 us, of
 which ~170 us in the plugin's Execute, against 155 us for all of jax's), not revax's program.
 
-Measured 2026-12-05 (another 2-core machine, AVX-512; both meshes Explicit, as make_mesh gives,
-so both programs carry a sharding constraint per typed value): 4-device paired ratio 1.11,
-1.11, 1.10, then, after sharded calls stopped re-typing results and re-checking shards already
-laid out as the program takes them, 1.12, 1.08 (programs on one runtime 1.01-1.02; revax.jit /
-its program directly 1.06-1.07); 1 device 0.78-0.81. A tiny 4-device call: revax 125 us
-(110 us inside the plugin's execute and await), jax 79 us without blocking per call.
+Measured 2026-12-05 (another 2-core machine, AVX-512; revax's mesh Explicit, jax's then Auto):
+4-device paired ratio 1.11, 1.11, 1.10, then, after sharded calls stopped re-typing results and
+re-checking shards already laid out as the program takes them, 1.12, 1.08 (programs on one
+runtime 1.01-1.02; revax.jit / its program directly 1.06-1.07); 1 device 0.78-0.81.
+Later that day, with asynchronous dispatch of multi-device calls and both meshes Explicit (jax's
+from jax.make_mesh, as a 0.10.2 user writes it): 4-device paired ratio 1.05, 1.12, 1.09, 1.09,
+1.12, 1.08 (programs on one runtime 1.00-1.01; revax.jit / direct 1.03-1.07); 1 device
+0.81-0.83. Asynchronous dispatch itself changes nothing here (measured in one process, calls
+waiting vs not: 1.005, 1.019): the plugin's Execute returns only after ~600 us of the ~1700 us
+step, and the devices' threads leave no idle core on 2 cores for the Python that follows it.
 """
 from __future__ import annotations
 
