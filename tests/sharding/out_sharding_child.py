@@ -107,4 +107,40 @@ for name, fn in cases.items():
         same(shard.data, np.asarray(plain)[shard.index], f"{name} {label} shard {i}")
     if name != "empty":
       same(out, plain, f"{name} {label}")
+
+# JAX's `device=` on jax.numpy's creation functions: a Device or a Sharding commits the result
+# there; under jit it places nothing (jax measured: the jitted results stay on device 0).
+second = revax.devices()[1]
+made = {
+    "zeros": lambda d: rnp.zeros((8, 4), device=d), "ones": lambda d: rnp.ones((8, 4), device=d),
+    "empty": lambda d: rnp.empty((8, 4), device=d), "full": lambda d: rnp.full((8, 4), 2.0,
+                                                                             device=d),
+    "zeros_like": lambda d: rnp.zeros_like(x, device=d),
+    "ones_like": lambda d: rnp.ones_like(x, device=d),
+    "empty_like": lambda d: rnp.empty_like(x, device=d),
+    "full_like": lambda d: rnp.full_like(x, 3, device=d),
+    "arange": lambda d: rnp.arange(8, device=d),
+    "arange_float": lambda d: rnp.arange(0.0, 4.0, 0.5, device=d),
+    "array": lambda d: rnp.array(np.arange(8.0), device=d),
+    "asarray": lambda d: rnp.asarray(np.arange(8.0), device=d),
+    "linspace": lambda d: rnp.linspace(0.0, 1.0, 8, device=d),
+    "eye": lambda d: rnp.eye(8, device=d),
+}
+for name, fn in made.items():
+  plain = fn(None)
+  on_second = fn(second)
+  assert on_second.devices() == {second}, (name, on_second.devices())
+  assert on_second.sharding.device_set == {second}, (name, on_second.sharding)
+  split = fn(rows)
+  assert spec_of(split.sharding) == ("x",), (name, split.sharding)
+  jitted = revax.jit(lambda: fn(second))()
+  assert jitted.devices() == {revax.devices()[0]}, (name, jitted.devices())
+  if not name.startswith("empty"):
+    for out in (on_second, split, jitted):
+      same(out, plain, f"{name} device=")
+try:
+  rnp.zeros(8, device=rows, out_sharding=rows)
+  raise AssertionError("device and out_sharding together")
+except ValueError as e:
+  assert "Only one of `device` or `out_sharding`" in str(e)
 print("OUT_SHARDING_OK")

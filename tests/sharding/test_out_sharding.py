@@ -71,3 +71,26 @@ def test_every_jax_function_with_out_sharding_has_it_or_is_listed():
         listed_but_present.setdefault(name, []).append(attr)
   assert not lacking, f"revax functions without jax's out_sharding keyword: {lacking}"
   assert not listed_but_present, f"take out_sharding now; remove from MISSING: {listed_but_present}"
+
+
+def test_every_jax_numpy_function_with_device_has_it():
+  """JAX's `device=` keyword (jax.numpy's creation functions), listed from jax's signatures."""
+  lacking = []
+  for attr in dir(jnp):
+    try:
+      params = inspect.signature(getattr(jnp, attr)).parameters
+    except (TypeError, ValueError):
+      continue
+    if attr.startswith("_") or "device" not in params or not hasattr(rnp, attr):
+      continue
+    if "device" not in inspect.signature(getattr(rnp, attr)).parameters:
+      lacking.append(attr)
+  assert not lacking, f"revax.numpy functions without jax's device keyword: {lacking}"
+
+
+def test_device_must_be_a_device_or_a_sharding():
+  with pytest.raises(TypeError, match="device must be a Device"):
+    rnp.zeros(3, device="cpu")
+  with pytest.raises(TypeError, match="device must be a Device"):
+    rnp.arange(3, device=revax.sharding.PartitionSpec())
+  assert rnp.ones(2, device=None).devices() == {revax.devices()[0]}

@@ -11,13 +11,32 @@ import operator
 
 import numpy as np
 
-from revax._src import lax
+from revax._src import api, lax, sharded_api
 from revax._src.core import dtypes
-from revax._src.core.trace import Tracer
+from revax._src.core.trace import Tracer, _context, eval_trace
 from revax._src.lax.sharding_constraint import placed
 from revax._src.numpy import util
 from revax._src.numpy.util import aval_of, canonical_dtype_arg, canonicalize_shape
 from revax._src.runtime.array import Array, from_numpy
+from revax._src.runtime.client import Device
+
+
+# --- placement -------------------------------------------------------------------------------
+def _placed(x, device, out_sharding=None):
+  """`x` where JAX's `device=` (a Device or a Sharding) or `out_sharding=` puts it; at most one
+  may be given. Outside a trace `device` commits the result there (`device_put`); under a
+  trace it does nothing, as in JAX (a jitted function's results are placed by jit)."""
+  if device is None:
+    return placed(x, out_sharding)
+  if out_sharding is not None:
+    raise ValueError(f"Only one of `device` or `out_sharding` can be set. Got device={device!r} "
+                     f"and out_sharding={out_sharding!r}")
+  if not (isinstance(device, Device) or sharded_api.is_sharding(device)):
+    raise TypeError(f"device must be a Device (revax.devices()[i]) or a Sharding, got "
+                    f"{type(device).__name__}: {device!r}")
+  if isinstance(x, Tracer) or _context.trace is not eval_trace:
+    return x  # (a host constant made under a trace too: the program places its results)
+  return api.device_put(x, device)
 
 
 # --- array / asarray -----------------------------------------------------------------------------
@@ -52,7 +71,7 @@ def _host_value_of(x):
 
 
 def array(object, dtype=None, copy: bool = True, order=None, ndmin: int = 0, *,  # noqa: A002
-          out_sharding=None):
+          device=None, out_sharding=None):
   """An array from `object`: an array, a NumPy array or scalar, a Python scalar, or nested
   lists/tuples of those.
 
@@ -67,6 +86,7 @@ def array(object, dtype=None, copy: bool = True, order=None, ndmin: int = 0, *, 
       mutated later, through itself or through the base of a view) and an Array is shared.
     order: only None, 'K', 'A' and 'C' (row-major) are accepted.
     ndmin: prepend size-1 dimensions until the result has at least this many.
+    device: a Device or Sharding to commit the result to (None: as it is).
     out_sharding: where to place the result (a sharding; None: as it is).
 
   Returns:
@@ -101,7 +121,7 @@ def array(object, dtype=None, copy: bool = True, order=None, ndmin: int = 0, *, 
   nd = aval_of(out).ndim
   if ndmin > nd:
     out = lax.expand_dims(out, tuple(range(ndmin - nd)))
-  return placed(out, out_sharding)
+  return _placed(out, device, out_sharding)
 
 
 object_dtype = np.dtype(object)
@@ -129,7 +149,7 @@ def _map_nested(fn, obj):
   return fn(obj)
 
 
-def asarray(a, dtype=None, order=None, *, copy=None, out_sharding=None):
+def asarray(a, dtype=None, order=None, *, copy=None, device=None, out_sharding=None):
   """`array(a, dtype)` without a copy: arrays are returned as they are when the dtype agrees
   (and no `out_sharding` asks to place them).
 
@@ -137,7 +157,8 @@ def asarray(a, dtype=None, order=None, *, copy=None, out_sharding=None):
     >>> jnp.asarray(np.arange(3))  # NumPy's int64 becomes int32 (x64 is off)
     Array([0, 1, 2], dtype=int32)
   """
-  return array(a, dtype=dtype, copy=bool(copy), order=order, out_sharding=out_sharding)
+  return array(a, dtype=dtype, copy=bool(copy), order=order, device=device,
+               out_sharding=out_sharding)
 
 
 # --- filled arrays -------------------------------------------------------------------------------
@@ -148,9 +169,9 @@ def _check_shape(shape, fun_name):
   return shape
 
 
-def zeros(shape, dtype=None, *, out_sharding=None):
-  """An array of zeros (float32 unless `dtype` says otherwise), placed as `out_sharding` says
-  (a sharding; None: as it is).
+def zeros(shape, dtype=None, *, device=None, out_sharding=None):
+  """An array of zeros (float32 unless `dtype` says otherwise), placed as `device` (a Device or
+  Sharding) or `out_sharding` (a sharding) says; None: as it is.
 
   Example:
     >>> jnp.zeros((2, 3), jnp.int32)
@@ -158,32 +179,33 @@ def zeros(shape, dtype=None, *, out_sharding=None):
            [0, 0, 0]], dtype=int32)
   """
   shape = _check_shape(shape, "zeros")
-  return placed(util.full_of(shape, 0, canonical_dtype_arg(dtype) or dtypes.default_float_dtype()),
-                out_sharding)
+  return _placed(util.full_of(shape, 0, canonical_dtype_arg(dtype) or dtypes.default_float_dtype()),
+                 device, out_sharding)
 
 
-def ones(shape, dtype=None, *, out_sharding=None):
-  """An array of ones (float32 unless `dtype` says otherwise), placed as `out_sharding` says."""
+def ones(shape, dtype=None, *, device=None, out_sharding=None):
+  """An array of ones (float32 unless `dtype` says otherwise), placed as `device` or
+  `out_sharding` says."""
   shape = _check_shape(shape, "ones")
-  return placed(util.full_of(shape, 1, canonical_dtype_arg(dtype) or dtypes.default_float_dtype()),
-                out_sharding)
+  return _placed(util.full_of(shape, 1, canonical_dtype_arg(dtype) or dtypes.default_float_dtype()),
+                 device, out_sharding)
 
 
-def empty(shape, dtype=None, *, out_sharding=None):
+def empty(shape, dtype=None, *, device=None, out_sharding=None):
   """Same as `zeros` (XLA has no uninitialized memory to hand out)."""
-  return zeros(shape, dtype, out_sharding=out_sharding)
+  return zeros(shape, dtype, device=device, out_sharding=out_sharding)
 
 
-def full(shape, fill_value, dtype=None, *, out_sharding=None):
+def full(shape, fill_value, dtype=None, *, device=None, out_sharding=None):
   """An array of `shape` filled with `fill_value` (a scalar, or an array broadcast to `shape`),
-  placed as `out_sharding` says (a sharding; None: as it is).
+  placed as `device` (a Device or Sharding) or `out_sharding` (a sharding) says.
 
   Without `dtype` the dtype (and weak type) is that of `fill_value`: `full(3, 2)` is a weakly
   typed int32 array.
   """
   shape = _check_shape(shape, "full")
   util.check_arraylike("full", fill_value)
-  return placed(util.broadcast_to(asarray(fill_value, dtype=dtype), shape), out_sharding)
+  return _placed(util.broadcast_to(asarray(fill_value, dtype=dtype), shape), device, out_sharding)
 
 
 def _like(fun_name, a, dtype, shape):
@@ -195,39 +217,39 @@ def _like(fun_name, a, dtype, shape):
   return out_shape, canonical_dtype_arg(dtype), False
 
 
-def zeros_like(a, dtype=None, shape=None, *, out_sharding=None):
-  """Zeros with the shape and dtype of `a` (weakly typed if `a` is), placed as `out_sharding`
-  says (a sharding; None: as it is)."""
+def zeros_like(a, dtype=None, shape=None, *, device=None, out_sharding=None):
+  """Zeros with the shape and dtype of `a` (weakly typed if `a` is), placed as `device` (a
+  Device or Sharding) or `out_sharding` (a sharding) says; None: as it is."""
   shape, dt, weak = _like("zeros_like", a, dtype, shape)
-  return placed(util.full_of(shape, 0, dt, weak), out_sharding)
+  return _placed(util.full_of(shape, 0, dt, weak), device, out_sharding)
 
 
-def ones_like(a, dtype=None, shape=None, *, out_sharding=None):
-  """Ones with the shape and dtype of `a` (weakly typed if `a` is), placed as `out_sharding`
-  says."""
+def ones_like(a, dtype=None, shape=None, *, device=None, out_sharding=None):
+  """Ones with the shape and dtype of `a` (weakly typed if `a` is), placed as `device` or
+  `out_sharding` says."""
   shape, dt, weak = _like("ones_like", a, dtype, shape)
-  return placed(util.full_of(shape, 1, dt, weak), out_sharding)
+  return _placed(util.full_of(shape, 1, dt, weak), device, out_sharding)
 
 
-def empty_like(a, dtype=None, shape=None):
+def empty_like(a, dtype=None, shape=None, *, device=None):
   """Same as `zeros_like`."""
-  return zeros_like(a, dtype, shape)
+  return zeros_like(a, dtype, shape, device=device)
 
 
-def full_like(a, fill_value, dtype=None, shape=None, *, out_sharding=None):
+def full_like(a, fill_value, dtype=None, shape=None, *, device=None, out_sharding=None):
   """`fill_value` broadcast to the shape of `a`, in the dtype of `a` unless `dtype` is given,
-  placed as `out_sharding` says."""
+  placed as `device` or `out_sharding` says."""
   shape, dt, weak = _like("full_like", a, dtype, shape)
   util.check_arraylike("full_like", fill_value)
   fill = asarray(fill_value)
   fill = lax.convert_element_type(fill, dt, weak)
-  return placed(util.broadcast_to(fill, shape), out_sharding)
+  return _placed(util.broadcast_to(fill, shape), device, out_sharding)
 
 
 # --- ranges --------------------------------------------------------------------------------------
-def arange(start, stop=None, step=None, dtype=None, *, out_sharding=None):
+def arange(start, stop=None, step=None, dtype=None, *, device=None, out_sharding=None):
   """Evenly spaced values in [start, stop), as np.arange (arguments must be concrete), placed
-  as `out_sharding` says (a sharding; None: as it is).
+  as `device` (a Device or Sharding) or `out_sharding` (a sharding) says; None: as it is.
 
   The dtype is the promotion of the arguments (int32 for Python ints, float32 for floats).
 
@@ -247,17 +269,18 @@ def arange(start, stop=None, step=None, dtype=None, *, out_sharding=None):
   if dt is None:
     dt = dtypes.promote_types_weak(*((a.dtype, a.weak_type) for a in map(aval_of, args)))[0]
   if stop is None and step is None and dtypes.is_integer(dt):
-    return placed(lax.iota(dt, max(int(math.ceil(vals[0])), 0)), out_sharding)
+    return _placed(lax.iota(dt, max(int(math.ceil(vals[0])), 0)), device, out_sharding)
   if step is not None and vals[-1] == 0:
     raise ZeroDivisionError("arange: step must not be zero")
-  return placed(from_numpy(np.arange(*vals).astype(dt), fresh=True), out_sharding)
+  return _placed(from_numpy(np.arange(*vals).astype(dt), fresh=True), device, out_sharding)
 
 
 def linspace(start, stop, num: int = 50, endpoint: bool = True, retstep: bool = False,
-             dtype=None, axis: int = 0):
+             dtype=None, axis: int = 0, *, device=None):
   """`num` evenly spaced values from `start` to `stop` (inclusive unless endpoint=False).
 
-  `start` and `stop` may be arrays (traced too); the samples run along `axis` of the result.
+  `start` and `stop` may be arrays (traced too); the samples run along `axis` of the result,
+  committed to `device` (a Device or Sharding) when given.
 
   Returns:
     The samples, and the step too if `retstep`.
@@ -300,6 +323,7 @@ def linspace(start, stop, num: int = 50, endpoint: bool = True, retstep: bool = 
     perm = list(range(1, len(out_shape)))
     perm.insert(axis, 0)
     out = lax.transpose(out, tuple(perm))
+  out = _placed(out, device)
   if not retstep:
     return out
   if div <= 0:
@@ -307,8 +331,9 @@ def linspace(start, stop, num: int = 50, endpoint: bool = True, retstep: bool = 
   return out, lax.convert_element_type(step, util.to_inexact_dtype(dt))
 
 
-def eye(N, M=None, k: int = 0, dtype=None):
-  """An N x M array with ones on the k-th diagonal and zeros elsewhere.
+def eye(N, M=None, k: int = 0, dtype=None, *, device=None):
+  """An N x M array with ones on the k-th diagonal and zeros elsewhere (committed to `device`, a
+  Device or Sharding, when given).
 
   Example:
     >>> jnp.eye(2, 3, k=1)
@@ -323,8 +348,8 @@ def eye(N, M=None, k: int = 0, dtype=None):
   dt = canonical_dtype_arg(dtype) or dtypes.default_float_dtype()
   rows = lax.broadcasted_iota(dtypes.int32, (N, M), 0)
   cols = lax.broadcasted_iota(dtypes.int32, (N, M), 1)
-  return lax.convert_element_type(lax.eq(lax.add(rows, util.full_of((N, M), k, dtypes.int32)),
-                                         cols), dt)
+  return _placed(lax.convert_element_type(
+      lax.eq(lax.add(rows, util.full_of((N, M), k, dtypes.int32)), cols), dt), device)
 
 
 def identity(n, dtype=None):
