@@ -44,7 +44,7 @@ from revax._src.interpreters import manual_lowering
 from revax._src.jit import jit, jit_p
 from revax._src.lax import batch_util, parallel, parallel_lowering  # noqa: F401 (collectives)
 from revax._src.lax import parallel_ragged, shapes  # noqa: F401 (its manual lowering)
-from revax._src.core import mesh_context
+from revax._src.core import mesh_context, sharding_types
 from revax._src.sharding import AxisType, Mesh, PartitionSpec, check_spec
 
 __all__ = ["shard_map", "smap", "Infer"]
@@ -114,9 +114,11 @@ def shard_map(f=None, /, *, out_specs, in_specs=Infer, mesh=None, axis_names=fro
               if spec is None}
     leaves = [x for i, x in enumerate(all_leaves) if i not in static]
     specs = [spec for spec in all_specs if spec is not None]
-    for spec in specs:
+    for x, spec in zip(leaves, specs, strict=True):
       check_spec(spec, mesh, "shard_map in_specs")
       _check_manual(spec, manual, "in_specs")
+      if in_specs is not Infer and len(manual) == len(mesh.axis_names):
+        _check_spec_matches_type(x, spec, mesh, manual)  # (JAX checks only full-manual maps)
     store = {}
 
     def member(*flat):
@@ -216,7 +218,29 @@ def staging_eval(jaxpr, consts, args):
 
 
 shard_map_p = Primitive("shard_map", multiple_results=True)
-shard_map_p.def_abstract_eval(lambda *avals, fallback, **_: fallback.out_avals)
+
+
+def _shard_map_abstract_eval(*avals, fallback, mesh, out_specs, manual, **_):
+  """The vmap form's result types, split as JAX types shard_map's results: over the Explicit
+  manual axes as `out_specs` says, over the other Explicit axes as the body left them."""
+  outs = fallback.out_avals
+  kinds = dict(zip(mesh.axis_names, mesh.axis_types, strict=True))
+  ours = {a for a in manual if kinds[a] is AxisType.Explicit}
+  if not ours:
+    return outs
+  typed = []
+  for aval, spec in zip(outs, out_specs, strict=True):
+    body = sharding_types.spec_parts(aval)
+    parts = []
+    for d in range(aval.ndim):
+      axes = tuple(a for a in (spec.axes_of(d) if d < len(spec) else ()) if a in ours)
+      axes += tuple(a for a in sharding_types.axes_of_part(body[d]) if a not in manual)
+      parts.append(None if not axes else axes[0] if len(axes) == 1 else axes)
+    typed.append(sharding_types.typed(aval, mesh, parts, "shard_map"))
+  return typed
+
+
+shard_map_p.def_abstract_eval(_shard_map_abstract_eval)
 
 
 def _as_jit(rule):
@@ -340,6 +364,32 @@ def _inferred_spec(x, mesh, manual) -> PartitionSpec:
     return PartitionSpec()
   keep = lambda axes: tuple(a for a in axes if a in manual) or None
   return PartitionSpec(*(keep(spec.axes_of(d)) for d in range(len(spec))))
+
+
+def _check_spec_matches_type(x, spec, mesh, manual) -> None:
+  """JAX's rule for a shard_map manual over every mesh axis: an argument's in_spec must say how
+  its type is split over the Explicit axes (an unsplit value, NumPy's or a Python scalar too,
+  is P()). ValueError otherwise."""
+  explicit = {a for a, kind in zip(mesh.axis_names, mesh.axis_types, strict=True)
+              if kind is AxisType.Explicit and a in manual}
+  if not explicit:
+    return
+  aval = get_aval(x)
+  sharding = aval.sharding if isinstance(x, Tracer) else getattr(x, "sharding", None)
+  typed = getattr(sharding, "spec", None) if getattr(sharding, "mesh", None) is not None else None
+  split = lambda s, d: tuple(a for a in s.axes_of(d) if a in explicit) if d < len(s) else ()
+  dims = range(aval.ndim)
+  if all(split(spec, d) == (split(typed, d) if typed is not None else ()) for d in dims):
+    return
+  padded = lambda s: PartitionSpec(*(s[d] if s is not None and d < len(s) else None
+                                       for d in dims))
+  raise ValueError(
+      f"in_specs passed to shard_map: {padded(spec)} does not match the specs of the input: "
+      f"{padded(typed)} for "
+      f"arg: {aval.str_short()}. `in_specs` is an optional argument so you can omit specifying "
+      f"it and shard_map will infer the in_specs from the arguments. If you want to reshard "
+      f"your inputs, you can use `revax.sharding.reshard` on the arguments and then pass those "
+      f"to shard_map.")
 
 
 def _broadcast_prefix(prefix, tree, what):

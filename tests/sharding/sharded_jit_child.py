@@ -184,7 +184,7 @@ same(f(X, W), np.tanh(X @ W), "a correct run after refused ones")
 raises(ValueError, lambda: rt.compile_spmd(backend, text, [0, 0, 1, 2]), "distinct")
 
 # Pitfall 2: a one-device mesh emits a single-device program (no sdy mesh, no manual region)
-m1 = revax.make_mesh((1,), ("x",))
+m1 = auto_mesh((1,), ("x",))
 t1 = revax.jit(lambda v: v * 2, in_shardings=RNS(m1, RP("x"))).lower(X).as_text()
 assert "sdy." not in t1 and "num_partitions = 1" in t1, t1
 t2 = revax.jit(revax.shard_map(lambda v: revax.lax.psum(v, "x"), mesh=m1, in_specs=RP("x"),

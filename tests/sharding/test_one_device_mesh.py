@@ -90,7 +90,7 @@ def test_eager_ops_and_plain_jit_give_plain_arrays():
 
 
 def test_one_device_mesh_programs_are_single_device():
-  mesh = revax.make_mesh((1,), ("x",))
+  mesh = RMesh(np.array(revax.devices()[:1]), ("x",))  # Auto: shard_map specs on unsplit inputs
   s = RNS(mesh, RP("x"))
   f = revax.jit(lambda v: revax.lax.with_sharding_constraint(v * 2, s), in_shardings=s,
                 out_shardings=s)

@@ -40,7 +40,7 @@ def test_partition_spec_and_shardings():
 
 
 def test_one_device_mesh():
-  mesh = revax.make_mesh((1,), ("x",))
+  mesh = Mesh(np.array(revax.devices()[:1]), ("x",))  # Auto: specs on unsplit inputs
   x = np.arange(12.0, dtype=np.float32).reshape(4, 3)
   f = revax.shard_map(lambda v: revax.lax.psum(v * 2, "x"), mesh=mesh, in_specs=P("x"),
                       out_specs=P())
@@ -55,7 +55,7 @@ def test_errors():
     revax.make_mesh((2,), ("x",))
   with pytest.raises(ValueError, match="ndim"):
     Mesh(np.array(revax.devices()), ("x", "y"))
-  mesh = revax.make_mesh((1,), ("x",))
+  mesh = Mesh(np.array(revax.devices()[:1]), ("x",))  # Auto: specs on unsplit inputs
   x = np.ones((4, 3), np.float32)
   with pytest.raises(ValueError, match="not an axis of the mesh"):
     revax.shard_map(lambda v: v, mesh=mesh, in_specs=P("y"), out_specs=P())(x)
@@ -77,7 +77,7 @@ def test_unreplicated_output_and_divisibility_on_four_members():
   code = """
 import numpy as np, revax, pytest
 from revax import P
-mesh = revax.make_mesh((4,), ("x",))
+mesh = revax.sharding.Mesh(np.array(revax.devices()), ("x",))  # Auto axes
 x = np.ones((8, 3), np.float32)
 with pytest.raises(ValueError, match="varies along it"):
   revax.shard_map(lambda v: v, mesh=mesh, in_specs=P("x"), out_specs=P())(x)
@@ -92,7 +92,7 @@ print("ERRORS_OK")
 
 
 def test_numpy_inside_shard_map():
-  mesh = revax.make_mesh((1,), ("x",))
+  mesh = Mesh(np.array(revax.devices()[:1]), ("x",))  # Auto: specs on unsplit inputs
   f = revax.shard_map(lambda v: rnp.cumsum(v, axis=0), mesh=mesh, in_specs=P(None, "x"),
                       out_specs=P(None, "x"))
   x = np.arange(6.0, dtype=np.float32).reshape(3, 2)

@@ -83,7 +83,7 @@ from revax.sharding import Mesh, NamedSharding
 n = len(revax.devices())
 x = np.arange(8 * n * 3, dtype=np.float32).reshape(8 * n, 3)
 w = np.linspace(-1, 1, 6, dtype=np.float32).reshape(3, 2)
-mesh = revax.make_mesh((n,), ("d",))
+mesh = Mesh(np.array(revax.devices()[:n]), ("d",))  # Auto: shard_map specs on unsplit inputs
 f = revax.jit(lambda x, w: (jnp.tanh(x @ w) ** 2).mean(),
               in_shardings=(NamedSharding(mesh, P("d")), NamedSharding(mesh, P())))
 np.testing.assert_allclose(f(x, w), (np.tanh(x @ w) ** 2).mean(), rtol=1e-5)

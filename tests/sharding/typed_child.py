@@ -74,6 +74,15 @@ with lib.set_mesh(mesh):
   show("shard_map closure over a split array", lambda: float(lib.jit(lib.shard_map(
       lambda a: lib.lax.psum(a.sum() + (x * 2).sum(), ("d",)), mesh=mesh, in_specs=P("d"),
       out_specs=P(), axis_names={"d"}))(x)))
+  # given in_specs must say how each argument is split over Explicit axes (NumPy: unsplit)
+  double = lambda a: a * 2
+  for name, arg, spec in (("split arg, P('d')", x, P("d")), ("split arg, P()", x, P()),
+                          ("unsplit arg, P('d')", w2, P("d")), ("numpy arg, P('d')", host, P("d")),
+                          ("numpy arg, P()", host, P()), ("python scalar, P()", 2.0, P())):
+    for how, wrap in (("eager", lambda f: f), ("jit", lib.jit)):
+      for manual in ({"d"}, {"d", "m"}):  # jax checks only when every axis is manual
+        show(f"shard_map in_specs {name} {how} {sorted(manual)}", lambda: ts(wrap(lib.shard_map(
+            double, mesh=mesh, in_specs=spec, out_specs=spec, axis_names=manual))(arg)))
   # errors: two different axes on one dimension, one axis on two dimensions
   show("conflict", lambda: ts(x + other))
   show("axis twice", lambda: ts(x @ x.T))

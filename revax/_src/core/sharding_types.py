@@ -52,8 +52,10 @@ def spec_parts(aval) -> tuple:
   return parts + (None,) * (len(aval.shape) - len(parts))
 
 
-def _axes(part) -> tuple:
+def axes_of_part(part) -> tuple:
+  """The mesh axes of one entry of a spec (None, a name or a tuple of names), as a tuple."""
   return () if part is None else (part if isinstance(part, tuple) else (part,))
+
 
 
 def typed(aval, mesh, parts, name: str = "an operation"):
@@ -66,7 +68,7 @@ def typed(aval, mesh, parts, name: str = "an operation"):
     return aval if aval.sharding is None else aval.update(sharding=None)
   global active
   active = True
-  seen = [a for p in parts for a in _axes(p)]
+  seen = [a for p in parts for a in axes_of_part(p)]
   if len(seen) != len(set(seen)):
     raise ShardingTypeError(f"{name}'s result of type {aval.str_short()} would be split over "
                             f"mesh axes {parts}, which uses one axis on two dimensions; reshard "
@@ -117,7 +119,7 @@ def _of_placement(aval, sharding):
   explicit = {n for n, t in zip(mesh.axis_names, kinds, strict=True) if t.name == "Explicit"}
   parts = []
   for d in range(len(aval.shape)):
-    axes = tuple(a for a in _axes(spec[d] if d < len(spec) else None) if a in explicit)
+    axes = tuple(a for a in axes_of_part(spec[d] if d < len(spec) else None) if a in explicit)
     parts.append(None if not axes else axes[0] if len(axes) == 1 else axes)
   return typed(aval, mesh, parts)
 
@@ -135,10 +137,10 @@ def merge(name: str, parts_per_operand) -> tuple:
       continue
     if chosen is None:
       chosen = p
-    elif _axes(p) != _axes(chosen):
+    elif axes_of_part(p) != axes_of_part(chosen):
       raise ShardingTypeError(f"{name} got incompatible shardings for broadcasting: "
-                              f"{_axes(chosen)} and {_axes(p)} on one dimension; reshard one "
-                              "operand (revax.sharding.reshard) so that they agree")
+                              f"{axes_of_part(chosen)} and {axes_of_part(p)} on one dimension; "
+                              "reshard one operand (revax.sharding.reshard) so that they agree")
   return chosen
 
 
