@@ -70,6 +70,26 @@ def test_typeof_default_backend_float0_device():
   assert "revax" in revax.print_environment_info(return_string=True)
 
 
+def test_types_print_as_jax_prints_them():
+  """str and repr of `typeof` (full dtype names, '~' for weak types), inside jit too."""
+  values = [lambda m: m.numpy.ones((2, 3)), lambda m: 2.0, lambda m: m.numpy.int8(3),
+            lambda m: m.numpy.zeros((0, 4), m.numpy.bfloat16), lambda m: m.numpy.array(True),
+            lambda m: m.numpy.arange(3) * 1j]
+  for make in values:
+    want, got = jax.typeof(make(jax)), revax.typeof(make(revax))
+    assert (str(got), repr(got)) == (str(want), repr(want))
+    traced = {}
+
+    def record(lib, key):
+      def f(a):
+        traced[key] = (str(lib.typeof(a)), repr(lib.typeof(a)))
+        return a
+      return f
+    revax.jit(record(revax, "revax"))(make(revax))
+    jax.jit(record(jax, "jax"))(make(jax))
+    assert traced["revax"] == traced["jax"]
+
+
 def test_custom_gradient_matches_jax():
   @revax.custom_gradient
   def f(x):

@@ -665,7 +665,8 @@ _eager: dict = {}  # (prim, avals, params, shardings) -> SpmdProgram, or None (g
 
 def apply_primitive(prim, args, params):
   """Run one primitive over the mesh of its sharded operands, compiled with their shardings
-  (results laid out as XLA chooses, as JAX does); None when that is not possible (operands on
+  (results laid out as their types say over an all-Explicit mesh, else as XLA chooses, as JAX
+  does); None when that is not possible (operands on
   different meshes, a primitive that cannot be partitioned): the caller then gathers."""
   shardings = [x._sharding if type(x) is rt.ShardedArray else None for x in args]
   meshes = {s.mesh for s in shardings if isinstance(s, NamedSharding)}
@@ -689,7 +690,8 @@ def apply_primitive(prim, args, params):
       outvars = [Var(a) for a in out_avals]
       closed = ClosedJaxpr(Jaxpr([], invars, outvars, [JaxprEqn(prim, invars, outvars,
                                                                  dict(params))]), [])
-      program = SpmdProgram(closed, prim.name, mesh, shardings, [None] * len(out_avals))
+      program = SpmdProgram(closed, prim.name, mesh, shardings,
+                            _typed_results(out_avals, [None] * len(out_avals), shardings))
     except (CompileError, NotImplementedError):
       program = None  # e.g. a primitive whose lowering is single-device only
     if len(_eager) > 1024:  # a bound for long eager sessions over many shapes

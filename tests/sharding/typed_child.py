@@ -90,4 +90,13 @@ with lib.set_mesh(mesh):
   show("reshape merged", lambda: ts(x.reshape(4, 8)))
   show("slice split", lambda: ts(x[1:]))
   show("sort split", lambda: ts(lnp.sort(x, 0)))
+# a size-1 Explicit axis stays in the types (and the shardings) of eager and jitted results
+thin = lib.make_mesh((4, 1), ("a", "b"))
+with lib.set_mesh(thin):
+  t = lib.device_put(np.ones((8, 4), np.float32), P("a", "b"))
+  show("size-1 axis placed", lambda: (ts(t), spec_of(t.sharding)))
+  show("size-1 axis eager", lambda: (ts(t * 2), spec_of((t * 2).sharding), ts(lnp.sin(t))))
+  show("size-1 axis jit", lambda: (ts(lib.jit(lambda a: a + 1)(t)),
+                                   ts(lib.jit(lambda a: a.sum(0))(t))))
+  show("types print", lambda: (str(lib.typeof(t)), repr(lib.typeof(t))))
 print("TYPED_DONE")
