@@ -70,7 +70,9 @@ def shard_map(f=None, /, *, out_specs, in_specs=Infer, mesh=None, axis_names=fro
     in_specs: a PartitionSpec (or pytree prefix of the positional arguments) per argument; a
       None leaf passes its arguments as they are (static, not split). Default: each argument's
       spec is read from its sharding (an Array placed with NamedSharding over `mesh`; any other
-      array is whole on every member); traced arguments need in_specs.
+      array is whole on every member). When `f` is manual over every mesh axis, each given spec
+      must say how its argument is split over the Explicit axes (ValueError otherwise, as in
+      JAX): place the argument first, or leave in_specs out.
     mesh: the `Mesh` whose axes name the members; None: the mesh set with `revax.set_mesh`.
     axis_names: the mesh axes `f` is manual over (default: all).
     check_vma: accepted for compatibility; outputs are always checked for replication.
@@ -83,7 +85,8 @@ def shard_map(f=None, /, *, out_specs, in_specs=Infer, mesh=None, axis_names=fro
     >>> mesh = revax.make_mesh((1,), ("x",))  # one device here; the same code scales out
     >>> total = revax.shard_map(lambda v: lax.psum(v.sum(), "x"), mesh=mesh,
     ...                         in_specs=P("x"), out_specs=P())
-    >>> total(jnp.arange(8.))
+    >>> xs = revax.device_put(jnp.arange(8.), revax.sharding.NamedSharding(mesh, P("x")))
+    >>> total(xs)
     Array(28., dtype=float32)
   """
   if f is None:
