@@ -35,6 +35,7 @@ from revax._src.core.trace import Primitive, Tracer, _context, eval_trace
 from revax._src.interpreters import (ad, batching, dispatch, mlir, partial_eval, staging,
                                     transpose)
 from revax._src.runtime.array import Array
+from revax._src.runtime import array as _array
 from revax._src.runtime import sharded as _rt_sharded
 
 
@@ -418,6 +419,16 @@ class _CallPlan:
     return outs[0] if entry.out_is_leaf else entry.out_tree.unflatten(outs)
 
 
+def _committed_outputs(jitted, args, kwargs, outs):
+  """`outs`, its Arrays marked committed where JAX commits a jit's results: the jit has in or
+  out shardings, or an argument is committed. An output that is an argument itself keeps its
+  own commitment."""
+  leaves = tree_util.tree_leaves((args, kwargs))
+  if jitted._sharded or _array.any_committed(leaves):
+    _array.commit_results(tree_util.tree_leaves(outs), leaves)
+  return outs
+
+
 _SEQUENCE_KINDS = (optree.PyTreeKind.TUPLE, optree.PyTreeKind.LIST, optree.PyTreeKind.NONE,
                    optree.PyTreeKind.LEAF)
 
@@ -706,10 +717,14 @@ class Jitted:
           raise
         raise traceback_util.filtered(e)
       if outs is not _MISS:
-        return outs
+        return outs if not _array.committed_live else _committed_outputs(self, args, kwargs,
+                                                                          outs)
     depth.value += 1
     try:
-      return self._call(args, kwargs)
+      outs = self._call(args, kwargs)
+      if self._sharded or _array.committed_live:
+        return _committed_outputs(self, args, kwargs, outs)
+      return outs
     except Exception as e:
       if depth.value != 1:
         raise
