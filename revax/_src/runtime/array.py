@@ -23,7 +23,8 @@ class Array:
   """A revax array. Immutable; use `x.at[idx].set(v)` for functional updates."""
   # `_mesh_sharding` (unset on most Arrays) records a sharding over a 1-device mesh the array
   # was placed by, which `.sharding` reports as JAX does (runtime/sharded.py: `mark`).
-  __slots__ = ("aval", "_npy", "_buf", "_mesh_sharding", "__weakref__")
+  # `_committed` (unset on most Arrays: False) records that it is committed to its device.
+  __slots__ = ("aval", "_npy", "_buf", "_mesh_sharding", "_committed", "__weakref__")
   __array_priority__ = 100
 
   def __init__(self, aval: ShapedArray, npy: np.ndarray | None = None, buf=None):
