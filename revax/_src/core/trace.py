@@ -154,8 +154,8 @@ class Tracer:
     return (self[i] for i in range(self.shape[0]))
 
   def __reversed__(self):
-    if not self.shape:
-      raise TypeError("iteration over a 0-d traced array")
+    if not self.shape:  # JAX's reverses by indexing, whose error this is
+      raise IndexError("Too many indices: array is 0-dimensional, but 1 were indexed")
     return (self[i] for i in reversed(range(self.shape[0])))
 
   # --- the parts of the Array API that need a concrete array ---------------------------------
