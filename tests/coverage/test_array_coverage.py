@@ -231,7 +231,7 @@ def test_traceback_is_none():
 
 def _tracer_cases(lib):
   """Attribute uses on tracers, under jit, grad and vmap: [(name, fn of the traced value)]."""
-  j = jax if lib == "jax" else revax
+  j, np_ = (jax, jnp) if lib == "jax" else (revax, rnp)
   dev = j.devices()[0]
   uses = [
       ("committed", lambda t: t.committed),
@@ -259,7 +259,7 @@ def _tracer_cases(lib):
       ("oct", lambda t: oct(t)),
       ("index", lambda t: operator.index(t)),
       ("__hex__", lambda t: t.__hex__()),
-      ("__array_module__", lambda t: t.__array_module__((type(t),))),
+      ("__array_module__ is the numpy module", lambda t: t.__array_module__((type(t),)) is np_),
       ("reversed", lambda t: len(list(reversed(t))) if t.ndim else reversed(t)),
       ("weakref", lambda t: weakref.ref(t)() is t),
       ("clone", lambda t: t.clone()),
