@@ -1,7 +1,7 @@
-"""Coverage of jax 0.10.2's Array and tracer attributes: every public attribute (dunders too) of a
-jax Array, and of a jax tracer inside jit, grad and vmap, must exist on revax's counterpart, except the
-ones listed below with the reason (printed with `-s`). The names come from `dir()` of real jax
-objects, never from memory.
+"""Coverage of jax 0.10.2's Array and tracer attributes: every public attribute (dunders too) of
+a jax Array, and of a jax tracer inside jit, grad and vmap, must exist on revax's counterpart,
+except the ones listed below with the reason (printed with `-s`). The names come from `dir()` of
+real jax objects, never from memory.
 
 Then the behaviour of the attributes, compared with jax call by call: one-device checks here,
 the ones that need several devices (commitment, shards, sizes of split and replicated arrays) in
@@ -135,6 +135,7 @@ def _array_cases(lib):
       ("clone", lambda: x.clone()),
       ("clone is new", lambda: x.clone() is x),
       ("clone weak", lambda: np_.asarray(2.0).clone()),
+      ("clone of a deleted original", lambda: _delete_original(x + 1)),
       ("committed of creation", lambda: x.committed),
       ("committed of device_put", lambda: j.device_put(x, j.devices()[0]).committed),
       ("committed of eager on committed",
@@ -191,6 +192,12 @@ def _array_cases(lib):
       ("addressable_data", lambda d: d.addressable_data(0)),
       ("to_device", lambda d: d.to_device(j.devices()[0]))]]
   return cases
+
+
+def _delete_original(a):
+  c = a.clone()
+  a.delete()
+  return c.is_deleted()
 
 
 def _compare(jax_cases, revax_cases):

@@ -38,6 +38,12 @@ def describe(v):
   return repr(v)
 
 
+def _clone_then_delete(a):
+  c = a.clone()
+  a.delete()
+  return c.is_deleted()
+
+
 def transcript(lib):
   """The same calls in each library: [(case, thunk)]."""
   if lib == "jax":
@@ -118,6 +124,8 @@ def transcript(lib):
        lambda: type(y1.unsafe_buffer_pointer()).__name__),
       ("split clone", lambda: (split.clone() is split, describe(split.clone()),
                                split.clone().sharding == split.sharding)),
+      ("split clone of a deleted original", lambda: _clone_then_delete(
+          j.device_put(x, NS(mesh, P("x"))))),
       ("split platform", lambda: split.platform()),
       ("split byteswap", lambda: split.byteswap()),
   ]

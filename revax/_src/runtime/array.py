@@ -110,8 +110,9 @@ class Array:
 
   def clone(self) -> "Array":
     """A new Array with the same value, sharding and commitment. As in JAX it holds the same
-    device memory: `delete()` of either frees both."""
-    out = Array(self.aval, self._npy, self._buf)
+    device buffer (uploaded first if the value is only on the host): `delete()` of the original
+    deletes the clone too."""
+    out = Array(self.aval, None, self._device_buffer())
     mesh_sharding = getattr(self, "_mesh_sharding", None)
     if mesh_sharding is not None:
       out._mesh_sharding = mesh_sharding

@@ -145,9 +145,10 @@ class ShardedArray(Array):
 
   def clone(self) -> "ShardedArray":
     """A new Array with the same value and sharding, holding the same device buffers (as in
-    JAX: `delete()` of either frees both)."""
-    return ShardedArray(self.aval, self._sharding, self._buffers, self._indices, npy=self._npy,
-                        typed=True)
+    JAX: `delete()` of the original deletes the clone too)."""
+    if self.is_deleted():
+      raise self._deleted_error()
+    return ShardedArray(self.aval, self._sharding, self._buffers, self._indices, typed=True)
 
   def on_device_size_in_bytes(self) -> int:
     """The bytes over all devices: one shard's size times the number of devices, as JAX
