@@ -29,7 +29,9 @@ assert len(jax.devices()) == 4 and revax.local_device_count() == 4
 
 def describe(v):
   """What the transcript records of a result: an array's type of sharding, devices, value and
-  commitment; anything else as its repr."""
+  commitment; a tuple item by item; anything else as its repr."""
+  if isinstance(v, tuple):
+    return "(" + "; ".join(map(describe, v)) + ")"
   if hasattr(v, "addressable_shards") and hasattr(v, "dtype"):
     devices = sorted(d.id for d in v.devices())
     return (f"{type(v.sharding).__name__} devices={devices} "
@@ -84,6 +86,12 @@ def transcript(lib):
       ("jit on committed", lambda: double(y)),
       ("jit on committed, again (cached call)", lambda: double(y)),
       ("jit mixing committed and not", lambda: j.jit(lambda a, b: a * b)(x, y)),
+      ("jit not reading its committed argument", lambda: j.jit(lambda a: np_.zeros(3) + 1)(y)),
+      ("jit returning a constant", lambda: j.jit(lambda a: 2.0)(y)),
+      ("jit reading it for one result", lambda: j.jit(lambda a: (np_.zeros(3), a))(y)),
+      ("jit closing over a committed array", lambda: j.jit(lambda a: a + y)(x)),
+      ("jit of a sharded array and an unread committed one",
+       lambda: j.jit(lambda a, b: a + 1)(split, y)),
       ("jit out_shardings on uncommitted", lambda: j.jit(lambda a: a * 2,
                                                          out_shardings=SDS(d0))(x)),
       ("jit in_shardings on uncommitted", lambda: j.jit(lambda a: a * 2,
