@@ -420,7 +420,7 @@ class _CallPlan:
 
 
 def _commit_if_read(entry, leaves, outs) -> None:
-  """Mark the Arrays among `outs` (a jit call's flat results) committed when the program reads a
+  """Mark the Arrays among `outs` (a jit call's results) committed when the program reads a
   committed argument among `leaves` (its dynamic arguments), as JAX commits a jit's results. An
   argument the program does not read does not count: JAX prunes it before the call. An output
   that is an argument itself keeps its own commitment."""
@@ -430,7 +430,7 @@ def _commit_if_read(entry, leaves, outs) -> None:
   if used is None:  # the jaxpr's inputs are the closed-over constants, then the arguments
     used = entry.used_inputs = staging.dce_jaxpr(entry.jaxpr.jaxpr)[1][len(entry.consts):]
   if _array.any_committed([a for a, u in zip(leaves, used) if u]):
-    _array.commit_results(outs, leaves)
+    _array.commit_results(tree_util.tree_leaves(outs), leaves)
 
 
 _SEQUENCE_KINDS = (optree.PyTreeKind.TUPLE, optree.PyTreeKind.LIST, optree.PyTreeKind.NONE,
@@ -723,7 +723,8 @@ class Jitted:
         raise traceback_util.filtered(e)
       if outs is not _MISS:
         if _array.committed_live:  # (a plan's calls have no static or keyword arguments)
-          _commit_if_read(plan.entry, tree_util.tree_leaves(args), tree_util.tree_leaves(outs))
+          _commit_if_read(plan.entry, args if plan.treedef is None else
+                          tree_util.tree_leaves(args), outs)
         return outs
     depth.value += 1
     try:
@@ -763,7 +764,7 @@ class Jitted:
       if _rt_sharded.live and _context.trace is eval_trace and (
           _rt_sharded.any_sharded(leaves) or _rt_sharded.any_sharded(entry.consts)):
         out = sharded_call(self, args, kwargs)
-        _commit_if_read(entry, leaves, tree_util.tree_leaves(out))
+        _commit_if_read(entry, leaves, out)
         return out
     if _context.trace is eval_trace:
       program = entry.program

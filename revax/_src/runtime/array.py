@@ -23,7 +23,7 @@ class Array:
   """A revax array. Immutable; use `x.at[idx].set(v)` for functional updates."""
   # `_mesh_sharding` (unset on most Arrays) records a sharding over a 1-device mesh the array
   # was placed by, which `.sharding` reports as JAX does (runtime/sharded.py: `mark`).
-  # `_committed` (unset on most Arrays: False) records that it is committed to its device.
+  # `_committed` records that it is committed to its device (unset: False).
   __slots__ = ("aval", "_npy", "_buf", "_mesh_sharding", "_committed", "__weakref__")
   __array_priority__ = 100
 
@@ -31,6 +31,8 @@ class Array:
     self.aval = aval
     self._npy = npy
     self._buf = buf
+    self._committed = False  # (reading an unset slot costs an exception; the compiled call
+    # path's outputs, made in C, leave it unset: `committed` reads it with a default)
 
   # --- the two representations -------------------------------------------------------------
   def _value(self) -> np.ndarray:
