@@ -15,7 +15,7 @@ from revax._src.core.jaxpr import ClosedJaxpr
 from revax._src.core.trace import Tracer
 from revax._src.interpreters import dispatch, staging
 from revax._src.jit import jit
-from revax._src.runtime.array import Array, block_until_ready_all
+from revax._src.runtime.array import Array, block_until_ready_all, commit
 
 
 def make_jaxpr(fun, static_argnums=(), return_shape=False):
@@ -146,7 +146,9 @@ def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
       return leaf  # tangents of integers hold no data: they stay NumPy float0 arrays, as in JAX
     arr = dispatch.to_array(leaf)
     buf = arr._device_buffer(device)
-    return Array(arr.aval, npy=arr._npy, buf=buf)
+    out = Array(arr.aval, npy=arr._npy, buf=buf)
+    # committed to a device named; device_put(x) keeps x's commitment (as in JAX)
+    return commit(out) if device is not None or arr.committed else out
   return tree_util.tree_map(put, x)
 
 

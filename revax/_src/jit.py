@@ -35,6 +35,7 @@ from revax._src.core.trace import Primitive, Tracer, _context, eval_trace
 from revax._src.interpreters import (ad, batching, dispatch, mlir, partial_eval, staging,
                                     transpose)
 from revax._src.runtime.array import Array
+from revax._src.runtime import array as _array
 from revax._src.runtime import sharded as _rt_sharded
 
 
@@ -418,6 +419,20 @@ class _CallPlan:
     return outs[0] if entry.out_is_leaf else entry.out_tree.unflatten(outs)
 
 
+def _commit_if_read(entry, leaves, outs) -> None:
+  """Mark the Arrays among `outs` (a jit call's results) committed when the program reads a
+  committed argument among `leaves` (its dynamic arguments), as JAX commits a jit's results. An
+  argument the program does not read does not count: JAX prunes it before the call. An output
+  that is an argument itself keeps its own commitment."""
+  if not _array.any_committed(leaves):
+    return
+  used = entry.used_inputs
+  if used is None:  # the jaxpr's inputs are the closed-over constants, then the arguments
+    used = entry.used_inputs = staging.dce_jaxpr(entry.jaxpr.jaxpr)[1][len(entry.consts):]
+  if _array.any_committed([a for a, u in zip(leaves, used) if u]):
+    _array.commit_results(tree_util.tree_leaves(outs), leaves)
+
+
 _SEQUENCE_KINDS = (optree.PyTreeKind.TUPLE, optree.PyTreeKind.LIST, optree.PyTreeKind.NONE,
                    optree.PyTreeKind.LEAF)
 
@@ -458,7 +473,7 @@ all_jitted: "weakref.WeakSet[Jitted]" = weakref.WeakSet()
 class _Entry:
   """One cache entry: the traced program for one signature."""
   __slots__ = ("jaxpr", "consts", "out_tree", "out_is_leaf", "program", "name", "plan",
-               "aliases")
+               "aliases", "used_inputs")
 
   def __init__(self, jaxpr, consts, out_tree, name):
     self.jaxpr, self.consts, self.out_tree, self.name = jaxpr, consts, out_tree, name
@@ -466,6 +481,7 @@ class _Entry:
     self.program = None
     self.aliases = None  # donated (operand, result) pairs; None until a call decides them
     self.plan: _CallPlan | None = None  # made on the first call that allows one
+    self.used_inputs = None  # per argument, whether the program reads it (_commit_if_read)
 
 
 def _normalize_argnums(argnums, nargs_hint=None):
@@ -706,6 +722,9 @@ class Jitted:
           raise
         raise traceback_util.filtered(e)
       if outs is not _MISS:
+        if _array.committed_live:  # (a plan's calls have no static or keyword arguments)
+          _commit_if_read(plan.entry, args if plan.treedef is None else
+                          tree_util.tree_leaves(args), outs)
         return outs
     depth.value += 1
     try:
@@ -723,7 +742,10 @@ class Jitted:
     if config.disable_jit:
       return self.fun(*args, **kwargs)
     if self._sharded:  # eagerly runs over the mesh; traced, binds jit_p with the shardings
-      return sharded_call(self, args, kwargs)
+      out = sharded_call(self, args, kwargs)
+      if _context.trace is eval_trace:  # results placed by explicit shardings are committed
+        _array.commit_results(tree_util.tree_leaves(out), tree_util.tree_leaves((args, kwargs)))
+      return out
     entry = None
     if not (kwargs or self.static_argnums):
       # positional arguments that are all Arrays need no pytree flattening.
@@ -741,7 +763,9 @@ class Jitted:
       entry, leaves = self._lookup(args, kwargs)
       if _rt_sharded.live and _context.trace is eval_trace and (
           _rt_sharded.any_sharded(leaves) or _rt_sharded.any_sharded(entry.consts)):
-        return sharded_call(self, args, kwargs)
+        out = sharded_call(self, args, kwargs)
+        _commit_if_read(entry, leaves, out)
+        return out
     if _context.trace is eval_trace:
       program = entry.program
       if program is None or entry.aliases is None:
@@ -759,6 +783,8 @@ class Jitted:
       elif not (kwargs or self.static_argnums or entry.aliases) and not any(
           isinstance(c, Tracer) for c in entry.consts):
         _use_plan(self._traces, args, leaves, entry, program)
+      if _array.committed_live:
+        _commit_if_read(entry, leaves, outs)
     else:
       outs = jit_p.bind(*entry.consts, *leaves, jaxpr=entry.jaxpr, name=entry.name)
     return outs[0] if entry.out_is_leaf else tree_util.tree_unflatten(entry.out_tree, outs)

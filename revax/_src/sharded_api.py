@@ -22,7 +22,7 @@ from revax._src.core.trace import Tracer
 from revax._src.interpreters import dispatch
 from revax._src.lax import sharding_constraint
 from revax._src.runtime import sharded as rt
-from revax._src.runtime.array import Array
+from revax._src.runtime.array import Array, commit
 from revax._src.runtime.client import Device, get_backend
 from revax._src.sharding import (AxisType, NamedSharding, PartitionSpec, Sharding,
                                  SingleDeviceSharding, block_shape, resolve_specs,
@@ -358,7 +358,9 @@ def _put_leaf(leaf, device):
     return place(leaf, device)
   arr = dispatch.to_array(leaf)
   buf = arr._device_buffer(device)
-  return Array(arr.aval, npy=arr._npy, buf=buf)
+  out = Array(arr.aval, npy=arr._npy, buf=buf)
+  # committed to a device named; device_put(x) keeps x's commitment (as in JAX)
+  return commit(out) if device is not None or arr.committed else out
 
 
 def make_array_from_callback(shape, sharding, data_callback, dtype=None) -> Array:
@@ -438,8 +440,8 @@ def _from_blocks(shape, sharding, devices, indices, blocks, dtype, where):
 
 def _one_device(arr: Array, sharding) -> Array:
   """A new single-device Array placed by `sharding`: marked with it when it is a NamedSharding
-  (over a mesh of one device), as JAX reports such arrays."""
-  return rt.mark(arr, sharding) if isinstance(sharding, NamedSharding) else arr
+  (over a mesh of one device), as JAX reports such arrays; committed, as placed explicitly."""
+  return rt.mark(arr, sharding) if isinstance(sharding, NamedSharding) else commit(arr)
 
 
 # --- the sharding properties of single-device Arrays ----------------------------------------------
@@ -453,6 +455,19 @@ def _single_shards(self):
   return [rt.Shard(self.device, index, rt.unmarked(self))]  # a shard's data is a plain Array
 
 
+def _to_device(self, device, *, stream=None):
+  """A copy of the array committed to `device` (a Device or a sharding), as
+  `device_put(x, device)` makes; `stream` is not implemented (JAX raises NotImplementedError for
+  any stream too)."""
+  if stream is not None:
+    raise NotImplementedError("stream argument of array.to_device()")
+  if isinstance(self, Array) and self.is_deleted():
+    raise self._deleted_error()
+  return device_put(self, device)
+
+
+Array.to_device = _to_device
+Tracer.to_device = _to_device  # device_put of a traced value is the value, as in JAX
 Array.sharding = property(_single_sharding)
 Array.addressable_shards = property(_single_shards)
 Array.global_shards = property(_single_shards)

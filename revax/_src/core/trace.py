@@ -15,7 +15,7 @@ import contextlib
 import operator
 import threading
 
-from revax._src.core import sharding_types
+from revax._src.core import dtypes, sharding_types
 from revax._src.core.avals import ShapedArray, get_aval, pytype_aval_mappings
 from revax._src.core.errors import (ConcretizationTypeError, ConcreteValueError, EscapedTracerError,
                                     TracerArrayConversionError, TracerBoolConversionError,
@@ -128,7 +128,7 @@ def set_current_trace(trace: Trace):
 
 class Tracer:
   """A value under a transformation. Operators are installed by revax.numpy (as on Array)."""
-  __slots__ = ("_trace",)
+  __slots__ = ("_trace", "__weakref__")
   __array_priority__ = 1000
 
   @property
@@ -140,6 +140,8 @@ class Tracer:
   ndim = property(lambda self: self.aval.ndim)
   size = property(lambda self: self.aval.size)
   weak_type = property(lambda self: self.aval.weak_type)
+  itemsize = property(lambda self: self.aval.dtype.itemsize)
+  nbytes = property(lambda self: self.aval.size * self.aval.dtype.itemsize)
 
   def __len__(self):
     if not self.shape:
@@ -150,6 +152,66 @@ class Tracer:
     if not self.shape:
       raise TypeError("iteration over a 0-d traced array")
     return (self[i] for i in range(self.shape[0]))
+
+  def __reversed__(self):
+    if not self.shape:  # JAX's reverses by indexing, whose error this is
+      raise IndexError("Too many indices: array is 0-dimensional, but 1 were indexed")
+    return (self[i] for i in reversed(range(self.shape[0])))
+
+  # --- the parts of the Array API that need a concrete array ---------------------------------
+  # As in JAX: these raise ConcretizationTypeError on a traced value (under grad too, where the
+  # primal is known: they ask about device memory, which a traced value does not own), except
+  # `sharding` and `device`, which raise AttributeError so that hasattr() and getattr() with a
+  # default work.
+  def _not_concrete(self, what: str) -> ConcretizationTypeError:
+    return ConcretizationTypeError(
+        f"Abstract tracer value encountered where concrete value is expected: {what} "
+        f"traced array with shape {self.aval.str_short()}.{self._provenance()}")
+
+  @property
+  def sharding(self):
+    raise AttributeError(f"The 'sharding' attribute is not available on traced array with shape "
+                         f"{self.aval.str_short()}. To query sharding information on tracers, "
+                         "use `revax.typeof(x)`.")
+
+  @property
+  def device(self):
+    raise AttributeError(f"The 'device' attribute is not available on traced array with shape "
+                         f"{self.aval.str_short()}.")
+
+  committed = property(lambda self: _raise(self._not_concrete(
+      "The 'committed' attribute is not available on")))
+  addressable_shards = property(lambda self: _raise(self._not_concrete(
+      "The 'addressable_shards' attribute is not available on")))
+  global_shards = property(lambda self: _raise(self._not_concrete(
+      "The global_shards property was called on")))
+  is_fully_addressable = property(lambda self: _raise(self._not_concrete(
+      "The is_fully_addressable property was called on")))
+  is_fully_replicated = property(lambda self: _raise(self._not_concrete(
+      "The is_fully_replicated property was called on")))
+  traceback = property(lambda self: _raise(self._not_concrete(
+      "The traceback property was called on")))
+
+  def addressable_data(self, index):
+    raise self._not_concrete("The addressable_data() method was called on")
+
+  def delete(self):
+    raise self._not_concrete("The delete() method was called on")
+
+  def devices(self):
+    raise self._not_concrete("The devices() method was called on")
+
+  def is_deleted(self):
+    raise self._not_concrete("The is_deleted() method was called on")
+
+  def on_device_size_in_bytes(self):
+    raise self._not_concrete("The on_device_size_in_bytes() method was called on")
+
+  def unsafe_buffer_pointer(self):
+    raise self._not_concrete("The unsafe_buffer_pointer() method was called on")
+
+  def __dlpack__(self, *args, **kwargs):
+    raise self._not_concrete("The __dlpack__() method was called on")
 
   def to_concrete_value(self):
     """This value as a concrete array if it is known now, else None.
@@ -193,8 +255,23 @@ class Tracer:
     return complex(self._concrete("complex() conversion"))
 
   def __index__(self):
+    self._integer_scalar()
     return operator.index(self._concrete("use as an index (__index__)",
                                          TracerIntegerConversionError))
+
+  def _integer_scalar(self) -> None:
+    """TypeError unless this is an integer scalar (what hex(), oct() and __index__ take)."""
+    aval = self.aval
+    if aval.shape or not dtypes.is_integer(aval.dtype):
+      raise TypeError("Only integer scalar arrays can be converted to a scalar index.")
+
+  def __hex__(self):
+    self._integer_scalar()
+    return hex(self._concrete("hex() conversion", TracerIntegerConversionError))
+
+  def __oct__(self):
+    self._integer_scalar()
+    return oct(self._concrete("oct() conversion", TracerIntegerConversionError))
 
   def item(self, *args):
     return self._concrete("item()").item(*args)
@@ -216,6 +293,10 @@ class Tracer:
 
 
 pytype_aval_mappings[Tracer] = lambda t: t.aval
+
+
+def _raise(error: Exception):
+  raise error
 
 
 def to_concrete_value(x):

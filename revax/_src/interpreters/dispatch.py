@@ -23,6 +23,7 @@ from revax._src.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Var
 from revax._src.core.rules import RuleTable
 from revax._src.core.trace import Primitive, set_eager_apply
 from revax._src.interpreters import mlir
+from revax._src.runtime import array as _array
 from revax._src.runtime import sharded as _sharded
 from revax._src.runtime.array import Array
 from revax._src.runtime.denormals import flush_off, flush_on
@@ -88,12 +89,14 @@ def apply_primitive(prim: Primitive, args, params):
   """Evaluate `prim` on concrete values: NumPy on host inputs, else a compiled executable.
 
   With jax_debug_nans / jax_debug_infs set, an output holding a NaN / inf raises
-  FloatingPointError naming the primitive."""
+  FloatingPointError naming the primitive. Outputs computed from a committed input are
+  committed (`Array.committed`)."""
+  out = _apply_primitive(prim, args, params)
   if config.debug_checks:
-    out = _apply_primitive(prim, args, params)
     check_special_values(prim.name, out if prim.multiple_results else [out])
-    return out
-  return _apply_primitive(prim, args, params)
+  if _array.committed_live and _array.any_committed(args):
+    _array.commit_results(out, args)  # computed from committed arrays: committed (as in JAX)
+  return out
 
 
 def check_special_values(name: str, outs) -> None:

@@ -11,6 +11,7 @@ from revax._src.core.trace import Tracer, _context, eval_trace
 from revax._src.core.config import config
 from revax._src.interpreters.host_plans import PlanCache
 from revax._src.runtime.array import Array
+from revax._src.runtime import array as _array
 
 
 def _defer_to_unrecognized_arg(binary_op, swap=False):
@@ -41,7 +42,10 @@ def _array_binary_method(binary_op, swap=False):
         avals = (self.aval, other.aval)
         plan = plans.get(avals) or plans.plan(avals)
         if plan:
-          return plan(x, y)
+          out = plan(x, y)
+          if _array.committed_live and (self.committed or other.committed):
+            _array.commit(out)  # computed from a committed array (Array.committed)
+          return out
     return general(self, other)
   return method
 

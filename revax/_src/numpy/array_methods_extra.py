@@ -1,6 +1,7 @@
 """The remaining NumPy-style methods of jax.Array on revax arrays and tracers: argpartition,
-choose, compress, diagonal, searchsorted, trace, view, tobytes, `in`, copy.copy/deepcopy,
-round(), the array-API namespace, DLPack export, and `flat` (which raises, as in JAX)."""
+choose, compress, diagonal, searchsorted, trace, view, tobytes, byteswap, `in`,
+copy.copy/deepcopy, round(), the array-API namespace, NEP 37's `__array_module__`, DLPack export,
+and `flat` (which raises, as in JAX)."""
 from __future__ import annotations
 
 import numpy as np
@@ -87,6 +88,26 @@ def _dlpack_device(self):
   return (1, 0)  # kDLCPU: exported through a host copy
 
 
+def _byteswap(self):
+  """The array with the bytes of each element reversed (same dtype): what a little-endian value
+  reads as big-endian. Complex values swap their real and imaginary parts' bytes each."""
+  aval = aval_of(self)
+  if np.issubdtype(aval.dtype, np.complexfloating):
+    return lax.complex(_byteswap(lax.real(self)), _byteswap(lax.imag(self)))
+  if aval.dtype.itemsize == 1:
+    return self.copy()
+  as_bytes = lax.bitcast_convert_type(self, np.dtype(np.uint8))  # a trailing axis of bytes
+  return lax.bitcast_convert_type(lax.rev(as_bytes, (aval.ndim,)), aval.dtype)
+
+
+def _array_module(self, types, namespace=None):
+  """NEP 37's `__array_module__`: revax.numpy when every type is a revax array, tracer or NumPy
+  array, else NotImplemented."""
+  if all(issubclass(t, (Array, Tracer, np.ndarray)) for t in types):
+    return namespace
+  return NotImplemented
+
+
 def _flat(self):
   raise NotImplementedError("revax Arrays do not implement the arr.flat property: consider "
                             "arr.flatten() instead.")
@@ -117,5 +138,7 @@ def install(namespace) -> None:
     cls.__round__ = _round
     cls.__array_namespace__ = lambda self, *, api_version=None: namespace
     cls.flat = property(_flat)
+    cls.byteswap = _byteswap
+    cls.__array_module__ = lambda self, types: _array_module(self, types, namespace)
   Array.__dlpack__ = _dlpack
   Array.__dlpack_device__ = _dlpack_device

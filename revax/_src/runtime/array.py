@@ -6,23 +6,33 @@ installed by revax.numpy, which sits above this layer.
 """
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from revax._src.core import dtypes
 from revax._src.core.avals import ShapedArray, pytype_aval_mappings
+from revax._src.core.errors import JaxRuntimeError
+
+# True once some Array was committed to its device (see `Array.committed`): until then eager ops
+# and jit calls skip looking for committed inputs.
+committed_live = False
 
 
 class Array:
   """A revax array. Immutable; use `x.at[idx].set(v)` for functional updates."""
   # `_mesh_sharding` (unset on most Arrays) records a sharding over a 1-device mesh the array
   # was placed by, which `.sharding` reports as JAX does (runtime/sharded.py: `mark`).
-  __slots__ = ("aval", "_npy", "_buf", "_mesh_sharding", "__weakref__")
+  # `_committed` records that it is committed to its device (unset: False).
+  __slots__ = ("aval", "_npy", "_buf", "_mesh_sharding", "_committed", "__weakref__")
   __array_priority__ = 100
 
   def __init__(self, aval: ShapedArray, npy: np.ndarray | None = None, buf=None):
     self.aval = aval
     self._npy = npy
     self._buf = buf
+    self._committed = False  # (reading an unset slot costs an exception; the compiled call
+    # path's outputs, made in C, leave it unset: `committed` reads it with a default)
 
   # --- the two representations -------------------------------------------------------------
   def _value(self) -> np.ndarray:
@@ -75,6 +85,75 @@ class Array:
 
   def devices(self) -> set:
     return {self.device}
+
+  @property
+  def committed(self) -> bool:
+    """Whether the array is committed to its device(s), as in JAX: True after `device_put` with
+    a device or sharding (or `to_device`) and for results computed from committed arrays; False
+    for arrays made by creation functions, NumPy conversion, or computations on uncommitted
+    arrays only."""
+    return getattr(self, "_committed", False)
+
+  def platform(self) -> str:
+    """The platform of the array's devices, e.g. 'cpu'."""
+    from revax._src.runtime.client import get_backend
+    return get_backend().platform
+
+  def addressable_data(self, index: int) -> "Array":
+    """The data of the `index`-th addressable shard as a single-device Array. A fully
+    replicated array (every single-device one) holds the whole value everywhere, and `index` is
+    not looked at, as in JAX."""
+    if self.is_deleted():
+      raise self._deleted_error()
+    out = Array(self.aval, self._npy, self._buf)
+    if self.committed:
+      commit(out)
+    return out
+
+  def clone(self) -> "Array":
+    """A new Array with the same value, sharding and commitment. As in JAX it holds the same
+    device buffer (uploaded first if the value is only on the host): `delete()` of the original
+    deletes the clone too."""
+    out = Array(self.aval, None, self._device_buffer())
+    mesh_sharding = getattr(self, "_mesh_sharding", None)
+    if mesh_sharding is not None:
+      out._mesh_sharding = mesh_sharding
+    if self.committed:
+      commit(out)
+    return out
+
+  def on_device_size_in_bytes(self) -> int:
+    """The bytes the array occupies on its device(s) (XLA:CPU stores elements densely)."""
+    if self.is_deleted():
+      raise JaxRuntimeError("INVALID_ARGUMENT: GetOnDeviceSizeInBytes() called on deleted or "
+                            "donated buffer")
+    return self.nbytes
+
+  def unsafe_buffer_pointer(self) -> int:
+    """The address of the array's device memory (PJRT_Buffer_UnsafePointer), uploading a
+    host-only value first. Valid while the array is alive and not deleted."""
+    if self.is_deleted():
+      raise JaxRuntimeError("INVALID_ARGUMENT: UnsafeBufferPointer( called on deleted or donated "
+                            "buffer")
+    buf = self._device_buffer()
+    return int(buf._backend._api.call("Buffer_UnsafePointer",
+                                      buffer=buf._ptr).buffer_pointer)
+
+  @property
+  def traceback(self):
+    """JAX records the Python traceback of the call that made an array; revax records none
+    (recording one per array costs time on every operation), so this is None, as JAX reports
+    for arrays made without one."""
+    return None
+
+  @property
+  def device_buffer(self):
+    raise AttributeError("arr.device_buffer has been deprecated. Use arr.addressable_data(0)")
+
+  @property
+  def device_buffers(self):
+    raise AttributeError("arr.device_buffers has been deprecated. Use [x.data for x in "
+                         "arr.addressable_shards]")
 
   def block_until_ready(self) -> "Array":
     buf = self._buf
@@ -161,6 +240,21 @@ class Array:
                       f"got {self.aval.str_short()}")
     return int(self._value())
 
+  def __hex__(self):
+    return hex(self.__index__())
+
+  def __oct__(self):
+    return oct(self.__index__())
+
+  @property
+  def __numpy_dtype__(self) -> np.dtype:
+    """NumPy 2.4's protocol for `np.dtype(x)`: the dtype, with JAX's DeprecationWarning (pass
+    `dtype=x.dtype` instead)."""
+    warnings.warn("Implicit conversion of an array to a dtype is deprecated; rather than "
+                  "dtype=arr use dtype=arr.dtype. In the future this will result in an error.",
+                  DeprecationWarning, stacklevel=2)
+    return self.dtype
+
   def __len__(self):
     if not self.shape:
       raise TypeError("len() of unsized object (a 0-d array)")
@@ -193,6 +287,34 @@ class Array:
   def __format__(self, spec):
     return format(self._value().item() if self.ndim == 0 else self._value(), spec) if spec \
         else str(self)
+
+
+def commit(x: Array) -> Array:
+  """Mark the Array `x` (made by the caller, not shared) committed to its device. Returns `x`."""
+  global committed_live
+  x._committed = True
+  committed_live = True
+  return x
+
+
+def any_committed(values) -> bool:
+  """Whether any of `values` is a committed Array (cheap while none was ever committed)."""
+  if not committed_live:
+    return False
+  for v in values:
+    if isinstance(v, Array) and v.committed:
+      return True
+  return False
+
+
+def commit_results(outs, inputs=()):
+  """Mark the Arrays among `outs` (an Array, a list or tuple of values) committed, except any
+  that is one of `inputs` (returned as it came, its commitment stays its own). Returns `outs`."""
+  for o in (outs if isinstance(outs, (list, tuple)) else (outs,)):
+    if isinstance(o, Array) and not getattr(o, "_committed", False) and \
+        not any(o is i for i in inputs):
+      commit(o)
+  return outs
 
 
 def _reconstruct(value, weak_type):

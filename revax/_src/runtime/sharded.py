@@ -26,6 +26,8 @@ import numpy as np
 
 from revax._src.core import sharding_types
 from revax._src.core.avals import ShapedArray, pytype_aval_mappings
+from revax._src.core.errors import JaxRuntimeError
+from revax._src.runtime import array as _array
 from revax._src.runtime import pjrt
 from revax._src.runtime.array import Array
 
@@ -83,6 +85,7 @@ class ShardedArray(Array):
     self._buffers = list(buffers)
     self._indices = [tuple(ix) for ix in indices]
     live = True
+    _array.committed_live = True
 
   # --- the two representations -------------------------------------------------------------
   def _value(self) -> np.ndarray:
@@ -119,10 +122,45 @@ class ShardedArray(Array):
       key = _index_key(index, self.aval.shape)
       replica = seen.get(key, 0)
       seen[key] = replica + 1
-      shards.append(Shard(buf.device, index, Array(ShapedArray(buf.shape, self.aval.dtype,
-                                                               self.aval.weak_type), buf=buf),
-                          replica))
+      shards.append(Shard(buf.device, index, self._shard_data(buf), replica))
     return shards
+
+  def _shard_data(self, buf) -> Array:
+    """One device's buffer as a single-device Array (committed, as the array is)."""
+    return _array.commit(Array(ShapedArray(buf.shape, self.aval.dtype, self.aval.weak_type),
+                               buf=buf))
+
+  # An array over several devices was placed there explicitly (device_put with a sharding, a
+  # jit with shardings, or computed from such arrays): JAX reports it committed.
+  committed = True
+
+  def addressable_data(self, index: int) -> Array:
+    """The `index`-th shard's data as a single-device Array; for a fully replicated array the
+    first shard's whatever `index` says, as in JAX. IndexError past the last shard."""
+    if self.is_deleted():
+      raise self._deleted_error()
+    if self.is_fully_replicated:
+      return self._shard_data(self._buffers[0])
+    return self._shard_data(self._buffers[index])
+
+  def clone(self) -> "ShardedArray":
+    """A new Array with the same value and sharding, holding the same device buffers (as in
+    JAX: `delete()` of the original deletes the clone too)."""
+    if self.is_deleted():
+      raise self._deleted_error()
+    return ShardedArray(self.aval, self._sharding, self._buffers, self._indices, typed=True)
+
+  def on_device_size_in_bytes(self) -> int:
+    """The bytes over all devices: one shard's size times the number of devices, as JAX
+    counts it (a replicated array counts each copy)."""
+    if self.is_deleted():
+      raise JaxRuntimeError("INVALID_ARGUMENT: GetOnDeviceSizeInBytes() called on deleted or "
+                            "donated buffer")
+    return self._buffers[0].nbytes * len(self._buffers)
+
+  def unsafe_buffer_pointer(self) -> int:
+    raise JaxRuntimeError("INVALID_ARGUMENT: UnsafeBufferPointer() is supported only for "
+                          "unsharded arrays.")
 
   global_shards = addressable_shards
   is_fully_addressable = True
@@ -177,15 +215,16 @@ def mark(x: Array, sharding) -> Array:
   in/out shardings gives its results shardings from it as JAX does (sharded_jit.py). Plain jit
   calls and eager ops treat it as the single-device Array it is (their results are plain), so
   that their cached fast paths stay as they are and give the same result every call.
-  Returns `x`."""
+  Placed explicitly, `x` is committed (as JAX reports it). Returns `x`."""
   x._mesh_sharding = sharding
-  return x
+  return _array.commit(x)
 
 
 def unmarked(x):
   """`x` without a recorded mesh sharding (the same buffers), or `x` itself if it has none."""
   if type(x) is Array and getattr(x, "_mesh_sharding", None) is not None:
-    return Array(x.aval, x._npy, x._buf)
+    out = Array(x.aval, x._npy, x._buf)
+    return _array.commit(out) if x.committed else out
   return x
 
 
