@@ -152,10 +152,8 @@ def _lapack_call(ctx, target, x, result_avals, attrs=()):
 
 
 def _lapack_target(op, aval):
-  """The LAPACK custom call target for `op` on `aval` on CPU, or None (lower the lax algorithm):
-  none for empty matrices (LAPACK's quick returns leave full U/V unset)."""
-  if 0 in aval.shape[-2:]:
-    return None
+  """The LAPACK custom call target for `op` on `aval` on CPU, or None (lower the lax
+  algorithm)."""
   from revax._src.runtime import lapack
   return lapack.target(op, aval.dtype)
 

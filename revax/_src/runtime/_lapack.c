@@ -169,6 +169,17 @@ static void fill_nan(void *p, int64_t count, int kind, int real_only) {
 
 static int64_t max1(int64_t x) { return x > 1 ? x : 1; }
 
+/* An (r, c) identity (zeros but ones on the diagonal) of kind `kind`. */
+static void fill_eye(void *p, int64_t r, int64_t c, int kind) {
+  size_t eb = kind_bytes[kind];
+  memset(p, 0, (size_t)(r * c) * eb);
+  for (int64_t i = 0; i < r && i < c; i++) {
+    char *x = (char *)p + (size_t)(i * r + i) * eb;
+    if (kind == 0 || kind == 2) *(float *)x = 1.0f;
+    else *(double *)x = 1.0;
+  }
+}
+
 #define PROLOGUE(nargs, nrets_min)                                                         \
   if (answer_metadata(f) || f->stage != STAGE_EXECUTE) return NULL;                        \
   if (f->args.size != (nargs) || f->rets.size < (nrets_min))                               \
@@ -190,6 +201,7 @@ static void *syevd_handler(CallFrame *f) {
   size_t mat = (size_t)(n * n) * kind_bytes[kind], vec = (size_t)n * kind_real_bytes[kind];
   for (int64_t b = 0; b < batch; b++) {
     char *vb = (char *)v->data + b * mat, *wb = (char *)w->data + b * vec;
+    if (n == 0) continue;
     memcpy(vb, (char *)a->data + b * mat, mat);
     lapack_int info = fn(COL_MAJOR, 'V', uplo, n, vb, max1(n), wb);
     if (info != 0) {
@@ -223,6 +235,13 @@ static void *gesdd_handler(CallFrame *f) {
     char *sb = (char *)s->data + b * svec;
     char *ub = uv ? (char *)u->data + b * umat : (char *)dummy;
     char *vb = uv ? (char *)vt->data + b * vmat : (char *)dummy;
+    if (k == 0) {  /* no singular values: full U and V^H are identities (as JAX) */
+      if (uv) {
+        fill_eye(ub, m, ucols, kind);
+        fill_eye(vb, vrows, n, kind);
+      }
+      continue;
+    }
     memcpy(work, (char *)a->data + b * amat, amat);
     lapack_int info = fn(COL_MAJOR, jobz, m, n, work, max1(m), sb, ub, uv ? max1(m) : 1, vb,
                          uv ? max1(vrows) : 1);
