@@ -1,7 +1,7 @@
 """Child of tests/lax/test_linalg_lapack.py: jitted eigh, svd and lu checked against NumPy in a
 fresh process, either with REVAX_LAPACK=0 (`fallback`: the lax algorithms) or over a 4-device
 mesh (`mesh`: the LAPACK custom calls inside a partitioned program, on replicated and on
-batch-sharded operands). Prints whether the lowered programs call LAPACK, then CHILD OK."""
+batch-sharded operands; first, an exported program that calls LAPACK, deserialized). Prints whether the lowered programs call LAPACK, then CHILD OK."""
 import sys
 
 import numpy as np
@@ -29,7 +29,19 @@ def check(x):
   return "revax_lapack_syevd" in text
 
 
-def main(mode):
+def call_exported(path):
+  """Run an exported program that calls LAPACK: this process has lowered nothing, so the
+  handlers must have been registered when the backend started."""
+  from revax import export
+  with open(path, "rb") as f:
+    exp = export.deserialize(f.read())
+  v, w = exp.call(np.diag(np.array([3., 1., 2.], np.float32)))
+  np.testing.assert_allclose(np.asarray(w), [1., 2., 3.])
+
+
+def main(mode, exported=None):
+  if exported:
+    call_exported(exported)
   rng = np.random.default_rng(0)
   a = rng.standard_normal((8, 6, 6)).astype(np.float32)
   a = a + np.swapaxes(a, -1, -2) + 12 * np.eye(6, dtype=np.float32)
@@ -45,4 +57,4 @@ def main(mode):
 
 
 if __name__ == "__main__":
-  main(sys.argv[1])
+  main(*sys.argv[1:])

@@ -2,8 +2,9 @@
 CPU: the custom call is in the lowered program, values match NumPy and JAX for batches of every
 supported dtype (up to the signs/phases of singular and eigenvectors), failures give NaN as in
 JAX, derivatives through jit match JAX's, and the lax algorithms still serve when LAPACK is off
-(in this process, by emptying the handler table, and in a child process with REVAX_LAPACK=0),
-or in a program over a 4-device mesh (child process)."""
+(in this process, by emptying the handler table, and in a child process with REVAX_LAPACK=0).
+A child process with 4 devices runs the custom calls in partitioned programs, and a deserialized
+exported program that calls LAPACK (the handlers are registered when the backend starts)."""
 import os
 import subprocess
 import sys
@@ -206,7 +207,12 @@ def test_fallback_with_revax_lapack_0():
 
 
 @needs_lapack
-def test_four_device_mesh():
+def test_four_device_mesh_and_export(tmp_path):
+  from revax import export
+  exp = export.export(revax.jit(lambda x: tuple(lin.eigh(x))))(np.eye(3, dtype=np.float32))
+  assert "revax_lapack_syevd" in exp.mlir_module()
+  path = tmp_path / "eigh.bin"
+  path.write_bytes(exp.serialize())
   out = _child({"REVAX_CPU_DEVICE_COUNT": "4",
-                "XLA_FLAGS": "--xla_force_host_platform_device_count=4"}, "mesh")
+                "XLA_FLAGS": "--xla_force_host_platform_device_count=4"}, "mesh", str(path))
   assert "lapack: True" in out

@@ -8,12 +8,13 @@ package's copy is tried too). Lowering (revax/_src/lax/linalg.py) asks `target(o
 the custom call target to name; None means "lower to the algorithm written in lax", which is
 the answer when:
 - REVAX_LAPACK=0 is set (read once, at the first question),
+- the backend is not a CPU one (the handlers read host memory),
 - the C extension `_lapack` was not built, or no such library or symbol is found,
 - the plugin has no FFI extension or refuses the registration.
 
-The handlers are registered with the plugin the first time `target` answers with a name, which is
-before any program naming them is compiled, or loaded from the persistent compilation cache
-(whose key is the lowered text, so the lowering, and this, runs first).
+The handlers are registered with the plugin when the backend starts (client.py calls
+`register`), so before any program naming them is compiled: lowered here, loaded from the
+persistent compilation cache, or deserialized by revax.export in another process.
 """
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ import threading
 
 import numpy as np
 
-__all__ = ["target", "available", "library_path"]
+__all__ = ["target", "available", "library_path", "register"]
 
 OPS = ("syevd", "gesdd", "getrf")
 _PREFIX = "revax_lapack_"
@@ -84,6 +85,8 @@ def _load() -> dict:
   from revax._src.runtime import client, ffi
   try:
     platform = client.get_backend().platform
+    if platform.lower() != "cpu":  # the handlers read host memory
+      return {}
     for op, address in _lapack.handlers().items():
       ffi.register_handler(_PREFIX + op, address, platform)
   except Exception:  # noqa: BLE001 - no FFI extension or a refusal: the lax algorithms remain
@@ -95,10 +98,18 @@ def _load() -> dict:
 def _table() -> dict:
   global _state
   if _state is None:
+    from revax._src.runtime import client
+    client.get_backend()  # first, outside the lock: starting the backend calls `register`
     with _lock:
       if _state is None:
         _state = _load()
   return _state
+
+
+def register() -> None:
+  """Find LAPACK and register the handlers with the backend's plugin (once; never raises: where
+  anything is missing, `target` answers None)."""
+  _table()
 
 
 def available(op: str, dtype) -> bool:
