@@ -1,7 +1,8 @@
 """Child of tests/lax/test_linalg_lapack.py: jitted eigh, svd and lu checked against NumPy in a
 fresh process, either with REVAX_LAPACK=0 (`fallback`: the lax algorithms) or over a 4-device
 mesh (`mesh`: the LAPACK custom calls inside a partitioned program, on replicated and on
-batch-sharded operands; first, an exported program that calls LAPACK, deserialized). Prints whether the lowered programs call LAPACK, then CHILD OK."""
+batch-sharded operands; first, an exported program that calls LAPACK, deserialized). Prints
+whether the lowered programs call LAPACK, then CHILD OK."""
 import sys
 
 import numpy as np

@@ -5,13 +5,17 @@ svd and tridiagonal_solve.
 Every primitive acts on the last two axes (the matrix); leading axes are batch axes, and batching
 rules move a mapped axis to the front. Eager calls on host values run NumPy (LAPACK through
 numpy.linalg where it has the factorization, short loops of vectorized NumPy where it has not).
-Lowering: XLA expands `stablehlo.cholesky` and `stablehlo.triangular_solve` itself; the CPU
-plugin has no LAPACK custom calls, so the other factorizations are algorithms written in lax
-(the lowering traces them): blocked right-looking LU with partial pivoting (unblocked panels in a
-fori_loop, triangular solves and matrix products for the trailing update), Householder QR with
-LAPACK's sign conventions, cyclic Jacobi with a round-robin (parallel) ordering for eigh, and
-one-sided Jacobi (after a QR when the matrix is tall) for svd; tridiagonal_solve is the Thomas
-algorithm in two scans. Each primitive is one block: wrapper, abstract eval, NumPy impl, JVP,
+Lowering: XLA expands `stablehlo.cholesky` and `stablehlo.triangular_solve` itself. On CPU, lu,
+eigh and svd lower to `stablehlo.custom_call @revax_lapack_{getrf,syevd,gesdd}` (column-major
+operands, batch dims looped in the handler), revax's own FFI handlers calling the LAPACK NumPy
+bundles (revax/_src/runtime/lapack.py; the plugin has no LAPACK custom calls of its own), as JAX
+calls jaxlib's. Where those are unavailable (REVAX_LAPACK=0, the C extension not built, no
+library) and for the other factorizations, the lowering traces algorithms written in lax:
+blocked right-looking LU with partial pivoting (unblocked panels in a fori_loop, triangular
+solves and matrix products for the trailing update), Householder QR with LAPACK's sign
+conventions, cyclic Jacobi with a round-robin (parallel) ordering for eigh, and one-sided Jacobi
+(after a QR when the matrix is tall) for svd; tridiagonal_solve is the Thomas algorithm in two
+scans. Each primitive is one block: wrapper, abstract eval, NumPy impl, JVP,
 transpose (triangular_solve and tridiagonal_solve are linear in b), batching, lowering, inverse
 or a reason, registration.
 """
@@ -44,7 +48,8 @@ __all__ = [
 
 
 class SvdAlgorithm(enum.Enum):
-  """Which SVD algorithm to use (revax has one on every backend: one-sided Jacobi)."""
+  """Which SVD algorithm to use (accepted; revax uses LAPACK's gesdd on CPU where available,
+  else one-sided Jacobi)."""
   DEFAULT = "default"
   QR = "QR"
   JACOBI = "Jacobi"
@@ -59,7 +64,8 @@ class EigImplementation(enum.Enum):
 
 
 class EighImplementation(enum.Enum):
-  """Which eigh algorithm to use (revax has one on every backend: Jacobi)."""
+  """Which eigh algorithm to use (accepted; revax uses LAPACK's syevd/heevd on CPU where
+  available, else Jacobi)."""
   QR = "qr"
   JACOBI = "jacobi"
   QDWH = "qdwh"
@@ -1226,7 +1232,8 @@ def svd(x, *, full_matrices: bool = True, compute_uv: bool = True, subset_by_ind
     full_matrices: U (..., m, m) and V^H (..., n, n); else (..., m, k), (..., k, n).
     compute_uv: also return U and V^H.
     subset_by_index: optional (lo, hi): singular values lo..hi-1 (descending order) only.
-    algorithm: a SvdAlgorithm (accepted; revax uses one-sided Jacobi on every backend).
+    algorithm: a SvdAlgorithm (accepted; revax uses LAPACK's gesdd on CPU where available,
+      else one-sided Jacobi).
 
   Returns:
     (u, s, vh) if compute_uv, else s (descending, real).
