@@ -5,13 +5,17 @@ svd and tridiagonal_solve.
 Every primitive acts on the last two axes (the matrix); leading axes are batch axes, and batching
 rules move a mapped axis to the front. Eager calls on host values run NumPy (LAPACK through
 numpy.linalg where it has the factorization, short loops of vectorized NumPy where it has not).
-Lowering: XLA expands `stablehlo.cholesky` and `stablehlo.triangular_solve` itself; the CPU
-plugin has no LAPACK custom calls, so the other factorizations are algorithms written in lax
-(the lowering traces them): blocked right-looking LU with partial pivoting (unblocked panels in a
-fori_loop, triangular solves and matrix products for the trailing update), Householder QR with
-LAPACK's sign conventions, cyclic Jacobi with a round-robin (parallel) ordering for eigh, and
-one-sided Jacobi (after a QR when the matrix is tall) for svd; tridiagonal_solve is the Thomas
-algorithm in two scans. Each primitive is one block: wrapper, abstract eval, NumPy impl, JVP,
+Lowering: XLA expands `stablehlo.cholesky` and `stablehlo.triangular_solve` itself. On CPU, lu,
+eigh and svd lower to `stablehlo.custom_call @revax_lapack_{getrf,syevd,gesdd}` (column-major
+operands, batch dims looped in the handler), revax's own FFI handlers calling the LAPACK NumPy
+bundles (revax/_src/runtime/lapack.py; the plugin has no LAPACK custom calls of its own), as JAX
+calls jaxlib's. Where those are unavailable (REVAX_LAPACK=0, the C extension not built, no
+library) and for the other factorizations, the lowering traces algorithms written in lax:
+blocked right-looking LU with partial pivoting (unblocked panels in a fori_loop, triangular
+solves and matrix products for the trailing update), Householder QR with LAPACK's sign
+conventions, cyclic Jacobi with a round-robin (parallel) ordering for eigh, and one-sided Jacobi
+(after a QR when the matrix is tall) for svd; tridiagonal_solve is the Thomas algorithm in two
+scans. Each primitive is one block: wrapper, abstract eval, NumPy impl, JVP,
 transpose (triangular_solve and tridiagonal_solve are linear in b), batching, lowering, inverse
 or a reason, registration.
 """
@@ -44,7 +48,8 @@ __all__ = [
 
 
 class SvdAlgorithm(enum.Enum):
-  """Which SVD algorithm to use (revax has one on every backend: one-sided Jacobi)."""
+  """Which SVD algorithm to use (accepted; revax uses LAPACK's gesdd on CPU where available,
+  else one-sided Jacobi)."""
   DEFAULT = "default"
   QR = "QR"
   JACOBI = "Jacobi"
@@ -59,7 +64,8 @@ class EigImplementation(enum.Enum):
 
 
 class EighImplementation(enum.Enum):
-  """Which eigh algorithm to use (revax has one on every backend: Jacobi)."""
+  """Which eigh algorithm to use (accepted; revax uses LAPACK's syevd/heevd on CPU where
+  available, else Jacobi)."""
   QR = "qr"
   JACOBI = "jacobi"
   QDWH = "qdwh"
@@ -123,6 +129,54 @@ def _hermitian_from_triangle(x, lower: bool):
   if dtypes.is_complex(U.dtype_of(x)):
     d = U.to_dtype(unary.real(d), U.dtype_of(x))
   return binary.add(binary.add(t, U.adjoint(t)), U.vector_to_diag(d))
+
+
+# --- LAPACK custom calls (CPU) -------------------------------------------------------------------
+def _lapack_layout(aval, matrix: bool) -> str:
+  """custom_call layout (minor-to-major dims) of `aval`: a batch of column-major matrices (the
+  last two dims swapped in order, the batch dims major), or row-major (a batch of vectors)."""
+  r = len(aval.shape)
+  dims = list(range(r - 1, -1, -1))
+  if matrix:
+    dims = [r - 2, r - 1] + dims[2:]
+  return f"dense<[{', '.join(map(str, dims))}]> : tensor<{r}xindex>" if r else \
+      "dense<> : tensor<0xindex>"
+
+
+def _lapack_call(ctx, target, x, result_avals, attrs=()):
+  """`stablehlo.custom_call @target(x)` (typed FFI) whose matrices (the results of x's rank) are
+  column-major, as LAPACK wants them (XLA transposes around the call where needed); vectors
+  (eigenvalues, singular values, pivots) are row-major; the handler loops over the batch dims."""
+  config = ", ".join(f"{name} = {int(v)} : i32" for name, v in attrs)
+  props = {"api_version": "4 : i32", "backend_config": "{" + config + "}",
+           "call_target_name": f'"{target}"', "has_side_effect": "false",
+           "operand_layouts": f"[{_lapack_layout(ctx.avals_in[0], True)}]",
+           "result_layouts": "[" + ", ".join(_lapack_layout(a, a.ndim == ctx.avals_in[0].ndim)
+                                             for a in result_avals) + "]"}
+  return ctx.fb.op("stablehlo.custom_call", [x], [mlir.ir_type(a) for a in result_avals],
+                   props=props)
+
+
+def _lapack_target(op, aval):
+  """The LAPACK custom call target for `op` on `aval` on CPU, or None (lower the lax
+  algorithm)."""
+  from revax._src.runtime import lapack
+  return lapack.target(op, aval.dtype)
+
+
+def _slice_last(ctx, outs, full_avals, axes, lo, hi):
+  """outs[i][..., lo:hi, ...] along axes[i] (None: unsliced), lowered in place."""
+  def fn(*ys):
+    res = []
+    for y, axis in zip(ys, axes, strict=True):
+      if axis is not None:
+        shape = get_aval(y).shape
+        y = slicing.slice(y, tuple(lo if i == axis else 0 for i in range(len(shape))),
+                          tuple(hi if i == axis else d for i, d in enumerate(shape)))
+      res.append(y)
+    return res
+  return mlir.lower_fun(fn, multiple_results=True)(_sub_ctx(ctx, full_avals, ctx.avals_out),
+                                                    *outs)
 
 
 # --- cholesky ------------------------------------------------------------------------------------
@@ -608,7 +662,20 @@ lu_p.def_abstract_eval(_lu_abstract_eval)
 dispatch.def_numpy_impl(lu_p, _lu_numpy)
 ad.primitive_jvps[lu_p] = _lu_jvp
 _front_batcher(lu_p)
-mlir.register_lowering(lu_p, mlir.lower_fun(_lu_lax, multiple_results=True))
+_lu_lower_lax = mlir.lower_fun(_lu_lax, multiple_results=True)
+
+
+def _lu_lower_cpu(ctx, x):
+  """LAPACK ?getrf where available (the handler also makes pivots zero-based int32 and the
+  permutation), else the blocked LU in lax."""
+  target = _lapack_target("getrf", ctx.avals_in[0])
+  if target is None:
+    return _lu_lower_lax(ctx, x)
+  return _lapack_call(ctx, target, x, ctx.avals_out)
+
+
+mlir.register_lowering(lu_p, _lu_lower_lax)
+mlir.register_lowering(lu_p, _lu_lower_cpu, platform="cpu")
 inv.definverse(lu_p, _lu_rebuild, solves=inv.all_unknown_ok)
 
 
@@ -1127,7 +1194,29 @@ eigh_p.def_abstract_eval(_eigh_abstract_eval)
 dispatch.def_numpy_impl(eigh_p, _eigh_numpy)
 ad.primitive_jvps[eigh_p] = _eigh_jvp
 _front_batcher(eigh_p)
-mlir.register_lowering(eigh_p, mlir.lower_fun(_eigh_lax, multiple_results=True))
+_eigh_lower_lax = mlir.lower_fun(_eigh_lax, multiple_results=True)
+
+
+def _eigh_lower_cpu(ctx, x, *, lower, sort_eigenvalues, subset_by_index):
+  """LAPACK ?syevd/?heevd where available (eigenvalues ascending, NaN where LAPACK fails, as
+  JAX), a subset sliced from the full result; else the Jacobi algorithm in lax."""
+  aval = ctx.avals_in[0]
+  target = _lapack_target("syevd", aval)
+  if target is None:
+    return _eigh_lower_lax(ctx, x, lower=lower, sort_eigenvalues=sort_eigenvalues,
+                           subset_by_index=subset_by_index)
+  n = aval.shape[-1]
+  full = [ShapedArray(aval.shape, aval.dtype),
+          ShapedArray(aval.shape[:-1], U.real_dtype(aval.dtype))]
+  outs = _lapack_call(ctx, target, x, full, attrs=[("lower", lower)])
+  lo, hi = _subset(n, subset_by_index)
+  if (lo, hi) == (0, n):
+    return outs
+  return _slice_last(ctx, outs, full, [aval.ndim - 1, aval.ndim - 2], lo, hi)
+
+
+mlir.register_lowering(eigh_p, _eigh_lower_lax)
+mlir.register_lowering(eigh_p, _eigh_lower_cpu, platform="cpu")
 inv.definverse(eigh_p, lambda outs, ins, avals_in, **p: [U.matmul(
     U.scale_cols(outs[0], U.to_dtype(outs[1], U.dtype_of(outs[0]))), U.adjoint(outs[0]))],
     solves=lambda known, eqn, facts: eqn.params["subset_by_index"] is None)
@@ -1143,7 +1232,8 @@ def svd(x, *, full_matrices: bool = True, compute_uv: bool = True, subset_by_ind
     full_matrices: U (..., m, m) and V^H (..., n, n); else (..., m, k), (..., k, n).
     compute_uv: also return U and V^H.
     subset_by_index: optional (lo, hi): singular values lo..hi-1 (descending order) only.
-    algorithm: a SvdAlgorithm (accepted; revax uses one-sided Jacobi on every backend).
+    algorithm: a SvdAlgorithm (accepted; revax uses LAPACK's gesdd on CPU where available,
+      else one-sided Jacobi).
 
   Returns:
     (u, s, vh) if compute_uv, else s (descending, real).
@@ -1404,7 +1494,32 @@ svd_p.def_abstract_eval(_svd_abstract_eval)
 dispatch.def_numpy_impl(svd_p, _svd_numpy)
 ad.primitive_jvps[svd_p] = _svd_jvp
 _front_batcher(svd_p)
-mlir.register_lowering(svd_p, mlir.lower_fun(_svd_lax, multiple_results=True))
+_svd_lower_lax = mlir.lower_fun(_svd_lax, multiple_results=True)
+
+
+def _svd_lower_cpu(ctx, x, *, full_matrices, compute_uv, subset_by_index):
+  """LAPACK ?gesdd where available (jobz 'A', 'S' or 'N' from the result shapes; NaN where
+  LAPACK fails, as JAX), a subset sliced from the reduced result; else one-sided Jacobi in lax."""
+  aval = ctx.avals_in[0]
+  target = _lapack_target("gesdd", aval)
+  if target is None:
+    return _svd_lower_lax(ctx, x, full_matrices=full_matrices, compute_uv=compute_uv,
+                          subset_by_index=subset_by_index)
+  batch, (m, n) = aval.shape[:-2], aval.shape[-2:]
+  k = min(m, n)
+  lo, hi = _subset(k, subset_by_index)
+  if (lo, hi) == (0, k):
+    return _lapack_call(ctx, target, x, ctx.avals_out)
+  full = [ShapedArray(batch + (k,), U.real_dtype(aval.dtype))]
+  if compute_uv:
+    full += [ShapedArray(batch + (m, k), aval.dtype), ShapedArray(batch + (k, n), aval.dtype)]
+  outs = _lapack_call(ctx, target, x, full)
+  nd = aval.ndim
+  return _slice_last(ctx, outs, full, [nd - 2, nd - 1, nd - 2][:len(full)], lo, hi)
+
+
+mlir.register_lowering(svd_p, _svd_lower_lax)
+mlir.register_lowering(svd_p, _svd_lower_cpu, platform="cpu")
 inv.definverse(svd_p, _svd_rebuild, solves=lambda known, eqn, facts: (
     eqn.params["compute_uv"] and eqn.params["subset_by_index"] is None))
 

@@ -95,6 +95,10 @@ def _create_backend_once() -> Backend:
     if _backend is None:
       api = plugins.load()
       _backend = Backend(api, create_options=_client_options(api.path))
+      # LAPACK's FFI handlers, before any program naming them is compiled (a deserialized
+      # revax.export module is compiled without being lowered here)
+      from revax._src.runtime import lapack
+      lapack.register()
     return _backend
 
 

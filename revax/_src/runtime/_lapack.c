@@ -1,0 +1,345 @@
+/* LAPACK for compiled programs: XLA FFI handlers that run eigh (?syevd / ?heevd), svd (?gesdd)
+   and lu (?getrf) on the host, as jaxlib's LAPACK kernels do for JAX on CPU.
+
+   A program names them with `stablehlo.custom_call @revax_lapack_<op>(...) {api_version = 4}`
+   (revax/_src/lax/linalg.py writes those; revax/_src/runtime/lapack.py registers the handlers
+   with the plugin). Matrices arrive column-major (the custom call asks XLA for that layout), one
+   after another for the leading batch dimensions, which the handler loops over.
+
+   This module does not link LAPACK: Python finds the LAPACKE functions of the ILP64 OpenBLAS that
+   NumPy's wheel bundles (scipy_LAPACKE_*64_), and hands their addresses over with `set_lapack`.
+   A handler whose function was not handed over is never named by a program (lapack.py answers
+   which are available), and answers XLA with an error if it is anyway.
+
+   Failure, as JAX: when LAPACK reports an error (a NaN in the input, which LAPACKE's NaN check
+   catches, or no convergence) the outputs of that matrix are NaN; getrf's "exactly singular"
+   report is no failure (the factors are still valid).
+
+   The XLA FFI structs below mirror xla/ffi/api/c_api.h (LP64); the same layouts, with their
+   offsets asserted, are in revax/_src/runtime/ffi.py. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <math.h>
+
+/* ------------------------------------------------------------------------- XLA FFI structs */
+
+typedef struct { size_t struct_size; int type; void *next; } ExtensionBase;
+typedef struct { size_t struct_size; void *extension_start; int major; int minor; } ApiVersion;
+typedef struct { size_t struct_size; ApiVersion api_version; uint32_t traits; } Metadata;
+typedef struct { ExtensionBase base; Metadata *metadata; } MetadataExtension;
+typedef struct {
+  size_t struct_size; void *extension_start; const char *message; int errc;
+} ErrorCreateArgs;
+typedef void *(*ErrorCreate)(ErrorCreateArgs *);
+typedef struct {
+  size_t struct_size; void *extension_start; ApiVersion api_version; void *internal_api;
+  ErrorCreate error_create;
+} ApiHead;
+typedef struct {
+  size_t struct_size; void *extension_start; int dtype; void *data; int64_t rank; int64_t *dims;
+} Buffer;
+typedef struct {
+  size_t struct_size; void *extension_start; int64_t size; int *types; void **items;
+} List;
+typedef struct { const char *ptr; size_t len; } ByteSpan;
+typedef struct { int dtype; void *value; } Scalar;
+typedef struct {
+  size_t struct_size; void *extension_start; int64_t size; int *types; ByteSpan **names;
+  void **attrs;
+} Attrs;
+typedef struct {
+  size_t struct_size; void *extension_start; ApiHead *api; void *ctx; int stage; List args;
+  List rets; Attrs attrs; void *future;
+} CallFrame;
+
+_Static_assert(offsetof(CallFrame, stage) == 32, "XLA_FFI_CallFrame.stage");
+_Static_assert(offsetof(CallFrame, args) == 40, "XLA_FFI_CallFrame.args");
+_Static_assert(offsetof(CallFrame, rets) == 80, "XLA_FFI_CallFrame.rets");
+_Static_assert(offsetof(CallFrame, attrs) == 120, "XLA_FFI_CallFrame.attrs");
+_Static_assert(offsetof(CallFrame, future) == 168, "XLA_FFI_CallFrame_STRUCT_SIZE");
+_Static_assert(offsetof(ApiHead, error_create) == 48, "XLA_FFI_Api.XLA_FFI_Error_Create");
+_Static_assert(offsetof(Buffer, dims) == 40, "XLA_FFI_Buffer.dims");
+_Static_assert(offsetof(Metadata, traits) == 32, "XLA_FFI_Metadata.traits");
+_Static_assert(offsetof(MetadataExtension, metadata) == 24, "XLA_FFI_Metadata_Extension");
+
+enum { EXT_METADATA = 1, STAGE_EXECUTE = 3, ATTR_SCALAR = 3 };
+enum { ERR_INVALID_ARGUMENT = 3, ERR_INTERNAL = 13 };
+/* XLA_FFI_DataType */
+enum { T_PRED = 1, T_S8 = 2, T_S32 = 4, T_S64 = 5, T_U8 = 6,
+       T_F32 = 11, T_F64 = 12, T_C64 = 15, T_C128 = 18 };
+
+/* ------------------------------------------------------------------------- LAPACKE (ILP64) */
+
+typedef int64_t lapack_int;
+#define COL_MAJOR 102
+typedef lapack_int (*SyevdFn)(int, char, char, lapack_int, void *, lapack_int, void *);
+typedef lapack_int (*GesddFn)(int, char, lapack_int, lapack_int, void *, lapack_int, void *,
+                              void *, lapack_int, void *, lapack_int);
+typedef lapack_int (*GetrfFn)(int, lapack_int, lapack_int, void *, lapack_int, lapack_int *);
+
+/* Indexed by kind: 0 float32, 1 float64, 2 complex64, 3 complex128. */
+static SyevdFn syevd_fns[4];
+static GesddFn gesdd_fns[4];
+static GetrfFn getrf_fns[4];
+
+static int kind_of(int dtype) {
+  switch (dtype) {
+    case T_F32: return 0;
+    case T_F64: return 1;
+    case T_C64: return 2;
+    case T_C128: return 3;
+    default: return -1;
+  }
+}
+
+static const size_t kind_bytes[4] = {4, 8, 8, 16};
+static const size_t kind_real_bytes[4] = {4, 8, 4, 8};
+
+/* ------------------------------------------------------------------------- helpers */
+
+static void *error(CallFrame *f, int errc, const char *message) {
+  ErrorCreateArgs args = {offsetof(ErrorCreateArgs, errc) + sizeof(int), NULL, message, errc};
+  return f->api->error_create(&args);
+}
+
+/* XLA's metadata stage: answer with the framework's FFI version, no traits. */
+static int answer_metadata(CallFrame *f) {
+  ExtensionBase *ext = (ExtensionBase *)f->extension_start;
+  if (!ext || ext->type != EXT_METADATA) return 0;
+  Metadata *md = ((MetadataExtension *)ext)->metadata;
+  if (!md) return 0;
+  md->api_version.struct_size = offsetof(ApiVersion, minor) + sizeof(int);
+  md->api_version.extension_start = NULL;
+  md->api_version.major = f->api->api_version.major;
+  md->api_version.minor = f->api->api_version.minor;
+  md->traits = 0;
+  return 1;
+}
+
+/* The integer scalar attribute `name`, or `fallback` where there is none. */
+static int64_t int_attr(CallFrame *f, const char *name, int64_t fallback) {
+  size_t len = strlen(name);
+  for (int64_t i = 0; i < f->attrs.size; i++) {
+    ByteSpan *span = f->attrs.names[i];
+    if (span->len != len || memcmp(span->ptr, name, len) != 0) continue;
+    if (f->attrs.types[i] != ATTR_SCALAR) return fallback;
+    Scalar *s = (Scalar *)f->attrs.attrs[i];
+    switch (s->dtype) {
+      case T_PRED: case T_U8: return *(uint8_t *)s->value;
+      case T_S8: return *(int8_t *)s->value;
+      case T_S32: return *(int32_t *)s->value;
+      case T_S64: return *(int64_t *)s->value;
+      default: return fallback;
+    }
+  }
+  return fallback;
+}
+
+static Buffer *arg(CallFrame *f, int i) { return (Buffer *)f->args.items[i]; }
+static Buffer *ret(CallFrame *f, int i) { return (Buffer *)f->rets.items[i]; }
+
+/* The product of the leading `rank - trailing` dimensions. */
+static int64_t batch_of(Buffer *b, int trailing) {
+  int64_t count = 1;
+  for (int64_t i = 0; i < b->rank - trailing; i++) count *= b->dims[i];
+  return count;
+}
+
+/* Fill `count` elements of kind `kind` (real or complex) with NaN (complex: NaN + 0j, as JAX's
+   jnp.full(shape, nan) for a complex dtype). */
+static void fill_nan(void *p, int64_t count, int kind, int real_only) {
+  int complex_ = kind >= 2 && !real_only;
+  int single = kind == 0 || kind == 2;
+  for (int64_t i = 0; i < count; i++) {
+    if (single) {
+      float *x = (float *)p + (complex_ ? 2 * i : i);
+      x[0] = NAN;
+      if (complex_) x[1] = 0.0f;
+    } else {
+      double *x = (double *)p + (complex_ ? 2 * i : i);
+      x[0] = NAN;
+      if (complex_) x[1] = 0.0;
+    }
+  }
+}
+
+static int64_t max1(int64_t x) { return x > 1 ? x : 1; }
+
+/* An (r, c) identity (zeros but ones on the diagonal) of kind `kind`. */
+static void fill_eye(void *p, int64_t r, int64_t c, int kind) {
+  size_t eb = kind_bytes[kind];
+  memset(p, 0, (size_t)(r * c) * eb);
+  for (int64_t i = 0; i < r && i < c; i++) {
+    char *x = (char *)p + (size_t)(i * r + i) * eb;
+    if (kind == 0 || kind == 2) *(float *)x = 1.0f;
+    else *(double *)x = 1.0;
+  }
+}
+
+#define PROLOGUE(nargs, nrets_min)                                                         \
+  if (answer_metadata(f) || f->stage != STAGE_EXECUTE) return NULL;                        \
+  if (f->args.size != (nargs) || f->rets.size < (nrets_min))                               \
+    return error(f, ERR_INVALID_ARGUMENT, "revax LAPACK handler: wrong number of buffers");\
+  int kind = kind_of(arg(f, 0)->dtype);                                                    \
+  if (kind < 0 || arg(f, 0)->rank < 2)                                                     \
+    return error(f, ERR_INVALID_ARGUMENT, "revax LAPACK handler: unsupported operand");
+
+/* ------------------------------------------------------------------------- handlers */
+
+/* eigh: args (a (..., n, n)); rets (v (..., n, n), w (..., n) real); attribute `lower`. */
+static void *syevd_handler(CallFrame *f) {
+  PROLOGUE(1, 2)
+  SyevdFn fn = syevd_fns[kind];
+  if (!fn) return error(f, ERR_INTERNAL, "revax LAPACK: no ?syevd/?heevd for this dtype");
+  Buffer *a = arg(f, 0), *v = ret(f, 0), *w = ret(f, 1);
+  int64_t n = a->dims[a->rank - 1], batch = batch_of(a, 2);
+  char uplo = int_attr(f, "lower", 1) ? 'L' : 'U';
+  size_t mat = (size_t)(n * n) * kind_bytes[kind], vec = (size_t)n * kind_real_bytes[kind];
+  for (int64_t b = 0; b < batch; b++) {
+    char *vb = (char *)v->data + b * mat, *wb = (char *)w->data + b * vec;
+    if (n == 0) continue;
+    memcpy(vb, (char *)a->data + b * mat, mat);
+    lapack_int info = fn(COL_MAJOR, 'V', uplo, n, vb, max1(n), wb);
+    if (info != 0) {
+      fill_nan(vb, n * n, kind, 0);
+      fill_nan(wb, n, kind, 1);
+    }
+  }
+  return NULL;
+}
+
+/* svd: args (a (..., m, n)); rets (s (..., k)) or (s, u (..., m, m|k), vt (..., n|k, n)): the
+   count and shapes of the results say which of jobz 'N', 'A', 'S'. */
+static void *gesdd_handler(CallFrame *f) {
+  PROLOGUE(1, 1)
+  GesddFn fn = gesdd_fns[kind];
+  if (!fn) return error(f, ERR_INTERNAL, "revax LAPACK: no ?gesdd for this dtype");
+  Buffer *a = arg(f, 0), *s = ret(f, 0);
+  int64_t m = a->dims[a->rank - 2], n = a->dims[a->rank - 1], batch = batch_of(a, 2);
+  int64_t k = m < n ? m : n;
+  int uv = f->rets.size >= 3;
+  Buffer *u = uv ? ret(f, 1) : NULL, *vt = uv ? ret(f, 2) : NULL;
+  int64_t ucols = uv ? u->dims[u->rank - 1] : 1, vrows = uv ? vt->dims[vt->rank - 2] : 1;
+  char jobz = !uv ? 'N' : (ucols == m && vrows == n) ? 'A' : 'S';
+  size_t eb = kind_bytes[kind];
+  size_t amat = (size_t)(m * n) * eb, svec = (size_t)k * kind_real_bytes[kind];
+  size_t umat = uv ? (size_t)(m * ucols) * eb : 0, vmat = uv ? (size_t)(vrows * n) * eb : 0;
+  void *work = malloc(amat ? amat : 1);
+  if (!work) return error(f, ERR_INTERNAL, "revax LAPACK: out of memory");
+  double dummy[4];
+  for (int64_t b = 0; b < batch; b++) {
+    char *sb = (char *)s->data + b * svec;
+    char *ub = uv ? (char *)u->data + b * umat : (char *)dummy;
+    char *vb = uv ? (char *)vt->data + b * vmat : (char *)dummy;
+    if (k == 0) {  /* no singular values: full U and V^H are identities (as JAX) */
+      if (uv) {
+        fill_eye(ub, m, ucols, kind);
+        fill_eye(vb, vrows, n, kind);
+      }
+      continue;
+    }
+    memcpy(work, (char *)a->data + b * amat, amat);
+    lapack_int info = fn(COL_MAJOR, jobz, m, n, work, max1(m), sb, ub, uv ? max1(m) : 1, vb,
+                         uv ? max1(vrows) : 1);
+    if (info != 0) {
+      fill_nan(sb, k, kind, 1);
+      if (uv) {
+        fill_nan(ub, m * ucols, kind, 0);
+        fill_nan(vb, vrows * n, kind, 0);
+      }
+    }
+  }
+  free(work);
+  return NULL;
+}
+
+/* lu: args (a (..., m, n)); rets (lu (..., m, n), pivots (..., k) int32 zero-based,
+   permutation (..., m) int32). */
+static void *getrf_handler(CallFrame *f) {
+  PROLOGUE(1, 3)
+  GetrfFn fn = getrf_fns[kind];
+  if (!fn) return error(f, ERR_INTERNAL, "revax LAPACK: no ?getrf for this dtype");
+  Buffer *a = arg(f, 0), *lu = ret(f, 0), *piv = ret(f, 1), *perm = ret(f, 2);
+  if (piv->dtype != T_S32 || perm->dtype != T_S32)
+    return error(f, ERR_INVALID_ARGUMENT, "revax LAPACK getrf: pivots must be int32");
+  int64_t m = a->dims[a->rank - 2], n = a->dims[a->rank - 1], batch = batch_of(a, 2);
+  int64_t k = m < n ? m : n;
+  size_t mat = (size_t)(m * n) * kind_bytes[kind];
+  lapack_int *ipiv = malloc(sizeof(lapack_int) * (size_t)max1(k));
+  if (!ipiv) return error(f, ERR_INTERNAL, "revax LAPACK: out of memory");
+  for (int64_t b = 0; b < batch; b++) {
+    char *lb = (char *)lu->data + b * mat;
+    int32_t *pb = (int32_t *)piv->data + b * k, *qb = (int32_t *)perm->data + b * m;
+    memcpy(lb, (char *)a->data + b * mat, mat);
+    if (k > 0) fn(COL_MAJOR, m, n, lb, max1(m), ipiv);  /* info > 0: singular, still valid */
+    for (int64_t i = 0; i < m; i++) qb[i] = (int32_t)i;
+    for (int64_t i = 0; i < k; i++) {
+      int32_t p = (int32_t)(ipiv[i] - 1);
+      pb[i] = p;
+      int32_t t = qb[i];
+      qb[i] = qb[p];
+      qb[p] = t;
+    }
+  }
+  free(ipiv);
+  return NULL;
+}
+
+/* ------------------------------------------------------------------------- Python module */
+
+static PyObject *set_lapack(PyObject *self, PyObject *table) {
+  (void)self;
+  PyObject *seq = PySequence_Fast(table, "set_lapack takes a sequence of 12 addresses");
+  if (!seq) return NULL;
+  if (PySequence_Fast_GET_SIZE(seq) != 12) {
+    Py_DECREF(seq);
+    PyErr_SetString(PyExc_ValueError, "set_lapack takes 12 addresses: ?syevd/?heevd, ?gesdd, "
+                                      "?getrf_work, each for s, d, c, z");
+    return NULL;
+  }
+  void *addresses[12];
+  for (int i = 0; i < 12; i++) {
+    PyObject *item = PySequence_Fast_GET_ITEM(seq, i);
+    addresses[i] = item == Py_None ? NULL : PyLong_AsVoidPtr(item);
+    if (PyErr_Occurred()) {
+      Py_DECREF(seq);
+      return NULL;
+    }
+  }
+  Py_DECREF(seq);
+  for (int i = 0; i < 4; i++) {
+    syevd_fns[i] = (SyevdFn)addresses[i];
+    gesdd_fns[i] = (GesddFn)addresses[4 + i];
+    getrf_fns[i] = (GetrfFn)addresses[8 + i];
+  }
+  Py_RETURN_NONE;
+}
+
+static PyObject *handlers(PyObject *self, PyObject *unused) {
+  (void)self; (void)unused;
+  return Py_BuildValue("{s:N,s:N,s:N}",
+                       "syevd", PyLong_FromVoidPtr((void *)syevd_handler),
+                       "gesdd", PyLong_FromVoidPtr((void *)gesdd_handler),
+                       "getrf", PyLong_FromVoidPtr((void *)getrf_handler));
+}
+
+static PyMethodDef methods[] = {
+  {"set_lapack", set_lapack, METH_O,
+   "set_lapack(addresses): the 12 LAPACKE functions (None where missing), in the order "
+   "ssyevd dsyevd cheevd zheevd, sgesdd dgesdd cgesdd zgesdd, sgetrf_work dgetrf_work "
+   "cgetrf_work zgetrf_work."},
+  {"handlers", handlers, METH_NOARGS,
+   "handlers() -> {'syevd': address, 'gesdd': address, 'getrf': address} of the FFI handlers."},
+  {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+  PyModuleDef_HEAD_INIT, "_lapack", "XLA FFI handlers calling LAPACK (see _lapack.c).", -1,
+  methods, NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__lapack(void) { return PyModule_Create(&module); }
