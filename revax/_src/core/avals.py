@@ -57,20 +57,24 @@ class ShapedArray:
   def __hash__(self):
     return self._hash
 
-  def str_short(self) -> str:
+  def str_short(self, short_dtypes: bool = True) -> str:
     """'f32[3,4]' (JAX's 'f32[8@x,4]' for a dimension split over the Explicit mesh axis x), the
-    form used in printed jaxprs."""
+    form used in printed jaxprs; 'float32[3,4]' with short_dtypes=False."""
     dims = map(str, self.shape)
     if self.sharding is not None:
       dims = [d + _split_suffix(part) for d, part in zip(dims, self.sharding.spec, strict=False)] \
           + [str(n) for n in self.shape[len(self.sharding.spec):]]
-    return f"{dtypes.short_name(self.dtype)}[{','.join(dims)}]"
+    name = dtypes.short_name(self.dtype) if short_dtypes else self.dtype.name
+    return f"{name}[{','.join(dims)}]"
 
   def __repr__(self):
+    """As JAX's: 'ShapedArray(float32[3,4])', 'ShapedArray(int32[], weak_type=True)'."""
     weak = ", weak_type=True" if self.weak_type else ""
-    return f"ShapedArray({self.str_short()}{weak})"
+    return f"ShapedArray({self.str_short(short_dtypes=False)}{weak})"
 
-  __str__ = str_short
+  def __str__(self):
+    """As JAX's: 'float32[3,4]', and '~int32[]' for a weak type."""
+    return ("~" if self.weak_type else "") + self.str_short(short_dtypes=False)
 
 
 def _split_suffix(part) -> str:
