@@ -9,15 +9,25 @@ The two printed outputs are compared token by token, whitespace ignored (so nump
 wrapping of a wider number does not matter): a number must match the other side's within the
 program's tolerance (integers exactly), every other token (dtype names, `weak_type=True`, key
 paths, shapes) must be identical. A program may set `TOLERANCE = dict(rtol=..., atol=...)`.
+
+JAX's side is recorded: running all programs with jax costs about two minutes (its eager ops
+compile one by one), far over this suite's budget, so `expected/NAME.txt` holds what the
+program printed with jax, under a header naming the jax version and the SHA-256 of the exact
+source text that printed it. The test refuses a record whose hash or jax version does not match
+(a program edited without re-recording). Re-record with `python -m tests.programs.harness
+[NAME ...]`; set REVAX_PROGRAMS_LIVE_JAX=1 to run jax live instead of reading the records.
 """
 import contextlib
+import hashlib
 import io
 import pathlib
 import re
+import sys
 
 import numpy as np
 
 HERE = pathlib.Path(__file__).parent
+EXPECTED = HERE / "expected"
 DEFAULT_TOLERANCE = dict(rtol=2e-4, atol=2e-5)
 
 _IMPORT = re.compile(r"^(\s*)import jax(\s*(#.*)?)$", re.M)
@@ -91,3 +101,34 @@ def compare(revax_out, jax_out, rtol, atol):
     return (f"revax printed {len(r)} tokens, jax {len(j)}\n--- revax:\n{revax_out}\n"
             f"--- jax:\n{jax_out}")
   return None
+
+
+def _header(name):
+  import jax
+  digest = hashlib.sha256((HERE / f"{name}.py").read_bytes()).hexdigest()
+  return f"# recorded with jax {jax.__version__} from source sha256 {digest}\n"
+
+
+def record(name):
+  """Runs `name` with jax and writes its output under the header naming jax and the source."""
+  out, _ = run(name, "jax")
+  EXPECTED.mkdir(exist_ok=True)
+  (EXPECTED / f"{name}.txt").write_text(_header(name) + out)
+  return out
+
+
+def expected(name):
+  """The recorded jax output of `name`; AssertionError if the record is stale or missing."""
+  path = EXPECTED / f"{name}.txt"
+  assert path.exists(), f"no jax record for {name}: run python -m tests.programs.harness {name}"
+  header, _, out = path.read_text().partition("\n")
+  assert header + "\n" == _header(name), (
+      f"the jax record of {name} is stale (the program or jax changed): run "
+      f"python -m tests.programs.harness {name}")
+  return out
+
+
+if __name__ == "__main__":
+  for n in sys.argv[1:] or program_names():
+    record(n)
+    print(f"recorded {n}")
