@@ -4,6 +4,7 @@ import functools
 
 import jax
 import jax.numpy as jnp
+import jax.scipy.optimize
 import numpy as np
 
 
