@@ -19,7 +19,7 @@ print("Partial through jit:", jax.jit(lambda f, x: f(x))(scaled, jnp.arange(3.0)
 
 @jax.jit
 def show_tracer(x):
-  print("tracer shape/dtype at trace time:", x.shape, x.dtype, isinstance(x, jax.Array))
+  print("tracer shape/dtype at trace time:", x.shape, x.dtype, x.ndim)
   return x * 2
 
 
@@ -95,5 +95,6 @@ try:
   jax.lax.cond(True, lambda: jnp.ones(2), lambda: jnp.ones(3))
 except TypeError as e:
   print("cond branch mismatch:", type(e).__name__)
-print("grad allow_int:", jax.grad(lambda x, n: x * n, allow_int=True, argnums=(0, 1))(2.0, 3))
+gx, gn = jax.grad(lambda x, n: x * n, allow_int=True, argnums=(0, 1))(2.0, 3)
+print("grad allow_int:", gx, gn.shape, gn.dtype)
 print("float0 dtype:", jax.grad(lambda x, n: x * n, allow_int=True, argnums=1)(2.0, 3).dtype)
