@@ -40,3 +40,28 @@ def test_var_and_std_methods_under_every_transformation():
   np.testing.assert_allclose(revax.grad(lambda a: a.var())(x[0]), 2 * (x[0] - x[0].mean()) / 3,
                              rtol=1e-6)
   np.testing.assert_allclose(revax.jit(lambda a: a.std())(x), x.std(), rtol=1e-6)
+
+
+def test_tracers_print_as_jax_tracers():
+  # a user's `print(x)` inside a transformation: revax printed 'Traced<f32[3]>with<...>'
+  import jax
+  import jax.numpy as jnp
+  programs = [
+      lambda m, n: m.jit(lambda x: print(repr(x), str(x), f"{x}") or x)(n.ones((2, 3), n.int8)),
+      lambda m, n: m.jit(lambda x: print(x) or x)(1.0),
+      lambda m, n: m.jvp(lambda x: print(x) or x, (n.ones(2),), (n.ones(2),)),
+      lambda m, n: m.grad(lambda x: print(x) or x.sum())(n.arange(3.0)),
+      lambda m, n: m.jit(m.grad(lambda x: print(x) or x))(2.0),
+      lambda m, n: m.vmap(lambda x: print(x) or x, in_axes=1)(n.ones((3, 2))),
+      lambda m, n: m.vmap(m.vmap(lambda x: print(x) or x))(n.ones((3, 2))),
+  ]
+  import contextlib
+  import io
+  for program in programs:
+    outs = []
+    for m, n in ((revax, rnp), (jax, jnp)):
+      buf = io.StringIO()
+      with contextlib.redirect_stdout(buf):
+        program(m, n)
+      outs.append(buf.getvalue())
+    assert outs[0] == outs[1]

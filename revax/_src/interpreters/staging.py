@@ -36,6 +36,10 @@ class JaxprTracer(Tracer):
   def aval(self):
     return self._aval
 
+  def __repr__(self):
+    """As JAX's: 'JitTracer(float32[3])', 'JitTracer(~float32[])' for a weak type."""
+    return f"JitTracer({self._aval})"
+
   def _provenance(self) -> str:
     debug = self._trace.debug_info
     if debug is None:
