@@ -20,6 +20,7 @@ print("Partial through jit:", jax.jit(lambda f, x: f(x))(scaled, jnp.arange(3.0)
 @jax.jit
 def show_tracer(x):
   print("tracer shape/dtype at trace time:", x.shape, x.dtype, x.ndim)
+  print("the tracer itself:", x, "and under grad:", jax.grad(lambda t: print(t) or t * t)(x[0]))
   return x * 2
 
 
