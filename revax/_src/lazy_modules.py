@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import importlib
 
-_LAZY = ("scipy",)
+_LAZY = ("scipy", "ops", "image")
 
 
 def module_getattr(name: str):

@@ -106,6 +106,38 @@ def _key_of(entry) -> Any:
 # ---------------------------------------------------------------------------------------------
 # Flattening.
 
+_DICT_KINDS = (optree.PyTreeKind.DICT, optree.PyTreeKind.DEFAULTDICT)
+_SORTED: dict = {}  # treedef -> the equal treedef whose dicts hold their keys in sorted order
+
+
+def _sort_dict_node(node):
+  """One node of `PyTreeSpec.transform`: a dict node rebuilt with its keys in the order
+  flattening visits them (sorted), any other node unchanged."""
+  if node.kind not in _DICT_KINDS:
+    return node
+  leaf = optree.treespec_leaf(none_is_leaf=False, namespace=NAMESPACE)
+  mapping = dict.fromkeys(node.entries(), leaf)  # entries come in flattening (sorted) order
+  if node.kind == optree.PyTreeKind.DICT:
+    return optree.treespec_dict(mapping, none_is_leaf=False, namespace=NAMESPACE)
+  factory = node.unflatten([None] * node.num_leaves).default_factory
+  return optree.treespec_defaultdict(factory, mapping, none_is_leaf=False, namespace=NAMESPACE)
+
+
+def _sorted_dicts(treedef):
+  """`treedef` with its dicts' keys recorded in sorted order, so that unflattening builds
+  dicts in sorted key order as JAX does (optree's treedef keeps the flattened dict's insertion
+  order and restores it). Equal treedefs (equality ignores key order) share one, cached."""
+  try:
+    return _SORTED[treedef]
+  except KeyError:
+    pass
+  except TypeError:  # node data that cannot be hashed: not cached
+    return treedef.transform(_sort_dict_node)
+  if len(_SORTED) > 4096:
+    _SORTED.clear()
+  out = _SORTED[treedef] = treedef.transform(_sort_dict_node)
+  return out
+
 def tree_flatten(tree, is_leaf=None):
   """(leaves, treedef) of `tree`; dict keys in sorted order, None an empty node.
 
@@ -116,12 +148,15 @@ def tree_flatten(tree, is_leaf=None):
   Returns:
     The list of leaves and the tree's structure.
   """
-  return optree.tree_flatten(tree, is_leaf=is_leaf, none_is_leaf=False, namespace=NAMESPACE)
+  leaves, treedef = optree.tree_flatten(tree, is_leaf=is_leaf, none_is_leaf=False,
+                                        namespace=NAMESPACE)
+  return leaves, _sorted_dicts(treedef)
 
 
 def tree_unflatten(treedef, leaves):
-  """The pytree of structure `treedef` holding `leaves` (the inverse of `tree_flatten`)."""
-  return optree.tree_unflatten(treedef, leaves)
+  """The pytree of structure `treedef` holding `leaves` (the inverse of `tree_flatten`); its
+  dicts have their keys in sorted order, as in JAX."""
+  return optree.tree_unflatten(_sorted_dicts(treedef), leaves)
 
 
 def tree_leaves(tree, is_leaf=None):
@@ -131,7 +166,8 @@ def tree_leaves(tree, is_leaf=None):
 
 def tree_structure(tree, is_leaf=None):
   """The treedef of `tree`."""
-  return optree.tree_structure(tree, is_leaf=is_leaf, none_is_leaf=False, namespace=NAMESPACE)
+  return _sorted_dicts(optree.tree_structure(tree, is_leaf=is_leaf, none_is_leaf=False,
+                                             namespace=NAMESPACE))
 
 
 def _flatten_with_path_taking_is_leaf(tree, is_leaf, path=()):
@@ -164,7 +200,7 @@ def tree_flatten_with_path(tree, is_leaf=None, is_leaf_takes_path=False):
   accessors, leaves, treedef = optree.tree_flatten_with_accessor(
       tree, is_leaf=is_leaf, none_is_leaf=False, namespace=NAMESPACE)
   paths = [tuple(_key_of(e) for e in accessor) for accessor in accessors]
-  return list(zip(paths, leaves, strict=True)), treedef
+  return list(zip(paths, leaves, strict=True)), _sorted_dicts(treedef)
 
 
 def tree_leaves_with_path(tree, is_leaf=None, is_leaf_takes_path=False):
@@ -263,7 +299,11 @@ def tree_map(f, tree, *rest, is_leaf=None):
     >>> revax.tree.map(lambda x, y: x + y, (1, [2]), (10, [20]))
     (11, [22])
   """
-  return optree.tree_map(f, tree, *rest, is_leaf=is_leaf, none_is_leaf=False, namespace=NAMESPACE)
+  leaves, treedef = tree_flatten(tree, is_leaf)
+  if not rest:
+    return treedef.unflatten(map(f, leaves))
+  others = [treedef.flatten_up_to(r) for r in rest]
+  return treedef.unflatten(map(f, leaves, *others))
 
 
 def tree_map_with_path(f, tree, *rest, is_leaf=None, is_leaf_takes_path=False):

@@ -123,3 +123,14 @@ def test_leaked_tracer_is_reported():
   revax.make_jaxpr(lambda x: leaked.append(x) or x)(1.0)
   with pytest.raises(Exception, match="unexpected tracer"):
     rnp.exp(leaked[0])
+
+
+def test_shaped_array_prints_as_jax():
+  # repr and str use full dtype names (a user printing `make_jaxpr(f)(x).in_avals` sees
+  # `[ShapedArray(float32[2,3])]`); jaxprs keep the short names through str_short()
+  from jax.core import ShapedArray as JaxShapedArray
+  for shape, dtype, weak in [((2, 3), np.float32, False), ((), np.int32, True),
+                             ((1,), np.bool_, False), ((4,), rnp.bfloat16, False)]:
+    ours, theirs = ShapedArray(shape, dtype, weak), JaxShapedArray(shape, dtype, weak_type=weak)
+    assert (repr(ours), str(ours)) == (repr(theirs), str(theirs))
+  assert ShapedArray((2, 3), np.float32).str_short() == "f32[2,3]"

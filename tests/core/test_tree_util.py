@@ -51,3 +51,24 @@ class Pair:
 def test_register_pytree_node_class():
   assert tree_util.tree_leaves(Pair(1, (2, 3))) == [1, 2, 3]
   assert tree_util.tree_reduce(lambda a, b: a + b, Pair(1, (2, 3))) == 6
+
+
+def test_dicts_rebuild_in_sorted_key_order_as_jax():
+  # optree's treedef restored a dict's insertion order on unflatten; jax rebuilds dicts with
+  # sorted keys, so `tree.map`, `grad` and jit outputs print their dicts sorted
+  import collections
+
+  import jax
+  import revax
+  tree = {"w": {"z": 1, "a": (2, None)}, "b": [3, {"y": 4, "c": 5}]}
+  dd = collections.defaultdict(list, {"z": 1, "a": 2})
+  for mod in (revax, jax):
+    assert list(mod.tree.map(lambda x: x, tree)) == ["b", "w"]
+    assert list(mod.tree.map(lambda x: x, tree)["w"]) == ["a", "z"]
+    assert list(mod.tree.unflatten(mod.tree.structure(tree), range(5))["b"][1]) == ["c", "y"]
+    assert list(mod.tree.map(lambda x: x + 1, dd)) == ["a", "z"]
+    assert type(mod.tree.map(lambda x: x, dd)) is collections.defaultdict
+    assert list(mod.tree.map(lambda x: x, collections.OrderedDict(z=1, a=2))) == ["z", "a"]
+    assert list(mod.grad(lambda p: p["w"] * p["b"])({"w": 1.0, "b": 2.0})) == ["b", "w"]
+    assert list(mod.jit(lambda: {"z": 1.0, "a": 2.0})()) == ["a", "z"]
+    assert mod.tree.map(lambda a, b: a + b, {"z": 1, "a": 2}, {"a": 10, "z": 20}) == {"a": 12, "z": 21}

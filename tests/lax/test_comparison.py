@@ -36,10 +36,19 @@ def test_python_float_does_not_fit_int_operand():
     lax.lt(i32, 0.5)
 
 
-def test_comparison_output_is_strong_bool():
-  closed = revax.make_jaxpr(lambda: lax.lt(1.0, 2.0))()
-  (out,) = closed.jaxpr.outvars
-  assert out.aval.dtype == np.bool_ and not out.aval.weak_type
+def test_comparison_output_is_weak_exactly_when_both_operands_are():
+  # jax's standard weak-type rule holds for the fixed bool dtype too: `jnp.array(3) > 2.5`
+  # (two weak operands) is a weak bool, `x > 2.5` with a float32 array x a strong one
+  import jax
+  import jax.numpy as jnp
+  import revax.numpy as rnp
+  for x, y in [(1.0, 2.0), (np.float32(1), 2.0), (np.ones(2, np.float32), 2.0), (1, 2)]:
+    for name in ["lt", "eq"]:
+      (out,) = revax.make_jaxpr(getattr(lax, name))(x, y).out_avals
+      (want,) = jax.make_jaxpr(getattr(jax.lax, name))(x, y).out_avals
+      assert out.dtype == np.bool_ and out.weak_type == want.weak_type, (name, x, y)
+  assert repr(rnp.array(3) > 2.5) == repr(jnp.array(3) > 2.5)
+  assert repr(rnp.isfinite(2.0)) == repr(jnp.isfinite(2.0))
 
 
 @pytest.mark.parametrize("dtype,compare_type", [

@@ -177,7 +177,7 @@ def test_while_jaxpr_and_lowering():
 
 def test_while_errors():
   with pytest.raises(TypeError, match="cond_fun must return a boolean scalar, but got output "
-                     r"type\(s\) \[ShapedArray\(i32\[\], weak_type=True\)\]"):
+                     r"type\(s\) \[ShapedArray\(int32\[\], weak_type=True\)\]"):
     lax.while_loop(lambda c: c, lambda c: c + 1, 0)
   with pytest.raises(TypeError, match=r"boolean scalar, but got output type\(s\) "
                      r"\[ShapedArray\(bool\[2\]\)\]"):

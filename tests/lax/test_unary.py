@@ -124,8 +124,11 @@ def test_weak_complex_abs_and_real_give_weak_float():
     assert aval.dtype == np.float32 and aval.weak_type
 
 
-def test_is_finite_gives_strong_bool():
+def test_is_finite_gives_bool_weak_as_its_operand():
+  # as jax's standard weak-type rule: a weak operand gives a weak bool
   aval = _out_aval(lax.is_finite, 1.5)
+  assert aval.dtype == np.bool_ and aval.weak_type
+  aval = _out_aval(lax.is_finite, np.float32(1.5))
   assert aval.dtype == np.bool_ and not aval.weak_type
 
 

@@ -233,3 +233,20 @@ def test_updates_at_static_indices_have_unique_indices():
     want = jax.grad(loss(jnp), argnums=(0, 1))(x, vv)
     for a, b in zip(got, want):
       np.testing.assert_allclose(a, b, rtol=1e-6)
+
+
+def test_at_divide_power_apply_match_jax():
+  # these three were missing from revax's `.at[]`; jax's divide is a true division (int -> float)
+  # and repeated indices divide, raise and apply repeatedly
+  import jax.numpy as jjnp
+  idx = np.array([1, 1, 3])
+  for x in (np.arange(5), np.arange(5.0)):
+    for make in (lambda m, a: a.at[idx].divide(2), lambda m, a: a.at[1:3].power(2),
+                 lambda m, a: a.at[idx].apply(lambda v: v * 3),
+                 lambda m, a: a.at[7].apply(m.negative, mode="clip"),
+                 lambda m, a: a.at[7].apply(m.negative, mode="drop")):
+      got, want = make(rnp, rnp.asarray(x)), make(jjnp, jjnp.asarray(x))
+      assert got.dtype == want.dtype and got.shape == want.shape
+      np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-6)
+  out = revax.jit(revax.vmap(lambda a, i: a.at[i].apply(rnp.exp)))(np.zeros((2, 3)), np.array([0, 2]))
+  np.testing.assert_allclose(np.asarray(out), [[1, 0, 0], [0, 0, 1]])

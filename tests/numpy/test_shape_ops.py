@@ -171,3 +171,32 @@ def test_matmul_against_jax_shapes():
     b = np.arange(np.prod(sb), dtype=np.float32).reshape(sb)
     np.testing.assert_allclose(rnp.matmul(a, b), np.asarray(jnp.matmul(a, b)), rtol=1e-6)
     np.testing.assert_allclose(revax.jit(rnp.matmul)(a, b), np.matmul(a, b), rtol=1e-6)
+
+
+def test_repeat_with_a_count_per_element_matches_jax():
+  # revax raised NotImplementedError for array `repeats`; jax takes concrete counts, or traced
+  # ones with total_repeat_length (shorter truncates, longer repeats the last element)
+  import jax
+  import jax.numpy as jjnp
+  a = np.arange(3)
+  cases = [
+      lambda m, mod: m.repeat(m.asarray(a), m.array([1, 0, 2])),
+      lambda m, mod: m.repeat(m.asarray(a), m.array([1, 0, 2]), total_repeat_length=5),
+      lambda m, mod: m.repeat(m.asarray(a), m.array([1, 0, 2]), total_repeat_length=2),
+      lambda m, mod: m.repeat(m.asarray(a), 2, total_repeat_length=4),
+      lambda m, mod: m.repeat(m.arange(4.0).reshape(2, 2), m.array([1, 2]), axis=1),
+      lambda m, mod: mod.jit(lambda r: m.repeat(m.asarray(a), r, total_repeat_length=4))(
+          m.array([2, 1, 1])),
+      lambda m, mod: mod.grad(lambda x: m.repeat(x, m.array([1, 0, 2]),
+                                                 total_repeat_length=3).sum())(m.arange(3.0)),
+  ]
+  for case in cases:
+    got, want = case(rnp, revax), case(jjnp, jax)
+    assert (got.dtype, got.shape) == (want.dtype, want.shape)
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+  with pytest.raises(revax.errors.ConcretizationTypeError, match="total_repeat_length"):
+    revax.jit(lambda r: rnp.repeat(a, r))(np.array([2, 1, 1]))
+  with pytest.raises(ValueError, match="does not match"):
+    rnp.repeat(a, rnp.array([1, 2]))
+  with pytest.raises(TypeError):
+    rnp.repeat(a, [1, 2, 3])

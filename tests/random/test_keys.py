@@ -151,3 +151,20 @@ def test_seed_and_argument_errors():
     rr.wrap_key_data(np.zeros(3, np.uint32))
   with pytest.raises(ValueError, match="Cannot specify both"):
     rr.key(0, impl="threefry2x32", dtype=rr.key(0).dtype)
+
+
+def test_typed_keys_compare_elementwise_like_jax():
+  # `key(3) == key(3)` was object identity (False) before; jax compares the keys' data
+  import jax
+  for mod in (revax, jax):
+    k = mod.random.key(3)
+    ks = mod.random.split(k, 3)
+    assert bool(mod.random.key(3) == mod.random.key(3)) and not bool(k != mod.random.key(3))
+    np.testing.assert_array_equal(np.asarray(ks != ks[0]), [False, True, True])
+    assert np.asarray(ks == k).shape == (3,)
+    assert bool(mod.jit(lambda a, b: a == b)(k, k))
+    for other in (1, mod.random.PRNGKey(0)):
+      with pytest.raises(TypeError, match="equal does not accept dtypes key<fry>"):
+        k == other  # noqa: B015
+    with pytest.raises(TypeError, match="unhashable"):
+      hash(k)

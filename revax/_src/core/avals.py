@@ -68,6 +68,7 @@ class ShapedArray:
     return f"{name}[{','.join(dims)}]"
 
   def __repr__(self):
+    """As JAX's: 'ShapedArray(float32[3,4])', 'ShapedArray(int32[], weak_type=True)'."""
     weak = ", weak_type=True" if self.weak_type else ""
     return f"ShapedArray({self.str_short(short_dtypes=False)}{weak})"
 

@@ -141,6 +141,13 @@ class JVPTracer(Tracer):
   def to_concrete_value(self):
     return to_concrete_value(self.primal)
 
+  def __repr__(self):
+    """As JAX's: 'JVPTracer(primal=[1. 1.], tangent=[1. 1.])' when the tangent is a value (jvp),
+    'GradTracer(primal=2.0, typeof(tangent)=f32[])' when it is being traced (grad, linearize)."""
+    if isinstance(self.tangent, Tracer):
+      return f"GradTracer(primal={self.primal}, typeof(tangent)={self.tangent.aval.str_short()})"
+    return f"JVPTracer(primal={self.primal}, tangent={self.tangent})"
+
 
 _tags = itertools.count()
 

@@ -118,6 +118,10 @@ class BatchTracer(Tracer):
     shape = aval.shape[:self.batch_dim] + aval.shape[self.batch_dim + 1:]
     return aval.update(shape=shape)
 
+  def __repr__(self):
+    """As JAX's: 'VmapTracer(aval=float32[2], batched=float32[3,2])' (per-example and whole)."""
+    return f"VmapTracer(aval={self.aval}, batched={get_aval(self.val)})"
+
 
 class BatchTrace(Trace):
   """Applies batching rules; `axis_size` is the size of the mapped axis, `spmd_axis_name` the

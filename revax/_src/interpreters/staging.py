@@ -25,22 +25,26 @@ from revax._src.runtime.array import Array
 
 
 class JaxprTracer(Tracer):
-  __slots__ = ("_aval", "var")
+  __slots__ = ("_aval", "_var")
 
   def __init__(self, trace, aval, var):
     self._trace = trace
     self._aval = aval
-    self.var = var
+    self._var = var
 
   @property
   def aval(self):
     return self._aval
 
+  def __repr__(self):
+    """As JAX's: 'JitTracer(float32[3])', 'JitTracer(~float32[])' for a weak type."""
+    return f"JitTracer({self._aval})"
+
   def _provenance(self) -> str:
     debug = self._trace.debug_info
     if debug is None:
       return ""
-    return debug.describe(self._trace.argument_indices(self.var))
+    return debug.describe(self._trace.argument_indices(self._var))
 
 
 class DebugInfo:
@@ -102,7 +106,7 @@ class DynamicJaxprTrace(Trace):
   def to_atom(self, x):
     if isinstance(x, JaxprTracer):
       if x._trace is self:
-        return x.var
+        return x._var
       if x._trace.finished:
         raise _escaped_tracer_error(x, x._trace)
     if not isinstance(x, Tracer):
@@ -266,7 +270,7 @@ def record_or_replay(trace: DynamicJaxprTrace, key, inputs, run):
   if rec is not None:
     # variables and literals hash by identity: what is not an input or a result of an earlier
     # equation (a literal, a constant of `trace`) maps to itself
-    env = dict(zip(rec.inputs, [x.var for x in inputs if type(x) is JaxprTracer], strict=True))
+    env = dict(zip(rec.inputs, [x._var for x in inputs if type(x) is JaxprTracer], strict=True))
     append = trace.eqns.append
     make = JaxprEqn.adopt
     for prim, invars, outvars, params, drops in rec.eqns:
@@ -278,7 +282,7 @@ def record_or_replay(trace: DynamicJaxprTrace, key, inputs, run):
             for o in rec.outs]
   start = len(trace.eqns)
   outs = run()
-  replays[key] = _record(trace, start, [x.var for x in inputs if type(x) is JaxprTracer], outs)
+  replays[key] = _record(trace, start, [x._var for x in inputs if type(x) is JaxprTracer], outs)
   return outs
 
 
@@ -294,9 +298,9 @@ def _record(trace, start, input_vars, outs):
   rec_outs = []
   for o in outs:
     if isinstance(o, Tracer):
-      if type(o) is not JaxprTracer or o._trace is not trace or o.var not in known:
+      if type(o) is not JaxprTracer or o._trace is not trace or o._var not in known:
         return _NOT_REPLAYABLE
-      rec_outs.append(o.var)
+      rec_outs.append(o._var)
     elif o is None or type(o) in _SCALAR_TYPES or type(o) in immutable_results:
       rec_outs.append(o)
     else:

@@ -76,7 +76,8 @@ def unop_abstract_eval(name, kind, result_dtype=None):
   def rule(x: ShapedArray, **params):
     check_dtype(name, kind, x.dtype)
     dtype = x.dtype if result_dtype is None else result_dtype(x.dtype)
-    return ShapedArray(x.shape, dtype, x.weak_type if result_dtype is None else False)
+    # as in jax, a weak operand gives a weak result even of a fixed dtype (`isfinite(2.0)`)
+    return ShapedArray(x.shape, dtype, x.weak_type)
   return rule
 
 
@@ -86,9 +87,9 @@ def naryop_abstract_eval(name, kinds, result_dtype=None):
       check_dtype(name, kind, a.dtype)
     dtype = same_dtypes(name, avals)
     shape = broadcast_shapes(*(a.shape for a in avals), op_name=name)
-    weak = all(a.weak_type for a in avals)
+    weak = all(a.weak_type for a in avals)  # weak even for a fixed result dtype (`3 > 2.5`)
     if result_dtype is not None:
-      dtype, weak = result_dtype(dtype), False
+      dtype = result_dtype(dtype)
     return ShapedArray(shape, dtype, weak)
   return rule
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from revax._src.core.trace import Tracer, _context, eval_trace
 from revax._src.core.config import config
 from revax._src.interpreters.host_plans import PlanCache
+from revax._src.numpy.functional import ufunc
 from revax._src.runtime.array import Array
 from revax._src.runtime import array as _array
 
@@ -131,22 +132,29 @@ def _method(namespace, fname):
   return method
 
 
+def _function(namespace, fname):
+  """`namespace.fname` as a plain function: a ufunc object (jnp.add, jnp.negative, ...) gives
+  the function it calls, so that operators bind as methods and skip the ufunc's checks."""
+  fn = getattr(namespace, fname, None)
+  return fn._call if isinstance(fn, ufunc) else fn
+
+
 def install(namespace) -> None:
   """Install operators and methods that `namespace` (revax.numpy) provides on Array and Tracer."""
   for cls in (Array, Tracer):
     binary = _array_binary_method if cls is Array else _defer_to_unrecognized_arg
     for op, fname in _BINARY.items():
-      fn = getattr(namespace, fname, None)
+      fn = _function(namespace, fname)
       if fn is None:
         continue
       setattr(cls, f"__{op}__", binary(fn))
       setattr(cls, f"__r{op}__", binary(fn, swap=True))
     for op, fname in _COMPARE.items():
-      fn = getattr(namespace, fname, None)
+      fn = _function(namespace, fname)
       if fn is not None:
         setattr(cls, f"__{op}__", binary(fn))
     for op, fname in _UNARY.items():
-      fn = getattr(namespace, fname, None)
+      fn = _function(namespace, fname)
       if fn is not None:
         setattr(cls, f"__{op}__", fn)
     for name, fname in _METHODS.items():

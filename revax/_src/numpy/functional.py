@@ -170,7 +170,7 @@ class ufunc:
     self._reduce, self._accumulate, self._at, self._reduceat = reduce, accumulate, at, reduceat
 
   def __repr__(self):
-    return f"<revax.numpy.ufunc '{self.__name__}'>"
+    return f"<jnp.ufunc '{self.__name__}'>"
 
   def __hash__(self):
     return hash((self._func, self.__name__, self.identity, self.nin, self.nout))

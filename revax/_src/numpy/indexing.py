@@ -25,6 +25,7 @@ from revax._src import lax
 from revax._src.core import dtypes
 from revax._src.core.errors import NonConcreteBooleanIndexError
 from revax._src.core.trace import ConcretizationTypeError, Tracer
+from revax._src.lax.scatter_apply import scatter_apply
 from revax._src.numpy import util
 from revax._src.numpy.util import aval_of
 from revax._src.runtime.array import Array
@@ -398,8 +399,10 @@ _SCATTERS = {"set": "scatter", "add": "scatter_add", "mul": "scatter_mul", "min"
              "max": "scatter_max"}
 
 
-def _update(x, idx, values, op: str, mode=None, indices_are_sorted=False, unique_indices=False):
-  """x with x[idx] combined with `values` by `op` ('set', 'add', 'mul', 'min', 'max')."""
+def _update(x, idx, values, op: str, mode=None, indices_are_sorted=False, unique_indices=False,
+            func=None):
+  """x with x[idx] combined with `values` by `op` ('set', 'add', 'mul', 'min', 'max'), or, for
+  op 'apply', with the scalar function `func` applied there (once per hit; values unused)."""
   util.check_arraylike(f"at[].{op}", values)
   x = util.as_array(x)
   aval = aval_of(x)
@@ -425,7 +428,11 @@ def _update(x, idx, values, op: str, mode=None, indices_are_sorted=False, unique
   n = math.prod(pos_shape)
   dnums = lax.ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,),
                                       scatter_dims_to_operand_dims=(0,))
-  scatter = getattr(lax, _SCATTERS[op])
+  if op == "apply":
+    def scatter(operand, indices, updates, dnums, **kw):
+      return scatter_apply(operand, indices, func, dnums, update_shape=(n,), **kw)
+  else:
+    scatter = getattr(lax, _SCATTERS[op])
   # Static ints and slices select every position at most once (as in JAX, which then allows
   # e.g. the gradient of .at[1].mul(v)); index arrays may repeat positions.
   unique_indices = unique_indices or _selects_each_position_once(idx)
@@ -492,6 +499,29 @@ class _IndexUpdateRef:
     """A copy of x with x[idx] = maximum(x[idx], values)."""
     return _update(self.array, self.index, values, "max", mode, indices_are_sorted,
                    unique_indices)
+
+  def divide(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
+    """x / d where d is ones with d[idx] *= values: as in JAX a true division, so an integer x
+    gives a float result, and repeated indices divide repeatedly."""
+    from revax._src.numpy.ufuncs import divide
+    return divide(self.array, self._factors(values, indices_are_sorted, unique_indices, mode))
+
+  def power(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
+    """x ** p where p is ones with p[idx] *= values (as in JAX: repeated indices multiply
+    their exponents)."""
+    from revax._src.numpy.ufuncs import power
+    return power(self.array, self._factors(values, indices_are_sorted, unique_indices, mode))
+
+  def _factors(self, values, indices_are_sorted, unique_indices, mode):
+    ones = lax.full_like(util.as_array(self.array), 1)
+    return _update(ones, self.index, values, "mul", mode, indices_are_sorted, unique_indices)
+
+  def apply(self, func, *, indices_are_sorted=False, unique_indices=False, mode=None):
+    """A copy of x with the scalar function `func` applied to x[idx] (once per time an
+    element is indexed)."""
+    x = util.as_array(self.array)
+    return _update(x, self.index, lax.full_like(x, 0, shape=()), "apply", mode,
+                   indices_are_sorted, unique_indices, func=func)
 
 
 class _IndexUpdateHelper:

@@ -12,6 +12,7 @@ import operator
 import numpy as np
 
 from revax._src import lax
+from revax._src.core.trace import ConcretizationTypeError, Tracer
 from revax._src.lax.sharding_constraint import placed
 from revax._src.numpy import util
 from revax._src.numpy.util import aval_of, canonicalize_axes, canonicalize_axis
@@ -427,21 +428,51 @@ def tile(A, reps):
 
 
 def repeat(a, repeats, axis=None, *, total_repeat_length=None, out_sharding=None):
-  """Each element of `a` repeated `repeats` times (a concrete int) along `axis` (flattened if
-  None), placed as `out_sharding` says (None: as XLA chooses)."""
-  util.check_arraylike("repeat", a)
-  if not isinstance(repeats, (int, np.integer)):
-    raise NotImplementedError("repeat: only a single integer number of repeats is supported")
-  repeats = operator.index(repeats)
+  """Each element of `a` repeated along `axis` (flattened if None), placed as `out_sharding`
+  says (None: as XLA chooses).
+
+  `repeats` is one count for every element or an array of one count per element. The output
+  length must be static: counts are then concrete, or `total_repeat_length` gives it (as in
+  JAX: a shorter total truncates, a longer one repeats the last element to fill).
+  """
+  util.check_arraylike("repeat", a, repeats)
   if axis is None:
     a, axis = ravel(a), 0
   a = util.as_array(a)
   s = _shape(a)
   axis = canonicalize_axis(axis, len(s))
-  inter = s[:axis + 1] + (repeats,) + s[axis + 1:]
-  dims = tuple(range(axis + 1)) + tuple(range(axis + 2, len(s) + 1))
-  b = lax.broadcast_in_dim(a, inter, dims)
-  return lax.reshape(b, s[:axis] + (s[axis] * repeats,) + s[axis + 1:], out_sharding=out_sharding)
+  if total_repeat_length is None and np.ndim(repeats) == 0:
+    count = operator.index(util.concrete_scalar(repeats, "repeat", "repeats"))
+    inter = s[:axis + 1] + (count,) + s[axis + 1:]
+    dims = tuple(range(axis + 1)) + tuple(range(axis + 2, len(s) + 1))
+    b = lax.broadcast_in_dim(a, inter, dims)
+    return lax.reshape(b, s[:axis] + (s[axis] * count,) + s[axis + 1:],
+                       out_sharding=out_sharding)
+  return _repeat_each(a, repeats, axis, total_repeat_length, out_sharding)
+
+
+def _repeat_each(a, repeats, axis, total_repeat_length, out_sharding):
+  """repeat() with a count per element: a gather of the source index of each output slot."""
+  from revax._src.numpy.indexing import take
+  from revax._src.numpy.reductions import cumsum
+  from revax._src.numpy.searching import searchsorted
+  n = _shape(a)[axis]
+  if np.ndim(repeats) > 1 or np.ndim(repeats) == 1 and np.shape(repeats)[0] != n:
+    raise ValueError(f"repeat: `repeats` of shape {np.shape(repeats)} does not match the "
+                     f"{n} elements along axis {axis}")
+  if total_repeat_length is None:
+    if isinstance(repeats, Tracer):
+      raise ConcretizationTypeError(
+          f"repeat requires concrete counts `repeats` (they decide the length of the result), "
+          f"got {repeats.aval.str_short()}; pass total_repeat_length to trace them")
+    counts = np.broadcast_to(np.asarray(repeats), (n,))
+    source = np.repeat(np.arange(n, dtype=np.int32), counts)
+  else:
+    ends = cumsum(lax.broadcast_in_dim(util.as_array(repeats), (n,), (0,) * np.ndim(repeats)))
+    slots = lax.iota(aval_of(ends).dtype, operator.index(total_repeat_length))
+    source = lax.min(searchsorted(ends, slots, side="right"), np.asarray(n - 1, np.int32))
+  out = take(a, source, axis=axis)
+  return out if out_sharding is None else placed(out, out_sharding)
 
 
 def astype(x, dtype, /, *, copy: bool = False, device=None):

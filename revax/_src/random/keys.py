@@ -25,7 +25,7 @@ from revax._src.core.avals import get_aval
 from revax._src.core.config import config
 from revax._src.core.trace import Tracer
 from revax._src.jit import jit
-from revax._src.lax import binary, conversion, prng, shapes
+from revax._src.lax import binary, comparison, conversion, prng, reductions, shapes
 from revax._src.runtime.array import Array
 
 _U32 = np.dtype(np.uint32)
@@ -95,6 +95,25 @@ class PRNGKeyArray:
   def __repr__(self):
     data = np.asarray(self._data) if not isinstance(self._data, Tracer) else self._data
     return f"Array({self.shape}, dtype={KEY_DTYPE}) overlaying:\n{data}"
+
+  def _compare(self, other, name, op, combine):
+    if not isinstance(other, PRNGKeyArray):
+      try:
+        other_dtype = get_aval(other).dtype.name
+      except TypeError:
+        other_dtype = type(other).__name__
+      raise TypeError(f"{name} does not accept dtypes {KEY_DTYPE}, {other_dtype}.")
+    same = op(self._data, other._data)  # uint32[..., 2], broadcast as the keys' shapes do
+    return combine(same, (get_aval(same).ndim - 1,))
+
+  def __eq__(self, other):
+    """Elementwise: whether each key equals the other's (both typed keys), as a bool array."""
+    return self._compare(other, "equal", comparison.eq, reductions.reduce_and)
+
+  def __ne__(self, other):
+    return self._compare(other, "not_equal", comparison.ne, reductions.reduce_or)
+
+  __hash__ = None  # as JAX's key arrays (and every Array): unhashable
 
 
 tree_util.register_pytree_node(PRNGKeyArray, lambda k: ((k._data,), None),
