@@ -1,7 +1,7 @@
 """revax: composable transformations of numerical programs (jit, grad, vmap, invertible AD),
 compiled by XLA through the PJRT C API."""
 from revax._src.core.config import config as config
-from revax._src.runtime.array import Array as Array
+from revax._src.runtime.basearray import Array as Array
 from revax._src.ad_checkpoint import checkpoint as checkpoint
 from revax._src.ad_checkpoint import checkpoint_policies as checkpoint_policies
 from revax._src.ad_checkpoint import remat as remat

@@ -139,3 +139,25 @@ def test_py_typed_is_shipped():
   assert (root / "py.typed").exists()
   meta = tomllib.loads((root.parent / "pyproject.toml").read_text())
   assert "py.typed" in meta["tool"]["setuptools"]["package-data"]["revax"]
+
+
+def test_array_type_is_abstract_as_jax_array():
+  """isinstance(x, revax.Array) holds for arrays, sharded or not, tracers and typed keys, as
+  isinstance(x, jax.Array) does; NumPy arrays and Python scalars are not Arrays."""
+  for lib in (jax, revax):
+    seen = []
+
+    def probe(x, lib=lib, seen=seen):
+      seen.append(isinstance(x, lib.Array) and isinstance(x, lib.numpy.ndarray))
+      return x
+    lib.jit(probe)(1.0)
+    lib.grad(probe)(1.0)
+    lib.vmap(probe)(lib.numpy.ones(2))
+    lib.jvp(probe, (1.0,), (1.0,))
+    assert seen == [True] * 4, lib
+    assert isinstance(lib.numpy.ones(2), lib.Array)
+    assert isinstance(lib.random.key(0), lib.Array)
+    assert not isinstance(np.ones(2), lib.Array) and not isinstance(1.0, lib.Array)
+    assert issubclass(type(lib.numpy.ones(2)), lib.Array)
+  with pytest.raises(TypeError, match="abstract"):
+    revax.Array()

@@ -5,7 +5,7 @@ from typing import Any, Protocol, Union
 
 import numpy as np
 
-from revax._src.runtime.array import Array
+from revax._src.runtime.basearray import Array
 
 
 class SupportsDType(Protocol):

@@ -416,7 +416,7 @@ from revax._src.numpy.narrow_dtypes import character as character
 from revax._src.numpy.narrow_dtypes import flexible as flexible
 from revax._src.numpy.narrow_dtypes import object_ as object_
 from revax._src.numpy.narrow_dtypes import ComplexWarning as ComplexWarning
-from revax._src.runtime.array import Array as ndarray
+from revax._src.runtime.basearray import Array as ndarray
 from revax.numpy import fft as fft
 
 from revax._src.numpy import array_methods as _array_methods

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import revax
+from revax._src.runtime.array import Array as ConcreteArray  # the concrete class
 from revax._src.runtime import fastpath
 from revax._src.runtime.client import get_backend
 from tests.runtime.test_runtime_client import run_python
@@ -47,7 +48,7 @@ def test_jit_plans_executables_and_buffers_use_it():
   assert plan.executable._runner is not None and get_backend()._free is not None
   np.testing.assert_array_equal(out[0], X3 * X3)
   np.testing.assert_array_equal(out[1], X3 + X3)
-  assert type(out[0]) is revax.Array and out[0].aval == f(x, x)[0].aval
+  assert type(out[0]) is ConcreteArray and out[0].aval == f(x, x)[0].aval
   assert not out[0].is_deleted()
   out[0].delete()
   assert out[0].is_deleted()

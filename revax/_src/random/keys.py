@@ -23,6 +23,7 @@ from revax._src import tree_util
 from revax._src.core import dtypes, extended_dtypes
 from revax._src.core.avals import get_aval
 from revax._src.core.config import config
+from revax._src.runtime import basearray
 from revax._src.core.trace import Tracer
 from revax._src.jit import jit
 from revax._src.lax import binary, comparison, conversion, prng, reductions, shapes
@@ -118,6 +119,7 @@ class PRNGKeyArray:
 
 tree_util.register_pytree_node(PRNGKeyArray, lambda k: ((k._data,), None),
                                lambda _, children: PRNGKeyArray(children[0]))
+basearray.Array.register(PRNGKeyArray)  # isinstance(key, revax.Array), as in JAX
 
 
 def _check_key_data(data):

@@ -1,4 +1,6 @@
-"""revax.Array: an immutable array held on the host (a NumPy array) or on a device (a PJRT buffer).
+"""Array, revax's concrete array: immutable, held on the host (a NumPy array) or on a device (a
+PJRT buffer). (The public `revax.Array` is the abstract type of these and of tracers:
+basearray.py.)
 
 Each form is made from the other lazily, on first need, and kept: eager NumPy implementations read
 the host copy, compiled programs read the device buffer. Arithmetic operators and indexing are
