@@ -12,17 +12,6 @@ jax = pytest.importorskip("jax")
 jlin = jax.lax.linalg
 
 
-@pytest.fixture
-def x64():
-  revax.config.update("enable_x64", True)
-  jax.config.update("jax_enable_x64", True)
-  try:
-    yield
-  finally:
-    revax.config.update("enable_x64", False)
-    jax.config.update("jax_enable_x64", False)
-
-
 def _matrix(n, cond, seed=0, spd=False):
   rng = np.random.default_rng(seed)
   u, _ = np.linalg.qr(rng.standard_normal((n, n)))

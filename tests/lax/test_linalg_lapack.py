@@ -32,17 +32,6 @@ DTYPES = [np.float32, np.float64, np.complex64, np.complex128]
 TOL = {np.float32: 1e-4, np.float64: 1e-10, np.complex64: 1e-4, np.complex128: 1e-10}
 
 
-@pytest.fixture
-def x64():
-  revax.config.update("enable_x64", True)
-  jax.config.update("jax_enable_x64", True)
-  try:
-    yield
-  finally:
-    revax.config.update("enable_x64", False)
-    jax.config.update("jax_enable_x64", False)
-
-
 def _rand(shape, dtype, seed=0):
   rng = np.random.default_rng(seed)
   x = rng.standard_normal(shape)

@@ -27,17 +27,6 @@ def test_prng_key_matches_jax(seed):
   assert_same(rr.key_data(rr.key(seed)), jr.key_data(jr.key(seed)))
 
 
-@pytest.fixture
-def x64():
-  revax.config.update("enable_x64", True)
-  jax.config.update("jax_enable_x64", True)
-  try:
-    yield
-  finally:
-    revax.config.update("enable_x64", False)
-    jax.config.update("jax_enable_x64", False)
-
-
 def test_64_bit_seeds_bits_and_floats(x64):
   for seed in SEEDS + [-2**63]:
     assert_same(rr.PRNGKey(seed), jr.PRNGKey(seed))
