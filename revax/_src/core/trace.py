@@ -126,6 +126,11 @@ def set_current_trace(trace: Trace):
     ctx.trace = prev
 
 
+def _concrete_only(what: str) -> property:
+  """A property of concrete Arrays that raises JAX's ConcretizationTypeError on a tracer."""
+  return property(lambda self: _raise(self._not_concrete(what)))
+
+
 class Tracer:
   """A value under a transformation. Operators are installed by revax.numpy (as on Array)."""
   __slots__ = ("_trace", "__weakref__")
@@ -179,18 +184,13 @@ class Tracer:
     raise AttributeError(f"The 'device' attribute is not available on traced array with shape "
                          f"{self.aval.str_short()}.")
 
-  committed = property(lambda self: _raise(self._not_concrete(
-      "The 'committed' attribute is not available on")))
-  addressable_shards = property(lambda self: _raise(self._not_concrete(
-      "The 'addressable_shards' attribute is not available on")))
-  global_shards = property(lambda self: _raise(self._not_concrete(
-      "The global_shards property was called on")))
-  is_fully_addressable = property(lambda self: _raise(self._not_concrete(
-      "The is_fully_addressable property was called on")))
-  is_fully_replicated = property(lambda self: _raise(self._not_concrete(
-      "The is_fully_replicated property was called on")))
-  traceback = property(lambda self: _raise(self._not_concrete(
-      "The traceback property was called on")))
+  # placement attributes of concrete Arrays: JAX's ConcretizationTypeError on a tracer
+  committed = _concrete_only("The 'committed' attribute is not available on")
+  addressable_shards = _concrete_only("The 'addressable_shards' attribute is not available on")
+  global_shards = _concrete_only("The global_shards property was called on")
+  is_fully_addressable = _concrete_only("The is_fully_addressable property was called on")
+  is_fully_replicated = _concrete_only("The is_fully_replicated property was called on")
+  traceback = _concrete_only("The traceback property was called on")
 
   def addressable_data(self, index):
     raise self._not_concrete("The addressable_data() method was called on")
