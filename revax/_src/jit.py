@@ -364,18 +364,9 @@ class _CallPlan:
     treedef = self.treedef
     if treedef is None:
       leaves = args
-    elif self.up_to:
-      try:
-        leaves = treedef.flatten_up_to(args)
-      except (ValueError, TypeError):  # another structure
-        return _MISS
     else:
-      try:
-        leaves, other = optree.tree_flatten(args, none_is_leaf=False,
-                                            namespace=tree_util.NAMESPACE)
-      except Exception:  # noqa: BLE001 - a bad pytree: the general path reports it
-        return _MISS
-      if other != treedef:
+      leaves = plan_leaves(treedef, self.up_to, args)
+      if leaves is _MISS:
         return _MISS
     runner = self.runner
     if runner is not None:
@@ -417,6 +408,21 @@ class _CallPlan:
       pointers = const_pointers + pointers
     outs = self.executable.execute_arrays(pointers, device, self.out_avals)
     return outs[0] if entry.out_is_leaf else entry.out_tree.unflatten(outs)
+
+
+def plan_leaves(treedef, up_to: bool, args):
+  """The leaves of `args` if its structure is `treedef`, else `_MISS` (a plan's call then takes
+  the general path). `up_to`: `treedef` has only sequence nodes (`_only_sequences`)."""
+  if up_to:
+    try:
+      return treedef.flatten_up_to(args)
+    except (ValueError, TypeError):  # another structure
+      return _MISS
+  try:
+    leaves, other = optree.tree_flatten(args, none_is_leaf=False, namespace=tree_util.NAMESPACE)
+  except Exception:  # noqa: BLE001 - a bad pytree: the general path reports it
+    return _MISS
+  return leaves if other == treedef else _MISS
 
 
 def _commit_if_read(entry, leaves, outs) -> None:
@@ -722,7 +728,9 @@ class Jitted:
           raise
         raise traceback_util.filtered(e)
       if outs is not _MISS:
-        if _array.committed_live:  # (a plan's calls have no static or keyword arguments)
+        # (a plan's calls have no static or keyword arguments; a plan over a mesh commits its
+        # results itself)
+        if _array.committed_live and type(plan) is _CallPlan:
           _commit_if_read(plan.entry, args if plan.treedef is None else
                           tree_util.tree_leaves(args), outs)
         return outs

@@ -28,6 +28,7 @@ from revax._src.core.errors import JaxRuntimeError
 from revax._src.core.trace import Tracer, _context, eval_trace
 from revax._src.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Var
 from revax._src.interpreters import dispatch, sharding_lowering
+from revax._src.runtime import client as rt_client
 from revax._src.runtime import sharded as rt
 from revax._src.runtime.array import Array
 from revax._src.runtime.client import CompileError, get_backend
@@ -502,15 +503,84 @@ def call(jitted, args, kwargs):
       cache = jitted.__dict__.setdefault("_sharded_calls", {})
       fast = cache.get(key)
       if fast is not None:
-        entry, program, actions = fast
+        entry, program, actions, plan = fast
         flat = entry.consts + leaves if entry.consts else leaves
-        return _checked(jitted, args, kwargs, _run(entry, program, actions, flat))
+        out = _checked(jitted, args, kwargs, _run(entry, program, actions, flat))
+        if plan is not None:
+          jitted._traces.plan = plan  # this signature's next call goes through it
+        return out
   entry, flat, program, out_shardings, _ = _prepare(jitted, args, kwargs)
   actions = None if program is not None else _finish_actions(out_shardings)
+  out = _checked(jitted, args, kwargs, _run(entry, program, actions, flat))
   if (not kwargs and not jitted.static_argnums and key is not None
       and not any(isinstance(c, Tracer) for c in entry.consts)):
-    cache[key] = (entry, program, actions)
-  return _checked(jitted, args, kwargs, _run(entry, program, actions, flat))
+    plan = ShardedPlan.make(jitted, args, leaves, entry, program)
+    cache[key] = (entry, program, actions, plan)
+    if plan is not None:
+      jitted._traces.plan = plan
+  return out
+
+
+class ShardedPlan:
+  """How to call one jit signature over a mesh again, as jit.py's `_CallPlan` does on one
+  device: the compiled call path (`Runner.call_sharded`) checks that every argument is a
+  ShardedArray with the plan's sharding and aval and live shards, queues the launch and makes
+  the output ShardedArrays, all in C. Anything else (another structure, a NumPy argument, an
+  equal sharding of another layout, a deleted shard) takes the general path above, which places,
+  checks or raises as needed.
+
+  Made for programs that queue without waiting and donate nothing, when every argument and
+  closed-over constant of the call is a ShardedArray. (Its results are ShardedArrays, which are
+  always committed, as the general path's.)"""
+  __slots__ = ("epoch", "treedef", "up_to", "entry", "executable", "runner")
+
+  @classmethod
+  def make(cls, jitted, args, leaves, entry, program) -> "ShardedPlan | None":
+    if (program is None or program.wait or program.donated or config.debug_checks
+        or program.executable._sharded_runner is None):
+      return None
+    if not all(type(x) is rt.ShardedArray for x in (*entry.consts, *leaves)):
+      return None
+    return cls(args, leaves, entry, program)
+
+  def __init__(self, args, leaves, entry, program):
+    from revax._src.jit import _only_sequences
+    self.epoch = config.trace_epoch
+    flat = len(leaves) == len(args) and all(a is x for a, x in zip(args, leaves))
+    self.treedef = None if flat else tree_util.tree_structure(args)
+    self.up_to = self.treedef is not None and _only_sequences(self.treedef)
+    self.entry = entry
+    self.executable = program.executable
+    self.runner = program.executable._sharded_runner
+    out_specs = tuple(
+        tuple((block_shape(ix[p], a.shape), a.dtype, program.devices[p])
+              for ix, a in zip(program.out_indices, program.out_avals, strict=True))
+        for p in program.order)
+    self.runner.set_sharded_plan(
+        tuple(program.in_shardings), tuple(program.in_avals), tuple(entry.consts),
+        tuple(program.order), tuple(program.out_avals), tuple(program.out_shardings),
+        tuple([tuple(ix) for ix in indices] for indices in program.out_indices), out_specs,
+        get_backend())
+
+  def call(self, args):
+    """The outputs of the call on `args`, or jit.py's `_MISS` where the general path must
+    run it."""
+    from revax._src.jit import _MISS, plan_leaves
+    treedef = self.treedef
+    if treedef is None:
+      leaves = args
+    else:
+      leaves = plan_leaves(treedef, self.up_to, args)
+      if leaves is _MISS:
+        return _MISS
+    if (config.trace_epoch != self.epoch or config.disable_jit or config.no_execution
+        or config.debug_checks or rt_client.execution_refused()):
+      return _MISS  # the general path retraces, runs eagerly, checks values or refuses
+    outs = rt_client.call_planned(self.executable, self.runner, leaves)
+    if outs is None:
+      return _MISS
+    entry = self.entry
+    return outs[0] if entry.out_is_leaf else entry.out_tree.unflatten(outs)
 
 
 def _checked(jitted, args, kwargs, result):

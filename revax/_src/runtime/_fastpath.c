@@ -14,6 +14,9 @@
      PJRT_Buffer pointers and returns the output pointers; `call(args)` is jit's whole repeated
      call once its plan is attached (`set_plan`): check each argument against the plan (exact
      Array type, the same aval, a live buffer), execute, and return the outputs as new Arrays.
+     `set_sharded_plan` / `call_sharded(leaves, launch_id)` do the same for a jit signature over
+     a mesh: ShardedArray arguments, one launch on every device, queued without waiting, the
+     outputs new ShardedArrays (sharded_jit.py's ShardedPlan).
    - Freer: one per backend; `free(pointer)` is PJRT_Buffer_Destroy (a Buffer's finalizer).
    Slot offsets of revax's Array and Buffer classes are read once from their member
    descriptors (`configure`), so reading `x._buf._ptr` or making an output Array is a few loads
@@ -25,7 +28,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#define FASTPATH_ABI 3
+#define FASTPATH_ABI 4
 #define TEMPLATE_MAX 256
 #define STACK_BUFFERS 64
 
@@ -35,6 +38,11 @@ typedef void *(*pjrt_fn)(void *args); /* every PJRT function: Args* -> PJRT_Erro
 static PyTypeObject *array_type = NULL, *buffer_type = NULL;
 static Py_ssize_t off_aval, off_npy, off_buf, off_info, off_ptr;
 static PyObject *executing_threads = NULL; /* client._executing_threads: a set of thread ids */
+/* ShardedArray (a subclass of Array) and _BufferInfo, for the sharded plan (configure_sharded) */
+static PyTypeObject *sharded_type = NULL, *info_type = NULL;
+static Py_ssize_t off_sharding, off_buffers, off_indices;
+static Py_ssize_t off_info_backend, off_info_shape, off_info_dtype, off_info_device,
+    off_info_ready;
 
 #define SLOT(obj, off) (*(PyObject **)((char *)(obj) + (off)))
 
@@ -76,6 +84,33 @@ static PyObject *configure(PyObject *module, PyObject *args) {
   Py_XSETREF(buffer_type, (PyTypeObject *)buffer);
   Py_XSETREF(executing_threads, threads);
   off_aval = a_aval, off_npy = a_npy, off_buf = a_buf, off_info = b_info, off_ptr = b_ptr;
+  Py_RETURN_NONE;
+}
+
+/* configure_sharded(ShardedArray, _BufferInfo): the slots the sharded plan reads and writes */
+static PyObject *configure_sharded(PyObject *module, PyObject *args) {
+  PyObject *sharded, *info;
+  if (!PyArg_ParseTuple(args, "O!O!", &PyType_Type, &sharded, &PyType_Type, &info)) return NULL;
+  if (array_type == NULL || !PyType_IsSubtype((PyTypeObject *)sharded, array_type)) {
+    PyErr_SetString(PyExc_TypeError, "configure_sharded: configure() first, with its Array a "
+                                     "base of the sharded class");
+    return NULL;
+  }
+  PyTypeObject *s = (PyTypeObject *)sharded, *i = (PyTypeObject *)info;
+  Py_ssize_t o[9];
+  if (slot_offset(s, "_sharding", &o[0]) < 0 || slot_offset(s, "_buffers", &o[1]) < 0 ||
+      slot_offset(s, "_indices", &o[2]) < 0 ||
+      slot_offset(i, "backend", &o[4]) < 0 || slot_offset(i, "shape", &o[5]) < 0 ||
+      slot_offset(i, "dtype", &o[6]) < 0 || slot_offset(i, "device", &o[7]) < 0 ||
+      slot_offset(i, "ready", &o[8]) < 0)
+    return NULL;
+  Py_INCREF(sharded);
+  Py_INCREF(info);
+  Py_XSETREF(sharded_type, s);
+  Py_XSETREF(info_type, i);
+  off_sharding = o[0], off_buffers = o[1], off_indices = o[2];
+  off_info_backend = o[4], off_info_shape = o[5], off_info_dtype = o[6], off_info_device = o[7];
+  off_info_ready = o[8];
   Py_RETURN_NONE;
 }
 
@@ -178,6 +213,16 @@ typedef struct {
   PyObject *infos;     /* tuple: the Buffer _info of each output */
   PyObject *out_avals; /* tuple: the aval of each output */
   void *device;        /* PJRT_Device of the plan */
+  /* the sharded plan (set_sharded_plan): what a repeated call over a mesh checks and makes */
+  PyObject *s_shardings;     /* tuple: the sharding of each operand (constants first) */
+  PyObject *s_avals;         /* tuple: the aval of each operand */
+  PyObject *s_consts;        /* tuple of ShardedArrays passed before the arguments */
+  PyObject *s_out_avals;     /* tuple: the aval of each output */
+  PyObject *s_out_shardings; /* tuple: the sharding of each output */
+  PyObject *s_out_indices;   /* tuple: each output's list of blocks (its `_indices`) */
+  PyObject *s_out_specs;     /* per device, per output: (shape, dtype, Device) of its buffer */
+  PyObject *s_backend;       /* the Backend its buffers' infos name */
+  Py_ssize_t *s_order;       /* device d of the executable takes the block at s_order[d] */
 } Runner;
 
 static int Runner_traverse(Runner *self, visitproc visit, void *arg) {
@@ -185,6 +230,14 @@ static int Runner_traverse(Runner *self, visitproc visit, void *arg) {
   Py_VISIT(self->consts);
   Py_VISIT(self->infos);
   Py_VISIT(self->out_avals);
+  Py_VISIT(self->s_shardings);
+  Py_VISIT(self->s_avals);
+  Py_VISIT(self->s_consts);
+  Py_VISIT(self->s_out_avals);
+  Py_VISIT(self->s_out_shardings);
+  Py_VISIT(self->s_out_indices);
+  Py_VISIT(self->s_out_specs);
+  Py_VISIT(self->s_backend);
   return 0;
 }
 
@@ -193,12 +246,22 @@ static int Runner_clear(Runner *self) {
   Py_CLEAR(self->consts);
   Py_CLEAR(self->infos);
   Py_CLEAR(self->out_avals);
+  Py_CLEAR(self->s_shardings);
+  Py_CLEAR(self->s_avals);
+  Py_CLEAR(self->s_consts);
+  Py_CLEAR(self->s_out_avals);
+  Py_CLEAR(self->s_out_shardings);
+  Py_CLEAR(self->s_out_indices);
+  Py_CLEAR(self->s_out_specs);
+  Py_CLEAR(self->s_backend);
   return 0;
 }
 
 static void Runner_dealloc(Runner *self) {
   PyObject_GC_UnTrack(self);
   Runner_clear(self);
+  PyMem_Free(self->s_order);
+  self->s_order = NULL;
   Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -677,6 +740,280 @@ done:
   return result;
 }
 
+/* set_sharded_plan(shardings, avals, consts, order, out_avals, out_shardings, out_indices,
+                    out_specs, backend): what call_sharded checks and makes (see there) */
+static PyObject *Runner_set_sharded_plan(Runner *self, PyObject *args) {
+  PyObject *shardings, *avals, *consts, *order, *out_avals, *out_shardings, *out_indices,
+      *out_specs, *backend;
+  if (!PyArg_ParseTuple(args, "O!O!O!O!O!O!O!O!O:set_sharded_plan", &PyTuple_Type, &shardings,
+                        &PyTuple_Type, &avals, &PyTuple_Type, &consts, &PyTuple_Type, &order,
+                        &PyTuple_Type, &out_avals, &PyTuple_Type, &out_shardings, &PyTuple_Type,
+                        &out_indices, &PyTuple_Type, &out_specs, &backend))
+    return NULL;
+  Py_ssize_t nd = self->num_devices, n = self->num_outputs;
+  if (sharded_type == NULL) {
+    PyErr_SetString(PyExc_RuntimeError, "_fastpath.configure_sharded was not called");
+    return NULL;
+  }
+  if (nd < 2 || PyTuple_GET_SIZE(shardings) != PyTuple_GET_SIZE(avals) ||
+      PyTuple_GET_SIZE(consts) > PyTuple_GET_SIZE(avals) || PyTuple_GET_SIZE(order) != nd ||
+      PyTuple_GET_SIZE(out_avals) != n || PyTuple_GET_SIZE(out_shardings) != n ||
+      PyTuple_GET_SIZE(out_indices) != n || PyTuple_GET_SIZE(out_specs) != nd) {
+    PyErr_Format(PyExc_ValueError, "a sharded plan that does not fit a runner of %zd devices and "
+                 "%zd outputs", nd, n);
+    return NULL;
+  }
+  for (Py_ssize_t d = 0; d < nd; d++) {
+    PyObject *per = PyTuple_GET_ITEM(out_specs, d);
+    if (!PyTuple_Check(per) || PyTuple_GET_SIZE(per) != n) {
+      PyErr_SetString(PyExc_ValueError, "out_specs: one tuple of outputs per device");
+      return NULL;
+    }
+    for (Py_ssize_t k = 0; k < n; k++) {
+      PyObject *spec = PyTuple_GET_ITEM(per, k);
+      if (!PyTuple_Check(spec) || PyTuple_GET_SIZE(spec) != 3) {
+        PyErr_SetString(PyExc_ValueError, "out_specs: (shape, dtype, device) per output");
+        return NULL;
+      }
+    }
+  }
+  for (Py_ssize_t k = 0; k < n; k++) {
+    if (!PyList_Check(PyTuple_GET_ITEM(out_indices, k))) {
+      PyErr_SetString(PyExc_TypeError, "out_indices: a list of blocks per output");
+      return NULL;
+    }
+  }
+  Py_ssize_t *positions = PyMem_Malloc(nd * sizeof(Py_ssize_t));
+  if (positions == NULL) return PyErr_NoMemory();
+  for (Py_ssize_t d = 0; d < nd; d++) {
+    positions[d] = PyLong_AsSsize_t(PyTuple_GET_ITEM(order, d));
+    if (positions[d] < 0 || positions[d] >= nd) {
+      PyMem_Free(positions);
+      if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "order: positions 0..devices-1");
+      return NULL;
+    }
+  }
+  PyMem_Free(self->s_order);
+  self->s_order = positions;
+  Py_XSETREF(self->s_shardings, Py_NewRef(shardings));
+  Py_XSETREF(self->s_avals, Py_NewRef(avals));
+  Py_XSETREF(self->s_consts, Py_NewRef(consts));
+  Py_XSETREF(self->s_out_avals, Py_NewRef(out_avals));
+  Py_XSETREF(self->s_out_shardings, Py_NewRef(out_shardings));
+  Py_XSETREF(self->s_out_indices, Py_NewRef(out_indices));
+  Py_XSETREF(self->s_out_specs, Py_NewRef(out_specs));
+  Py_XSETREF(self->s_backend, Py_NewRef(backend));
+  Py_RETURN_NONE;
+}
+
+/* The live PJRT_Buffer of the Buffer `b`, or NULL (no error) if it is not one or was freed. */
+static inline void *live_pointer(PyObject *b) {
+  if (b == NULL || Py_TYPE(b) != buffer_type) return NULL;
+  PyObject *ptr = SLOT(b, off_ptr);
+  if (ptr == NULL || !PyLong_CheckExact(ptr)) return NULL;
+  void *p = PyLong_AsVoidPtr(ptr);
+  if (p == NULL) PyErr_Clear();
+  return p;
+}
+
+/* Whether `x` is a ShardedArray laid out as operand i of the plan (its sharding and aval those
+   of the plan, every shard live); its buffers' pointers go to inputs[d * count + i], device d
+   taking the block at s_order[d]. 1: yes, 0: no, -1: a Python error. */
+static int take_operand(Runner *self, PyObject *x, Py_ssize_t i, Py_ssize_t count,
+                        void **inputs) {
+  if (Py_TYPE(x) != sharded_type) return 0;
+  PyObject *sharding = SLOT(x, off_sharding), *expected = PyTuple_GET_ITEM(self->s_shardings, i);
+  if (sharding != expected) {
+    if (sharding == NULL) return 0;
+    int same = PyObject_RichCompareBool(sharding, expected, Py_EQ);
+    if (same <= 0) return same;
+  }
+  PyObject *aval = SLOT(x, off_aval);
+  expected = PyTuple_GET_ITEM(self->s_avals, i);
+  if (aval != expected) {
+    if (aval == NULL) return 0;
+    int same = PyObject_RichCompareBool(aval, expected, Py_EQ);
+    if (same <= 0) return same;
+  }
+  PyObject *buffers = SLOT(x, off_buffers);
+  Py_ssize_t nd = self->num_devices;
+  if (buffers == NULL || !PyList_CheckExact(buffers) || PyList_GET_SIZE(buffers) != nd) return 0;
+  for (Py_ssize_t d = 0; d < nd; d++) {
+    void *p = live_pointer(PyList_GET_ITEM(buffers, self->s_order[d]));
+    if (p == NULL) return 0;
+    inputs[d * count + i] = p;
+  }
+  return 1;
+}
+
+/* A new _BufferInfo (not yet known ready) from a (shape, dtype, device) spec. */
+static PyObject *new_info(PyObject *backend, PyObject *spec) {
+  PyObject *info = new_instance(info_type);
+  if (info == NULL) return NULL;
+  SLOT(info, off_info_backend) = Py_NewRef(backend);
+  SLOT(info, off_info_shape) = Py_NewRef(PyTuple_GET_ITEM(spec, 0));
+  SLOT(info, off_info_dtype) = Py_NewRef(PyTuple_GET_ITEM(spec, 1));
+  SLOT(info, off_info_device) = Py_NewRef(PyTuple_GET_ITEM(spec, 2));
+  SLOT(info, off_info_ready) = Py_NewRef(Py_False);
+  return info;
+}
+
+/* call_sharded(leaves, launch_id) -> ([output ShardedArrays], [completion event per device]);
+   None where the plan does not cover these arguments (the general path then runs the call); or
+   a failure tuple for `Executable.raise_failure` (execute error, 0, 0, [outputs to free]).
+
+   The repeated call of a jit program over a mesh, without waiting (the caller settles the
+   launch before it, under client.py's in-flight lock, and keeps the returned events for the
+   next): each operand (the plan's constants, then `leaves`) must be a ShardedArray with the
+   plan's sharding and aval and live shards, whose buffers then go in as they are (they were
+   placed and checked when the array was made, as the general path trusts them); the outputs
+   are new ShardedArrays whose Buffers turn ready on their own. */
+static PyObject *Runner_call_sharded(Runner *self, PyObject *args) {
+  PyObject *leaves;
+  int launch_id;
+  if (!PyArg_ParseTuple(args, "Oi:call_sharded", &leaves, &launch_id)) return NULL;
+  if (self->s_avals == NULL || !self->has_options) {
+    PyErr_SetString(PyExc_RuntimeError, "call_sharded before set_sharded_plan");
+    return NULL;
+  }
+  PyObject *seq = PySequence_Fast(leaves, "call_sharded(leaves): a sequence");
+  if (seq == NULL) return NULL;
+  Py_ssize_t nd = self->num_devices, n = self->num_outputs;
+  Py_ssize_t nconsts = PyTuple_GET_SIZE(self->s_consts), nleaves = PySequence_Fast_GET_SIZE(seq);
+  Py_ssize_t count = nconsts + nleaves;
+  Py_ssize_t per_in = count > 0 ? count : 1, per_out = n > 0 ? n : 1;
+  PyObject *result = NULL;
+  void **inputs = PyMem_Calloc(nd * per_in, sizeof(void *));
+  void **outputs = PyMem_Calloc(nd * per_out, sizeof(void *));
+  void **lists = PyMem_Calloc(2 * nd, sizeof(void *)); /* argument lists, then output lists */
+  void **events = PyMem_Calloc(nd, sizeof(void *));
+  if (!inputs || !outputs || !lists || !events) {
+    PyErr_NoMemory();
+    goto done;
+  }
+  if (count != PyTuple_GET_SIZE(self->s_avals)) goto miss;
+  PyObject **items = PySequence_Fast_ITEMS(seq);
+  for (Py_ssize_t i = 0; i < count; i++) {
+    PyObject *x = i < nconsts ? PyTuple_GET_ITEM(self->s_consts, i) : items[i - nconsts];
+    int ok = take_operand(self, x, i, per_in, inputs);
+    if (ok < 0) goto done;
+    if (!ok) goto miss;
+  }
+  for (Py_ssize_t d = 0; d < nd; d++) {
+    lists[d] = inputs + d * per_in;
+    lists[nd + d] = outputs + d * per_out;
+  }
+  char exec_args[TEMPLATE_MAX], options_args[TEMPLATE_MAX];
+  size_t num_args = (size_t)count;
+  void *argument_lists = lists, *output_lists = lists + nd, *events_address = events;
+  void *options_address = options_args;
+  memcpy(exec_args, self->exec_args.bytes, self->exec_args.size);
+  PUT(exec_args, self->off_argument_lists, argument_lists);
+  PUT(exec_args, self->off_num_args, num_args);
+  PUT(exec_args, self->off_output_lists, output_lists);
+  PUT(exec_args, self->off_events, events_address);
+  memcpy(options_args, self->options_args.bytes, self->options_args.size);
+  PUT(options_args, self->off_launch_id, launch_id);
+  PUT(exec_args, self->off_options, options_address);
+  void *exec_error;
+  Py_BEGIN_ALLOW_THREADS exec_error = self->execute(exec_args);
+  Py_END_ALLOW_THREADS if (exec_error != NULL) {
+    result = Py_BuildValue("(Nii[])", PyLong_FromVoidPtr(exec_error), 0, 0);
+    goto done;
+  }
+  /* wrap the outputs: each pointer is owned by a Buffer as soon as one is made */
+  PyObject *arrays = PyList_New(n), *pending = PyList_New(nd);
+  Py_ssize_t owned = 0; /* outputs (in device-major order) that a Buffer owns */
+  int ok = arrays != NULL && pending != NULL;
+  for (Py_ssize_t d = 0; ok && d < nd; d++) {
+    PyObject *e = PyLong_FromVoidPtr(events[d]);
+    if (e == NULL) ok = 0;
+    else PyList_SET_ITEM(pending, d, e);
+  }
+  PyObject **made = ok ? PyMem_Calloc(nd * per_out, sizeof(PyObject *)) : NULL;
+  ok = ok && made != NULL;
+  for (Py_ssize_t d = 0; ok && d < nd; d++) {
+    PyObject *specs = PyTuple_GET_ITEM(self->s_out_specs, d);
+    for (Py_ssize_t k = 0; ok && k < n; k++) {
+      PyObject *pointer = PyLong_FromVoidPtr(outputs[d * per_out + k]);
+      PyObject *info = pointer ? new_info(self->s_backend, PyTuple_GET_ITEM(specs, k)) : NULL;
+      PyObject *buffer = info ? new_instance(buffer_type) : NULL;
+      if (buffer == NULL) {
+        Py_XDECREF(pointer);
+        Py_XDECREF(info);
+        ok = 0;
+        break;
+      }
+      SLOT(buffer, off_info) = info;
+      SLOT(buffer, off_ptr) = pointer;
+      made[d * per_out + k] = buffer;
+      owned++;
+    }
+  }
+  for (Py_ssize_t k = 0; ok && k < n; k++) {
+    PyObject *buffers = PyList_New(nd);
+    PyObject *array = buffers ? new_instance(sharded_type) : NULL;
+    if (array == NULL) {
+      Py_XDECREF(buffers);
+      ok = 0;
+      break;
+    }
+    for (Py_ssize_t d = 0; d < nd; d++) { /* the block device d holds sits at s_order[d] */
+      PyList_SET_ITEM(buffers, self->s_order[d], made[d * per_out + k]);
+      made[d * per_out + k] = NULL;
+    }
+    SLOT(array, off_aval) = Py_NewRef(PyTuple_GET_ITEM(self->s_out_avals, k));
+    SLOT(array, off_npy) = Py_NewRef(Py_None);
+    SLOT(array, off_buf) = Py_NewRef(Py_None);
+    SLOT(array, off_sharding) = Py_NewRef(PyTuple_GET_ITEM(self->s_out_shardings, k));
+    SLOT(array, off_buffers) = buffers;
+    SLOT(array, off_indices) = Py_NewRef(PyTuple_GET_ITEM(self->s_out_indices, k));
+    PyList_SET_ITEM(arrays, k, array);
+  }
+  if (ok) {
+    result = Py_BuildValue("(NN)", arrays, pending);
+    arrays = pending = NULL;
+  } else { /* out of memory: wait for the launch, then free what no Buffer owns yet */
+    PyErr_Clear();
+    char event_args[TEMPLATE_MAX];
+    memcpy(event_args, self->event_args.bytes, self->event_args.size);
+    Py_BEGIN_ALLOW_THREADS for (Py_ssize_t d = 0; d < nd; d++) {
+      PUT(event_args, self->off_event, events[d]);
+      void *await_error = self->event_await(event_args);
+      void *destroy_error = self->event_destroy(event_args);
+      (void)await_error, (void)destroy_error; /* leaked: there is no memory to report them */
+    }
+    Py_END_ALLOW_THREADS
+    if (made != NULL) {
+      for (Py_ssize_t j = 0; j < nd * per_out; j++) Py_XDECREF(made[j]); /* frees its pointer */
+    }
+    PyObject *rest = PyList_New(0);
+    for (Py_ssize_t d = 0; rest != NULL && d < nd; d++) {
+      for (Py_ssize_t k = 0; k < n; k++) {
+        if (d * per_out + k < owned && made != NULL) continue;
+        PyObject *p = PyLong_FromVoidPtr(outputs[d * per_out + k]);
+        if (p == NULL || PyList_Append(rest, p) < 0) Py_CLEAR(rest);
+        Py_XDECREF(p);
+        if (rest == NULL) break;
+      }
+    }
+    result = rest ? Py_BuildValue("(iii N)", 0, 0, 0, rest) : NULL;
+  }
+  Py_XDECREF(arrays);
+  Py_XDECREF(pending);
+  PyMem_Free(made);
+  goto done;
+miss:
+  result = Py_NewRef(Py_None);
+done:
+  Py_DECREF(seq);
+  PyMem_Free(inputs);
+  PyMem_Free(outputs);
+  PyMem_Free(lists);
+  PyMem_Free(events);
+  return result;
+}
+
 static PyMethodDef Runner_methods[] = {
     {"settle", (PyCFunction)Runner_settle, METH_O,
      "settle(events) -> error pointers: await and destroy run_sharded's completion events"},
@@ -687,6 +1024,12 @@ static PyMethodDef Runner_methods[] = {
      "run(pointers, device) -> output pointers, or (errors..., outputs) on failure"},
     {"set_plan", (PyCFunction)Runner_set_plan, METH_VARARGS,
      "set_plan(avals, consts, infos, out_avals, device): what call() checks and makes"},
+    {"set_sharded_plan", (PyCFunction)Runner_set_sharded_plan, METH_VARARGS,
+     "set_sharded_plan(shardings, avals, consts, order, out_avals, out_shardings, out_indices, "
+     "out_specs, backend): what call_sharded() checks and makes"},
+    {"call_sharded", (PyCFunction)Runner_call_sharded, METH_VARARGS,
+     "call_sharded(leaves, launch_id) -> (output ShardedArrays, events), None (not covered), or "
+     "(errors..., outputs)"},
     {"call", (PyCFunction)Runner_call, METH_O,
      "call(leaves) -> output Arrays, None (not covered), or (errors..., outputs)"},
     {NULL}};
@@ -708,6 +1051,8 @@ static PyTypeObject RunnerType = {
 static PyMethodDef module_methods[] = {
     {"configure", configure, METH_VARARGS,
      "configure(Array, Buffer, executing_threads): read the slot offsets once"},
+    {"configure_sharded", configure_sharded, METH_VARARGS,
+     "configure_sharded(ShardedArray, _BufferInfo): read their slot offsets once"},
     {NULL}};
 
 static struct PyModuleDef module_def = {

@@ -738,6 +738,23 @@ class _InFlight:
 _in_flight = _InFlight()
 
 
+def call_planned(executable: "Executable", runner, leaves):
+  """A sharded plan's call (`Runner.call_sharded`): the new output ShardedArrays, launched
+  without waiting after the launch before it settles; None where the plan does not cover
+  `leaves` (nothing ran)."""
+  in_flight = _in_flight
+  with in_flight.lock:
+    in_flight.settle()
+    out = runner.call_sharded(leaves, _next_launch_id())
+    if out is None:
+      return None
+    if len(out) == 2:
+      outs, in_flight.events = out
+      in_flight.executable = executable
+      return outs
+  executable.raise_failure(out)
+
+
 # ----------------------------------------------------------------------------- executables
 
 @dataclasses.dataclass(frozen=True)

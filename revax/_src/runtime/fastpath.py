@@ -10,6 +10,10 @@ in the same order, with the same checks:
   exact class) with the plan's aval and a live device buffer, else it answers None and the
   general path runs the call (converting, uploading or raising the error that input deserves);
   then execute, await completion, and make one `Buffer` and `Array` per output.
+- `Runner.call_sharded(leaves, launch_id)`: the same for a jit signature over a mesh (a sharded
+  plan, sharded_jit.py): each argument must be a `ShardedArray` with the plan's sharding and
+  aval and live shards; the launch is queued without waiting and its outputs are new
+  `ShardedArray`s (client.py's `call_planned` keeps the launch in flight).
 - `Runner.run(pointers, device)`: execute and await on buffer pointers (`Executable._run`).
 - `Runner.run_sharded(lists, wait, launch_id)`: a multi-device launch, each under its own
   launch id; without `wait` it returns once queued, with the devices' completion events for
@@ -30,7 +34,7 @@ import os
 
 from revax._src.runtime import pjrt
 
-ABI = 3  # must equal FASTPATH_ABI in _fastpath.c
+ABI = 4  # must equal FASTPATH_ABI in _fastpath.c
 
 
 def _load():
@@ -51,6 +55,12 @@ def configure(array_type: type, buffer_type: type, executing_threads: set) -> No
   """Tell the extension the classes whose slots it reads and writes (once, at import)."""
   if _module is not None:
     _module.configure(array_type, buffer_type, executing_threads)
+
+
+def configure_sharded(sharded_type: type, info_type: type) -> None:
+  """Tell the extension the sharded Array class and the Buffer info class (once, at import)."""
+  if _module is not None:
+    _module.configure_sharded(sharded_type, info_type)
 
 
 def _address(fn) -> int:

@@ -202,6 +202,14 @@ class ShardedArray(Array):
 pytype_aval_mappings[ShardedArray] = lambda x: x.aval
 
 
+def _configure_compiled_path():
+  from revax._src.runtime import client, fastpath
+  fastpath.configure_sharded(ShardedArray, client._BufferInfo)  # what sharded plans make
+
+
+_configure_compiled_path()
+
+
 def any_sharded(values) -> bool:
   """Whether any of `values` is a ShardedArray (cheap while none was ever made)."""
   if not live:
