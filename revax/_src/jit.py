@@ -432,10 +432,7 @@ def _commit_if_read(entry, leaves, outs) -> None:
   that is an argument itself keeps its own commitment."""
   if not _array.any_committed(leaves):
     return
-  used = entry.used_inputs
-  if used is None:  # the jaxpr's inputs are the closed-over constants, then the arguments
-    used = entry.used_inputs = staging.dce_jaxpr(entry.jaxpr.jaxpr)[1][len(entry.consts):]
-  if _array.any_committed([a for a, u in zip(leaves, used) if u]):
+  if _array.any_committed([a for a, u in zip(leaves, entry.reads()) if u]):
     _array.commit_results(tree_util.tree_leaves(outs), leaves)
 
 
@@ -487,7 +484,15 @@ class _Entry:
     self.program = None
     self.aliases = None  # donated (operand, result) pairs; None until a call decides them
     self.plan: _CallPlan | None = None  # made on the first call that allows one
-    self.used_inputs = None  # per argument, whether the program reads it (_commit_if_read)
+    self.used_inputs = None  # per argument, whether the program reads it (see `reads`)
+
+  def reads(self) -> list:
+    """Per dynamic argument (the closed-over constants left out), whether the program reads
+    it: what decides commitment and placement, as JAX prunes unread arguments."""
+    used = self.used_inputs
+    if used is None:  # the jaxpr's inputs are the closed-over constants, then the arguments
+      used = self.used_inputs = staging.dce_jaxpr(self.jaxpr.jaxpr)[1][len(self.consts):]
+    return used
 
 
 def _normalize_argnums(argnums, nargs_hint=None):
@@ -593,7 +598,7 @@ class Jitted:
   """The result of `revax.jit(fun)`: call it, or `.lower(*args)` to see and compile the program."""
 
   def __init__(self, fun, static_argnums=(), static_argnames=(), donate_argnums=(), name=None,
-               in_shardings=None, out_shardings=None):
+               in_shardings=None, out_shardings=None, keep_unused=False):
     if not callable(fun):
       raise TypeError(f"jit expects a callable, got {fun!r} of type {type(fun).__name__}")
     self.fun = fun
@@ -606,6 +611,7 @@ class Jitted:
     self._in_shardings, self._out_shardings = in_shardings, out_shardings
     self._sharded = in_shardings is not None or out_shardings is not None
     self._donate_argnums = _normalize_argnums(donate_argnums)  # honoured over a mesh
+    self._keep_unused = bool(keep_unused)  # whether an unread sharded argument places the call
     all_jitted.add(self)  # for revax.clear_caches
     functools.update_wrapper(self, fun, updated=())
 
@@ -770,7 +776,7 @@ class Jitted:
     if entry is None:
       entry, leaves = self._lookup(args, kwargs)
       if _rt_sharded.live and _context.trace is eval_trace and (
-          _rt_sharded.any_sharded(leaves) or _rt_sharded.any_sharded(entry.consts)):
+          self._reads_sharded(entry, leaves) or _rt_sharded.any_sharded(entry.consts)):
         out = sharded_call(self, args, kwargs)
         _commit_if_read(entry, leaves, out)
         return out
@@ -829,14 +835,24 @@ class Jitted:
             cache.arrays.setdefault(epoch, {})[avals] = entry
     return entry, leaves
 
+  def _reads_sharded(self, entry: _Entry, leaves) -> bool:
+    """Whether a sharded argument places the call over its mesh: one the program reads, as JAX
+    prunes the others before placing the call (unless `keep_unused`)."""
+    if not _rt_sharded.any_sharded(leaves):
+      return False
+    if self._keep_unused:
+      return True
+    return _rt_sharded.any_sharded([x for x, u in zip(leaves, entry.reads()) if u])
+
   @api_boundary
   def lower(self, *args, **kwargs) -> "Lowered":
     """Trace and lower for these arguments: `.as_text()` is the StableHLO, `.compile()` compiles."""
     leaves, key_head, call, names = self._split(args, kwargs)
-    if self._sharded or _rt_sharded.any_sharded(leaves):
+    if self._sharded:
       return sharded_lower(self, args, kwargs)
     entry = self._entry(leaves, key_head, call, names)
-    if _names_mesh(entry.jaxpr):
+    if (self._reads_sharded(entry, leaves) or _rt_sharded.any_sharded(entry.consts)
+        or _names_mesh(entry.jaxpr)):
       return sharded_lower(self, args, kwargs)
     in_tree = key_head[0]
     if entry.aliases is None and self._donate_argnums:
@@ -966,4 +982,4 @@ def jit(fun=None, *, in_shardings=None, out_shardings=None, static_argnums=(),
                          static_argnums=static_argnums, static_argnames=static_argnames,
                          donate_argnums=donate_argnums, keep_unused=keep_unused, inline=inline)
   return Jitted(fun, static_argnums, static_argnames, donate_argnums,
-                in_shardings=in_shardings, out_shardings=out_shardings)
+                in_shardings=in_shardings, out_shardings=out_shardings, keep_unused=keep_unused)

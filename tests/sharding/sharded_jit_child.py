@@ -142,6 +142,17 @@ same(revax.jvp(wsc_r, (X,), (X,))[1], jax.jvp(wsc_j, (X,), (X,))[1], "jvp of the
 eager = revax.lax.with_sharding_constraint(X, RNS(RM1, RP("x")))
 assert eager.sharding == RNS(RM1, RP("x")) and len(eager.addressable_shards) == 4
 
+# An argument the program does not read does not place the call (JAX prunes it first), unless
+# keep_unused: then its mesh does, and the result is committed there.
+for keep in (False, True):
+  outs = []
+  for lib, ns, mesh, P_ in ((revax, RNS, RM1, RP), (jax, JNS, JM1, JP)):
+    unread = lib.device_put(X, ns(mesh, P_("x")))
+    y = lib.jit(lambda a, b: b * 2, keep_unused=keep)(unread, W)
+    outs.append((type(y.sharding).__name__, len(y.devices()), y.committed))
+    same(y, W * 2, "unread sharded argument")
+  assert outs[0] == outs[1], (keep, outs)
+
 # --- 4. errors, not hangs -----------------------------------------------------------------------
 XS = revax.device_put(X, RNS(RM2, RP("a", "b")))
 
