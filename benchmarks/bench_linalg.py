@@ -4,10 +4,11 @@ Run: python benchmarks/bench_linalg.py [--quick]
 
 Steady-state time of jitted jnp.linalg.solve (256x256 and 1024x1024, one right-hand side
 matrix of 16 columns), cholesky (256 and 1024), eigh (256) and svd (256, values and vectors),
-float32. JAX calls LAPACK (jaxlib's custom calls); revax lowers cholesky and triangular solves
-to the StableHLO ops XLA expands itself, and LU (solve), eigh and svd to its own LAPACK FFI
-custom calls (revax/_src/runtime/_lapack.c: getrf, syevd, gesdd of the OpenBLAS NumPy bundles);
-with REVAX_LAPACK=0 those are algorithms written in lax (blocked LU, Jacobi, one-sided Jacobi).
+float32. JAX calls LAPACK (jaxlib's custom calls); revax lowers triangular solves to the
+StableHLO op XLA expands itself, and cholesky, LU (solve), eigh and svd to its own LAPACK FFI
+custom calls (revax/_src/runtime/_lapack.c: potrf, getrf, syevd, gesdd of the OpenBLAS NumPy
+bundles); with REVAX_LAPACK=0 those are algorithms written in lax (blocked cholesky over XLA's
+own, blocked LU, Jacobi, one-sided Jacobi).
 Outputs are checked against JAX's (residuals, values) before timing.
 
 Measured with --quick, OPENBLAS_NUM_THREADS=1 (both libraries' LAPACK on one thread: the 2-core
@@ -16,6 +17,10 @@ machine was loaded, and OpenBLAS's threads then wait on each other), revax / JAX
     svd 256 20.2 / 42.3 (the JAX column noisy);
   REVAX_LAPACK=0: solve 256 13.5 / 2.18, solve 1024 190 / 19.7, eigh 256 590 / 4.25,
     svd 256 403 / 7.63.
+Later (2026-12-05 evening, cholesky through ?potrf; the same flags, machine loaded by other
+work): cholesky 256 0.33 / 0.40, cholesky 1024 25.9 / 34.6 (was 1.65x of JAX through XLA's
+expansion), solve 256 1.08 / 1.72, solve 1024 29.1 / 28.3, eigh 256 3.62 / 3.96, svd 256
+6.96 / 7.29.
 """
 from __future__ import annotations
 

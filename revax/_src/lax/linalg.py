@@ -5,11 +5,11 @@ svd and tridiagonal_solve.
 Every primitive acts on the last two axes (the matrix); leading axes are batch axes, and batching
 rules move a mapped axis to the front. Eager calls on host values run NumPy (LAPACK through
 numpy.linalg where it has the factorization, short loops of vectorized NumPy where it has not).
-Lowering: XLA expands `stablehlo.cholesky` and `stablehlo.triangular_solve` itself. On CPU, lu,
-eigh and svd lower to `stablehlo.custom_call @revax_lapack_{getrf,syevd,gesdd}` (column-major
-operands, batch dims looped in the handler), revax's own FFI handlers calling the LAPACK NumPy
-bundles (revax/_src/runtime/lapack.py; the plugin has no LAPACK custom calls of its own), as JAX
-calls jaxlib's. Where those are unavailable (REVAX_LAPACK=0, the C extension not built, no
+Lowering: XLA expands `stablehlo.cholesky` and `stablehlo.triangular_solve` itself. On CPU,
+cholesky, lu, eigh and svd lower to `stablehlo.custom_call @revax_lapack_{potrf,getrf,syevd,
+gesdd}` (column-major operands, batch dims looped in the handler), revax's own FFI handlers
+calling the LAPACK NumPy bundles (revax/_src/runtime/lapack.py; the plugin has no LAPACK custom
+calls of its own), as JAX calls jaxlib's. Where those are unavailable (REVAX_LAPACK=0, the C extension not built, no
 library) and for the other factorizations, the lowering traces algorithms written in lax:
 blocked right-looking LU with partial pivoting (unblocked panels in a fori_loop, triangular
 solves and matrix products for the trailing update), Householder QR with LAPACK's sign
@@ -210,8 +210,8 @@ def _cholesky_numpy(x):
   def one(a):
     try:
       return np.linalg.cholesky(a)
-    except np.linalg.LinAlgError:
-      return np.full(a.shape, np.nan, a.dtype)
+    except np.linalg.LinAlgError:  # not positive definite: NaN, zeros above (as JAX)
+      return np.tril(np.full(a.shape, np.nan, a.dtype))
   return U.np_batched(one, [x], x.ndim - 2, 1).astype(x.dtype)
 
 
@@ -281,7 +281,17 @@ cholesky_p.def_abstract_eval(_cholesky_abstract_eval)
 dispatch.def_numpy_impl(cholesky_p, _cholesky_numpy)
 ad.primitive_jvps[cholesky_p] = _cholesky_jvp
 _front_batcher(cholesky_p)
+def _cholesky_lower_cpu(ctx, x):
+  """LAPACK ?potrf where available (NaN where a matrix is not positive definite, zeros above
+  the diagonal), else the blocked algorithm above."""
+  target = _lapack_target("potrf", ctx.avals_in[0])
+  if target is None:
+    return _cholesky_lower(ctx, x)
+  return _lapack_call(ctx, target, x, ctx.avals_out)[0]
+
+
 mlir.register_lowering(cholesky_p, _cholesky_lower)
+mlir.register_lowering(cholesky_p, _cholesky_lower_cpu, platform="cpu")
 inv.definverse_unary(cholesky_p, _cholesky_inverse)
 
 

@@ -1,5 +1,5 @@
-/* LAPACK for compiled programs: XLA FFI handlers that run eigh (?syevd / ?heevd), svd (?gesdd)
-   and lu (?getrf) on the host, as jaxlib's LAPACK kernels do for JAX on CPU.
+/* LAPACK for compiled programs: XLA FFI handlers that run eigh (?syevd / ?heevd), svd (?gesdd),
+   lu (?getrf) and cholesky (?potrf) on the host, as jaxlib's LAPACK kernels do for JAX on CPU.
 
    A program names them with `stablehlo.custom_call @revax_lapack_<op>(...) {api_version = 4}`
    (revax/_src/lax/linalg.py writes those; revax/_src/runtime/lapack.py registers the handlers
@@ -12,8 +12,8 @@
    which are available), and answers XLA with an error if it is anyway.
 
    Failure, as JAX: when LAPACK reports an error (a NaN in the input, which LAPACKE's NaN check
-   catches, or no convergence) the outputs of that matrix are NaN; getrf's "exactly singular"
-   report is no failure (the factors are still valid).
+   catches, no convergence, a matrix that is not positive definite) the outputs of that matrix
+   are NaN; getrf's "exactly singular" report is no failure (the factors are still valid).
 
    The XLA FFI structs below mirror xla/ffi/api/c_api.h (LP64); the same layouts, with their
    offsets asserted, are in revax/_src/runtime/ffi.py. */
@@ -80,11 +80,13 @@ typedef lapack_int (*SyevdFn)(int, char, char, lapack_int, void *, lapack_int, v
 typedef lapack_int (*GesddFn)(int, char, lapack_int, lapack_int, void *, lapack_int, void *,
                               void *, lapack_int, void *, lapack_int);
 typedef lapack_int (*GetrfFn)(int, lapack_int, lapack_int, void *, lapack_int, lapack_int *);
+typedef lapack_int (*PotrfFn)(int, char, lapack_int, void *, lapack_int);
 
 /* Indexed by kind: 0 float32, 1 float64, 2 complex64, 3 complex128. */
 static SyevdFn syevd_fns[4];
 static GesddFn gesdd_fns[4];
 static GetrfFn getrf_fns[4];
+static PotrfFn potrf_fns[4];
 
 static int kind_of(int dtype) {
   switch (dtype) {
@@ -289,20 +291,43 @@ static void *getrf_handler(CallFrame *f) {
   return NULL;
 }
 
+/* cholesky: args (a (..., n, n)); rets (l (..., n, n)): the lower factor of the lower triangle
+   of a, zeros above the diagonal. Through ?potrf_work, without LAPACKE's NaN check, as jaxlib
+   calls LAPACK: a NaN in the input spreads through the factor (OpenBLAS reports no failure for
+   it), and a matrix that is not positive definite makes the whole lower triangle NaN. */
+static void *potrf_handler(CallFrame *f) {
+  PROLOGUE(1, 1)
+  PotrfFn fn = potrf_fns[kind];
+  if (!fn) return error(f, ERR_INTERNAL, "revax LAPACK: no ?potrf for this dtype");
+  Buffer *a = arg(f, 0), *l = ret(f, 0);
+  int64_t n = a->dims[a->rank - 1], batch = batch_of(a, 2);
+  size_t eb = kind_bytes[kind], mat = (size_t)(n * n) * eb;
+  for (int64_t b = 0; b < batch; b++) {
+    char *lb = (char *)l->data + b * mat;
+    if (n == 0) continue;
+    memcpy(lb, (char *)a->data + b * mat, mat);
+    lapack_int info = fn(COL_MAJOR, 'L', n, lb, n);
+    if (info != 0) fill_nan(lb, n * n, kind, 0);  /* the lower triangle, as JAX's */
+    for (int64_t j = 1; j < n; j++)  /* column j (column-major): rows 0..j-1 lie above */
+      memset(lb + (size_t)(j * n) * eb, 0, (size_t)j * eb);
+  }
+  return NULL;
+}
+
 /* ------------------------------------------------------------------------- Python module */
 
 static PyObject *set_lapack(PyObject *self, PyObject *table) {
   (void)self;
-  PyObject *seq = PySequence_Fast(table, "set_lapack takes a sequence of 12 addresses");
+  PyObject *seq = PySequence_Fast(table, "set_lapack takes a sequence of 16 addresses");
   if (!seq) return NULL;
-  if (PySequence_Fast_GET_SIZE(seq) != 12) {
+  if (PySequence_Fast_GET_SIZE(seq) != 16) {
     Py_DECREF(seq);
-    PyErr_SetString(PyExc_ValueError, "set_lapack takes 12 addresses: ?syevd/?heevd, ?gesdd, "
-                                      "?getrf_work, each for s, d, c, z");
+    PyErr_SetString(PyExc_ValueError, "set_lapack takes 16 addresses: ?syevd/?heevd, ?gesdd, "
+                                      "?getrf_work, ?potrf_work, each for s, d, c, z");
     return NULL;
   }
-  void *addresses[12];
-  for (int i = 0; i < 12; i++) {
+  void *addresses[16];
+  for (int i = 0; i < 16; i++) {
     PyObject *item = PySequence_Fast_GET_ITEM(seq, i);
     addresses[i] = item == Py_None ? NULL : PyLong_AsVoidPtr(item);
     if (PyErr_Occurred()) {
@@ -315,25 +340,27 @@ static PyObject *set_lapack(PyObject *self, PyObject *table) {
     syevd_fns[i] = (SyevdFn)addresses[i];
     gesdd_fns[i] = (GesddFn)addresses[4 + i];
     getrf_fns[i] = (GetrfFn)addresses[8 + i];
+    potrf_fns[i] = (PotrfFn)addresses[12 + i];
   }
   Py_RETURN_NONE;
 }
 
 static PyObject *handlers(PyObject *self, PyObject *unused) {
   (void)self; (void)unused;
-  return Py_BuildValue("{s:N,s:N,s:N}",
+  return Py_BuildValue("{s:N,s:N,s:N,s:N}",
                        "syevd", PyLong_FromVoidPtr((void *)syevd_handler),
                        "gesdd", PyLong_FromVoidPtr((void *)gesdd_handler),
-                       "getrf", PyLong_FromVoidPtr((void *)getrf_handler));
+                       "getrf", PyLong_FromVoidPtr((void *)getrf_handler),
+                       "potrf", PyLong_FromVoidPtr((void *)potrf_handler));
 }
 
 static PyMethodDef methods[] = {
   {"set_lapack", set_lapack, METH_O,
-   "set_lapack(addresses): the 12 LAPACKE functions (None where missing), in the order "
+   "set_lapack(addresses): the 16 LAPACKE functions (None where missing), in the order "
    "ssyevd dsyevd cheevd zheevd, sgesdd dgesdd cgesdd zgesdd, sgetrf_work dgetrf_work "
-   "cgetrf_work zgetrf_work."},
+   "cgetrf_work zgetrf_work, spotrf_work dpotrf_work cpotrf_work zpotrf_work."},
   {"handlers", handlers, METH_NOARGS,
-   "handlers() -> {'syevd': address, 'gesdd': address, 'getrf': address} of the FFI handlers."},
+   "handlers() -> {'syevd': address, ..., 'potrf': address} of the FFI handlers."},
   {NULL, NULL, 0, NULL},
 };
 
