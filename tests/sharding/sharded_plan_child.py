@@ -164,5 +164,14 @@ y = a
 for _ in range(200):
   y = half(y, b)
 np.testing.assert_allclose(np.asarray(y), 2 * (x_np + 1), rtol=1e-6)
+# Waiting for one result settles the launch in flight, which readies every output of it.
+y = half(y, b)
+z = half(y, b)
+assert client._in_flight.executable is not None and not z._buffers[0]._info.ready
+y.block_until_ready()  # of an earlier launch: already ready, nothing to settle
+assert client._in_flight.executable is not None
+z.block_until_ready()
+assert client._in_flight.executable is None
+assert all(buf._info.ready for buf in z._buffers)
 print("chain: ok")
 print("PLAN DONE")

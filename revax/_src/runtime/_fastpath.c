@@ -858,7 +858,8 @@ static PyObject *new_info(PyObject *backend, PyObject *spec) {
   return info;
 }
 
-/* call_sharded(leaves, launch_id) -> ([output ShardedArrays], [completion event per device]);
+/* call_sharded(leaves, launch_id) -> ([output ShardedArrays], [completion event per device],
+   [the _BufferInfo of every output Buffer]);
    None where the plan does not cover these arguments (the general path then runs the call); or
    a failure tuple for `Executable.raise_failure` (execute error, 0, 0, [outputs to free]).
 
@@ -922,9 +923,9 @@ static PyObject *Runner_call_sharded(Runner *self, PyObject *args) {
     goto done;
   }
   /* wrap the outputs: each pointer is owned by a Buffer as soon as one is made */
-  PyObject *arrays = PyList_New(n), *pending = PyList_New(nd);
+  PyObject *arrays = PyList_New(n), *pending = PyList_New(nd), *infos = PyList_New(nd * n);
   Py_ssize_t owned = 0; /* outputs (in device-major order) that a Buffer owns */
-  int ok = arrays != NULL && pending != NULL;
+  int ok = arrays != NULL && pending != NULL && infos != NULL;
   for (Py_ssize_t d = 0; ok && d < nd; d++) {
     PyObject *e = PyLong_FromVoidPtr(events[d]);
     if (e == NULL) ok = 0;
@@ -946,6 +947,7 @@ static PyObject *Runner_call_sharded(Runner *self, PyObject *args) {
       }
       SLOT(buffer, off_info) = info;
       SLOT(buffer, off_ptr) = pointer;
+      PyList_SET_ITEM(infos, d * n + k, Py_NewRef(info));
       made[d * per_out + k] = buffer;
       owned++;
     }
@@ -971,8 +973,8 @@ static PyObject *Runner_call_sharded(Runner *self, PyObject *args) {
     PyList_SET_ITEM(arrays, k, array);
   }
   if (ok) {
-    result = Py_BuildValue("(NN)", arrays, pending);
-    arrays = pending = NULL;
+    result = Py_BuildValue("(NNN)", arrays, pending, infos);
+    arrays = pending = infos = NULL;
   } else { /* out of memory: wait for the launch, then free what no Buffer owns yet */
     PyErr_Clear();
     char event_args[TEMPLATE_MAX];
@@ -1001,6 +1003,7 @@ static PyObject *Runner_call_sharded(Runner *self, PyObject *args) {
   }
   Py_XDECREF(arrays);
   Py_XDECREF(pending);
+  Py_XDECREF(infos);
   PyMem_Free(made);
   goto done;
 miss:
@@ -1028,7 +1031,8 @@ static PyMethodDef Runner_methods[] = {
      "set_sharded_plan(shardings, avals, consts, order, out_avals, out_shardings, out_indices, "
      "out_specs, backend): what call_sharded() checks and makes"},
     {"call_sharded", (PyCFunction)Runner_call_sharded, METH_VARARGS,
-     "call_sharded(leaves, launch_id) -> (output ShardedArrays, events), None (not covered), or "
+     "call_sharded(leaves, launch_id) -> (output ShardedArrays, events, infos), None (not "
+     "covered), or "
      "(errors..., outputs)"},
     {"call", (PyCFunction)Runner_call, METH_O,
      "call(leaves) -> output Arrays, None (not covered), or (errors..., outputs)"},

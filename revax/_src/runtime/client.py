@@ -704,21 +704,30 @@ class _InFlight:
   after XLA's 40 s rendezvous timeout). So at most one launch is left running: every
   multi-device launch first waits for the one before it (`settle`). That still lets the caller's
   Python (wrapping the results, the next step's arguments) overlap the devices' work.
+
+  A launch that settles without error has computed every output: their Buffers' shared infos
+  (`infos`) are marked ready then, so waiting for a result of it (`block_until_ready`) is one
+  settle instead of one ready-event wait per device.
   """
 
   def __init__(self):
     self.lock = threading.Lock()
     self.executable: Executable | None = None  # kept alive until its launch is done
     self.events: list = []
+    self.infos: list = []  # the _BufferInfos of its outputs
+
+  def launched(self, executable: "Executable", events: list, infos: list) -> None:
+    """Record the launch just queued (call with `lock` held, after `settle`)."""
+    self.executable, self.events, self.infos = executable, events, infos
 
   def settle(self) -> None:
     """Wait for the launch in flight (call with `lock` held). Its errors are dropped here: its
     outputs carry them, and raise them where they are awaited. (Programs that can fail while
     running, those calling host or FFI functions, are run with `wait`: see sharded_jit.py.)"""
-    executable, events = self.executable, self.events
+    executable, events, infos = self.executable, self.events, self.infos
     if executable is None:
       return
-    self.executable, self.events = None, []
+    self.executable, self.events, self.infos = None, [], []
     api = executable._api
     runner = executable._sharded_runner
     if runner is not None:
@@ -733,9 +742,19 @@ class _InFlight:
         api.destroy_event(event)
     for error in errors:
       api.take_error(error)  # frees it
+    if not errors:
+      for info in infos:
+        info.ready = True
 
 
 _in_flight = _InFlight()
+
+
+def settle_in_flight() -> None:
+  """Wait for the multi-device launch in flight, if any (its outputs are then ready, or carry
+  its error for their own wait to raise)."""
+  with _in_flight.lock:
+    _in_flight.settle()
 
 
 def call_planned(executable: "Executable", runner, leaves):
@@ -748,9 +767,9 @@ def call_planned(executable: "Executable", runner, leaves):
     out = runner.call_sharded(leaves, _next_launch_id())
     if out is None:
       return None
-    if len(out) == 2:
-      outs, in_flight.events = out
-      in_flight.executable = executable
+    if len(out) == 3:
+      outs, events, infos = out
+      in_flight.launched(executable, events, infos)
       return outs
   executable.raise_failure(out)
 
@@ -1054,6 +1073,7 @@ class Executable:
     events = (_ptr * count)()
     options = pjrt.ExecuteOptions(struct_size=pjrt.ExecuteOptions.STRUCT_SIZE,
                                   launch_id=_next_launch_id())
+    infos = None if wait else self._fresh_infos()
     with _in_flight.lock:
       _in_flight.settle()
       self._api.call("LoadedExecutable_Execute", executable=self._ptr,
@@ -1062,7 +1082,7 @@ class Executable:
                      output_lists=C.addressof(output_lists),
                      device_complete_events=C.addressof(events))
       if not wait:
-        _in_flight.executable, _in_flight.events = self, list(events)
+        _in_flight.launched(self, list(events), [i for per in infos for i in per])
     failure = None
     for event in events if wait else ():
       try:
@@ -1076,9 +1096,19 @@ class Executable:
         for k in range(self.num_outputs):
           backend._destroy_buffer(per_device[k])
       raise failure
+    if not wait:
+      return [_new_buffers(per_device[:self.num_outputs], per_infos)
+              for per_device, per_infos in zip(outputs, infos, strict=True)]
     return [[Buffer(backend, per_device[k], shape, dtype, device, wait)
              for k, (shape, dtype) in self._out_specs_indexed]
             for per_device, device in zip(outputs, self.devices, strict=True)]
+
+  def _fresh_infos(self) -> list:
+    """Per device, one not-yet-ready _BufferInfo per output (a launch that does not wait: each
+    output turns ready on its own, not as the shared ready infos of `_output_infos`)."""
+    backend = self._backend
+    return [[_BufferInfo(backend, shape, dtype, device) for shape, dtype in self.out_specs]
+            for device in self.devices]
 
   def _execute_sharded_compiled(self, runner, args_per_device, num_args: int, wait: bool):
     """`execute_sharded` through the compiled runner (fastpath.py): the same steps and errors."""
@@ -1088,13 +1118,14 @@ class Executable:
         raise ValueError(f"every device takes {num_args} arguments, got {len(per_device)}")
       lists.append([a._live_pointer() for a in per_device])
     in_flight = _in_flight
+    infos = None if wait else self._fresh_infos()
     with in_flight.lock:  # orders launches; a run that waits does its waiting outside
       in_flight.settle()
       if not wait:
         outputs = runner.run_sharded(lists, False, _next_launch_id())
         if len(outputs) == 2:  # queued (else the failure tuple below)
-          outputs, in_flight.events = outputs
-          in_flight.executable = self
+          outputs, events = outputs
+          in_flight.launched(self, events, [i for per in infos for i in per])
     if wait:
       outputs = runner.run_sharded(lists, True, _next_launch_id())
     backend = self._backend
@@ -1112,11 +1143,9 @@ class Executable:
       for per_device, device in zip(outputs, self.devices, strict=True):
         infos = self._infos_by_device.get(device._ptr) or self._output_infos(device)
         out.append(_new_buffers(per_device, infos))
-    else:  # each output turns ready on its own: an info of its own, not the shared ready ones
-      specs = self.out_specs
-      for per_device, device in zip(outputs, self.devices, strict=True):
-        out.append(_new_buffers(per_device, [_BufferInfo(backend, shape, dtype, device)
-                                             for shape, dtype in specs]))
+    else:
+      for per_device, per_infos in zip(outputs, infos, strict=True):
+        out.append(_new_buffers(per_device, per_infos))
     return out
 
   def serialize(self) -> bytes:

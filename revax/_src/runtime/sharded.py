@@ -179,7 +179,13 @@ class ShardedArray(Array):
     return {b.device for b in self._buffers}
 
   def block_until_ready(self) -> "ShardedArray":
-    for b in self._buffers:
+    buffers = self._buffers
+    for b in buffers:
+      if not b._info.ready:  # one settle of the launch in flight readies all its outputs
+        from revax._src.runtime.client import settle_in_flight
+        settle_in_flight()
+        break
+    for b in buffers:
       b.block_until_ready()
     return self
 
