@@ -57,6 +57,13 @@ OPTIMIZERS = {n: _IMPORT for n in ("Any", "Callable", "NamedTuple", "annotations
                                    "namedtuple", "partial", "safe_map", "safe_zip", "unzip2",
                                    "zip")}
 
+_ODE_IMPORTS = {n: _IMPORT for n in (
+    "Callable", "map", "partial", "promote_dtypes_inexact", "safe_map", "safe_zip", "tree_leaves",
+    "tree_map", "zip", "ravel_pytree")}
+ODE = {**_ODE_IMPORTS,
+       "ravel_first_arg_": ("the linear_util transformation behind ravel_first_arg (JAX's "
+                            "tracing machinery); ravel_first_arg itself is present")}
+
 MODULES = [
     ("jax", "revax", JAX_TOP),
     ("jax.tree", "revax.tree", {}),
@@ -72,6 +79,7 @@ MODULES = [
                            "(JAX's vma typing): revax's shard_map does not type values so")}),
     ("jax.dtypes", "revax.dtypes", {}),
     ("jax.typing", "revax.typing", {}),
+    ("jax.experimental.ode", "revax.experimental.ode", ODE),
 ]
 
 
