@@ -64,6 +64,19 @@ ODE = {**_ODE_IMPORTS,
        "ravel_first_arg_": ("the linear_util transformation behind ravel_first_arg (JAX's "
                             "tracing machinery); ravel_first_arg itself is present")}
 
+_MULTIHOST_P = ("JAX implements the host-local/global conversions as primitives whose lowering "
+                "is the identity; revax's are plain functions, the identity under a "
+                "transformation (one process: local and global types agree), so these "
+                "primitive objects and their rules have no counterpart")
+MULTIHOST = {
+    **{n: _IMPORT for n in ("Any", "P", "annotations", "lru_cache", "partial", "safe_zip",
+                            "tree_flatten", "tree_unflatten")},
+    **{n: _MULTIHOST_P for n in (
+        "global_array_to_host_local_array_p", "global_array_to_host_local_array_impl",
+        "gtl_abstract_eval", "host_local_array_to_global_array_p",
+        "host_local_array_to_global_array_impl", "ltg_abstract_eval", "ltg_batcher")},
+}
+
 MODULES = [
     ("jax", "revax", JAX_TOP),
     ("jax.tree", "revax.tree", {}),
@@ -80,6 +93,8 @@ MODULES = [
     ("jax.dtypes", "revax.dtypes", {}),
     ("jax.typing", "revax.typing", {}),
     ("jax.experimental.ode", "revax.experimental.ode", ODE),
+    ("jax.experimental.mesh_utils", "revax.experimental.mesh_utils", {}),
+    ("jax.experimental.multihost_utils", "revax.experimental.multihost_utils", MULTIHOST),
 ]
 
 
