@@ -95,6 +95,11 @@ MODULES = [
     ("jax.experimental.ode", "revax.experimental.ode", ODE),
     ("jax.experimental.mesh_utils", "revax.experimental.mesh_utils", {}),
     ("jax.experimental.multihost_utils", "revax.experimental.multihost_utils", MULTIHOST),
+    # pjit and shard_map are deprecated attributes there (module __getattr__), absent from dir()
+    ("jax.experimental.pjit", "revax.experimental.pjit", {}),
+    ("jax.experimental.shard_map", "revax.experimental.shard_map", {}),
+    ("jax.experimental.compilation_cache.compilation_cache",
+     "revax.experimental.compilation_cache.compilation_cache", {}),
 ]
 
 
