@@ -98,6 +98,7 @@ MODULES = [
     # pjit and shard_map are deprecated attributes there (module __getattr__), absent from dir()
     ("jax.experimental.pjit", "revax.experimental.pjit", {}),
     ("jax.experimental.shard_map", "revax.experimental.shard_map", {}),
+    ("jax.experimental.checkify", "revax.experimental.checkify", {}),
     ("jax.experimental.compilation_cache.compilation_cache",
      "revax.experimental.compilation_cache.compilation_cache", {}),
 ]
