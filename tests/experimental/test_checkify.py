@@ -128,6 +128,7 @@ def test_misuse_raises_like_jax(lib):
   err, _ = ck.checkify(lambda x: ck.debug_check(x > 0, "debug {}", x))(jnp.float32(-1.))
   assert err.get() == "debug -1.0 (`check` failed)"
   assert ck.init_error.get() is None
+  assert issubclass(ck.JaxRuntimeError, ValueError)
   assert ck.all_checks == ck.automatic_checks | ck.user_checks
   assert ck.float_checks == ck.nan_checks | ck.div_checks
   assert len({ck.user_checks, ck.nan_checks, ck.div_checks, ck.index_checks}) == 4

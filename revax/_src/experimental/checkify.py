@@ -45,7 +45,6 @@ from revax._src import tree_util
 from revax._src.core import dtypes
 from revax._src.core.avals import get_aval
 from revax._src.core.effects import def_effectful
-from revax._src.core.errors import JaxRuntimeError
 from revax._src.core.jaxpr import ClosedJaxpr, Jaxpr, Literal
 from revax._src.core.trace import Primitive, Tracer
 from revax._src.interpreters import ad, batching, dispatch, mlir, staging
@@ -58,6 +57,11 @@ __all__ = ["Error", "ErrorCategory", "JaxRuntimeError", "all_checks", "automatic
 
 
 # ---- error categories ---------------------------------------------------------------------
+
+class JaxRuntimeError(ValueError):
+  """What a failed check raises (eagerly, from `Error.throw` or `check_error`): a ValueError,
+  as JAX's checkify.JaxRuntimeError is (not the runtime's revax.errors.JaxRuntimeError)."""
+
 
 class JaxException(Exception):
   """The base of checkify's error categories (`ErrorCategory` is `type[JaxException]`)."""
