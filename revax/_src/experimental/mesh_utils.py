@@ -59,7 +59,7 @@ def create_device_mesh(mesh_shape: Sequence[int], devices: Sequence[Any] | None 
 
   Example:
     >>> from revax.experimental import mesh_utils
-    >>> mesh_utils.create_device_mesh((1,))
+    >>> mesh_utils.create_device_mesh((1,), revax.devices()[:1])
     array([CpuDevice(id=0)], dtype=object)
   """
   del allow_split_physical_axes  # only JAX's TPU torus layouts split physical axes
@@ -118,7 +118,8 @@ def create_hybrid_device_mesh(mesh_shape: Sequence[int], dcn_mesh_shape: Sequenc
 
   Example:
     >>> from revax.experimental import mesh_utils
-    >>> mesh_utils.create_hybrid_device_mesh((1,), (1,), process_is_granule=True)
+    >>> mesh_utils.create_hybrid_device_mesh((1,), (1,), revax.devices()[:1],
+    ...                                      process_is_granule=True)
     array([CpuDevice(id=0)], dtype=object)
   """
   if devices is None:
