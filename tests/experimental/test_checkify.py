@@ -125,6 +125,7 @@ def test_misuse_raises_like_jax(lib):
   with pytest.raises(ValueError, match="not functionalized"):
     rx.jit(lambda x: ck.check(x > 0, "neg"))(1.)
   ck.debug_check(False, "dropped outside checkify")
+  assert rx.jit(lambda x: (ck.debug_check(x > 0, "dropped"), x * 2)[1])(-1.) == -2.
   err, _ = ck.checkify(lambda x: ck.debug_check(x > 0, "debug {}", x))(jnp.float32(-1.))
   assert err.get() == "debug -1.0 (`check` failed)"
   assert ck.init_error.get() is None

@@ -354,7 +354,13 @@ check_p.def_abstract_eval(_check_abstract_eval)
 dispatch.custom_impls[check_p] = _check_impl
 ad.primitive_jvps[check_p] = _check_jvp
 batching.primitive_batchers[check_p] = _check_batch
-mlir.register_lowering(check_p, _not_functionalized)
+def _check_lower(ctx, *args, site, debug):
+  if debug:  # a debug_check staged without checkify is dropped (as in JAX)
+    return []
+  return _not_functionalized(ctx)
+
+
+mlir.register_lowering(check_p, _check_lower)
 inv.not_invertible(check_p, "an assertion with no outputs")
 def_effectful(check_p)
 
