@@ -143,10 +143,33 @@ def test_check_error_is_functionalized_by_checkify(lib):
   assert err2.get() == "x must be positive, got -1.0 (`check` failed)" and out == 2.
 
 
-def test_index_checks_warn_that_revax_does_not_report_them():
+@pytest.mark.parametrize("lib", LIBS)
+def test_index_checks_of_gather_and_dynamic_slices(lib):
+  rx, jnp, ck = lib
+  with warnings.catch_warnings():
+    warnings.simplefilter("ignore", RuntimeWarning)  # revax's note on scalar indexing
+    idx = ck.index_checks
+    err, _ = ck.checkify(lambda x, i: x[:, i], errors=idx)(jnp.ones((2, 3)), jnp.array([0, -7]))
+    assert err.get() == ("out-of-bounds indexing for array of shape (2, 3): index -4 is out of "
+                         "bounds for axis 1 with size 3. ")
+    err, _ = ck.checkify(lambda x, i: x[i], errors=idx)(jnp.arange(3), jnp.array([1, -1]))
+    assert err.get() is None
+    ds = ck.checkify(lambda x, i: rx.lax.dynamic_slice(x, (i,), (2,)), errors=idx)
+    assert ds(jnp.arange(3), 2)[0].get() == ("out-of-bounds indexing for array of shape (3,): "
+                                             "index 2 is out of bounds for axis 0 with size 3. ")
+    assert rx.jit(ds)(jnp.arange(3), 1)[0].get() is None
+    dus = ck.checkify(lambda x, i: rx.lax.dynamic_update_slice(x, jnp.ones((1, 2)), (0, i)),
+                      errors=idx)
+    assert "index 2 is out of bounds for axis 1 with size 3" in dus(jnp.zeros((2, 3)), 2)[0].get()
+    err, _ = rx.vmap(ck.checkify(lambda i: jnp.arange(3)[jnp.array([i])], errors=idx))(
+        jnp.array([0, 4]))
+    assert err.get().startswith("at mapped index 1: out-of-bounds indexing")
+
+
+def test_index_checks_warn_that_scalar_indexing_is_not_seen():
   from revax._src.experimental import checkify as impl
   impl._index_warned.clear()
-  with pytest.warns(RuntimeWarning, match="index_checks are not implemented"):
+  with pytest.warns(RuntimeWarning, match="do not see scalar indexing"):
     rck.checkify(lambda x: x, errors=rck.all_checks)
   with warnings.catch_warnings():
     warnings.simplefilter("error")

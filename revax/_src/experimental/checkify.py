@@ -19,7 +19,8 @@ effect before evaluation, the state is a fixed pytree that `cond`, `scan` and `w
 bodies thread through as extra operands / carry.
 
 Limits (left for later, each raising NotImplementedError or warning where it would matter):
-  - index_checks (out-of-bounds gather/scatter/dynamic_slice) are accepted but not checked (a
+  - index_checks cover gather (array indexing), dynamic_slice and dynamic_update_slice, not
+    scatter, nor scalar indexing `x[i]`, which revax.numpy clamps before the primitive (a
     RuntimeWarning says so, once per process);
   - automatic checks are not applied inside a while_loop's cond_fun;
   - a `check` inside a while_loop's cond_fun, or inside another higher-order primitive than
@@ -43,13 +44,13 @@ from revax._src import lax
 from revax._src.lax.convenience import select as _select
 from revax._src import tree_util
 from revax._src.core import dtypes
-from revax._src.core.avals import get_aval
+from revax._src.core.avals import ShapedArray, get_aval
 from revax._src.core.effects import def_effectful
 from revax._src.core.jaxpr import ClosedJaxpr, Jaxpr, Literal
 from revax._src.core.trace import Primitive, Tracer
 from revax._src.interpreters import ad, batching, dispatch, mlir, staging
 from revax._src.interpreters import invertible as inv
-from revax._src.numpy import creation, reductions, ufuncs
+from revax._src.numpy import creation, reductions, shape_ops, ufuncs
 
 __all__ = ["Error", "ErrorCategory", "JaxRuntimeError", "all_checks", "automatic_checks",
            "check", "check_error", "checkify", "debug_check", "div_checks", "float_checks",
@@ -97,7 +98,17 @@ class DivisionByZeroError(JaxException):
 
 
 class OOBError(JaxException):
-  """Out-of-bounds indexing (accepted in `errors=`, not yet checked by revax)."""
+  """Out-of-bounds indexing: a gather, dynamic_slice or dynamic_update_slice whose start index
+  (payload: index, axis, axis size) lies outside the operand."""
+
+  def __init__(self, prim: str, operand_shape: tuple, payload):
+    self.prim, self.operand_shape, self._payload = prim, operand_shape, payload
+    super().__init__(str(self))
+
+  def __str__(self):
+    return (f"out-of-bounds indexing for array of shape {self.operand_shape}: index "
+            f"{self._payload[0]} is out of bounds for axis {self._payload[1]} with size "
+            f"{self._payload[2]}. ")
 
 
 ErrorCategory = type[JaxException]
@@ -135,6 +146,7 @@ class _Site:
   category: type
   text: str = ""
   fmt_tree: Any = None
+  shape: tuple = ()
 
   def exception(self, payload) -> JaxException:
     if self.category is FailedCheckError:
@@ -142,6 +154,8 @@ class _Site:
       return FailedCheckError(self.text, *a, **k)
     if self.category is NaNError:
       return NaNError(self.text)
+    if self.category is OOBError:
+      return OOBError(self.text, self.shape, np.asarray(payload[0]))
     return self.category()
 
 
@@ -404,6 +418,9 @@ _NAN_PRIMITIVES = frozenset({
     "regularized_incomplete_beta", "rem", "rng_uniform", "rsqrt", "sin", "sinh", "sqrt", "sub",
     "tan", "tanh", "div"})
 
+_OOB_PRIMITIVES = frozenset({"gather", "dynamic_slice", "dynamic_update_slice"})
+_OOB_PAYLOAD = ShapedArray((3,), np.dtype(np.int32))
+
 _HANDLED = ("jit", "checkpoint", "custom_jvp_call", "custom_vjp_call", "cond", "scan",
             "while")
 
@@ -472,6 +489,12 @@ class _Plan:
       if DivisionByZeroError in self.enabled and name == "div":
         self._add(eqn, "div", _Site(DivisionByZeroError), [])
         found = True
+      if OOBError in self.enabled and name in _OOB_PRIMITIVES:
+        operand = _aval(eqn.invars[0])
+        if operand.ndim and all(d > 0 for d in operand.shape):
+          self._add(eqn, "oob", _Site(OOBError, name, shape=tuple(operand.shape)),
+                    [_OOB_PAYLOAD])
+          found = True
       if (NaNError in self.enabled and name in _NAN_PRIMITIVES
           and any(_is_float(v.aval) for v in eqn.outvars)):
         self._add(eqn, "nan", _Site(NaNError, name), [])
@@ -592,6 +615,10 @@ def _eval_eqn(plan: _Plan, eqn, invals, state: _State):
   if div_code is not None:
     state.update((DivisionByZeroError, ()), reductions.any(ufuncs.equal(invals[1], 0)),
                  div_code, [])
+  oob_code = plan.sites.get((id(eqn), "oob"))
+  if oob_code is not None:
+    failed, payload = _oob_check(prim.name, params, invals)
+    state.update((OOBError, (_OOB_PAYLOAD,)), failed, oob_code, [payload])
   if id(eqn) in plan.eqns_with_sites:
     outs = _eval_higher_order(plan, eqn, invals, state)
   else:
@@ -602,6 +629,39 @@ def _eval_eqn(plan: _Plan, eqn, invals, state: _State):
   if nan_code is not None:
     state.update((NaNError, ()), _any_nan(outs), nan_code, [])
   return list(outs)
+
+
+def _oob_check(name, params, invals):
+  """(any start index out of bounds, [index, axis, axis size] of the first such), as JAX's
+  checks of gather / dynamic_slice / dynamic_update_slice compute them."""
+  operand = invals[0]
+  shape = get_aval(operand).shape
+  if name == "gather":
+    indices = invals[1]
+    dims_map = tuple(params["dimension_numbers"].start_index_map)
+    sizes = params["slice_sizes"]
+    idt = get_aval(indices).dtype
+    upper = creation.asarray(np.array([shape[d] - sizes[d] for d in dims_map], idt))
+    mask = ufuncs.logical_or(indices < 0, indices > upper)
+  else:
+    starts = invals[2:] if name == "dynamic_update_slice" else invals[1:]
+    extent = (get_aval(invals[1]).shape if name == "dynamic_update_slice"
+              else tuple(params["slice_sizes"]))
+    indices = shape_ops.stack([creation.asarray(i) for i in starts])
+    idt = get_aval(indices).dtype
+    dims_map = tuple(range(len(shape)))
+    mask = ufuncs.logical_or(
+        indices < 0, indices + creation.asarray(np.array(extent, idt))
+        > creation.asarray(np.array(shape, idt)))
+  k = get_aval(indices).shape[-1] if get_aval(indices).ndim else 1
+  flat_mask = mask.reshape(-1)
+  if get_aval(flat_mask).shape[0] == 0:
+    return creation.asarray(False), creation.zeros(3, np.int32)
+  flat_idx = reductions.argmax(flat_mask)
+  axis = creation.asarray(np.array(dims_map, np.int32))[flat_idx % k]
+  size = creation.asarray(np.array(shape, np.int32))[axis]
+  index = indices.reshape(-1)[flat_idx].astype(np.int32)
+  return reductions.any(flat_mask), shape_ops.stack([index, axis, size])
 
 
 def _eval_closed(plan, closed, args, state):
@@ -674,14 +734,15 @@ _index_warned = []
 
 
 def _warn_index_checks():
-  """index_checks are accepted (all_checks and automatic_checks include them) but revax does
-  not report out-of-bounds indexing yet: its indexing clamps indices before the gather or slice
-  primitive sees them, so the check JAX makes on those primitives finds nothing to check.
-  Say so once per process rather than pass silently."""
+  """index_checks see the start indices of gather, dynamic_slice and dynamic_update_slice, as
+  JAX's do; but revax.numpy's integer indexing (`x[i]` with a scalar i) clamps the index before
+  the slice primitive sees it, so those out-of-bounds reads go unreported where JAX reports
+  them. Say so once per process rather than pass silently."""
   if not _index_warned:
     _index_warned.append(True)
-    warnings.warn("checkify: index_checks are not implemented by revax; out-of-bounds indexing "
-                  "is not reported (the other checks are)", RuntimeWarning, stacklevel=3)
+    warnings.warn("checkify: revax's index_checks do not see scalar indexing x[i] (revax.numpy "
+                  "clamps the index first); array indexing, lax.dynamic_slice and "
+                  "dynamic_update_slice are checked", RuntimeWarning, stacklevel=3)
 
 
 def checkify(f: Callable, errors=user_checks) -> Callable:
@@ -692,7 +753,8 @@ def checkify(f: Callable, errors=user_checks) -> Callable:
 
   By default only user-added `check` assertions are enabled. Automatic checks are enabled
   through `errors`: `nan_checks` (a primitive produced a NaN), `div_checks` (division by
-  zero), `float_checks` (both), `index_checks` (accepted; not yet checked by revax),
+  zero), `float_checks` (both), `index_checks` (out-of-bounds gather / dynamic_slice /
+  dynamic_update_slice; revax.numpy's scalar indexing clamps first and is not seen),
   `automatic_checks`, `all_checks`; sets combine with `|`.
 
   Args:
