@@ -483,8 +483,8 @@ class _Plan:
           self._add(eqn, "check", eqn.params["site"], avals)
           found = True
         continue
-      if eqn.primitive is check_error_p:
-        found = True
+      if eqn.primitive is check_error_p:  # errors of disabled categories are dropped
+        found = found or eqn.params["effect"][0] in self.enabled
         continue
       if DivisionByZeroError in self.enabled and name == "div":
         self._add(eqn, "div", _Site(DivisionByZeroError), [])
@@ -605,6 +605,8 @@ def _eval_eqn(plan: _Plan, eqn, invals, state: _State):
   if prim is check_error_p:
     pred, code, *payload = invals
     effect = params["effect"]
+    if effect[0] not in plan.enabled:
+      return []
     if effect not in state.values:
       raise NotImplementedError("checkify: check_error of an error made outside this "
                                 "checkify call inside a loop or branch")
@@ -805,7 +807,7 @@ def checkify(f: Callable, errors=user_checks) -> Callable:
 def _add_injected_effects(plan: _Plan, jaxpr: Jaxpr):
   """The effects of errors given to `check_error` at the top level join the state."""
   for eqn in jaxpr.eqns:
-    if eqn.primitive is check_error_p:
+    if eqn.primitive is check_error_p and eqn.params["effect"][0] in plan.enabled:
       plan.effects.setdefault(eqn.params["effect"], None)
       plan.metadata.update(dict(eqn.params["metadata"]))
     for s in _sub_jaxprs(eqn.params):
