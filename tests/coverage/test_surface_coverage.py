@@ -57,6 +57,26 @@ OPTIMIZERS = {n: _IMPORT for n in ("Any", "Callable", "NamedTuple", "annotations
                                    "namedtuple", "partial", "safe_map", "safe_zip", "unzip2",
                                    "zip")}
 
+_ODE_IMPORTS = {n: _IMPORT for n in (
+    "Callable", "map", "partial", "promote_dtypes_inexact", "safe_map", "safe_zip", "tree_leaves",
+    "tree_map", "zip", "ravel_pytree")}
+ODE = {**_ODE_IMPORTS,
+       "ravel_first_arg_": ("the linear_util transformation behind ravel_first_arg (JAX's "
+                            "tracing machinery); ravel_first_arg itself is present")}
+
+_MULTIHOST_P = ("JAX implements the host-local/global conversions as primitives whose lowering "
+                "is the identity; revax's are plain functions, the identity under a "
+                "transformation (one process: local and global types agree), so these "
+                "primitive objects and their rules have no counterpart")
+MULTIHOST = {
+    **{n: _IMPORT for n in ("Any", "P", "annotations", "lru_cache", "partial", "safe_zip",
+                            "tree_flatten", "tree_unflatten")},
+    **{n: _MULTIHOST_P for n in (
+        "global_array_to_host_local_array_p", "global_array_to_host_local_array_impl",
+        "gtl_abstract_eval", "host_local_array_to_global_array_p",
+        "host_local_array_to_global_array_impl", "ltg_abstract_eval", "ltg_batcher")},
+}
+
 MODULES = [
     ("jax", "revax", JAX_TOP),
     ("jax.tree", "revax.tree", {}),
@@ -72,6 +92,15 @@ MODULES = [
                            "(JAX's vma typing): revax's shard_map does not type values so")}),
     ("jax.dtypes", "revax.dtypes", {}),
     ("jax.typing", "revax.typing", {}),
+    ("jax.experimental.ode", "revax.experimental.ode", ODE),
+    ("jax.experimental.mesh_utils", "revax.experimental.mesh_utils", {}),
+    ("jax.experimental.multihost_utils", "revax.experimental.multihost_utils", MULTIHOST),
+    # pjit and shard_map are deprecated attributes there (module __getattr__), absent from dir()
+    ("jax.experimental.pjit", "revax.experimental.pjit", {}),
+    ("jax.experimental.shard_map", "revax.experimental.shard_map", {}),
+    ("jax.experimental.checkify", "revax.experimental.checkify", {}),
+    ("jax.experimental.compilation_cache.compilation_cache",
+     "revax.experimental.compilation_cache.compilation_cache", {}),
 ]
 
 

@@ -1,0 +1,1 @@
+"""revax experimental APIs (jax.experimental): one module per feature."""

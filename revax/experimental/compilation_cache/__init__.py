@@ -1,0 +1,1 @@
+"""The persistent compilation cache (JAX's `jax.experimental.compilation_cache`)."""

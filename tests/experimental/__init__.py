@@ -1,0 +1,1 @@
+"""Tests of revax.experimental (mirrors revax/_src/experimental)."""
