@@ -20,7 +20,6 @@ from typing import Any
 import numpy as np
 
 from revax._src.api import devices as _all_devices
-from revax._src.sharded_api import process_index as _process_index
 
 __all__ = ["create_device_mesh", "create_hybrid_device_mesh", "device_kind_handler_dict"]
 
@@ -85,12 +84,6 @@ def create_device_mesh(mesh_shape: Sequence[int], devices: Sequence[Any] | None 
   return out.reshape(new_mesh_shape)
 
 
-def _granule_key(device, attr: str):
-  if attr == "process_index" and not hasattr(device, attr):
-    return _process_index()  # one process: every device is in it
-  return getattr(device, attr)
-
-
 def create_hybrid_device_mesh(mesh_shape: Sequence[int], dcn_mesh_shape: Sequence[int],
                               devices: Sequence[Any] | None = None, *,
                               process_is_granule: bool = False,
@@ -130,7 +123,7 @@ def create_hybrid_device_mesh(mesh_shape: Sequence[int], dcn_mesh_shape: Sequenc
                      "`process_is_granule` option.")
   granule_dict = collections.defaultdict(list)
   for dev in devices:
-    granule_dict[_granule_key(dev, attr)].append(dev)
+    granule_dict[getattr(dev, attr)].append(dev)
   granules = ([granule_dict[key] for key in sorted(granule_dict.keys())]
               if should_sort_granules_by_key else list(granule_dict.values()))
   if np.prod(dcn_mesh_shape) != len(granules):

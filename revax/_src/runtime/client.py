@@ -35,6 +35,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from revax._src.core.config import config
+from revax._src.core.errors import JaxRuntimeError
 from revax._src.runtime import compilation_cache, fastpath, pjrt, plugins
 from revax._src.runtime.array import Array
 from revax._src.runtime.pjrt import CompileError, RuntimeBackendError
@@ -216,6 +217,7 @@ class Backend:
     pointers = _pointer_list(listed.addressable_devices, listed.num_addressable_devices)
     self.devices: list[Device] = [self._describe_device(p) for p in pointers]
     self._device_by_pointer = {d._ptr: d for d in self.devices}
+    self._memories: dict[int, Memory] = {}
     self._is_cpu = self.platform == "cpu"
     self._fast_numpy = _numpy_header_works()
     self._scratch: list[_HostScratch] = []
@@ -239,7 +241,14 @@ class Backend:
     device_id = api.call("DeviceDescription_Id", device_description=description).id
     kind = api.call("DeviceDescription_Kind", device_description=description)
     return Device(device_id, self.platform, api.string(kind.device_kind, kind.device_kind_size),
-                  pointer)
+                  pointer, self)
+
+  def _memory(self, pointer: int) -> "Memory":
+    """The Memory of a PJRT_Memory pointer (one object per memory space)."""
+    memory = self._memories.get(pointer)
+    if memory is None:
+      memory = self._memories.setdefault(pointer, Memory(self, pointer))
+    return memory
 
   def _take_scratch(self) -> _HostScratch:
     try:
@@ -543,14 +552,19 @@ class Device:
     id: the device id (0, 1, ... on CPU).
     platform: e.g. ``"cpu"``.
     device_kind: the plugin's device kind string, e.g. ``"cpu"``.
+    process_index, host_id, task_id: 0 (revax runs one process, as a single-process JAX).
+    client: the Backend the device belongs to.
   """
-  __slots__ = ("id", "platform", "device_kind", "_ptr")
+  __slots__ = ("id", "platform", "device_kind", "_ptr", "client")
+  process_index = host_id = task_id = 0
 
-  def __init__(self, device_id: int, platform: str, device_kind: str, pointer: int):
+  def __init__(self, device_id: int, platform: str, device_kind: str, pointer: int,
+               client: "Backend | None" = None):
     self.id = device_id
     self.platform = platform
     self.device_kind = device_kind
     self._ptr = pointer
+    self.client = client
 
   def __repr__(self) -> str:
     return f"{self.platform.capitalize()}Device(id={self.id})"
@@ -560,6 +574,77 @@ class Device:
 
   def __hash__(self) -> int:
     return hash((Device, self.platform, self.id))
+
+  @property
+  def local_hardware_id(self) -> int | None:
+    """The plugin's hardware id of the device (its index among this host's devices on CPU)."""
+    value = self.client._api.call("Device_LocalHardwareId", device=self._ptr).local_hardware_id
+    return None if value < 0 else value
+
+  def addressable_memories(self) -> list["Memory"]:
+    """The memory spaces the device addresses (on CPU: device, pinned_host, unpinned_host)."""
+    backend = self.client
+    out = backend._api.call("Device_AddressableMemories", device=self._ptr)
+    return [backend._memory(p) for p in _pointer_list(out.memories, out.num_memories)]
+
+  def default_memory(self) -> "Memory":
+    """The memory space arrays on this device live in unless another is asked for."""
+    backend = self.client
+    return backend._memory(backend._api.call("Device_DefaultMemory", device=self._ptr).memory)
+
+  def memory(self, kind: str) -> "Memory":
+    """The memory space of `kind` the device addresses; JaxRuntimeError if it has none."""
+    memories = self.addressable_memories()
+    for m in memories:
+      if m.kind == kind:
+        return m
+    kinds = ", ".join(m.kind for m in memories)
+    raise JaxRuntimeError(
+        f"INVALID_ARGUMENT: Could not find memory addressable by device {self.device_kind}. "
+        f"Device {self.device_kind} can address the following memory kinds: {kinds}. Got "
+        f"memory kind: {kind}")
+
+  def memory_stats(self) -> dict | None:
+    """Allocator statistics of the device: None, as JAX on CPU (XLA:CPU's allocator keeps
+    none; `Compiled.memory_analysis()` gives a program's figures)."""
+    return None
+
+
+class Memory:
+  """One memory space of the plugin (JAX's `Memory`): `kind` is "device", "pinned_host" or
+  "unpinned_host" on CPU; `repr()` is the plugin's short name (CPU_DEVICE_0) and `str()` its
+  description, as JAX's."""
+  __slots__ = ("id", "kind", "platform", "_ptr", "_backend", "_str", "_repr")
+  process_index = 0
+
+  def __init__(self, backend: "Backend", pointer: int):
+    api = backend._api
+    self._backend, self._ptr, self.platform = backend, pointer, backend.platform
+    self.id = api.call("Memory_Id", memory=pointer).id
+    out = api.call("Memory_Kind", memory=pointer)
+    self.kind = api.string(out.kind, out.kind_size)
+    out = api.call("Memory_ToString", memory=pointer)
+    self._repr = api.string(out.to_string, out.to_string_size)
+    out = api.call("Memory_DebugString", memory=pointer)
+    self._str = api.string(out.debug_string, out.debug_string_size)
+
+  def addressable_by_devices(self) -> list[Device]:
+    out = self._backend._api.call("Memory_AddressableByDevices", memory=self._ptr)
+    by_pointer = self._backend._device_by_pointer
+    return [by_pointer[p] for p in _pointer_list(out.devices, out.num_devices)
+            if p in by_pointer]
+
+  def __str__(self) -> str:
+    return self._str
+
+  def __repr__(self) -> str:
+    return self._repr
+
+  def __eq__(self, other) -> bool:
+    return isinstance(other, Memory) and (other.platform, other.id) == (self.platform, self.id)
+
+  def __hash__(self) -> int:
+    return hash((Memory, self.platform, self.id))
 
 
 # ----------------------------------------------------------------------------- buffers
