@@ -25,7 +25,7 @@ from revax._src.core.avals import get_aval
 from revax._src.core.trace import EvalTrace, current_trace
 from revax._src.custom_derivatives import custom_vjp
 from revax._src.jit import jit
-from revax._src.numpy import contractions, creation, dtype_api, linalg
+from revax._src.numpy import contractions, creation, dtype_api, linalg, polynomial
 from revax._src.numpy import reductions, shape_ops, type_predicates, ufunc_objects, ufuncs
 from revax._src.numpy.util import promote_args_inexact
 from revax._src.vmap import vmap
@@ -153,15 +153,6 @@ def runge_kutta_step(func, y0, f0, t0, dt):
   return y1, k[-1], y1_error, k
 
 
-def _polyval(p, x):
-  """Horner's rule for the coefficients `p[0], p[1], ...` (highest degree first) along p's
-  leading axis, each a vector (jnp.polyval accepts an N-D `p` in JAX; revax's takes 1-D only)."""
-  y = creation.zeros_like(p[0])
-  for i in range(get_aval(p).shape[0]):
-    y = y * x + p[i]
-  return y
-
-
 def abs2(x):
   if type_predicates.iscomplexobj(x):
     return ufuncs.real(x) ** 2 + ufuncs.imag(x) ** 2
@@ -287,7 +278,7 @@ def _odeint(func, rtol, atol, mxstep, hmax, y0, ts, *args):
     _, *carry = lax.while_loop(cond_fun, body_fun, [0] + carry)
     _, _, t, _, last_t, interp_coeff = carry
     relative_output_time = (target_t - last_t) / (t - last_t)
-    y_target = _polyval(interp_coeff, relative_output_time.astype(get_aval(interp_coeff).dtype))
+    y_target = polynomial.polyval(interp_coeff, relative_output_time.astype(get_aval(interp_coeff).dtype))
     return carry, y_target
 
   f0 = func_(y0, ts[0])

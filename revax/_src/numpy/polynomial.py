@@ -162,15 +162,20 @@ def polyint(p, m: int = 1, k=None):
 
 
 def polyval(p, x, *, unroll: int = 16):
-  """The polynomial `p` evaluated at `x` (Horner's rule in a scan over the coefficients)."""
+  """The polynomial `p` evaluated at `x` (Horner's rule in a scan over the coefficients).
+
+  `p` holds the coefficients along its first axis, highest degree first; further axes of `p`
+  broadcast against `x` (as in NumPy and JAX: `p` of shape (k, *s) gives the polynomials of
+  each position of s)."""
   util.check_arraylike("polyval", p, x)
-  if aval_of(p).ndim != 1:
-    raise ValueError(f"polyval: p must be 1-D, got shape {aval_of(p).shape}")
+  if aval_of(p).ndim == 0:  # (jax fails indexing the shape here: the same type)
+    raise IndexError("polyval: p must have an axis of coefficients, got a scalar")
   p, x = util.promote_dtypes(util.as_array(p), util.as_array(x))
-  shape = aval_of(x).shape
+  shape = util.broadcast_shapes(aval_of(p).shape[1:], aval_of(x).shape)
+  x = util.broadcast_to(x, shape)
 
   def step(y, c):
-    return lax.add(lax.mul(y, x), lax.broadcast_in_dim(c, shape, ())), None
+    return lax.add(lax.mul(y, x), util.broadcast_to(c, shape)), None
 
   y, _ = lax.scan(step, util.full_of(shape, 0, aval_of(x).dtype, aval_of(x).weak_type), p,
                   unroll=unroll)
