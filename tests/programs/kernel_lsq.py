@@ -65,7 +65,7 @@ def matern52(x, y, length=1.0):
 x1 = jnp.linspace(-2, 2, 15)[:, None]
 y1 = jnp.sin(3 * x1[:, 0]) + 0.1 * x1[:, 0] ** 2
 xt = jnp.array([[-1.5], [0.1], [1.2]])
-for name, kernel in [("rbf", rbf), ("matern52", matern52), ("poly", lambda a, b: (1 + a @ b) ** 3)]:
+for name, kernel in [("rbf", rbf), ("matern52", matern52), ("poly", lambda a, b: (1 + a @ b / 4) ** 3)]:
   K = gram(kernel, x1) + 0.05 * jnp.eye(x1.shape[0])
   alpha_solve = jnp.linalg.solve(K, y1)
   L = jnp.linalg.cholesky(K)

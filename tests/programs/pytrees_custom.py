@@ -16,12 +16,12 @@ example_trees = [
     (1, (2, 3), ()),
     [1, {"k1": 2, "k2": (3, 4)}, 5],
     {"a": 2, "b": (2, 3)},
-    jnp.array([1, 2, 3]),
 ]
 for pytree in example_trees:
   leaves = jax.tree.leaves(pytree)
   print(f"{len(leaves)} leaves:", [type(l).__name__ for l in leaves])
 
+print("an array is one leaf:", jax.tree.leaves(jnp.array([1, 2, 3])))
 list_of_lists = [[1, 2, 3], [1, 2], [1, 2, 3, 4]]
 print("map:", jax.tree.map(lambda x: x * 2, list_of_lists))
 print("map two trees:", jax.tree.map(lambda x, y: x + y, list_of_lists, list_of_lists))
@@ -126,7 +126,7 @@ print("tree.map_with_path:", jax.tree.map_with_path(lambda p, v: keystr(p), (1, 
 
 # treedefs
 td = jax.tree.structure({"a": [0, 0], "b": (0,)})
-print("treedef:", td)
+print("treedef:", td.num_nodes, td.num_leaves)
 print("children:", len(td.children()), td.num_leaves)
 print("unflatten:", jax.tree.unflatten(td, [1, 2, 3]))
 print("flatten_up_to:", td.flatten_up_to({"a": [jnp.ones(1), 5], "b": ({"deep": 1},)}))

@@ -511,8 +511,7 @@ def lstsq(a, b, rcond=None, *, numpy_resid: bool = False):
     else:
       resid = ufuncs.where(rank == n, resid, 0)  # NumPy returns an empty array there; see docs
   if b_nd == 1:
-    x = x[:, 0]
-    resid = resid[0] if not numpy_resid or m > n else resid
+    x = x[:, 0]  # the residuals keep their (1,) shape, as NumPy's and JAX's do
   return x, resid, rank, s
 
 
