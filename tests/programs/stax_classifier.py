@@ -20,12 +20,14 @@ train_images = prototypes[train_labels_int] + 0.3 * rng_data.randn(64, 8, 8, 1).
 train_labels = jnp.eye(num_classes)[train_labels_int]
 
 
+@jit
 def loss(params, batch):
   inputs, targets = batch
   preds = predict(params, inputs)
   return -jnp.mean(jnp.sum(preds * targets, axis=1))
 
 
+@jit
 def accuracy(params, batch):
   inputs, targets = batch
   target_class = jnp.argmax(targets, axis=1)
@@ -82,8 +84,12 @@ for epoch in range(num_epochs):
   train_acc = accuracy(params, (train_images, train_labels))
   print(f"Epoch {epoch} loss {loss(params, (train_images, train_labels)):.4f} accuracy {train_acc:.3f}")
 
-# other optimizers from the same family, on the same model, a few steps each
+# other optimizers from the same family, a few jitted steps each on a small dense model
+init_small, predict_small = stax.serial(Flatten, Dense(num_classes), LogSoftmax)
+_, small_params = init_small(random.key(1), (-1, 8, 8, 1))
 batch = (train_images[:16], train_labels[:16])
+small_loss = lambda p, b: -jnp.mean(jnp.sum(predict_small(p, b[0]) * b[1], axis=1))
+small_grad = jit(grad(small_loss))
 for name, opt in [("sgd", optimizers.sgd(0.1)),
                   ("nesterov", optimizers.nesterov(0.05, 0.9)),
                   ("adagrad", optimizers.adagrad(0.05)),
@@ -93,17 +99,17 @@ for name, opt in [("sgd", optimizers.sgd(0.1)),
                   ("adamax", optimizers.adamax(0.01)),
                   ("sm3", optimizers.sm3(0.05))]:
   o_init, o_update, o_get = opt
-  state = o_init(init_params)
+  state = o_init(small_params)
   for i in range(3):
-    state = jit(o_update)(i, grad(loss)(o_get(state), batch), state)
-  print(f"{name}: loss {loss(o_get(state), batch):.4f}")
+    state = jit(o_update)(i, small_grad(o_get(state), batch), state)
+  print(f"{name}: loss {small_loss(o_get(state), batch):.4f}")
 
 schedules = [optimizers.constant(0.1), optimizers.exponential_decay(0.1, 5, 0.5),
              optimizers.inverse_time_decay(0.1, 5, 0.5, staircase=True),
              optimizers.polynomial_decay(0.1, 10, 0.01, power=2.0),
              optimizers.piecewise_constant([3, 6], [0.1, 0.01, 0.001])]
 print("schedules:", [[round(float(s(i)), 5) for i in (0, 4, 8)] for s in schedules])
-g = grad(loss)(init_params, batch)
+g = jit(grad(loss))(init_params, batch)
 print("l2_norm:", optimizers.l2_norm(g))
 print("clip_grads:", optimizers.l2_norm(optimizers.clip_grads(g, 0.1)))
 packed = optimizers.unpack_optimizer_state(opt_state)
@@ -118,14 +124,14 @@ init_fun, apply_fun = stax.serial(
     stax.FanInConcat(),
     Dense(2))
 shape, p = init_fun(random.key(1), (3, 4))
-print("fan-in concat:", shape, apply_fun(p, jnp.ones((3, 4)))[0])
+print("fan-in concat:", shape, jit(apply_fun)(p, jnp.ones((3, 4)))[0])
 init_fun, apply_fun = stax.serial(stax.FanOut(2), stax.parallel(Dense(4), stax.Identity), stax.FanInSum)
 shape, p = init_fun(random.key(2), (2, 4))
-print("residual:", shape, apply_fun(p, jnp.arange(8.0).reshape(2, 4))[1])
+print("residual:", shape, jit(apply_fun)(p, jnp.arange(8.0).reshape(2, 4))[1])
 init_fun, apply_fun = stax.serial(Conv(2, (2, 2)), stax.BatchNorm(axis=(0, 1, 2)), stax.Elu,
                                   stax.AvgPool((2, 2)), stax.SumPool((1, 1)), Flatten, stax.Softplus)
 shape, p = init_fun(random.key(3), (2, 5, 5, 1))
-print("batchnorm net:", shape, apply_fun(p, train_images[:2, :5, :5])[0, :3])
+print("batchnorm net:", shape, jit(apply_fun)(p, train_images[:2, :5, :5])[0, :3])
 init_fun, apply_fun = stax.Dropout(0.5, mode="train")
 _, p = init_fun(random.key(4), (4, 4))
 print("dropout train:", apply_fun(p, jnp.ones((4, 4)), rng=random.PRNGKey(5)))
