@@ -111,3 +111,13 @@ def test_eig_without_lapacke_uses_numpy(monkeypatch):
   np.testing.assert_allclose(np.linalg.norm(vr, axis=0), 1, rtol=1e-5)
   with pytest.raises(NotImplementedError, match="left eigenvectors"):
     lin.eig(a)
+
+
+def test_conjugate_pair_vectors_have_jaxs_signed_zeros():
+  """The second vector of a conjugate pair is the conjugate of the first: a zero imaginary part
+  becomes -0.0 (printed `-0.j`), as in JAX's results."""
+  a = MATRICES["rotation"]
+  got = np.asarray(rnp.linalg.eig(a)[1])
+  want = np.asarray(jnp.linalg.eig(a)[1])
+  np.testing.assert_array_equal(np.signbit(got.imag), np.signbit(want.imag))
+  assert str(got) == str(want)

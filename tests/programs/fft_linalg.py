@@ -1,5 +1,5 @@
 """Spectral and dense linear algebra a user leans on: jnp.fft in 1, 2 and n dimensions with
-norms and frequencies, and jnp.linalg decompositions (qr modes, svd, eigh, slogdet, pinv,
+norms and frequencies, and jnp.linalg decompositions (qr modes, svd, eigh, eig, slogdet, pinv,
 lstsq, cholesky, norms) checked by reconstruction, with their gradients."""
 import jax
 import jax.numpy as jnp
@@ -47,6 +47,15 @@ print("svdvals agree:", jnp.allclose(jnp.linalg.svdvals(A), s))
 w, v = jnp.linalg.eigh(S)
 print("eigh:", w, jnp.allclose(v @ jnp.diag(w) @ v.T, S, atol=1e-4))
 print("eigvalsh UPLO:", jnp.linalg.eigvalsh(S, UPLO="U"))
+ev = jnp.linalg.eigvals(jnp.array([[2.0, 1.0], [0.0, 3.0]]))
+print("eigvals:", ev)
+wg, vg = jnp.linalg.eig(jnp.array([[0.0, -1.0], [1.0, 0.0]]))
+print("eig complex:", wg, vg)
+wb, vb = jnp.linalg.eig(B)
+print("eig reconstructs:", jnp.allclose(B.astype(jnp.complex64) @ vb, vb * wb, atol=1e-4), wb.dtype)
+print("roots:", jnp.roots(jnp.array([1.0, -6.0, 11.0, -6.0])), jnp.roots(jnp.array([0.0, 1.0, 0.0, 1.0])))
+print("poly of a matrix:", jnp.poly(jnp.array([[1.0, 2.0], [3.0, 4.0]])))
+print("grad of spectral abscissa:", jax.grad(lambda m: jnp.max(jnp.linalg.eigvals(m).real))(B)[0])
 sign, logdet = jnp.linalg.slogdet(S)
 print("slogdet:", sign, logdet, "det:", jnp.linalg.det(S), jnp.exp(logdet))
 print("slogdet negative:", jnp.linalg.slogdet(jnp.array([[0.0, 1.0], [1.0, 0.0]])))

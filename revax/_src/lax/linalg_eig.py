@@ -112,15 +112,16 @@ def _geev_functions() -> dict:
 
 def _unpack_real_pairs(w, v):
   """?geev's real storage of a real matrix's eigenvectors, made complex: a conjugate pair's
-  columns (re, im) become re + i im and re - i im."""
+  columns (re, im) become re + i im and its conjugate re - i im (imaginary parts negated, so a
+  zero one is -0.0, as JAX prints it)."""
   out = v.astype(w.dtype)
   n = w.shape[0]
   j = 0
   while j < n:
     if w[j].imag != 0 and j + 1 < n:
       re, im = v[:, j], v[:, j + 1]
-      out[:, j] = re + 1j * im
-      out[:, j + 1] = re - 1j * im
+      out.real[:, j], out.imag[:, j] = re, im
+      out.real[:, j + 1], out.imag[:, j + 1] = re, -im
       j += 2
     else:
       j += 1
