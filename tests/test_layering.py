@@ -4,7 +4,7 @@ import pathlib
 
 ROOT = pathlib.Path(__file__).resolve().parents[1] / "revax"
 LAYERS = ["core", "runtime", "interpreters", "lax", "api", "libraries"]
-LIBRARIES = {"numpy", "random", "nn", "example_libraries", "scipy", "ops", "image"}
+LIBRARIES = {"numpy", "random", "nn", "example_libraries", "scipy", "ops", "image", "ode"}
 UTILITIES = {"tree_util"}  # leaf utilities importable from any layer but core
 
 

@@ -40,3 +40,12 @@ def test_poly_of_a_square_matrix():
   m = np.array([[1.0, 2.0, 0.5], [3.0, 4.0, -1.0], [0.0, 1.0, 2.0]], np.float32)
   _same(rnp.poly(m), jnp.poly(m))
   _same(rnp.poly(np.array([1.0, 2.0, -3.0], np.float32)), jnp.poly(np.array([1.0, 2.0, -3.0])))
+
+
+@pytest.mark.parametrize("p,x", [(np.ones((3, 2)), np.arange(2.0)), (np.ones((3, 2)), 2.0),
+                                 (np.ones(3), 2), (np.array([1, 2]), 2),
+                                 (np.array([1.0, 2.0, 3.0]), np.arange(4.0).reshape(2, 2))])
+def test_polyval_broadcasts_a_multi_axis_p(p, x):
+  """p's leading axis holds the coefficients, the others broadcast with x (as JAX's)."""
+  _same(rnp.polyval(p, x), jnp.polyval(p, x))
+  _same(revax.jit(rnp.polyval)(p, x), jnp.polyval(p, x))

@@ -162,15 +162,20 @@ def polyint(p, m: int = 1, k=None):
 
 
 def polyval(p, x, *, unroll: int = 16):
-  """The polynomial `p` evaluated at `x` (Horner's rule in a scan over the coefficients)."""
+  """The polynomial `p` evaluated at `x` (Horner's rule in a scan over the coefficients).
+
+  `p` may have more axes than one, as in JAX: its leading axis holds the coefficients and the
+  others broadcast against `x` (odeint evaluates one polynomial per state entry this way).
+  """
   util.check_arraylike("polyval", p, x)
-  if aval_of(p).ndim != 1:
-    raise ValueError(f"polyval: p must be 1-D, got shape {aval_of(p).shape}")
+  if aval_of(p).ndim == 0:
+    raise ValueError(f"polyval: p must have at least one axis, got shape {aval_of(p).shape}")
   p, x = util.promote_dtypes(util.as_array(p), util.as_array(x))
-  shape = aval_of(x).shape
+  shape = util.broadcast_shapes(aval_of(p).shape[1:], aval_of(x).shape)
+  xb = util.broadcast_to(x, shape)
 
   def step(y, c):
-    return lax.add(lax.mul(y, x), lax.broadcast_in_dim(c, shape, ())), None
+    return lax.add(lax.mul(y, xb), util.broadcast_to(c, shape)), None
 
   y, _ = lax.scan(step, util.full_of(shape, 0, aval_of(x).dtype, aval_of(x).weak_type), p,
                   unroll=unroll)
