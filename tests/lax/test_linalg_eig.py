@@ -17,7 +17,8 @@ MATRICES = {
   "rotation": np.array([[0.0, -1.0], [1.0, 0.0]], np.float32),
   "triangular": np.array([[2.0, 1.0], [0.0, 3.0]], np.float32),
   "general": _RNG.standard_normal((5, 5)).astype(np.float32),
-  "complex": (_RNG.standard_normal((3, 3)) + 1j * _RNG.standard_normal((3, 3))).astype(np.complex64),
+  "complex": (_RNG.standard_normal((3, 3))
+              + 1j * _RNG.standard_normal((3, 3))).astype(np.complex64),
 }
 
 
@@ -62,7 +63,8 @@ def test_eig_batched_and_vmapped():
               revax.jit(revax.vmap(rnp.linalg.eig))(stack)):
     _close(got[0], want[0])
     _close(got[1], want[1])
-  _close(rnp.linalg.eigvals(np.zeros((2, 0, 0), np.float32)), jnp.linalg.eigvals(np.zeros((2, 0, 0))))
+  empty = np.zeros((2, 0, 0), np.float32)
+  _close(rnp.linalg.eigvals(empty), jnp.linalg.eigvals(empty))
 
 
 def test_eig_float64(x64):

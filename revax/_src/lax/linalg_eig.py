@@ -193,7 +193,7 @@ def _eig_host(x, *, compute_left_eigenvectors, compute_right_eigenvectors,
   return [w] + ([vl] if left else []) + ([vr] if right else [])
 
 
-# --- JVP -------------------------------------------------------------------------------------------
+# --- JVP ----------------------------------------------------------------------------------------
 def _solve(a, b):
   """a^-1 b for square a (..., n, n) and b (..., n, m), by LU with partial pivoting."""
   lu_, _, perm = linalg.lu(a)
