@@ -6,6 +6,8 @@ from revax._src.lax.linalg import cholesky as cholesky
 from revax._src.lax.linalg import cholesky_p as cholesky_p
 from revax._src.lax.linalg import cholesky_update as cholesky_update
 from revax._src.lax.linalg import cholesky_update_p as cholesky_update_p
+from revax._src.lax.linalg_eig import eig as eig
+from revax._src.lax.linalg_eig import eig_p as eig_p
 from revax._src.lax.linalg import eigh as eigh
 from revax._src.lax.linalg import eigh_p as eigh_p
 from revax._src.lax.linalg import hessenberg as hessenberg

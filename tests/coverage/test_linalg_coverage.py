@@ -8,18 +8,13 @@ from tests.coverage.names import missing_names
 
 pytest.importorskip("jax")
 
-_NO_GEEV = ("eigen-decomposition of non-Hermitian matrices: JAX calls LAPACK geev/gees on CPU, "
-            "which the XLA CPU plugin revax runs on lacks, and revax has no lax algorithm for it "
-            "yet (use eigh for Hermitian matrices)")
-_NO_SCHUR = "needs a Schur decomposition (" + _NO_GEEV + ")"
+_NO_GEES = ("JAX calls LAPACK gees on CPU, which the XLA CPU plugin revax runs on lacks, and "
+            "revax has no lax algorithm for it yet (eig calls LAPACK's geev on the host)")
+_NO_SCHUR = "needs a Schur decomposition (" + _NO_GEES + ")"
 
-NUMPY_LINALG_EXCLUSIONS = {
-  "eig": "present, but raises NotImplementedError: " + _NO_GEEV,
-  "eigvals": "present, but raises NotImplementedError: " + _NO_GEEV,
-}
+NUMPY_LINALG_EXCLUSIONS = {}
 
 LAX_LINALG_EXCLUSIONS = {
-  "eig": _NO_GEEV, "eig_p": _NO_GEEV,
   "schur": _NO_SCHUR, "schur_p": _NO_SCHUR,
 }
 

@@ -302,6 +302,21 @@ def test_shape_tuples_match_jax():
       jax.lax.conv_shape_tuple((2, 3, 7, 6), (4, 3, 3, 2), (2, 1), [(1, 0), (0, 1)])
 
 
+def test_shape_tuples_have_jaxs_element_types():
+  """Their entries print as JAX's do (np.int64 where JAX computes with NumPy): the output shapes
+  of stax conv layers are these tuples, and users print them."""
+  dn = ("NHWC", "HWIO", "NHWC")
+  for padding in ("SAME", "VALID", [(1, 0), (0, 2)]):
+    assert repr(lax.conv_general_shape_tuple((2, 7, 6, 3), (3, 2, 3, 4), (2, 1), padding, dn)) == \
+        repr(jax.lax.conv_general_shape_tuple((2, 7, 6, 3), (3, 2, 3, 4), (2, 1), padding, dn))
+  for padding in ("SAME", "VALID"):
+    assert repr(lax.conv_transpose_shape_tuple((2, 7, 6, 3), (3, 2, 3, 4), (2, 1), padding, dn)) \
+        == repr(jax.lax.conv_transpose_shape_tuple((2, 7, 6, 3), (3, 2, 3, 4), (2, 1), padding, dn))
+  for args in [((2, 3, 7, 6), (4, 3, 3, 2), (2, 1), [(1, 0), (0, 1)]),
+               ((4, 3, 7), (4, 3, 3), (1,), "SAME", 2)]:
+    assert repr(lax.conv_shape_tuple(*args)) == repr(jax.lax.conv_shape_tuple(*args))
+
+
 # --- errors --------------------------------------------------------------------------------------
 x4 = np.ones((2, 4, 5, 5), np.float32)
 w4 = np.ones((6, 4, 3, 3), np.float32)

@@ -135,3 +135,40 @@ def test_mulhi_matches_jax(dtype):
   _same(revax.vmap(rl.mulhi)(a, b), jax.vmap(jax.lax.mulhi)(a, b))
   with pytest.raises(TypeError):
     rl.mulhi(a.astype(np.float32), b.astype(np.float32))
+
+
+_M = np.array([[2.0, 1.0], [1.0, 3.0]], np.float32)
+_V = np.array([3.0, 1.0, 2.0], np.float32)
+CONTAINER_CASES = {
+    "top_k": lambda l: l.top_k(_V, 2),
+    "approx_max_k": lambda l: l.approx_max_k(_V, 2),
+    "approx_min_k": lambda l: l.approx_min_k(_V, 2),
+    "sort_tuple": lambda l: l.sort((_V, _V), num_keys=1),
+    "sort_list": lambda l: l.sort([_V, _V], num_keys=1),
+    "sort_key_val": lambda l: l.sort_key_val(_V, _V),
+    "linalg.eig": lambda l: l.linalg.eig(_M),
+    "linalg.eigh": lambda l: l.linalg.eigh(_M),
+    "linalg.lu": lambda l: l.linalg.lu(_M),
+    "linalg.qr": lambda l: l.linalg.qr(_M),
+    "linalg.svd": lambda l: l.linalg.svd(_M),
+    "linalg.tridiagonal": lambda l: l.linalg.tridiagonal(_M),
+    "linalg.hessenberg": lambda l: l.linalg.hessenberg(_M),
+    "reduce_tuple": lambda l: l.reduce((_V, _V), (0.0, 0.0),
+                                       lambda a, b: (a[0] + b[0], a[1] + b[1]), (0,)),
+    "while_loop": lambda l: l.while_loop(lambda c: c[0] < 3, lambda c: (c[0] + 1, c[1]),
+                                         (0, 1.0)),
+    "scan": lambda l: l.scan(lambda c, x: (c, x), 0.0, _V),
+    "cond": lambda l: l.cond(True, lambda: (1.0, 2.0), lambda: (3.0, 4.0)),
+    "optimization_barrier": lambda l: l.optimization_barrier((_V, _V)),
+}
+
+
+@pytest.mark.parametrize("name", CONTAINER_CASES)
+def test_multiple_results_come_in_jaxs_container(name):
+  """Functions with several results return the container JAX's return (a list where JAX hands
+  back the primitive's outputs, e.g. top_k and lu; a tuple elsewhere): users print them."""
+  want = CONTAINER_CASES[name](jax.lax)
+  got = CONTAINER_CASES[name](rl)
+  assert type(got) is type(want)
+  assert [type(g) for g in got if isinstance(g, (list, tuple))] == \
+      [type(w) for w in want if isinstance(w, (list, tuple))]

@@ -33,8 +33,8 @@ DEFAULT_TOLERANCE = dict(rtol=2e-4, atol=2e-5)
 _IMPORT = re.compile(r"^(\s*)import jax(\s*(#.*)?)$", re.M)
 _IMPORT_SUB = re.compile(r"^(\s*)import jax\.", re.M)
 _FROM = re.compile(r"^(\s*)from jax(\.|\s)", re.M)
-_NUMBER = re.compile(
-    r"(?<![\w.])[-+]?(?:(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?|inf|nan)(?![\w])")
+_NUMBER = re.compile(  # an imaginary part ends in j (numpy prints 1.5-0.25j as two numbers)
+    r"(?<![\w.])[-+]?(?:(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?|inf|nan)j?(?![\w])")
 
 
 def program_names():
@@ -78,6 +78,9 @@ def _is_int(tok):
 
 
 def _same_number(a, b, rtol, atol):
+  if a.endswith("j") != b.endswith("j"):  # a real part is never an imaginary one
+    return False
+  a, b = a.removesuffix("j"), b.removesuffix("j")
   if _is_int(a) and _is_int(b):
     return int(a) == int(b)
   fa, fb = float(a), float(b)

@@ -39,6 +39,9 @@ def test_harness_compares_numbers_and_text():
   assert harness.compare("dtype=float32, weak_type=True", "dtype=float32", 1e-4, 0) is not None
   assert harness.compare("[1.\n 2.]", "[1. 2.]", 1e-4, 0) is None
   assert "float16" in harness.compare("x float16", "x float32", 1e-4, 0)
+  assert harness.compare("[-0.19140679-0.104566j]", "[-0.19140668-0.10456596j]", 1e-4, 0) is None
+  assert harness.compare("[1.+0.5j]", "[1.+0.6j]", 1e-4, 0) is not None
+  assert harness.compare("[1.+2.j]", "[1.+2.]", 1e-4, 0) is not None
 
 
 def test_a_stale_record_is_refused(tmp_path, monkeypatch):

@@ -14,7 +14,6 @@ import functools
 import operator
 import weakref
 
-import numpy as np
 
 from revax._src import lax
 from revax._src import tree_util
@@ -24,6 +23,7 @@ from revax._src.core import config as config_mod
 from revax._src.core.avals import get_aval
 from revax._src.core.trace import EvalTrace, current_trace
 from revax._src.custom_derivatives import custom_vjp
+from revax._src.flatten_util import ravel_pytree
 from revax._src.jit import jit
 from revax._src.numpy import contractions, creation, dtype_api, linalg, polynomial
 from revax._src.numpy import reductions, shape_ops, type_predicates, ufunc_objects, ufuncs
@@ -46,43 +46,11 @@ def _highest_precision(fun):
   return wrapped
 
 
-# ---- raveling a pytree state into one vector (JAX's flatten_util.ravel_pytree) --------------
-
-def _ravel_pytree(tree):
-  """`(flat, unravel)`: the leaves of `tree` raveled and concatenated in their common dtype, and
-  the function taking such a vector back to the pytree (each leaf in its own dtype)."""
-  leaves, treedef = tree_util.tree_flatten(tree)
-  if not leaves:
-    return creation.array([], np.float32), lambda flat: tree_util.tree_unflatten(treedef, [])
-  from_dtypes = tuple(get_aval(x).dtype for x in leaves)
-  to_dtype = dtype_api.result_type(*from_dtypes)
-  shapes = tuple(tuple(get_aval(x).shape) for x in leaves)
-  sizes = [int(np.prod(s, dtype=np.int64)) for s in shapes]
-  ends = tuple(int(i) for i in np.cumsum(sizes))
-  flat = shape_ops.concatenate(
-      [shape_ops.ravel(lax.convert_element_type(x, to_dtype)) for x in leaves])
-
-  def unravel(arr):
-    aval = get_aval(arr)
-    if tuple(aval.shape) != (ends[-1],):
-      raise ValueError(f"The unravel function expected an array of shape {(ends[-1],)}, got "
-                       f"shape {tuple(aval.shape)}.")
-    if aval.dtype != to_dtype:
-      raise TypeError(f"unravel function given array of dtype {aval.dtype} but expected dtype "
-                      f"{to_dtype}")
-    starts = (0,) + ends[:-1]
-    parts = [lax.convert_element_type(shape_ops.reshape(arr[s:e], shape), dt)
-             for s, e, shape, dt in zip(starts, ends, shapes, from_dtypes, strict=True)]
-    return tree_util.tree_unflatten(treedef, parts)
-
-  return flat, unravel
-
-
 def ravel_first_arg(func, unravel, debug_info):
   """`func(y, *args)` as a function of the raveled state returning the raveled derivative
   (`debug_info`, which JAX's takes for its tracing errors, is accepted and unused)."""
   def raveled(y_flat, *args):
-    return _ravel_pytree(func(unravel(y_flat), *args))[0]
+    return ravel_pytree(func(unravel(y_flat), *args))[0]
   return raveled
 
 
@@ -246,7 +214,7 @@ def odeint(func, y0, t, *args, rtol=1.4e-8, atol=1.4e-8, mxstep=_inf, hmax=_inf)
 @functools.partial(jit, static_argnums=(0, 1, 2, 3, 4))
 @_highest_precision
 def _odeint_wrapper(func, rtol, atol, mxstep, hmax, y0, ts, *args):
-  y0, unravel = _ravel_pytree(y0)
+  y0, unravel = ravel_pytree(y0)
   func = ravel_first_arg(func, unravel, None)
   out = _odeint(func, rtol, atol, mxstep, hmax, y0, ts, *args)
   return vmap(unravel)(out)

@@ -270,7 +270,7 @@ def _top_k_along(operand, k, axis, largest):
   if largest:
     return sorting.top_k(operand, k, axis=axis)
   values, idx = sorting.top_k(unary.neg(operand), k, axis=axis)
-  return unary.neg(values), idx
+  return [unary.neg(values), idx]  # a list, as JAX's
 
 
 def reduce_xor(operand, axes):

@@ -269,11 +269,9 @@ def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None, r
   return placed(out, out_sharding)
 
 
-def conv_shape_tuple(lhs_shape, rhs_shape, strides, pads, batch_group_count=1):
-  """The output shape of a convolution of operands in canonical order ((N, C, ...), (O, I, ...)).
-
-  `pads` is a padding string or (lo, hi) pairs.
-  """
+def _conv_out_shape(lhs_shape, rhs_shape, strides, pads, batch_group_count=1):
+  """The output shape, as Python ints, of a convolution of operands in canonical order
+  ((N, C, ...), (O, I, ...)); `pads` is a padding string or (lo, hi) pairs."""
   if isinstance(pads, str):
     pads = _conv_padding(lhs_shape[2:], rhs_shape[2:], strides, pads)
   if len(pads) != len(lhs_shape) - 2:
@@ -288,12 +286,27 @@ def conv_shape_tuple(lhs_shape, rhs_shape, strides, pads, batch_group_count=1):
   return (int(lhs_shape[0]) // batch_group_count, int(rhs_shape[0])) + spatial
 
 
+# The public shape-tuple helpers return the element types JAX's do (they are printed, e.g. as
+# the output shapes of stax layers): JAX computes the spatial sizes with NumPy, so they are
+# np.int64 (the default NumPy integer), and the permuting helpers pass every entry through
+# np.take; batch and feature sizes of conv_shape_tuple keep the caller's type.
+
+def conv_shape_tuple(lhs_shape, rhs_shape, strides, pads, batch_group_count=1):
+  """The output shape of a convolution of operands in canonical order ((N, C, ...), (O, I, ...)).
+
+  `pads` is a padding string or (lo, hi) pairs.
+  """
+  out = _conv_out_shape(lhs_shape, rhs_shape, strides, pads, batch_group_count)
+  batch = lhs_shape[0] // batch_group_count if batch_group_count > 1 else lhs_shape[0]
+  return (batch, rhs_shape[0]) + tuple(np.int_(d) for d in out[2:])
+
+
 def conv_general_shape_tuple(lhs_shape, rhs_shape, window_strides, padding, dimension_numbers):
   """The output shape of `conv_general_dilated` without dilation or groups."""
   lhs_perm, rhs_perm, out_perm = conv_general_permutations(dimension_numbers)
-  out = conv_shape_tuple(np.take(lhs_shape, lhs_perm), np.take(rhs_shape, rhs_perm),
-                         window_strides, padding)
-  return tuple(int(d) for d in np.take(out, np.argsort(out_perm)))
+  out = _conv_out_shape(np.take(lhs_shape, lhs_perm), np.take(rhs_shape, rhs_perm),
+                        window_strides, padding)
+  return tuple(np.take(out, np.argsort(out_perm)))
 
 
 def conv_transpose_shape_tuple(lhs_shape, rhs_shape, window_strides, padding, dimension_numbers):
@@ -303,10 +316,10 @@ def conv_transpose_shape_tuple(lhs_shape, rhs_shape, window_strides, padding, di
   rhs_t = np.take(rhs_shape, rhs_perm)
   if isinstance(padding, str):
     padding = [_conv_transpose_padding(k, s, padding) for k, s in zip(rhs_t[2:], window_strides)]
-  spatial = [(i - 1) * s - k + 2 + int(np.sum(p))
+  spatial = [(int(i) - 1) * int(s) - int(k) + 2 + int(np.sum(p))
              for i, k, s, p in zip(lhs_t[2:], rhs_t[2:], window_strides, padding)]
-  out = (lhs_t[0], rhs_t[0]) + tuple(spatial)
-  return tuple(int(d) for d in np.take(out, np.argsort(out_perm)))
+  out = (int(lhs_t[0]), int(rhs_t[0])) + tuple(spatial)
+  return tuple(np.take(out, np.argsort(out_perm)))
 
 
 def _check_preferred(input_dtype, preferred) -> None:
@@ -401,7 +414,7 @@ def _conv_shape(lhs_shape, rhs_shape, *, window_strides, padding, lhs_dilation, 
   rhs_t = [rhs_shape[d] for d in rhs_spec]
   lhs_t[2:] = [_dilate_dim(n, d) for n, d in zip(lhs_t[2:], lhs_dilation)]
   rhs_t[2:] = [_dilate_dim(n, d) for n, d in zip(rhs_t[2:], rhs_dilation)]
-  out_t = conv_shape_tuple(lhs_t, rhs_t, window_strides, padding, batch_group_count)
+  out_t = _conv_out_shape(lhs_t, rhs_t, window_strides, padding, batch_group_count)
   return tuple(out_t[k] for k in np.argsort(out_spec))
 
 

@@ -479,7 +479,7 @@ def lu(x):
     (Array([1, 1], dtype=int32), Array([1, 0], dtype=int32))
   """
   lu_, pivots, permutation = lu_p.bind(x)
-  return lu_, pivots, permutation
+  return [lu_, pivots, permutation]  # a list, as JAX's (the primitive's outputs)
 
 
 def _lu_abstract_eval(x):
@@ -1984,7 +1984,7 @@ def hessenberg(a):
     ((3, 3), (2,))
   """
   packed, taus = hessenberg_p.bind(a)
-  return packed, taus
+  return [packed, taus]  # a list, as JAX's
 
 
 def _hessenberg_abstract_eval(a):
@@ -2024,7 +2024,7 @@ def tridiagonal(a, *, lower: bool = True):
     Array(True, dtype=bool)
   """
   arr, d, e, taus = tridiagonal_p.bind(a, lower=bool(lower))
-  return arr, d, e, taus
+  return [arr, d, e, taus]  # a list, as JAX's
 
 
 def _tridiagonal_abstract_eval(a, *, lower):

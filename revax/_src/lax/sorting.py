@@ -238,7 +238,7 @@ def top_k(operand, k: int, *, axis: int = -1):
   """
   k = operator.index(k)
   axis = _canonical_dim(axis, get_aval(operand).ndim)
-  return tuple(top_k_p.bind(operand, k=k, axis=axis))
+  return list(top_k_p.bind(operand, k=k, axis=axis))  # a list, as JAX's
 
 
 def _top_k_abstract_eval(x, *, k, axis):

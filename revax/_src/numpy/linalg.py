@@ -2,8 +2,8 @@
 
 Built on the revax.lax.linalg primitives (cholesky, triangular_solve, lu, qr, eigh, svd), so
 every function batches over leading axes, differentiates through the primitives' JVP rules and
-lowers to XLA. Non-symmetric eigen-decomposition (eig, eigvals) is not available: JAX computes it
-with LAPACK's geev on CPU, which the XLA CPU plugin revax runs on does not provide.
+lowers to XLA. Non-symmetric eigen-decomposition (eig, eigvals) calls LAPACK's ?geev on the
+host, as revax.lax.linalg.eig says.
 """
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import numpy as np
 
 from revax._src.core import dtypes
 from revax._src.lax import linalg as lax_linalg
+from revax._src.lax.linalg_eig import eig as _lax_eig
 from revax._src.lax.conversion import convert_element_type
 from revax._src.numpy import contractions, creation, reductions, shape_ops, ufuncs
 from revax._src.numpy.util import aval_of, check_arraylike, promote_args_inexact, promote_dtypes
@@ -29,6 +30,11 @@ __all__ = [
 matmul = contractions.matmul
 tensordot = contractions.tensordot
 matrix_transpose = shape_ops.matrix_transpose
+
+
+class EigResult(NamedTuple):
+  eigenvalues: object
+  eigenvectors: object
 
 
 class EighResult(NamedTuple):
@@ -181,19 +187,33 @@ def eigvalsh(a, UPLO: str | None = "L", *, symmetrize_input: bool = True):
   return eigh(a, UPLO, symmetrize_input).eigenvalues
 
 
-_NO_EIG = ("{} (eigen-decomposition of general, non-Hermitian matrices) is not available in "
-           "revax: JAX computes it with LAPACK's geev on CPU, which the XLA CPU plugin revax "
-           "uses does not provide. For Hermitian matrices use eigh/eigvalsh.")
-
-
 def eig(a):
-  """Not available: see the NotImplementedError message (use eigh for Hermitian matrices)."""
-  raise NotImplementedError(_NO_EIG.format("eig"))
+  """Eigenvalues and right eigenvectors of general square matrices (LAPACK ?geev, as JAX on
+  CPU): complex results, eigenvalues in LAPACK's order, unit-norm eigenvectors as columns.
+
+  Example:
+    >>> w, v = jnp.linalg.eig(jnp.array([[0., -1.], [1., 0.]]))
+    >>> w
+    Array([0.+1.j, 0.-1.j], dtype=complex64)
+  """
+  check_arraylike("eig", a)
+  a = _inexact("eig", a)
+  _check_matrix("eig", a)
+  w, v = _lax_eig(a, compute_left_eigenvectors=False)
+  return EigResult(w, v)
 
 
 def eigvals(a):
-  """Not available: see the NotImplementedError message (use eigvalsh for Hermitian matrices)."""
-  raise NotImplementedError(_NO_EIG.format("eigvals"))
+  """Eigenvalues of general square matrices (complex, in LAPACK ?geev's order).
+
+  Example:
+    >>> jnp.linalg.eigvals(jnp.array([[2., 1.], [0., 3.]]))
+    Array([2.+0.j, 3.+0.j], dtype=complex64)
+  """
+  check_arraylike("eigvals", a)
+  a = _inexact("eigvals", a)
+  _check_matrix("eigvals", a)
+  return _lax_eig(a, compute_left_eigenvectors=False, compute_right_eigenvectors=False)[0]
 
 
 def svd(a, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False,
@@ -511,8 +531,7 @@ def lstsq(a, b, rcond=None, *, numpy_resid: bool = False):
     else:
       resid = ufuncs.where(rank == n, resid, 0)  # NumPy returns an empty array there; see docs
   if b_nd == 1:
-    x = x[:, 0]
-    resid = resid[0] if not numpy_resid or m > n else resid
+    x = x[:, 0]  # the residuals keep their (1,) shape, as NumPy's and JAX's do
   return x, resid, rank, s
 
 

@@ -13,7 +13,7 @@ import numpy as np
 
 from revax._src import lax
 from revax._src.core import dtypes
-from revax._src.core.trace import Tracer
+from revax._src.core.trace import ConcretizationTypeError, Tracer
 from revax._src.numpy import util
 from revax._src.numpy.util import aval_of
 
@@ -46,8 +46,8 @@ def poly(seq_of_zeros):
   (z,) = util.promote_args_inexact("poly", seq_of_zeros)
   z = util.as_array(z)
   if aval_of(z).ndim == 2 and aval_of(z).shape[0] == aval_of(z).shape[1] and aval_of(z).shape[0]:
-    raise NotImplementedError("poly of a square matrix needs its eigenvalues "
-                              "(revax.numpy.linalg.eigvals); pass the roots instead")
+    from revax._src.numpy.linalg import eigvals
+    z = eigvals(z)
   if aval_of(z).ndim != 1:
     raise ValueError("input must be 1d or non-empty square 2d array.")
   out = util.full_of((1,), 1, aval_of(z).dtype)
@@ -301,92 +301,81 @@ def polyfit(x, y, deg: int, rcond=None, full: bool = False, w=None, cov: bool = 
       fac, (order, order, aval_of(fac).shape[0]), (2,)))
 
 
-_ROOT_ITERATIONS = 80
+def _complex_of(dt):
+  return dt if dtypes.is_complex(dt) else (dtypes.complex128 if dt == dtypes.float64
+                                           else dtypes.complex64)
+
+
+def _roots_no_zeros(p):
+  """The eigenvalues of the companion matrix of `p` (p[0] != 0), in LAPACK ?geev's order, as
+  JAX computes them."""
+  from revax._src.numpy.linalg import eigvals
+  n = _len(p)
+  dt = aval_of(p).dtype
+  if n < 2:
+    return util.full_of((0,), 0, _complex_of(dt))
+  m = n - 1
+  rows = lax.broadcasted_iota(dtypes.int32, (m, m), 0)
+  cols = lax.broadcasted_iota(dtypes.int32, (m, m), 1)
+  sub = lax.convert_element_type(lax.eq(rows, lax.add(cols, util.full_of((m, m), 1, dtypes.int32))),
+                                 dt)
+  first = lax.neg(lax.div(p[1:], lax.broadcast_in_dim(p[0], (m,), ())))
+  companion = lax.select_n(lax.eq(rows, util.full_of((m, m), 0, dtypes.int32)), sub,
+                           lax.broadcast_in_dim(first, (m, m), (1,)))
+  return eigvals(companion)
+
+
+def _roots_with_zeros(p, num_leading_zeros):
+  """strip_zeros=False: leading zeros rolled to the end, the zero roots sorted last and the
+  roots the leading zeros leave undefined (the last num_leading_zeros) NaN, as JAX."""
+  from revax._src.numpy.rearrange import roll
+  n = _len(p)
+  all_zero = lax.eq(num_leading_zeros, util.scalar_constant(n, aval_of(num_leading_zeros).dtype))
+  p = lax.select_n(lax.broadcast_in_dim(all_zero, (n,), ()), p,
+                   util.full_of((n,), 1, aval_of(p).dtype))
+  found = _roots_no_zeros(roll(p, lax.neg(num_leading_zeros)))
+  is_zero = lax.eq(found, util.constant_like(found, 0))
+  found = lax.sort_key_val(is_zero, found)[1]
+  m = n - 1  # the last num_leading_zeros roots are undefined: NaN, as JAX returns them
+  undefined = lax.ge(lax.iota(dtypes.int32, m),
+                     lax.sub(util.full_of((m,), m, dtypes.int32),
+                             lax.broadcast_in_dim(num_leading_zeros, (m,), ())))
+  return lax.select_n(undefined, found, lax.full_like(found, complex(np.nan, np.nan)))
 
 
 def roots(p, *, strip_zeros: bool = True):
-  """The roots of the polynomial with coefficients `p` (highest power first), as a complex
-  array sorted by real then imaginary part.
-
-  The roots are found together by the Aberth-Ehrlich iteration (a fixed number of steps in a
-  fori_loop, started on a circle of the roots' magnitude), so no eigenvalue solver is needed;
-  like an eigenvalue method it is least accurate for repeated roots.
+  """The roots of the polynomial with coefficients `p` (highest power first): the eigenvalues of
+  its companion matrix (LAPACK ?geev's order), complex, as JAX computes them.
 
   Args:
     p: 1-D coefficients.
-    strip_zeros: drop leading zeros and turn trailing zeros into zero roots (needs a concrete
-      `p`); otherwise p[0] must be nonzero.
+    strip_zeros: drop leading zeros (needs a concrete `p`); otherwise they are kept (and jit
+      works), and the roots they leave undefined come out as NaN, last.
+
+  Example:
+    >>> jnp.roots(jnp.array([1., -3., 2.]))
+    Array([2.+0.j, 1.+0.j], dtype=complex64)
   """
   util.check_arraylike("roots", p)
+  (p,) = util.promote_args_inexact("roots", p)
   p = util.as_array(p)
+  if aval_of(p).ndim == 0:
+    p = lax.reshape(p, (1,))
   if aval_of(p).ndim != 1:
     raise ValueError("Input must be a rank-1 array.")
-  zero_roots = 0
+  n = _len(p)
+  if n < 2:
+    return util.full_of((0,), 0, _complex_of(aval_of(p).dtype))
   if strip_zeros:
     if isinstance(p, Tracer):
-      raise ValueError("roots with strip_zeros=True needs concrete coefficients; pass "
-                       "strip_zeros=False under jit")
-    value = np.asarray(p)
-    nz = np.flatnonzero(value)
-    if nz.size == 0:
-      p = p[:0]
-    else:
-      zero_roots = value.shape[0] - 1 - int(nz[-1])
-      p = p[int(nz[0]):int(nz[-1]) + 1]
-  (p,) = util.promote_args_inexact("roots", p)
-  dt = aval_of(p).dtype
-  cdt = dt if dtypes.is_complex(dt) else (dtypes.complex128 if dt == dtypes.float64
-                                          else dtypes.complex64)
-  p = lax.convert_element_type(p, cdt)
-  n = _len(p) - 1
-  if n <= 0:
-    return util.full_of((zero_roots,), 0, cdt)
-  a = lax.div(p, lax.broadcast_in_dim(p[0], (n + 1,), ()))
-  found = _aberth(a, n, cdt)
-  if zero_roots:
-    found = lax.concatenate([found, util.full_of((zero_roots,), 0, cdt)], 0)
-  return _sort_complex_values(found)
-
-
-def _sort_complex_values(z):
-  from revax._src.numpy.sorting import sort
-  return sort(z)
-
-
-def _aberth(a, n, cdt):
-  rdt = np.finfo(cdt).dtype
-  mags = lax.abs(a[1:])
-  powers = lax.div(util.full_of((n,), 1, rdt), lax.convert_element_type(
-      lax.add(lax.iota(dtypes.int32, n), util.scalar_constant(1, dtypes.int32)), rdt))
-  safe = lax.max(mags, util.full_of((n,), np.finfo(rdt).tiny, rdt))
-  radius = lax.reduce_max(lax.pow(safe, powers), (0,))
-  radius = lax.max(radius, util.scalar_constant(np.finfo(rdt).eps, rdt))
-  step = util.scalar_constant(2 * np.pi / n, rdt)
-  angles = lax.add(lax.mul(lax.convert_element_type(lax.iota(dtypes.int32, n), rdt), step),
-                   util.scalar_constant(0.4, rdt))
-  z = lax.complex(lax.mul(lax.broadcast_in_dim(radius, (n,), ()), lax.cos(angles)),
-                  lax.mul(lax.broadcast_in_dim(radius, (n,), ()), lax.sin(angles)))
-  off_diag = lax.ne(lax.broadcasted_iota(dtypes.int32, (n, n), 0),
-                    lax.broadcasted_iota(dtypes.int32, (n, n), 1))
-  coeffs = [a[i] for i in range(n + 1)]
-
-  def step(_, z):
-    val = lax.full_like(z, 0)
-    der = lax.full_like(z, 0)
-    for c in coeffs:
-      der = lax.add(lax.mul(der, z), val)
-      val = lax.add(lax.mul(val, z), lax.broadcast_in_dim(c, (n,), ()))
-    diff = lax.sub(lax.broadcast_in_dim(z, (n, n), (0,)), lax.broadcast_in_dim(z, (n, n), (1,)))
-    one = util.full_of((n, n), 1, cdt)
-    inv = lax.div(one, lax.select_n(off_diag, one, diff))
-    s = lax.reduce_sum(lax.select_n(off_diag, util.full_of((n, n), 0, cdt), inv), (1,))
-    der_ok = lax.ne(der, util.constant_like(der, 0))
-    ratio = lax.div(val, lax.select_n(der_ok, lax.full_like(der, 1), der))
-    denom = lax.sub(lax.full_like(ratio, 1), lax.mul(ratio, s))
-    denom_ok = lax.ne(denom, util.constant_like(denom, 0))
-    w = lax.div(ratio, lax.select_n(denom_ok, lax.full_like(denom, 1), denom))
-    w = lax.select_n(lax.bitwise_and(der_ok, denom_ok), lax.full_like(w, 0), w)
-    w = lax.select_n(lax.eq(val, util.constant_like(val, 0)), w, lax.full_like(w, 0))
-    return lax.sub(z, w)
-
-  return lax.fori_loop(0, _ROOT_ITERATIONS, step, z)
+      raise ConcretizationTypeError(
+          "The error occurred in the jnp.roots() function. To use this within a JIT-compiled "
+          "context, pass strip_zeros=False, but be aware that leading zeros will result in some "
+          "returned roots being set to NaN.")
+    nz = np.flatnonzero(np.asarray(p))
+    return _roots_no_zeros(p[int(nz[0]) if nz.size else n:])
+  nonzero = lax.ne(p, util.constant_like(p, 0))
+  leading = lax.argmax(nonzero, 0, dtypes.int32)
+  any_nonzero = lax.reduce_or(nonzero, (0,))
+  num_leading_zeros = lax.select_n(any_nonzero, util.scalar_constant(n, dtypes.int32), leading)
+  return _roots_with_zeros(p, num_leading_zeros)

@@ -365,4 +365,18 @@ RECORDS += [
           _args(_sym((5, 5))), _sytrd_ref(False), {0: {}, 2: {}}, grad_order=1, **_TOL),
   OpRecord("cholesky_update_f32", "cholesky_update", lin.cholesky_update, _chol_update_args(4),
            _chol_update_ref, grad_order=1, **_TOL),
+  # eig (LAPACK ?geev on the host, eager and jitted: the jit suite checks the host call); a
+  # symmetric input has real, separated eigenvalues (sorted here: finite differences apply)
+  OpRecord("eig_f32_eigenvalues", "eig", lambda x: lax.sort(lax.real(lin.eig(
+      x, compute_left_eigenvectors=False, compute_right_eigenvectors=False)[0])),
+           _args(_sym((4, 4))), lambda x: np.sort(np.linalg.eigvals(x).real).astype(x.dtype),
+           grad_order=1, **_TOL),
+  OpRecord("eig_f32_vectors", "eig", lambda x: _fix_cols(lin.eig(
+      x, compute_left_eigenvectors=False)[1]), _args(_mat((2, 4, 4))),
+           lambda x: _np_fix_cols(np.linalg.eig(x)[1].astype(np.complex64)), grad_order=0,
+           **_TOL),
+  OpRecord("eig_c64_eigenvalues", "eig", lambda x: lin.eig(
+      x, compute_left_eigenvectors=False, compute_right_eigenvectors=False)[0],
+           _args(_mat((3, 3), np.complex64)), lambda x: np.linalg.eigvals(x).astype(x.dtype),
+           grad_order=0, **_TOL),
 ]
