@@ -14,7 +14,6 @@ import functools
 import operator
 import weakref
 
-
 from revax._src import lax
 from revax._src import tree_util
 from revax._src.autodiff import vjp
