@@ -36,6 +36,7 @@ from revax._src.interpreters import (ad, batching, dispatch, mlir, partial_eval,
                                     transpose)
 from revax._src.runtime.array import Array
 from revax._src.runtime import array as _array
+from revax._src.runtime import placement as _placement
 from revax._src.runtime import sharded as _rt_sharded
 
 
@@ -426,11 +427,35 @@ def _commit_if_read(entry, leaves, outs) -> None:
   that is an argument itself keeps its own commitment."""
   if not _array.any_committed(leaves):
     return
+  if _array.any_committed(_used_leaves(entry, leaves)):
+    _array.commit_results(tree_util.tree_leaves(outs), leaves)
+
+
+def _used_leaves(entry, leaves) -> list:
+  """`leaves` (a call's dynamic arguments), with None for each one `entry`'s program does not
+  read."""
   used = entry.used_inputs
   if used is None:  # the jaxpr's inputs are the closed-over constants, then the arguments
     used = entry.used_inputs = staging.dce_jaxpr(entry.jaxpr.jaxpr)[1][len(entry.consts):]
-  if _array.any_committed([a for a, u in zip(leaves, used) if u]):
-    _array.commit_results(tree_util.tree_leaves(outs), leaves)
+  return [a if u else None for a, u in zip(leaves, used)]
+
+
+def _placed_operands(jitted, entry, leaves, operands, args, kwargs) -> list:
+  """`operands` (constants, then the dynamic `leaves`) placed by JAX's rule for committed
+  arrays (runtime/placement.py): on the device the committed arguments the program reads share
+  (ValueError naming two that differ); an argument it does not read does not count (JAX prunes
+  it) but still moves, as the program takes every operand on one device; with no committed
+  argument read, the default device. Unchanged when no argument is committed. Called off the
+  cached call path (`_CallPlan` runs arguments that all live on one device itself), and only
+  once some Array was committed."""
+  if not _array.any_committed(leaves):
+    return operands
+  names = lambda: jitted._split(args, kwargs)[3]()  # noqa: E731 (only for the error message)
+  fun = getattr(jitted.fun, "__qualname__", None) or jitted.name
+  device = _placement.committed_device(_used_leaves(entry, leaves), fun, names)
+  if device is None:
+    device = _placement.default_device()
+  return [_placement.on_device(x, device) for x in operands]
 
 
 _SEQUENCE_KINDS = (optree.PyTreeKind.TUPLE, optree.PyTreeKind.LIST, optree.PyTreeKind.NONE,
@@ -774,6 +799,8 @@ class Jitted:
         program = entry.program = program_for(entry.jaxpr, entry.name, entry.aliases)
       # the cache key fixed the avals: no check needed before running
       operands = entry.consts + leaves if entry.consts else leaves
+      if _array.committed_live:
+        operands = _placed_operands(self, entry, leaves, operands, args, kwargs)
       if entry.aliases:  # no plan: each call checks and consumes its donated arguments
         outs = run_donating(program, entry.aliases, operands)
       else:

@@ -27,8 +27,9 @@ def _defer_to_unrecognized_arg(binary_op, swap=False):
 
 
 def _array_binary_method(binary_op, swap=False):
-  """`x op y` on Arrays: two eager host arrays take their host plan (the NumPy implementation
-  of the one primitive the operation binds at these types); anything else, the general path."""
+  """`x op y` on Arrays: two eager uncommitted host arrays take their host plan (the NumPy
+  implementation of the one primitive the operation binds at these types); anything else, the
+  general path."""
   general = _defer_to_unrecognized_arg(binary_op, swap)
   op = (lambda x, y: binary_op(y, x)) if swap else binary_op
 
@@ -43,10 +44,9 @@ def _array_binary_method(binary_op, swap=False):
         avals = (self.aval, other.aval)
         plan = plans.get(avals) or plans.plan(avals)
         if plan:
-          out = plan(x, y)
           if _array.committed_live and (self.committed or other.committed):
-            _array.commit(out)  # computed from a committed array (Array.committed)
-          return out
+            return general(self, other)  # the dispatcher places it (and commits its result)
+          return plan(x, y)
     return general(self, other)
   return method
 

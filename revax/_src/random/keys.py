@@ -76,6 +76,18 @@ class PRNGKeyArray:
 
   dtype = KEY_DTYPE
 
+  # where the keys live: their data's device(s) and commitment (Array.committed)
+  def devices(self) -> set:
+    return self._data.devices()
+
+  @property
+  def device(self):
+    return self._data.device
+
+  @property
+  def committed(self) -> bool:
+    return self._data.committed
+
   def __len__(self):
     if not self.shape:
       raise TypeError("len() of unsized object")
