@@ -179,6 +179,39 @@ def _slice_last(ctx, outs, full_avals, axes, lo, hi):
                                                     *outs)
 
 
+# --- empty inputs --------------------------------------------------------------------------------
+# A factorization of an empty input (a zero matrix dimension, or an empty batch) has nothing to
+# compute: its factors are empty, or identities (a full Q or U of an m x 0 matrix), or the
+# identity permutation. The algorithms in lax (loops over columns, gathers with slices of 1)
+# cannot run on empty axes, so their entry points answer these directly, as JAX's do.
+def _empty_factors(avals_out, kinds):
+  """The factors of an empty input in lax: per output aval, its kind: "zeros", "eye" (identity
+  matrices, batched) or "iota" (the identity permutation along the last axis)."""
+  outs = []
+  for aval, kind in zip(avals_out, kinds, strict=True):
+    if kind == "eye":
+      outs.append(U.eye(aval.shape[-2], aval.shape[-1], aval.dtype, aval.shape[:-2]))
+    elif kind == "iota":
+      outs.append(shapes.broadcasted_iota(aval.dtype, aval.shape, aval.ndim - 1))
+    else:
+      outs.append(U.full(aval.shape, 0, aval.dtype))
+  return outs
+
+
+def _np_empty_factors(avals_out, kinds):
+  """`_empty_factors` in NumPy (for the eager implementations)."""
+  outs = []
+  for aval, kind in zip(avals_out, kinds, strict=True):
+    if kind == "eye":
+      v = np.broadcast_to(np.eye(aval.shape[-2], aval.shape[-1], dtype=aval.dtype), aval.shape)
+    elif kind == "iota":
+      v = np.broadcast_to(np.arange(aval.shape[-1], dtype=aval.dtype), aval.shape)
+    else:
+      v = np.zeros(aval.shape, aval.dtype)
+    outs.append(np.array(v))
+  return outs
+
+
 # --- cholesky ------------------------------------------------------------------------------------
 def cholesky(x, *, symmetrize_input: bool = True):
   """The lower Cholesky factor L of Hermitian positive-definite matrices (x = L L^H).
@@ -480,9 +513,11 @@ def _lu_abstract_eval(x):
 
 
 def _lu_numpy(x):
+  if x.size == 0:
+    return _np_empty_factors(_lu_abstract_eval(get_aval(x)), _LU_EMPTY)
   batch, (m, n) = x.shape[:-2], x.shape[-2:]
   k = min(m, n)
-  a = np.array(x).reshape((-1, m, n))
+  a = np.array(x).reshape((int(np.prod(batch)), m, n))
   B = a.shape[0]
   piv = np.zeros((B, k), np.int32)
   perm = np.tile(np.arange(m, dtype=np.int32), (B, 1))
@@ -636,7 +671,13 @@ def _lu_blocked(a):
 
 
 def _lu_lax(x):
-  return U.map_batch(_lu_blocked, [x], get_aval(x).ndim - 2)
+  aval = get_aval(x)
+  if aval.size == 0:
+    return _empty_factors(_lu_abstract_eval(aval), _LU_EMPTY)
+  return U.map_batch(_lu_blocked, [x], aval.ndim - 2)
+
+
+_LU_EMPTY = ("zeros", "zeros", "iota")  # (lu, pivots, permutation) of an empty input
 
 
 def _lu_rebuild(outs, ins, avals_in):
@@ -709,7 +750,7 @@ def _lu_pivots_to_permutation_abstract_eval(pivots, *, permutation_size):
 
 def _lu_pivots_to_permutation_numpy(pivots, *, permutation_size):
   batch, k = pivots.shape[:-1], pivots.shape[-1]
-  piv = pivots.reshape((-1, k))
+  piv = pivots.reshape((int(np.prod(batch)), k))  # (not -1: an empty batch or k = 0)
   perm = np.tile(np.arange(permutation_size, dtype=np.int32), (piv.shape[0], 1))
   rows = np.arange(piv.shape[0])
   for j in range(k):
@@ -813,6 +854,9 @@ def _np_householder_qr(a, pivoting):
 
 
 def _qr_numpy(x, *, pivoting, full_matrices):
+  if x.size == 0:
+    avals = _qr_abstract_eval(get_aval(x), pivoting=pivoting, full_matrices=full_matrices)
+    return _np_empty_factors(avals, _qr_empty_kinds(full_matrices, pivoting))
   m, n = x.shape[-2:]
   k = m if full_matrices else min(m, n)
   if not pivoting:
@@ -882,8 +926,16 @@ def _householder_qr_one(a, pivoting):
   return q, U.triu(r), p
 
 
+def _qr_empty_kinds(full_matrices, pivoting):
+  """(q, r[, p]) of an empty input: a full Q is the identity (m x m), the permutation iota."""
+  return ("eye" if full_matrices else "zeros", "zeros") + (("iota",) if pivoting else ())
+
+
 def _qr_lax(x, *, pivoting, full_matrices):
   aval = get_aval(x)
+  if aval.size == 0:
+    avals = _qr_abstract_eval(aval, pivoting=pivoting, full_matrices=full_matrices)
+    return _empty_factors(avals, _qr_empty_kinds(full_matrices, pivoting))
   m, n = aval.shape[-2:]
   k = m if full_matrices else min(m, n)
   q, r, p = U.map_batch(lambda a: _householder_qr_one(a, pivoting), [x], aval.ndim - 2)
@@ -1138,6 +1190,10 @@ def _eigh_abstract_eval(x, *, lower, sort_eigenvalues, subset_by_index):
 
 
 def _eigh_numpy(x, *, lower, sort_eigenvalues, subset_by_index):
+  if x.size == 0:
+    return _np_empty_factors(_eigh_abstract_eval(get_aval(x), lower=lower, sort_eigenvalues=
+                                                 sort_eigenvalues, subset_by_index=
+                                                 subset_by_index), ("zeros", "zeros"))
   w, v = np.linalg.eigh(x, UPLO="L" if lower else "U")
   lo, hi = _subset(x.shape[-1], subset_by_index)
   return [v[..., lo:hi].astype(x.dtype), w[..., lo:hi].astype(U.real_dtype(x.dtype))]
@@ -1145,6 +1201,10 @@ def _eigh_numpy(x, *, lower, sort_eigenvalues, subset_by_index):
 
 def _eigh_lax(x, *, lower, sort_eigenvalues, subset_by_index):
   aval = get_aval(x)
+  if aval.size == 0:  # (v, w): both empty
+    return _empty_factors(_eigh_abstract_eval(aval, lower=lower, sort_eigenvalues=
+                                              sort_eigenvalues, subset_by_index=subset_by_index),
+                          ("zeros", "zeros"))
   h = _hermitian_from_triangle(x, lower)
   v, w = U.map_batch(_jacobi_eigh_one, [h], aval.ndim - 2)
   v, w = _sort_eig(v, w)
@@ -1270,6 +1330,11 @@ def _svd_abstract_eval(x, *, full_matrices, compute_uv, subset_by_index):
 
 
 def _svd_numpy(x, *, full_matrices, compute_uv, subset_by_index):
+  if x.size == 0:
+    params = dict(full_matrices=full_matrices, compute_uv=compute_uv,
+                  subset_by_index=subset_by_index)
+    return _np_empty_factors(_svd_abstract_eval(get_aval(x), **params),
+                             _svd_empty_kinds(**params))
   k = min(x.shape[-2:])
   lo, hi = _subset(k, subset_by_index)
   rdt = U.real_dtype(x.dtype)
@@ -1405,8 +1470,20 @@ def _svd_one(a, *, full_matrices, compute_uv):
   return s, left, U.adjoint(v)
 
 
+def _svd_empty_kinds(full_matrices, compute_uv, subset_by_index):
+  """(s[, u, vh]) of an empty input: full U and V^H are identities (m x m and n x n)."""
+  if not compute_uv:
+    return ("zeros",)
+  uv = "eye" if full_matrices and subset_by_index is None else "zeros"
+  return ("zeros", uv, uv)
+
+
 def _svd_lax(x, *, full_matrices, compute_uv, subset_by_index):
   aval = get_aval(x)
+  if aval.size == 0:
+    params = dict(full_matrices=full_matrices, compute_uv=compute_uv,
+                  subset_by_index=subset_by_index)
+    return _empty_factors(_svd_abstract_eval(aval, **params), _svd_empty_kinds(**params))
   m, n = aval.shape[-2:]
   k = min(m, n)
   full = full_matrices and subset_by_index is None

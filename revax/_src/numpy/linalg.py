@@ -510,9 +510,8 @@ def lstsq(a, b, rcond=None, *, numpy_resid: bool = False):
       resid = creation.zeros((0,), aval_of(resid).dtype)
     else:
       resid = ufuncs.where(rank == n, resid, 0)  # NumPy returns an empty array there; see docs
-  if b_nd == 1:
+  if b_nd == 1:  # (the residual keeps its axis: shape (1,), as in JAX and NumPy)
     x = x[:, 0]
-    resid = resid[0] if not numpy_resid or m > n else resid
   return x, resid, rank, s
 
 
@@ -562,8 +561,8 @@ def _vector_norm(x, axis, keepdims, ord):
   if ord is None or ord == 2:
     return ufuncs.sqrt(reductions.sum(ufuncs.real(x * ufuncs.conj(x)) if dtypes.is_complex(
         aval_of(x).dtype) else x * x, axis=axis, keepdims=keepdims))
-  if ord == np.inf:
-    return reductions.max(absx, axis=axis, keepdims=keepdims)
+  if ord == np.inf:  # (0 for an empty vector, as in JAX)
+    return reductions.max(absx, axis=axis, keepdims=keepdims, initial=0)
   if ord == -np.inf:
     return reductions.min(absx, axis=axis, keepdims=keepdims)
   if ord == 0:
@@ -626,14 +625,17 @@ def norm(x, ord=None, axis=None, keepdims: bool = False):
     return ufuncs.sqrt(reductions.sum(absx * absx, axis=axis, keepdims=keepdims))
   if ord in (1, -1, np.inf, -np.inf):
     summed, picked = (row, col) if ord in (1, -1) else (col, row)
-    fn = reductions.max if ord in (1, np.inf) else reductions.min
-    out = fn(reductions.sum(absx, axis=summed, keepdims=True), axis=picked, keepdims=True)
+    summed_abs = reductions.sum(absx, axis=summed, keepdims=True)
+    if ord in (1, np.inf):  # (0 for an empty matrix, as in JAX; the min has no such value)
+      out = reductions.max(summed_abs, axis=picked, keepdims=True, initial=0)
+    else:
+      out = reductions.min(summed_abs, axis=picked, keepdims=True)
     return out if keepdims else shape_ops.squeeze(out, axis=(row, col))
   if ord in ("nuc", 2, -2):
     y = shape_ops.moveaxis(x, (row, col), (-2, -1))
     s = svd(y, compute_uv=False)
     if ord == 2:
-      out = reductions.max(s, axis=-1)
+      out = reductions.max(s, axis=-1, initial=0)  # (0 for an empty matrix, as in JAX)
     elif ord == -2:
       out = reductions.min(s, axis=-1)
     else:
