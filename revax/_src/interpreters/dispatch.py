@@ -108,7 +108,7 @@ def _apply_committed(prim: Primitive, args, params):
   argument keep their own placement; their outputs are committed too."""
   device = None
   if prim not in custom_impls and not (_sharded.live and _sharded.any_sharded(args)):
-    device = _placement.committed_device(args, prim.name)
+    device = _placement.placement_needed(args, prim.name)
   if device is None:
     out = _apply_primitive(prim, args, params)
   else:

@@ -96,7 +96,36 @@ def place_results(outs, device) -> None:
       o._buf = o._device_buffer(device)
 
 
+_default = None
+
+
 def default_device():
   """Where computations without committed inputs run: the backend's first device."""
-  from revax._src.runtime.client import get_backend
-  return get_backend().devices[0]
+  global _default
+  if _default is None:
+    from revax._src.runtime.client import get_backend
+    _default = get_backend().devices[0]  # (the backend is made once per process)
+  return _default
+
+
+def placement_needed(values, fun_name: str):
+  """The device a computation on `values` (some of them committed) must be placed on, or None
+  when it runs as usual: its committed inputs are on the default device and no input has a
+  buffer elsewhere (the common case, checked first at the cost of a few attribute reads per
+  value). ValueError as `committed_device` for committed inputs on different devices."""
+  default = default_device()
+  for v in values:
+    if type(v) is Array:
+      buf = v._buf
+      if buf is not None and buf.device is not default:
+        break
+  else:
+    return None
+  device = committed_device(values, fun_name)
+  return device if device is not None else default
+
+
+def on_default_device(x: Array) -> bool:
+  """Whether `x` lives on the default device (or only on the host)."""
+  buf = x._buf
+  return buf is None or buf.device is default_device()
