@@ -440,19 +440,18 @@ def _used_leaves(entry, leaves) -> list:
   return [a if u else None for a, u in zip(leaves, used)]
 
 
-def _placed_operands(jitted, entry, leaves, operands, args, kwargs) -> list:
+def _placed_operands(entry, leaves, operands, fun_name: str, names=None) -> list:
   """`operands` (constants, then the dynamic `leaves`) placed by JAX's rule for committed
   arrays (runtime/placement.py): on the device the committed arguments the program reads share
   (ValueError naming two that differ); an argument it does not read does not count (JAX prunes
   it) but still moves, as the program takes every operand on one device; with no committed
   argument read, the default device. Unchanged when no argument is committed. Called off the
   cached call path (`_CallPlan` runs arguments that all live on one device itself), and only
-  once some Array was committed."""
+  once some Array was committed. `fun_name` and `names` (a thunk naming the leaves) are for
+  the error message."""
   if not _array.any_committed(leaves):
     return operands
-  names = lambda: jitted._split(args, kwargs)[3]()  # noqa: E731 (only for the error message)
-  fun = getattr(jitted.fun, "__qualname__", None) or jitted.name
-  device = _placement.committed_device(_used_leaves(entry, leaves), fun, names)
+  device = _placement.committed_device(_used_leaves(entry, leaves), fun_name, names)
   if device is None:
     device = _placement.default_device()
   return [_placement.on_device(x, device) for x in operands]
@@ -800,7 +799,9 @@ class Jitted:
       # the cache key fixed the avals: no check needed before running
       operands = entry.consts + leaves if entry.consts else leaves
       if _array.committed_live:
-        operands = _placed_operands(self, entry, leaves, operands, args, kwargs)
+        operands = _placed_operands(entry, leaves, operands,
+                                    getattr(self.fun, "__qualname__", None) or self.name,
+                                    lambda: self._split(args, kwargs)[3]())
       if entry.aliases:  # no plan: each call checks and consumes its donated arguments
         outs = run_donating(program, entry.aliases, operands)
       else:
@@ -931,9 +932,13 @@ class Compiled:
     avals = [x.aval if type(x) is Array else get_aval(x) for x in leaves]
     program.check_avals([c.aval for c in self._entry.consts] + avals)
     operands = self._entry.consts + leaves
+    if _array.committed_live:  # placed and committed as a jit call's (Jitted._call)
+      operands = _placed_operands(self._entry, leaves, operands, self._entry.name)
     aliases = self._entry.aliases
     outs = (run_donating(program, aliases, operands) if aliases
             else program.call_arrays(operands))
+    if _array.committed_live:
+      _commit_if_read(self._entry, leaves, outs)
     return tree_util.tree_unflatten(self._entry.out_tree, outs)
 
   def as_text(self) -> str:

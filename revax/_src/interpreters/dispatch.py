@@ -104,21 +104,22 @@ def apply_primitive(prim: Primitive, args, params):
 def _apply_committed(prim: Primitive, args, params):
   """`prim` on arguments of which some are committed, as JAX runs it: on the device the
   committed ones share (ValueError when they are on different devices), the others moved there;
-  the outputs live there and are committed. A call primitive (a custom impl) and a sharded
-  argument keep their own placement; their outputs are committed too."""
+  the outputs live there (those a call primitive, a custom impl, placed itself stay where they
+  are) and are committed. With a sharded argument the primitive places its own outputs (they
+  are committed too)."""
   device = None
-  if prim not in custom_impls and not (_sharded.live and _sharded.any_sharded(args)):
+  if not (_sharded.live and _sharded.any_sharded(args)):
     device = _placement.placement_needed(args, prim.name)
   if device is None:
     out = _apply_primitive(prim, args, params)
   else:
     impl = numpy_impls.get(prim)
-    host = impl is not None and all(map(_is_host, args))
-    # NumPy implementations read host copies: only a compiled primitive needs buffers there
+    host = prim not in custom_impls and impl is not None and all(map(_is_host, args))
+    # NumPy implementations read host copies: only compiled code needs buffers there
     placed = [_placement.on_device(a, device, upload=not host) for a in args]
     out = _apply_primitive(prim, placed, params)
     if device != _placement.default_device():  # (a host-only result is on the default one)
-      _placement.place_results(out, device)
+      _placement.place_results(out, device)  # (results that have a device keep theirs)
     args = placed
   _array.commit_results(out, args)  # computed from committed arrays: committed (as in JAX)
   return out
