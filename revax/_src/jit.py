@@ -787,6 +787,8 @@ class Jitted:
       entry, leaves = self._lookup(args, kwargs)
       if _rt_sharded.live and _context.trace is eval_trace and (
           _rt_sharded.any_sharded(leaves) or _rt_sharded.any_sharded(entry.consts)):
+        _placement.committed_device(_used_leaves(entry, leaves), self._error_name(),
+                                    lambda: self._split(args, kwargs)[3]())  # (conflicts only)
         out = sharded_call(self, args, kwargs)
         _commit_if_read(entry, leaves, out)
         return out
@@ -799,8 +801,7 @@ class Jitted:
       # the cache key fixed the avals: no check needed before running
       operands = entry.consts + leaves if entry.consts else leaves
       if _array.committed_live:
-        operands = _placed_operands(entry, leaves, operands,
-                                    getattr(self.fun, "__qualname__", None) or self.name,
+        operands = _placed_operands(entry, leaves, operands, self._error_name(),
                                     lambda: self._split(args, kwargs)[3]())
       if entry.aliases:  # no plan: each call checks and consumes its donated arguments
         outs = run_donating(program, entry.aliases, operands)
@@ -816,6 +817,10 @@ class Jitted:
     else:
       outs = jit_p.bind(*entry.consts, *leaves, jaxpr=entry.jaxpr, name=entry.name)
     return outs[0] if entry.out_is_leaf else tree_util.tree_unflatten(entry.out_tree, outs)
+
+  def _error_name(self) -> str:
+    """The function's name in placement errors (its qualified name, as JAX's)."""
+    return getattr(self.fun, "__qualname__", None) or self.name
 
   def _check_special_values(self, outs, args, kwargs):
     """debug_nans/debug_infs: when the compiled outputs hold a NaN/inf, re-run `fun` op by op

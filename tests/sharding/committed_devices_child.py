@@ -74,6 +74,10 @@ def transcript(lib):
     out = j.jit(lambda a, b: a + b)(u, x2)
     return f"{describe(out)} | {unchanged(u)}"
 
+  mesh = j.make_mesh((2,), ("x",), devices=d[:2])
+  split = j.device_put(np.arange(4, dtype=F32), j.sharding.NamedSharding(
+      mesh, j.sharding.PartitionSpec("x")))
+
   def eager_conflict_kinds():
     return x1 * x2
 
@@ -115,6 +119,10 @@ def transcript(lib):
       ("eager conflict with the first device", lambda: put([1, 1, 1], 0) + x2, False),
       ("eager conflict of shapes", lambda: put(2.0, 1) * x2, False),
       ("concatenate conflict", lambda: np_.concatenate([x1, u, x2]), False),
+      ("sharded + uncommitted", lambda: split + np_.ones(4), False),
+      ("sharded + committed elsewhere", lambda: split + put([1, 1, 1, 1], 2), False),
+      ("jit sharded + committed on one of its devices",
+       lambda: j.jit(lambda a, b: a + b)(split, put([1, 1, 1, 1], 0)), True),
       ("jit conflict", lambda: j.jit(lambda a, b: a + b)(x1, x2), True),
       ("jit conflict by keyword", lambda: j.jit(lambda a, b: a * b)(x1, b=x2), True),
       ("jit conflict in a dict", lambda: j.jit(lambda p: p["x"] * p["y"])({"x": x1, "y": x2}),

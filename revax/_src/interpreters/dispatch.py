@@ -110,6 +110,8 @@ def _apply_committed(prim: Primitive, args, params):
   device = None
   if not (_sharded.live and _sharded.any_sharded(args)):
     device = _placement.placement_needed(args, prim.name)
+  else:
+    _placement.committed_device(args, prim.name)  # (only for its ValueError on a conflict)
   if device is None:
     out = _apply_primitive(prim, args, params)
   else:

@@ -23,7 +23,8 @@ from revax._src.runtime.array import Array
 
 def committed_device(values, fun_name: str, names=None):
   """The device the committed single-device Arrays among `values` share, or None if there are
-  none. ValueError if two of them are on different devices.
+  none (or the committed ones are sharded arrays). ValueError if two committed arrays (sharded
+  ones included) are on different devices.
 
   Args:
     values: the computation's arguments (anything; only Arrays count).
@@ -31,15 +32,24 @@ def committed_device(values, fun_name: str, names=None):
     names: a thunk giving one name per value, called only for the message; default
       `args[i]` (what JAX says of a primitive's operands).
   """
-  device = first = None
+  ids = first = None
   for i, v in enumerate(values):
-    if type(v) is Array and v.committed:
-      d = v.device
-      if device is None:
-        device, first = d, i
-      elif d != device:
+    if isinstance(v, Array) and v.committed:
+      these = _device_ids(v)
+      if ids is None:
+        ids, first = these, i
+      elif these != ids:
         raise incompatible_devices_error(values, (first, i), fun_name, names)
-  return device
+  if ids is None or type(values[first]) is not Array:
+    return None  # (a sharded array places the computation itself)
+  return values[first].device
+
+
+def _device_ids(v: Array) -> tuple:
+  """The ids of the devices `v` lives on, sorted."""
+  if type(v) is Array:
+    return (v.device.id,)
+  return tuple(sorted(d.id for d in v.devices()))
 
 
 def incompatible_devices_error(values, pair, fun_name: str, names=None) -> ValueError:
@@ -55,9 +65,10 @@ def incompatible_devices_error(values, pair, fun_name: str, names=None) -> Value
   for i in pair:
     v = values[i]
     name = listed[i] if listed is not None and i < len(listed) else f"args[{i}]"
-    d = v.device
+    ids = ", ".join(map(str, _device_ids(v)))
+    platform = next(iter(v.devices())).platform.upper()
     parts.append(f"argument {name} of {fun_name} with shape {v.aval.str_short(False)} and with "
-                 f"device ids [{d.id}] on platform {d.platform.upper()}")
+                 f"device ids [{ids}] on platform {platform}")
   return ValueError("Received incompatible devices for jitted computation. Got "
                     + " and ".join(parts))
 
