@@ -1,10 +1,12 @@
-"""Where a computation on single-device Arrays runs, by JAX's rule for committed arrays.
+"""Where a computation on Arrays runs, by JAX's rule for committed arrays.
 
 An Array is committed to its device when it was placed there explicitly (`device_put` with a
-device) or computed from committed arrays (`Array.committed`). A computation (an eager primitive
-or a jit call) runs on the one device its committed inputs share, and the arrays that are not
-committed move there; with no committed input it runs on the default device. Committed inputs on
-different devices are an error, a ValueError naming two of them, worded as JAX words it:
+device) or computed from committed arrays (`Array.committed`; sharded arrays always are). A
+computation (an eager primitive or a jit call) runs on the one device its committed
+single-device inputs share, and the arrays that are not committed move there; with no committed
+input it runs on the default device (sharded inputs are placed by the sharded call paths).
+Committed inputs on different devices (or sets of devices) are an error, a ValueError naming two
+of them, worded as JAX words it:
 
     Received incompatible devices for jitted computation. Got argument x of f with shape
     float32[3] and with device ids [1] on platform CPU and argument y of f with shape float32[3]
