@@ -445,13 +445,17 @@ def _placed_operands(entry, leaves, operands, fun_name: str, names=None) -> list
   arrays (runtime/placement.py): on the device the committed arguments the program reads share
   (ValueError naming two that differ); an argument it does not read does not count (JAX prunes
   it) but still moves, as the program takes every operand on one device; with no committed
-  argument read, the default device. Unchanged when no argument is committed. Called off the
-  cached call path (`_CallPlan` runs arguments that all live on one device itself), and only
-  once some Array was committed. `fun_name` and `names` (a thunk naming the leaves) are for
-  the error message."""
-  if not _array.any_committed(leaves):
-    return operands
-  device = _placement.committed_device(_used_leaves(entry, leaves), fun_name, names)
+  argument read, the default device (closed-over constants do not count, as in JAX: one
+  committed elsewhere moves there). Unchanged when no argument is committed and every operand
+  is on the default device. Called off the cached call path (`_CallPlan` runs arguments that
+  all live on one device itself), and only once some Array was committed. `fun_name` and
+  `names` (a thunk naming the leaves) are for the error message."""
+  if _array.any_committed(leaves):
+    device = _placement.committed_device(_used_leaves(entry, leaves), fun_name, names)
+  elif all(map(_placement.on_default_device, entry.consts)):
+    return operands  # (uncommitted arguments are where they run, or uploaded there)
+  else:
+    device = None
   if device is None:
     device = _placement.default_device()
   return [_placement.on_device(x, device) for x in operands]

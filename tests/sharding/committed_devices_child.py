@@ -52,6 +52,7 @@ def transcript(lib):
   u = np_.arange(3.0)  # uncommitted, on the host
   ud = j.jit(lambda a: a * 2)(np_.ones(3))  # uncommitted, only a device buffer
   m2 = put(np.eye(3) * 2, 2)
+  s2 = put(3.0, 2)  # a committed scalar
   key2 = j.device_put(j.random.key(0), d[2])
   const = np_.arange(3.0)
 
@@ -100,6 +101,10 @@ def transcript(lib):
       ("device_put of a device-only array", lambda: j.device_put(ud, d[3]), False),
       ("grad", lambda: j.grad(lambda a: (a * a).sum())(x2), False),
       ("vmap", lambda: j.vmap(lambda a: a * 2)(x2), False),
+      ("grad through a committed scalar", lambda: j.grad(lambda a: (a * s2).sum())(u), False),
+      ("vjp of jit through a committed scalar",
+       lambda: j.vjp(j.jit(lambda a: a * s2), x2)[1](np_.ones(3)), False),
+      ("jit closing over a committed array", lambda: j.jit(lambda a: a * x2)(u), False),
       ("fori_loop", lambda: j.lax.fori_loop(0, 3, lambda i, c: c * 2, x2), False),
       ("scan", lambda: j.lax.scan(lambda c, a: (c + a, a * 2), 0.0, x2), False),
       ("pure_callback", lambda: j.pure_callback(lambda a: np.asarray(a) * 2,
