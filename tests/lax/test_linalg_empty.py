@@ -31,6 +31,7 @@ def _cases():
   out += [
       ("svd", RECT, lambda J, N, S, a: N.linalg.svd(a)),
       ("qr complete", RECT, lambda J, N, S, a: N.linalg.qr(a, mode="complete")),
+      ("qr raw", RECT, lambda J, N, S, a: N.linalg.qr(a, mode="raw")),
       ("lax.lu", RECT, lambda J, N, S, a: J.lax.linalg.lu(a)),
       ("pinv", RECT, lambda J, N, S, a: N.linalg.pinv(a)),
       ("matrix_rank", RECT, lambda J, N, S, a: N.linalg.matrix_rank(a)),

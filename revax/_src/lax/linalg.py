@@ -2069,6 +2069,65 @@ hessenberg_p = _algorithmic_primitive("hessenberg", _hessenberg_lax, _hessenberg
                                       "reflectors")
 
 
+# --- geqrf ---------------------------------------------------------------------------------------
+def _geqrf_one(a):
+  """Householder QR of one (m, n) matrix packed as LAPACK's geqrf: (R on and above the diagonal
+  with the reflectors' tails below it, taus (min(m, n),)); Q = H_0 H_1 ... with
+  H_i = I - tau_i v_i v_i^H."""
+  m, n = U.shape_of(a)
+  dtype = U.dtype_of(a)
+  rows = shapes.iota(np.int32, m)
+  cols = shapes.iota(np.int32, n)
+
+  def body(i, carry):
+    a, taus = carry
+    col = shapes.reshape(slicing.dynamic_slice(a, (np.int32(0), i), (m, 1)), (m,))
+    v, tau, beta = _reflector(col, i, rows, dtype)
+    # H_i^H from the left on the columns after i (column i keeps the stored reflector)
+    vha = U.select(comparison.gt(cols, i), U.full((n,), 0, dtype), _vec_mat(v, a))
+    a = binary.sub(a, binary.mul(U.conj(tau), _outer(v, vha)))
+    stored = U.select(comparison.gt(rows, i), col, v)
+    stored = U.select(comparison.eq(rows, i), stored, shapes.broadcast_in_dim(beta, (m,), ()))
+    newcol = U.select(comparison.ge(rows, i), col, stored)
+    a = slicing.dynamic_update_slice(a, shapes.reshape(newcol, (m, 1)), (np.int32(0), i))
+    taus = slicing.dynamic_update_slice(taus, shapes.reshape(tau, (1,)), (i,))
+    return a, taus
+
+  steps = min(m, n)
+  return _fori(steps, body, (a, U.full((steps,), 0, dtype)))
+
+
+def geqrf(a):
+  """QR decomposition packed as LAPACK's geqrf (what `jnp.linalg.qr(mode="raw")` returns,
+  transposed): (a with R on and above the diagonal and the Householder reflectors below it,
+  taus (..., min(m, n))).
+
+  Example:
+    >>> r, taus = lax.linalg.geqrf(jnp.array([[3., 1.], [4., 2.]]))
+    >>> r[0]
+    Array([-5. , -2.2], dtype=float32)
+  """
+  return geqrf_p.bind(a)
+
+
+def _geqrf_abstract_eval(a):
+  _check_matrix("geqrf", a, square=False)
+  return [ShapedArray(a.shape, a.dtype), ShapedArray(a.shape[:-2] + (min(a.shape[-2:]),),
+                                                     a.dtype)]
+
+
+def _geqrf_lax(a):
+  aval = get_aval(a)
+  if aval.size == 0:
+    return _empty_factors(_geqrf_abstract_eval(aval), ("zeros", "zeros"))
+  return U.map_batch(_geqrf_one, [a], aval.ndim - 2)
+
+
+geqrf_p = _algorithmic_primitive("geqrf", _geqrf_lax, _geqrf_abstract_eval,
+                                 "not implemented: rebuilding a needs Q from the packed "
+                                 "reflectors")
+
+
 def tridiagonal(a, *, lower: bool = True):
   """Reduction of Hermitian matrices to real symmetric tridiagonal form, a = Q T Q^H, packed
   as LAPACK's sytrd/hetrd.

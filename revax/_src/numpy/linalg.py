@@ -115,10 +115,11 @@ def qr(a, mode: str = "reduced"):
 
   Args:
     a: array (..., m, n).
-    mode: "reduced" (Q (..., m, k), R (..., k, n)), "complete" (Q (..., m, m)) or "r" (R only).
+    mode: "reduced" (Q (..., m, k), R (..., k, n)), "complete" (Q (..., m, m)), "r" (R only)
+      or "raw" (LAPACK's packed form: (h (..., n, m), taus (..., k)), as NumPy and JAX).
 
   Returns:
-    QRResult(Q, R), or R for mode="r".
+    QRResult(Q, R), or R for mode="r", or QRResult(h, taus) for mode="raw".
 
   Example:
     >>> q, r = jnp.linalg.qr(jnp.array([[3., 1.], [4., 2.]]))
@@ -129,6 +130,9 @@ def qr(a, mode: str = "reduced"):
   check_arraylike("qr", a)
   a = _inexact("qr", a)
   _check_matrix("qr", a, square=False)
+  if mode == "raw":
+    h, taus = lax_linalg.geqrf(a)
+    return QRResult(shape_ops.swapaxes(h, -1, -2), taus)
   if mode == "reduced":
     full = False
   elif mode in ("complete", "r"):
