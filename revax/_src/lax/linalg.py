@@ -2100,11 +2100,11 @@ def _geqrf_one(a):
 def geqrf(a):
   """QR decomposition packed as LAPACK's geqrf (what `jnp.linalg.qr(mode="raw")` returns,
   transposed): (a with R on and above the diagonal and the Householder reflectors below it,
-  taus (..., min(m, n))).
+  taus (..., min(m, n))). `jnp.linalg.qr(mode="raw")` returns it transposed.
 
   Example:
-    >>> r, taus = lax.linalg.geqrf(jnp.array([[3., 1.], [4., 2.]]))
-    >>> r[0]
+    >>> h, taus = jnp.linalg.qr(jnp.array([[3., 1.], [4., 2.]]), mode="raw")
+    >>> h[:, 0]
     Array([-5. , -2.2], dtype=float32)
   """
   return geqrf_p.bind(a)
