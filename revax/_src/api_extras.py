@@ -13,7 +13,7 @@ import threading
 from revax._src.autodiff import jacrev
 from revax._src import sharding
 from revax._src.core import mesh_context
-from revax._src.core.avals import get_aval
+from revax._src.core.avals import ShapedArray, get_aval
 from revax._src.core.trace import Trace, Tracer, current_trace, eval_trace, set_current_trace
 from revax._src.custom_derivatives import custom_vjp
 from revax._src.runtime.array import Array
@@ -183,8 +183,17 @@ def typeof(x):
   """The abstract value (shape, dtype, weak type and sharding) of `x`, e.g. `f32[8@x]`.
 
   As in JAX its `.sharding` is always a NamedSharding: how `x` is split over the Explicit axes
-  of its mesh (a spec of Nones, over the mesh in context or an empty one, when it is not)."""
-  aval = x.aval if isinstance(x, Tracer) else get_aval(x)
+  of its mesh (a spec of Nones, over the mesh in context or an empty one, when it is not).
+  Typed PRNG keys give their key aval, e.g. `key<fry>[]`."""
+  if isinstance(x, Tracer):
+    aval = x.aval
+  else:
+    try:
+      aval = get_aval(x)
+    except TypeError:
+      aval = getattr(x, "aval", None)  # typed PRNG keys (random/keys.py) carry their key aval
+      if not isinstance(aval, ShapedArray):
+        raise
   if aval.sharding is None:
     mesh = mesh_context.concrete_mesh() or sharding.EMPTY_MESH
     aval = aval.update(sharding=sharding.NamedSharding(

@@ -36,6 +36,7 @@ from revax._src.interpreters import (ad, batching, dispatch, mlir, partial_eval,
                                     transpose)
 from revax._src.runtime.array import Array
 from revax._src.runtime import array as _array
+from revax._src.runtime import placement as _placement
 from revax._src.runtime import sharded as _rt_sharded
 
 
@@ -436,6 +437,33 @@ def _commit_if_read(entry, leaves, outs) -> None:
     _array.commit_results(tree_util.tree_leaves(outs), leaves)
 
 
+def _used_leaves(entry, leaves) -> list:
+  """`leaves` (a call's dynamic arguments), with None for each one `entry`'s program does not
+  read."""
+  return [a if u else None for a, u in zip(leaves, entry.reads())]
+
+
+def _placed_operands(entry, leaves, operands, fun_name: str, names=None) -> list:
+  """`operands` (constants, then the dynamic `leaves`) placed by JAX's rule for committed
+  arrays (runtime/placement.py): on the device the committed arguments the program reads share
+  (ValueError naming two that differ); an argument it does not read does not count (JAX prunes
+  it) but still moves, as the program takes every operand on one device; with no committed
+  argument read, the default device (closed-over constants do not count, as in JAX: one
+  committed elsewhere moves there). Unchanged when no argument is committed and every operand
+  is on the default device. Called off the cached call path (`_CallPlan` runs arguments that
+  all live on one device itself), and only once some Array was committed. `fun_name` and
+  `names` (a thunk naming the leaves) are for the error message."""
+  if _array.any_committed(leaves):
+    device = _placement.committed_device(_used_leaves(entry, leaves), fun_name, names)
+  elif all(map(_placement.on_default_device, entry.consts)):
+    return operands  # (uncommitted arguments are where they run, or uploaded there)
+  else:
+    device = None
+  if device is None:
+    device = _placement.default_device()
+  return [_placement.on_device(x, device) for x in operands]
+
+
 _SEQUENCE_KINDS = (optree.PyTreeKind.TUPLE, optree.PyTreeKind.LIST, optree.PyTreeKind.NONE,
                    optree.PyTreeKind.LEAF)
 
@@ -777,6 +805,8 @@ class Jitted:
       entry, leaves = self._lookup(args, kwargs)
       if _rt_sharded.live and _context.trace is eval_trace and (
           self._reads_sharded(entry, leaves) or _rt_sharded.any_sharded(entry.consts)):
+        _placement.committed_device(_used_leaves(entry, leaves), self._error_name(),
+                                    lambda: self._split(args, kwargs)[3]())  # (conflicts only)
         out = sharded_call(self, args, kwargs)
         _commit_if_read(entry, leaves, out)
         return out
@@ -788,6 +818,9 @@ class Jitted:
         program = entry.program = program_for(entry.jaxpr, entry.name, entry.aliases)
       # the cache key fixed the avals: no check needed before running
       operands = entry.consts + leaves if entry.consts else leaves
+      if _array.committed_live:
+        operands = _placed_operands(entry, leaves, operands, self._error_name(),
+                                    lambda: self._split(args, kwargs)[3]())
       if entry.aliases:  # no plan: each call checks and consumes its donated arguments
         outs = run_donating(program, entry.aliases, operands)
       else:
@@ -802,6 +835,10 @@ class Jitted:
     else:
       outs = jit_p.bind(*entry.consts, *leaves, jaxpr=entry.jaxpr, name=entry.name)
     return outs[0] if entry.out_is_leaf else tree_util.tree_unflatten(entry.out_tree, outs)
+
+  def _error_name(self) -> str:
+    """The function's name in placement errors (its qualified name, as JAX's)."""
+    return getattr(self.fun, "__qualname__", None) or self.name
 
   def _check_special_values(self, outs, args, kwargs):
     """debug_nans/debug_infs: when the compiled outputs hold a NaN/inf, re-run `fun` op by op
@@ -928,9 +965,13 @@ class Compiled:
     avals = [x.aval if type(x) is Array else get_aval(x) for x in leaves]
     program.check_avals([c.aval for c in self._entry.consts] + avals)
     operands = self._entry.consts + leaves
+    if _array.committed_live:  # placed and committed as a jit call's (Jitted._call)
+      operands = _placed_operands(self._entry, leaves, operands, self._entry.name)
     aliases = self._entry.aliases
     outs = (run_donating(program, aliases, operands) if aliases
             else program.call_arrays(operands))
+    if _array.committed_live:
+      _commit_if_read(self._entry, leaves, outs)
     return tree_util.tree_unflatten(self._entry.out_tree, outs)
 
   def as_text(self) -> str:

@@ -134,3 +134,12 @@ def test_shaped_array_prints_as_jax():
     ours, theirs = ShapedArray(shape, dtype, weak), JaxShapedArray(shape, dtype, weak_type=weak)
     assert (repr(ours), str(ours)) == (repr(theirs), str(theirs))
   assert ShapedArray((2, 3), np.float32).str_short() == "f32[2,3]"
+
+
+def test_float0_literal_prints_as_jax():
+  """A float0 output literal (the cotangent of an integer input) prints as JAX prints it (it
+  raised TypeError in the printer)."""
+  import jax
+  for lib, np_ in ((revax, rnp), (jax, jax.numpy)):
+    _, vjp = lib.vjp(lambda a, i: a * i, np_.ones(3), np.int32(3))
+    assert str(lib.make_jaxpr(vjp)(np_.ones(3))).endswith(", (b'',):float0[]) }"), lib

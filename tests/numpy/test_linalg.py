@@ -257,3 +257,20 @@ def test_errors():
     rnp.linalg.matrix_power(A, 1.5)
   with pytest.raises(ValueError, match="UPLO"):
     rnp.linalg.eigh(S, UPLO="X")
+
+
+def test_qr_raw_mode_matches_jax():
+  """qr(mode="raw"): LAPACK's packed Householder form (h transposed, taus), as JAX and NumPy
+  give it (it raised ValueError), eagerly and under jit, real and complex, batched."""
+  rng = np.random.default_rng(3)
+  for shape in [(4, 3), (3, 4), (2, 3, 3)]:
+    for dtype in (np.float32, np.complex64):
+      a = rng.standard_normal(shape).astype(dtype)
+      if dtype == np.complex64:
+        a = a + 1j * rng.standard_normal(shape).astype(np.float32)
+      want = jnp.linalg.qr(a, mode="raw")
+      for got in (rnp.linalg.qr(a, mode="raw"),
+                  revax.jit(lambda a: rnp.linalg.qr(a, mode="raw"))(a)):
+        for g, w in zip(got, want, strict=True):
+          assert (g.shape, g.dtype) == (w.shape, w.dtype)
+          np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-4, atol=1e-4)

@@ -157,3 +157,29 @@ def test_typed_keys_compare_elementwise_like_jax():
         k == other  # noqa: B015
     with pytest.raises(TypeError, match="unhashable"):
       hash(k)
+
+
+def test_typeof_typed_keys_matches_jax():
+  """revax.typeof of typed keys is their key aval, printing as JAX's (eagerly, under jit and
+  vmap); raw keys stay uint32 arrays."""
+  seen = {"revax": [], "jax": []}
+
+  def record(lib, k):
+    t = lib.typeof(k)
+    seen[lib.__name__].append((repr(t), str(t), t.shape, str(t.dtype), t.weak_type, t.ndim,
+                               t.size))
+    return k
+
+  for lib, rand in ((revax, rr), (jax, jr)):
+    k = rand.key(0)
+    record(lib, k)
+    record(lib, rand.split(k, 3))
+    record(lib, rand.split(k, 3)[1:])
+    record(lib, rand.PRNGKey(0))
+    lib.jit(lambda k: record(lib, k))(k)
+    lib.vmap(lambda k: record(lib, k))(rand.split(k, 2))
+    record(lib, rand.wrap_key_data(rand.key_data(k)))
+    assert repr(k.aval) == "ShapedArray(key<fry>[])" and lib.typeof(k).str_short() == "key<fry>[]"
+    assert lib.typeof(k) == lib.typeof(rand.key(1)) and lib.typeof(k) != lib.typeof(
+        rand.split(k))
+  assert seen["revax"] == seen["jax"]

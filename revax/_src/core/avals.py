@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from revax._src.core import dtypes
+from revax._src.core import dtypes, extended_dtypes
 
 
 _KEEP = object()  # update(): keep the sharding where the shape stays
@@ -25,7 +25,12 @@ class ShapedArray:
 
   def __init__(self, shape, dtype, weak_type: bool = False, sharding=None):
     self.shape = tuple(shape)
-    self.dtype = np.dtype(dtype)
+    try:
+      self.dtype = np.dtype(dtype)
+    except TypeError:
+      if not extended_dtypes.is_extended(dtype):
+        raise
+      self.dtype = dtype  # an extended dtype (typed PRNG keys' key<fry>): not a NumPy one
     self.weak_type = bool(weak_type)
     self.sharding = sharding
     self._hash = hash((self.shape, self.dtype, self.weak_type) if sharding is None else
@@ -64,7 +69,10 @@ class ShapedArray:
     if self.sharding is not None:
       dims = [d + _split_suffix(part) for d, part in zip(dims, self.sharding.spec, strict=False)] \
           + [str(n) for n in self.shape[len(self.sharding.spec):]]
-    name = dtypes.short_name(self.dtype) if short_dtypes else np.dtype(self.dtype).name
+    if not isinstance(self.dtype, np.dtype):  # an extended dtype prints its own name
+      name = self.dtype.name
+    else:
+      name = dtypes.short_name(self.dtype) if short_dtypes else self.dtype.name
     return f"{name}[{','.join(dims)}]"
 
   def __repr__(self):

@@ -20,8 +20,12 @@ class TypePromotionError(ValueError):
   """Raised where a type promotion is refused."""
 
 
-def _is_extended(dtype) -> bool:
+def is_extended(dtype) -> bool:
+  """Whether `dtype` is an extended dtype (not a NumPy one), e.g. typed PRNG keys' key<fry>."""
   return isinstance(getattr(dtype, "type", None), type) and issubclass(dtype.type, extended)
+
+
+_is_extended = is_extended
 
 
 def issubdtype(a, b) -> bool:

@@ -155,6 +155,8 @@ def _fmt_scalar(val) -> str:
     return str(int(v))
   if v.dtype.kind == "c":
     return str(complex(v))
+  if v.dtype.kind == "V":  # float0 (a tangent of an integer): printed as JAX prints it
+    return str(v[()])
   f = float(v)
   return repr(f) if np.isfinite(f) else str(f)
 

@@ -24,6 +24,7 @@ from revax._src.core.rules import RuleTable
 from revax._src.core.trace import Primitive, set_eager_apply
 from revax._src.interpreters import mlir
 from revax._src.runtime import array as _array
+from revax._src.runtime import placement as _placement
 from revax._src.runtime import sharded as _sharded
 from revax._src.runtime.array import Array
 from revax._src.runtime.denormals import flush_off, flush_on
@@ -89,13 +90,40 @@ def apply_primitive(prim: Primitive, args, params):
   """Evaluate `prim` on concrete values: NumPy on host inputs, else a compiled executable.
 
   With jax_debug_nans / jax_debug_infs set, an output holding a NaN / inf raises
-  FloatingPointError naming the primitive. Outputs computed from a committed input are
-  committed (`Array.committed`)."""
-  out = _apply_primitive(prim, args, params)
+  FloatingPointError naming the primitive. With a committed input (`Array.committed`) the
+  primitive runs on that input's device and its outputs are committed (`_apply_committed`)."""
+  if _array.committed_live and _array.any_committed(args):
+    out = _apply_committed(prim, args, params)
+  else:
+    out = _apply_primitive(prim, args, params)
   if config.debug_checks:
     check_special_values(prim.name, out if prim.multiple_results else [out])
-  if _array.committed_live and _array.any_committed(args):
-    _array.commit_results(out, args)  # computed from committed arrays: committed (as in JAX)
+  return out
+
+
+def _apply_committed(prim: Primitive, args, params):
+  """`prim` on arguments of which some are committed, as JAX runs it: on the device the
+  committed ones share (ValueError when they are on different devices), the others moved there;
+  the outputs live there (those a call primitive, a custom impl, placed itself stay where they
+  are) and are committed. With a sharded argument the primitive places its own outputs (they
+  are committed too)."""
+  device = None
+  if not (_sharded.live and _sharded.any_sharded(args)):
+    device = _placement.placement_needed(args, prim.name)
+  else:
+    _placement.committed_device(args, prim.name)  # (only for its ValueError on a conflict)
+  if device is None:
+    out = _apply_primitive(prim, args, params)
+  else:
+    impl = numpy_impls.get(prim)
+    host = prim not in custom_impls and impl is not None and all(map(_is_host, args))
+    # NumPy implementations read host copies: only compiled code needs buffers there
+    placed = [_placement.on_device(a, device, upload=not host) for a in args]
+    out = _apply_primitive(prim, placed, params)
+    if device != _placement.default_device():  # (a host-only result is on the default one)
+      _placement.place_results(out, device)  # (results that have a device keep theirs)
+    args = placed
+  _array.commit_results(out, args)  # computed from committed arrays: committed (as in JAX)
   return out
 
 

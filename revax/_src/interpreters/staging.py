@@ -116,7 +116,7 @@ class DynamicJaxprTrace(Trace):
       if isinstance(x, np.generic) or (isinstance(x, np.ndarray) and x.ndim == 0):
         aval = get_aval(x)
         return Literal(np.asarray(x, aval.dtype)[()], aval)
-      if t is Array and not x.aval.shape:
+      if t is Array and not x.aval.shape and not x.committed:
         # a weakly typed scalar of the default dtype stays a Python scalar, so re-evaluating the
         # literal keeps it weak; a weak scalar of another dtype (a weak f16 from full_like) keeps
         # its dtype, since primitives bound on it directly need exactly that dtype

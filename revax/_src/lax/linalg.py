@@ -179,6 +179,39 @@ def _slice_last(ctx, outs, full_avals, axes, lo, hi):
                                                     *outs)
 
 
+# --- empty inputs --------------------------------------------------------------------------------
+# A factorization of an empty input (a zero matrix dimension, or an empty batch) has nothing to
+# compute: its factors are empty, or identities (a full Q or U of an m x 0 matrix), or the
+# identity permutation. The algorithms in lax (loops over columns, gathers with slices of 1)
+# cannot run on empty axes, so their entry points answer these directly, as JAX's do.
+def _empty_factors(avals_out, kinds):
+  """The factors of an empty input in lax: per output aval, its kind: "zeros", "eye" (identity
+  matrices, batched) or "iota" (the identity permutation along the last axis)."""
+  outs = []
+  for aval, kind in zip(avals_out, kinds, strict=True):
+    if kind == "eye":
+      outs.append(U.eye(aval.shape[-2], aval.shape[-1], aval.dtype, aval.shape[:-2]))
+    elif kind == "iota":
+      outs.append(shapes.broadcasted_iota(aval.dtype, aval.shape, aval.ndim - 1))
+    else:
+      outs.append(U.full(aval.shape, 0, aval.dtype))
+  return outs
+
+
+def _np_empty_factors(avals_out, kinds):
+  """`_empty_factors` in NumPy (for the eager implementations)."""
+  outs = []
+  for aval, kind in zip(avals_out, kinds, strict=True):
+    if kind == "eye":
+      v = np.broadcast_to(np.eye(aval.shape[-2], aval.shape[-1], dtype=aval.dtype), aval.shape)
+    elif kind == "iota":
+      v = np.broadcast_to(np.arange(aval.shape[-1], dtype=aval.dtype), aval.shape)
+    else:
+      v = np.zeros(aval.shape, aval.dtype)
+    outs.append(np.array(v))
+  return outs
+
+
 # --- cholesky ------------------------------------------------------------------------------------
 def cholesky(x, *, symmetrize_input: bool = True):
   """The lower Cholesky factor L of Hermitian positive-definite matrices (x = L L^H).
@@ -490,9 +523,11 @@ def _lu_abstract_eval(x):
 
 
 def _lu_numpy(x):
+  if x.size == 0:
+    return _np_empty_factors(_lu_abstract_eval(get_aval(x)), _LU_EMPTY)
   batch, (m, n) = x.shape[:-2], x.shape[-2:]
   k = min(m, n)
-  a = np.array(x).reshape((-1, m, n))
+  a = np.array(x).reshape((int(np.prod(batch)), m, n))
   B = a.shape[0]
   piv = np.zeros((B, k), np.int32)
   perm = np.tile(np.arange(m, dtype=np.int32), (B, 1))
@@ -646,7 +681,13 @@ def _lu_blocked(a):
 
 
 def _lu_lax(x):
-  return U.map_batch(_lu_blocked, [x], get_aval(x).ndim - 2)
+  aval = get_aval(x)
+  if aval.size == 0:
+    return _empty_factors(_lu_abstract_eval(aval), _LU_EMPTY)
+  return U.map_batch(_lu_blocked, [x], aval.ndim - 2)
+
+
+_LU_EMPTY = ("zeros", "zeros", "iota")  # (lu, pivots, permutation) of an empty input
 
 
 def _lu_rebuild(outs, ins, avals_in):
@@ -719,7 +760,7 @@ def _lu_pivots_to_permutation_abstract_eval(pivots, *, permutation_size):
 
 def _lu_pivots_to_permutation_numpy(pivots, *, permutation_size):
   batch, k = pivots.shape[:-1], pivots.shape[-1]
-  piv = pivots.reshape((-1, k))
+  piv = pivots.reshape((int(np.prod(batch)), k))  # (not -1: an empty batch or k = 0)
   perm = np.tile(np.arange(permutation_size, dtype=np.int32), (piv.shape[0], 1))
   rows = np.arange(piv.shape[0])
   for j in range(k):
@@ -823,6 +864,9 @@ def _np_householder_qr(a, pivoting):
 
 
 def _qr_numpy(x, *, pivoting, full_matrices):
+  if x.size == 0:
+    avals = _qr_abstract_eval(get_aval(x), pivoting=pivoting, full_matrices=full_matrices)
+    return _np_empty_factors(avals, _qr_empty_kinds(full_matrices, pivoting))
   m, n = x.shape[-2:]
   k = m if full_matrices else min(m, n)
   if not pivoting:
@@ -892,8 +936,16 @@ def _householder_qr_one(a, pivoting):
   return q, U.triu(r), p
 
 
+def _qr_empty_kinds(full_matrices, pivoting):
+  """(q, r[, p]) of an empty input: a full Q is the identity (m x m), the permutation iota."""
+  return ("eye" if full_matrices else "zeros", "zeros") + (("iota",) if pivoting else ())
+
+
 def _qr_lax(x, *, pivoting, full_matrices):
   aval = get_aval(x)
+  if aval.size == 0:
+    avals = _qr_abstract_eval(aval, pivoting=pivoting, full_matrices=full_matrices)
+    return _empty_factors(avals, _qr_empty_kinds(full_matrices, pivoting))
   m, n = aval.shape[-2:]
   k = m if full_matrices else min(m, n)
   q, r, p = U.map_batch(lambda a: _householder_qr_one(a, pivoting), [x], aval.ndim - 2)
@@ -1148,6 +1200,10 @@ def _eigh_abstract_eval(x, *, lower, sort_eigenvalues, subset_by_index):
 
 
 def _eigh_numpy(x, *, lower, sort_eigenvalues, subset_by_index):
+  if x.size == 0:
+    return _np_empty_factors(_eigh_abstract_eval(get_aval(x), lower=lower, sort_eigenvalues=
+                                                 sort_eigenvalues, subset_by_index=
+                                                 subset_by_index), ("zeros", "zeros"))
   w, v = np.linalg.eigh(x, UPLO="L" if lower else "U")
   lo, hi = _subset(x.shape[-1], subset_by_index)
   return [v[..., lo:hi].astype(x.dtype), w[..., lo:hi].astype(U.real_dtype(x.dtype))]
@@ -1155,6 +1211,10 @@ def _eigh_numpy(x, *, lower, sort_eigenvalues, subset_by_index):
 
 def _eigh_lax(x, *, lower, sort_eigenvalues, subset_by_index):
   aval = get_aval(x)
+  if aval.size == 0:  # (v, w): both empty
+    return _empty_factors(_eigh_abstract_eval(aval, lower=lower, sort_eigenvalues=
+                                              sort_eigenvalues, subset_by_index=subset_by_index),
+                          ("zeros", "zeros"))
   h = _hermitian_from_triangle(x, lower)
   v, w = U.map_batch(_jacobi_eigh_one, [h], aval.ndim - 2)
   v, w = _sort_eig(v, w)
@@ -1280,6 +1340,11 @@ def _svd_abstract_eval(x, *, full_matrices, compute_uv, subset_by_index):
 
 
 def _svd_numpy(x, *, full_matrices, compute_uv, subset_by_index):
+  if x.size == 0:
+    params = dict(full_matrices=full_matrices, compute_uv=compute_uv,
+                  subset_by_index=subset_by_index)
+    return _np_empty_factors(_svd_abstract_eval(get_aval(x), **params),
+                             _svd_empty_kinds(**params))
   k = min(x.shape[-2:])
   lo, hi = _subset(k, subset_by_index)
   rdt = U.real_dtype(x.dtype)
@@ -1415,8 +1480,20 @@ def _svd_one(a, *, full_matrices, compute_uv):
   return s, left, U.adjoint(v)
 
 
+def _svd_empty_kinds(full_matrices, compute_uv, subset_by_index):
+  """(s[, u, vh]) of an empty input: full U and V^H are identities (m x m and n x n)."""
+  if not compute_uv:
+    return ("zeros",)
+  uv = "eye" if full_matrices and subset_by_index is None else "zeros"
+  return ("zeros", uv, uv)
+
+
 def _svd_lax(x, *, full_matrices, compute_uv, subset_by_index):
   aval = get_aval(x)
+  if aval.size == 0:
+    params = dict(full_matrices=full_matrices, compute_uv=compute_uv,
+                  subset_by_index=subset_by_index)
+    return _empty_factors(_svd_abstract_eval(aval, **params), _svd_empty_kinds(**params))
   m, n = aval.shape[-2:]
   k = min(m, n)
   full = full_matrices and subset_by_index is None
@@ -2000,6 +2077,65 @@ def _hessenberg_lax(a):
 hessenberg_p = _algorithmic_primitive("hessenberg", _hessenberg_lax, _hessenberg_abstract_eval,
                                       "not implemented: rebuilding a needs Q from the packed "
                                       "reflectors")
+
+
+# --- geqrf ---------------------------------------------------------------------------------------
+def _geqrf_one(a):
+  """Householder QR of one (m, n) matrix packed as LAPACK's geqrf: (R on and above the diagonal
+  with the reflectors' tails below it, taus (min(m, n),)); Q = H_0 H_1 ... with
+  H_i = I - tau_i v_i v_i^H."""
+  m, n = U.shape_of(a)
+  dtype = U.dtype_of(a)
+  rows = shapes.iota(np.int32, m)
+  cols = shapes.iota(np.int32, n)
+
+  def body(i, carry):
+    a, taus = carry
+    col = shapes.reshape(slicing.dynamic_slice(a, (np.int32(0), i), (m, 1)), (m,))
+    v, tau, beta = _reflector(col, i, rows, dtype)
+    # H_i^H from the left on the columns after i (column i keeps the stored reflector)
+    vha = U.select(comparison.gt(cols, i), U.full((n,), 0, dtype), _vec_mat(v, a))
+    a = binary.sub(a, binary.mul(U.conj(tau), _outer(v, vha)))
+    stored = U.select(comparison.gt(rows, i), col, v)
+    stored = U.select(comparison.eq(rows, i), stored, shapes.broadcast_in_dim(beta, (m,), ()))
+    newcol = U.select(comparison.ge(rows, i), col, stored)
+    a = slicing.dynamic_update_slice(a, shapes.reshape(newcol, (m, 1)), (np.int32(0), i))
+    taus = slicing.dynamic_update_slice(taus, shapes.reshape(tau, (1,)), (i,))
+    return a, taus
+
+  steps = min(m, n)
+  return _fori(steps, body, (a, U.full((steps,), 0, dtype)))
+
+
+def geqrf(a):
+  """QR decomposition packed as LAPACK's geqrf (what `jnp.linalg.qr(mode="raw")` returns,
+  transposed): (a with R on and above the diagonal and the Householder reflectors below it,
+  taus (..., min(m, n))). `jnp.linalg.qr(mode="raw")` returns it transposed.
+
+  Example:
+    >>> h, taus = jnp.linalg.qr(jnp.array([[3., 1.], [4., 2.]]), mode="raw")
+    >>> h[:, 0]
+    Array([-5. , -2.2], dtype=float32)
+  """
+  return geqrf_p.bind(a)
+
+
+def _geqrf_abstract_eval(a):
+  _check_matrix("geqrf", a, square=False)
+  return [ShapedArray(a.shape, a.dtype), ShapedArray(a.shape[:-2] + (min(a.shape[-2:]),),
+                                                     a.dtype)]
+
+
+def _geqrf_lax(a):
+  aval = get_aval(a)
+  if aval.size == 0:
+    return _empty_factors(_geqrf_abstract_eval(aval), ("zeros", "zeros"))
+  return U.map_batch(_geqrf_one, [a], aval.ndim - 2)
+
+
+geqrf_p = _algorithmic_primitive("geqrf", _geqrf_lax, _geqrf_abstract_eval,
+                                 "not implemented: rebuilding a needs Q from the packed "
+                                 "reflectors")
 
 
 def tridiagonal(a, *, lower: bool = True):

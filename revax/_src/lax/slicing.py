@@ -851,8 +851,11 @@ batching.primitive_batchers[gather_p] = _gather_batch
 
 def gather_along_axis(x, idx, axis: int):
   """`numpy.take_along_axis(x, idx, axis)` for `idx` of x's shape, as one gather with every
-  other dimension a batching dimension (no index arithmetic)."""
+  other dimension a batching dimension (no index arithmetic). An empty `idx` gives an empty
+  result without a gather (whose slice sizes of 1 an empty axis cannot hold)."""
   shape = get_aval(x).shape
+  if 0 in get_aval(idx).shape:
+    return shapes.broadcast_in_dim(np.zeros((), get_aval(x).dtype), get_aval(idx).shape, ())
   others = tuple(d for d in range(len(shape)) if d != axis)
   indices = shapes.reshape(idx, get_aval(idx).shape + (1,))
   dn = GatherDimensionNumbers((), (axis,), (axis,), others, others)

@@ -13,6 +13,7 @@ from revax._src.interpreters.host_plans import PlanCache
 from revax._src.numpy.functional import ufunc
 from revax._src.runtime.array import Array
 from revax._src.runtime import array as _array
+from revax._src.runtime import placement as _placement
 
 
 def _defer_to_unrecognized_arg(binary_op, swap=False):
@@ -28,7 +29,8 @@ def _defer_to_unrecognized_arg(binary_op, swap=False):
 
 def _array_binary_method(binary_op, swap=False):
   """`x op y` on Arrays: two eager host arrays take their host plan (the NumPy implementation
-  of the one primitive the operation binds at these types); anything else, the general path."""
+  of the one primitive the operation binds at these types), unless one is committed to another
+  device than the default one (the dispatcher places that); anything else, the general path."""
   general = _defer_to_unrecognized_arg(binary_op, swap)
   op = (lambda x, y: binary_op(y, x)) if swap else binary_op
 
@@ -43,10 +45,11 @@ def _array_binary_method(binary_op, swap=False):
         avals = (self.aval, other.aval)
         plan = plans.get(avals) or plans.plan(avals)
         if plan:
-          out = plan(x, y)
           if _array.committed_live and (self.committed or other.committed):
-            _array.commit(out)  # computed from a committed array (Array.committed)
-          return out
+            if not (_placement.on_default_device(self) and _placement.on_default_device(other)):
+              return general(self, other)  # the dispatcher places it (and commits its result)
+            return _array.commit(plan(x, y))  # computed from a committed array: committed
+          return plan(x, y)
     return general(self, other)
   return method
 

@@ -217,17 +217,32 @@ def _like(fun_name, a, dtype, shape):
   return out_shape, canonical_dtype_arg(dtype), False
 
 
+def _like_device(a, shape, weak, device, out_sharding):
+  """Where a `*_like(a)` result goes: `device` when given; else, as JAX's lax.full_like, the
+  placement of `a` when `a` is a committed concrete array and the result is not weakly typed
+  (a sharded `a` only for a result of its shape), so the result is committed there too."""
+  if device is not None or out_sharding is not None or weak or not isinstance(a, Array) or \
+      not a.committed:
+    return device
+  if type(a) is Array:
+    return a.device
+  return a.sharding if tuple(shape) == a.shape else None
+
+
 def zeros_like(a, dtype=None, shape=None, *, device=None, out_sharding=None):
   """Zeros with the shape and dtype of `a` (weakly typed if `a` is), placed as `device` (a
-  Device or Sharding) or `out_sharding` (a sharding) says; None: as it is."""
+  Device or Sharding) or `out_sharding` (a sharding) says; None: where a committed `a` is (as
+  in JAX), else as it is."""
   shape, dt, weak = _like("zeros_like", a, dtype, shape)
+  device = _like_device(a, shape, weak, device, out_sharding)
   return _placed(util.full_of(shape, 0, dt, weak), device, out_sharding)
 
 
 def ones_like(a, dtype=None, shape=None, *, device=None, out_sharding=None):
   """Ones with the shape and dtype of `a` (weakly typed if `a` is), placed as `device` or
-  `out_sharding` says."""
+  `out_sharding` says (None: as `zeros_like`)."""
   shape, dt, weak = _like("ones_like", a, dtype, shape)
+  device = _like_device(a, shape, weak, device, out_sharding)
   return _placed(util.full_of(shape, 1, dt, weak), device, out_sharding)
 
 
@@ -238,9 +253,10 @@ def empty_like(a, dtype=None, shape=None, *, device=None):
 
 def full_like(a, fill_value, dtype=None, shape=None, *, device=None, out_sharding=None):
   """`fill_value` broadcast to the shape of `a`, in the dtype of `a` unless `dtype` is given,
-  placed as `device` or `out_sharding` says."""
+  placed as `device` or `out_sharding` says (None: as `zeros_like`)."""
   shape, dt, weak = _like("full_like", a, dtype, shape)
   util.check_arraylike("full_like", fill_value)
+  device = _like_device(a, shape, weak, device, out_sharding)
   fill = asarray(fill_value)
   fill = lax.convert_element_type(fill, dt, weak)
   return _placed(util.broadcast_to(fill, shape), device, out_sharding)

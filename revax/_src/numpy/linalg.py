@@ -121,10 +121,11 @@ def qr(a, mode: str = "reduced"):
 
   Args:
     a: array (..., m, n).
-    mode: "reduced" (Q (..., m, k), R (..., k, n)), "complete" (Q (..., m, m)) or "r" (R only).
+    mode: "reduced" (Q (..., m, k), R (..., k, n)), "complete" (Q (..., m, m)), "r" (R only)
+      or "raw" (LAPACK's packed form: (h (..., n, m), taus (..., k)), as NumPy and JAX).
 
   Returns:
-    QRResult(Q, R), or R for mode="r".
+    QRResult(Q, R), or R for mode="r", or QRResult(h, taus) for mode="raw".
 
   Example:
     >>> q, r = jnp.linalg.qr(jnp.array([[3., 1.], [4., 2.]]))
@@ -135,6 +136,9 @@ def qr(a, mode: str = "reduced"):
   check_arraylike("qr", a)
   a = _inexact("qr", a)
   _check_matrix("qr", a, square=False)
+  if mode == "raw":
+    h, taus = lax_linalg.geqrf(a)
+    return QRResult(shape_ops.swapaxes(h, -1, -2), taus)
   if mode == "reduced":
     full = False
   elif mode in ("complete", "r"):
@@ -581,8 +585,8 @@ def _vector_norm(x, axis, keepdims, ord):
   if ord is None or ord == 2:
     return ufuncs.sqrt(reductions.sum(ufuncs.real(x * ufuncs.conj(x)) if dtypes.is_complex(
         aval_of(x).dtype) else x * x, axis=axis, keepdims=keepdims))
-  if ord == np.inf:
-    return reductions.max(absx, axis=axis, keepdims=keepdims)
+  if ord == np.inf:  # (0 for an empty vector, as in JAX)
+    return reductions.max(absx, axis=axis, keepdims=keepdims, initial=0)
   if ord == -np.inf:
     return reductions.min(absx, axis=axis, keepdims=keepdims)
   if ord == 0:
@@ -645,14 +649,17 @@ def norm(x, ord=None, axis=None, keepdims: bool = False):
     return ufuncs.sqrt(reductions.sum(absx * absx, axis=axis, keepdims=keepdims))
   if ord in (1, -1, np.inf, -np.inf):
     summed, picked = (row, col) if ord in (1, -1) else (col, row)
-    fn = reductions.max if ord in (1, np.inf) else reductions.min
-    out = fn(reductions.sum(absx, axis=summed, keepdims=True), axis=picked, keepdims=True)
+    summed_abs = reductions.sum(absx, axis=summed, keepdims=True)
+    if ord in (1, np.inf):  # (0 for an empty matrix, as in JAX; the min has no such value)
+      out = reductions.max(summed_abs, axis=picked, keepdims=True, initial=0)
+    else:
+      out = reductions.min(summed_abs, axis=picked, keepdims=True)
     return out if keepdims else shape_ops.squeeze(out, axis=(row, col))
   if ord in ("nuc", 2, -2):
     y = shape_ops.moveaxis(x, (row, col), (-2, -1))
     s = svd(y, compute_uv=False)
     if ord == 2:
-      out = reductions.max(s, axis=-1)
+      out = reductions.max(s, axis=-1, initial=0)  # (0 for an empty matrix, as in JAX)
     elif ord == -2:
       out = reductions.min(s, axis=-1)
     else:

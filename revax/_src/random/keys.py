@@ -21,7 +21,7 @@ import numpy as np
 
 from revax._src import tree_util
 from revax._src.core import dtypes, extended_dtypes
-from revax._src.core.avals import get_aval
+from revax._src.core.avals import ShapedArray, get_aval
 from revax._src.core.config import config
 from revax._src.runtime import basearray
 from revax._src.core.trace import Tracer
@@ -75,6 +75,23 @@ class PRNGKeyArray:
     return math.prod(self.shape)
 
   dtype = KEY_DTYPE
+
+  @property
+  def aval(self) -> ShapedArray:
+    """The keys' abstract value, `key<fry>[shape]` (what `revax.typeof` gives, as in JAX)."""
+    return ShapedArray(self.shape, KEY_DTYPE)
+
+  # where the keys live: their data's device(s) and commitment (Array.committed)
+  def devices(self) -> set:
+    return self._data.devices()
+
+  @property
+  def device(self):
+    return self._data.device
+
+  @property
+  def committed(self) -> bool:
+    return self._data.committed
 
   def __len__(self):
     if not self.shape:

@@ -50,13 +50,17 @@ class Array:
     return npy
 
   def _device_buffer(self, device=None):
-    """The device buffer, uploaded from the host copy on first use."""
+    """The device buffer, uploaded from the host copy on first use; with `device`, a buffer on
+    that device (a copy through the host when the array's own buffer is elsewhere)."""
     buf = self._buf
     if buf is None or (device is not None and buf.device != device):
-      if self._npy is None:
-        raise self._deleted_error()
+      npy = self._npy
+      if npy is None:
+        if buf is None:
+          raise self._deleted_error()
+        npy = self._value()  # (raises for a freed buffer)
       from revax._src.runtime.client import get_backend
-      buf = get_backend().buffer_from_numpy(self._npy, device)
+      buf = get_backend().buffer_from_numpy(npy, device)
       if self._buf is None:
         self._buf = buf
     return buf

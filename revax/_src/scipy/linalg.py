@@ -515,7 +515,7 @@ def expm(A, *, upper_triangular: bool = False, max_squarings: int = 16):
   real = np.finfo(dtype).dtype
   m, theta = _THETA[np.dtype(real)]
   n = shape[-1]
-  norm1 = reductions.max(reductions.sum(ufuncs.abs(A), axis=-2), axis=-1)
+  norm1 = reductions.max(reductions.sum(ufuncs.abs(A), axis=-2), axis=-1, initial=0)  # (0 x 0)
   s = ufuncs.maximum(0, ufuncs.ceil(ufuncs.log2(norm1 / theta))).astype(real)
   s = ufuncs.where(norm1 == 0, 0, s).astype(real)
   scaled = A / (2 ** s).astype(dtype)[..., None, None]

@@ -16,6 +16,7 @@ import scipy.linalg
 import revax.lax as lax
 import revax.lax.linalg as lin
 from revax._src.lax import linalg_util as U
+from revax._src.lax.linalg import geqrf as lin_geqrf  # (internal, as jax's: qr(mode="raw"))
 from tests.lax.op_db import OpRecord
 
 _TOL = dict(rtol=2e-4, atol=2e-4)
@@ -332,6 +333,11 @@ def _gehrd_ref(a):
   return h.astype(np.float32), tau[:a.shape[0] - 1].astype(np.float32)
 
 
+def _geqrf_ref(a):
+  qr, tau = scipy.linalg.lapack.sgeqrf(a)[:2]
+  return qr.astype(np.float32), tau.astype(np.float32)
+
+
 def _sytrd_ref(lower):
   def f(a):
     c, d, e, t, _ = scipy.linalg.lapack.ssytrd(a, lower=int(lower))
@@ -358,6 +364,10 @@ RECORDS += [
            lambda a, t, c: lin.ormqr(a, t, c, left=True, transpose=True),
            _ormqr_args((4, 3), (4, 2)), _ormqr_ref, grad_order=1, **_TOL),
   *_parts("hessenberg_f32", "hessenberg", lin.hessenberg, _args(_mat((5, 5))), _gehrd_ref,
+          {0: {}, 1: {}}, grad_order=1, **_TOL),
+  *_parts("geqrf_f32_tall", "geqrf", lin_geqrf, _args(_mat((5, 3))), _geqrf_ref,
+          {0: {}, 1: {}}, grad_order=1, **_TOL),
+  *_parts("geqrf_f32_wide", "geqrf", lin_geqrf, _args(_mat((3, 4))), _geqrf_ref,
           {0: {}, 1: {}}, grad_order=1, **_TOL),
   *_parts("tridiagonal_f32_lower", "tridiagonal", lin.tridiagonal, _args(_sym((4, 4))),
           _sytrd_ref(True), {0: {}, 1: {}, 2: {}, 3: {}}, grad_order=1, **_TOL),
