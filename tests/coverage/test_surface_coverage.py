@@ -72,6 +72,7 @@ MODULES = [
                            "(JAX's vma typing): revax's shard_map does not type values so")}),
     ("jax.dtypes", "revax.dtypes", {}),
     ("jax.typing", "revax.typing", {}),
+    ("jax.flatten_util", "revax.flatten_util", {}),
 ]
 
 
