@@ -73,6 +73,7 @@ MODULES = [
     ("jax.dtypes", "revax.dtypes", {}),
     ("jax.typing", "revax.typing", {}),
     ("jax.flatten_util", "revax.flatten_util", {}),
+    ("jax.custom_batching", "revax.custom_batching", {}),
 ]
 
 
