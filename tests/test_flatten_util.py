@@ -113,7 +113,8 @@ def test_grad_jit_vmap_through_both_functions_match_jax():
   ct = revax.linear_transpose(unravel, flat)({"w": rnp.ones((2, 3)), "b": 2 * rnp.ones(3)})
   np.testing.assert_allclose(ct[0], [2.0] * 3 + [1.0] * 6)  # dict keys sorted: "b" first
   # ravel under vmap: a batch of pytrees gives a batch of flat vectors.
-  flats = revax.vmap(lambda t: ravel_pytree(t)[0])({"w": rnp.ones((4, 2, 3)), "b": rnp.zeros((4, 3))})
+  batch = {"w": rnp.ones((4, 2, 3)), "b": rnp.zeros((4, 3))}
+  flats = revax.vmap(lambda t: ravel_pytree(t)[0])(batch)
   assert flats.shape == (4, 9)
   # Mixed dtypes: grad flows through the conversions back to float leaves only.
   mixed = [rnp.ones(2, rnp.float16), rnp.arange(2.0)]

@@ -148,7 +148,7 @@ def _check_rule_outputs(rule, outs, batched, out_avals, axis_size):
                        f"examples), so the rule must return {aval.update(shape=want).str_short()}")
 
 
-# --- custom_vmap_call: the primitive block ---------------------------------------------------------
+# --- custom_vmap_call: the primitive block -------------------------------------------
 def _custom_vmap_abstract_eval(*avals, call, **_):
   dispatch.check_arg_avals("custom_vmap_call", call.in_avals, avals)
   return call.out_avals
@@ -257,7 +257,7 @@ staging.dce_rules[custom_vmap_p] = _call_dce
 partial_eval.partial_eval_rules[custom_vmap_p] = _custom_vmap_partial_eval
 
 
-# --- sequential_vmap -------------------------------------------------------------------------------
+# --- sequential_vmap ------------------------------------------------------------------------------
 def sequential_vmap(f):
   """`custom_vmap(f)` whose batching rule calls `f` once per example, in a loop (`lax.map`):
   for functions that do not support a batch dimension (as `jax.custom_batching.sequential_vmap`).
