@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import importlib
 
-_LAZY = ("scipy", "ops", "image")
+_LAZY = ("scipy", "ops", "image", "custom_batching", "custom_derivatives", "profiler")
 
 
 def module_getattr(name: str):

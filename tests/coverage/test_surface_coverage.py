@@ -78,6 +78,10 @@ MODULES = [
         "linear_call": "linear_call (a call with a user-given transpose): not built yet",
         "remat_opt_p": ("JAX-internal primitive of its remat-of-custom_vjp optimization; revax's "
                         "checkpoint of a custom_vjp needs no such primitive")}),
+    ("jax.profiler", "revax.profiler", {
+        n: ("reader of XLA's XSpace protobuf (*.xplane.pb) from the TSL profiler, which revax "
+            "does not have; its trace is Chrome trace-event JSON") for n in (
+            "ProfileData", "ProfileEvent", "ProfilePlane")}),
 ]
 
 
