@@ -82,6 +82,11 @@ MODULES = [
         n: ("reader of XLA's XSpace protobuf (*.xplane.pb) from the TSL profiler, which revax "
             "does not have; its trace is Chrome trace-event JSON") for n in (
             "ProfileData", "ProfileEvent", "ProfilePlane")}),
+    ("jax.dlpack", "revax.dlpack", {}),
+    ("jax.stages", "revax.stages", {}),
+    ("jax.distributed", "revax.distributed", {}),
+    ("jax.core", "revax.core", {}),
+    ("jax.monitoring", "revax.monitoring", {}),
 ]
 
 
