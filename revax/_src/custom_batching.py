@@ -51,6 +51,7 @@ class custom_vmap:  # noqa: N801 (JAX's name)
   JAX); combine with `custom_vjp` (outside) for it.
 
   Example:
+    >>> from revax.custom_batching import custom_vmap
     >>> @custom_vmap
     ... def f(x, y):
     ...   return x + y
@@ -263,6 +264,7 @@ def sequential_vmap(f):
   for functions that do not support a batch dimension (as `jax.custom_batching.sequential_vmap`).
 
   Example:
+    >>> from revax.custom_batching import sequential_vmap
     >>> g = sequential_vmap(lambda x: x + 1)
     >>> revax.vmap(g)(jnp.arange(3))  # three calls of the function, in a loop
     Array([1, 2, 3], dtype=int32)

@@ -28,6 +28,7 @@ def zero_from_primal(val, symbolic_zeros: bool = False):
   `symbolic_zeros`, arrays of zeros otherwise (float0 for integer and bool primals).
 
   Example:
+    >>> from revax.custom_derivatives import zero_from_primal
     >>> zero_from_primal({"a": jnp.ones(2), "n": 3})["a"]
     Array([0., 0.], dtype=float32)
   """

@@ -27,8 +27,8 @@ def initialize(coordinator_address: str | None = None, num_processes: int | None
   missing coordinator address / process count / process id or an id out of range, TypeError for
   non-integer ones.
 
-  Example:
-    >>> revax.distributed.initialize("localhost:1234", num_processes=1, process_id=0)
+  Example (at the start of a program, before any computation):
+    revax.distributed.initialize("localhost:1234", num_processes=1, process_id=0)
   """
   del (local_device_ids, cluster_detection_method, initialization_timeout,
        heartbeat_timeout_seconds, shutdown_timeout_seconds, slice_index, partition_index)

@@ -21,6 +21,7 @@ def is_supported_dtype(dtype) -> bool:
   """Whether arrays of `dtype` can be exchanged through DLPack (JAX's list).
 
   Example:
+    >>> from revax.dlpack import is_supported_dtype
     >>> is_supported_dtype(jnp.bfloat16)
     True
   """
@@ -55,6 +56,7 @@ def from_dlpack(external_array, device=None, copy: bool | None = None):
     A revax Array; 64-bit data is canonicalized (float64 becomes float32 without x64), as JAX.
 
   Example:
+    >>> from revax.dlpack import from_dlpack
     >>> from_dlpack(np.arange(3.0))
     Array([0., 1., 2.], dtype=float32)
   """

@@ -55,6 +55,7 @@ def ravel_pytree(pytree):
     gives an empty float32 vector.
 
   Example:
+    >>> from revax.flatten_util import ravel_pytree
     >>> flat, unravel = ravel_pytree({"a": jnp.ones(2), "b": jnp.arange(2)})
     >>> flat
     Array([1., 1., 0., 1.], dtype=float32)

@@ -21,9 +21,12 @@ def record_event(event: str, **kwargs) -> None:
   """Call every event listener with `(event, **kwargs)`.
 
   Example:
-    >>> register_event_listener(lambda event, **kw: print(event, kw))
-    >>> record_event("/my/event", step=3)
+    >>> import revax.monitoring as monitoring
+    >>> listener = lambda event, **kw: print(event, kw)
+    >>> monitoring.register_event_listener(listener)
+    >>> monitoring.record_event("/my/event", step=3)
     /my/event {'step': 3}
+    >>> monitoring.unregister_event_listener(listener)
   """
   for callback in list(_event_listeners):
     callback(event, **kwargs)

@@ -102,9 +102,11 @@ class trace:  # noqa: N801 (JAX's name; a context manager)
   """A trace of the enclosed code (`start_trace` on entry, `stop_trace` on exit).
 
   Example:
-    >>> with revax.profiler.trace("/tmp/revax-trace"):
-    ...   with revax.profiler.TraceAnnotation("step"):
-    ...     y = (jnp.ones(3) * 2).block_until_ready()
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as log_dir:
+    ...   with revax.profiler.trace(log_dir):
+    ...     with revax.profiler.TraceAnnotation("step"):
+    ...       y = (jnp.ones(3) * 2).block_until_ready()
   """
 
   def __init__(self, log_dir, create_perfetto_link=False, create_perfetto_trace=False,
@@ -179,6 +181,7 @@ class TraceAnnotation:
   arguments are recorded as the event's arguments. Costs a clock read when no trace runs.
 
   Example:
+    >>> x = jnp.ones((100, 100))
     >>> with revax.profiler.TraceAnnotation("my_label", batch=3):
     ...   result = jnp.dot(x, x.T).block_until_ready()
   """
@@ -225,9 +228,11 @@ def annotate_function(func, name: str | None = None, **decorator_kwargs):
   name); `decorator_kwargs` become the event's arguments.
 
   Example:
+    >>> import functools
     >>> @functools.partial(revax.profiler.annotate_function, name="event_name")
     ... def f(x):
     ...   return jnp.dot(x, x.T).block_until_ready()
+    >>> result = f(jnp.ones((100, 100)))
   """
   name = name or getattr(func, "__qualname__", None) or func.__name__
 
