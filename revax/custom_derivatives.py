@@ -10,3 +10,4 @@ from revax._src.custom_derivatives_helpers import SymbolicZero as SymbolicZero
 from revax._src.custom_derivatives_helpers import (
     custom_vjp_primal_tree_values as custom_vjp_primal_tree_values)
 from revax._src.custom_derivatives_helpers import zero_from_primal as zero_from_primal
+from revax._src.linear_call import linear_call as linear_call

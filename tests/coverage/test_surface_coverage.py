@@ -75,7 +75,6 @@ MODULES = [
     ("jax.flatten_util", "revax.flatten_util", {}),
     ("jax.custom_batching", "revax.custom_batching", {}),
     ("jax.custom_derivatives", "revax.custom_derivatives", {
-        "linear_call": "linear_call (a call with a user-given transpose): not built yet",
         "remat_opt_p": ("JAX-internal primitive of its remat-of-custom_vjp optimization; revax's "
                         "checkpoint of a custom_vjp needs no such primitive")}),
     ("jax.profiler", "revax.profiler", {
