@@ -2,12 +2,14 @@
 vmap (in_batched, axis size, batch dims moved to the front), jit, nested vmap, forward-mode AD,
 the errors, and custom_vjp outside custom_vmap."""
 import jax
-import jax.numpy as jnp
+import jax.custom_batching
 import numpy as np
 import pytest
 
 import revax
+import revax.custom_batching
 import revax.numpy as rnp
+from revax._src.core.typecheck import check_jaxpr
 from revax.custom_batching import custom_vmap, sequential_vmap
 
 
@@ -25,9 +27,6 @@ def _make(lib, calls):
 
   return f
 
-
-import jax.custom_batching  # noqa: E402,F401 (lib.custom_batching above)
-import revax.custom_batching  # noqa: E402,F401
 
 X = np.linspace(0.1, 1.0, 3, dtype=np.float32)
 Y = np.arange(1.0, 4.0, dtype=np.float32)
@@ -75,6 +74,9 @@ def test_staged_as_custom_vmap_call_and_the_rule_replaces_batching():
   assert [e.primitive.name for e in jaxpr.jaxpr.eqns] == ["custom_vmap_call"]
   names = [e.primitive.name for e in revax.make_jaxpr(revax.vmap(f))(X, Y).jaxpr.eqns]
   assert names == ["cos", "mul"]
+  for fun in (lambda a, b: revax.jvp(f, (a, b), (a, b)),
+              revax.vmap(lambda a, b: revax.jvp(f, (a, b), (1.0, b)))):
+    check_jaxpr(revax.make_jaxpr(fun)(X, Y))  # the JVP call and its batched rule type-check
 
 
 def test_reverse_mode_is_an_error_as_in_jax():
