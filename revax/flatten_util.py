@@ -1,2 +1,2 @@
-"""revax.flatten_util: ravel_pytree, as jax.flatten_util."""
+"""revax.flatten_util: ravel a pytree of arrays into one flat vector (as jax.flatten_util)."""
 from revax._src.flatten_util import ravel_pytree as ravel_pytree

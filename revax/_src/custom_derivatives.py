@@ -136,6 +136,14 @@ def _sum_out_batch(x, dim):
   return x if dim is None else reductions.reduce_sum(x, (dim,))
 
 
+def _forward_attr(self, name):
+  """Attributes a custom function lacks come from the function it wraps (as in JAX), so that
+  stacked decorators compose: `custom_vjp(custom_vmap(f)).def_vmap(...)` reaches custom_vmap."""
+  if name == "fun":
+    raise AttributeError(name)
+  return getattr(self.fun, name)
+
+
 # --- custom_jvp ----------------------------------------------------------------------------------
 class custom_jvp:  # noqa: N801 (JAX's name)
   """A function with a custom JVP rule (as `jax.custom_jvp`).
@@ -159,6 +167,8 @@ class custom_jvp:  # noqa: N801 (JAX's name)
     self.nondiff_argnums = tuple(nondiff_argnums)
     self.jvp = None
     self.symbolic_zeros = False
+
+  __getattr__ = _forward_attr
 
   def defjvp(self, jvp, symbolic_zeros: bool = False):
     """Set the rule `jvp(*nondiff_args, primals, tangents) -> (primal_out, tangent_out)`."""
@@ -345,6 +355,8 @@ class custom_vjp:  # noqa: N801 (JAX's name)
     self.fun = fun
     self.nondiff_argnums = tuple(nondiff_argnums)
     self.fwd = self.bwd = None
+
+  __getattr__ = _forward_attr
 
   def defvjp(self, fwd, bwd, symbolic_zeros: bool = False):
     """Set `fwd(*args) -> (out, residuals)` and `bwd(*nondiff_args, residuals, out_cotangent)

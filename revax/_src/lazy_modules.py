@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import importlib
 
-_LAZY = ("scipy", "ops", "image")
+_LAZY = ("scipy", "ops", "image", "custom_batching", "custom_derivatives", "profiler", "dlpack",
+         "stages", "distributed", "core", "monitoring")
 
 
 def module_getattr(name: str):

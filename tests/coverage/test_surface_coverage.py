@@ -78,15 +78,6 @@ MULTIHOST = {
         "host_local_array_to_global_array_impl", "ltg_abstract_eval", "ltg_batcher")},
 }
 
-_SYMBOLIC = ("symbolic-zero custom VJPs (custom_vjp(..., symbolic_zeros=True)) and their helper "
-             "types: not part of revax yet")
-CUSTOM_DERIVATIVES = {
-    **{n: _SYMBOLIC for n in ("CustomVJPPrimal", "SymbolicZero", "zero_from_primal",
-                               "custom_vjp_primal_tree_values")},
-    "linear_call": "linear_call (a function with a user-given transpose): not part of revax yet",
-    "remat_opt_p": _INTERNAL_P,
-}
-
 MODULES = [
     ("jax", "revax", JAX_TOP),
     ("jax.tree", "revax.tree", {}),
@@ -112,7 +103,19 @@ MODULES = [
     ("jax.experimental.compilation_cache.compilation_cache",
      "revax.experimental.compilation_cache.compilation_cache", {}),
     ("jax.flatten_util", "revax.flatten_util", {}),
-    ("jax.custom_derivatives", "revax.custom_derivatives", CUSTOM_DERIVATIVES),
+    ("jax.custom_batching", "revax.custom_batching", {}),
+    ("jax.custom_derivatives", "revax.custom_derivatives", {
+        "remat_opt_p": ("JAX-internal primitive of its remat-of-custom_vjp optimization; revax's "
+                        "checkpoint of a custom_vjp needs no such primitive")}),
+    ("jax.profiler", "revax.profiler", {
+        n: ("reader of XLA's XSpace protobuf (*.xplane.pb) from the TSL profiler, which revax "
+            "does not have; its trace is Chrome trace-event JSON") for n in (
+            "ProfileData", "ProfileEvent", "ProfilePlane")}),
+    ("jax.dlpack", "revax.dlpack", {}),
+    ("jax.stages", "revax.stages", {}),
+    ("jax.distributed", "revax.distributed", {}),
+    ("jax.core", "revax.core", {}),
+    ("jax.monitoring", "revax.monitoring", {}),
 ]
 
 

@@ -58,6 +58,8 @@ class Zero:
     """The zero tangent for primal value `x` (float0-typed for integer and bool values)."""
     return Zero(tangent_aval(get_aval(x)))
 
+  from_primal_value = from_value  # JAX's name (jax.custom_derivatives.SymbolicZero)
+
   def __repr__(self):
     return f"Zero({self.aval.str_short()})"
 

@@ -147,9 +147,11 @@ def split(operand, sizes, axis=0):
   shape = _shape(operand)
   axis = _dim(axis, len(shape))
   sizes = [operator.index(s) for s in sizes]
-  if any(s < 0 for s in sizes) or sum(sizes) != shape[axis]:
-    raise ValueError(f"Sum of sizes {sum(sizes)} must be equal to dimension {shape[axis]} of the "
-                     f"operand shape {shape}")
+  if any(s < 0 for s in sizes):
+    raise ValueError(f"Sizes passed to split must be nonnegative, got {sizes}")
+  if sum(sizes) != shape[axis]:
+    raise ValueError(f"Sum of sizes {sum(sizes)} must be equal to dimension {axis} of the "
+                     f"operand shape {list(shape)}")
   out, start = [], 0
   for s in sizes:
     out.append(slice_in_dim(operand, start, start + s, 1, axis))

@@ -53,11 +53,10 @@ def fromstring(string, dtype=float, count: int = -1, *, sep: str):
 
 
 def from_dlpack(x, /, *, device=None, copy=None):
-  """A revax array from any object that implements the DLPack protocol (a copy on the host)."""
-  from revax._src.numpy.creation import asarray
-  if device is not None:
-    raise NotImplementedError("from_dlpack: device= is not supported")
-  return asarray(np.from_dlpack(x))
+  """A revax array from any object that implements the DLPack protocol, placed on `device` (a
+  Device or one-device Sharding) if given: revax.dlpack.from_dlpack."""
+  from revax._src import dlpack
+  return dlpack.from_dlpack(x, device=device, copy=copy)
 
 
 def _impure(name):
