@@ -71,26 +71,50 @@ def make_jaxpr(fun, static_argnums=(), return_shape=False):
 
 
 class ShapeDtypeStruct:
-  """A shape and dtype standing in for an array (what `eval_shape` returns)."""
-  __slots__ = ("shape", "dtype", "weak_type")
+  """A shape and dtype standing in for an array (what `eval_shape` returns), as JAX's.
 
-  def __init__(self, shape, dtype, weak_type=False):
+  Args:
+    shape, dtype: the array's.
+    sharding: how it is (to be) laid out, or None.
+    weak_type: whether its dtype is weak (a Python scalar's).
+    manual_axis_type, is_ref: JAX's; revax keeps them as given (None / False).
+  """
+  __slots__ = ("shape", "dtype", "weak_type", "sharding", "manual_axis_type", "is_ref")
+
+  def __init__(self, shape, dtype, weak_type=False, *, sharding=None, manual_axis_type=None,
+               is_ref=False):
     self.shape = tuple(shape)
     self.dtype = np.dtype(dtype)
-    self.weak_type = weak_type
+    self.weak_type = bool(weak_type)
+    self.sharding = sharding
+    self.manual_axis_type = manual_axis_type
+    self.is_ref = is_ref
 
   ndim = property(lambda self: len(self.shape))
   size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
 
+  def update(self, **kwargs) -> "ShapeDtypeStruct":
+    """A copy with the given fields replaced (shape, dtype, sharding, weak_type, ...)."""
+    fields = {name: getattr(self, name) for name in self.__slots__}
+    unknown = set(kwargs) - set(fields)
+    if unknown:
+      raise TypeError(f"ShapeDtypeStruct.update() got unexpected fields {sorted(unknown)}")
+    fields.update(kwargs)
+    shape, dtype, weak_type = fields.pop("shape"), fields.pop("dtype"), fields.pop("weak_type")
+    return ShapeDtypeStruct(shape, dtype, weak_type, **fields)
+
   def __repr__(self):
-    return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name})"
+    sharding = f", sharding={self.sharding}" if self.sharding is not None else ""
+    weak = ", weak_type=True" if self.weak_type else ""
+    return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name}{sharding}{weak})"
 
   def __eq__(self, other):
     return (isinstance(other, ShapeDtypeStruct) and self.shape == other.shape
-            and self.dtype == other.dtype)
+            and self.dtype == other.dtype and self.weak_type == other.weak_type
+            and self.sharding == other.sharding and self.is_ref == other.is_ref)
 
   def __hash__(self):
-    return hash((self.shape, self.dtype))
+    return hash((self.shape, self.dtype, self.weak_type))
 
 
 def _abstractify(x) -> ShapedArray:

@@ -38,6 +38,8 @@ from revax._src.runtime.array import Array
 from revax._src.runtime import array as _array
 from revax._src.runtime import placement as _placement
 from revax._src.runtime import sharded as _rt_sharded
+from revax._src.stage_info import Signature as _Signature
+from revax._src.stage_info import StageAttributes as _StageAttributes
 
 
 
@@ -894,11 +896,27 @@ class Jitted:
     in_tree = key_head[0]
     if entry.aliases is None and self._donate_argnums:
       entry.aliases = donation_aliases(self, args, entry)
-    return Lowered(entry, in_tree, len(entry.consts))
+    return Lowered(entry, len(entry.consts),
+                   _Signature(self, args, kwargs, in_tree, leaves, entry, lowered=True))
 
-  def trace(self, *args, **kwargs):
+  def trace(self, *args, **kwargs) -> "Traced":
+    """Trace for these arguments (no lowering): a `Traced`, whose `.jaxpr` is the program and
+    `.lower()` lowers it."""
     leaves, key_head, call, names = self._split(args, kwargs)
-    return self._entry(leaves, key_head, call, names).jaxpr
+    entry = self._entry(leaves, key_head, call, names)
+    return Traced(self, args, kwargs, entry, _Signature(self, args, kwargs, key_head[0], leaves,
+                                                        entry))
+
+  def _donated_leaves(self, args, kwargs) -> list[bool]:
+    """Per dynamic leaf of a call, whether `donate_argnums` donates it."""
+    donated = set(i % len(args) for i in self._donate_argnums if -len(args) <= i < len(args))
+    static = set(i % len(args) for i in self.static_argnums if -len(args) <= i < len(args))
+    flags = []
+    for i, a in enumerate(args):
+      if i not in static:
+        flags += [i in donated] * len(tree_util.tree_leaves(a))
+    dyn_kwargs = {k: v for k, v in kwargs.items() if k not in self.static_argnames}
+    return flags + [False] * len(tree_util.tree_leaves(dyn_kwargs))
 
   def clear_cache(self):
     self._traces.clear()
@@ -922,14 +940,31 @@ def _try_signature(fun):
     return None
 
 
-class Lowered:
+class Traced(_StageAttributes):
+  """A jitted function traced for one signature (`jit(f).trace(*args)`): `.jaxpr` is the
+  traced program (closed-over arrays are its leading inputs), `.lower()` lowers it."""
+
+  def __init__(self, jitted, args, kwargs, entry: _Entry, signature: _Signature):
+    self._jitted, self._args, self._kwargs = jitted, args, kwargs
+    self._entry, self._signature = entry, signature
+
+  @property
+  def jaxpr(self) -> ClosedJaxpr:
+    return self._entry.jaxpr
+
+  def lower(self):
+    """The traced program lowered for the same arguments (a `Lowered`)."""
+    return self._jitted.lower(*self._args, **self._kwargs)
+
+
+class Lowered(_StageAttributes):
   """A jitted function lowered for one signature."""
 
-  def __init__(self, entry: _Entry, in_tree, num_consts: int):
-    self._entry = entry
-    self.in_tree = in_tree
+  def __init__(self, entry: _Entry, num_consts: int, signature: _Signature):
+    self._entry = entry  # (`in_tree`, the arguments' structure, is the signature's)
     self._num_consts = num_consts
     self._text = None
+    self._signature = signature
 
   def as_text(self) -> str:
     """The StableHLO module, as text."""

@@ -35,6 +35,7 @@ from revax._src.runtime.client import CompileError, get_backend
 from revax._src.sharded_api import GSPMDSharding, is_sharding, place
 from revax._src.sharding import (Mesh, NamedSharding, PartitionSpec, SingleDeviceSharding,
                                  block_shape, resolve_specs)
+from revax._src.stage_info import Signature, StageAttributes
 
 __all__ = ["call", "lower", "SpmdProgram", "UNSPECIFIED"]
 
@@ -618,15 +619,18 @@ def _run(entry, program, actions, flat):
 
 def lower(jitted, args, kwargs) -> "ShardedLowered":
   entry, flat, program, out_shardings, arg_shardings = _prepare(jitted, args, kwargs)
-  return ShardedLowered(entry, flat, program, out_shardings, arg_shardings)
+  leaves, key_head = jitted._split(args, kwargs)[:2]
+  signature = Signature(jitted, args, kwargs, key_head[0], leaves, entry, lowered=True)
+  return ShardedLowered(entry, flat, program, out_shardings, arg_shardings, signature)
 
 
-class ShardedLowered:
+class ShardedLowered(StageAttributes):
   """A jitted function lowered for a mesh: `.as_text()` is the Shardy-annotated StableHLO."""
 
-  def __init__(self, entry, flat, program, out_shardings, arg_shardings):
+  def __init__(self, entry, flat, program, out_shardings, arg_shardings, signature):
     self._entry, self._flat, self._program = entry, flat, program
     self._out_shardings, self._arg_shardings = out_shardings, arg_shardings
+    self._signature = signature
 
   def as_text(self) -> str:
     if self._program is None:

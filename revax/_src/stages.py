@@ -4,8 +4,8 @@ executable), `ArgInfo` (an argument's type and donation) and `CompilerOptions`.
 
 revax's jit returns its own classes (jit.py's `Jitted`, `Lowered`, `Compiled`, and the sharded
 ones of sharded_jit.py); the classes here are abstract base classes they are registered with, so
-`isinstance(revax.jit(f).lower(x), revax.stages.Lowered)` holds as in JAX. `Traced` has no
-registered class: revax's `jit(f).trace(...)` returns the traced ClosedJaxpr itself.
+`isinstance(revax.jit(f).lower(x), revax.stages.Lowered)` holds as in JAX (and so for
+`jit(f).trace(x)` and `Traced`).
 """
 from __future__ import annotations
 
@@ -62,6 +62,7 @@ class Compiled(abc.ABC):
 
 
 Wrapped.register(_jit.Jitted)
+Traced.register(_jit.Traced)
 Lowered.register(_jit.Lowered)
 Lowered.register(_sharded_jit.ShardedLowered)
 Compiled.register(_jit.Compiled)

@@ -111,14 +111,14 @@ assert text.count("#sdy.sharding<@mesh") == 3 and '[{"a"}, {"b"}]' in text and "
 for _ in range(3):
   f(X, W)
 f(revax.device_put(X, RNS(RM2, RP("a", "b"))), W)  # same shardings: the same program
-programs = sharded_jit._programs[f.trace(X, W)]
+programs = sharded_jit._programs[f.trace(X, W).jaxpr]
 assert len(programs) == 1, programs  # compiled once per sharding
 g = revax.jit(lambda x, w: x @ w)
 XS2 = revax.device_put(X, RNS(RM2, RP("a", "b")))
 g(XS2, W), g(XS2, W)
-assert len(sharded_jit._programs[g.trace(X, W)]) == 1  # (Auto axes: layouts are not types)
+assert len(sharded_jit._programs[g.trace(X, W).jaxpr]) == 1  # (Auto axes: layouts are not types)
 g(XS2, revax.device_put(W, RNS(RM2, RP("b", None))))  # another layout: another program
-assert len(sharded_jit._programs[g.trace(X, W)]) == 2
+assert len(sharded_jit._programs[g.trace(X, W).jaxpr]) == 2
 compiled = f.lower(X, W).compile()
 same(compiled(X, W), np.tanh(X @ W), "Compiled call")
 assert spec_of(compiled.output_shardings[0]) == ("a",) or compiled.output_shardings[0]
