@@ -54,3 +54,48 @@ def test_traced_and_lowered_describe_the_call_as_jax(k):
   # tree structures print as optree's (PyTreeSpec) in revax, as jax's own (PyTreeDef) in jax
   normalize = lambda s: s.replace("PyTreeSpec(", "PyTreeDef(").replace(", namespace='revax')", ")")
   assert [normalize(s) for s in seen[0]] == seen[1]
+
+
+STAGE_EXCLUDED = {
+    "lojax": "jax's internal lowering of hijax types (Traced.lojax), not user API",
+    "compiler_ir": "jax returns an MLIR Module object (jaxlib's bindings); revax has no MLIR "
+                   "bindings: `as_text()` gives the same module as text",
+    "call": "jax's internal static entry point (`Compiled.call(params, ...)`), not user API",
+    "input_formats": "layouts (jax.experimental.layout): revax has no layout API",
+    "output_formats": "layouts (jax.experimental.layout): revax has no layout API",
+}
+
+
+def _stages(lib):
+  f = lib.jit(lambda x, y=1.0: {"a": x * 2, "b": y}, donate_argnums=0)
+  x = np.ones(3, np.float32)
+  traced = f.trace(x, y=2.0)
+  lowered = traced.lower()
+  return f, traced, lowered, lowered.compile(), x
+
+
+def test_every_stage_attribute_of_jax_is_present():
+  jax = pytest.importorskip("jax")
+  public = lambda o: {n for n in dir(o) if not n.startswith("_")}
+  for name, j, r in zip(("Wrapped", "Traced", "Lowered", "Compiled"), _stages(jax)[:4],
+                        _stages(revax)[:4]):
+    missing = public(j) - public(r) - set(STAGE_EXCLUDED)
+    assert not missing, (name, sorted(missing))
+  everything = set().union(*(public(o) for o in _stages(revax)[:4]))
+  assert not everything & set(STAGE_EXCLUDED)  # the list stays honest
+
+
+def test_compiled_and_eval_shape_describe_the_call_as_jax():
+  jax = pytest.importorskip("jax")
+  seen = []
+  for lib in (revax, jax):
+    f, _, lowered, compiled, x = _stages(lib)
+    seen.append([repr(v) for v in (
+        f.eval_shape(x, y=2.0), compiled.args_info, compiled.in_avals, compiled.donate_argnums,
+        compiled.input_shardings, compiled.output_shardings)])
+    for analysis in (compiled.cost_analysis(), lowered.cost_analysis()):
+      assert analysis["flops"] == 3.0 and analysis["bytes accessed"] > 0
+  assert seen[0] == seen[1]
+  out = revax.tree_util.tree_map(np.asarray, _stages(revax)[3](np.ones(3, np.float32), y=2.0))
+  np.testing.assert_array_equal(out["a"], [2.0] * 3)
+  assert type(_stages(revax)[3].runtime_executable()).__name__ == "Executable"

@@ -897,15 +897,19 @@ class Jitted:
     if entry.aliases is None and self._donate_argnums:
       entry.aliases = donation_aliases(self, args, entry)
     return Lowered(entry, len(entry.consts),
-                   _Signature(self, args, kwargs, in_tree, leaves, entry, lowered=True))
+                   _Signature.for_call(self, args, kwargs, in_tree, leaves, entry, lowered=True))
+
+  def eval_shape(self, *args, **kwargs):
+    """The results' shapes and dtypes for these arguments (ShapeDtypeStructs), nothing run."""
+    return self.trace(*args, **kwargs).out_info
 
   def trace(self, *args, **kwargs) -> "Traced":
     """Trace for these arguments (no lowering): a `Traced`, whose `.jaxpr` is the program and
     `.lower()` lowers it."""
     leaves, key_head, call, names = self._split(args, kwargs)
     entry = self._entry(leaves, key_head, call, names)
-    return Traced(self, args, kwargs, entry, _Signature(self, args, kwargs, key_head[0], leaves,
-                                                        entry))
+    return Traced(self, args, kwargs, entry,
+                  _Signature.for_call(self, args, kwargs, key_head[0], leaves, entry))
 
   def _donated_leaves(self, args, kwargs) -> list[bool]:
     """Per dynamic leaf of a call, whether `donate_argnums` donates it."""
@@ -981,15 +985,21 @@ class Lowered(_StageAttributes):
     entry = self._entry
     if entry.program is None or entry.aliases:
       entry.program = program_for(entry.jaxpr, entry.name, entry.aliases or ())
-    return Compiled(entry, self.in_tree)
+    return Compiled(entry, self.in_tree, self._signature)
+
+  def cost_analysis(self) -> dict:
+    """XLA's cost estimates ("flops", "bytes accessed", ...): those of the compiled program
+    (revax compiles to answer; JAX estimates from the unoptimized module, so figures of fused
+    operations can differ)."""
+    return self.compile().cost_analysis()
 
 
-class Compiled:
+class Compiled(_StageAttributes):
   """A compiled program. Calling it with arguments of other types raises TypeError."""
 
-  def __init__(self, entry: _Entry, in_tree):
-    self._entry = entry
-    self.in_tree = in_tree
+  def __init__(self, entry: _Entry, in_tree, signature: _Signature):
+    self._entry = entry  # (`in_tree`, the arguments' structure, is the signature's)
+    self._signature = signature
 
   def __call__(self, *args, **kwargs):
     leaves, treedef = tree_util.tree_flatten((args, kwargs))
@@ -1021,6 +1031,29 @@ class Compiled:
   def memory_analysis(self):
     """Compiled memory statistics: `temp_size_in_bytes`, `argument_size_in_bytes`, ..."""
     return self._entry.program.memory_stats()
+
+  def cost_analysis(self) -> dict:
+    """XLA's cost analysis of the program: "flops", "bytes accessed", ... (floats)."""
+    return self._entry.program.executable.cost_analysis()
+
+  def runtime_executable(self):
+    """The runtime's loaded executable (revax's `Executable`)."""
+    return self._entry.program.executable
+
+  @property
+  def input_shardings(self):
+    """Where each dynamic argument goes (the default device), as the pytree of `in_avals`."""
+    sig = self._signature
+    from revax._src.sharding import SingleDeviceSharding
+    device = SingleDeviceSharding(get_backend().devices[0])
+    return tree_util.tree_unflatten(sig.in_tree, [device] * len(sig.avals))
+
+  @property
+  def output_shardings(self):
+    sig = self._signature
+    from revax._src.sharding import SingleDeviceSharding
+    device = SingleDeviceSharding(get_backend().devices[0])
+    return tree_util.tree_unflatten(sig.out_tree, [device] * len(sig.out_avals))
 
 
 def jit(fun=None, *, in_shardings=None, out_shardings=None, static_argnums=(),

@@ -17,6 +17,7 @@ import numpy as np
 
 from revax._src.export import aval_from_json, aval_to_json
 from revax._src.interpreters import dispatch
+from revax._src.stage_info import Signature
 
 __all__ = ["serialize", "deserialize_and_load"]
 
@@ -75,4 +76,7 @@ def deserialize_and_load(serialized, in_tree, out_tree, backend=None, execution_
   out_avals = [aval_from_json(c) for c in header["out_avals"]]
   entry = _Entry(None, consts, out_tree, header["name"])
   entry.program = dispatch.CompiledProgram(executable, in_avals, out_avals, "", header["name"])
-  return Compiled(entry, in_tree)
+  dynamic = in_avals[len(consts):]
+  signature = Signature(header["name"], in_tree, dynamic, [False] * len(dynamic), (), out_tree,
+                        [a.update(weak_type=False) for a in out_avals])
+  return Compiled(entry, in_tree, signature)

@@ -620,7 +620,7 @@ def _run(entry, program, actions, flat):
 def lower(jitted, args, kwargs) -> "ShardedLowered":
   entry, flat, program, out_shardings, arg_shardings = _prepare(jitted, args, kwargs)
   leaves, key_head = jitted._split(args, kwargs)[:2]
-  signature = Signature(jitted, args, kwargs, key_head[0], leaves, entry, lowered=True)
+  signature = Signature.for_call(jitted, args, kwargs, key_head[0], leaves, entry, lowered=True)
   return ShardedLowered(entry, flat, program, out_shardings, arg_shardings, signature)
 
 

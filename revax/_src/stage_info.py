@@ -17,15 +17,20 @@ class Signature:
   the results' structure and types. A lowered stage reports results without weak types, as
   JAX's does."""
 
-  def __init__(self, jitted, args, kwargs, in_tree, leaves, entry, lowered=False):
-    self.fun_name = jitted.name
-    self.in_tree = in_tree
-    self.avals = [x.aval if isinstance(x, Array) else get_aval(x) for x in leaves]
-    self.donated = jitted._donated_leaves(args, kwargs)
-    self.donate_argnums = tuple(jitted._donate_argnums)
-    self.out_tree = entry.out_tree
+  def __init__(self, fun_name, in_tree, avals, donated, donate_argnums, out_tree, out_avals):
+    self.fun_name, self.in_tree, self.out_tree = fun_name, in_tree, out_tree
+    self.avals, self.donated, self.out_avals = list(avals), list(donated), list(out_avals)
+    self.donate_argnums = tuple(donate_argnums)
+
+  @classmethod
+  def for_call(cls, jitted, args, kwargs, in_tree, leaves, entry, lowered=False) -> "Signature":
+    """The signature of `jitted` called on `args`/`kwargs` (dynamic `leaves`, structure
+    `in_tree`), traced as `entry`."""
     out = entry.jaxpr.out_avals
-    self.out_avals = [a.update(weak_type=False) for a in out] if lowered else list(out)
+    return cls(jitted.name, in_tree,
+               [x.aval if isinstance(x, Array) else get_aval(x) for x in leaves],
+               jitted._donated_leaves(args, kwargs), jitted._donate_argnums, entry.out_tree,
+               [a.update(weak_type=False) for a in out] if lowered else out)
 
 
 class StageAttributes:

@@ -1233,6 +1233,14 @@ class Executable:
         out.append(_new_buffers(per_device, per_infos))
     return out
 
+  def cost_analysis(self) -> dict:
+    """XLA's cost analysis of the compiled program ("flops", "bytes accessed", ... as floats),
+    as JAX's `Compiled.cost_analysis()`."""
+    with _UnloadedExecutable(self._api, self._ptr) as executable:
+      out = self._api.call("Executable_GetCostAnalysis", executable=executable)
+      return {name: float(v) for name, v in
+              self._api.read_named_values(out.properties, out.num_properties).items()}
+
   def serialize(self) -> bytes:
     """The executable as bytes that `Backend.deserialize_executable` loads back.
 

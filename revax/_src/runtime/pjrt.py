@@ -215,6 +215,8 @@ _ARGS_FIELDS = {
                                     ("dims", _ptr), ("dim_sizes", _ptr)],
     "Executable_GetCompiledMemoryStats": [("executable", _ptr)]
                                          + [(f, _i64) for f in _MEMORY_STATS_FIELDS],
+    "Executable_GetCostAnalysis": [("executable", _ptr), ("num_properties", _size),
+                                   ("properties", _ptr)],
     "Executable_Serialize": [("executable", _ptr), ("serialized_bytes", _ptr),
                              ("serialized_bytes_size", _size), ("serialized_executable", _ptr),
                              ("serialized_executable_deleter", _ptr)],
