@@ -145,13 +145,34 @@ def eval_shape(fun, *args, **kwargs):
 
 
 def devices(backend=None):
-  """The devices of the (CPU) backend, e.g. `[CpuDevice(id=0)]`."""
+  """The devices of a backend, e.g. `[CpuDevice(id=0)]`.
+
+  Args:
+    backend: "cpu", "tpu" (or a Backend); None for the default backend (the TPU where one is
+      attached and libtpu installed, else the CPU).
+
+  Returns:
+    The backend's devices, in order.
+
+  Raises:
+    RuntimeError: JAX's error for a backend that is not present (e.g. "gpu").
+  """
   from revax._src.runtime.client import get_backend
-  return list(get_backend().devices)
+  return list(_backend_of(backend, get_backend).devices)
 
 
-def device_count() -> int:
-  return len(devices())
+def _backend_of(backend, get_backend):
+  """The Backend a `backend=` argument names (a platform name, a Backend, or None)."""
+  if backend is None or isinstance(backend, str):
+    return get_backend(backend)
+  if hasattr(backend, "devices") and hasattr(backend, "platform"):
+    return backend
+  raise TypeError(f"backend must be a platform name such as 'cpu' or 'tpu', got {backend!r}")
+
+
+def device_count(backend=None) -> int:
+  """The number of devices of a backend (see `devices`)."""
+  return len(devices(backend))
 
 
 def device_put(x, device=None, *, src=None, donate=False, may_alias=None):

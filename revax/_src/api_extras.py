@@ -174,7 +174,9 @@ def clear_caches():
 
 
 def default_backend() -> str:
-  """The platform name of the default backend ("cpu")."""
+  """The platform name of the default backend: "tpu" where a chip is attached and libtpu is
+  installed (`pip install 'revax[tpu]'`), else "cpu" (`jax_platforms` / REVAX_PLATFORMS
+  choose)."""
   from revax._src.runtime.client import get_backend
   return get_backend().platform
 

@@ -339,7 +339,7 @@ class _CallPlan:
     the general path, which converts, uploads, or raises the error that input deserves.
   """
   __slots__ = ("epoch", "treedef", "up_to", "avals", "entry", "executable", "out_avals",
-               "device", "one_device", "runner")
+               "device", "one_device", "runner", "backends")
 
   def __init__(self, epoch, treedef, avals, entry, program):
     self.epoch = epoch
@@ -351,7 +351,10 @@ class _CallPlan:
     self.out_avals = tuple(program.out_avals)
     backend = get_backend()
     self.device = backend.devices[0]
-    self.one_device = len(backend.devices) == 1
+    # (a second backend started later makes this plan's check of devices insufficient: `call`
+    # then leaves the call to the general path, which runs it where its arguments are)
+    self.backends = _client.backend_count()
+    self.one_device = len(backend.devices) == 1 and self.backends == 1
     # With the compiled call path (runtime/fastpath.py), one C call checks the leaves exactly
     # as below, runs the program and makes the output Arrays.
     self.runner = None
@@ -374,7 +377,7 @@ class _CallPlan:
     runner = self.runner
     if runner is not None:
       if (config.trace_epoch != self.epoch or config.disable_jit or config.no_execution
-          or _client.execution_refused()):
+          or _client.execution_refused() or _client.backend_count() != self.backends):
         return _MISS  # the general path retraces, runs eagerly, or raises the refusal
       outs = runner.call(leaves)
       if outs is None:
@@ -400,6 +403,8 @@ class _CallPlan:
       for d in map(_buffer_device, leaves):
         if d is not device:
           return _MISS
+      if device.client is not self.device.client:
+        return _MISS  # (another backend's program: the general path compiles it there)
     if entry.consts:
       try:
         const_pointers = list(map(_buffer_pointer, entry.consts))

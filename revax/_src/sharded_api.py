@@ -33,12 +33,14 @@ __all__ = ["device_put", "make_array_from_callback", "make_array_from_single_dev
 
 
 def local_devices(process_index=None, backend=None, host_id=None) -> list:
-  """The devices of this process (all of them: revax runs one process)."""
-  return list(get_backend().devices)
+  """The devices of this process (all of them: revax runs one process) on a backend ("cpu",
+  "tpu"; None: the default one); RuntimeError as JAX's for a backend that is not present."""
+  return list(get_backend(backend).devices)
 
 
 def local_device_count(backend=None) -> int:
-  return len(get_backend().devices)
+  """The number of devices of this process on a backend (see `local_devices`)."""
+  return len(get_backend(backend).devices)
 
 
 def process_count(backend=None) -> int:

@@ -79,16 +79,16 @@ def _only_false(why):
 
 
 def _platforms(name, value):
+  """A comma-separated list of platforms, the default first (checked when the backends start:
+  runtime/backends.py)."""
   if value is None or value == "":
     return None
   if not isinstance(value, str):
     raise ValueError(f"config option jax_{name} takes a string, got {value!r}")
   names = [p.strip().lower() for p in value.split(",") if p.strip()]
-  # The first platform present wins in JAX; revax's only platform is the CPU plugin, so a list is
-  # honoured when "cpu" is in it and nothing before it is required to exist.
-  if "cpu" not in names and "host" not in names:
-    raise ValueError(f"config option jax_{name}={value!r} is not supported by revax: the only "
-                     "backend available is 'cpu'")
+  if not any(n in ("cpu", "host", "tpu") for n in names):
+    raise ValueError(f"config option jax_{name}={value!r} is not supported by revax: its "
+                     "backends are 'cpu' and 'tpu'")
   return value
 
 

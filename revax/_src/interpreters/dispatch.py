@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import weakref
 
 import numpy as np
 
@@ -217,7 +218,9 @@ def _primitive_program(prim, avals, params_key) -> "CompiledProgram":
     out = prim.abstract_eval(*avals, **params)
     outvars = [Var(a) for a in (out if prim.multiple_results else [out])]
     jaxpr = Jaxpr([], invars, outvars, [JaxprEqn(prim, invars, outvars, params)])
-    program = compile_jaxpr(ClosedJaxpr(jaxpr, []), prim.name)
+    closed = ClosedJaxpr(jaxpr, [])
+    program = compile_jaxpr(closed, prim.name)
+    program._keep = closed  # (its recipe is weak: the cache holds the jaxpr here)
     with _cache_lock:
       program = _program_cache.setdefault(key, program)
   return program
@@ -251,6 +254,28 @@ class CompiledProgram:
     # lowering's i1) and leave as NumPy float0 zeros, as eager evaluation and JAX give them.
     self._float0_in = tuple(i for i, a in enumerate(self.in_avals) if a.dtype == dtypes.float0)
     self._float0_out = tuple(i for i, a in enumerate(self.out_avals) if a.dtype == dtypes.float0)
+    self._recipe = None  # (weakref to the closed jaxpr, aliases): to compile elsewhere
+    self._keep = None
+    self._others: dict = {}  # another backend -> its executable of this program
+
+  def executable_for(self, backend):
+    """This program's executable on `backend` (lowered and compiled for it on first use)."""
+    executable = self.executable
+    if backend is executable._backend:
+      return executable
+    other = self._others.get(backend)
+    if other is None:
+      if self._recipe is None:
+        raise ValueError(f"program {self.name} was compiled for {executable._backend.platform} "
+                         f"and cannot run on {backend.platform} buffers")
+      closed, aliases = self._recipe
+      closed = closed()
+      if closed is None:
+        raise ValueError(f"program {self.name} can no longer be compiled for "
+                         f"{backend.platform}: its jaxpr is gone")
+      other = self._others.setdefault(
+          backend, compile_jaxpr(closed, self.name, aliases, backend).executable)
+    return other
 
   def check_avals(self, avals) -> None:
     check_arg_avals(self.name, self.in_avals, avals)
@@ -273,7 +298,10 @@ class CompiledProgram:
         a = to_array(a)
       buf = a._buf
       bufs.append(buf if buf is not None else a._device_buffer())
-    outs = self.executable.execute(bufs)
+    executable = self.executable
+    if bufs and bufs[0]._info.backend is not executable._backend:
+      executable = self.executable_for(bufs[0]._info.backend)
+    outs = executable.execute(bufs)
     outs = [Array(aval, None, b) for aval, b in zip(self.out_avals, outs)]
     for i in self._float0_out:
       outs[i] = np.zeros(self.out_avals[i].shape, dtypes.float0)
@@ -283,17 +311,23 @@ class CompiledProgram:
     return self.executable.memory_stats()
 
 
-def compile_jaxpr(closed: ClosedJaxpr, name: str = "main", aliases=()) -> CompiledProgram:
-  """Lower `closed` to StableHLO and compile it with XLA (`aliases`: donated parameters and the
-  results that may reuse their buffers, see `mlir.lower_jaxpr_to_module`)."""
+def compile_jaxpr(closed: ClosedJaxpr, name: str = "main", aliases=(),
+                  backend=None) -> CompiledProgram:
+  """Lower `closed` to StableHLO and compile it with XLA for `backend` (default: the default
+  backend; `aliases`: donated parameters and the results that may reuse their buffers, see
+  `mlir.lower_jaxpr_to_module`). The program compiles again for another backend when it is run
+  on that backend's buffers (`CompiledProgram.executable_for`)."""
   from revax._src.runtime.client import get_backend
-  backend = get_backend()
+  backend = backend or get_backend()
   text = mlir.lower_jaxpr_to_module(closed, name, platform=backend.platform, aliases=aliases)
   if config.log_compiles:
     _logger.warning("Compiling %s with XLA for argument types (%s)", name,
                     ", ".join(a.str_short() for a in closed.in_avals))
   executable = backend.compile(text)
-  return CompiledProgram(executable, closed.in_avals, closed.out_avals, text, name)
+  program = CompiledProgram(executable, closed.in_avals, closed.out_avals, text, name)
+  # (weakly: jit keeps programs in a WeakKeyDictionary keyed by `closed`)
+  program._recipe = (weakref.ref(closed), aliases)
+  return program
 
 
 set_eager_apply(apply_primitive)

@@ -60,7 +60,8 @@ class Array:
           raise self._deleted_error()
         npy = self._value()  # (raises for a freed buffer)
       from revax._src.runtime.client import get_backend
-      buf = get_backend().buffer_from_numpy(npy, device)
+      backend = device.client if device is not None else get_backend()
+      buf = backend.buffer_from_numpy(npy, device)
       if self._buf is None:
         self._buf = buf
     return buf
@@ -102,6 +103,9 @@ class Array:
 
   def platform(self) -> str:
     """The platform of the array's devices, e.g. 'cpu'."""
+    buf = self._buf
+    if buf is not None:
+      return buf.device.platform
     from revax._src.runtime.client import get_backend
     return get_backend().platform
 

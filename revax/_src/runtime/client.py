@@ -36,7 +36,7 @@ import numpy as np
 
 from revax._src.core.config import config
 from revax._src.core.errors import JaxRuntimeError
-from revax._src.runtime import compilation_cache, fastpath, pjrt, plugins
+from revax._src.runtime import backends, compilation_cache, fastpath, pjrt, plugins
 from revax._src.runtime.array import Array
 from revax._src.runtime.pjrt import CompileError, RuntimeBackendError
 
@@ -65,19 +65,27 @@ _DESTROY_ARGS_SIZE = pjrt.ARGS["Buffer_Destroy"].STRUCT_SIZE
 
 # ----------------------------------------------------------------------------- the backend
 
-_backend: Backend | None = None
-_backend_lock = threading.Lock()
+_backend: Backend | None = None  # the default backend (read on hot paths)
+_backends: dict[str, Backend] = {}  # every started backend, by platform
+_backend_lock = threading.RLock()
 
 
-def get_backend() -> Backend:
-  """The process-wide backend, created (plugin loaded, client made) on the first call.
+def get_backend(platform: str | None = None) -> Backend:
+  """A backend (one PJRT client), created (plugin loaded, client made) on first use.
 
-  The number of CPU devices is read from env `REVAX_CPU_DEVICE_COUNT` (default 1); the config
-  option `revax_pjrt_plugin` or env `PJRT_PLUGIN` selects another plugin than the `xla-cpu-pjrt`
-  one (a path or an installed package name; see `plugins.py`).
+  Args:
+    platform: "cpu", "tpu" (or "host"); None for the default backend: the first of
+      `backends.platform_order()` (the TPU where libtpu is installed and a chip is attached,
+      else the CPU; `jax_platforms` / env REVAX_PLATFORMS choose), or the plugin that config
+      `revax_pjrt_plugin` / env `PJRT_PLUGIN` names. The number of CPU devices is read from env
+      `REVAX_CPU_DEVICE_COUNT` (default 1).
 
   Returns:
-    The `Backend`; every call returns the same object.
+    The `Backend`; every call for a platform returns the same object.
+
+  Raises:
+    RuntimeError: JAX's error for a platform that is not present, or a clear one for a TPU that
+      did not start (e.g. held by another process).
 
   Example:
     >>> from revax._src.runtime.client import get_backend
@@ -85,22 +93,83 @@ def get_backend() -> Backend:
     CpuDevice(id=0)
   """
   backend = _backend
-  if backend is None:
-    backend = _create_backend_once()
-  return backend
+  if platform is None:
+    if backend is None:
+      backend = _create_default_backend()
+    return backend
+  platform = backends.canonical_platform(platform)
+  found = _backends.get(platform)
+  return found if found is not None else _create_backend(platform)
 
 
-def _create_backend_once() -> Backend:
+def backend_count() -> int:
+  """How many backends have started (a second one makes one-device call plans look again)."""
+  return len(_backends)
+
+
+def started_backends() -> list[Backend]:
+  """The backends created so far, the default first."""
+  return sorted(_backends.values(), key=lambda b: b is not _backend)
+
+
+def _create_default_backend() -> Backend:
   global _backend
   with _backend_lock:
     if _backend is None:
-      api = plugins.load()
-      _backend = Backend(api, create_options=_client_options(api.path))
+      if plugins.explicit_choice():  # PJRT_PLUGIN / revax_pjrt_plugin: that plugin is default
+        backend = _start(plugins.load())
+      else:
+        backend = _open(backends.platform_order()[0])
+      _backend = backend
       # LAPACK's FFI handlers, before any program naming them is compiled (a deserialized
       # revax.export module is compiled without being lowered here)
       from revax._src.runtime import lapack
       lapack.register()
     return _backend
+
+
+def _create_backend(platform: str) -> Backend:
+  with _backend_lock:
+    if platform not in _backends and _backend is None:
+      _create_default_backend()  # (the default starts first, as it decides the rest)
+    if platform in _backends:
+      return _backends[platform]
+    present = _present_platforms()
+    if platform not in present:
+      raise backends.unknown_backend_error(platform, present)
+    return _open(platform)
+
+
+def _open(platform: str) -> Backend:
+  """Start the backend of `platform` ("tpu": libtpu's plugin; "cpu": the default CPU plugin)."""
+  if platform == "tpu":
+    path = backends.tpu_plugin_path()
+    if path is None:
+      raise backends.unknown_backend_error("tpu", list(_backends) or ["cpu"])
+    return _start(plugins.load_path(path, "libtpu"))
+  return _start(plugins.load_default())
+
+
+def _present_platforms() -> list[str]:
+  """The platforms that can start in this process (those started, then the offered ones)."""
+  present = list(_backends)
+  try:
+    offered = backends.platform_order() if backends.requested_platforms() else (
+        ["tpu", "cpu"] if backends.tpu_plugin_path() and backends.tpu_attached() else ["cpu"])
+  except RuntimeError:
+    offered = []
+  return present + [p for p in offered if p not in present]
+
+
+def _start(api: pjrt.Api) -> Backend:
+  """A Backend on the loaded plugin `api`, registered under its platform."""
+  try:
+    backend = Backend(api, create_options=_client_options(api.path))
+  except RuntimeBackendError as e:
+    if "tpu" in os.path.basename(api.path).lower():
+      raise backends.tpu_start_error(e.message) from None
+    raise
+  return _backends.setdefault(backend.platform, backend)
 
 
 def _client_options(plugin_path: str) -> dict:
@@ -508,8 +577,11 @@ class Backend:
           raise self._api.take_error(error)
         _memmove(destination, scratch.pointer.buffer_pointer, nbytes)
       else:
+        # The device may keep the array in any layout (a TPU tiles it and picks the dimension
+        # order per program: a transpose's result is often its input's bytes): ask for C order.
         args = scratch.to_host
         args.src, args.dst, args.dst_size = pointer, destination, nbytes
+        args.host_layout = _host_layout(out.ndim)
         error = self._fn_to_host(scratch.to_host_address)
         if error:
           raise self._api.take_error(error)
@@ -525,6 +597,18 @@ class Backend:
         _pack_destroy_args(_DESTROY_ARGS_SIZE, 0, pointer))
     if error:
       raise self._api.take_error(error)
+
+
+_host_layouts: dict[int, pjrt.HostLayout] = {}
+
+
+def _host_layout(ndim: int) -> int:
+  """The address of a row-major PJRT_Buffer_MemoryLayout for `ndim` dimensions (kept forever:
+  one per rank; the plugin only reads it)."""
+  layout = _host_layouts.get(ndim)
+  if layout is None:
+    layout = _host_layouts.setdefault(ndim, pjrt.HostLayout(ndim))
+  return layout.address
 
 
 def _convert_unsupported(x: np.ndarray) -> tuple[np.ndarray, int]:
@@ -605,9 +689,28 @@ class Device:
         f"memory kind: {kind}")
 
   def memory_stats(self) -> dict | None:
-    """Allocator statistics of the device: None, as JAX on CPU (XLA:CPU's allocator keeps
-    none; `Compiled.memory_analysis()` gives a program's figures)."""
-    return None
+    """Allocator statistics of the device, as JAX's: a dict with `bytes_in_use` and those of
+    `peak_bytes_in_use`, `bytes_limit`, `num_allocs`, `largest_alloc_size`, `bytes_reserved`,
+    ... that the plugin reports (PJRT_Device_MemoryStats); None where the plugin keeps none, as
+    JAX on CPU (`Compiled.memory_analysis()` gives a program's figures there).
+
+    The peak is the allocator's since the process started: read it before and after a step
+    (`peak_bytes_in_use` only grows) or compare `bytes_in_use` around it.
+    """
+    api = self.client._api
+    if "Device_MemoryStats" not in api.functions:
+      return None
+    try:
+      stats = api.call("Device_MemoryStats", device=self._ptr)
+    except RuntimeBackendError as e:
+      if e.code == "UNIMPLEMENTED":
+        return None
+      raise
+    out = {"bytes_in_use": stats.bytes_in_use}
+    for name in pjrt.DEVICE_MEMORY_STATS[1:]:
+      if getattr(stats, name + "_is_set"):
+        out[name] = getattr(stats, name)
+    return out
 
 
 class Memory:

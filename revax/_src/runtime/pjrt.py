@@ -150,6 +150,69 @@ ExecuteOptions = _struct("PJRT_ExecuteOptions", [
     ("num_non_donatable_input_indices", _size), ("context", _ptr), ("call_location", _ptr),
     ("num_tasks", _size), ("task_ids", _ptr), ("incarnation_ids", _ptr)])
 
+
+
+class _TiledLayout(C.Structure):
+  """PJRT_Buffer_MemoryLayout_Tiled: minor-to-major dimension order and optional tiles."""
+  _fields_ = [("struct_size", _size), ("extension_start", _ptr), ("minor_to_major", _ptr),
+              ("minor_to_major_size", _size), ("tile_dims", _ptr), ("tile_dim_sizes", _ptr),
+              ("num_tiles", _size)]
+
+
+class _StridesLayout(C.Structure):
+  """PJRT_Buffer_MemoryLayout_Strides: byte strides per dimension."""
+  _fields_ = [("struct_size", _size), ("extension_start", _ptr), ("byte_strides", _ptr),
+              ("num_byte_strides", _size)]
+
+
+class _LayoutUnion(C.Union):
+  _fields_ = [("tiled", _TiledLayout), ("strides", _StridesLayout)]
+
+
+MemoryLayout = _struct("PJRT_Buffer_MemoryLayout", [("u", _LayoutUnion), ("type", _int)])
+MEMORY_LAYOUT_TILED, MEMORY_LAYOUT_STRIDES = 0, 1
+_TILED_SIZE = _TiledLayout.num_tiles.offset + C.sizeof(_size)
+
+
+class HostLayout:
+  """A row-major (C order) PJRT_Buffer_MemoryLayout for `ndim` dimensions, kept alive with the
+  minor-to-major array it points to.
+
+  Passed as `host_layout` to Buffer_ToHostBuffer so that the host copy is in NumPy's C order
+  whatever layout the device chose (a NULL host layout means "the device buffer's layout": on a
+  TPU a transpose's result comes back in device order otherwise).
+  """
+  __slots__ = ("layout", "_minor_to_major", "address")
+
+  def __init__(self, ndim: int):
+    self._minor_to_major = (_i64 * max(ndim, 1))(*range(ndim - 1, -1, -1))
+    layout = MemoryLayout(struct_size=MemoryLayout.STRUCT_SIZE, type=MEMORY_LAYOUT_TILED)
+    tiled = layout.u.tiled
+    tiled.struct_size = _TILED_SIZE
+    tiled.minor_to_major = C.addressof(self._minor_to_major)
+    tiled.minor_to_major_size = ndim
+    self.layout = layout
+    self.address = C.addressof(layout)
+
+
+def read_layout(layout) -> tuple:
+  """A PJRT_Buffer_MemoryLayout as `("tiled", minor_to_major, tiles)` or `("strides", strides)`."""
+  if layout.type == MEMORY_LAYOUT_TILED:
+    tiled = layout.u.tiled
+    order = tuple((_i64 * tiled.minor_to_major_size).from_address(tiled.minor_to_major)
+                  ) if tiled.minor_to_major_size else ()
+    sizes = tuple((_size * tiled.num_tiles).from_address(tiled.tile_dim_sizes)
+                  ) if tiled.num_tiles else ()
+    flat = tuple((_i64 * sum(sizes)).from_address(tiled.tile_dims)) if sum(sizes) else ()
+    tiles, start = [], 0
+    for n in sizes:
+      tiles.append(flat[start:start + n])
+      start += n
+    return ("tiled", order, tuple(tiles))
+  strides = layout.u.strides
+  return ("strides", tuple((_i64 * strides.num_byte_strides).from_address(strides.byte_strides)))
+
+
 _NAMED_VALUE_STRING, _NAMED_VALUE_INT64, _NAMED_VALUE_INT64_LIST = 0, 1, 2
 _NAMED_VALUE_FLOAT, _NAMED_VALUE_BOOL = 3, 4
 
@@ -161,6 +224,14 @@ _MEMORY_STATS_FIELDS = (
     "alias_size_in_bytes", "temp_size_in_bytes", "host_generated_code_size_in_bytes",
     "host_argument_size_in_bytes", "host_output_size_in_bytes", "host_alias_size_in_bytes",
     "host_temp_size_in_bytes", "peak_memory_in_bytes")
+
+# PJRT_Device_MemoryStats_Args's statistics in header order; each but the first is followed by
+# an `_is_set` flag (the plugin may leave it out).
+_DEVICE_MEMORY_STATS = (
+    "bytes_in_use", "peak_bytes_in_use", "num_allocs", "largest_alloc_size", "bytes_limit",
+    "bytes_reserved", "peak_bytes_reserved", "bytes_reservable_limit", "largest_free_block_bytes",
+    "pool_bytes", "peak_pool_bytes")
+DEVICE_MEMORY_STATS = _DEVICE_MEMORY_STATS
 
 # Fields after struct_size/extension_start of PJRT_<name>_Args, for each function revax calls.
 _ARGS_FIELDS = {
@@ -239,6 +310,11 @@ _ARGS_FIELDS = {
     "Buffer_ToHostBuffer": [("src", _ptr), ("host_layout", _ptr), ("dst", _ptr),
                             ("dst_size", _size), ("event", _ptr)],
     "Buffer_ReadyEvent": [("buffer", _ptr), ("event", _ptr)],
+    "Buffer_GetMemoryLayout": [("buffer", _ptr), ("layout", MemoryLayout)],
+    "Device_MemoryStats": [("device", _ptr)] + [
+        (name, kind) for stat in _DEVICE_MEMORY_STATS
+        for name, kind in ((stat, _i64),) + (((stat + "_is_set", _bool),)
+                                             if stat != "bytes_in_use" else ())],
     "Buffer_UnsafePointer": [("buffer", _ptr), ("buffer_pointer", _size)],
 }
 ARGS: dict[str, type[C.Structure]] = {

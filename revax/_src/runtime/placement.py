@@ -37,7 +37,7 @@ def committed_device(values, fun_name: str, names=None):
   ids = first = None
   for i, v in enumerate(values):
     if isinstance(v, Array) and v.committed:
-      these = _device_ids(v)
+      these = _device_keys(v)
       if ids is None:
         ids, first = these, i
       elif these != ids:
@@ -47,11 +47,17 @@ def committed_device(values, fun_name: str, names=None):
   return values[first].device
 
 
-def _device_ids(v: Array) -> tuple:
-  """The ids of the devices `v` lives on, sorted."""
+def _device_keys(v: Array) -> tuple:
+  """The (platform, id) of the devices `v` lives on, sorted (ids repeat across backends)."""
   if type(v) is Array:
-    return (v.device.id,)
-  return tuple(sorted(d.id for d in v.devices()))
+    device = v.device
+    return ((device.platform, device.id),)
+  return tuple(sorted((d.platform, d.id) for d in v.devices()))
+
+
+def _device_ids(v: Array) -> tuple:
+  """The ids of the devices `v` lives on, sorted (for messages, as JAX prints them)."""
+  return tuple(i for _, i in _device_keys(v))
 
 
 def incompatible_devices_error(values, pair, fun_name: str, names=None) -> ValueError:
@@ -93,9 +99,8 @@ def on_device(x, device, upload: bool = True):
     return x
   # (not `x._device_buffer(device)`: it would keep the buffer, and `x` would then report
   # `device` as its own, where JAX leaves an uncommitted argument where it was)
-  from revax._src.runtime.client import get_backend
   npy = x._npy if x._npy is not None else x._value()
-  out = Array(x.aval, npy, get_backend().buffer_from_numpy(npy, device))
+  out = Array(x.aval, npy, device.client.buffer_from_numpy(npy, device))
   if x.committed:
     out._committed = True
   return out

@@ -183,6 +183,41 @@ def load() -> pjrt.Api:
   return api
 
 
+def explicit_choice() -> bool:
+  """Whether config `revax_pjrt_plugin` or env `PJRT_PLUGIN` names the plugin to use."""
+  return config.read(OPTION) is not None or bool(os.environ.get(ENV_VAR))
+
+
+_opened: dict[str, pjrt.Api] = {}
+
+
+def load_path(path: str, what: str) -> pjrt.Api:
+  """Open the plugin at `path` (once per file), for a backend beside the chosen one (`what`
+  names it in errors, e.g. "libtpu")."""
+  api = _opened.get(path)
+  if api is None:
+    try:
+      api = _opened.setdefault(path, pjrt.Api(path))
+    except (OSError, AttributeError, RuntimeError) as e:
+      raise RuntimeError(f"cannot load the PJRT plugin {path} ({what}): "
+                         f"{type(e).__name__}: {e}") from e
+  return api
+
+
+def load_default() -> pjrt.Api:
+  """The default CPU plugin (`xla-cpu-pjrt`), for the CPU backend beside an explicitly chosen
+  plugin or a TPU; the same Api as `load()` when that is the choice."""
+  if _loaded is not None and _loaded[0].source == "default":
+    return _loaded[1]
+  if not explicit_choice():
+    return load()
+  try:
+    choice = resolve(None, "default")
+  except ValueError as e:
+    raise RuntimeError(f"cannot start the CPU backend: {e}") from None
+  return load_path(choice.path, DEFAULT_PACKAGE)
+
+
 def loaded() -> PluginChoice | None:
   """The plugin the backend loaded, or None before the backend starts."""
   return None if _loaded is None else _loaded[0]

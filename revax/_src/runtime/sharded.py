@@ -108,7 +108,8 @@ class ShardedArray(Array):
   def _device_buffer(self, device=None):
     """The whole array on one device (a gather): what single-device programs read."""
     from revax._src.runtime.client import get_backend
-    return get_backend().buffer_from_numpy(self._value(), device)
+    return (device.client if device is not None else get_backend()).buffer_from_numpy(
+        self._value(), device)
 
   # --- sharding ----------------------------------------------------------------------------
   @property
