@@ -937,6 +937,44 @@ def _select_and_scatter_add_by_index(source, operand, *, select_prim, window_dim
   return shapes.reshape(out, aval.shape)
 
 
+def _inactive_dims(window_dimensions, window_strides, padding) -> list[int]:
+  """The dimensions a window leaves alone (size 1, stride 1, no padding)."""
+  return [d for d, (w, s, p) in enumerate(zip(window_dimensions, window_strides, padding))
+          if w == 1 and s == 1 and tuple(p) == (0, 0)]
+
+
+def _needs_minor_inactive(window_dimensions, window_strides, padding) -> bool:
+  """Whether the TPU compiler would refuse this select_and_scatter: it implements windows whose
+  two minor-most dimensions are inactive only ("Select and Scatter with less than 2 inactive
+  dims", "a window bound or window stride in one of the two minor-most dimensions"; JAX 0.10.2
+  fails the same way on a 2-d max-pool gradient)."""
+  n = len(window_dimensions)
+  inactive = _inactive_dims(window_dimensions, window_strides, padding)
+  return n < 2 or not {n - 1, n - 2} <= set(inactive)
+
+
+def _select_and_scatter_add_minor_inactive(source, operand, *, select_prim, window_dimensions,
+                                           window_strides, padding, window_dilation):
+  """select_and_scatter_add with the dimensions the window leaves alone moved last (and unit
+  dimensions appended until there are two of them), so that the two minor-most dimensions of
+  the op are inactive, which is what the TPU compiler implements; the result is moved back."""
+  n = len(window_dimensions)
+  inactive = _inactive_dims(window_dimensions, window_strides, padding)
+  perm = tuple([d for d in range(n) if d not in inactive] + inactive)
+  extra = max(0, 2 - len(inactive))
+  x = shapes.transpose(operand, perm)
+  s = shapes.transpose(source, perm)
+  x = shapes.reshape(x, get_aval(x).shape + (1,) * extra)
+  s = shapes.reshape(s, get_aval(s).shape + (1,) * extra)
+  pick = lambda values, fill: tuple(values[d] for d in perm) + (fill,) * extra  # noqa: E731
+  out = select_and_scatter_add_p.bind(
+      s, x, select_prim=select_prim, window_dimensions=pick(window_dimensions, 1),
+      window_strides=pick(window_strides, 1), padding=pick(tuple(map(tuple, padding)), (0, 0)),
+      window_dilation=pick(window_dilation, 1))
+  out = shapes.reshape(out, tuple(get_aval(operand).shape[d] for d in perm))
+  return shapes.transpose(out, tuple(np.argsort(perm)))
+
+
 def _select_and_scatter_add_lower(ctx, source, operand, *, select_prim, window_dimensions,
                                   window_strides, padding, window_dilation):
   """`stablehlo.select_and_scatter` on the operand padded explicitly with the select's identity
@@ -946,6 +984,11 @@ def _select_and_scatter_add_lower(ctx, source, operand, *, select_prim, window_d
   s_aval, x_aval = ctx.avals_in
   if any(r != 1 for r in window_dilation) and s_aval.size and x_aval.size:
     return mlir.lower_fun(_select_and_scatter_add_by_index, multiple_results=False)(
+        ctx, source, operand, select_prim=select_prim, window_dimensions=window_dimensions,
+        window_strides=window_strides, padding=padding, window_dilation=window_dilation)
+  if (ctx.platform == "tpu" and s_aval.size and x_aval.size and x_aval.shape
+      and _needs_minor_inactive(window_dimensions, window_strides, padding)):
+    return mlir.lower_fun(_select_and_scatter_add_minor_inactive, multiple_results=False)(
         ctx, source, operand, select_prim=select_prim, window_dimensions=window_dimensions,
         window_strides=window_strides, padding=padding, window_dilation=window_dilation)
   out_aval = ctx.avals_out[0]

@@ -1,0 +1,55 @@
+"""select_and_scatter_add's TPU form (lax/windowed.py): the TPU compiler implements windows whose
+two minor-most dimensions are inactive only, so for "tpu" the lowering moves the inactive
+dimensions last (appending unit ones). The rearranged computation runs here on the CPU against
+the plain one, and the TPU lowering is read for its shape; the chip runs it in tests/tpu."""
+import numpy as np
+import pytest
+
+import revax
+from revax import lax
+from revax._src.core.jaxpr import ClosedJaxpr
+from revax._src.interpreters import mlir
+from revax._src.lax import windowed
+
+CASES = [  # (shape, window, strides, padding)
+    ((8, 8), (2, 2), (2, 2), ((0, 0), (0, 0))),                        # a 2-d max-pool
+    ((2, 8, 8, 3), (1, 2, 2, 1), (1, 2, 2, 1), ((0, 0),) * 4),           # NHWC
+    ((2, 3, 8, 8), (1, 1, 3, 3), (1, 1, 2, 2), ((0, 0), (0, 0), (1, 1), (1, 1))),  # NCHW
+    ((9,), (3,), (2,), ((1, 0),)),                                       # 1-d, padded
+    ((4, 6, 5), (2, 1, 3), (1, 1, 2), ((0, 0), (0, 0), (1, 1))),         # one inactive dim
+]
+
+
+@pytest.mark.parametrize("shape,window,strides,padding", CASES)
+@pytest.mark.parametrize("select", [lax.ge_p, lax.le_p])
+def test_minor_inactive_form_equals_plain(shape, window, strides, padding, select):
+  rng = np.random.RandomState(0)
+  operand = rng.randn(*shape).astype(np.float32)
+  out_shape = lax.reduce_window(operand, -np.inf, lax.max, window, strides, padding).shape
+  source = rng.randn(*out_shape).astype(np.float32)
+  params = dict(select_prim=select, window_dimensions=window, window_strides=strides,
+                padding=padding, window_dilation=(1,) * len(shape))
+  plain = revax.jit(lambda s, x: windowed.select_and_scatter_add_p.bind(s, x, **params))
+  moved = revax.jit(lambda s, x: windowed._select_and_scatter_add_minor_inactive(s, x, **params))
+  np.testing.assert_allclose(moved(source, operand), plain(source, operand), rtol=1e-6)
+
+
+@pytest.mark.parametrize("shape,window,strides,padding", CASES)
+def test_tpu_lowering_leaves_two_minor_dims_inactive(shape, window, strides, padding):
+  operand = np.zeros(shape, np.float32)
+  grad = revax.grad(lambda x: lax.reduce_window(x, -np.inf, lax.max, window, strides,
+                                                padding).sum())
+  closed = revax.make_jaxpr(grad)(operand)
+  text = mlir.lower_jaxpr_to_module(ClosedJaxpr(closed.jaxpr, closed.consts), "main",
+                                    platform="tpu")
+  dims = [line for line in text.splitlines() if "select_and_scatter" in line]
+  assert dims, text
+  for line in dims:
+    window_text = line.split("window_dimensions = array<i64: ")[1].split(">")[0]
+    strides_text = line.split("window_strides = array<i64: ")[1].split(">")[0]
+    assert window_text.replace(" ", "").endswith("1,1"), line
+    assert strides_text.replace(" ", "").endswith("1,1"), line
+  cpu = mlir.lower_jaxpr_to_module(ClosedJaxpr(closed.jaxpr, closed.consts), "main",
+                                   platform="cpu")
+  original = "window_dimensions = array<i64: " + ", ".join(map(str, window)) + ">"
+  assert original in cpu  # the CPU form keeps the window as it is
