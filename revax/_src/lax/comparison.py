@@ -322,6 +322,11 @@ def _clamp_lower(ctx, lo, x, hi):
   aval = ctx.avals_out[0]
   if dtypes.is_complex(aval.dtype):
     return _complex_clamp_lower(ctx, lo, x, hi)
+  if ctx.platform == "tpu" and aval.dtype == np.bool_:
+    # The TPU compiler has no clamp of booleans ("unimplemented case while compiling clamp as
+    # an elementwise vector operation"): min is `and`, max is `or`, so clamp is (x | lo) & hi.
+    lo, hi = _broadcast_bounds(ctx, lo, hi)
+    return ctx.op1("stablehlo.and", [ctx.op1("stablehlo.or", [x, lo]), hi])
   out = ctx.op1("stablehlo.clamp", [lo, x, hi])
   if not dtypes.is_float(aval.dtype):
     return out

@@ -146,7 +146,11 @@ def _open(platform: str) -> Backend:
     path = backends.tpu_plugin_path()
     if path is None:
       raise backends.unknown_backend_error("tpu", list(_backends) or ["cpu"])
-    return _start(plugins.load_path(path, "libtpu"))
+    try:
+      api = plugins.load_path(path, "libtpu")
+    except RuntimeError as e:  # libtpu takes the chip's lock while it initializes
+      raise backends.tpu_start_error(str(e.__cause__ or e)) from None
+    return _start(api)
   return _start(plugins.load_default())
 
 

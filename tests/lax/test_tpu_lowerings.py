@@ -1,7 +1,11 @@
-"""select_and_scatter_add's TPU form (lax/windowed.py): the TPU compiler implements windows whose
-two minor-most dimensions are inactive only, so for "tpu" the lowering moves the inactive
-dimensions last (appending unit ones). The rearranged computation runs here on the CPU against
-the plain one, and the TPU lowering is read for its shape; the chip runs it in tests/tpu."""
+"""Lowerings chosen for the TPU, run here on the CPU (the StableHLO is valid for any platform;
+the chip runs the same suites through tests/tpu/run_suite.py).
+
+- select_and_scatter_add (lax/windowed.py): the TPU compiler implements windows whose two
+  minor-most dimensions are inactive only, so for "tpu" the lowering moves the inactive
+  dimensions last (appending unit ones);
+- clamp of booleans (lax/comparison.py): no TPU clamp of PRED; `(x | lo) & hi`.
+"""
 import numpy as np
 import pytest
 
@@ -53,3 +57,25 @@ def test_tpu_lowering_leaves_two_minor_dims_inactive(shape, window, strides, pad
                                    platform="cpu")
   original = "window_dimensions = array<i64: " + ", ".join(map(str, window)) + ">"
   assert original in cpu  # the CPU form keeps the window as it is
+
+
+def _run_lowered_for_tpu(fun, *args):
+  """`fun` lowered as for the TPU, compiled and run on the CPU backend."""
+  from revax._src.runtime.client import get_backend
+  closed = revax.make_jaxpr(fun)(*args)
+  text = mlir.lower_jaxpr_to_module(ClosedJaxpr(closed.jaxpr, closed.consts), "main",
+                                    platform="tpu")
+  backend = get_backend()
+  outs = backend.compile(text).execute([backend.buffer_from_numpy(np.asarray(a)) for a in args])
+  return text, [o.to_numpy() for o in outs]
+
+
+def test_bool_clamp_lowers_without_clamp_for_tpu():
+  lo = np.array([False, True, False, True] * 2)
+  x = np.array([False, False, True, True] * 2)
+  hi = np.array([True] * 4 + [False] * 4)
+  text, (out,) = _run_lowered_for_tpu(lax.clamp, lo, x, hi)
+  assert "stablehlo.clamp" not in text
+  np.testing.assert_array_equal(out, np.minimum(np.maximum(x, lo), hi))
+  text, (out,) = _run_lowered_for_tpu(lambda v: lax.clamp(False, v, True), x)
+  np.testing.assert_array_equal(out, x)
