@@ -79,3 +79,34 @@ def test_bool_clamp_lowers_without_clamp_for_tpu():
   np.testing.assert_array_equal(out, np.minimum(np.maximum(x, lo), hi))
   text, (out,) = _run_lowered_for_tpu(lambda v: lax.clamp(False, v, True), x)
   np.testing.assert_array_equal(out, x)
+
+
+def _precisions(text):
+  """The precisions a module's dots and convolutions name (both printed forms), DEFAULT where
+  one names none."""
+  import re
+  found = re.findall(r"precision (DEFAULT|HIGHEST|HIGH)>", text)
+  for group in re.findall(r"precision = \[([A-Z, ]+)\]", text):
+    found += [p.strip() for p in group.split(",")]
+  ops = len(re.findall(r"stablehlo[.\"]*(?:dot_general|convolution)", text))
+  return sorted(set(found or ["DEFAULT"])) if ops else []
+
+
+@pytest.mark.parametrize("setting,expected", [
+    (None, "DEFAULT"), ("highest", "HIGHEST"), ("float32", "HIGHEST"), ("high", "HIGH"),
+    ("bfloat16", "DEFAULT")])
+def test_default_matmul_precision_reaches_dots_and_convs_as_in_jax(setting, expected):
+  """On a TPU the config decides float32 products' precision (DEFAULT rounds operands to
+  bfloat16); revax's lowering names the same precision as jax's."""
+  import jax
+  a = np.ones((2, 2, 3, 3), np.float32)
+  w = np.ones((2, 2, 2, 2), np.float32)
+  dot = lambda m: lambda x, y: x.reshape(6, 6) @ y.reshape(16, 1)[:6]  # noqa: E731
+  conv = lambda m: lambda x, y: m.conv_general_dilated(x, y, (1, 1), "VALID")  # noqa: E731
+  for make in (dot, conv):
+    with revax.default_matmul_precision(setting), jax.default_matmul_precision(setting):
+      ours = _precisions(revax.jit(make(lax)).lower(a, w).as_text())
+      theirs = _precisions(jax.jit(make(jax.lax)).lower(a, w).as_text())
+      np.testing.assert_allclose(revax.jit(make(lax))(a, w), jax.jit(make(jax.lax))(a, w),
+                                 rtol=1e-6)
+    assert ours == theirs == [expected]

@@ -210,7 +210,8 @@ _cache_lock = threading.Lock()
 
 
 def _primitive_program(prim, avals, params_key) -> "CompiledProgram":
-  key = (prim, avals, params_key)
+  # (the trace epoch names the lowering-relevant config, e.g. jax_default_matmul_precision)
+  key = (prim, avals, params_key, config.trace_epoch)
   program = _program_cache.get(key)
   if program is None:
     params = dict(params_key)

@@ -34,6 +34,7 @@ from revax._src.lax.binary import add, sub
 from revax._src.lax.binary import complex as _complex
 from revax._src.lax.conversion import convert_element_type
 from revax._src.lax.creation import full
+from revax._src.lax import dot_algorithms
 from revax._src.lax.dot import _canonicalize_precision
 from revax._src.lax.sharding_constraint import placed
 from revax._src.lax.shapes import reshape, rev, transpose
@@ -530,6 +531,8 @@ def _conv_lower(ctx, lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dil
            "feature_group_count": f"{feature_group_count} : i64",
            "lhs_dilation": mlir.i64_array(lhs_dilation),
            "padding": pad_attr}
+  if precision is None:
+    precision = dot_algorithms.config_precision()
   if precision is not None:
     props["precision_config"] = ("[" + ", ".join(f"#stablehlo<precision {p}>" for p in precision)
                                  + "]")

@@ -283,6 +283,8 @@ def _dot_general_lower(ctx, lhs, rhs, *, dimension_numbers, precision, preferred
   lhs_aval, rhs_aval = ctx.avals_in
   out_aval = acc_aval = ctx.avals_out[0]
   algorithm = None
+  if precision is None:
+    precision = dot_algorithms.config_precision()
   if dot_algorithms.is_algorithm(precision):
     dot_algorithms.check_supported(precision, ctx.platform)
     lhs_t, rhs_t, acc = dot_algorithms.compute_types(precision, lhs_aval.dtype, rhs_aval.dtype,

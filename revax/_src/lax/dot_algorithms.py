@@ -18,9 +18,26 @@ from typing import NamedTuple, Sequence, Union
 import numpy as np
 
 from revax._src.core import dtypes
+from revax._src.core.config import config
 from revax._src.interpreters import mlir
 
-__all__ = ["DotAlgorithm", "DotAlgorithmPreset", "PrecisionLike", "DotDimensionNumbers"]
+__all__ = ["DotAlgorithm", "DotAlgorithmPreset", "PrecisionLike", "DotDimensionNumbers",
+           "config_precision"]
+
+# `jax_default_matmul_precision` values that name a precision (the others name algorithms).
+_CONFIG_PRECISIONS = {"default": "DEFAULT", "bfloat16": "DEFAULT", "high": "HIGH",
+                      "tensorfloat32": "HIGH", "bfloat16_3x": "HIGH", "highest": "HIGHEST",
+                      "float32": "HIGHEST"}
+
+
+def config_precision():
+  """The (lhs, rhs) precision that `jax_default_matmul_precision` gives dots and convolutions
+  that name none (as JAX's lowering does), or None (no setting, or an algorithm name).
+  XLA:CPU computes float32 products in float32 whatever it says; a TPU rounds their operands to
+  bfloat16 at DEFAULT."""
+  name = config.default_matmul_precision
+  precision = _CONFIG_PRECISIONS.get(name.lower()) if isinstance(name, str) else None
+  return None if precision is None else (precision, precision)
 
 
 class DotAlgorithm(NamedTuple):
