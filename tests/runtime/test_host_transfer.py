@@ -27,6 +27,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 x3 = np.array([0.5, 1.0, 2.0], np.float32)
 
 
+cpu_only = pytest.mark.skipif(client.get_backend().platform != "cpu",
+                              reason="about the CPU plugin and its emulation of host transfers")
+
+
 @pytest.fixture
 def sendrecv(monkeypatch):
   monkeypatch.setenv(host_transfer.MECHANISM_ENV, "sendrecv")
@@ -53,6 +57,7 @@ def _transfers(text):
 
 # ----------------------------------------------------------------------------- the mechanism
 
+@cpu_only
 def test_mechanism_follows_the_plugin_and_the_override(monkeypatch):
   monkeypatch.delenv(host_transfer.MECHANISM_ENV, raising=False)
   assert host_transfer.callback_mechanism("cpu") == "ffi"  # the CPU plugin has the extension
@@ -63,6 +68,7 @@ def test_mechanism_follows_the_plugin_and_the_override(monkeypatch):
     host_transfer.callback_mechanism("cpu")
 
 
+@cpu_only
 def test_cpu_compiler_refuses_host_send_recv(sendrecv):
   """Why the CPU emulates: the plugin's compiler refuses a host send (checked on the real op,
   compiled without the rewrite)."""
@@ -301,6 +307,7 @@ def test_c_callbacks_take_chunks_in_pieces_free_them_and_report_errors():
 
 # ----------------------------------------------------------------------------- the suites again
 
+@cpu_only
 def test_callback_suites_pass_with_sendrecv():
   """tests/test_debug.py and tests/lax/test_callbacks.py (debug.print/callback, pure_callback,
   io_callback ordered and unordered, under jit, vmap, grad, scan and cond, against jax) with
