@@ -420,7 +420,11 @@ def _debug_callback_abstract_eval(*avals, callback, ordered):
 
 
 def _debug_callback_impl(*args, callback, ordered):
-  callback(*_host_args(args))
+  """Eager: the callback gets each argument as an Array of the argument's own type, weak type
+  included (a Python scalar arrives weak-typed, as JAX's eager debug callbacks give it)."""
+  values = _host_args(args)
+  callback(*[a if type(a) is Array else dispatch.wrap_host(v, get_aval(a))
+             for a, v in zip(args, values, strict=True)])
   return []
 
 
