@@ -303,6 +303,10 @@ def test_c_callbacks_take_chunks_in_pieces_free_them_and_report_errors():
   code, message = made[0]
   assert code == 13 and b"ZeroDivisionError" in message  # INTERNAL, the callback's error
   assert fstate.results[None].get_nowait() is not None  # the dummy recv does not wait forever
+  short = host_transfer._Chunk(C.addressof(buffer), 2, None, None)  # 2 of the 4 bytes, done
+  assert send(C.pointer(short), C.addressof(error_pointer), 2, True, key) == 12345
+  assert b"carried 2 bytes, expected 4" in made[1][1]
+  assert fstate.results[None].get_nowait() is not None
 
 
 # ----------------------------------------------------------------------------- the suites again

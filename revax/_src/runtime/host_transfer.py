@@ -80,7 +80,7 @@ def callback_mechanism(platform: str | None = None) -> str:
     if override not in MECHANISMS:
       raise ValueError(f"{MECHANISM_ENV} must be one of {MECHANISMS}, got {override!r}")
     return override
-  backend = client.get_backend()
+  backend = _backend_for(platform)
   key = (backend.platform, platform)
   mechanism = _mechanisms.get(key)
   if mechanism is None:
@@ -94,6 +94,16 @@ def callback_mechanism(platform: str | None = None) -> str:
 
 
 _mechanisms: dict = {}
+
+
+def _backend_for(platform: str | None):
+  """The backend of `platform` where the client can name one, else the default backend."""
+  if platform is not None:
+    try:
+      return client.get_backend(platform)
+    except TypeError:  # a client with a single backend
+      pass
+  return client.get_backend()
 
 
 # ----------------------------------------------------------------------------- sites
@@ -178,6 +188,15 @@ class _SiteState:
     self.results = {index: queue.SimpleQueue() for _, index in site.recvs}
 
   def on_send(self, index, data: bytes, done: bool) -> None:
+    """Take a chunk of operand `index`; run the function once every operand is in. On any
+    failure every result still gets a (zero) value, so that no recv waits forever."""
+    try:
+      self._on_send(index, data, done)
+    except BaseException:
+      self._push([np.zeros(s, d) for s, d in self.site.result_specs])
+      raise
+
+  def _on_send(self, index, data: bytes, done: bool) -> None:
     shape, dtype = self.site.spec_of(SEND_TO_HOST, index)
     nbytes = _size(shape) * dtype.itemsize
     with self.lock:
@@ -199,12 +218,7 @@ class _SiteState:
     site = self.site
     args = [received[i] if i in received else np.zeros(shape, dtype)
             for i, (shape, dtype) in enumerate(site.operand_specs)]
-    try:
-      results = ffi.check_results(site.callback(*args), site.result_specs)
-    except BaseException:
-      self._push([np.zeros(s, d) for s, d in site.result_specs])  # no recv waits forever
-      raise
-    self._push(results)
+    self._push(ffi.check_results(site.callback(*args), site.result_specs))
 
   def _push(self, results) -> None:
     for index, q in self.results.items():
