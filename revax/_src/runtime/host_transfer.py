@@ -425,6 +425,10 @@ class ProgramTransfers:
   def launch(self, template, num_devices: int) -> _Launch:
     """PJRT_ExecuteOptions for one execution: a copy of `template` whose send/recv callback
     lists (one per device) serve fresh per-site states."""
+    if self.emulated and num_devices > 1:
+      raise NotImplementedError(
+          "host callbacks as emulated send/recv transfers (REVAX_CALLBACK_MECHANISM=sendrecv on "
+          "a CPU) run in single-device programs only; use the FFI mechanism for this program")
     options = type(template)()
     C.memmove(C.addressof(options), C.addressof(template), C.sizeof(options))
     sends = [(c, k) for c, k in self.channels if k == SEND_TO_HOST]
