@@ -9,8 +9,8 @@ Run from the repository root on a machine with a TPU and the `libtpu` package:
 `libtpu` package; jax (the oracle of the test files) is kept on the CPU. It writes to the log:
 the platform and plugin version, the callback mechanism revax chose, one line per scenario
 below (PASS/FAIL, seconds, and the error's traceback on failure), a callback round-trip time,
-and then the pytest run of tests/test_debug.py, tests/lax/test_callbacks.py and
-tests/runtime/test_host_transfer.py on the chip. A scenario stuck for 120 s has every thread's
+and then the pytest run of tests/test_debug.py, tests/lax/test_callbacks.py,
+tests/runtime/test_host_transfer.py and tests/lax/test_callback_types.py on the chip. A scenario stuck for 120 s has every thread's
 stack written to the log and the process exits (a host transfer that never completes would
 otherwise hold the chip forever). Exit status: 0 when everything passed.
 """
@@ -217,7 +217,8 @@ def main(argv=None) -> int:
     faulthandler.dump_traceback_later(540, exit=True, file=log)
     code = pytest.main(["-rA", "-p", "no:cacheprovider", "-p", "no:warnings",
                         "tests/test_debug.py", "tests/lax/test_callbacks.py",
-                        "tests/runtime/test_host_transfer.py"])
+                        "tests/runtime/test_host_transfer.py",
+                        "tests/lax/test_callback_types.py"])
     faulthandler.cancel_dump_traceback_later()
     print(f"pytest exit status {int(code)}")
     failures += int(code) != 0
