@@ -10,9 +10,10 @@ Run from the repository root on a machine with a TPU and the `libtpu` package:
 the platform and plugin version, the callback mechanism revax chose, one line per scenario
 below (PASS/FAIL, seconds, and the error's traceback on failure), a callback round-trip time,
 and then the pytest run of tests/test_debug.py, tests/lax/test_callbacks.py,
-tests/runtime/test_host_transfer.py and tests/lax/test_callback_types.py on the chip. A scenario stuck for 120 s has every thread's
-stack written to the log and the process exits (a host transfer that never completes would
-otherwise hold the chip forever). Exit status: 0 when everything passed.
+tests/runtime/test_host_transfer.py and tests/lax/test_callback_types.py on the chip. A
+scenario stuck for 120 s has every thread's stack written to the log and the process exits (a
+host transfer that never completes would otherwise hold the chip forever). Exit status: 0 when
+everything passed.
 """
 import argparse
 import contextlib
