@@ -240,6 +240,18 @@ def test_errors_reach_the_caller_and_later_executions_are_clean(sendrecv):
   assert isinstance(info.value.__cause__, ffi.CallbackResultError)
 
 
+def test_shard_map_program_on_a_one_device_mesh(sendrecv, capfd):
+  mesh = revax.sharding.Mesh(np.array(revax.devices()[:1]), ("x",))
+  P = revax.sharding.PartitionSpec
+
+  def body(x):
+    revax.debug.print("shard {x}", x=x)
+    return revax.pure_callback(lambda a: a * 3, _sds(x.shape), x, vmap_method="sequential")
+  f = revax.jit(revax.shard_map(body, mesh=mesh, in_specs=P("x"), out_specs=P("x")))
+  np.testing.assert_array_equal(f(np.arange(4, dtype=np.float32)), np.arange(4) * 3)
+  assert capfd.readouterr().out == "shard [0. 1. 2. 3.]\n"
+
+
 # ----------------------------------------------------------------------------- the C callbacks
 
 class _FakeStreams:
