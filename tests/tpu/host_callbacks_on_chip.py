@@ -156,6 +156,14 @@ def _scenarios():
     else:
       pass  # also fine: the plugin ran the callback where a program may start
 
+  def shard_map_one_device_mesh():
+    mesh = revax.sharding.Mesh(np.array(revax.devices()[:1]), ("x",))
+    spec = revax.sharding.PartitionSpec("x")
+    f = revax.jit(revax.shard_map(lambda x: revax.pure_callback(
+        lambda a: a * 3, sds(x.shape, x.dtype), x, vmap_method="sequential"),
+        mesh=mesh, in_specs=spec, out_specs=spec))
+    np.testing.assert_array_equal(f(np.arange(4, dtype=np.float32)), np.arange(4) * 3)
+
   def round_trip_time():
     f = revax.jit(lambda x: revax.pure_callback(lambda a: a, sds((3,), np.float32), x))
     revax.block_until_ready(f(x3))
@@ -169,7 +177,8 @@ def _scenarios():
 
   return [debug_print_jit_vmap, pure_values_layouts_dtypes, no_operands_and_empty_arrays,
           io_ordered_in_scan_and_cond, vmap_and_grad, loops_many_iterations,
-          errors_then_clean_runs, nested_program_from_callback_is_refused, round_trip_time]
+          errors_then_clean_runs, nested_program_from_callback_is_refused,
+          shard_map_one_device_mesh, round_trip_time]
 
 
 def main(argv=None) -> int:
