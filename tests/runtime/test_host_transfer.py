@@ -255,14 +255,34 @@ def test_shard_map_program_on_a_one_device_mesh(sendrecv, capfd):
 # ----------------------------------------------------------------------------- the C callbacks
 
 class _FakeStreams:
-  def __init__(self):
-    self.written, self.destroyed = [], []
+  def __init__(self, fail=False):
+    self.written, self.destroyed, self.zeroed, self.fail = [], [], [], fail
 
   def write(self, stream, data):
+    if self.fail:
+      raise RuntimeError("the device expects 8 bytes, the host has 4")
     self.written.append((stream, data))
+
+  def write_zeros(self, stream):
+    self.zeroed.append(stream)
 
   def destroy(self, stream):
     self.destroyed.append(stream)
+
+
+def test_a_failed_recv_fills_the_stream_with_zeros_and_says_why(capfd):
+  """A recv that cannot write its result (sizes disagree) must not leave the device waiting
+  forever: the stream gets zeros, stderr says why, and the stream is destroyed."""
+  site = host_transfer.register_site(lambda a: (a,), [((), np.float32)], [((), np.float32)],
+                                     wait=False)
+  streams = _FakeStreams(fail=True)
+  state = host_transfer._SiteState(site, streams)
+  state._push([np.float32(1)])
+  key = next(host_transfer._entry_ids)
+  host_transfer._entries[key] = host_transfer._Entry(state, 3, 0)
+  host_transfer._RECV_FN(host_transfer._RECV_ADDRESS)(555, key)
+  assert streams.zeroed == [555] and streams.destroyed == [555] and streams.written == []
+  assert "could not be sent to the device" in capfd.readouterr().err
 
 
 def test_c_callbacks_take_chunks_in_pieces_free_them_and_report_errors():

@@ -312,8 +312,10 @@ def _on_recv(stream, user_arg):
     text = ffi._store_error(exc)
     _recv_errors[user_arg or 0] = text
     try:
-      sys.stderr.write(f"revax: a host callback result could not be sent to the device: "
-                       f"{text}\n")
+      sys.stderr.write(f"revax: a host callback result could not be sent to the device (it "
+                       f"gets zeros, so that the program does not wait forever): {text}\n")
+      if entry is not None:
+        entry.state.streams.write_zeros(stream)
     except BaseException:  # noqa: BLE001
       pass
   finally:
@@ -358,6 +360,12 @@ class _DeviceStreams:
     self._check(api.functions["CopyToDeviceStream_AddChunk"](C.addressof(args)))
     if args[4]:
       api.destroy_event(args[4])  # the transfer completes on its own
+
+  def write_zeros(self, stream: int) -> None:
+    """Fill the stream with zeros (a failed recv: the device must not wait forever)."""
+    total = self._stream_args(stream)
+    self._check(self.api.functions["CopyToDeviceStream_TotalBytes"](C.addressof(total)))
+    self.write(stream, bytes(total[3]))
 
   def destroy(self, stream: int) -> None:
     args = (C.c_uint64 * 3)(24, 0, stream)
@@ -549,6 +557,9 @@ class _EmulatedStreams:
       raise RuntimeError(f"emulated recv expects {size} bytes, got {len(data)}")
     if data:
       C.memmove(stream, data, len(data))
+
+  def write_zeros(self, stream: int) -> None:
+    pass  # the emulated recv reports the failure itself
 
   def destroy(self, stream: int) -> None:
     self.sizes.pop(stream, None)
