@@ -146,6 +146,26 @@ def test_a_channel_twice_or_unknown_is_refused(sendrecv):
     host_transfer.prepare_program(unknown.encode(), client.get_backend())
 
 
+def test_a_plugin_with_host_send_recv_gets_the_program_unchanged(sendrecv):
+  """On a platform that compiles host send/recv (TPU) the text is not rewritten; a plugin
+  without the stream functions is refused at compile time, not mid-execution."""
+  text = revax.jit(lambda x: revax.pure_callback(np.cos, _sds((3,)), x)).lower(x3).as_text()
+  real = client.get_backend()._api
+
+  class Api:
+    path, functions = "libfake.so", dict(real.functions)
+
+  class Backend:
+    platform, _api = "tpu", Api()
+  code, transfers = host_transfer.prepare_program(text.encode(), Backend())
+  assert code == text.encode() and not transfers.emulated
+  assert [kind for _, kind in transfers.channels] == [2, 3]
+  del Api.functions["CopyToDeviceStream_AddChunk"]
+  Backend._api = Api()
+  with pytest.raises(RuntimeError, match="lacks PJRT_CopyToDeviceStream_AddChunk"):
+    host_transfer.prepare_program(text.encode(), Backend())
+
+
 # ----------------------------------------------------------------------------- values
 
 DTYPES = [np.float32, np.int32, np.int8, np.uint32, np.bool_, np.complex64, np.float16,

@@ -380,6 +380,8 @@ class _DeviceStreams:
 
 
 _device_streams: dict[int, _DeviceStreams] = {}
+_STREAM_FUNCTIONS = ("CopyToDeviceStream_TotalBytes", "CopyToDeviceStream_AddChunk",
+                     "CopyToDeviceStream_Destroy")
 
 
 def _free_chunk(data, arg):
@@ -523,6 +525,10 @@ def prepare_program(code: bytes, backend) -> tuple[bytes, ProgramTransfers | Non
     streams = _emulation.streams
   else:
     api = backend._api
+    missing = [f for f in _STREAM_FUNCTIONS if f not in api.functions]
+    if missing:
+      raise RuntimeError(f"host callbacks need send/recv callbacks, but the PJRT plugin "
+                         f"{api.path} lacks {', '.join('PJRT_' + f for f in missing)}")
     streams = _device_streams.get(id(api))
     if streams is None:
       streams = _device_streams[id(api)] = _DeviceStreams(api)
