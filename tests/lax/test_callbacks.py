@@ -185,7 +185,9 @@ def test_raising_callback_keeps_original_exception(jit):
 @pytest.mark.parametrize("result, expected", [
     (np.ones(4, np.float32), "float32\\[4\\], expected float32\\[3\\]"),
     (np.ones(3, np.int32), "int32\\[3\\], expected float32\\[3\\]"),
-    (np.ones(3, np.float64), "float64\\[3\\], expected float32\\[3\\]"),
+    # (a float64 result is cast to a declared float32 with x64 off, as in jax: see
+    # test_callback_types.py; a float16 one is not)
+    (np.ones(3, np.float16), "float16\\[3\\], expected float32\\[3\\]"),
 ])
 def test_wrong_result_shape_or_dtype_is_refused(jit, result, expected):
   f = lambda x: revax.pure_callback(lambda a: result, _sds(revax, x.shape), x)

@@ -64,3 +64,18 @@ def jaxpr_has_ordered_effects(jaxpr: Jaxpr) -> bool:
     if any(jaxpr_has_ordered_effects(j) for v in eqn.params.values() for j in _param_jaxprs(v)):
       return True
   return False
+
+
+host_callback_primitives: set = set()  # lowered to per-site send/recv channels on some plugins
+
+
+def jaxpr_has_host_callbacks(jaxpr: Jaxpr) -> bool:
+  """Whether `jaxpr` (nested jaxprs included) calls a host callback. Such a jaxpr is lowered
+  in place at each call, never as one shared function: where callbacks lower to send/recv
+  host transfers, each lowering owns its channels."""
+  for eqn in jaxpr.eqns:
+    if eqn.primitive in host_callback_primitives:
+      return True
+    if any(jaxpr_has_host_callbacks(j) for v in eqn.params.values() for j in _param_jaxprs(v)):
+      return True
+  return False

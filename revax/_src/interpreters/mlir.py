@@ -15,7 +15,7 @@ import numpy as np
 
 from revax._src.core import dtypes
 from revax._src.core.avals import ShapedArray
-from revax._src.core.effects import jaxpr_has_ordered_effects
+from revax._src.core.effects import jaxpr_has_host_callbacks, jaxpr_has_ordered_effects
 from revax._src.core.gc_pause import paused_gc
 from revax._src.core.jaxpr import ClosedJaxpr, Jaxpr, Literal
 from revax._src.core.rules import RuleTable
@@ -403,6 +403,8 @@ def call_jaxpr(ctx: LoweringRuleContext, closed: ClosedJaxpr, args, name: str = 
   module = ctx.module
   key = (id(closed), name)
   fname = module._lowered_calls.get(key)
+  if fname is None and jaxpr_has_host_callbacks(closed.jaxpr):  # each call its own channels
+    return inline_closed_jaxpr(ctx.fb, closed, args)
   if fname is None:
     fname = lower_function(module, module.fresh_func_name(name), closed, public=False)
     module._lowered_calls[key] = fname

@@ -26,12 +26,13 @@ import numpy as np
 from revax._src import tree_util
 from revax._src.core import dtypes
 from revax._src.core.avals import ShapedArray, get_aval
-from revax._src.core.effects import def_effectful, def_ordered
+from revax._src.core.effects import def_effectful, def_ordered, host_callback_primitives
 from revax._src.core.trace import Primitive
 from revax._src.interpreters import ad, batching, dispatch, mlir
 from revax._src.interpreters import invertible as inv
 from revax._src.lax import batch_util, shapes, slicing
-from revax._src.runtime import ffi
+from revax._src.lax.callback_transfers import lower_callback_with_transfers
+from revax._src.runtime import ffi, host_transfer
 from revax._src.runtime.array import Array
 from revax._src.runtime.denormals import flush_off, flush_on
 from revax._src.runtime.pjrt import RuntimeBackendError
@@ -190,6 +191,9 @@ def custom_call_op(ctx, target: str, operands, *, attributes=(), has_side_effect
 
 
 def _lower_python_callback(ctx, *args, callback, has_side_effect, ordered):
+  if host_transfer.callback_mechanism(ctx.platform) == "sendrecv":
+    return lower_callback_with_transfers(ctx, args, callback, ordered=ordered,
+                                         wait=has_side_effect)
   index = ffi.register_callable(callback)
   return custom_call_op(ctx, ffi.PYTHON_CALLBACK_TARGET, args,
                         attributes=[("index", np.int64(index))],
@@ -416,7 +420,11 @@ def _debug_callback_abstract_eval(*avals, callback, ordered):
 
 
 def _debug_callback_impl(*args, callback, ordered):
-  callback(*_host_args(args))
+  """Eager: the callback gets each argument as an Array of the argument's own type, weak type
+  included (a Python scalar arrives weak-typed, as JAX's eager debug callbacks give it)."""
+  values = _host_args(args)
+  callback(*[a if type(a) is Array else dispatch.wrap_host(v, get_aval(a))
+             for a, v in zip(args, values, strict=True)])
   return []
 
 
@@ -458,6 +466,7 @@ mlir.register_lowering(debug_callback_p, _debug_callback_lower)
 inv.not_invertible(debug_callback_p, "a side effect with no outputs")
 def_effectful(debug_callback_p)
 def_ordered(debug_callback_p, lambda params: params["ordered"])
+host_callback_primitives.update((pure_callback_p, io_callback_p, debug_callback_p))
 
 
 def effects_barrier() -> None:

@@ -434,7 +434,14 @@ class Backend:
       [((3,), dtype('float32'))]
     """
     code = mlir_text.encode() if isinstance(mlir_text, str) else bytes(mlir_text)
+    transfers = None  # host callbacks as send/recv host transfers (host_transfer.py)
+    if b"is_host_transfer = true" in code:
+      from revax._src.runtime import host_transfer
+      code, transfers = host_transfer.prepare_program(code, self)
     single_device = num_replicas * num_partitions == 1
+    # PJRT's C API refuses send/recv callbacks with `execute_device`: a program with host
+    # transfers is compiled for one device (the default one), not as a portable program.
+    portable = single_device and transfers is None
     if use_spmd_partitioning is None:
       use_spmd_partitioning = num_partitions > 1
     if use_shardy_partitioner is None:
@@ -442,21 +449,21 @@ class Backend:
     options = pjrt.compile_options(num_replicas, num_partitions,
                                    use_spmd_partitioning=use_spmd_partitioning,
                                    use_shardy_partitioner=use_shardy_partitioner,
-                                   portable=single_device)
+                                   portable=portable)
     cache = compilation_cache.settings
     if not cache.enabled:
-      return self._compile(code, options, single_device)
+      return _with_transfers(self._compile(code, options, portable), transfers)
     key = compilation_cache.cache_key(code, options, self)
     stored = compilation_cache.load(key)
     if stored is not None:
       try:
-        return self.deserialize_executable(stored)
+        return _with_transfers(self.deserialize_executable(stored), transfers)
       except (RuntimeBackendError, ValueError) as e:
         compilation_cache.discard(key)
         compilation_cache._warn_once("load", f"a stored executable did not load ({e}); "
                                      "compiling instead")
     start = time.perf_counter()
-    executable = self._compile(code, options, single_device)
+    executable = self._compile(code, options, portable)
     if time.perf_counter() - start >= cache.min_compile_time_secs:
       try:
         payload = executable.serialize()
@@ -465,7 +472,7 @@ class Backend:
       else:
         if len(payload) >= cache.min_entry_size:
           compilation_cache.store(key, payload)
-    return executable
+    return _with_transfers(executable, transfers)
 
   def _compile(self, code: bytes, options: bytes, single_device: bool) -> Executable:
     program_format = b"mlir"
@@ -613,6 +620,13 @@ def _host_layout(ndim: int) -> int:
   if layout is None:
     layout = _host_layouts.setdefault(ndim, pjrt.HostLayout(ndim))
   return layout.address
+
+
+def _with_transfers(executable: "Executable", transfers) -> "Executable":
+  """`executable`, made to pass its program's host-transfer callbacks when it runs."""
+  if transfers is not None:
+    transfers.attach(executable)
+  return executable
 
 
 def _convert_unsupported(x: np.ndarray) -> tuple[np.ndarray, int]:
@@ -1036,6 +1050,7 @@ class Executable:
       self.devices = [backend._device_by_pointer[p] for p in
                       _pointer_list(listed.addressable_devices, listed.num_addressable_devices)]
     self._options = pjrt.ExecuteOptions(struct_size=pjrt.ExecuteOptions.STRUCT_SIZE)
+    self._host_transfers = None  # set by host_transfer.ProgramTransfers.attach
     self._scratch: list[_ExecuteScratch] = []
     self._out_specs_indexed = tuple(enumerate(self.out_specs))
     self._infos_by_device: dict[int, tuple] = {}
@@ -1183,6 +1198,10 @@ class Executable:
       call.num_args = count
       if self._portable:
         call.execute_device = device._ptr
+      transfers = self._host_transfers
+      if transfers is not None:  # fresh callback state for this execution
+        launch = transfers.launch(self._options, 1)
+        call.options = launch.address
       error = self._fn_execute(scratch.address)
       if error:
         raise _with_callback_cause(self._api.take_error(error))
@@ -1265,6 +1284,9 @@ class Executable:
     events = (_ptr * count)()
     options = pjrt.ExecuteOptions(struct_size=pjrt.ExecuteOptions.STRUCT_SIZE,
                                   launch_id=_next_launch_id())
+    if self._host_transfers is not None:  # fresh callback state for this execution
+      launch = self._host_transfers.launch(options, count)
+      options = launch.options
     infos = None if wait else self._fresh_infos()
     with _in_flight.lock:
       _in_flight.settle()

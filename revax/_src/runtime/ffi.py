@@ -32,6 +32,7 @@ import traceback
 import ml_dtypes
 import numpy as np
 
+from revax._src.core import dtypes
 from revax._src.runtime import client, pjrt
 
 __all__ = ["register_handler", "register_callable", "PYTHON_CALLBACK_TARGET",
@@ -249,8 +250,12 @@ class CallbackResultError(ValueError):
 def check_results(results, expected) -> list[np.ndarray]:
   """NumPy arrays of `results`, checked one for one against `expected` [(shape, dtype)].
 
+  Each result is first put in its canonical dtype, as JAX does with a callback's results: with
+  x64 disabled a float64 (a Python float, NumPy's default) becomes float32, an int64 int32, a
+  complex128 complex64. Nothing else is converted.
+
   Raises:
-    CallbackResultError: wrong count, shape or dtype (nothing is converted silently).
+    CallbackResultError: wrong count, shape or dtype.
   """
   results = list(results)
   if len(results) != len(expected):
@@ -259,6 +264,9 @@ def check_results(results, expected) -> list[np.ndarray]:
   out = []
   for i, (value, (shape, dtype)) in enumerate(zip(results, expected, strict=True)):
     array = np.asarray(value)
+    canonical = dtypes.canonicalize_dtype(array.dtype)
+    if canonical != array.dtype:
+      array = array.astype(canonical)
     if array.shape != tuple(shape) or array.dtype != dtype:
       got = f"{array.dtype}{list(array.shape)}"
       raise CallbackResultError(

@@ -273,7 +273,14 @@ def compile_spmd(backend, text: str, device_ids) -> "object":
   options = pjrt.compile_options(1, n, use_spmd_partitioning=n > 1,
                                  use_shardy_partitioner=n > 1 and "sdy." in text,
                                  device_assignment=[[i] for i in ids])
-  return backend._compile(text.encode(), options, False)
+  code, transfers = text.encode(), None
+  if b"is_host_transfer = true" in code:  # host callbacks as send/recv (host_transfer.py)
+    from revax._src.runtime import host_transfer
+    code, transfers = host_transfer.prepare_program(code, backend)
+  executable = backend._compile(code, options, False)
+  if transfers is not None:
+    transfers.attach(executable)
+  return executable
 
 
 def check_shard(buf, device, shape, dtype, what: str) -> None:
