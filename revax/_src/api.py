@@ -15,6 +15,8 @@ from revax._src.core.jaxpr import ClosedJaxpr
 from revax._src.core.trace import Tracer
 from revax._src.interpreters import dispatch, staging
 from revax._src.jit import jit
+from revax._src.core.config import config
+from revax._src.runtime import placement as _placement
 from revax._src.runtime.array import Array, block_until_ready_all, commit
 
 
@@ -190,7 +192,10 @@ def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
     if getattr(leaf, "dtype", None) == dtypes.float0:
       return leaf  # tangents of integers hold no data: they stay NumPy float0 arrays, as in JAX
     arr = dispatch.to_array(leaf)
-    buf = arr._device_buffer(device)
+    target = device
+    if target is None and arr._buf is None and config.default_device is not None:
+      target = _placement.default_device()  # (jax_default_device: where uncommitted data goes)
+    buf = arr._device_buffer(target)
     out = Array(arr.aval, npy=arr._npy, buf=buf)
     # committed to a device named; device_put(x) keeps x's commitment (as in JAX)
     return commit(out) if device is not None or arr.committed else out

@@ -172,3 +172,22 @@ def test_transfers_through_to_host_buffer_give_c_order(monkeypatch):
     out = revax.jit(fn)(x)
     out._npy = None  # read back through the transfer under test
     np.testing.assert_allclose(np.asarray(out), ref(x), rtol=1e-5, atol=1e-5)
+
+
+def test_default_device_context_sends_uncommitted_work_to_another_backend(second_backend):
+  device = second_backend.devices[0]
+  f = revax.jit(lambda a: jnp.tanh(a) * 3)
+  x = np.linspace(-1, 1, 6, dtype=np.float32)
+  with revax.default_device(device):
+    y = f(x)
+    z = jnp.sin(jnp.asarray(x)) + 1
+    w = revax.device_put(x)
+  for out in (y, z, w):
+    assert out.devices() == {device} and not out.committed
+  np.testing.assert_allclose(y, np.tanh(x) * 3, rtol=1e-6)
+  np.testing.assert_allclose(z, np.sin(x) + 1, rtol=1e-6)
+  assert f(x).devices() == {revax.devices()[0]}  # outside the context: the default again
+  with revax.default_device("cpu"):
+    assert f(x).devices() == {revax.devices("cpu")[0]}
+  with pytest.raises(RuntimeError, match="Unknown backend"):
+    revax.config.update("jax_default_device", "gpu")

@@ -193,9 +193,9 @@ _OPTIONS = {o.name: o for o in [
     _Option("softmax_custom_jvp", False, _bool, False,
             "JAX's switch between two derivations of softmax's JVP; revax's softmax has the "
             "same (custom) derivative either way"),
-    _Option("default_device", None, lambda name, value: value, False,
-            "the device uncommitted arrays and computations go to (None: the first device; "
-            "the runtime accepts only devices it has)"),
+    _Option("default_device", None, lambda name, value: value, True,
+            "the device uncommitted arrays and computations go to (None: the default "
+            "backend's first device; a Device, or a platform name such as 'cpu')"),
     _Option("allow_f16_reductions", True,
             _only(True, why="revax does not change how float16 reductions accumulate"), False,
             "allow reductions in float16"),

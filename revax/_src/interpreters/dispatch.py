@@ -95,6 +95,8 @@ def apply_primitive(prim: Primitive, args, params):
   primitive runs on that input's device and its outputs are committed (`_apply_committed`)."""
   if _array.committed_live and _array.any_committed(args):
     out = _apply_committed(prim, args, params)
+  elif config.default_device is not None and _placement.default_moved():
+    out = _apply_on_device(prim, args, params, _placement.default_device())
   else:
     out = _apply_primitive(prim, args, params)
   if config.debug_checks:
@@ -116,16 +118,27 @@ def _apply_committed(prim: Primitive, args, params):
   if device is None:
     out = _apply_primitive(prim, args, params)
   else:
-    impl = numpy_impls.get(prim)
-    host = prim not in custom_impls and impl is not None and all(map(_is_host, args))
-    # NumPy implementations read host copies: only compiled code needs buffers there
-    placed = [_placement.on_device(a, device, upload=not host) for a in args]
-    out = _apply_primitive(prim, placed, params)
-    if device != _placement.default_device():  # (a host-only result is on the default one)
-      _placement.place_results(out, device)  # (results that have a device keep theirs)
-    args = placed
+    out, args = _run_placed(prim, args, params, device)
   _array.commit_results(out, args)  # computed from committed arrays: committed (as in JAX)
   return out
+
+
+def _apply_on_device(prim: Primitive, args, params, device):
+  """`prim` on uncommitted arguments under `jax_default_device`: run on `device` (operands
+  moved there), outputs left uncommitted, as JAX's."""
+  return _run_placed(prim, args, params, device)[0]
+
+
+def _run_placed(prim: Primitive, args, params, device):
+  """`prim` run on `device`, its operands moved there (NumPy implementations read host copies:
+  only compiled code needs buffers there); results computed on the host get a buffer there."""
+  impl = numpy_impls.get(prim)
+  host = prim not in custom_impls and impl is not None and all(map(_is_host, args))
+  placed = [_placement.on_device(a, device, upload=not host) for a in args]
+  out = _apply_primitive(prim, placed, params)
+  if device != _placement._backend_default():  # (a host-only result is on the default one)
+    _placement.place_results(out, device)  # (results that have a device keep theirs)
+  return out, placed
 
 
 def check_special_values(name: str, outs) -> None:
@@ -293,12 +306,21 @@ class CompiledProgram:
       for i in self._float0_in:
         shape = self.in_avals[i].shape
         args[i] = Array(ShapedArray(shape, dtypes.bool_), npy=np.zeros(shape, np.bool_))
-    bufs = []
+    bufs, pending = [], None
     for a in args:
       if type(a) is not Array:
         a = to_array(a)
       buf = a._buf
-      bufs.append(buf if buf is not None else a._device_buffer())
+      if buf is None:
+        pending = pending or []
+        pending.append((len(bufs), a))
+      bufs.append(buf)
+    if pending:  # host-only values go where the others are, else to the default device
+      device = next((b.device for b in bufs if b is not None), None)
+      if device is None and config.default_device is not None:
+        device = _placement.default_device()
+      for i, a in pending:
+        bufs[i] = a._device_buffer(device)
     executable = self.executable
     if bufs and bufs[0]._info.backend is not executable._backend:
       executable = self.executable_for(bufs[0]._info.backend)

@@ -206,17 +206,15 @@ config.add_validator("num_cpu_devices", _check_cpu_device_count)
 
 
 def _check_default_device(value) -> None:
-  """jax_default_device: None, the platform name "cpu", or the first device (where revax places
-  uncommitted arrays and computations); another device is refused rather than ignored."""
-  if value is None or (isinstance(value, str) and value.lower() == "cpu"):
+  """jax_default_device: None, a Device of a backend, or a platform name ("cpu", "tpu")."""
+  if value is None:
+    return
+  if isinstance(value, str):
+    get_backend(value)  # (JAX's RuntimeError for a platform that is not present)
     return
   if not isinstance(value, Device):
-    raise ValueError(f"jax_default_device takes a Device, 'cpu' or None, got {value!r}")
-  first = get_backend().devices[0]
-  if value is not first:
-    raise ValueError(f"jax_default_device={value!r} is not supported by revax: uncommitted "
-                     f"arrays and computations always go to {first!r}; place arrays on another "
-                     "device with revax.device_put(x, device)")
+    raise ValueError(f"jax_default_device takes a Device, a platform name or None, got "
+                     f"{value!r}")
 
 
 config.add_validator("default_device", _check_default_device)

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from revax._src.core.config import config
+
 from revax._src.core.avals import get_aval
 from revax._src.runtime.array import Array
 
@@ -93,7 +95,7 @@ def on_device(x, device, upload: bool = True):
     v.flags.writeable = False
     x = Array(aval, npy=v)
   buf = x._buf
-  if buf is None and (not upload or device == default_device()):
+  if buf is None and (not upload or device == _backend_default()):
     return x  # (uploaded where it is needed; to the default device, kept for the next use)
   if buf is not None and buf.device == device:
     return x
@@ -118,11 +120,32 @@ _default = None
 
 
 def default_device():
-  """Where computations without committed inputs run: the backend's first device."""
+  """Where computations without committed inputs run: `jax_default_device` (the
+  `revax.default_device` context) when set, else the default backend's first device."""
+  chosen = config.default_device
+  if chosen is not None:
+    if isinstance(chosen, str):
+      from revax._src.runtime.client import get_backend
+      return get_backend(chosen).devices[0]
+    return chosen
   global _default
   if _default is None:
     from revax._src.runtime.client import get_backend
-    _default = get_backend().devices[0]  # (the backend is made once per process)
+    _default = get_backend().devices[0]  # (the default backend is made once per process)
+  return _default
+
+
+def default_moved() -> bool:
+  """Whether `jax_default_device` sends uncommitted work off the default backend's first
+  device (then eager ops place their operands like committed ones, without committing)."""
+  return config.default_device is not None and default_device() is not _backend_default()
+
+
+def _backend_default():
+  global _default
+  if _default is None:
+    from revax._src.runtime.client import get_backend
+    _default = get_backend().devices[0]
   return _default
 
 
@@ -131,7 +154,7 @@ def placement_needed(values, fun_name: str):
   when it runs as usual: its committed inputs are on the default device and no input has a
   buffer elsewhere (the common case, checked first at the cost of a few attribute reads per
   value). ValueError as `committed_device` for committed inputs on different devices."""
-  default = default_device()
+  default = _backend_default()
   for v in values:
     if type(v) is Array:
       buf = v._buf
@@ -140,7 +163,7 @@ def placement_needed(values, fun_name: str):
   else:
     return None
   device = committed_device(values, fun_name)
-  return device if device is not None else default
+  return device if device is not None else default_device()
 
 
 def on_default_device(x: Array) -> bool:
