@@ -13,11 +13,6 @@ Example:
 from __future__ import annotations
 
 _version: str = "0.1.0"  # a literal: setuptools reads it without importing revax
-
-
-def _version_as_tuple(version: str) -> tuple[int, ...]:
-  return tuple(int(part) for part in version.split("+")[0].split(".") if part.isdigit())
-
-
 __version__: str = _version
-__version_info__: tuple[int, ...] = _version_as_tuple(__version__)
+__version_info__: tuple[int, ...] = tuple(int(part) for part in _version.split("+")[0].split(".")
+                                          if part.isdigit())

@@ -151,6 +151,16 @@ def devices(backend=None):
 
 
 def device_count() -> int:
+  """The number of devices of the backend, as `len(revax.devices())`.
+
+  Returns:
+    The device count: 1 on the CPU unless `REVAX_CPU_DEVICE_COUNT=N` (set before the first
+    computation) asked for N.
+
+  Example:
+    >>> revax.device_count() == len(revax.devices())
+    True
+  """
   return len(devices())
 
 

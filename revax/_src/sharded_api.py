@@ -38,6 +38,18 @@ def local_devices(process_index=None, backend=None, host_id=None) -> list:
 
 
 def local_device_count(backend=None) -> int:
+  """The number of devices attached to this process: all of them, as revax runs in one process.
+
+  Args:
+    backend: accepted for JAX's signature; revax has one backend (the CPU PJRT plugin).
+
+  Returns:
+    The device count, 1 unless `REVAX_CPU_DEVICE_COUNT` asked for more.
+
+  Example:
+    >>> revax.local_device_count() == revax.device_count()
+    True
+  """
   return len(get_backend().devices)
 
 
