@@ -36,6 +36,14 @@ def _docs_module(name):
     sys.path.pop(0)
 
 
+def test_importing_the_hooks_leaves_the_environment_alone():
+  """The hooks give the build 4 devices when it starts; importing them (as these tests do) must
+  not, or every later test in the process would get 4 devices."""
+  before = dict(os.environ)
+  _docs_module("hooks")
+  assert dict(os.environ) == before
+
+
 def test_every_public_name_is_in_the_reference(site):
   hooks = _docs_module("hooks")
   missing = []
