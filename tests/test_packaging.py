@@ -135,3 +135,24 @@ def test_changelog_names_the_current_version():
   text = (ROOT / "CHANGELOG.md").read_text()
   headings = re.findall(r"^## \[?([^\]\s]+)\]?", text, flags=re.M)
   assert headings[:2] == ["Unreleased", revax.__version__], headings
+
+
+def test_ci_runs_the_readme_commands():
+  """CI runs exactly the README's install and test commands, in a venv of its own."""
+  readme = (ROOT / "README.md").read_text()
+  command = "python -m pip install -e '.[test]' && python -m pytest -n 2 tests"
+  assert f"\n    {command}\n" in readme
+  ci_lines = (ROOT / ".ci" / "run").read_text().splitlines()
+  install, test = command.split(" && ")
+  assert install in ci_lines and test in ci_lines
+  assert ci_lines.index(install) < ci_lines.index(test)
+  assert any("-m venv" in line for line in ci_lines)
+
+
+def test_check_scripts_name_existing_tests():
+  text = (ROOT / "constraints" / "check-env").read_text()
+  block = text[text.index("FAST_TESTS=(") + len("FAST_TESTS=("):]
+  paths = block[:block.index(")")].split()
+  assert paths and all((ROOT / p.split("::")[0]).exists() for p in paths), paths
+  for script in ("latest-check", "lowest-check", "check-env"):
+    assert (ROOT / "constraints" / script).stat().st_mode & 0o111, f"{script} is not executable"
