@@ -13,10 +13,6 @@ import os
 import pkgutil
 import types
 
-# The guides' code runs in this process; the sharding guide needs several devices, and the CPU
-# client's device count is fixed when the first computation creates it.
-os.environ.setdefault("REVAX_CPU_DEVICE_COUNT", "4")
-
 from mkdocs.structure.files import File
 
 try:  # revax's docstrings title their doctest blocks "Example:" (griffe knows only "Examples:")
@@ -88,6 +84,15 @@ def _index(api: dict[str, list[str]]) -> str:
   for module, names in api.items():
     lines.append(f"| [`{module}`]({module}.md) | {len(names)} |")
   return "\n".join(lines) + "\n"
+
+
+def on_config(config):
+  """The guides' code runs in the build's process; the sharding guide needs several devices, and
+  the CPU client's device count is fixed when the first computation creates it. Set here, when a
+  build starts, not on import: tests import this module for `public_api()`, and their process
+  must keep its one device."""
+  os.environ.setdefault("REVAX_CPU_DEVICE_COUNT", "4")
+  return config
 
 
 def on_files(files, config):

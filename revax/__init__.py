@@ -115,4 +115,4 @@ from revax._src.fwd_and_bwd import fwd_and_bwd as fwd_and_bwd
 from revax._src.user_context import make_user_context as make_user_context
 from revax._src.lazy_modules import module_getattr as __getattr__  # revax.scipy on first use
 
-__version__ = "0.1.0"
+from revax.version import __version__ as __version__  # the one place it is written

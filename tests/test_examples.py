@@ -86,7 +86,12 @@ def test_quick_run_end_to_end(tmp_path, capsys):
   result = rr.main(["--quick", "--plot", str(plot)])
   out = capsys.readouterr().out
   assert "test accuracy" in out and str(plot) in out
-  assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+  png = plot.read_bytes()
+  assert png[:8] == b"\x89PNG\r\n\x1a\n"
+  width, height = int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
+  assert width > 2 * height  # two panels side by side: memory and step time
+  header = next(line for line in out.splitlines() if line.startswith("depth |"))
+  assert header.split() == ["depth", "|", *rr.MODES, "|", *rr.MODES]  # names in full
   assert result["losses"][-1] < result["losses"][0]
   assert result["test_accuracy"] > 0.2  # one epoch of a tiny net, chance is 0.1
   assert set(result["table"]) == {(m, d) for m in rr.MODES for d in (2, 4)}

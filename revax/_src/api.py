@@ -173,7 +173,19 @@ def _backend_of(backend, get_backend):
 
 
 def device_count(backend=None) -> int:
-  """The number of devices of a backend (see `devices`)."""
+  """The number of devices of a backend, as `len(revax.devices(backend))`.
+
+  Args:
+    backend: "cpu", "tpu" or None (the default backend), as for `devices`.
+
+  Returns:
+    The device count: on the CPU 1 unless `REVAX_CPU_DEVICE_COUNT=N` (set before the first
+    computation) asked for N.
+
+  Example:
+    >>> revax.device_count() == len(revax.devices())
+    True
+  """
   return len(devices(backend))
 
 

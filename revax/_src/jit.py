@@ -1076,11 +1076,20 @@ def jit(fun=None, *, in_shardings=None, out_shardings=None, static_argnums=(),
       warning, and an argument XLA reused is deleted by the call (using it again raises
       RuntimeError). Training loops that replace their parameters each step
       (`params = step(params, batch)`) so keep one copy of them instead of two.
-    in_shardings, out_shardings: a sharding (NamedSharding, SingleDeviceSharding) for every
-      argument/output, or a pytree prefix of the positional arguments/outputs with a sharding
-      or None at each leaf. A program over a mesh of several devices is partitioned by XLA and
-      runs on all of them (sharded_jit.py); unspecified shardings are taken from sharded
-      arguments or left for XLA to choose.
+    in_shardings: a sharding (NamedSharding, SingleDeviceSharding) for every argument, or a
+      pytree prefix of the positional arguments with a sharding or None at each leaf. A program
+      over a mesh of several devices is partitioned by XLA and runs on all of them
+      (sharded_jit.py); unspecified shardings are taken from sharded arguments or left for XLA
+      to choose.
+    out_shardings: the same for the outputs: one sharding for every output, or a pytree prefix
+      of the outputs with a sharding or None (XLA chooses) at each leaf.
+    keep_unused: as in JAX, whether arguments the program does not read still count: with
+      True a sharded argument that `fun` ignores still places the call on its mesh. (revax's
+      compiled program takes every argument either way, where JAX's drops unused ones unless
+      this is True.)
+    inline: JAX's option to inline this function into an enclosing trace instead of staging a
+      nested `jit` call. revax accepts it and stages the nested call either way (XLA inlines
+      it when compiling, so values and speed are the same; `make_jaxpr` shows the call).
 
   Returns:
     A function with `fun`'s signature that traces once per argument signature and runs the

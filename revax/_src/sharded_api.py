@@ -39,7 +39,20 @@ def local_devices(process_index=None, backend=None, host_id=None) -> list:
 
 
 def local_device_count(backend=None) -> int:
-  """The number of devices of this process on a backend (see `local_devices`)."""
+  """The number of devices attached to this process on a backend: all of them, as revax runs
+  in one process.
+
+  Args:
+    backend: "cpu", "tpu" or None (the default backend); JAX's RuntimeError for one that is
+      not present.
+
+  Returns:
+    The device count, on the CPU 1 unless `REVAX_CPU_DEVICE_COUNT` asked for more.
+
+  Example:
+    >>> revax.local_device_count() == revax.device_count()
+    True
+  """
   return len(get_backend(backend).devices)
 
 

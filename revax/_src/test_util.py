@@ -93,6 +93,22 @@ def numerical_jvp(f, primals, tangents, eps):
 
 
 def check_jvp(f, args, atol=None, rtol=None, eps=None, rng=None):
+  """Check `f`'s JVP against central finite differences in a random tangent direction, as
+  `jax.test_util.check_jvp`.
+
+  Args:
+    f: the function.
+    args: a tuple of its arguments (arrays).
+    atol, rtol: tolerances (by default from the arguments' dtypes).
+    eps: the finite-difference step (by default from the dtypes).
+    rng: a NumPy Generator drawing the tangents (default: seeded 0).
+
+  Returns:
+    None; raises AssertionError when they differ.
+
+  Example:
+    >>> revax.test_util.check_jvp(jnp.sin, (jnp.array([0.5, 1.0]),))
+  """
   from revax._src.autodiff import jvp
   rng = rng or np.random.default_rng(0)
   atol, rtol, eps = _tolerances(args, atol, rtol, eps)
@@ -104,6 +120,22 @@ def check_jvp(f, args, atol=None, rtol=None, eps=None, rng=None):
 
 
 def check_vjp(f, args, atol=None, rtol=None, eps=None, rng=None):
+  """Check `f`'s VJP against finite differences: `<J t, ct> == <t, vjp(ct)>` for a random
+  tangent `t` and cotangent `ct`, `J t` by central differences, as `jax.test_util.check_vjp`.
+
+  Args:
+    f: the function.
+    args: a tuple of its arguments (arrays).
+    atol, rtol: tolerances (by default from the arguments' dtypes).
+    eps: the finite-difference step (by default from the dtypes).
+    rng: a NumPy Generator drawing `t` and `ct` (default: seeded 1).
+
+  Returns:
+    None; raises AssertionError when they differ.
+
+  Example:
+    >>> revax.test_util.check_vjp(jnp.sin, (jnp.array([0.5, 1.0]),))
+  """
   from revax._src.autodiff import vjp
   rng = rng or np.random.default_rng(1)
   atol, rtol, eps = _tolerances(args, atol, rtol, eps)

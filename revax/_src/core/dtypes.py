@@ -214,8 +214,33 @@ def is_python_scalar(x) -> bool:
 
 
 def iinfo(dtype):
+  """Machine limits of an integer dtype, as `numpy.iinfo` (ml_dtypes' for int4 and friends).
+
+  Args:
+    dtype: an integer dtype, or a value or name NumPy turns into one.
+
+  Returns:
+    An object with `bits`, `min`, `max` and `dtype`.
+
+  Example:
+    >>> revax.dtypes.iinfo("int8").max
+    127
+  """
   return ml_dtypes.iinfo(np.dtype(dtype))
 
 
 def finfo(dtype):
+  """Machine limits of a floating dtype, as `numpy.finfo` (ml_dtypes' for bfloat16 and the
+  float8 types).
+
+  Args:
+    dtype: a floating dtype, or a value or name NumPy turns into one.
+
+  Returns:
+    An object with `bits`, `eps`, `max`, `min`, `tiny`, `resolution` and `dtype`.
+
+  Example:
+    >>> int(revax.dtypes.finfo(jnp.bfloat16).bits)
+    16
+  """
   return ml_dtypes.finfo(np.dtype(dtype))

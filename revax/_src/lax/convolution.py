@@ -58,7 +58,7 @@ __all__ = [
 class ConvDimensionNumbers(NamedTuple):
   """Where the batch, feature and spatial dimensions of a convolution sit.
 
-  Args:
+  Attributes:
     lhs_spec: `(batch dimension, feature dimension, spatial dimensions...)` of the lhs.
     rhs_spec: `(out feature dimension, in feature dimension, spatial dimensions...)` of the rhs.
     out_spec: `(batch dimension, feature dimension, spatial dimensions...)` of the output.

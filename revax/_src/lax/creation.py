@@ -66,6 +66,18 @@ def full_like(x, fill_value, dtype=None, shape=None):
 
 
 def zeros_like_array(x):
+  """An array of zeros with `x`'s shape and dtype, as `lax.full_like(x, 0)`.
+
+  Args:
+    x: an array.
+
+  Returns:
+    Zeros of `x`'s shape and dtype.
+
+  Example:
+    >>> lax.zeros_like_array(jnp.ones((2,), jnp.int32))
+    Array([0, 0], dtype=int32)
+  """
   return full_like(x, 0)
 
 
