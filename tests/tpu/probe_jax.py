@@ -31,7 +31,10 @@ plane = jnp.arange(64.0).reshape(8, 8)
 plane_grad = jax.jit(jax.grad(lambda p: jax.lax.reduce_window(
     p, -jnp.inf, jax.lax.max, (2, 2), (2, 2), "VALID").sum()))
 found["maxpool2d_grad_stablehlo"] = plane_grad.lower(plane).as_text()
-found["maxpool2d_grad"] = np.asarray(plane_grad(plane)).tolist()
+try:
+  found["maxpool2d_grad"] = np.asarray(plane_grad(plane)).tolist()
+except Exception as e:  # noqa: BLE001 -- jax 0.10.2 fails this one on a TPU: record it
+  found["maxpool2d_grad"] = f"ERROR {type(e).__name__}: {str(e)[:400]}"
 
 
 def printing(x):
