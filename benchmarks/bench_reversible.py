@@ -117,14 +117,41 @@ def dumped_modules(dump_dir: str) -> set:
 
 def optimized_hlo_counts(new_files) -> dict | None:
   """Counts in XLA's after-optimizations module of the program just compiled (the one dump file
-  that appeared): dots (or convolutions), copies, fusions, conditionals, while loops."""
+  that appeared): dots (or convolutions), copies of data (not the zero fills of a fence's
+  untaken branch), conditionals, loop fusions (standalone elementwise passes: each one reads
+  and writes memory) and the MiB those write."""
   if len(new_files) != 1:
     return None
-  text = next(iter(new_files)).read_text()
-  ops = collections.Counter(re.findall(r"=\s+(?:\([^=]*?\)|\S+)\s+([a-z][a-z0-9\-]*)\(", text))
-  return {"dot": ops.get("dot", 0) + ops.get("convolution", 0), "copy": ops.get("copy", 0),
-          "fusion": ops.get("fusion", 0), "conditional": ops.get("conditional", 0),
-          "while": ops.get("while", 0)}
+  counts = collections.Counter()
+  for line in next(iter(new_files)).read_text().splitlines():
+    m = re.search(r"=\s+(\(.*?\)|\S+)\s+([a-z][a-z0-9\-]*)\((.*)", line)
+    if not m:
+      continue
+    shape, op, rest = m.groups()
+    if op in ("dot", "convolution"):
+      counts["dot"] += 1
+    elif op == "copy" and not re.match(r"%?(wrapped_)?(broadcast|constant)", rest):
+      counts["copy"] += 1
+    elif op in ("conditional", "while"):
+      counts[op] += 1
+    elif op == "fusion" and "kind=kLoop" in rest and not line.lstrip().startswith("ROOT"):
+      counts["loop fusion"] += 1
+      counts["loop fusion MiB"] += _shape_bytes(shape) / 2 ** 20
+  return {k: counts.get(k, 0) for k in OPTIMIZED_KEYS}
+
+
+OPTIMIZED_KEYS = ("dot", "copy", "conditional", "loop fusion", "loop fusion MiB")
+_ITEMSIZE = {"f32": 4, "f16": 2, "bf16": 2, "s32": 4, "u32": 4, "pred": 1, "f64": 8, "s64": 8}
+
+
+def _shape_bytes(shape: str) -> int:
+  total = 0
+  for dtype, dims in re.findall(r"([a-z]+[0-9]*)\[([0-9,]*)\]", shape):
+    n = 1
+    for d in filter(None, dims.split(",")):
+      n *= int(d)
+    total += n * _ITEMSIZE.get(dtype, 4)
+  return total
 
 
 def run_variants(variants, depths, width, batch, rounds, calls, dump_dir=None, emit=print,
@@ -318,8 +345,8 @@ def format_report(results, args, platforms, load) -> str:
             "StableHLO revax lowers (and, with --dump, XLA's optimized HLO), per block: the "
             "difference between the deepest and the shallowest depth over the blocks between.",
             "", "| variant | " + " | ".join(o.replace("stablehlo.", "") for o in HLO_OPS)
-            + " | optimized: dot | copy | fusion | conditional |",
-            "|" + "---|" * (len(HLO_OPS) + 5)]
+            + " | " + " | ".join(f"XLA: {k}" for k in OPTIMIZED_KEYS) + " |",
+            "|" + "---|" * (len(HLO_OPS) + len(OPTIMIZED_KEYS) + 1)]
   for v in variants:
     ran = [d for d in args.depths if "stablehlo" in results.get((v, d), {})]
     if len(ran) < 2:
@@ -328,10 +355,9 @@ def format_report(results, args, platforms, load) -> str:
     n = ran[-1] - ran[0]
     cells = [f"{(hi['stablehlo'][o] - lo['stablehlo'][o]) / n:g}" for o in HLO_OPS]
     if lo.get("optimized") and hi.get("optimized"):
-      cells += [f"{(hi['optimized'][k] - lo['optimized'][k]) / n:g}"
-                for k in ("dot", "copy", "fusion", "conditional")]
+      cells += [f"{(hi['optimized'][k] - lo['optimized'][k]) / n:.3g}" for k in OPTIMIZED_KEYS]
     else:
-      cells += ["-"] * 4
+      cells += ["-"] * len(OPTIMIZED_KEYS)
     lines.append(f"| {v} | " + " | ".join(cells) + " |")
   peaks = [f"{r['platform']}: {size(r['device_peak_bytes'])}" for (k, _), r in results.items()
            if r.get("device_peak_bytes")]

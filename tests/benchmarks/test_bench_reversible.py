@@ -71,12 +71,20 @@ def test_tiny_run_end_to_end(bench, tmp_path, capsys):
     if line.startswith("| revax"):
       cells = [c.strip() for c in line.strip("|").split("|")]
       counts[cells[0]] = dict(zip(["dot_general", "if", "case", "barrier", "transpose", "while",
-                                   "xla dot", "copy", "fusion", "conditional"],
+                                   "xla dot", "copy", "conditional", "loop fusion",
+                                   "loop MiB"],
                                   (float(c) for c in cells[1:]), strict=True))
   assert {v: c["dot_general"] for v, c in counts.items()} == {
       "revax plain": 6, "revax forward": 2, "revax invertible": 8, "revax checkpoint": 8}
   assert {v: c["xla dot"] for v, c in counts.items()} == {
       "revax plain": 6, "revax forward": 2, "revax invertible": 8, "revax checkpoint": 8}
   assert counts["revax checkpoint"]["if"] == 1 and counts["revax invertible"]["if"] == 0
+  # the walk adds one forward's work and nothing else: no more elementwise passes than plain
+  # grad's plus one forward's (XLA fuses the ends of tiny walks a little differently), no
+  # conditional per block (one fence around the whole walk) and no copies of data
+  inv, plain, fwd = (counts[f"revax {v}"] for v in ("invertible", "plain", "forward"))
+  assert inv["loop fusion"] <= plain["loop fusion"] + fwd["loop fusion"], counts
+  assert inv["conditional"] == 0 and counts["revax checkpoint"]["conditional"] == 1, counts
+  assert inv["copy"] == 0, counts
   for variant in ("revax plain", "revax invertible", "jax plain", "jax checkpoint"):
     assert f"| {variant} | " in report
