@@ -209,3 +209,14 @@ def test_errors():
     stack({"w": _weights(1)[0]}, *_inputs())
   with pytest.raises(ValueError, match="at least one block"):
     R.stack_params([])
+
+
+def test_reachable_as_revax_reversible_after_import_revax():
+  import os
+  import subprocess
+  import sys
+  code = ("import sys, revax; assert 'revax.reversible' not in sys.modules; "
+          "print(revax.reversible.reversible_block.__module__)")
+  out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                       env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
+  assert out.stdout.strip() == "revax._src.nn.reversible"
