@@ -22,9 +22,14 @@ over their difference in blocks): in the StableHLO revax lowers, the dots (6 = n
 a recomputation with the forward), optimization barriers and transposes; with `--dump`, in XLA's
 optimized HLO, the dots, copies, fusions and conditionals XLA kept.
 
+With `--barrier`, a third process runs revax's invertible and checkpoint with the fence lowered
+as an optimization_barrier (jax.checkpoint's fence) instead of a conditional, to see whether
+the conditional is what costs on a backend (on XLA:CPU the barrier does not fence: its dots and
+memory fall to plain grad's).
+
 Run (one command, < 5 minutes on one TPU v5e chip at the default TPU sizes):
   python benchmarks/bench_reversible.py --out RESULTS_reversible.md [--depths 8,16,32]
-      [--width W --batch B] [--rounds 5 --calls 3] [--dump] [--no-jax]
+      [--width W --batch B] [--rounds 5 --calls 3] [--dump] [--barrier] [--no-jax]
 Sizes default by platform: TPU width 2048, batch 8192, depths 8,16,32; CPU width 512, batch 512,
 depths 4,8,16.
 """
@@ -52,6 +57,8 @@ from timing import time_interleaved  # noqa: E402
 
 REVAX_VARIANTS = ("revax plain", "revax forward", "revax invertible", "revax checkpoint")
 JAX_VARIANTS = ("jax plain", "jax forward", "jax checkpoint")
+BARRIER = " (barrier fence)"  # revax's recomputations fenced by optimization_barrier alone
+BARRIER_VARIANTS = ("revax invertible" + BARRIER, "revax checkpoint" + BARRIER)
 SIZES = {"tpu": {"width": 2048, "batch": 8192, "depths": (8, 16, 32)},
          "cpu": {"width": 512, "batch": 512, "depths": (4, 8, 16)}}
 HLO_OPS = ("stablehlo.dot_general", "stablehlo.if", "stablehlo.case",
@@ -61,7 +68,7 @@ HLO_OPS = ("stablehlo.dot_general", "stablehlo.if", "stablehlo.case",
 # --- the network ---------------------------------------------------------------------------------
 def make_loss(variant: str):
   """(library module, loss(ws, x1, x2)) of a variant ('revax plain', 'jax checkpoint', ...)."""
-  lib_name, method = variant.split()
+  lib_name, method = variant.split()[:2]
   if lib_name == "revax":
     import revax
     import revax.numpy as np_
@@ -224,11 +231,29 @@ def _platform(variant: str) -> str:
   return f"{d.device_kind} ({d.platform})"
 
 
+def use_barrier_fence() -> None:
+  """An experiment's swap, in this process only: lower revax's `fenced_call` (the fence around
+  a checkpointed block's recomputation and around invertible's backward walk) as an
+  `optimization_barrier` over its operands followed by the body, as jax.checkpoint fences,
+  instead of a conditional on an opaque predicate. XLA:CPU expands barriers before CSE, so there
+  the recomputation is merged with the forward (plain grad's dots and memory); the dump's dot
+  counts and the memory column show whether a backend keeps it."""
+  from revax._src.interpreters import barrier, mlir
+
+  def barrier_then_body(ctx, *args, jaxpr):
+    args = ctx.op("stablehlo.optimization_barrier", list(args), ctx.avals_in)
+    return mlir.inline_closed_jaxpr(ctx.fb, jaxpr, args)
+  dict.__setitem__(mlir.lowerings, barrier.fenced_call_p, barrier_then_body)
+
+
 def child_main(args) -> None:
-  variants = REVAX_VARIANTS if args.child == "revax" else JAX_VARIANTS
-  if args.child == "revax":
+  variants = {"revax": REVAX_VARIANTS, "jax": JAX_VARIANTS,
+              "revax-barrier": BARRIER_VARIANTS}[args.child]
+  if args.child.startswith("revax"):
     import revax
     revax.config.update("enable_compilation_cache", False)  # compile times must be compiles
+  if args.child == "revax-barrier":
+    use_barrier_fence()
 
   def emit(variant, depth, result):
     print("RESULT " + json.dumps([variant, depth, result]), flush=True)
@@ -291,7 +316,8 @@ def per_block_common(results, variants, depths, key="seconds"):
 
 def format_report(results, args, platforms, load) -> str:
   size = lambda b: f"{b / 2 ** 30:.2f} GiB" if b >= 2 ** 30 / 10 else f"{b / 2 ** 20:.1f} MiB"
-  variants = [v for v in REVAX_VARIANTS + JAX_VARIANTS if any(k[0] == v for k in results)]
+  variants = [v for v in REVAX_VARIANTS + BARRIER_VARIANTS + JAX_VARIANTS
+              if any(k[0] == v for k in results)]
   lines = [f"# Reversible MLP per block: {', '.join(sorted(set(platforms)))}", "",
            f"Command: `python benchmarks/bench_reversible.py {' '.join(args.argv)}`  ",
            f"Width {args.width} per stream, batch {args.batch}, float32; {args.rounds} "
@@ -341,6 +367,13 @@ def format_report(results, args, platforms, load) -> str:
   ratio("revax invertible / jax checkpoint (separate processes)", "revax invertible",
         "jax checkpoint", "<= 1")
   ratio("revax plain / jax plain (separate processes)", "revax plain", "jax plain")
+  if any(k[0] in BARRIER_VARIANTS for k in results):
+    ratio("revax invertible, barrier fence / conditional fence (separate processes)",
+          "revax invertible" + BARRIER, "revax invertible")
+    ratio("revax checkpoint, barrier fence / conditional fence (separate processes)",
+          "revax checkpoint" + BARRIER, "revax checkpoint")
+    ratio("revax invertible, barrier fence / (revax plain + revax forward)",
+          "revax invertible" + BARRIER, ("revax plain", "revax forward"), "<= 1.1")
   lines += ["", "## What each revax program holds per block", "",
             "StableHLO revax lowers (and, with --dump, XLA's optimized HLO), per block: the "
             "difference between the deepest and the shallowest depth over the blocks between.",
@@ -384,7 +417,12 @@ def main(argv=None) -> None:
   parser.add_argument("--max-seconds", type=float, default=120.0,
                       help="per process: start no deeper depth after this long (default 120)")
   parser.add_argument("--no-jax", action="store_true", help="skip the JAX process")
-  parser.add_argument("--child", choices=("revax", "jax"), help=argparse.SUPPRESS)
+  parser.add_argument("--barrier", action="store_true",
+                      help="also run revax's invertible and checkpoint with an "
+                           "optimization_barrier fence instead of a conditional (a third "
+                           "process; an experiment)")
+  parser.add_argument("--child", choices=("revax", "jax", "revax-barrier"),
+                      help=argparse.SUPPRESS)
   parser.add_argument("--dump-dir", help=argparse.SUPPRESS)
   args = parser.parse_args(argv)
   args.argv = list(sys.argv[1:] if argv is None else argv)
@@ -401,6 +439,9 @@ def main(argv=None) -> None:
   env = dict(os.environ)
   print(f"revax process: depths {args.depths}, width {args.width}, batch {args.batch}", flush=True)
   results = run_child("revax", args, env)
+  if args.barrier:
+    print("revax process with barrier fences", flush=True)
+    results.update(run_child("revax-barrier", args, env))
   if not args.no_jax:
     print("jax process", flush=True)
     # jax picks its platform itself (the TPU where there is one, now that revax let it go)

@@ -64,7 +64,7 @@ def test_tiny_run_end_to_end(bench, tmp_path, capsys):
   pytest.importorskip("jax")
   out = tmp_path / "table.md"
   bench.main(["--out", str(out), "--depths", "1,3", "--width", "32", "--batch", "8",
-              "--rounds", "1", "--calls", "1", "--dump"])
+              "--rounds", "1", "--calls", "1", "--dump", "--barrier"])
   report = out.read_text()
   counts = {}
   for line in report.split("## What each revax program holds per block")[1].splitlines():
@@ -74,10 +74,16 @@ def test_tiny_run_end_to_end(bench, tmp_path, capsys):
                                    "xla dot", "copy", "conditional", "loop fusion",
                                    "loop MiB"],
                                   (float(c) for c in cells[1:]), strict=True))
+  barrier = {v: counts.pop(v) for v in list(counts) if v.endswith("(barrier fence)")}
   assert {v: c["dot_general"] for v, c in counts.items()} == {
       "revax plain": 6, "revax forward": 2, "revax invertible": 8, "revax checkpoint": 8}
   assert {v: c["xla dot"] for v, c in counts.items()} == {
       "revax plain": 6, "revax forward": 2, "revax invertible": 8, "revax checkpoint": 8}
+  # the experiment's fence: a barrier per checkpointed block, none per block of the walk, and
+  # no conditional
+  assert {v: (c["barrier"], c["if"], c["dot_general"]) for v, c in barrier.items()} == {
+      "revax invertible (barrier fence)": (0, 0, 8), "revax checkpoint (barrier fence)": (1, 0, 8)}
+  assert "| revax invertible, barrier fence / conditional fence (separate processes) |" in report
   assert counts["revax checkpoint"]["if"] == 1 and counts["revax invertible"]["if"] == 0
   # the walk adds one forward's work and nothing else: no more elementwise passes than plain
   # grad's plus one forward's (XLA fuses the ends of tiny walks a little differently), no
