@@ -55,7 +55,6 @@ def additive_coupling(fn):
   """
   _check_callable(fn, "additive_coupling")
 
-  @functools.wraps(fn)
   def coupling(params, x1, x2):
     return x1 + fn(params, x2), x2
 
