@@ -200,6 +200,12 @@ class Array:
     return RuntimeError(f"Array has been deleted with shape={self.aval.dtype.name}[{shape}].")
 
   def copy_to_host_async(self) -> None:
+    """Start bringing the value to the host without waiting for it: a value still being
+    computed is read back where it is first used; a computed one is copied now."""
+    buf = self._buf
+    if self._npy is None and buf is not None and buf._ptr is not None and \
+        not buf._info.ready and not buf.is_ready():
+      return
     self._value()
 
   # --- conversions -------------------------------------------------------------------------
