@@ -66,16 +66,19 @@ def operands():
 
 def test_a_long_call_returns_at_once_with_a_right_result(steps, operands):
   x, p = operands
-  start = time.perf_counter()
-  y = shift(x, p, steps)
-  returned = time.perf_counter() - start
-  assert not y.is_ready()
-  y.block_until_ready()
-  total = time.perf_counter() - start
-  assert y.is_ready()
-  assert total >= 0.5, total
-  assert returned < 0.05 * total, (returned, total)
-  np.testing.assert_array_equal(y, np.roll(X, steps, axis=1))
+  fractions = []
+  for _ in range(3):  # the best of three: a process descheduled by load is not revax's time
+    start = time.perf_counter()
+    y = shift(x, p, 2 * steps)  # about 1.2 s
+    returned = time.perf_counter() - start
+    assert not y.is_ready()
+    y.block_until_ready()
+    total = time.perf_counter() - start
+    assert y.is_ready()
+    assert total >= 0.5, total
+    np.testing.assert_array_equal(y, np.roll(X, 2 * steps, axis=1))
+    fractions.append(returned / total)
+  assert min(fractions) < 0.05, fractions
 
 
 def test_every_host_read_waits_for_the_value(steps, operands):
@@ -85,14 +88,14 @@ def test_every_host_read_waits_for_the_value(steps, operands):
       "__array__": lambda y: y.__array__()[0, :3].tolist(),
       "item": lambda y: y[0, 0].item(),  # an eager op queued on y, then read
       "float": lambda y: float(y[0, 1]),
-      "bool": lambda y: bool(y[0, 1] == np.roll(X, steps // 8, axis=1)[0, 1]),
+      "bool": lambda y: bool(y[0, 1] == np.roll(X, steps // 2, axis=1)[0, 1]),
       "tolist": lambda y: y.tolist()[0][:3],
       "repr": lambda y: repr(y).split(",")[0],
       "dlpack": lambda y: np.from_dlpack(y)[0, :3].tolist(),
   }
-  want = np.roll(X, steps // 8, axis=1)
+  want = np.roll(X, steps // 2, axis=1)
   for name, read in reads.items():
-    y = shift(x, p, steps // 8)
+    y = shift(x, p, steps // 2)
     assert not y.is_ready(), name
     got = read(y)
     expected = read(revax.device_put(want))
@@ -134,7 +137,7 @@ MESSAGE = "expected a float32 input"
 def test_a_program_failing_at_run_time_raises_at_first_use(failing_kernel, steps, operands):
   x, p = operands
   f = revax.jit(_fails_after)
-  slow, failed = f(x, p, steps // 4)  # returns: the failure happens later, on the device
+  slow, failed = f(x, p, steps // 2)  # returns: the failure happens later, on the device
   assert not failed.is_ready()
   later = revax.jit(lambda a: a * 2 + 1)(failed)  # queued behind it, fed its failed output
   eager = failed + 3  # an eager op on the device value is queued the same way
@@ -228,16 +231,16 @@ def test_deletion_with_work_in_flight(steps, operands):
 def test_donation_with_work_in_flight(steps, operands):
   x, p = operands
   double = revax.jit(lambda a: a * 2, donate_argnums=0)
-  y = shift(x, p, steps // 4)
+  y = shift(x, p, steps // 2)
   assert not y.is_ready()
   z = double(y)  # donates a buffer that is still being computed
   assert y.is_deleted()
   with pytest.raises(RuntimeError, match="deleted"):
     np.asarray(y)
-  np.testing.assert_array_equal(z, np.roll(X, steps // 4, axis=1) * 2)
+  np.testing.assert_array_equal(z, np.roll(X, steps // 2, axis=1) * 2)
   for _ in range(3):  # a loop donating its state, never waiting
     z = double(shift(z, p, 1))
-  np.testing.assert_array_equal(z, np.roll(X, steps // 4 + 3, axis=1) * 16)
+  np.testing.assert_array_equal(z, np.roll(X, steps // 2 + 3, axis=1) * 16)
 
 
 def test_block_until_ready_with_work_in_flight(steps, operands):
@@ -316,9 +319,28 @@ def test_memory_is_flat_over_10000_queued_calls(operands):
   assert rss1 - rss0 < 24 * 2 ** 20, f"resident memory grew by {(rss1 - rss0) / 2**20:.1f} MiB"
 
 
+class _MallInfo2(ctypes.Structure):
+  _fields_ = [(name, ctypes.c_size_t) for name in (
+      "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks",
+      "fordblks", "keepcost")]
+
+
+def _allocated_bytes() -> int:
+  """The CPU device's memory in use: XLA:CPU allocates device buffers with the C allocator, so
+  glibc's count of bytes in use (`mallinfo2`: heap and mmapped) includes them, where resident
+  memory would not show memory freed earlier and reused. Resident memory elsewhere."""
+  try:
+    mallinfo2 = ctypes.CDLL("libc.so.6").mallinfo2
+  except (OSError, AttributeError):
+    return _rss_bytes()
+  mallinfo2.restype = _MallInfo2
+  info = mallinfo2()
+  return info.uordblks + info.hblkhd
+
+
 def _peak_growth(limit: int, steps: int) -> tuple:
   """Queue 40 calls behind a long one, each on a fresh 4 MiB input dropped at once, with at
-  most `limit` computations in flight; return the growth of resident memory at its peak, and
+  most `limit` computations in flight; return the growth of the memory in use at its peak, and
   the most computations the window held."""
   revax.config.update("revax_max_inflight_computations", limit)
   try:
@@ -330,11 +352,11 @@ def _peak_growth(limit: int, steps: int) -> tuple:
     window = _window()
     window.drain()
     gc.collect()
-    base, peak, most = _rss_bytes(), 0, 0
+    base, peak, most = _allocated_bytes(), 0, 0
     carry = shift(carry, p, 3 * steps)  # about 2 s: the loop queues everything meanwhile
     for _ in range(40):
       carry, _ = take(carry, revax.device_put(big), p)
-      peak = max(peak, _rss_bytes() - base)
+      peak = max(peak, _allocated_bytes() - base)
       most = max(most, len(window))
     carry.block_until_ready()
     return peak, most
@@ -345,7 +367,7 @@ def _peak_growth(limit: int, steps: int) -> tuple:
 def test_the_in_flight_bound_holds(steps):
   # Each queued call holds its 4 MiB input until it runs: unbounded, the loop runs ahead of
   # the device and memory grows with it (160 MiB); with at most 4 in flight, it stays near 4
-  # inputs.
+  # inputs. (On CPU the device's memory is the process's: see `_allocated_bytes`.)
   bounded, most = _peak_growth(4, steps)
   assert most <= 4
   unbounded, most_unbounded = _peak_growth(1000, steps)
@@ -405,18 +427,18 @@ def test_eager_ops_on_device_values_are_queued(steps, operands):
   x, p = operands
   ops = lambda v: rnp.tanh(v * 0.0) + v  # noqa: E731
   ops(x).block_until_ready()  # (their one-primitive programs compiled)
-  y = shift(x, p, steps // 4)
+  y = shift(x, p, steps // 2)
   z = ops(y)  # eager ops on a value being computed: queued, not waited for
   assert not z.is_ready()
-  np.testing.assert_array_equal(z, np.roll(X, steps // 4, axis=1))
+  np.testing.assert_array_equal(z, np.roll(X, steps // 2, axis=1))
 
 
 def test_copy_to_host_async_does_not_wait(steps, operands):
   x, p = operands
-  y = shift(x, p, steps // 4)
+  y = shift(x, p, steps // 2)
   y.copy_to_host_async()
   assert not y.is_ready()
-  np.testing.assert_array_equal(y, np.roll(X, steps // 4, axis=1))
+  np.testing.assert_array_equal(y, np.roll(X, steps // 2, axis=1))
 
 
 def test_device_put_of_a_value_being_computed(steps, operands):

@@ -241,6 +241,7 @@ class Backend:
     self._fn_to_host = fns["Buffer_ToHostBuffer"]
     freer = fastpath.freer(api)  # the compiled Buffer_Destroy, or None (then ctypes)
     self._free = freer.free if freer is not None else None
+    self._waiter = fastpath.waiter(api)  # the compiled wait for buffers, or None (ctypes)
     # each device's computations in flight (see the module docstring)
     limit = config.read("revax_max_inflight_computations")
     self._windows = {d._ptr: _new_window(api, limit) for d in self.devices}
@@ -514,6 +515,19 @@ class Backend:
     finally:
       self._scratch.append(scratch)
 
+  def wait_buffers(self, buffers: Sequence["Buffer"]) -> None:
+    """Wait until every one of `buffers` (live Buffers of this backend) is computed and mark it
+    so; raise the error of the first whose computation failed."""
+    waiter = self._waiter
+    if waiter is None:
+      for buffer in buffers:
+        if not buffer._info.ready:
+          buffer._wait(buffer._live_pointer())
+      return
+    failure = waiter.wait(buffers)
+    if failure is not None:
+      raise _with_callback_cause(self._api.take_error(failure[1]))
+
   def _buffer_is_ready(self, pointer: int) -> bool:
     """Whether the buffer's value is computed (PJRT_Event_IsReady of its ready event)."""
     api = self._api
@@ -747,7 +761,11 @@ class Buffer:
   def _wait(self, pointer: int) -> None:
     """Wait until the value (at `pointer`, live) is computed; raise the computation's error."""
     info = self._info
-    info.backend._await_buffer(pointer)
+    backend = info.backend
+    if backend._waiter is not None:
+      backend.wait_buffers((self,))
+      return
+    backend._await_buffer(pointer)
     settled = info.settled
     if settled is None:
       info.ready = True
@@ -1487,6 +1505,7 @@ class _CallbackThread(threading.local):
 _callback_thread = _CallbackThread()
 
 fastpath.configure(Array, Buffer, _executing_threads)  # the classes the compiled path makes
+fastpath.configure_info(_BufferInfo)
 
 
 def execution_refused() -> bool:

@@ -20,6 +20,7 @@ in the same order, with the same checks:
 - `Runner.run(pointers, device, window)`: execute on buffer pointers (`Executable._run`), with
   the same asynchronous return.
 - `Window`: one device's completion events in flight, at most `limit` (client.py).
+- `Waiter.wait(buffers)`: await each Buffer's ready event and mark it computed.
 - `Runner.run_sharded(lists, wait, launch_id)`: a multi-device launch, each under its own
   launch id; without `wait` it returns once queued, with the devices' completion events for
   `Runner.settle(events)` (client.py's `_InFlight` keeps one launch in flight).
@@ -62,6 +63,12 @@ def configure(array_type: type, buffer_type: type, executing_threads: set) -> No
     _module.configure(array_type, buffer_type, executing_threads)
 
 
+def configure_info(info_type: type) -> None:
+  """Tell the extension the Buffer info class (once, at import)."""
+  if _module is not None:
+    _module.configure_info(info_type)
+
+
 def configure_sharded(sharded_type: type, info_type: type) -> None:
   """Tell the extension the sharded Array class and the Buffer info class (once, at import)."""
   if _module is not None:
@@ -84,6 +91,20 @@ def freer(api: pjrt.Api):
     return None
   template, cls = _template("Buffer_Destroy")
   return _module.Freer(_address(api.functions["Buffer_Destroy"]), template, cls.buffer.offset)
+
+
+def waiter(api: pjrt.Api):
+  """A `Waiter` for buffers of `api`'s plugin, or None without the extension."""
+  if _module is None:
+    return None
+  fns = api.functions
+  ready_template, ready_cls = _template("Buffer_ReadyEvent")
+  event_template, event_cls = _template("Event_Await")
+  return _module.Waiter(
+      tuple(_address(fns[name]) for name in ("Buffer_ReadyEvent", "Event_Await",
+                                             "Event_Destroy")),
+      ready_template, (ready_cls.buffer.offset, ready_cls.event.offset), event_template,
+      event_cls.event.offset)
 
 
 def window(api: pjrt.Api, limit: int):
