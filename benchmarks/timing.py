@@ -94,8 +94,9 @@ def revax_program_directly(jitted, *args):
   """A function running the executable that `jitted(*args)` runs (revax's compiled program)
   straight on the runtime: `Executable.execute` on the arguments' device buffers, waiting for
   its outputs (as the rows' jit calls do with `block_until_ready`), freed when dropped -- no jit
-  front end (no signature lookup, argument checks, Array outputs or pytrees). Beside `revax.jit` it shows what the call path adds to the program itself; beside
-  JAX, whether a gap is revax's program or revax's call path.
+  front end (no signature lookup, argument checks, Array outputs or pytrees). Beside
+  `revax.jit` it shows what the call path adds to the program itself; beside JAX, whether a gap
+  is revax's program or revax's call path.
 
   `args` must be device-resident (revax.device_put) for the call to touch no host data.
   """
