@@ -265,8 +265,29 @@ static PyObject *Waiter_wait(Waiter *self, PyObject *buffers) {
   if (seq == NULL) return NULL;
   Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
   PyObject **items = PySequence_Fast_ITEMS(seq);
-  void **events = PyMem_Calloc(n > 0 ? n : 1, sizeof(void *));
+  void **events = NULL;
   PyObject *result = NULL;
+  /* Of several, first wait for one pending buffer alone (the last): the outputs of a launch turn
+     ready together, so the others are then mostly computed, and taking their ready events costs
+     neither a callback on XLA's threads nor a blocking wait each. */
+  for (Py_ssize_t i = n - 1; n > 1 && i >= 0; i--) {
+    PyObject *b = items[i];
+    if (!Py_IS_TYPE(b, buffer_type)) break; /* reported below */
+    PyObject *info = SLOT(b, off_info);
+    if (info == NULL || SLOT(info, off_info_ready) == Py_True) continue;
+    PyObject *one = PyTuple_Pack(1, b);
+    PyObject *first = one ? Waiter_wait(self, one) : NULL;
+    Py_XDECREF(one);
+    if (first == NULL) goto done;
+    if (first != Py_None) { /* (0, error): report it as buffers[i]'s */
+      result = Py_BuildValue("(nO)", i, PyTuple_GET_ITEM(first, 1));
+      Py_DECREF(first);
+      goto done;
+    }
+    Py_DECREF(first);
+    break;
+  }
+  events = PyMem_Calloc(n > 0 ? n : 1, sizeof(void *));
   if (events == NULL) {
     PyErr_NoMemory();
     goto done;
