@@ -92,10 +92,11 @@ def measure_interleaved(measure, libs: dict, rounds: int = 3) -> Timings:
 
 def revax_program_directly(jitted, *args):
   """A function running the executable that `jitted(*args)` runs (revax's compiled program)
-  straight on the runtime: `Executable.execute` on the arguments' device buffers, its outputs
-  freed when dropped -- no jit front end (no signature lookup, argument checks, Array outputs or
-  pytrees). Beside `revax.jit` it shows what the call path adds to the program itself; beside
-  JAX, whether a gap is revax's program or revax's call path.
+  straight on the runtime: `Executable.execute` on the arguments' device buffers, waiting for
+  its outputs (as the rows' jit calls do with `block_until_ready`), freed when dropped -- no jit
+  front end (no signature lookup, argument checks, Array outputs or pytrees). Beside
+  `revax.jit` it shows what the call path adds to the program itself; beside JAX, whether a gap
+  is revax's program or revax's call path.
 
   `args` must be device-resident (revax.device_put) for the call to touch no host data.
   """
@@ -106,7 +107,13 @@ def revax_program_directly(jitted, *args):
   leaves = list(entry.consts) + revax.tree_util.tree_leaves(args)
   buffers = [revax.device_put(leaf)._device_buffer() for leaf in leaves]
   executable = program.executable
-  return lambda: executable.execute(buffers)
+  wait = executable._backend.wait_buffers
+
+  def run():
+    outs = executable.execute(buffers)
+    wait(outs)
+    return outs
+  return run
 
 
 def row(label: str, t: Timings, target, unit: str = "us", scale: float = 1e6,

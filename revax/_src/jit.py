@@ -361,8 +361,8 @@ class _CallPlan:
     if self.one_device:
       runner = self.executable.new_runner()
       if runner is not None:
-        runner.set_plan(avals, tuple(entry.consts), self.executable.output_infos(self.device),
-                        self.out_avals, self.device._ptr)
+        self.executable.set_plan(runner, avals, tuple(entry.consts), self.out_avals,
+                                 self.device)
         self.runner = runner
 
   def call(self, args):

@@ -94,9 +94,25 @@ def test_bad_templates_are_errors_not_crashes():
   with pytest.raises(RuntimeError, match="set_plan"):
     runner.call(())
   with pytest.raises(TypeError):
-    runner.run((1,), 0)  # pointers must be a list
+    runner.run((1,), 0, None)  # pointers must be a list
+  with pytest.raises(TypeError, match="Window"):
+    runner.run([], 0, object())  # the window must be a Window or None
   with pytest.raises(ValueError, match="outputs"):
-    runner.set_plan((), (), (), (), 0)
+    runner.set_plan((), (), (), (), (), 0, None)
+  with pytest.raises(TypeError, match="Window"):
+    runner.set_plan((), (), (None,), (None,), (None,), 0, 3)
+  fns = (0, 0, 0, 0)
+  with pytest.raises(ValueError, match="template"):
+    fastpath._module.Window(fns, b"\0" * 4, 16, b"\0" * 32, (16, 24), b"\0" * 24, 16, 4)
+  with pytest.raises(ValueError, match="outside"):
+    fastpath._module.Window(fns, b"\0" * 24, 16, b"\0" * 25, (16, 40), b"\0" * 24, 16, 4)
+  with pytest.raises(ValueError, match="at least 1"):
+    fastpath._module.Window(fns, b"\0" * 24, 16, b"\0" * 25, (16, 24), b"\0" * 24, 16, 0)
+  window = get_backend().window(get_backend().devices[0])
+  with pytest.raises(ValueError, match="at least 1"):
+    window.limit = 0
+  with pytest.raises(ValueError, match="null"):
+    window.push(0)
 
 
 def test_a_stale_or_disabled_extension_is_not_used(monkeypatch):
@@ -119,7 +135,8 @@ def test_the_call_path_suites_pass_without_the_extension():
     from revax._src.runtime.client import get_backend
     assert not fastpath.available and get_backend()._free is None
     sys.exit(pytest.main(["-q", "-p", "no:cacheprovider", "-x",
-                          "tests/test_jit_call_path.py", "tests/runtime/test_array_ownership.py"]))
+                          "tests/test_jit_call_path.py", "tests/runtime/test_array_ownership.py",
+                          "tests/runtime/test_async_dispatch.py"]))
   """, {"here": here}, REVAX_FASTPATH="0", PYTHONPATH=here)
   assert check.returncode == 0, check.stdout[-3000:] + check.stderr[-3000:]
 

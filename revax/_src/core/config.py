@@ -112,6 +112,12 @@ def _size_limit(name, value):
   return value
 
 
+def _positive_int(name, value):
+  if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+    raise ValueError(f"config option {name} takes an int >= 1, got {value!r}")
+  return value
+
+
 def _nonneg_float(name, value):
   if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
     raise ValueError(f"config option jax_{name} takes a number >= 0, got {value!r}")
@@ -221,6 +227,9 @@ _OPTIONS = {o.name: o for o in [
     _Option("jax2tf_associative_scan_reductions", False,
             _only_false("revax has no jax2tf"), False,
             "jax2tf: lower reductions of associative scans differently"),
+    _Option("revax_max_inflight_computations", 32, _positive_int, False,
+            "computations queued per device (calls return before their work ends) before a "
+            "new call first waits for the oldest to finish, as JAX bounds its in-flight work"),
     _Option("revax_pjrt_plugin", None, _plugin_choice, False,
             "the PJRT plugin: a path to its shared library or the name of an installed package "
             "holding one (before the backend starts; env PJRT_PLUGIN; default: xla-cpu-pjrt)"),

@@ -34,6 +34,7 @@ from revax._src.lax import batch_util, shapes, slicing
 from revax._src.lax.callback_transfers import lower_callback_with_transfers
 from revax._src.runtime import ffi, host_transfer
 from revax._src.runtime.array import Array
+from revax._src.runtime.client import settle_all
 from revax._src.runtime.denormals import flush_off, flush_on
 from revax._src.runtime.pjrt import RuntimeBackendError
 
@@ -472,9 +473,9 @@ host_callback_primitives.update((pure_callback_p, io_callback_p, debug_callback_
 def effects_barrier() -> None:
   """Wait until the effects (callbacks) of every computation started so far have happened.
 
-  revax waits for each compiled program to finish, its host callbacks included, before the call
-  that ran it returns, so nothing is ever outstanding and this returns at once; it is here so
-  that programs written for JAX's asynchronous dispatch run unchanged.
+  A call of a program with host callbacks returns only once the program has finished (as
+  JAX's does on CPU), so its callbacks have run by then; other programs return as soon as they
+  are queued. This waits for every program queued so far to finish.
 
   Example:
     >>> seen = []
@@ -484,3 +485,4 @@ def effects_barrier() -> None:
     >>> len(seen)
     1
   """
+  settle_all()

@@ -28,7 +28,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#define FASTPATH_ABI 4
+#define FASTPATH_ABI 5
 #define TEMPLATE_MAX 256
 #define STACK_BUFFERS 64
 
@@ -42,7 +42,7 @@ static PyObject *executing_threads = NULL; /* client._executing_threads: a set o
 static PyTypeObject *sharded_type = NULL, *info_type = NULL;
 static Py_ssize_t off_sharding, off_buffers, off_indices;
 static Py_ssize_t off_info_backend, off_info_shape, off_info_dtype, off_info_device,
-    off_info_ready;
+    off_info_ready, off_info_settled;
 
 #define SLOT(obj, off) (*(PyObject **)((char *)(obj) + (off)))
 
@@ -97,12 +97,12 @@ static PyObject *configure_sharded(PyObject *module, PyObject *args) {
     return NULL;
   }
   PyTypeObject *s = (PyTypeObject *)sharded, *i = (PyTypeObject *)info;
-  Py_ssize_t o[9];
+  Py_ssize_t o[10];
   if (slot_offset(s, "_sharding", &o[0]) < 0 || slot_offset(s, "_buffers", &o[1]) < 0 ||
       slot_offset(s, "_indices", &o[2]) < 0 ||
       slot_offset(i, "backend", &o[4]) < 0 || slot_offset(i, "shape", &o[5]) < 0 ||
       slot_offset(i, "dtype", &o[6]) < 0 || slot_offset(i, "device", &o[7]) < 0 ||
-      slot_offset(i, "ready", &o[8]) < 0)
+      slot_offset(i, "ready", &o[8]) < 0 || slot_offset(i, "settled", &o[9]) < 0)
     return NULL;
   Py_INCREF(sharded);
   Py_INCREF(info);
@@ -110,7 +110,22 @@ static PyObject *configure_sharded(PyObject *module, PyObject *args) {
   Py_XSETREF(info_type, i);
   off_sharding = o[0], off_buffers = o[1], off_indices = o[2];
   off_info_backend = o[4], off_info_shape = o[5], off_info_dtype = o[6], off_info_device = o[7];
-  off_info_ready = o[8];
+  off_info_ready = o[8], off_info_settled = o[9];
+  Py_RETURN_NONE;
+}
+
+/* configure_info(_BufferInfo): the slots a Waiter reads and writes */
+static PyObject *configure_info(PyObject *module, PyObject *info) {
+  if (!PyType_Check(info)) {
+    PyErr_SetString(PyExc_TypeError, "configure_info takes the _BufferInfo class");
+    return NULL;
+  }
+  Py_ssize_t ready, settled;
+  if (slot_offset((PyTypeObject *)info, "ready", &ready) < 0 ||
+      slot_offset((PyTypeObject *)info, "settled", &settled) < 0)
+    return NULL;
+  Py_XSETREF(info_type, (PyTypeObject *)Py_NewRef(info));
+  off_info_ready = ready, off_info_settled = settled;
   Py_RETURN_NONE;
 }
 
@@ -193,6 +208,395 @@ static PyTypeObject FreerType = {
     .tp_methods = Freer_methods,
 };
 
+/* ---------------------------------------------------------------- Waiter */
+/* Waits for Buffers (one per backend): `wait(buffers)` awaits the ready event of each Buffer not
+   yet known to be computed and marks it so (its _BufferInfo's `ready`, or the Buffer takes the
+   info's `settled` one), all in C: waiting for the 128 outputs of a grad costs microseconds. */
+typedef struct {
+  PyObject_HEAD pjrt_fn ready_event, event_await, event_destroy;
+  Template ready_args; /* PJRT_Buffer_ReadyEvent_Args */
+  Py_ssize_t off_ready_buffer, off_ready_event;
+  Template event_args; /* PJRT_Event_Await_Args (the layout of Event_Destroy's too) */
+  Py_ssize_t off_event;
+} Waiter;
+
+/* Waiter((ready_event, event_await, event_destroy), ready_template, (off_buffer, off_event),
+          event_template, off_event) */
+static int Waiter_init(Waiter *self, PyObject *args, PyObject *kwds) {
+  PyObject *ready, *await_, *destroy, *ready_t, *event_t;
+  if (!PyArg_ParseTuple(args, "(OOO)O(nn)On", &ready, &await_, &destroy, &ready_t,
+                        &self->off_ready_buffer, &self->off_ready_event, &event_t,
+                        &self->off_event))
+    return -1;
+  self->ready_event = (pjrt_fn)as_pointer(ready);
+  self->event_await = (pjrt_fn)as_pointer(await_);
+  self->event_destroy = (pjrt_fn)as_pointer(destroy);
+  if (PyErr_Occurred()) return -1;
+  if (read_template(ready_t, &self->ready_args) < 0 ||
+      read_template(event_t, &self->event_args) < 0 ||
+      check_offset(&self->ready_args, self->off_ready_buffer, "Buffer_ReadyEvent.buffer") < 0 ||
+      check_offset(&self->ready_args, self->off_ready_event, "Buffer_ReadyEvent.event") < 0 ||
+      check_offset(&self->event_args, self->off_event, "Event_Await.event") < 0)
+    return -1;
+  return 0;
+}
+
+/* Mark the Buffer `b` computed (GIL held). */
+static void mark_ready(PyObject *b) {
+  PyObject *info = SLOT(b, off_info);
+  PyObject *settled = SLOT(info, off_info_settled);
+  if (settled == NULL || settled == Py_None) {
+    Py_XSETREF(SLOT(info, off_info_ready), Py_NewRef(Py_True));
+  } else {
+    SLOT(b, off_info) = Py_NewRef(settled);
+    Py_DECREF(info);
+  }
+}
+
+/* wait(buffers) -> None once every Buffer among `buffers` (a sequence of live Buffers) is
+   computed, each then marked so; or (i, error): waiting for buffers[i] failed with the
+   PJRT_Error `error` (for Python to raise), the buffers before it are marked. */
+static PyObject *Waiter_wait(Waiter *self, PyObject *buffers) {
+  if (buffer_type == NULL || info_type == NULL) {
+    PyErr_SetString(PyExc_RuntimeError, "_fastpath.configure/configure_info were not called");
+    return NULL;
+  }
+  PyObject *seq = PySequence_Fast(buffers, "wait(buffers): a sequence of Buffers");
+  if (seq == NULL) return NULL;
+  Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+  PyObject **items = PySequence_Fast_ITEMS(seq);
+  void **events = NULL;
+  PyObject *result = NULL;
+  /* Of several, first wait for one pending buffer alone (the last): the outputs of a launch turn
+     ready together, so the others are then mostly computed, and taking their ready events costs
+     neither a callback on XLA's threads nor a blocking wait each. */
+  for (Py_ssize_t i = n - 1; n > 1 && i >= 0; i--) {
+    PyObject *b = items[i];
+    if (!Py_IS_TYPE(b, buffer_type)) break; /* reported below */
+    PyObject *info = SLOT(b, off_info);
+    if (info == NULL || SLOT(info, off_info_ready) == Py_True) continue;
+    PyObject *one = PyTuple_Pack(1, b);
+    PyObject *first = one ? Waiter_wait(self, one) : NULL;
+    Py_XDECREF(one);
+    if (first == NULL) goto done;
+    if (first != Py_None) { /* (0, error): report it as buffers[i]'s */
+      result = Py_BuildValue("(nO)", i, PyTuple_GET_ITEM(first, 1));
+      Py_DECREF(first);
+      goto done;
+    }
+    Py_DECREF(first);
+    break;
+  }
+  events = PyMem_Calloc(n > 0 ? n : 1, sizeof(void *));
+  if (events == NULL) {
+    PyErr_NoMemory();
+    goto done;
+  }
+  Py_ssize_t failed = -1, end = 0, marked = 0;
+  void *error = NULL;
+  char ready_args[TEMPLATE_MAX], event_args[TEMPLATE_MAX];
+  memcpy(ready_args, self->ready_args.bytes, self->ready_args.size);
+  memcpy(event_args, self->event_args.bytes, self->event_args.size);
+  /* the ready events are taken with the GIL held: no Buffer is freed meanwhile */
+  for (Py_ssize_t i = 0; i < n; i++) {
+    PyObject *b = items[i];
+    if (!Py_IS_TYPE(b, buffer_type)) {
+      PyErr_SetString(PyExc_TypeError, "wait(buffers): a sequence of Buffers");
+      goto cleanup;
+    }
+    PyObject *info = SLOT(b, off_info);
+    if (info == NULL || SLOT(info, off_info_ready) == Py_True) continue;
+    PyObject *ptr = SLOT(b, off_ptr);
+    if (ptr == NULL || !PyLong_CheckExact(ptr)) {
+      PyErr_SetString(PyExc_RuntimeError, "this buffer has been deleted");
+      goto cleanup;
+    }
+    void *buffer = PyLong_AsVoidPtr(ptr);
+    PUT(ready_args, self->off_ready_buffer, buffer);
+    error = self->ready_event(ready_args);
+    if (error != NULL) {
+      failed = i;
+      break;
+    }
+    memcpy(&events[i], ready_args + self->off_ready_event, sizeof(void *));
+  }
+  /* a failed ReadyEvent is reported alone; none of the buffers is waited for */
+  end = marked = failed < 0 ? n : 0;
+  Py_BEGIN_ALLOW_THREADS for (Py_ssize_t i = 0; i < end; i++) {
+    if (events[i] == NULL) continue;
+    PUT(event_args, self->off_event, events[i]);
+    void *await_error = self->event_await(event_args);
+    void *destroy_error = self->event_destroy(event_args);
+    events[i] = NULL;
+    if (await_error != NULL || destroy_error != NULL) {
+      /* (a second error of this buffer is left unfreed: only one can be reported) */
+      failed = marked = i, error = await_error ? await_error : destroy_error;
+      break; /* the events after it are destroyed below, unawaited */
+    }
+  }
+  Py_END_ALLOW_THREADS
+cleanup:
+  for (Py_ssize_t i = 0; i < n; i++) { /* events taken but not awaited */
+    if (events[i] == NULL) continue;
+    PUT(event_args, self->off_event, events[i]);
+    void *e = self->event_destroy(event_args);
+    (void)e;
+  }
+  if (PyErr_Occurred()) goto done;
+  for (Py_ssize_t i = 0; i < marked; i++) {
+    PyObject *info = SLOT(items[i], off_info);
+    if (info != NULL && SLOT(info, off_info_ready) != Py_True) mark_ready(items[i]);
+  }
+  result = failed < 0 ? Py_NewRef(Py_None)
+                      : Py_BuildValue("(nN)", failed, PyLong_FromVoidPtr(error));
+done:
+  Py_DECREF(seq);
+  PyMem_Free(events);
+  return result;
+}
+
+static PyMethodDef Waiter_methods[] = {
+    {"wait", (PyCFunction)Waiter_wait, METH_O,
+     "wait(buffers) -> None, or (index, error) for the first buffer whose wait failed"},
+    {NULL}};
+
+static PyTypeObject WaiterType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "revax._src.runtime._fastpath.Waiter",
+    .tp_basicsize = sizeof(Waiter),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Waits for Buffers to be computed (see the module docstring).",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Waiter_init,
+    .tp_methods = Waiter_methods,
+};
+
+/* ---------------------------------------------------------------- Window */
+/* The completion events of one device's computations still in flight: jit calls and eager ops
+   return as soon as their work is queued (JAX's asynchronous dispatch), and their outputs' own
+   ready events say when each is computed. A window keeps at most `limit` such events, oldest
+   first: before a launch, the oldest are awaited until there is room (JAX's max in-flight
+   computations), so a Python loop that runs ahead of the device cannot queue unbounded work
+   (and the memory its arguments hold). Errors of the awaited events are dropped here: a failed
+   computation's outputs carry its error and raise it where they are read.
+   Used with the GIL held (which orders its bookkeeping); each wait releases the GIL. */
+typedef struct {
+  PyObject_HEAD pjrt_fn event_await, event_destroy, event_is_ready;
+  pjrt_fn error_destroy;  /* PJRT_Error_Destroy (returns void; its result is ignored) */
+  Template event_args;    /* PJRT_Event_Await_Args (the layout of Event_Destroy's too) */
+  Py_ssize_t off_event;
+  Template ready_args; /* PJRT_Event_IsReady_Args */
+  Py_ssize_t off_ready_event, off_is_ready;
+  Template error_args; /* PJRT_Error_Destroy_Args */
+  Py_ssize_t off_error;
+  void **ring; /* `count` events from `head` on, modulo `capacity` */
+  Py_ssize_t capacity, head, count, limit;
+  Py_ssize_t launched; /* events pushed so far (for tests and statistics) */
+} Window;
+
+/* Free a PJRT_Error (no GIL needed). */
+static void window_drop_error(Window *w, void *error) {
+  if (error == NULL) return;
+  char args[TEMPLATE_MAX];
+  memcpy(args, w->error_args.bytes, w->error_args.size);
+  PUT(args, w->off_error, error);
+  w->error_destroy(args);
+}
+
+/* Await and destroy `event`, dropping its errors (no GIL needed). */
+static void window_settle_event(Window *w, void *event) {
+  char args[TEMPLATE_MAX];
+  memcpy(args, w->event_args.bytes, w->event_args.size);
+  PUT(args, w->off_event, event);
+  window_drop_error(w, w->event_await(args));
+  window_drop_error(w, w->event_destroy(args));
+}
+
+/* Whether `event` has fired, with or without an error (no GIL needed). A failing query counts
+   as fired: the caller then awaits the event and reports what that says. */
+static int window_is_ready(Window *w, void *event) {
+  char args[TEMPLATE_MAX];
+  memcpy(args, w->ready_args.bytes, w->ready_args.size);
+  PUT(args, w->off_ready_event, event);
+  void *error = w->event_is_ready(args);
+  if (error != NULL) {
+    window_drop_error(w, error);
+    return 1;
+  }
+  return *((char *)args + w->off_is_ready) != 0;
+}
+
+/* Await the oldest events until fewer than `limit` are left (GIL held; released per wait). */
+static void window_make_room(Window *w) {
+  while (w->count >= w->limit && w->count > 0) {
+    void *event = w->ring[w->head];
+    w->head = (w->head + 1) % w->capacity;
+    w->count--;
+    Py_BEGIN_ALLOW_THREADS window_settle_event(w, event);
+    Py_END_ALLOW_THREADS
+  }
+}
+
+/* Add `event` (GIL held): 0, or -1 where the ring cannot grow (no Python error set; the caller
+   then awaits the event itself). */
+static int window_push(Window *w, void *event) {
+  if (w->count == w->capacity) {
+    Py_ssize_t capacity = w->capacity ? 2 * w->capacity : 8;
+    void **ring = PyMem_Malloc(capacity * sizeof(void *));
+    if (ring == NULL) return -1;
+    for (Py_ssize_t i = 0; i < w->count; i++) ring[i] = w->ring[(w->head + i) % w->capacity];
+    PyMem_Free(w->ring);
+    w->ring = ring, w->capacity = capacity, w->head = 0;
+  }
+  w->ring[(w->head + w->count) % w->capacity] = event;
+  w->count++;
+  w->launched++;
+  return 0;
+}
+
+/* Await every event in the window (GIL held; released per wait). */
+static void window_drain(Window *w) {
+  while (w->count > 0) {
+    void *event = w->ring[w->head];
+    w->head = (w->head + 1) % w->capacity;
+    w->count--;
+    Py_BEGIN_ALLOW_THREADS window_settle_event(w, event);
+    Py_END_ALLOW_THREADS
+  }
+}
+
+/* Window((event_await, event_destroy, event_is_ready, error_destroy), event_template,
+          off_event, ready_template, (off_ready_event, off_is_ready), error_template, off_error,
+          limit) */
+static int Window_init(Window *self, PyObject *args, PyObject *kwds) {
+  PyObject *await_, *destroy, *is_ready, *error_destroy, *event_t, *ready_t, *error_t;
+  if (!PyArg_ParseTuple(args, "(OOOO)OnO(nn)Onn", &await_, &destroy, &is_ready, &error_destroy,
+                        &event_t, &self->off_event, &ready_t, &self->off_ready_event,
+                        &self->off_is_ready, &error_t, &self->off_error, &self->limit))
+    return -1;
+  self->event_await = (pjrt_fn)as_pointer(await_);
+  self->event_destroy = (pjrt_fn)as_pointer(destroy);
+  self->event_is_ready = (pjrt_fn)as_pointer(is_ready);
+  self->error_destroy = (pjrt_fn)as_pointer(error_destroy);
+  if (PyErr_Occurred()) return -1;
+  if (read_template(event_t, &self->event_args) < 0 ||
+      read_template(ready_t, &self->ready_args) < 0 ||
+      read_template(error_t, &self->error_args) < 0 ||
+      check_offset(&self->event_args, self->off_event, "Event_Await.event") < 0 ||
+      check_offset(&self->ready_args, self->off_ready_event, "Event_IsReady.event") < 0 ||
+      check_offset(&self->error_args, self->off_error, "Error_Destroy.error") < 0)
+    return -1;
+  if (self->off_is_ready < 16 || self->off_is_ready >= self->ready_args.size) {
+    PyErr_SetString(PyExc_ValueError, "Event_IsReady.is_ready lies outside its Args");
+    return -1;
+  }
+  if (self->limit < 1) {
+    PyErr_SetString(PyExc_ValueError, "a window's limit must be at least 1");
+    return -1;
+  }
+  return 0;
+}
+
+static void Window_dealloc(Window *self) {
+  window_drain(self);
+  PyMem_Free(self->ring);
+  Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static Py_ssize_t Window_len(Window *self) { return self->count; }
+
+static PyObject *Window_make_room(Window *self, PyObject *unused) {
+  window_make_room(self);
+  Py_RETURN_NONE;
+}
+
+static PyObject *Window_drain(Window *self, PyObject *unused) {
+  window_drain(self);
+  Py_RETURN_NONE;
+}
+
+/* push(event): add a completion event (the ctypes path's launches, with the window's limit) */
+static PyObject *Window_push(Window *self, PyObject *event) {
+  void *e = as_pointer(event);
+  if (e == NULL) {
+    if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "a null event pointer");
+    return NULL;
+  }
+  if (window_push(self, e) < 0) return PyErr_NoMemory();
+  Py_RETURN_NONE;
+}
+
+static PyObject *Window_is_ready(Window *self, PyObject *event) {
+  void *e = as_pointer(event);
+  if (e == NULL) {
+    if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "a null event pointer");
+    return NULL;
+  }
+  return PyBool_FromLong(window_is_ready(self, e));
+}
+
+static PyObject *Window_get_limit(Window *self, void *closure) {
+  return PyLong_FromSsize_t(self->limit);
+}
+
+static int Window_set_limit(Window *self, PyObject *value, void *closure) {
+  Py_ssize_t limit = value ? PyLong_AsSsize_t(value) : -1;
+  if (limit == -1 && PyErr_Occurred()) return -1;
+  if (limit < 1) {
+    PyErr_SetString(PyExc_ValueError, "a window's limit must be at least 1");
+    return -1;
+  }
+  self->limit = limit;
+  return 0;
+}
+
+static PyObject *Window_get_launched(Window *self, void *closure) {
+  return PyLong_FromSsize_t(self->launched);
+}
+
+static PyGetSetDef Window_getset[] = {
+    {"limit", (getter)Window_get_limit, (setter)Window_set_limit,
+     "at most this many computations in flight", NULL},
+    {"launched", (getter)Window_get_launched, NULL, "events pushed so far", NULL},
+    {NULL}};
+
+static PyMethodDef Window_methods[] = {
+    {"make_room", (PyCFunction)Window_make_room, METH_NOARGS,
+     "await the oldest events until fewer than `limit` are in flight"},
+    {"push", (PyCFunction)Window_push, METH_O, "push(event): add a completion event"},
+    {"drain", (PyCFunction)Window_drain, METH_NOARGS, "await every event in flight"},
+    {"is_ready", (PyCFunction)Window_is_ready, METH_O,
+     "is_ready(event): whether the event has fired"},
+    {NULL}};
+
+static PySequenceMethods Window_as_sequence = {.sq_length = (lenfunc)Window_len};
+
+static PyTypeObject WindowType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "revax._src.runtime._fastpath.Window",
+    .tp_basicsize = sizeof(Window),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "One device's computations in flight, at most `limit` (see the module docstring).",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Window_init,
+    .tp_dealloc = (destructor)Window_dealloc,
+    .tp_methods = Window_methods,
+    .tp_getset = Window_getset,
+    .tp_as_sequence = &Window_as_sequence,
+};
+
+/* The Window `obj` names, NULL for None (a program that waits), or -1 on a wrong type. */
+static int as_window(PyObject *obj, Window **out) {
+  if (obj == Py_None) {
+    *out = NULL;
+    return 0;
+  }
+  if (!Py_IS_TYPE(obj, &WindowType)) {
+    PyErr_SetString(PyExc_TypeError, "expected a Window or None");
+    return -1;
+  }
+  *out = (Window *)obj;
+  return 0;
+}
+
 /* ---------------------------------------------------------------- Runner */
 typedef struct {
   PyObject_HEAD pjrt_fn execute, event_await, event_destroy;
@@ -210,7 +614,9 @@ typedef struct {
   /* the plan (set_plan): what jit's repeated call checks and makes */
   PyObject *avals;     /* tuple: the aval of each argument */
   PyObject *consts;    /* tuple of Arrays passed before the arguments */
-  PyObject *infos;     /* tuple: the Buffer _info of each output */
+  PyObject *infos;     /* tuple: the Buffer _info of each output, computed when returned */
+  PyObject *pending_infos; /* tuple: the same for outputs still being computed */
+  PyObject *window;    /* the plan device's Window, or None: the program is awaited */
   PyObject *out_avals; /* tuple: the aval of each output */
   void *device;        /* PJRT_Device of the plan */
   /* the sharded plan (set_sharded_plan): what a repeated call over a mesh checks and makes */
@@ -229,6 +635,8 @@ static int Runner_traverse(Runner *self, visitproc visit, void *arg) {
   Py_VISIT(self->avals);
   Py_VISIT(self->consts);
   Py_VISIT(self->infos);
+  Py_VISIT(self->pending_infos);
+  Py_VISIT(self->window);
   Py_VISIT(self->out_avals);
   Py_VISIT(self->s_shardings);
   Py_VISIT(self->s_avals);
@@ -245,6 +653,8 @@ static int Runner_clear(Runner *self) {
   Py_CLEAR(self->avals);
   Py_CLEAR(self->consts);
   Py_CLEAR(self->infos);
+  Py_CLEAR(self->pending_infos);
+  Py_CLEAR(self->window);
   Py_CLEAR(self->out_avals);
   Py_CLEAR(self->s_shardings);
   Py_CLEAR(self->s_avals);
@@ -318,10 +728,18 @@ static int Runner_init(Runner *self, PyObject *args, PyObject *kwds) {
   return 0;
 }
 
-/* Execute on `inputs` and wait. Returns 0 with `outputs` filled, or 1 with the three error
-   pointers set (outputs filled only if execute itself succeeded), or -1 with a Python error. */
+/* Execute on `inputs`. With a `window` (the device's computations in flight), the launch first
+   makes room in it, and returns as soon as the work is queued: if the computation has not
+   finished by then its completion event joins the window. If it has (XLA:CPU runs small
+   programs inline), the event is destroyed; an error it carries came from a failed input
+   (a program failing inline makes execute itself fail), and is left to the outputs, which
+   carry it, as in JAX. Without a window (a program with host callbacks, which JAX also waits
+   for), the completion event is awaited here and its error reported.
+   Returns 0 with `outputs` filled and computed, 2 with `outputs` filled and still being
+   computed, 1 with the three error pointers set (outputs filled only if execute itself
+   succeeded), or -1 with a Python error. */
 static int execute(Runner *self, void **inputs, Py_ssize_t count, void *device, void **outputs,
-                   void *errors[3]) {
+                   void *errors[3], Window *window) {
   char exec_args[TEMPLATE_MAX], event_args[TEMPLATE_MAX];
   void *argument_list[1] = {inputs};
   void *output_list[1] = {outputs};
@@ -335,8 +753,9 @@ static int execute(Runner *self, void **inputs, Py_ssize_t count, void *device, 
   PUT(exec_args, self->off_events, events_address);
   if (self->portable) PUT(exec_args, self->off_device, device);
   memcpy(event_args, self->event_args.bytes, self->event_args.size);
+  if (window != NULL) window_make_room(window);
 
-  /* the calling thread waits in execute: a host callback run inline on it may run programs */
+  /* the calling thread is in execute: a host callback run inline on it may run programs */
   PyObject *ident = PyLong_FromUnsignedLong(PyThread_get_thread_ident());
   if (ident == NULL) return -1;
   int present = PySet_Contains(executing_threads, ident);
@@ -345,21 +764,40 @@ static int execute(Runner *self, void **inputs, Py_ssize_t count, void *device, 
     return -1;
   }
   void *exec_error, *await_error = NULL, *destroy_error = NULL;
+  int pending = 0, failed_input = 0;
   Py_BEGIN_ALLOW_THREADS exec_error = self->execute(exec_args);
   if (exec_error == NULL) {
-    PUT(event_args, self->off_event, events[0]);
-    await_error = self->event_await(event_args);
-    destroy_error = self->event_destroy(event_args);
+    if (window != NULL && events[0] != NULL && !window_is_ready(window, events[0])) {
+      pending = 1;
+    } else {
+      PUT(event_args, self->off_event, events[0]);
+      await_error = self->event_await(event_args);
+      destroy_error = self->event_destroy(event_args);
+      if (window != NULL && await_error != NULL) { /* left to the outputs (see above) */
+        window_drop_error(window, await_error);
+        window_drop_error(window, destroy_error);
+        await_error = destroy_error = NULL;
+        failed_input = 1;
+      }
+    }
   }
   Py_END_ALLOW_THREADS if (!present) {
     if (PySet_Discard(executing_threads, ident) < 0) PyErr_Clear();
   }
   Py_DECREF(ident);
+  if (pending) {
+    if (window_push(window, events[0]) == 0) return 2;
+    /* the window cannot grow (out of memory): wait for this one here */
+    PUT(event_args, self->off_event, events[0]);
+    Py_BEGIN_ALLOW_THREADS await_error = self->event_await(event_args);
+    destroy_error = self->event_destroy(event_args);
+    Py_END_ALLOW_THREADS
+  }
   if (exec_error || await_error || destroy_error) {
     errors[0] = exec_error, errors[1] = await_error, errors[2] = destroy_error;
     return 1;
   }
-  return 0;
+  return failed_input ? 2 : 0; /* outputs that carry an error are not known to be computed */
 }
 
 /* (execute error, await error, destroy error, [output pointers]) for Python to report */
@@ -380,19 +818,22 @@ static PyObject *failure(void *errors[3], void **outputs, Py_ssize_t n) {
                        PyLong_FromVoidPtr(errors[2]), list);
 }
 
-/* run(pointers, device) -> [output pointers], or a failure tuple (see `failure`) */
+/* run(pointers, device, window) -> [output pointers] (computed), ([output pointers],) (still
+   being computed, see `execute`), or a failure tuple (see `failure`) */
 static PyObject *Runner_run(Runner *self, PyObject *const *args, Py_ssize_t nargs) {
   if (self->num_devices != 1) {
     PyErr_SetString(PyExc_ValueError, "run() of a multi-device runner: use run_sharded()");
     return NULL;
   }
-  if (nargs != 2 || !PyList_Check(args[0])) {
-    PyErr_SetString(PyExc_TypeError, "run(pointers: list, device: int)");
+  if (nargs != 3 || !PyList_Check(args[0])) {
+    PyErr_SetString(PyExc_TypeError, "run(pointers: list, device: int, window)");
     return NULL;
   }
   PyObject *list = args[0];
   void *device = as_pointer(args[1]);
   if (device == NULL && PyErr_Occurred()) return NULL;
+  Window *window;
+  if (as_window(args[2], &window) < 0) return NULL;
   Py_ssize_t count = PyList_GET_SIZE(list), n = self->num_outputs;
   void *stack_in[STACK_BUFFERS], *stack_out[STACK_BUFFERS];
   void **inputs = count <= STACK_BUFFERS ? stack_in : PyMem_Malloc(count * sizeof(void *));
@@ -411,9 +852,9 @@ static PyObject *Runner_run(Runner *self, PyObject *const *args, Py_ssize_t narg
     }
   }
   void *errors[3];
-  int status = execute(self, inputs, count, device, outputs, errors);
+  int status = execute(self, inputs, count, device, outputs, errors, window);
   if (status < 0) goto done;
-  if (status) {
+  if (status == 1) {
     result = failure(errors, outputs, n);
     goto done;
   }
@@ -427,26 +868,32 @@ static PyObject *Runner_run(Runner *self, PyObject *const *args, Py_ssize_t narg
     }
     PyList_SET_ITEM(result, i, p);
   }
+  if (status == 2) result = Py_BuildValue("(N)", result);
 done:
   if (inputs != stack_in) PyMem_Free(inputs);
   if (outputs != stack_out) PyMem_Free(outputs);
   return result;
 }
 
-/* set_plan(avals, consts, infos, out_avals, device) */
+/* set_plan(avals, consts, infos, pending_infos, out_avals, device, window) */
 static PyObject *Runner_set_plan(Runner *self, PyObject *args) {
-  PyObject *avals, *consts, *infos, *out_avals, *device;
-  if (!PyArg_ParseTuple(args, "O!O!O!O!O", &PyTuple_Type, &avals, &PyTuple_Type, &consts,
-                        &PyTuple_Type, &infos, &PyTuple_Type, &out_avals, &device))
+  PyObject *avals, *consts, *infos, *pending_infos, *out_avals, *device, *window;
+  if (!PyArg_ParseTuple(args, "O!O!O!O!O!OO", &PyTuple_Type, &avals, &PyTuple_Type, &consts,
+                        &PyTuple_Type, &infos, &PyTuple_Type, &pending_infos, &PyTuple_Type,
+                        &out_avals, &device, &window))
     return NULL;
+  Window *unused;
+  if (as_window(window, &unused) < 0) return NULL;
   if (array_type == NULL) {
     PyErr_SetString(PyExc_RuntimeError, "_fastpath.configure was not called");
     return NULL;
   }
   if (PyTuple_GET_SIZE(infos) != self->num_outputs ||
+      PyTuple_GET_SIZE(pending_infos) != self->num_outputs ||
       PyTuple_GET_SIZE(out_avals) != self->num_outputs) {
-    PyErr_Format(PyExc_ValueError, "a plan for %zd outputs, got %zd infos and %zd avals",
-                 self->num_outputs, PyTuple_GET_SIZE(infos), PyTuple_GET_SIZE(out_avals));
+    PyErr_Format(PyExc_ValueError, "a plan for %zd outputs, got %zd and %zd infos and %zd avals",
+                 self->num_outputs, PyTuple_GET_SIZE(infos), PyTuple_GET_SIZE(pending_infos),
+                 PyTuple_GET_SIZE(out_avals));
     return NULL;
   }
   void *device_pointer = as_pointer(device);
@@ -455,6 +902,8 @@ static PyObject *Runner_set_plan(Runner *self, PyObject *args) {
   Py_XSETREF(self->avals, avals);
   Py_XSETREF(self->consts, consts);
   Py_XSETREF(self->infos, infos);
+  Py_XSETREF(self->pending_infos, Py_NewRef(pending_infos));
+  Py_XSETREF(self->window, Py_NewRef(window));
   Py_XSETREF(self->out_avals, out_avals);
   self->device = device_pointer;
   Py_RETURN_NONE;
@@ -510,12 +959,14 @@ static PyObject *Runner_call(Runner *self, PyObject *leaves) {
     }
   }
   void *errors[3];
-  int status = execute(self, inputs, count, self->device, outputs, errors);
+  Window *window = self->window == Py_None ? NULL : (Window *)self->window;
+  int status = execute(self, inputs, count, self->device, outputs, errors, window);
   if (status < 0) goto done;
-  if (status) {
+  if (status == 1) {
     result = failure(errors, outputs, n);
     goto done;
   }
+  PyObject *infos = status == 2 ? self->pending_infos : self->infos;
   result = PyList_New(n);
   Py_ssize_t made = 0;
   if (result != NULL) {
@@ -525,7 +976,7 @@ static PyObject *Runner_call(Runner *self, PyObject *leaves) {
       PyObject *array = buffer ? new_instance(array_type) : NULL;
       if (array == NULL) {
         if (buffer != NULL) { /* owns the pointer now: its finalizer frees it */
-          SLOT(buffer, off_info) = Py_NewRef(PyTuple_GET_ITEM(self->infos, made));
+          SLOT(buffer, off_info) = Py_NewRef(PyTuple_GET_ITEM(infos, made));
           SLOT(buffer, off_ptr) = pointer;
           Py_DECREF(buffer);
           made++;
@@ -534,7 +985,7 @@ static PyObject *Runner_call(Runner *self, PyObject *leaves) {
         }
         break;
       }
-      SLOT(buffer, off_info) = Py_NewRef(PyTuple_GET_ITEM(self->infos, made));
+      SLOT(buffer, off_info) = Py_NewRef(PyTuple_GET_ITEM(infos, made));
       SLOT(buffer, off_ptr) = pointer;
       SLOT(array, off_aval) = Py_NewRef(PyTuple_GET_ITEM(self->out_avals, made));
       SLOT(array, off_npy) = Py_NewRef(Py_None);
@@ -855,6 +1306,7 @@ static PyObject *new_info(PyObject *backend, PyObject *spec) {
   SLOT(info, off_info_dtype) = Py_NewRef(PyTuple_GET_ITEM(spec, 1));
   SLOT(info, off_info_device) = Py_NewRef(PyTuple_GET_ITEM(spec, 2));
   SLOT(info, off_info_ready) = Py_NewRef(Py_False);
+  SLOT(info, off_info_settled) = Py_NewRef(Py_None);
   return info;
 }
 
@@ -1024,9 +1476,11 @@ static PyMethodDef Runner_methods[] = {
      "run_sharded(lists, wait=True, launch_id=0) -> output pointers per device, or "
      "(errors..., outputs) on failure"},
     {"run", (PyCFunction)(void (*)(void))Runner_run, METH_FASTCALL,
-     "run(pointers, device) -> output pointers, or (errors..., outputs) on failure"},
+     "run(pointers, device, window) -> output pointers, (output pointers,) when still being "
+     "computed, or (errors..., outputs) on failure"},
     {"set_plan", (PyCFunction)Runner_set_plan, METH_VARARGS,
-     "set_plan(avals, consts, infos, out_avals, device): what call() checks and makes"},
+     "set_plan(avals, consts, infos, pending_infos, out_avals, device, window): what call() "
+     "checks and makes"},
     {"set_sharded_plan", (PyCFunction)Runner_set_sharded_plan, METH_VARARGS,
      "set_sharded_plan(shardings, avals, consts, order, out_avals, out_shardings, out_indices, "
      "out_specs, backend): what call_sharded() checks and makes"},
@@ -1055,6 +1509,8 @@ static PyTypeObject RunnerType = {
 static PyMethodDef module_methods[] = {
     {"configure", configure, METH_VARARGS,
      "configure(Array, Buffer, executing_threads): read the slot offsets once"},
+    {"configure_info", configure_info, METH_O,
+     "configure_info(_BufferInfo): read the slot offsets a Waiter uses"},
     {"configure_sharded", configure_sharded, METH_VARARGS,
      "configure_sharded(ShardedArray, _BufferInfo): read their slot offsets once"},
     {NULL}};
@@ -1064,12 +1520,16 @@ static struct PyModuleDef module_def = {
     "revax's compiled call path (optional; see runtime/fastpath.py).", -1, module_methods};
 
 PyMODINIT_FUNC PyInit__fastpath(void) {
-  if (PyType_Ready(&RunnerType) < 0 || PyType_Ready(&FreerType) < 0) return NULL;
+  if (PyType_Ready(&RunnerType) < 0 || PyType_Ready(&FreerType) < 0 ||
+      PyType_Ready(&WindowType) < 0 || PyType_Ready(&WaiterType) < 0)
+    return NULL;
   PyObject *m = PyModule_Create(&module_def);
   if (m == NULL) return NULL;
   if (PyModule_AddIntConstant(m, "ABI", FASTPATH_ABI) < 0 ||
       PyModule_AddObjectRef(m, "Runner", (PyObject *)&RunnerType) < 0 ||
-      PyModule_AddObjectRef(m, "Freer", (PyObject *)&FreerType) < 0) {
+      PyModule_AddObjectRef(m, "Freer", (PyObject *)&FreerType) < 0 ||
+      PyModule_AddObjectRef(m, "Window", (PyObject *)&WindowType) < 0 ||
+      PyModule_AddObjectRef(m, "Waiter", (PyObject *)&WaiterType) < 0) {
     Py_DECREF(m);
     return NULL;
   }

@@ -204,6 +204,12 @@ class Array:
     return RuntimeError(f"Array has been deleted with shape={self.aval.dtype.name}[{shape}].")
 
   def copy_to_host_async(self) -> None:
+    """Start bringing the value to the host without waiting for it: a value still being
+    computed is read back where it is first used; a computed one is copied now."""
+    buf = self._buf
+    if self._npy is None and buf is not None and buf._ptr is not None and \
+        not buf._info.ready and not buf.is_ready():
+      return
     self._value()
 
   # --- conversions -------------------------------------------------------------------------
@@ -349,18 +355,29 @@ def from_numpy(x: np.ndarray, weak_type: bool = False, *, fresh: bool = False) -
 
 def block_until_ready_all(leaves) -> None:
   """Wait for every Array among `leaves` (other leaves are skipped). An Array whose buffer is
-  known to be computed (every output of a compiled call) costs a few attribute reads; a deleted
-  buffer raises as `Array.block_until_ready` does."""
+  known to be computed costs a few attribute reads; the others are waited for together (one
+  call into the runtime per backend); a deleted buffer raises as `Array.block_until_ready`
+  does."""
+  pending = []
   for leaf in leaves:
     if type(leaf) is Array:
       buf = leaf._buf
       if buf is None:
         if leaf._npy is None:
           raise leaf._deleted_error()
-      elif buf._ptr is None or not buf._info.ready:
-        leaf.block_until_ready()
+      elif buf._ptr is None:
+        raise leaf._deleted_error()
+      elif not buf._info.ready:
+        pending.append(buf)
     elif isinstance(leaf, Array):
       leaf.block_until_ready()
+  if pending:
+    backend = pending[0]._info.backend
+    if all(b._info.backend is backend for b in pending):
+      backend.wait_buffers(pending)
+    else:
+      for b in pending:
+        b.block_until_ready()
 
 
 pytype_aval_mappings[Array] = lambda x: x.aval

@@ -13,6 +13,14 @@ compiles StableHLO text into `Executable`s and runs them:
 The runtime checks only byte sizes when executing (an int32 array where f32 is expected runs and
 returns garbage); callers validate shapes and dtypes before `execute`.
 
+Dispatch is asynchronous, as JAX's: `execute` returns as soon as the program is queued. Its
+output Buffers are futures: whatever reads their data (`to_numpy`, `block_until_ready`) waits on
+that buffer's own ready event and raises the program's error there (a program fed a failed
+buffer fails the same way). Each device keeps the completion events of its queued programs in a
+window of at most `revax_max_inflight_computations` (JAX's bound on in-flight work): a launch
+that finds it full first waits for the oldest. Programs with host callbacks are waited for at
+the call (as JAX does on CPU), so their effects and errors happen before it returns.
+
 Hot paths (`buffer_from_numpy`, `execute`, `Buffer.to_numpy`, freeing a buffer) reuse
 preallocated ctypes argument structs. Each set of structs is taken from a pool for the duration
 of one call and put back afterwards (`list.pop`/`list.append` are atomic), so concurrent calls
@@ -20,6 +28,7 @@ from several threads never share one. PJRT calls release the GIL.
 """
 from __future__ import annotations
 
+import collections
 import ctypes as C
 import dataclasses
 import itertools
@@ -52,7 +61,8 @@ _is_finalizing = sys.is_finalizing
 
 # Executable.serialize(): this header, then the plugin's bytes. The flag says whether the program
 # was compiled portable (one device, chosen per call), which the plugin's bytes do not tell.
-_SERIALIZED = struct.Struct("<8sII")  # magic, format version, flags (bit 0: portable)
+# (bit 0: portable; bit 1: calls wait for it, see `Executable.waits`)
+_SERIALIZED = struct.Struct("<8sII")  # magic, format version, flags
 _SERIALIZED_MAGIC = b"RVXEXEC\0"
 _SERIALIZED_VERSION = 1
 _SERIALIZE_DELETER = C.CFUNCTYPE(None, _ptr)
@@ -302,6 +312,10 @@ class Backend:
     self._fn_to_host = fns["Buffer_ToHostBuffer"]
     freer = fastpath.freer(api)  # the compiled Buffer_Destroy, or None (then ctypes)
     self._free = freer.free if freer is not None else None
+    self._waiter = fastpath.waiter(api)  # the compiled wait for buffers, or None (ctypes)
+    # each device's computations in flight (see the module docstring)
+    limit = config.read("revax_max_inflight_computations")
+    self._windows = {d._ptr: _new_window(api, limit) for d in self.devices}
 
   def __repr__(self) -> str:
     return f"Backend(platform={self.platform!r}, devices={self.devices})"
@@ -313,6 +327,18 @@ class Backend:
     kind = api.call("DeviceDescription_Kind", device_description=description)
     return Device(device_id, self.platform, api.string(kind.device_kind, kind.device_kind_size),
                   pointer, self)
+
+  def window(self, device: Device):
+    """The window of `device`'s computations in flight (`len()` of it: how many; `limit`; the
+    `launched` count; `drain()` waits for them all)."""
+    return self._windows[device._ptr]
+
+  def settle(self) -> None:
+    """Wait until every computation queued on this backend's devices has finished (errors are
+    left to the outputs that carry them)."""
+    for window in self._windows.values():
+      window.drain()
+    settle_in_flight()
 
   def _memory(self, pointer: int) -> "Memory":
     """The Memory of a PJRT_Memory pointer (one object per memory space)."""
@@ -448,6 +474,15 @@ class Backend:
                                    use_spmd_partitioning=use_spmd_partitioning,
                                    use_shardy_partitioner=use_shardy_partitioner,
                                    portable=portable)
+    executable = self._compile_or_load(code, options, portable, transfers)
+    # programs that call Python wait for it (host callbacks' effects and errors happen in the call)
+    executable.waits = _calls_python(code) or transfers is not None
+    return executable
+
+  def _compile_or_load(self, code: bytes, options: bytes, portable: bool,
+                       transfers) -> Executable:
+    """The executable of `code`: from the persistent cache where it has it, else compiled
+    (and stored when it took long enough); `transfers`: its host-transfer callbacks, if any."""
     cache = compilation_cache.settings
     if not cache.enabled:
       return _with_transfers(self._compile(code, options, portable), transfers)
@@ -521,6 +556,7 @@ class Backend:
                           serialized_executable=C.cast(C.c_char_p(payload), _ptr),
                           serialized_executable_size=len(payload))
     executable = Executable(self, args.loaded_executable, portable=bool(flags & 1))
+    executable.waits = bool(flags & 2)
     # The plugin's Executable_Serialize of a deserialized executable drops its machine code
     # (loading those bytes fails with "Function ... not found"): keep the bytes it came from.
     executable._serialized = data
@@ -545,6 +581,8 @@ class Backend:
       raise self._api.take_error(error)
 
   def _await_buffer(self, pointer: int) -> None:
+    """Wait until the buffer is computed; raise the error of the computation that made it (or
+    of one before it that it depends on), with its host callback's exception as the cause."""
     scratch = self._take_scratch()
     try:
       scratch.ready.buffer = pointer
@@ -552,8 +590,23 @@ class Backend:
       if error:
         raise self._api.take_error(error)
       self._await_event(scratch, scratch.ready.event)
+    except RuntimeBackendError as e:
+      raise _with_callback_cause(e)
     finally:
       self._scratch.append(scratch)
+
+  def wait_buffers(self, buffers: Sequence["Buffer"]) -> None:
+    """Wait until every one of `buffers` (live Buffers of this backend) is computed and mark it
+    so; raise the error of the first whose computation failed."""
+    waiter = self._waiter
+    if waiter is None:
+      for buffer in buffers:
+        if not buffer._info.ready:
+          buffer._wait(buffer._live_pointer())
+      return
+    failure = waiter.wait(buffers)
+    if failure is not None:
+      raise _with_callback_cause(self._api.take_error(failure[1]))
 
   def _buffer_is_ready(self, pointer: int) -> bool:
     """Whether the buffer's value is computed (PJRT_Event_IsReady of its ready event)."""
@@ -625,6 +678,13 @@ def _with_transfers(executable: "Executable", transfers) -> "Executable":
   if transfers is not None:
     transfers.attach(executable)
   return executable
+
+
+def _calls_python(code: bytes) -> bool:
+  """Whether a StableHLO module calls a Python host callback (runtime/ffi.py's target): calls of
+  such programs wait for them, so their effects and errors happen before the call returns."""
+  from revax._src.runtime import ffi
+  return b'call_target_name = "%s"' % ffi.PYTHON_CALLBACK_TARGET.encode() in code
 
 
 def _convert_unsupported(x: np.ndarray) -> tuple[np.ndarray, int]:
@@ -770,15 +830,18 @@ class Memory:
 
 class _BufferInfo:
   """What buffers alike share: their backend, shape, dtype, device, and whether their value is
-  known to be computed. The outputs of one executable on one device share one per output (they
-  are ready when execute returns), so making an output Buffer stores two fields; a buffer made
-  otherwise has its own, whose `ready` turns True once it has been awaited."""
-  __slots__ = ("backend", "shape", "dtype", "device", "ready")
+  known to be computed. The outputs of one executable on one device share two per output, so
+  making an output Buffer stores two fields: a ready one (the program had finished when execute
+  returned) and a pending one whose `settled` is that ready one, which a Buffer takes in its
+  place once it has been awaited. A buffer made otherwise has its own info (`settled` None),
+  whose `ready` turns True once it has been awaited."""
+  __slots__ = ("backend", "shape", "dtype", "device", "ready", "settled")
 
   def __init__(self, backend: Backend, shape: tuple, dtype: np.dtype, device: Device,
-               ready: bool = False):
+               ready: bool = False, settled: "_BufferInfo | None" = None):
     self.backend, self.shape, self.dtype, self.device = backend, shape, dtype, device
     self.ready = ready
+    self.settled = settled
 
 
 class Buffer:
@@ -816,13 +879,25 @@ class Buffer:
       raise RuntimeError("this buffer has been deleted")
     return pointer
 
+  def _wait(self, pointer: int) -> None:
+    """Wait until the value (at `pointer`, live) is computed; raise the computation's error."""
+    info = self._info
+    backend = info.backend
+    if backend._waiter is not None:
+      backend.wait_buffers((self,))
+      return
+    backend._await_buffer(pointer)
+    settled = info.settled
+    if settled is None:
+      info.ready = True
+    else:
+      self._info = settled
+
   def block_until_ready(self) -> Buffer:
     """Wait until the buffer's value is computed; raise the computation's error if any."""
     pointer = self._live_pointer()
-    info = self._info
-    if not info.ready:
-      info.backend._await_buffer(pointer)
-      info.ready = True
+    if not self._info.ready:
+      self._wait(pointer)
     return self
 
   def is_ready(self) -> bool:
@@ -832,15 +907,14 @@ class Buffer:
     return info.ready or info.backend._buffer_is_ready(pointer)
 
   def to_numpy(self) -> np.ndarray:
-    """A new (writable, C-ordered) NumPy array with the buffer's contents."""
+    """A new (writable, C-ordered) NumPy array with the buffer's contents (waiting until they
+    are computed; raising the computation's error)."""
     pointer = self._live_pointer()
+    if not self._info.ready:
+      self._wait(pointer)
     info = self._info
-    backend = info.backend
-    if not info.ready:
-      backend._await_buffer(pointer)
-      info.ready = True
     out = np.empty(info.shape, info.dtype)
-    backend._copy_to_host(pointer, out)
+    info.backend._copy_to_host(pointer, out)
     return out
 
   def is_deleted(self) -> bool:
@@ -954,6 +1028,89 @@ class _InFlight:
 _in_flight = _InFlight()
 
 
+class _Window:
+  """One device's completion events in flight, at most `limit`: the ctypes twin of
+  `_fastpath.Window` (used where the extension is not built or REVAX_FASTPATH=0), with the same
+  methods and the same behaviour (see the module docstring)."""
+
+  def __init__(self, api: pjrt.Api, limit: int):
+    self._api = api
+    self.limit = limit
+    self.launched = 0
+    self._events = collections.deque()
+
+  def __len__(self) -> int:
+    return len(self._events)
+
+  def make_room(self) -> None:
+    """Await the oldest events until fewer than `limit` are in flight."""
+    events = self._events
+    while len(events) >= self.limit:
+      try:
+        event = events.popleft()
+      except IndexError:  # another thread took the last one
+        return
+      self._settle(event)
+
+  def push(self, event: int) -> None:
+    self._events.append(event)
+    self.launched += 1
+
+  def drain(self) -> None:
+    """Await every event in flight."""
+    events = self._events
+    while events:
+      try:
+        event = events.popleft()
+      except IndexError:
+        return
+      self._settle(event)
+
+  def is_ready(self, event: int) -> bool:
+    api = self._api
+    query = api.args("Event_IsReady", event=event)
+    error = api.functions["Event_IsReady"](C.addressof(query))
+    if error:
+      api.take_error(error)  # freed; the event is then awaited, which reports what it says
+      return True
+    return bool(query.is_ready)
+
+  def _settle(self, event: int) -> None:
+    """Await and destroy `event`, dropping its errors: the outputs carry them."""
+    api = self._api
+    args = api.args("Event_Await", event=event)
+    error = api.functions["Event_Await"](C.addressof(args))
+    if error:
+      api.take_error(error)
+    error = api.functions["Event_Destroy"](C.addressof(args))
+    if error:
+      api.take_error(error)
+
+
+def _new_window(api: pjrt.Api, limit: int):
+  """A device's window: the compiled one where the extension is built, else `_Window`."""
+  window = fastpath.window(api, limit)
+  return _Window(api, limit) if window is None else window
+
+
+def _update_window_limits(name: str) -> None:
+  if name == "revax_max_inflight_computations":
+    limit = config.read(name)
+    for backend in list(_backends.values()):
+      for window in backend._windows.values():
+        window.limit = limit
+
+
+config.on_change(_update_window_limits)
+
+
+def settle_all() -> None:
+  """Wait until every computation queued so far, on every backend, has finished (nothing to do
+  before a backend exists)."""
+  for backend in list(_backends.values()):
+    backend.settle()
+
+
 def settle_in_flight() -> None:
   """Wait for the multi-device launch in flight, if any (its outputs are then ready, or carry
   its error for their own wait to raise)."""
@@ -1052,6 +1209,10 @@ class Executable:
     self._scratch: list[_ExecuteScratch] = []
     self._out_specs_indexed = tuple(enumerate(self.out_specs))
     self._infos_by_device: dict[int, tuple] = {}
+    self._pending_by_device: dict[int, tuple] = {}
+    # whether a call waits for the program to finish (it calls back into Python: set by
+    # Backend.compile from the program's text)
+    self.waits = False
     self._fn_execute = api.functions["LoadedExecutable_Execute"]
     self._fn_event_await = api.functions["Event_Await"]
     self._fn_event_destroy = api.functions["Event_Destroy"]
@@ -1086,7 +1247,7 @@ class Executable:
     return f"Executable(num_outputs={self.num_outputs}, out_specs={self.out_specs})"
 
   def execute(self, args: Sequence[Buffer]) -> list[Buffer]:
-    """Run the program on one device and wait for it.
+    """Run the program on one device; return once it is queued.
 
     Args:
       args: one buffer per parameter, all on one device: the program runs there (on
@@ -1094,10 +1255,12 @@ class Executable:
         byte sizes: validate them before calling.
 
     Returns:
-      The output buffers, on the same device.
+      The output buffers, on the same device: futures, whose `to_numpy()` and
+      `block_until_ready()` wait for the program (and raise its error).
 
     Raises:
-      RuntimeBackendError: the plugin refused the arguments or the execution failed.
+      RuntimeBackendError: the plugin refused the arguments, or the execution failed before
+        this returned (a program that finished at once, or one that `waits`).
 
     Example:
       >>> from revax._src.runtime.client import get_backend
@@ -1114,8 +1277,7 @@ class Executable:
     if not all(pointers):  # None: freed (a live pointer is never 0)
       raise RuntimeError(f"argument {pointers.index(None)} of execute() is a deleted buffer")
     device = args[0]._info.device if pointers else self.devices[0]
-    infos = self._infos_by_device.get(device._ptr) or self._output_infos(device)
-    return _new_buffers(self._run(pointers, device), infos)
+    return _new_buffers(*self._run(pointers, device))
 
   def execute_arrays(self, pointers: list, device: Device, avals) -> list[Array]:
     """Run on already validated arguments and return the outputs as device-backed Arrays.
@@ -1129,10 +1291,9 @@ class Executable:
       avals: one aval per output, matching `out_specs`.
 
     Returns:
-      One Array per output, each owning a new ready Buffer.
+      One Array per output, each owning a new Buffer (computed, or still being computed).
     """
-    outputs = self._run(pointers, device)
-    infos = self._infos_by_device.get(device._ptr) or self._output_infos(device)
+    outputs, infos = self._run(pointers, device)
     out = []
     append = out.append
     for pointer, info, aval in zip(outputs, infos, avals):
@@ -1153,8 +1314,30 @@ class Executable:
     return fastpath.runner(self._api, self._ptr, self._options, self.num_outputs, self._portable)
 
   def output_infos(self, device: Device) -> tuple:
-    """The `_BufferInfo` of each output on `device` (what a Buffer of that output holds)."""
+    """The `_BufferInfo` of each output on `device` (what a Buffer of that output holds once it
+    is known to be computed)."""
     return self._infos_by_device.get(device._ptr) or self._output_infos(device)
+
+  def pending_infos(self, device: Device) -> tuple:
+    """The `_BufferInfo` of each output on `device` while it is still being computed (each
+    settles to the one of `output_infos`)."""
+    infos = self._pending_by_device.get(device._ptr)
+    if infos is None:
+      backend = self._backend
+      infos = self._pending_by_device[device._ptr] = tuple(
+          _BufferInfo(backend, i.shape, i.dtype, device, False, i)
+          for i in self.output_infos(device))
+    return infos
+
+  def window(self, device: Device):
+    """The window a launch on `device` queues in, or None where calls wait (`waits`)."""
+    return None if self.waits else self._backend._windows.get(device._ptr)
+
+  def set_plan(self, runner, avals: tuple, consts: tuple, out_avals: tuple,
+               device: Device) -> None:
+    """Attach jit's repeated call on `device` to `runner` (a `new_runner()`): see fastpath.py."""
+    runner.set_plan(avals, consts, self.output_infos(device), self.pending_infos(device),
+                    out_avals, device._ptr, self.window(device))
 
   def _output_infos(self, device: Device) -> tuple:
     """The `_BufferInfo` of each output on `device` (made once per device)."""
@@ -1165,18 +1348,28 @@ class Executable:
           _BufferInfo(backend, shape, dtype, device, True) for shape, dtype in self.out_specs)
     return infos
 
-  def _run(self, pointers: list, device: Device) -> list:
-    """Execute on `pointers` (live buffers on `device`), wait, and return the output pointers."""
+  def _run(self, pointers: list, device: Device) -> tuple:
+    """Execute on `pointers` (live buffers on `device`); return the output pointers and the
+    `_BufferInfo`s their Buffers take: the ready ones where the program had finished when the
+    launch returned (or was waited for: `waits`), else the pending ones, its completion event
+    then joining the device's window (see the module docstring)."""
     if _callback_thread.on_xla_thread:
       raise _nested_execution_error()
     if config.no_execution:
       raise _no_execution_error()
+    window = None if self.waits else self._backend._windows.get(device._ptr)
     runner = self._runner
     if runner is not None:
-      outputs = runner.run(pointers if type(pointers) is list else list(pointers), device._ptr)
+      outputs = runner.run(pointers if type(pointers) is list else list(pointers), device._ptr,
+                           window)
       if type(outputs) is tuple:
+        if len(outputs) == 1:
+          return outputs[0], (self._pending_by_device.get(device._ptr)
+                              or self.pending_infos(device))
         self.raise_failure(outputs)
-      return outputs
+      return outputs, self._infos_by_device.get(device._ptr) or self._output_infos(device)
+    if window is not None:
+      window.make_room()
     ident = _get_ident()
     waiting = ident not in _executing_threads
     if waiting:
@@ -1203,14 +1396,25 @@ class Executable:
       error = self._fn_execute(scratch.address)
       if error:
         raise _with_callback_cause(self._api.take_error(error))
-      # Wait for completion so that execution errors surface here, and outputs are ready.
-      scratch.event.event = scratch.events[0]
+      outputs = scratch.outputs
+      event = scratch.events[0]
+      if window is not None and event and not window.is_ready(event):
+        window.push(event)
+        return outputs[:self.num_outputs], self.pending_infos(device)
+      # finished already, or a program that waits (whose errors surface here)
+      scratch.event.event = event
       error = self._fn_event_await(scratch.event_address)
       destroy_error = self._fn_event_destroy(scratch.event_address)
-      outputs = scratch.outputs
+      if error and window is not None:
+        # The error of a failed input (a program failing at once makes execute fail): its
+        # outputs carry it, to raise where they are used, as in JAX.
+        self._api.take_error(error)
+        if destroy_error:
+          self._api.take_error(destroy_error)
+        return outputs[:self.num_outputs], self.pending_infos(device)
       if error or destroy_error:
         self._fail(outputs, error, destroy_error)
-      return outputs[:self.num_outputs]
+      return outputs[:self.num_outputs], self.output_infos(device)
     finally:
       pool.append(scratch)
       if waiting:
@@ -1392,7 +1596,8 @@ class Executable:
       finally:
         if out.serialized_executable_deleter:
           _SERIALIZE_DELETER(out.serialized_executable_deleter)(out.serialized_executable)
-    return _SERIALIZED.pack(_SERIALIZED_MAGIC, _SERIALIZED_VERSION, int(self._portable)) + payload
+    flags = int(self._portable) | int(self.waits) << 1
+    return _SERIALIZED.pack(_SERIALIZED_MAGIC, _SERIALIZED_VERSION, flags) + payload
 
   def memory_stats(self) -> MemoryStats:
     """XLA's memory figures for this program: argument, output, temp bytes and more."""
@@ -1429,6 +1634,7 @@ class _CallbackThread(threading.local):
 _callback_thread = _CallbackThread()
 
 fastpath.configure(Array, Buffer, _executing_threads)  # the classes the compiled path makes
+fastpath.configure_info(_BufferInfo)
 
 
 def execution_refused() -> bool:

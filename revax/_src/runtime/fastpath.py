@@ -9,12 +9,18 @@ in the same order, with the same checks:
 - `Runner.call(leaves)`: the plan's whole repeated call. Each argument must be an `Array` (the
   exact class) with the plan's aval and a live device buffer, else it answers None and the
   general path runs the call (converting, uploading or raising the error that input deserves);
-  then execute, await completion, and make one `Buffer` and `Array` per output.
+  then execute and make one `Buffer` and `Array` per output. The call returns once the work is
+  queued: outputs still being computed get the plan's pending infos, and the launch's completion
+  event joins the device's `Window`; where the program finished at once (or the plan has no
+  window: programs with host callbacks), the event is awaited and its error raised at the call.
 - `Runner.call_sharded(leaves, launch_id)`: the same for a jit signature over a mesh (a sharded
   plan, sharded_jit.py): each argument must be a `ShardedArray` with the plan's sharding and
   aval and live shards; the launch is queued without waiting and its outputs are new
   `ShardedArray`s (client.py's `call_planned` keeps the launch in flight).
-- `Runner.run(pointers, device)`: execute and await on buffer pointers (`Executable._run`).
+- `Runner.run(pointers, device, window)`: execute on buffer pointers (`Executable._run`), with
+  the same asynchronous return.
+- `Window`: one device's completion events in flight, at most `limit` (client.py).
+- `Waiter.wait(buffers)`: await each Buffer's ready event and mark it computed.
 - `Runner.run_sharded(lists, wait, launch_id)`: a multi-device launch, each under its own
   launch id; without `wait` it returns once queued, with the devices' completion events for
   `Runner.settle(events)` (client.py's `_InFlight` keeps one launch in flight).
@@ -34,7 +40,7 @@ import os
 
 from revax._src.runtime import pjrt
 
-ABI = 4  # must equal FASTPATH_ABI in _fastpath.c
+ABI = 5  # must equal FASTPATH_ABI in _fastpath.c
 
 
 def _load():
@@ -55,6 +61,12 @@ def configure(array_type: type, buffer_type: type, executing_threads: set) -> No
   """Tell the extension the classes whose slots it reads and writes (once, at import)."""
   if _module is not None:
     _module.configure(array_type, buffer_type, executing_threads)
+
+
+def configure_info(info_type: type) -> None:
+  """Tell the extension the Buffer info class (once, at import)."""
+  if _module is not None:
+    _module.configure_info(info_type)
 
 
 def configure_sharded(sharded_type: type, info_type: type) -> None:
@@ -79,6 +91,37 @@ def freer(api: pjrt.Api):
     return None
   template, cls = _template("Buffer_Destroy")
   return _module.Freer(_address(api.functions["Buffer_Destroy"]), template, cls.buffer.offset)
+
+
+def waiter(api: pjrt.Api):
+  """A `Waiter` for buffers of `api`'s plugin, or None without the extension."""
+  if _module is None:
+    return None
+  fns = api.functions
+  ready_template, ready_cls = _template("Buffer_ReadyEvent")
+  event_template, event_cls = _template("Event_Await")
+  return _module.Waiter(
+      tuple(_address(fns[name]) for name in ("Buffer_ReadyEvent", "Event_Await",
+                                             "Event_Destroy")),
+      ready_template, (ready_cls.buffer.offset, ready_cls.event.offset), event_template,
+      event_cls.event.offset)
+
+
+def window(api: pjrt.Api, limit: int):
+  """A `Window` (one device's computations in flight, at most `limit`), or None without the
+  extension (client.py then keeps its own in Python)."""
+  if _module is None:
+    return None
+  fns = api.functions
+  event_template, event_cls = _template("Event_Await")
+  ready_template, ready_cls = _template("Event_IsReady")
+  error_template, error_cls = _template("Error_Destroy")
+  return _module.Window(
+      tuple(_address(fns[name]) for name in ("Event_Await", "Event_Destroy", "Event_IsReady",
+                                             "Error_Destroy")),
+      event_template, event_cls.event.offset, ready_template,
+      (ready_cls.event.offset, ready_cls.is_ready.offset), error_template,
+      error_cls.error.offset, limit)
 
 
 def runner(api: pjrt.Api, executable: int, options: C.Structure, num_outputs: int,
