@@ -8,7 +8,6 @@ DEBUG_EXCLUSIONS = {
     "DebugEffect": "revax has no effect objects: side effects are a per-primitive flag "
                    "(core/effects.py)",
     "OrderedDebugEffect": "as DebugEffect",
-    "breakpoint": "an interactive debugger inside compiled code; not in this issue's scope",
     "inspect_array_sharding": "sharding: issue 18",
     "visualize_array_sharding": "sharding: issue 18",
     "visualize_sharding": "sharding: issue 18",
