@@ -1,5 +1,5 @@
 """schur (lax.linalg and scipy.linalg), rsf2csf, sqrtm and funm against jax: LAPACK's ?gees
-on both sides, so the factors agree bit for bit (float32/64, complex64/128, batches, jit, vmap,
+on both sides (revax's C FFI handler under jit, ctypes eagerly), so the factors agree bit for bit (float32/64, complex64/128, batches, jit, vmap,
 empty matrices, NaN where ?gees fails); JAX's errors, including its missing derivative."""
 import jax
 import jax.numpy as jnp
@@ -76,8 +76,14 @@ def test_vmap_and_nan_on_failure():
   got = revax.vmap(rsl.schur)(a)
   _same(got[0], expected[0])
   _same(got[1], expected[1])
-  bad = np.full((3, 3), np.nan, np.float32)
-  _same(rsl.schur(bad)[0], jsl.schur(bad)[0])
+  for dtype in DTYPES:  # ?gees fails: NaN (real and imaginary parts), eager and jitted
+    bad = np.full((3, 3), np.nan, dtype)
+    for fn in (rsl.schur, revax.jit(rsl.schur)):
+      for g, e in zip(fn(bad), jsl.schur(bad)):
+        _same(g, e)
+    for fn in (revax.lax.linalg.eig, revax.jit(revax.lax.linalg.eig)):
+      for g, e in zip(fn(bad), jax.lax.linalg.eig(bad)):
+        _same(g, e)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

@@ -4,7 +4,8 @@ A = Q T Q^H with Q unitary and T upper triangular (complex input) or quasi upper
 with 1x1 and 2x2 diagonal blocks (real input: the real Schur form). JAX computes it on CPU with
 LAPACK's ?gees (no eigenvalue sorting); revax calls the same ?gees, the LAPACKE function of the
 ILP64 OpenBLAS NumPy bundles (as eig calls ?geev, see linalg_eig.py), on the host: eagerly
-directly, in compiled programs through a host callback. Where ?gees fails the outputs are NaN,
+through ctypes, in compiled programs through revax's C FFI handler (`revax_lapack_gees`,
+runtime/_lapack.c) or, where that is unavailable, a host callback. Where ?gees fails the outputs are NaN,
 as in JAX. Leading axes are batch axes.
 
 As in JAX, schur has no derivative rule (differentiating it raises NotImplementedError) and
@@ -128,8 +129,9 @@ def _schur_host(x, *, compute_schur_vectors, sort_eig_vals=False, select_callabl
   if x.shape[-1]:
     for idx in np.ndindex(*x.shape[:-2]):
       t, q, info = _gees_one(x[idx], compute_schur_vectors, fn)
-      if info != 0:  # no convergence or a bad argument: NaN, as JAX
-        t, q = np.full_like(t, np.nan), np.full_like(q, np.nan)
+      if info != 0:  # no convergence or a bad argument: NaN (both parts if complex), as JAX
+        nan = complex(np.nan, np.nan) if dtypes.is_complex(x.dtype) else np.nan
+        t, q = np.full_like(t, nan), np.full_like(q, nan)
       t_out[idx], q_out[idx] = t, q
   return [t_out, q_out] if compute_schur_vectors else [t_out]
 
@@ -152,6 +154,10 @@ def _host_callable(vectors: bool):
 
 
 def _schur_lower(ctx, x, *, compute_schur_vectors, sort_eig_vals, select_callable):
+  target = linalg._lapack_target("gees", ctx.avals_in[0])
+  if target is not None:  # revax's C handler (_lapack.c), as jaxlib's LAPACK kernel
+    return linalg._lapack_call(ctx, target, x, ctx.avals_out,
+                               attrs=[("vectors", compute_schur_vectors)])
   index = ffi.register_callable(_host_callable(compute_schur_vectors))
   return custom_call_op(ctx, ffi.PYTHON_CALLBACK_TARGET, [x],
                         attributes=[("index", np.int64(index))])
