@@ -161,7 +161,7 @@ def ffi_lowering(call_target_name: str, *, operand_layouts=None, result_layouts=
     >>> from revax._src.core.trace import Primitive
     >>> from revax._src.interpreters import mlir
     >>> my_p = Primitive("my_kernel")
-    >>> mlir.register_lowering(my_p, revax.ffi.ffi_lowering("my_kernel_target"))
+    >>> rule = mlir.register_lowering(my_p, revax.ffi.ffi_lowering("my_kernel_target"))
   """
   return build_ffi_lowering_function(
       call_target_name, operand_layouts=operand_layouts, result_layouts=result_layouts,
