@@ -84,7 +84,10 @@ def _load() -> dict:
     addresses = _addresses(path)
   except OSError:
     return {}
-  _lapack.set_lapack(addresses)
+  try:
+    _lapack.set_lapack(addresses)
+  except ValueError:  # an extension built from an older _lapack.c (fewer handlers): rebuild it
+    return {}
   from revax._src.runtime import client, ffi
   try:
     platform = client.get_backend().platform
