@@ -2,3 +2,5 @@
 from revax._src.lax.ffi_call import ffi_call as ffi_call
 from revax._src.lax.ffi_call import pycapsule as pycapsule
 from revax._src.lax.ffi_call import register_ffi_target as register_ffi_target
+from revax._src.lax.ffi_call import build_ffi_lowering_function as build_ffi_lowering_function
+from revax._src.lax.ffi_call import ffi_lowering as ffi_lowering

@@ -33,7 +33,7 @@ from revax._src.random.distributions import f as f
 from revax._src.random.distributions import generalized_normal as generalized_normal
 from revax._src.random.distributions import geometric as geometric
 from revax._src.random.distributions import gumbel as gumbel
-from revax._src.random.distributions import key_dtype as key_dtype
+from revax._src.random.keys import key_dtype as key_dtype
 from revax._src.random.distributions import laplace as laplace
 from revax._src.random.distributions import logistic as logistic
 from revax._src.random.distributions import lognormal as lognormal

@@ -95,6 +95,22 @@ class ShapeDtypeStruct:
   ndim = property(lambda self: len(self.shape))
   size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
 
+  @classmethod
+  def like(cls, x) -> "ShapeDtypeStruct":
+    """The struct of `x` (an array, a Python or NumPy scalar, another struct): its shape, dtype
+    and weak type, and its sharding when it has one and is committed (as JAX's).
+
+    Example:
+      >>> revax.ShapeDtypeStruct.like(jnp.ones((2, 3)))
+      ShapeDtypeStruct(shape=(2, 3), dtype=float32)
+      >>> revax.ShapeDtypeStruct.like(1.0)
+      ShapeDtypeStruct(shape=(), dtype=float32, weak_type=True)
+    """
+    aval = _abstractify(x)
+    committed = x.committed if isinstance(x, Array) else True
+    sharding = getattr(x, "sharding", None) if committed else None
+    return cls(aval.shape, aval.dtype, aval.weak_type, sharding=sharding)
+
   def update(self, **kwargs) -> "ShapeDtypeStruct":
     """A copy with the given fields replaced (shape, dtype, sharding, weak_type, ...)."""
     fields = {name: getattr(self, name) for name in self.__slots__}

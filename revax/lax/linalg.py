@@ -33,3 +33,5 @@ from revax._src.lax.linalg import tridiagonal as tridiagonal
 from revax._src.lax.linalg import tridiagonal_p as tridiagonal_p
 from revax._src.lax.linalg import tridiagonal_solve as tridiagonal_solve
 from revax._src.lax.linalg import tridiagonal_solve_p as tridiagonal_solve_p
+from revax._src.lax.linalg_schur import schur as schur
+from revax._src.lax.linalg_schur import schur_p as schur_p

@@ -34,3 +34,6 @@ from revax._src.nn.more_functions import logmeanexp as logmeanexp
 from revax._src.nn.more_functions import sparse_plus as sparse_plus
 from revax._src.nn.more_functions import sparse_sigmoid as sparse_sigmoid
 from revax._src.nn.more_functions import tanh as tanh
+from revax._src.nn.scaled_dot import get_scaled_dot_general_config as get_scaled_dot_general_config
+from revax._src.nn.scaled_dot import scaled_dot_general as scaled_dot_general
+from revax._src.nn.scaled_dot import scaled_matmul as scaled_matmul

@@ -35,3 +35,7 @@ from revax._src.scipy.linalg import solve_sylvester as solve_sylvester
 from revax._src.scipy.linalg import solve_triangular as solve_triangular
 from revax._src.scipy.linalg import svd as svd
 from revax._src.scipy.linalg import toeplitz as toeplitz
+from revax._src.scipy.linalg_schur import funm as funm
+from revax._src.scipy.linalg_schur import rsf2csf as rsf2csf
+from revax._src.scipy.linalg_schur import schur as schur
+from revax._src.scipy.linalg_schur import sqrtm as sqrtm

@@ -8,15 +8,12 @@ DEBUG_EXCLUSIONS = {
     "DebugEffect": "revax has no effect objects: side effects are a per-primitive flag "
                    "(core/effects.py)",
     "OrderedDebugEffect": "as DebugEffect",
-    "breakpoint": "an interactive debugger inside compiled code; not in this issue's scope",
     "inspect_array_sharding": "sharding: issue 18",
     "visualize_array_sharding": "sharding: issue 18",
     "visualize_sharding": "sharding: issue 18",
 }
 
 FFI_EXCLUSIONS = {
-    "build_ffi_lowering_function": "builds jax's MLIR-Python lowering rules; revax lowers to text",
-    "ffi_lowering": "as build_ffi_lowering_function",
     "include_dir": "revax ships no C headers (XLA's c_api.h is the reference)",
     "register_ffi_target_as_batch_partitionable": "sharding: issue 18",
     "register_ffi_type": "user-defined FFI state types need XLA's C++ type registry",

@@ -8,20 +8,11 @@ from tests.coverage.names import missing_names
 
 pytest.importorskip("jax")
 
-_NO_GEES = ("JAX calls LAPACK gees on CPU, which the XLA CPU plugin revax runs on lacks, and "
-            "revax has no lax algorithm for it yet (eig calls LAPACK's geev on the host)")
-_NO_SCHUR = "needs a Schur decomposition (" + _NO_GEES + ")"
-
 NUMPY_LINALG_EXCLUSIONS = {}
 
-LAX_LINALG_EXCLUSIONS = {
-  "schur": _NO_SCHUR, "schur_p": _NO_SCHUR,
-}
+LAX_LINALG_EXCLUSIONS = {}
 
-SCIPY_LINALG_EXCLUSIONS = {
-  "schur": _NO_SCHUR, "rsf2csf": "converts the output of schur, which revax lacks",
-  "sqrtm": _NO_SCHUR, "funm": _NO_SCHUR,
-}
+SCIPY_LINALG_EXCLUSIONS = {}
 
 
 def test_numpy_linalg_names():

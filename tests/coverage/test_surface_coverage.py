@@ -25,11 +25,7 @@ JAX_TOP = {
 
 RANDOM = {}
 
-NN = {
-    "get_scaled_dot_general_config": "microscaling (mxfp8) dot config: needs fp8 scaled dots",
-    "scaled_dot_general": "microscaling (mxfp8) dot: needs fp8 scaled dots",
-    "scaled_matmul": "microscaling (mxfp8) matmul: needs fp8 scaled dots",
-}
+NN = {}
 
 NN_INIT = {}
 

@@ -319,6 +319,11 @@ GROUPS = {
           np.array([[0.5, 2.], [3., -1.]], np.float32)),
         C("polyfit", lambda m, x, y: (m.polyfit(x, m.stack([y, y * 2], axis=1), 3, w=m.abs(x) + 1),
                                       m.polyfit(x, y, 2, cov=True)), XS, YS, tol=2e-4),
+        # full=True: (c, residuals, rank, singular values, rcond) of an SVD least squares
+        C("polyfit_full", lambda m, x, y: (m.polyfit(x, y, 2, full=True),
+                                           m.polyfit(x, m.stack([y, y * 2], axis=1), 3,
+                                                     full=True, w=m.abs(x) + 1, rcond=1e-4)),
+          XS, YS, tol=2e-4),
         C("roots", lambda m, a, b: m.sort_complex(m.roots(a)),
           np.array([1., -3, 2, 0], np.float32), np.array([2., -1, 3, 5, -7, 1], np.float32),
           jit=False, tol=1e-4),

@@ -177,3 +177,34 @@ def test_input_output_aliases(kernel):
   with pytest.raises(ValueError, match="outside the range"):
     revax.ffi.ffi_call("revax_test_scale_shift", revax.ShapeDtypeStruct(x.shape, x.dtype),
                        input_output_aliases={1: 0})(x, scale=np.float32(2), shift=1.0)
+
+
+def test_ffi_lowering_for_a_user_primitive(kernel):
+  """jax.ffi.ffi_lowering: a primitive of the user's own lowered to a call of the FFI target,
+  its params the call's attributes (with backend_config's), row-major or given layouts."""
+  from revax._src.core.avals import ShapedArray
+  from revax._src.core.trace import Primitive
+  from revax._src.interpreters import mlir
+  scale_shift_p = Primitive("user_scale_shift")
+  scale_shift_p.def_abstract_eval(lambda x, **_: ShapedArray(x.shape, x.dtype))
+  mlir.register_lowering(scale_shift_p, revax.ffi.ffi_lowering(
+      "revax_test_scale_shift", backend_config={"shift": np.float64(0.5)}))
+  x = np.arange(6, dtype=np.float32).reshape(2, 3)
+  f = revax.jit(lambda v: scale_shift_p.bind(v, scale=np.float32(3.0)))
+  np.testing.assert_array_equal(f(x), 3 * x + 0.5)
+  assert "revax_test_scale_shift" in f.lower(x).as_text()
+  np.testing.assert_array_equal(scale_shift_p.bind(x, scale=np.float32(2.0)), 2 * x + 0.5)
+  # a column-major operand and result: the kernel sees the same elements in another order,
+  # and XLA transposes in and out (elementwise: the same answer)
+  cm_p = Primitive("user_scale_shift_cm")
+  cm_p.def_abstract_eval(lambda x, **_: ShapedArray(x.shape, x.dtype))
+  mlir.register_lowering(cm_p, revax.ffi.build_ffi_lowering_function(
+      "revax_test_scale_shift", operand_layouts=[(0, 1)], result_layouts=[(0, 1)],
+      backend_config={"shift": np.float64(1.0)}))
+  g = revax.jit(lambda v: cm_p.bind(v, scale=np.float32(-1.0)))
+  np.testing.assert_array_equal(g(x), 1.0 - x)
+  assert "dense<[0, 1]>" in g.lower(x).as_text()
+  with pytest.raises(NotImplementedError, match="string backend_config"):
+    revax.ffi.ffi_lowering("t", backend_config="legacy")
+  with pytest.raises(ValueError, match="api_version"):
+    revax.ffi.ffi_lowering("t", api_version=2)

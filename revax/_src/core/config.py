@@ -57,6 +57,7 @@ def _enum(*allowed, honoured=None, why=""):
       raise ValueError(f"config option jax_{name}={value!r} is not supported by revax ({why}); "
                        f"supported values: {list(honoured)}")
     return value
+  check.from_env = True  # REVAX_<NAME> may set it (checked like update's value)
   return check
 
 
@@ -144,17 +145,17 @@ _OPTIONS = {o.name: o for o in [
     _Option("default_matmul_precision", None, _enum(*_MATMUL_PRECISIONS), True,
             "default precision of dots and convolutions (XLA:CPU computes each in its dtype)"),
     _Option("numpy_rank_promotion", "allow",
-            _enum("allow", "warn", "raise", honoured=("allow",),
-                  why="implicit rank promotion is always allowed"), True,
+            _enum("allow", "warn", "raise"), True,
             "what happens when NumPy-style broadcasting adds leading dimensions"),
     _Option("numpy_dtype_promotion", "standard",
             _enum("standard", "strict", honoured=("standard",),
                   why="revax implements the standard promotion lattice only"), True,
             "dtype promotion rules"),
     _Option("default_prng_impl", "threefry2x32",
-            _enum("threefry2x32", "rbg", "unsafe_rbg", honoured=("threefry2x32",),
-                  why="revax implements threefry2x32 keys only"), True,
-            "the PRNG implementation of new keys"),
+            _enum("threefry2x32", "threefry4x32", "rbg", "unsafe_rbg", "philox2x32", "philox4x32",
+                  honoured=("threefry2x32", "rbg", "unsafe_rbg"),
+                  why="revax implements the threefry2x32, rbg and unsafe_rbg PRNGs"), True,
+            "the PRNG implementation of new keys and of raw keys (env REVAX_DEFAULT_PRNG_IMPL)"),
     _Option("threefry_partitionable", True,
             _only(True, why="revax computes threefry random bits the partitionable way only"),
             True, "how threefry random bits are derived"),
@@ -252,6 +253,8 @@ class Config:
       value = opt.default
       if env is not None and opt.check is _bool:
         value = env.lower() in _TRUE
+      elif env is not None and getattr(opt.check, "from_env", False):
+        value = opt.check(name, env)
       self._values[name] = value
     self._listeners = []
     self._validators = {}

@@ -222,6 +222,12 @@ _program_cache: dict = {}
 _cache_lock = threading.Lock()
 
 
+def primitive_program(prim, avals, params) -> "CompiledProgram":
+  """The compiled (cached) program of one equation of `prim` on `avals` with `params` (for
+  custom eager implementations that compile in some cases only)."""
+  return _primitive_program(prim, tuple(avals), _hashable_params(params))
+
+
 def _primitive_program(prim, avals, params_key) -> "CompiledProgram":
   # (the trace epoch names the lowering-relevant config, e.g. jax_default_matmul_precision)
   key = (prim, avals, params_key, config.trace_epoch)

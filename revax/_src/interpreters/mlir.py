@@ -347,8 +347,8 @@ def jaxpr_subcomp(fb: FuncBuilder, jaxpr: Jaxpr, consts, args) -> list[str]:
     ctx = LoweringRuleContext(fb, [a.aval for a in eqn.invars], [v.aval for v in eqn.outvars],
                               platform)
     outs = rule(ctx, *map(read, eqn.invars), **eqn.params)
-    if not eqn.primitive.multiple_results:
-      outs = [outs]
+    if not eqn.primitive.multiple_results and not isinstance(outs, (list, tuple)):
+      outs = [outs]  # (a rule may return a single result as a one-element list, as JAX's do)
     outs = list(outs)
     if len(outs) != len(eqn.outvars):
       raise RuntimeError(f"lowering of '{eqn.primitive.name}' returned {len(outs)} values for "

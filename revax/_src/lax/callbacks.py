@@ -136,6 +136,27 @@ def _layout(aval: ShapedArray) -> str:
   return f"dense<[{', '.join(str(i) for i in reversed(range(rank)))}]> : tensor<{rank}xindex>"
 
 
+def _layouts(avals, given) -> list[str]:
+  """Each aval's layout attribute: row-major, or the given minor-to-major dims (None: row-major)."""
+  if given is None:
+    return [_layout(a) for a in avals]
+  given = list(given)
+  if len(given) != len(avals):
+    raise ValueError(f"custom call: {len(given)} layouts for {len(avals)} values")
+  out = []
+  for aval, dims in zip(avals, given, strict=True):
+    if dims is None:
+      out.append(_layout(aval))
+      continue
+    dims = tuple(int(d) for d in dims)
+    if sorted(dims) != list(range(len(aval.shape))):
+      raise ValueError(f"custom call: layout {dims} is not a permutation of the dimensions of "
+                       f"a value of shape {aval.shape}")
+    out.append(f"dense<[{', '.join(map(str, dims))}]> : tensor<{len(dims)}xindex>" if dims
+               else "dense<> : tensor<0xindex>")
+  return out
+
+
 def _attr_value(value) -> str:
   """An MLIR attribute for an FFI attribute value (scalar, string or 1-D array)."""
   if isinstance(value, str):
@@ -156,7 +177,8 @@ def _attr_value(value) -> str:
 
 
 def custom_call_op(ctx, target: str, operands, *, attributes=(), has_side_effect: bool = False,
-                   ordered: bool = False, operand_avals=None, aliases=()) -> list[str]:
+                   ordered: bool = False, operand_avals=None, aliases=(),
+                   operand_layouts=None, result_layouts=None) -> list[str]:
   """Emit `stablehlo.custom_call @target(operands)` (typed FFI, api_version 4) with results of
   `ctx.avals_out`. `ordered` threads this body's ordering token through the call; `aliases`
   holds (operand index, result index) pairs whose buffers XLA shares."""
@@ -165,8 +187,8 @@ def custom_call_op(ctx, target: str, operands, *, attributes=(), has_side_effect
   result_avals = list(ctx.avals_out)
   operands = list(operands)
   result_types = [mlir.ir_type(a) for a in result_avals]
-  operand_layouts = [_layout(a) for a in operand_avals]
-  result_layouts = [_layout(a) for a in result_avals]
+  operand_layouts = _layouts(operand_avals, operand_layouts)
+  result_layouts = _layouts(result_avals, result_layouts)
   if ordered:
     operands = [fb.ordering_token()] + operands
     operand_layouts = ["dense<> : tensor<0xindex>"] + operand_layouts

@@ -100,6 +100,75 @@ def _attribute(name: str, value):
   raise TypeError(f"ffi_call attribute {name!r} has unsupported type {type(value).__name__}")
 
 
+def build_ffi_lowering_function(call_target_name: str, *, operand_layouts=None,
+                                result_layouts=None, backend_config=None,
+                                skip_ffi_layout_processing: bool = False, **lowering_args):
+  """A lowering rule emitting a typed-FFI custom call of `call_target_name` (jax.ffi's).
+
+  The rule, `rule(ctx, *operands, **params)`, calls the target with the operands and the
+  results of `ctx.avals_out`; `backend_config` (a dict) and the primitive's params become the
+  call's attributes (typed as `ffi_call` types them: ints int64, floats float64, NumPy scalars
+  as they are). Register it with revax's lowering table
+  (`revax._src.interpreters.mlir.register_lowering(prim, rule)`), as JAX's with its
+  `mlir.register_lowering`. It returns the call's results (revax lowers to StableHLO text, so
+  the "op" JAX's returns is its list of results).
+
+  Args:
+    call_target_name: a target registered with `register_ffi_target`.
+    operand_layouts, result_layouts: per value, None (row-major) or its dimensions in
+      minor-to-major order (XLA's order, as in JAX).
+    backend_config: a dict of attributes (JAX's legacy string configs are not supported).
+    skip_ffi_layout_processing: accepted for JAX compatibility (layouts are passed as given).
+    **lowering_args: `has_side_effect` (default False) and `api_version` (only 4, the typed
+      FFI).
+
+  Returns:
+    The lowering rule.
+  """
+  del skip_ffi_layout_processing
+  if isinstance(backend_config, str):
+    raise NotImplementedError("string backend_config (the legacy custom-call API) is not "
+                              "supported by revax's FFI lowering; pass a dict of attributes")
+  api_version = lowering_args.pop("api_version", 4)
+  if api_version != 4:
+    raise ValueError(f"revax's FFI lowering emits typed-FFI calls (api_version=4), got "
+                     f"api_version={api_version}")
+  has_side_effect = bool(lowering_args.pop("has_side_effect", False))
+  if lowering_args:
+    raise TypeError(f"unsupported FFI lowering arguments: {sorted(lowering_args)}")
+  config = dict(backend_config or {})
+
+  def rule(ctx, *operands, **params):
+    attrs = {**config, **params}
+    attributes = []
+    for name, value in attrs.items():
+      value = _attribute(name, value)
+      attributes.append((name, value.val if isinstance(value, _HashableArray) else value))
+    return custom_call_op(ctx, call_target_name, operands, attributes=attributes,
+                          has_side_effect=has_side_effect, operand_layouts=operand_layouts,
+                          result_layouts=result_layouts)
+  rule.__name__ = f"ffi_lowering_{call_target_name}"
+  return rule
+
+
+def ffi_lowering(call_target_name: str, *, operand_layouts=None, result_layouts=None,
+                 backend_config=None, skip_ffi_layout_processing: bool = False,
+                 **lowering_args):
+  """A lowering rule for a primitive implemented by the FFI target `call_target_name`
+  (jax.ffi's): see `build_ffi_lowering_function`, whose rule this is.
+
+  Example:
+    >>> from revax._src.core.trace import Primitive
+    >>> from revax._src.interpreters import mlir
+    >>> my_p = Primitive("my_kernel")
+    >>> rule = mlir.register_lowering(my_p, revax.ffi.ffi_lowering("my_kernel_target"))
+  """
+  return build_ffi_lowering_function(
+      call_target_name, operand_layouts=operand_layouts, result_layouts=result_layouts,
+      backend_config=backend_config, skip_ffi_layout_processing=skip_ffi_layout_processing,
+      **lowering_args)
+
+
 def ffi_call(target_name: str, result_shape_dtypes, *, has_side_effect: bool = False,
              vmap_method: str | None = None, input_layouts=None, output_layouts=None,
              input_output_aliases=None, custom_call_api_version: int = 4,

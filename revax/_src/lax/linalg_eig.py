@@ -3,9 +3,11 @@
 JAX computes it on CPU with LAPACK's ?geev, called from jaxlib. The XLA CPU plugin revax runs on
 has no LAPACK, and revax has no lax algorithm for it, so revax calls the same ?geev: the LAPACKE
 function of the ILP64 OpenBLAS NumPy bundles (the library revax's other LAPACK handlers use,
-found by runtime/lapack.py), through ctypes, on the host. Eager calls run it directly; compiled
-programs reach it through a host callback (`revax_python_callback`, as pure_callback), so eig
-works under jit, vmap, scan and differentiation alike. Where that library is missing, right
+found by runtime/lapack.py), on the host. Eager calls run it through ctypes; compiled programs
+call revax's C FFI handler (`revax_lapack_geev`, runtime/_lapack.c), as JAX calls jaxlib's, or,
+where that handler is unavailable (REVAX_LAPACK=0, no C extension), a host callback
+(`revax_python_callback`, as pure_callback); so eig works under jit, vmap, scan and
+differentiation alike. Where that library is missing, right
 eigenvectors and eigenvalues come from numpy.linalg.eig (the same ?geev) and left eigenvectors
 raise NotImplementedError.
 
@@ -13,7 +15,7 @@ Results follow LAPACK (and so JAX): eigenvalues in ?geev's order, complex (compl
 float32/complex64 input); each eigenvector has unit 2-norm and a real largest component; a
 real matrix's conjugate pair (w_j, w_j+1 = conj(w_j)) has eigenvectors v_j = vr_j + i vr_j+1
 and v_j+1 = conj(v_j); left eigenvectors u satisfy u^H a = w u^H. Where ?geev fails to converge
-the results are NaN, as in JAX.
+the results are NaN (real and imaginary parts), as in JAX.
 
 The block: wrapper, abstract eval, host computation, JVP (eigenvalues, and eigenvectors with
 `enable_eigvec_derivs=True`, JAX's perturbation rule), batching (leading axes are batch axes),
@@ -149,7 +151,7 @@ def _geev_one(a, left: bool, right: bool, fn):
     w = (wr + 1j * wi).astype(ct)
     vl, vr = _unpack_real_pairs(w, vl), _unpack_real_pairs(w, vr)
   if info != 0:  # no convergence (info > 0) or a bad argument: NaN, as JAX
-    nan = np.array(np.nan, ct)
+    nan = np.array(complex(np.nan, np.nan), ct)  # NaN real and imaginary parts, as JAX
     w, vl, vr = np.full_like(w, nan), np.full(vl.shape, nan, ct), np.full(vr.shape, nan, ct)
   return w.astype(ct), np.asarray(vl, ct), np.asarray(vr, ct)
 
@@ -273,6 +275,11 @@ def _host_callable(left: bool, right: bool):
 
 def _eig_lower(ctx, x, *, compute_left_eigenvectors, compute_right_eigenvectors,
                enable_eigvec_derivs, implementation):
+  target = linalg._lapack_target("geev", ctx.avals_in[0])
+  if target is not None:  # revax's C handler (_lapack.c), as jaxlib's LAPACK kernel
+    return linalg._lapack_call(ctx, target, x, ctx.avals_out,
+                               attrs=[("left", compute_left_eigenvectors),
+                                      ("right", compute_right_eigenvectors)])
   index = ffi.register_callable(_host_callable(compute_left_eigenvectors,
                                                compute_right_eigenvectors))
   return custom_call_op(ctx, ffi.PYTHON_CALLBACK_TARGET, [x],

@@ -36,6 +36,7 @@ import math
 
 import numpy as np
 
+from revax._src import tree_util
 from revax._src.core import dtypes
 from revax._src.core.avals import ShapedArray, get_aval
 from revax._src.core.trace import Primitive
@@ -146,6 +147,42 @@ mlir.register_lowering(threefry2x32_p, mlir.lower_fun(_threefry2x32_lax, multipl
 
 
 # --- key data: split, fold_in, random bits, uniform and normal floats ---------------------------
+class KeyBits:
+  """Key data of a PRNG implementation other than threefry2x32 (whose data travels bare):
+  `data`, uint32[*batch, *impl.key_shape], and `impl`, the implementation (an object with
+  `key_shape` and `split`, `fold_in` and `random_bits` methods over batches of key data, as
+  revax.random's implementations have). A pytree whose one leaf is `data` and whose aux data
+  is `impl`, so jit keys its caches on the implementation and vmap maps the data."""
+  __slots__ = ("data", "impl")
+
+  def __init__(self, data, impl):
+    self.data, self.impl = data, impl
+
+  def __repr__(self):
+    return f"KeyBits({self.impl.name}, {self.data!r})"
+
+
+tree_util.register_pytree_node(KeyBits, lambda k: ((k.data,), k.impl),
+                               lambda impl, children: KeyBits(children[0], impl))
+
+
+def key_batch_shape(keys) -> tuple[int, ...]:
+  """The batch shape of key data (raw threefry2x32 data or `KeyBits`)."""
+  if isinstance(keys, KeyBits):
+    return tuple(get_aval(keys.data).shape[:get_aval(keys.data).ndim - len(keys.impl.key_shape)])
+  return tuple(get_aval(keys).shape[:-1])
+
+
+def unstack_keys(keys):
+  """The keys along the leading batch axis of key data, one by one (each with that axis gone)."""
+  data = keys.data if isinstance(keys, KeyBits) else keys
+  shape = get_aval(data).shape
+  rest = shape[1:]
+  out = [shapes.reshape(slicing.slice(data, (i,) + (0,) * len(rest), (i + 1,) + rest), rest)
+         for i in range(shape[0])]
+  return [KeyBits(d, keys.impl) for d in out] if isinstance(keys, KeyBits) else out
+
+
 def _key_words(keys, extra_rank: int):
   """The words (k1, k2) of key data `keys` (*batch, 2), each of shape batch + (1,) * extra_rank
   so that they broadcast against per-key counters of rank `extra_rank`."""
@@ -177,7 +214,9 @@ def _hash(keys, shape):
 
 def split_keys(keys, shape):
   """Split each key of `keys` (uint32[*batch, 2]) into keys of `shape`:
-  uint32[*batch, *shape, 2]."""
+  uint32[*batch, *shape, 2] (`KeyBits`: by their implementation)."""
+  if isinstance(keys, KeyBits):
+    return KeyBits(keys.impl.split(keys.data, tuple(shape)), keys.impl)
   y1, y2 = _hash(keys, tuple(shape))
   out_shape = get_aval(y1).shape + (1,)
   return shapes.concatenate([shapes.reshape(y1, out_shape), shapes.reshape(y2, out_shape)],
@@ -186,6 +225,8 @@ def split_keys(keys, shape):
 
 def fold_in_keys(keys, data):
   """The keys (uint32[*batch, 2]) with the uint32 scalar `data` folded in."""
+  if isinstance(keys, KeyBits):
+    return KeyBits(keys.impl.fold_in(keys.data, data), keys.impl)
   k1, k2 = _key_words(keys, 0)
   y1, y2 = threefry2x32(k1, k2, np.zeros((), _U32), data)
   out_shape = get_aval(y1).shape + (1,)
@@ -194,7 +235,10 @@ def fold_in_keys(keys, data):
 
 
 def random_bits(keys, bit_width: int, shape):
-  """Uniform random bits: uint{bit_width}[*batch, *shape] from key data uint32[*batch, 2]."""
+  """Uniform random bits: uint{bit_width}[*batch, *shape] from key data uint32[*batch, 2]
+  (`KeyBits`: by their implementation, which draws a batch of keys as vmap would)."""
+  if isinstance(keys, KeyBits):
+    return keys.impl.random_bits(keys.data, bit_width, tuple(shape))
   y1, y2 = _hash(keys, tuple(shape))
   dtype = _UINT_DTYPES[bit_width]
   if bit_width == 64:
@@ -352,22 +396,26 @@ def random_gamma(key, a, *, log_space: bool = False):
   Returns:
     An array of `a`'s shape and dtype.
   """
+  if isinstance(key, KeyBits):  # other implementations: their name is a parameter
+    return random_gamma_p.bind(key.data, a, log_space=bool(log_space), impl=key.impl)
   return random_gamma_p.bind(key, a, log_space=bool(log_space))
 
 
-def _check_gamma_operands(name, key: ShapedArray, a: ShapedArray):
-  if key.dtype != _U32 or key.ndim < 1 or key.shape[-1] != 2:
-    raise TypeError(f"{name} requires key data of type uint32[..., 2], got {key.str_short()}")
+def _check_gamma_operands(name, key: ShapedArray, a: ShapedArray, impl=None):
+  key_shape = (2,) if impl is None else tuple(impl.key_shape)
+  if key.dtype != _U32 or key.shape[key.ndim - len(key_shape):] != key_shape:
+    raise TypeError(f"{name} requires key data of type uint32[..., {', '.join(map(str, key_shape))}]"
+                    f", got {key.str_short()}")
   if not dtypes.is_float(a.dtype):
     raise TypeError(f"{name} requires a floating-point shape parameter a, got {a.str_short()}")
-  batch = key.shape[:-1]
+  batch = key.shape[:key.ndim - len(key_shape)]
   if a.shape[:len(batch)] != batch:
     raise TypeError(f"{name}: the batch shape {batch} of the keys must be a prefix of the shape "
                     f"{a.shape} of a")
 
 
-def _random_gamma_abstract_eval(key, a, *, log_space):
-  _check_gamma_operands("random_gamma", key, a)
+def _random_gamma_abstract_eval(key, a, *, log_space, impl=None):
+  _check_gamma_operands("random_gamma", key, a, impl)
   return ShapedArray(a.shape, a.dtype, a.weak_type)
 
 
@@ -557,26 +605,93 @@ def _gamma_sample_grad(sample, a, log_space):
   return binary.div(random_gamma_grad(a, samples), samples)
 
 
-def _random_gamma_jvp_a(t, sample, key, a, *, log_space):
+def _random_gamma_jvp_a(t, sample, key, a, *, log_space, impl=None):
   return binary.mul(t, _gamma_sample_grad(sample, a, log_space))
 
 
-def _random_gamma_batch(axis_size, vals, dims, *, log_space):
+def _random_gamma_batch(axis_size, vals, dims, **params):
   """Keys and shape parameters both get the batch dim in front (an unmapped one is broadcast:
   keys must cover the leading dims of `a`)."""
   key, a = (batch_util.bdim_to_front(v, d, axis_size) for v, d in zip(vals, dims, strict=True))
-  return random_gamma_p.bind(key, a, log_space=log_space), 0
+  return random_gamma_p.bind(key, a, **params), 0
+
+
+def _random_gamma_eager(key, a, **params):
+  """threefry2x32 keys: the NumPy sampler; other implementations: the compiled program."""
+  if params.get("impl") is None:
+    return _eager_in_numpy(random_gamma_p)(key, a, **params)
+  avals = (get_aval(key), get_aval(a))
+  program = dispatch.primitive_program(random_gamma_p, avals, params)
+  return program.call_arrays([key, a])[0]
+
+
+def _random_gamma_lower(key, a, *, log_space, impl=None):
+  if impl is None:
+    return _gamma_lax(key, a, log_space=log_space)
+  return _gamma_mapped(key, a, log_space, impl)
+
+
+def _gamma_mapped(key, a, log_space, impl):
+  """JAX's sampler for keys of other implementations: each key split into one key per element
+  (as vmap splits a batch of keys), then one element at a time (a scan, as lax.map)."""
+  from revax._src.lax.control_flow import loops  # (beside this module; imported on use)
+  aval, key_aval = get_aval(a), get_aval(key)
+  key_shape = tuple(impl.key_shape)
+  batch = key_aval.shape[:key_aval.ndim - len(key_shape)]
+  count = math.prod(aval.shape[len(batch):])
+  flat = shapes.reshape(key, (math.prod(batch),) + key_shape)
+  keys = shapes.reshape(impl.split(flat, (count,)), (aval.size,) + key_shape)
+  samples = loops.map(lambda ka: _gamma_one(KeyBits(ka[0], impl), ka[1], log_space),
+                      (keys, shapes.reshape(a, (aval.size,))))
+  return shapes.reshape(samples, aval.shape)
+
+
+def _gamma_one(key, alpha, log_space):
+  """One standard-gamma sample from one key (JAX's _gamma_one)."""
+  dtype = get_aval(alpha).dtype
+  const = lambda v: np.asarray(v, dtype)
+  one, zero = const(1), const(0)
+  boost_mask = comparison.ge(alpha, one)
+  boosted = comparison.select_n(boost_mask, binary.add(alpha, one), alpha)
+  d = binary.sub(boosted, const(1 / 3))
+  c = binary.div(const(1 / 3), unary.sqrt(d))
+
+  def next_normal(carry):
+    key, _, _ = carry
+    key, subkey = unstack_keys(split_keys(key, (2,)))
+    x = normal_floats(subkey, (), dtype)
+    return key, x, binary.add(one, binary.mul(x, c))
+
+  def body(carry):
+    key, x_key, u_key = unstack_keys(split_keys(carry[0], (3,)))
+    _, x, v = while_loop(lambda kxv: comparison.le(kxv[2], zero), next_normal,
+                         (x_key, zero, const(-1)))
+    return (key, binary.mul(x, x), binary.mul(binary.mul(v, v), v),
+            uniform_floats(u_key, (), dtype))
+
+  key, subkey = unstack_keys(split_keys(key, (2,)))
+  _, _, V, _ = while_loop(lambda kxvu: _gamma_rejects(*kxvu[1:], d), body,
+                          (key, zero, one, const(2)))
+  if log_space:
+    log_samples = unary.neg(exponential_floats(subkey, (), dtype))
+    skip = binary.bitwise_or(boost_mask, comparison.eq(log_samples, zero))
+    log_boost = comparison.select_n(skip, binary.mul(log_samples, binary.div(one, alpha)), zero)
+    return binary.add(binary.add(unary.log(d), unary.log(V)), log_boost)
+  samples = binary.sub(one, uniform_floats(subkey, (), dtype))
+  boost = comparison.select_n(boost_mask, binary.pow(samples, binary.div(one, alpha)), one)
+  return binary.mul(binary.mul(d, V), boost)
 
 
 random_gamma_p = Primitive("random_gamma")
 random_gamma_p.def_abstract_eval(_random_gamma_abstract_eval)
 dispatch.def_numpy_impl(random_gamma_p, _random_gamma_numpy)
-dispatch.custom_impls[random_gamma_p] = _eager_in_numpy(random_gamma_p)
+dispatch.custom_impls[random_gamma_p] = _random_gamma_eager
 ad.defjvp_from_output(random_gamma_p, None, _random_gamma_jvp_a)
 inv.not_invertible(random_gamma_p, "a random draw: one sample does not determine its shape "
                    "parameter")
 batching.axis_size_batchers[random_gamma_p] = _random_gamma_batch
-mlir.register_lowering(random_gamma_p, mlir.lower_fun(_gamma_lax, multiple_results=False))
+mlir.register_lowering(random_gamma_p, mlir.lower_fun(_random_gamma_lower,
+                                                      multiple_results=False))
 
 
 # --- random_gamma_grad ---------------------------------------------------------------------------

@@ -228,22 +228,28 @@ def polyfit(x, y, deg: int, rcond=None, full: bool = False, w=None, cov: bool = 
     x: 1-D sample points.
     y: samples (1-D, or 2-D with one data set per column).
     deg: the degree (static).
-    rcond: accepted for compatibility (the solver is a QR factorization).
-    full: must be False (the diagnostics need an SVD).
+    rcond: with `full`, the relative cutoff for small singular values (default: len(x) times
+      the dtype's epsilon); otherwise unused (the solver is a QR factorization).
+    full: also return the diagnostics of the least-squares solve (NumPy's and JAX's): the
+      residuals, the rank and singular values of the scaled Vandermonde matrix, and rcond.
     w: optional weights applied to the residuals.
     cov: also return the covariance of the coefficients (scaled as NumPy does), or 'unscaled'.
 
   Returns:
-    The coefficients (highest power first), and with `cov` their covariance.
+    The coefficients (highest power first); with `full`, (coefficients, residuals, rank,
+    singular values, rcond); else with `cov`, (coefficients, covariance).
+
+  Example:
+    >>> c, resids, rank, s, rcond = jnp.polyfit(jnp.arange(4.), jnp.array([1., 3., 5., 7.]), 1,
+    ...                                         full=True)
+    >>> jnp.round(c, 4), rank
+    (Array([2., 1.], dtype=float32), Array(2, dtype=int32))
   """
   from revax._src.numpy.matrices import vander
   util.check_arraylike("polyfit", x, y)
   deg = operator.index(deg)
   if deg < 0:
     raise ValueError("expected deg >= 0")
-  if full:
-    raise NotImplementedError("polyfit(full=True) reports singular values, which needs an SVD "
-                              "(revax.numpy.linalg.svd); use full=False")
   x, y = util.promote_args_inexact("polyfit", x, y)
   x, y = util.as_array(x), util.as_array(y)
   if aval_of(x).ndim != 1:
@@ -268,6 +274,8 @@ def polyfit(x, y, deg: int, rcond=None, full: bool = False, w=None, cov: bool = 
       raise TypeError("expected a 1-d array for weights of the length of x")
     lhs = lax.mul(lhs, lax.expand_dims(w, (1,)))
     rhs = lax.mul(rhs, w if aval_of(rhs).ndim == 1 else lax.expand_dims(w, (1,)))
+  if full:
+    return _polyfit_full(x, lhs, rhs, rcond)
   scale = lax.sqrt(lax.reduce_sum(lax.mul(lhs, lhs), (0,)))
   scale = lax.select_n(lax.eq(scale, util.constant_like(scale, 0)), scale,
                        lax.full_like(scale, 1))
@@ -379,3 +387,17 @@ def roots(p, *, strip_zeros: bool = True):
   any_nonzero = lax.reduce_or(nonzero, (0,))
   num_leading_zeros = lax.select_n(any_nonzero, util.scalar_constant(n, dtypes.int32), leading)
   return _roots_with_zeros(p, num_leading_zeros)
+
+
+def _polyfit_full(x, lhs, rhs, rcond):
+  """polyfit's full=True branch, as JAX computes it: lstsq (an SVD) of the column-scaled
+  Vandermonde matrix."""
+  from revax._src.numpy.linalg import lstsq
+  if rcond is None:
+    rcond = _len(x) * float(dtypes.finfo(aval_of(x).dtype).eps)
+  rcond = float(rcond)
+  scale = lax.sqrt(lax.reduce_sum(lax.mul(lhs, lhs), (0,)))
+  lhs = lax.div(lhs, lax.expand_dims(scale, (0,)))
+  c, resids, rank, s = lstsq(lhs, rhs, rcond)
+  c = lax.div(c, scale if aval_of(c).ndim == 1 else lax.expand_dims(scale, (1,)))
+  return c, resids, rank, s, util.as_array(rcond)

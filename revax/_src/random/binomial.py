@@ -40,8 +40,7 @@ def binomial(key, n, p, shape=None, dtype=None):
 
 
 def _split3(key):
-  keys = prng.split_keys(key, (3,))
-  return [shapes.reshape(slicing.slice(keys, (j, 0), (j + 1, 2)), (2,)) for j in range(3)]
+  return prng.unstack_keys(prng.split_keys(key, (3,)))
 
 
 def _stirling_tail(k):

@@ -19,7 +19,7 @@ from revax._src.lax.control_flow.loops import while_loop
 from revax._src.lax.sharding_constraint import placed
 from revax._src.numpy import util as jnp_util
 from revax._src.random import samplers
-from revax._src.random.keys import KEY_DTYPE, canonicalize_shape, check_prng_key
+from revax._src.random.keys import canonicalize_shape, check_prng_key, key_dtype  # noqa: F401
 
 _c = lambda value, dtype: np.asarray(value, dtype)
 
@@ -542,6 +542,9 @@ def poisson(key, lam, shape=None, dtype=None, *, out_sharding=None):
   """
   data, _ = check_prng_key("poisson", key)
   dtype = _int_dtype("poisson", dtype)
+  if isinstance(data, prng.KeyBits):  # as JAX's
+    raise NotImplementedError(f"`poisson` is only implemented for the threefry2x32 RNG, not "
+                              f"{data.impl}")
   samplers._check_arraylike("poisson", lam)
   shape = samplers._check_broadcast_shapes("poisson", shape, lam)
   lam = conversion.convert_element_type(lam, np.float32)
@@ -579,9 +582,7 @@ def _poisson_rejection(key, lam, shape, dtype, max_iters):
 
   def body(carry):
     i, k_out, accepted, rng = carry
-    keys = prng.split_keys(rng, (3,))
-    rng, k0, k1 = (shapes.reshape(slicing.slice(keys, (j, 0), (j + 1, 2)), (2,))
-                   for j in range(3))
+    rng, k0, k1 = prng.unstack_keys(prng.split_keys(rng, (3,)))
     u = binary.sub(prng.uniform_floats(k0, shape, fdtype), c(0.5))
     v = prng.uniform_floats(k1, shape, fdtype)
     u_shifted = binary.sub(c(0.5), unary.abs(u))
@@ -637,11 +638,3 @@ def clone(key):
   """
   check_prng_key("clone", key, allow_batched=True)
   return key
-
-
-def key_dtype(impl_spec=None):
-  """The dtype of typed keys of the PRNG implementation (revax has threefry2x32 only)."""
-  if impl_spec not in (None, "threefry2x32"):
-    raise ValueError(f"unrecognized PRNG implementation {impl_spec!r}: revax implements "
-                     "threefry2x32 only")
-  return KEY_DTYPE

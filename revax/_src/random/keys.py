@@ -27,44 +27,52 @@ from revax._src.runtime import basearray
 from revax._src.core.trace import Tracer
 from revax._src.jit import jit
 from revax._src.lax import binary, comparison, conversion, prng, reductions, shapes
+from revax._src.random.prng_impls import (KeyTy, PRNGImpl, PRNGSpec, prngs, threefry_prng_impl)
 from revax._src.runtime.array import Array
 
 _U32 = np.dtype(np.uint32)
 IMPL_NAME = "threefry2x32"
+KeyDtype = KeyTy
+KEY_DTYPE = KeyTy(threefry_prng_impl)  # key<fry>
+
+
+def default_prng_impl() -> PRNGImpl:
+  """The implementation new keys get: config jax_default_prng_impl (env
+  REVAX_DEFAULT_PRNG_IMPL)."""
+  return prngs[config.default_prng_impl]
+
+
+def resolve_prng_impl(impl_spec) -> PRNGImpl:
+  """The implementation `impl_spec` names: None (the default), a name, a PRNGSpec, a key
+  dtype or an implementation; ValueError for an unknown name, TypeError for anything else."""
+  if impl_spec is None:
+    return default_prng_impl()
+  if isinstance(impl_spec, PRNGImpl):
+    return impl_spec
+  if isinstance(impl_spec, (PRNGSpec, KeyTy)):
+    return impl_spec._impl
+  if type(impl_spec) is str:
+    if impl_spec in prngs:
+      return prngs[impl_spec]
+    names = ", ".join(f'"{n}"' for n in prngs)
+    raise ValueError(f'unrecognized PRNG implementation "{impl_spec}". Did you mean one of: '
+                     f'{names}?')
+  raise TypeError(f"unrecognized type {type(impl_spec)} for specifying PRNG implementation.")
 
 
 # --- typed keys ----------------------------------------------------------------------------------
-class KeyDtype:
-  """The dtype of typed threefry2x32 keys (prints as JAX's `key<fry>`)."""
-  name = "key<fry>"
-  type = extended_dtypes.prng_key  # so issubdtype(key.dtype, revax.dtypes.prng_key) holds
-
-  def __repr__(self):
-    return self.name
-
-  __str__ = __repr__
-
-  def __eq__(self, other):
-    return isinstance(other, KeyDtype)
-
-  def __hash__(self):
-    return hash(KeyDtype)
-
-
-KEY_DTYPE = KeyDtype()
-
-
 class PRNGKeyArray:
   """An array of typed PRNG keys (what `revax.random.key` returns), backed by uint32 key data
-  of shape `self.shape + (2,)`. Index it like an array; `key_data` returns its data."""
-  __slots__ = ("_data",)
+  of shape `self.shape + impl.key_shape`. Index it like an array; `key_data` returns its data."""
+  __slots__ = ("_data", "_impl")
 
-  def __init__(self, data):
-    self._data = data
+  def __init__(self, data, impl: PRNGImpl = threefry_prng_impl):
+    self._data, self._impl = data, impl
 
   @property
   def shape(self):
-    return tuple(get_aval(self._data).shape[:-1])
+    data_shape = tuple(get_aval(self._data).shape)
+    return data_shape[:len(data_shape) - len(self._impl.key_shape)]
 
   @property
   def ndim(self) -> int:
@@ -74,12 +82,14 @@ class PRNGKeyArray:
   def size(self) -> int:
     return math.prod(self.shape)
 
-  dtype = KEY_DTYPE
+  @property
+  def dtype(self) -> KeyTy:
+    return KeyTy(self._impl)
 
   @property
   def aval(self) -> ShapedArray:
-    """The keys' abstract value, `key<fry>[shape]` (what `revax.typeof` gives, as in JAX)."""
-    return ShapedArray(self.shape, KEY_DTYPE)
+    """The keys' abstract value, e.g. `key<fry>[shape]` (what `revax.typeof` gives, as in JAX)."""
+    return ShapedArray(self.shape, self.dtype)
 
   # where the keys live: their data's device(s) and commitment (Array.committed)
   def devices(self) -> set:
@@ -108,21 +118,23 @@ class PRNGKeyArray:
       raise IndexError("PRNG key arrays do not support Ellipsis in indices")
     if sum(i is not None for i in index) > self.ndim:
       raise IndexError(f"too many indices for a key array of shape {self.shape}")
-    return PRNGKeyArray(self._data[index])
+    return PRNGKeyArray(self._data[index], self._impl)
 
   def __repr__(self):
     data = np.asarray(self._data) if not isinstance(self._data, Tracer) else self._data
-    return f"Array({self.shape}, dtype={KEY_DTYPE}) overlaying:\n{data}"
+    return f"Array({self.shape}, dtype={self.dtype}) overlaying:\n{data}"
 
   def _compare(self, other, name, op, combine):
-    if not isinstance(other, PRNGKeyArray):
+    if not isinstance(other, PRNGKeyArray) or other._impl != self._impl:
       try:
-        other_dtype = get_aval(other).dtype.name
+        other_dtype = other.dtype if isinstance(other, PRNGKeyArray) else \
+            get_aval(other).dtype.name
       except TypeError:
         other_dtype = type(other).__name__
-      raise TypeError(f"{name} does not accept dtypes {KEY_DTYPE}, {other_dtype}.")
-    same = op(self._data, other._data)  # uint32[..., 2], broadcast as the keys' shapes do
-    return combine(same, (get_aval(same).ndim - 1,))
+      raise TypeError(f"{name} does not accept dtypes {self.dtype}, {other_dtype}.")
+    same = op(self._data, other._data)  # uint32[..., *key_shape], broadcast as the keys' shapes
+    ndim = get_aval(same).ndim
+    return combine(same, tuple(range(ndim - len(self._impl.key_shape), ndim)))
 
   def __eq__(self, other):
     """Elementwise: whether each key equals the other's (both typed keys), as a bool array."""
@@ -134,56 +146,62 @@ class PRNGKeyArray:
   __hash__ = None  # as JAX's key arrays (and every Array): unhashable
 
 
-tree_util.register_pytree_node(PRNGKeyArray, lambda k: ((k._data,), None),
-                               lambda _, children: PRNGKeyArray(children[0]))
+tree_util.register_pytree_node(PRNGKeyArray, lambda k: ((k._data,), k._impl),
+                               lambda impl, children: PRNGKeyArray(children[0], impl))
 basearray.Array.register(PRNGKeyArray)  # isinstance(key, revax.Array), as in JAX
 
 
-def _check_key_data(data):
-  """TypeError unless `data` is threefry2x32 key data: uint32 with trailing dim 2."""
+def _check_key_data(data, impl: PRNGImpl):
+  """TypeError unless `data` is key data of `impl`: uint32 ending in its key shape."""
   if isinstance(data, (bool, int, float, complex)) or not hasattr(data, "dtype"):
     raise TypeError(f"invalid PRNG key data: expected key_data to have ndim, shape, and dtype "
                     f"attributes. Got {data!r}")
   aval = get_aval(data)
-  if aval.ndim < 1:
-    raise TypeError(f"invalid PRNG key data: expected key_data.ndim >= 1; got ndim={aval.ndim}")
-  if aval.shape[-1:] != (2,):
-    raise TypeError(f"invalid PRNG key data: expected key_data.shape to end with (2,); got "
-                    f"shape={aval.shape} for impl={IMPL_NAME}")
+  ndim = len(impl.key_shape)
+  if aval.ndim < ndim:
+    raise TypeError(f"invalid PRNG key data: expected key_data.ndim >= {ndim}; got "
+                    f"ndim={aval.ndim}")
+  if aval.shape[aval.ndim - ndim:] != impl.key_shape:
+    raise TypeError(f"invalid PRNG key data: expected key_data.shape to end with "
+                    f"{impl.key_shape}; got shape={aval.shape} for impl={impl.name}")
   if aval.dtype != _U32:
     raise TypeError(f"invalid PRNG key data: expected key_data.dtype = uint32; got "
                     f"dtype={aval.dtype.name}")
 
 
-def check_prng_key(name: str, key, *, allow_batched: bool = False):
-  """The uint32[..., 2] data of `key` (raw or typed) and whether it was typed.
-
-  Raises TypeError for anything that is not a key and ValueError for a batch of keys where one
-  key is expected (unless `allow_batched`)."""
+def _key_parts(name: str, key, allow_batched: bool):
+  """(key data, implementation, typed?) of `key`; raw keys are of the default implementation."""
   if isinstance(key, PRNGKeyArray):
-    data, typed = key._data, True
+    data, impl, typed = key._data, key._impl, True
   elif isinstance(key, (Array, Tracer, np.ndarray, np.generic, bool, int, float, complex)):
-    _check_key_data(key)
+    impl = default_prng_impl()
+    _check_key_data(key, impl)
     data, typed = key, False
   else:
     raise TypeError(f"unexpected PRNG key type {type(key)}")
-  if not allow_batched and get_aval(data).ndim > 1:
+  if not allow_batched and get_aval(data).ndim > len(impl.key_shape):
     raise ValueError(f"{name} accepts a single key, but was given a key array of shape "
                      f"{np.shape(key) if not typed else key.shape} != (). Use revax.vmap for "
                      f"batching.")
-  return data, typed
+  return data, impl, typed
 
 
-def return_keys(typed: bool, data):
-  """Key data in the caller's representation."""
-  return PRNGKeyArray(data) if typed else data
+def check_prng_key(name: str, key, *, allow_batched: bool = False):
+  """The key data of `key` (raw or typed) and whether it was typed: threefry2x32 data bare
+  (uint32[..., 2]), other implementations' as `prng.KeyBits` (data and implementation), which
+  the key-data helpers of revax.lax's prng module dispatch on.
+
+  Raises TypeError for anything that is not a key and ValueError for a batch of keys where one
+  key is expected (unless `allow_batched`)."""
+  data, impl, typed = _key_parts(name, key, allow_batched)
+  return (data if impl is threefry_prng_impl else prng.KeyBits(data, impl)), typed
 
 
-def _check_impl(impl):
-  if impl is None or impl == IMPL_NAME or isinstance(impl, KeyDtype):
-    return
-  raise ValueError(f'unrecognized PRNG implementation "{impl}". Did you mean one of: '
-                   f'"{IMPL_NAME}"?')
+def return_keys(typed: bool, keys):
+  """Key data (bare threefry2x32 data or `KeyBits`) in the caller's representation."""
+  data, impl = (keys.data, keys.impl) if isinstance(keys, prng.KeyBits) else \
+      (keys, threefry_prng_impl)
+  return PRNGKeyArray(data, impl) if typed else data
 
 
 # --- seeds ---------------------------------------------------------------------------------------
@@ -206,50 +224,47 @@ def _seed_operand(ctor_name: str, seed):
   return seed, aval
 
 
-def _key_data_from_seed(ctor_name: str, seed):
-  """threefry2x32 key data of an integer seed: (high word, low word) of a 64-bit seed, (0, seed)
-  of a narrower one (sign-extended, as JAX)."""
+def _key_data_from_seed(ctor_name: str, seed, impl: PRNGImpl):
   seed, _ = _seed_operand(ctor_name, seed)
-  return _seed_key_data(seed)
+  return _seed(seed, impl)
 
 
-@jit
-def _seed_key_data(seed):
-  dtype = get_aval(seed).dtype
-  low = conversion.convert_element_type(seed, _U32)
-  if dtype.itemsize == 8:
-    high = conversion.convert_element_type(
-        binary.shift_right_logical(seed, np.asarray(32, dtype)), _U32)
-  else:
-    high = np.zeros((), _U32)
-  return shapes.concatenate([shapes.reshape(high, (1,)), shapes.reshape(low, (1,))], 0)
+@functools.partial(jit, static_argnums=1)
+def _seed(seed, impl):
+  return impl.seed(seed)
 
 
 def PRNGKey(seed, *, impl=None):
-  """A raw threefry2x32 key: a uint32[2] array (JAX's legacy keys), from an integer seed.
+  """A raw key: a uint32 array of the implementation's key shape (JAX's legacy keys), from an
+  integer seed.
 
   Args:
     seed: a 64- or 32-bit integer (a Python int keeps its low 32 bits unless x64 is enabled).
-    impl: optional; only "threefry2x32" is implemented.
+    impl: optional implementation ("threefry2x32", "rbg", "unsafe_rbg", a PRNGSpec or a key
+      dtype); default: config jax_default_prng_impl. Raw keys carry no implementation: pass
+      them to functions with that implementation as the default.
 
   Returns:
-    The key, a uint32 array of shape (2,).
+    The key, a uint32 array of shape (2,) (threefry2x32) or (4,) (rbg, unsafe_rbg).
 
   Example:
     >>> revax.random.PRNGKey(42)
     Array([ 0, 42], dtype=uint32)
+    >>> revax.random.PRNGKey(42, impl="rbg")
+    Array([ 0, 42,  0, 42], dtype=uint32)
   """
-  _check_impl(impl)
-  return _key_data_from_seed("PRNGKey", seed)
+  impl = resolve_prng_impl(impl)
+  return _key_data_from_seed("PRNGKey", seed, impl)
 
 
 def key(seed, *, impl=None, dtype=None):
-  """A typed threefry2x32 key (shape (), dtype key<fry>) from an integer seed.
+  """A typed key (shape (), dtype key<fry>, key<rbg> or key<urbg>) from an integer seed.
 
   Args:
     seed: a 64- or 32-bit integer.
-    impl: optional; only "threefry2x32" is implemented.
-    dtype: optional key dtype (the dtype of a typed key), instead of `impl`.
+    impl: optional implementation ("threefry2x32", "rbg", "unsafe_rbg", a PRNGSpec or a key
+      dtype); default: config jax_default_prng_impl.
+    dtype: optional key dtype (the dtype of a typed key) or name, instead of `impl`.
 
   Returns:
     A `PRNGKeyArray` of shape ().
@@ -261,50 +276,86 @@ def key(seed, *, impl=None, dtype=None):
     >>> revax.random.key_data(k)  # the raw threefry key
     Array([0, 0], dtype=uint32)
   """
-  if dtype is not None and impl is not None:
-    raise ValueError("Cannot specify both `impl` and `dtype` arguments to revax.random.key")
-  _check_impl(impl if dtype is None else dtype)
-  return PRNGKeyArray(_key_data_from_seed("key", seed))
+  if dtype is not None:
+    if impl is not None:
+      raise ValueError("Cannot specify both `impl` and `dtype` arguments to revax.random.key")
+    impl = dtype
+  impl = resolve_prng_impl(impl)
+  if isinstance(seed, PRNGKeyArray):
+    raise TypeError("key accepts a scalar seed, but was given a PRNG key.")
+  if np.ndim(seed):
+    raise TypeError(f"key accepts a scalar seed, but was given an array of shape "
+                    f"{np.shape(seed)} != (). Use revax.vmap for batching")
+  return PRNGKeyArray(_key_data_from_seed("key", seed, impl), impl)
 
 
 def key_data(keys):
-  """The uint32[..., 2] data underlying PRNG keys (raw keys are returned as they are).
+  """The uint32 data underlying PRNG keys (raw keys are returned as they are).
 
   Args:
     keys: typed or raw keys, of any batch shape.
 
   Returns:
-    A uint32 array of shape keys.shape + (2,) (typed) or keys.shape (raw).
+    A uint32 array of shape keys.shape + key shape (typed) or keys.shape (raw).
   """
-  data, _ = check_prng_key("key_data", keys, allow_batched=True)
+  data, _, _ = _key_parts("key_data", keys, True)
   return data
 
 
 def wrap_key_data(key_bits_array, *, impl=None, dtype=None):
-  """Typed keys backed by uint32 key data `key_bits_array` (trailing dim 2).
+  """Typed keys backed by uint32 key data `key_bits_array` (trailing dims: the key shape).
 
   Args:
-    key_bits_array: uint32 array of shape (..., 2).
-    impl: optional; only "threefry2x32" is implemented.
+    key_bits_array: uint32 array of shape (..., *key_shape).
+    impl: optional implementation (default: config jax_default_prng_impl).
     dtype: optional key dtype, instead of `impl`.
 
   Returns:
-    A `PRNGKeyArray` of shape key_bits_array.shape[:-1].
+    A `PRNGKeyArray` of shape key_bits_array.shape[:-len(key_shape)].
+
+  Example:
+    >>> k = revax.random.wrap_key_data(jnp.array([1, 2, 3, 4], jnp.uint32), impl="rbg")
+    >>> k.dtype
+    key<rbg>
   """
-  if dtype is not None and impl is not None:
-    raise ValueError("Cannot specify both `impl` and `dtype` arguments to "
-                     "revax.random.wrap_key_data")
-  _check_impl(impl if dtype is None else dtype)
+  if dtype is not None:
+    if impl is not None:
+      raise ValueError("Cannot specify both `impl` and `dtype` arguments to "
+                       "revax.random.wrap_key_data")
+    impl = dtype
+  impl = resolve_prng_impl(impl)
   if isinstance(key_bits_array, PRNGKeyArray):
     raise TypeError("wrap_key_data expects uint32 key data, but was given typed keys")
-  _check_key_data(key_bits_array)
-  return PRNGKeyArray(key_bits_array)
+  _check_key_data(key_bits_array, impl)
+  return PRNGKeyArray(key_bits_array, impl)
 
 
-def key_impl(keys):
-  """The name of the PRNG implementation of `keys` ("threefry2x32")."""
-  check_prng_key("key_impl", keys, allow_batched=True)
-  return IMPL_NAME
+def key_impl(keys) -> str:
+  """The name of the PRNG implementation of `keys` (raw keys: the default implementation's).
+
+  Args:
+    keys: typed or raw keys.
+
+  Returns:
+    The implementation's name, e.g. "threefry2x32" or "rbg" (as JAX, whose registered
+    implementations are named by string).
+
+  Example:
+    >>> revax.random.key_impl(revax.random.key(0, impl="unsafe_rbg"))
+    'unsafe_rbg'
+  """
+  _, impl, _ = _key_parts("key_impl", keys, True)
+  return impl.name
+
+
+def key_dtype(impl_spec=None) -> KeyTy:
+  """The dtype of typed keys of an implementation (default: config jax_default_prng_impl).
+
+  Example:
+    >>> revax.random.key_dtype("unsafe_rbg")
+    key<urbg>
+  """
+  return KeyTy(resolve_prng_impl(impl_spec))
 
 
 # --- split and fold_in ---------------------------------------------------------------------------

@@ -100,9 +100,8 @@ def _per_key(draws):
 
 
 def _split2(data):
-  """Two keys split from key data uint32[2]."""
-  keys = prng.split_keys(data, (2,))
-  return [shapes.reshape(slicing.slice(keys, (i, 0), (i + 1, 2)), (2,)) for i in (0, 1)]
+  """Two keys split from one key's data."""
+  return prng.unstack_keys(prng.split_keys(data, (2,)))
 
 
 # --- bits ----------------------------------------------------------------------------------------
@@ -193,9 +192,10 @@ def _normal(key, shape, dtype):
   if not dtypes.is_complex(dtype):
     return prng.normal_floats(key, shape, dtype)
   real_dtype = np.zeros((), dtype).real.dtype
-  # real and imaginary parts from two split keys (one draw over both keys)
-  parts = prng.normal_floats(prng.split_keys(key, (2,)), shape, real_dtype)
-  re, im = (conversion.convert_element_type(x, dtype) for x in _per_key(parts))
+  # real and imaginary parts from two split keys, one draw each (as JAX: a draw from a batch of
+  # keys is not the same as one draw per key for every implementation)
+  re, im = (conversion.convert_element_type(prng.normal_floats(k, shape, real_dtype), dtype)
+            for k in _split2(key))
   sqrt2 = np.asarray(np.sqrt(2), dtype)
   return binary.div(binary.add(re, binary.mul(np.asarray(1j, dtype), im)), sqrt2)
 
@@ -474,8 +474,8 @@ def _randint(key, minval, maxval, shape, dtype):
   minval = shapes.broadcast_to_rank(_convert_and_clip_integer(minval, dtype), len(shape))
   maxval = shapes.broadcast_to_rank(_convert_and_clip_integer(maxval, dtype), len(shape))
   nbits = dtypes.iinfo(dtype).bits
-  # bits from each of two split keys (one hash over both keys)
-  higher_bits, lower_bits = _per_key(prng.random_bits(prng.split_keys(key, (2,)), nbits, shape))
+  # bits from each of two split keys, one draw each
+  higher_bits, lower_bits = (prng.random_bits(k, nbits, shape) for k in _split2(key))
   unsigned = _UINT_DTYPES[nbits]
   span = conversion.convert_element_type(binary.sub(maxval, minval), unsigned)
   one = np.asarray(1, unsigned)

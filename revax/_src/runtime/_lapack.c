@@ -1,5 +1,6 @@
 /* LAPACK for compiled programs: XLA FFI handlers that run eigh (?syevd / ?heevd), svd (?gesdd),
-   lu (?getrf) and cholesky (?potrf) on the host, as jaxlib's LAPACK kernels do for JAX on CPU.
+   lu (?getrf), cholesky (?potrf), eig (?geev) and schur (?gees) on the host, as jaxlib's LAPACK
+   kernels do for JAX on CPU.
 
    A program names them with `stablehlo.custom_call @revax_lapack_<op>(...) {api_version = 4}`
    (revax/_src/lax/linalg.py writes those; revax/_src/runtime/lapack.py registers the handlers
@@ -81,12 +82,23 @@ typedef lapack_int (*GesddFn)(int, char, lapack_int, lapack_int, void *, lapack_
                               void *, lapack_int, void *, lapack_int);
 typedef lapack_int (*GetrfFn)(int, lapack_int, lapack_int, void *, lapack_int, lapack_int *);
 typedef lapack_int (*PotrfFn)(int, char, lapack_int, void *, lapack_int);
+/* ?geev and ?gees: real kinds take (wr, wi), complex ones (w); the pointer types differ only. */
+typedef lapack_int (*GeevRealFn)(int, char, char, lapack_int, void *, lapack_int, void *, void *,
+                                 void *, lapack_int, void *, lapack_int);
+typedef lapack_int (*GeevComplexFn)(int, char, char, lapack_int, void *, lapack_int, void *,
+                                    void *, lapack_int, void *, lapack_int);
+typedef lapack_int (*GeesRealFn)(int, char, char, void *, lapack_int, void *, lapack_int,
+                                 lapack_int *, void *, void *, void *, lapack_int);
+typedef lapack_int (*GeesComplexFn)(int, char, char, void *, lapack_int, void *, lapack_int,
+                                    lapack_int *, void *, void *, lapack_int);
 
 /* Indexed by kind: 0 float32, 1 float64, 2 complex64, 3 complex128. */
 static SyevdFn syevd_fns[4];
 static GesddFn gesdd_fns[4];
 static GetrfFn getrf_fns[4];
 static PotrfFn potrf_fns[4];
+static void *geev_fns[4];
+static void *gees_fns[4];
 
 static int kind_of(int dtype) {
   switch (dtype) {
@@ -166,6 +178,15 @@ static void fill_nan(void *p, int64_t count, int kind, int real_only) {
       x[0] = NAN;
       if (complex_) x[1] = 0.0;
     }
+  }
+}
+
+/* NaN in every real and imaginary part (what JAX's eig and schur give where LAPACK fails). */
+static void fill_nan_all(void *p, int64_t count, int kind) {
+  int64_t parts = kind >= 2 ? 2 * count : count;
+  for (int64_t i = 0; i < parts; i++) {
+    if (kind == 0 || kind == 2) ((float *)p)[i] = NAN;
+    else ((double *)p)[i] = NAN;
   }
 }
 
@@ -314,20 +335,153 @@ static void *potrf_handler(CallFrame *f) {
   return NULL;
 }
 
+/* Column j of a real n x n column-major matrix `v` (from ?geev) into column j of the complex
+   matrix `out`, imaginary part `im` (a column of v, or NULL for zeros) times `sign`. */
+static void complex_column(void *out, const void *v, int64_t n, int64_t j, int64_t jim,
+                           double sign, int single) {
+  for (int64_t i = 0; i < n; i++) {
+    if (single) {
+      const float *vv = (const float *)v;
+      float *o = (float *)out + 2 * (j * n + i);
+      o[0] = vv[j * n + i];
+      o[1] = jim < 0 ? 0.0f : (float)(sign * vv[jim * n + i]);
+    } else {
+      const double *vv = (const double *)v;
+      double *o = (double *)out + 2 * (j * n + i);
+      o[0] = vv[j * n + i];
+      o[1] = jim < 0 ? 0.0 : sign * vv[jim * n + i];
+    }
+  }
+}
+
+/* A real ?geev's eigenvectors (conjugate pairs stored as columns re, im) made complex. */
+static void unpack_pairs(void *out, const void *v, const void *wi, int64_t n, int single) {
+  for (int64_t j = 0; j < n; j++) {
+    double im = single ? ((const float *)wi)[j] : ((const double *)wi)[j];
+    if (im != 0.0 && j + 1 < n) {
+      complex_column(out, v, n, j, j + 1, 1.0, single);
+      complex_column(out, v, n, j + 1, j + 1, -1.0, single);
+      /* column j + 1's real part is column j's */
+      for (int64_t i = 0; i < n; i++) {
+        if (single) ((float *)out)[2 * ((j + 1) * n + i)] = ((const float *)v)[j * n + i];
+        else ((double *)out)[2 * ((j + 1) * n + i)] = ((const double *)v)[j * n + i];
+      }
+      j++;
+    } else {
+      complex_column(out, v, n, j, -1, 1.0, single);
+    }
+  }
+}
+
+/* eig: args (a (..., n, n)); rets (w (..., n) complex, then vl and vr (..., n, n) complex as
+   attributes `left` and `right` ask). Real input: ?geev's (wr, wi) and real vectors are made
+   complex (a conjugate pair's columns re, im become re + i im and re - i im). */
+static void *geev_handler(CallFrame *f) {
+  PROLOGUE(1, 1)
+  void *fn = geev_fns[kind];
+  if (!fn) return error(f, ERR_INTERNAL, "revax LAPACK: no ?geev for this dtype");
+  int left = (int)int_attr(f, "left", 0), right = (int)int_attr(f, "right", 0);
+  if (f->rets.size != 1 + left + right)
+    return error(f, ERR_INVALID_ARGUMENT, "revax LAPACK geev: wrong number of results");
+  Buffer *a = arg(f, 0), *w = ret(f, 0);
+  Buffer *vl = left ? ret(f, 1) : NULL, *vr = right ? ret(f, 1 + left) : NULL;
+  int64_t n = a->dims[a->rank - 1], batch = batch_of(a, 2);
+  int real = kind < 2, single = kind == 0 || kind == 2;
+  size_t eb = kind_bytes[kind], rb = kind_real_bytes[kind], cb = 2 * rb;
+  size_t mat = (size_t)(n * n) * eb, cmat = (size_t)(n * n) * cb;
+  char *work = malloc(mat ? mat : 1), *l = malloc(mat ? mat : 1), *r = malloc(mat ? mat : 1);
+  char *wr = malloc(n ? (size_t)n * eb : 1), *wi = malloc(n ? (size_t)n * eb : 1);
+  if (!work || !l || !r || !wr || !wi) {
+    free(work); free(l); free(r); free(wr); free(wi);
+    return error(f, ERR_INTERNAL, "revax LAPACK: out of memory");
+  }
+  for (int64_t b = 0; b < batch && n > 0; b++) {
+    char *wb = (char *)w->data + b * (size_t)n * cb;
+    char *lb = left ? (char *)vl->data + b * cmat : NULL;
+    char *rbp = right ? (char *)vr->data + b * cmat : NULL;
+    memcpy(work, (char *)a->data + b * mat, mat);
+    char jl = left ? 'V' : 'N', jr = right ? 'V' : 'N';
+    lapack_int info;
+    if (real) {
+      info = ((GeevRealFn)fn)(COL_MAJOR, jl, jr, n, work, n, wr, wi, l, n, r, n);
+    } else {
+      info = ((GeevComplexFn)fn)(COL_MAJOR, jl, jr, n, work, n, wb, left ? lb : l, n,
+                                 right ? rbp : r, n);
+    }
+    if (info != 0) {
+      fill_nan_all(wb, n, kind < 2 ? kind + 2 : kind);
+      if (left) fill_nan_all(lb, n * n, kind < 2 ? kind + 2 : kind);
+      if (right) fill_nan_all(rbp, n * n, kind < 2 ? kind + 2 : kind);
+      continue;
+    }
+    if (real) {
+      for (int64_t j = 0; j < n; j++) {
+        if (single) {
+          ((float *)wb)[2 * j] = ((float *)wr)[j];
+          ((float *)wb)[2 * j + 1] = ((float *)wi)[j];
+        } else {
+          ((double *)wb)[2 * j] = ((double *)wr)[j];
+          ((double *)wb)[2 * j + 1] = ((double *)wi)[j];
+        }
+      }
+      if (left) unpack_pairs(lb, l, wi, n, single);
+      if (right) unpack_pairs(rbp, r, wi, n, single);
+    }
+  }
+  free(work); free(l); free(r); free(wr); free(wi);
+  return NULL;
+}
+
+/* schur: args (a (..., n, n)); rets (t (..., n, n), and q (..., n, n) if attribute `vectors`):
+   ?gees without sorting; NaN where it fails. */
+static void *gees_handler(CallFrame *f) {
+  PROLOGUE(1, 1)
+  void *fn = gees_fns[kind];
+  if (!fn) return error(f, ERR_INTERNAL, "revax LAPACK: no ?gees for this dtype");
+  int vectors = (int)int_attr(f, "vectors", 1);
+  if (f->rets.size != 1 + vectors)
+    return error(f, ERR_INVALID_ARGUMENT, "revax LAPACK gees: wrong number of results");
+  Buffer *a = arg(f, 0), *t = ret(f, 0), *q = vectors ? ret(f, 1) : NULL;
+  int64_t n = a->dims[a->rank - 1], batch = batch_of(a, 2);
+  size_t eb = kind_bytes[kind], mat = (size_t)(n * n) * eb;
+  char *qs = malloc(mat ? mat : 1), *w1 = malloc(n ? (size_t)n * eb : 1);
+  char *w2 = malloc(n ? (size_t)n * eb : 1);
+  if (!qs || !w1 || !w2) {
+    free(qs); free(w1); free(w2);
+    return error(f, ERR_INTERNAL, "revax LAPACK: out of memory");
+  }
+  for (int64_t b = 0; b < batch && n > 0; b++) {
+    char *tb = (char *)t->data + b * mat, *qb = vectors ? (char *)q->data + b * mat : qs;
+    memcpy(tb, (char *)a->data + b * mat, mat);
+    lapack_int sdim = 0, info;
+    char job = vectors ? 'V' : 'N';
+    if (kind < 2) info = ((GeesRealFn)fn)(COL_MAJOR, job, 'N', NULL, n, tb, n, &sdim, w1, w2, qb,
+                                          n);
+    else info = ((GeesComplexFn)fn)(COL_MAJOR, job, 'N', NULL, n, tb, n, &sdim, w1, qb, n);
+    if (info != 0) {
+      fill_nan_all(tb, n * n, kind);
+      if (vectors) fill_nan_all(qb, n * n, kind);
+    }
+  }
+  free(qs); free(w1); free(w2);
+  return NULL;
+}
+
 /* ------------------------------------------------------------------------- Python module */
 
 static PyObject *set_lapack(PyObject *self, PyObject *table) {
   (void)self;
-  PyObject *seq = PySequence_Fast(table, "set_lapack takes a sequence of 16 addresses");
+  PyObject *seq = PySequence_Fast(table, "set_lapack takes a sequence of 24 addresses");
   if (!seq) return NULL;
-  if (PySequence_Fast_GET_SIZE(seq) != 16) {
+  if (PySequence_Fast_GET_SIZE(seq) != 24) {
     Py_DECREF(seq);
-    PyErr_SetString(PyExc_ValueError, "set_lapack takes 16 addresses: ?syevd/?heevd, ?gesdd, "
-                                      "?getrf_work, ?potrf_work, each for s, d, c, z");
+    PyErr_SetString(PyExc_ValueError, "set_lapack takes 24 addresses: ?syevd/?heevd, ?gesdd, "
+                                      "?getrf_work, ?potrf_work, ?geev, ?gees, each for s, d, "
+                                      "c, z");
     return NULL;
   }
-  void *addresses[16];
-  for (int i = 0; i < 16; i++) {
+  void *addresses[24];
+  for (int i = 0; i < 24; i++) {
     PyObject *item = PySequence_Fast_GET_ITEM(seq, i);
     addresses[i] = item == Py_None ? NULL : PyLong_AsVoidPtr(item);
     if (PyErr_Occurred()) {
@@ -341,24 +495,29 @@ static PyObject *set_lapack(PyObject *self, PyObject *table) {
     gesdd_fns[i] = (GesddFn)addresses[4 + i];
     getrf_fns[i] = (GetrfFn)addresses[8 + i];
     potrf_fns[i] = (PotrfFn)addresses[12 + i];
+    geev_fns[i] = addresses[16 + i];
+    gees_fns[i] = addresses[20 + i];
   }
   Py_RETURN_NONE;
 }
 
 static PyObject *handlers(PyObject *self, PyObject *unused) {
   (void)self; (void)unused;
-  return Py_BuildValue("{s:N,s:N,s:N,s:N}",
+  return Py_BuildValue("{s:N,s:N,s:N,s:N,s:N,s:N}",
                        "syevd", PyLong_FromVoidPtr((void *)syevd_handler),
                        "gesdd", PyLong_FromVoidPtr((void *)gesdd_handler),
                        "getrf", PyLong_FromVoidPtr((void *)getrf_handler),
-                       "potrf", PyLong_FromVoidPtr((void *)potrf_handler));
+                       "potrf", PyLong_FromVoidPtr((void *)potrf_handler),
+                       "geev", PyLong_FromVoidPtr((void *)geev_handler),
+                       "gees", PyLong_FromVoidPtr((void *)gees_handler));
 }
 
 static PyMethodDef methods[] = {
   {"set_lapack", set_lapack, METH_O,
-   "set_lapack(addresses): the 16 LAPACKE functions (None where missing), in the order "
+   "set_lapack(addresses): the 24 LAPACKE functions (None where missing), in the order "
    "ssyevd dsyevd cheevd zheevd, sgesdd dgesdd cgesdd zgesdd, sgetrf_work dgetrf_work "
-   "cgetrf_work zgetrf_work, spotrf_work dpotrf_work cpotrf_work zpotrf_work."},
+   "cgetrf_work zgetrf_work, spotrf_work dpotrf_work cpotrf_work zpotrf_work, sgeev dgeev "
+   "cgeev zgeev, sgees dgees cgees zgees."},
   {"handlers", handlers, METH_NOARGS,
    "handlers() -> {'syevd': address, ..., 'potrf': address} of the FFI handlers."},
   {NULL, NULL, 0, NULL},

@@ -1,8 +1,8 @@
 """LAPACK for compiled programs on CPU: finding it, and registering revax's FFI handlers.
 
 The XLA CPU plugin has no LAPACK custom calls of its own. JAX brings them in jaxlib; revax has
-four FFI handlers in C (`_lapack.c`: eigh through ?syevd/?heevd, svd through ?gesdd, lu through
-?getrf, cholesky through ?potrf) that call the LAPACKE functions of the ILP64 OpenBLAS NumPy's wheel bundles
+six FFI handlers in C (`_lapack.c`: eigh through ?syevd/?heevd, svd through ?gesdd, lu through
+?getrf, cholesky through ?potrf, eig through ?geev, schur through ?gees) that call the LAPACKE functions of the ILP64 OpenBLAS NumPy's wheel bundles
 (`numpy.libs/libscipy_openblas64_*.so`, symbols `scipy_LAPACKE_*64_`; the `scipy_openblas64`
 package's copy is tried too). Lowering (revax/_src/lax/linalg.py) asks `target(op, dtype)` for
 the custom call target to name; None means "lower to the algorithm written in lax", which is
@@ -28,7 +28,7 @@ import numpy as np
 
 __all__ = ["target", "available", "library_path", "register"]
 
-OPS = ("syevd", "gesdd", "getrf", "potrf")
+OPS = ("syevd", "gesdd", "getrf", "potrf", "geev", "gees")
 _PREFIX = "revax_lapack_"
 _KINDS = (np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.complex64),
           np.dtype(np.complex128))
@@ -36,7 +36,9 @@ _KINDS = (np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.complex64),
 _SYMBOLS = ([f"scipy_LAPACKE_{t}{'syevd' if t in 'sd' else 'heevd'}64_" for t in "sdcz"]
             + [f"scipy_LAPACKE_{t}gesdd64_" for t in "sdcz"]
             + [f"scipy_LAPACKE_{t}getrf_work64_" for t in "sdcz"]
-            + [f"scipy_LAPACKE_{t}potrf_work64_" for t in "sdcz"])
+            + [f"scipy_LAPACKE_{t}potrf_work64_" for t in "sdcz"]
+            + [f"scipy_LAPACKE_{t}geev64_" for t in "sdcz"]
+            + [f"scipy_LAPACKE_{t}gees64_" for t in "sdcz"])
 
 _lock = threading.Lock()
 _state: dict | None = None  # op -> set of dtypes with a registered handler
@@ -82,7 +84,10 @@ def _load() -> dict:
     addresses = _addresses(path)
   except OSError:
     return {}
-  _lapack.set_lapack(addresses)
+  try:
+    _lapack.set_lapack(addresses)
+  except ValueError:  # an extension built from an older _lapack.c (fewer handlers): rebuild it
+    return {}
   from revax._src.runtime import client, ffi
   try:
     platform = client.get_backend().platform

@@ -1,9 +1,8 @@
 """revax.scipy.linalg: SciPy's linear algebra on revax arrays, as jax.scipy.linalg.
 
 Factorizations come from the revax.lax.linalg primitives; everything batches over leading axes,
-differentiates and compiles. Functions that need a Schur decomposition (schur, sqrtm, funm,
-rsf2csf) or a Hessenberg reduction are not available: JAX computes those with LAPACK (gees,
-gehrd), which the XLA CPU plugin revax runs on does not provide.
+differentiates and compiles. The Schur-based functions (schur, rsf2csf, sqrtm, funm) live in
+linalg_schur.py.
 """
 from __future__ import annotations
 

@@ -389,4 +389,20 @@ RECORDS += [
       x, compute_left_eigenvectors=False, compute_right_eigenvectors=False)[0],
            _args(_mat((3, 3), np.complex64)), lambda x: np.linalg.eigvals(x).astype(x.dtype),
            grad_order=0, **_TOL),
+  # schur (LAPACK ?gees on the host, eager and jitted); it has no derivative (as in JAX)
+  OpRecord("schur_f32_batched", "schur", lin.schur, _args(_mat((2, 4, 4))),
+           lambda x: _np_schur(x, "real"), grad_order=0, **_TOL),
+  OpRecord("schur_c64", "schur", lin.schur, _args(_mat((3, 3), np.complex64)),
+           lambda x: _np_schur(x, "complex"), grad_order=0, **_TOL),
+  OpRecord("schur_f32_no_vectors", "schur",
+           lambda x: lin.schur(x, compute_schur_vectors=False)[0], _args(_mat((5, 5))),
+           lambda x: _np_schur(x, "real")[0], grad_order=0, **_TOL),
 ]
+
+
+def _np_schur(x, output):
+  """scipy's Schur factors (its ?gees) of each matrix of a batch."""
+  flat = x.reshape((-1,) + x.shape[-2:])
+  t, z = zip(*(scipy.linalg.schur(m, output=output) for m in flat))
+  return (np.stack(t).reshape(x.shape).astype(x.dtype),
+          np.stack(z).reshape(x.shape).astype(x.dtype))
