@@ -150,7 +150,7 @@ def vdot(a, b, *, precision=None, preferred_element_type=None):
   a, b = _promote("vdot", a, b)
   a, b = ravel(conjugate(a)), ravel(b)
   if _shape(a) != _shape(b):
-    raise ValueError(f"vdot: operands must have the same size, got {_shape(a)} and {_shape(b)}")
+    raise TypeError(f"vdot: operands must have the same size, got {_shape(a)} and {_shape(b)}")
   return _dot(a, b, ((0,), (0,)), ((), ()), precision, preferred_element_type)
 
 

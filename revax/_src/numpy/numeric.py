@@ -327,7 +327,7 @@ def trapezoid(y, x=None, dx=1.0, axis: int = -1):
       d = moveaxis(diff(x, axis=axis), axis, -1)
   y = moveaxis(y, axis, -1)
   n = _shape(y)[-1]
-  avg = lax.mul(lax.add(_slice_axis(y, 1, n, aval_of(y).ndim - 1),
+  avg = lax.mul(lax.add(_slice_axis(y, min(1, n), n, aval_of(y).ndim - 1),
                         _slice_axis(y, 0, max(n - 1, 0), aval_of(y).ndim - 1)),
                 util.constant_like(y, 0.5))
   return _sum(lax.mul(avg, util.broadcast_to(d, _shape(avg)) if aval_of(d).ndim else d), axis=-1)

@@ -349,7 +349,7 @@ def column_stack(tup):
   arrays = []
   for a in _check_sequence("column_stack", tup):
     a = util.as_array(a)
-    arrays.append(lax.expand_dims(a, (1,)) if len(_shape(a)) < 2 else a)
+    arrays.append(lax.expand_dims(atleast_1d(a), (1,)) if len(_shape(a)) < 2 else a)
   return concatenate([atleast_2d(a) for a in arrays], 1)
 
 
