@@ -138,7 +138,7 @@ def inner(a, b, *, precision=None, preferred_element_type=None):
   if not sa or not sb:
     return lax.mul(a, b)
   if sa[-1] != sb[-1]:
-    raise ValueError(f"inner: last dimensions differ: shapes {sa} and {sb}")
+    raise TypeError(f"inner: last dimensions differ: shapes {sa} and {sb}")
   return _dot(a, b, ((len(sa) - 1,), (len(sb) - 1,)), ((), ()), precision,
               preferred_element_type)
 

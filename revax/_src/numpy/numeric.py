@@ -40,6 +40,7 @@ def array_equal(a1, a2, equal_nan: bool = False):
   """Whether `a1` and `a2` have the same shape and elements (NaNs equal if `equal_nan`)."""
   from revax._src.numpy.reductions import all as _all
   from revax._src.numpy.ufuncs import equal, isnan
+  a1, a2 = (np.asarray(a) if isinstance(a, (list, tuple)) else a for a in (a1, a2))  # as JAX
   util.check_arraylike("array_equal", a1, a2)
   if _shape(a1) != _shape(a2):
     return util.scalar_constant(False, dtypes.bool_)
@@ -53,6 +54,7 @@ def array_equiv(a1, a2):
   """Whether `a1` and `a2` are equal after broadcasting to one shape."""
   from revax._src.numpy.reductions import all as _all
   from revax._src.numpy.ufuncs import equal
+  a1, a2 = (np.asarray(a) if isinstance(a, (list, tuple)) else a for a in (a1, a2))  # as JAX
   util.check_arraylike("array_equiv", a1, a2)
   return _all(equal(a1, a2))
 
