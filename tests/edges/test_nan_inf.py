@@ -146,6 +146,11 @@ OVERRIDES = {
         "vecmat": [("V34", lambda m, x: m.vecmat(x[:, 0], x), (V34,))],
         "trim_zeros": [("V", lambda m, x: m.trim_zeros(x[3:]), (V,))],
         "sort_complex": [("V", lambda m, x: m.sort_complex(x), (V,))],
+        # a single exponent: eager NumPy computed power(x, 0.5) as sqrt(x)
+        **{name: [("pairs", lambda m, x, y, f=name: getattr(m, f)(x, y), (PA, PB))]
+           + [(f"V, {e}", lambda m, x, f=name, e=e: getattr(m, f)(x, e), (V,))
+              for e in (0.5, -0.5, 2., -1., 3)]
+           for name in ("power", "pow", "float_power")},
     },
     "special": {
         "bessel_jn": [("v=1", lambda m, x: m.bessel_jn(x, v=1), (V,))],
