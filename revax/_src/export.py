@@ -137,7 +137,7 @@ def _check_avals(exp: Exported, avals) -> None:
       raise ValueError(f"Shape mismatch for argument {i} of exported function {exp.fun_name}: "
                        f"expected {want.str_short()} and called with {got.str_short()}")
     if got.dtype != want.dtype:
-      raise TypeError(f"Dtype mismatch for argument {i} of exported function {exp.fun_name}: "
+      raise ValueError(f"Dtype mismatch for argument {i} of exported function {exp.fun_name}: "
                       f"expected {want.str_short()} and called with {got.str_short()}")
 
 

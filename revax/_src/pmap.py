@@ -10,6 +10,7 @@ first (or the given) devices: one member per device, the collectives XLA's. A ma
 from __future__ import annotations
 
 import functools
+import threading
 
 import numpy as np
 
@@ -22,6 +23,10 @@ from revax._src.sharding import Mesh, PartitionSpec
 from revax._src.vmap import vmap
 
 __all__ = ["pmap"]
+
+
+# How many pmapped functions are being traced on this thread (a pmap inside one is refused).
+_inside = threading.local()
 
 
 def pmap(fun, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_argnums=(),
@@ -57,6 +62,10 @@ def pmap(fun, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_argnu
   def pmap_f(*args, **kwargs):
     if kwargs:
       raise TypeError("pmap does not support keyword arguments; pass them positionally")
+    if getattr(_inside, "depth", 0):
+      raise ValueError("pmap inside another pmap is not supported (as in JAX 0.10.2, whose pmap "
+                       "is a shard_map over a 1-d mesh); use vmap with an axis_name for the inner "
+                       "map, or shard_map over a 2-d mesh")
     from revax._src.runtime.client import get_backend
     available = len(devices) if devices is not None else len(get_backend().devices)
     dyn = [a for i, a in enumerate(args) if i not in static]
@@ -75,7 +84,11 @@ def pmap(fun, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_argnu
     def member_fn(*dyn_args):
       it = iter(dyn_args)
       full = [args[i] if i in static else next(it) for i in range(len(args))]
-      return fun(*full)
+      _inside.depth = getattr(_inside, "depth", 0) + 1
+      try:
+        return fun(*full)
+      finally:
+        _inside.depth -= 1
 
     if size is not None and size > 1 and any(ax is not None for ax in axes):
       pool = list(devices) if devices is not None else list(get_backend().devices)

@@ -77,7 +77,7 @@ def test_errors():
   exp = export.export(revax.jit(f))(X, X)
   with pytest.raises(ValueError, match="Shape mismatch"):
     exp.call(np.ones((3, 3), np.float32), X)
-  with pytest.raises(TypeError, match="Dtype mismatch"):
+  with pytest.raises(ValueError, match="Dtype mismatch"):
     exp.call(X.astype(np.int32), X)
   with pytest.raises(ValueError, match="pytree structure"):
     exp.call(X)

@@ -296,7 +296,14 @@ def _pow_abstract_eval(x, y):
 
 @_quiet
 def _pow_numpy(x, y):
-  return np.power(x, y.astype(x.dtype))
+  y = y.astype(x.dtype)
+  if y.size == 1 and y.dtype.kind == "f" and y.reshape(()) == 0.5:
+    # NumPy computes power(x, 0.5) with a single exponent as sqrt(x), which differs from pow
+    # (and from XLA's power) at -inf (NaN, not inf) and -0.0 (-0.0, not 0.0).
+    x, y = np.broadcast_arrays(x, y)
+    return np.power(x, np.full(x.shape, y.reshape(-1)[0])) if x.size > 1 else \
+        np.power(x.reshape(1), np.full((2,), y.reshape(-1)[0]))[0].reshape(x.shape)
+  return np.power(x, y)
 
 
 def _pow_lower(ctx, x, y):

@@ -77,9 +77,9 @@ _METHODS = {
 
 def _reshape_method(self, *args, order="C"):
   """x.reshape(2, 3) or x.reshape((2, 3))."""
-  from revax._src.numpy.shape_ops import reshape
+  from revax._src.numpy.shape_ops import _reshape
   shape = args[0] if len(args) == 1 and not isinstance(args[0], int) else args
-  return reshape(self, shape, order)
+  return _reshape(self, shape, order, None, TypeError)  # JAX's method raises TypeError
 
 
 def _transpose_method(self, *args):

@@ -138,7 +138,7 @@ def inner(a, b, *, precision=None, preferred_element_type=None):
   if not sa or not sb:
     return lax.mul(a, b)
   if sa[-1] != sb[-1]:
-    raise ValueError(f"inner: last dimensions differ: shapes {sa} and {sb}")
+    raise TypeError(f"inner: last dimensions differ: shapes {sa} and {sb}")
   return _dot(a, b, ((len(sa) - 1,), (len(sb) - 1,)), ((), ()), precision,
               preferred_element_type)
 
@@ -150,7 +150,7 @@ def vdot(a, b, *, precision=None, preferred_element_type=None):
   a, b = _promote("vdot", a, b)
   a, b = ravel(conjugate(a)), ravel(b)
   if _shape(a) != _shape(b):
-    raise ValueError(f"vdot: operands must have the same size, got {_shape(a)} and {_shape(b)}")
+    raise TypeError(f"vdot: operands must have the same size, got {_shape(a)} and {_shape(b)}")
   return _dot(a, b, ((0,), (0,)), ((), ()), precision, preferred_element_type)
 
 

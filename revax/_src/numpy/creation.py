@@ -276,6 +276,9 @@ def arange(start, stop=None, step=None, dtype=None, *, device=None, out_sharding
     Array([0.  , 0.25, 0.5 , 0.75], dtype=float32)
   """
   args = [a for a in (start, stop, step) if a is not None]
+  for a, n in zip((start, stop, step), ("start", "stop", "step")):
+    if a is not None and tuple(getattr(a, "shape", None) or np.shape(a)):  # ValueError as JAX
+      raise ValueError(f"arange: arguments must be scalars; got {n} of shape {np.shape(a)}")
   vals = [util.concrete_scalar(a, "arange", n) for a, n in
           zip((start, stop, step), ("start", "stop", "step")) if a is not None]
   for v in vals:

@@ -96,8 +96,10 @@ def histogram_bin_edges(a, bins=10, range=None, weights=None):  # noqa: A002 (Nu
   a = util.as_array(a)
   dtype = _float_of(a)
   if aval_of(a).size == 0 and range is None:
-    lo, hi = util.scalar_constant(0, dtype), util.scalar_constant(1, dtype)
-  elif range is None:
+    # as JAX (whose min of the data fails): NumPy would use (0, 1)
+    raise ValueError("histogram: zero-size array to reduction operation min which has no "
+                     "identity; pass range=(lo, hi) to bin an empty array")
+  if range is None:
     lo = lax.convert_element_type(_min(a), dtype)
     hi = lax.convert_element_type(_max(a), dtype)
   else:

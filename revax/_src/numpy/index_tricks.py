@@ -13,6 +13,7 @@ import numpy as np
 from revax._src import lax
 from revax._src.core import dtypes
 from revax._src.core.trace import Tracer
+from revax._src.core.errors import ConcretizationTypeError
 from revax._src.numpy import util
 from revax._src.numpy.util import aval_of
 
@@ -68,8 +69,10 @@ def ravel_multi_index(multi_index, dims, mode: str = "raise", order: str = "C", 
   if mode == "raise":
     for i, d in zip(idx, dims, strict=True):
       if isinstance(i, Tracer):
-        raise ValueError("The error occurred because ravel_multi_index was jit-compiled with "
-                         "mode='raise'. Use mode='wrap' or mode='clip' instead.")
+        # a TypeError (ConcretizationTypeError), as JAX's
+        raise ConcretizationTypeError(
+            "ravel_multi_index with mode='raise' needs concrete indices (it checks their "
+            "bounds), got a traced array: use mode='wrap' or mode='clip' under jit.")
       value = np.asarray(i)
       if value.size and (value.min() < 0 or value.max() >= d):
         raise ValueError("invalid entry in coordinates array")

@@ -303,9 +303,19 @@ def _advanced_indexing(x, idx, need_valid):
   except ValueError:
     raise IndexError(f"shape mismatch: indexing arrays could not be broadcast together with "
                      f"shapes {' '.join(str(aval_of(idx[d]).shape) for d in adv)}") from None
-  if math.prod(batch) and any(shape[d] == 0 for d in adv):
-    d = next(d for d in adv if shape[d] == 0)
-    raise IndexError(f"index is out of bounds for axis {d} with size 0")
+  rest = [d for d in range(len(shape)) if d not in adv]
+  adjacent = adv == list(range(adv[0], adv[-1] + 1))
+  p = adv[0] if adjacent else 0  # where the broadcast index dims go in the output
+  out_shape = tuple(shape[d] for d in rest[:p]) + batch + tuple(shape[d] for d in rest[p:])
+  empty_axes = [d for d in adv if shape[d] == 0]
+  if math.prod(batch) and empty_axes:
+    if not need_valid:
+      raise IndexError(f"index is out of bounds for axis {empty_axes[0]} with size 0")
+    # fill/drop modes: every index is out of bounds, so every element is filled or dropped
+    return util.full_of(out_shape, 0, aval_of(x).dtype, aval_of(x).weak_type), False
+  if not math.prod(out_shape):
+    # Nothing to read: no gather (its slice sizes would exceed an empty axis), as JAX does.
+    return util.full_of(out_shape, 0, aval_of(x).dtype, aval_of(x).weak_type), True
   dt = _index_dtype(max(shape[d] for d in adv))
   cols, valid = [], None
   for d in adv:
@@ -316,9 +326,6 @@ def _advanced_indexing(x, idx, need_valid):
       ok = util.broadcast_to(ok, batch)
       valid = ok if valid is None else lax.bitwise_and(valid, ok)
   indices = cols[0] if len(cols) == 1 else lax.concatenate(cols, len(batch))
-  rest = [d for d in range(len(shape)) if d not in adv]
-  adjacent = adv == list(range(adv[0], adv[-1] + 1))
-  p = adv[0] if adjacent else 0  # where the broadcast index dims go in the output
   nb = len(batch)
   offset_dims = tuple(range(p)) + tuple(range(p + nb, nb + len(rest)))
   dnums = lax.GatherDimensionNumbers(offset_dims=offset_dims, collapsed_slice_dims=tuple(adv),
@@ -575,6 +582,8 @@ def nonzero(a, *, size=None, fill_value=None):
                      f"got length {len(fills)}")
   index_dtype = dtypes.default_int_dtype()
   n = math.prod(aval.shape)
+  if not n:  # as JAX: an empty input gives `size` zeros per axis, whatever fill_value says
+    return tuple(util.full_of((size,), 0, index_dtype) for _ in aval.shape)
   mask = lax.reshape(lax.ne(util.as_array(a), util.constant_like(a, 0)), (n,))
   count_before = lax.cumsum(lax.convert_element_type(mask, index_dtype), 0)
   # each nonzero element goes to its rank among nonzeros; the rest to `size`, which is dropped
@@ -609,8 +618,11 @@ def flatnonzero(a, *, size=None, fill_value=None):
 def argwhere(a, *, size=None, fill_value=None):
   """Indices of the nonzero elements, as an (N, a.ndim) array (a must be concrete)."""
   from revax._src.numpy.shape_ops import atleast_1d, stack
+  util.check_arraylike("argwhere", a)
   idx = nonzero(atleast_1d(a), size=size, fill_value=fill_value)
-  return stack(idx, axis=1)
+  out = stack(idx, axis=1)
+  # a 0-d input has no axes: one (or no) row of zero columns, as in NumPy
+  return out[:, :0] if aval_of(a).ndim == 0 else out
 
 
 def take(a, indices, axis=None, out=None, mode=None, unique_indices=False,
@@ -624,7 +636,9 @@ def take(a, indices, axis=None, out=None, mode=None, unique_indices=False,
     raise NotImplementedError("The 'out' argument to take is not supported.")
   util.check_arraylike("take", a, indices)
   if not dtypes.is_integer(aval_of(indices).dtype):
-    raise ValueError(f"take requires integer indices, got {aval_of(indices).dtype.name}")
+    if aval_of(indices).size:  # JAX lets an empty index array of any dtype through
+      raise ValueError(f"take requires integer indices, got {aval_of(indices).dtype.name}")
+    indices = lax.convert_element_type(indices, dtypes.int32)
   if axis is None:
     from revax._src.numpy.shape_ops import ravel
     a, axis = ravel(a), 0

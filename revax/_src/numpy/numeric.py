@@ -40,6 +40,7 @@ def array_equal(a1, a2, equal_nan: bool = False):
   """Whether `a1` and `a2` have the same shape and elements (NaNs equal if `equal_nan`)."""
   from revax._src.numpy.reductions import all as _all
   from revax._src.numpy.ufuncs import equal, isnan
+  a1, a2 = (np.asarray(a) if isinstance(a, (list, tuple)) else a for a in (a1, a2))  # as JAX
   util.check_arraylike("array_equal", a1, a2)
   if _shape(a1) != _shape(a2):
     return util.scalar_constant(False, dtypes.bool_)
@@ -53,6 +54,7 @@ def array_equiv(a1, a2):
   """Whether `a1` and `a2` are equal after broadcasting to one shape."""
   from revax._src.numpy.reductions import all as _all
   from revax._src.numpy.ufuncs import equal
+  a1, a2 = (np.asarray(a) if isinstance(a, (list, tuple)) else a for a in (a1, a2))  # as JAX
   util.check_arraylike("array_equiv", a1, a2)
   return _all(equal(a1, a2))
 
@@ -327,7 +329,7 @@ def trapezoid(y, x=None, dx=1.0, axis: int = -1):
       d = moveaxis(diff(x, axis=axis), axis, -1)
   y = moveaxis(y, axis, -1)
   n = _shape(y)[-1]
-  avg = lax.mul(lax.add(_slice_axis(y, 1, n, aval_of(y).ndim - 1),
+  avg = lax.mul(lax.add(_slice_axis(y, min(1, n), n, aval_of(y).ndim - 1),
                         _slice_axis(y, 0, max(n - 1, 0), aval_of(y).ndim - 1)),
                 util.constant_like(y, 0.5))
   return _sum(lax.mul(avg, util.broadcast_to(d, _shape(avg)) if aval_of(d).ndim else d), axis=-1)

@@ -214,7 +214,7 @@ def pad(array, pad_width, mode="constant", **kwargs):
   if callable(mode):
     return _pad_with_function(x, widths, mode, kwargs)
   if mode not in allowed:
-    raise ValueError(f"Unimplemented padding mode '{mode}' for np.pad.")
+    raise NotImplementedError(f"Unimplemented padding mode '{mode}' for np.pad.")
   extra = set(kwargs) - allowed[mode]
   if extra:
     raise ValueError(f"unsupported keyword arguments for mode '{mode}': {sorted(extra)}")

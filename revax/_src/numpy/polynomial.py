@@ -45,11 +45,15 @@ def poly(seq_of_zeros):
   util.check_arraylike("poly", seq_of_zeros)
   (z,) = util.promote_args_inexact("poly", seq_of_zeros)
   z = util.as_array(z)
+  if aval_of(z).ndim == 0:
+    z = lax.reshape(z, (1,))
   if aval_of(z).ndim == 2 and aval_of(z).shape[0] == aval_of(z).shape[1] and aval_of(z).shape[0]:
     from revax._src.numpy.linalg import eigvals
     z = eigvals(z)
   if aval_of(z).ndim != 1:
     raise ValueError("input must be 1d or non-empty square 2d array.")
+  if not _len(z):
+    return util.full_of((), 1, aval_of(z).dtype)  # no roots: the constant 1, as NumPy's 0-d
   out = util.full_of((1,), 1, aval_of(z).dtype)
   for i in range(_len(z)):
     factor = lax.concatenate([util.full_of((1,), 1, aval_of(z).dtype),
@@ -94,6 +98,8 @@ def polymul(a1, a2, *, trim_leading_zeros: bool = False):
   if aval_of(a2).ndim == 0:
     a2 = lax.reshape(a2, (1,))
   _check_1d("polymul", a1, a2)
+  # an empty polynomial is the zero polynomial (as in NumPy and JAX)
+  a1, a2 = (util.full_of((1,), 0, aval_of(a).dtype) if not _len(a) else a for a in (a1, a2))
   return convolve(a1, a2)
 
 

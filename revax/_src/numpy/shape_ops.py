@@ -42,23 +42,25 @@ def size(a, axis=None) -> int:
 
 
 # --- reshape -------------------------------------------------------------------------------------
-def _compute_newshape(old_shape, newshape):
+def _compute_newshape(old_shape, newshape, size_error=ValueError):
+  """The new shape with its -1 resolved. Sizes that do not fit raise `size_error`: ValueError
+  from jnp.reshape, TypeError from the Array.reshape method (as in JAX)."""
   newshape = util.canonicalize_shape(newshape, "reshape shape")
   size_ = math.prod(old_shape)
   unknown = [i for i, d in enumerate(newshape) if d == -1]
   if len(unknown) > 1:
-    raise TypeError(f"can only specify one unknown axis size with a `-1` value, got {newshape}")
+    raise size_error(f"can only specify one unknown axis size with a `-1` value, got {newshape}")
   if any(d < -1 for d in newshape):
-    raise TypeError(f"reshape shape must not have negative sizes other than -1, got {newshape}")
+    raise size_error(f"reshape shape must not have negative sizes other than -1, got {newshape}")
   if unknown:
     known = math.prod(d for d in newshape if d != -1)
     if known == 0 or size_ % known:
-      raise TypeError(f"cannot reshape array of shape {old_shape} (size {size_}) into shape "
+      raise size_error(f"cannot reshape array of shape {old_shape} (size {size_}) into shape "
                       f"{newshape} because the product of specified axis sizes ({known}) does "
                       f"not evenly divide {size_}")
     newshape = tuple(size_ // known if d == -1 else d for d in newshape)
   if math.prod(newshape) != size_:
-    raise TypeError(f"cannot reshape array of shape {old_shape} (size {size_}) into shape "
+    raise size_error(f"cannot reshape array of shape {old_shape} (size {size_}) into shape "
                     f"{newshape} (size {math.prod(newshape)})")
   return newshape
 
@@ -78,11 +80,15 @@ def reshape(a, shape=None, order: str = "C", *, copy=None, out_sharding=None):
     Array([[0, 1, 2],
            [3, 4, 5]], dtype=int32)
   """
+  return _reshape(a, shape, order, out_sharding, ValueError)
+
+
+def _reshape(a, shape, order, out_sharding, size_error):
   util.check_arraylike("reshape", a)
   if shape is None:
     raise TypeError("reshape() missing required argument 'shape'")
   old = _shape(a)
-  new = _compute_newshape(old, shape)
+  new = _compute_newshape(old, shape, size_error)
   if order == "C":
     out = util.as_array(lax.reshape(a, new)) if new != old else util.as_array(a)
     return placed(out, out_sharding)
@@ -247,6 +253,7 @@ def flip(m, axis=None):
 
 def fliplr(m):
   """`m` reversed along axis 1."""
+  util.check_arraylike("fliplr", m)
   if len(shape(m)) < 2:
     raise ValueError("fliplr requires an array of at least 2 dimensions")
   return flip(m, 1)
@@ -254,6 +261,7 @@ def fliplr(m):
 
 def flipud(m):
   """`m` reversed along axis 0."""
+  util.check_arraylike("flipud", m)
   if len(shape(m)) < 1:
     raise ValueError("flipud requires an array of at least 1 dimension")
   return flip(m, 0)
@@ -349,7 +357,7 @@ def column_stack(tup):
   arrays = []
   for a in _check_sequence("column_stack", tup):
     a = util.as_array(a)
-    arrays.append(lax.expand_dims(a, (1,)) if len(_shape(a)) < 2 else a)
+    arrays.append(lax.expand_dims(atleast_1d(a), (1,)) if len(_shape(a)) < 2 else a)
   return concatenate([atleast_2d(a) for a in arrays], 1)
 
 

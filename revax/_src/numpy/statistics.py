@@ -65,6 +65,10 @@ def _quantile(fun_name, a, q, axis, method, keepdims, ignore_nan, weights=None):
   rest = aval_of(flat).shape[:-1]
   n = aval_of(flat).shape[-1]
   nd = len(rest)
+  if n == 0 and math.prod(rest) and aval_of(q).size and not ignore_nan and fun_name != "median":
+    # NumPy raises here (JAX fails inside a gather); its median and nan-quantiles of nothing
+    # are NaN.
+    raise IndexError(f"{fun_name}: cannot take a quantile over an axis of length 0")
   qv = q if aval_of(q).ndim == 1 else lax.reshape(q, (1,))
   nq = aval_of(qv).shape[0]
   qb = lax.broadcast_in_dim(qv, rest + (nq,), (nd,))
@@ -316,6 +320,8 @@ def cov(m, y=None, rowvar: bool = True, bias: bool = False, ddof=None, fweights=
       fact = wsum - ddof
     else:
       fact = wsum - ddof * _sum(w * lax.convert_element_type(aweights, xd)) / wsum
+  # no degrees of freedom left: NaN (0/0 and x/0 give NaN or inf) as in NumPy and JAX, not -0.
+  fact = lax.max(util.as_array(fact), util.scalar_constant(0, xd))
   xc = x - lax.expand_dims(avg, (1,))
   xw = xc if w is None else xc * w
   from revax._src.numpy.ufuncs import conj

@@ -170,8 +170,8 @@ def canonicalize_axes(axis, ndim: int) -> tuple[int, ...]:
 
 def canonicalize_shape(shape, what: str = "shape") -> tuple[int, ...]:
   """An int or a sequence of ints (concrete) as a tuple of Python ints."""
-  if isinstance(shape, (int, np.integer)) or (isinstance(shape, (Array, Tracer))
-                                               and not get_aval(shape).shape):
+  if isinstance(shape, (int, np.integer)) or (isinstance(shape, (Array, Tracer, np.ndarray))
+                                               and not np.shape(shape)):
     shape = (shape,)
   try:
     return tuple(operator.index(d) for d in shape)

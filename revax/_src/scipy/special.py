@@ -22,7 +22,7 @@ from revax._src.custom_derivatives import custom_jvp
 from revax._src.lax import special as lax_special
 from revax._src.nn import functions as nn_functions
 from revax._src.numpy import creation, reductions, ufuncs
-from revax._src.numpy.util import aval_of, check_arraylike, promote_args_inexact
+from revax._src.numpy.util import aval_of, as_array, check_arraylike, promote_args_inexact
 
 __all__ = [
   "bernoulli", "beta", "betainc", "betaln", "boxcox", "boxcox1p", "comb", "digamma", "entr",
@@ -36,7 +36,9 @@ _where = ufuncs.where
 
 
 def _inexact(fun_name, *args):
-  out = promote_args_inexact(fun_name, *args)
+  # Arrays, never NumPy arrays: the functions use operators, which must be revax's (their
+  # errors and dtype rules are JAX's; NumPy's raise ValueError for shapes that do not broadcast)
+  out = [as_array(a) for a in promote_args_inexact(fun_name, *args)]
   return out[0] if len(out) == 1 else out
 
 
@@ -292,6 +294,7 @@ def zeta(x, q=None):
   Returns:
     An array of the promoted inexact dtype (differentiable in q).
   """
+  check_arraylike("zeta", x)
   if q is None:
     raise NotImplementedError("Riemann zeta function not implemented; pass q != None to compute "
                               "the Hurwitz Zeta function.")
@@ -607,7 +610,8 @@ def rel_entr(p, q):
   both_positive = (p > 0.0) & (q > 0.0)
   safe_p = _where(both_positive, p, 1.0).astype(aval_of(p).dtype)
   safe_q = _where(both_positive, q, 1.0).astype(aval_of(q).dtype)
-  value = safe_p * ufuncs.log(safe_p / safe_q)
+  # as JAX: p log p - p log q (so p = inf gives inf - inf = NaN, and its rounding)
+  value = xlogy(safe_p, safe_p) - xlogy(safe_p, safe_q)
   other = _where((p == 0.0) & (q >= 0.0), 0.0, np.inf)
   return _where(both_positive, value, other).astype(aval_of(value).dtype)
 
@@ -623,12 +627,8 @@ def kl_div(p, q):
     An array of the promoted inexact dtype.
   """
   p, q = _inexact("kl_div", p, q)
-  both_positive = (p > 0.0) & (q > 0.0)
-  safe_p = _where(both_positive, p, 1.0).astype(aval_of(p).dtype)
-  safe_q = _where(both_positive, q, 1.0).astype(aval_of(q).dtype)
-  value = safe_p * ufuncs.log(safe_p / safe_q) - safe_p + safe_q
-  other = _where((p == 0.0) & (q >= 0.0), q, np.inf)
-  return _where(both_positive, value, other).astype(aval_of(value).dtype)
+  # as JAX: rel_entr(p, q) - p + q, so NaN and infinite arguments give NaN (inf - inf), not inf
+  return rel_entr(p, q) - p + q
 
 
 # --- Box-Cox transforms --------------------------------------------------------------------------

@@ -44,7 +44,11 @@ def owens_t(h, a):
   """
   check_arraylike("owens_t", h, a)
   h, a = promote_args_inexact("owens_t", h, a)
-  shape = np.broadcast_shapes(aval_of(h).shape, aval_of(a).shape)
+  try:
+    shape = np.broadcast_shapes(aval_of(h).shape, aval_of(a).shape)
+  except ValueError:  # a TypeError, as JAX's (from its first lax operation)
+    raise TypeError(f"owens_t got incompatible shapes for broadcasting: {aval_of(h).shape}, "
+                    f"{aval_of(a).shape}") from None
   h, a = shape_ops.broadcast_to(h, shape), shape_ops.broadcast_to(a, shape)
   dtype = aval_of(h).dtype
   ah_abs, aa = ufuncs.abs(h), ufuncs.abs(a)

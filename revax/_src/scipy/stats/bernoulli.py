@@ -20,7 +20,8 @@ def logpmf(k, p, loc=0):
   k, p, loc = promote("bernoulli.logpmf", k, p, loc)
   x = k - loc
   value = special.xlogy(x, p) + special.xlog1py(1.0 - x, -p)
-  return select((x != 0.0) & (x != 1.0), -np.inf, value, value)
+  # as JAX: -inf outside [0, 1] only (NaN stays NaN; a fractional x gets the formula's value)
+  return select((x < 0.0) | (x > 1.0), -np.inf, value, value)
 
 
 def pmf(k, p, loc=0):
@@ -32,7 +33,8 @@ def cdf(k, p):
   """P(K <= k): 0 below 0, 1 - p on [0, 1), 1 from 1 (NaN for p outside [0, 1])."""
   k, p = promote("bernoulli.cdf", k, p)
   value = select(k < 0.0, 0.0, select(k < 1.0, 1.0 - p, 1.0, p), p)
-  return select((p < 0.0) | (p > 1.0) | ufuncs.isnan(k), np.nan, value, value)
+  bad = (p < 0.0) | (p > 1.0) | ufuncs.isnan(k) | ufuncs.isnan(p)  # NaN p too, as JAX
+  return select(bad, np.nan, value, value)
 
 
 def ppf(q, p):
