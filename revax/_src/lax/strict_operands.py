@@ -175,7 +175,7 @@ def random_gamma_grad(a, x):
 
   Example:
     >>> lax.random_gamma_grad(np.float32(1.0), np.float32(0.5))  # Gamma(1) = Exp(1): dx/da
-    Array(-0.3512..., dtype=float32)
+    Array(0.8069791, dtype=float32)
   """
   a_shape, x_shape = a.shape, x.shape  # AttributeError for Python scalars, as jax's
   shape = np.broadcast_shapes(tuple(a_shape), tuple(x_shape))
