@@ -53,7 +53,7 @@ def test_incompatible_shapes_are_named(fun, name):
     (lax.mul, "mul", b, "numeric \\(non-bool\\)"),
     (lax.div, "div", b, "numeric \\(non-bool\\)"),
     (lax.rem, "rem", c64, "floating-point or integer"),
-    (lax.atan2, "atan2", i32, "floating-point"),
+    (lax.atan2, "atan2", i32, "floating or complex"),
     (lax.nextafter, "nextafter", i32, "floating-point"),
     (lax.bitwise_or, "or", f32, "integer or bool"),
     (lax.bitwise_xor, "xor", c64, "integer or bool"),
@@ -89,12 +89,25 @@ def test_python_float_does_not_fit_an_int_operand():
 
 
 # --- Python scalars and weak types ---------------------------------------------------------------
-def test_python_scalar_adopts_the_array_dtype():
+def test_python_scalar_adopts_the_array_dtype_in_the_internal_wrappers():
+  # revax's own libraries rely on it; the public revax.lax is strict as jax.lax
+  # (tests/dtype_tables/test_lax_binary_table.py)
+  from revax._src import lax as internal_lax
   for x in (f16, i32, u8, c64):
-    aval = _out_aval(lambda v: lax.mul(v, 2), x)
+    aval = _out_aval(lambda v: internal_lax.mul(v, 2), x)
     assert aval.dtype == x.dtype and not aval.weak_type
-    aval = _out_aval(lambda v: lax.sub(3, v), x)
+    aval = _out_aval(lambda v: internal_lax.sub(3, v), x)
     assert aval.dtype == x.dtype and not aval.weak_type
+
+
+def test_public_lax_types_python_scalars_as_jax_does():
+  with pytest.raises(TypeError, match="same dtypes, got float16, int32"):
+    lax.mul(f16, 2)
+  with pytest.raises(TypeError, match="same dtypes, got float16, float32"):
+    lax.add(f16, 2.0)
+  assert _out_aval(lambda v: lax.add(v, 2.0), np.zeros(3, np.float32)).dtype == np.float32
+  with pytest.raises(OverflowError, match="Python int 2147483648 too large to convert to int32"):
+    lax.add(i32, 2**31)
 
 
 def test_two_python_scalars_stay_weak():

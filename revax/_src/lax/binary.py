@@ -471,7 +471,15 @@ def _sum_of_squares(x, y):
   return add(mul(x, x), mul(y, y))
 
 
-atan2_p = naryop("atan2", ("float", "float"), _quiet(np.arctan2), "stablehlo.atan2")
+def _atan2_numpy(x, y):
+  if not dtypes.is_complex(x.dtype):
+    return np.arctan2(x, y)
+  # the complex angle, as XLA's complex atan2: -i log((y + i x) / sqrt(x^2 + y^2))
+  wx, wy = x.astype(np.complex128), y.astype(np.complex128)
+  return (-1j * np.log((wy + 1j * wx) / np.sqrt(wx * wx + wy * wy))).astype(x.dtype)
+
+
+atan2_p = naryop("atan2", ("inexact", "inexact"), _quiet(_atan2_numpy), "stablehlo.atan2")
 ad.defjvp(atan2_p, _atan2_jvp_x, _atan2_jvp_y)
 inv.not_invertible(atan2_p, "many-to-one: (x, y) and (k*x, k*y) have the same angle")
 

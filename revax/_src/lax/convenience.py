@@ -62,6 +62,12 @@ def index_in_dim(operand, index, axis=0, keepdims=True):
 
 
 def _dynamic_start(index, size, allow_negative_indices):
+  if isinstance(index, (float, complex)) or (
+      not isinstance(index, int) and not dtypes.is_integer(get_aval(index).dtype)):
+    name = dtypes.scalar_dtype(index)[0].name if isinstance(index, (float, complex)) \
+        else get_aval(index).dtype.name
+    raise TypeError(f"index arguments to dynamic_slice must be integers of the same type, "
+                    f"got: {name}")
   if allow_negative_indices:
     dtype = get_aval(index).dtype if hasattr(index, "dtype") or isinstance(index, Tracer) \
         else np.dtype(np.int32)
@@ -439,4 +445,6 @@ def mulhi(x, y, /):
     out = binary.sub(out, comparison.select_n(comparison.lt(x, zero), uzero, uy))
     out = binary.sub(out, comparison.select_n(comparison.lt(y, zero), uzero, ux))
     out = bitcast_convert_type(out, dtype)
+  if get_aval(x).weak_type and get_aval(y).weak_type:  # weak as jax's mulhi primitive
+    out = conversion.convert_element_type(out, dtype, weak_type=True)
   return out

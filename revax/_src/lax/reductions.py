@@ -19,7 +19,7 @@ import numpy as np
 
 from revax._src.core import dtypes
 from revax._src.core.avals import ShapedArray, get_aval
-from revax._src.core.trace import Primitive
+from revax._src.core.trace import Primitive, Tracer
 from revax._src.interpreters import ad, batching, dispatch, mlir, sharding_lowering
 from revax._src.interpreters import invertible as inv
 from revax._src.lax import binary, comparison, shapes
@@ -506,11 +506,21 @@ def _monoid_name(jaxpr):
 
 
 def _is_identity(init, name, dtype) -> bool:
-  """Whether `init` is a concrete value equal to the identity of monoid `name` on `dtype`."""
-  if not isinstance(init, (bool, int, float, complex, np.ndarray, np.generic)):
+  """Whether `init` is a concrete scalar equal to the identity of monoid `name` in the init's
+  own (canonical) dtype, as jax decides (so a Python 0 or False is the identity of a sum of any
+  operand, and -inf that of a max of integers). `dtype` (the operand's) is used for values
+  without a dtype of their own."""
+  if isinstance(init, Tracer):
     return False
+  try:
+    value = np.asarray(init)
+  except Exception:  # noqa: BLE001 (not convertible: not a concrete scalar)
+    return False
+  if value.shape != () or value.dtype.kind not in "biufcV":
+    return False
+  own = dtypes.canonicalize_dtype(value.dtype) if value.dtype in dtypes.SUPPORTED else dtype
   identity = {"add": lambda d: np.zeros((), d), "mul": lambda d: np.ones((), d),
               "max": _max_identity, "min": _min_identity, "and": _all_ones,
-              "or": lambda d: np.zeros((), d)}[name](dtype)
+              "or": lambda d: np.zeros((), d)}[name](own)
   with np.errstate(all="ignore"):
-    return bool(np.asarray(init).shape == () and np.asarray(init, dtype) == identity)
+    return bool(np.equal(value, identity))

@@ -350,7 +350,9 @@ def _dynamic_update_slice_abstract_eval(x, update, *idx):
   if update.dtype != x.dtype:
     raise TypeError(f"dynamic_update_slice update and operand dtypes must match, got "
                     f"{update.dtype.name} for operand dtype {x.dtype.name}.")
-  return ShapedArray(x.shape, x.dtype, x.weak_type)
+  # weak where every input is, as jax's standard rule (its wrapper makes the indices strong)
+  weak = x.weak_type and update.weak_type and all(i.weak_type for i in idx)
+  return ShapedArray(x.shape, x.dtype, weak)
 
 
 def _dynamic_update_slice_numpy(x, update, *idx):
@@ -886,6 +888,10 @@ def _scatter_abstract_eval_for(name):
   def rule(operand, indices, updates, *, dimension_numbers, indices_are_sorted, unique_indices,
            mode):
     dn = dimension_numbers
+    if name in ("scatter-add", "scatter-mul") and dtypes.is_bool(operand.dtype):
+      # jax's combiners are lax.add / lax.mul, which take no bools
+      raise TypeError(f"{name.split('-')[1]} does not accept dtype bool: {name} takes numeric "
+                      f"operands")
     _check_indices(name, indices, "scatter_dims_to_operand_dims", dn.scatter_dims_to_operand_dims)
     if updates.dtype != operand.dtype:
       raise TypeError(f"{name} requires updates of the operand's dtype, got updates "

@@ -147,7 +147,13 @@ def sort(operand, dimension: int = -1, is_stable: bool = True, num_keys: int = 1
   operands = (operand,) if single else tuple(operand)
   if not operands:
     raise TypeError("sort requires at least one operand")
-  dimension = _canonical_dim(dimension, get_aval(operands[0]).ndim)
+  # as jax's: the first operand's shape is read (a Python scalar there is an AttributeError)
+  # and the dimension checked against it before anything else
+  ndim = len(operands[0].shape)
+  if not -ndim <= operator.index(dimension) < ndim:
+    raise ValueError(f"sort dimension {dimension} is out of bounds for operands of shape "
+                     f"{tuple(operands[0].shape)} (rank {ndim})")
+  dimension = _canonical_dim(dimension, ndim)
   outs = sort_p.bind(*operands, dimension=dimension, is_stable=bool(is_stable),
                      num_keys=operator.index(num_keys))
   return outs[0] if single else tuple(outs)

@@ -462,7 +462,9 @@ def _monoid_primitive(computation, init, operand_dtype_):
   """reduce_window_sum/max/min if `computation` is add/max/min (revax.lax's function, or any
   function whose jaxpr on two scalars is that one primitive) and `init` is a concrete scalar
   equal to its identity (in the init's own dtype or the operand's); otherwise None."""
-  name = next((n for n, (fn, _) in _MONOIDS.items() if computation is fn), None)
+  # revax.lax's public add/max/min wrap the internal ones (functools.wraps' __wrapped__)
+  plain = getattr(computation, "__wrapped__", computation)
+  name = next((n for n, (fn, _) in _MONOIDS.items() if plain is fn), None)
   if name is None:
     name = _traced_monoid_name(computation, operand_dtype_)
   if name is None or not _is_identity(init, _MONOIDS[name][1], operand_dtype_):

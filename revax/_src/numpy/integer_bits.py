@@ -19,10 +19,17 @@ def _require_int(fun_name, *args):
                        f"{aval_of(a).dtype}")
 
 
+def _refuse_bools(fun_name, *args):
+  """jax refuses operands that promote to bool (all bools), before promoting them to int."""
+  if all(dtypes.is_bool(aval_of(a).dtype) for a in args):
+    raise ValueError(f"Arguments to jax.numpy.{fun_name} must be integers.")
+
+
 def gcd(x1, x2, /):
   """The greatest common divisor of |x1| and |x2| elementwise (Euclid's algorithm in a
   while_loop that runs until every pair is done)."""
   util.check_arraylike("gcd", x1, x2)
+  _refuse_bools("gcd", x1, x2)
   x1, x2 = util.promote_args_numeric("gcd", x1, x2)
   _require_int("gcd", x1, x2)
   a, b = util.broadcast_arrays_of(lax.abs(util.as_array(x1)) if not dtypes.is_unsigned_integer(
@@ -46,6 +53,7 @@ def gcd(x1, x2, /):
 def lcm(x1, x2, /):
   """The least common multiple of |x1| and |x2| elementwise (0 if either is 0)."""
   util.check_arraylike("lcm", x1, x2)
+  _refuse_bools("lcm", x1, x2)
   x1, x2 = util.promote_args_numeric("lcm", x1, x2)
   _require_int("lcm", x1, x2)
   g = gcd(x1, x2)

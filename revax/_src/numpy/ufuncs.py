@@ -299,14 +299,16 @@ def fmin(x, y, /):
 def arctan2(x1, x2, /):
   """Elementwise arctan(x1 / x2) in the quadrant of (x2, x1)."""
   x1, x2 = promote_args_inexact("arctan2", x1, x2)
-  _refuse_complex("arctan2", x1)
-  return lax.atan2(x1, x2)
+  return lax.atan2(x1, x2)  # complex too, as jax's
 
 
 def hypot(x1, x2, /):
   """Elementwise sqrt(x1**2 + x2**2), without overflow for large inputs."""
   x1, x2 = promote_args_inexact("hypot", x1, x2)
-  _refuse_complex("hypot", x1)
+  if _is_complex(x1):  # a ValueError, as jax's
+    raise ValueError("jnp.hypot is not well defined for complex-valued inputs. Please convert "
+                     "to real values first, such as by using jnp.real or jnp.imag to take the "
+                     "real or imaginary components respectively.")
   x1, x2 = lax.abs(x1), lax.abs(x2)
   hi, lo = lax.max(x1, x2), lax.min(x1, x2)
   hi_b, lo_b = util.broadcast_arrays_of(hi, lo)
@@ -719,6 +721,11 @@ def clip(arr, /, min=None, max=None):  # noqa: A002 (NumPy's names)
     Array([0. , 0.5, 1. ], dtype=float32)
   """
   util.check_arraylike("clip", arr)
+  if any(v is not None and _is_complex(v) for v in (arr, min, max)):
+    raise ValueError("Clip received a complex value either through the input or the min/max "
+                     "keywords. Complex values have no ordering and cannot be clipped. Please "
+                     "convert to a real value or array by taking the real or imaginary "
+                     "components via jax.numpy.real/imag respectively.")
   if min is not None:
     arr = maximum(min, arr)
   if max is not None:

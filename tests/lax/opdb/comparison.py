@@ -194,7 +194,8 @@ _CLAMP = [
     OpRecord("clamp_u8", "clamp", lax.clamp,
              args_of(rand((), np.uint8, 2, 5), rand((8,), np.uint8, 0, 10), rand((), np.uint8, 6, 8)),
              _np_clamp, grad_order=0),
-    OpRecord("clamp_bf16", "clamp", lambda x: lax.clamp(-0.5, x, 0.5),  # away from the kinks
+    # bounds of the operand's dtype: jax.lax.clamp refuses float32 Python scalars with bfloat16
+    OpRecord("clamp_bf16", "clamp", lambda x: lax.clamp(_bf16(-0.5), x, _bf16(0.5)),  # no kinks
              _const_args(np.array([-1.5, -0.125, 0.0, 0.25, 1.25, -2.0], _bf16)),
              lambda x: _np_clamp(_bf16(-0.5), x, _bf16(0.5))),
     OpRecord("clamp_bool", "clamp", lambda x: lax.clamp(False, x, True),

@@ -1,0 +1,121 @@
+"""jax.numpy promotes: its binary functions over every pair of operand kinds, against the table
+generated from jax (`tables.py`): the result dtype and weak type of jax's promotion lattice,
+the exceptions where jax refuses, and the values.
+
+The core arithmetic, comparison and bitwise functions see every kind, and Python ints outside
+the range of the array's dtype (`uint8_array + 300` is an OverflowError in jax where the int
+does not fit the dtype it would take; `uint8_array + (-1)` too); the other binary functions see
+a smaller set of kinds that still spans every category and weak type.
+"""
+import numpy as np
+import pytest
+
+from tests.dtype_tables import tables
+
+K = tables
+CORE = ["add", "subtract", "multiply", "true_divide", "floor_divide", "power", "maximum",
+        "equal", "less", "bitwise_and", "left_shift", "arctan2"]
+OTHERS = ["divide", "remainder", "mod", "fmod", "float_power", "minimum", "fmax", "fmin",
+          "hypot", "copysign", "nextafter", "logaddexp", "logaddexp2", "ldexp", "heaviside",
+          "not_equal", "less_equal", "greater", "greater_equal", "logical_and", "logical_or",
+          "logical_xor", "bitwise_or", "bitwise_xor", "right_shift", "gcd", "lcm", "divmod",
+          "isclose", "atan2", "pow", "bitwise_left_shift", "bitwise_right_shift"]
+STRUCTURAL = {
+  "dot": lambda lib, x, y: lib.numpy.dot(x, y),
+  "matmul": lambda lib, x, y: lib.numpy.matmul(x, y),
+  "inner": lambda lib, x, y: lib.numpy.inner(x, y),
+  "outer": lambda lib, x, y: lib.numpy.outer(x, y),
+  "vdot": lambda lib, x, y: lib.numpy.vdot(x, y),
+  "concatenate": lambda lib, x, y: lib.numpy.concatenate([lib.numpy.atleast_1d(x), y]),
+  "stack": lambda lib, x, y: lib.numpy.stack([x, y]),
+  "append": lambda lib, x, y: lib.numpy.append(x, y),
+  "where": lambda lib, x, y: lib.numpy.where(True, x, y),
+  "clip": lambda lib, x, y: lib.numpy.clip(x, y, y),
+  "full_like": lambda lib, x, y: lib.numpy.full_like(x, y),
+  "array([x, y])": lambda lib, x, y: lib.numpy.array([x, y]),
+}
+SMALL = ([K.array_kind(d) for d in (np.bool_, np.int8, np.uint8, np.int32, np.uint32, K.BF16,
+                                     np.float16, np.float32, np.complex64)]
+         + [K.weak_kind(2.5), K.PYTHON[1], K.PYTHON[2], K.NUMPY[0]])
+
+
+def _xla_cpu_crash(case):
+  """jaxlib 0.10.2's XLA:CPU segfaults compiling a convert from int32 to int8/int16 followed by
+  and/or (`jnp.bitwise_and(int8_array, weak_int32_array)`): jax's values of these cases are not
+  computed (their types still are; revax computes them)."""
+  names = [k.name for k in case.kinds]
+  return (case.fn_name in ("bitwise_and", "bitwise_or") and any(n.startswith("weak_int")
+          or n.startswith("np_int64") for n in names)
+          and any(n.split("[")[0] in ("int8", "int16") for n in names))
+
+
+def _binary(name):
+  return lambda lib, x, y: getattr(lib.numpy, name)(x, y)
+
+
+def _pairs(name, fn, left, right):
+  return lambda: tables.product_cases(name, fn, [left, right])
+
+
+def _big_ints(name):
+  fn = _binary(name)
+  kinds = K.STRONG + K.WEAK
+  return lambda: (tables.product_cases(name, fn, [kinds, K.BIG_INTS])
+                  + tables.product_cases(name, fn, [K.BIG_INTS, kinds]))
+
+
+TABLES = (
+  [tables.Table(n, _pairs(n, _binary(n), K.ALL_KINDS, K.ALL_KINDS), no_values=_xla_cpu_crash)
+   for n in CORE]
+  + [tables.Table(f"{n} big ints", _big_ints(n), no_values=_xla_cpu_crash)
+     for n in ("add", "multiply", "maximum", "equal", "bitwise_and")]
+  + [tables.Table(n, _pairs(n, _binary(n), SMALL, SMALL), 4, no_values=_xla_cpu_crash)
+     for n in OTHERS]
+  + [tables.Table(n, _pairs(n, fn, SMALL, SMALL), 4) for n, fn in STRUCTURAL.items()]
+)
+CORE_TABLES = [t for t in TABLES if t.name.split()[0] in CORE]
+
+# Tables where revax.numpy still differs from jax (numbers of differing cases measured with
+# `python -m tests.dtype_tables.report tests.dtype_tables.test_numpy_promotion_table -v`).
+# Most are weak types: jax's implementations build their constants with `_lax_const` (a strong
+# NumPy constant), so an operation of a weak operand with one is strong, where revax's
+# `constant_like` keeps the operand's weak type; making it strong everywhere fixes hypot,
+# logaddexp2 and the logical functions but breaks floor_divide and divmod, so it needs a
+# function-by-function pass.
+_STILL_DIFFERENT = {
+  "power": "0 ** complex is NaN in jax (revax 0); weak type of bool ** weak int",
+  "pow": "as power; weak float ** int8 is strong in jax",
+  "float_power": "0 ** complex is NaN in jax",
+  "hypot": "weak types (strong constants in jax's implementation)",
+  "logaddexp": "jax takes complex operands (revax refuses them)",
+  "logaddexp2": "jax takes complex operands; weak types",
+  "ldexp": "jax takes bool exponents and refuses some float ones differently",
+  "heaviside": "weak types",
+  "logical_and": "weak types: jax's comparisons with a strong zero give strong bools",
+  "logical_or": "weak types, as logical_and",
+  "logical_xor": "weak types, as logical_and",
+  "gcd": "weak types of a bool with a Python int",
+  "lcm": "weak types of a bool with a Python int",
+  "isclose": "weak types",
+  "dot": "jax refuses int8 . Python int (preferred_element_type narrower than int32)",
+  "vdot": "exception type for operands of different sizes (jax TypeError, revax ValueError)",
+  "concatenate": "exception type for a 0-d operand (jax TypeError, revax ValueError)",
+  "full_like": "weak types of a weak array filled with a strong value",
+  "array([x, y])": "exception type for ragged nesting (jax TypeError, revax ValueError)",
+}
+
+
+def _params(tables_):
+  return [pytest.param(t, id=t.name, marks=pytest.mark.xfail(
+      strict=True, reason=_STILL_DIFFERENT[t.name])) if t.name in _STILL_DIFFERENT
+          else pytest.param(t, id=t.name) for t in tables_]
+
+
+@pytest.mark.parametrize("table", _params(CORE_TABLES))
+def test_numpy_core_binary_function_over_operand_kinds(table):
+  table.check()
+
+
+@pytest.mark.parametrize("table", _params([t for t in TABLES if t not in CORE_TABLES]))
+def test_numpy_binary_function_over_operand_kinds(table):
+  table.check()
