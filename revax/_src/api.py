@@ -145,13 +145,40 @@ def eval_shape(fun, *args, **kwargs):
 
 
 def devices(backend=None):
-  """The devices of the (CPU) backend, e.g. `[CpuDevice(id=0)]`."""
+  """The devices of `backend` (a platform name such as "cpu", or None for the default one).
+
+  Args:
+    backend: the platform name; RuntimeError, as in JAX, for one that is not present.
+
+  Returns:
+    A list of Devices, e.g. `[CpuDevice(id=0)]`.
+
+  Example:
+    >>> revax.devices("cpu")
+    [CpuDevice(id=0)]
+  """
   from revax._src.runtime.client import get_backend
-  return list(get_backend().devices)
+  found = get_backend()
+  if backend is not None:
+    name = getattr(backend, "platform", backend)
+    if name != found.platform:
+      if name in ("gpu", "cuda", "rocm", "tpu", "cpu"):
+        raise RuntimeError(f"Unknown backend: '{name}' requested, but no platforms that are "
+                           f"instances of {name} are present. Platforms present are: "
+                           f"{found.platform}")
+      raise RuntimeError(f"Unknown backend {name}. Available backends are "
+                         f"['{found.platform}']")
+  return list(found.devices)
 
 
-def device_count() -> int:
-  return len(devices())
+def device_count(backend=None) -> int:
+  """The number of devices of `backend` (default: the default backend's).
+
+  Example:
+    >>> revax.device_count("cpu")
+    1
+  """
+  return len(devices(backend))
 
 
 def device_put(x, device=None, *, src=None, donate=False, may_alias=None):

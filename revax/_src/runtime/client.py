@@ -68,6 +68,11 @@ _DESTROY_ARGS_SIZE = pjrt.ARGS["Buffer_Destroy"].STRUCT_SIZE
 _backend: Backend | None = None
 _backend_lock = threading.Lock()
 
+# fn(backend) called before every compile; one may raise to refuse it. The jax-compatibility
+# mode's `jax._src.compiler` shim puts one here, so that a library wrapping jax's compile entry
+# point (chex.restrict_backends forbids compiling for a platform) sees revax's compiles.
+compile_checks: list = []
+
 
 def get_backend() -> Backend:
   """The process-wide backend, created (plugin loaded, client made) on the first call.
@@ -360,6 +365,8 @@ class Backend:
       >>> exe.out_specs
       [((3,), dtype('float32'))]
     """
+    for check in compile_checks:
+      check(self)
     code = mlir_text.encode() if isinstance(mlir_text, str) else bytes(mlir_text)
     single_device = num_replicas * num_partitions == 1
     if use_spmd_partitioning is None:
