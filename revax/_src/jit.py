@@ -38,6 +38,7 @@ from revax._src.runtime.array import Array
 from revax._src.runtime import array as _array
 from revax._src.runtime import placement as _placement
 from revax._src.runtime import sharded as _rt_sharded
+from revax._src import stage_info as _stage_info
 from revax._src.stage_info import Signature as _Signature
 from revax._src.stage_info import StageAttributes as _StageAttributes
 
@@ -969,6 +970,10 @@ class Lowered(_StageAttributes):
     self._num_consts = num_consts
     self._text = None
     self._signature = signature
+
+  def compiler_ir(self, dialect: str | None = None):
+    """The lowered StableHLO module (`str()` of it is the text); dialect "hlo" is refused."""
+    return _stage_info.compiler_ir(self.as_text(), dialect)
 
   def as_text(self) -> str:
     """The StableHLO module, as text."""

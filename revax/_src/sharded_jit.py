@@ -35,6 +35,7 @@ from revax._src.runtime.client import CompileError, get_backend
 from revax._src.sharded_api import GSPMDSharding, is_sharding, place
 from revax._src.sharding import (Mesh, NamedSharding, PartitionSpec, SingleDeviceSharding,
                                  block_shape, resolve_specs)
+from revax._src import stage_info as _stage_info
 from revax._src.stage_info import Signature, StageAttributes
 
 __all__ = ["call", "lower", "SpmdProgram", "UNSPECIFIED"]
@@ -631,6 +632,10 @@ class ShardedLowered(StageAttributes):
     self._entry, self._flat, self._program = entry, flat, program
     self._out_shardings, self._arg_shardings = out_shardings, arg_shardings
     self._signature = signature
+
+  def compiler_ir(self, dialect: str | None = None):
+    """The lowered StableHLO module (`str()` of it is the text); dialect "hlo" is refused."""
+    return _stage_info.compiler_ir(self.as_text(), dialect)
 
   def as_text(self) -> str:
     if self._program is None:

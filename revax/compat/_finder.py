@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 import importlib.abc
 import importlib.machinery
+import logging
 import sys
 import threading
 import types
@@ -165,6 +166,27 @@ def _make_root() -> types.ModuleType:
   return root
 
 
+class _ToJaxLogger(logging.Handler):
+  """Hands revax's log records (compilation logs, ...) to the 'jax' logger, where programs
+  written for jax listen (optax's tests count "Finished ... compilation" records there)."""
+
+  def emit(self, record):
+    logging.getLogger("jax").handle(record)
+
+
+_log_handler = _ToJaxLogger()
+
+
+def _forward_logs(on: bool) -> None:
+  revax_logger = logging.getLogger("revax")
+  if on:
+    revax_logger.addHandler(_log_handler)
+    revax_logger.propagate = False  # (the 'jax' logger propagates: one copy reaches the root)
+  else:
+    revax_logger.removeHandler(_log_handler)
+    revax_logger.propagate = True
+
+
 def install() -> None:
   """Make `import jax` resolve to revax in this process (see `revax.compat`).
 
@@ -186,6 +208,7 @@ def install() -> None:
                          "(or run the program with `python -m revax.run_as_jax`)")
     _finder = JaxFinder()
     sys.meta_path.insert(0, _finder)
+    _forward_logs(True)
 
 
 def uninstall() -> None:
@@ -201,6 +224,7 @@ def uninstall() -> None:
       return
     sys.meta_path.remove(_finder)
     _finder = None
+    _forward_logs(False)
     for name in [n for n in sys.modules if n == "jax" or n.startswith("jax.")]:
       del sys.modules[name]
 

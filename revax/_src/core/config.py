@@ -359,6 +359,9 @@ class Config:
 config = Config()
 
 
+_NO_VALUE = object()
+
+
 class State:
   """A config option as a context manager factory, like JAX's top-level `jax.enable_x64`,
   `jax.debug_nans`, ...: `with revax.debug_nans(True): ...` sets it inside the block (for the
@@ -367,7 +370,14 @@ class State:
   def __init__(self, name: str):
     self._name = name
 
-  def __call__(self, new_val):
+  def __call__(self, new_val=_NO_VALUE):
+    """A context manager setting the option inside the block; a boolean option without an
+    argument is set to True (as JAX's), any other needs the value."""
+    if new_val is _NO_VALUE:
+      if _OPTIONS[self._name].check is not _bool:
+        raise TypeError(f"Context manager for {_full_name(self._name)} config option requires "
+                        "an argument representing the new value for the config option.")
+      new_val = True
     return config.override(self._name, new_val)
 
   @property
