@@ -308,7 +308,6 @@ def test_bool_options_take_bools():
 
 
 @pytest.mark.parametrize("name,value", [
-    ("jax_numpy_rank_promotion", "raise"), ("jax_numpy_dtype_promotion", "strict"),
     ("jax_default_prng_impl", "rbg"), ("jax_platforms", "cuda"), ("jax_platform_name", "tpu"),
     ("jax_check_tracer_leaks", True), ("jax_debug_key_reuse", True),
     ("jax_threefry_partitionable", False)])

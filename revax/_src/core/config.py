@@ -138,12 +138,10 @@ _OPTIONS = {o.name: o for o in [
     _Option("default_matmul_precision", None, _enum(*_MATMUL_PRECISIONS), True,
             "default precision of dots and convolutions (XLA:CPU computes each in its dtype)"),
     _Option("numpy_rank_promotion", "allow",
-            _enum("allow", "warn", "raise", honoured=("allow",),
-                  why="implicit rank promotion is always allowed"), True,
+            _enum("allow", "warn", "raise"), True,
             "what happens when NumPy-style broadcasting adds leading dimensions"),
     _Option("numpy_dtype_promotion", "standard",
-            _enum("standard", "strict", honoured=("standard",),
-                  why="revax implements the standard promotion lattice only"), True,
+            _enum("standard", "strict"), True,
             "dtype promotion rules"),
     _Option("default_prng_impl", "threefry2x32",
             _enum("threefry2x32", "rbg", "unsafe_rbg", honoured=("threefry2x32",),
@@ -374,9 +372,9 @@ class State:
     """A context manager setting the option inside the block; a boolean option without an
     argument is set to True (as JAX's), any other needs the value."""
     if new_val is _NO_VALUE:
-      if _OPTIONS[self._name].check is not _bool:
-        raise TypeError(f"Context manager for {_full_name(self._name)} config option requires "
-                        "an argument representing the new value for the config option.")
+      if not isinstance(_OPTIONS[self._name].default, bool):
+        raise TypeError(f"Context manager for {self._name} config option requires an argument "
+                        "representing the new value for the config option.")
       new_val = True
     return config.override(self._name, new_val)
 

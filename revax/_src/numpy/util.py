@@ -8,10 +8,12 @@ in JAX, because converting them silently hides costly host-to-device copies.
 from __future__ import annotations
 
 import operator
+import warnings
 
 import numpy as np
 
 from revax._src.core import dtypes
+from revax._src.core.config import config
 from revax._src.core.avals import ShapedArray, get_aval
 from revax._src.core.trace import ConcretizationTypeError, Tracer
 from revax._src.lax.conversion import convert_element_type
@@ -70,15 +72,39 @@ def promote_dtypes(*args):
           else x for x, a in zip(args, avals, strict=True)]
 
 
+def check_rank_promotion(fun_name: str, *args) -> None:
+  """jax_numpy_rank_promotion: with 'raise' (ValueError) or 'warn', as JAX's, when operands of
+  different non-zero ranks would broadcast (implicit rank promotion)."""
+  mode = config.numpy_rank_promotion
+  if mode == "allow" or len(args) < 2:
+    return
+  shapes = [tuple(np.shape(a)) if not is_operand(a) or isinstance(a, _PY_SCALARS)
+            else aval_of(a).shape for a in args]
+  if len({len(s) for s in shapes if s}) < 2:
+    return
+  if mode == "warn":
+    warnings.warn(f"Following NumPy automatic rank promotion for {fun_name} on shapes "
+                  f"{' '.join(map(str, shapes))}. Set the jax_numpy_rank_promotion config "
+                  "option to 'allow' to disable this warning; for more information, see "
+                  "https://docs.jax.dev/en/latest/rank_promotion_warning.html.")
+  elif mode == "raise":
+    raise ValueError(f"Operands could not be broadcast together for {fun_name} on shapes "
+                     f"{' '.join(map(str, shapes))} and with the config option "
+                     "jax_numpy_rank_promotion='raise'. For more information, see "
+                     "https://docs.jax.dev/en/latest/rank_promotion_warning.html.")
+
+
 def promote_args(fun_name: str, *args):
   """Check the arguments are array-like, then promote them to their common dtype."""
   check_arraylike(fun_name, *args)
+  check_rank_promotion(fun_name, *args)
   return promote_dtypes(*args)
 
 
 def promote_args_inexact(fun_name: str, *args):
   """Promote, then make integer and bool operands floating (as np.sin(int_array) does)."""
   check_arraylike(fun_name, *args)
+  check_rank_promotion(fun_name, *args)
   args = promote_dtypes(*args)
   avals = [aval_of(a) for a in args]
   if avals and not dtypes.is_inexact(avals[0].dtype):
@@ -90,6 +116,7 @@ def promote_args_inexact(fun_name: str, *args):
 def promote_args_numeric(fun_name: str, *args):
   """Promote, then make bool operands integers of the default integer dtype."""
   check_arraylike(fun_name, *args)
+  check_rank_promotion(fun_name, *args)
   args = promote_dtypes(*args)
   avals = [aval_of(a) for a in args]
   if avals and dtypes.is_bool(avals[0].dtype):
