@@ -175,3 +175,19 @@ def test_issubdtype_of_typed_key_dtypes():
                                                 jnp.floating, jnp.integer, jnp.generic)]
     assert got == [True, True, False, False, True]  # (a key dtype is an np.generic)
     assert not jnp.issubdtype(jnp.float32, lib.dtypes.prng_key)
+
+
+@pytest.mark.parametrize("fn", [lambda x: x + 1, lambda x: x, lambda x: (x, 2.0),
+                                lambda x: x * 2.0, lambda x: -x, lambda x: (x, x + 0)],
+                         ids=["add", "identity", "tuple", "mul", "neg", "pair"])
+@pytest.mark.parametrize("point", [1.0, np.float32(1.5)], ids=["py", "np"])
+def test_jvp_output_tangent_types_match_jax(fn, point):
+  """A raw (Python / NumPy scalar) tangent passed through a primitive comes out as an Array, as
+  jax's primitives output arrays; returned untouched (identity) it stays raw in both (equinox's
+  filter_jvp tests compare the types)."""
+  def run(lib, jnp):
+    primals, tangents = lib.jvp(fn, (point,), (point,))
+    return [type(t).__name__ if not isinstance(t, lib.Array) else "Array"
+            for t in lib.tree_util.tree_leaves(tangents)]
+  (rk, r), (jk, j) = both(run)
+  assert rk == jk == "ok" and r == j

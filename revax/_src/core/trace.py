@@ -83,6 +83,12 @@ class Trace:
   def process_primitive(self, primitive: Primitive, args, params):
     raise NotImplementedError
 
+  @property
+  def main(self):
+    """What identifies this transformation (JAX's `trace.main`, its tag): the trace itself,
+    which every tracer of it holds (equinox asks `x._trace.main is main`)."""
+    return self
+
 
 class EvalTrace(Trace):
   """The bottom of every stack: primitives run on concrete values."""
