@@ -191,3 +191,29 @@ def test_jvp_output_tangent_types_match_jax(fn, point):
             for t in lib.tree_util.tree_leaves(tangents)]
   (rk, r), (jk, j) = both(run)
   assert rk == jk == "ok" and r == j
+
+
+def test_custom_vjp_symbolic_zeros_as_jax():
+  """custom_vjp.defvjp(..., symbolic_zeros=True): fwd sees CustomVJPPrimal(value, perturbed)
+  leaves, bwd may return None; eager, jit and vmap (equinox's filter_custom_vjp relies on it)."""
+  results = []
+  for lib, jnp in LIBS:
+    seen = []
+
+    @lib.custom_vjp
+    def f(x, y):
+      return x * y
+
+    def fwd(x, y):
+      seen.append((type(x).__name__, x.perturbed, y.perturbed))
+      return x.value * y.value, (x.value, y.value)
+
+    def bwd(res, g):
+      return (g * res[1], None)
+
+    f.defvjp(fwd, bwd, symbolic_zeros=True)
+    g = lambda a: f(a, 3.0)
+    out = [float(lib.grad(g)(2.0)), float(lib.jit(lib.grad(g))(2.0)),
+           np.asarray(lib.vmap(lib.grad(g))(jnp.arange(3.0))).tolist()]
+    results.append((out, seen[:2]))
+  assert results[0] == results[1]
