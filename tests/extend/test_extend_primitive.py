@@ -161,3 +161,20 @@ def test_transpose_rule_of_a_linear_library_primitive():
   g = revax.grad(lambda x: rjnp.sum(p.bind(x) ** 2))(rjnp.arange(3.0))
   np.testing.assert_allclose(np.asarray(g), 18 * np.arange(3.0))
   assert rad.get_primitive_transpose(p) is rad.primitive_transposes[p]
+
+
+def test_get_bind_params_rebinds_every_equation_like_jax():
+  """equinox's jaxpr interpreters re-bind each equation with
+  `eqn.primitive.get_bind_params(eqn.params)`; doing so gives the function's values."""
+  def f(x):
+    y = revax.numpy.sin(x) * 2
+    return revax.lax.cond(y.sum() > 0, lambda v: v + 1, lambda v: v - 1, y)
+
+  x = np.array([0.5, 1.0], np.float32)
+  closed = revax.make_jaxpr(f)(x)
+  env = dict(zip(closed.jaxpr.invars, [x]))
+  read = lambda v: v.val if isinstance(v, revax.extend.core.Literal) else env[v]
+  for eqn in closed.jaxpr.eqns:
+    outs = eqn.primitive.bind(*map(read, eqn.invars), **eqn.primitive.get_bind_params(eqn.params))
+    env.update(zip(eqn.outvars, outs if eqn.primitive.multiple_results else [outs]))
+  np.testing.assert_allclose(np.asarray(read(closed.jaxpr.outvars[0])), np.asarray(f(x)))
