@@ -178,3 +178,18 @@ def test_get_bind_params_rebinds_every_equation_like_jax():
     outs = eqn.primitive.bind(*map(read, eqn.invars), **eqn.primitive.get_bind_params(eqn.params))
     env.update(zip(eqn.outvars, outs if eqn.primitive.multiple_results else [outs]))
   np.testing.assert_allclose(np.asarray(read(closed.jaxpr.outvars[0])), np.asarray(f(x)))
+
+
+def test_eqn_and_jaxpr_effects_are_empty_exactly_where_jax_has_none():
+  """`eqn.effects` / `jaxpr.effects` (equinox compares them): empty for pure equations, not
+  for a debug callback, in revax as in jax."""
+  def prog(lib):
+    def f(x):
+      lib.debug.print("x={x}", x=x)
+      return x * 2
+    return f
+
+  for lib in (revax, jax):
+    closed = lib.make_jaxpr(prog(lib))(1.0)
+    flags = [bool(e.effects) for e in closed.jaxpr.eqns]
+    assert flags == [True, False] and bool(closed.jaxpr.effects)
