@@ -111,3 +111,13 @@ def test_compiler_ir_is_the_stablehlo_module_and_hlo_is_refused():
   for lib in (revax, jax):
     with pytest.raises(ValueError, match="unknown dialect: foo"):
       lib.jit(lambda x: x).lower(1.0).compiler_ir("foo")
+
+
+def test_compile_takes_jax_arguments_and_refuses_options_by_name():
+  lowered = revax.jit(lambda x: x * 2).lower(np.float32(1.0))
+  assert float(lowered.compile(None)(np.float32(3.0))) == 6.0
+  assert float(lowered.compile(compiler_options={})(np.float32(3.0))) == 6.0
+  with pytest.raises(NotImplementedError, match="compiler_options"):
+    lowered.compile({"xla_cpu_enable_fast_math": True})
+  with pytest.raises(NotImplementedError, match="device_assignment"):
+    lowered.compile(device_assignment=tuple(revax.devices()))

@@ -986,7 +986,9 @@ class Lowered(_StageAttributes):
   def jaxpr(self) -> ClosedJaxpr:
     return self._entry.jaxpr
 
-  def compile(self) -> "Compiled":
+  def compile(self, compiler_options=None, *, device_assignment=None) -> "Compiled":
+    """Compile (JAX's signature; revax passes no XLA options: only None or {} is accepted)."""
+    _stage_info.check_compile_args(compiler_options, device_assignment)
     entry = self._entry
     if entry.program is None or entry.aliases:
       entry.program = program_for(entry.jaxpr, entry.name, entry.aliases or ())

@@ -647,7 +647,9 @@ class ShardedLowered(StageAttributes):
   def jaxpr(self):
     return self._entry.jaxpr
 
-  def compile(self) -> "ShardedCompiled":
+  def compile(self, compiler_options=None, *, device_assignment=None) -> "ShardedCompiled":
+    """Compile (JAX's signature; revax passes no XLA options: only None or {} is accepted)."""
+    _stage_info.check_compile_args(compiler_options, device_assignment)
     return ShardedCompiled(self)
 
 

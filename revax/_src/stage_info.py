@@ -97,3 +97,14 @@ def compiler_ir(text: str, dialect: str | None = None) -> StableHLOModule:
     raise NotImplementedError("compiler_ir(dialect='hlo'): revax has no StableHLO-to-HLO "
                               "converter; use compiler_ir() (StableHLO) or as_text()")
   return StableHLOModule(text)
+
+
+def check_compile_args(compiler_options, device_assignment) -> None:
+  """`Lowered.compile(compiler_options, device_assignment=)`: revax hands XLA no compiler
+  options and places programs itself, so anything but the defaults is refused by name."""
+  if compiler_options:
+    raise NotImplementedError(f"compile(compiler_options={compiler_options!r}): revax passes no "
+                              "options to XLA")
+  if device_assignment is not None:
+    raise NotImplementedError("compile(device_assignment=...): revax places programs from "
+                              "their arguments' devices and shardings")
