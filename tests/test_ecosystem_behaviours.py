@@ -217,3 +217,34 @@ def test_custom_vjp_symbolic_zeros_as_jax():
            np.asarray(lib.vmap(lib.grad(g))(jnp.arange(3.0))).tolist()]
     results.append((out, seen[:2]))
   assert results[0] == results[1]
+
+
+_KEY_METHODS = {
+    "copy": lambda k: k.copy(), "reshape": lambda k: k.reshape(3, 2),
+    "reshape_tuple": lambda k: k.reshape((-1, 3)), "ravel": lambda k: k.reshape(2, 3).ravel(),
+    "flatten": lambda k: k.reshape(2, 3).flatten(), "squeeze": lambda k: k.reshape(1, 6).squeeze(),
+    "squeeze_axis": lambda k: k.reshape(6, 1).squeeze(1),
+    "transpose": lambda k: k.reshape(2, 3).transpose(), "T": lambda k: k.reshape(2, 3).T,
+    "transpose_axes": lambda k: k.reshape(1, 2, 3).transpose((2, 0, 1)),
+    "swapaxes": lambda k: k.reshape(1, 2, 3).swapaxes(0, 2),
+    "block_until_ready": lambda k: k.block_until_ready(),
+}
+
+
+@pytest.mark.parametrize("method", sorted(_KEY_METHODS))
+def test_typed_key_array_shape_methods_match_jax(method):
+  """The shape methods of typed key arrays (flax's nnx.Rngs copies and reshapes its keys):
+  same shapes and the same key data as jax's."""
+  def run(lib, jnp):
+    keys = lib.random.split(lib.random.key(7), 6)
+    out = _KEY_METHODS[method](keys)
+    return out.shape, np.asarray(lib.random.key_data(out))
+  (rk, r), (jk, j) = both(run)
+  assert rk == jk == "ok" and r[0] == j[0]
+  np.testing.assert_array_equal(r[1], j[1])
+
+
+def test_typed_key_squeeze_of_a_non_unit_axis_is_refused():
+  for lib, _ in LIBS:
+    with pytest.raises((ValueError, TypeError)):
+      lib.random.split(lib.random.key(0), 6).reshape(2, 3).squeeze(0)
