@@ -199,7 +199,9 @@ def report() -> str:
     details += ["", f"## {lib} {data['version']} (jax {data['jax']}, {data['date']})", "",
                 "| file | jax passed / failed / skipped | revax passed / failed / skipped | "
                 "jax's passes also passing on revax | note |", "|---|---|---|---|---|", *rows]
-  return "\n".join(lines + summary + details) + "\n"
+  notes = RAW / "NOTES.md"  # what the recorded runs covered (subsets, timeouts), by hand
+  extra = ["", notes.read_text().strip()] if notes.exists() else []
+  return "\n".join(lines + summary + extra + details) + "\n"
 
 
 def main(argv=None) -> None:
