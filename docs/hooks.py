@@ -29,6 +29,10 @@ def public_modules() -> list[str]:
   for info in pkgutil.walk_packages(revax.__path__, "revax."):
     if "._src" in info.name or info.name.split(".")[-1].startswith("_"):
       continue
+    if info.name.startswith("revax.compat."):  # the compat mode's shims of JAX's own (private)
+      continue                                 # modules: JAX's names, not revax's API
+    if info.name == "revax.run_as_jax":  # a command (`python -m revax.run_as_jax`), no API
+      continue
     names.append(info.name)
   return sorted(names)
 

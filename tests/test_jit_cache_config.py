@@ -308,7 +308,6 @@ def test_bool_options_take_bools():
 
 
 @pytest.mark.parametrize("name,value", [
-    ("jax_numpy_dtype_promotion", "strict"),
     ("jax_default_prng_impl", "philox4x32"), ("jax_platforms", "cuda"),
     ("jax_platform_name", "rocm"),
     ("jax_check_tracer_leaks", True), ("jax_debug_key_reuse", True),

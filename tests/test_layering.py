@@ -50,8 +50,25 @@ def test_no_upward_imports():
   assert not bad, "upward imports:\n" + "\n".join(bad)
 
 
+# revax.compat, the jax-compatibility mode (an import hook and the shims of JAX's private names
+# that libraries import), is a separate package on top of revax: it holds code of its own
+COMPAT = ROOT / "compat"
+
+
 def _public_module_files():
-  return [p for p in ROOT.rglob("*.py") if "_src" not in p.relative_to(ROOT).parts]
+  return [p for p in ROOT.rglob("*.py")
+          if "_src" not in p.relative_to(ROOT).parts and COMPAT not in p.parents]
+
+
+def test_only_the_compat_package_knows_the_compat_mode():
+  """Nothing in revax imports revax.compat (the mode is opt-in, never on by default), except
+  `python -m revax.run_as_jax`, its command-line entry point."""
+  bad = []
+  for path in ROOT.rglob("*.py"):
+    if COMPAT in path.parents or path.name == "run_as_jax.py":
+      continue
+    bad += [f"{path} imports {imp}" for imp in _imports(path) if imp.startswith("revax.compat")]
+  assert not bad, "\n".join(bad)
 
 
 def test_public_modules_only_reexport():

@@ -4,6 +4,7 @@ import pytest
 
 import revax
 import revax.stages as stages
+import jax
 
 
 def test_jit_stages_are_instances_of_the_stage_types():
@@ -58,8 +59,6 @@ def test_traced_and_lowered_describe_the_call_as_jax(k):
 
 STAGE_EXCLUDED = {
     "lojax": "jax's internal lowering of hijax types (Traced.lojax), not user API",
-    "compiler_ir": "jax returns an MLIR Module object (jaxlib's bindings); revax has no MLIR "
-                   "bindings: `as_text()` gives the same module as text",
     "call": "jax's internal static entry point (`Compiled.call(params, ...)`), not user API",
     "input_formats": "layouts (jax.experimental.layout): revax has no layout API",
     "output_formats": "layouts (jax.experimental.layout): revax has no layout API",
@@ -99,3 +98,26 @@ def test_compiled_and_eval_shape_describe_the_call_as_jax():
   out = revax.tree_util.tree_map(np.asarray, _stages(revax)[3](np.ones(3, np.float32), y=2.0))
   np.testing.assert_array_equal(out["a"], [2.0] * 3)
   assert type(_stages(revax)[3].runtime_executable()).__name__ == "Executable"
+
+
+def test_compiler_ir_is_the_stablehlo_module_and_hlo_is_refused():
+  """Lowered.compiler_ir(): jax returns an MLIR Module, revax an object printing as the same
+  StableHLO text as `as_text()`; dialect "hlo" needs XLA's converter (refused by name)."""
+  lowered = revax.jit(lambda x: x * 2 + 1).lower(1.0)
+  assert str(lowered.compiler_ir()) == lowered.as_text() == str(lowered.compiler_ir("stablehlo"))
+  assert str(jax.jit(lambda x: x * 2 + 1).lower(1.0).compiler_ir()).startswith("module @jit_")
+  with pytest.raises(NotImplementedError, match="dialect='hlo'"):
+    lowered.compiler_ir("hlo")
+  for lib in (revax, jax):
+    with pytest.raises(ValueError, match="unknown dialect: foo"):
+      lib.jit(lambda x: x).lower(1.0).compiler_ir("foo")
+
+
+def test_compile_takes_jax_arguments_and_refuses_options_by_name():
+  lowered = revax.jit(lambda x: x * 2).lower(np.float32(1.0))
+  assert float(lowered.compile(None)(np.float32(3.0))) == 6.0
+  assert float(lowered.compile(compiler_options={})(np.float32(3.0))) == 6.0
+  with pytest.raises(NotImplementedError, match="compiler_options"):
+    lowered.compile({"xla_cpu_enable_fast_math": True})
+  with pytest.raises(NotImplementedError, match="device_assignment"):
+    lowered.compile(device_assignment=tuple(revax.devices()))

@@ -22,6 +22,7 @@ from __future__ import annotations
 import functools
 import inspect
 
+from revax._src.custom_derivatives_helpers import CustomVJPPrimal
 from revax._src import tree_util
 from revax._src.core import dtypes
 from revax._src.core.avals import get_aval, same_type
@@ -355,15 +356,21 @@ class custom_vjp:  # noqa: N801 (JAX's name)
     self.fun = fun
     self.nondiff_argnums = tuple(nondiff_argnums)
     self.fwd = self.bwd = None
+    self.symbolic_zeros = False
 
   __getattr__ = _forward_attr
 
   def defvjp(self, fwd, bwd, symbolic_zeros: bool = False):
     """Set `fwd(*args) -> (out, residuals)` and `bwd(*nondiff_args, residuals, out_cotangent)
-    -> tuple of one cotangent per differentiable argument` (None for a zero cotangent)."""
+    -> tuple of one cotangent per differentiable argument` (None for a zero cotangent).
+
+    With `symbolic_zeros`, as in JAX, fwd receives each differentiable argument leaf as a
+    `CustomVJPPrimal(value, perturbed)` (perturbed: whether it is differentiated), and bwd
+    receives output cotangents known to be zero as `SymbolicZero`s (and may return them)."""
     if not callable(fwd) or not callable(bwd):
       raise TypeError("defvjp expects two callables, fwd and bwd")
     self.fwd, self.bwd = fwd, bwd
+    self.symbolic_zeros = bool(symbolic_zeros)
 
   def __call__(self, *args, **kwargs):
     if self.fwd is None:
@@ -393,9 +400,18 @@ class _VjpRule:
     self.out_avals, self.in_avals = out_avals, in_avals
     self.res_tree = None
 
-  def fwd(self, arg_leaves):
-    """Argument leaves -> (output leaves, residual leaves)."""
+  @property
+  def symbolic_zeros(self) -> bool:
+    return self.owner.symbolic_zeros
+
+  def fwd(self, arg_leaves, perturbed=None):
+    """Argument leaves -> (output leaves, residual leaves). With symbolic zeros, fwd sees each
+    leaf as CustomVJPPrimal(value, perturbed)."""
     owner = self.owner
+    if owner.symbolic_zeros:
+      perturbed = [True] * len(arg_leaves) if perturbed is None else perturbed
+      arg_leaves = [CustomVJPPrimal(x, bool(p)) for x, p in zip(arg_leaves, perturbed,
+                                                                 strict=True)]
     diff = tree_util.tree_unflatten(self.in_tree, arg_leaves)
     out = owner.fwd(*_merge(self.args, self.nondiff, diff))
     name = _name(owner.fwd)
@@ -449,7 +465,7 @@ class _VjpRule:
     result = []
     for c, aval in zip(out, self.in_avals, strict=True):
       want = ad.tangent_aval(aval)
-      if c is None or want.dtype == dtypes.float0:
+      if c is None or type(c) is ad.Zero or want.dtype == dtypes.float0:
         result.append(ad.Zero(want))
         continue
       ca = get_aval(c)
@@ -464,8 +480,8 @@ class _VjpRule:
 def _custom_vjp_call_jvp(primals, tangents, *, call_jaxpr, rule, num_consts):
   _check_closed_over(tangents, num_consts, "custom_vjp")
   arg_tangents = tangents[num_consts:]
-  outs, res = rule.fwd(list(primals[num_consts:]))
   nonzeros = tuple(type(t) is not ad.Zero for t in arg_tangents)
+  outs, res = rule.fwd(list(primals[num_consts:]), nonzeros)
   out_tangent_avals = tuple(ad.tangent_aval(get_aval(o)) for o in outs)
   differentiable = [a.dtype != dtypes.float0 for a in out_tangent_avals]
   lin_outs = iter(custom_lin_p.bind(
@@ -491,11 +507,15 @@ class _BatchedVjpRule:
     self.rule, self.dims, self.out_dims, self.axis_size = rule, dims, out_dims, axis_size
     self.in_avals = rule.in_avals
 
-  def fwd(self, arg_leaves):
+  @property
+  def symbolic_zeros(self) -> bool:
+    return self.rule.symbolic_zeros
+
+  def fwd(self, arg_leaves, perturbed=None):
     store = {}
 
     def flat_fwd(*xs):
-      outs, res = self.rule.fwd(list(xs))
+      outs, res = self.rule.fwd(list(xs), perturbed)
       store["num_out"] = len(outs)
       return list(outs) + list(res)
 
@@ -584,7 +604,11 @@ def _eager_jvp(owner, args, nondiff, in_tree, primals, tangents):
 def _eager_vjp(owner, args, nondiff, in_tree, primals, tangents):
   """custom_vjp's fwd on known primals, and custom_lin (whose transpose is bwd) on the
   tangents: (outputs, tangents, output tree)."""
-  fwd_out = owner.fwd(*_merge(args, nondiff, tree_util.tree_unflatten(in_tree, primals)))
+  leaves = primals
+  if owner.symbolic_zeros:
+    leaves = [CustomVJPPrimal(x, type(t) is not ad.Zero) for x, t in zip(primals, tangents,
+                                                                          strict=True)]
+  fwd_out = owner.fwd(*_merge(args, nondiff, tree_util.tree_unflatten(in_tree, leaves)))
   if not (isinstance(fwd_out, (tuple, list)) and len(fwd_out) == 2):
     raise TypeError(f"Custom VJP fwd rule {_name(owner.fwd)} for function {_name(owner.fun)} "
                     f"must produce a pair (list or tuple of length two) where the first element "
@@ -612,7 +636,9 @@ def _custom_lin_forward(*args, **params):
 
 def _custom_lin_transpose(cts, *args, rule, num_res, nonzeros, out_avals):
   res = args[:num_res]
-  cts_in = rule.bwd(list(res), [ad.instantiate_zeros(c) for c in cts])
+  keep = rule.symbolic_zeros  # (bwd then sees zero cotangents as SymbolicZero, as in JAX)
+  cts_in = rule.bwd(list(res), [c if keep and type(c) is ad.Zero else ad.instantiate_zeros(c)
+                                for c in cts])
   return [None] * num_res + [c for c, nz in zip(cts_in, nonzeros, strict=True) if nz]
 
 

@@ -4,9 +4,8 @@ of a custom_vjp forward rule.
 `SymbolicZero` is revax's symbolic zero (`ad.Zero`): what a `custom_jvp` rule declared with
 `symbolic_zeros=True` receives for a tangent known to be zero. `CustomVJPPrimal` and
 `custom_vjp_primal_tree_values` are JAX's record of a forward-rule argument and the function that
-strips it. Note: revax's `custom_vjp.defvjp` accepts `symbolic_zeros` but does not act on it
-(its forward rule always receives plain values), so these two are provided for code that
-handles both forms.
+strips it: with `custom_vjp.defvjp(..., symbolic_zeros=True)` the forward rule receives its
+differentiable arguments as `CustomVJPPrimal`s, as in JAX.
 """
 from __future__ import annotations
 

@@ -38,6 +38,7 @@ from revax._src.runtime.array import Array
 from revax._src.runtime import array as _array
 from revax._src.runtime import placement as _placement
 from revax._src.runtime import sharded as _rt_sharded
+from revax._src import stage_info as _stage_info
 from revax._src.stage_info import Signature as _Signature
 from revax._src.stage_info import StageAttributes as _StageAttributes
 
@@ -975,6 +976,10 @@ class Lowered(_StageAttributes):
     self._text = None
     self._signature = signature
 
+  def compiler_ir(self, dialect: str | None = None):
+    """The lowered StableHLO module (`str()` of it is the text); dialect "hlo" is refused."""
+    return _stage_info.compiler_ir(self.as_text(), dialect)
+
   def as_text(self) -> str:
     """The StableHLO module, as text."""
     if self._text is None:
@@ -986,7 +991,9 @@ class Lowered(_StageAttributes):
   def jaxpr(self) -> ClosedJaxpr:
     return self._entry.jaxpr
 
-  def compile(self) -> "Compiled":
+  def compile(self, compiler_options=None, *, device_assignment=None) -> "Compiled":
+    """Compile (JAX's signature; revax passes no XLA options: only None or {} is accepted)."""
+    _stage_info.check_compile_args(compiler_options, device_assignment)
     entry = self._entry
     if entry.program is None or entry.aliases:
       entry.program = program_for(entry.jaxpr, entry.name, entry.aliases or ())
@@ -1061,8 +1068,9 @@ class Compiled(_StageAttributes):
     return tree_util.tree_unflatten(sig.out_tree, [device] * len(sig.out_avals))
 
 
-def jit(fun=None, *, in_shardings=None, out_shardings=None, static_argnums=(),
-        static_argnames=(), donate_argnums=(), keep_unused=False, inline=False):
+def jit(fun=None, /, *, in_shardings=None, out_shardings=None, static_argnums=(),
+        static_argnames=(), donate_argnums=(), donate_argnames=(), keep_unused=False,
+        device=None, backend=None, inline=False, compiler_options=None):
   """Compile `fun` with XLA.
 
   Args:
@@ -1090,6 +1098,13 @@ def jit(fun=None, *, in_shardings=None, out_shardings=None, static_argnums=(),
     inline: JAX's option to inline this function into an enclosing trace instead of staging a
       nested `jit` call. revax accepts it and stages the nested call either way (XLA inlines
       it when compiling, so values and speed are the same; `make_jaxpr` shows the call).
+    donate_argnames: names of parameters to donate (as donate_argnums, for the arguments
+      passed by position).
+    device: the device to run on (JAX's older form of a single-device sharding): the
+      arguments are placed there and the results committed to it. Not with shardings.
+    backend: a platform name ("cpu"): RuntimeError, as in JAX, if it is not present.
+    compiler_options: XLA compiler options; revax passes none to XLA, so only an empty dict
+      (or None) is accepted.
 
   Returns:
     A function with `fun`'s signature that traces once per argument signature and runs the
@@ -1100,9 +1115,47 @@ def jit(fun=None, *, in_shardings=None, out_shardings=None, static_argnums=(),
     >>> f(revax.numpy.ones(3))
     Array([1.6829419, 1.6829419, 1.6829419], dtype=float32)
   """
+  kw = dict(in_shardings=in_shardings, out_shardings=out_shardings,
+            static_argnums=static_argnums, static_argnames=static_argnames,
+            donate_argnums=donate_argnums, donate_argnames=donate_argnames,
+            keep_unused=keep_unused, device=device, backend=backend, inline=inline,
+            compiler_options=compiler_options)
   if fun is None:
-    return lambda f: jit(f, in_shardings=in_shardings, out_shardings=out_shardings,
-                         static_argnums=static_argnums, static_argnames=static_argnames,
-                         donate_argnums=donate_argnums, keep_unused=keep_unused, inline=inline)
+    return lambda f: jit(f, **kw)
+  if compiler_options:
+    raise NotImplementedError(f"jit(compiler_options={compiler_options!r}): revax passes no "
+                              "options to XLA")
+  if device is not None or backend is not None:
+    warnings.warn("backend and device argument on jit is deprecated. You can use "
+                  "`jax.device_put(..., jax.local_devices(backend=\"cpu\")[0])` on the inputs "
+                  "to the jitted function to get the same behavior.", DeprecationWarning,
+                  stacklevel=2)
+    if in_shardings is not None or out_shardings is not None:
+      raise ValueError("If backend or device is specified on jit, then in_shardings and "
+                       "out_shardings should not be specified.")
+    if backend is not None:
+      from revax._src.api import devices as _devices
+      found = _devices(backend)
+      device = found[0] if device is None else device
+    from revax._src.sharding import SingleDeviceSharding
+    in_shardings = out_shardings = SingleDeviceSharding(device)
+  donate_argnums = _donated_positions(fun, donate_argnums, donate_argnames)
   return Jitted(fun, static_argnums, static_argnames, donate_argnums,
                 in_shardings=in_shardings, out_shardings=out_shardings, keep_unused=keep_unused)
+
+
+def _donated_positions(fun, donate_argnums, donate_argnames) -> tuple:
+  """donate_argnums together with the positions of the parameters named in donate_argnames."""
+  names = (donate_argnames,) if isinstance(donate_argnames, str) else tuple(donate_argnames or ())
+  nums = _normalize_argnums(donate_argnums)
+  if not names:
+    return nums
+  sig = _try_signature(fun)
+  params = list(sig.parameters.values()) if sig is not None else []
+  positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+  known = {p.name for p in params}
+  for name in names:
+    if sig is not None and name not in known and not any(p.kind is p.VAR_KEYWORD for p in params):
+      raise ValueError(f"jitted function has donate_argnames={names} but the function has no "
+                       f"parameter named {name!r}")
+  return tuple(sorted(set(nums) | {i for i, n in enumerate(positional) if n in names}))

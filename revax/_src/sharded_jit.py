@@ -35,6 +35,7 @@ from revax._src.runtime.client import CompileError, get_backend
 from revax._src.sharded_api import GSPMDSharding, is_sharding, place
 from revax._src.sharding import (Mesh, NamedSharding, PartitionSpec, SingleDeviceSharding,
                                  block_shape, resolve_specs)
+from revax._src import stage_info as _stage_info
 from revax._src.stage_info import Signature, StageAttributes
 
 __all__ = ["call", "lower", "SpmdProgram", "UNSPECIFIED"]
@@ -632,6 +633,10 @@ class ShardedLowered(StageAttributes):
     self._out_shardings, self._arg_shardings = out_shardings, arg_shardings
     self._signature = signature
 
+  def compiler_ir(self, dialect: str | None = None):
+    """The lowered StableHLO module (`str()` of it is the text); dialect "hlo" is refused."""
+    return _stage_info.compiler_ir(self.as_text(), dialect)
+
   def as_text(self) -> str:
     if self._program is None:
       from revax._src.interpreters import mlir
@@ -642,7 +647,9 @@ class ShardedLowered(StageAttributes):
   def jaxpr(self):
     return self._entry.jaxpr
 
-  def compile(self) -> "ShardedCompiled":
+  def compile(self, compiler_options=None, *, device_assignment=None) -> "ShardedCompiled":
+    """Compile (JAX's signature; revax passes no XLA options: only None or {} is accepted)."""
+    _stage_info.check_compile_args(compiler_options, device_assignment)
     return ShardedCompiled(self)
 
 

@@ -67,3 +67,44 @@ class StageAttributes:
     sig = self._signature
     return tree_util.tree_unflatten(sig.out_tree, [ShapeDtypeStruct(a.shape, a.dtype, a.weak_type)
                                                    for a in sig.out_avals])
+
+
+class StableHLOModule:
+  """What `Lowered.compiler_ir()` returns in revax: the lowered StableHLO module, whose `str()`
+  is its MLIR text (JAX returns an MLIR Python `ir.Module`, which prints the same way; revax
+  emits StableHLO as text and has no MLIR Python bindings)."""
+  __slots__ = ("_text",)
+
+  def __init__(self, text: str):
+    self._text = text
+
+  def __str__(self):
+    return self._text
+
+  def as_text(self) -> str:
+    return self._text
+
+  def __repr__(self):
+    return f"<StableHLO module, {len(self._text)} characters>"
+
+
+def compiler_ir(text: str, dialect: str | None = None) -> StableHLOModule:
+  """The lowered module in `dialect` ("stablehlo", the default). "hlo" (XLA's HLO, which JAX
+  converts to with XLA's own converter) is refused: revax has no such converter."""
+  if dialect not in (None, "stablehlo", "hlo"):
+    raise ValueError(f"unknown dialect: {dialect}")
+  if dialect == "hlo":
+    raise NotImplementedError("compiler_ir(dialect='hlo'): revax has no StableHLO-to-HLO "
+                              "converter; use compiler_ir() (StableHLO) or as_text()")
+  return StableHLOModule(text)
+
+
+def check_compile_args(compiler_options, device_assignment) -> None:
+  """`Lowered.compile(compiler_options, device_assignment=)`: revax hands XLA no compiler
+  options and places programs itself, so anything but the defaults is refused by name."""
+  if compiler_options:
+    raise NotImplementedError(f"compile(compiler_options={compiler_options!r}): revax passes no "
+                              "options to XLA")
+  if device_assignment is not None:
+    raise NotImplementedError("compile(device_assignment=...): revax places programs from "
+                              "their arguments' devices and shardings")

@@ -171,11 +171,27 @@ def test_index_checks_of_gather_and_dynamic_slices(lib):
     assert err.get().startswith("at mapped index 1: out-of-bounds indexing")
 
 
-def test_index_checks_warn_that_scalar_indexing_is_not_seen():
-  from revax._src.experimental import checkify as impl
-  impl._index_warned.clear()
-  with pytest.warns(RuntimeWarning, match="do not see scalar indexing"):
-    rck.checkify(lambda x: x, errors=rck.all_checks)
-  with warnings.catch_warnings():
-    warnings.simplefilter("error")
-    rck.checkify(lambda x: x, errors=rck.all_checks)  # once per process
+@pytest.mark.parametrize("how", ["scalar", "traced_scalar", "array", "take", "at_get",
+                                 "jit", "nested_jit"])
+def test_index_checks_see_every_kind_of_indexing_as_jax(how):
+  """Out-of-bounds reads through scalar indexing x[i], array indexing, take, .at[].get, under
+  jit or not, are reported by index_checks with jax's message (chex's chexify relies on it)."""
+  import jax
+  import jax.experimental.checkify as jck
+  progs = {
+      "scalar": lambda np_, x, i: x[i], "traced_scalar": lambda np_, x, i: x[i] * 1,
+      "array": lambda np_, x, i: x[np_.array([i, 0])], "take": lambda np_, x, i: np_.take(x, i),
+      "at_get": lambda np_, x, i: x.at[i].get(),
+  }
+  outs = []
+  for lib, ck, np_ in ((revax, rck, revax.numpy), (jax, jck, jax.numpy)):
+    body = progs.get(how, progs["scalar"])
+    f = lambda x, i: body(np_, x, i)
+    if how == "jit":
+      f = lib.jit(f)
+    elif how == "nested_jit":
+      f = (lambda g: lambda x, i: g(x, i) / 1.0)(lib.jit(f))
+    ok = ck.checkify(f, errors=ck.index_checks)(np_.ones(2), 1)[0].get()
+    bad = ck.checkify(f, errors=ck.index_checks)(np_.ones(2), 10)[0].get()
+    outs.append((ok, bad))
+  assert outs[0] == outs[1] and outs[0][0] is None and "out-of-bounds" in outs[0][1]

@@ -148,8 +148,7 @@ _OPTIONS = {o.name: o for o in [
             _enum("allow", "warn", "raise"), True,
             "what happens when NumPy-style broadcasting adds leading dimensions"),
     _Option("numpy_dtype_promotion", "standard",
-            _enum("standard", "strict", honoured=("standard",),
-                  why="revax implements the standard promotion lattice only"), True,
+            _enum("standard", "strict"), True,
             "dtype promotion rules"),
     _Option("default_prng_impl", "threefry2x32",
             _enum("threefry2x32", "threefry4x32", "rbg", "unsafe_rbg", "philox2x32", "philox4x32",
@@ -371,6 +370,9 @@ class Config:
 config = Config()
 
 
+_NO_VALUE = object()
+
+
 class State:
   """A config option as a context manager factory, like JAX's top-level `jax.enable_x64`,
   `jax.debug_nans`, ...: `with revax.debug_nans(True): ...` sets it inside the block (for the
@@ -379,7 +381,14 @@ class State:
   def __init__(self, name: str):
     self._name = name
 
-  def __call__(self, new_val):
+  def __call__(self, new_val=_NO_VALUE):
+    """A context manager setting the option inside the block; a boolean option without an
+    argument is set to True (as JAX's), any other needs the value."""
+    if new_val is _NO_VALUE:
+      if not isinstance(_OPTIONS[self._name].default, bool):
+        raise TypeError(f"Context manager for {self._name} config option requires an argument "
+                        "representing the new value for the config option.")
+      new_val = True
     return config.override(self._name, new_val)
 
   @property

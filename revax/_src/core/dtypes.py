@@ -136,8 +136,46 @@ def _upper_bounds():
 _UB = _upper_bounds()
 
 
-@functools.lru_cache(maxsize=4096)
+def _strict_upper_bounds():
+  """JAX's strict lattice (jax_numpy_dtype_promotion='strict'): a dtype promotes only to
+  itself; Python scalars' weak categories still take any dtype of their kind or above (a weak
+  int any int, float or complex dtype; a weak float any float or complex; a weak complex any
+  complex)."""
+  ints = {n for n in _EDGES if n not in (_I, _F, _C) and np.dtype(n).kind in "iu"}
+  floats = {n for n in _EDGES if n not in (_I, _F, _C) and n in _FLOATS}
+  complexes = {complex64, complex128}
+  ub = {n: frozenset({n}) for n in _EDGES}
+  ub[_C] = frozenset({_C} | complexes)
+  ub[_F] = frozenset({_F} | floats) | ub[_C]
+  ub[_I] = frozenset({_I} | ints) | ub[_F]
+  return ub
+
+
+_STRICT_UB = _strict_upper_bounds()
+
+
+class TypePromotionError(ValueError):
+  """An implicit promotion that the strict promotion mode refuses (JAX's TypePromotionError)."""
+
+
 def _join(nodes: frozenset):
+  if config.numpy_dtype_promotion == "strict":
+    return _join_in(nodes, True)
+  return _join_in(nodes, False)
+
+
+@functools.lru_cache(maxsize=4096)
+def _join_in(nodes: frozenset, strict: bool):
+  if strict:
+    common = frozenset.intersection(*(_STRICT_UB[n] for n in nodes))
+    for c in common:
+      if common <= _STRICT_UB[c]:
+        return c
+    names = tuple(sorted(str(n) for n in nodes))
+    raise TypePromotionError(
+        f"Input dtypes {names} have no available implicit dtype promotion path when "
+        "jax_numpy_dtype_promotion=strict. Try explicitly casting inputs to the desired output "
+        "type, or set jax_numpy_dtype_promotion=standard.")
   common = frozenset.intersection(*(_UB[n] for n in nodes))
   for c in common:  # the least upper bound: the common bound below all other common bounds
     if common <= _UB[c]:

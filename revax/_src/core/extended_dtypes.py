@@ -16,8 +16,7 @@ class prng_key(extended):
   """Category of the dtypes of typed PRNG keys."""
 
 
-class TypePromotionError(ValueError):
-  """Raised where a type promotion is refused."""
+TypePromotionError = dtypes.TypePromotionError  # (one class: the strict lattice raises it)
 
 
 def is_extended(dtype) -> bool:

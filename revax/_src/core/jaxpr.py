@@ -66,6 +66,14 @@ class JaxprEqn:
     eqn.primitive, eqn.invars, eqn.outvars, eqn.params = primitive, invars, outvars, params
     return eqn
 
+  @property
+  def effects(self) -> frozenset:
+    """The equation's side effects (JAX's `eqn.effects`): {its primitive's name} when it has
+    one (core/effects.py: a callback, an effectful primitive or one held in a nested jaxpr),
+    else the empty set."""
+    from revax._src.core.effects import eqn_has_effects
+    return frozenset({self.primitive.name}) if eqn_has_effects(self) else frozenset()
+
   def replace(self, **kw) -> "JaxprEqn":
     return JaxprEqn(kw.get("primitive", self.primitive), kw.get("invars", self.invars),
                     kw.get("outvars", self.outvars), kw.get("params", self.params))
@@ -86,6 +94,11 @@ class Jaxpr:
 
   in_avals = property(lambda self: [v.aval for v in self.invars])
   out_avals = property(lambda self: [v.aval for v in self.outvars])
+
+  @property
+  def effects(self) -> frozenset:
+    """The union of the equations' effects (JAX's `jaxpr.effects`)."""
+    return frozenset().union(*(e.effects for e in self.eqns))
 
   def __str__(self):
     return pp_jaxpr(self, _Names(), indent=0)

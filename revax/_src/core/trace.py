@@ -59,6 +59,12 @@ class Primitive:
           return sharding_types.apply(self, avals, params, out)
     return out
 
+  def get_bind_params(self, params) -> dict:
+    """The keyword arguments that re-bind an equation of this primitive with `params` (JAX's
+    `get_bind_params`; equinox's jaxpr interpreters call it). revax's equation params are its
+    bind params, call primitives' included."""
+    return dict(params)
+
   def impl(self, *args, **params):
     """Evaluate on concrete values (what the eval trace does)."""
     return _eager_apply[0](self, args, params)
@@ -82,6 +88,12 @@ class Trace:
 
   def process_primitive(self, primitive: Primitive, args, params):
     raise NotImplementedError
+
+  @property
+  def main(self):
+    """What identifies this transformation (JAX's `trace.main`, its tag): the trace itself,
+    which every tracer of it holds (equinox asks `x._trace.main is main`)."""
+    return self
 
 
 class EvalTrace(Trace):

@@ -19,9 +19,8 @@ effect before evaluation, the state is a fixed pytree that `cond`, `scan` and `w
 bodies thread through as extra operands / carry.
 
 Limits (left for later, each raising NotImplementedError or warning where it would matter):
-  - index_checks cover gather (array indexing), dynamic_slice and dynamic_update_slice, not
-    scatter, nor scalar indexing `x[i]`, which revax.numpy clamps before the primitive (a
-    RuntimeWarning says so, once per process);
+  - index_checks cover gather (array indexing), dynamic_slice (scalar indexing `x[i]`) and
+    dynamic_update_slice, not scatter;
   - automatic checks are not applied inside a while_loop's cond_fun;
   - a `check` inside a while_loop's cond_fun, or inside another higher-order primitive than
     jit, cond, scan, while, checkpoint and custom_jvp/vjp calls (shard_map, custom_root, ...),
@@ -34,7 +33,6 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -732,21 +730,6 @@ def _eval_higher_order(plan: _Plan, eqn, invals, state: _State):
   raise NotImplementedError(f"checkify: checks inside {name}")  # pragma: no cover
 
 
-_index_warned = []
-
-
-def _warn_index_checks():
-  """index_checks see the start indices of gather, dynamic_slice and dynamic_update_slice, as
-  JAX's do; but revax.numpy's integer indexing (`x[i]` with a scalar i) clamps the index before
-  the slice primitive sees it, so those out-of-bounds reads go unreported where JAX reports
-  them. Say so once per process rather than pass silently."""
-  if not _index_warned:
-    _index_warned.append(True)
-    warnings.warn("checkify: revax's index_checks do not see scalar indexing x[i] (revax.numpy "
-                  "clamps the index first); array indexing, lax.dynamic_slice and "
-                  "dynamic_update_slice are checked", RuntimeWarning, stacklevel=3)
-
-
 def checkify(f: Callable, errors=user_checks) -> Callable:
   """Functionalize `check` calls in `f`, and optionally add run-time error checks.
 
@@ -756,7 +739,7 @@ def checkify(f: Callable, errors=user_checks) -> Callable:
   By default only user-added `check` assertions are enabled. Automatic checks are enabled
   through `errors`: `nan_checks` (a primitive produced a NaN), `div_checks` (division by
   zero), `float_checks` (both), `index_checks` (out-of-bounds gather / dynamic_slice /
-  dynamic_update_slice; revax.numpy's scalar indexing clamps first and is not seen),
+  dynamic_update_slice, which revax.numpy's indexing uses as jax.numpy's does),
   `automatic_checks`, `all_checks`; sets combine with `|`.
 
   Args:
@@ -776,8 +759,6 @@ def checkify(f: Callable, errors=user_checks) -> Callable:
     x must be positive (`check` failed)
   """
   enabled = frozenset(errors)
-  if OOBError in enabled:
-    _warn_index_checks()
 
   def checked_fun(*args, **kwargs):
     leaves, in_tree = tree_util.tree_flatten((args, kwargs))

@@ -127,6 +127,18 @@ primitive_transposes[add_any_p] = _add_any_transpose
 sharding_types.rules[add_any_p] = sharding_types.elementwise
 
 
+_RAW_SCALARS = (bool, int, float, complex)
+
+
+def _as_array(t):
+  """A primitive's output tangent as an Array when its rule passed a user's raw tangent through
+  (a Python or NumPy scalar given to jvp): JAX's primitives always output arrays."""
+  if type(t) in _RAW_SCALARS or (isinstance(t, (np.ndarray, np.generic))
+                                 and t.dtype != dtypes.float0):
+    return dispatch.to_array(t)
+  return t
+
+
 # --- the JVP trace -------------------------------------------------------------------------------
 class JVPTracer(Tracer):
   __slots__ = ("primal", "tangent")
@@ -184,8 +196,8 @@ class JVPTrace(Trace):
         primal_out, tangent_out = _replayed_jvp(parent, key, rule, primitive, primals, tangents,
                                                 params)
     if primitive.multiple_results:
-      return [self.wrap(p, t) for p, t in zip(primal_out, tangent_out, strict=True)]
-    return self.wrap(primal_out, tangent_out)
+      return [self.wrap(p, _as_array(t)) for p, t in zip(primal_out, tangent_out, strict=True)]
+    return self.wrap(primal_out, _as_array(tangent_out))
 
   def wrap(self, primal, tangent):
     """A tracer of this trace; a value whose tangent is a symbolic zero is returned as itself

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 import weakref
 
 import numpy as np
@@ -349,10 +350,16 @@ def compile_jaxpr(closed: ClosedJaxpr, name: str = "main", aliases=(),
   from revax._src.runtime.client import get_backend
   backend = backend or get_backend()
   text = mlir.lower_jaxpr_to_module(closed, name, platform=backend.platform, aliases=aliases)
-  if config.log_compiles:
-    _logger.warning("Compiling %s with XLA for argument types (%s)", name,
-                    ", ".join(a.str_short() for a in closed.in_avals))
+  # as JAX logs compilations: at WARNING with jax_log_compiles, else at DEBUG
+  level = logging.WARNING if config.log_compiles else logging.DEBUG
+  if _logger.isEnabledFor(level):
+    _logger.log(level, "Compiling %s with XLA for argument types (%s)", name,
+                ", ".join(a.str_short() for a in closed.in_avals))
+  start = time.perf_counter()
   executable = backend.compile(text)
+  if _logger.isEnabledFor(level):
+    _logger.log(level, "Finished XLA compilation of jit(%s) in %.9f sec", name,
+                time.perf_counter() - start)
   program = CompiledProgram(executable, closed.in_avals, closed.out_avals, text, name)
   # (weakly: jit keeps programs in a WeakKeyDictionary keyed by `closed`)
   program._recipe = (weakref.ref(closed), aliases)

@@ -163,9 +163,10 @@ inv.defpart(slice_p, _slice_region, _assemble_from_slices)  # several slices cov
 
 
 # --- index normalization shared by dynamic_slice and dynamic_update_slice -----------------------
-def _dynamic_indices(operand, start_indices, op_name: str):
+def _dynamic_indices(operand, start_indices, op_name: str, allow_negative=True):
   """Scalar integer start indices of one dtype; negative ones wrapped once (i + size), as in
-  jax.lax. Python/NumPy integers are wrapped statically, arrays with a select."""
+  jax.lax, in the dimensions where `allow_negative` (a bool, or one per dimension) says so.
+  Python/NumPy integers are wrapped statically, arrays with a select."""
   shape = get_aval(operand).shape
   start_indices = tuple(start_indices)
   if len(start_indices) != len(shape):
@@ -177,11 +178,13 @@ def _dynamic_indices(operand, start_indices, op_name: str):
     if not dtypes.is_integer(dt):
       raise TypeError(f"{op_name} start_indices must be integers, got dtype {dt.name}")
   dtype = array_dtypes.pop() if len(array_dtypes) == 1 else dtypes.int32
+  wraps = ([bool(allow_negative)] * len(shape) if isinstance(allow_negative, (bool, int))
+           else [bool(w) for w in allow_negative])
   out = []
-  for i, n, s in zip(start_indices, shape, static):
+  for i, n, s, wrap in zip(start_indices, shape, static, wraps, strict=True):
     if s:
       i = int(i)
-      v = np.asarray(i + n if i < 0 else i, dtype)
+      v = np.asarray(i + n if i < 0 and wrap else i, dtype)
       v.flags.writeable = False
       out.append(Array(ShapedArray((), dtype), npy=v))
       continue
@@ -190,7 +193,7 @@ def _dynamic_indices(operand, start_indices, op_name: str):
                       f"{get_aval(i).shape}")
     if get_aval(i).dtype != dtype:
       i = convert_element_type(i, dtype)
-    if dtypes.is_signed_integer(dtype):
+    if wrap and dtypes.is_signed_integer(dtype):
       i = comparison.select_n(comparison.lt(i, 0), i, binary.add(i, np.asarray(n, dtype)))
     out.append(i)
   return tuple(out)
@@ -230,7 +233,7 @@ def _stacked_indices(idx, dims, size):
 
 
 # --- dynamic_slice -------------------------------------------------------------------------------
-def dynamic_slice(operand, start_indices, slice_sizes):
+def dynamic_slice(operand, start_indices, slice_sizes, *, allow_negative_indices=True):
   """The slice of `slice_sizes` starting at the (traced or static) `start_indices`.
 
   Negative indices count from the end (wrapped once); then each start is clamped into
@@ -240,13 +243,15 @@ def dynamic_slice(operand, start_indices, slice_sizes):
     operand: the array.
     start_indices: one scalar integer per dimension (Python ints or 0-d integer arrays).
     slice_sizes: the static size of the slice in each dimension.
+    allow_negative_indices: whether negative indices wrap (a bool, or one per dimension);
+      where not, a negative start is clamped to 0.
 
   Example:
     >>> lax.dynamic_slice(jnp.arange(10), (8,), (3,))  # clamped to start 7
     Array([7, 8, 9], dtype=int32)
   """
   slice_sizes = _ints(slice_sizes, "dynamic_slice slice_sizes")
-  idx = _dynamic_indices(operand, start_indices, "dynamic_slice")
+  idx = _dynamic_indices(operand, start_indices, "dynamic_slice", allow_negative_indices)
   return dynamic_slice_p.bind(operand, *idx, slice_sizes=slice_sizes)
 
 

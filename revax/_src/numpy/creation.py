@@ -13,6 +13,7 @@ import numpy as np
 
 from revax._src import api, lax, sharded_api
 from revax._src.core import dtypes
+from revax._src.core.avals import ShapedArray
 from revax._src.core.trace import Tracer, _context, eval_trace
 from revax._src.lax.sharding_constraint import placed
 from revax._src.numpy import util
@@ -209,8 +210,12 @@ def full(shape, fill_value, dtype=None, *, device=None, out_sharding=None):
 
 
 def _like(fun_name, a, dtype, shape):
-  util.check_arraylike(fun_name, a)
-  aval = aval_of(a)
+  if not util.is_operand(a) and hasattr(a, "shape") and hasattr(a, "dtype"):
+    # a ShapeDtypeStruct (anything with a shape and a dtype), as JAX's *_like accept
+    aval = ShapedArray(tuple(a.shape), np.dtype(a.dtype), bool(getattr(a, "weak_type", False)))
+  else:
+    util.check_arraylike(fun_name, a)
+    aval = aval_of(a)
   out_shape = aval.shape if shape is None else _check_shape(shape, fun_name)
   if dtype is None:
     return out_shape, aval.dtype, aval.weak_type

@@ -9,7 +9,7 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 
-from revax._src.core import dtypes
+from revax._src.core import dtypes, extended_dtypes
 from revax._src.core.trace import Tracer
 from revax._src.numpy.util import aval_of
 from revax._src.runtime.array import Array
@@ -138,6 +138,11 @@ def issubdtype(arg1, arg2) -> bool:
     >>> jnp.issubdtype(jnp.bfloat16, jnp.floating)
     True
   """
+  if extended_dtypes.is_extended(getattr(arg1, "dtype", None)):
+    arg1 = arg1.dtype  # an array of typed keys
+  if extended_dtypes.is_extended(arg1) or extended_dtypes.is_extended(arg2) or (
+      isinstance(arg2, type) and issubclass(arg2, extended_dtypes.extended)):
+    return extended_dtypes.issubdtype(arg1, arg2)  # typed keys: key<fry> is a prng_key
   d1 = _as_dtype(arg1)
   if isinstance(arg2, type) and issubclass(arg2, np.generic) and arg2 in _CATEGORIES:
     return dtypes.issubdtype(d1, arg2)

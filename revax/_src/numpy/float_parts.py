@@ -99,7 +99,7 @@ def nan_to_num(x, copy: bool = True, nan=0.0, posinf=None, neginf=None):
     re = nan_to_num(lax.real(x), nan=nan, posinf=posinf, neginf=neginf)
     im = nan_to_num(lax.imag(x), nan=nan, posinf=posinf, neginf=neginf)
     return lax.complex(re, im)
-  info = np.finfo(dt)
+  info = dtypes.finfo(dt)  # (bfloat16 and the float8 types too)
   posinf = info.max if posinf is None else posinf
   neginf = info.min if neginf is None else neginf
   out = lax.select_n(lax.ne(x, x), x, lax.full_like(x, nan))

@@ -277,12 +277,13 @@ def _integer_indexing(x, idx, need_valid):
         continue
       i, ok = _normalize_int_array(i, shape[d], need_valid)
       i = lax.convert_element_type(i, _index_dtype(max(shape)))
-      # clamp here: dynamic_slice would wrap a still-negative start around once more
-      starts.append(lax.clamp(util.constant_like(i, 0), i, util.constant_like(i, shape[d] - 1)))
+      # as JAX: no clamp here (dynamic_slice clamps into bounds; told not to wrap a negative
+      # start once more), so checkify's index_checks see the index the user wrote
+      starts.append(i)
       sizes[d] = 1
       if need_valid:
         valid = ok if valid is True else lax.bitwise_and(valid, ok)
-    out = lax.dynamic_slice(x, starts, tuple(sizes))
+    out = lax.dynamic_slice(x, starts, tuple(sizes), allow_negative_indices=False)
   return lax.squeeze(out, tuple(int_dims)), valid
 
 

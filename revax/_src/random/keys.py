@@ -124,6 +124,57 @@ class PRNGKeyArray:
     data = np.asarray(self._data) if not isinstance(self._data, Tracer) else self._data
     return f"Array({self.shape}, dtype={self.dtype}) overlaying:\n{data}"
 
+  # --- the shape methods of JAX's key arrays (flax's nnx.Rngs copies and reshapes keys): each
+  # applies to the keys' shape, the trailing key-data dimension kept as it is
+  def copy(self) -> "PRNGKeyArray":
+    return PRNGKeyArray(shapes.reshape(self._data, get_aval(self._data).shape))
+
+  def reshape(self, *shape, order: str = "C") -> "PRNGKeyArray":
+    if order != "C":
+      raise NotImplementedError(f"key array reshape with order={order!r}")
+    shape = shape[0] if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
+    shape = tuple(int(d) for d in shape)
+    if -1 in shape:
+      known = math.prod(d for d in shape if d != -1)
+      shape = tuple(self.size // known if d == -1 else d for d in shape)
+    if math.prod(shape) != self.size:
+      raise TypeError(f"cannot reshape a key array of shape {self.shape} (size {self.size}) "
+                      f"into shape {shape}")
+    return PRNGKeyArray(shapes.reshape(self._data, shape + (2,)))
+
+  def ravel(self) -> "PRNGKeyArray":
+    return self.reshape(self.size)
+
+  flatten = ravel
+
+  def squeeze(self, axis=None) -> "PRNGKeyArray":
+    if axis is None:
+      axes = tuple(i for i, d in enumerate(self.shape) if d == 1)
+    else:
+      axes = tuple(a % self.ndim for a in ((axis,) if isinstance(axis, int) else axis))
+      if any(self.shape[a] != 1 for a in axes):
+        raise ValueError(f"cannot select an axis to squeeze out which has size not equal to "
+                         f"one, got shape={self.shape} and dimensions={axes}")
+    return self.reshape(tuple(d for i, d in enumerate(self.shape) if i not in axes))
+
+  def transpose(self, *axes) -> "PRNGKeyArray":
+    axes = axes[0] if len(axes) == 1 and isinstance(axes[0], (tuple, list)) else axes
+    perm = tuple(range(self.ndim))[::-1] if not axes else tuple(a % self.ndim for a in axes)
+    return PRNGKeyArray(shapes.transpose(self._data, perm + (self.ndim,)))
+
+  T = property(lambda self: self.transpose())
+
+  def swapaxes(self, axis1: int, axis2: int) -> "PRNGKeyArray":
+    perm = list(range(self.ndim))
+    a, b = axis1 % self.ndim, axis2 % self.ndim
+    perm[a], perm[b] = perm[b], perm[a]
+    return self.transpose(tuple(perm))
+
+  def block_until_ready(self) -> "PRNGKeyArray":
+    if hasattr(self._data, "block_until_ready"):
+      self._data.block_until_ready()
+    return self
+
   def _compare(self, other, name, op, combine):
     if not isinstance(other, PRNGKeyArray) or other._impl != self._impl:
       try:

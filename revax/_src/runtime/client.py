@@ -79,6 +79,11 @@ _backend: Backend | None = None  # the default backend (read on hot paths)
 _backends: dict[str, Backend] = {}  # every started backend, by platform
 _backend_lock = threading.RLock()
 
+# fn(backend) called before every compile; one may raise to refuse it. The jax-compatibility
+# mode's `jax._src.compiler` shim puts one here, so that a library wrapping jax's compile entry
+# point (chex.restrict_backends forbids compiling for a platform) sees revax's compiles.
+compile_checks: list = []
+
 
 def get_backend(platform: str | None = None) -> Backend:
   """A backend (one PJRT client), created (plugin loaded, client made) on first use.
@@ -457,6 +462,8 @@ class Backend:
       >>> exe.out_specs
       [((3,), dtype('float32'))]
     """
+    for check in compile_checks:
+      check(self)
     code = mlir_text.encode() if isinstance(mlir_text, str) else bytes(mlir_text)
     transfers = None  # host callbacks as send/recv host transfers (host_transfer.py)
     if b"is_host_transfer = true" in code:

@@ -1,0 +1,1 @@
+"""`jax._src.state`: mutable array references (flax's nnx imports their abstract type)."""

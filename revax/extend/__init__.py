@@ -1,0 +1,4 @@
+"""revax.extend: the extension API for libraries that define primitives (jax.extend)."""
+from revax.extend import core as core
+from revax.extend import linear_util as linear_util
+from revax.extend import source_info_util as source_info_util

@@ -1,0 +1,1 @@
+"""revax.interpreters: rule tables for libraries that define primitives (jax.interpreters)."""

@@ -1,0 +1,19 @@
+"""revax.interpreters.ad: autodiff rule tables and symbolic zeros (jax.interpreters.ad)."""
+from revax._src.interpreters.ad import JVPTrace as JVPTrace
+from revax._src.interpreters.ad import JVPTracer as JVPTracer
+from revax._src.interpreters.ad import UndefinedPrimal as UndefinedPrimal
+from revax._src.interpreters.ad import Zero as Zero
+from revax._src.interpreters.ad import add_tangents as add_tangents
+from revax._src.interpreters.ad import add_tangents as add_jaxvals
+from revax._src.interpreters.ad import add_any_p as add_jaxvals_p
+from revax._src.interpreters.ad import defbilinear as defbilinear
+from revax._src.interpreters.ad import defjvp as defjvp
+from revax._src.interpreters.ad import instantiate_zeros as instantiate_zeros
+from revax._src.interpreters.ad import is_undefined_primal as is_undefined_primal
+from revax._src.interpreters.ad import primitive_jvps as primitive_jvps
+from revax._src.interpreters.ad import primitive_transposes as primitive_transposes
+from revax._src.interpreters.ad import zeros_like_aval as zeros_like_aval
+from revax._src.extend.rules import defjvp2 as defjvp2
+from revax._src.extend.rules import deflinear as deflinear
+from revax._src.extend.rules import deflinear2 as deflinear2
+from revax._src.extend.rules import get_primitive_transpose as get_primitive_transpose

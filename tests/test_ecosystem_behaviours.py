@@ -1,0 +1,250 @@
+"""Public behaviours the JAX ecosystem (optax, chex, equinox, flax) relies on, each against jax
+(issue 34): boolean config context managers without an argument, *_like of a
+ShapeDtypeStruct, jit(device=/backend=/donate_argnames=), device_count(backend), the strict
+dtype-promotion and rank-promotion modes, nan_to_num on bfloat16, issubdtype of typed keys."""
+import contextlib
+import itertools
+import warnings
+
+import numpy as np
+import pytest
+
+import jax
+import jax.numpy as jjnp
+import revax
+import revax.numpy as rjnp
+
+LIBS = [(revax, rjnp), (jax, jjnp)]
+
+
+@contextlib.contextmanager
+def option(lib, name, value):
+  before = lib.config.read(name) if lib is revax else getattr(lib.config, name)
+  lib.config.update(name, value)
+  try:
+    yield
+  finally:
+    lib.config.update(name, before)
+
+
+def both(fn):
+  """fn(lib, jnp) run with revax and jax: (value or exception type+message) for each."""
+  out = []
+  for lib, jnp in LIBS:
+    try:
+      out.append(("ok", fn(lib, jnp)))
+    except Exception as e:  # noqa: BLE001 (the exception is the result compared)
+      out.append((type(e).__name__, str(e)))
+  return out
+
+
+@pytest.mark.parametrize("name", ["log_compiles", "enable_x64", "debug_nans", "debug_infs",
+                                  "enable_checks"])
+def test_boolean_option_context_managers_default_to_true(name):
+  for lib, _ in LIBS:
+    full = "jax_" + name
+    with getattr(lib, name)():
+      assert (lib.config.read(full) if lib is revax else getattr(lib.config, full)) is True
+    assert (lib.config.read(full) if lib is revax else getattr(lib.config, full)) is False
+
+
+@pytest.mark.parametrize("name", ["numpy_dtype_promotion", "numpy_rank_promotion",
+                                  "default_matmul_precision", "default_prng_impl"])
+def test_valued_option_context_managers_need_the_value(name):
+  (rk, rmsg), (jk, jmsg) = both(lambda lib, jnp: getattr(lib, name)())
+  assert rk == jk == "TypeError" and rmsg == jmsg
+
+
+@pytest.mark.parametrize("fn", ["zeros_like", "ones_like", "empty_like", "full_like"])
+@pytest.mark.parametrize("shape,dtype", [((2, 3), np.float16), ((), np.int32), ((0, 4), np.bool_)])
+def test_like_functions_take_a_shape_dtype_struct(fn, shape, dtype):
+  def run(lib, jnp):
+    s = lib.ShapeDtypeStruct(shape, dtype)
+    args = (s, 2) if fn == "full_like" else (s,)
+    out = getattr(jnp, fn)(*args)
+    return out.shape, out.dtype, out.weak_type, (np.asarray(out) if fn != "empty_like" else 0)
+  (rk, r), (jk, j) = both(run)
+  assert rk == jk == "ok"
+  assert r[:3] == j[:3]
+  np.testing.assert_array_equal(r[3], j[3])
+
+
+def test_jit_device_commits_results_and_warns_like_jax():
+  for lib, jnp in LIBS:
+    with pytest.warns(DeprecationWarning, match="backend and device argument on jit"):
+      f = lib.jit(lambda x: x * 2, device=lib.devices()[0])
+    out = f(jnp.ones(3))
+    assert out.committed and np.asarray(out).tolist() == [2.0] * 3
+    with pytest.warns(DeprecationWarning):
+      assert float(lib.jit(lambda x: x + 1, backend="cpu")(1.0)) == 2.0
+
+
+@pytest.mark.parametrize("backend", ["gpu", "nonsense"])  # (jax's tpu message names libtpu)
+def test_unknown_backends_are_refused_like_jax(backend):
+  if revax.default_backend() == backend:
+    pytest.skip("that backend is present here")
+  with warnings.catch_warnings():
+    warnings.simplefilter("ignore", DeprecationWarning)
+    results = [both(lambda lib, jnp: lib.devices(backend)),
+               both(lambda lib, jnp: lib.device_count(backend)),
+               both(lambda lib, jnp: lib.jit(lambda x: x, backend=backend)(1.0))]
+  for (rk, rmsg), (jk, jmsg) in results:
+    assert rk == jk == "RuntimeError" and rmsg == jmsg
+
+
+def test_device_count_takes_the_backend_positionally():
+  assert revax.device_count("cpu") == jax.device_count("cpu") == len(revax.devices("cpu"))
+
+
+def test_jit_donate_argnames_donates_like_donate_argnums():
+  for lib, jnp in LIBS:
+    f = lib.jit(lambda x, y: x + y, donate_argnames="x")
+    a = jnp.ones(3)
+    out = f(a, jnp.ones(3))
+    assert a.is_deleted() and np.asarray(out).tolist() == [2.0] * 3
+  with pytest.raises(ValueError, match="no parameter named 'z'"):
+    revax.jit(lambda x: x, donate_argnames="z")
+
+
+_DTYPES = [np.bool_, np.int8, np.int32, np.uint8, np.uint32, jjnp.bfloat16, np.float16,
+           np.float32, np.complex64]
+_WEAK = [True, 1, 1.5, 1j]
+
+
+def _operand(jnp, x):
+  return x if not isinstance(x, type) else jnp.zeros((2,), x)
+
+
+@pytest.mark.parametrize("a,b", list(itertools.combinations_with_replacement(
+    _DTYPES + _WEAK, 2)), ids=str)
+def test_strict_dtype_promotion_matches_jax(a, b):
+  """Every pair of dtypes and Python scalars under jax_numpy_dtype_promotion='strict': the
+  same result dtype and weak type, or the same TypePromotionError."""
+  def run(lib, jnp):
+    with option(lib, "jax_numpy_dtype_promotion", "strict"):
+      out = jnp.add(_operand(jnp, a), _operand(jnp, b))
+      return np.dtype(out.dtype), out.weak_type
+  (rk, r), (jk, j) = both(run)
+  assert rk == jk, (r, j)
+  if rk == "ok":
+    assert r == j
+  else:
+    assert rk == "TypePromotionError" and "jax_numpy_dtype_promotion=strict" in r
+    assert isinstance(revax.dtypes.TypePromotionError("x"), ValueError)
+
+
+def test_strict_mode_applies_to_promote_types_and_result_type():
+  for lib, jnp in LIBS:
+    with option(lib, "jax_numpy_dtype_promotion", "strict"):
+      with pytest.raises(lib.dtypes.TypePromotionError):
+        jnp.promote_types(jnp.int32, jnp.float32)
+      assert jnp.result_type(jnp.float16, 1.0) == jnp.float16
+    assert jnp.promote_types(jnp.int32, jnp.float32) == jnp.float32
+
+
+@pytest.mark.parametrize("mode", ["raise", "warn"])
+@pytest.mark.parametrize("shapes", [((2, 3), (3,)), ((2, 3), ()), ((4, 1, 3), (2, 3)),
+                                    ((3,), (3,))], ids=str)
+@pytest.mark.parametrize("fn", ["add", "arctan2", "maximum"])
+def test_rank_promotion_modes_match_jax(mode, shapes, fn):
+  def run(lib, jnp):
+    with option(lib, "jax_numpy_rank_promotion", mode), warnings.catch_warnings(record=True) as w:
+      warnings.simplefilter("always")
+      out = getattr(jnp, fn)(*(jnp.ones(s) for s in shapes))
+      return out.shape, [str(x.message) for x in w if "rank promotion" in str(x.message)]
+  (rk, r), (jk, j) = both(run)
+  assert (rk, r) == (jk, j)
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16", "float32"])
+def test_nan_to_num_on_low_precision_floats(dtype):
+  x = np.array([np.nan, np.inf, -np.inf, 1.5, -2.0], np.float32)
+  def run(lib, jnp):
+    out = jnp.nan_to_num(jnp.asarray(x).astype(dtype))
+    return out.dtype, np.asarray(out.astype(jnp.float32))
+  (rk, r), (jk, j) = both(run)
+  assert rk == jk == "ok" and r[0] == j[0]
+  np.testing.assert_array_equal(r[1], j[1])
+
+
+def test_issubdtype_of_typed_key_dtypes():
+  """flax's nnx.Rngs asks jnp.issubdtype(key.dtype, jax.dtypes.prng_key)."""
+  for lib, jnp in LIBS:
+    k = lib.random.key(0)
+    got = [jnp.issubdtype(k.dtype, c) for c in (lib.dtypes.prng_key, lib.dtypes.extended,
+                                                jnp.floating, jnp.integer, jnp.generic)]
+    assert got == [True, True, False, False, True]  # (a key dtype is an np.generic)
+    assert not jnp.issubdtype(jnp.float32, lib.dtypes.prng_key)
+
+
+@pytest.mark.parametrize("fn", [lambda x: x + 1, lambda x: x, lambda x: (x, 2.0),
+                                lambda x: x * 2.0, lambda x: -x, lambda x: (x, x + 0)],
+                         ids=["add", "identity", "tuple", "mul", "neg", "pair"])
+@pytest.mark.parametrize("point", [1.0, np.float32(1.5)], ids=["py", "np"])
+def test_jvp_output_tangent_types_match_jax(fn, point):
+  """A raw (Python / NumPy scalar) tangent passed through a primitive comes out as an Array, as
+  jax's primitives output arrays; returned untouched (identity) it stays raw in both (equinox's
+  filter_jvp tests compare the types)."""
+  def run(lib, jnp):
+    primals, tangents = lib.jvp(fn, (point,), (point,))
+    return [type(t).__name__ if not isinstance(t, lib.Array) else "Array"
+            for t in lib.tree_util.tree_leaves(tangents)]
+  (rk, r), (jk, j) = both(run)
+  assert rk == jk == "ok" and r == j
+
+
+def test_custom_vjp_symbolic_zeros_as_jax():
+  """custom_vjp.defvjp(..., symbolic_zeros=True): fwd sees CustomVJPPrimal(value, perturbed)
+  leaves, bwd may return None; eager, jit and vmap (equinox's filter_custom_vjp relies on it)."""
+  results = []
+  for lib, jnp in LIBS:
+    seen = []
+
+    @lib.custom_vjp
+    def f(x, y):
+      return x * y
+
+    def fwd(x, y):
+      seen.append((type(x).__name__, x.perturbed, y.perturbed))
+      return x.value * y.value, (x.value, y.value)
+
+    def bwd(res, g):
+      return (g * res[1], None)
+
+    f.defvjp(fwd, bwd, symbolic_zeros=True)
+    g = lambda a: f(a, 3.0)
+    out = [float(lib.grad(g)(2.0)), float(lib.jit(lib.grad(g))(2.0)),
+           np.asarray(lib.vmap(lib.grad(g))(jnp.arange(3.0))).tolist()]
+    results.append((out, seen[:2]))
+  assert results[0] == results[1]
+
+
+_KEY_METHODS = {
+    "copy": lambda k: k.copy(), "reshape": lambda k: k.reshape(3, 2),
+    "reshape_tuple": lambda k: k.reshape((-1, 3)), "ravel": lambda k: k.reshape(2, 3).ravel(),
+    "flatten": lambda k: k.reshape(2, 3).flatten(), "squeeze": lambda k: k.reshape(1, 6).squeeze(),
+    "squeeze_axis": lambda k: k.reshape(6, 1).squeeze(1),
+    "transpose": lambda k: k.reshape(2, 3).transpose(), "T": lambda k: k.reshape(2, 3).T,
+    "transpose_axes": lambda k: k.reshape(1, 2, 3).transpose((2, 0, 1)),
+    "swapaxes": lambda k: k.reshape(1, 2, 3).swapaxes(0, 2),
+    "block_until_ready": lambda k: k.block_until_ready(),
+}
+
+
+@pytest.mark.parametrize("method", sorted(_KEY_METHODS))
+def test_typed_key_array_shape_methods_match_jax(method):
+  """The shape methods of typed key arrays (flax's nnx.Rngs copies and reshapes its keys):
+  same shapes and the same key data as jax's."""
+  def run(lib, jnp):
+    keys = lib.random.split(lib.random.key(7), 6)
+    out = _KEY_METHODS[method](keys)
+    return out.shape, np.asarray(lib.random.key_data(out))
+  (rk, r), (jk, j) = both(run)
+  assert rk == jk == "ok" and r[0] == j[0]
+  np.testing.assert_array_equal(r[1], j[1])
+
+
+def test_typed_key_squeeze_of_a_non_unit_axis_is_refused():
+  for lib, _ in LIBS:
+    with pytest.raises((ValueError, TypeError)):
+      lib.random.split(lib.random.key(0), 6).reshape(2, 3).squeeze(0)
