@@ -136,6 +136,8 @@ class JaxFinder(importlib.abc.MetaPathFinder):
 
 def _root_getattr(name: str):
   import revax
+  if f"jax.{name}" in RENAMED:  # a shimmed module (jax.version is not revax.version)
+    return importlib.import_module(f"jax.{name}")
   if not name.startswith("_") or name.startswith("__"):  # jax._src is not revax._src
     try:
       return getattr(revax, name)
