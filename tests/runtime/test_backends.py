@@ -15,6 +15,14 @@ import revax.numpy as jnp
 from revax._src.runtime import backends, client, pjrt, plugins
 
 
+# These compare with a jax on the CPU alone, or patch how the TPU is found before the backends
+# start: on a TPU machine (tests/tpu/run_suite.py) the TPU backend has started and is present.
+cpu_default_only = pytest.mark.skipif(
+    backends.platform_order()[0] != "cpu",
+    reason="checks a process whose default backend is the CPU (run on a TPU machine here)")
+
+
+@cpu_default_only
 @pytest.mark.parametrize("name", ["gpu", "cuda", "rocm"])
 def test_devices_of_absent_hardware_raise_jax_error(name):
   with pytest.raises(RuntimeError) as theirs:
@@ -28,12 +36,14 @@ def test_devices_of_absent_hardware_raise_jax_error(name):
     revax.device_count(name)
 
 
+@cpu_default_only
 def test_tpu_without_libtpu_says_how_to_install(monkeypatch):
   monkeypatch.setattr(backends, "tpu_plugin_path", lambda: None)
   with pytest.raises(RuntimeError, match=r"libtpu is not installed \(pip install 'revax\[tpu\]'"):
     revax.devices("tpu")
 
 
+@cpu_default_only
 def test_tpu_without_a_chip_says_so(monkeypatch):
   monkeypatch.setattr(backends, "tpu_plugin_path", lambda: "/nonexistent/libtpu.so")
   monkeypatch.setattr(backends, "tpu_attached", lambda: False)
@@ -41,6 +51,7 @@ def test_tpu_without_a_chip_says_so(monkeypatch):
     revax.devices("tpu")
 
 
+@cpu_default_only
 def test_cpu_backend_by_name_is_the_default_one_here():
   assert revax.devices("cpu") == revax.devices() == jax.devices("cpu")[:len(revax.devices())] \
       or revax.devices("cpu") == revax.devices()

@@ -460,10 +460,12 @@ class ProgramTransfers:
           _entries[key] = _Entry(state, kind, index)
           keys.append(key)
           info.channel_id, info.user_arg, info.callback = channel, key, address
-        pointers = (C.c_void_p * max(len(pairs), 1))(
-            *[C.addressof(infos) + i * C.sizeof(_CallbackInfo) for i in range(len(pairs))])
-        keep += [infos, pointers]
-        lists[device] = C.addressof(pointers)
+        # PJRT_ExecuteOptions.send_callbacks is PJRT_SendCallbackInfo**: per device, a pointer
+        # to that device's ARRAY of infos (not to an array of pointers: libtpu then read an
+        # address as the first channel id, "Unknown host callback with rendezvous channel
+        # 139331671347472")
+        keep.append(infos)
+        lists[device] = C.addressof(infos)
       if self.emulated:
         _emulation.current.update(_emulation_keys(keys, self.channels, device))
     options.send_callbacks = C.addressof(send_lists)
