@@ -197,7 +197,8 @@ def install() -> None:
 
   Example:
     >>> import revax.compat
-    >>> revax.compat.install()   # doctest: +SKIP (changes what `import jax` means process-wide)
+    >>> # (not run: it changes what `import jax` means for the whole process)
+    >>> revax.compat.install()   # doctest: +SKIP
   """
   global _finder
   with _lock:

@@ -98,7 +98,6 @@ _STILL_DIFFERENT = {
   "lcm": "weak types of a bool with a Python int",
   "isclose": "weak types",
   "dot": "jax refuses int8 . Python int (preferred_element_type narrower than int32)",
-  "vdot": "exception type for operands of different sizes (jax TypeError, revax ValueError)",
   "concatenate": "exception type for a 0-d operand (jax TypeError, revax ValueError)",
   "full_like": "weak types of a weak array filled with a strong value",
   "array([x, y])": "exception type for ragged nesting (jax TypeError, revax ValueError)",

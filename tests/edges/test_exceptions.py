@@ -191,9 +191,6 @@ def _differences(keys):
 KNOWN = {
     "numpy.packbits [axis 1.0]": "jax fails indexing with the float axis (IndexError); revax "
                                  "checks axis arguments as everywhere else (TypeError)",
-    "lax.random_gamma_grad [string]": "jax fails reading .shape of the string (AttributeError)",
-    "lax.random_gamma_grad [shapes (3,) (4,)]": "jax broadcasts with jnp inside (ValueError); "
-                                                "revax raises TypeError as every lax binary op",
     "numpy.named [moveaxis repeated]": "jax fails in its transpose (TypeError); revax raises "
                                        "NumPy's ValueError for the repeated axis",
     "numpy.named [unravel_index float]": "jax truncates float indices; revax refuses them as "

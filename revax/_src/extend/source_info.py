@@ -85,15 +85,18 @@ def current() -> SourceInfo:
 
 
 def new_source_info() -> SourceInfo:
+  """A SourceInfo with no frame and an empty name stack (revax records no user frames)."""
   return SourceInfo(None, NameStack())
 
 
 def current_name_stack() -> NameStack:
+  """The name stack in force (the names of the transformations and scopes entered)."""
   return _state.name_stack
 
 
 @contextlib.contextmanager
 def set_name_stack(stack: NameStack):
+  """A context in which `stack` is the name stack."""
   saved, _state.name_stack = _state.name_stack, NameStack(stack)
   try:
     yield
@@ -107,18 +110,23 @@ def extend_name_stack(name: str):
 
 
 def new_name_stack(name: str = "") -> NameStack:
+  """A name stack holding `name` (empty for "")."""
   return NameStack((name,)) if name else NameStack()
 
 
 def reset_name_stack():
+  """A context with an empty name stack."""
   return set_name_stack(NameStack())
 
 
 def transform_name_stack(name: str):
+  """A context in which the name stack is marked as transformed by `name` (e.g. "jvp")."""
   return set_name_stack(_state.name_stack.transform(name))
 
 
 def summarize(source_info: SourceInfo, num_frames=1) -> str:
+  """A one-line description of where an equation came from: "unknown" (revax records no user
+  frames)."""
   del source_info, num_frames
   return "unknown"
 

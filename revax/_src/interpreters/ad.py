@@ -73,6 +73,7 @@ def set_zeros_maker(fn) -> None:
 
 
 def zeros_like_aval(aval: ShapedArray):
+  """A concrete zero array of `aval`'s shape and dtype (float0 zeros for integer tangents)."""
   if aval.dtype == dtypes.float0:
     return np.zeros(aval.shape, dtypes.float0)
   return _zeros_maker[0](aval)
@@ -141,6 +142,7 @@ def _as_array(t):
 
 # --- the JVP trace -------------------------------------------------------------------------------
 class JVPTracer(Tracer):
+  """A value in forward-mode differentiation: its primal and its tangent (possibly a Zero)."""
   __slots__ = ("primal", "tangent")
 
   def __init__(self, trace, primal, tangent):
@@ -390,6 +392,7 @@ class UndefinedPrimal:
 
 
 def is_undefined_primal(x) -> bool:
+  """Whether `x` is a linear input of a transpose rule (an UndefinedPrimal), as JAX's."""
   return type(x) is UndefinedPrimal
 
 

@@ -42,8 +42,9 @@ def schur(x, *, compute_schur_vectors: bool = True, sort_eig_vals: bool = False,
     select_callable: unused (as in JAX).
 
   Returns:
-    (T, Q) if `compute_schur_vectors`, else (T,): T upper triangular (complex) or quasi upper
-    triangular (real), Q unitary; both of x's shape and dtype.
+    The tuple of T and Q when `compute_schur_vectors` is True, else the 1-tuple of T. T is upper
+    triangular (complex) or quasi upper triangular (real), Q is unitary; both have x's shape
+    and dtype.
 
   Example:
     >>> t, q = lax.linalg.schur(jnp.array([[1., 2.], [0., 3.]]))

@@ -80,7 +80,10 @@ def reshape(a, shape=None, order: str = "C", *, copy=None, out_sharding=None):
     Array([[0, 1, 2],
            [3, 4, 5]], dtype=int32)
   """
-  return _reshape(a, shape, order, out_sharding, ValueError)
+  # jax raises TypeError for its own arrays; a NumPy array goes through NumPy's reshape there,
+  # whose size error is a ValueError
+  size_error = ValueError if isinstance(a, (np.ndarray, np.generic)) else TypeError
+  return _reshape(a, shape, order, out_sharding, size_error)
 
 
 def _reshape(a, shape, order, out_sharding, size_error):
