@@ -144,8 +144,11 @@ def _interrupt_during(call, delay):
   # the tests, installs one) is swallowed there and would never reach this frame.
   gc.disable()
   try:
-    timer.start()
     try:
+      # (started inside the try: on a loaded machine the interrupt can land while the timer
+      # thread is still starting, before `call` runs; it must be caught here then too, not end
+      # the test session)
+      timer.start()
       call()
       finished = True
       deadline = time.monotonic() + 30
