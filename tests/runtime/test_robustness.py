@@ -139,7 +139,7 @@ def _interrupt_during(call, delay):
   """Run `call` while a timer thread interrupts the main thread after `delay` seconds; return
   whether the interrupt arrived inside the call (else it is absorbed while waiting here)."""
   timer = threading.Timer(delay, _thread.interrupt_main)
-  finished = False
+  finished = calling = False
   # No garbage collection meanwhile: an interrupt landing in a gc callback (jax, imported by
   # the tests, installs one) is swallowed there and would never reach this frame.
   gc.disable()
@@ -149,6 +149,7 @@ def _interrupt_during(call, delay):
       # thread is still starting, before `call` runs; it must be caught here then too, not end
       # the test session)
       timer.start()
+      calling = True
       call()
       finished = True
       deadline = time.monotonic() + 30
@@ -156,7 +157,7 @@ def _interrupt_during(call, delay):
         time.sleep(0.005)
       raise AssertionError("the KeyboardInterrupt never arrived")
     except KeyboardInterrupt:
-      return not finished
+      return calling and not finished
   finally:
     timer.cancel()
     timer.join()
