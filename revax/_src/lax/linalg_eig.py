@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import ctypes
 import functools
-import threading
 
 import numpy as np
 
@@ -85,31 +84,12 @@ def _eig_abstract_eval(x, *, compute_left_eigenvectors, compute_right_eigenvecto
 
 # --- ?geev on the host -------------------------------------------------------------------------
 _COL_MAJOR = 102
-_lock = threading.Lock()
-_functions: dict | None = None
 
 
 def _geev_functions() -> dict:
   """{dtype: the LAPACKE ?geev function} of NumPy's bundled ILP64 OpenBLAS ({} when missing)."""
-  global _functions
-  with _lock:
-    if _functions is None:
-      from revax._src.runtime import lapack
-      _functions = {}
-      path = lapack.library_path()
-      if path is not None:
-        try:
-          library = ctypes.CDLL(path)
-        except OSError:
-          library = None
-        for t, dt in zip("sdcz", (np.float32, np.float64, np.complex64, np.complex128)):
-          try:
-            fn = getattr(library, f"scipy_LAPACKE_{t}geev64_")
-          except AttributeError:
-            continue
-          fn.restype = ctypes.c_int64
-          _functions[np.dtype(dt)] = fn
-    return _functions
+  from revax._src.runtime import lapack
+  return lapack.lapacke_functions("geev")
 
 
 def _unpack_real_pairs(w, v):

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import ctypes
 import functools
-import threading
 
 import numpy as np
 
@@ -73,30 +72,12 @@ def _schur_abstract_eval(x, *, compute_schur_vectors, sort_eig_vals, select_call
 
 # --- ?gees on the host ---------------------------------------------------------------------------
 _COL_MAJOR = 102
-_lock = threading.Lock()
-_functions: dict | None = None
 
 
 def _gees_functions() -> dict:
   """{dtype: the LAPACKE ?gees function} of NumPy's bundled ILP64 OpenBLAS ({} when missing)."""
-  global _functions
-  with _lock:
-    if _functions is None:
-      from revax._src.runtime import lapack
-      _functions = {}
-      path = lapack.library_path()
-      library = None
-      if path is not None:
-        try:
-          library = ctypes.CDLL(path)
-        except OSError:
-          library = None
-      for t, dt in zip("sdcz", (np.float32, np.float64, np.complex64, np.complex128)):
-        fn = getattr(library, f"scipy_LAPACKE_{t}gees64_", None) if library else None
-        if fn is not None:
-          fn.restype = ctypes.c_int64
-          _functions[np.dtype(dt)] = fn
-    return _functions
+  from revax._src.runtime import lapack
+  return lapack.lapacke_functions("gees")
 
 
 def _gees_one(a, vectors: bool, fn):

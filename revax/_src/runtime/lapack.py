@@ -44,6 +44,30 @@ _lock = threading.Lock()
 _state: dict | None = None  # op -> set of dtypes with a registered handler
 
 
+_lapacke_cache: dict[str, dict] = {}
+_lapacke_lock = threading.Lock()
+
+
+def lapacke_functions(routine: str) -> dict:
+  """{dtype: NumPy's bundled ILP64 OpenBLAS's LAPACKE ?`routine`} (e.g. "geev", "gees"; {} where
+  the library or the symbols are missing), loaded once per routine; called from the host."""
+  with _lapacke_lock:
+    found = _lapacke_cache.get(routine)
+    if found is None:
+      found = _lapacke_cache[routine] = {}
+      path = library_path()
+      try:
+        library = ctypes.CDLL(path) if path is not None else None
+      except OSError:
+        library = None
+      for t, dt in zip("sdcz", (np.float32, np.float64, np.complex64, np.complex128)):
+        fn = getattr(library, f"scipy_LAPACKE_{t}{routine}64_", None) if library else None
+        if fn is not None:
+          fn.restype = ctypes.c_int64
+          found[np.dtype(dt)] = fn
+    return found
+
+
 def library_path() -> str | None:
   """The ILP64 OpenBLAS shared library with LAPACKE (NumPy's bundled copy first), or None."""
   candidates = []
