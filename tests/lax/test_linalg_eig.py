@@ -104,7 +104,7 @@ def test_eig_without_lapacke_uses_numpy(monkeypatch):
   """Without NumPy's bundled LAPACKE, eigenvalues and right eigenvectors come from
   numpy.linalg.eig (the same ?geev); left eigenvectors raise."""
   from revax._src.lax import linalg_eig
-  monkeypatch.setattr(linalg_eig, "_functions", {})
+  monkeypatch.setattr(linalg_eig, "_geev_functions", dict)
   a = MATRICES["general"]
   w, vr = lin.eig(a, compute_left_eigenvectors=False)
   _close(w, jax.lax.linalg.eig(a, compute_left_eigenvectors=False)[0])
