@@ -332,3 +332,39 @@ def test_eig_and_schur_fallback_in_process(monkeypatch):
   assert "revax_lapack" not in f.lower(x).as_text() + g.lower(x).as_text()
   _bits(f(x), jlin.eig(x))
   _bits(g(x), jlin.schur(x))
+
+
+@needs_lapack
+def test_only_programs_lowered_for_the_cpu_name_lapack():
+  """The handlers read host memory: a program lowered for another platform (the TPU, where it
+  is the default and the CPU backend runs beside it) lowers the lax algorithms; the same
+  jaxpr lowered for the CPU calls LAPACK. The choice follows the program's platform, not the
+  process's default backend."""
+  from revax._src.interpreters import mlir
+  x = _herm((4, 4), np.float32)
+  for fn, op in [(lin.eigh, "syevd"), (lin.svd, "gesdd"), (lin.lu, "getrf"),
+                 (lin.cholesky, "potrf"), (lin.eig, "geev"), (lin.schur, "gees")]:
+    closed = revax.make_jaxpr(fn)(x)
+    assert f"revax_lapack_{op}" in mlir.lower_jaxpr_to_module(closed, platform="cpu")
+    assert "revax_lapack" not in mlir.lower_jaxpr_to_module(closed, platform="tpu")
+    assert lapack.target(op, np.float32, "tpu") is None
+
+
+def test_ffi_registrations_go_to_the_named_platforms_plugin(monkeypatch):
+  """A handler registered for "cpu" goes into the CPU backend's plugin even where another
+  backend is the default; a platform absent from the process (e.g. "cuda") is kept by the
+  default plugin's registry under its name, as jax keeps it."""
+  from revax._src.runtime import client, ffi
+  asked = []
+  real = client.get_backend
+
+  def get_backend(platform=None):
+    asked.append(platform)
+    return real(platform)
+
+  monkeypatch.setattr(client, "get_backend", get_backend)
+  assert ffi._api_for("cpu") is real("cpu")._api
+  assert asked == ["cpu"]
+  asked.clear()
+  assert ffi._api_for("cuda") is real()._api
+  assert asked == ["cuda", None]

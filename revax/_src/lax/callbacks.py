@@ -217,7 +217,7 @@ def _lower_python_callback(ctx, *args, callback, has_side_effect, ordered):
   if host_transfer.callback_mechanism(ctx.platform) == "sendrecv":
     return lower_callback_with_transfers(ctx, args, callback, ordered=ordered,
                                          wait=has_side_effect)
-  index = ffi.register_callable(callback)
+  index = ffi.register_callable(callback, ctx.platform)
   return custom_call_op(ctx, ffi.PYTHON_CALLBACK_TARGET, args,
                         attributes=[("index", np.int64(index))],
                         has_side_effect=has_side_effect, ordered=ordered)

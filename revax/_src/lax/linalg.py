@@ -157,11 +157,11 @@ def _lapack_call(ctx, target, x, result_avals, attrs=()):
                    props=props)
 
 
-def _lapack_target(op, aval):
-  """The LAPACK custom call target for `op` on `aval` on CPU, or None (lower the lax
-  algorithm)."""
+def _lapack_target(ctx, op, aval):
+  """The LAPACK custom call target for `op` on `aval` where the program is lowered for the CPU,
+  or None (lower the lax algorithm)."""
   from revax._src.runtime import lapack
-  return lapack.target(op, aval.dtype)
+  return lapack.target(op, aval.dtype, ctx.platform)
 
 
 def _slice_last(ctx, outs, full_avals, axes, lo, hi):
@@ -317,7 +317,7 @@ _front_batcher(cholesky_p)
 def _cholesky_lower_cpu(ctx, x):
   """LAPACK ?potrf where available (NaN where a matrix is not positive definite, zeros above
   the diagonal), else the blocked algorithm above."""
-  target = _lapack_target("potrf", ctx.avals_in[0])
+  target = _lapack_target(ctx, "potrf", ctx.avals_in[0])
   if target is None:
     return _cholesky_lower(ctx, x)
   return _lapack_call(ctx, target, x, ctx.avals_out)[0]
@@ -719,7 +719,7 @@ _lu_lower_lax = mlir.lower_fun(_lu_lax, multiple_results=True)
 def _lu_lower_cpu(ctx, x):
   """LAPACK ?getrf where available (the handler also makes pivots zero-based int32 and the
   permutation), else the blocked LU in lax."""
-  target = _lapack_target("getrf", ctx.avals_in[0])
+  target = _lapack_target(ctx, "getrf", ctx.avals_in[0])
   if target is None:
     return _lu_lower_lax(ctx, x)
   return _lapack_call(ctx, target, x, ctx.avals_out)
@@ -1271,7 +1271,7 @@ def _eigh_lower_cpu(ctx, x, *, lower, sort_eigenvalues, subset_by_index):
   """LAPACK ?syevd/?heevd where available (eigenvalues ascending, NaN where LAPACK fails, as
   JAX), a subset sliced from the full result; else the Jacobi algorithm in lax."""
   aval = ctx.avals_in[0]
-  target = _lapack_target("syevd", aval)
+  target = _lapack_target(ctx, "syevd", aval)
   if target is None:
     return _eigh_lower_lax(ctx, x, lower=lower, sort_eigenvalues=sort_eigenvalues,
                            subset_by_index=subset_by_index)
@@ -1588,7 +1588,7 @@ def _svd_lower_cpu(ctx, x, *, full_matrices, compute_uv, subset_by_index):
   """LAPACK ?gesdd where available (jobz 'A', 'S' or 'N' from the result shapes; NaN where
   LAPACK fails, as JAX), a subset sliced from the reduced result; else one-sided Jacobi in lax."""
   aval = ctx.avals_in[0]
-  target = _lapack_target("gesdd", aval)
+  target = _lapack_target(ctx, "gesdd", aval)
   if target is None:
     return _svd_lower_lax(ctx, x, full_matrices=full_matrices, compute_uv=compute_uv,
                           subset_by_index=subset_by_index)

@@ -255,13 +255,13 @@ def _host_callable(left: bool, right: bool):
 
 def _eig_lower(ctx, x, *, compute_left_eigenvectors, compute_right_eigenvectors,
                enable_eigvec_derivs, implementation):
-  target = linalg._lapack_target("geev", ctx.avals_in[0])
+  target = linalg._lapack_target(ctx, "geev", ctx.avals_in[0])
   if target is not None:  # revax's C handler (_lapack.c), as jaxlib's LAPACK kernel
     return linalg._lapack_call(ctx, target, x, ctx.avals_out,
                                attrs=[("left", compute_left_eigenvectors),
                                       ("right", compute_right_eigenvectors)])
   index = ffi.register_callable(_host_callable(compute_left_eigenvectors,
-                                               compute_right_eigenvectors))
+                                               compute_right_eigenvectors), ctx.platform)
   return custom_call_op(ctx, ffi.PYTHON_CALLBACK_TARGET, [x],
                         attributes=[("index", np.int64(index))])
 

@@ -136,11 +136,11 @@ def _host_callable(vectors: bool):
 
 
 def _schur_lower(ctx, x, *, compute_schur_vectors, sort_eig_vals, select_callable):
-  target = linalg._lapack_target("gees", ctx.avals_in[0])
+  target = linalg._lapack_target(ctx, "gees", ctx.avals_in[0])
   if target is not None:  # revax's C handler (_lapack.c), as jaxlib's LAPACK kernel
     return linalg._lapack_call(ctx, target, x, ctx.avals_out,
                                attrs=[("vectors", compute_schur_vectors)])
-  index = ffi.register_callable(_host_callable(compute_schur_vectors))
+  index = ffi.register_callable(_host_callable(compute_schur_vectors), ctx.platform)
   return custom_call_op(ctx, ffi.PYTHON_CALLBACK_TARGET, [x],
                         attributes=[("index", np.int64(index))])
 

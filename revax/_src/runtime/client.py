@@ -136,10 +136,7 @@ def _create_default_backend() -> Backend:
       else:
         backend = _open(backends.platform_order()[0])
       _backend = backend
-      # LAPACK's FFI handlers, before any program naming them is compiled (a deserialized
-      # revax.export module is compiled without being lowered here)
-      from revax._src.runtime import lapack
-      lapack.register()
+      _after_start(backend)
     return _backend
 
 
@@ -152,7 +149,17 @@ def _create_backend(platform: str) -> Backend:
     present = _present_platforms()
     if platform not in present:
       raise backends.unknown_backend_error(platform, present)
-    return _open(platform)
+    backend = _open(platform)
+    _after_start(backend)
+    return backend
+
+
+def _after_start(backend: Backend) -> None:
+  """What a new backend needs before any program is compiled for it: a CPU one gets LAPACK's
+  FFI handlers (a deserialized revax.export module is compiled without being lowered here)."""
+  if backend.platform == "cpu":
+    from revax._src.runtime import lapack
+    lapack.register()
 
 
 def _open(platform: str) -> Backend:

@@ -186,6 +186,17 @@ _register_lock = threading.Lock()
 _registered: dict[tuple[str, str], int] = {}
 
 
+def _api_for(platform: str):
+  """The plugin whose FFI registry serves `platform`: that platform's backend where it can start
+  in this process (a CPU handler goes to the CPU plugin even where the TPU is the default); for
+  a platform that is absent here (e.g. "cuda"), the default backend's, whose registry keeps the
+  entry by platform name as jax's does."""
+  try:
+    return client.get_backend(platform)._api
+  except RuntimeError:
+    return client.get_backend()._api
+
+
 def register_handler(name: str, address: int, platform: str = "cpu", traits: int = 0) -> None:
   """Register the C function at `address` (an `XLA_FFI_Handler`) as FFI target `name`.
 
@@ -200,7 +211,7 @@ def register_handler(name: str, address: int, platform: str = "cpu", traits: int
     ValueError: `name` is already registered on `platform` with another function.
     RuntimeBackendError: the plugin refused the registration.
   """
-  api = client.get_backend()._api
+  api = _api_for(platform)
   key = (name, platform.lower())
   with _register_lock:
     previous = _registered.get(key)
@@ -226,14 +237,15 @@ _callables_lock = threading.Lock()
 _callable_index: dict[int, int] = {}
 
 
-def register_callable(fn) -> int:
+def register_callable(fn, platform: str | None = None) -> int:
   """Index under which revax's handler finds `fn(*arrays) -> sequence of arrays`.
 
   Lowering writes the index into the custom call's `index` attribute. The callable is kept alive
   for the life of the process (compiled programs may call it at any time); registering the same
-  object again returns the same index.
+  object again returns the same index. `platform` is the one the program is lowered for (None:
+  the default backend's), whose plugin gets revax's Python handler.
   """
-  _ensure_python_handler()
+  _ensure_python_handler(platform)
   with _callables_lock:
     index = _callable_index.get(id(fn))
     if index is None or _callables[index] is not fn:
@@ -402,15 +414,16 @@ def _python_handler(frame_address):
 
 
 _python_handler_c = _HANDLER(_python_handler)
-_python_handler_ready = False
+_python_handler_platforms: set[str] = set()
 
 
-def _ensure_python_handler() -> None:
-  global _python_handler_ready
-  if not _python_handler_ready:
+def _ensure_python_handler(platform: str | None) -> None:
+  """Register revax's Python handler with the plugin of `platform` (None: the default), once."""
+  if platform is None:
     platform = client.get_backend().platform
+  if platform not in _python_handler_platforms:
     register_handler(PYTHON_CALLBACK_TARGET, C.cast(_python_handler_c, _ptr).value, platform)
-    _python_handler_ready = True
+    _python_handler_platforms.add(platform)
 
 
 # ----------------------------------------------------------------------------- user functions

@@ -8,12 +8,13 @@ package's copy is tried too). Lowering (revax/_src/lax/linalg.py) asks `target(o
 the custom call target to name; None means "lower to the algorithm written in lax", which is
 the answer when:
 - REVAX_LAPACK=0 is set (read once, at the first question),
-- the backend is not a CPU one (the handlers read host memory),
+- the program is lowered for another platform than the CPU (the handlers read host memory;
+  in a process whose default is the TPU, CPU programs still get them),
 - the C extension `_lapack` was not built, or no such library or symbol is found,
 - the plugin has no FFI extension or refuses the registration.
 
-The handlers are registered with the plugin when the backend starts (client.py calls
-`register`), so before any program naming them is compiled: lowered here, loaded from the
+The handlers are registered with the CPU plugin when the CPU backend starts (client.py calls
+`register`, whether that backend is the default or started beside a TPU), so before any program naming them is compiled: lowered here, loaded from the
 persistent compilation cache, or deserialized by revax.export in another process.
 """
 from __future__ import annotations
@@ -94,7 +95,7 @@ def _addresses(path: str) -> list[int | None]:
 
 
 def _load() -> dict:
-  """Find LAPACK, hand it to the C handlers, register them: {op: set of dtypes}."""
+  """Find LAPACK, hand it to the C handlers, register them with the CPU plugin: {op: dtypes}."""
   if os.environ.get("REVAX_LAPACK", "1").strip().lower() in ("0", "false", "no", "off"):
     return {}
   try:
@@ -112,13 +113,10 @@ def _load() -> dict:
     _lapack.set_lapack(addresses)
   except ValueError:  # an extension built from an older _lapack.c (fewer handlers): rebuild it
     return {}
-  from revax._src.runtime import client, ffi
+  from revax._src.runtime import ffi
   try:
-    platform = client.get_backend().platform
-    if platform.lower() != "cpu":  # the handlers read host memory
-      return {}
     for op, address in _lapack.handlers().items():
-      ffi.register_handler(_PREFIX + op, address, platform)
+      ffi.register_handler(_PREFIX + op, address, "cpu")  # the CPU backend's plugin
   except Exception:  # noqa: BLE001 - no FFI extension or a refusal: the lax algorithms remain
     return {}
   return {op: {dt for dt, a in zip(_KINDS, addresses[4 * i:4 * i + 4]) if a}
@@ -129,7 +127,10 @@ def _table() -> dict:
   global _state
   if _state is None:
     from revax._src.runtime import client
-    client.get_backend()  # first, outside the lock: starting the backend calls `register`
+    try:
+      client.get_backend("cpu")  # first, outside the lock: starting it calls `register`
+    except RuntimeError:  # no CPU backend in this process (the handlers read host memory)
+      return {}
     with _lock:
       if _state is None:
         _state = _load()
@@ -137,16 +138,19 @@ def _table() -> dict:
 
 
 def register() -> None:
-  """Find LAPACK and register the handlers with the backend's plugin (once; never raises: where
-  anything is missing, `target` answers None)."""
+  """Find LAPACK and register the handlers with the CPU backend's plugin (once, when that
+  backend starts, whether or not it is the default; never raises: where anything is missing,
+  `target` answers None)."""
   _table()
 
 
-def available(op: str, dtype) -> bool:
-  """Whether a program may call LAPACK's `op` (one of `OPS`) for `dtype`."""
-  return np.dtype(dtype) in _table().get(op, ())
+def available(op: str, dtype, platform: str = "cpu") -> bool:
+  """Whether a program lowered for `platform` may call LAPACK's `op` (one of `OPS`) for
+  `dtype`: only CPU programs can (the handlers read host memory)."""
+  return platform == "cpu" and np.dtype(dtype) in _table().get(op, ())
 
 
-def target(op: str, dtype) -> str | None:
-  """The custom call target running `op` for `dtype`, or None (use the lax algorithm)."""
-  return _PREFIX + op if available(op, dtype) else None
+def target(op: str, dtype, platform: str = "cpu") -> str | None:
+  """The custom call target running `op` for `dtype` in a program lowered for `platform`, or
+  None (use the lax algorithm)."""
+  return _PREFIX + op if available(op, dtype, platform) else None
