@@ -1,0 +1,464 @@
+"""Mutable array references (JAX's `jax.Ref`): `new_ref`, reads, writes, `freeze`.
+
+A `Ref` is a mutable box holding an array; its type is `AbstractRef` (core/avals.py), printed
+`Ref{f32[3]}`. Five primitives act on refs, each an effect that dead-code elimination keeps:
+`new_ref` (make one from a value), `get` (read `ref[idx]`), `swap` (write `ref[idx] = v` and
+return what was there; `set` ignores that), `addupdate` (`ref[idx] += v`) and `freeze` (the final
+value). Indices are normalized by state_indexing.py into a static `indexer` param and integer
+operands.
+
+Eagerly, a Ref holds an Array and the primitives replace it. Staged programs (jit) and the
+linear programs of reverse mode are *discharged* before they are lowered or transposed
+(interpreters/discharge.py): each ref becomes the value it holds, threaded through the program,
+with the rules below (`discharge_rules`). Refs that a jitted function or a loop body reads from
+outside are threaded in and out as values by those wrappers (see `thread_refs`).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from revax._src.core import dtypes
+from revax._src.core.avals import AbstractRef, ShapedArray, get_aval, pytype_aval_mappings
+from revax._src.core.effects import def_effectful
+from revax._src.core.trace import Primitive, Tracer
+from revax._src.interpreters import ad, batching, discharge, dispatch
+from revax._src.interpreters import invertible as inv
+from revax._src.lax import conversion
+from revax._src.lax.batch_util import bdim_to_front
+from revax._src.lax.state_indexing import index_array, normalize_index, update_array
+from revax._src.runtime.array import Array
+
+__all__ = ["Ref", "new_ref", "freeze", "ref_get", "ref_set", "ref_swap", "ref_addupdate",
+           "new_ref_p", "get_p", "swap_p", "addupdate_p", "freeze_p"]
+
+
+class _RefMeta(type):
+  def __instancecheck__(cls, inst):
+    return super().__instancecheck__(inst) or (
+        isinstance(inst, Tracer) and isinstance(inst.aval, AbstractRef))
+
+
+class Ref(metaclass=_RefMeta):
+  """A mutable array reference (JAX's `jax.Ref`); make one with `revax.new_ref`.
+
+  `ref[idx]` reads, `ref[idx] = v` writes and `ref.addupdate(v, idx)` adds in place; `...` (or
+  `()`) indexes the whole array. A traced ref (inside jit, grad, vmap or a loop body) is also an
+  instance of `Ref`.
+
+  Example:
+    >>> r = revax.new_ref(jnp.zeros(3))
+    >>> r[1] = 5.0
+    >>> r
+    Ref([0., 5., 0.], dtype=float32)
+  """
+  __slots__ = ("_aval", "_value", "__weakref__")
+
+  def __init__(self, aval: AbstractRef, value: Array):
+    self._aval = aval
+    self._value = value
+
+  aval = property(lambda self: self._aval)
+  shape = property(lambda self: self._aval.shape)
+  dtype = property(lambda self: self._aval.dtype)
+  ndim = property(lambda self: self._aval.ndim)
+  size = property(lambda self: self._aval.size)
+  sharding = property(lambda self: self._value.sharding)
+  committed = property(lambda self: True)
+
+  def __len__(self):
+    if not self.shape:
+      raise TypeError("len() of unsized object")
+    return self.shape[0]
+
+  def __getitem__(self, idx):
+    return ref_get(self, idx)
+
+  def __setitem__(self, idx, value):
+    ref_set(self, idx, value)
+
+  def addupdate(self, x, idx=()):
+    """`self[idx] += x` in place."""
+    ref_addupdate(self, idx, x)
+
+  @property
+  def at(self):
+    raise NotImplementedError()
+
+  def __repr__(self):
+    return "Ref" + repr(self._value)[5:]
+
+  def __hash__(self):
+    return id(self)
+
+
+pytype_aval_mappings[Ref] = lambda r: r._aval
+
+
+def _ref_aval(x, fname: str) -> AbstractRef:
+  aval = get_aval(x)
+  if not isinstance(aval, AbstractRef):
+    raise ValueError(f"Can only call `{fname}` on a `Ref`: {x}.")
+  return aval
+
+
+# --- new_ref --------------------------------------------------------------------------------------
+def new_ref(init_val, *, memory_space=None, kind=None):
+  """A mutable array reference holding `init_val` (JAX's `jax.new_ref`).
+
+  Args:
+    init_val: the initial value (an array or scalar).
+    memory_space: a memory space (only inside jit, as in JAX; no revax backend has one).
+    kind: None, or 'no_grad_no_remat'.
+
+  Returns:
+    A `Ref`.
+
+  Example:
+    >>> revax.new_ref(jnp.arange(3))
+    Ref([0, 1, 2], dtype=int32)
+  """
+  try:
+    aval = get_aval(init_val)
+  except TypeError:
+    raise TypeError(f"Error interpreting argument to new_ref as a JAX value. The problematic "
+                    f"value is of type {type(init_val)} and was passed to new_ref at position "
+                    "0.") from None
+  if isinstance(aval, AbstractRef):
+    raise TypeError(f"new_ref takes an array, not a Ref: {init_val!r}")
+  return new_ref_p.bind(init_val, memory_space=memory_space, kind=kind)
+
+
+def _new_ref_abstract_eval(aval, *, memory_space, kind):
+  if isinstance(aval, AbstractRef):
+    raise TypeError("Cannot create a Ref of a Ref")
+  return AbstractRef(aval, kind=kind, memory_space=memory_space)
+
+
+def _new_ref_impl(x, *, memory_space, kind):
+  if memory_space is not None:
+    raise NotImplementedError("array ref with memory space only works inside of a `jit`.")
+  value = dispatch.to_array(x)
+  return Ref(AbstractRef(value.aval, kind=kind), value)
+
+
+def _new_ref_jvp(primals, tangents, *, memory_space, kind):
+  (x,), (t,) = primals, tangents
+  tangent = ad.instantiate_zeros(t)
+  return (new_ref_p.bind(x, memory_space=memory_space, kind=kind),
+          new_ref_p.bind(tangent, memory_space=memory_space, kind=kind))
+
+
+def _new_ref_batch(axis_size, vals, dims, *, memory_space, kind):
+  (x,), (d,) = vals, dims
+  x = bdim_to_front(x, d, axis_size)
+  return new_ref_p.bind(x, memory_space=memory_space, kind=kind), 0
+
+
+new_ref_p = Primitive("new_ref")
+new_ref_p.def_abstract_eval(_new_ref_abstract_eval)
+dispatch.custom_impls[new_ref_p] = _new_ref_impl
+ad.primitive_jvps[new_ref_p] = _new_ref_jvp
+batching.axis_size_batchers[new_ref_p] = _new_ref_batch
+inv.not_invertible(new_ref_p, "it creates mutable state")
+discharge.ref_creating[new_ref_p] = lambda x, **params: x
+def_effectful(new_ref_p)
+
+
+# --- get ------------------------------------------------------------------------------------------
+def ref_get(ref, idx=None):
+  """`ref[idx]`: the elements of the Ref at a NumPy-style index (JAX's `jax.ref.get`).
+
+  Args:
+    ref: a Ref.
+    idx: integers, static slices, integer arrays and at most one Ellipsis; None, `...` or `()`
+      for the whole array.
+
+  Returns:
+    An array (not a Ref).
+
+  Example:
+    >>> r = revax.new_ref(jnp.arange(5))
+    >>> revax.ref.get(r, slice(1, 3))
+    Array([1, 2], dtype=int32)
+  """
+  aval = _ref_aval(ref, "ref_get")
+  indexer, idxs = normalize_index(aval.shape, idx)
+  return get_p.bind(ref, *idxs, indexer=indexer)
+
+
+def _get_abstract_eval(ref_aval, *idx_avals, indexer):
+  if not isinstance(ref_aval, AbstractRef):
+    raise ValueError(f"`get` must be called on `Ref` types: {ref_aval}.")
+  inner = ref_aval.inner_aval
+  return inner if indexer is None else inner.update(shape=indexer.out_shape())
+
+
+def _get_impl(ref, *idxs, indexer):
+  _get_abstract_eval(get_aval(ref), indexer=indexer)
+  return index_array(ref._value, indexer, idxs)
+
+
+def _get_discharge(x, *idxs, indexer):
+  return [None] * (1 + len(idxs)), index_array(x, indexer, idxs)
+
+
+def _get_jvp(primals, tangents, *, indexer):
+  ref, *idxs = primals
+  out = get_p.bind(ref, *idxs, indexer=indexer)
+  if type(tangents[0]) is ad.Zero:
+    return out, ad.Zero(ad.tangent_aval(get_aval(out)))
+  return out, get_p.bind(tangents[0], *idxs, indexer=indexer)
+
+
+get_p = Primitive("get")
+get_p.def_abstract_eval(_get_abstract_eval)
+dispatch.custom_impls[get_p] = _get_impl
+ad.primitive_jvps[get_p] = _get_jvp
+inv.not_invertible(get_p, "it reads mutable state")
+discharge.discharge_rules[get_p] = _get_discharge
+def_effectful(get_p)
+
+
+# --- swap and set ---------------------------------------------------------------------------------
+def _implicit_cast(dtype, value):
+  """JAX's cast of a written value: a weak float into a float ref, any integer into an integer
+  ref (as jax.ref.swap does, precedence and all)."""
+  try:
+    aval = get_aval(value)
+  except TypeError:
+    return value
+  if not isinstance(aval, ShapedArray) or aval.dtype == dtype:
+    return value
+  if ((aval.weak_type and dtypes.is_float(dtype) and dtypes.is_float(aval.dtype))
+      or (dtypes.is_integer(dtype) and dtypes.is_integer(aval.dtype))):
+    return conversion.convert_element_type(value, dtype)
+  return value
+
+
+def ref_swap(ref, idx, value, _function_name="ref_swap"):
+  """Write `value` at `ref[idx]` and return what was there (JAX's `jax.ref.swap`).
+
+  Args:
+    ref: a Ref (written in place).
+    idx: a NumPy-style index (see `ref_get`).
+    value: an array of the indexed shape and the Ref's dtype.
+
+  Returns:
+    The previous value at `idx`.
+
+  Example:
+    >>> r = revax.new_ref(jnp.arange(5))
+    >>> revax.ref.swap(r, 3, 10)
+    Array(3, dtype=int32)
+    >>> r
+    Ref([ 0,  1,  2, 10,  4], dtype=int32)
+  """
+  aval = _ref_aval(ref, _function_name)
+  value = _implicit_cast(aval.dtype, value)
+  indexer, idxs = normalize_index(aval.shape, idx)
+  return swap_p.bind(ref, value, *idxs, indexer=indexer)
+
+
+def ref_set(ref, idx, value) -> None:
+  """`ref[idx] = value` in place (JAX's `jax.ref.set`).
+
+  Args:
+    ref: a Ref.
+    idx: a NumPy-style index (see `ref_get`).
+    value: an array of the indexed shape and the Ref's dtype.
+
+  Example:
+    >>> r = revax.new_ref(jnp.zeros(3))
+    >>> revax.ref.set(r, 1, 10.0)
+    >>> r
+    Ref([ 0., 10.,  0.], dtype=float32)
+  """
+  ref_swap(ref, idx, value, _function_name="ref_set")
+
+
+def _check_value(name, ref_aval, val_aval, indexer):
+  if isinstance(val_aval, AbstractRef):
+    raise ValueError("Cannot store a Ref into another Ref. Did you forget to load from it "
+                     "using `[...]`?")
+  expected = ref_aval.shape if indexer is None else indexer.out_shape()
+  transforms = "()" if indexer is None else f"({indexer},)"
+  if tuple(expected) != val_aval.shape:
+    raise ValueError(f"Invalid shape for `{name}`. Ref shape: {ref_aval.shape}. Expected shape: "
+                     f"{tuple(expected)}. Value shape: {val_aval.shape}. Transforms: "
+                     f"{transforms}. ")
+  if ref_aval.dtype != val_aval.dtype:
+    raise ValueError(f"Invalid dtype for `{name}`. Ref dtype: {ref_aval.dtype}. Value dtype: "
+                     f"{val_aval.dtype}. ")
+
+
+def _swap_abstract_eval(ref_aval, val_aval, *idx_avals, indexer):
+  if not isinstance(ref_aval, AbstractRef):
+    raise ValueError(f"`swap` must be called on `Ref` types: {ref_aval}.")
+  _check_value("swap", ref_aval, val_aval, indexer)
+  inner = ref_aval.inner_aval
+  return inner if indexer is None else inner.update(shape=indexer.out_shape())
+
+
+def _swap_impl(ref, val, *idxs, indexer):
+  _swap_abstract_eval(ref._aval, get_aval(val), indexer=indexer)
+  old = index_array(ref._value, indexer, idxs)
+  ref._value = dispatch.to_array(update_array(ref._value, indexer, idxs, val, add=False))
+  return old
+
+
+def _swap_discharge(x, val, *idxs, indexer):
+  old = index_array(x, indexer, idxs)
+  return [update_array(x, indexer, idxs, val, add=False)] + [None] * (1 + len(idxs)), old
+
+
+def _swap_jvp(primals, tangents, *, indexer):
+  ref, val, *idxs = primals
+  ref_t, val_t = tangents[0], tangents[1]
+  out = swap_p.bind(ref, val, *idxs, indexer=indexer)
+  zero_out = ad.Zero(ad.tangent_aval(get_aval(out)))
+  if type(ref_t) is ad.Zero and type(val_t) is ad.Zero:
+    return out, zero_out
+  if type(ref_t) is ad.Zero:
+    raise Exception("performing a set/swap operation with a differentiated value on a "
+                    f"non-differentiated array reference of type {get_aval(ref)}. Move the "
+                    "array reference to be an argument of the differentiated function?")
+  if get_aval(ref).kind == "no_grad_no_remat":
+    return out, zero_out
+  val_t = ad.instantiate_zeros(val_t)
+  return out, swap_p.bind(ref_t, val_t, *idxs, indexer=indexer)
+
+
+swap_p = Primitive("swap")
+swap_p.def_abstract_eval(_swap_abstract_eval)
+dispatch.custom_impls[swap_p] = _swap_impl
+ad.primitive_jvps[swap_p] = _swap_jvp
+inv.not_invertible(swap_p, "it writes mutable state")
+discharge.discharge_rules[swap_p] = _swap_discharge
+def_effectful(swap_p)
+
+
+# --- addupdate ------------------------------------------------------------------------------------
+def ref_addupdate(ref, idx, x) -> None:
+  """`ref[idx] += x` in place (JAX's `jax.ref.addupdate`); `x` must have the indexed shape and
+  the Ref's dtype (no broadcasting or casting, as in JAX).
+
+  Args:
+    ref: a Ref.
+    idx: a NumPy-style index (see `ref_get`).
+    x: the array to add.
+
+  Example:
+    >>> r = revax.new_ref(jnp.arange(5))
+    >>> revax.ref.addupdate(r, 2, jnp.int32(10))
+    >>> r
+    Ref([ 0,  1, 12,  3,  4], dtype=int32)
+  """
+  aval = _ref_aval(ref, "ref_addupdate")
+  indexer, idxs = normalize_index(aval.shape, idx)
+  addupdate_p.bind(ref, x, *idxs, indexer=indexer)
+
+
+def _addupdate_abstract_eval(ref_aval, val_aval, *idx_avals, indexer):
+  if not isinstance(ref_aval, AbstractRef):
+    raise ValueError(f"`addupdate` must be called on `Ref` types: {ref_aval}.")
+  _check_value("addupdate", ref_aval, val_aval, indexer)
+  return []
+
+
+def _addupdate_impl(ref, val, *idxs, indexer):
+  _addupdate_abstract_eval(ref._aval, get_aval(val), indexer=indexer)
+  ref._value = dispatch.to_array(update_array(ref._value, indexer, idxs, val, add=True))
+  return []
+
+
+def _addupdate_discharge(x, val, *idxs, indexer):
+  return [update_array(x, indexer, idxs, val, add=True)] + [None] * (1 + len(idxs)), []
+
+
+def _addupdate_jvp(primals, tangents, *, indexer):
+  ref, val, *idxs = primals
+  ref_t, val_t = tangents[0], tangents[1]
+  addupdate_p.bind(ref, val, *idxs, indexer=indexer)
+  if type(val_t) is not ad.Zero or type(ref_t) is not ad.Zero:
+    if type(ref_t) is ad.Zero:
+      raise Exception("performing an addupdate operation with a differentiated value on a "
+                      f"non-differentiated array reference of type {get_aval(ref)}. Move the "
+                      "array reference to be an argument of the differentiated function?")
+    if get_aval(ref).kind != "no_grad_no_remat":
+      addupdate_p.bind(ref_t, ad.instantiate_zeros(val_t), *idxs, indexer=indexer)
+  return [], []
+
+
+addupdate_p = Primitive("addupdate", multiple_results=True)
+addupdate_p.def_abstract_eval(_addupdate_abstract_eval)
+dispatch.custom_impls[addupdate_p] = _addupdate_impl
+ad.primitive_jvps[addupdate_p] = _addupdate_jvp
+inv.not_invertible(addupdate_p, "it writes mutable state")
+discharge.discharge_rules[addupdate_p] = _addupdate_discharge
+def_effectful(addupdate_p)
+
+
+# --- freeze ---------------------------------------------------------------------------------------
+def freeze(ref):
+  """The final value of `ref`, as an array (JAX's `jax.freeze`).
+
+  Args:
+    ref: a Ref.
+
+  Returns:
+    An array holding the Ref's contents.
+
+  Example:
+    >>> r = revax.new_ref(jnp.arange(3))
+    >>> r[1] = 7
+    >>> revax.freeze(r)
+    Array([0, 7, 2], dtype=int32)
+  """
+  return freeze_p.bind(ref)
+
+
+def _freeze_abstract_eval(ref_aval):
+  if not isinstance(ref_aval, AbstractRef):
+    raise ValueError(f"`freeze` must be called on `Ref` types: {ref_aval}.")
+  return ref_aval.inner_aval
+
+
+def _freeze_jvp(primals, tangents):
+  (ref,), (ref_t,) = primals, tangents
+  out = freeze_p.bind(ref)
+  if type(ref_t) is ad.Zero:
+    return out, ad.Zero(ad.tangent_aval(get_aval(out)))
+  return out, freeze_p.bind(ref_t)
+
+
+freeze_p = Primitive("freeze")
+freeze_p.def_abstract_eval(_freeze_abstract_eval)
+def _freeze_impl(ref):
+  _freeze_abstract_eval(get_aval(ref))
+  return ref._value
+
+
+dispatch.custom_impls[freeze_p] = _freeze_impl
+ad.primitive_jvps[freeze_p] = _freeze_jvp
+inv.not_invertible(freeze_p, "it reads mutable state")
+discharge.ref_reading[freeze_p] = lambda x: x
+def_effectful(freeze_p)
+
+
+# --- empty_ref and free_ref -----------------------------------------------------------------------
+def empty_ref(ty, memory_space=None):
+  """A Ref of type `ty` (anything with `shape` and `dtype`) whose contents are not yet set
+  (revax fills it with zeros; JAX leaves them unspecified).
+
+  Example:
+    >>> revax.ref.empty_ref(jax.ShapeDtypeStruct((2,), jnp.float32)).shape  # doctest: +SKIP
+    (2,)
+  """
+  from revax._src.lax.creation import full
+  return new_ref(full(tuple(ty.shape), 0, ty.dtype), memory_space=memory_space)
+
+
+def free_ref(ref):
+  """Declare that `ref` is no longer used (JAX's `jax.free_ref`); returns ()."""
+  _ref_aval(ref, "free_ref")
+  return ()
