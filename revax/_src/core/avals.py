@@ -117,9 +117,13 @@ class AbstractRef:
   size = property(lambda self: self.inner_aval.size)
   sharding = property(lambda self: self.inner_aval.sharding)
 
-  def update(self, inner_aval=None, kind=_KEEP) -> "AbstractRef":
-    return AbstractRef(self.inner_aval if inner_aval is None else inner_aval,
-                       self.kind if kind is _KEEP else kind, self.memory_space)
+  def update(self, inner_aval=None, kind=_KEEP, **inner_fields) -> "AbstractRef":
+    """A copy with `inner_aval` or `kind` replaced, or with the inner aval's `shape`, `dtype`,
+    ... replaced (`inner_fields`, as ShapedArray.update takes them)."""
+    inner = self.inner_aval if inner_aval is None else inner_aval
+    if inner_fields:
+      inner = inner.update(**inner_fields)
+    return AbstractRef(inner, self.kind if kind is _KEEP else kind, self.memory_space)
 
   def strip_weak_type(self) -> "AbstractRef":
     return self

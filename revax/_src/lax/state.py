@@ -23,9 +23,9 @@ from revax._src.core.effects import def_effectful
 from revax._src.core.trace import Primitive, Tracer
 from revax._src.interpreters import ad, batching, discharge, dispatch
 from revax._src.interpreters import invertible as inv
-from revax._src.lax import conversion
-from revax._src.lax.batch_util import bdim_to_front
-from revax._src.lax.state_indexing import index_array, normalize_index, update_array
+from revax._src.lax import conversion, shapes
+from revax._src.lax.batch_util import bdim_at, bdim_to_front, moveaxis
+from revax._src.lax.state_indexing import RefIndexer, index_array, normalize_index, update_array
 from revax._src.runtime.array import Array
 
 __all__ = ["Ref", "new_ref", "freeze", "ref_get", "ref_set", "ref_swap", "ref_addupdate",
@@ -210,10 +210,65 @@ def _get_jvp(primals, tangents, *, indexer):
   return out, get_p.bind(tangents[0], *idxs, indexer=indexer)
 
 
+def _unbatched_ref_error(op: str, ref):
+  return Exception(f"performing {op} operation with vmapped value on an unbatched array "
+                   f"reference of type {get_aval(ref)}. Move the array reference to be an "
+                   "argument to the vmapped function?")
+
+
+def _batched_index(axis_size, indexer, idxs, dims):
+  """The index of a batched read or write, as an index of the ref's contents with their batch
+  dimension moved to the front: (indexer, operands, batch dim of the indexed value)."""
+  shape = (axis_size,) + indexer.shape
+  if all(d is None for d in dims):  # the batch dimension is taken whole, as a slice
+    new = RefIndexer(shape, (("s", 0, axis_size, 1),) + indexer.entries, indexer.int_shape)
+    ints_lead = indexer.num_ints and not indexer.ints_adjacent()
+    return new, list(idxs), len(indexer.int_shape) if ints_lead else 0
+  # a batched index: the batch dimension becomes an integer indexer (an iota) beside them
+  int_shape = (axis_size,) + indexer.int_shape
+  iota = shapes.broadcasted_iota(np.int32, int_shape, 0)
+  ops = [iota] + [bdim_to_front(i, d, axis_size) for i, d in zip(idxs, dims)]
+  return RefIndexer(shape, (("i",),) + indexer.entries, int_shape), ops, 0
+
+
+def _read_front(ref, rd, axis_size):
+  return bdim_to_front(get_p.bind(ref, indexer=None), rd, axis_size)
+
+
+def _get_batch(axis_size, vals, dims, *, indexer):
+  ref, *idxs = vals
+  rd, *idims = dims
+  if indexer is None:
+    return get_p.bind(ref, indexer=None), rd
+  new, ops, out_dim = _batched_index(axis_size, indexer, idxs, idims)
+  return index_array(_read_front(ref, rd, axis_size), new, ops), out_dim
+
+
+def _write_batch(axis_size, vals, dims, indexer, add: bool):
+  """(old value, its batch dim) of a batched swap (`add`: the new contents of an addupdate)."""
+  ref, val, *idxs = vals
+  rd, vd, *idims = dims
+  if rd is None:
+    raise _unbatched_ref_error("an addupdate" if add else "a set/swap", ref)
+  if indexer is None:
+    val = bdim_at(val, vd, rd, axis_size)
+    if add:
+      return addupdate_p.bind(ref, val, indexer=None), None
+    return swap_p.bind(ref, val, indexer=None), rd
+  new, ops, out_dim = _batched_index(axis_size, indexer, idxs, idims)
+  full = _read_front(ref, rd, axis_size)
+  val = bdim_at(val, vd, out_dim, axis_size)
+  old = None if add else index_array(full, new, ops)
+  updated = update_array(full, new, ops, val, add=add)
+  swap_p.bind(ref, moveaxis(updated, 0, rd), indexer=None)
+  return old, out_dim
+
+
 get_p = Primitive("get")
 get_p.def_abstract_eval(_get_abstract_eval)
 dispatch.custom_impls[get_p] = _get_impl
 ad.primitive_jvps[get_p] = _get_jvp
+batching.axis_size_batchers[get_p] = _get_batch
 inv.not_invertible(get_p, "it reads mutable state")
 discharge.discharge_rules[get_p] = _get_discharge
 def_effectful(get_p)
@@ -328,10 +383,15 @@ def _swap_jvp(primals, tangents, *, indexer):
   return out, swap_p.bind(ref_t, val_t, *idxs, indexer=indexer)
 
 
+def _swap_batch(axis_size, vals, dims, *, indexer):
+  return _write_batch(axis_size, vals, dims, indexer, add=False)
+
+
 swap_p = Primitive("swap")
 swap_p.def_abstract_eval(_swap_abstract_eval)
 dispatch.custom_impls[swap_p] = _swap_impl
 ad.primitive_jvps[swap_p] = _swap_jvp
+batching.axis_size_batchers[swap_p] = _swap_batch
 inv.not_invertible(swap_p, "it writes mutable state")
 discharge.discharge_rules[swap_p] = _swap_discharge
 def_effectful(swap_p)
@@ -389,10 +449,16 @@ def _addupdate_jvp(primals, tangents, *, indexer):
   return [], []
 
 
+def _addupdate_batch(axis_size, vals, dims, *, indexer):
+  _write_batch(axis_size, vals, dims, indexer, add=True)
+  return [], []
+
+
 addupdate_p = Primitive("addupdate", multiple_results=True)
 addupdate_p.def_abstract_eval(_addupdate_abstract_eval)
 dispatch.custom_impls[addupdate_p] = _addupdate_impl
 ad.primitive_jvps[addupdate_p] = _addupdate_jvp
+batching.axis_size_batchers[addupdate_p] = _addupdate_batch
 inv.not_invertible(addupdate_p, "it writes mutable state")
 discharge.discharge_rules[addupdate_p] = _addupdate_discharge
 def_effectful(addupdate_p)
@@ -440,6 +506,7 @@ def _freeze_impl(ref):
 
 dispatch.custom_impls[freeze_p] = _freeze_impl
 ad.primitive_jvps[freeze_p] = _freeze_jvp
+batching.primitive_batchers[freeze_p] = lambda vals, dims: (freeze_p.bind(vals[0]), dims[0])
 inv.not_invertible(freeze_p, "it reads mutable state")
 discharge.ref_reading[freeze_p] = lambda x: x
 def_effectful(freeze_p)
@@ -462,3 +529,37 @@ def free_ref(ref):
   """Declare that `ref` is no longer used (JAX's `jax.free_ref`); returns ()."""
   _ref_aval(ref, "free_ref")
   return ()
+
+
+# --- threading refs through higher-order primitives -----------------------------------------------
+def is_ref(x) -> bool:
+  """Whether `x` is a mutable array ref (a Ref or a traced one)."""
+  return isinstance(x, Ref)
+
+
+def check_distinct_refs(refs, what: str) -> None:
+  """ValueError when one ref is passed to `what` twice (its two uses could not be threaded
+  apart)."""
+  seen = set()
+  for r in refs:
+    if id(r) in seen:
+      raise ValueError(f"only one reference to a mutable array may be passed as an argument to "
+                       f"{what}, but the mutable array reference of type {get_aval(r)} "
+                       "appeared twice.")
+    seen.add(id(r))
+
+
+def call_threading_refs(jaxprs, operands, bind, what: str):
+  """Bind a primitive whose closed `jaxprs` each take `operands`, some of them refs, on the
+  refs' contents instead: `bind(pure_jaxprs, values)` binds it on the discharged jaxprs (which
+  also return the refs' final contents, after their outputs), and those contents are written
+  back into the refs. Returns the original outputs."""
+  mask = [is_ref(x) for x in operands]
+  refs = [x for x, m in zip(operands, mask) if m]
+  check_distinct_refs(refs, what)
+  pure = [discharge.discharge_state(j) for j in jaxprs]
+  outs = bind(pure, [ref_get(x) if m else x for x, m in zip(operands, mask)])
+  n = len(jaxprs[0].out_avals)
+  for ref, new in zip(refs, outs[n:], strict=True):
+    ref_set(ref, (), new)
+  return outs[:n]

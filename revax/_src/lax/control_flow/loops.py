@@ -35,6 +35,8 @@ from revax._src.interpreters import ad, batching, dispatch, mlir, partial_eval, 
 from revax._src.interpreters import invertible as inv
 from revax._src.lax import batch_util, binary, comparison, creation, reductions, shapes, slicing
 from revax._src.lax.control_flow import common
+from revax._src.lax import state
+from revax._src.interpreters import discharge
 from revax._src.lax.conversion import convert_element_type
 from revax._src.runtime.array import Array
 
@@ -99,6 +101,9 @@ def while_loop(cond_fun, body_fun, init_val):
                           body_jaxpr.out_avals)
   cond_closed, cond_consts = common.hoist(cond_jaxpr, cond_consts)
   body_closed, body_consts = common.hoist(body_jaxpr, body_consts)
+  if any(state.is_ref(c) for c in cond_consts + body_consts):
+    outs = _while_threading_refs(cond_closed, cond_consts, body_closed, body_consts, init_flat)
+    return tree_util.tree_unflatten(in_tree, outs)
   outs = while_p.bind(*cond_consts, *body_consts, *init_flat, cond_jaxpr=cond_closed,
                       body_jaxpr=body_closed, cond_nconsts=len(cond_consts),
                       body_nconsts=len(body_consts))
@@ -326,6 +331,41 @@ def _bind_while(cond_fn, body_fn, init_vals):
                       cond_nconsts=len(cc), body_nconsts=len(bc))
 
 
+def _while_threading_refs(cond_closed, cond_consts, body_closed, body_consts, init_flat):
+  """while_p for a loop whose functions use refs they close over: the refs' contents become
+  leading carries (read before the loop, written back after it)."""
+  refs, index = [], {}
+  for c in cond_consts + body_consts:
+    if state.is_ref(c) and id(c) not in index:
+      index[id(c)] = len(refs)
+      refs.append(c)
+  if any(e.primitive in (state.swap_p, state.addupdate_p) for e in cond_closed.jaxpr.eqns):
+    raise NotImplementedError("a while_loop cond_fun that writes to a mutable array reference")
+  nref = len(refs)
+
+  def operands(consts, ref_vals):
+    return [ref_vals[index[id(c)]] if state.is_ref(c) else c for c in consts]
+
+  def cond_fn(*carry):
+    outs, _ = discharge.eval_discharged(cond_closed.jaxpr, cond_closed.consts,
+                                        operands(cond_consts, carry[:nref]) + list(carry[nref:]))
+    return outs[0]
+
+  def body_fn(*carry):
+    ref_vals = list(carry[:nref])
+    outs, finals = discharge.eval_discharged(
+        body_closed.jaxpr, body_closed.consts,
+        operands(body_consts, ref_vals) + list(carry[nref:]))
+    for c, new in zip([c for c in body_consts if state.is_ref(c)], finals, strict=True):
+      ref_vals[index[id(c)]] = new
+    return ref_vals + list(outs)
+
+  outs = _bind_while(cond_fn, body_fn, [state.ref_get(r) for r in refs] + list(init_flat))
+  for ref, new in zip(refs, outs[:nref]):
+    state.ref_set(ref, (), new)
+  return outs[nref:]
+
+
 # --- fori_loop -----------------------------------------------------------------------------------
 def _concrete_value(x):
   """`x`'s value if it is known while tracing (as JAX's is_concrete: a value under jvp whose
@@ -487,11 +527,33 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1, _split_transpos
   if not isinstance(unroll, (int, np.integer)) or unroll < 0:
     raise ValueError("`unroll` must be a `bool` or a non-negative `int`.")
   closed, consts = common.hoist(jaxpr, consts)
-  outs = scan_p.bind(*consts, *init_flat, *xs_flat, reverse=bool(reverse), length=length,
-                     jaxpr=closed, num_consts=len(consts), num_carry=num_carry,
-                     unroll=int(unroll))
+  params = dict(reverse=bool(reverse), length=length, unroll=int(unroll))
+  if any(state.is_ref(c) for c in consts):
+    outs = _scan_threading_refs(closed, consts, init_flat, xs_flat, num_carry, params)
+  else:
+    outs = scan_p.bind(*consts, *init_flat, *xs_flat, jaxpr=closed, num_consts=len(consts),
+                       num_carry=num_carry, **params)
   return (tree_util.tree_unflatten(carry_tree, outs[:num_carry]),
           tree_util.tree_unflatten(ys_tree, outs[num_carry:]))
+
+
+def _scan_threading_refs(closed, consts, init_flat, xs_flat, num_carry, params):
+  """scan_p for a body that uses refs it closes over: their contents become leading carries
+  (read before the loop, written back after it)."""
+  ref_pos = [i for i, c in enumerate(consts) if state.is_ref(c)]
+  other = [i for i, c in enumerate(consts) if not state.is_ref(c)]
+  refs = [consts[i] for i in ref_pos]
+  state.check_distinct_refs(refs, "lax.scan")
+  pure = discharge.discharge_state(closed)  # (consts, carry, xs) -> (carry, ys, ref contents)
+  n_in, n_out, nref = len(pure.in_avals), len(closed.out_avals), len(refs)
+  body = common.move_binders(pure, other + ref_pos + list(range(len(consts), n_in)),
+                             list(range(n_out, n_out + nref)) + list(range(n_out)))
+  outs = scan_p.bind(*[consts[i] for i in other], *[state.ref_get(r) for r in refs], *init_flat,
+                     *xs_flat, jaxpr=body, num_consts=len(other), num_carry=nref + num_carry,
+                     **params)
+  for ref, new in zip(refs, outs[:nref]):
+    state.ref_set(ref, (), new)
+  return outs[nref:]
 
 
 def _stacked(aval: ShapedArray, length: int) -> ShapedArray:
