@@ -36,6 +36,9 @@ from revax._src.runtime.array import Array, from_numpy
 primitive_jvps = RuleTable("jvp")  # prim -> rule(primals, tangents, **params) -> (out, tangent)
 primitive_transposes = RuleTable("transpose")  # prim -> rule(ct, *invals, **params) -> cts
 not_differentiable_reasons: dict = {}  # prim -> why it has no JVP rule
+# primitives whose JVP rule runs even when every input tangent is zero: `new_ref` gives every ref
+# made under differentiation a tangent ref, since a differentiated value may be written into it
+jvp_with_zero_tangents: set = set()
 
 
 # --- symbolic zeros --------------------------------------------------------------------------------
@@ -182,7 +185,7 @@ class JVPTrace(Trace):
 
   def process_primitive(self, primitive, args, params):
     primals, tangents = zip(*map(self.to_primal_tangent, args)) if args else ((), ())
-    if all(type(t) is Zero for t in tangents):
+    if all(type(t) is Zero for t in tangents) and primitive not in jvp_with_zero_tangents:
       with set_current_trace(self.parent_trace):
         return primitive.bind(*primals, **params)
     rule = primitive_jvps.get(primitive)

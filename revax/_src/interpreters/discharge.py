@@ -17,6 +17,8 @@ program (the tangents of refs created inside a differentiated function live in i
 """
 from __future__ import annotations
 
+import threading
+
 from revax._src.core.avals import AbstractRef
 from revax._src.core.jaxpr import ClosedJaxpr, Jaxpr, Literal
 from revax._src.interpreters import staging
@@ -107,14 +109,33 @@ def inner_aval(aval):
   return aval.inner_aval if isinstance(aval, AbstractRef) else aval
 
 
+class _Linear(threading.local):
+  active = False
+
+
+_linear = _Linear()
+
+
+def discharging_linear_program() -> bool:
+  """Whether the program being discharged is a linear one about to be transposed. Its writes
+  at integer-array indices are then transposed as JAX transposes ref writes: each index reads
+  the cotangent written there, repeated indices included (rules promise unique indices)."""
+  return _linear.active
+
+
 @staging.memoize_on_jaxpr
-def discharge_state(closed: ClosedJaxpr) -> ClosedJaxpr:
+def discharge_state(closed: ClosedJaxpr, linear: bool = False) -> ClosedJaxpr:
   """The pure version of `closed`: Ref inputs become inputs of their inner types, and their
-  final contents are returned after the original outputs (in input order)."""
+  final contents are returned after the original outputs (in input order). `linear`: see
+  `discharging_linear_program`."""
   in_avals = [inner_aval(a) for a in closed.in_avals]
 
   def fun(*args):
-    outs, finals = eval_discharged(closed.jaxpr, closed.consts, args)
+    saved, _linear.active = _linear.active, linear
+    try:
+      outs, finals = eval_discharged(closed.jaxpr, closed.consts, args)
+    finally:
+      _linear.active = saved
     return outs + finals
 
   jaxpr, consts = staging.trace_to_jaxpr(fun, in_avals)

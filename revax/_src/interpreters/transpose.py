@@ -25,7 +25,7 @@ def backward_pass(jaxpr: Jaxpr, consts, primals_in, cotangents_out):
   differentiated function) is first discharged into a pure one (interpreters/discharge.py)."""
   from revax._src.interpreters import discharge
   if discharge.has_refs(jaxpr):
-    closed = discharge.discharge_state(ClosedJaxpr(jaxpr, list(consts)))
+    closed = discharge.discharge_state(ClosedJaxpr(jaxpr, list(consts)), True)
     jaxpr, consts = closed.jaxpr, closed.consts
   primal_env = {}
   linear = set()

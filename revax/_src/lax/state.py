@@ -15,13 +15,15 @@ outside are threaded in and out as values by those wrappers (see `thread_refs`).
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from revax._src.core import dtypes
 from revax._src.core.avals import AbstractRef, ShapedArray, get_aval, pytype_aval_mappings
 from revax._src.core.effects import def_effectful
-from revax._src.core.trace import Primitive, Tracer
-from revax._src.interpreters import ad, batching, discharge, dispatch
+from revax._src.core.trace import Primitive, Tracer, set_current_trace
+from revax._src.interpreters import ad, batching, discharge, dispatch, partial_eval, staging
 from revax._src.interpreters import invertible as inv
 from revax._src.lax import conversion, shapes
 from revax._src.lax.batch_util import bdim_at, bdim_to_front, moveaxis
@@ -158,6 +160,7 @@ new_ref_p = Primitive("new_ref")
 new_ref_p.def_abstract_eval(_new_ref_abstract_eval)
 dispatch.custom_impls[new_ref_p] = _new_ref_impl
 ad.primitive_jvps[new_ref_p] = _new_ref_jvp
+ad.jvp_with_zero_tangents.add(new_ref_p)
 batching.axis_size_batchers[new_ref_p] = _new_ref_batch
 inv.not_invertible(new_ref_p, "it creates mutable state")
 discharge.ref_creating[new_ref_p] = lambda x, **params: x
@@ -397,6 +400,25 @@ discharge.discharge_rules[swap_p] = _swap_discharge
 def_effectful(swap_p)
 
 
+def _write_partial_eval(trace, args, params, unknowns, prim=swap_p):
+  """Partial evaluation of a write of an unknown value into a known ref (a tangent ref made from
+  known zeros, when linearizing): the ref's contents now depend on unknowns, so it is staged
+  (a staged `new_ref` of its current contents) and stands for the known ref from then on."""
+  ref = args[0]
+  if not unknowns[0]:
+    with set_current_trace(trace.parent_trace):
+      contents = get_p.bind(ref, indexer=None)
+    aval = get_aval(ref)
+    staged = staging.DynamicJaxprTrace.process_primitive(
+        trace, new_ref_p, [contents], {"memory_space": aval.memory_space, "kind": aval.kind})
+    trace.staged_refs[id(ref)] = (ref, staged)
+    args = [staged] + list(args[1:])
+  return staging.DynamicJaxprTrace.process_primitive(trace, prim, args, params)
+
+
+partial_eval.partial_eval_rules[swap_p] = _write_partial_eval
+
+
 # --- addupdate ------------------------------------------------------------------------------------
 def ref_addupdate(ref, idx, x) -> None:
   """`ref[idx] += x` in place (JAX's `jax.ref.addupdate`); `x` must have the indexed shape and
@@ -458,6 +480,8 @@ addupdate_p = Primitive("addupdate", multiple_results=True)
 addupdate_p.def_abstract_eval(_addupdate_abstract_eval)
 dispatch.custom_impls[addupdate_p] = _addupdate_impl
 ad.primitive_jvps[addupdate_p] = _addupdate_jvp
+partial_eval.partial_eval_rules[addupdate_p] = functools.partial(_write_partial_eval,
+                                                                 prim=addupdate_p)
 batching.axis_size_batchers[addupdate_p] = _addupdate_batch
 inv.not_invertible(addupdate_p, "it writes mutable state")
 discharge.discharge_rules[addupdate_p] = _addupdate_discharge

@@ -22,6 +22,7 @@ from revax._src.core import dtypes
 from revax._src.core.avals import get_aval
 from revax._src.core.errors import NonConcreteBooleanIndexError
 from revax._src.core.trace import Tracer
+from revax._src.interpreters import discharge
 from revax._src.lax import binary, comparison, conversion, shapes, slicing
 from revax._src.runtime.array import Array
 
@@ -254,5 +255,6 @@ def update_array(x, indexer: RefIndexer | None, idxs, v, add: bool):
                                        scatter_dims_to_operand_dims=(0,))
   scatter = slicing.scatter_add if add else slicing.scatter
   out = scatter(shapes.reshape(x, (size,)), shapes.reshape(where, (n, 1)),
-                shapes.reshape(v, (n,)), dn, mode=slicing.GatherScatterMode.FILL_OR_DROP)
+                shapes.reshape(v, (n,)), dn, mode=slicing.GatherScatterMode.FILL_OR_DROP,
+                unique_indices=discharge.discharging_linear_program())
   return shapes.reshape(out, aval.shape)

@@ -1,0 +1,445 @@
+"""Mutable array refs (revax/_src/lax/state.py, state_indexing.py, interpreters/discharge.py)
+against jax 0.10.2: a set of programs that create, read, write and add into refs (whole, at
+integers, slices, strided slices, integer arrays, negative and traced indices; in scan,
+fori_loop, while_loop, cond, nested jit; refs passed as arguments and closed over), each run
+eagerly and under jit by both libraries, comparing the outputs AND the final contents of every
+ref; gradients of programs that create refs inside the differentiated function; vmap over refs
+created inside and passed in; and the errors JAX raises (leaked, returned and aliased refs, bad
+writes, unbatched and undifferentiated refs written with transformed values)."""
+import numpy as np
+import pytest
+
+import revax
+import revax.numpy as rnp
+
+jax = pytest.importorskip("jax")
+jax.config.update("jax_platforms", "cpu")
+jnp = jax.numpy
+
+REVAX = (revax, rnp)
+JAX = (jax, jnp)
+rng = np.random.default_rng(0)
+X = rng.standard_normal(6).astype(np.float32)
+M = rng.standard_normal((3, 4)).astype(np.float32)
+T3 = rng.standard_normal((2, 3, 4)).astype(np.float32)
+
+
+# --- programs: f(api, np_, refs, *args) -> outputs; refs are the refs passed in ------------------
+def whole(api, np_, refs, x):
+  r = api.new_ref(np_.zeros_like(x))
+  r[...] = x * 2.0
+  y = r[...]
+  r[...] += 1.0
+  return y, api.freeze(r)
+
+
+def scalar_indices(api, np_, refs, x):
+  r = api.new_ref(x)
+  r[0] = 5.0
+  r[-1] += r[1]
+  old = api.ref.swap(r, 2, np_.float32(7.0))
+  api.ref.addupdate(r, 3, np_.float32(0.5))
+  return old, r[-2], api.freeze(r)
+
+
+def slices(api, np_, refs, m):
+  r = api.new_ref(m)
+  r[1:, ::2] = np_.ones((2, 2), np_.float32)
+  r[0, 1:3] += np_.array([10.0, 20.0], np_.float32)
+  api.ref.set(r, (slice(None), 3), np_.arange(3.0, dtype=np_.float32))
+  return r[::2, 1:], r[..., 0], api.ref.get(r, (2,)), api.freeze(r)
+
+
+def int_arrays(api, np_, refs, m):
+  r = api.new_ref(m)
+  rows, cols = np_.array([2, 0]), np_.array([3, 1])
+  r[rows] = np_.zeros((2, 4), np_.float32)
+  r[:, cols] += np_.ones((3, 2), np_.float32)
+  r[rows, cols] = np_.array([7.0, 8.0], np_.float32)
+  a = r[np_.array([[0], [2]]), cols]
+  b = r[1, np_.array([0, 0, 3])]
+  return a, b, api.freeze(r)
+
+
+def non_adjacent_ints(api, np_, refs, t):
+  r = api.new_ref(t)
+  i, k = np_.array([1, 0, 1]), np_.array([3, 2, 0])
+  a = r[i, :, k]
+  r[i[:2], 1:, k[:2]] = np_.full((2, 2), 4.0, np_.float32)
+  return a, api.freeze(r)
+
+
+def scan_accumulate(api, np_, refs, x):
+  acc = api.new_ref(np_.zeros((), np_.float32))
+  hist = api.new_ref(np_.zeros((6,), np_.float32))
+
+  def body(c, xi):
+    acc[...] += xi * c
+    hist[c] = acc[...]
+    return c + 1, acc[...] * 2.0
+  c, ys = api.lax.scan(body, 0, x)
+  return c, ys, api.freeze(acc), api.freeze(hist)
+
+
+def fori_update(api, np_, refs, x):
+  r = api.new_ref(x)
+
+  def body(i, c):
+    r[i] += c
+    return c * 2.0
+  out = api.lax.fori_loop(0, 4, body, np_.float32(1.0))
+  return out, api.freeze(r)
+
+
+def while_counter(api, np_, refs, x):
+  n = api.new_ref(np_.int32(0))
+  s = api.new_ref(np_.zeros((), np_.float32))
+
+  def cond(v):
+    return v < 20.0
+
+  def body(v):
+    n[...] += 1
+    s[...] += v
+    return v * 2.0 + x[0] * 0.0 + 1.0
+  v = api.lax.while_loop(cond, body, np_.float32(1.0))
+  return v, n[...], api.freeze(s)
+
+
+def cond_writes(api, np_, refs, x):
+  r = api.new_ref(np_.zeros(3, np_.float32))
+
+  def yes(y):
+    r[0] = y[0]
+    return y[1] * 2.0
+
+  def no(y):
+    r[1:] = y[2:4]
+    return y[1]
+  a = api.lax.cond(x[0] > 0, yes, no, x)
+  b = api.lax.cond(x[0] <= 0, yes, no, x)
+  return a, b, api.freeze(r)
+
+
+def nested_jit(api, np_, refs, x):
+  r = api.new_ref(x)
+
+  @api.jit
+  def inner(q, y):
+    q[1:3] = y[:2] * 3.0
+    return q[0] + y[5]
+  a = inner(r, x)
+  b = inner(r, x * 2.0)
+  return a, b, api.freeze(r)
+
+
+def args_mutated(api, np_, refs, x):
+  r, q = refs
+  r[...] = r[...] + x[:3]
+  q[1] += r[0]
+  return r[2] * q[0]
+
+
+def closed_over(api, np_, refs, x):
+  r, = refs
+
+  def f(y):
+    r[...] += y
+    return r[0]
+  g = api.jit(f)
+  return g(x), g(x * 2.0)
+
+
+def traced_index(api, np_, refs, x, i):
+  r = api.new_ref(x)
+  r[i] = 9.0
+  r[i + 1] += r[i]
+  return r[i - 1], api.freeze(r)
+
+
+PROGRAMS = {  # name -> (function, (ref initial values...), args)
+    "whole": (whole, (), (X,)),
+    "scalar_indices": (scalar_indices, (), (X,)),
+    "slices": (slices, (), (M,)),
+    "int_arrays": (int_arrays, (), (M,)),
+    "non_adjacent_ints": (non_adjacent_ints, (), (T3,)),
+    "scan_accumulate": (scan_accumulate, (), (X,)),
+    "fori_update": (fori_update, (), (X,)),
+    "while_counter": (while_counter, (), (X,)),
+    "cond_writes": (cond_writes, (), (X,)),
+    "cond_writes_neg": (cond_writes, (), (-X,)),
+    "nested_jit": (nested_jit, (), (X,)),
+    "args_mutated": (args_mutated, (X[:3], M[0]), (X,)),
+    "closed_over": (closed_over, (M[1],), (M[2],)),
+    "traced_index": (traced_index, (), (X, np.int32(2))),
+}
+
+
+def _run(lib, name, mode):
+  api, np_ = lib
+  fn, ref_inits, args = PROGRAMS[name]
+  refs = [api.new_ref(np_.asarray(v)) for v in ref_inits]
+  args = [np_.asarray(a) for a in args]
+  if mode == "jit" and name != "closed_over":
+    outs = api.jit(lambda *a: fn(api, np_, refs, *a))(*args)
+  else:
+    outs = fn(api, np_, refs, *args)
+  return outs, [api.freeze(r) for r in refs]
+
+
+def _assert_same(got, want):
+  got_leaves = revax.tree_util.tree_leaves(got)
+  want_leaves = jax.tree_util.tree_leaves(want)
+  assert len(got_leaves) == len(want_leaves)
+  for g, w in zip(got_leaves, want_leaves):
+    assert np.shape(g) == np.shape(w)
+    assert np.asarray(g).dtype == np.asarray(w).dtype
+    np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("mode", ["eager", "jit"])
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_program_outputs_and_final_refs(name, mode):
+  got = _run(REVAX, name, mode)
+  want = _run(JAX, name, mode)
+  _assert_same(got, want)
+
+
+def test_jaxprs_check_and_keep_ref_types():
+  from revax._src.core.typecheck import check_jaxpr
+  for name in ("whole", "slices", "scan_accumulate", "cond_writes"):
+    fn, _, args = PROGRAMS[name]
+    closed = revax.make_jaxpr(lambda *a: fn(revax, rnp, [], *a))(*args)
+    check_jaxpr(closed)
+    assert "Ref{" in str(closed)
+    assert "new_ref" in [e.primitive.name for e in closed.jaxpr.eqns]
+
+
+def test_ref_type_repr_and_isinstance():
+  for lib in (REVAX, JAX):
+    api, np_ = lib
+    r = api.new_ref(np_.arange(3.0))
+    assert isinstance(r, api.Ref) and not isinstance(np_.ones(2), api.Ref)
+  r, jr = revax.new_ref(rnp.arange(3.0)), jax.new_ref(jnp.arange(3.0))
+  assert repr(r) == repr(jr)
+  assert str(revax.typeof(r)) == str(jax.typeof(jr))
+  assert repr(revax.new_ref(1)) == repr(jax.new_ref(1))  # weakly typed
+  assert len(r) == len(jr) == 3
+  seen = []
+  revax.jit(lambda q: seen.append(isinstance(q, revax.Ref)) or q[0])(r)
+  assert seen == [True]
+
+
+def test_public_names_match_jax():
+  for n in ("AbstractRef", "Ref", "addupdate", "empty_ref", "free_ref", "freeze", "get",
+            "new_ref", "set", "swap"):
+    assert hasattr(jax.ref, n) and hasattr(revax.ref, n), n
+  for n in ("new_ref", "freeze", "Ref", "empty_ref", "free_ref"):
+    assert hasattr(revax, n), n
+
+
+# --- grad -----------------------------------------------------------------------------------------
+def loss_set_scale(api, np_, x):
+  q = api.new_ref(x)
+  q[...] = q[...] * x
+  return np_.sum(np_.sin(api.freeze(q)))
+
+
+def loss_accumulate(api, np_, x):
+  acc = api.new_ref(np_.zeros((), np_.float32))
+  for i in range(3):
+    acc[...] += np_.sum(x[i:] ** 2) * (i + 1)
+  return acc[...]
+
+
+def loss_indexed(api, np_, x):
+  r = api.new_ref(np_.zeros((6,), np_.float32))
+  r[1:4] = x[:3] * 2.0
+  r[np_.array([0, 5])] += x[3:5]
+  r[2] = r[2] * x[5]
+  return np_.sum(np_.cos(r[...]) * np_.arange(6.0, dtype=np_.float32))
+
+
+def loss_scan(api, np_, x):
+  acc = api.new_ref(np_.zeros((), np_.float32))
+
+  def body(c, xi):
+    acc[...] += np_.sin(xi) * c
+    return c * 1.5, acc[...]
+  c, ys = api.lax.scan(body, np_.float32(1.0), x)
+  return np_.sum(ys) + c * acc[...]
+
+
+GRAD_LOSSES = [loss_set_scale, loss_accumulate, loss_indexed, loss_scan]
+
+
+@pytest.mark.parametrize("jit", [False, True])
+@pytest.mark.parametrize("loss", GRAD_LOSSES, ids=lambda f: f.__name__)
+def test_grad_of_refs_created_inside(loss, jit):
+  def run(api, np_):
+    g = api.grad(lambda x: loss(api, np_, x))
+    return (api.jit(g) if jit else g)(np_.asarray(X))
+  got, want = run(*REVAX), run(*JAX)
+  np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-5, atol=1e-6)
+
+
+def test_grad_reads_a_closed_over_ref():
+  def run(api, np_):
+    r = api.new_ref(np_.zeros(6, np_.float32))
+
+    def f(x):
+      r[...] = api.lax.stop_gradient(x) * 2.0
+      return np_.sum(x * r[...])
+    return api.grad(f)(np_.asarray(X)), api.freeze(r)
+  _assert_same(run(*REVAX), run(*JAX))
+
+
+# --- vmap -----------------------------------------------------------------------------------------
+def per_example(api, np_, x):
+  r = api.new_ref(x)
+  r[0] = x[1]
+  r[1:3] += x[3:5]
+  r[np_.array([4, 2])] = r[np_.array([0, 1])] * 2.0
+  return api.freeze(r), r[-1]
+
+
+def test_vmap_refs_created_inside():
+  def run(api, np_):
+    return api.vmap(lambda x: per_example(api, np_, x))(np_.asarray(np.tile(M, (1, 2))))
+  _assert_same(run(*REVAX), run(*JAX))
+
+
+@pytest.mark.parametrize("in_axis", [0, 1])
+def test_vmap_ref_arguments(in_axis):
+  def run(api, np_):
+    r = api.new_ref(np_.asarray(M))
+    i = np_.array([2, 0, 1, 1] if in_axis == 1 else [1, 0, 3])
+
+    def f(x, q, k):
+      q[...] = q[...] * 2.0 + x
+      q[k] += 1.0
+      return q[0] + q[k]
+    xs = np_.asarray(M * 3.0)
+    out = api.vmap(f, in_axes=(in_axis, in_axis, 0))(xs, r, i)
+    return out, api.freeze(r)
+  _assert_same(run(*REVAX), run(*JAX))
+
+
+def test_vmap_of_jit_with_ref_argument():
+  def run(api, np_):
+    r = api.new_ref(np_.asarray(M))
+    out = api.vmap(api.jit(lambda q, x: (q.__setitem__(slice(1, 3), x[:2]), q[3])[1]))(
+        r, np_.asarray(M * 2.0))
+    return out, api.freeze(r)
+  _assert_same(run(*REVAX), run(*JAX))
+
+
+# --- errors ---------------------------------------------------------------------------------------
+def _both_raise(make, exc, match):
+  """`make(api, np_)` raises `exc` (its message containing `match`) with revax and with jax."""
+  for lib in (JAX, REVAX):
+    with pytest.raises(exc, match=match):
+      make(*lib)
+
+
+def test_jit_returning_a_created_ref_raises():
+  _both_raise(lambda api, np_: api.jit(lambda: api.new_ref(1.0))(), ValueError,
+              "mutable array references cannot be returned")
+
+
+def test_jit_returning_a_ref_argument_raises():
+  _both_raise(lambda api, np_: api.jit(lambda r: r)(api.new_ref(np_.ones(3))), ValueError,
+              "returned a mutable array reference of type Ref{f")
+
+
+def test_jit_with_one_ref_passed_twice_raises():
+  def make(api, np_):
+    r = api.new_ref(np_.arange(3.0))
+    api.jit(lambda a, b: a[...] + b[...])(r, r)
+  _both_raise(make, ValueError, "only one reference to a mutable array may be passed")
+
+
+def test_jit_with_a_ref_closed_over_and_passed_raises():
+  def make(api, np_):
+    r = api.new_ref(np_.arange(3.0))
+    api.jit(lambda a: a[...] + r[...])(r)
+  _both_raise(make, ValueError, "was both closed over and passed as the argument a")
+
+
+def test_scan_returning_a_ref_raises():
+  _both_raise(lambda api, np_: api.lax.scan(lambda c, x: (c, x), api.new_ref(1.0),
+                                            np_.arange(2.0)),
+              ValueError, "mutable array references? cannot be returned")
+
+
+@pytest.mark.parametrize("idx,value,what", [
+    (..., np.zeros(2, np.float32), "Invalid shape for `swap`"),
+    (..., np.zeros(3, np.int32), "Invalid dtype for `swap`"),
+    (0, 3, "Invalid dtype for `swap`"),  # a weak int is not cast into a float ref
+    (slice(0, 2), 3.0, "Invalid shape for `swap`")])  # no broadcasting
+def test_writing_a_mismatched_value_raises(idx, value, what):
+  def make(api, np_):
+    r = api.new_ref(np_.zeros(3, np_.float32))
+    r[idx] = value
+  _both_raise(make, ValueError, what)
+  _both_raise(lambda api, np_: api.jit(lambda: make(api, np_))(), ValueError, what)
+
+
+def test_addupdate_does_not_broadcast():
+  _both_raise(lambda api, np_: api.new_ref(np_.zeros(5)).addupdate(1.0), ValueError,
+              "Invalid shape for `addupdate`")
+
+
+def test_integer_writes_are_cast_as_in_jax():
+  for lib in (REVAX, JAX):
+    api, np_ = lib
+    r = api.new_ref(np_.zeros(3, np_.int32))
+    r[0] = np_.int8(4)
+    r[1] = 5
+    assert np.asarray(api.freeze(r)).tolist() == [4, 5, 0]
+
+
+def test_out_of_bound_static_index_raises():
+  _both_raise(lambda api, np_: api.new_ref(np_.zeros(3))[5], ValueError,
+              "Out of bound indexer: idx=5, dim=3")
+
+
+def test_ref_operations_on_arrays_raise():
+  _both_raise(lambda api, np_: api.ref.get(np_.zeros(3), ()), ValueError,
+              "Can only call `ref_get` on a `Ref`")
+  _both_raise(lambda api, np_: api.ref.set(np_.zeros(3), (), np_.zeros(3)), ValueError,
+              "Can only call `ref_set` on a `Ref`")
+
+
+def test_new_ref_of_a_list_raises():
+  _both_raise(lambda api, np_: api.new_ref([1.0, 2.0]), TypeError,
+              "Error interpreting argument to new_ref as a JAX value")
+
+
+def test_boolean_index_raises():
+  for lib in (REVAX, JAX):
+    api, np_ = lib
+    with pytest.raises(api.errors.NonConcreteBooleanIndexError):
+      api.new_ref(np_.arange(3.0))[np_.array([True, False, True])]
+
+
+def test_vmap_writing_an_unbatched_ref_raises():
+  def make(api, np_):
+    r = api.new_ref(np_.zeros(3))
+
+    def f(x):
+      r[...] = x
+      return x
+    api.vmap(f)(np_.ones((2, 3)))
+  _both_raise(make, Exception, "vmapped value on an unbatched array reference")
+
+
+def test_grad_writing_an_undifferentiated_ref_raises():
+  def make(api, np_):
+    r = api.new_ref(np_.zeros(3))
+
+    def f(x):
+      r[...] = x
+      return np_.sum(x)
+    api.grad(f)(np_.ones(3))
+  _both_raise(make, Exception, "differentiated value on a non-differentiated array reference")
