@@ -113,6 +113,7 @@ from revax._src.lax.state import empty_ref as empty_ref
 from revax._src.lax.state import free_ref as free_ref
 from revax._src.lax.state import freeze as freeze
 from revax._src.lax.state import new_ref as new_ref
+from revax._src.lax.state_indexing import ds as ds
 from revax import ref as ref
 from revax._src.core.dtypes import float0 as float0
 from revax._src.runtime.client import Device as Device

@@ -229,8 +229,15 @@ def _batched_index(axis_size, indexer, idxs, dims):
     return new, list(idxs), len(indexer.int_shape) if ints_lead else 0
   # a batched index: the batch dimension becomes an integer indexer (an iota) beside them
   int_shape = (axis_size,) + indexer.int_shape
-  iota = shapes.broadcasted_iota(np.int32, int_shape, 0)
-  ops = [iota] + [bdim_to_front(i, d, axis_size) for i, d in zip(idxs, dims)]
+  ops = [shapes.broadcasted_iota(np.int32, int_shape, 0)]
+  operand_dims = [k for k, e in enumerate(indexer.entries) if e[0] != "s"]
+  for k, i, d in zip(operand_dims, idxs, dims, strict=True):
+    if indexer.entries[k][0] == "d":  # a traced slice start
+      if d is not None:
+        raise NotImplementedError("vmap of a Ref slice whose traced start is batched")
+      ops.append(i)
+    else:
+      ops.append(bdim_to_front(i, d, axis_size))
   return RefIndexer(shape, (("i",),) + indexer.entries, int_shape), ops, 0
 
 

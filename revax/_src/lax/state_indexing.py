@@ -27,10 +27,53 @@ from revax._src.lax import binary, comparison, conversion, shapes, slicing
 from revax._src.runtime.array import Array
 
 
+class Slice:
+  """A slice given by a start (static, or traced: `ds(i, 2)` under jit), a static size and a
+  static stride (JAX's `jax._src.indexing.Slice`)."""
+  __slots__ = ("start", "size", "stride")
+
+  def __init__(self, start, size, stride: int = 1):
+    if stride < 0:
+      raise ValueError("`stride` must be >= 0.")
+    self.start, self.size, self.stride = start, size, stride
+
+  def __repr__(self):
+    return f"Slice(start={self.start}, size={self.size}, stride={self.stride})"
+
+
+def ds(start, size=None, stride=None):
+  """A slice of `size` elements from `start`, which may be traced (JAX's `jax.ds`):
+  `ds(None)` is `:`, `ds(j)` is `:j`, `ds(i, j)` is `i:i+j`, `ds(i, j, k)` is `i:i+j:k`.
+
+  Args:
+    start: the first index (an int or an integer scalar array), or None.
+    size: the number of elements (a static int).
+    stride: the static step (default 1).
+
+  Returns:
+    A `Slice` (or `slice(None)` for `ds(None)`), to index a Ref with.
+
+  Example:
+    >>> r = revax.new_ref(jnp.arange(6))
+    >>> revax.jit(lambda i: r[revax.ds(i, 2)])(3)
+    Array([3, 4], dtype=int32)
+  """
+  if start is None:
+    return slice(None)
+  if stride is None:
+    stride = 1
+  if not isinstance(stride, int):
+    raise ValueError("Non-static stride in `dslice`")
+  if size is None:
+    start, size = 0, start
+  return Slice(start, size, stride)
+
+
 class RefIndexer:
-  """The static part of a normalized index of a Ref of shape `shape`: per dimension
-  ("s", start, size, stride) or ("i",) (the next integer indexer operand), and the shape
-  `int_shape` every integer indexer was broadcast to."""
+  """The static part of a normalized index of a Ref of shape `shape`: per dimension a static
+  slice ("s", start, size, stride), a slice from a traced start ("d", size, stride; the start
+  is the next operand) or an integer indexer ("i",; the next operand), and the shape
+  `int_shape` every integer indexer was broadcast to. Operands come in dimension order."""
   __slots__ = ("shape", "entries", "int_shape", "_hash")
 
   def __init__(self, shape, entries, int_shape):
@@ -57,7 +100,7 @@ class RefIndexer:
 
   def out_shape(self) -> tuple:
     """The shape of ref[idx]."""
-    sliced = [e[2] for e in self.entries if e[0] == "s"]
+    sliced = [e[-2] for e in self.entries if e[0] != "i"]
     pos = self.int_positions()
     if not pos:
       return tuple(sliced)
@@ -71,6 +114,8 @@ class RefIndexer:
     for e, n in zip(self.entries, self.shape):
       if e[0] == "i":
         parts.append("i")
+      elif e[0] == "d":
+        parts.append(f"d:d+{e[1]}" + (f":{e[2]}" if e[2] != 1 else ""))
       else:
         _, start, size, stride = e
         stop = start + (size - 1) * stride + 1 if size else start
@@ -88,11 +133,32 @@ def _is_int(i) -> bool:
 def _slice_entry(s: slice, n: int, pos: int):
   for part in (s.start, s.stop, s.step):
     if part is not None and not _is_int(part):
-      raise IndexError(f"Ref slice entries must be static integers. Got {s} at position {pos}")
+      raise IndexError(f"Ref slice entries must be static integers (use revax.ds for a traced "
+                       f"start). Got {s} at position {pos}")
   start, stop, step = s.indices(n)
   if step < 1:
-    raise NotImplementedError(f"Ref slices with a step below 1 are not supported: {s}")
+    raise ValueError(f"slice must have a step >= 1 (found: {step})")
   return ("s", start, len(range(start, stop, step)), step)
+
+
+def _ds_entry(s: Slice, n: int):
+  """(entry, start operand or None) of a `ds` slice, bounds-checked where static (as JAX)."""
+  if not _is_int(s.size) or not _is_int(s.stride):
+    raise TypeError(f"the size and stride of a Ref slice must be static integers: {s}")
+  start = s.start
+  if _is_int(start):
+    start = int(start)
+    if start and start >= n:
+      raise ValueError(f"Out of bound slice: start={start}, dim={n}.")
+    if start and s.size and start + (s.size - 1) * s.stride >= n:
+      raise ValueError(f"Out of bound slice: start={start}, size={s.size}, stride={s.stride},"
+                       f" dim={n}.")
+    return ("s", start, int(s.size), int(s.stride)), None
+  if not dtypes.is_integer(get_aval(start).dtype) or get_aval(start).shape:
+    raise TypeError(f"the start of a Ref slice must be an integer scalar, got {start!r}")
+  if get_aval(start).dtype != np.int32:
+    start = conversion.convert_element_type(start, np.int32)
+  return ("d", int(s.size), int(s.stride)), start
 
 
 def normalize_index(shape, idx) -> tuple[RefIndexer | None, list]:
@@ -114,10 +180,15 @@ def normalize_index(shape, idx) -> tuple[RefIndexer | None, list]:
     raise ValueError(f"`indices` must not be longer than `shape`: indices={idx}, "
                      f"shape={tuple(shape)}")
   idx = tuple(idx) + (slice(None),) * (len(shape) - len(idx))
-  entries, ints = [], []
+  entries, ints, starts = [], [], {}
   for pos, (i, n) in enumerate(zip(idx, shape)):
     if isinstance(i, slice):
       entries.append(_slice_entry(i, n, pos))
+    elif isinstance(i, Slice):
+      entry, start = _ds_entry(i, n)
+      if start is not None:
+        starts[pos] = start
+      entries.append(entry)
     elif _is_int(i):
       value = int(i)
       if value >= n:
@@ -137,7 +208,7 @@ def normalize_index(shape, idx) -> tuple[RefIndexer | None, list]:
       raise TypeError(f"Ref index entries must be integers, slices, integer arrays or "
                       f"Ellipsis; got {i!r} at position {pos}")
   if not ints:
-    return RefIndexer(shape, entries, ()), []
+    return RefIndexer(shape, entries, ()), [starts[d] for d in sorted(starts)]
   int_shapes = [np.shape(i) if not isinstance(i, (Array, Tracer)) else get_aval(i).shape
                 for i in ints]
   try:
@@ -152,7 +223,10 @@ def normalize_index(shape, idx) -> tuple[RefIndexer | None, list]:
       i = shapes.broadcast_in_dim(i, int_shape, tuple(range(len(int_shape) - len(s),
                                                               len(int_shape))))
     operands.append(i)
-  return RefIndexer(shape, entries, int_shape), operands
+  it = iter(operands)
+  ordered = [starts[d] if e[0] == "d" else next(it) for d, e in enumerate(entries)
+             if e[0] != "s"]
+  return RefIndexer(shape, entries, int_shape), ordered
 
 
 # --- reading and writing arrays at an index ------------------------------------------------------
@@ -172,7 +246,7 @@ def _apply_slices(x, indexer: RefIndexer):
     return x
   starts, limits, strides = [], [], []
   for e, n in zip(entries, indexer.shape):
-    if e[0] == "i":
+    if e[0] != "s":
       starts.append(0), limits.append(n), strides.append(1)
     else:
       _, start, size, stride = e
@@ -183,14 +257,47 @@ def _apply_slices(x, indexer: RefIndexer):
 
 
 def _sliced_shape(indexer: RefIndexer) -> tuple:
-  return tuple(n if e[0] == "i" else e[2] for e, n in zip(indexer.entries, indexer.shape))
+  return tuple(n if e[0] == "i" else e[-2] for e, n in zip(indexer.entries, indexer.shape))
+
+
+def _split_operands(indexer: RefIndexer, idxs):
+  """({dimension: traced slice start}, [integer indexers]) of an index's operands."""
+  starts, ints = {}, []
+  operand_dims = [d for d, e in enumerate(indexer.entries) if e[0] != "s"]
+  for d, op in zip(operand_dims, idxs, strict=True):
+    if indexer.entries[d][0] == "d":
+      starts[d] = op
+    else:
+      ints.append(op)
+  return starts, ints
+
+
+def _apply_dynamic_slices(x, indexer: RefIndexer, starts):
+  """x with its traced-start slices applied (a dynamic slice, then the stride)."""
+  if not starts:
+    return x
+  shape = get_aval(x).shape
+  begin = [np.int32(0)] * len(shape)
+  window = list(shape)
+  strided = False
+  for d, start in starts.items():
+    _, size, stride = indexer.entries[d]
+    begin[d] = _wrap_negative(start, shape[d])
+    window[d] = (size - 1) * stride + 1 if size else 0
+    strided |= stride != 1
+  x = slicing.dynamic_slice(x, begin, window)
+  if strided:
+    strides = [indexer.entries[d][2] if d in starts else 1 for d in range(len(shape))]
+    x = slicing.slice(x, [0] * len(shape), window, strides)
+  return x
 
 
 def index_array(x, indexer: RefIndexer | None, idxs):
   """x[idx] for the normalized index (indexer, idxs)."""
   if indexer is None:
     return x
-  x = _apply_slices(x, indexer)
+  starts, idxs = _split_operands(indexer, idxs)
+  x = _apply_dynamic_slices(_apply_slices(x, indexer), indexer, starts)
   pos = indexer.int_positions()
   if not pos:
     return x
@@ -229,18 +336,19 @@ def update_array(x, indexer: RefIndexer | None, idxs, v, add: bool):
   """x with x[idx] replaced by v (`add`: increased by v)."""
   if indexer is None:
     return binary.add(x, v) if add else v
-  pos = indexer.int_positions()
   entries = indexer.entries
-  if not indexer.int_shape and all(e[0] == "i" or e[3] == 1 for e in entries):
+  if not indexer.int_shape and all(e[0] == "i" or e[-1] == 1 for e in entries):
     # scalars and unit-stride slices: a dynamic update of the window they select
+    operand_dims = [d for d, e in enumerate(entries) if e[0] != "s"]
+    dynamic = dict(zip(operand_dims, idxs, strict=True))
     starts, window = [], []
     for d, (e, n) in enumerate(zip(entries, indexer.shape)):
-      if e[0] == "i":
-        starts.append(_wrap_negative(idxs[pos.index(d)], n))
-        window.append(1)
-      else:
+      if e[0] == "s":
         starts.append(np.int32(e[1]))
         window.append(e[2])
+      else:
+        starts.append(_wrap_negative(dynamic[d], n))
+        window.append(1 if e[0] == "i" else e[1])
     v = shapes.reshape(v, window)
     if add:
       v = binary.add(slicing.dynamic_slice(x, starts, window), v)
