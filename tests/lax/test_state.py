@@ -443,3 +443,114 @@ def test_grad_writing_an_undifferentiated_ref_raises():
       return np_.sum(x)
     api.grad(f)(np_.ones(3))
   _both_raise(make, Exception, "differentiated value on a non-differentiated array reference")
+
+
+# --- transformations composed with loops over refs ---------------------------------------------
+def loop_scan(api, np_, x):
+  r = api.new_ref(np_.zeros(4, np_.float32))
+
+  def body(c, xi):
+    r[...] = r[...] * 0.5 + xi * c
+    return c + xi, None
+  c, _ = api.lax.scan(body, np_.float32(1.0), x)
+  return np_.sum(api.freeze(r) ** 2) + c
+
+
+def loop_fori(api, np_, x):
+  r = api.new_ref(np_.float32(0.0))
+
+  def body(i, c):
+    r[...] += c * x[i]
+    return c * 2.0
+  api.lax.fori_loop(0, 4, body, np_.float32(1.0))
+  return r[...]
+
+
+def loop_while(api, np_, x):
+  r = api.new_ref(np_.float32(0.0))
+
+  def body(c):
+    r[...] += c * x[0]
+    return c + 1
+  api.lax.while_loop(lambda c: c < 3, body, 0)
+  return r[...]
+
+
+def loop_nested_scans(api, np_, x):
+  r = api.new_ref(np_.float32(0.0))
+
+  def outer(c, xi):
+    def inner(c2, y):
+      r[...] += y * xi
+      return c2, None
+    return api.lax.scan(inner, c, x)[0], None
+  api.lax.scan(outer, np_.float32(0.0), x)
+  return api.freeze(r)
+
+
+XB = np.stack([X[:4], X[2:] * 2.0])
+
+COMPOSED = {  # name -> (loss, transformation)
+    "grad_scan": (loop_scan, lambda api, f: api.grad(f)),
+    "jit_grad_scan": (loop_scan, lambda api, f: api.jit(api.grad(f))),
+    "vmap_grad_scan": (loop_scan, lambda api, f: api.vmap(api.grad(f))),
+    "vmap_scan": (loop_scan, lambda api, f: api.vmap(f)),
+    "jvp_scan": (loop_scan, lambda api, f: lambda x: api.jvp(f, (x,), (x * 0.5 + 1.0,))),
+    "linearize_scan": (loop_scan, lambda api, f: lambda x: api.linearize(f, x)[1](x + 1.0)),
+    "grad_fori": (loop_fori, lambda api, f: api.grad(f)),
+    "vmap_fori": (loop_fori, lambda api, f: api.vmap(f)),
+    "jvp_while": (loop_while, lambda api, f: lambda x: api.jvp(f, (x,), (x + 1.0,))),
+    "vmap_while": (loop_while, lambda api, f: api.vmap(f)),
+    "jit_nested_scans": (loop_nested_scans, lambda api, f: api.jit(f)),
+    "grad_nested_scans": (loop_nested_scans, lambda api, f: api.grad(f)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(COMPOSED))
+def test_transformations_of_loops_over_refs(name):
+  loss, transform = COMPOSED[name]
+
+  def run(api, np_):
+    x = np_.asarray(XB if "vmap" in name else XB[0])
+    return transform(api, lambda x: loss(api, np_, x))(x)
+  got, want = run(*REVAX), run(*JAX)
+  for g, w in zip(revax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want)):
+    np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=2e-5, atol=1e-5)
+
+
+def test_jacrev_of_a_ref_program():
+  def run(api, np_):
+    def f(x):
+      q = api.new_ref(x)
+      q[1:3] = x[:2] ** 2
+      return api.freeze(q)
+    return api.jacrev(f)(np_.asarray(XB[0]))
+  _assert_same(run(*REVAX), run(*JAX))
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_ds_slices_with_traced_starts(jit):
+  def run(api, np_):
+    r = api.new_ref(np_.arange(12.0, dtype=np_.float32).reshape(2, 6))
+
+    def f(i, j):
+      r[0, api.ds(i, 2)] = np_.ones(2, np_.float32)
+      r[np_.array([1, 0]), api.ds(j, 3, 2)] = np_.full((2, 3), 7.0, np_.float32)
+      return r[:, api.ds(i, 2)], r[1, api.ds(1, 3)]  # (jax fails on r[1, ds(1, 3, 2)])
+    return (api.jit(f) if jit else f)(3, 0), api.freeze(r)
+  _assert_same(run(*REVAX), run(*JAX))
+
+
+def test_ds_under_vmap_and_grad():
+  def run(api, np_):
+    xs = np_.arange(8.0, dtype=np_.float32).reshape(2, 4)
+    v = api.vmap(lambda x, k: (lambda q: (q.__setitem__(k, 5.0), q[api.ds(1, 2)],
+                                          api.freeze(q))[1:])(api.new_ref(x)))(
+        xs, np_.array([0, 3]))
+
+    def loss(x, i):
+      q = api.new_ref(x)
+      q[api.ds(i, 2)] = np_.sin(x[:2])
+      return np_.sum(api.freeze(q) ** 2)
+    return v, api.grad(loss)(xs[0], 1)
+  _assert_same(run(*REVAX), run(*JAX))

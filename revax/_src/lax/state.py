@@ -162,6 +162,7 @@ dispatch.custom_impls[new_ref_p] = _new_ref_impl
 ad.primitive_jvps[new_ref_p] = _new_ref_jvp
 ad.jvp_with_zero_tangents.add(new_ref_p)
 batching.axis_size_batchers[new_ref_p] = _new_ref_batch
+batching.batch_unmapped_inputs.add(new_ref_p)
 inv.not_invertible(new_ref_p, "it creates mutable state")
 discharge.ref_creating[new_ref_p] = lambda x, **params: x
 def_effectful(new_ref_p)
