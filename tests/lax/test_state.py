@@ -554,3 +554,17 @@ def test_ds_under_vmap_and_grad():
       return np_.sum(api.freeze(q) ** 2)
     return v, api.grad(loss)(xs[0], 1)
   _assert_same(run(*REVAX), run(*JAX))
+
+
+def test_jaxprs_print_ref_operations_as_jax_does():
+  def f(api, np_, x, i):
+    r = api.new_ref(np_.zeros((3, 4), np_.float32))
+    r[1:, 1:3] = np_.ones((2, 2), np_.float32)
+    api.ref.addupdate(r, (i, api.ds(i, 2)), x[:2])
+    return r[-1, 1:3], r[...]
+  got = str(revax.make_jaxpr(lambda x, i: f(revax, rnp, x, i))(X, 1))
+  want = str(jax.make_jaxpr(lambda x, i: f(jax, jnp, x, i))(jnp.asarray(X), 1))
+  for line in ("d[1:,1:3] <- e", "d[b,b:b+2] += f", "g:f32[2] <- d[-1,1:3]",
+               "h:f32[3,4] <- d[...]", "d:Ref{f32[3,4]} = new_ref[kind=None memory_space=None] c"):
+    assert line in want, want
+    assert line in got, got

@@ -22,7 +22,8 @@ import numpy as np
 from revax._src.core import dtypes
 from revax._src.core.avals import AbstractRef, ShapedArray, get_aval, pytype_aval_mappings
 from revax._src.core.effects import def_effectful
-from revax._src.core.trace import Primitive, Tracer, set_current_trace
+from revax._src.core.jaxpr import DropVar, Literal, binder, pp_eqn_rules
+from revax._src.core.trace import Primitive, Tracer, current_trace, set_current_trace
 from revax._src.interpreters import ad, batching, discharge, dispatch, partial_eval, staging
 from revax._src.interpreters import invertible as inv
 from revax._src.lax import conversion, shapes
@@ -339,7 +340,12 @@ def ref_set(ref, idx, value) -> None:
     >>> r
     Ref([ 0., 10.,  0.], dtype=float32)
   """
-  ref_swap(ref, idx, value, _function_name="ref_set")
+  old = ref_swap(ref, idx, value, _function_name="ref_set")
+  trace = current_trace()
+  if type(trace) is staging.DynamicJaxprTrace and isinstance(old, staging.JaxprTracer):
+    eqns = trace.eqns  # the swap just recorded: its unused output is `_`, as in JAX's jaxprs
+    if eqns and eqns[-1].primitive is swap_p and eqns[-1].outvars[0] is old._var:
+      eqns[-1] = eqns[-1].replace(outvars=[DropVar(old._var.aval)])
 
 
 def _check_value(name, ref_aval, val_aval, indexer):
@@ -549,8 +555,15 @@ def empty_ref(ty, memory_space=None):
   """A Ref of type `ty` (anything with `shape` and `dtype`) whose contents are not yet set
   (revax fills it with zeros; JAX leaves them unspecified).
 
+  Args:
+    ty: the type of the contents (a ShapeDtypeStruct, an array, ...).
+    memory_space: a memory space (only inside jit, as in JAX).
+
+  Returns:
+    A `Ref`.
+
   Example:
-    >>> revax.ref.empty_ref(jax.ShapeDtypeStruct((2,), jnp.float32)).shape  # doctest: +SKIP
+    >>> revax.ref.empty_ref(revax.ShapeDtypeStruct((2,), jnp.float32)).shape
     (2,)
   """
   from revax._src.lax.creation import full
@@ -558,9 +571,67 @@ def empty_ref(ty, memory_space=None):
 
 
 def free_ref(ref):
-  """Declare that `ref` is no longer used (JAX's `jax.free_ref`); returns ()."""
+  """Declare that `ref` is no longer used (JAX's `jax.free_ref`).
+
+  Args:
+    ref: a Ref.
+
+  Returns:
+    ().
+
+  Example:
+    >>> revax.free_ref(revax.new_ref(1.0))
+    ()
+  """
   _ref_aval(ref, "free_ref")
   return ()
+
+
+# --- printing, as JAX prints ref operations in jaxprs -------------------------------------------
+def _pp_operand(names, a) -> str:
+  return str(a.val) if isinstance(a, Literal) else names(a)
+
+
+def _pp_ref(names, ref, indexer, idxs) -> str:
+  """`a[...]`, `a[1:3,i]`, `a[b:b+2]`: a ref at an index."""
+  if indexer is None:
+    return f"{names(ref)}[...]"
+  ops = iter(idxs)
+  parts = []
+  for e, n in zip(indexer.entries, indexer.shape):
+    if e[0] == "i":
+      parts.append(_pp_operand(names, next(ops)))
+    elif e[0] == "d":
+      start = _pp_operand(names, next(ops))
+      parts.append(f"{start}:{start}+{e[1]}")
+    else:
+      _, start, size, stride = e
+      end = start + size
+      parts.append(f"{start or ''}:{'' if end == n else end}")
+  return f"{names(ref)}[{','.join(parts)}]"
+
+
+def _pp_get(eqn, names) -> str:
+  ref, *idxs = eqn.invars
+  return f"{binder(names, eqn.outvars[0])} <- {_pp_ref(names, ref, eqn.params['indexer'], idxs)}"
+
+
+def _pp_swap(eqn, names) -> str:
+  ref, val, *idxs = eqn.invars
+  at = _pp_ref(names, ref, eqn.params["indexer"], idxs)
+  if isinstance(eqn.outvars[0], DropVar):
+    return f"{at} <- {_pp_operand(names, val)}"
+  return f"{binder(names, eqn.outvars[0])}, {at} <- {at}, {_pp_operand(names, val)}"
+
+
+def _pp_addupdate(eqn, names) -> str:
+  ref, val, *idxs = eqn.invars
+  return f"{_pp_ref(names, ref, eqn.params['indexer'], idxs)} += {_pp_operand(names, val)}"
+
+
+pp_eqn_rules[get_p] = _pp_get
+pp_eqn_rules[swap_p] = _pp_swap
+pp_eqn_rules[addupdate_p] = _pp_addupdate
 
 
 # --- threading refs through higher-order primitives -----------------------------------------------

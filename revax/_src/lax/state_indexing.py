@@ -194,7 +194,7 @@ def normalize_index(shape, idx) -> tuple[RefIndexer | None, list]:
       if value >= n:
         raise ValueError(f"Out of bound indexer: idx={value}, dim={n}.")
       entries.append(("i",))
-      ints.append(np.int32(value + n if value < 0 else value))
+      ints.append(np.int32(value))  # (a negative one counts from the end when it is applied)
     elif isinstance(i, (Array, Tracer, np.ndarray)):
       dt = get_aval(i).dtype
       if dtypes.is_bool(dt):
@@ -233,7 +233,7 @@ def normalize_index(shape, idx) -> tuple[RefIndexer | None, list]:
 def _wrap_negative(i, n: int):
   """i + n where i < 0 (NumPy's negative indices), for a dynamic integer indexer."""
   if not isinstance(i, (Array, Tracer)):
-    return i
+    return np.int32(i + n) if i < 0 else i
   return comparison.select_n(comparison.lt(i, np.int32(0)), i,
                              binary.add(i, np.int32(n)))
 
