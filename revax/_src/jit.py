@@ -633,6 +633,33 @@ def _key_value(key):
   return key
 
 
+def _run_with_refs(entry: _Entry, operands) -> list:
+  """Run `entry` (whose program takes mutable array refs) on `operands`: the refs' contents are
+  read, the discharged program runs on them (as a jit call under another transformation), and
+  the new contents it returns are written back into the refs."""
+  refs = [x for x, m in zip(operands, entry.ref_mask) if m]
+  pure = discharge.discharge_state(entry.jaxpr)
+  n = len(entry.jaxpr.out_avals)
+  if (_context.trace is eval_trace and not _rt_sharded.any_sharded(operands)
+          and not _array.any_committed(operands)):
+    # eagerly, a ref's buffer is donated to the call when no one else holds its contents:
+    # XLA writes the new contents into it (JAX's in/out aliases of ref arguments)
+    donate = not any(r._shared for r in refs)
+    positions = [k for k, m in enumerate(entry.ref_mask) if m]
+    aliases = tuple((k, n + j) for j, k in enumerate(positions)) if donate else ()
+    vals = [x._value if m else x for x, m in zip(operands, entry.ref_mask)]
+    program = program_for(pure, entry.name, aliases)
+    outs = run_donating(program, aliases, vals) if aliases else program.call_arrays(vals)
+    for ref, new in zip(refs, outs[n:], strict=True):
+      ref._value, ref._shared = new, False
+    return outs[:n]
+  vals = [_state.ref_get(x) if m else x for x, m in zip(operands, entry.ref_mask)]
+  outs = jit_p.bind(*vals, jaxpr=pure, name=entry.name)
+  for ref, new in zip(refs, outs[n:], strict=True):
+    _state.ref_set(ref, (), new)
+  return outs[:n]
+
+
 class Jitted:
   """The result of `revax.jit(fun)`: call it, or `.lower(*args)` to see and compile the program."""
 
@@ -854,22 +881,15 @@ class Jitted:
     return outs[0] if entry.out_is_leaf else tree_util.tree_unflatten(entry.out_tree, outs)
 
   def _call_with_refs(self, entry: _Entry, leaves, args, kwargs) -> list:
-    """A call of a program that takes mutable array refs (arguments, or closed-over ones): the
-    refs' contents are read, the discharged program runs on them (as a jit call under another
-    transformation), and the new contents it returns are written back into the refs."""
+    """A call of a program that takes mutable array refs (arguments, or closed-over ones):
+    checked for a ref passed twice, then run by `_run_with_refs`."""
     operands = list(entry.consts) + list(leaves)
     nconst = len(entry.consts)
     seen: dict = {}
     for k, (x, is_ref) in enumerate(zip(operands, entry.ref_mask, strict=True)):
       if is_ref and seen.setdefault(id(x), k) != k:
         self._aliased_ref_error(seen[id(x)], k, nconst, x, args, kwargs)
-    refs = [x for x, m in zip(operands, entry.ref_mask) if m]
-    vals = [_state.ref_get(x) if m else x for x, m in zip(operands, entry.ref_mask)]
-    outs = jit_p.bind(*vals, jaxpr=discharge.discharge_state(entry.jaxpr), name=entry.name)
-    n = len(entry.jaxpr.out_avals)
-    for ref, new in zip(refs, outs[n:], strict=True):
-      _state.ref_set(ref, (), new)
-    return outs[:n]
+    return _run_with_refs(entry, operands)
 
   def _aliased_ref_error(self, first, second, nconst, ref, args, kwargs):
     names = self._split(args, kwargs)[3]()
@@ -1022,8 +1042,13 @@ class Lowered(_StageAttributes):
   def as_text(self) -> str:
     """The StableHLO module, as text."""
     if self._text is None:
-      self._text = mlir.lower_jaxpr_to_module(self._entry.jaxpr, self._entry.name,
-                                              aliases=self._entry.aliases or ())
+      entry = self._entry
+      aliases = entry.aliases or ()
+      if entry.ref_mask is not None:  # a ref argument's new contents may reuse its buffer
+        n = len(entry.jaxpr.out_avals)
+        aliases = tuple((k, n + j) for j, k in enumerate(
+            k for k, m in enumerate(entry.ref_mask) if m))
+      self._text = mlir.lower_jaxpr_to_module(entry.jaxpr, entry.name, aliases=aliases)
     return self._text
 
   @property
@@ -1057,8 +1082,15 @@ class Compiled(_StageAttributes):
     if treedef != self.in_tree:
       raise TypeError(f"compiled function {self._entry.name} was compiled for arguments of "
                       f"structure {self.in_tree}, got {treedef}")
-    program = self._entry.program
     avals = [x.aval if type(x) is Array else get_aval(x) for x in leaves]
+    if self._entry.ref_mask is not None:  # a program that takes refs
+      dispatch.check_arg_avals(self._entry.name, self._entry.jaxpr.in_avals,
+                               [get_aval(c) for c in self._entry.consts] + avals)
+      _state.check_distinct_refs([x for x in self._entry.consts + leaves if _state.is_ref(x)],
+                                 f"the compiled function {self._entry.name}")
+      outs = _run_with_refs(self._entry, self._entry.consts + leaves)
+      return tree_util.tree_unflatten(self._entry.out_tree, outs)
+    program = self._entry.program
     program.check_avals([c.aval for c in self._entry.consts] + avals)
     operands = self._entry.consts + leaves
     if _array.committed_live:  # placed and committed as a jit call's (Jitted._call)

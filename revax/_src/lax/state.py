@@ -54,11 +54,14 @@ class Ref(metaclass=_RefMeta):
     >>> r
     Ref([0., 5., 0.], dtype=float32)
   """
-  __slots__ = ("_aval", "_value", "__weakref__")
+  __slots__ = ("_aval", "_value", "_shared", "__weakref__")
 
-  def __init__(self, aval: AbstractRef, value: Array):
+  def __init__(self, aval: AbstractRef, value: Array, shared: bool = True):
     self._aval = aval
     self._value = value
+    # whether `_value` may be held elsewhere too (it was handed out by a read, or came from the
+    # caller); a jitted call donates the buffers of refs whose contents are theirs alone
+    self._shared = shared
 
   aval = property(lambda self: self._aval)
   shape = property(lambda self: self._aval.shape)
@@ -141,6 +144,9 @@ def _new_ref_impl(x, *, memory_space, kind):
   if memory_space is not None:
     raise NotImplementedError("array ref with memory space only works inside of a `jit`.")
   value = dispatch.to_array(x)
+  if value._buf is None:  # a host value: the ref takes a copy of its own (as JAX copies)
+    return Ref(AbstractRef(value.aval, kind=kind),
+               dispatch.wrap_host(np.array(value._npy), value.aval), shared=False)
   return Ref(AbstractRef(value.aval, kind=kind), value)
 
 
@@ -200,7 +206,10 @@ def _get_abstract_eval(ref_aval, *idx_avals, indexer):
 
 def _get_impl(ref, *idxs, indexer):
   _get_abstract_eval(get_aval(ref), indexer=indexer)
-  return index_array(ref._value, indexer, idxs)
+  out = index_array(ref._value, indexer, idxs)
+  if out is ref._value:
+    ref._shared = True
+  return out
 
 
 def _get_discharge(x, *idxs, indexer):
@@ -374,7 +383,8 @@ def _swap_abstract_eval(ref_aval, val_aval, *idx_avals, indexer):
 def _swap_impl(ref, val, *idxs, indexer):
   _swap_abstract_eval(ref._aval, get_aval(val), indexer=indexer)
   old = index_array(ref._value, indexer, idxs)
-  ref._value = dispatch.to_array(update_array(ref._value, indexer, idxs, val, add=False))
+  new = update_array(ref._value, indexer, idxs, val, add=False)
+  ref._value, ref._shared = dispatch.to_array(new), new is val or type(new) is not Array
   return old
 
 
@@ -464,6 +474,7 @@ def _addupdate_abstract_eval(ref_aval, val_aval, *idx_avals, indexer):
 def _addupdate_impl(ref, val, *idxs, indexer):
   _addupdate_abstract_eval(ref._aval, get_aval(val), indexer=indexer)
   ref._value = dispatch.to_array(update_array(ref._value, indexer, idxs, val, add=True))
+  ref._shared = False
   return []
 
 
@@ -539,6 +550,7 @@ freeze_p = Primitive("freeze")
 freeze_p.def_abstract_eval(_freeze_abstract_eval)
 def _freeze_impl(ref):
   _freeze_abstract_eval(get_aval(ref))
+  ref._shared = True
   return ref._value
 
 
