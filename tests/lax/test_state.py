@@ -611,3 +611,34 @@ def test_compiled_program_with_ref_arguments():
     compiled(r, x)
     compiled(r, x)
     np.testing.assert_allclose(np.asarray(api.freeze(r)), [1.0, 3.0, 5.0])
+
+
+# --- shard_map ------------------------------------------------------------------------------------
+def _one_device_mesh(api):
+  return api.make_mesh((1,), ("x",), axis_types=(api.sharding.AxisType.Auto,))
+
+
+def _scaled_through_a_ref(api, np_):
+  def body(x):
+    q = api.new_ref(np_.zeros_like(x))
+    q[...] = x * 3.0
+    q[0] += 1.0
+    return api.freeze(q)
+  P = api.sharding.PartitionSpec
+  return api.shard_map(body, mesh=_one_device_mesh(api), in_specs=P("x"), out_specs=P("x"))
+
+
+def test_shard_map_with_refs_made_inside():
+  x = np.arange(4.0, dtype=np.float32)
+  want = jax.jit(_scaled_through_a_ref(*JAX))(x)
+  np.testing.assert_allclose(np.asarray(revax.jit(_scaled_through_a_ref(*REVAX))(x)), want)
+  # (jax 0.10.2 refuses this one eagerly: "Eager shard_map cannot return a `jax.Ref`")
+  np.testing.assert_allclose(np.asarray(_scaled_through_a_ref(*REVAX)(x)), want)
+
+
+def test_shard_map_refuses_a_ref_argument():
+  P = revax.sharding.PartitionSpec
+  f = revax.shard_map(lambda q, x: x, mesh=_one_device_mesh(revax), in_specs=(P("x"), P("x")),
+                      out_specs=P("x"))
+  with pytest.raises(NotImplementedError, match="mutable array reference"):
+    f(revax.new_ref(rnp.zeros(4)), rnp.ones(4))
