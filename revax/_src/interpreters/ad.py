@@ -25,7 +25,7 @@ import itertools
 import numpy as np
 
 from revax._src.core import dtypes, sharding_types
-from revax._src.core.avals import ShapedArray, get_aval
+from revax._src.core.avals import AbstractRef, ShapedArray, get_aval
 from revax._src.core.jaxpr import ClosedJaxpr
 from revax._src.core.rules import RuleTable
 from revax._src.core.trace import (Primitive, Trace, Tracer, current_trace, set_current_trace,
@@ -260,6 +260,10 @@ def canonicalize_primal(x):
   if isinstance(x, (Tracer, Array)):
     return x
   aval = get_aval(x)
+  if isinstance(aval, AbstractRef):  # (JAX's grad says so when the cotangent comes back)
+    raise ValueError(f"Expected cotangent type {aval} but got {aval.inner_aval}: a mutable "
+                     "array reference cannot be a point of differentiation (differentiate "
+                     "with respect to its value, or create the ref inside the function)")
   if dtypes.is_python_scalar(x):
     return from_numpy(np.asarray(x, aval.dtype), weak_type=aval.weak_type)
   return from_numpy(np.asarray(x))

@@ -333,34 +333,46 @@ def _bind_while(cond_fn, body_fn, init_vals):
 
 def _while_threading_refs(cond_closed, cond_consts, body_closed, body_consts, init_flat):
   """while_p for a loop whose functions use refs they close over: the refs' contents become
-  leading carries (read before the loop, written back after it)."""
+  leading carries (read before the loop, written back after it). A cond_fun may write to them
+  too: it then runs once before the loop and after each body inside it, and the loop carries
+  its predicate."""
   refs, index = [], {}
   for c in cond_consts + body_consts:
     if state.is_ref(c) and id(c) not in index:
       index[id(c)] = len(refs)
       refs.append(c)
-  if any(e.primitive in (state.swap_p, state.addupdate_p) for e in cond_closed.jaxpr.eqns):
-    raise NotImplementedError("a while_loop cond_fun that writes to a mutable array reference")
   nref = len(refs)
 
-  def operands(consts, ref_vals):
-    return [ref_vals[index[id(c)]] if state.is_ref(c) else c for c in consts]
-
-  def cond_fn(*carry):
-    outs, _ = discharge.eval_discharged(cond_closed.jaxpr, cond_closed.consts,
-                                        operands(cond_consts, carry[:nref]) + list(carry[nref:]))
-    return outs[0]
-
-  def body_fn(*carry):
-    ref_vals = list(carry[:nref])
-    outs, finals = discharge.eval_discharged(
-        body_closed.jaxpr, body_closed.consts,
-        operands(body_consts, ref_vals) + list(carry[nref:]))
-    for c, new in zip([c for c in body_consts if state.is_ref(c)], finals, strict=True):
+  def run(closed, consts, ref_vals, carry):
+    """(outputs, ref contents after) of one of the loop's functions."""
+    args = [ref_vals[index[id(c)]] if state.is_ref(c) else c for c in consts] + list(carry)
+    outs, finals = discharge.eval_discharged(closed.jaxpr, closed.consts, args)
+    ref_vals = list(ref_vals)
+    for c, new in zip([c for c in consts if state.is_ref(c)], finals, strict=True):
       ref_vals[index[id(c)]] = new
-    return ref_vals + list(outs)
+    return outs, ref_vals
 
-  outs = _bind_while(cond_fn, body_fn, [state.ref_get(r) for r in refs] + list(init_flat))
+  cond_writes = any(e.primitive in (state.swap_p, state.addupdate_p)
+                    for e in cond_closed.jaxpr.eqns)
+  ref_vals = [state.ref_get(r) for r in refs]
+  if not cond_writes:
+    def cond_fn(*carry):
+      return run(cond_closed, cond_consts, carry[:nref], carry[nref:])[0][0]
+
+    def body_fn(*carry):
+      outs, vals = run(body_closed, body_consts, carry[:nref], carry[nref:])
+      return vals + list(outs)
+
+    outs = _bind_while(cond_fn, body_fn, ref_vals + list(init_flat))
+  else:
+    (pred,), ref_vals = run(cond_closed, cond_consts, ref_vals, init_flat)
+
+    def body_fn(*carry):
+      outs, vals = run(body_closed, body_consts, carry[1:nref + 1], carry[nref + 1:])
+      (again,), vals = run(cond_closed, cond_consts, vals, outs)
+      return [again] + vals + list(outs)
+
+    outs = _bind_while(lambda p, *_: p, body_fn, [pred] + ref_vals + list(init_flat))[1:]
   for ref, new in zip(refs, outs[:nref]):
     state.ref_set(ref, (), new)
   return outs[nref:]
@@ -497,6 +509,10 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1, _split_transpos
     raise TypeError("lax.scan: f argument should be a callable.")
   init_flat, init_tree = tree_util.tree_flatten(init)
   xs_flat, xs_tree = tree_util.tree_flatten(xs)
+  if any(state.is_ref(x) for x in xs_flat):
+    raise NotImplementedError("scanning over a mutable array reference (a Ref among `xs`) is "
+                              "not supported; scan over its value (`ref[...]`), or index the "
+                              "ref by the step inside the body")
   length = _infer_length(xs_flat, length)
   x_avals = [common.aval_of(x).update(shape=common.aval_of(x).shape[1:]) for x in xs_flat]
   num_carry = len(init_flat)
