@@ -735,3 +735,29 @@ def test_ref_returned_from_a_cond_branch_raises():
 def test_scanning_over_a_ref_is_refused_by_name():
   with pytest.raises(NotImplementedError, match="scanning over a mutable array reference"):
     revax.lax.scan(lambda c, r: (c, r[...]), 0.0, revax.new_ref(rnp.ones((2, 3))))
+
+
+def test_grad_with_an_integer_ref_counter():
+  """An integer ref (a step counter) has no tangent. (jax 0.10.2 fails on this program, so the
+  gradient is compared with jax's of the same computation written without refs.)"""
+  def with_refs(x):
+    n = revax.new_ref(rnp.int32(0))
+    n[...] += 1
+    n[...] = n[...] * 3
+    acc = revax.new_ref(rnp.zeros(()))
+
+    def body(c, xi):
+      n[...] += 1
+      acc[...] += xi * n[...].astype(rnp.float32)
+      return c, None
+    revax.lax.scan(body, 0.0, x)
+    return acc[...] + n[...]
+
+  def pure(x):
+    return jnp.sum(x * jnp.arange(4.0, 4.0 + x.shape[0])) + 3 + x.shape[0]
+  x = np.arange(3.0, dtype=np.float32)
+  want = jax.grad(pure)(x)
+  for g in (revax.grad(with_refs), revax.jit(revax.grad(with_refs))):
+    np.testing.assert_allclose(np.asarray(g(x)), want)
+  np.testing.assert_allclose(np.asarray(revax.vmap(revax.grad(with_refs))(np.stack([x, x]))),
+                             np.stack([want, want]))

@@ -151,10 +151,14 @@ def _new_ref_impl(x, *, memory_space, kind):
 
 
 def _new_ref_jvp(primals, tangents, *, memory_space, kind):
+  """A ref made under differentiation gets a tangent ref (of zeros when its initial value has
+  none), since a differentiated value may be written into it later; a ref of integers or bools
+  has none (no value written into it has a tangent)."""
   (x,), (t,) = primals, tangents
-  tangent = ad.instantiate_zeros(t)
-  return (new_ref_p.bind(x, memory_space=memory_space, kind=kind),
-          new_ref_p.bind(tangent, memory_space=memory_space, kind=kind))
+  ref = new_ref_p.bind(x, memory_space=memory_space, kind=kind)
+  if not dtypes.is_inexact(get_aval(x).dtype):
+    return ref, ad.Zero(AbstractRef(ad.tangent_aval(get_aval(x))))
+  return ref, new_ref_p.bind(ad.instantiate_zeros(t), memory_space=memory_space, kind=kind)
 
 
 def _new_ref_batch(axis_size, vals, dims, *, memory_space, kind):
