@@ -509,10 +509,6 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1, _split_transpos
     raise TypeError("lax.scan: f argument should be a callable.")
   init_flat, init_tree = tree_util.tree_flatten(init)
   xs_flat, xs_tree = tree_util.tree_flatten(xs)
-  if any(state.is_ref(x) for x in xs_flat):
-    raise NotImplementedError("scanning over a mutable array reference (a Ref among `xs`) is "
-                              "not supported; scan over its value (`ref[...]`), or index the "
-                              "ref by the step inside the body")
   length = _infer_length(xs_flat, length)
   x_avals = [common.aval_of(x).update(shape=common.aval_of(x).shape[1:]) for x in xs_flat]
   num_carry = len(init_flat)
@@ -544,7 +540,7 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1, _split_transpos
     raise ValueError("`unroll` must be a `bool` or a non-negative `int`.")
   closed, consts = common.hoist(jaxpr, consts)
   params = dict(reverse=bool(reverse), length=length, unroll=int(unroll))
-  if any(state.is_ref(c) for c in consts):
+  if any(state.is_ref(c) for c in consts) or any(state.is_ref(x) for x in xs_flat):
     outs = _scan_threading_refs(closed, consts, init_flat, xs_flat, num_carry, params)
   else:
     outs = scan_p.bind(*consts, *init_flat, *xs_flat, jaxpr=closed, num_consts=len(consts),
@@ -554,22 +550,30 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1, _split_transpos
 
 
 def _scan_threading_refs(closed, consts, init_flat, xs_flat, num_carry, params):
-  """scan_p for a body that uses refs it closes over: their contents become leading carries
-  (read before the loop, written back after it)."""
+  """scan_p for a body that uses refs: refs it closes over become leading carries (read before
+  the loop, written back after it); a ref scanned over (among `xs`) gives each step a ref of its
+  row, whose contents are the row read before the loop and whose final contents are stacked as
+  extra outputs and written back after it."""
+  nc, nx = len(consts), len(xs_flat)
   ref_pos = [i for i, c in enumerate(consts) if state.is_ref(c)]
   other = [i for i, c in enumerate(consts) if not state.is_ref(c)]
-  refs = [consts[i] for i in ref_pos]
+  xs_refs = [k for k, x in enumerate(xs_flat) if state.is_ref(x)]
+  refs = [consts[i] for i in ref_pos] + [xs_flat[k] for k in xs_refs]
   state.check_distinct_refs(refs, "lax.scan")
-  pure = discharge.discharge_state(closed)  # (consts, carry, xs) -> (carry, ys, ref contents)
-  n_in, n_out, nref = len(pure.in_avals), len(closed.out_avals), len(refs)
-  body = common.move_binders(pure, other + ref_pos + list(range(len(consts), n_in)),
-                             list(range(n_out, n_out + nref)) + list(range(n_out)))
-  outs = scan_p.bind(*[consts[i] for i in other], *[state.ref_get(r) for r in refs], *init_flat,
-                     *xs_flat, jaxpr=body, num_consts=len(other), num_carry=nref + num_carry,
-                     **params)
-  for ref, new in zip(refs, outs[:nref]):
+  # (consts, carry, xs) -> (carry, ys, final contents of the const refs, then of the xs refs)
+  pure = discharge.discharge_state(closed)
+  n_in, n_out, nrc = len(pure.in_avals), len(closed.out_avals), len(ref_pos)
+  finals = list(range(n_out, n_out + len(refs)))
+  body = common.move_binders(pure, other + ref_pos + list(range(nc, n_in)),
+                             finals[:nrc] + list(range(n_out)) + finals[nrc:])
+  xs_vals = [state.ref_get(x) if state.is_ref(x) else x for x in xs_flat]
+  outs = scan_p.bind(*[consts[i] for i in other], *[state.ref_get(consts[i]) for i in ref_pos],
+                     *init_flat, *xs_vals, jaxpr=body, num_consts=len(other),
+                     num_carry=nrc + num_carry, **params)
+  news = outs[:nrc] + outs[len(outs) - len(xs_refs):]
+  for ref, new in zip(refs, news, strict=True):
     state.ref_set(ref, (), new)
-  return outs[nref:]
+  return outs[nrc:len(outs) - len(xs_refs)]
 
 
 def _stacked(aval: ShapedArray, length: int) -> ShapedArray:
