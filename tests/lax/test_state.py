@@ -945,3 +945,60 @@ def test_checkpoint_writing_a_closed_over_ref(jit):
   got, want = run(*REVAX), run(*JAX)
   for g, w in zip(revax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want)):
     np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-6)
+
+
+# --- refs made inside loop bodies and branches ---------------------------------------------------
+def _scan_body_refs(api, np_, x):
+  def body(c, xi):
+    q = api.new_ref(np_.zeros(2, np_.float32))
+    q[0] = xi * c
+    q[1] += q[0] * xi
+    y = q[...]
+    return c + api.freeze(q)[1], y
+  c, ys = api.lax.scan(body, np_.float32(1.0), x)
+  return c + np_.sum(ys ** 2)
+
+
+def _scan_body_pure(x):
+  def body(c, xi):
+    q = jnp.stack([xi * c, xi * xi * c])
+    return c + q[1], q
+  c, ys = jax.lax.scan(body, jnp.float32(1.0), x)
+  return c + jnp.sum(ys ** 2)
+
+
+def test_refs_made_inside_a_scan_body():
+  """Each step makes its own ref. (jax 0.10.2's grad of this program is wrong -- [50, 20, 3] --
+  so the reference is jax on the same program without refs.)"""
+  x = np.arange(1.0, 4.0, dtype=np.float32)
+  f = lambda x: _scan_body_refs(revax, rnp, x)
+  np.testing.assert_allclose(np.asarray(f(x)), np.asarray(_scan_body_pure(x)), rtol=1e-6)
+  want = jax.grad(_scan_body_pure)(x)
+  for g in (revax.grad(f), revax.jit(revax.grad(f))):
+    np.testing.assert_allclose(np.asarray(g(x)), np.asarray(want), rtol=1e-6)
+  np.testing.assert_allclose(np.asarray(revax.vmap(revax.grad(f))(np.stack([x, x]))),
+                             np.stack([want, want]), rtol=1e-6)
+
+
+def test_refs_made_inside_while_bodies_and_cond_branches():
+  def w(api, np_, x):
+    def body(c):
+      i, s = c
+      q = api.new_ref(s)
+      q[...] += x[i] ** 2
+      return i + 1, api.freeze(q)
+    return api.lax.while_loop(lambda c: c[0] < 3, body, (0, np_.float32(0.0)))[1]
+
+  def cnd(api, np_, x):
+    def br(y):
+      q = api.new_ref(y)
+      q[0] = y[1] * 2.0
+      return api.freeze(q)
+    return np_.sum(api.lax.cond(x[0] > 0, br, lambda y: y, x) ** 2)
+
+  def run(api, np_):
+    x = np_.arange(1.0, 4.0, dtype=np_.float32)
+    fw, fc = (lambda x: w(api, np_, x)), (lambda x: cnd(api, np_, x))
+    return (fw(x), api.jit(fw)(x), api.jvp(fw, (x,), (np_.ones(3, np_.float32),)),
+            api.grad(fc)(x), api.jit(api.grad(fc))(x))
+  _assert_same(run(*REVAX), run(*JAX))
