@@ -105,7 +105,7 @@ class AbstractRef:
   (`inner_aval`), printed `Ref{f32[3]}`. Shape, dtype and weak type are the inner array's."""
   __slots__ = ("inner_aval", "kind", "memory_space")
 
-  def __init__(self, inner_aval: ShapedArray, kind=None, memory_space=None):
+  def __init__(self, inner_aval: ShapedArray, memory_space=None, kind=None):
     self.inner_aval = inner_aval
     self.kind = kind
     self.memory_space = memory_space
@@ -123,7 +123,7 @@ class AbstractRef:
     inner = self.inner_aval if inner_aval is None else inner_aval
     if inner_fields:
       inner = inner.update(**inner_fields)
-    return AbstractRef(inner, self.kind if kind is _KEEP else kind, self.memory_space)
+    return AbstractRef(inner, self.memory_space, self.kind if kind is _KEEP else kind)
 
   def strip_weak_type(self) -> "AbstractRef":
     return self
