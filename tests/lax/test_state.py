@@ -570,7 +570,7 @@ def test_jaxprs_print_ref_operations_as_jax_does():
     assert line in got, got
 
 
-# --- jit's in/out aliasing of ref arguments ---------------------------------------------------------
+# --- jit's in/out aliasing of ref arguments -------------------------------------------------------
 def _accumulate(r, x):
   r[...] += x
   return r[0] * 2.0
@@ -780,7 +780,7 @@ def test_grad_with_an_integer_ref_counter():
                              np.stack([want, want]))
 
 
-# --- generated programs -----------------------------------------------------------------------------
+# --- generated programs ---------------------------------------------------------------------------
 def _random_index(rng, shape):
   """A random Ref index for `shape`: per dimension a static int (maybe negative), a static
   slice (maybe strided), an integer array, or the whole axis; sometimes behind an Ellipsis."""
@@ -908,7 +908,7 @@ def test_generated_programs_under_grad_against_jax():
   assert compared >= 40
 
 
-# --- checkpoint ------------------------------------------------------------------------------------
+# --- checkpoint -----------------------------------------------------------------------------------
 def _written_then_read(api, np_, x):
   q = api.new_ref(x)
   q[...] = x * 2.0
