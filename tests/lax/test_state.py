@@ -1002,3 +1002,43 @@ def test_refs_made_inside_while_bodies_and_cond_branches():
     return (fw(x), api.jit(fw)(x), api.jvp(fw, (x,), (np_.ones(3, np_.float32),)),
             api.grad(fc)(x), api.jit(api.grad(fc))(x))
   _assert_same(run(*REVAX), run(*JAX))
+
+
+# --- plumbing values out through refs --------------------------------------------------------------
+def _plumbing(api, np_):
+  """A custom_vjp tap writing cotangents into a ref during the backward pass, and a jitted
+  training step accumulating a statistic into a closed-over ref."""
+  g_ref = api.new_ref(np_.zeros(3, np_.float32))
+
+  @api.custom_vjp
+  def tap(x):
+    return x
+
+  def tap_bwd(_, g):
+    g_ref[...] += g
+    return (g,)
+  tap.defvjp(lambda x: (x, None), tap_bwd)
+  loss = lambda x: np_.sum(np_.sin(tap(x)) ** 2)
+  x = np_.arange(3.0, dtype=np_.float32)
+  grads = (api.grad(loss)(x), api.freeze(g_ref), api.jit(api.grad(loss))(x), api.freeze(g_ref))
+
+  stats = api.new_ref(np_.zeros((), np_.float32))
+
+  @api.jit
+  def step(w, x):
+    def l(w):
+      y = np_.tanh(x @ w)
+      stats[...] += np_.mean(api.lax.stop_gradient(y))
+      return np_.sum(y ** 2)
+    return w - 0.1 * api.grad(l)(w)
+  w = np_.ones((3, 2), np_.float32) * 0.1
+  for _ in range(3):
+    w = step(w, np_.arange(6.0, dtype=np_.float32).reshape(2, 3))
+  return grads, w, api.freeze(stats)
+
+
+def test_plumbing_values_out_through_refs():
+  got, want = _plumbing(*REVAX), _plumbing(*JAX)
+  for g, w in zip(revax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want),
+                  strict=True):
+    np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-6, atol=1e-6)
