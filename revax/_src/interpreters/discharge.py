@@ -7,7 +7,7 @@ makes the entry the initial value, `freeze` reads it, and the read/write primiti
 new contents with pure operations, which replace the entry. A jaxpr nested in a param (a loop
 body, a branch, a call) that creates and uses refs of its own is discharged the same way;
 nested jaxprs that take refs from outside are threaded by their wrappers before they are bound
-(lax/state.py's `thread_refs`), so they never reach this pass.
+(lax/state.py's `call_threading_refs`), so they never reach this pass.
 
 The result of `discharge_state` takes the values of the original inputs (a Ref input becomes an
 input of its inner type) and returns the original outputs followed by the final contents of the

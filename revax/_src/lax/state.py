@@ -10,8 +10,14 @@ operands.
 Eagerly, a Ref holds an Array and the primitives replace it. Staged programs (jit) and the
 linear programs of reverse mode are *discharged* before they are lowered or transposed
 (interpreters/discharge.py): each ref becomes the value it holds, threaded through the program,
-with the rules below (`discharge_rules`). Refs that a jitted function or a loop body reads from
-outside are threaded in and out as values by those wrappers (see `thread_refs`).
+with the rules below (`discharge_rules`). Refs that a jitted function, a loop body, a branch or
+a checkpoint uses from outside are threaded in and out as values by those wrappers (see
+`call_threading_refs`), so no higher-order primitive ever takes a ref.
+
+Under differentiation every ref made has a tangent ref (`ad.jvp_with_zero_tangents`); when
+linearizing, a known tangent ref written with an unknown value is staged from then on
+(`_write_partial_eval`). Under vmap every ref made is batched (`batching.batch_unmapped_inputs`)
+and a batched read or write indexes the ref's contents with the batch dimension in front.
 """
 from __future__ import annotations
 
