@@ -108,6 +108,13 @@ from revax._src.api_extras import named_call as named_call
 from revax._src.api_extras import named_scope as named_scope
 from revax._src.api_extras import print_environment_info as print_environment_info
 from revax._src.api_extras import typeof as typeof
+from revax._src.lax.state import Ref as Ref
+from revax._src.lax.state import empty_ref as empty_ref
+from revax._src.lax.state import free_ref as free_ref
+from revax._src.lax.state import freeze as freeze
+from revax._src.lax.state import new_ref as new_ref
+from revax._src.lax.state_indexing import ds as ds
+from revax import ref as ref
 from revax._src.core.dtypes import float0 as float0
 from revax._src.runtime.client import Device as Device
 from revax._src.closure_convert import closure_convert as closure_convert

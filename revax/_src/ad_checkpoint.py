@@ -13,8 +13,9 @@ from revax._src import tree_util
 from revax._src.core.avals import get_aval
 from revax._src.core.jaxpr import ClosedJaxpr
 from revax._src.core.trace import Tracer, current_trace
-from revax._src.interpreters import ad, staging
+from revax._src.interpreters import ad, discharge, staging
 from revax._src.interpreters.remat import checkpoint_p, name_p
+from revax._src.lax import state
 
 
 # --- policies (as jax.checkpoint_policies) ---------------------------------------------------------
@@ -132,8 +133,18 @@ def checkpoint(fun, *, prevent_cse: bool = True, policy=None, static_argnums=())
 
     jaxpr, consts = staging.trace_to_jaxpr(flat_fun, [get_aval(x) for x in leaves])
     closed = ClosedJaxpr(staging.convert_constvars_jaxpr(jaxpr), [])
-    outs = checkpoint_p.bind(*consts, *leaves, jaxpr=closed, prevent_cse=prevent_cse,
-                             policy=policy)
+    if discharge.has_refs(closed.jaxpr):
+      # mutable array refs (made inside, closed over or passed): the checkpoint holds the pure
+      # program, so what reverse mode recomputes follows the refs' contents (a recomputed read
+      # of a ref must see the writes before it); refs from outside are threaded in and out
+      discharge.ref_error_for_outputs(closed.out_avals, "a checkpointed function")
+      outs = state.call_threading_refs(
+          [closed], list(consts) + list(leaves),
+          lambda pure, vals: checkpoint_p.bind(*vals, jaxpr=pure[0], prevent_cse=prevent_cse,
+                                               policy=policy), "checkpoint")
+    else:
+      outs = checkpoint_p.bind(*consts, *leaves, jaxpr=closed, prevent_cse=prevent_cse,
+                               policy=policy)
     return tree_util.tree_unflatten(store["out_tree"], outs)
 
   return remat_f

@@ -13,7 +13,7 @@ import threading
 from revax._src.autodiff import jacrev
 from revax._src import sharding
 from revax._src.core import mesh_context
-from revax._src.core.avals import ShapedArray, get_aval
+from revax._src.core.avals import AbstractRef, ShapedArray, get_aval
 from revax._src.core.trace import Trace, Tracer, current_trace, eval_trace, set_current_trace
 from revax._src.custom_derivatives import custom_vjp
 from revax._src.runtime.array import Array
@@ -196,6 +196,8 @@ def typeof(x):
       aval = getattr(x, "aval", None)  # typed PRNG keys (random/keys.py) carry their key aval
       if not isinstance(aval, ShapedArray):
         raise
+  if isinstance(aval, AbstractRef):  # a Ref's type: Ref{f32[3]}
+    return aval
   if aval.sharding is None:
     mesh = mesh_context.concrete_mesh() or sharding.EMPTY_MESH
     aval = aval.update(sharding=sharding.NamedSharding(

@@ -24,7 +24,7 @@ import weakref
 import optree
 
 from revax._src import tree_util
-from revax._src.core.avals import get_aval
+from revax._src.core.avals import AbstractRef, get_aval
 from revax._src.core.config import config
 from revax._src.core.errors import JaxRuntimeError, UnexpectedTracerError
 from revax._src.core import traceback_util
@@ -32,8 +32,9 @@ from revax._src.core.traceback_util import api_boundary
 from revax._src.core.typecheck import check_jaxpr
 from revax._src.core.jaxpr import ClosedJaxpr
 from revax._src.core.trace import Primitive, Tracer, _context, eval_trace
-from revax._src.interpreters import (ad, batching, dispatch, mlir, partial_eval, staging,
-                                    transpose)
+from revax._src.interpreters import (ad, batching, discharge, dispatch, mlir, partial_eval,
+                                    staging, transpose)
+from revax._src.lax import state as _state
 from revax._src.runtime.array import Array
 from revax._src.runtime import array as _array
 from revax._src.runtime import placement as _placement
@@ -512,7 +513,7 @@ all_jitted: "weakref.WeakSet[Jitted]" = weakref.WeakSet()
 class _Entry:
   """One cache entry: the traced program for one signature."""
   __slots__ = ("jaxpr", "consts", "out_tree", "out_is_leaf", "program", "name", "plan",
-               "aliases", "used_inputs")
+               "aliases", "used_inputs", "ref_mask")
 
   def __init__(self, jaxpr, consts, out_tree, name):
     self.jaxpr, self.consts, self.out_tree, self.name = jaxpr, consts, out_tree, name
@@ -521,6 +522,8 @@ class _Entry:
     self.aliases = None  # donated (operand, result) pairs; None until a call decides them
     self.plan: _CallPlan | None = None  # made on the first call that allows one
     self.used_inputs = None  # per argument, whether the program reads it (see `reads`)
+    mask = tuple(isinstance(a, AbstractRef) for a in jaxpr.in_avals)
+    self.ref_mask = mask if any(mask) else None  # which operands are mutable array refs
 
   def reads(self) -> list:
     """Per dynamic argument (the closed-over constants left out), whether the program reads
@@ -630,6 +633,33 @@ def _key_value(key):
   return key
 
 
+def _run_with_refs(entry: _Entry, operands) -> list:
+  """Run `entry` (whose program takes mutable array refs) on `operands`: the refs' contents are
+  read, the discharged program runs on them (as a jit call under another transformation), and
+  the new contents it returns are written back into the refs."""
+  refs = [x for x, m in zip(operands, entry.ref_mask) if m]
+  pure = discharge.discharge_state(entry.jaxpr)
+  n = len(entry.jaxpr.out_avals)
+  if (_context.trace is eval_trace and not _rt_sharded.any_sharded(operands)
+          and not _array.any_committed(operands)):
+    # eagerly, a ref's buffer is donated to the call when no one else holds its contents:
+    # XLA writes the new contents into it (JAX's in/out aliases of ref arguments)
+    donate = not any(r._shared for r in refs)
+    positions = [k for k, m in enumerate(entry.ref_mask) if m]
+    aliases = tuple((k, n + j) for j, k in enumerate(positions)) if donate else ()
+    vals = [x._value if m else x for x, m in zip(operands, entry.ref_mask)]
+    program = program_for(pure, entry.name, aliases)
+    outs = run_donating(program, aliases, vals) if aliases else program.call_arrays(vals)
+    for ref, new in zip(refs, outs[n:], strict=True):
+      ref._value, ref._shared = new, False
+    return outs[:n]
+  vals = [_state.ref_get(x) if m else x for x, m in zip(operands, entry.ref_mask)]
+  outs = jit_p.bind(*vals, jaxpr=pure, name=entry.name)
+  for ref, new in zip(refs, outs[n:], strict=True):
+    _state.ref_set(ref, (), new)
+  return outs[:n]
+
+
 class Jitted:
   """The result of `revax.jit(fun)`: call it, or `.lower(*args)` to see and compile the program."""
 
@@ -737,6 +767,9 @@ class Jitted:
           raise TypeError(f"jitted function {self.name} returned a value of type "
                           f"{type(x).__name__} ({x!r}); outputs must be arrays or scalars, or "
                           "pytrees of them") from None
+      discharge.ref_error_for_outputs(
+          [get_aval(x) for x in flat_out],
+          f"function {debug.fun_description()} traced for jit")
       return flat_out
 
     debug = staging.DebugInfo(self.fun, "jit", names)
@@ -752,7 +785,8 @@ class Jitted:
               "(jit, grad, vmap, ...) escaped it, e.g. through a global variable, a list or an "
               "attribute it was stored in, and is used here after that transformation finished. "
               "Return such values from the transformed function instead.")
-    consts = [c if isinstance(c, (Tracer, Array)) else dispatch.to_array(c) for c in consts]
+    consts = [c if isinstance(c, (Tracer, Array, _state.Ref)) else dispatch.to_array(c)
+              for c in consts]
     closed = ClosedJaxpr(jaxpr, [])
     if config.enable_checks:
       check_jaxpr(closed)
@@ -818,7 +852,9 @@ class Jitted:
         out = sharded_call(self, args, kwargs)
         _commit_if_read(entry, leaves, out)
         return out
-    if _context.trace is eval_trace:
+    if entry.ref_mask is not None:
+      outs = self._call_with_refs(entry, leaves, args, kwargs)
+    elif _context.trace is eval_trace:
       program = entry.program
       if program is None or entry.aliases is None:
         if entry.aliases is None:
@@ -843,6 +879,29 @@ class Jitted:
     else:
       outs = jit_p.bind(*entry.consts, *leaves, jaxpr=entry.jaxpr, name=entry.name)
     return outs[0] if entry.out_is_leaf else tree_util.tree_unflatten(entry.out_tree, outs)
+
+  def _call_with_refs(self, entry: _Entry, leaves, args, kwargs) -> list:
+    """A call of a program that takes mutable array refs (arguments, or closed-over ones):
+    checked for a ref passed twice, then run by `_run_with_refs`."""
+    operands = list(entry.consts) + list(leaves)
+    nconst = len(entry.consts)
+    seen: dict = {}
+    for k, (x, is_ref) in enumerate(zip(operands, entry.ref_mask, strict=True)):
+      if is_ref and seen.setdefault(id(x), k) != k:
+        self._aliased_ref_error(seen[id(x)], k, nconst, x, args, kwargs)
+    return _run_with_refs(entry, operands)
+
+  def _aliased_ref_error(self, first, second, nconst, ref, args, kwargs):
+    names = self._split(args, kwargs)[3]()
+    where = staging.DebugInfo(self.fun, "jit", None).fun_description()
+    ty = get_aval(ref).str_short()
+    if first < nconst:
+      raise ValueError(f"when tracing {where} for jit, a mutable array reference of type {ty} "
+                       f"was both closed over and passed as the argument {names[second - nconst]}")
+    raise ValueError(f"only one reference to a mutable array may be passed as an argument to a "
+                     f"function, but when tracing {where} for jit the mutable array reference of "
+                     f"type {ty} appeared at both {names[first - nconst]} and "
+                     f"{names[second - nconst]}.")
 
   def _error_name(self) -> str:
     """The function's name in placement errors (its qualified name, as JAX's)."""
@@ -983,8 +1042,13 @@ class Lowered(_StageAttributes):
   def as_text(self) -> str:
     """The StableHLO module, as text."""
     if self._text is None:
-      self._text = mlir.lower_jaxpr_to_module(self._entry.jaxpr, self._entry.name,
-                                              aliases=self._entry.aliases or ())
+      entry = self._entry
+      aliases = entry.aliases or ()
+      if entry.ref_mask is not None:  # a ref argument's new contents may reuse its buffer
+        n = len(entry.jaxpr.out_avals)
+        aliases = tuple((k, n + j) for j, k in enumerate(
+            k for k, m in enumerate(entry.ref_mask) if m))
+      self._text = mlir.lower_jaxpr_to_module(entry.jaxpr, entry.name, aliases=aliases)
     return self._text
 
   @property
@@ -1018,8 +1082,15 @@ class Compiled(_StageAttributes):
     if treedef != self.in_tree:
       raise TypeError(f"compiled function {self._entry.name} was compiled for arguments of "
                       f"structure {self.in_tree}, got {treedef}")
-    program = self._entry.program
     avals = [x.aval if type(x) is Array else get_aval(x) for x in leaves]
+    if self._entry.ref_mask is not None:  # a program that takes refs
+      dispatch.check_arg_avals(self._entry.name, self._entry.jaxpr.in_avals,
+                               [get_aval(c) for c in self._entry.consts] + avals)
+      _state.check_distinct_refs([x for x in self._entry.consts + leaves if _state.is_ref(x)],
+                                 f"the compiled function {self._entry.name}")
+      outs = _run_with_refs(self._entry, self._entry.consts + leaves)
+      return tree_util.tree_unflatten(self._entry.out_tree, outs)
+    program = self._entry.program
     program.check_avals([c.aval for c in self._entry.consts] + avals)
     operands = self._entry.consts + leaves
     if _array.committed_live:  # placed and committed as a jit call's (Jitted._call)

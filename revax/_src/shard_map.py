@@ -34,7 +34,7 @@ import functools
 import math
 
 from revax._src import tree_util
-from revax._src.core.avals import get_aval
+from revax._src.core.avals import AbstractRef, get_aval
 from revax._src.core.eval import eval_jaxpr
 from revax._src.core.jaxpr import ClosedJaxpr, Jaxpr, Var
 from revax._src.core.trace import Primitive, Tracer, _context, eval_trace
@@ -117,6 +117,7 @@ def shard_map(f=None, /, *, out_specs, in_specs=Infer, mesh=None, axis_names=fro
               if spec is None}
     leaves = [x for i, x in enumerate(all_leaves) if i not in static]
     specs = [spec for spec in all_specs if spec is not None]
+    _refuse_refs([get_aval(x) for x in leaves], "passes")
     for x, spec in zip(leaves, specs, strict=True):
       check_spec(spec, mesh, "shard_map in_specs")
       _check_manual(spec, manual, "in_specs")
@@ -184,6 +185,7 @@ def _bind_manual(member, leaves, specs, store, mesh, manual):
   collectives over the mesh's partitions when lowered into a program over that mesh) and the
   same computation as nested vmaps (used by every other rule and by single-device lowering)."""
   avals = [get_aval(x) for x in leaves]
+  _refuse_refs(avals, "passes")
   for x, spec in zip(avals, specs, strict=True):
     if len(spec) > x.ndim:
       raise ValueError(f"shard_map in_specs {spec!r} has more entries than the argument's rank "
@@ -199,6 +201,7 @@ def _bind_manual(member, leaves, specs, store, mesh, manual):
   fallback, fb_consts = staging.trace_to_jaxpr(
       lambda *xs: _members_by_vmap(lambda *m: staging_eval(body, body_consts, m), xs, specs,
                                    vstore, mesh, manual), avals)
+  _refuse_refs([get_aval(c) for c in body_consts], "closes over")
   consts, slots = [], {}
   for c in list(body_consts) + list(fb_consts):
     if id(c) not in slots:
@@ -214,6 +217,16 @@ def _bind_manual(member, leaves, specs, store, mesh, manual):
   return shard_map_p.bind(*consts, *leaves, body=closed(body, body_consts),
                           fallback=closed(fallback, fb_consts), mesh=mesh, in_specs=all_specs,
                           out_specs=out_specs, manual=tuple(manual))
+
+
+def _refuse_refs(avals, how: str) -> None:
+  """Refs made inside a shard_map body work; a ref crossing its boundary has no per-device
+  meaning revax defines (jax 0.10.2 fails on one too)."""
+  for a in avals:
+    if isinstance(a, AbstractRef):
+      raise NotImplementedError(f"a shard_map body that {how} a mutable array reference "
+                                f"({a.str_short()}) is not supported; make the ref inside the "
+                                "body, or pass and return its value")
 
 
 def staging_eval(jaxpr, consts, args):

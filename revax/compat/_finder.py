@@ -27,7 +27,7 @@ RENAMED = {
 
 # attributes of the root `jax` module that revax lacks, provided by the compatibility mode
 # (module, name); see each module's docstring for which library needs it and why
-ROOT_EXTRAS = {"Ref": ("revax.compat.refs", "Ref"), "new_ref": ("revax.compat.refs", "new_ref")}
+ROOT_EXTRAS: dict = {}
 
 _lock = threading.Lock()
 _finder = None

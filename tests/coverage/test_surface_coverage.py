@@ -12,13 +12,11 @@ _SHARDING = ("memory kinds (jax.memory, device_put_p's memory spaces): not built
              "built placement, jit shardings, shard_map and set_mesh)")
 _TOKENS = ("XLA tokens as values (create_token/after_all order infeed/outfeed, which revax "
            "does not have; its ordered callbacks thread their tokens internally)")
-_REFS = "mutable array Refs (jax.new_ref and friends): not part of revax yet"
 _INTERNAL_P = ("JAX-internal primitive object of a function revax composes from other "
                "primitives (the function itself is present)")
 
 JAX_TOP = {
     "memory": _SHARDING,
-    **{n: _REFS for n in ("Ref", "new_ref", "empty_ref", "free_ref", "freeze", "ds")},
     "ad": "jax.ad is a namespace of JAX's AD internals (jvp/linear helpers), not user API revax "
           "mirrors",
 }

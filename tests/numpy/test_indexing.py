@@ -250,3 +250,23 @@ def test_at_divide_power_apply_match_jax():
       np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-6)
   out = revax.jit(revax.vmap(lambda a, i: a.at[i].apply(rnp.exp)))(np.zeros((2, 3)), np.array([0, 2]))
   np.testing.assert_allclose(np.asarray(out), [[1, 0, 0], [0, 0, 1]])
+
+
+def test_ds_slices_against_jax():
+  """`x[revax.ds(i, n, stride)]` (JAX's `jax.ds`): a start that may be traced, clamped so the
+  window fits; reads, `.at[...]` updates, gradients and vmap, against jax.numpy."""
+  import jax
+  m = np.arange(12.0, dtype=np.float32).reshape(3, 4)
+
+  def run(api, np_):
+    x = np_.asarray(m[0].tolist() + m[1, :2].tolist())
+    mm = np_.asarray(m)
+    return (x[api.ds(1, 2)], x[api.ds(4, 3)], x[api.ds(1, 2, 2)],
+            api.jit(lambda i: x[api.ds(i, 2)])(-1), api.jit(lambda i: x[api.ds(i, 2)])(5),
+            api.jit(lambda i: x.at[api.ds(i, 2)].set(9.0))(3),
+            api.jit(lambda i: mm[1:, api.ds(i, 2)])(1),
+            api.jit(lambda i: mm[None, api.ds(i, 2), np_.array([0, 3])])(1),
+            api.grad(lambda v, i: np_.sum(v[api.ds(i, 3)] ** 2))(x, 2),
+            api.vmap(lambda v, i: v[api.ds(i, 2)])(mm, np_.array([0, 1, 2])))
+  for got, want in zip(run(revax, rnp), run(jax, jnp), strict=True):
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(want))

@@ -94,8 +94,55 @@ def _split_suffix(part) -> str:
 
 
 def same_type(a: ShapedArray, b: ShapedArray) -> bool:
-  """Type equality as the type checker sees it: shapes and dtypes, weak types aside."""
-  return a.shape == b.shape and a.dtype == b.dtype
+  """Type equality as the type checker sees it: shapes and dtypes, weak types aside (a Ref is
+  never the same type as an array)."""
+  return (a.shape == b.shape and a.dtype == b.dtype
+          and (type(a) is AbstractRef) == (type(b) is AbstractRef))
+
+
+class AbstractRef:
+  """The type of a mutable array reference (JAX's `AbstractRef`): the type of the array it holds
+  (`inner_aval`), printed `Ref{f32[3]}`. Shape, dtype and weak type are the inner array's."""
+  __slots__ = ("inner_aval", "kind", "memory_space")
+
+  def __init__(self, inner_aval: ShapedArray, memory_space=None, kind=None):
+    self.inner_aval = inner_aval
+    self.kind = kind
+    self.memory_space = memory_space
+
+  shape = property(lambda self: self.inner_aval.shape)
+  dtype = property(lambda self: self.inner_aval.dtype)
+  weak_type = property(lambda self: self.inner_aval.weak_type)
+  ndim = property(lambda self: self.inner_aval.ndim)
+  size = property(lambda self: self.inner_aval.size)
+  sharding = property(lambda self: self.inner_aval.sharding)
+
+  def update(self, inner_aval=None, kind=_KEEP, **inner_fields) -> "AbstractRef":
+    """A copy with `inner_aval` or `kind` replaced, or with the inner aval's `shape`, `dtype`,
+    ... replaced (`inner_fields`, as ShapedArray.update takes them)."""
+    inner = self.inner_aval if inner_aval is None else inner_aval
+    if inner_fields:
+      inner = inner.update(**inner_fields)
+    return AbstractRef(inner, self.memory_space, self.kind if kind is _KEEP else kind)
+
+  def strip_weak_type(self) -> "AbstractRef":
+    return self
+
+  def __eq__(self, other):
+    return (type(other) is AbstractRef and self.inner_aval == other.inner_aval
+            and self.kind == other.kind and self.memory_space == other.memory_space)
+
+  def __hash__(self):
+    return hash((AbstractRef, self.inner_aval, self.kind, self.memory_space))
+
+  def str_short(self, short_dtypes: bool = True) -> str:
+    """'Ref{f32[3]}', as JAX prints it in jaxprs."""
+    return f"Ref{{{self.inner_aval.str_short(short_dtypes)}}}"
+
+  def __repr__(self):
+    return f"Ref{{{self.inner_aval.str_short(short_dtypes=False)}}}"
+
+  __str__ = __repr__
 
 
 # --- avals of concrete values ----------------------------------------------------------------

@@ -174,6 +174,11 @@ def _fmt_scalar(val) -> str:
   return repr(f) if np.isfinite(f) else str(f)
 
 
+def binder(names, v) -> str:
+  """`a:f32[3]`: a variable with its type, as equations print their outputs."""
+  return _binder(names, v)
+
+
 def _binder(names, v) -> str:
   return f"{names(v)}:{v.aval.str_short()}"
 
@@ -198,7 +203,15 @@ def _fmt_param(value, names, indent) -> str:
   return str(value)
 
 
+# primitive -> rule(eqn, names) -> the equation's text, for primitives JAX prints in a form of
+# their own (a ref read prints `b:f32[] <- a[...]`)
+pp_eqn_rules: dict = {}
+
+
 def pp_eqn(eqn: JaxprEqn, names: _Names, indent: int = 0) -> str:
+  rule = pp_eqn_rules.get(eqn.primitive)
+  if rule is not None:
+    return rule(eqn, names)
   ins = " ".join(names(v) for v in eqn.invars)
   outs = " ".join(_binder(names, v) for v in eqn.outvars)
   # params sorted by name, jaxpr-valued ones last (as JAX prints them)

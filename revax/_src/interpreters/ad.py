@@ -25,7 +25,7 @@ import itertools
 import numpy as np
 
 from revax._src.core import dtypes, sharding_types
-from revax._src.core.avals import ShapedArray, get_aval
+from revax._src.core.avals import AbstractRef, ShapedArray, get_aval
 from revax._src.core.jaxpr import ClosedJaxpr
 from revax._src.core.rules import RuleTable
 from revax._src.core.trace import (Primitive, Trace, Tracer, current_trace, set_current_trace,
@@ -36,6 +36,9 @@ from revax._src.runtime.array import Array, from_numpy
 primitive_jvps = RuleTable("jvp")  # prim -> rule(primals, tangents, **params) -> (out, tangent)
 primitive_transposes = RuleTable("transpose")  # prim -> rule(ct, *invals, **params) -> cts
 not_differentiable_reasons: dict = {}  # prim -> why it has no JVP rule
+# primitives whose JVP rule runs even when every input tangent is zero: `new_ref` gives every ref
+# made under differentiation a tangent ref, since a differentiated value may be written into it
+jvp_with_zero_tangents: set = set()
 
 
 # --- symbolic zeros --------------------------------------------------------------------------------
@@ -182,7 +185,7 @@ class JVPTrace(Trace):
 
   def process_primitive(self, primitive, args, params):
     primals, tangents = zip(*map(self.to_primal_tangent, args)) if args else ((), ())
-    if all(type(t) is Zero for t in tangents):
+    if all(type(t) is Zero for t in tangents) and primitive not in jvp_with_zero_tangents:
       with set_current_trace(self.parent_trace):
         return primitive.bind(*primals, **params)
     rule = primitive_jvps.get(primitive)
@@ -257,6 +260,10 @@ def canonicalize_primal(x):
   if isinstance(x, (Tracer, Array)):
     return x
   aval = get_aval(x)
+  if isinstance(aval, AbstractRef):  # (JAX's grad says so when the cotangent comes back)
+    raise ValueError(f"Expected cotangent type {aval} but got {aval.inner_aval}: a mutable "
+                     "array reference cannot be a point of differentiation (differentiate "
+                     "with respect to its value, or create the ref inside the function)")
   if dtypes.is_python_scalar(x):
     return from_numpy(np.asarray(x, aval.dtype), weak_type=aval.weak_type)
   return from_numpy(np.asarray(x))

@@ -39,6 +39,9 @@ primitive_batchers = RuleTable("batching")  # prim -> rule(vals, dims, **params)
 # rules that also need the mapped axis's size (to batch a value built from unbatched inputs):
 # prim -> rule(axis_size, vals, dims, **params) -> (outs, dims)
 axis_size_batchers = RuleTable("batching (with axis size)")
+# primitives batched even when no input is: `new_ref`, whose ref may later be written with a
+# batched value, so every ref made under vmap is batched
+batch_unmapped_inputs: set = set()
 
 # prim -> rule(axis_size, axis_name, vals, dims, **params) -> (outs, dims): a collective over the
 # mapped axis, applied by the BatchTrace that owns the axis name.
@@ -145,7 +148,7 @@ class BatchTrace(Trace):
     if collective is not None and self.axis_name is not None and self.axis_name in params["axes"]:
       with set_current_trace(self.parent_trace):
         outs, out_dims = collective(self.axis_size, self.axis_name, vals, dims, **params)
-    elif all(d is not_mapped for d in dims):
+    elif all(d is not_mapped for d in dims) and primitive not in batch_unmapped_inputs:
       with set_current_trace(self.parent_trace):
         return primitive.bind(*vals, **params)
     else:

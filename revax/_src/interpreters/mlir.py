@@ -421,6 +421,9 @@ def lower_jaxpr_to_module(closed: ClosedJaxpr, name: str = "main", platform: str
     aliases: (parameter, result) pairs: XLA may write the result into the parameter's buffer
       (`tf.aliasing_output`, how JAX marks a donated argument).
   """
+  from revax._src.interpreters import discharge
+  if discharge.has_refs(closed.jaxpr):  # refs created inside: their contents become values
+    closed = discharge.discharge_state(closed)
   module = ModuleBuilder(f"jit_{name}", platform)
   arg_attrs = None
   if aliases:

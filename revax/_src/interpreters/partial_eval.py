@@ -30,11 +30,17 @@ class PartialEvalTrace(staging.DynamicJaxprTrace):
   def __init__(self, parent_trace):
     super().__init__()
     self.parent_trace = parent_trace
+    # id(known ref) -> (that ref, the staged ref standing for it): a known mutable array ref
+    # into which an unknown value was written (a tangent ref, see lax/state.py) is unknown from
+    # then on, and every later use of it reads the staged one
+    self.staged_refs = {}
 
   def is_unknown(self, x) -> bool:
     return isinstance(x, staging.JaxprTracer) and x._trace is self
 
   def process_primitive(self, primitive, args, params):
+    if self.staged_refs:
+      args = [self.staged_refs.get(id(x), (None, x))[1] for x in args]
     unknowns = [self.is_unknown(x) for x in args]
     if not any(unknowns):
       with set_current_trace(self.parent_trace):

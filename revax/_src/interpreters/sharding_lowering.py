@@ -71,6 +71,9 @@ def lower_sharded_module(closed: ClosedJaxpr, name: str, mesh_shape: dict, in_di
   Returns:
     The module text, ready for `runtime.sharded.compile_spmd`.
   """
+  from revax._src.interpreters import discharge
+  if discharge.has_refs(closed.jaxpr):  # refs created inside: their contents become values
+    closed = discharge.discharge_state(closed)
   module = mlir.ModuleBuilder(f"jit_{name}", platform)
   module.sdy_mesh = dict(mesh_shape)
   fb = mlir.FuncBuilder(module)

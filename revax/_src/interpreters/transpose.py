@@ -19,7 +19,14 @@ from revax._src.interpreters.ad import (UndefinedPrimal, Zero, add_tangents, is_
 def backward_pass(jaxpr: Jaxpr, consts, primals_in, cotangents_out):
   """Cotangents of `jaxpr`'s inputs. `primals_in` holds UndefinedPrimal for the linear inputs and
   values for the others; `cotangents_out` may hold symbolic Zeros. Returns one cotangent per
-  input (Zero for non-linear or untouched inputs)."""
+  input (Zero for non-linear or untouched inputs).
+
+  A linear jaxpr that uses mutable array refs (the tangents of refs created inside a
+  differentiated function) is first discharged into a pure one (interpreters/discharge.py)."""
+  from revax._src.interpreters import discharge
+  if discharge.has_refs(jaxpr):
+    closed = discharge.discharge_state(ClosedJaxpr(jaxpr, list(consts)), True)
+    jaxpr, consts = closed.jaxpr, closed.consts
   primal_env = {}
   linear = set()
 

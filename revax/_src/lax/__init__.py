@@ -22,3 +22,4 @@ from revax._src.lax.windowed import *  # noqa: F401,F403
 from revax._src.interpreters.barrier import optimization_barrier as optimization_barrier  # noqa: F401
 from revax._src.lax.special import *  # noqa: F401,F403
 from revax._src.lax import sharding_rules as _sharding_rules  # noqa: F401 (registers rules)
+from revax._src.lax import state as _state  # noqa: F401 (mutable array refs; revax.ref)

@@ -7,9 +7,11 @@ operand's method.
 """
 from __future__ import annotations
 
+from revax._src.core.avals import AbstractRef
 from revax._src.core.trace import Tracer, _context, eval_trace
 from revax._src.core.config import config
 from revax._src.interpreters.host_plans import PlanCache
+from revax._src.lax import state
 from revax._src.numpy.functional import ufunc
 from revax._src.runtime.array import Array
 from revax._src.runtime import array as _array
@@ -100,14 +102,25 @@ def _flatten_method(self, order="C"):
 
 
 def _getitem(self, idx):
+  if type(self) is not Array and isinstance(self.aval, AbstractRef):  # a traced Ref
+    return state.ref_get(self, idx)
   from revax._src.numpy.indexing import getitem
   return getitem(self, idx)
 
 
 def _setitem(self, idx, value):
+  if type(self) is not Array and isinstance(self.aval, AbstractRef):  # a traced Ref
+    return state.ref_set(self, idx, value)
   raise TypeError(f"revax arrays are immutable and do not support in-place item assignment. "
                   f"Instead of x[idx] = y, use x = x.at[idx].set(y) or another .at[] method "
                   f"(got an assignment to an array of type {self.aval.str_short()}).")
+
+
+def _addupdate_method(self, x, idx=()):
+  if not isinstance(self.aval, AbstractRef):
+    raise AttributeError(f"{type(self).__name__} of type {self.aval.str_short()} has no "
+                         "attribute 'addupdate' (only Refs do)")
+  return state.ref_addupdate(self, idx, x)
 
 
 def _at(self):
@@ -165,6 +178,8 @@ def install(namespace) -> None:
         setattr(cls, name, _method(namespace, fname))
     cls.__getitem__ = _getitem
     cls.__setitem__ = _setitem
+    if cls is Tracer:  # a traced Ref's in-place addition (`ref.addupdate(x, idx)`)
+      cls.addupdate = _addupdate_method
     cls.reshape = _reshape_method
     cls.transpose = _transpose_method
     cls.flatten = _flatten_method

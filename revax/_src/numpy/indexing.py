@@ -25,7 +25,9 @@ from revax._src import lax
 from revax._src.core import dtypes
 from revax._src.core.errors import NonConcreteBooleanIndexError
 from revax._src.core.trace import ConcretizationTypeError, Tracer
+from revax._src.lax import convenience
 from revax._src.lax.scatter_apply import scatter_apply
+from revax._src.lax.state_indexing import Slice
 from revax._src.numpy import util
 from revax._src.numpy.util import aval_of
 from revax._src.runtime.array import Array
@@ -54,6 +56,10 @@ def _check_element(i, pos):
         raise IndexError(f"Slice entries must be static integers. Got {i} at position {pos}")
     return
   if i is None or i is Ellipsis or isinstance(i, (bool, np.bool_)) or _is_int_scalar(i):
+    return
+  if isinstance(i, Slice):  # revax.ds(start, size, stride): a static size and stride
+    if not (_is_int_scalar(i.size) and _is_int_scalar(i.stride)):
+      raise IndexError(f"the size and stride of revax.ds must be static integers: {i}")
     return
   if isinstance(i, (Array, Tracer, np.ndarray)):
     dt = aval_of(i).dtype
@@ -169,6 +175,24 @@ def _expand_new_axes(x, idx):
       dim += 1
   if new_dims:
     x = lax.expand_dims(x, tuple(new_dims))
+  return x, out
+
+
+def _apply_dynamic_slices(x, idx):
+  """Apply the `revax.ds` slices of the index (a start that may be traced, clamped so the
+  window fits, as a dynamic slice does); they become whole-axis entries."""
+  if not any(isinstance(i, Slice) for i in idx):
+    return x, idx
+  out = []
+  for d, i in enumerate(idx):
+    if not isinstance(i, Slice):
+      out.append(i)
+      continue
+    window = (i.size - 1) * i.stride + 1 if i.size else 0
+    x = convenience.dynamic_slice_in_dim(x, i.start, window, axis=d)
+    if i.stride != 1:
+      x = convenience.slice_in_dim(x, 0, window, i.stride, axis=d)
+    out.append(_FULL)
   return x, out
 
 
@@ -346,6 +370,7 @@ def _index(x, idx, need_valid: bool = True):
   x = util.as_array(x)
   idx = _normalize(aval_of(x).ndim, idx)
   x, idx = _expand_new_axes(x, idx)
+  x, idx = _apply_dynamic_slices(x, idx)
   x, idx = _apply_slices(x, idx)
   if all(i is _FULL or _is_scalar_index(i) for i in idx):
     return _integer_indexing(x, idx, need_valid)
@@ -453,7 +478,7 @@ def _update(x, idx, values, op: str, mode=None, indices_are_sorted=False, unique
 def _selects_each_position_once(idx) -> bool:
   """Whether `idx` holds only static ints, slices, None, Ellipsis and bools."""
   for i in idx if isinstance(idx, tuple) else (idx,):
-    if not (i is None or i is Ellipsis or isinstance(i, slice) or _is_int_scalar(i)
+    if not (i is None or i is Ellipsis or isinstance(i, (slice, Slice)) or _is_int_scalar(i)
             or isinstance(i, (bool, np.bool_))):
       return False
   return True

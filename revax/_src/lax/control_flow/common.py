@@ -23,7 +23,7 @@ from revax._src.core import dtypes
 from revax._src.core.avals import ShapedArray, get_aval, same_type
 from revax._src.core.eval import eval_jaxpr
 from revax._src.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Var
-from revax._src.interpreters import ad, batching, dispatch, staging, transpose
+from revax._src.interpreters import ad, batching, discharge, dispatch, staging, transpose
 from revax._src.interpreters import partial_eval as pe
 from revax._src.lax import batch_util
 from revax._src.runtime.array import Array
@@ -47,6 +47,7 @@ def trace_flat(call, in_avals):
       except TypeError:
         raise TypeError(f"a control-flow function returned a value of type {type(x).__name__} "
                         f"({x!r}); outputs must be arrays or scalars, or pytrees of them") from None
+    discharge.ref_error_for_outputs([get_aval(x) for x in leaves], "a control-flow function")
     return leaves
 
   jaxpr, consts = staging.trace_to_jaxpr(flat_fun, list(in_avals))

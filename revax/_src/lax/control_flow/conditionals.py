@@ -29,6 +29,7 @@ from revax._src.interpreters import invertible as inv
 from revax._src.lax import batch_util, comparison, creation, shapes
 from revax._src.lax.stop_gradient import stop_gradient
 from revax._src.lax.control_flow import common
+from revax._src.lax import state
 from revax._src.lax.conversion import convert_element_type
 
 __all__ = ["cond", "switch", "cond_p"]
@@ -103,8 +104,19 @@ def cond(pred, true_fun, false_fun, *operands, operand=_no_operand):
   branches, consts, leaves, out_tree = _trace_branches(
       "cond", ["true_fun", "false_fun"], [true_fun, false_fun], operands)
   index = convert_element_type(pred, np.int32)
-  outs = cond_p.bind(index, *consts, *leaves, branches=(branches[1], branches[0]))
+  outs = _bind_cond(index, consts, leaves, (branches[1], branches[0]), "cond")
   return tree_util.tree_unflatten(out_tree, outs)
+
+
+def _bind_cond(index, consts, leaves, branches, what):
+  """cond_p on the operands; mutable array refs among them (closed over by a branch, or passed)
+  are threaded through as values, their new contents written back after the call."""
+  operands = list(consts) + list(leaves)
+  if any(map(state.is_ref, operands)):
+    return state.call_threading_refs(
+        branches, operands, lambda pure, vals: cond_p.bind(index, *vals, branches=tuple(pure)),
+        f"lax.{what}")
+  return cond_p.bind(index, *operands, branches=branches)
 
 
 def switch(index, branches, *operands, operand=_no_operand):
@@ -142,7 +154,7 @@ def switch(index, branches, *operands, operand=_no_operand):
   index = comparison.clamp(np.int32(0), index, np.int32(len(branches) - 1))
   names = ["branch 0"] + [f"branch{i}" for i in range(1, len(branches))]
   jaxprs, consts, leaves, out_tree = _trace_branches("switch", names, branches, operands)
-  outs = cond_p.bind(index, *consts, *leaves, branches=tuple(jaxprs))
+  outs = _bind_cond(index, consts, leaves, tuple(jaxprs), "switch")
   return tree_util.tree_unflatten(out_tree, outs)
 
 

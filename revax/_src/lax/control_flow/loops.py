@@ -35,6 +35,8 @@ from revax._src.interpreters import ad, batching, dispatch, mlir, partial_eval, 
 from revax._src.interpreters import invertible as inv
 from revax._src.lax import batch_util, binary, comparison, creation, reductions, shapes, slicing
 from revax._src.lax.control_flow import common
+from revax._src.lax import state
+from revax._src.interpreters import discharge
 from revax._src.lax.conversion import convert_element_type
 from revax._src.runtime.array import Array
 
@@ -99,6 +101,9 @@ def while_loop(cond_fun, body_fun, init_val):
                           body_jaxpr.out_avals)
   cond_closed, cond_consts = common.hoist(cond_jaxpr, cond_consts)
   body_closed, body_consts = common.hoist(body_jaxpr, body_consts)
+  if any(state.is_ref(c) for c in cond_consts + body_consts):
+    outs = _while_threading_refs(cond_closed, cond_consts, body_closed, body_consts, init_flat)
+    return tree_util.tree_unflatten(in_tree, outs)
   outs = while_p.bind(*cond_consts, *body_consts, *init_flat, cond_jaxpr=cond_closed,
                       body_jaxpr=body_closed, cond_nconsts=len(cond_consts),
                       body_nconsts=len(body_consts))
@@ -326,6 +331,53 @@ def _bind_while(cond_fn, body_fn, init_vals):
                       cond_nconsts=len(cc), body_nconsts=len(bc))
 
 
+def _while_threading_refs(cond_closed, cond_consts, body_closed, body_consts, init_flat):
+  """while_p for a loop whose functions use refs they close over: the refs' contents become
+  leading carries (read before the loop, written back after it). A cond_fun may write to them
+  too: it then runs once before the loop and after each body inside it, and the loop carries
+  its predicate."""
+  refs, index = [], {}
+  for c in cond_consts + body_consts:
+    if state.is_ref(c) and id(c) not in index:
+      index[id(c)] = len(refs)
+      refs.append(c)
+  nref = len(refs)
+
+  def run(closed, consts, ref_vals, carry):
+    """(outputs, ref contents after) of one of the loop's functions."""
+    args = [ref_vals[index[id(c)]] if state.is_ref(c) else c for c in consts] + list(carry)
+    outs, finals = discharge.eval_discharged(closed.jaxpr, closed.consts, args)
+    ref_vals = list(ref_vals)
+    for c, new in zip([c for c in consts if state.is_ref(c)], finals, strict=True):
+      ref_vals[index[id(c)]] = new
+    return outs, ref_vals
+
+  cond_writes = any(e.primitive in (state.swap_p, state.addupdate_p)
+                    for e in cond_closed.jaxpr.eqns)
+  ref_vals = [state.ref_get(r) for r in refs]
+  if not cond_writes:
+    def cond_fn(*carry):
+      return run(cond_closed, cond_consts, carry[:nref], carry[nref:])[0][0]
+
+    def body_fn(*carry):
+      outs, vals = run(body_closed, body_consts, carry[:nref], carry[nref:])
+      return vals + list(outs)
+
+    outs = _bind_while(cond_fn, body_fn, ref_vals + list(init_flat))
+  else:
+    (pred,), ref_vals = run(cond_closed, cond_consts, ref_vals, init_flat)
+
+    def body_fn(*carry):
+      outs, vals = run(body_closed, body_consts, carry[1:nref + 1], carry[nref + 1:])
+      (again,), vals = run(cond_closed, cond_consts, vals, outs)
+      return [again] + vals + list(outs)
+
+    outs = _bind_while(lambda p, *_: p, body_fn, [pred] + ref_vals + list(init_flat))[1:]
+  for ref, new in zip(refs, outs[:nref]):
+    state.ref_set(ref, (), new)
+  return outs[nref:]
+
+
 # --- fori_loop -----------------------------------------------------------------------------------
 def _concrete_value(x):
   """`x`'s value if it is known while tracing (as JAX's is_concrete: a value under jvp whose
@@ -487,11 +539,41 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1, _split_transpos
   if not isinstance(unroll, (int, np.integer)) or unroll < 0:
     raise ValueError("`unroll` must be a `bool` or a non-negative `int`.")
   closed, consts = common.hoist(jaxpr, consts)
-  outs = scan_p.bind(*consts, *init_flat, *xs_flat, reverse=bool(reverse), length=length,
-                     jaxpr=closed, num_consts=len(consts), num_carry=num_carry,
-                     unroll=int(unroll))
+  params = dict(reverse=bool(reverse), length=length, unroll=int(unroll))
+  if any(state.is_ref(c) for c in consts) or any(state.is_ref(x) for x in xs_flat):
+    outs = _scan_threading_refs(closed, consts, init_flat, xs_flat, num_carry, params)
+  else:
+    outs = scan_p.bind(*consts, *init_flat, *xs_flat, jaxpr=closed, num_consts=len(consts),
+                       num_carry=num_carry, **params)
   return (tree_util.tree_unflatten(carry_tree, outs[:num_carry]),
           tree_util.tree_unflatten(ys_tree, outs[num_carry:]))
+
+
+def _scan_threading_refs(closed, consts, init_flat, xs_flat, num_carry, params):
+  """scan_p for a body that uses refs: refs it closes over become leading carries (read before
+  the loop, written back after it); a ref scanned over (among `xs`) gives each step a ref of its
+  row, whose contents are the row read before the loop and whose final contents are stacked as
+  extra outputs and written back after it."""
+  nc, nx = len(consts), len(xs_flat)
+  ref_pos = [i for i, c in enumerate(consts) if state.is_ref(c)]
+  other = [i for i, c in enumerate(consts) if not state.is_ref(c)]
+  xs_refs = [k for k, x in enumerate(xs_flat) if state.is_ref(x)]
+  refs = [consts[i] for i in ref_pos] + [xs_flat[k] for k in xs_refs]
+  state.check_distinct_refs(refs, "lax.scan")
+  # (consts, carry, xs) -> (carry, ys, final contents of the const refs, then of the xs refs)
+  pure = discharge.discharge_state(closed)
+  n_in, n_out, nrc = len(pure.in_avals), len(closed.out_avals), len(ref_pos)
+  finals = list(range(n_out, n_out + len(refs)))
+  body = common.move_binders(pure, other + ref_pos + list(range(nc, n_in)),
+                             finals[:nrc] + list(range(n_out)) + finals[nrc:])
+  xs_vals = [state.ref_get(x) if state.is_ref(x) else x for x in xs_flat]
+  outs = scan_p.bind(*[consts[i] for i in other], *[state.ref_get(consts[i]) for i in ref_pos],
+                     *init_flat, *xs_vals, jaxpr=body, num_consts=len(other),
+                     num_carry=nrc + num_carry, **params)
+  news = outs[:nrc] + outs[len(outs) - len(xs_refs):]
+  for ref, new in zip(refs, news, strict=True):
+    state.ref_set(ref, (), new)
+  return outs[nrc:len(outs) - len(xs_refs)]
 
 
 def _stacked(aval: ShapedArray, length: int) -> ShapedArray:

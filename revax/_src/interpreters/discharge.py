@@ -1,0 +1,151 @@
+"""Discharging state: turn a jaxpr that uses mutable array references into a pure one.
+
+A ref is replaced by the value it holds. The interpreter walks the equations with an
+environment from variables to values; a ref variable's entry is its current contents. `new_ref`
+makes the entry the initial value, `freeze` reads it, and the read/write primitives
+(`discharge_rules`, registered with them in lax/state.py) compute their results and the ref's
+new contents with pure operations, which replace the entry. A jaxpr nested in a param (a loop
+body, a branch, a call) that creates and uses refs of its own is discharged the same way;
+nested jaxprs that take refs from outside are threaded by their wrappers before they are bound
+(lax/state.py's `call_threading_refs`), so they never reach this pass.
+
+The result of `discharge_state` takes the values of the original inputs (a Ref input becomes an
+input of its inner type) and returns the original outputs followed by the final contents of the
+Ref inputs, in order. jit lowers the discharged program (refs passed to a jitted function are
+read before the call and written back after it); reverse mode transposes the discharged linear
+program (the tangents of refs created inside a differentiated function live in it).
+"""
+from __future__ import annotations
+
+import threading
+
+from revax._src.core.avals import AbstractRef
+from revax._src.core.jaxpr import ClosedJaxpr, Jaxpr, Literal
+from revax._src.interpreters import staging
+
+# prim -> rule(*invals, **params) -> (per input: its ref's new contents or None, outputs)
+discharge_rules: dict = {}
+ref_creating: dict = {}  # prim -> fn(*invals, **params) -> the new ref's contents (new_ref)
+ref_reading: dict = {}  # prim -> fn(contents) -> output (freeze)
+
+
+def _param_jaxprs(value):
+  if isinstance(value, ClosedJaxpr):
+    yield value.jaxpr
+  elif isinstance(value, Jaxpr):
+    yield value
+  elif isinstance(value, tuple):
+    for v in value:
+      yield from _param_jaxprs(v)
+
+
+def has_refs(jaxpr: Jaxpr) -> bool:
+  """Whether `jaxpr` (nested jaxprs included) takes, creates or uses a mutable array ref."""
+  if any(isinstance(v.aval, AbstractRef) for v in jaxpr.invars + jaxpr.constvars):
+    return True
+  for eqn in jaxpr.eqns:
+    prim = eqn.primitive
+    if prim in discharge_rules or prim in ref_creating or prim in ref_reading:
+      return True
+    for value in eqn.params.values():
+      if any(has_refs(j) for j in _param_jaxprs(value)):
+        return True
+  return False
+
+
+def eval_discharged(jaxpr: Jaxpr, consts, args) -> tuple[list, list]:
+  """Evaluate `jaxpr` (under the current trace) with every ref replaced by its contents; a Ref
+  input's argument is its initial contents. Returns (outputs, final contents of the Ref
+  inputs)."""
+  env = {}
+
+  def read(a):
+    return a.val if type(a) is Literal else env[a]
+
+  for v, c in zip(jaxpr.constvars, consts, strict=True):
+    env[v] = c
+  for v, x in zip(jaxpr.invars, args, strict=True):
+    env[v] = x
+  for eqn in jaxpr.eqns:
+    prim = eqn.primitive
+    invals = [read(a) for a in eqn.invars]
+    if prim in ref_creating:
+      outs = [ref_creating[prim](*invals, **eqn.params)]
+    elif prim in ref_reading:
+      outs = [ref_reading[prim](*invals)]
+    elif prim in discharge_rules:
+      new_vals, outs = discharge_rules[prim](*invals, **eqn.params)
+      for v, new in zip(eqn.invars, new_vals, strict=True):
+        if new is not None:
+          env[v] = new
+      outs = outs if prim.multiple_results else [outs]
+    else:
+      if any(type(a) is not Literal and isinstance(a.aval, AbstractRef) for a in eqn.invars):
+        raise NotImplementedError(
+            f"No state discharge rule implemented for primitive: {prim.name} (a mutable array "
+            "reference is passed into it)")
+      params = {k: _discharge_param(v) for k, v in eqn.params.items()}
+      outs = prim.bind(*invals, **params)
+      outs = outs if prim.multiple_results else [outs]
+    for v, x in zip(eqn.outvars, outs, strict=True):
+      env[v] = x
+  finals = [env[v] for v in jaxpr.invars if isinstance(v.aval, AbstractRef)]
+  return [read(v) for v in jaxpr.outvars], finals
+
+
+def _discharge_param(value):
+  if isinstance(value, ClosedJaxpr):
+    if not has_refs(value.jaxpr):
+      return value
+    if any(isinstance(a, AbstractRef) for a in value.in_avals):
+      raise NotImplementedError("a nested jaxpr takes a mutable array reference as an input")
+    return discharge_state(value)
+  if isinstance(value, tuple) and any(isinstance(v, ClosedJaxpr) for v in value):
+    return tuple(_discharge_param(v) for v in value)
+  return value
+
+
+def inner_aval(aval):
+  return aval.inner_aval if isinstance(aval, AbstractRef) else aval
+
+
+class _Linear(threading.local):
+  active = False
+
+
+_linear = _Linear()
+
+
+def discharging_linear_program() -> bool:
+  """Whether the program being discharged is a linear one about to be transposed. Its writes
+  at integer-array indices are then transposed as JAX transposes ref writes: each index reads
+  the cotangent written there, repeated indices included (rules promise unique indices)."""
+  return _linear.active
+
+
+@staging.memoize_on_jaxpr
+def discharge_state(closed: ClosedJaxpr, linear: bool = False) -> ClosedJaxpr:
+  """The pure version of `closed`: Ref inputs become inputs of their inner types, and their
+  final contents are returned after the original outputs (in input order). `linear`: see
+  `discharging_linear_program`."""
+  in_avals = [inner_aval(a) for a in closed.in_avals]
+
+  def fun(*args):
+    saved, _linear.active = _linear.active, linear
+    try:
+      outs, finals = eval_discharged(closed.jaxpr, closed.consts, args)
+    finally:
+      _linear.active = saved
+    return outs + finals
+
+  jaxpr, consts = staging.trace_to_jaxpr(fun, in_avals)
+  return ClosedJaxpr(jaxpr, consts)
+
+
+def ref_error_for_outputs(avals, what: str, paths=None) -> None:
+  """JAX's ValueError when a traced function returns a mutable array reference."""
+  for k, a in enumerate(avals):
+    if isinstance(a, AbstractRef):
+      where = f" at output tree path {paths[k]}" if paths is not None else ""
+      raise ValueError(f"{what} returned a mutable array reference of type {a.str_short()}"
+                       f"{where}, but mutable array references cannot be returned.")
