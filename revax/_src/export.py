@@ -33,6 +33,8 @@ from revax._src.core.trace import Primitive
 from revax._src.interpreters import ad, batching, dispatch, mlir
 from revax._src.interpreters import invertible as inv
 from revax._src.runtime.array import Array
+from revax._src.shape_dtype_struct import ShapeDtypeStruct
+from revax._src.shape_dtype_struct import abstractify as _abstractify
 
 __all__ = ["Exported", "export", "deserialize", "call_exported_p",
            "minimum_supported_calling_convention_version",
@@ -201,7 +203,6 @@ def export(fun_jit, *, platforms=None, disabled_checks=()):
 
 
 def _export_traced(fun_jit, args, kwargs, platforms) -> Exported:
-  from revax._src.api import ShapeDtypeStruct, _abstractify
   leaves, key_head, call, names = fun_jit._split(args, kwargs)
   in_tree = key_head[0]
   avals = tuple(_abstractify(x) if isinstance(x, ShapeDtypeStruct) else get_aval(x)
@@ -265,7 +266,6 @@ def _out_avals(flat_fun, avals):
 
 
 def _struct(aval):
-  from revax._src.api import ShapeDtypeStruct
   return ShapeDtypeStruct(aval.shape, aval.dtype, aval.weak_type)
 
 

@@ -41,6 +41,7 @@ from revax._src.runtime import sharded as _rt_sharded
 from revax._src import stage_info as _stage_info
 from revax._src.stage_info import Signature as _Signature
 from revax._src.stage_info import StageAttributes as _StageAttributes
+from revax._src import stages as _stages
 
 
 
@@ -1142,6 +1143,12 @@ def jit(fun=None, /, *, in_shardings=None, out_shardings=None, static_argnums=()
   donate_argnums = _donated_positions(fun, donate_argnums, donate_argnames)
   return Jitted(fun, static_argnums, static_argnames, donate_argnums,
                 in_shardings=in_shardings, out_shardings=out_shardings, keep_unused=keep_unused)
+
+
+_stages.Wrapped.register(Jitted)
+_stages.Traced.register(Traced)
+_stages.Lowered.register(Lowered)
+_stages.Compiled.register(Compiled)
 
 
 def _donated_positions(fun, donate_argnums, donate_argnames) -> tuple:

@@ -37,6 +37,7 @@ from revax._src.sharding import (Mesh, NamedSharding, PartitionSpec, SingleDevic
                                  block_shape, resolve_specs)
 from revax._src import stage_info as _stage_info
 from revax._src.stage_info import Signature, StageAttributes
+from revax._src import stages as _stages
 
 __all__ = ["call", "lower", "SpmdProgram", "UNSPECIFIED"]
 
@@ -697,6 +698,10 @@ class ShardedCompiled:
     """XLA's memory figures for the program, per device for a program over a mesh."""
     p = self._lowered._program
     return p.memory_stats() if p is not None else self._lowered._entry.program.memory_stats()
+
+
+_stages.Lowered.register(ShardedLowered)
+_stages.Compiled.register(ShardedCompiled)
 
 
 class MeshProgram:

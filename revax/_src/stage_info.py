@@ -7,6 +7,8 @@ from __future__ import annotations
 from revax._src import tree_util
 from revax._src.core.avals import get_aval
 from revax._src.runtime.array import Array
+from revax._src.shape_dtype_struct import ShapeDtypeStruct
+from revax._src.stages import ArgInfo
 
 __all__ = ["Signature", "StageAttributes"]
 
@@ -50,7 +52,6 @@ class StageAttributes:
   @property
   def args_info(self):
     """The dynamic arguments as `stages.ArgInfo` (aval, donated), as the pytree of `in_avals`."""
-    from revax._src.stages import ArgInfo
     sig = self._signature
     return tree_util.tree_unflatten(sig.in_tree, [ArgInfo(a, d) for a, d in
                                                   zip(sig.avals, sig.donated, strict=True)])
@@ -63,7 +64,6 @@ class StageAttributes:
   @property
   def out_info(self):
     """The results as ShapeDtypeStructs, in the results' pytree."""
-    from revax._src.api import ShapeDtypeStruct
     sig = self._signature
     return tree_util.tree_unflatten(sig.out_tree, [ShapeDtypeStruct(a.shape, a.dtype, a.weak_type)
                                                    for a in sig.out_avals])
