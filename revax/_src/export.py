@@ -32,6 +32,7 @@ from revax._src.core.jaxpr import ClosedJaxpr, Jaxpr
 from revax._src.core.trace import Primitive
 from revax._src.interpreters import ad, batching, dispatch, mlir
 from revax._src.interpreters import invertible as inv
+from revax._src.aval_json import aval_from_json, aval_to_json
 from revax._src.runtime.array import Array
 from revax._src.shape_dtype_struct import ShapeDtypeStruct
 from revax._src.shape_dtype_struct import abstractify as _abstractify
@@ -330,20 +331,6 @@ def _deserialize_at(data: bytes, start: int) -> tuple[Exported, int]:
                   nr_devices=header["nr_devices"],
                   calling_convention_version=header["calling_convention_version"],
                   mlir_module_serialized=module, _get_vjp=get_vjp), pos
-
-
-_DTYPE_NAMES = {"bfloat16": dtypes.bfloat16}  # names NumPy does not know by itself
-
-
-def aval_to_json(aval) -> list:
-  return [list(aval.shape), np.dtype(aval.dtype).name if aval.dtype != dtypes.float0 else "float0",
-          bool(aval.weak_type)]
-
-
-def aval_from_json(code) -> ShapedArray:
-  shape, name, weak = code
-  dtype = dtypes.float0 if name == "float0" else np.dtype(_DTYPE_NAMES.get(name, name))
-  return ShapedArray(tuple(int(d) for d in shape), dtype, bool(weak))
 
 
 class _Leaf:

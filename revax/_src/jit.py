@@ -42,6 +42,7 @@ from revax._src import stage_info as _stage_info
 from revax._src.stage_info import Signature as _Signature
 from revax._src.stage_info import StageAttributes as _StageAttributes
 from revax._src import stages as _stages
+from revax._src.executable_payload import payload_of
 
 
 
@@ -1038,7 +1039,6 @@ class Compiled(_StageAttributes):
   def serialize(self) -> bytes:
     """The executable (and the values it closed over) as bytes; load them with
     `revax.experimental.serialize_executable.deserialize_and_load(data, in_tree, out_tree)`."""
-    from revax._src.serialize_executable import payload_of
     return payload_of(self._entry)
 
   def memory_analysis(self):
