@@ -1,6 +1,7 @@
-"""The small public entry points: make_jaxpr, eval_shape, device_put, device_get, devices,
-block_until_ready. The transformations have modules of their own: jit.py, autodiff.py (jvp,
-grad, vjp, ...), vmap.py, ad_checkpoint.py, custom_derivatives.py and invertible.py.
+"""The small public entry points: make_jaxpr, eval_shape, device_put, device_get,
+block_until_ready (and devices, device_count, which live in sharded_api.py). The
+transformations have modules of their own: jit.py, autodiff.py (jvp, grad, vjp, ...), vmap.py,
+ad_checkpoint.py, custom_derivatives.py and invertible.py.
 """
 from __future__ import annotations
 
@@ -17,6 +18,10 @@ from revax._src.core.config import config
 from revax._src.runtime import placement as _placement
 from revax._src.runtime.array import Array, block_until_ready_all, commit
 from revax._src.shape_dtype_struct import ShapeDtypeStruct as ShapeDtypeStruct
+from revax._src import sharded_api
+from revax._src.runtime.client import Device
+from revax._src.sharded_api import device_count as device_count
+from revax._src.sharded_api import devices as devices
 from revax._src.shape_dtype_struct import abstractify as _abstractify
 
 
@@ -92,55 +97,10 @@ def eval_shape(fun, *args, **kwargs):
   return tree_util.tree_unflatten(out_store["tree"], shapes)
 
 
-def devices(backend=None):
-  """The devices of a backend, e.g. `[CpuDevice(id=0)]`.
-
-  Args:
-    backend: "cpu", "tpu" (or a Backend); None for the default backend (the TPU where one is
-      attached and libtpu installed, else the CPU).
-
-  Returns:
-    The backend's devices, in order.
-
-  Raises:
-    RuntimeError: JAX's error for a backend that is not present (e.g. "gpu").
-  """
-  from revax._src.runtime.client import get_backend
-  return list(_backend_of(backend, get_backend).devices)
-
-
-def _backend_of(backend, get_backend):
-  """The Backend a `backend=` argument names (a platform name, a Backend, or None)."""
-  if backend is None or isinstance(backend, str):
-    return get_backend(backend)
-  if hasattr(backend, "devices") and hasattr(backend, "platform"):
-    return backend
-  raise TypeError(f"backend must be a platform name such as 'cpu' or 'tpu', got {backend!r}")
-
-
-def device_count(backend=None) -> int:
-  """The number of devices of a backend, as `len(revax.devices(backend))`.
-
-  Args:
-    backend: "cpu", "tpu" or None (the default backend), as for `devices`.
-
-  Returns:
-    The device count: on the CPU 1 unless `REVAX_CPU_DEVICE_COUNT=N` (set before the first
-    computation) asked for N.
-
-  Example:
-    >>> revax.device_count() == len(revax.devices())
-    True
-  """
-  return len(devices(backend))
-
-
 def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
   """Place arrays (a pytree of them) on `device` (default: the first device) as revax Arrays;
   `device` may also be a sharding (or a pytree prefix of shardings): sharded_api.device_put."""
-  from revax._src.runtime.client import Device
   if device is not None and not isinstance(device, Device):
-    from revax._src import sharded_api
     return sharded_api.device_put(x, device)
 
   def put(leaf):

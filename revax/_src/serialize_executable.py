@@ -10,7 +10,8 @@ revax's jit programs). `Compiled.serialize()` returns the same payload.
 from __future__ import annotations
 
 from revax._src.executable_payload import load_payload
-from revax._src.jit import Compiled, _Entry
+from revax._src.jit_stages import Compiled
+from revax._src.trace_cache import Entry as _Entry
 from revax._src.stage_info import Signature
 
 __all__ = ["serialize", "deserialize_and_load"]

@@ -2,9 +2,9 @@
 returns), `Traced`, `Lowered` (`.lower(...)`: StableHLO text) and `Compiled` (`.compile()`: an
 executable), `ArgInfo` (an argument's type and donation) and `CompilerOptions`.
 
-revax's jit returns its own classes (jit.py's `Jitted`, `Lowered`, `Compiled`, and the sharded
-ones of sharded_jit.py); the classes here are abstract base classes those modules register them
-with, so `isinstance(revax.jit(f).lower(x), revax.stages.Lowered)` holds as in JAX (and so for
+revax's jit returns its own classes (jit.py's `Jitted`; jit_stages.py's `Traced`, `Lowered`,
+`Compiled` and the sharded ones); the classes here are abstract base classes those modules
+register them with, so `isinstance(revax.jit(f).lower(x), revax.stages.Lowered)` holds as in JAX (and so for
 `jit(f).trace(x)` and `Traced`). This module imports none of them: the stages sit below jit.
 """
 from __future__ import annotations
