@@ -35,7 +35,7 @@ from jax.make_mesh, as a 0.10.2 user writes it): 4-device paired ratio 1.05, 1.1
 waiting vs not: 1.005, 1.019): the plugin's Execute returns only after ~600 us of the ~1700 us
 step, and the devices' threads leave no idle core on 2 cores for the Python that follows it.
 Measured 2026-12-05 evening, with repeated sharded calls going through a plan in C
-(sharded_jit.ShardedPlan, `Runner.call_sharded`; the main thread's CPU time per call measured
+(call_plans.ShardedPlan, `Runner.call_sharded`; the main thread's CPU time per call measured
 with time.thread_time fell from ~180 us to ~90 us, Execute included): 4-device paired ratio
 1.10 before (idle machine), then 1.01 (load 1) and 0.98 (load 4); revax.jit / direct 1.03-1.04.
 """

@@ -128,12 +128,12 @@ def test_shared_cache_separates_jit_options():
 
 
 def test_shared_cache_is_held_weakly():
-  from revax._src import jit as jit_module
+  from revax._src import trace_cache
 
   def f(x):
     return x + 1
   revax.jit(f)(1.0)
-  assert f in jit_module._trace_caches
+  assert f in trace_cache._trace_caches
   ref = weakref.ref(f)
   del f
   gc.collect()

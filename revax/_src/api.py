@@ -1,6 +1,7 @@
-"""The small public entry points: make_jaxpr, eval_shape, device_put, device_get, devices,
-block_until_ready. The transformations have modules of their own: jit.py, autodiff.py (jvp,
-grad, vjp, ...), vmap.py, ad_checkpoint.py, custom_derivatives.py and invertible.py.
+"""The small public entry points: make_jaxpr, eval_shape, device_put, device_get,
+block_until_ready (and devices, device_count, which live in sharded_api.py). The
+transformations have modules of their own: jit.py, autodiff.py (jvp, grad, vjp, ...), vmap.py,
+ad_checkpoint.py, custom_derivatives.py and invertible.py.
 """
 from __future__ import annotations
 
@@ -10,14 +11,18 @@ import numpy as np
 
 from revax._src import tree_util
 from revax._src.core import dtypes
-from revax._src.core.avals import ShapedArray, get_aval, pytype_aval_mappings
 from revax._src.core.jaxpr import ClosedJaxpr
 from revax._src.core.trace import Tracer
 from revax._src.interpreters import dispatch, staging
-from revax._src.jit import jit
 from revax._src.core.config import config
 from revax._src.runtime import placement as _placement
 from revax._src.runtime.array import Array, block_until_ready_all, commit
+from revax._src.shape_dtype_struct import ShapeDtypeStruct as ShapeDtypeStruct
+from revax._src import sharded_api
+from revax._src.runtime.client import Device
+from revax._src.sharded_api import device_count as device_count
+from revax._src.sharded_api import devices as devices
+from revax._src.shape_dtype_struct import abstractify as _abstractify
 
 
 def make_jaxpr(fun, static_argnums=(), return_shape=False):
@@ -72,76 +77,6 @@ def make_jaxpr(fun, static_argnums=(), return_shape=False):
   return make
 
 
-class ShapeDtypeStruct:
-  """A shape and dtype standing in for an array (what `eval_shape` returns), as JAX's.
-
-  Args:
-    shape, dtype: the array's.
-    sharding: how it is (to be) laid out, or None.
-    weak_type: whether its dtype is weak (a Python scalar's).
-    manual_axis_type, is_ref: JAX's; revax keeps them as given (None / False).
-  """
-  __slots__ = ("shape", "dtype", "weak_type", "sharding", "manual_axis_type", "is_ref")
-
-  def __init__(self, shape, dtype, weak_type=False, *, sharding=None, manual_axis_type=None,
-               is_ref=False):
-    self.shape = tuple(shape)
-    self.dtype = np.dtype(dtype)
-    self.weak_type = bool(weak_type)
-    self.sharding = sharding
-    self.manual_axis_type = manual_axis_type
-    self.is_ref = is_ref
-
-  ndim = property(lambda self: len(self.shape))
-  size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
-
-  @classmethod
-  def like(cls, x) -> "ShapeDtypeStruct":
-    """The struct of `x` (an array, a Python or NumPy scalar, another struct): its shape, dtype
-    and weak type, and its sharding when it has one and is committed (as JAX's).
-
-    Example:
-      >>> revax.ShapeDtypeStruct.like(jnp.ones((2, 3)))
-      ShapeDtypeStruct(shape=(2, 3), dtype=float32)
-      >>> revax.ShapeDtypeStruct.like(1.0)
-      ShapeDtypeStruct(shape=(), dtype=float32, weak_type=True)
-    """
-    aval = _abstractify(x)
-    committed = x.committed if isinstance(x, Array) else True
-    sharding = getattr(x, "sharding", None) if committed else None
-    return cls(aval.shape, aval.dtype, aval.weak_type, sharding=sharding)
-
-  def update(self, **kwargs) -> "ShapeDtypeStruct":
-    """A copy with the given fields replaced (shape, dtype, sharding, weak_type, ...)."""
-    fields = {name: getattr(self, name) for name in self.__slots__}
-    unknown = set(kwargs) - set(fields)
-    if unknown:
-      raise TypeError(f"ShapeDtypeStruct.update() got unexpected fields {sorted(unknown)}")
-    fields.update(kwargs)
-    shape, dtype, weak_type = fields.pop("shape"), fields.pop("dtype"), fields.pop("weak_type")
-    return ShapeDtypeStruct(shape, dtype, weak_type, **fields)
-
-  def __repr__(self):
-    sharding = f", sharding={self.sharding}" if self.sharding is not None else ""
-    weak = ", weak_type=True" if self.weak_type else ""
-    return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name}{sharding}{weak})"
-
-  def __eq__(self, other):
-    return (isinstance(other, ShapeDtypeStruct) and self.shape == other.shape
-            and self.dtype == other.dtype and self.weak_type == other.weak_type
-            and self.sharding == other.sharding and self.is_ref == other.is_ref)
-
-  def __hash__(self):
-    return hash((self.shape, self.dtype, self.weak_type))
-
-
-def _abstractify(x) -> ShapedArray:
-  if isinstance(x, ShapeDtypeStruct):
-    return ShapedArray(x.shape, x.dtype, x.weak_type)
-  return get_aval(x)
-
-
-pytype_aval_mappings[ShapeDtypeStruct] = _abstractify
 
 
 def eval_shape(fun, *args, **kwargs):
@@ -162,55 +97,10 @@ def eval_shape(fun, *args, **kwargs):
   return tree_util.tree_unflatten(out_store["tree"], shapes)
 
 
-def devices(backend=None):
-  """The devices of a backend, e.g. `[CpuDevice(id=0)]`.
-
-  Args:
-    backend: "cpu", "tpu" (or a Backend); None for the default backend (the TPU where one is
-      attached and libtpu installed, else the CPU).
-
-  Returns:
-    The backend's devices, in order.
-
-  Raises:
-    RuntimeError: JAX's error for a backend that is not present (e.g. "gpu").
-  """
-  from revax._src.runtime.client import get_backend
-  return list(_backend_of(backend, get_backend).devices)
-
-
-def _backend_of(backend, get_backend):
-  """The Backend a `backend=` argument names (a platform name, a Backend, or None)."""
-  if backend is None or isinstance(backend, str):
-    return get_backend(backend)
-  if hasattr(backend, "devices") and hasattr(backend, "platform"):
-    return backend
-  raise TypeError(f"backend must be a platform name such as 'cpu' or 'tpu', got {backend!r}")
-
-
-def device_count(backend=None) -> int:
-  """The number of devices of a backend, as `len(revax.devices(backend))`.
-
-  Args:
-    backend: "cpu", "tpu" or None (the default backend), as for `devices`.
-
-  Returns:
-    The device count: on the CPU 1 unless `REVAX_CPU_DEVICE_COUNT=N` (set before the first
-    computation) asked for N.
-
-  Example:
-    >>> revax.device_count() == len(revax.devices())
-    True
-  """
-  return len(devices(backend))
-
-
 def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
   """Place arrays (a pytree of them) on `device` (default: the first device) as revax Arrays;
   `device` may also be a sharding (or a pytree prefix of shardings): sharded_api.device_put."""
-  from revax._src.runtime.client import Device
   if device is not None and not isinstance(device, Device):
-    from revax._src import sharded_api
     return sharded_api.device_put(x, device)
 
   def put(leaf):

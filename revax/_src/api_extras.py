@@ -161,12 +161,13 @@ def clear_caches():
   program cache, compiled control-flow and window programs). Later calls trace and compile
   again."""
   from revax._src import jit as jit_module
+  from revax._src import program_cache
   from revax._src.interpreters import dispatch
   from revax._src.lax import windowed
   from revax._src.lax.control_flow import common
   for jitted in list(jit_module.all_jitted):
     jitted.clear_cache()
-  jit_module._programs.clear()
+  program_cache._programs.clear()
   dispatch._program_cache.clear()
   dispatch._abstract_eval_cache.clear()
   windowed._computation_cache.clear()

@@ -17,6 +17,7 @@ from revax._src.core.avals import get_aval
 from revax._src.interpreters import ad
 from revax._src.lax import conversion, creation
 from revax._src.runtime.array import Array
+from revax._src.shape_dtype_struct import abstractify as _abstractify
 
 
 def _check_callable(fun, name):
@@ -461,7 +462,6 @@ def linear_transpose(fun, *primals):
   """The transpose of linear `fun` at arguments shaped like `primals`:
   returns `f_t(cotangent) -> tuple of input cotangents`."""
   _check_callable(fun, "linear_transpose")
-  from revax._src.api import _abstractify
   from revax._src.interpreters import staging, transpose
   p_leaves, p_tree = tree_util.tree_flatten(primals)
   in_avals = [_abstractify(p) for p in p_leaves]

@@ -32,7 +32,10 @@ from revax._src.core.jaxpr import ClosedJaxpr, Jaxpr
 from revax._src.core.trace import Primitive
 from revax._src.interpreters import ad, batching, dispatch, mlir
 from revax._src.interpreters import invertible as inv
+from revax._src.aval_json import aval_from_json, aval_to_json
 from revax._src.runtime.array import Array
+from revax._src.shape_dtype_struct import ShapeDtypeStruct
+from revax._src.shape_dtype_struct import abstractify as _abstractify
 
 __all__ = ["Exported", "export", "deserialize", "call_exported_p",
            "minimum_supported_calling_convention_version",
@@ -201,7 +204,6 @@ def export(fun_jit, *, platforms=None, disabled_checks=()):
 
 
 def _export_traced(fun_jit, args, kwargs, platforms) -> Exported:
-  from revax._src.api import ShapeDtypeStruct, _abstractify
   leaves, key_head, call, names = fun_jit._split(args, kwargs)
   in_tree = key_head[0]
   avals = tuple(_abstractify(x) if isinstance(x, ShapeDtypeStruct) else get_aval(x)
@@ -265,7 +267,6 @@ def _out_avals(flat_fun, avals):
 
 
 def _struct(aval):
-  from revax._src.api import ShapeDtypeStruct
   return ShapeDtypeStruct(aval.shape, aval.dtype, aval.weak_type)
 
 
@@ -330,20 +331,6 @@ def _deserialize_at(data: bytes, start: int) -> tuple[Exported, int]:
                   nr_devices=header["nr_devices"],
                   calling_convention_version=header["calling_convention_version"],
                   mlir_module_serialized=module, _get_vjp=get_vjp), pos
-
-
-_DTYPE_NAMES = {"bfloat16": dtypes.bfloat16}  # names NumPy does not know by itself
-
-
-def aval_to_json(aval) -> list:
-  return [list(aval.shape), np.dtype(aval.dtype).name if aval.dtype != dtypes.float0 else "float0",
-          bool(aval.weak_type)]
-
-
-def aval_from_json(code) -> ShapedArray:
-  shape, name, weak = code
-  dtype = dtypes.float0 if name == "float0" else np.dtype(_DTYPE_NAMES.get(name, name))
-  return ShapedArray(tuple(int(d) for d in shape), dtype, bool(weak))
 
 
 class _Leaf:

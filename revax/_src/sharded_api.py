@@ -1,11 +1,12 @@
-"""Placing arrays on several devices: sharded device_put, make_array_from_callback,
-make_array_from_single_device_arrays, local_devices / local_device_count, and the sharding
-properties every Array has (`.sharding`, `.addressable_shards`, `.is_fully_addressable`).
+"""The devices (devices, device_count, local_devices, local_device_count, process_count, ...)
+and placing arrays on several of them: sharded device_put, make_array_from_callback,
+make_array_from_single_device_arrays, and the sharding properties every Array has
+(`.sharding`, `.addressable_shards`, `.is_fully_addressable`).
 
 A sharded array (runtime.sharded.ShardedArray) holds one buffer per device of its sharding, each
 the block `sharding.devices_indices_map(shape)[device]` of the global value. A sharding over one
 device gives a plain single-device Array. Eager primitives on sharded arrays are compiled for
-their mesh with the operands' shardings and return sharded arrays (sharded_jit.apply_primitive;
+their mesh with the operands' shardings and return sharded arrays (sharded_eager.apply_primitive;
 where that is impossible they read the assembled value); jit over the same mesh uses the shards
 where they are (sharded_jit.py).
 """
@@ -17,19 +18,67 @@ import numpy as np
 
 from revax._src import tree_util
 from revax._src.core import dtypes
-from revax._src.core.avals import ShapedArray, get_aval
+from revax._src.core.avals import ShapedArray
 from revax._src.core.trace import Tracer
 from revax._src.interpreters import dispatch
 from revax._src.lax import sharding_constraint
 from revax._src.runtime import sharded as rt
 from revax._src.runtime.array import Array, commit
 from revax._src.runtime.client import Device, get_backend
-from revax._src.sharding import (AxisType, NamedSharding, PartitionSpec, Sharding,
+from revax._src.sharded_place import GSPMDSharding, is_sharding, place
+from revax._src.sharded_place import one_device as _one_device
+# eager primitives on sharded arrays run over their mesh: importing sharded_eager installs its
+# hook in the eager dispatcher
+from revax._src import sharded_eager  # noqa: F401
+from revax._src.sharding import (AxisType, NamedSharding, PartitionSpec,
                                  SingleDeviceSharding, block_shape, resolve_specs,
                                  use_abstract_mesh)
 
-__all__ = ["device_put", "make_array_from_callback", "make_array_from_single_device_arrays",
-           "local_devices", "local_device_count", "is_sharding", "place", "GSPMDSharding"]
+__all__ = ["devices", "device_count", "device_put", "make_array_from_callback",
+           "make_array_from_single_device_arrays", "local_devices", "local_device_count",
+           "is_sharding", "place", "GSPMDSharding"]
+
+
+def devices(backend=None):
+  """The devices of a backend, e.g. `[CpuDevice(id=0)]`.
+
+  Args:
+    backend: "cpu", "tpu" (or a Backend); None for the default backend (the TPU where one is
+      attached and libtpu installed, else the CPU).
+
+  Returns:
+    The backend's devices, in order.
+
+  Raises:
+    RuntimeError: JAX's error for a backend that is not present (e.g. "gpu").
+  """
+  return list(_backend_of(backend, get_backend).devices)
+
+
+def _backend_of(backend, get_backend):
+  """The Backend a `backend=` argument names (a platform name, a Backend, or None)."""
+  if backend is None or isinstance(backend, str):
+    return get_backend(backend)
+  if hasattr(backend, "devices") and hasattr(backend, "platform"):
+    return backend
+  raise TypeError(f"backend must be a platform name such as 'cpu' or 'tpu', got {backend!r}")
+
+
+def device_count(backend=None) -> int:
+  """The number of devices of a backend, as `len(revax.devices(backend))`.
+
+  Args:
+    backend: "cpu", "tpu" or None (the default backend), as for `devices`.
+
+  Returns:
+    The device count: on the CPU 1 unless `REVAX_CPU_DEVICE_COUNT=N` (set before the first
+    computation) asked for N.
+
+  Example:
+    >>> revax.device_count() == len(revax.devices())
+    True
+  """
+  return len(devices(backend))
 
 
 def local_devices(process_index=None, backend=None, host_id=None) -> list:
@@ -217,107 +266,6 @@ def explicit_axes(f=None, /, *, axes=None, in_sharding=None):
   return wrapped
 
 
-def is_sharding(x) -> bool:
-  return isinstance(x, Sharding)
-
-
-class GSPMDSharding(Sharding):
-  """A sharding XLA chose that no PartitionSpec of the mesh describes: the block each device
-  holds, as read back from the compiled program, for arrays of one shape."""
-
-  def __init__(self, devices, indices_by_shape: dict):
-    self._devices = list(devices)
-    self._by_shape = dict(indices_by_shape)
-
-  @property
-  def _device_list(self):
-    return list(self._devices)
-
-  @property
-  def device_set(self):
-    return set(self._devices)
-
-  addressable_devices = device_set
-  is_fully_addressable = True
-
-  @property
-  def num_devices(self):
-    return len(self._devices)
-
-  def _indices(self, shape):
-    shape = tuple(shape)
-    if shape not in self._by_shape:
-      raise ValueError(f"{self!r} describes arrays of shapes {list(self._by_shape)}, not {shape}")
-    return self._by_shape[shape]
-
-  def devices_indices_map(self, global_shape):
-    return dict(zip(self._devices, self._indices(global_shape), strict=True))
-
-  def shard_shape(self, global_shape):
-    return block_shape(self._indices(global_shape)[0], global_shape)
-
-  @property
-  def is_fully_replicated(self):
-    return all(block_shape(ix, shape) == shape for shape, ixs in self._by_shape.items()
-               for ix in ixs)
-
-  def __repr__(self):
-    return f"GSPMDSharding(devices={self._devices})"
-
-
-def _check_devices(sharding) -> None:
-  known = set(get_backend().devices)
-  for d in sharding._device_list:
-    if d not in known:
-      raise ValueError(f"{sharding!r} names device {d!r}, which is not a device of this backend "
-                       f"({sorted(known, key=lambda x: x.id)})")
-
-
-def place(value, sharding, aval: ShapedArray | None = None) -> Array:
-  """`value` (an Array, a NumPy array or a scalar) laid out as `sharding` says.
-
-  Shards of a ShardedArray already where `sharding` wants them are reused; anything else is
-  cut from the host value and copied to each device.
-  """
-  if aval is None:
-    aval = value.aval if isinstance(value, Array) else get_aval(value)
-  devices = sharding._device_list
-  indices = sharding._indices(aval.shape)
-  if len(devices) == 1:
-    arr = dispatch.to_array(value)
-    if arr.aval != aval:
-      arr = Array(aval, arr._npy, arr._buf)
-    buf = arr._device_buffer(devices[0])
-    # over a 1-device mesh the array stays a plain Array that reports its NamedSharding
-    return _one_device(Array(aval, npy=arr._npy, buf=buf), sharding)
-  _check_devices(sharding)
-  reuse = _matching_buffers(value, devices, indices, aval)
-  if reuse is not None:
-    return rt.ShardedArray(aval, sharding, reuse, indices, npy=value._npy)
-  host = np.asarray(dispatch.host_value(value), dtype=aval.dtype)
-  backend = get_backend()
-  bufs = [backend.buffer_from_numpy(np.asarray(host[ix]), d)  # (any strides are fine)
-          for d, ix in zip(devices, indices, strict=True)]
-  npy = host if not host.flags.writeable else None
-  return rt.ShardedArray(aval, sharding, bufs, indices, npy=npy)
-
-
-def _matching_buffers(value, devices, indices, aval):
-  """The buffers of `value` in `devices` order when it already holds exactly these blocks."""
-  if type(value) is not rt.ShardedArray or value.aval.dtype != aval.dtype:
-    return None
-  shape = aval.shape
-  have = {(b.device, rt._index_key(ix, shape)): b
-          for b, ix in zip(value._buffers, value._indices, strict=True)}
-  out = []
-  for d, ix in zip(devices, indices, strict=True):
-    b = have.get((d, rt._index_key(ix, shape)))
-    if b is None:
-      return None
-    out.append(b)
-  return out
-
-
 def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
   """Place arrays (a pytree of them) on a device or as a sharding says.
 
@@ -453,12 +401,6 @@ def _from_blocks(shape, sharding, devices, indices, blocks, dtype, where):
   return rt.ShardedArray(aval, sharding, bufs, indices)
 
 
-def _one_device(arr: Array, sharding) -> Array:
-  """A new single-device Array placed by `sharding`: marked with it when it is a NamedSharding
-  (over a mesh of one device), as JAX reports such arrays; committed, as placed explicitly."""
-  return rt.mark(arr, sharding) if isinstance(sharding, NamedSharding) else commit(arr)
-
-
 # --- the sharding properties of single-device Arrays ----------------------------------------------
 def _single_sharding(self):
   marked = getattr(self, "_mesh_sharding", None)  # placed by a 1-device mesh's NamedSharding
@@ -491,5 +433,3 @@ Array.is_fully_replicated = True
 
 sharding_constraint.eager_place = place
 
-# eager primitives on sharded arrays run over their mesh (sharded_jit sets dispatch's hook)
-from revax._src import sharded_jit as _sharded_jit  # noqa: E402,F401  (sharded_jit imports this module)

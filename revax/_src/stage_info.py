@@ -1,12 +1,14 @@
 """What JAX's stages (`jax.stages.Traced`, `Lowered`) report about the call they were made for:
 the dynamic arguments' structure, avals and donation, the results' structure and types, the
-function's name. jit.py's `Traced` and `Lowered` and sharded_jit.py's `ShardedLowered` share
+function's name. jit_stages.py's `Traced`, `Lowered` and `ShardedLowered` share
 these attributes through `StageAttributes`, reading a `Signature` made when the stage was."""
 from __future__ import annotations
 
 from revax._src import tree_util
 from revax._src.core.avals import get_aval
 from revax._src.runtime.array import Array
+from revax._src.shape_dtype_struct import ShapeDtypeStruct
+from revax._src.stages import ArgInfo
 
 __all__ = ["Signature", "StageAttributes"]
 
@@ -23,13 +25,13 @@ class Signature:
     self.donate_argnums = tuple(donate_argnums)
 
   @classmethod
-  def for_call(cls, jitted, args, kwargs, in_tree, leaves, entry, lowered=False) -> "Signature":
-    """The signature of `jitted` called on `args`/`kwargs` (dynamic `leaves`, structure
-    `in_tree`), traced as `entry`."""
+  def for_call(cls, fun_name, in_tree, leaves, donated, donate_argnums, entry,
+               lowered=False) -> "Signature":
+    """The signature of a call of the jitted function `fun_name` on dynamic `leaves` of
+    structure `in_tree` (`donated`: per leaf, whether it is donated), traced as `entry`."""
     out = entry.jaxpr.out_avals
-    return cls(jitted.name, in_tree,
-               [x.aval if isinstance(x, Array) else get_aval(x) for x in leaves],
-               jitted._donated_leaves(args, kwargs), jitted._donate_argnums, entry.out_tree,
+    return cls(fun_name, in_tree, [x.aval if isinstance(x, Array) else get_aval(x) for x in leaves],
+               donated, donate_argnums, entry.out_tree,
                [a.update(weak_type=False) for a in out] if lowered else out)
 
 
@@ -50,7 +52,6 @@ class StageAttributes:
   @property
   def args_info(self):
     """The dynamic arguments as `stages.ArgInfo` (aval, donated), as the pytree of `in_avals`."""
-    from revax._src.stages import ArgInfo
     sig = self._signature
     return tree_util.tree_unflatten(sig.in_tree, [ArgInfo(a, d) for a, d in
                                                   zip(sig.avals, sig.donated, strict=True)])
@@ -63,7 +64,6 @@ class StageAttributes:
   @property
   def out_info(self):
     """The results as ShapeDtypeStructs, in the results' pytree."""
-    from revax._src.api import ShapeDtypeStruct
     sig = self._signature
     return tree_util.tree_unflatten(sig.out_tree, [ShapeDtypeStruct(a.shape, a.dtype, a.weak_type)
                                                    for a in sig.out_avals])

@@ -2,19 +2,16 @@
 returns), `Traced`, `Lowered` (`.lower(...)`: StableHLO text) and `Compiled` (`.compile()`: an
 executable), `ArgInfo` (an argument's type and donation) and `CompilerOptions`.
 
-revax's jit returns its own classes (jit.py's `Jitted`, `Lowered`, `Compiled`, and the sharded
-ones of sharded_jit.py); the classes here are abstract base classes they are registered with, so
-`isinstance(revax.jit(f).lower(x), revax.stages.Lowered)` holds as in JAX (and so for
-`jit(f).trace(x)` and `Traced`).
+revax's jit returns its own classes (jit.py's `Jitted`; jit_stages.py's `Traced`, `Lowered`,
+`Compiled` and the sharded ones); the classes here are abstract base classes those modules
+register them with, so `isinstance(revax.jit(f).lower(x), revax.stages.Lowered)` holds as in JAX (and so for
+`jit(f).trace(x)` and `Traced`). This module imports none of them: the stages sit below jit.
 """
 from __future__ import annotations
 
 import abc
 import dataclasses
 from typing import Any
-
-from revax._src import jit as _jit
-from revax._src import sharded_jit as _sharded_jit
 
 __all__ = ["ArgInfo", "Compiled", "CompilerOptions", "Lowered", "Traced", "Wrapped"]
 
@@ -59,14 +56,6 @@ class Compiled(abc.ABC):
   @abc.abstractmethod
   def as_text(self) -> str:
     """The compiled module as text."""
-
-
-Wrapped.register(_jit.Jitted)
-Traced.register(_jit.Traced)
-Lowered.register(_jit.Lowered)
-Lowered.register(_sharded_jit.ShardedLowered)
-Compiled.register(_jit.Compiled)
-Compiled.register(_sharded_jit.ShardedCompiled)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

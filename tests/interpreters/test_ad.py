@@ -110,14 +110,14 @@ def test_grad_of_jit_reuses_one_derived_program_per_signature():
   f = revax.jit(lambda x: (rnp.sin(x) * x).sum())
   g = revax.grad(f)
   first = g(x3)
-  from revax._src import jit as jit_mod
+  from revax._src import program_cache
   # the programs alive now (a weak cache: other tests' programs may be dropped meanwhile, so
   # compare which programs exist rather than how many)
-  before = {id(k) for k in jit_mod._programs.keys()}
-  keep = list(jit_mod._programs.keys())
+  before = {id(k) for k in program_cache._programs.keys()}
+  keep = list(program_cache._programs.keys())
   for _ in range(3):
     g(x3 + 1)
-  assert {id(k) for k in jit_mod._programs.keys()} <= before
+  assert {id(k) for k in program_cache._programs.keys()} <= before
   del keep
   np.testing.assert_allclose(first, np.cos(x3) * x3 + np.sin(x3), rtol=1e-5)
 

@@ -153,8 +153,8 @@ a = revax.device_put(np.arange(16, dtype=np.float32), data)
 b = revax.device_put(np.ones(16, np.float32) * 3, data)
 for _ in range(3):
   out, total = f(a, b)
-from revax._src import sharded_jit
-programs = [p for per in sharded_jit._programs.values() for p in per.values()]
+from revax._src import spmd_program
+programs = [p for per in spmd_program._programs.values() for p in per.values()]
 print(fastpath.available, bool(programs) and all(p.executable._sharded_runner is not None for p in programs),
       np.asarray(out).tolist(), float(total), [s.device.id for s in out.addressable_shards])
 """

@@ -13,7 +13,7 @@ from tests.sharding.children import auto_mesh, spec_of
 import revax.numpy as rnp
 from revax.sharding import NamedSharding as RNS
 from revax.sharding import PartitionSpec as RP
-from revax._src import sharded_jit
+from revax._src import spmd_program
 from revax._src.runtime import sharded as rt
 
 assert len(jax.devices()) == 4 and revax.local_device_count() == 4, revax.devices()
@@ -111,14 +111,14 @@ assert text.count("#sdy.sharding<@mesh") == 3 and '[{"a"}, {"b"}]' in text and "
 for _ in range(3):
   f(X, W)
 f(revax.device_put(X, RNS(RM2, RP("a", "b"))), W)  # same shardings: the same program
-programs = sharded_jit._programs[f.trace(X, W).jaxpr]
+programs = spmd_program._programs[f.trace(X, W).jaxpr]
 assert len(programs) == 1, programs  # compiled once per sharding
 g = revax.jit(lambda x, w: x @ w)
 XS2 = revax.device_put(X, RNS(RM2, RP("a", "b")))
 g(XS2, W), g(XS2, W)
-assert len(sharded_jit._programs[g.trace(X, W).jaxpr]) == 1  # (Auto axes: layouts are not types)
+assert len(spmd_program._programs[g.trace(X, W).jaxpr]) == 1  # (Auto axes: layouts are not types)
 g(XS2, revax.device_put(W, RNS(RM2, RP("b", None))))  # another layout: another program
-assert len(sharded_jit._programs[g.trace(X, W).jaxpr]) == 2
+assert len(spmd_program._programs[g.trace(X, W).jaxpr]) == 2
 compiled = f.lower(X, W).compile()
 same(compiled(X, W), np.tanh(X @ W), "Compiled call")
 assert spec_of(compiled.output_shardings[0]) == ("a",) or compiled.output_shardings[0]
@@ -181,7 +181,7 @@ raises(ValueError, lambda: revax.jit(lambda u, v: u + v, in_shardings=(
 
 # Pitfall 1: a shard on the wrong device (or of the wrong shape) is refused before Execute; the
 # devices that would have accepted theirs never enter the collective, so later runs work.
-prog = next(iter(next(iter(sharded_jit._programs.values())).values()))
+prog = next(iter(next(iter(spmd_program._programs.values())).values()))
 backend = revax._src.runtime.client.get_backend()
 dev0 = revax.devices()[0]
 wrong = [[backend.buffer_from_numpy(np.zeros(shape, dtype), dev0) for shape, dtype in specs]

@@ -1,4 +1,4 @@
-"""A jit signature over a mesh called again goes through its ShardedPlan (sharded_jit.py, the
+"""A jit signature over a mesh called again goes through its ShardedPlan (call_plans.py, the
 compiled `Runner.call_sharded`); run with 4 CPU devices by test_sharded_plan.py, with the
 compiled call path on or off (argv[1]: "1" or "0"). Every call is checked against NumPy and
 against what the general path gives for the same call (the plan dropped), so the plan can only
@@ -9,7 +9,7 @@ import numpy as np
 
 import revax
 import revax.numpy as rnp
-from revax._src import sharded_jit
+from revax._src import call_plans
 from revax._src.runtime import client
 from revax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
@@ -31,7 +31,7 @@ client.call_planned = counting
 
 def planned_call(f, *args):
   """f(*args) through the plan (it must take it), beside the general path's result."""
-  assert isinstance(f._traces.plan, sharded_jit.ShardedPlan) == COMPILED, f._traces.plan
+  assert isinstance(f._traces.plan, call_plans.ShardedPlan) == COMPILED, f._traces.plan
   del hits[:]
   got = f(*args)
   assert hits == ([True] if COMPILED else []), hits

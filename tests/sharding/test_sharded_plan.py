@@ -1,4 +1,4 @@
-"""Repeated jit calls over a mesh through their ShardedPlan (sharded_jit.py): the same results,
+"""Repeated jit calls over a mesh through their ShardedPlan (call_plans.py): the same results,
 shardings, commitment and errors as the general path, on the compiled call path and without it
 (where no plan is made)."""
 import pytest

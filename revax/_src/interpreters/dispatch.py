@@ -156,7 +156,7 @@ def check_special_values(name: str, outs) -> None:
       raise FloatingPointError(f"invalid value (inf) encountered in {name}")
 
 
-# Set by sharded_jit.py: fn(prim, args, params) -> outputs, or None to evaluate as usual. Eager
+# Set by sharded_eager.py: fn(prim, args, params) -> outputs, or None to evaluate as usual. Eager
 # primitives on sharded arrays run over their mesh (results stay sharded), as JAX runs them.
 sharded_apply = None
 

@@ -1015,7 +1015,7 @@ class _InFlight:
   def settle(self) -> None:
     """Wait for the launch in flight (call with `lock` held). Its errors are dropped here: its
     outputs carry them, and raise them where they are awaited. (Programs that can fail while
-    running, those calling host or FFI functions, are run with `wait`: see sharded_jit.py.)"""
+    running, those calling host or FFI functions, are run with `wait`: see spmd_program.py.)"""
     executable, events, infos = self.executable, self.events, self.infos
     if executable is None:
       return

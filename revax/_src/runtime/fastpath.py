@@ -1,6 +1,6 @@
 """The compiled call path: `_fastpath.c`, where it was built, set up from pjrt.py's struct layouts.
 
-jit's repeated call (a `_CallPlan`), `Executable` runs and a `Buffer`'s finalizer each go through
+jit's repeated call (a `call_plans.CallPlan`), `Executable` runs and a `Buffer`'s finalizer each go through
 a handful of PJRT functions. Through ctypes every one of those calls costs about a microsecond of
 argument conversion, and wrapping each output in a `Buffer` and an `Array` costs more Python
 bytecode than the small programs themselves take to run. The C extension does the same steps,
@@ -14,7 +14,7 @@ in the same order, with the same checks:
   event joins the device's `Window`; where the program finished at once (or the plan has no
   window: programs with host callbacks), the event is awaited and its error raised at the call.
 - `Runner.call_sharded(leaves, launch_id)`: the same for a jit signature over a mesh (a sharded
-  plan, sharded_jit.py): each argument must be a `ShardedArray` with the plan's sharding and
+  plan, call_plans.py): each argument must be a `ShardedArray` with the plan's sharding and
   aval and live shards; the launch is queued without waiting and its outputs are new
   `ShardedArray`s (client.py's `call_planned` keeps the launch in flight).
 - `Runner.run(pointers, device, window)`: execute on buffer pointers (`Executable._run`), with

@@ -3,7 +3,7 @@
 `ShardedArray` is a revax Array held as one device buffer per device of its sharding (each the
 block of the global array that device holds, `index` a tuple of slices); NumPy conversion
 assembles the global value from the blocks (and keeps it). Eager primitives on sharded arrays
-run as one-primitive programs over their mesh (sharded_jit.apply_primitive); code that reads the
+run as one-primitive programs over their mesh (sharded_eager.apply_primitive); code that reads the
 host value (NumPy conversion, single-device programs) sees the assembled array.
 
 `compile_spmd` compiles a Shardy-annotated StableHLO module for an ordered list of devices (mesh

@@ -1,0 +1,233 @@
+"""The stages of a jitted call, as JAX's: `Traced` (`jit(f).trace(...)`: the jaxpr), `Lowered`
+(`.lower(...)`: the StableHLO module), `Compiled` (`.compile()`: the executable, callable), and
+their counterparts for a call over a mesh, `ShardedLowered` and `ShardedCompiled`. Each holds the
+trace cache entry it was made for, the `Signature` its attributes report (stage_info.py) and,
+over a mesh, the prepared call (sharded_jit.py); compiling takes the program from
+program_cache.py. They are registered with stages.py's abstract classes."""
+from __future__ import annotations
+
+from revax._src import tree_util
+from revax._src.core.avals import get_aval
+from revax._src.core.jaxpr import ClosedJaxpr
+from revax._src.interpreters import dispatch, mlir
+from revax._src.runtime import array as _array
+from revax._src.runtime.array import Array
+from revax._src.runtime.client import get_backend
+from revax._src import stage_info as _stage_info
+from revax._src import stages as _stages
+from revax._src.donation import run_donating
+from revax._src.executable_payload import payload_of
+from revax._src.jit_placement import commit_if_read, placed_operands
+from revax._src.jit_primitive import run_with_refs
+from revax._src.lax import state as _state
+from revax._src.program_cache import program_for
+from revax._src.sharding import SingleDeviceSharding
+from revax._src.stage_info import Signature, StageAttributes
+
+__all__ = ["Traced", "Lowered", "Compiled", "ShardedLowered", "ShardedCompiled"]
+
+
+class Traced(StageAttributes):
+  """A jitted function traced for one signature (`jit(f).trace(*args)`): `.jaxpr` is the
+  traced program (closed-over arrays are its leading inputs), `.lower()` lowers it."""
+
+  def __init__(self, entry, signature: Signature, lower):
+    self._entry, self._signature = entry, signature
+    self._lower = lower  # () -> Lowered: the jitted function lowered for the same arguments
+
+  @property
+  def jaxpr(self) -> ClosedJaxpr:
+    return self._entry.jaxpr
+
+  def lower(self):
+    """The traced program lowered for the same arguments (a `Lowered`)."""
+    return self._lower()
+
+
+class Lowered(StageAttributes):
+  """A jitted function lowered for one signature."""
+
+  def __init__(self, entry, num_consts: int, signature: Signature):
+    self._entry = entry  # (`in_tree`, the arguments' structure, is the signature's)
+    self._num_consts = num_consts
+    self._text = None
+    self._signature = signature
+
+  def compiler_ir(self, dialect: str | None = None):
+    """The lowered StableHLO module (`str()` of it is the text); dialect "hlo" is refused."""
+    return _stage_info.compiler_ir(self.as_text(), dialect)
+
+  def as_text(self) -> str:
+    """The StableHLO module, as text."""
+    if self._text is None:
+      entry = self._entry
+      aliases = entry.aliases or ()
+      if entry.ref_mask is not None:  # a ref argument's new contents may reuse its buffer
+        n = len(entry.jaxpr.out_avals)
+        aliases = tuple((k, n + j) for j, k in enumerate(
+            k for k, m in enumerate(entry.ref_mask) if m))
+      self._text = mlir.lower_jaxpr_to_module(entry.jaxpr, entry.name, aliases=aliases)
+    return self._text
+
+  @property
+  def jaxpr(self) -> ClosedJaxpr:
+    return self._entry.jaxpr
+
+  def compile(self, compiler_options=None, *, device_assignment=None) -> "Compiled":
+    """Compile (JAX's signature; revax passes no XLA options: only None or {} is accepted)."""
+    _stage_info.check_compile_args(compiler_options, device_assignment)
+    entry = self._entry
+    if entry.program is None or entry.aliases:
+      entry.program = program_for(entry.jaxpr, entry.name, entry.aliases or ())
+    return Compiled(entry, self.in_tree, self._signature)
+
+  def cost_analysis(self) -> dict:
+    """XLA's cost estimates ("flops", "bytes accessed", ...): those of the compiled program
+    (revax compiles to answer; JAX estimates from the unoptimized module, so figures of fused
+    operations can differ)."""
+    return self.compile().cost_analysis()
+
+
+class Compiled(StageAttributes):
+  """A compiled program. Calling it with arguments of other types raises TypeError."""
+
+  def __init__(self, entry, in_tree, signature: Signature):
+    self._entry = entry  # (`in_tree`, the arguments' structure, is the signature's)
+    self._signature = signature
+
+  def __call__(self, *args, **kwargs):
+    leaves, treedef = tree_util.tree_flatten((args, kwargs))
+    if treedef != self.in_tree:
+      raise TypeError(f"compiled function {self._entry.name} was compiled for arguments of "
+                      f"structure {self.in_tree}, got {treedef}")
+    avals = [x.aval if type(x) is Array else get_aval(x) for x in leaves]
+    if self._entry.ref_mask is not None:  # a program that takes refs
+      dispatch.check_arg_avals(self._entry.name, self._entry.jaxpr.in_avals,
+                               [get_aval(c) for c in self._entry.consts] + avals)
+      _state.check_distinct_refs([x for x in self._entry.consts + leaves if _state.is_ref(x)],
+                                 f"the compiled function {self._entry.name}")
+      outs = run_with_refs(self._entry, self._entry.consts + leaves)
+      return tree_util.tree_unflatten(self._entry.out_tree, outs)
+    program = self._entry.program
+    program.check_avals([c.aval for c in self._entry.consts] + avals)
+    operands = self._entry.consts + leaves
+    if _array.committed_live:  # placed and committed as a jit call's (Jitted._call)
+      operands = placed_operands(self._entry, leaves, operands, self._entry.name)
+    aliases = self._entry.aliases
+    outs = (run_donating(program, aliases, operands) if aliases
+            else program.call_arrays(operands))
+    if _array.committed_live:
+      commit_if_read(self._entry, leaves, outs)
+    return tree_util.tree_unflatten(self._entry.out_tree, outs)
+
+  def as_text(self) -> str:
+    return self._entry.program.text
+
+  def serialize(self) -> bytes:
+    """The executable (and the values it closed over) as bytes; load them with
+    `revax.experimental.serialize_executable.deserialize_and_load(data, in_tree, out_tree)`."""
+    return payload_of(self._entry)
+
+  def memory_analysis(self):
+    """Compiled memory statistics: `temp_size_in_bytes`, `argument_size_in_bytes`, ..."""
+    return self._entry.program.memory_stats()
+
+  def cost_analysis(self) -> dict:
+    """XLA's cost analysis of the program: "flops", "bytes accessed", ... (floats)."""
+    return self._entry.program.executable.cost_analysis()
+
+  def runtime_executable(self):
+    """The runtime's loaded executable (revax's `Executable`)."""
+    return self._entry.program.executable
+
+  @property
+  def input_shardings(self):
+    """Where each dynamic argument goes (the default device), as the pytree of `in_avals`."""
+    sig = self._signature
+    device = SingleDeviceSharding(get_backend().devices[0])
+    return tree_util.tree_unflatten(sig.in_tree, [device] * len(sig.avals))
+
+  @property
+  def output_shardings(self):
+    sig = self._signature
+    device = SingleDeviceSharding(get_backend().devices[0])
+    return tree_util.tree_unflatten(sig.out_tree, [device] * len(sig.out_avals))
+
+
+class ShardedLowered(StageAttributes):
+  """A jitted function lowered for a mesh: `.as_text()` is the Shardy-annotated StableHLO."""
+
+  def __init__(self, entry, flat, program, out_shardings, arg_shardings, signature):
+    self._entry, self._flat, self._program = entry, flat, program
+    self._out_shardings, self._arg_shardings = out_shardings, arg_shardings
+    self._signature = signature
+
+  def compiler_ir(self, dialect: str | None = None):
+    """The lowered StableHLO module (`str()` of it is the text); dialect "hlo" is refused."""
+    return _stage_info.compiler_ir(self.as_text(), dialect)
+
+  def as_text(self) -> str:
+    if self._program is None:
+      return mlir.lower_jaxpr_to_module(self._entry.jaxpr, self._entry.name)
+    return self._program.text
+
+  @property
+  def jaxpr(self):
+    return self._entry.jaxpr
+
+  def compile(self, compiler_options=None, *, device_assignment=None) -> "ShardedCompiled":
+    """Compile (JAX's signature; revax passes no XLA options: only None or {} is accepted)."""
+    _stage_info.check_compile_args(compiler_options, device_assignment)
+    return ShardedCompiled(self)
+
+
+class ShardedCompiled:
+  """A compiled jit program over a mesh; call it with arguments of the lowered types."""
+
+  def __init__(self, lowered: ShardedLowered):
+    self._lowered = lowered
+    entry = lowered._entry
+    if lowered._program is None:
+      if entry.program is None:
+        entry.program = program_for(entry.jaxpr, entry.name)
+
+  def as_text(self) -> str:
+    return self._lowered.as_text()
+
+  @property
+  def input_shardings(self):
+    p = self._lowered._program
+    if p is None:  # one device: as requested, or the whole array on it
+      first = SingleDeviceSharding(get_backend().devices[0])
+      return [s if s is not None else first for s in self._lowered._arg_shardings]
+    return p.in_shardings[len(self._lowered._entry.consts):]
+
+  @property
+  def output_shardings(self):
+    p = self._lowered._program
+    if p is None:
+      first = SingleDeviceSharding(get_backend().devices[0])
+      return [s if s is not None else first for s in self._lowered._out_shardings]
+    return p.out_shardings
+
+  def __call__(self, *args, **kwargs):
+    entry = self._lowered._entry
+    leaves = tree_util.tree_leaves((args, kwargs))
+    flat = list(entry.consts) + leaves
+    dispatch.check_arg_avals(entry.name, entry.jaxpr.in_avals,
+                             [x.aval if isinstance(x, Array) else get_aval(x) for x in flat])
+    p = self._lowered._program
+    outs = p(flat) if p is not None else entry.program.call_arrays(flat)
+    return outs[0] if entry.out_is_leaf else tree_util.tree_unflatten(entry.out_tree, outs)
+
+  def memory_analysis(self):
+    """XLA's memory figures for the program, per device for a program over a mesh."""
+    p = self._lowered._program
+    return p.memory_stats() if p is not None else self._lowered._entry.program.memory_stats()
+
+
+_stages.Traced.register(Traced)
+_stages.Lowered.register(Lowered)
+_stages.Lowered.register(ShardedLowered)
+_stages.Compiled.register(Compiled)
+_stages.Compiled.register(ShardedCompiled)

@@ -1,0 +1,47 @@
+"""Compiled programs of jit jaxprs on one device, each compiled once and kept while its jaxpr
+lives (a weak key): one per jaxpr, and one per set of donated (operand, result) aliases. A jaxpr
+that names a mesh of several devices (a shard_map, a sharding constraint) gets a `MeshProgram`
+over that mesh (spmd_program.py), which has the same interface.
+
+The compile (or cache) step of a jit call: jit.py, the jit primitive's eager rule
+(jit_primitive.py), the stages and sharded_jit.py all take their programs from here."""
+from __future__ import annotations
+
+import threading
+import weakref
+
+from revax._src.core.jaxpr import ClosedJaxpr
+from revax._src.interpreters import dispatch
+from revax._src.spmd_program import mesh_program
+
+__all__ = ["program_for"]
+
+
+_programs: "weakref.WeakKeyDictionary[ClosedJaxpr, dispatch.CompiledProgram]" = (
+    weakref.WeakKeyDictionary())
+_aliased_programs: "weakref.WeakKeyDictionary[ClosedJaxpr, dict]" = weakref.WeakKeyDictionary()
+_programs_lock = threading.Lock()
+
+
+def program_for(jaxpr: ClosedJaxpr, name: str, aliases: tuple = ()) -> dispatch.CompiledProgram:
+  """The compiled program of a jit jaxpr (compiled once, kept while the jaxpr lives).
+
+  Args:
+    aliases: (operand, result) pairs of donated operands and the results XLA may write into
+      their buffers (see donation.py); each set of pairs is its own program.
+  """
+  if aliases:
+    with _programs_lock:
+      program = _aliased_programs.setdefault(jaxpr, {}).get(aliases)
+    if program is None:
+      program = dispatch.compile_jaxpr(jaxpr, name, aliases)
+      with _programs_lock:
+        program = _aliased_programs[jaxpr].setdefault(aliases, program)
+    return program
+  program = _programs.get(jaxpr)
+  if program is None:
+    program = mesh_program(jaxpr, name) or dispatch.compile_jaxpr(jaxpr, name)
+    with _programs_lock:
+      program = _programs.setdefault(jaxpr, program)
+  return program
+
