@@ -289,8 +289,8 @@ def _differences(keys):
 # ormqr, cholesky_update, symmetric_product, tridiagonal, and for schur / geqrf inside
 # solve_sylvester / qr_multiply; eigh_tridiagonal's grad through a while_loop with dynamic
 # bounds, ValueError): revax's are built from differentiable lax operations and it keeps them.
-# The test checks that jax still refuses each of their cases and that revax answers (jax's jvp
-# of eigh_tridiagonal runs: see KNOWN).
+# The test checks that jax still refuses each of their cases and that revax answers at the zero
+# matrix (jax's jvp of eigh_tridiagonal runs: see KNOWN).
 JAX_HAS_NO_DERIVATIVE = {
     "scipy.linalg.hessenberg", "scipy.linalg.qr_multiply", "scipy.linalg.solve_sylvester",
     "scipy.linalg.eigh_tridiagonal", "lax.linalg.hessenberg", "lax.linalg.householder_product",
@@ -361,8 +361,9 @@ def test_derivatives_at_degenerate_points_match_jax(shard):
     for key in sorted(filter(_refused_by_jax, keys)):
       jax_out = expected[key] if expected else outcome(thunks[key], "jax")
       assert isinstance(jax_out, Raised), f"{key}: jax differentiates it now: compare it"
-      revax_out = outcome(thunks[key], "revax")
-      assert not isinstance(revax_out, Raised), f"{key}: revax raises {revax_out}"
+      if "[zero]" in key:  # (one input per function and mode: they cost seconds each)
+        revax_out = outcome(thunks[key], "revax")
+        assert not isinstance(revax_out, Raised), f"{key}: revax raises {revax_out}"
   compared = {k for k in keys if not _refused_by_jax(k)}
   diffs = _differences(compared)
   new = [d for d in diffs if _known(d.split(": ")[0]) is None]
