@@ -5,7 +5,8 @@ where the build fails, the install goes on without it and revax calls the plugin
 (the same steps, slower per call; see revax/_src/runtime/fastpath.py).
 `revax/_src/runtime/_lapack.c` (XLA FFI handlers calling LAPACK for jitted eigh, svd and lu on
 CPU) is optional the same way: without it those lower to algorithms written in lax
-(see revax/_src/runtime/lapack.py).
+(see revax/_src/runtime/lapack.py). `revax/_src/runtime/_buffer.c` gives Arrays the buffer
+protocol (memoryview, read-only); without it memoryview(x) raises TypeError.
 """
 from setuptools import Extension, setup
 
@@ -13,5 +14,7 @@ setup(ext_modules=[
     Extension("revax._src.runtime._fastpath", ["revax/_src/runtime/_fastpath.c"],
               extra_compile_args=["-O2"], optional=True),
     Extension("revax._src.runtime._lapack", ["revax/_src/runtime/_lapack.c"],
+              extra_compile_args=["-O2"], optional=True),
+    Extension("revax._src.runtime._buffer", ["revax/_src/runtime/_buffer.c"],
               extra_compile_args=["-O2"], optional=True),
 ])

@@ -33,7 +33,12 @@ def test_expand_dims_and_broadcast_bind_broadcast_in_dim():
   assert eqn.params == {"shape": (1, 2, 3, 1), "broadcast_dimensions": (1, 2)}
   (eqn,) = _eqns(lambda a: lax.broadcast(a, [4]), x23)
   assert eqn.params == {"shape": (4, 2, 3), "broadcast_dimensions": (1, 2)}
-  assert lax.broadcast_to_rank(x23, 1) is x23
+  # as jax's: an Array of rank >= `rank` comes back itself, a NumPy array as an Array owning a
+  # copy (issue 33, class 8: never the caller's array)
+  a23 = revax.numpy.asarray(x23)
+  assert lax.broadcast_to_rank(a23, 1) is a23
+  out = lax.broadcast_to_rank(x23, 1)
+  assert isinstance(out, revax.Array) and np.array_equal(out, x23)
 
 
 def test_expand_dims_errors():

@@ -36,7 +36,7 @@ from __future__ import annotations
 import numpy as np
 
 from revax._src.core import dtypes
-from revax._src.core.avals import ShapedArray
+from revax._src.core.avals import ShapedArray, get_aval
 from revax._src.core.eval import eval_jaxpr
 from revax._src.core.jaxpr import ClosedJaxpr
 from revax._src.core.trace import Primitive
@@ -67,7 +67,10 @@ def _barrier_abstract_eval(*avals):
 
 
 def _barrier_impl(*args):
-  return list(args)
+  """The operands as Arrays: a NumPy operand becomes an Array owning a copy (as jax's, whose
+  barrier is bound and returns new Arrays), never the caller's array itself."""
+  return [a if isinstance(a, dispatch.Array) else dispatch.wrap_host(np.array(a), get_aval(a))
+          for a in args]
 
 
 def _barrier_jvp(primals, tangents):

@@ -174,16 +174,30 @@ def _apply_primitive(prim: Primitive, args, params):
   impl = numpy_impls.get(prim)
   if impl is not None and all(map(_is_host, args)):
     old = flush_on()  # as XLA:CPU computes: subnormals read and written as zero
+    host_args = list(map(host_value, args))
     try:
-      out = impl(*map(host_value, args), **params)
+      out = impl(*host_args, **params)
     finally:
       flush_off(old)
+    out = _not_an_input(out, host_args, prim.multiple_results)
     if prim.multiple_results:
       return [wrap_host(o, a) for o, a in zip(out, out_aval, strict=True)]
     return wrap_host(out, out_aval)
   program = _primitive_program(prim, tuple(avals), _hashable_params(params))
   outs = program.call_arrays(args)
   return outs if prim.multiple_results else outs[0]
+
+
+def _not_an_input(out, host_args, multiple_results):
+  """A NumPy implementation's outputs, where one that is a caller's writeable input itself (an
+  identity such as squeeze or rev of no axes) is replaced by a copy: the Array must own its
+  memory, and wrapping the caller's array would freeze it."""
+  outs = out if multiple_results else (out,)
+  if any(o is a and isinstance(a, np.ndarray) and a.flags.writeable
+         for o in outs for a in host_args):
+    outs = [o.copy() if any(o is a for a in host_args) else o for o in outs]
+    return outs if multiple_results else outs[0]
+  return out
 
 
 def _shares_writeable_memory(v: np.ndarray) -> bool:

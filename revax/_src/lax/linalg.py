@@ -231,7 +231,9 @@ def cholesky(x, *, symmetrize_input: bool = True):
   if symmetrize_input:
     _check_matrix("cholesky", get_aval(x))
     x = _symmetrize(x)
-  return cholesky_p.bind(x)
+  # the lower triangle, as jax's wrapper takes it: the tangent's upper triangle is then exactly
+  # zero even where the factor is NaN (a matrix that is not positive definite)
+  return U.tril(cholesky_p.bind(x))
 
 
 def _cholesky_abstract_eval(x):
@@ -253,7 +255,7 @@ def _cholesky_jvp(primals, tangents):
   tangent dA is used as given: it is taken to be Hermitian (the wrapper's symmetrize_input
   makes it so), even though the primitive itself reads only the lower triangle."""
   (x,), (dx,) = primals, tangents
-  L = cholesky_p.bind(x)
+  L = U.tril(cholesky_p.bind(x))
   if type(dx) is ad.Zero:
     return L, dx
   dA = dx
@@ -1701,16 +1703,18 @@ def _tridiagonal_solve_lax(dl, d, du, b):
 
 
 def _tri_matvec(dl, d, du, x):
-  """T x for the tridiagonal T of (dl, d, du), x (..., m, n)."""
+  """T x for the tridiagonal T of (dl, d, du), x (..., m, n). As jax's, dl[0] and du[m-1] (outside
+  T) are never read, so their derivatives are exactly zero even where x is not finite."""
   nd = get_aval(x).ndim
   zero = U.const(0, U.dtype_of(x))
-  pad = lambda y, lo, hi: shapes.pad(y, zero, tuple([(0, 0, 0)] * (nd - 2) + [(lo, hi, 0),
-                                                                                (0, 0, 0)]))
-  m = get_aval(x).shape[-2]
-  x_prev = pad(slicing.slice(x, (0,) * nd, get_aval(x).shape[:-2] + (m - 1, get_aval(x).shape[-1])), 1, 0)
-  x_next = pad(slicing.slice(x, (0,) * (nd - 2) + (1, 0), get_aval(x).shape), 0, 1)
-  return binary.add(binary.add(U.scale_rows(x, d), U.scale_rows(x_prev, dl)),
-                    U.scale_rows(x_next, du))
+  rows = lambda lo, hi: tuple([(0, 0, 0)] * (nd - 2) + [(lo, hi, 0), (0, 0, 0)])
+  batch, (m, n) = get_aval(x).shape[:-2], get_aval(x).shape[-2:]
+  vec = lambda v, lo, hi: slicing.slice(v, (0,) * (nd - 2) + (lo,), batch + (hi,))
+  x_head = slicing.slice(x, (0,) * nd, batch + (m - 1, n))
+  x_tail = slicing.slice(x, (0,) * (nd - 2) + (1, 0), batch + (m, n))
+  below = shapes.pad(U.scale_rows(x_head, vec(dl, 1, m)), zero, rows(1, 0))
+  above = shapes.pad(U.scale_rows(x_tail, vec(du, 0, m - 1)), zero, rows(0, 1))
+  return binary.add(binary.add(U.scale_rows(x, d), below), above)
 
 
 def _tridiagonal_solve_jvp(primals, tangents):

@@ -78,8 +78,9 @@ def broadcast_in_dim(operand, shape, broadcast_dimensions, *, out_sharding=None)
   shape = _ints(shape, "broadcast_in_dim shape")
   broadcast_dimensions = _ints(broadcast_dimensions, "broadcast_in_dim broadcast_dimensions")
   aval = get_aval(operand)
-  if aval.shape == shape and broadcast_dimensions == tuple(range(len(shape))):
-    return placed(operand, out_sharding)
+  if aval.shape == shape and broadcast_dimensions == tuple(range(len(shape))) and \
+      _is_array(operand):
+    return placed(operand, out_sharding)  # (a NumPy operand is bound: the Array owns a copy)
   return placed(broadcast_in_dim_p.bind(operand, shape=shape,
                                         broadcast_dimensions=broadcast_dimensions), out_sharding)
 
@@ -176,7 +177,7 @@ def broadcast_to_rank(x, rank: int):
   """Add leading dimensions of size 1 to `x` until it has `rank` dimensions (no-op if it has as
   many or more)."""
   ndim = len(get_aval(x).shape)
-  return broadcast(x, (1,) * (operator.index(rank) - ndim)) if rank > ndim else x
+  return broadcast(x, (max(operator.index(rank) - ndim, 0) * (1,)))
 
 
 # --- reshape -------------------------------------------------------------------------------------

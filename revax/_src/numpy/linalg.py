@@ -8,11 +8,13 @@ host, as revax.lax.linalg.eig says.
 from __future__ import annotations
 
 import operator
+from functools import partial
 from typing import NamedTuple
 
 import numpy as np
 
 from revax._src.core import dtypes
+from revax._src.custom_derivatives import custom_jvp
 from revax._src.lax import linalg as lax_linalg
 from revax._src.lax.linalg_eig import eig as _lax_eig
 from revax._src.lax.conversion import convert_element_type
@@ -358,7 +360,18 @@ def _lu_det_parts(a):
 
 
 def det(a):
-  """Determinants of square matrices (from an LU decomposition).
+  """Determinants of square matrices.
+
+  As jax's: 2x2 and 3x3 matrices by their explicit expansion (so derivatives are the
+  polynomial's, the cofactors, at singular matrices too); larger ones as sign * exp(logabsdet)
+  of an LU decomposition, with a JVP through the cofactors (`_cofactor_solve`), finite at
+  singular matrices.
+
+  Args:
+    a: array (..., n, n).
+
+  Returns:
+    The determinants, shape (...).
 
   Example:
     >>> jnp.linalg.det(jnp.array([[1., 2.], [3., 4.]]))
@@ -367,8 +380,69 @@ def det(a):
   check_arraylike("det", a)
   a = _inexact("det", a)
   _check_matrix("det", a)
-  d, parity = _lu_det_parts(a)
-  return parity * reductions.prod(d, axis=-1)
+  n = aval_of(a).shape[-1]
+  if n == 2:
+    return a[..., 0, 0] * a[..., 1, 1] - a[..., 0, 1] * a[..., 1, 0]
+  if n == 3:
+    return (a[..., 0, 0] * a[..., 1, 1] * a[..., 2, 2] +
+            a[..., 0, 1] * a[..., 1, 2] * a[..., 2, 0] +
+            a[..., 0, 2] * a[..., 1, 0] * a[..., 2, 1] -
+            a[..., 0, 2] * a[..., 1, 1] * a[..., 2, 0] -
+            a[..., 0, 0] * a[..., 1, 2] * a[..., 2, 1] -
+            a[..., 0, 1] * a[..., 1, 0] * a[..., 2, 2])
+  return _det_lu(a)
+
+
+@custom_jvp
+def _det_lu(a):
+  sign, logdet = slogdet(a)
+  return sign * ufuncs.exp(logdet).astype(aval_of(sign).dtype)
+
+
+@_det_lu.defjvp
+def _det_lu_jvp(primals, tangents):
+  y, z = _cofactor_solve(primals[0], tangents[0])
+  return y, trace(z)
+
+
+def _cofactor_solve(a, b):
+  """(det(a), adjugate(a) @ b), finite for singular `a` (jax's formulation).
+
+  With a = P L U, det(a) solve(a, b) = prod(diag U) U^-1 L^-1 P^-1 b. Replacing U's last
+  diagonal entry by 1 / prod(its other diagonal entries) and scaling all but the last row of
+  L^-1 P^-1 b by det(a) gives the same value without dividing by U's last diagonal entry: exact
+  for rank n - 1, where the adjugate has rank 1. Where U is singular before its last entry
+  (rank < n - 1) the adjugate is zero, and zeros are returned.
+  """
+  from revax._src.lax.linalg import _permute_rows
+  n = aval_of(a).shape[-1]
+  if n == 1:
+    return a[..., 0, 0], b
+  lu_, pivots, perm = lax_linalg.lu(a)
+  dtype = aval_of(lu_).dtype
+  batch = shape_ops.broadcast_shapes(aval_of(lu_).shape[:-2], aval_of(b).shape[:-2])
+  x = shape_ops.broadcast_to(b, batch + aval_of(b).shape[-2:])
+  lu_ = shape_ops.broadcast_to(lu_, batch + (n, n))
+  parity = reductions.count_nonzero(pivots != creation.arange(n, dtype=np.int32), axis=-1)
+  sign = creation.asarray(-2 * (parity % 2) + 1, dtype=dtype)
+  partial_det = reductions.cumprod(_diag(lu_), axis=-1) * sign[..., None]
+  corner = (creation.arange(n)[:, None] == n - 1) & (creation.arange(n)[None, :] == n - 1)
+  lu_ = ufuncs.where(corner, (1.0 / partial_det[..., -2])[..., None, None], lu_)
+  perm = shape_ops.broadcast_to(perm, batch + (n,))
+  # a matrix of rank < n - 1 (a non-finite solve with the replaced corner) has adjugate 0
+  ones = creation.ones(aval_of(x).shape[:-1] + (1,), aval_of(x).dtype)
+  d = lax_linalg.triangular_solve(lu_, ones, left_side=True, lower=False)[..., 0]
+  d = reductions.any(ufuncs.logical_or(ufuncs.isnan(d), ufuncs.isinf(d)), axis=-1)
+  d = d[..., None, None]
+  zeros = creation.zeros_like(x)
+  x = ufuncs.where(d, zeros, x)
+  x = _permute_rows(x, perm)
+  x = lax_linalg.triangular_solve(lu_, x, left_side=True, lower=True, unit_diagonal=True)
+  x = shape_ops.concatenate((x[..., :-1, :] * partial_det[..., -1, None, None],
+                             x[..., -1:, :]), axis=-2)
+  x = lax_linalg.triangular_solve(lu_, x, left_side=True, lower=False)
+  x = ufuncs.where(d, zeros, x)
+  return partial_det[..., -1], x
 
 
 def slogdet(a, *, method: str | None = None):
@@ -389,16 +463,21 @@ def slogdet(a, *, method: str | None = None):
   check_arraylike("slogdet", a)
   a = _inexact("slogdet", a)
   _check_matrix("slogdet", a)
+  if method not in (None, "lu", "qr"):
+    raise ValueError(f"Unknown slogdet method '{method}'. Supported methods are 'lu' (`None`), "
+                     f"and 'qr'.")
+  return SlogdetResult(*_slogdet(a, method or "lu"))
+
+
+@partial(custom_jvp, nondiff_argnums=(1,))
+def _slogdet(a, method):
   dtype = aval_of(a).dtype
-  if method is None or method == "lu":
+  if method == "lu":
     d, parity = _lu_det_parts(a)
-  elif method == "qr":
+  else:
     q, r = lax_linalg.qr(a, full_matrices=True)
     d = _diag(r)
     parity = _householder_det(q)
-  else:
-    raise ValueError(f"Unknown slogdet method '{method}'. Supported methods are 'lu' (`None`), "
-                     f"and 'qr'.")
   absd = ufuncs.abs(d)
   logabs = reductions.sum(ufuncs.log(absd), axis=-1)
   unit = d / ufuncs.where(absd == 0, 1, absd).astype(dtype)
@@ -406,7 +485,23 @@ def slogdet(a, *, method: str | None = None):
   singular = reductions.any(absd == 0, axis=-1)
   sign = ufuncs.where(singular, 0, sign).astype(dtype)
   logabs = ufuncs.where(singular, -np.inf, logabs).astype(aval_of(logabs).dtype)
-  return SlogdetResult(sign, logabs)
+  return sign, logabs
+
+
+@_slogdet.defjvp
+def _slogdet_jvp(method, primals, tangents):
+  """As jax's: d log|det a| = trace(solve(a, da)) (NaN/inf at singular a, as there); the sign's
+  tangent is zero for real a and the imaginary part of that trace times the sign for complex."""
+  a, = primals
+  g, = tangents
+  sign, ans = _slogdet(a, method)
+  ans_dot = trace(solve(a, g))
+  if dtypes.is_complex(aval_of(a).dtype):
+    sign_dot = (ans_dot - ufuncs.real(ans_dot).astype(aval_of(ans_dot).dtype)) * sign
+    ans_dot = ufuncs.real(ans_dot)
+  else:
+    sign_dot = creation.zeros_like(sign)
+  return (sign, ans), (sign_dot, ans_dot)
 
 
 def _householder_det(q):
@@ -472,6 +567,11 @@ def pinv(a, rtol=None, hermitian: bool = False, *, rcond=None):
     if rtol is not None:
       raise ValueError("pinv: only one of rtol and rcond may be specified.")
     rtol = rcond
+  return _pinv(a, rtol, hermitian)
+
+
+@partial(custom_jvp, nondiff_argnums=(1, 2))
+def _pinv(a, rtol, hermitian):
   m, n = aval_of(a).shape[-2:]
   if m == 0 or n == 0:
     return creation.zeros(aval_of(a).shape[:-2] + (n, m), aval_of(a).dtype)
@@ -481,10 +581,33 @@ def pinv(a, rtol=None, hermitian: bool = False, *, rcond=None):
     rtol = 10.0 * max(m, n) * float(np.finfo(aval_of(s).dtype).eps)
   rtol = creation.asarray(rtol)
   cutoff = rtol[..., None] * reductions.max(s, axis=-1, keepdims=True)
-  keep = s > cutoff
-  s_inv = ufuncs.where(keep, 1 / ufuncs.where(keep, s, 1), 0).astype(aval_of(s).dtype)
-  return matmul(shape_ops.swapaxes(vh, -1, -2) * s_inv[..., None, :].astype(aval_of(u).dtype),
-                shape_ops.swapaxes(u, -1, -2))
+  s = ufuncs.where(s > cutoff, s, np.inf).astype(aval_of(u).dtype)
+  return matmul(shape_ops.swapaxes(vh, -1, -2),
+                ufuncs.divide(shape_ops.swapaxes(u, -1, -2), s[..., None]))
+
+
+@_pinv.defjvp
+def _pinv_jvp(rtol, hermitian, primals, tangents):
+  """As jax's (Golub and Pereyra 1973): exact where the rank is locally constant, and zero at
+  the zero matrix (whose pseudo-inverse is zero)."""
+  a, = primals
+  a_dot, = tangents
+  p = _pinv(a, rtol, hermitian)
+  if hermitian:
+    a = (a + _H(a)) / 2
+    a_dot = (a_dot + _H(a_dot)) / 2
+  m, n = aval_of(a).shape[-2:]
+  if m >= n:
+    s = matmul(matmul(p, _H(p)), _H(a_dot))
+    t = matmul(matmul(_H(a_dot), _H(p)), p)
+    p_dot = (-matmul(matmul(p, a_dot), p) + s - matmul(matmul(s, a), p) + t
+             - matmul(matmul(p, a), t))
+  else:
+    s = matmul(p, matmul(_H(p), _H(a_dot)))
+    t = matmul(_H(a_dot), matmul(_H(p), p))
+    p_dot = (-matmul(p, matmul(a_dot, p)) + s - matmul(s, matmul(a, p)) + t
+             - matmul(p, matmul(a, t)))
+  return p, p_dot
 
 
 def lstsq(a, b, rcond=None, *, numpy_resid: bool = False):

@@ -131,20 +131,84 @@ def _check_kth(fun_name, a, kth, axis):
   return axis
 
 
+def _last_axis_view(fun_name, a, kth, axis):
+  """`a` (an array) with `axis` swapped to the end, the swap, and kth made non-negative."""
+  from revax._src.numpy.shape_ops import swapaxes
+  axis = _check_kth(fun_name, a, kth, axis)
+  a = util.as_array(a)
+  if dtypes.is_complex(aval_of(a).dtype):
+    raise NotImplementedError(f"jnp.{fun_name} for complex dtype is not implemented.")
+  n = aval_of(a).shape[axis]
+  return swapaxes(a, axis, -1), axis, operator.index(kth) % n
+
+
+def _negated_for_bottom(arr):
+  """-arr, in which top_k finds arr's smallest; unsigned integers as -(arr + 1), as jax's, so
+  that 0 is not its own negation."""
+  if dtypes.is_unsigned_integer(aval_of(arr).dtype):
+    arr = lax.add(arr, util.full_of((), 1, aval_of(arr).dtype))
+  return lax.neg(arr)
+
+
 def partition(a, kth: int, axis: int = -1):
   """`a` rearranged along `axis` so the element at `kth` is the one a sort would put there, the
-  ones before it are no greater and the ones after it no smaller (here: fully sorted, which
-  satisfies that contract; the order within each side is unspecified, as in NumPy)."""
-  from revax._src.numpy.sorting import sort
-  axis = _check_kth("partition", a, kth, axis)
-  return sort(a, axis=axis)
+  ones before it are no greater and the ones after it no smaller.
+
+  The order within each side is jax's (two `lax.top_k` calls: the kth + 1 smallest ascending,
+  then the rest descending), and as in jax, NaNs with the sign bit set sort first.
+
+  Args:
+    a: the array.
+    kth: static index of the element put in its sorted place.
+    axis: static axis to partition along.
+
+  Returns:
+    The partitioned copy of `a`.
+
+  Example:
+    >>> jnp.partition(jnp.array([6, 8, 4, 3, 1, 9, 7, 5, 2, 3]), 4)
+    Array([1, 2, 3, 3, 4, 9, 8, 7, 6, 5], dtype=int32)
+  """
+  from revax._src.numpy.shape_ops import swapaxes
+  arr, axis, kth = _last_axis_view("partition", a, kth, axis)
+  shape = aval_of(arr).shape
+  if dtypes.is_unsigned_integer(aval_of(arr).dtype):
+    one = util.full_of((), 1, aval_of(arr).dtype)
+    bottom = lax.sub(lax.neg(lax.top_k(_negated_for_bottom(arr), kth + 1)[0]), one)
+  else:
+    bottom = lax.neg(lax.top_k(lax.neg(arr), kth + 1)[0])
+  top = lax.top_k(arr, shape[-1] - kth - 1)[0]
+  return swapaxes(lax.concatenate([bottom, top], len(shape) - 1), -1, axis)
 
 
 def argpartition(a, kth: int, axis: int = -1):
-  """Indices that `partition` `a` along `axis` (see partition for the contract)."""
-  from revax._src.numpy.sorting import argsort
-  axis = _check_kth("argpartition", a, kth, axis)
-  return argsort(a, axis=axis)
+  """Indices that `partition` `a` along `axis`, in jax's order: the kth + 1 smallest ascending
+  (lax.top_k of the negation), then the other indices in increasing order.
+
+  Args:
+    a: the array.
+    kth: static index of the element put in its sorted place.
+    axis: static axis to partition along.
+
+  Returns:
+    int32 indices along `axis`.
+
+  Example:
+    >>> jnp.argpartition(jnp.array([6, 8, 4, 3, 1, 9, 7, 5, 2, 3]), 4)
+    Array([4, 8, 3, 9, 2, 0, 1, 5, 6, 7], dtype=int32)
+  """
+  from revax._src.numpy.shape_ops import swapaxes
+  arr, axis, kth = _last_axis_view("argpartition", a, kth, axis)
+  shape = aval_of(arr).shape
+  nd = len(shape)
+  bottom_ind = lax.top_k(_negated_for_bottom(arr), kth + 1)[1]
+  # the other indices: top_k of a proxy that is 0 at the bottom ones and 1 elsewhere (jax's)
+  iota = lax.broadcasted_iota(aval_of(bottom_ind).dtype, (*shape[:-1], 1, shape[-1]), nd)
+  chosen = lax.eq(iota, lax.expand_dims(bottom_ind, (nd,)))
+  taken = lax.reduce_or(chosen, (nd - 1,))
+  proxy = lax.convert_element_type(lax.bitwise_not(taken), dtypes.default_float_dtype())
+  top_ind = lax.top_k(proxy, shape[-1] - kth - 1)[1]
+  return swapaxes(lax.concatenate([bottom_ind, top_ind], nd - 1), -1, axis)
 
 
 def sort_complex(a):

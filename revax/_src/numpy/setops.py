@@ -272,6 +272,15 @@ def union1d(ar1, ar2, *, size=None, fill_value=None):
   return unique(concatenate([a1, a2], 0), size=size, fill_value=fill_value)
 
 
+def _differ_nan_equal(a, b):
+  """a != b element-wise, where NaN equals NaN (complex: where both have a NaN part)."""
+  differ = lax.ne(a, b)
+  if not dtypes.is_inexact(aval_of(a).dtype):
+    return differ
+  both_nan = lax.bitwise_and(lax.ne(a, a), lax.ne(b, b))
+  return lax.bitwise_and(differ, lax.bitwise_not(both_nan))
+
+
 def setdiff1d(ar1, ar2, assume_unique: bool = False, *, size=None, fill_value=None):
   """The sorted unique values of `ar1` that are not in `ar2` (fill_value defaults to 0)."""
   from revax._src.numpy.sorting import sort
@@ -283,8 +292,9 @@ def setdiff1d(ar1, ar2, assume_unique: bool = False, *, size=None, fill_value=No
     s = a1
   else:
     s = sort(a1)
+    # jax takes unique(ar1) first, where NaNs are equal (one NaN is kept)
     keep_first = lax.concatenate([util.full_of((1,), True, dtypes.bool_),
-                                  lax.ne(s[1:], s[:-1])], 0) if n1 else \
+                                  _differ_nan_equal(s[1:], s[:-1])], 0) if n1 else \
         util.full_of((0,), True, dtypes.bool_)
   mask = lax.bitwise_and(keep_first, isin(s, a2, invert=True))
   size_ = _static_size("setdiff1d", size, mask)

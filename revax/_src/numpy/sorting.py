@@ -43,9 +43,9 @@ def argsort(a, axis: int | None = -1, *, kind=None, order=None, stable: bool = T
   shape = aval_of(a).shape
   index_dtype = dtypes.default_int_dtype()
   iota = lax.broadcasted_iota(index_dtype, shape, axis)
-  if not descending:
-    return lax.sort((a, iota), dimension=axis, is_stable=stable, num_keys=1)[1]
-  # stable descending order: sort the reversed array ascending, reverse, and map the indices back
-  _, idx = lax.sort((lax.rev(a, (axis,)), iota), dimension=axis, is_stable=stable, num_keys=1)
-  last = util.full_of(shape, shape[axis] - 1, index_dtype)
-  return lax.sub(last, lax.rev(idx, (axis,)))
+  # as jax's: a stable descending sort reverses the array and the indices before sorting and
+  # the indices after (equal elements keep their order); an unstable one only reverses after
+  if descending and stable:
+    a, iota = lax.rev(a, (axis,)), lax.rev(iota, (axis,))
+  idx = lax.sort((a, iota), dimension=axis, is_stable=stable, num_keys=1)[1]
+  return lax.rev(idx, (axis,)) if descending else idx

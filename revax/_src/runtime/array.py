@@ -16,12 +16,19 @@ from revax._src.core import dtypes
 from revax._src.core.avals import ShapedArray, pytype_aval_mappings
 from revax._src.core.errors import JaxRuntimeError
 
+try:  # the buffer protocol (memoryview, read-only), where the C extension was built
+  from revax._src.runtime._buffer import BufferBase as _BufferBase
+except ImportError:  # pragma: no cover -- built without a C compiler
+  class _BufferBase:
+    __slots__ = ()
+
+
 # True once some Array was committed to its device (see `Array.committed`): until then eager ops
 # and jit calls skip looking for committed inputs.
 committed_live = False
 
 
-class Array:
+class Array(_BufferBase):
   """A revax array. Immutable; use `x.at[idx].set(v)` for functional updates."""
   # `_mesh_sharding` (unset on most Arrays) records a sharding over a 1-device mesh the array
   # was placed by, which `.sharding` reports as JAX does (runtime/sharded.py: `mark`).
@@ -47,6 +54,20 @@ class Array:
       npy = buf.to_numpy()
       npy.flags.writeable = False
       self._npy = npy
+    return npy
+
+  def _buffer_export(self) -> np.ndarray:
+    """What the buffer protocol exports (runtime/_buffer.c): the value as a read-only
+    C-contiguous NumPy array, as jax's Arrays export theirs. dtypes outside NumPy's own
+    (bfloat16, float8, int4, ...) have no buffer format: BufferError, as in jax."""
+    dtype = self.aval.dtype
+    if dtype.isbuiltin != 1:
+      raise BufferError(f"Buffers of type {dtype.name} are not supported by the Python buffer "
+                        f"protocol.")
+    npy = self._value()
+    if not npy.flags.c_contiguous:
+      npy = np.ascontiguousarray(npy)
+      npy.flags.writeable = False
     return npy
 
   def _device_buffer(self, device=None):

@@ -54,6 +54,7 @@ __all__ = ["get_backend", "Backend", "Device", "Buffer", "Executable", "MemorySt
 
 _ptr = C.c_void_p
 _new = object.__new__
+_new_array = Array.__new__  # (Array's base is the buffer protocol's C type)
 _pointer_of = operator.attrgetter("_ptr")
 _memmove = C.memmove
 _NUMPY_TO_PJRT = pjrt.NUMPY_TO_PJRT
@@ -1314,7 +1315,7 @@ class Executable:
       buffer = _new(Buffer)
       buffer._info = info
       buffer._ptr = pointer
-      array = _new(Array)
+      array = _new_array(Array)
       array.aval = aval
       array._npy = None
       array._buf = buffer
