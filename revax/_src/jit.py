@@ -344,8 +344,9 @@ class _CallPlan:
 
   def __init__(self, epoch, treedef, avals, entry, program):
     self.epoch = epoch
-    self.treedef = treedef  # None: the arguments themselves are the leaves
-    self.up_to = treedef is not None and _only_sequences(treedef)
+    # optree's spec of the arguments (None: the arguments themselves are the leaves)
+    self.treedef = None if treedef is None else treedef._spec
+    self.up_to = treedef is not None and _only_sequences(self.treedef)
     self.avals = avals
     self.entry = entry
     self.executable = program.executable
