@@ -6,7 +6,7 @@ import warnings
 
 from tests.edges import harness
 
-SUITES = ["test_zero_size", "test_nan_inf", "test_exceptions"]
+SUITES = ["test_zero_size", "test_nan_inf", "test_exceptions", "test_dtypes_lowp"]
 
 if __name__ == "__main__":
   warnings.simplefilter("ignore")
