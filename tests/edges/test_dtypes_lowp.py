@@ -66,6 +66,8 @@ def _operands(lib):
   out.update({f"'{n}'": n for n in NARROW + ["bfloat16", "float16"]})
   out["key<fry>"] = _key_dtype(lib)
   out["float0"] = lib.dtypes.float0
+  out["f32 array"] = NP[lib].ones(2)  # (an array stands for its dtype)
+  out["key array"] = lib.random.key(0)  # (ValueError: NumPy has no dtype for it, in jax too)
   return out
 
 
