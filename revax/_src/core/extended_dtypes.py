@@ -71,7 +71,8 @@ def canonicalize_dtype(dtype, allow_extended_dtype: bool = False):
     allow_extended_dtype: return extended dtypes (typed-key dtypes) unchanged instead of
       raising.
   """
-  if hasattr(dtype, "shape") and hasattr(dtype, "dtype"):  # (JAX's fails on arrays: TypeError)
+  if (hasattr(dtype, "shape") and hasattr(dtype, "dtype")
+      and not isinstance(dtype, (type, np.generic, np.dtype))):  # (JAX's fails on arrays)
     raise TypeError(f"canonicalize_dtype takes a dtype, not an array ({type(dtype).__name__})")
   if _is_extended(dtype):
     if allow_extended_dtype:
