@@ -6,7 +6,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1] / "revax"
 LAYERS = ["core", "runtime", "interpreters", "lax", "api", "libraries"]
 LIBRARIES = {"numpy", "random", "nn", "example_libraries", "scipy", "ops", "image",
              "experimental"}
-UTILITIES = {"tree_util"}  # leaf utilities importable from any layer but core
+UTILITIES = {"tree_util", "pytreedef"}  # leaf utilities importable from any layer but core
 
 
 def _layer(module: str) -> str | None:

@@ -50,8 +50,9 @@ class CallPlan:
 
   def __init__(self, epoch, treedef, avals, entry, program):
     self.epoch = epoch
-    self.treedef = treedef  # None: the arguments themselves are the leaves
-    self.up_to = treedef is not None and _only_sequences(treedef)
+    # optree's spec of the arguments (None: the arguments themselves are the leaves)
+    self.treedef = None if treedef is None else treedef._spec
+    self.up_to = treedef is not None and _only_sequences(self.treedef)
     self.avals = avals
     self.entry = entry
     self.executable = program.executable
@@ -198,7 +199,8 @@ class ShardedPlan:
   def __init__(self, args, leaves, entry, program):
     self.epoch = config.trace_epoch
     flat = len(leaves) == len(args) and all(a is x for a, x in zip(args, leaves))
-    self.treedef = None if flat else tree_util.tree_structure(args)
+    # optree's spec of the arguments (None: the arguments themselves are the leaves)
+    self.treedef = None if flat else tree_util.tree_structure(args)._spec
     self.up_to = self.treedef is not None and _only_sequences(self.treedef)
     self.entry = entry
     self.executable = program.executable

@@ -12,8 +12,8 @@ from typing import Any, Hashable, TypeVar
 
 import optree
 
-NAMESPACE = "revax"
-PyTreeDef = optree.PyTreeSpec
+from revax._src.pytreedef import NAMESPACE as NAMESPACE
+from revax._src.pytreedef import PyTreeDef as PyTreeDef
 T = TypeVar("T")
 
 
@@ -112,9 +112,15 @@ _SORTED: dict = {}  # treedef -> the equal treedef whose dicts hold their keys i
 
 def _sort_dict_node(node):
   """One node of `PyTreeSpec.transform`: a dict node rebuilt with its keys in the order
-  flattening visits them (sorted), any other node unchanged."""
+  flattening visits them (sorted), any other node unchanged. ValueError, as in JAX, when the
+  keys cannot be sorted (keys of types that do not compare, such as 1 and 'b')."""
   if node.kind not in _DICT_KINDS:
     return node
+  try:
+    sorted(node.entries())
+  except TypeError:
+    raise ValueError("Comparator raised exception while sorting pytree dictionary keys.") \
+        from None
   leaf = optree.treespec_leaf(none_is_leaf=False, namespace=NAMESPACE)
   mapping = dict.fromkeys(node.entries(), leaf)  # entries come in flattening (sorted) order
   if node.kind == optree.PyTreeKind.DICT:
@@ -123,19 +129,20 @@ def _sort_dict_node(node):
   return optree.treespec_defaultdict(factory, mapping, none_is_leaf=False, namespace=NAMESPACE)
 
 
-def _sorted_dicts(treedef):
-  """`treedef` with its dicts' keys recorded in sorted order, so that unflattening builds
-  dicts in sorted key order as JAX does (optree's treedef keeps the flattened dict's insertion
-  order and restores it). Equal treedefs (equality ignores key order) share one, cached."""
+def _sorted_dicts(spec) -> PyTreeDef:
+  """The PyTreeDef of optree's `spec`, with its dicts' keys recorded in sorted order, so that
+  unflattening builds dicts in sorted key order as JAX does (optree's treedef keeps the
+  flattened dict's insertion order and restores it). Equal specs (equality ignores key order)
+  share one, cached."""
   try:
-    return _SORTED[treedef]
+    return _SORTED[spec]
   except KeyError:
     pass
   except TypeError:  # node data that cannot be hashed: not cached
-    return treedef.transform(_sort_dict_node)
+    return PyTreeDef(spec.transform(_sort_dict_node))
   if len(_SORTED) > 4096:
     _SORTED.clear()
-  out = _SORTED[treedef] = treedef.transform(_sort_dict_node)
+  out = _SORTED[spec] = PyTreeDef(spec.transform(_sort_dict_node))
   return out
 
 def tree_flatten(tree, is_leaf=None):
@@ -156,12 +163,18 @@ def tree_flatten(tree, is_leaf=None):
 def tree_unflatten(treedef, leaves):
   """The pytree of structure `treedef` holding `leaves` (the inverse of `tree_flatten`); its
   dicts have their keys in sorted order, as in JAX."""
-  return optree.tree_unflatten(_sorted_dicts(treedef), leaves)
+  if not isinstance(treedef, PyTreeDef):
+    raise TypeError(f"tree_unflatten expects a PyTreeDef, got {type(treedef).__name__}")
+  return treedef.unflatten(leaves)
 
 
 def tree_leaves(tree, is_leaf=None):
   """The leaves of `tree`, in flattening order."""
-  return optree.tree_leaves(tree, is_leaf=is_leaf, none_is_leaf=False, namespace=NAMESPACE)
+  leaves, spec = optree.tree_flatten(tree, is_leaf=is_leaf, none_is_leaf=False,
+                                     namespace=NAMESPACE)
+  if spec.num_nodes > spec.num_leaves:  # (dicts' keys must sort, as in JAX)
+    _sorted_dicts(spec)
+  return leaves
 
 
 def tree_structure(tree, is_leaf=None):
@@ -230,8 +243,9 @@ def flatten_one_level_with_keys(tree):
     raise ValueError(f"can't tree-flatten type: {type(tree)}")
   children, metadata, entries, _ = optree.tree_flatten_one_level(
       tree, none_is_leaf=False, namespace=NAMESPACE)
-  treedef = tree_structure(tree, is_leaf=lambda x: x is not tree)
-  accessors = treedef.accessors()
+  spec = optree.tree_structure(tree, is_leaf=lambda x: x is not tree, none_is_leaf=False,
+                              namespace=NAMESPACE)
+  accessors = spec.accessors()
   keys = [_key_of(a[0]) for a in accessors]
   if isinstance(tree, dict):
     metadata = tuple(entries)
@@ -404,7 +418,8 @@ def treedef_is_leaf(treedef) -> bool:
 
 def treedef_tuple(treedefs):
   """The treedef of a tuple whose children have the structures `treedefs`."""
-  return optree.treespec_tuple(list(treedefs), none_is_leaf=False, namespace=NAMESPACE)
+  specs = [t._spec for t in treedefs]
+  return _sorted_dicts(optree.treespec_tuple(specs, none_is_leaf=False, namespace=NAMESPACE))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -134,7 +134,7 @@ def _decode_value(dtype, shape, data):
   if dtype.kind == "c":
     re, im = (_decode_value(np.dtype(np.float64), shape, d) for d in data)
     return (re + 1j * im).astype(dtype)
-  if dtype.kind == "f" or dtype.name == "bfloat16":
+  if dtype.kind == "f" or (dtype.kind == "V" and not dtype.names):  # (ml_dtypes' types too)
     return np.array([float(x) for x in data], np.float64).astype(dtype).reshape(shape)
   return np.array(data, dtype).reshape(shape)
 

@@ -7,7 +7,7 @@ import warnings
 from tests.edges import harness
 
 SUITES = ["test_zero_size", "test_nan_inf", "test_exceptions", "test_ordering",
-          "test_degenerate_derivatives", "test_ownership"]
+          "test_degenerate_derivatives", "test_ownership", "test_dtypes_lowp"]
 
 if __name__ == "__main__":
   warnings.simplefilter("ignore")

@@ -46,7 +46,10 @@ def test_dtype_queries_match_jax():
   assert rnp.issubdtype(rnp.bfloat16, rnp.floating) and rnp.issubdtype(BF16, rnp.inexact)
   assert not rnp.issubdtype(rnp.int8, rnp.floating) and rnp.issubdtype(rnp.int8, rnp.integer)
   assert rnp.issubdtype(np.float32, rnp.float32) and not rnp.issubdtype(np.float32, np.float16)
-  assert rnp.issubdtype(rnp.uint8, rnp.unsignedinteger) and rnp.issubdtype(np.int8, int)
+  assert rnp.issubdtype(rnp.uint8, rnp.unsignedinteger)
+  # a Python type means np.dtype of it (int64), as in jax: int8 is not one
+  for a, b in [(np.int8, int), (np.int64, int), (np.float32, float), (np.float64, float)]:
+    assert rnp.issubdtype(a, b) == jnp.issubdtype(a, b), (a, b)
   assert rnp.dtype("float32") == np.float32
   assert rnp.can_cast(np.int8, np.int16) and not rnp.can_cast(np.float32, np.int32)
 

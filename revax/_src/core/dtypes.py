@@ -22,9 +22,18 @@ uint8, uint16, uint32, uint64 = (np.dtype(t) for t in (np.uint8, np.uint16, np.u
 float16, float32, float64 = (np.dtype(t) for t in (np.float16, np.float32, np.float64))
 complex64, complex128 = np.dtype(np.complex64), np.dtype(np.complex128)
 
-_SIGNED = (int8, int16, int32, int64)
-_UNSIGNED = (uint8, uint16, uint32, uint64)
-_FLOATS = (bfloat16, float16, float32, float64)
+# ml_dtypes' narrow types, as JAX has them: floats of 4, 6 and 8 bits (each its own dtype, a
+# subtype of floating that promotes with nothing but weak Python scalars) and 1, 2 and 4-bit ints.
+NARROW_FLOATS = tuple(np.dtype(getattr(ml_dtypes, n)) for n in (
+    "float4_e2m1fn", "float6_e2m3fn", "float6_e3m2fn", "float8_e3m4", "float8_e4m3",
+    "float8_e8m0fnu", "float8_e4m3b11fnuz", "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2",
+    "float8_e5m2fnuz"))
+NARROW_SIGNED = tuple(np.dtype(getattr(ml_dtypes, n)) for n in ("int1", "int2", "int4"))
+NARROW_UNSIGNED = tuple(np.dtype(getattr(ml_dtypes, n)) for n in ("uint1", "uint2", "uint4"))
+
+_SIGNED = NARROW_SIGNED + (int8, int16, int32, int64)
+_UNSIGNED = NARROW_UNSIGNED + (uint8, uint16, uint32, uint64)
+_FLOATS = NARROW_FLOATS + (bfloat16, float16, float32, float64)
 _COMPLEX = (complex64, complex128)
 SUPPORTED = (bool_,) + _SIGNED + _UNSIGNED + _FLOATS + _COMPLEX
 
@@ -33,6 +42,9 @@ _X64_TO_X32 = {int64: int32, uint64: uint32, float64: float32, complex128: compl
 _SHORT_NAMES = {bool_: "bool", bfloat16: "bf16", float16: "f16", float32: "f32", float64: "f64",
                 int8: "i8", int16: "i16", int32: "i32", int64: "i64", uint8: "u8", uint16: "u16",
                 uint32: "u32", uint64: "u64", complex64: "c64", complex128: "c128", float0: "float0"}
+# (JAX's short names: 'float' -> 'f', 'uint' -> 'u', 'int' -> 'i': f8_e4m3fn, i4, u2)
+_SHORT_NAMES.update({d: d.name.replace("float", "f").replace("uint", "u").replace("int", "i")
+                     for d in NARROW_FLOATS + NARROW_SIGNED + NARROW_UNSIGNED})
 
 
 def short_name(dtype) -> str:
@@ -44,12 +56,24 @@ def is_float(dtype) -> bool:
   return np.dtype(dtype) in _FLOATS
 
 
+_CUSTOM_FLOAT_TYPES = frozenset(d.type for d in NARROW_FLOATS + (bfloat16,))
+_CUSTOM_SIGNED_TYPES = frozenset(d.type for d in NARROW_SIGNED)
+_CUSTOM_UNSIGNED_TYPES = frozenset(d.type for d in NARROW_UNSIGNED)
+
+
 def issubdtype(dtype, category) -> bool:
-  """np.issubdtype that also knows that bfloat16 is a floating type."""
-  dtype = np.dtype(dtype)
-  if dtype == bfloat16 and isinstance(category, type) and issubclass(category, np.generic):
-    return category in (np.floating, np.inexact, np.number, np.generic)
-  return np.issubdtype(dtype, category)
+  """np.issubdtype that also knows ml_dtypes' types (bfloat16 and the float8/float6/float4
+  types are floating, int4 a signed integer, uint4 an unsigned one), as JAX's does."""
+  a = dtype if isinstance(dtype, type) and issubclass(dtype, np.generic) else np.dtype(dtype).type
+  b = (category if isinstance(category, type) and issubclass(category, np.generic)
+       else np.dtype(category).type)
+  if a in _CUSTOM_FLOAT_TYPES:
+    return b in (a, np.floating, np.inexact, np.number, np.generic)
+  if a in _CUSTOM_SIGNED_TYPES:
+    return b in (a, np.signedinteger, np.integer, np.number, np.generic)
+  if a in _CUSTOM_UNSIGNED_TYPES:
+    return b in (a, np.unsignedinteger, np.integer, np.number, np.generic)
+  return bool(np.issubdtype(a, b))
 
 
 def is_inexact(dtype) -> bool:
@@ -108,12 +132,13 @@ def default_complex_dtype() -> np.dtype:
 _I, _F, _C = "i*", "f*", "c*"
 _EDGES = {
     bool_: [_I],
-    _I: [uint8, int8],
+    _I: [uint8, int8, *NARROW_UNSIGNED, *NARROW_SIGNED],
     uint8: [int16, uint16], uint16: [int32, uint32], uint32: [int64, uint64], uint64: [_F],
     int8: [int16], int16: [int32], int32: [int64], int64: [_F],
-    _F: [bfloat16, float16, _C],
+    _F: [*NARROW_FLOATS, bfloat16, float16, _C],
     bfloat16: [float32], float16: [float32], float32: [float64, complex64], float64: [complex128],
     _C: [complex64], complex64: [complex128], complex128: [],
+    **{d: [] for d in NARROW_FLOATS + NARROW_SIGNED + NARROW_UNSIGNED},
 }
 
 
@@ -180,7 +205,19 @@ def _join_in(nodes: frozenset, strict: bool):
   for c in common:  # the least upper bound: the common bound below all other common bounds
     if common <= _UB[c]:
       return c
-  raise TypeError(f"no common type for {sorted(map(str, nodes))}")  # unreachable for our lattice
+  names = tuple(str(n) for n in nodes)
+  if any(n in NARROW_FLOATS for n in nodes):
+    what, cast = "8-bit, 6-bit and 4-bit floats", "float32"
+  elif any(n in NARROW_SIGNED or n in NARROW_UNSIGNED for n in nodes):
+    what, cast = "1-bit, 2-bit and 4-bit integers", "int32"
+  else:
+    raise TypePromotionError(f"Input dtypes {names} have no available implicit dtype promotion "
+                             "path. Try explicitly casting inputs to the desired output type.")
+  raise TypePromotionError(
+      f"Input dtypes {names} have no available implicit dtype promotion path. To avoid "
+      f"unintended promotion, {what} do not support implicit promotion. If you'd like your "
+      f"inputs to be promoted to another type, you can do so explicitly using e.g. "
+      f"x.astype('{cast}')")
 
 
 def _node(dtype, weak):
@@ -249,6 +286,17 @@ def scalar_dtype(x) -> tuple[np.dtype, bool]:
 
 def is_python_scalar(x) -> bool:
   return type(x) in _PY_SCALAR_KIND
+
+
+_NO_INF = frozenset(np.dtype(getattr(ml_dtypes, n)) for n in (
+    "float8_e4m3b11fnuz", "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2fnuz"))
+
+
+def supports_inf(dtype) -> bool:
+  """Whether reductions may start from an infinity in the floating `dtype`: not for the float8
+  types without infinities, as in JAX (JAX's list: float4_e2m1fn and float8_e8m0fnu are
+  treated as having them, the infinity becoming NaN); False for non-floating dtypes."""
+  return np.dtype(dtype) not in _NO_INF and is_inexact(dtype)
 
 
 def iinfo(dtype):

@@ -28,27 +28,39 @@ _is_extended = is_extended
 
 
 def issubdtype(a, b) -> bool:
-  """Like `np.issubdtype`, also for bfloat16 and the extended dtypes (`key<fry>` is a
-  subdtype of `prng_key` and of `extended`).
+  """Like `np.issubdtype`, also for ml_dtypes' types (bfloat16 and the float8/float6/float4
+  types are floating, int4 a signed and uint4 an unsigned integer) and the extended dtypes
+  (`key<fry>` is a subdtype of `prng_key` and of `extended`), as jax.dtypes.issubdtype.
 
   Args:
-    a: a dtype (or something convertible to one), or None.
-    b: a dtype or a category such as `np.floating` or `extended`.
+    a: a dtype, scalar type or anything `np.dtype` takes (an array: its dtype).
+    b: a dtype or a category such as `jnp.floating` or `revax.dtypes.prng_key`.
 
   Returns:
     Whether `a` belongs to `b`.
+
+  Example:
+    >>> revax.dtypes.issubdtype(jnp.float8_e4m3fn, jnp.floating)
+    True
   """
-  if a is None or b is None:
-    return a is b
-  if _is_extended(a):
-    if isinstance(b, type):
-      return issubclass(a.type, b)
-    return a == b
+  if not (isinstance(a, (type, np.dtype)) or _is_extended(a)):
+    a = np.dtype(a)
+  if not (isinstance(b, (type, np.dtype)) or _is_extended(b)):
+    b = np.dtype(b)
+  a_is_type = isinstance(a, type)
   if isinstance(b, type) and issubclass(b, extended):
-    return False
+    if _is_extended(a):
+      return issubclass(a.type, b)
+    if a_is_type and issubclass(a, np.generic):
+      return issubclass(a, b)
+    return issubclass(np.dtype(a).type, b)
   if _is_extended(b):
-    return False
-  return dtypes.issubdtype(a, b)
+    return _is_extended(a) and a == b
+  if _is_extended(a):
+    a, a_is_type = a.type, True
+  a_type = a if a_is_type and issubclass(a, np.generic) else np.dtype(a).type
+  b_type = b if isinstance(b, type) and issubclass(b, np.generic) else np.dtype(b).type
+  return dtypes.issubdtype(a_type, b_type)
 
 
 def canonicalize_dtype(dtype, allow_extended_dtype: bool = False):
@@ -59,6 +71,9 @@ def canonicalize_dtype(dtype, allow_extended_dtype: bool = False):
     allow_extended_dtype: return extended dtypes (typed-key dtypes) unchanged instead of
       raising.
   """
+  if (hasattr(dtype, "shape") and hasattr(dtype, "dtype")
+      and not isinstance(dtype, (type, np.generic, np.dtype))):  # (JAX's fails on arrays)
+    raise TypeError(f"canonicalize_dtype takes a dtype, not an array ({type(dtype).__name__})")
   if _is_extended(dtype):
     if allow_extended_dtype:
       return dtype
@@ -82,14 +97,16 @@ def scalar_type_of(x) -> type:
 
 
 def itemsize_bits(dtype) -> int:
-  """The number of bits of one element of `dtype` (4 for int4, 16 for bfloat16, 8 for bool)."""
+  """The number of bits of one element of `dtype` (4 for int4, 16 for bfloat16, 8 for bool);
+  ValueError for dtypes that are not numbers (float0, typed keys), as JAX's."""
   if dtype is None:
     raise ValueError("dtype cannot be None.")
-  dtype = np.dtype(dtype)
-  if dtype.kind == "V":  # ml_dtypes' types: sub-byte ints and small floats
-    for info in (ml_dtypes.iinfo, ml_dtypes.finfo):
-      try:
-        return info(dtype).bits
-      except (ValueError, TypeError):
-        pass
-  return dtype.itemsize * 8
+  if not _is_extended(dtype) and np.dtype(dtype) == np.dtype(bool):
+    return 8  # (a bool takes a byte)
+  if issubdtype(dtype, np.integer):
+    return ml_dtypes.iinfo(np.dtype(dtype)).bits
+  if issubdtype(dtype, np.floating):
+    return ml_dtypes.finfo(np.dtype(dtype)).bits
+  if issubdtype(dtype, np.complexfloating):
+    return 2 * ml_dtypes.finfo(np.dtype(dtype)).bits
+  raise ValueError(f"unexpected input: {dtype=}")

@@ -24,7 +24,7 @@ class Var:
     self._id = next(Var._ids)
 
   def __repr__(self):
-    return f"Var(id={self._id}){self.aval.str_short()}"
+    return f"Var(id={self._id}):{self.aval.str_short(short_dtypes=False)}"  # (as JAX's)
 
 
 class DropVar(Var):
@@ -41,7 +41,7 @@ class Literal:
     self.aval = aval
 
   def __repr__(self):
-    return f"Literal({_fmt_scalar(self.val)}:{self.aval.str_short()})"
+    return f"Literal({_fmt_scalar(self.val)})"  # (as JAX's)
 
 
 Atom = Var | Literal
@@ -168,7 +168,7 @@ def _fmt_scalar(val) -> str:
     return str(int(v))
   if v.dtype.kind == "c":
     return str(complex(v))
-  if v.dtype.kind == "V":  # float0 (a tangent of an integer): printed as JAX prints it
+  if v.dtype.names:  # float0 (a tangent of an integer): printed as JAX prints it
     return str(v[()])
   f = float(v)
   return repr(f) if np.isfinite(f) else str(f)

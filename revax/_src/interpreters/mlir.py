@@ -50,6 +50,12 @@ _ELEMENT_TYPES = {dtypes.bool_: "i1", dtypes.int8: "i8", dtypes.int16: "i16", dt
                   dtypes.bfloat16: "bf16", dtypes.float32: "f32", dtypes.float64: "f64",
                   dtypes.complex64: "complex<f32>", dtypes.complex128: "complex<f64>",
                   dtypes.float0: "i1"}
+# ml_dtypes' narrow types: float8_e4m3fn -> f8E4M3FN, int4 -> i4, uint4 -> ui4. The 1- and
+# 2-bit integers are left out: XLA:CPU aborts the process compiling some programs on them (a
+# concatenate of int2: "Check failed: bit_offset") and sorts them wrongly; they compute eagerly.
+_ELEMENT_TYPES.update({d: "f" + d.name[len("float"):].replace("_", "").upper()
+                       for d in dtypes.NARROW_FLOATS})
+_ELEMENT_TYPES.update({dtypes.NARROW_SIGNED[2]: "i4", dtypes.NARROW_UNSIGNED[2]: "ui4"})
 
 
 TOKEN_TYPE = "!stablehlo.token"
@@ -61,7 +67,12 @@ def has_ordered_effects(closed) -> bool:
 
 
 def element_type(dtype) -> str:
-  return _ELEMENT_TYPES[np.dtype(dtype)]
+  try:
+    return _ELEMENT_TYPES[np.dtype(dtype)]
+  except KeyError:
+    raise TypeError(f"revax does not compile programs on {np.dtype(dtype).name} values (XLA:CPU "
+                    "aborts on some programs of 1- and 2-bit integers); they compute eagerly "
+                    "only") from None
 
 
 # XLA aborts the process (a CHECK failure, "overflow in static extent product") on a program
@@ -95,7 +106,7 @@ def ir_type(aval: ShapedArray) -> str:
 
 
 def _ir_type(aval: ShapedArray) -> str:
-  et = _ELEMENT_TYPES[aval.dtype]
+  et = element_type(aval.dtype)
   if not aval.shape:
     return f"tensor<{et}>"
   nbytes = _extent_bytes(aval)

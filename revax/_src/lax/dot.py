@@ -270,8 +270,10 @@ def _dot_general_numpy(lhs, rhs, *, dimension_numbers, precision, preferred_elem
     acc = np.einsum(spec, lhs.astype(np.int32), rhs.astype(np.int32))
     return (acc > 0).astype(out_dtype) if dtypes.is_bool(out_dtype) else acc.astype(out_dtype)
   compute = np.promote_types(lhs.dtype, out_dtype)
-  if compute in (dtypes.bfloat16, dtypes.float16):
+  if compute in (dtypes.bfloat16, dtypes.float16) or compute in dtypes.NARROW_FLOATS:
     compute = dtypes.float32  # accumulate low-precision floats in f32, as XLA does
+  elif compute in dtypes.NARROW_SIGNED or compute in dtypes.NARROW_UNSIGNED:
+    compute = dtypes.int32  # (NumPy's einsum has no int4 loop; the result wraps as XLA's)
   res = np.einsum(spec, lhs.astype(compute), rhs.astype(compute))
   return np.asarray(res).astype(out_dtype)
 

@@ -73,6 +73,17 @@ class EighImplementation(enum.Enum):
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.complex64),
            np.dtype(np.complex128))
+# Half-precision matrices: JAX on CPU has no LAPACK kernel for them (NotImplementedError
+# "Unsupported dtype float16."); the operations XLA expands itself (triangular_solve) or that
+# are written in lax (symmetric_product, cholesky_update) take them.
+_HALF = (np.dtype(np.float16), dtypes.bfloat16)
+
+
+def _check_half(name, dtype, allow_half=False):
+  if np.dtype(dtype) in _HALF and not allow_half:
+    raise NotImplementedError(f"Unsupported dtype {np.dtype(dtype).name}. ({name} has no "
+                              f"{np.dtype(dtype).name} kernel, as in JAX on CPU: cast the "
+                              "input to float32)")
 
 
 def _fori(upper, body, init):
@@ -82,13 +93,14 @@ def _fori(upper, body, init):
   return fori_loop(0, upper, lambda i, c: body(convert_element_type(i, np.int32), c), init)
 
 
-def _check_matrix(name, x, square=True):
+def _check_matrix(name, x, square=True, allow_half=False):
   if x.ndim < 2:
     raise ValueError(f"{name} requires an input of rank >= 2 (a matrix or a batch of them), "
                      f"got shape {x.shape}")
   if square and x.shape[-1] != x.shape[-2]:
     raise ValueError(f"{name} requires square matrices, got shape {x.shape}")
-  if x.dtype not in _FLOATS:
+  _check_half(name, x.dtype, allow_half)
+  if x.dtype not in _FLOATS + (_HALF if allow_half else ()):
     raise TypeError(f"{name} requires float32, float64, complex64 or complex128 input, got "
                     f"{x.dtype.name}")
 
@@ -368,7 +380,7 @@ def triangular_solve(a, b, *, left_side: bool = False, lower: bool = False,
 
 def _triangular_solve_abstract_eval(a, b, *, left_side, lower, transpose_a, conjugate_a,
                                     unit_diagonal):
-  _check_matrix("triangular_solve", a)
+  _check_matrix("triangular_solve", a, allow_half=True)
   if b.ndim != a.ndim:
     raise TypeError(f"triangular_solve requires a and b of equal rank (or b one less), got "
                     f"shapes {a.shape} and {b.shape}")
@@ -411,6 +423,11 @@ def _np_substitute(t, b, lower):
 
 
 def _triangular_solve_numpy(a, b, *, left_side, lower, transpose_a, conjugate_a, unit_diagonal):
+  if b.dtype in _HALF:  # (NumPy's einsum has no bfloat16 loop: solve in float32, round once)
+    return _triangular_solve_numpy(
+        a.astype(np.float32), b.astype(np.float32), left_side=left_side, lower=lower,
+        transpose_a=transpose_a, conjugate_a=conjugate_a,
+        unit_diagonal=unit_diagonal).astype(b.dtype)
   t = _np_tri_op(a, lower, transpose_a, conjugate_a, unit_diagonal)
   eff_lower = lower != transpose_a
   if left_side:
@@ -1106,7 +1123,7 @@ def _jacobi_eigh_one(a):
                                          ((N - 1, 0, 0),)))
     a = binary.add(a, corner)
   k = N // 2
-  eps = float(np.finfo(rdt).eps)
+  eps = float(dtypes.finfo(rdt).eps)
   tol = binary.mul(frob, U.const(eps, rdt))
   offmask = comparison.ne(shapes.broadcasted_iota(np.int32, (N, N), 0),
                           shapes.broadcasted_iota(np.int32, (N, N), 1))
@@ -1377,7 +1394,7 @@ def _one_sided_jacobi(w):
     w = binary.add(w, U.vector_to_diag(shapes.pad(shapes.reshape(big, (1,)), U.const(0, dtype),
                                                   ((N - 1, 0, 0),))))
   k = N // 2
-  eps = float(np.finfo(rdt).eps)
+  eps = float(dtypes.finfo(rdt).eps)
   offmask = comparison.ne(shapes.broadcasted_iota(np.int32, (N, N), 0),
                           shapes.broadcasted_iota(np.int32, (N, N), 1))
 
@@ -1646,6 +1663,7 @@ def _tridiagonal_solve_abstract_eval(dl, d, du, b):
   if b.ndim != d.ndim + 1 or b.shape[:-1] != d.shape:
     raise ValueError(f"tridiagonal_solve requires b of shape (..., m, n) with (..., m) the "
                      f"diagonals' shape {d.shape}, got {b.shape}")
+  _check_half("tridiagonal_solve", b.dtype)
   if not (dl.dtype == d.dtype == du.dtype == b.dtype) or b.dtype not in _FLOATS:
     raise TypeError(f"tridiagonal_solve requires dl, d, du and b of one floating dtype, got "
                     f"{dl.dtype.name}, {d.dtype.name}, {du.dtype.name} and {b.dtype.name}")
@@ -1768,7 +1786,10 @@ inv.definverse(tridiagonal_solve_p,
 # --- symmetric_product ---------------------------------------------------------------------------
 def symmetric_product(a_matrix, c_matrix, *, alpha: float = 1.0, beta: float = 0.0,
                       symmetrize_output: bool = False):
-  """alpha * a a^T + beta * c (the lower triangle; the whole if symmetrize_output).
+  """alpha * a a^T + beta * c.
+
+  Only the lower triangle is guaranteed on every platform (as in JAX); on CPU the whole product
+  is computed, as JAX's CPU lowering does.
 
   Args:
     a_matrix: (..., n, k).
@@ -1781,10 +1802,7 @@ def symmetric_product(a_matrix, c_matrix, *, alpha: float = 1.0, beta: float = 0
 
   Example:
     >>> a = jnp.array([[1., 2.], [3., 4.]])
-    >>> lax.linalg.symmetric_product(a, jnp.eye(2), alpha=2.0, beta=1.0)  # 2 a a^T + I, lower
-    Array([[11.,  0.],
-           [22., 51.]], dtype=float32)
-    >>> lax.linalg.symmetric_product(a, jnp.eye(2), alpha=2.0, beta=1.0, symmetrize_output=True)
+    >>> lax.linalg.symmetric_product(a, jnp.eye(2), alpha=2.0, beta=1.0)  # 2 a a^T + I
     Array([[11., 22.],
            [22., 51.]], dtype=float32)
   """
@@ -1800,23 +1818,23 @@ def _symmetric_product_abstract_eval(a, c, *, alpha, beta):
       c.shape[-1] != a.shape[-2] or a.shape[:-2] != c.shape[:-2]:
     raise ValueError(f"symmetric_product requires a (..., n, k) and c (..., n, n), got "
                      f"{a.shape} and {c.shape}")
-  if a.dtype != c.dtype or a.dtype not in _FLOATS:
+  if a.dtype != c.dtype or a.dtype not in _FLOATS + _HALF:
     raise TypeError(f"symmetric_product requires a and c of one floating dtype, got "
                     f"{a.dtype.name} and {c.dtype.name}")
   return ShapedArray(c.shape, c.dtype)
 
 
 def _symmetric_product_numpy(a, c, *, alpha, beta):
-  full = alpha * (a @ np.swapaxes(a, -1, -2)) + beta * c
-  return np.where(np.tri(c.shape[-1], dtype=bool), full, c).astype(c.dtype)
+  if c.dtype in _HALF:  # (NumPy's matmul has no bfloat16 loop: compute in float32, round once)
+    return _symmetric_product_numpy(a.astype(np.float32), c.astype(np.float32), alpha=alpha,
+                                    beta=beta).astype(c.dtype)
+  return (alpha * (a @ np.swapaxes(a, -1, -2)) + beta * c).astype(c.dtype)
 
 
 def _symmetric_product_lax(a, c, *, alpha, beta):
   dtype = U.dtype_of(c)
-  full = binary.add(binary.mul(U.const(alpha, dtype), U.matmul(a, U.swap_last(a))),
+  return binary.add(binary.mul(U.const(alpha, dtype), U.matmul(a, U.swap_last(a))),
                     binary.mul(U.const(beta, dtype), c))
-  mask = U.tri_mask(U.shape_of(c), 0, True)
-  return U.select(mask, c, full)
 
 
 def _symmetric_product_jvp(primals, tangents, *, alpha, beta):
@@ -1824,16 +1842,13 @@ def _symmetric_product_jvp(primals, tangents, *, alpha, beta):
   da, dc = tangents
   out = symmetric_product_p.bind(a, c, alpha=alpha, beta=beta)
   dtype = U.dtype_of(c)
-  mask = U.tri_mask(U.shape_of(c), 0, True)
   t = U.full(U.shape_of(c), 0, dtype)
   if type(da) is not ad.Zero:
     prod = U.matmul(da, U.swap_last(a))
     t = binary.add(t, binary.mul(U.const(alpha, dtype), binary.add(prod, U.swap_last(prod))))
-  upper = U.full(U.shape_of(c), 0, dtype)
   if type(dc) is not ad.Zero:
     t = binary.add(t, binary.mul(U.const(beta, dtype), dc))
-    upper = dc
-  return out, U.select(mask, upper, t)
+  return out, t
 
 
 symmetric_product_p = Primitive("symmetric_product")
@@ -2227,7 +2242,7 @@ def cholesky_update(r_matrix, w_vector):
 
 
 def _cholesky_update_abstract_eval(r, w):
-  _check_matrix("cholesky_update", r)
+  _check_matrix("cholesky_update", r, allow_half=True)
   if w.shape != r.shape[:-1] or w.dtype != r.dtype or dtypes.is_complex(r.dtype):
     raise TypeError(f"cholesky_update requires a real (n, n) r and (n,) w of one dtype, got "
                     f"{r.dtype.name}{list(r.shape)} and {w.dtype.name}{list(w.shape)}")
@@ -2317,7 +2332,7 @@ def qdwh(x, *, is_hermitian: bool = False, max_iterations: int | None = None, ep
   m, n = aval.shape
   dtype = aval.dtype
   rdt = U.real_dtype(dtype)
-  eps = float(np.finfo(rdt).eps) if eps is None else float(eps)
+  eps = float(dtypes.finfo(rdt).eps) if eps is None else float(eps)
   max_iterations = 10 if max_iterations is None else int(max_iterations)
   one_norm = reduce_max(reduce_sum(unary.abs(x), (0,)), (0,))
   inf_norm = reduce_max(reduce_sum(unary.abs(x), (1,)), (0,))

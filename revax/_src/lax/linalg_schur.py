@@ -62,8 +62,10 @@ def _schur_abstract_eval(x, *, compute_schur_vectors, sort_eig_vals, select_call
     raise ValueError(f"Input to schur must have rank >= 2, got shape {x.shape}")
   if x.shape[-1] != x.shape[-2]:
     raise ValueError(f"The input to schur must be a square matrix. Got shape {x.shape[-2:]}.")
-  if not (dtypes.is_float(x.dtype) or dtypes.is_complex(x.dtype)) or \
-      x.dtype in (np.float16, dtypes.bfloat16):
+  if x.dtype in (np.float16, dtypes.bfloat16):
+    raise NotImplementedError(f"Unsupported dtype {x.dtype.name}. (schur has no {x.dtype.name} "
+                              "kernel, as in JAX on CPU: cast the input to float32)")
+  if x.dtype not in (np.float32, np.float64, np.complex64, np.complex128):
     raise TypeError(f"schur does not accept dtype {x.dtype.name}. Accepted dtypes are subtypes "
                     f"of floating or complexfloating (float32, float64, complex64, complex128).")
   aval = ShapedArray(x.shape, x.dtype)

@@ -72,8 +72,8 @@ def combiner_region(ctx, prim: Primitive, dtype) -> str:
 
 
 def _max_identity(dtype):
-  if dtypes.is_inexact(dtype):
-    return np.asarray(-np.inf, dtype)
+  if dtypes.is_inexact(dtype):  # (floats without infinities: their lowest finite value, as JAX)
+    return np.asarray(-np.inf if dtypes.supports_inf(dtype) else dtypes.finfo(dtype).min, dtype)
   if dtypes.is_integer(dtype):
     return np.asarray(dtypes.iinfo(dtype).min, dtype)
   return np.asarray(False)
@@ -81,7 +81,7 @@ def _max_identity(dtype):
 
 def _min_identity(dtype):
   if dtypes.is_inexact(dtype):
-    return np.asarray(np.inf, dtype)
+    return np.asarray(np.inf if dtypes.supports_inf(dtype) else dtypes.finfo(dtype).max, dtype)
   if dtypes.is_integer(dtype):
     return np.asarray(dtypes.iinfo(dtype).max, dtype)
   return np.asarray(True)

@@ -26,9 +26,14 @@ from revax._src.runtime.array import Array
 
 # dtype categories accepted by elementwise primitives, as sets for fast membership tests
 _BOOL = frozenset([dtypes.bool_])
-_SIGNED = frozenset([dtypes.int8, dtypes.int16, dtypes.int32, dtypes.int64])
-_INT = _SIGNED | {dtypes.uint8, dtypes.uint16, dtypes.uint32, dtypes.uint64}
-_FLOAT = frozenset([dtypes.bfloat16, dtypes.float16, dtypes.float32, dtypes.float64])
+# (ml_dtypes' narrow types -- float8/float4, int4/uint4, int2/uint2 -- are floats and ints as
+# in JAX: XLA computes with them)
+_SIGNED = frozenset([dtypes.int8, dtypes.int16, dtypes.int32, dtypes.int64,
+                     *dtypes.NARROW_SIGNED])
+_INT = _SIGNED | {dtypes.uint8, dtypes.uint16, dtypes.uint32, dtypes.uint64,
+                  *dtypes.NARROW_UNSIGNED}
+_FLOAT = frozenset([dtypes.bfloat16, dtypes.float16, dtypes.float32, dtypes.float64,
+                    *dtypes.NARROW_FLOATS])
 _COMPLEX = frozenset([dtypes.complex64, dtypes.complex128])
 DTYPE_KINDS = {"bool": _BOOL, "int": _INT, "signed": _SIGNED, "float": _FLOAT,
                "complex": _COMPLEX, "inexact": _FLOAT | _COMPLEX,

@@ -246,11 +246,20 @@ def _exp2_lower(ctx, x):
   return ctx.op1("stablehlo.convert", [y]) if half else y
 
 
+def _exp2_numpy(x):
+  """2**x; the narrow floats (float8_*, float4_*) as the lowering computes them, exp(x * ln 2)
+  with the product rounded to the type (float8_e4m3fn's exp2(3) is 7.5, as in JAX)."""
+  if x.dtype in dtypes.NARROW_FLOATS:
+    with np.errstate(all="ignore"):
+      return np.exp(x * np.asarray(np.log(2.0), x.dtype)).astype(x.dtype)
+  return _quiet(np.exp2)(x)
+
+
 def _exp2_jvp(t, out, x):
   return mul(t, mul(math.log(2.0), out))
 
 
-exp2_p = unop("exp2", "inexact", _quiet(np.exp2), None)
+exp2_p = unop("exp2", "inexact", _exp2_numpy, None)
 mlir.register_lowering(exp2_p, _exp2_lower)
 ad.defjvp_from_output(exp2_p, _exp2_jvp)
 inv.definverse_unary(exp2_p, lambda y: div(log(y), full_like(y, math.log(2.0))))
@@ -573,6 +582,10 @@ def abs(x):
 
 def _abs_abstract_eval(x):
   check_dtype("abs", "signed_num", x.dtype)
+  if x.dtype in dtypes.NARROW_SIGNED:
+    raise TypeError(f"abs does not accept dtype {x.dtype.name}. Support for narrow-width "
+                    "integers is platform-dependent and limited to a few specific operations, "
+                    "e.g. basic arithmetic and type casting.")
   return ShapedArray(x.shape, _real_dtype(x.dtype), x.weak_type)
 
 

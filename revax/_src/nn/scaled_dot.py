@@ -4,7 +4,7 @@
 JAX computes scaled dots only on GPUs (a cuDNN custom call on CUDA, XLA's scaled dot on ROCm);
 on CPU and TPU its `scaled_matmul` primitive has no lowering, so a call fails with
 NotImplementedError when it is compiled (its shapes and dtypes still evaluate: eval_shape and
-make_jaxpr work). revax runs on CPU and TPU only and has no float8 arrays, so it checks the
+make_jaxpr work). revax runs on CPU and TPU only, so it checks the
 arguments as JAX does and raises that NotImplementedError at the call. `scaled_dot_general`
 without configs is `lax.dot_general`; with configs it raises the same NotImplementedError.
 """
@@ -72,8 +72,8 @@ def scaled_matmul(lhs, rhs, lhs_scales, rhs_scales, preferred_element_type=np.fl
   by its scales (B, M or N, K / block) block by block.
 
   As JAX's, it runs on GPUs only: on revax's CPU and TPU backends the arguments are checked as
-  JAX checks them, then NotImplementedError is raised (JAX raises it when compiling; revax has
-  no float8 arrays to trace, so it raises at the call).
+  JAX checks them, then NotImplementedError is raised (JAX raises it when compiling, revax at
+  the call, tracing included).
 
   Args:
     lhs, rhs: 3-d operands (B, M, K) and (B, N, K).

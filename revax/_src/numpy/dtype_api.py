@@ -123,6 +123,8 @@ def _as_dtype(x) -> np.dtype:
 
 def iinfo(int_type):
   """Machine limits of an integer dtype (`iinfo(int8).max == 127`)."""
+  if extended_dtypes.is_extended(getattr(int_type, "dtype", int_type)):
+    raise ValueError("Invalid integer data type 'O'.")  # (as ml_dtypes.iinfo, JAX's, says)
   return dtypes.iinfo(_as_dtype(int_type))
 
 
@@ -132,28 +134,14 @@ def finfo(float_type):
 
 
 def issubdtype(arg1, arg2) -> bool:
-  """np.issubdtype that knows bfloat16 is floating and accepts revax scalar types.
+  """np.issubdtype that knows ml_dtypes' types (bfloat16 and float8_* are floating, int4 is a
+  signed integer), revax's scalar types and typed keys' dtypes (jax.numpy.issubdtype).
 
   Example:
     >>> jnp.issubdtype(jnp.bfloat16, jnp.floating)
     True
   """
-  if extended_dtypes.is_extended(getattr(arg1, "dtype", None)):
-    arg1 = arg1.dtype  # an array of typed keys
-  if extended_dtypes.is_extended(arg1) or extended_dtypes.is_extended(arg2) or (
-      isinstance(arg2, type) and issubclass(arg2, extended_dtypes.extended)):
-    return extended_dtypes.issubdtype(arg1, arg2)  # typed keys: key<fry> is a prng_key
-  d1 = _as_dtype(arg1)
-  if isinstance(arg2, type) and issubclass(arg2, np.generic) and arg2 in _CATEGORIES:
-    return dtypes.issubdtype(d1, arg2)
-  if arg2 in (int, float, complex, bool):
-    return dtypes.issubdtype(d1, {int: np.integer, float: np.floating,
-                                  complex: np.complexfloating, bool: np.bool_}[arg2])
-  return d1 == np.dtype(arg2)
-
-
-_CATEGORIES = (np.generic, np.number, np.inexact, np.floating, np.complexfloating, np.integer,
-               np.signedinteger, np.unsignedinteger)
+  return extended_dtypes.issubdtype(arg1, arg2)
 
 
 def can_cast(from_, to, casting: str = "safe") -> bool:

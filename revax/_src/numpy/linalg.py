@@ -359,11 +359,25 @@ def _lu_det_parts(a):
   return d, parity
 
 
+def _det_2x2(a):
+  return a[..., 0, 0] * a[..., 1, 1] - a[..., 0, 1] * a[..., 1, 0]
+
+
+def _det_3x3(a):
+  return (a[..., 0, 0] * a[..., 1, 1] * a[..., 2, 2] +
+          a[..., 0, 1] * a[..., 1, 2] * a[..., 2, 0] +
+          a[..., 0, 2] * a[..., 1, 0] * a[..., 2, 1] -
+          a[..., 0, 2] * a[..., 1, 1] * a[..., 2, 0] -
+          a[..., 0, 0] * a[..., 1, 2] * a[..., 2, 1] -
+          a[..., 0, 1] * a[..., 1, 0] * a[..., 2, 2])
+
+
 def det(a):
   """Determinants of square matrices.
 
-  As jax's: 2x2 and 3x3 matrices by their explicit expansion (so derivatives are the
-  polynomial's, the cofactors, at singular matrices too); larger ones as sign * exp(logabsdet)
+  As jax's: 2x2 and 3x3 matrices by their explicit expansion (any floating dtype, float16
+  included; derivatives are the polynomial's, the cofactors, at singular matrices too); larger
+  ones as sign * exp(logabsdet)
   of an LU decomposition, with a JVP through the cofactors (`_cofactor_solve`), finite at
   singular matrices.
 
@@ -379,17 +393,12 @@ def det(a):
   """
   check_arraylike("det", a)
   a = _inexact("det", a)
+  shape = aval_of(a).shape
+  if len(shape) >= 2 and shape[-2:] == (2, 2):
+    return _det_2x2(a)
+  if len(shape) >= 2 and shape[-2:] == (3, 3):
+    return _det_3x3(a)
   _check_matrix("det", a)
-  n = aval_of(a).shape[-1]
-  if n == 2:
-    return a[..., 0, 0] * a[..., 1, 1] - a[..., 0, 1] * a[..., 1, 0]
-  if n == 3:
-    return (a[..., 0, 0] * a[..., 1, 1] * a[..., 2, 2] +
-            a[..., 0, 1] * a[..., 1, 2] * a[..., 2, 0] +
-            a[..., 0, 2] * a[..., 1, 0] * a[..., 2, 1] -
-            a[..., 0, 2] * a[..., 1, 1] * a[..., 2, 0] -
-            a[..., 0, 0] * a[..., 1, 2] * a[..., 2, 1] -
-            a[..., 0, 1] * a[..., 1, 0] * a[..., 2, 2])
   return _det_lu(a)
 
 
@@ -578,7 +587,7 @@ def _pinv(a, rtol, hermitian):
   a = ufuncs.conj(a) if dtypes.is_complex(aval_of(a).dtype) else a
   u, s, vh = svd(a, full_matrices=False, hermitian=hermitian)
   if rtol is None:
-    rtol = 10.0 * max(m, n) * float(np.finfo(aval_of(s).dtype).eps)
+    rtol = 10.0 * max(m, n) * float(dtypes.finfo(aval_of(s).dtype).eps)
   rtol = creation.asarray(rtol)
   cutoff = rtol[..., None] * reductions.max(s, axis=-1, keepdims=True)
   s = ufuncs.where(s > cutoff, s, np.inf).astype(aval_of(u).dtype)
@@ -640,9 +649,9 @@ def lstsq(a, b, rcond=None, *, numpy_resid: bool = False):
                      f"and b {aval_of(b).shape}")
   dtype = aval_of(a).dtype
   if rcond is None:
-    rcond = float(np.finfo(dtype).eps) * max(n, m)
+    rcond = float(dtypes.finfo(dtype).eps) * max(n, m)
   elif rcond < 0:
-    rcond = float(np.finfo(dtype).eps)
+    rcond = float(dtypes.finfo(dtype).eps)
   u, s, vh = svd(a, full_matrices=False)
   mask = (s >= rcond * s[0]) & (s > 0) if aval_of(s).shape[0] else s > 0
   rank = reductions.sum(mask).astype(np.int32)
@@ -680,7 +689,8 @@ def matrix_rank(M, rtol=None, *, hermitian: bool = False, tol=None):
     return reductions.any(M != 0).astype(np.int32)
   s = svd(M, full_matrices=False, compute_uv=False, hermitian=hermitian)
   if rtol is None:
-    rtol = reductions.max(s, axis=-1) * (max(shape[-2:]) * float(np.finfo(aval_of(s).dtype).eps))
+    eps = float(dtypes.finfo(aval_of(s).dtype).eps)
+    rtol = reductions.max(s, axis=-1) * (max(shape[-2:]) * eps)
   else:
     rtol = creation.asarray(rtol)
   return reductions.sum(s > rtol[..., None], axis=-1).astype(np.int32)

@@ -125,6 +125,9 @@ def _extreme_identity(dtype, is_max: bool):
   if dtypes.is_integer(dtype):
     info = dtypes.iinfo(dtype)
     return info.min if is_max else info.max
+  if not dtypes.supports_inf(dtype):  # (float8_e4m3fn and friends: finite extremes, as JAX)
+    info = dtypes.finfo(dtype)
+    return float(info.min) if is_max else float(info.max)
   return -np.inf if is_max else np.inf
 
 

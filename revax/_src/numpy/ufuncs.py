@@ -13,6 +13,7 @@ import numpy as np
 
 from revax._src import lax
 from revax._src.core import dtypes
+from revax._src.core.config import config
 from revax._src.core.trace import ConcretizationTypeError
 from revax._src.custom_derivatives import custom_jvp
 from revax._src.numpy import util
@@ -194,6 +195,12 @@ def power(x, y, /):
   util.check_arraylike("power", x, y)
   n = _static_int(y)
   if n is not None:
+    if type(x) is int and not config.x64_enabled:
+      # (JAX converts a Python int base on its own with NumPy's astype, which wraps one out of
+      # int32's range instead of raising OverflowError: (2**31) ** jnp.int8(5) is 0)
+      with np.errstate(over="ignore"):
+        x = lax.convert_element_type(np.asarray(x).astype(dtypes.default_int_dtype()),
+                                     dtypes.default_int_dtype(), True)
     (x,) = promote_args_numeric("power", x)
     return lax.integer_pow(x, n)
   x, y = promote_args_numeric("power", x, y)
@@ -446,7 +453,17 @@ arccosh = _inexact_unary("arccosh", lax.acosh, "Elementwise inverse hyperbolic c
 arctanh = _inexact_unary("arctanh", lax.atanh, "Elementwise inverse hyperbolic tangent.")
 asin, acos, atan = arcsin, arccos, arctan
 asinh, acosh, atanh = arcsinh, arccosh, arctanh
-atan2 = arctan2
+
+
+def atan2(x1, x2, /):
+  """Alias of `arctan2`, as jax's: the operands are promoted together first, so a Python int
+  out of an integer operand's range wraps there (`atan2(uint8_x, 300)` divides by 44).
+
+  Example:
+    >>> jnp.atan2(0.0, -1.0)
+    Array(3.1415927, dtype=float32, weak_type=True)
+  """
+  return arctan2(*promote_args("atan2", x1, x2))
 
 
 def _log_base(name, base):
@@ -684,6 +701,8 @@ def signbit(x, /):
   if _is_int(x):
     return lax.lt(x, constant_like(x, 0))
   dt = _dtype(x)
+  if dtypes.finfo(dt).bits not in (16, 32, 64):
+    raise NotImplementedError("jax.numpy.signbit only supports 16, 32, and 64-bit types.")
   bits = lax.bitcast_convert_type(x, _INT_OF_WIDTH[dt.itemsize])
   return lax.lt(bits, constant_like(bits, 0))
 

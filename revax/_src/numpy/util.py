@@ -104,15 +104,20 @@ def promote_args(fun_name: str, *args):
 
 
 def promote_args_inexact(fun_name: str, *args):
-  """Promote, then make integer and bool operands floating (as np.sin(int_array) does)."""
+  """Convert the operands to the floating (or complex) type of their promoted dtype: integer
+  and bool results compute in the default float type (as np.sin(int_array) does). Each operand
+  is converted straight to that type, as JAX's promote_dtypes_inexact does: a Python int out of
+  an integer operand's range keeps its value (`uint8_array / 300` divides by 300.0)."""
   check_arraylike(fun_name, *args)
   check_rank_promotion(fun_name, *args)
-  args = promote_dtypes(*args)
+  if not args:
+    return []
   avals = [aval_of(a) for a in args]
-  if avals and not dtypes.is_inexact(avals[0].dtype):
-    return [convert_element_type(a, dtypes.default_float_dtype(), av.weak_type)
-            for a, av in zip(args, avals, strict=True)]
-  return args
+  dtype, weak = dtypes.promote_types_weak(*((a.dtype, a.weak_type) for a in avals))
+  if not dtypes.is_inexact(dtype):
+    dtype = dtypes.default_float_dtype()
+  return [convert_element_type(x, dtype, weak) if (a.dtype != dtype or a.weak_type != weak)
+          else x for x, a in zip(args, avals, strict=True)]
 
 
 def promote_args_numeric(fun_name: str, *args):

@@ -45,7 +45,7 @@ import numpy as np
 
 from revax._src.core.config import config
 from revax._src.core.errors import JaxRuntimeError
-from revax._src.runtime import backends, compilation_cache, fastpath, pjrt, plugins
+from revax._src.runtime import backends, compilation_cache, fastpath, pjrt, plugins, subbyte
 from revax._src.runtime.array import Array
 from revax._src.runtime.pjrt import CompileError, RuntimeBackendError
 
@@ -642,6 +642,18 @@ class Backend:
     nbytes = out.nbytes
     if not nbytes:
       return
+    if out.dtype in subbyte.BITS and self._is_cpu:
+      # XLA:CPU holds int4 and friends packed in its memory (PJRT's transfers take and give
+      # them one element per byte, as NumPy does): the memory copy below reads packed bytes
+      packed = np.empty(subbyte.packed_nbytes(out.shape, out.dtype), np.uint8)
+      self._copy_bytes_to_host(pointer, packed, out.ndim)
+      subbyte.unpack(packed, out)
+      return
+    self._copy_bytes_to_host(pointer, out, out.ndim)
+
+  def _copy_bytes_to_host(self, pointer: int, out: np.ndarray, ndim: int) -> None:
+    """Fill the dense array `out` with the buffer's bytes (`ndim`: the buffer's rank)."""
+    nbytes = out.nbytes
     destination = _numpy_header(out).data if self._fast_numpy else out.ctypes.data
     scratch = self._take_scratch()
     try:
@@ -658,7 +670,7 @@ class Backend:
         # order per program: a transpose's result is often its input's bytes): ask for C order.
         args = scratch.to_host
         args.src, args.dst, args.dst_size = pointer, destination, nbytes
-        args.host_layout = _host_layout(out.ndim)
+        args.host_layout = _host_layout(ndim)
         error = self._fn_to_host(scratch.to_host_address)
         if error:
           raise self._api.take_error(error)

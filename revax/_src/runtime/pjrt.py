@@ -99,6 +99,11 @@ NUMPY_TO_PJRT: dict[np.dtype, int] = {
     np.dtype(ml_dtypes.float8_e4m3): 26,         # F8E4M3
     np.dtype(ml_dtypes.float8_e3m4): 27,         # F8E3M4
     np.dtype(ml_dtypes.float8_e8m0fnu): 28,      # F8E8M0FNU
+    np.dtype(ml_dtypes.int4): 21,                # S4
+    np.dtype(ml_dtypes.uint4): 22,               # U4
+    np.dtype(ml_dtypes.int2): 24,                # S2
+    np.dtype(ml_dtypes.uint2): 25,               # U2
+    np.dtype(ml_dtypes.float4_e2m1fn): 29,       # F4E2M1FN
 }
 PJRT_TO_NUMPY: dict[int, np.dtype] = {code: dt for dt, code in NUMPY_TO_PJRT.items()}
 

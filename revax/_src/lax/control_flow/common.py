@@ -141,7 +141,7 @@ def check_branch_outputs(api_name, name1, name2, f1, f2, tree1, avals1, tree2, a
         f"{info}{name1} output has pytree structure {tree1} but {name2} output has pytree "
         f"structure {tree2}.\n\n"
         f"Revise {name1} and/or {name2} so that they have the same pytree structure.")
-  paths = optree.treespec_paths(tree1)
+  paths = optree.treespec_paths(tree1._spec)
   diffs = [f"the output of {name1}{' at path ' + keystr(p) if p else ''} has type "
            f"{a1.str_short()} but the corresponding output of {name2} has type "
            f"{a2.str_short()}{mismatch_extra(a1, a2)}"
@@ -172,7 +172,7 @@ def check_carry_type(name, body_fun, in_tree, in_avals, out_tree, out_avals):
         f"but they differ:\n\nthe input tree structure is:\n{in_tree}\nthe output tree "
         f"structure is:\n{out_tree}\n\nRevise the function so that the carry output has the "
         "same pytree structure as the carry input.")
-  paths = optree.treespec_paths(in_tree)
+  paths = optree.treespec_paths(in_tree._spec)
   diffs = [f"{component(p)} has type {a_in.str_short()} but the corresponding output carry "
            f"component has type {a_out.str_short()}{mismatch_extra(a_in, a_out)}"
            for p, a_in, a_out in zip(paths, in_avals, out_avals) if not same_type(a_in, a_out)]

@@ -80,7 +80,7 @@ def while_loop(cond_fun, body_fun, init_val):
   def create(avals):
     cond_jaxpr, cond_consts, cond_tree = common.trace_flat(
         lambda flat: cond_fun(tree_util.tree_unflatten(in_tree, flat)), avals)
-    if not cond_tree.is_leaf() or len(cond_jaxpr.outvars) != 1:
+    if cond_tree.num_nodes != 1 or cond_tree.num_leaves != 1 or len(cond_jaxpr.outvars) != 1:
       raise TypeError(f"cond_fun must return a boolean scalar, but got pytree {cond_tree}.")
     pred = cond_jaxpr.out_avals[0]
     if pred.shape != () or pred.dtype != np.bool_:
@@ -518,7 +518,8 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1, _split_transpos
       carry = tree_util.tree_unflatten(init_tree, flat[:num_carry])
       return f(carry, tree_util.tree_unflatten(xs_tree, flat[num_carry:]))
     jaxpr, consts, out_tree = common.trace_flat(call, list(carry_avals) + x_avals)
-    if out_tree.is_leaf() or out_tree.type not in (tuple, list) or out_tree.num_children != 2:
+    if (out_tree.node_data() is None or out_tree.node_data()[0] not in (tuple, list)
+        or len(out_tree.children()) != 2):
       raise TypeError(f"scan body output must be a pair, got "
                       f"{tree_util.tree_unflatten(out_tree, jaxpr.out_avals)}.")
     carry_tree, ys_tree = out_tree.children()
