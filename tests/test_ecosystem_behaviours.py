@@ -252,3 +252,67 @@ def test_typed_key_squeeze_of_a_non_unit_axis_is_refused():
   for lib, _ in LIBS:
     with pytest.raises((ValueError, TypeError)):
       lib.random.split(lib.random.key(0), 6).reshape(2, 3).squeeze(0)
+
+
+# --- pmap as equinox's filter_pmap drives it ------------------------------------------------------
+# filter_pmap calls pmap with in_axes a tree prefix of its arguments, out_axes a list of
+# (negative) ints over a list of outputs, caches the pmapped function and counts its traces, and
+# lowers and compiles it ahead of time (equinox tests/test_pmap.py).
+
+def _pmap_prefix_case(lib, jnp):
+  def f(args):
+    a, b, c = args
+    return [a + b[0]["a"], c * 2, c], a
+
+  args = (jnp.array([1.0]), [{"a": jnp.array(2.0)}], jnp.arange(6.0).reshape(1, 2, 3))
+  pm = lib.pmap(f, in_axes=((0, [{"a": None}], 0),), out_axes=([-1, -2, 0], None),
+                devices=lib.devices()[:1])
+  out = pm(args)
+  return lib.tree_util.tree_map(lambda x: (np.shape(x), np.asarray(x).tolist()), out)
+
+
+def test_pmap_axes_are_tree_prefixes_like_jax():
+  (rk, rv), (jk, jv) = both(_pmap_prefix_case)
+  assert rk == jk == "ok", (rv, jv)
+  assert rv == jv
+
+
+def test_pmap_bad_in_axes_prefix_is_refused_like_jax():
+  def case(lib, jnp):
+    return lib.pmap(lambda t: t, in_axes=([0, 0],))((jnp.ones(1),))
+  (rk, _), (jk, _) = both(case)
+  assert rk == jk == "ValueError"
+
+
+def test_pmap_traces_once_per_signature_like_jax():
+  counts = []
+  for lib, jnp in LIBS:
+    n = [0]
+
+    def f(x, y, n=n):
+      n[0] += 1
+      return x + y
+
+    pm = lib.pmap(f, in_axes=(0, None), devices=lib.devices()[:1])
+    pm(jnp.ones((1, 2)), 1.0)
+    pm(jnp.zeros((1, 2)), 2.0)
+    pm(jnp.zeros((1, 3)), 2.0)
+    counts.append(n[0])
+  assert counts[0] == counts[1] == 2
+
+
+def test_pmap_lower_compile_like_jax():
+  outs = []
+  for lib, jnp in LIBS:
+    pm = lib.pmap(lambda x, y: 2 * x + y, in_axes=(0, None), devices=lib.devices()[:1])
+    lowered = pm.lower(jnp.array([3]), 4)
+    assert isinstance(lowered.as_text(), str)
+    outs.append(np.asarray(lowered.compile()(jnp.array([3]), 4)).tolist())
+  assert outs[0] == outs[1] == [10]
+
+
+def test_pmap_out_of_bounds_out_axes_is_refused_like_jax():
+  def case(lib, jnp):
+    return lib.pmap(lambda x: x, out_axes=2, devices=lib.devices()[:1])(jnp.ones((1, 2)))
+  (rk, _), (jk, _) = both(case)
+  assert rk == jk == "ValueError"

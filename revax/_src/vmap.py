@@ -20,14 +20,15 @@ from revax._src.lax import batch_util, conversion, reductions, shapes
 _NONE = object()  # stands for None inside axis specs, where None must be a leaf
 
 
-def _axes_leaves(name, axes, tree):
-  """One axis (int or None) per leaf of `tree`, broadcasting the prefix `axes`."""
+def _axes_leaves(name, axes, tree, fn="vmap"):
+  """One axis (int or None) per leaf of `tree`, broadcasting the prefix `axes` (errors name
+  the transformation `fn`)."""
   marked = optree.tree_map(lambda a: _NONE if a is None else a, axes, none_is_leaf=True)
   try:
     full = optree.tree_broadcast_prefix(marked, tree, none_is_leaf=False,
                                         namespace=tree_util.NAMESPACE)
   except ValueError as e:
-    raise ValueError(f"vmap {name} specification must be a tree prefix of the corresponding "
+    raise ValueError(f"{fn} {name} specification must be a tree prefix of the corresponding "
                      f"value, got specification {axes} for value tree "
                      f"{tree_util.tree_structure(tree)}: {e}") from None
   leaves = tree_util.tree_leaves(full)
@@ -38,7 +39,7 @@ def _axes_leaves(name, axes, tree):
     elif isinstance(a, int) and not isinstance(a, bool):
       out.append(a)
     else:
-      raise TypeError(f"vmap {name} must be an int, None, or a (nested) container with those "
+      raise TypeError(f"{fn} {name} must be an int, None, or a (nested) container with those "
                       f"types as leaves, but got {a!r}.")
   return out
 
