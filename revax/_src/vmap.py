@@ -104,7 +104,6 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
       a, kw = tree_util.tree_unflatten(in_tree, flat)
       out = fun(*a, **kw)
       out_leaves, store["tree"] = tree_util.tree_flatten(out)
-      store["out"] = out
       return out_leaves
 
     outs, out_dims = batching.batch_flat(flat_fun, leaves, dims, size, axis_name,
