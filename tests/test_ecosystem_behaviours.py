@@ -316,3 +316,81 @@ def test_pmap_out_of_bounds_out_axes_is_refused_like_jax():
     return lib.pmap(lambda x: x, out_axes=2, devices=lib.devices()[:1])(jnp.ones((1, 2)))
   (rk, _), (jk, _) = both(case)
   assert rk == jk == "ValueError"
+
+
+# --- jax.checking_leaks (chex's chexify tests run jitted/vmapped asserts inside it) --------------
+
+_LEAKED = []  # a module global: jax's message builder walks the referrers up to a module name
+
+
+def _leak_case(transform, leak):
+  def case(lib, jnp):
+    store = _LEAKED
+
+    def f(x):
+      if leak:
+        store.append(x)
+      return jnp.sum(x * 2.0)
+
+    runs = {"jit": lambda: lib.jit(f)(jnp.ones(2)),
+            "vmap": lambda: lib.vmap(f)(jnp.ones((3, 2))),
+            "make_jaxpr": lambda: (lib.make_jaxpr(f)(jnp.ones(2)), 0.0)[1],
+            "eval_shape": lambda: (lib.eval_shape(f, jnp.ones(2)), 0.0)[1],
+            "scan": lambda: lib.lax.scan(lambda c, x: (c + f(x), None), 0.0, jnp.ones((3, 2))),
+            "grad": lambda: lib.grad(f)(jnp.ones(2)),
+            "jvp": lambda: lib.jvp(f, (jnp.ones(2),), (jnp.ones(2),)),
+            "jit_of_jvp": lambda: lib.jit(lambda x: lib.jvp(f, (x,), (x,))[1])(jnp.ones(2))}
+    with lib.checking_leaks():
+      out = runs[transform]()
+    del store[:]
+    if leak:
+      return None
+    return np.asarray(lib.tree_util.tree_leaves(out)[0]).tolist()
+  return case
+
+
+@pytest.mark.parametrize("leak", [False, True])
+@pytest.mark.parametrize("transform", ["jit", "vmap", "make_jaxpr", "eval_shape", "scan", "grad",
+                                       "jvp", "jit_of_jvp"])
+def test_checking_leaks_like_jax(transform, leak):
+  (rk, rv), (jk, jv) = both(_leak_case(transform, leak))
+  assert rk == jk, (rv, jv)  # "ok" where jax checks nothing (jvp/grad) or nothing leaked
+  if rk == "ok":
+    assert rv == jv
+  else:
+    assert rk == "Exception" and rv.startswith("Leaked trace") and jv.startswith("Leaked trace")
+
+
+# --- checkify as chex's chexify drives it ---------------------------------------------------------
+
+def _checkify_of(lib):
+  import importlib
+  return importlib.import_module(lib.__name__ + ".experimental.checkify")
+
+
+def _chexify_messages(lib, jnp):
+  """The message check_error raises and err.get() for: two failing checks of different payload
+  types (the first recorded wins, whatever its kind), formatting arguments shown as Arrays, and
+  a check under vmap inside checkify (the last failing member is reported)."""
+  checkify = _checkify_of(lib)
+
+  def f(x, y):
+    checkify.check(jnp.all(x == y), "differ {a!r} {b}", a=x, b={"k": y[0]})
+    checkify.check(jnp.all(x == y), "plain")
+    return x + y
+
+  err, _ = checkify.checkify(lib.jit(f))(jnp.array([1, 2]), jnp.array([1, 3]))
+  try:
+    checkify.check_error(err)
+    raised = None
+  except Exception as e:  # noqa: BLE001 (the message is compared)
+    raised = (type(e).__name__, str(e))
+  verr, _ = checkify.checkify(lib.vmap(f))(jnp.array([[1, 2], [3, 4], [5, 6]]),
+                                            jnp.array([[1, 0], [3, 4], [0, 6]]))
+  return raised, err.get(), verr.get()
+
+
+def test_checkify_errors_and_messages_like_jax():
+  (rk, rv), (jk, jv) = both(_chexify_messages)
+  assert rk == jk == "ok", (rv, jv)
+  assert rv == jv
