@@ -394,3 +394,30 @@ def test_checkify_errors_and_messages_like_jax():
   (rk, rv), (jk, jv) = both(_chexify_messages)
   assert rk == jk == "ok", (rv, jv)
   assert rv == jv
+
+
+# --- atexit callbacks run by hand (chex's test_uninspected_checks calls atexit._run_exitfuncs) ---
+
+_EXITFUNCS_SCRIPT = """
+import atexit, sys
+lib = __import__(sys.argv[1]); jnp = lib.numpy
+def run_by_hand():
+  atexit._run_exitfuncs()
+run_by_hand()
+print(lib.tree_util.tree_leaves((jnp.ones(1), [1, {"a": 2}])))
+print(lib.jit(lambda t: t[0] + t[1]["a"])((1.0, {"a": 2.0})))
+"""
+
+
+@pytest.mark.parametrize("name", ["revax", "jax"])
+def test_pytrees_survive_atexit_callbacks_run_by_hand(name):
+  import os
+  import subprocess
+  import sys
+  root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+  env = dict(os.environ, PYTHONPATH=root, JAX_PLATFORMS="cpu")
+  out = subprocess.run([sys.executable, "-c", _EXITFUNCS_SCRIPT, name], capture_output=True,
+                       text=True, env=env, timeout=120)
+  assert out.returncode == 0, out.stderr[-2000:]
+  lines = out.stdout.splitlines()
+  assert lines[0].endswith(", 1, 2]") and lines[1] == "3.0", out.stdout
