@@ -421,3 +421,64 @@ def test_pytrees_survive_atexit_callbacks_run_by_hand(name):
   assert out.returncode == 0, out.stderr[-2000:]
   lines = out.stdout.splitlines()
   assert lines[0].endswith(", 1, 2]") and lines[1] == "3.0", out.stdout
+
+
+# --- XLA_FLAGS --xla_force_host_platform_device_count (chex.set_n_cpu_devices sets it) ----------
+
+_DEVICE_COUNT_SCRIPT = """
+import sys
+lib = __import__(sys.argv[1])
+print(len(lib.devices("cpu")))
+"""
+
+
+@pytest.mark.parametrize("flags,revax_env", [
+    ("--xla_force_host_platform_device_count=3", None),
+    ("--xla_cpu_enable_fast_math=false --xla_force_host_platform_device_count=5", None),
+    ("--xla_force_host_platform_device_count=2 --xla_force_host_platform_device_count=4", None),
+    ("", None),
+    ("--xla_force_host_platform_device_count=3", "2")])  # revax's own variable wins
+def test_cpu_device_count_from_xla_flags_like_jax(flags, revax_env):
+  import os
+  import subprocess
+  import sys
+  root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+  counts = {}
+  for name in ("revax", "jax"):
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("REVAX_CPU_DEVICE_COUNT", "JAX_NUM_CPU_DEVICES")}
+    env.update(PYTHONPATH=root, JAX_PLATFORMS="cpu", XLA_FLAGS=flags)
+    if revax_env is not None:
+      env["REVAX_CPU_DEVICE_COUNT"] = revax_env
+    out = subprocess.run([sys.executable, "-c", _DEVICE_COUNT_SCRIPT, name], capture_output=True,
+                         text=True, env=env, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    counts[name] = int(out.stdout.strip())
+  assert counts["revax"] == (int(revax_env) if revax_env else counts["jax"])
+
+
+# --- chex's fake_pmap: pmap with keyword arguments, inspect.signature of a jitted function -------
+
+def test_pmap_maps_keyword_arguments_along_axis_0_like_jax():
+  def case(lib, jnp):
+    pm = lib.pmap(lambda x, y, flag=True: x * 2 + y if flag else x + y, in_axes=(0,),
+                  devices=lib.devices()[:1])
+    x = jnp.arange(6).reshape(1, 6)
+    return np.asarray(pm(x, y=x)).tolist(), np.asarray(lib.jit(pm)(x, y=x)).tolist()
+  (rk, rv), (jk, jv) = both(case)
+  assert rk == jk == "ok", (rv, jv)
+  assert rv == jv
+  # a scalar keyword argument is mapped too, so it is refused (as in JAX)
+  (rk, _), (jk, _) = both(lambda lib, jnp: lib.pmap(lambda x, flag=True: x)(jnp.ones(1),
+                                                                          flag=False))
+  assert rk == jk == "ValueError"
+
+
+def test_inspect_signature_of_jitted_functions_like_jax():
+  import inspect
+
+  def f(x, y, *, flag=True):
+    return x
+
+  sigs = [str(inspect.signature(lib.jit(f), follow_wrapped=False)) for lib, _ in LIBS]
+  assert sigs[0] == sigs[1] == "(x, y, *, flag=True)"

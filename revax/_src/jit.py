@@ -651,6 +651,12 @@ class Jitted:
     all_jitted.add(self)  # for revax.clear_caches
     functools.update_wrapper(self, fun, updated=())
 
+  @property
+  def __signature__(self):
+    """The wrapped function's signature (`inspect.signature(jitted, follow_wrapped=False)`, as
+    on JAX's jitted functions; chex's fake_pmap reads it)."""
+    return self._signature
+
   def _resolve_static_names(self):
     """Static args given by position or by name refer to the same parameters (as in JAX)."""
     sig = self._signature

@@ -45,8 +45,9 @@ def pmap(fun, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_argnu
     axis_size: the mapped size when no input is mapped.
 
   Returns:
-    The mapped function. It is traced once per argument signature (as a jit is), and has
-    `.lower(*args)` giving the `Lowered` of that compiled program.
+    The mapped function. Keyword arguments are mapped along their axis 0 (as in JAX). It is
+    traced once per argument signature (as a jit is), and has `.lower(*args, **kwargs)` giving
+    the `Lowered` of that compiled program.
 
   Raises:
     ValueError: the mapped axis is larger than the number of devices.
@@ -63,15 +64,18 @@ def pmap(fun, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_argnu
   if isinstance(in_axes, list):
     in_axes = tuple(in_axes)
 
-  def split(args):
-    """The non-static arguments and one normalised mapped axis (or None) per leaf of them."""
+  def positional_axes(n):
+    return in_axes if isinstance(in_axes, tuple) else (in_axes,) * n
+
+  def split(args, kwargs):
+    """The non-static positional arguments, and one normalised mapped axis (or None) per leaf
+    of them and of the keyword arguments (mapped along their axis 0, as in JAX)."""
     dyn = tuple(a for i, a in enumerate(args) if i not in static)
     if isinstance(in_axes, tuple) and len(in_axes) != len(dyn):
       raise ValueError(f"pmap in_axes must have one entry per non-static positional argument "
                        f"({len(dyn)}), got {len(in_axes)}")
-    leaves = tree_util.tree_leaves(dyn)
-    axes = _axes_leaves("in_axes", in_axes if isinstance(in_axes, tuple)
-                        else (in_axes,) * len(dyn), dyn, "pmap")
+    leaves = tree_util.tree_leaves((dyn, kwargs))
+    axes = _axes_leaves("in_axes", (positional_axes(len(dyn)), 0), (dyn, kwargs), "pmap")
     norm = []
     for leaf, ax in zip(leaves, axes, strict=True):
       nd = get_aval(leaf).ndim
@@ -84,47 +88,46 @@ def pmap(fun, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_argnu
     return dyn, leaves, norm
 
   def member_of(args):
-    def member_fn(*dyn_args):
+    def member_fn(*dyn_args, **kwargs):
       it = iter(dyn_args)
       full = [args[i] if i in static else next(it) for i in range(len(args))]
       _inside.depth = getattr(_inside, "depth", 0) + 1
       try:
-        return fun(*full)
+        return fun(*full, **kwargs)
       finally:
         _inside.depth -= 1
     return member_fn
 
-  def body(*args):
-    dyn, leaves, axes = split(args)
+  def body(*args, **kwargs):
+    dyn, leaves, axes = split(args, kwargs)
     sizes = {get_aval(leaf).shape[ax] for leaf, ax in zip(leaves, axes) if ax is not None}
     size = axis_size if not sizes else max(sizes)
     member_fn = member_of(args)
-    if size is not None and size > 1 and sizes:
-      pool = list(devices) if devices is not None else list(_backend_devices())
-      return _on_devices(member_fn, dyn, in_axes, out_axes, axis_name, pool[:size])
     store = {}
 
-    def flat_member(*dyn_args):
-      out = member_fn(*dyn_args)
-      leaves, store["tree"] = tree_util.tree_flatten(out)
+    def flat_member(*dyn_args, **kw):
+      out = member_fn(*dyn_args, **kw)
+      out_leaves, store["tree"] = tree_util.tree_flatten(out)
       store["axes"] = _axes_leaves("out_axes", out_axes, out, "pmap")
-      return leaves
+      return out_leaves
 
-    outs = vmap(flat_member, in_axes=in_axes if isinstance(in_axes, tuple)
-                else (in_axes,) * len(dyn), axis_name=axis_name, axis_size=axis_size)(*dyn)
+    if size is not None and size > 1 and sizes:
+      pool = list(devices) if devices is not None else list(_backend_devices())
+      outs = _on_devices(flat_member, (dyn, kwargs), axes, axis_name, pool[:size])
+    else:
+      outs = vmap(flat_member, in_axes=positional_axes(len(dyn)), axis_name=axis_name,
+                  axis_size=axis_size)(*dyn, **kwargs)
     return _place_outputs(outs, store)
 
   compiled = jit(body, static_argnums=static)
 
   def check(args, kwargs):
-    if kwargs:
-      raise TypeError("pmap does not support keyword arguments; pass them positionally")
     if getattr(_inside, "depth", 0):
       raise ValueError("pmap inside another pmap is not supported (as in JAX 0.10.2, whose pmap "
                        "is a shard_map over a 1-d mesh); use vmap with an axis_name for the inner "
                        "map, or shard_map over a 2-d mesh")
     available = len(devices) if devices is not None else len(_backend_devices())
-    _, leaves, axes = split(args)
+    _, leaves, axes = split(args, kwargs)
     sizes = {get_aval(leaf).shape[ax] for leaf, ax in zip(leaves, axes) if ax is not None}
     size = axis_size if not sizes else max(sizes)
     if size is not None and size > available:
@@ -135,11 +138,11 @@ def pmap(fun, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_argnu
   @functools.wraps(fun)
   def pmap_f(*args, **kwargs):
     check(args, kwargs)
-    return compiled(*args)
+    return compiled(*args, **kwargs)
 
   def lower(*args, **kwargs):
     check(args, kwargs)
-    return compiled.lower(*args)
+    return compiled.lower(*args, **kwargs)
 
   pmap_f.lower = lower
   return pmap_f
@@ -150,29 +153,23 @@ def _backend_devices():
   return get_backend().devices
 
 
-def _on_devices(member_fn, dyn, in_axes, out_axes, axis_name, devices):
+def _on_devices(flat_member, call, axes, axis_name, devices):
   """One member per device: a shard_map over a 1-d mesh of `devices`, each device getting its
-  slice of the mapped axes (moved to the front) and dropping it for `member_fn`."""
+  slice of the mapped axes (moved to the front; `axes`, one per leaf of `call`, the
+  (positional, keyword) arguments) and dropping it for `flat_member`."""
   name = axis_name if isinstance(axis_name, str) else "_pmap"
   mesh = Mesh(np.array(devices, dtype=object), (name,))
-  leaves, tree = tree_util.tree_flatten(dyn)
-  axes = _axes_leaves("in_axes", in_axes if isinstance(in_axes, tuple)
-                      else (in_axes,) * len(dyn), dyn, "pmap")
-  axes = [None if ax is None else ax % get_aval(leaf).ndim for leaf, ax in zip(leaves, axes)]
+  leaves, tree = tree_util.tree_flatten(call)
   front = [leaf if ax is None else batch_util.moveaxis(leaf, ax, 0)
            for leaf, ax in zip(leaves, axes)]
   in_specs = tuple(PartitionSpec() if ax is None else PartitionSpec(name) for ax in axes)
-  store = {}
 
   def member(*blocks):
-    flat = [b if ax is None else b[0] for b, ax in zip(blocks, axes)]
-    out = member_fn(*tree_util.tree_unflatten(tree, flat))
-    out_leaves, store["tree"] = tree_util.tree_flatten(out)
-    store["axes"] = _axes_leaves("out_axes", out_axes, out, "pmap")
-    return [leaf[None] for leaf in out_leaves]
+    pos, kw = tree_util.tree_unflatten(
+        tree, [b if ax is None else b[0] for b, ax in zip(blocks, axes)])
+    return [leaf[None] for leaf in flat_member(*pos, **kw)]
 
-  outs = shard_map(member, mesh=mesh, in_specs=in_specs, out_specs=PartitionSpec(name))(*front)
-  return _place_outputs(outs, store)
+  return shard_map(member, mesh=mesh, in_specs=in_specs, out_specs=PartitionSpec(name))(*front)
 
 
 def _place_outputs(outs, store):

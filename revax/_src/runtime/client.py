@@ -35,6 +35,7 @@ import itertools
 import math
 import operator
 import os
+import re
 import sys
 import struct
 import threading
@@ -92,8 +93,9 @@ def get_backend(platform: str | None = None) -> Backend:
     platform: "cpu", "tpu" (or "host"); None for the default backend: the first of
       `backends.platform_order()` (the TPU where libtpu is installed and a chip is attached,
       else the CPU; `jax_platforms` / env REVAX_PLATFORMS choose), or the plugin that config
-      `revax_pjrt_plugin` / env `PJRT_PLUGIN` names. The number of CPU devices is read from env
-      `REVAX_CPU_DEVICE_COUNT` (default 1).
+      `revax_pjrt_plugin` / env `PJRT_PLUGIN` names. The number of CPU devices is config
+      `jax_num_cpu_devices`, else env `REVAX_CPU_DEVICE_COUNT`, else XLA's flag
+      `--xla_force_host_platform_device_count=N` in env `XLA_FLAGS` (as jax reads it), else 1.
 
   Returns:
     The `Backend`; every call for a platform returns the same object.
@@ -198,13 +200,19 @@ def _client_options(plugin_path: str) -> dict:
   configured = config.read("num_cpu_devices")
   if configured > 0:
     return {"cpu_device_count": configured}
-  text = os.environ.get("REVAX_CPU_DEVICE_COUNT", "1")
+  text = os.environ.get("REVAX_CPU_DEVICE_COUNT")
+  name = "REVAX_CPU_DEVICE_COUNT"
+  if text is None:  # XLA's own flag, as jax's CPU client reads it (chex.set_n_cpu_devices)
+    found = re.findall(r"--xla_force_host_platform_device_count=(\S*)",
+                       os.environ.get("XLA_FLAGS", ""))
+    text = found[-1] if found else "1"
+    name = "XLA_FLAGS --xla_force_host_platform_device_count"
   try:
     count = int(text)
   except ValueError:
     count = 0
   if count < 1:
-    raise ValueError(f"REVAX_CPU_DEVICE_COUNT must be a positive integer, got {text!r}")
+    raise ValueError(f"{name} must be a positive integer, got {text!r}")
   return {"cpu_device_count": count}
 
 
