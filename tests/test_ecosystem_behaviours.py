@@ -482,3 +482,15 @@ def test_inspect_signature_of_jitted_functions_like_jax():
 
   sigs = [str(inspect.signature(lib.jit(f), follow_wrapped=False)) for lib, _ in LIBS]
   assert sigs[0] == sigs[1] == "(x, y, *, flag=True)"
+
+
+def test_jitted_function_type_name_and_repr_like_jax():
+  """chex's is_traceable (assert_max_traces' wrapper-order check) looks for 'PjitFunction' in
+  the type of a jitted function."""
+  def f(x):
+    return x
+
+  for lib, _ in LIBS:
+    jitted = lib.jit(f)
+    assert type(jitted).__name__ == "PjitFunction"
+    assert repr(jitted) == f"<PjitFunction of {f!r}>"

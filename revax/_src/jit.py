@@ -631,7 +631,10 @@ def _key_value(key):
 
 
 class Jitted:
-  """The result of `revax.jit(fun)`: call it, or `.lower(*args)` to see and compile the program."""
+  """The result of `revax.jit(fun)`: call it, or `.lower(*args)` to see and compile the program.
+
+  Its type is named `PjitFunction` and it prints as `<PjitFunction of fun>`, as JAX's jitted
+  functions do (chex's `is_traceable` recognises a jitted function by that type name)."""
 
   def __init__(self, fun, static_argnums=(), static_argnames=(), donate_argnums=(), name=None,
                in_shardings=None, out_shardings=None, keep_unused=False):
@@ -946,7 +949,11 @@ class Jitted:
     return functools.partial(self, obj)
 
   def __repr__(self):
-    return f"<revax.jit of {self.fun!r}>"
+    return f"<PjitFunction of {self.fun!r}>"
+
+
+Jitted.__name__ = Jitted.__qualname__ = "PjitFunction"  # JAX's type name (see the docstring)
+PjitFunction = Jitted  # so the type is found under its name (pickle, introspection)
 
 
 def _try_signature(fun):
