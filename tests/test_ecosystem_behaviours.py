@@ -575,3 +575,59 @@ def test_check_jvp_vjp_and_numerical_jvp_signatures_like_jax():
   assert rtu.numerical_jvp(np.sin, (np.float32(0.2),), t) == jtu.numerical_jvp(
       np.sin, (np.float32(0.2),), t)
   assert rtu.EPS == jtu.EPS
+
+
+# --- equinox's noinline: a primitive lowered through mlir.emit_python_callback --------------------
+
+def _host_primitive_case(lib, jnp):
+  import importlib
+  core = importlib.import_module(lib.__name__ + ".extend.core")
+  mlir = importlib.import_module(lib.__name__ + ".interpreters.mlir")
+  p = core.Primitive(f"host_affine_{lib.__name__}")
+  p.multiple_results = True
+  p.def_abstract_eval(lambda x, y: [x, y])
+  p.def_impl(lambda x, y: [x * 2 + 1, y.sum() * y])
+
+  def lower(ctx, x, y):
+    def callback(a, b):
+      return (np.asarray(a * 2 + 1, a.dtype), np.asarray(b.sum() * b, b.dtype))
+    results, _, keep = mlir.emit_python_callback(ctx, callback, None, [x, y], ctx.avals_in,
+                                                 ctx.avals_out, has_side_effect=False,
+                                                 sharding=None)
+    ctx.module_context.add_keepalive(keep)
+    return results
+
+  mlir.register_lowering(p, lower)
+  x, y = jnp.arange(3.0), jnp.arange(4, dtype=jnp.int32)
+  eager = p.bind(x, y)
+  jitted = lib.jit(lambda a, b: p.bind(a * 1.0, b))(x, y)
+  return [(np.asarray(o).tolist(), str(np.asarray(o).dtype)) for o in [*eager, *jitted]]
+
+
+def test_emit_python_callback_lowers_a_primitive_like_jax():
+  (rk, rv), (jk, jv) = both(_host_primitive_case)
+  assert rk == jk == "ok", (rv, jv)
+  assert rv == jv
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int32, np.bool_])
+def test_shaped_array_tangent_avals_like_jax(dtype):
+  from jax._src import core as jcore
+  from revax._src.core.avals import ShapedArray
+  for weak in (False, True):
+    r, j = ShapedArray((2, 3), dtype, weak), jcore.ShapedArray((2, 3), dtype, weak_type=weak)
+    for method in ("to_tangent_aval", "at_least_vspace"):
+      ra, ja = getattr(r, method)(), getattr(j, method)()
+      assert (ra.shape, str(ra.dtype), ra.weak_type) == (ja.shape, str(ja.dtype), ja.weak_type)
+
+
+def test_transformations_take_avals_as_arguments_like_jax():
+  from jax._src import core as jcore
+  from revax._src.core.avals import ShapedArray
+  outs = []
+  for (lib, jnp), aval in zip(LIBS, [ShapedArray((2,), np.float32),
+                                     jcore.ShapedArray((2,), np.float32)]):
+    shape = lib.eval_shape(lambda x: x * 2, aval)
+    (ct,) = lib.linear_transpose(lambda x: x * 3, aval)(np.ones(2, np.float32))
+    outs.append((shape.shape, str(shape.dtype), np.asarray(ct).tolist()))
+  assert outs[0] == outs[1]
