@@ -631,3 +631,13 @@ def test_transformations_take_avals_as_arguments_like_jax():
     (ct,) = lib.linear_transpose(lambda x: x * 3, aval)(np.ones(2, np.float32))
     outs.append((shape.shape, str(shape.dtype), np.asarray(ct).tolist()))
   assert outs[0] == outs[1]
+
+
+def test_dtypes_bfloat16_is_the_scalar_type_like_jax():
+  """equinox's serialisation checks isinstance(x, jax.dtypes.bfloat16); its tests call it."""
+  import ml_dtypes
+  for lib, jnp in LIBS:
+    bf = lib.dtypes.bfloat16
+    assert bf is ml_dtypes.bfloat16
+    assert isinstance(bf(1), bf) and np.dtype(bf) == jnp.bfloat16
+    assert jnp.array(bf(2)).dtype == np.dtype(bf)
