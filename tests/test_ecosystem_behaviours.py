@@ -641,3 +641,44 @@ def test_dtypes_bfloat16_is_the_scalar_type_like_jax():
     assert bf is ml_dtypes.bfloat16
     assert isinstance(bf(1), bf) and np.dtype(bf) == jnp.bfloat16
     assert jnp.array(bf(2)).dtype == np.dtype(bf)
+
+
+# --- custom derivatives as equinox's filter_custom_jvp/vjp and checkpointed loops use them -------
+
+def _jvp_rule_returning_symbolic_zero(lib, jnp):
+  f = lib.custom_jvp(lambda x, y: (x * 2.0, y * 3.0))
+
+  def rule(primals, tangents):
+    x, y = primals
+    tx, _ = tangents
+    return f(x, y), (tx * 2.0, lib.custom_derivatives.SymbolicZero(lib.typeof(y)))
+
+  f.defjvp(rule, symbolic_zeros=True)
+  outs, touts = lib.jvp(f, (1.0, 2.0), (1.0, 1.0))
+  g = lib.grad(lambda x, y: f(x, y)[0] + f(x, y)[1], argnums=(0, 1))(1.0, 2.0)
+  return [float(o) for o in (*outs, *touts, *g)]
+
+
+def _vjp_with_integer_outputs_and_none(lib, jnp):
+  seen = []
+  f = lib.custom_vjp(lambda t: (t["a"] * 2.0, t["n"], None))
+
+  def fwd(t):
+    return f(t), None
+
+  def bwd(_, ct):
+    seen.append(tuple(type(c).__name__ if c is not None else None for c in ct))
+    return ({"a": ct[0] * 2.0, "n": None, "z": None},)
+
+  f.defvjp(fwd, bwd)
+  out, vjp_fn = lib.vjp(f, {"a": jnp.float32(1.5), "n": jnp.int32(3), "z": None})
+  (ct,) = vjp_fn((jnp.float32(1.0), np.zeros((), lib.dtypes.float0), None))
+  return float(ct["a"]), str(np.asarray(ct["n"]).dtype), ct["z"], len(seen[0])
+
+
+@pytest.mark.parametrize("case", [_jvp_rule_returning_symbolic_zero,
+                                  _vjp_with_integer_outputs_and_none])
+def test_custom_derivative_rules_like_jax(case):
+  (rk, rv), (jk, jv) = both(case)
+  assert rk == jk == "ok", (rv, jv)
+  assert rv == jv
