@@ -682,3 +682,49 @@ def test_custom_derivative_rules_like_jax(case):
   (rk, rv), (jk, jv) = both(case)
   assert rk == jk == "ok", (rv, jv)
   assert rv == jv
+
+
+# --- transformations of arbitrary callables (equinox Modules): wrapping as JAX's api_util.wraps --
+
+# (jit is left out: jax's C++ jit refuses a callable whose __name__ is not a string)
+_TRANSFORMS = ["grad", "vmap", "value_and_grad", "jacfwd", "jacrev", "hessian", "checkpoint"]
+
+
+class _OddName:
+  """A callable whose __name__ is not a string (functools.update_wrapper refuses it)."""
+  __name__ = 3
+
+  def __call__(self, x):
+    return (x * 2.0).sum()
+
+
+@pytest.mark.parametrize("name", _TRANSFORMS)
+def test_transforms_wrap_any_callable_like_jax(name):
+  """equinox's test_vmap_scan_default vmaps a Module; its field check follows __wrapped__ of
+  every transformed callable (jacfwd/jacrev/hessian included) to warn about assigned ones."""
+  outs = []
+  for lib, jnp in LIBS:
+    target = _OddName()
+    t = getattr(lib, name)(target)
+    inner = t
+    while hasattr(inner, "__wrapped__"):
+      inner = inner.__wrapped__
+    outs.append((inner is target, np.asarray(lib.tree_util.tree_leaves(
+        t(jnp.ones(2)))[0]).tolist()))
+  assert outs[0] == outs[1]
+
+
+@pytest.mark.parametrize("name", _TRANSFORMS + ["jit"])
+def test_transforms_keep_wrapped_like_jax(name):
+  """equinox warns when a Module field holds a transformed callable wrapping arrays: it follows
+  __wrapped__, which every transformation sets (jacfwd, jacrev and hessian included)."""
+  def f(x):
+    return (x * 2.0).sum()
+
+  found = []
+  for lib, _ in LIBS:
+    t = getattr(lib, name)(f)
+    while hasattr(t, "__wrapped__"):
+      t = t.__wrapped__
+    found.append(t is f)
+  assert found[0] == found[1] == True  # noqa: E712

@@ -19,9 +19,9 @@ an error (the rule says nothing about them), as in JAX.
 """
 from __future__ import annotations
 
-import functools
 import inspect
 
+from revax._src.core import wrapping
 from revax._src.custom_derivatives_helpers import CustomVJPPrimal
 from revax._src import tree_util
 from revax._src.core import dtypes
@@ -163,7 +163,7 @@ class custom_jvp:  # noqa: N801 (JAX's name)
   def __init__(self, fun, nondiff_argnums=()):
     if not callable(fun):
       raise TypeError(f"custom_jvp expects a callable, got {fun!r}")
-    functools.update_wrapper(self, fun)
+    wrapping.update_wrapper(self, fun)
     self.fun = fun
     self.nondiff_argnums = tuple(nondiff_argnums)
     self.jvp = None
@@ -354,7 +354,7 @@ class custom_vjp:  # noqa: N801 (JAX's name)
   def __init__(self, fun, nondiff_argnums=()):
     if not callable(fun):
       raise TypeError(f"custom_vjp expects a callable, got {fun!r}")
-    functools.update_wrapper(self, fun)
+    wrapping.update_wrapper(self, fun)
     self.fun = fun
     self.nondiff_argnums = tuple(nondiff_argnums)
     self.fwd = self.bwd = None

@@ -23,6 +23,7 @@ import weakref
 
 import optree
 
+from revax._src.core import wrapping
 from revax._src import tree_util
 from revax._src.core.avals import get_aval
 from revax._src.core.config import config
@@ -652,7 +653,7 @@ class Jitted:
     self._donate_argnums = _normalize_argnums(donate_argnums)  # honoured over a mesh
     self._keep_unused = bool(keep_unused)  # whether an unread sharded argument places the call
     all_jitted.add(self)  # for revax.clear_caches
-    functools.update_wrapper(self, fun, updated=())
+    wrapping.update_wrapper(self, fun, updated=())
 
   @property
   def __signature__(self):

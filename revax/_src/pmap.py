@@ -9,11 +9,11 @@ first (or the given) devices: one member per device, the collectives XLA's. A ma
 """
 from __future__ import annotations
 
-import functools
 import threading
 
 import numpy as np
 
+from revax._src.core import wrapping
 from revax._src import tree_util
 from revax._src.core.avals import get_aval
 from revax._src.jit import jit
@@ -135,7 +135,7 @@ def pmap(fun, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_argnu
                        "available (start revax with REVAX_CPU_DEVICE_COUNT set to use more CPU "
                        "devices)")
 
-  @functools.wraps(fun)
+  @wrapping.wraps(fun)
   def pmap_f(*args, **kwargs):
     check(args, kwargs)
     return compiled(*args, **kwargs)

@@ -6,11 +6,11 @@ that do not depend on the mapped axis are broadcast to the batch size there.
 """
 from __future__ import annotations
 
-import functools
 
 import numpy as np
 import optree
 
+from revax._src.core import wrapping
 from revax._src import tree_util
 from revax._src.core import dtypes
 from revax._src.core.avals import get_aval
@@ -77,7 +77,7 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
   if spmd_axis_name is not None and not isinstance(spmd_axis_name, tuple):
     spmd_axis_name = (spmd_axis_name,)
 
-  @functools.wraps(fun)
+  @wrapping.wraps(fun)
   def vmap_f(*args, **kwargs):
     hash(spmd_axis_name)  # TypeError for an unhashable name (a list), as JAX raises
     if isinstance(in_axes, tuple) and len(in_axes) != len(args):
