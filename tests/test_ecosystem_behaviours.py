@@ -728,3 +728,20 @@ def test_transforms_keep_wrapped_like_jax(name):
       t = t.__wrapped__
     found.append(t is f)
   assert found[0] == found[1] == True  # noqa: E712
+
+
+@pytest.mark.parametrize("how", ["method", "jnp.copy", "array_copy_true"])
+def test_donating_a_copy_keeps_the_original_like_jax(how):
+  """equinox's test_filter_jit donates jnp.copy'd trees and then reads the originals."""
+  def case(lib, jnp):
+    a = jnp.arange(6.0).reshape(2, 3)
+    copy = {"method": lambda v: v.copy(), "jnp.copy": jnp.copy,
+            "array_copy_true": lambda v: jnp.array(v, copy=True)}[how]
+    b = copy(a)
+    with warnings.catch_warnings():
+      warnings.simplefilter("ignore")  # (jax on CPU warns that donation is not implemented)
+      out = lib.jit(lambda x: x + 1, donate_argnums=0)(b)
+    return b is a, a.is_deleted(), np.asarray(a).tolist(), np.asarray(out).tolist()
+  (rk, rv), (jk, jv) = both(case)
+  assert rk == jk == "ok", (rv, jv)
+  assert rv == jv
