@@ -444,7 +444,7 @@ class Backend:
   # --- compile -----------------------------------------------------------------------------
   def compile(self, mlir_text: str, *, num_replicas: int = 1, num_partitions: int = 1,
               use_spmd_partitioning: bool | None = None,
-              use_shardy_partitioner: bool | None = None) -> Executable:
+              use_shardy_partitioner: bool | None = None, option_overrides=()) -> Executable:
     """Compile a StableHLO module given as MLIR text.
 
     A single-device program (one replica, one partition) is compiled as a portable executable:
@@ -488,7 +488,7 @@ class Backend:
     options = pjrt.compile_options(num_replicas, num_partitions,
                                    use_spmd_partitioning=use_spmd_partitioning,
                                    use_shardy_partitioner=use_shardy_partitioner,
-                                   portable=portable)
+                                   portable=portable, option_overrides=option_overrides)
     executable = self._compile_or_load(code, options, portable, transfers)
     # programs that call Python wait for it (host callbacks' effects and errors happen in the call)
     executable.waits = _calls_python(code) or transfers is not None
