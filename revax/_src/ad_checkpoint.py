@@ -7,8 +7,8 @@ reverse mode stores.
 """
 from __future__ import annotations
 
-import functools
 
+from revax._src.core import wrapping
 from revax._src import tree_util
 from revax._src.core.avals import get_aval
 from revax._src.core.jaxpr import ClosedJaxpr
@@ -110,7 +110,7 @@ def checkpoint(fun, *, prevent_cse: bool = True, policy=None, static_argnums=())
                     f"{policy!r}")
   static_argnums = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
 
-  @functools.wraps(fun)
+  @wrapping.wraps(fun)
   def remat_f(*args, **kwargs):
     static = {i % len(args) for i in static_argnums if -len(args) <= i < len(args)}
     dyn = [a for i, a in enumerate(args) if i not in static]

@@ -5,10 +5,10 @@ ad_checkpoint.py, custom_derivatives.py and invertible.py.
 """
 from __future__ import annotations
 
-import functools
 
 import numpy as np
 
+from revax._src.core import wrapping
 from revax._src import tree_util
 from revax._src.core import dtypes
 from revax._src.core.jaxpr import ClosedJaxpr
@@ -44,7 +44,7 @@ def make_jaxpr(fun, static_argnums=(), return_shape=False):
     raise TypeError(f"make_jaxpr expects a callable, got {fun!r} of type {type(fun).__name__}")
   static_argnums = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
 
-  @functools.wraps(fun)
+  @wrapping.wraps(fun)
   def make(*args, **kwargs):
     static = {i % len(args) for i in static_argnums}
     for i in sorted(static):

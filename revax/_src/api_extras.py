@@ -4,12 +4,12 @@ compile-time evaluation, cache and live-array management, typeof, custom_gradien
 from __future__ import annotations
 
 import contextlib
-import functools
 import gc
 import platform
 import sys
 import threading
 
+from revax._src.core import wrapping
 from revax._src.autodiff import jacrev
 from revax._src import sharding
 from revax._src.core import mesh_context
@@ -91,7 +91,7 @@ def named_call(fun, *, name=None):
   """
   scope = name if name is not None else getattr(fun, "__name__", "fun")
 
-  @functools.wraps(fun)
+  @wrapping.wraps(fun)
   def named(*args, **kwargs):
     with named_scope(scope):
       return fun(*args, **kwargs)
@@ -283,6 +283,6 @@ def custom_gradient(fun):
     return tuple(cts)
 
   wrapped.defvjp(fwd, bwd)
-  functools.update_wrapper(wrapped, fun)
+  wrapping.update_wrapper(wrapped, fun)
   return wrapped
 

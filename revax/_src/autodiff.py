@@ -7,10 +7,10 @@ jaxpr. Symbolic `Zero`s are instantiated only at the API boundary, where the use
 """
 from __future__ import annotations
 
-import functools
 
 import numpy as np
 
+from revax._src.core import wrapping
 from revax._src import tree_util
 from revax._src.core import dtypes
 from revax._src.core.avals import get_aval
@@ -249,7 +249,7 @@ def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=F
   """
   _check_callable(fun, "value_and_grad")
 
-  @functools.wraps(fun)
+  @wrapping.wraps(fun)
   def value_and_grad_f(*args, **kwargs):
     single, nums = _argnums_tuple(argnums, len(args), "value_and_grad")
     diff_args = tuple(args[i] for i in nums)
@@ -304,7 +304,7 @@ def grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
   _check_callable(fun, "grad")
   vg = value_and_grad(fun, argnums, has_aux, holomorphic, allow_int)
 
-  @functools.wraps(fun)
+  @wrapping.wraps(fun)
   def grad_f(*args, **kwargs):
     (out, aux), g = vg(*args, **kwargs) if has_aux else ((None, None), vg(*args, **kwargs)[1])
     return (g, aux) if has_aux else g
@@ -382,6 +382,7 @@ def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
   from revax._src.vmap import vmap
   _check_callable(fun, "jacfwd")
 
+  @wrapping.wraps(fun)
   def jac_f(*args, **kwargs):
     single, nums = _argnums_tuple(argnums, len(args), "jacfwd")
     d_leaves, d_tree = tree_util.tree_flatten(tuple(args[i] for i in nums))
@@ -410,6 +411,7 @@ def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
   from revax._src.vmap import vmap
   _check_callable(fun, "jacrev")
 
+  @wrapping.wraps(fun)
   def jac_f(*args, **kwargs):
     single, nums = _argnums_tuple(argnums, len(args), "jacrev")
     d_leaves, d_tree = tree_util.tree_flatten(tuple(args[i] for i in nums))

@@ -21,9 +21,9 @@ Values the function closes over become leading operands of the call; a batched o
 """
 from __future__ import annotations
 
-import functools
 import operator
 
+from revax._src.core import wrapping
 from revax._src import tree_util
 from revax._src.autodiff import jvp as api_jvp
 from revax._src.core.avals import get_aval
@@ -63,7 +63,7 @@ class custom_vmap:  # noqa: N801 (JAX's name)
   """
 
   def __init__(self, fun):
-    functools.update_wrapper(self, fun)
+    wrapping.update_wrapper(self, fun)
     self.fun = fun
     self.vmap_rule = None
 
@@ -108,7 +108,7 @@ class _ClosedRule:
   """The user's rule as a rule of (consts, args): closed-over values must not be batched."""
 
   def __init__(self, rule):
-    functools.update_wrapper(self, rule)
+    wrapping.update_wrapper(self, rule)
     self.rule = rule
 
   def __call__(self, axis_size, all_in_batched, consts, args):

@@ -19,9 +19,9 @@ an error (the rule says nothing about them), as in JAX.
 """
 from __future__ import annotations
 
-import functools
 import inspect
 
+from revax._src.core import wrapping
 from revax._src.custom_derivatives_helpers import CustomVJPPrimal
 from revax._src import tree_util
 from revax._src.core import dtypes
@@ -163,7 +163,7 @@ class custom_jvp:  # noqa: N801 (JAX's name)
   def __init__(self, fun, nondiff_argnums=()):
     if not callable(fun):
       raise TypeError(f"custom_jvp expects a callable, got {fun!r}")
-    functools.update_wrapper(self, fun)
+    wrapping.update_wrapper(self, fun)
     self.fun = fun
     self.nondiff_argnums = tuple(nondiff_argnums)
     self.jvp = None
@@ -262,14 +262,16 @@ class _JvpRule:
         raise TypeError(f"Custom JVP rule {name} must produce primal outputs of the types the "
                         f"custom_jvp function returns: got {pa.str_short()}, expected "
                         f"{expected.str_short()}.")
-      ta, want = get_aval(t), ad.tangent_aval(pa)
+      # a rule may return a symbolic zero tangent (SymbolicZero), as in JAX
+      zero = isinstance(t, ad.Zero)
+      ta, want = (t.aval if zero else get_aval(t)), ad.tangent_aval(pa)
       if ta.shape != pa.shape or (ta.dtype != want.dtype and want.dtype != dtypes.float0):
         raise TypeError(f"Custom JVP rule {name} must produce primal and tangent outputs with "
                         f"corresponding shapes and dtypes: the primal output has type "
                         f"{pa.str_short()}, so its tangent must have type {want.str_short()}, "
                         f"but got {ta.str_short()}.")
       outs.append(p)
-      tangent_outs.append(ad.Zero(want) if want.dtype == dtypes.float0 else t)
+      tangent_outs.append(ad.Zero(want) if zero or want.dtype == dtypes.float0 else t)
     return outs, tangent_outs
 
 
@@ -352,7 +354,7 @@ class custom_vjp:  # noqa: N801 (JAX's name)
   def __init__(self, fun, nondiff_argnums=()):
     if not callable(fun):
       raise TypeError(f"custom_vjp expects a callable, got {fun!r}")
-    functools.update_wrapper(self, fun)
+    wrapping.update_wrapper(self, fun)
     self.fun = fun
     self.nondiff_argnums = tuple(nondiff_argnums)
     self.fwd = self.bwd = None
@@ -456,12 +458,15 @@ class _VjpRule:
       if c is None:
         continue
       c_leaves, c_struct = tree_util.tree_flatten(c, is_leaf=lambda x: x is None)
-      if c_struct != idx_struct:
+      # None stands for a zero cotangent; a None of the primal argument gets one too
+      slots, slot_struct = tree_util.tree_flatten(idx_tree, is_leaf=lambda x: x is None)
+      if c_struct != slot_struct:
         raise TypeError(f"Custom VJP bwd rule {name} must produce cotangents with the structure "
                         f"of the primal arguments: argument {k} has structure {idx_struct}, the "
                         f"cotangent has {c_struct}.")
-      for i, cl in zip(idx_leaves, c_leaves, strict=True):
-        out[i] = cl
+      for i, cl in zip(slots, c_leaves, strict=True):
+        if i is not None:
+          out[i] = cl
     result = []
     for c, aval in zip(out, self.in_avals, strict=True):
       want = ad.tangent_aval(aval)
@@ -487,7 +492,7 @@ def _custom_vjp_call_jvp(primals, tangents, *, call_jaxpr, rule, num_consts):
   lin_outs = iter(custom_lin_p.bind(
       *res, *[t for t in arg_tangents if type(t) is not ad.Zero], rule=rule, num_res=len(res),
       nonzeros=nonzeros, out_avals=tuple(a for a, d in zip(out_tangent_avals, differentiable)
-                                         if d)))
+                                         if d), all_out_avals=out_tangent_avals))
   return outs, [next(lin_outs) if d else ad.Zero(a)
                 for a, d in zip(out_tangent_avals, differentiable, strict=True)]
 
@@ -626,7 +631,7 @@ def _eager_vjp(owner, args, nondiff, in_tree, primals, tangents):
 _FORWARD_MODE_ERROR = "can't apply forward-mode autodiff (jvp) to a custom_vjp function."
 
 
-def _custom_lin_abstract_eval(*avals, rule, num_res, nonzeros, out_avals):
+def _custom_lin_abstract_eval(*avals, rule, num_res, nonzeros, out_avals, all_out_avals):
   return list(out_avals)
 
 
@@ -634,9 +639,13 @@ def _custom_lin_forward(*args, **params):
   raise TypeError(_FORWARD_MODE_ERROR)
 
 
-def _custom_lin_transpose(cts, *args, rule, num_res, nonzeros, out_avals):
+def _custom_lin_transpose(cts, *args, rule, num_res, nonzeros, out_avals, all_out_avals):
   res = args[:num_res]
   keep = rule.symbolic_zeros  # (bwd then sees zero cotangents as SymbolicZero, as in JAX)
+  # the outputs without tangents (integer, bool: float0) get zero cotangents, so bwd sees one
+  # cotangent per output of the function
+  given = iter(cts)
+  cts = [next(given) if a.dtype != dtypes.float0 else ad.Zero(a) for a in all_out_avals]
   cts_in = rule.bwd(list(res), [c if keep and type(c) is ad.Zero else ad.instantiate_zeros(c)
                                 for c in cts])
   return [None] * num_res + [c for c, nz in zip(cts_in, nonzeros, strict=True) if nz]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 
+from revax._src.core import wrapping
 from revax._src import tree_util
 from revax._src.core.avals import get_aval
 from revax._src.core.eval import eval_jaxpr
@@ -92,7 +93,7 @@ def invertible(fun=None, *, allow_storing: bool = True):
   if not callable(fun):
     raise TypeError(f"invertible expects a callable, got {fun!r} of type {type(fun).__name__}")
 
-  @functools.wraps(fun)
+  @wrapping.wraps(fun)
   def invertible_f(*args):
     if current_trace() is eval_trace:
       return fun(*args)  # nothing is differentiated: plain evaluation
@@ -125,7 +126,7 @@ class custom_ivjp:  # noqa: N801 (the name of JAX's former API)
   def __init__(self, fun):
     if not callable(fun):
       raise TypeError(f"custom_ivjp expects a callable, got {fun!r}")
-    functools.update_wrapper(self, fun)
+    wrapping.update_wrapper(self, fun)
     self.fun = fun
     self.ivjp = None
 

@@ -28,6 +28,7 @@ import inspect
 import warnings
 import weakref
 
+from revax._src.core import wrapping
 from revax._src import tree_util
 from revax._src.core.avals import get_aval
 from revax._src.core.config import config
@@ -113,7 +114,10 @@ def _key_value(key):
 
 
 class Jitted:
-  """The result of `revax.jit(fun)`: call it, or `.lower(*args)` to see and compile the program."""
+  """The result of `revax.jit(fun)`: call it, or `.lower(*args)` to see and compile the program.
+
+  Its type is named `PjitFunction` and it prints as `<PjitFunction of fun>`, as JAX's jitted
+  functions do (chex's `is_traceable` recognises a jitted function by that type name)."""
 
   def __init__(self, fun, static_argnums=(), static_argnames=(), donate_argnums=(), name=None,
                in_shardings=None, out_shardings=None, keep_unused=False):
@@ -132,7 +136,13 @@ class Jitted:
     self._donate_argnums = _normalize_argnums(donate_argnums)  # honoured over a mesh
     self._keep_unused = bool(keep_unused)  # whether an unread sharded argument places the call
     all_jitted.add(self)  # for revax.clear_caches
-    functools.update_wrapper(self, fun, updated=())
+    wrapping.update_wrapper(self, fun, updated=())
+
+  @property
+  def __signature__(self):
+    """The wrapped function's signature (`inspect.signature(jitted, follow_wrapped=False)`, as
+    on JAX's jitted functions; chex's fake_pmap reads it)."""
+    return self._signature
 
   def _resolve_static_names(self):
     """Static args given by position or by name refer to the same parameters (as in JAX)."""
@@ -551,7 +561,11 @@ class Jitted:
     return functools.partial(self, obj)
 
   def __repr__(self):
-    return f"<revax.jit of {self.fun!r}>"
+    return f"<PjitFunction of {self.fun!r}>"
+
+
+Jitted.__name__ = Jitted.__qualname__ = "PjitFunction"  # JAX's type name (see the docstring)
+PjitFunction = Jitted  # so the type is found under its name (pickle, introspection)
 
 
 def _try_signature(fun):

@@ -75,6 +75,11 @@ class ShapeDtypeStruct:
 
 
 def abstractify(x) -> ShapedArray:
+  """The aval of an argument of eval_shape/make_jaxpr/linear_transpose: an array, a
+  ShapeDtypeStruct, or an aval itself (as JAX's shaped_abstractify takes; equinox's noinline
+  transposes at ShapedArrays)."""
+  if isinstance(x, ShapedArray):
+    return x
   if isinstance(x, ShapeDtypeStruct):
     return ShapedArray(x.shape, x.dtype, x.weak_type)
   return get_aval(x)

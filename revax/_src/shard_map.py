@@ -30,9 +30,9 @@ as JAX does. A shard_map called inside such a vmap is staged as the primitive fo
 from __future__ import annotations
 
 import contextlib
-import functools
 import math
 
+from revax._src.core import wrapping
 from revax._src import tree_util
 from revax._src.core.avals import AbstractRef, get_aval
 from revax._src.core.eval import eval_jaxpr
@@ -102,7 +102,7 @@ def shard_map(f=None, /, *, out_specs, in_specs=Infer, mesh=None, axis_names=fro
   manual = tuple(a for a in mesh.axis_names if not axis_names or a in axis_names)
   eager_runs = {}  # (argument structure, specs) -> (jitted program over the mesh, its store)
 
-  @functools.wraps(f)
+  @wrapping.wraps(f)
   def mapped(*args):
     all_leaves, in_tree = tree_util.tree_flatten(args)
     if in_specs is Infer:

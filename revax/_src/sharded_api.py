@@ -12,10 +12,10 @@ where they are (sharded_jit.py).
 """
 from __future__ import annotations
 
-import functools
 
 import numpy as np
 
+from revax._src.core import wrapping
 from revax._src import tree_util
 from revax._src.core import dtypes
 from revax._src.core.avals import ShapedArray
@@ -227,7 +227,7 @@ def auto_axes(f=None, /, *, axes=None, out_sharding=None):
   if f is None:
     return lambda g: auto_axes(g, axes=axes, out_sharding=out_sharding)
 
-  @functools.wraps(f)
+  @wrapping.wraps(f)
   def wrapped(*args, **kwargs):
     out_s = _required_keyword(kwargs, "out_sharding", out_sharding)
     info = _mesh_with_axes(axes, AxisType.Auto, "auto_axes", out_s)
@@ -250,7 +250,7 @@ def explicit_axes(f=None, /, *, axes=None, in_sharding=None):
   if f is None:
     return lambda g: explicit_axes(g, axes=axes, in_sharding=in_sharding)
 
-  @functools.wraps(f)
+  @wrapping.wraps(f)
   def wrapped(*args, **kwargs):
     in_s = _required_keyword(kwargs, "in_sharding", in_sharding)
     info = _mesh_with_axes(axes, AxisType.Explicit, "explicit_axes")

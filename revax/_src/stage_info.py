@@ -99,12 +99,17 @@ def compiler_ir(text: str, dialect: str | None = None) -> StableHLOModule:
   return StableHLOModule(text)
 
 
-def check_compile_args(compiler_options, device_assignment) -> None:
-  """`Lowered.compile(compiler_options, device_assignment=)`: revax hands XLA no compiler
-  options and places programs itself, so anything but the defaults is refused by name."""
+def check_compile_args(compiler_options, device_assignment, *, options_supported=False) -> None:
+  """`Lowered.compile(compiler_options, device_assignment=)`: XLA options (a dict of option
+  name -> str/bool/int/float) are handed to XLA where `options_supported` (a one-program
+  jit), refused by name elsewhere; revax places programs itself, so a device_assignment is
+  refused by name."""
   if compiler_options:
-    raise NotImplementedError(f"compile(compiler_options={compiler_options!r}): revax passes no "
-                              "options to XLA")
+    if not options_supported:
+      raise NotImplementedError(f"compile(compiler_options={compiler_options!r}): revax passes "
+                                "no options to XLA for programs over a mesh")
+    if not isinstance(compiler_options, dict):
+      raise TypeError(f"compiler_options must be a dict, got {type(compiler_options).__name__}")
   if device_assignment is not None:
     raise NotImplementedError("compile(device_assignment=...): revax places programs from "
                               "their arguments' devices and shardings")

@@ -1,11 +1,13 @@
-"""Testing utilities: numerical gradient checks and vmap checks (as jax.test_util).
+"""Testing utilities: numerical gradient checks (as jax.test_util) and vmap checks.
 
 `check_grads` compares forward mode with central finite differences along a random direction,
 and reverse mode through the inner-product identity <J t, c> = <t, J^T c>, then repeats both on
-the derivative functions up to `order`. `check_vmap` compares vmap with a Python loop over the
-mapped axis.
+the derivative functions up to `order`, with jax.test_util's step, directions and tolerances.
+`check_vmap` (revax's own) compares vmap with a Python loop over the mapped axis.
 """
 from __future__ import annotations
+
+import functools
 
 import numpy as np
 
@@ -13,174 +15,284 @@ from revax._src import tree_util
 from revax._src.core import dtypes
 from revax._src.core.avals import get_aval
 
-_EPS = {np.dtype(np.float16): 1e-1, dtypes.bfloat16: 1e-1, np.dtype(np.float32): 3e-3,
-        np.dtype(np.float64): 1e-5}
-_TOL = {np.dtype(np.float16): 1e-1, dtypes.bfloat16: 1e-1, np.dtype(np.float32): 2e-2,
-        np.dtype(np.float64): 1e-5}
+# --- jax.test_util's derivative checks, with its exact semantics ---------------------------------
+# EPS, the tolerance tables, the directions (np.random.RandomState(0), drawn afresh by each
+# check), finite differences in the arguments' own dtypes and the tolerance scaling by size are
+# jax.test_util's (jax 0.10.2), so a library's gradient test decides the same way on revax.
+
+EPS = 1e-4
+
+_default_tolerance = {
+    dtypes.float0: 0, np.dtype(np.bool_): 0,
+    np.dtype(np.int8): 0, np.dtype(np.int16): 0, np.dtype(np.int32): 0, np.dtype(np.int64): 0,
+    np.dtype(np.uint8): 0, np.dtype(np.uint16): 0, np.dtype(np.uint32): 0,
+    np.dtype(np.uint64): 0,
+    dtypes.bfloat16: 1e-2, np.dtype(np.float16): 1e-3, np.dtype(np.float32): 1e-6,
+    np.dtype(np.float64): 1e-15, np.dtype(np.complex64): 1e-6, np.dtype(np.complex128): 1e-15,
+}
+
+default_gradient_tolerance = {
+    dtypes.bfloat16: 1e-1, np.dtype(np.float16): 1e-2, np.dtype(np.float32): 2e-3,
+    np.dtype(np.float64): 1e-5, np.dtype(np.complex64): 1e-3, np.dtype(np.complex128): 1e-5,
+}
+
+_PYTHON_SCALAR_DTYPES = {bool: np.dtype(np.bool_), int: np.dtype(np.int64),
+                         float: np.dtype(np.float64), complex: np.dtype(np.complex128)}
 
 
-def _inexact(x) -> bool:
-  return dtypes.is_inexact(get_aval(x).dtype)
+def _dtype(x) -> np.dtype:
+  if hasattr(x, "dtype"):
+    return np.dtype(x.dtype)
+  if type(x) in _PYTHON_SCALAR_DTYPES:
+    return _PYTHON_SCALAR_DTYPES[type(x)]
+  return np.asarray(x).dtype
 
 
-def _real_dtype(dtype):
-  dtype = np.dtype(dtype)
-  return np.finfo(dtype).dtype if dtypes.is_complex(dtype) else dtype
+def _is_python_scalar(x) -> bool:
+  return not isinstance(x, np.generic) and isinstance(x, (bool, int, float, complex))
+
+
+def _tolerance(dtype, tol=None):
+  tol = {} if tol is None else tol
+  if not isinstance(tol, dict):
+    return tol
+  tol = {np.dtype(k): v for k, v in tol.items()}
+  dtype = dtypes.canonicalize_dtype(np.dtype(dtype))
+  return tol.get(dtype, _default_tolerance[dtype])
+
+
+def _merge_tolerance(tol, default):
+  if tol is None:
+    return default
+  if not isinstance(tol, dict):
+    return tol
+  out = dict(default)
+  out.update({np.dtype(k): v for k, v in tol.items()})
+  return out
+
+
+def _assert_numpy_close(a, b, atol=None, rtol=None, err_msg=""):
+  a, b = np.asarray(a), np.asarray(b)
+  assert a.shape == b.shape
+  atol = max(_tolerance(a.dtype, atol), _tolerance(b.dtype, atol))
+  rtol = max(_tolerance(a.dtype, rtol), _tolerance(b.dtype, rtol))
+  if a.dtype == b.dtype == dtypes.float0:
+    np.testing.assert_array_equal(a, b, err_msg=err_msg)
+    return
+  a = a.astype(np.float32) if a.dtype == dtypes.bfloat16 else a
+  b = b.astype(np.float32) if b.dtype == dtypes.bfloat16 else b
+  kw = {}
+  if atol * a.size:
+    kw["atol"] = atol * a.size
+  if rtol * b.size:
+    kw["rtol"] = rtol * b.size
+  with np.errstate(invalid="ignore"):
+    np.testing.assert_allclose(a, b, **kw, err_msg=err_msg)
+
+
+def _check_close(xs, ys, atol=None, rtol=None, err_msg=""):
+  tree_util.tree_map(lambda x, y: _assert_numpy_close(x, y, atol, rtol, err_msg), xs, ys)
+
+
+def _check_dtypes_match(xs, ys):
+  def match(x, y):
+    assert (dtypes.canonicalize_dtype(_dtype(x)) == dtypes.canonicalize_dtype(_dtype(y)))
+  tree_util.tree_map(match, xs, ys)
+
+
+def _inner_prod(xs, ys):
+  def contract(x, y):
+    return np.real(np.dot(np.conj(x).reshape(-1), np.asarray(y).reshape(-1)))
+  leaves = tree_util.tree_leaves(tree_util.tree_map(contract, xs, ys))
+  out = leaves[0]
+  for leaf in leaves[1:]:
+    out = np.add(out, leaf)
+  return out
+
+
+def _safe_subtract(x, y, *, dtype):
+  """x - y with inf - inf == 0."""
+  with np.errstate(invalid="ignore"):
+    return np.where(np.equal(x, y), np.array(0, dtype), np.subtract(x, y, dtype=dtype))
+
+
+def _preserve_input_types(f):
+  def wrapped(*args):
+    result = np.array(f(*args), dtype=_dtype(args[0]))
+    return result.item() if all(_is_python_scalar(a) for a in args) else result
+  return wrapped
+
+
+def _add(xs, ys):
+  return tree_util.tree_map(_preserve_input_types(lambda x, y: np.add(x, y)), xs, ys)
+
+
+def _sub(xs, ys):
+  return tree_util.tree_map(_preserve_input_types(lambda x, y: np.subtract(x, y)), xs, ys)
+
+
+def _conj(xs):
+  return tree_util.tree_map(_preserve_input_types(np.conj), xs)
+
+
+def _scalar_mul(xs, a):
+  def mul(x):
+    dtype = _dtype(x)
+    result = np.multiply(x, np.array(a, dtype=dtype), dtype=dtype)
+    return result.item() if _is_python_scalar(x) else result
+  return tree_util.tree_map(mul, xs)
 
 
 def _rand_like(rng, x):
-  aval = get_aval(x)
-  if not dtypes.is_inexact(aval.dtype):
-    return np.zeros(aval.shape, dtypes.float0)
-  v = rng.standard_normal(aval.shape)
-  if dtypes.is_complex(aval.dtype):
-    v = v + 1j * rng.standard_normal(aval.shape)
-  return np.asarray(v, aval.dtype)
+  shape, dtype = np.shape(x), _dtype(x)
+  randn = lambda: np.asarray(rng.randn(*shape), dtype=dtype)  # noqa: E731
+  result = randn() + dtype.type(1.0j) * randn() if dtypes.is_complex(dtype) else randn()
+  return result.item() if _is_python_scalar(x) else result
 
 
-def _to64(x) -> np.ndarray:
-  a = np.asarray(x)
-  return a.astype(np.complex128 if dtypes.is_complex(a.dtype) else np.float64)
-
-
-def _add_scaled(x, t, eps):
-  if not _inexact(x):
-    return x
-  return (_to64(x) + eps * _to64(t)).astype(get_aval(x).dtype)
-
-
-def _leaves64(tree):
-  return [_to64(leaf) for leaf in tree_util.tree_leaves(tree)
-          if np.asarray(leaf).dtype != dtypes.float0]
-
-
-def _inner(a, b) -> float:
-  """The real inner product Re(sum(conj(a) * b)) over the leaves (as jax.test_util's)."""
-  la, lb = _leaves64(a), _leaves64(b)
-  return sum(np.real(np.vdot(x, y)) for x, y in zip(la, lb, strict=True))
-
-
-def _conj(tree):
-  return tree_util.tree_map(lambda x: np.conj(x) if dtypes.is_complex(np.asarray(x).dtype) else x,
-                            tree)
-
-
-def _assert_close(actual, expected, atol, rtol, what):
-  la, le = _leaves64(actual), _leaves64(expected)
-  if len(la) != len(le):
-    raise AssertionError(f"{what}: {len(la)} leaves vs {len(le)} expected")
-  for x, y in zip(la, le):
-    np.testing.assert_allclose(x, y, atol=atol, rtol=rtol, err_msg=what)
-
-
-def _tolerances(args, atol, rtol, eps):
-  dts = [get_aval(x).dtype for x in tree_util.tree_leaves(args) if _inexact(x)]
-  worst = max(dts, key=lambda d: _TOL[_real_dtype(d)], default=np.dtype(np.float32))
-  worst = _real_dtype(worst)
-  return (_TOL[worst] if atol is None else atol, _TOL[worst] if rtol is None else rtol,
-          _EPS[worst] if eps is None else eps)
-
-
-def numerical_jvp(f, primals, tangents, eps):
-  """Central differences of `f` at `primals` along `tangents` (computed in float64)."""
-  plus = f(*[_add_scaled(p, t, eps) for p, t in zip(primals, tangents)])
-  minus = f(*[_add_scaled(p, t, -eps) for p, t in zip(primals, tangents)])
-  def diff(a, b):
-    if np.asarray(a).dtype == dtypes.float0:  # tangents of integer values: nothing to difference
-      return a
-    return (_to64(a) - _to64(b)) / (2 * eps)
-  return tree_util.tree_map(diff, plus, minus)
-
-
-def check_jvp(f, args, atol=None, rtol=None, eps=None, rng=None):
-  """Check `f`'s JVP against central finite differences in a random tangent direction, as
-  `jax.test_util.check_jvp`.
+def numerical_jvp(f, primals, tangents, eps=EPS):
+  """Central differences of `f` at `primals` along `tangents`, in the primals' dtypes (as
+  `jax.test_util`'s).
 
   Args:
     f: the function.
-    args: a tuple of its arguments (arrays).
-    atol, rtol: tolerances (by default from the arguments' dtypes).
-    eps: the finite-difference step (by default from the dtypes).
-    rng: a NumPy Generator drawing the tangents (default: seeded 0).
+    primals, tangents: tuples of its arguments and of their tangents.
+    eps: the step.
 
   Returns:
-    None; raises AssertionError when they differ.
+    The finite-difference tangent of the output (a tree like `f`'s output).
 
   Example:
-    >>> revax.test_util.check_jvp(jnp.sin, (jnp.array([0.5, 1.0]),))
+    >>> revax.test_util.numerical_jvp(np.sin, (np.float32(0.),), (np.float32(1.),))
+    np.float32(1.0)
   """
-  from revax._src.autodiff import jvp
-  rng = rng or np.random.default_rng(0)
-  atol, rtol, eps = _tolerances(args, atol, rtol, eps)
-  tangents = tuple(_rand_like(rng, a) for a in args)
-  out, t_out = jvp(f, tuple(args), tangents)
-  _assert_close(out, f(*args), atol, rtol, "jvp primal output")
-  _assert_close(t_out, numerical_jvp(f, args, tangents, eps), atol, rtol,
-                "jvp tangent vs finite differences")
+  delta = _scalar_mul(tangents, eps)
+  f_pos = f(*_add(primals, delta))
+  f_neg = f(*_sub(primals, delta))
+  diff = tree_util.tree_map(lambda x, y: _safe_subtract(x, y, dtype=_dtype(x)), f_pos, f_neg)
+  return _scalar_mul(diff, 0.5 / eps)
 
 
-def check_vjp(f, args, atol=None, rtol=None, eps=None, rng=None):
-  """Check `f`'s VJP against finite differences: `<J t, ct> == <t, vjp(ct)>` for a random
-  tangent `t` and cotangent `ct`, `J t` by central differences, as `jax.test_util.check_vjp`.
+def check_jvp(f, f_jvp, args, atol=None, rtol=None, eps=EPS, err_msg=""):
+  """Check a JVP from automatic differentiation against finite differences, as
+  `jax.test_util.check_jvp`: in one random direction (np.random.RandomState(0)).
 
   Args:
-    f: the function.
-    args: a tuple of its arguments (arrays).
-    atol, rtol: tolerances (by default from the arguments' dtypes).
-    eps: the finite-difference step (by default from the dtypes).
-    rng: a NumPy Generator drawing `t` and `ct` (default: seeded 1).
+    f: function to check at `f(*args)`.
+    f_jvp: a function computing `revax.jvp` of `f`, typically `functools.partial(revax.jvp, f)`.
+    args: tuple of argument values.
+    atol, rtol: tolerances (a number or {dtype: value}; default jax's gradient tolerances).
+    eps: the finite-difference step.
+    err_msg: text added to the error.
 
-  Returns:
-    None; raises AssertionError when they differ.
+  Raises:
+    AssertionError: the derivatives do not match.
 
   Example:
-    >>> revax.test_util.check_vjp(jnp.sin, (jnp.array([0.5, 1.0]),))
+    >>> import functools
+    >>> f = jnp.sin
+    >>> revax.test_util.check_jvp(f, functools.partial(revax.jvp, f), (0.5,))
   """
-  from revax._src.autodiff import vjp
-  rng = rng or np.random.default_rng(1)
-  atol, rtol, eps = _tolerances(args, atol, rtol, eps)
-  out, f_vjp = vjp(f, *args)
-  _assert_close(out, f(*args), atol, rtol, "vjp primal output")
-  tangents = tuple(_rand_like(rng, a) for a in args)
-  ct = tree_util.tree_map(lambda o: _rand_like(rng, o), out)
-  # JAX's VJP of a complex function applies the transposed (not conjugated) Jacobian, so the
-  # adjoint for the real inner product is conj(vjp(conj(ct))), as jax.test_util.check_vjp has it
-  cts_in = _conj(f_vjp(_conj(ct)))
-  lhs = _inner(numerical_jvp(f, args, tangents, eps), ct)
-  rhs = _inner(tangents, cts_in)
-  np.testing.assert_allclose(lhs, rhs, atol=atol * max(1.0, abs(lhs)), rtol=rtol,
-                             err_msg="vjp inner product <J t, c> vs <t, J^T c>")
+  atol = _merge_tolerance(atol, default_gradient_tolerance)
+  rtol = _merge_tolerance(rtol, default_gradient_tolerance)
+  rng = np.random.RandomState(0)
+  tangent = tree_util.tree_map(lambda x: _rand_like(rng, x), args)
+  v_out, t_out = f_jvp(args, tangent)
+  _check_dtypes_match(v_out, t_out)
+  v_out_expected = f(*args)
+  _check_dtypes_match(v_out, v_out_expected)
+  t_out_expected = numerical_jvp(f, args, tangent, eps=eps)
+  _check_close(v_out, v_out_expected, atol=atol, rtol=rtol,
+               err_msg=f"{err_msg} primal" if err_msg else "primal")
+  _check_close(t_out, t_out_expected, atol=atol, rtol=rtol,
+               err_msg=f"{err_msg} tangent" if err_msg else "tangent")
 
 
-def check_grads(f, args, order: int, modes=("fwd", "rev"), atol=None, rtol=None, eps=None):
-  """Check derivatives of `f` at `args` (a tuple) up to `order`, in forward and/or reverse mode.
+def check_vjp(f, f_vjp, args, atol=None, rtol=None, eps=EPS, err_msg=""):
+  """Check a VJP from automatic differentiation against finite differences, as
+  `jax.test_util.check_vjp`: `<J t, c> == <t, J^T c>` for random `t` and `c`.
+
+  Args:
+    f: function to check at `f(*args)`.
+    f_vjp: a function computing `revax.vjp` of `f`, typically `functools.partial(revax.vjp, f)`.
+    args: tuple of argument values.
+    atol, rtol: tolerances (a number or {dtype: value}; default jax's gradient tolerances).
+    eps: the finite-difference step.
+    err_msg: text added to the error.
+
+  Raises:
+    AssertionError: the derivatives do not match.
+
+  Example:
+    >>> import functools
+    >>> f = jnp.sin
+    >>> revax.test_util.check_vjp(f, functools.partial(revax.vjp, f), (0.5,))
+  """
+  atol = _merge_tolerance(atol, default_gradient_tolerance)
+  rtol = _merge_tolerance(rtol, default_gradient_tolerance)
+  rng = np.random.RandomState(0)
+  v_out, vjpfun = f_vjp(*args)
+  v_out_expected = f(*args)
+  _check_close(v_out, v_out_expected, atol=atol, rtol=rtol,
+               err_msg=f"{err_msg} primal" if err_msg else "primal")
+  tangent = tree_util.tree_map(lambda x: _rand_like(rng, x), args)
+  tangent_out = numerical_jvp(f, args, tangent, eps=eps)
+  cotangent = tree_util.tree_map(lambda x: _rand_like(rng, x), v_out)
+  cotangent_out = _conj(vjpfun(_conj(cotangent)))
+  ip = _inner_prod(tangent, cotangent_out)
+  ip_expected = _inner_prod(tangent_out, cotangent)
+  _check_close(ip, ip_expected, atol=atol, rtol=rtol,
+               err_msg=f"{err_msg} cotangent projection" if err_msg else "cotangent projection")
+
+
+def check_grads(f, args, order, modes=("fwd", "rev"), atol=None, rtol=None, eps=None):
+  """Check gradients from automatic differentiation against finite differences, as
+  `jax.test_util.check_grads` (the same directions, step and tolerances).
+
+  Args:
+    f: function to check at `f(*args)`.
+    args: tuple of argument values.
+    order: derivatives up to this order are checked.
+    modes: 'fwd', 'rev' and/or 'lin' (forward mode through linearize).
+    atol, rtol: tolerances (a number or {dtype: value}).
+    eps: the finite-difference step (default 1e-4).
+
+  Raises:
+    AssertionError: the derivatives do not match.
 
   Example:
     >>> from revax.test_util import check_grads
     >>> check_grads(jnp.sin, (0.5,), order=2)  # passes silently; raises on a mismatch
   """
+  from revax._src.autodiff import jvp, linearize, vjp
   args = tuple(args)
-  for mode in modes:
-    if mode not in ("fwd", "rev"):
-      raise ValueError(f"unknown mode {mode!r}; expected 'fwd' and/or 'rev'")
-  rng = np.random.default_rng(42)
+  eps = eps or EPS
 
-  def check(fun, order):
+  def jvp_from_lin(fun, primals, tangents):
+    primal_out, f_lin = linearize(fun, *primals)
+    return primal_out, f_lin(*tangents)
+
+  def check(fun, args, order, err_msg=""):
     if "fwd" in modes:
-      check_jvp(fun, args, atol, rtol, eps, rng)
+      fwd_msg = f"JVP of {err_msg}" if err_msg else "JVP"
+      check_jvp(fun, functools.partial(jvp, fun), args, atol, rtol, eps, fwd_msg)
       if order > 1:
-        from revax._src.autodiff import jvp
-        tangents = tuple(_rand_like(rng, a) for a in args)
-        check(lambda *xs: jvp(fun, xs, tangents)[1], order - 1)
+        check(functools.partial(jvp, fun), (args, args), order - 1, fwd_msg)
     if "rev" in modes:
-      check_vjp(fun, args, atol, rtol, eps, rng)
+      rev_msg = f"VJP of {err_msg}" if err_msg else "VJP"
+      check_vjp(fun, functools.partial(vjp, fun), args, atol, rtol, eps, rev_msg)
       if order > 1:
-        from revax._src.autodiff import vjp
-        out = fun(*args)
-        ct = tree_util.tree_map(lambda o: _rand_like(rng, o), out)
-        check(lambda *xs: vjp(fun, *xs)[1](ct), order - 1)
+        def f_vjp(*xs):
+          out_primal, vjp_fn = vjp(fun, *xs)
+          return vjp_fn(out_primal)
+        check(f_vjp, args, order - 1, rev_msg)
+    if "lin" in modes:
+      lin_msg = f"LIN of {err_msg}" if err_msg else "LIN"
+      check_jvp(fun, functools.partial(jvp_from_lin, fun), args, atol, rtol, eps, lin_msg)
+      if order > 1:
+        check(functools.partial(jvp_from_lin, fun), (args, args), order - 1, lin_msg)
 
-  check(f, order)
+  check(f, args, order)
 
 
 def check_vmap(f, args, in_axes=0, out_axes=0, atol=1e-5, rtol=1e-5):

@@ -6,11 +6,11 @@ that do not depend on the mapped axis are broadcast to the batch size there.
 """
 from __future__ import annotations
 
-import functools
 
 import numpy as np
 import optree
 
+from revax._src.core import wrapping
 from revax._src import tree_util
 from revax._src.core import dtypes
 from revax._src.core.avals import get_aval
@@ -20,14 +20,15 @@ from revax._src.lax import batch_util, conversion, reductions, shapes
 _NONE = object()  # stands for None inside axis specs, where None must be a leaf
 
 
-def _axes_leaves(name, axes, tree):
-  """One axis (int or None) per leaf of `tree`, broadcasting the prefix `axes`."""
+def _axes_leaves(name, axes, tree, fn="vmap"):
+  """One axis (int or None) per leaf of `tree`, broadcasting the prefix `axes` (errors name
+  the transformation `fn`)."""
   marked = optree.tree_map(lambda a: _NONE if a is None else a, axes, none_is_leaf=True)
   try:
     full = optree.tree_broadcast_prefix(marked, tree, none_is_leaf=False,
                                         namespace=tree_util.NAMESPACE)
   except ValueError as e:
-    raise ValueError(f"vmap {name} specification must be a tree prefix of the corresponding "
+    raise ValueError(f"{fn} {name} specification must be a tree prefix of the corresponding "
                      f"value, got specification {axes} for value tree "
                      f"{tree_util.tree_structure(tree)}: {e}") from None
   leaves = tree_util.tree_leaves(full)
@@ -38,7 +39,7 @@ def _axes_leaves(name, axes, tree):
     elif isinstance(a, int) and not isinstance(a, bool):
       out.append(a)
     else:
-      raise TypeError(f"vmap {name} must be an int, None, or a (nested) container with those "
+      raise TypeError(f"{fn} {name} must be an int, None, or a (nested) container with those "
                       f"types as leaves, but got {a!r}.")
   return out
 
@@ -76,7 +77,7 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
   if spmd_axis_name is not None and not isinstance(spmd_axis_name, tuple):
     spmd_axis_name = (spmd_axis_name,)
 
-  @functools.wraps(fun)
+  @wrapping.wraps(fun)
   def vmap_f(*args, **kwargs):
     hash(spmd_axis_name)  # TypeError for an unhashable name (a list), as JAX raises
     if isinstance(in_axes, tuple) and len(in_axes) != len(args):
@@ -103,7 +104,6 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
       a, kw = tree_util.tree_unflatten(in_tree, flat)
       out = fun(*a, **kw)
       out_leaves, store["tree"] = tree_util.tree_flatten(out)
-      store["out"] = out
       return out_leaves
 
     outs, out_dims = batching.batch_flat(flat_fun, leaves, dims, size, axis_name,

@@ -52,10 +52,9 @@ def test_state_defaults_values_and_restoring(name):
     assert state.value == default
 
 
-def test_checking_leaks_refuses_with_a_reason():
-  with pytest.raises(ValueError, match="leak checking is not implemented"):
-    with revax.checking_leaks():
-      pass
+def test_checking_leaks_turns_the_check_on_inside_the_block():
+  with revax.checking_leaks():
+    assert revax.config.jax_check_tracer_leaks is True
   assert revax.config.jax_check_tracer_leaks is False
 
 

@@ -12,7 +12,7 @@ import revax.numpy as rnp
 from revax import ad_checkpoint
 from revax._src.core.typecheck import check_jaxpr
 from revax._src.interpreters import invertible as inv
-from revax.test_util import check_grads
+from tests.gradcheck import check_grads
 
 rng = np.random.default_rng(0)
 X = rng.uniform(-0.8, 0.8, (3, 4)).astype(np.float32)

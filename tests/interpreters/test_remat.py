@@ -8,7 +8,7 @@ import revax.lax as lax
 import revax.numpy as rnp
 from revax import ad_checkpoint
 from revax._src.core.typecheck import check_jaxpr
-from revax.test_util import check_grads
+from tests.gradcheck import check_grads
 
 jax = pytest.importorskip("jax")
 jnp = jax.numpy

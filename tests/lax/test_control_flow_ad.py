@@ -9,7 +9,7 @@ import revax
 import revax.lax as lax
 import revax.numpy as rnp
 from revax._src.core.typecheck import check_jaxpr
-from revax.test_util import check_grads
+from tests.gradcheck import check_grads
 
 rng = np.random.default_rng(1)
 H, T = 3, 4

@@ -8,7 +8,8 @@ import revax
 import revax.lax as lax
 import revax.numpy as rnp
 from revax._src.core.typecheck import check_jaxpr
-from revax.test_util import check_grads, check_vmap
+from revax.test_util import check_vmap
+from tests.gradcheck import check_grads
 from tests.lax.test_control_flow_ad import cond_closures, cumprod, horner, rnn_loss, switch3
 
 rng = np.random.default_rng(2)

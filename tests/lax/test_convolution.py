@@ -10,7 +10,8 @@ import pytest
 
 import revax
 import revax.lax as lax
-from revax.test_util import check_grads, check_vmap
+from revax.test_util import check_vmap
+from tests.gradcheck import check_grads
 from tests.lax.opdb.convolution import reference
 
 _NCHW = ("NCHW", "OIHW", "NCHW")

@@ -13,7 +13,7 @@ import pytest
 
 import revax
 import revax.lax as lax
-from revax.test_util import check_grads
+from tests.gradcheck import check_grads
 from tests.lax.opdb import binary as binary_records
 from tests.lax.opdb import unary as unary_records
 from tests.lax.op_db import assert_close

@@ -10,7 +10,8 @@ import revax
 from revax._src.core import dtypes
 from revax._src.core.typecheck import check_jaxpr
 from revax._src.interpreters import ad, batching
-from revax.test_util import check_grads, check_vmap
+from revax.test_util import check_vmap
+from tests.gradcheck import check_grads
 from tests.lax.op_db import all_records, tolerance
 from tests.lax.test_op_db import _inputs, _lax_primitives
 

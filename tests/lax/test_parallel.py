@@ -10,7 +10,7 @@ import pytest
 import revax
 import revax.numpy as rnp
 from revax import lax as rl
-from revax.test_util import check_grads
+from tests.gradcheck import check_grads
 from jax import lax as jl
 
 X = np.random.default_rng(0).standard_normal((3, 3, 2)).astype(np.float32)

@@ -8,7 +8,7 @@ import pytest
 
 import revax
 import revax.lax as lax
-from revax.test_util import check_grads
+from tests.gradcheck import check_grads
 from tests.lax.opdb.slicing import SECOND_ORDER_CLOSED_OVER
 from tests.lax.test_op_db import _inputs
 

@@ -13,7 +13,8 @@ import revax
 import revax.lax as lax
 import revax.numpy as rnp
 from revax._src.lax import windowed
-from revax.test_util import check_grads, check_vmap
+from revax.test_util import check_vmap
+from tests.gradcheck import check_grads
 from tests.lax.opdb.windowed import (np_reduce_window, np_select_and_gather_add,
                                      np_select_and_scatter_add, separated)
 

@@ -10,7 +10,7 @@ import pytest
 import revax
 import revax.nn as nn
 import revax.scipy.special
-from revax.test_util import check_grads
+from tests.gradcheck import check_grads
 
 EDGES = np.array([-np.inf, -7.0, -3.0, -1.0, -0.5, -0.0, 0.0, 0.5, 1.0, 3.0, 6.0, 7.5, np.inf,
                   np.nan], np.float32)

@@ -7,7 +7,8 @@ import pytest
 
 import revax
 import revax.numpy as rnp
-from revax.test_util import check_grads, check_vmap
+from revax.test_util import check_vmap
+from tests.gradcheck import check_grads
 from tests.numpy.helpers import jax, jnp
 
 # (subscripts, operand shapes)

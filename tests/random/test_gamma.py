@@ -12,7 +12,8 @@ import revax
 import revax.random as rr
 from revax._src.core.typecheck import check_jaxpr
 from revax._src.lax import prng
-from revax.test_util import check_grads, check_vmap
+from revax.test_util import check_vmap
+from tests.gradcheck import check_grads
 
 N = 10_000
 KS_P_MIN = 1e-3  # a correct sampler fails one such test in a thousand runs (keys are fixed)

@@ -13,7 +13,7 @@ import pytest
 
 import revax
 from revax import random as rr
-from revax.test_util import check_grads
+from tests.gradcheck import check_grads
 
 _A = np.random.RandomState(0).randn(3, 3).astype(np.float32)
 COV = _A @ _A.T + np.eye(3, dtype=np.float32)  # distinct eigenvalues

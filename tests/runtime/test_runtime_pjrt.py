@@ -134,3 +134,20 @@ def test_error_classes():
   import pickle
   again = pickle.loads(pickle.dumps(c))
   assert type(again) is pjrt.CompileError and str(again) == str(c)
+
+
+def test_compile_option_overrides_encode_as_jaxlib_does():
+  """env_option_overrides (CompileOptionsProto field 7): the map entries jaxlib's
+  CompileOptions serializes for JAX's `compiler_options` (bytes read from jaxlib 0.10.2)."""
+  base = pjrt.compile_options()
+  expected = {
+      ("xla_gpu_autotune_level", "0"): "3a1d0a16786c615f6770755f6175746f74756e655f6c6576656c"
+                                       "12030a0130",
+      ("xla_b", True): "3a0b0a05786c615f6212021001",
+      ("xla_i", 3): "3a0b0a05786c615f6912021803",
+      ("xla_f", 1.5): "3a120a05786c615f66120921000000000000f83f",
+  }
+  for pair, tail in expected.items():
+    assert pjrt.compile_options(option_overrides=[pair]) == base + bytes.fromhex(tail)
+  with pytest.raises(TypeError, match="compiler option values"):
+    pjrt.compile_options(option_overrides=[("xla_x", [1])])

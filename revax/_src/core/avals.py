@@ -51,6 +51,17 @@ class ShapedArray:
                        self.dtype if dtype is None else dtype,
                        self.weak_type if weak_type is None else weak_type, sharding)
 
+  def to_tangent_aval(self) -> "ShapedArray":
+    """The type of this type's tangents (JAX's name): itself for inexact dtypes, float0 of the
+    same shape (keeping the weak type, as JAX's) for integer and bool ones."""
+    if dtypes.is_inexact(self.dtype):
+      return ShapedArray(self.shape, self.dtype, self.weak_type, self.sharding)
+    return ShapedArray(self.shape, dtypes.float0, self.weak_type)
+
+  def at_least_vspace(self) -> "ShapedArray":
+    """`to_tangent_aval()` under its older JAX name (equinox's filter_primitive uses it)."""
+    return self.to_tangent_aval()
+
   def strip_weak_type(self) -> "ShapedArray":
     return self.update(weak_type=False) if self.weak_type else self
 

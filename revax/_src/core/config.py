@@ -162,8 +162,8 @@ _OPTIONS = {o.name: o for o in [
     _Option("platform_name", None, _platforms, False, "the platform to use (older spelling)"),
     _Option("num_cpu_devices", -1, _nonneg_int, False,
             "number of CPU devices (before the backend starts; REVAX_CPU_DEVICE_COUNT)"),
-    _Option("check_tracer_leaks", False, _only_false("leak checking is not implemented"), False,
-            "check for leaked tracers after each transformation"),
+    _Option("check_tracer_leaks", False, _bool, True,
+            "after each jit (staging) or vmap trace, raise if a tracer of it is still alive"),
     _Option("debug_key_reuse", False, _only_false("key-reuse checking is not implemented"), False,
             "raise KeyReuseError when a PRNG key is used twice"),
     _Option("explain_cache_misses", False, _only_false("cache-miss explanations are not "
@@ -454,6 +454,8 @@ jax2tf_associative_scan_reductions = State("jax2tf_associative_scan_reductions")
 
 
 def checking_leaks():
-  """Context manager turning on jax_check_tracer_leaks inside the block (as jax.checking_leaks;
-  revax does not implement leak checking, so entering it raises ValueError saying so)."""
+  """Context manager turning on jax_check_tracer_leaks inside the block (as jax.checking_leaks):
+  when a jit (any staging: make_jaxpr, scan, eval_shape, ...) or vmap trace ends, a tracer of
+  it still referenced raises an Exception, as in JAX (jvp/grad traces are not checked, as
+  in JAX)."""
   return config.override("check_tracer_leaks", True)

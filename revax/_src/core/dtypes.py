@@ -14,6 +14,9 @@ import numpy as np
 from revax._src.core.config import config
 
 bfloat16 = np.dtype(ml_dtypes.bfloat16)
+# the scalar type itself, which jax.dtypes.bfloat16 is (callable, usable with isinstance;
+# equinox's serialisation and tests use it so)
+bfloat16_scalar_type = ml_dtypes.bfloat16
 float0 = np.dtype([("float0", np.void, 0)])  # the tangent type of integer and bool values
 
 bool_ = np.dtype(np.bool_)

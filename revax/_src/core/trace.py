@@ -12,6 +12,7 @@ records them as constants).
 from __future__ import annotations
 
 import contextlib
+import gc
 import operator
 import threading
 
@@ -136,6 +137,24 @@ def set_current_trace(trace: Trace):
     yield
   finally:
     ctx.trace = prev
+
+
+def check_no_leaks(trace_ref) -> None:
+  """With jax_check_tracer_leaks on: raise JAX's Exception if the trace `trace_ref` (a weak
+  reference) is still alive after its transformation ended because a tracer of it is
+  referenced (stored in a global, a list, an attribute). Call it once the tracing function's
+  own references to the trace and its tracers are gone."""
+  from revax._src.core.config import config
+  if trace_ref() is None or not config.read("check_tracer_leaks"):
+    return
+  gc.collect()  # tracers alive only through reference cycles cannot be used, so do not count
+  trace = trace_ref()
+  if trace is None:
+    return
+  leaked = [r for r in gc.get_referrers(trace) if isinstance(r, Tracer)]
+  if leaked:
+    listing = "\n\n".join(f"{type(t).__name__} {t.aval.str_short()}" for t in leaked[:5])
+    raise Exception(f"Leaked trace {trace!r}. Leaked tracer(s):\n\n{listing}")  # noqa: TRY002
 
 
 def _concrete_only(what: str) -> property:

@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 
 from revax._src import lax
+from revax._src.lax import batch_util
 from revax._src.lax.convenience import select as _select
 from revax._src import tree_util
 from revax._src.core import dtypes
@@ -194,7 +195,9 @@ class Error:
           best, best_effect = c, effect
     if best is None:
       return None
-    payload = [np.asarray(x)[idx] for x in self._payload[best_effect]]
+    # the formatting arguments are Arrays, as JAX's (a message shows `Array(nan, ...)`)
+    payload = [creation.asarray(x)[idx] if idx else creation.asarray(x)
+               for x in self._payload[best_effect]]
     return self._metadata[best].exception(payload)
 
   def _get_batched_exception(self, preds):
@@ -328,6 +331,10 @@ def check_error(error: Error) -> None:
                      effect))
     else:
       leaves.append((pred, code, error._payload[effect], effect))
+  if not any(isinstance(x, Tracer) for item in leaves for x in item[:2]):
+    # eagerly the failure raised is the first one recorded (the lowest code), as JAX's
+    # error.throw() picks it, whatever the kinds of the failures
+    leaves.sort(key=lambda item: (not bool(np.asarray(item[0])), int(np.asarray(item[1]))))
   for pred, code, payload, effect in leaves:
     check_error_p.bind(pred, code, *payload, metadata=tuple(sorted(error._metadata.items(),
                                                                    key=lambda i: i[0])),
@@ -342,7 +349,7 @@ def _check_impl(failed, *fmt_leaves, site, debug):
   if debug:
     return []
   if np.any(np.asarray(failed)):
-    raise JaxRuntimeError(str(site.exception([np.asarray(x) for x in fmt_leaves])))
+    raise JaxRuntimeError(str(site.exception([creation.asarray(x) for x in fmt_leaves])))
   return []
 
 
@@ -357,7 +364,17 @@ def _check_jvp(primals, tangents, **params):
 
 
 def _check_batch(vals, dims, **params):
-  check_p.bind(*vals, **params)  # eagerly: the whole batch is checked at once
+  """A check over a batch is one check of the last member that failed (of the last member when
+  none did), as JAX's batching rule reduces the batched error."""
+  size = next(get_aval(v).shape[d] for v, d in zip(vals, dims) if d is not batching.not_mapped)
+  front = [v if d is batching.not_mapped else batch_util.moveaxis(v, d, 0)
+           for v, d in zip(vals, dims)]
+  if dims[0] is batching.not_mapped:  # the same verdict for every member
+    last = size - 1
+  else:
+    last = (size - 1) - reductions.argmax(front[0][::-1])
+  check_p.bind(*[v if d is batching.not_mapped else v[last]
+                 for v, d in zip(front, dims)], **params)
   return [], []
 
 
@@ -380,7 +397,7 @@ def_effectful(check_p)
 def _check_error_impl(pred, code, *payload, metadata, effect):
   if bool(np.asarray(pred)):
     site = dict(metadata)[int(np.asarray(code))]
-    raise JaxRuntimeError(str(site.exception([np.asarray(x) for x in payload])))
+    raise JaxRuntimeError(str(site.exception([creation.asarray(x) for x in payload])))
   return []
 
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import threading
+import weakref
 
 from revax._src.core.avals import get_aval
 from revax._src.core.jaxpr import ClosedJaxpr
@@ -192,18 +193,18 @@ def defvectorized(prim):
 def batch_flat(fun, args, in_dims, axis_size, axis_name=None, spmd_axis_name=None):
   """Run `fun(*args)` (flat) with each arg batched along its in_dim; returns (outs, out_dims).
   `spmd_axis_name` (a tuple of mesh axes, or None): see the module docstring."""
-  from revax._src.core.trace import current_trace
+  from revax._src.core.trace import check_no_leaks, current_trace
   trace = BatchTrace(current_trace(), axis_size, axis_name, spmd_axis_name)
   tracers = [BatchTracer(trace, a, d) if d is not not_mapped else a
              for a, d in zip(args, in_dims, strict=True)]
   env = extend_axis_env(axis_name, axis_size) if axis_name is not None else contextlib.nullcontext()
   with env, _extend_spmd_axis_names(spmd_axis_name), set_current_trace(trace):
     outs = fun(*tracers)
-  vals, dims = [], []
-  for o in outs:
-    v, d = trace.to_batch_info(o)
-    vals.append(v)
-    dims.append(d)
+  infos = [trace.to_batch_info(o) for o in outs]
+  vals, dims = [v for v, _ in infos], [d for _, d in infos]
+  ref = weakref.ref(trace)
+  del trace, tracers, outs, infos
+  check_no_leaks(ref)
   return vals, dims
 
 

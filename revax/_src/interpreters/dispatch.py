@@ -356,11 +356,12 @@ class CompiledProgram:
 
 
 def compile_jaxpr(closed: ClosedJaxpr, name: str = "main", aliases=(),
-                  backend=None) -> CompiledProgram:
+                  backend=None, option_overrides=()) -> CompiledProgram:
   """Lower `closed` to StableHLO and compile it with XLA for `backend` (default: the default
   backend; `aliases`: donated parameters and the results that may reuse their buffers, see
-  `mlir.lower_jaxpr_to_module`). The program compiles again for another backend when it is run
-  on that backend's buffers (`CompiledProgram.executable_for`)."""
+  `mlir.lower_jaxpr_to_module`; `option_overrides`: (name, value) XLA options, JAX's
+  `compiler_options`). The program compiles again for another backend when it is run on that
+  backend's buffers (`CompiledProgram.executable_for`)."""
   from revax._src.runtime.client import get_backend
   backend = backend or get_backend()
   text = mlir.lower_jaxpr_to_module(closed, name, platform=backend.platform, aliases=aliases)
@@ -370,7 +371,7 @@ def compile_jaxpr(closed: ClosedJaxpr, name: str = "main", aliases=(),
     _logger.log(level, "Compiling %s with XLA for argument types (%s)", name,
                 ", ".join(a.str_short() for a in closed.in_avals))
   start = time.perf_counter()
-  executable = backend.compile(text)
+  executable = backend.compile(text, option_overrides=tuple(option_overrides))
   if _logger.isEnabledFor(level):
     _logger.log(level, "Finished XLA compilation of jit(%s) in %.9f sec", name,
                 time.perf_counter() - start)

@@ -192,6 +192,11 @@ class ModuleBuilder:
     self.counter = [0]  # SSA names are unique across the module,
     self.value_types: dict[str, str] = {}  # so one table maps each value to its type
 
+  def add_keepalive(self, value) -> None:
+    """Keep `value` alive as long as this module (JAX's ModuleContext.add_keepalive: equinox
+    keeps the host callback of its noinline lowering there)."""
+    self._keepalive.append(value)
+
   def fresh_func_name(self, hint: str) -> str:
     base = _sanitize(hint) or "f"
     name, k = base, 0
@@ -320,6 +325,11 @@ class LoweringRuleContext:
 
   @property
   def module(self) -> ModuleBuilder:
+    return self.fb.module
+
+  @property
+  def module_context(self) -> ModuleBuilder:
+    """The module being built (JAX's `ctx.module_context`; it has `add_keepalive`)."""
     return self.fb.module
 
   def op(self, name, operands, result_avals, **kw) -> list[str]:

@@ -20,7 +20,7 @@ from revax._src.core.jaxpr import ClosedJaxpr, DropVar, Jaxpr, JaxprEqn, Literal
 from revax._src.core.rules import RuleTable
 from revax._src.core.errors import UnexpectedTracerError
 from revax._src.core.gc_pause import paused_gc
-from revax._src.core.trace import Trace, Tracer, set_current_trace
+from revax._src.core.trace import Trace, Tracer, check_no_leaks, set_current_trace
 from revax._src.runtime.array import Array
 
 
@@ -157,9 +157,13 @@ def trace_to_jaxpr(fun, in_avals, debug_info: DebugInfo | None = None) -> tuple[
   try:
     with paused_gc(), set_current_trace(trace):
       outs = fun(*args)
-      return trace.to_jaxpr(outs)
+      result = trace.to_jaxpr(outs)
   finally:
     trace.finished = True
+  ref = weakref.ref(trace)
+  del trace, args, outs
+  check_no_leaks(ref)
+  return result
 
 
 def _escaped_tracer_error(tracer, trace) -> UnexpectedTracerError:

@@ -223,6 +223,52 @@ def _lower_python_callback(ctx, *args, callback, has_side_effect, ordered):
                         has_side_effect=has_side_effect, ordered=ordered)
 
 
+def emit_python_callback(ctx, callback, token, operands, operand_avals, result_avals, *,
+                         has_side_effect: bool, partitioned: bool = False, sharding=None,
+                         operand_layouts=None, result_layouts=None):
+  """Lower a call of the host function `callback` inside a lowering rule, as JAX's
+  `jax.interpreters.mlir.emit_python_callback` (equinox's noinline lowers its primitive so).
+
+  Args:
+    ctx: the rule's LoweringRuleContext.
+    callback: `callback(*numpy_arrays) -> sequence of arrays`, one per result aval.
+    token: None (an ordered callback threading a token is not supported here).
+    operands: the values (of this lowering) passed to `callback`.
+    operand_avals, result_avals: their avals and those of the results.
+    has_side_effect: whether XLA must keep the call even when its results are unused.
+    partitioned, sharding, operand_layouts, result_layouts: JAX's; only the defaults.
+
+  Returns:
+    (results, token, keepalive): the result values, None, and an object to keep alive with
+    the module.
+
+  Example:
+    >>> from revax.interpreters import mlir
+    >>> p = revax.extend.core.Primitive("host_double")
+    >>> _ = p.def_abstract_eval(lambda x: x)
+    >>> _ = p.def_impl(lambda x: x * 2)
+    >>> def lower(ctx, x):
+    ...   results, _, keep = mlir.emit_python_callback(
+    ...       ctx, lambda a: (a * 2,), None, [x], ctx.avals_in, ctx.avals_out,
+    ...       has_side_effect=False)
+    ...   ctx.module_context.add_keepalive(keep)
+    ...   return results
+    >>> _ = mlir.register_lowering(p, lower)
+    >>> revax.jit(p.bind)(jnp.arange(3.))
+    Array([0., 2., 4.], dtype=float32)
+  """
+  if token is not None:
+    raise NotImplementedError("emit_python_callback with an ordering token is not supported by "
+                              "revax; use revax.experimental.io_callback(ordered=True)")
+  if partitioned or sharding is not None or operand_layouts or result_layouts:
+    raise NotImplementedError("emit_python_callback: partitioned, sharding and layouts are not "
+                              "supported by revax (only their defaults)")
+  sub = mlir.LoweringRuleContext(ctx.fb, list(operand_avals), list(result_avals), ctx.platform)
+  results = _lower_python_callback(sub, *operands, callback=callback,
+                                   has_side_effect=has_side_effect, ordered=False)
+  return list(results), None, callback
+
+
 def callback_batch(prim, vals, dims, method, *, result_avals, **params):
   """Batching of pure_callback, io_callback and ffi_call, as `method` (a vmap_method) asks;
   `params` are the primitive's other params (bound again unchanged).

@@ -129,8 +129,8 @@ def _at(self):
 
 
 def _copy(self):
-  from revax._src.numpy.util import as_array
-  return as_array(self)
+  from revax._src.numpy.creation import array
+  return array(self, copy=True)  # storage of its own (donating the copy keeps self alive)
 
 
 def _prop(namespace, fname):

@@ -83,8 +83,10 @@ def array(object, dtype=None, copy: bool = True, order=None, ndmin: int = 0, *, 
   Args:
     object: the value.
     dtype: optional dtype of the result.
-    copy: ignored: revax arrays are immutable, so a NumPy value is always copied (it may be
-      mutated later, through itself or through the base of a view) and an Array is shared.
+    copy: a NumPy value is always copied (it may be mutated later, through itself or through
+      the base of a view); with copy=True (the default) an Array gets storage of its own, as
+      in JAX, so donating the copy to a jit leaves the original alive (equinox's filter_jit
+      tests); with copy=False it is shared.
     order: only None, 'K', 'A' and 'C' (row-major) are accepted.
     ndmin: prepend size-1 dimensions until the result has at least this many.
     device: a Device or Sharding to commit the result to (None: as it is).
@@ -101,7 +103,9 @@ def array(object, dtype=None, copy: bool = True, order=None, ndmin: int = 0, *, 
   if order not in (None, "K", "A", "C"):
     raise NotImplementedError(f"array: only C (row-major) order is supported, got order={order!r}")
   dtype = canonical_dtype_arg(dtype)
-  if isinstance(object, (Array, Tracer)):
+  if isinstance(object, Array) and copy and dtype is None:
+    out = _fresh_copy(object)
+  elif isinstance(object, (Array, Tracer)):
     out = object if dtype is None else lax.convert_element_type(object, dtype)
   elif isinstance(object, (list, tuple)):
     out = _array_from_sequence(object, dtype)
@@ -126,6 +130,15 @@ def array(object, dtype=None, copy: bool = True, order=None, ndmin: int = 0, *, 
 
 
 object_dtype = np.dtype(object)
+
+
+def _fresh_copy(x: Array) -> Array:
+  """A new Array with storage of its own holding `x`'s value, on `x`'s device (a donated copy
+  must not free `x`). Arrays split over a mesh are shared (not copied) for now."""
+  if getattr(x, "_mesh_sharding", None) is not None:
+    return x
+  out = Array(x.aval, npy=x._value())
+  return sharded_api.device_put(out, x.device) if x.committed else out
 
 
 def _array_from_sequence(obj, dtype):

@@ -35,6 +35,7 @@ import itertools
 import math
 import operator
 import os
+import re
 import sys
 import struct
 import threading
@@ -93,8 +94,9 @@ def get_backend(platform: str | None = None) -> Backend:
     platform: "cpu", "tpu" (or "host"); None for the default backend: the first of
       `backends.platform_order()` (the TPU where libtpu is installed and a chip is attached,
       else the CPU; `jax_platforms` / env REVAX_PLATFORMS choose), or the plugin that config
-      `revax_pjrt_plugin` / env `PJRT_PLUGIN` names. The number of CPU devices is read from env
-      `REVAX_CPU_DEVICE_COUNT` (default 1).
+      `revax_pjrt_plugin` / env `PJRT_PLUGIN` names. The number of CPU devices is config
+      `jax_num_cpu_devices`, else env `REVAX_CPU_DEVICE_COUNT`, else XLA's flag
+      `--xla_force_host_platform_device_count=N` in env `XLA_FLAGS` (as jax reads it), else 1.
 
   Returns:
     The `Backend`; every call for a platform returns the same object.
@@ -206,13 +208,19 @@ def _client_options(plugin_path: str) -> dict:
   configured = config.read("num_cpu_devices")
   if configured > 0:
     return {"cpu_device_count": configured}
-  text = os.environ.get("REVAX_CPU_DEVICE_COUNT", "1")
+  text = os.environ.get("REVAX_CPU_DEVICE_COUNT")
+  name = "REVAX_CPU_DEVICE_COUNT"
+  if text is None:  # XLA's own flag, as jax's CPU client reads it (chex.set_n_cpu_devices)
+    found = re.findall(r"--xla_force_host_platform_device_count=(\S*)",
+                       os.environ.get("XLA_FLAGS", ""))
+    text = found[-1] if found else "1"
+    name = "XLA_FLAGS --xla_force_host_platform_device_count"
   try:
     count = int(text)
   except ValueError:
     count = 0
   if count < 1:
-    raise ValueError(f"REVAX_CPU_DEVICE_COUNT must be a positive integer, got {text!r}")
+    raise ValueError(f"{name} must be a positive integer, got {text!r}")
   return {"cpu_device_count": count}
 
 
@@ -444,7 +452,7 @@ class Backend:
   # --- compile -----------------------------------------------------------------------------
   def compile(self, mlir_text: str, *, num_replicas: int = 1, num_partitions: int = 1,
               use_spmd_partitioning: bool | None = None,
-              use_shardy_partitioner: bool | None = None) -> Executable:
+              use_shardy_partitioner: bool | None = None, option_overrides=()) -> Executable:
     """Compile a StableHLO module given as MLIR text.
 
     A single-device program (one replica, one partition) is compiled as a portable executable:
@@ -488,7 +496,7 @@ class Backend:
     options = pjrt.compile_options(num_replicas, num_partitions,
                                    use_spmd_partitioning=use_spmd_partitioning,
                                    use_shardy_partitioner=use_shardy_partitioner,
-                                   portable=portable)
+                                   portable=portable, option_overrides=option_overrides)
     executable = self._compile_or_load(code, options, portable, transfers)
     # programs that call Python wait for it (host callbacks' effects and errors happen in the call)
     executable.waits = _calls_python(code) or transfers is not None

@@ -391,7 +391,7 @@ def _int_field(number: int, value: int) -> bytes:
 def compile_options(num_replicas: int = 1, num_partitions: int = 1, *,
                     use_spmd_partitioning: bool = False, use_shardy_partitioner: bool = False,
                     device_assignment: list[list[int]] | None = None,
-                    portable: bool = False) -> bytes:
+                    portable: bool = False, option_overrides=()) -> bytes:
   """Serialized `xla.CompileOptionsProto` with the fields revax sets.
 
   Field numbers were read from the descriptor embedded in the plugin:
@@ -409,6 +409,10 @@ def compile_options(num_replicas: int = 1, num_partitions: int = 1, *,
     device_assignment: device ids as `[partition][replica]`; the default is devices 0, 1, ...
     portable: compile a single-device executable that may run on any device, chosen at
       execute time through `execute_device`.
+    option_overrides: (name, value) pairs of XLA options (JAX's `compiler_options`), sent as
+      `env_option_overrides = 7` (a map to OptionOverrideProto{string_field = 1,
+      bool_field = 2, int_field = 3, double_field = 4}; field numbers read from jaxlib's
+      serialized CompileOptions); XLA applies them by name to its debug options.
 
   Returns:
     The proto's bytes, e.g. ``compile_options() == b"\\x1a\\x04\\x20\\x01\\x28\\x01"``.
@@ -427,7 +431,24 @@ def compile_options(num_replicas: int = 1, num_partitions: int = 1, *,
   options = _field(3, build)
   if portable:
     options += _int_field(4, 1)
+  for name, value in option_overrides:
+    options += _field(7, _field(1, str(name).encode()) + _field(2, _option_value(value)))
   return options
+
+
+def _option_value(value) -> bytes:
+  """An OptionOverrideProto holding `value` (str, bool, int or float)."""
+  if isinstance(value, bool):
+    return _int_field(2, int(value))
+  if isinstance(value, int):
+    return _int_field(3, value)
+  if isinstance(value, float):
+    import struct
+    return _varint(4 << 3 | 1) + struct.pack("<d", value)
+  if isinstance(value, str):
+    return _field(1, value.encode())
+  raise TypeError(f"compiler option values must be str, bool, int or float, got {value!r} of "
+                  f"type {type(value).__name__}")
 
 
 # ----------------------------------------------------------------------------- plugin

@@ -36,7 +36,7 @@ def _pair(values_x, values_y, dtype):
   return lambda rng: (x.copy(), y.copy())
 
 
-# check_grads (revax/_src/test_util.py) pairs tangents and cotangents with np.vdot and compares
+# check_grads (tests/gradcheck.py) pairs tangents and cotangents with np.vdot and compares
 # complex numbers, which fits no convention for complex cotangents (JAX's check_vjp conjugates the
 # cotangent and compares real parts); complex derivatives are checked in test_elementwise_ad.py
 # (forward mode by finite differences, reverse mode against jax.vjp) until it does.
