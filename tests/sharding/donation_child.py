@@ -47,6 +47,14 @@ def donation(lib, j, np_, S):
       {"a": put(), "b": put(S(None, "x"))})
   run("with_in_shardings", j.jit(lambda v: -v, in_shardings=S("x"), out_shardings=S("x"),
                                  donate_argnums=0), put())
+  # a copy of a sharded array has storage of its own, sharded as the original: donating the
+  # copy leaves the original alive (jnp.copy, jnp.array(copy=True), the method)
+  for how, copy in [("jnp.copy", np_.copy), ("array", np_.array), ("method", lambda v: v.copy())]:
+    original = put()
+    copied = copy(original)
+    assert copied.sharding == original.sharding, (how, copied.sharding)
+    run(f"copy_{how}", double, copied)
+    out[f"copy_{how}_original"] = ([original.is_deleted()], [np.asarray(original)], False)
   x = put()
   j.jit(lambda v: v * 2, donate_argnums=0)(x)
   errors = []

@@ -133,12 +133,18 @@ object_dtype = np.dtype(object)
 
 
 def _fresh_copy(x: Array) -> Array:
-  """A new Array with storage of its own holding `x`'s value, on `x`'s device (a donated copy
-  must not free `x`). Arrays split over a mesh are shared (not copied) for now."""
-  if getattr(x, "_mesh_sharding", None) is not None:
-    return x
-  out = Array(x.aval, npy=x._value())
-  return sharded_api.device_put(out, x.device) if x.committed else out
+  """A new Array with storage of its own holding `x`'s value, where `x` is (a donated copy must
+  not free `x`): a jitted identity, whose result XLA writes into a new buffer (nothing is
+  donated), queued on the device like any call, never through the host; the result is committed
+  and sharded as `x` is."""
+  global _identity
+  if _identity is None:
+    from revax._src.jit import jit
+    _identity = jit(lambda v: v)
+  return _identity(x)
+
+
+_identity = None
 
 
 def _array_from_sequence(obj, dtype):
