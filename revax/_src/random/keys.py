@@ -5,7 +5,9 @@ revax implements JAX's default PRNG, threefry2x32, with JAX 0.10.2's key represe
 returns a typed key, a `PRNGKeyArray` of shape () whose dtype prints as `key<fry>`. Every
 function of revax.random takes either; given raw keys it returns raw keys, given typed keys it
 returns typed keys. `key_data` and `wrap_key_data` convert between them. A typed key array is a
-pytree whose one leaf is its `uint32[..., 2]` data, so it passes through jit, vmap and grad.
+pytree leaf to users (revax.tree_util, as in JAX) and a node over its `uint32[..., 2]` data to
+revax's transformations (`tree_util.register_array_leaf`), so jit, vmap, grad and the loops
+trace its data.
 Seeding, splitting and folding in are small jitted programs (as in JAX): an eager call then
 costs one cached executable call (microseconds), where evaluating the hash's ~100 integer
 operations one by one in NumPy costs hundreds.
@@ -197,8 +199,9 @@ class PRNGKeyArray:
   __hash__ = None  # as JAX's key arrays (and every Array): unhashable
 
 
-tree_util.register_pytree_node(PRNGKeyArray, lambda k: ((k._data,), k._impl),
-                               lambda impl, children: PRNGKeyArray(children[0], impl))
+# a leaf to users (revax.tree_util, as JAX's key arrays), a node over its data to transformations
+tree_util.register_array_leaf(PRNGKeyArray, lambda k: ((k._data,), k._impl),
+                              lambda impl, children: PRNGKeyArray(children[0], impl))
 basearray.Array.register(PRNGKeyArray)  # isinstance(key, revax.Array), as in JAX
 
 
