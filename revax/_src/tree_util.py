@@ -474,6 +474,52 @@ def register_array_leaf(nodetype, flatten_func, unflatten_func) -> None:
 ARRAY_LEAF_TYPES: set[type] = set()
 
 
+def accepts_array_leaves(operands=(0,)):
+  """Decorator: let an array function take array leaves (typed key arrays) as the operands at
+  positions `operands` (a sequence argument there: each of its items), as JAX's shape functions
+  take key arrays. Called with one, the function is applied by the leaf type's
+  `apply_to_data(fn, args, kwargs, operands)`, which checks the operands are all of one kind;
+  otherwise it runs as it is (a few isinstance checks).
+
+  Args:
+    operands: the positions of the arguments that may be array leaves; "all" for every
+      positional argument.
+
+  Returns:
+    The decorator.
+  """
+
+  def decorate(fn):
+    @functools.wraps(fn)
+    def maybe_on_leaves(*args, **kwargs):
+      if ARRAY_LEAF_TYPES:
+        leaf_type = _array_leaf_type(args, kwargs)
+        if leaf_type is not None:
+          positions = range(len(args)) if operands == "all" else operands
+          return leaf_type.apply_to_data(fn, args, kwargs, tuple(positions))
+      return fn(*args, **kwargs)
+    return maybe_on_leaves
+  return decorate
+
+
+def is_array_leaf(x) -> bool:
+  """Whether `x` is an array leaf (a typed key array; see `register_array_leaf`)."""
+  return type(x) in ARRAY_LEAF_TYPES
+
+
+def _array_leaf_type(args, kwargs):
+  """The type of the first array leaf among `args` and `kwargs` (one level into sequences)."""
+  types = tuple(ARRAY_LEAF_TYPES)
+  for a in (*args, *kwargs.values()):
+    if isinstance(a, types):
+      return type(a)
+    if isinstance(a, (list, tuple)):
+      for item in a:
+        if isinstance(item, types):
+          return type(item)
+  return None
+
+
 def register_pytree_node_class(cls):
   """Class decorator: `cls.tree_flatten()` and `cls.tree_unflatten(aux, children)` define it."""
   register_pytree_node(cls, lambda x: x.tree_flatten(), cls.tree_unflatten)

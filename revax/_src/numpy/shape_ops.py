@@ -16,6 +16,7 @@ from revax._src.core.trace import ConcretizationTypeError, Tracer
 from revax._src.lax.sharding_constraint import placed
 from revax._src.numpy import util
 from revax._src.numpy.util import aval_of, canonicalize_axes, canonicalize_axis
+from revax._src import tree_util
 
 
 def _shape(x):
@@ -65,6 +66,7 @@ def _compute_newshape(old_shape, newshape, size_error=ValueError):
   return newshape
 
 
+@tree_util.accepts_array_leaves()
 def reshape(a, shape=None, order: str = "C", *, copy=None, out_sharding=None):
   """`a` with a new shape of the same size; one dimension may be -1 (inferred).
 
@@ -101,6 +103,7 @@ def _reshape(a, shape, order, out_sharding, size_error):
   raise NotImplementedError(f"reshape: order={order!r} is not supported; use 'C' or 'F'")
 
 
+@tree_util.accepts_array_leaves()
 def ravel(a, order: str = "C", *, out_sharding=None):
   """`a` flattened to one dimension, placed as `out_sharding` says (None: as XLA chooses)."""
   util.check_arraylike("ravel", a)
@@ -108,6 +111,7 @@ def ravel(a, order: str = "C", *, out_sharding=None):
 
 
 # --- transposition -------------------------------------------------------------------------------
+@tree_util.accepts_array_leaves()
 def transpose(a, axes=None):
   """`a` with its axes permuted (reversed if `axes` is None).
 
@@ -140,6 +144,7 @@ def matrix_transpose(x, /):
   return lax.transpose(x, tuple(range(nd - 2)) + (nd - 1, nd - 2))
 
 
+@tree_util.accepts_array_leaves()
 def swapaxes(a, axis1: int, axis2: int):
   """`a` with two axes interchanged."""
   util.check_arraylike("swapaxes", a)
@@ -150,6 +155,7 @@ def swapaxes(a, axis1: int, axis2: int):
   return lax.transpose(a, tuple(perm))
 
 
+@tree_util.accepts_array_leaves()
 def moveaxis(a, source, destination):
   """`a` with axes `source` moved to positions `destination` (ints or sequences of ints)."""
   util.check_arraylike("moveaxis", a)
@@ -167,6 +173,7 @@ def moveaxis(a, source, destination):
 
 
 # --- adding and removing unit axes ----------------------------------------------------------------
+@tree_util.accepts_array_leaves()
 def expand_dims(a, axis):
   """`a` with new size-1 axes at positions `axis` (of the result)."""
   util.check_arraylike("expand_dims", a)
@@ -175,6 +182,7 @@ def expand_dims(a, axis):
   return lax.expand_dims(a, canonicalize_axes(tuple(axes), out_nd))
 
 
+@tree_util.accepts_array_leaves()
 def squeeze(a, axis=None):
   """`a` without its size-1 axes (only those in `axis`, if given)."""
   util.check_arraylike("squeeze", a)
@@ -189,18 +197,21 @@ def squeeze(a, axis=None):
   return lax.squeeze(a, axes) if axes else util.as_array(a)
 
 
+@tree_util.accepts_array_leaves("all")
 def atleast_1d(*arys):
   """Arrays with at least one dimension (a list if more than one is given)."""
   out = [_at_least(a, 1, "atleast_1d") for a in arys]
   return out[0] if len(out) == 1 else out
 
 
+@tree_util.accepts_array_leaves("all")
 def atleast_2d(*arys):
   """Arrays with at least two dimensions (new axes in front)."""
   out = [_at_least(a, 2, "atleast_2d") for a in arys]
   return out[0] if len(out) == 1 else out
 
 
+@tree_util.accepts_array_leaves("all")
 def atleast_3d(*arys):
   """Arrays with at least three dimensions: (N,) -> (1, N, 1), (M, N) -> (M, N, 1)."""
   def three(a):
@@ -232,6 +243,7 @@ def broadcast_shapes(*shapes):
   return util.broadcast_shapes(*(util.canonicalize_shape(s) for s in shapes))
 
 
+@tree_util.accepts_array_leaves()
 def broadcast_to(array, shape, *, out_sharding=None):
   """`array` broadcast to `shape` (NumPy's rules), placed as `out_sharding` says (None: as XLA
   chooses)."""
@@ -240,6 +252,7 @@ def broadcast_to(array, shape, *, out_sharding=None):
                 out_sharding)
 
 
+@tree_util.accepts_array_leaves("all")
 def broadcast_arrays(*args):
   """The arguments broadcast against each other, as a list."""
   util.check_arraylike("broadcast_arrays", *args)
@@ -247,6 +260,7 @@ def broadcast_arrays(*args):
 
 
 # --- reversing -----------------------------------------------------------------------------------
+@tree_util.accepts_array_leaves()
 def flip(m, axis=None):
   """`m` with the order of elements reversed along `axis` (all axes if None)."""
   util.check_arraylike("flip", m)
@@ -280,6 +294,7 @@ def _check_sequence(fun_name, arrays):
   return list(arrays)
 
 
+@tree_util.accepts_array_leaves()
 def concatenate(arrays, axis=0, dtype=None):
   """Join arrays along an existing axis (`axis=None` joins their flattened forms).
 
@@ -311,6 +326,7 @@ def concatenate(arrays, axis=0, dtype=None):
 concat = concatenate
 
 
+@tree_util.accepts_array_leaves()
 def stack(arrays, axis: int = 0, dtype=None):
   """Join arrays of one shape along a new axis.
 
@@ -332,6 +348,7 @@ def stack(arrays, axis: int = 0, dtype=None):
   return concatenate([lax.expand_dims(util.as_array(a), (axis,)) for a in arrays], axis, dtype)
 
 
+@tree_util.accepts_array_leaves()
 def hstack(tup, dtype=None):
   """Join arrays horizontally: along axis 1, or axis 0 for 1-d arrays."""
   arrays = [atleast_1d(a) for a in _check_sequence("hstack", tup)]
@@ -340,6 +357,7 @@ def hstack(tup, dtype=None):
   return concatenate(arrays, 0 if len(_shape(arrays[0])) == 1 else 1, dtype)
 
 
+@tree_util.accepts_array_leaves()
 def vstack(tup, dtype=None):
   """Join arrays vertically: along axis 0, 1-d arrays becoming rows."""
   arrays = [atleast_2d(a) for a in _check_sequence("vstack", tup)]
@@ -394,6 +412,7 @@ def _split(fun_name, ary, indices_or_sections, axis, equal):
   return outs
 
 
+@tree_util.accepts_array_leaves()
 def split(ary, indices_or_sections, axis: int = 0):
   """Split into equal sections (an int) or at the given indices (a sequence), as np.split.
 
@@ -406,6 +425,7 @@ def split(ary, indices_or_sections, axis: int = 0):
   return _split("split", ary, indices_or_sections, axis, equal=True)
 
 
+@tree_util.accepts_array_leaves()
 def array_split(ary, indices_or_sections, axis: int = 0):
   """Like `split`, but an int number of sections need not divide the axis."""
   return _split("array_split", ary, indices_or_sections, axis, equal=False)
@@ -422,6 +442,7 @@ def vsplit(ary, indices_or_sections):
 
 
 # --- repetition ----------------------------------------------------------------------------------
+@tree_util.accepts_array_leaves()
 def tile(A, reps):
   """`A` repeated `reps` times along each axis."""
   util.check_arraylike("tile", A)
@@ -438,6 +459,7 @@ def tile(A, reps):
   return lax.reshape(b, tuple(r * d for r, d in zip(reps, s, strict=True)))
 
 
+@tree_util.accepts_array_leaves()
 def repeat(a, repeats, axis=None, *, total_repeat_length=None, out_sharding=None):
   """Each element of `a` repeated along `axis` (flattened if None), placed as `out_sharding`
   says (None: as XLA chooses).

@@ -15,6 +15,7 @@ from revax._src import lax
 from revax._src.core import dtypes
 from revax._src.core.trace import ConcretizationTypeError
 from revax._src.custom_derivatives import custom_jvp
+from revax._src import tree_util
 from revax._src.numpy import util
 from revax._src.numpy.util import (aval_of, constant_like, promote_args, promote_args_inexact,
                                    promote_args_numeric)
@@ -689,6 +690,7 @@ def signbit(x, /):
 
 
 # --- where, clip ---------------------------------------------------------------------------------
+@tree_util.accepts_array_leaves((1, 2))
 def where(condition, x=None, y=None, /, *, size=None, fill_value=None):
   """`x` where `condition` is true, else `y` (operands broadcast, x and y promoted together).
 

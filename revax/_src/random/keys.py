@@ -31,6 +31,7 @@ from revax._src.jit import jit
 from revax._src.lax import binary, comparison, conversion, prng, reductions, shapes
 from revax._src.random.prng_impls import (KeyTy, PRNGImpl, PRNGSpec, prngs, threefry_prng_impl)
 from revax._src.runtime.array import Array
+from revax._src.vmap import vmap
 
 _U32 = np.dtype(np.uint32)
 IMPL_NAME = "threefry2x32"
@@ -197,6 +198,87 @@ class PRNGKeyArray:
     return self._compare(other, "not_equal", comparison.ne, reductions.reduce_or)
 
   __hash__ = None  # as JAX's key arrays (and every Array): unhashable
+
+  # --- the array functions JAX allows on key arrays (revax.numpy's and revax.lax's shape
+  # functions, where, take, ...: those decorated with `tree_util.accepts_array_leaves`)
+  @classmethod
+  def apply_to_data(cls, fn, args, kwargs, operands):
+    """`fn(*args, **kwargs)` on key arrays as on arrays of the keys' shape: applied to their
+    data with the key-word axis mapped (vmap over the trailing axis), results wrapped as keys.
+    The arguments at positions `operands` (items of a sequence there) must all be keys of one
+    dtype, and no other argument a key; else TypeError, as JAX's."""
+    name = getattr(fn, "__name__", "function")
+    ops = []
+    for i in operands:
+      if i < len(args) and args[i] is not None:
+        ops += list(args[i]) if isinstance(args[i], (list, tuple)) else [args[i]]
+    leaves, treedef = tree_util.tree_flatten((args, kwargs), namespace=tree_util.USER_NAMESPACE)
+    positions = [i for i, x in enumerate(leaves) if isinstance(x, PRNGKeyArray)]
+    kinds = {_dtype_name(o) for o in ops}
+    if not all(isinstance(o, PRNGKeyArray) for o in ops) or len(kinds) > 1:
+      raise TypeError(f"{name} does not accept dtypes {', '.join(map(_dtype_name, ops))}.")
+    if len(positions) != sum(isinstance(o, PRNGKeyArray) for o in ops):
+      raise TypeError(f"{name} does not accept a key array ({ops[0].dtype}) there: only "
+                      f"as the array operand(s)")
+    impl = ops[0]._impl
+
+    def on_words(*data):
+      filled = list(leaves)
+      for i, d in zip(positions, data, strict=True):
+        filled[i] = d
+      fargs, fkwargs = tree_util.tree_unflatten(treedef, filled)
+      return fn(*fargs, **fkwargs)
+
+    out = vmap(on_words, in_axes=-1, out_axes=-1)(*(leaves[i]._data for i in positions))
+    return tree_util.tree_map(lambda d: PRNGKeyArray(d, impl), out)
+
+  def array_equal(self, other):
+    """Whether `other` is a key array of this dtype and shape holding the same keys (a 0-d
+    bool array; False for anything else, as JAX's jnp.array_equal)."""
+    if not isinstance(other, PRNGKeyArray) or other.dtype != self.dtype or \
+        other.shape != self.shape:
+      return conversion.convert_element_type(np.False_, np.dtype(bool))
+    same = self == other
+    return reductions.reduce_and(same, tuple(range(self.ndim)))
+
+  def as_array(self, dtype=None, copy=None) -> "PRNGKeyArray":
+    """What jnp.asarray / jnp.array make of key arrays: the keys (copied if `copy`); any other
+    dtype: ValueError, as JAX's."""
+    if dtype is not None and dtype != self.dtype:
+      raise ValueError(f"Cannot convert_element_type from {self.dtype} to "
+                       f"{getattr(dtype, '__name__', dtype)}")
+    return self.copy() if copy else self
+
+  def __array__(self, dtype=None, copy=None):
+    raise TypeError("JAX array with PRNGKey dtype cannot be converted to a NumPy array. Use "
+                    "revax.random.key_data(arr) if you wish to extract the underlying integer "
+                    "array.")
+
+  # arithmetic, ordering and the like: TypeError, as JAX's (they are not defined on keys)
+  def _no_arithmetic(name):
+    def refuse(self, *others):
+      shown = ", ".join(_dtype_name(x) for x in (self, *others))
+      raise TypeError(f"{name} does not accept dtypes {shown}.")
+    return refuse
+
+  for _op, _name in (("add", "add"), ("radd", "add"), ("sub", "sub"), ("rsub", "sub"),
+                     ("mul", "multiply"), ("rmul", "multiply"), ("truediv", "div"),
+                     ("rtruediv", "div"), ("floordiv", "floor_divide"), ("mod", "rem"),
+                     ("pow", "pow"), ("matmul", "dot_general"), ("lt", "lt"), ("le", "le"),
+                     ("gt", "gt"), ("ge", "ge"), ("neg", "neg"), ("pos", "pos"),
+                     ("abs", "abs"), ("invert", "not"), ("and", "and"), ("or", "or"),
+                     ("xor", "xor"), ("lshift", "shift_left"), ("rshift", "shift_right")):
+    locals()[f"__{_op}__"] = _no_arithmetic(_name)
+  del _op, _name, _no_arithmetic
+
+
+def _dtype_name(x) -> str:
+  if isinstance(x, PRNGKeyArray):
+    return str(x.dtype)
+  try:
+    return get_aval(x).dtype.name
+  except TypeError:
+    return type(x).__name__
 
 
 # a leaf to users (revax.tree_util, as JAX's key arrays), a node over its data to transformations
