@@ -483,7 +483,7 @@ def accepts_array_leaves(operands=(0,)):
 
   Args:
     operands: the positions of the arguments that may be array leaves; "all" for every
-      positional argument.
+      positional argument, "rest" for all but the first.
 
   Returns:
     The decorator.
@@ -495,7 +495,8 @@ def accepts_array_leaves(operands=(0,)):
       if ARRAY_LEAF_TYPES:
         leaf_type = _array_leaf_type(args, kwargs)
         if leaf_type is not None:
-          positions = range(len(args)) if operands == "all" else operands
+          positions = (range(len(args)) if operands == "all" else
+                       range(1, len(args)) if operands == "rest" else operands)
           return leaf_type.apply_to_data(fn, args, kwargs, tuple(positions))
       return fn(*args, **kwargs)
     return maybe_on_leaves
