@@ -130,7 +130,7 @@ class PRNGKeyArray:
   # --- the shape methods of JAX's key arrays (flax's nnx.Rngs copies and reshapes keys): each
   # applies to the keys' shape, the trailing key-data dimension kept as it is
   def copy(self) -> "PRNGKeyArray":
-    return PRNGKeyArray(shapes.reshape(self._data, get_aval(self._data).shape))
+    return PRNGKeyArray(shapes.reshape(self._data, get_aval(self._data).shape), self._impl)
 
   def reshape(self, *shape, order: str = "C") -> "PRNGKeyArray":
     if order != "C":
@@ -143,7 +143,7 @@ class PRNGKeyArray:
     if math.prod(shape) != self.size:
       raise TypeError(f"cannot reshape a key array of shape {self.shape} (size {self.size}) "
                       f"into shape {shape}")
-    return PRNGKeyArray(shapes.reshape(self._data, shape + (2,)))
+    return PRNGKeyArray(shapes.reshape(self._data, shape + self._impl.key_shape), self._impl)
 
   def ravel(self) -> "PRNGKeyArray":
     return self.reshape(self.size)
@@ -163,7 +163,8 @@ class PRNGKeyArray:
   def transpose(self, *axes) -> "PRNGKeyArray":
     axes = axes[0] if len(axes) == 1 and isinstance(axes[0], (tuple, list)) else axes
     perm = tuple(range(self.ndim))[::-1] if not axes else tuple(a % self.ndim for a in axes)
-    return PRNGKeyArray(shapes.transpose(self._data, perm + (self.ndim,)))
+    words = tuple(range(self.ndim, self.ndim + len(self._impl.key_shape)))
+    return PRNGKeyArray(shapes.transpose(self._data, perm + words), self._impl)
 
   T = property(lambda self: self.transpose())
 
@@ -190,6 +191,9 @@ class PRNGKeyArray:
     ndim = get_aval(same).ndim
     return combine(same, tuple(range(ndim - len(self._impl.key_shape), ndim)))
 
+  def __bool__(self):
+    raise TypeError("key array cannot be converted to boolean.")
+
   def __eq__(self, other):
     """Elementwise: whether each key equals the other's (both typed keys), as a bool array."""
     return self._compare(other, "equal", comparison.eq, reductions.reduce_and)
@@ -206,7 +210,8 @@ class PRNGKeyArray:
     """`fn(*args, **kwargs)` on key arrays as on arrays of the keys' shape: applied to their
     data with the key-word axis mapped (vmap over the trailing axis), results wrapped as keys.
     The arguments at positions `operands` (items of a sequence there) must all be keys of one
-    dtype, and no other argument a key; else TypeError, as JAX's."""
+    dtype (else ValueError, JAX's type-promotion error) and no other argument a key (else
+    TypeError)."""
     name = getattr(fn, "__name__", "function")
     ops = []
     for i in operands:
@@ -214,13 +219,15 @@ class PRNGKeyArray:
         ops += list(args[i]) if isinstance(args[i], (list, tuple)) else [args[i]]
     leaves, treedef = tree_util.tree_flatten((args, kwargs), namespace=tree_util.USER_NAMESPACE)
     positions = [i for i, x in enumerate(leaves) if isinstance(x, PRNGKeyArray)]
-    kinds = {_dtype_name(o) for o in ops}
-    if not all(isinstance(o, PRNGKeyArray) for o in ops) or len(kinds) > 1:
-      raise TypeError(f"{name} does not accept dtypes {', '.join(map(_dtype_name, ops))}.")
-    if len(positions) != sum(isinstance(o, PRNGKeyArray) for o in ops):
-      raise TypeError(f"{name} does not accept a key array ({ops[0].dtype}) there: only "
-                      f"as the array operand(s)")
-    impl = ops[0]._impl
+    keys = [o for o in ops if isinstance(o, PRNGKeyArray)]
+    if len({_dtype_name(o) for o in ops}) > 1:  # keys with other values, or other keys
+      raise ValueError(f"dtype={keys[0].dtype if keys else ops[0]} is not a valid dtype for "
+                       f"JAX type promotion.")
+    if not keys or len(positions) != len(keys):
+      shown = leaves[positions[0]].dtype
+      raise TypeError(f"{name} does not accept a key array ({shown}) there: only as its array "
+                      f"operand(s)")
+    impl = keys[0]._impl
 
     def on_words(*data):
       filled = list(leaves)
