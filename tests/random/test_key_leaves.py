@@ -366,6 +366,8 @@ class _Fixed:
 
 # --- __jax_array__ -------------------------------------------------------------------------------
 class _HasJaxArray:
+  """An object with `__jax_array__` (not a pytree)."""
+
   def __init__(self, v):
     self.v = v
 
@@ -373,9 +375,41 @@ class _HasJaxArray:
     return self.v
 
 
-@pytest.mark.parametrize("name", ["asarray", "array", "array_list"])
-def test_jax_array_protocol_in_array_constructors(name):
-  calls = {"asarray": lambda np_: np_.asarray(_HasJaxArray(np_.arange(3.0))),
-           "array": lambda np_: np_.array(_HasJaxArray(np_.arange(3.0))),
-           "array_list": lambda np_: np_.array(_HasJaxArray(np_.ones((2,))), dtype=np_.int32)}
-  both(lambda lib, r: calls[name](lib.numpy))
+class _TreeWithJaxArray(_HasJaxArray):
+  """The same, registered as a pytree with jax and revax (as flax's nnx Variables are)."""
+
+
+for _tu in (jax.tree_util, revax.tree_util):
+  _tu.register_pytree_node(_TreeWithJaxArray, lambda o: ((o.v,), None),
+                           lambda _, c: _TreeWithJaxArray(c[0]))
+
+JAX_ARRAY_CALLS = {
+    "asarray": lambda lib, v: lib.numpy.asarray(v),
+    "array": lambda lib, v: lib.numpy.array(v),
+    "array_dtype": lambda lib, v: lib.numpy.array(v, dtype=lib.numpy.int32),
+    "reshape": lambda lib, v: lib.numpy.reshape(v, (3, 1)),
+    "concatenate": lambda lib, v: lib.numpy.concatenate([v, v]),
+    "zeros_like": lambda lib, v: lib.numpy.zeros_like(v),
+    "dot": lambda lib, v: lib.numpy.dot(lib.numpy.ones(3), v),
+    "matmul": lambda lib, v: lib.numpy.matmul(v, lib.numpy.ones(3)),
+    "sin": lambda lib, v: lib.numpy.sin(v),
+    "add": lambda lib, v: lib.numpy.add(v, 1.0),
+    "sum": lambda lib, v: lib.numpy.sum(v),
+    "where": lambda lib, v: lib.numpy.where(True, v, v),
+    "lax_sin": lambda lib, v: lib.lax.sin(v),
+    "lax_add": lambda lib, v: lib.lax.add(v, v),
+    "operator_add": lambda lib, v: lib.numpy.ones(3) + v,
+    "operator_mul": lambda lib, v: lib.numpy.ones(3) * v,
+    "shape": lambda lib, v: np.asarray(lib.numpy.shape(v)),
+    "ndim": lambda lib, v: np.asarray(lib.numpy.ndim(v)),
+    "jit": lambda lib, v: lib.jit(lambda x: x)(v),
+}
+
+
+@pytest.mark.parametrize("kind", [_HasJaxArray, _TreeWithJaxArray])
+@pytest.mark.parametrize("name", sorted(JAX_ARRAY_CALLS))
+def test_jax_array_protocol(name, kind):
+  def run(lib, r):
+    out = JAX_ARRAY_CALLS[name](lib, kind(lib.numpy.arange(3.0)))
+    return out.v if isinstance(out, _HasJaxArray) else out
+  both(run)

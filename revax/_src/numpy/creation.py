@@ -221,7 +221,7 @@ def _like(fun_name, a, dtype, shape):
     # a ShapeDtypeStruct (anything with a shape and a dtype), as JAX's *_like accept
     aval = ShapedArray(tuple(a.shape), np.dtype(a.dtype), bool(getattr(a, "weak_type", False)))
   else:
-    util.check_arraylike(fun_name, a)
+    (a,) = util.ensure_arraylike(fun_name, a)
     aval = aval_of(a)
   out_shape = aval.shape if shape is None else _check_shape(shape, fun_name)
   if dtype is None:

@@ -25,8 +25,13 @@ def _shape(x):
 
 # --- queries -------------------------------------------------------------------------------------
 def shape(a):
-  """The shape of an array or scalar."""
-  return aval_of(a).shape if util.is_operand(a) else np.shape(a)
+  """The shape of an array or scalar (or of anything with a `shape`, or of what its
+  `__jax_array__` gives, as in JAX)."""
+  if util.is_operand(a):
+    return aval_of(a).shape
+  if hasattr(a, "shape"):
+    return a.shape
+  return np.shape(util.from_jax_array(a))
 
 
 def ndim(a) -> int:
@@ -89,7 +94,7 @@ def reshape(a, shape=None, order: str = "C", *, copy=None, out_sharding=None):
 
 
 def _reshape(a, shape, order, out_sharding, size_error):
-  util.check_arraylike("reshape", a)
+  (a,) = util.ensure_arraylike("reshape", a)
   if shape is None:
     raise TypeError("reshape() missing required argument 'shape'")
   old = _shape(a)
@@ -290,8 +295,7 @@ def _check_sequence(fun_name, arrays):
     return list(arrays)  # an array: its rows, as NumPy does
   if not isinstance(arrays, (list, tuple)):
     raise TypeError(f"{fun_name} requires a sequence of arrays, got {type(arrays).__name__}")
-  util.check_arraylike(fun_name, *arrays)
-  return list(arrays)
+  return util.ensure_arraylike(fun_name, *arrays)
 
 
 @tree_util.accepts_array_leaves()

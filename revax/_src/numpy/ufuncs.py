@@ -710,6 +710,7 @@ def where(condition, x=None, y=None, /, *, size=None, fill_value=None):
   if x is None or y is None:
     raise TypeError("Either both or neither of the x and y arguments should be provided to "
                      "where.")
+  condition, x, y = util.converted_pytrees((condition, x, y))
   util.check_arraylike("where", condition, x, y)
   x, y = util.promote_dtypes(x, y)
   return _where(_to_bool(condition), x, y)
