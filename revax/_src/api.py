@@ -9,7 +9,7 @@ import functools
 import numpy as np
 
 from revax._src import tree_util
-from revax._src.core import dtypes
+from revax._src.core import dtypes, extended_dtypes
 from revax._src.core.avals import ShapedArray, get_aval, pytype_aval_mappings
 from revax._src.core.jaxpr import ClosedJaxpr
 from revax._src.core.trace import Tracer
@@ -86,7 +86,7 @@ class ShapeDtypeStruct:
   def __init__(self, shape, dtype, weak_type=False, *, sharding=None, manual_axis_type=None,
                is_ref=False):
     self.shape = tuple(shape)
-    self.dtype = np.dtype(dtype)
+    self.dtype = dtype if extended_dtypes.is_extended(dtype) else np.dtype(dtype)  # key<fry>
     self.weak_type = bool(weak_type)
     self.sharding = sharding
     self.manual_axis_type = manual_axis_type
@@ -147,9 +147,10 @@ pytype_aval_mappings[ShapeDtypeStruct] = _abstractify
 def eval_shape(fun, *args, **kwargs):
   """The output shapes and dtypes of `fun(*args, **kwargs)`, computed without running it.
 
-  Arguments may be arrays or `ShapeDtypeStruct`s.
+  Arguments may be arrays or `ShapeDtypeStruct`s, typed keys among them (structs of a key
+  dtype stand for keys; keys in the output are given as such structs, as in JAX).
   """
-  leaves, treedef = tree_util.tree_flatten((args, kwargs))
+  leaves, treedef = tree_util.tree_flatten(_structs_as_array_leaves((args, kwargs)))
   out_store = {}
 
   def flat_fun(*flat):
@@ -159,7 +160,20 @@ def eval_shape(fun, *args, **kwargs):
 
   jaxpr, _ = staging.trace_to_jaxpr(flat_fun, [_abstractify(x) for x in leaves])
   shapes = [ShapeDtypeStruct(a.shape, a.dtype, a.weak_type) for a in jaxpr.out_avals]
-  return tree_util.tree_unflatten(out_store["tree"], shapes)
+  out = tree_util.tree_unflatten(out_store["tree"], shapes)
+  return tree_util.tree_map(
+      lambda x: ShapeDtypeStruct(x.shape, x.dtype) if tree_util.is_array_leaf(x) else x, out,
+      namespace=tree_util.USER_NAMESPACE)
+
+
+def _structs_as_array_leaves(tree):
+  """`tree` with its ShapeDtypeStructs of an extended dtype (key<fry>) as the array leaves
+  (typed keys) their dtype makes over structs of their data (`dtype.abstract_leaf`)."""
+  def leaf(x):
+    if isinstance(x, ShapeDtypeStruct) and extended_dtypes.is_extended(x.dtype):
+      return x.dtype.abstract_leaf(x.shape, ShapeDtypeStruct)
+    return x
+  return tree_util.tree_map(leaf, tree, namespace=tree_util.USER_NAMESPACE)
 
 
 def devices(backend=None):

@@ -417,3 +417,25 @@ def test_jax_array_protocol(name, kind):
     out = JAX_ARRAY_CALLS[name](lib, kind(lib.numpy.arange(3.0)))
     return out.v if isinstance(out, _HasJaxArray) else out
   both(run)
+
+
+# --- eval_shape ----------------------------------------------------------------------------------
+EVAL_SHAPE = {
+    "key_argument": lambda lib, r: lib.eval_shape(
+        lambda k: (k, r.split(k, 3), r.normal(k, (2,))), r.key(0)),
+    "key_struct_argument": lambda lib, r: lib.eval_shape(
+        lambda k: {"k": r.fold_in(k, 1), "x": r.uniform(k)},
+        lib.ShapeDtypeStruct((), r.key(0).dtype)),
+    "batched_key_struct": lambda lib, r: lib.eval_shape(
+        lambda ks: lib.vmap(r.split)(ks), lib.ShapeDtypeStruct((4,), r.key(0, impl="rbg").dtype)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(EVAL_SHAPE))
+def test_eval_shape_gives_key_structs(name):
+  def shapes(lib, r):
+    out = EVAL_SHAPE[name](lib, r)
+    return lib.tree_util.tree_map(lambda s: (s.shape, str(s.dtype)), out,
+                                  is_leaf=lambda s: isinstance(s, lib.ShapeDtypeStruct))
+  j, v = shapes(jax, jr), shapes(revax, rr)
+  assert j == v

@@ -74,7 +74,7 @@ class PRNGKeyArray:
 
   @property
   def shape(self):
-    data_shape = tuple(get_aval(self._data).shape)
+    data_shape = tuple(self._data.shape)  # (an array, a tracer or a ShapeDtypeStruct)
     return data_shape[:len(data_shape) - len(self._impl.key_shape)]
 
   @property
