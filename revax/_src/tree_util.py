@@ -490,15 +490,30 @@ def accepts_array_leaves(operands=(0,)):
   """
 
   def decorate(fn):
-    @functools.wraps(fn)
-    def maybe_on_leaves(*args, **kwargs):
-      if ARRAY_LEAF_TYPES:
-        leaf_type = _array_leaf_type(args, kwargs)
-        if leaf_type is not None:
-          positions = (range(len(args)) if operands == "all" else
-                       range(1, len(args)) if operands == "rest" else operands)
-          return leaf_type.apply_to_data(fn, args, kwargs, tuple(positions))
-      return fn(*args, **kwargs)
+    def on_leaves(args, kwargs):
+      """The leaf type's application of `fn`, or None where no operand is an array leaf."""
+      positions = (range(len(args)) if operands == "all" else
+                   range(1, len(args)) if operands == "rest" else operands)
+      for i in positions:
+        a = args[i] if i < len(args) else None
+        for item in (a if type(a) in (list, tuple) else (a,)):
+          if type(item) in ARRAY_LEAF_TYPES:
+            return type(item).apply_to_data(fn, args, kwargs, tuple(positions))
+      return None
+
+    if operands == (0,):  # (a hot path: one type test in the usual case)
+      @functools.wraps(fn)
+      def maybe_on_leaves(*args, **kwargs):
+        if not args or (type(args[0]) not in ARRAY_LEAF_TYPES and
+                        type(args[0]) not in (list, tuple)):
+          return fn(*args, **kwargs)
+        out = on_leaves(args, kwargs)
+        return fn(*args, **kwargs) if out is None else out
+    else:
+      @functools.wraps(fn)
+      def maybe_on_leaves(*args, **kwargs):
+        out = on_leaves(args, kwargs)
+        return fn(*args, **kwargs) if out is None else out
     return maybe_on_leaves
   return decorate
 
@@ -506,19 +521,6 @@ def accepts_array_leaves(operands=(0,)):
 def is_array_leaf(x) -> bool:
   """Whether `x` is an array leaf (a typed key array; see `register_array_leaf`)."""
   return type(x) in ARRAY_LEAF_TYPES
-
-
-def _array_leaf_type(args, kwargs):
-  """The type of the first array leaf among `args` and `kwargs` (one level into sequences)."""
-  types = tuple(ARRAY_LEAF_TYPES)
-  for a in (*args, *kwargs.values()):
-    if isinstance(a, types):
-      return type(a)
-    if isinstance(a, (list, tuple)):
-      for item in a:
-        if isinstance(item, types):
-          return type(item)
-  return None
 
 
 def register_pytree_node_class(cls):
