@@ -22,9 +22,12 @@ _NONE = object()  # stands for None inside axis specs, where None must be a leaf
 
 def _axes_leaves(name, axes, tree):
   """One axis (int or None) per leaf of `tree`, broadcasting the prefix `axes`."""
-  marked = optree.tree_map(lambda a: _NONE if a is None else a, axes, none_is_leaf=True)
+  # (None marks an unmapped subtree, also inside registered nodes such as flax's NodeStates)
+  marked = optree.tree_map(lambda a: _NONE if a is None else a, axes, none_is_leaf=True,
+                           namespace=tree_util.NAMESPACE)
   try:
-    if any(isinstance(a, int) and a < 0 for a in optree.tree_leaves(marked)):
+    if any(isinstance(a, int) and a < 0
+           for a in optree.tree_leaves(marked, namespace=tree_util.NAMESPACE)):
       marked = _key_axes_on_data(marked, tree)
     full = optree.tree_broadcast_prefix(marked, tree, none_is_leaf=False,
                                         namespace=tree_util.NAMESPACE)
