@@ -546,6 +546,10 @@ def angle(z, deg: bool = False):
 # --- comparisons and logic -----------------------------------------------------------------------
 def _comparison(name, lax_fn, doc, ordered=True):
   def fun(x, y, /):
+    if not ordered and (tree_util.is_array_leaf(x) or tree_util.is_array_leaf(y)):
+      # typed keys: elementwise key equality (TypeError for a key and anything else), as JAX
+      keys, other = (x, y) if tree_util.is_array_leaf(x) else (y, x)
+      return keys == other if name == "equal" else keys != other
     x, y = promote_args(name, x, y)
     if ordered and _is_complex(x):  # lexicographic: real parts, then imaginary parts
       re_x, re_y = lax.real(x), lax.real(y)

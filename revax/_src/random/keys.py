@@ -239,6 +239,11 @@ class PRNGKeyArray:
     out = vmap(on_words, in_axes=-1, out_axes=-1)(*(leaves[i]._data for i in positions))
     return tree_util.tree_map(lambda d: PRNGKeyArray(d, impl), out)
 
+  @property
+  def at(self) -> "_KeyIndexUpdate":
+    """`keys.at[index].set(other_keys)` / `.get()`, as JAX's key arrays have."""
+    return _KeyIndexUpdate(self)
+
   def array_equal(self, other):
     """Whether `other` is a key array of this dtype and shape holding the same keys (a 0-d
     bool array; False for anything else, as JAX's jnp.array_equal)."""
@@ -277,6 +282,39 @@ class PRNGKeyArray:
                      ("xor", "xor"), ("lshift", "shift_left"), ("rshift", "shift_right")):
     locals()[f"__{_op}__"] = _no_arithmetic(_name)
   del _op, _name, _no_arithmetic
+
+
+class _KeyIndexUpdate:
+  """`keys.at`: `keys.at[index]` gives the updater of the keys at `index`."""
+  __slots__ = ("_keys",)
+
+  def __init__(self, keys):
+    self._keys = keys
+
+  def __getitem__(self, index):
+    return _KeyIndexUpdater(self._keys, index)
+
+
+class _KeyIndexUpdater:
+  """`keys.at[index]`: `set(values)` (keys of the same dtype) and `get()`."""
+  __slots__ = ("_keys", "_index")
+
+  def __init__(self, keys, index):
+    self._keys, self._index = keys, index
+
+  def get(self, **kwargs) -> PRNGKeyArray:
+    return self._keys[self._index]
+
+  def set(self, values, **kwargs) -> PRNGKeyArray:
+    if not isinstance(values, PRNGKeyArray) or values.dtype != self._keys.dtype:
+      raise TypeError(f"Cannot set keys of dtype {self._keys.dtype} to values of dtype "
+                      f"{_dtype_name(values)}")
+    index = self._index
+
+    def set_words(data, value_data):
+      return data.at[index].set(value_data, **kwargs)
+    set_words.__name__ = "scatter"
+    return PRNGKeyArray.apply_to_data(set_words, (self._keys, values), {}, (0, 1))
 
 
 def _dtype_name(x) -> str:
