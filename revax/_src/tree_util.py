@@ -7,8 +7,11 @@ Two views of one registry: the functions here default to the transformations' vi
 "revax"), in which typed PRNG key arrays are nodes over their uint32 data, so jit, vmap, grad,
 scan, ... trace the data as they trace any array; revax.tree_util and revax.tree give JAX's
 view (namespace "revax.user", `revax._src.pytrees`), in which key arrays are leaves. Node types
-users register are registered in both; `register_array_leaf` registers a type in the first only. Paths are tuples of key objects (`DictKey`,
-`SequenceKey`, `GetAttrKey`, `FlattenedIndexKey`) that print as indexing text, as JAX's do.
+users register are registered in both; `register_array_leaf` registers a type in the first
+only.
+
+Paths are tuples of key objects (`DictKey`, `SequenceKey`, `GetAttrKey`, `FlattenedIndexKey`)
+that print as indexing text, as JAX's do.
 """
 from __future__ import annotations
 
