@@ -31,6 +31,7 @@ def _users_view(fn):
   in_users_view.__signature__ = signature.replace(parameters=[
       p for name, p in signature.parameters.items() if name != "namespace"])
   del in_users_view.__wrapped__  # (inspect would read fn's signature through it)
+  in_users_view.__module__ = __name__  # (the API reference documents this function, not fn)
   return in_users_view
 
 
