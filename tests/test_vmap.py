@@ -91,3 +91,24 @@ def test_vmap_of_jit_and_jit_of_vmap():
   np.testing.assert_allclose(revax.vmap(f)(xs), np.sin(xs) * 2, rtol=1e-6)
   np.testing.assert_allclose(revax.jit(revax.vmap(lambda x: rnp.sin(x) * 2.0))(xs),
                              np.sin(xs) * 2, rtol=1e-6)
+
+
+def test_none_inside_a_registered_node_of_the_axes_spec_as_jax():
+  """None inside a registered pytree node of in_axes/out_axes marks an unmapped subtree, as in
+  jax (flax's nnx.vmap passes NodeStates(states=(None, 0)) specs)."""
+  import jax
+
+  class Pair:
+    def __init__(self, a, b):
+      self.a, self.b = a, b
+
+  outs = []
+  for lib in (jax, revax):
+    lib.tree_util.register_pytree_node(Pair, lambda p: ((p.a, p.b), None),
+                                       lambda _, c: Pair(*c))
+    pair = Pair(lib.numpy.ones(()), lib.numpy.arange(3.0))
+    out = lib.vmap(lambda p: Pair(p.a * 2, p.a + p.b), in_axes=(Pair(None, 0),),
+                   out_axes=Pair(None, 0))(pair)
+    outs.append((np.asarray(out.a), np.asarray(out.b)))
+  for j, r in zip(*outs, strict=True):
+    np.testing.assert_allclose(j, r)

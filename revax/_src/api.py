@@ -10,7 +10,7 @@ import numpy as np
 
 from revax._src.core import wrapping
 from revax._src import tree_util
-from revax._src.core import dtypes
+from revax._src.core import dtypes, extended_dtypes
 from revax._src.core.jaxpr import ClosedJaxpr
 from revax._src.core.trace import Tracer
 from revax._src.interpreters import dispatch, staging
@@ -82,9 +82,10 @@ def make_jaxpr(fun, static_argnums=(), return_shape=False):
 def eval_shape(fun, *args, **kwargs):
   """The output shapes and dtypes of `fun(*args, **kwargs)`, computed without running it.
 
-  Arguments may be arrays or `ShapeDtypeStruct`s.
+  Arguments may be arrays or `ShapeDtypeStruct`s, typed keys among them (structs of a key
+  dtype stand for keys; keys in the output are given as such structs, as in JAX).
   """
-  leaves, treedef = tree_util.tree_flatten((args, kwargs))
+  leaves, treedef = tree_util.tree_flatten(_structs_as_array_leaves((args, kwargs)))
   out_store = {}
 
   def flat_fun(*flat):
@@ -94,7 +95,20 @@ def eval_shape(fun, *args, **kwargs):
 
   jaxpr, _ = staging.trace_to_jaxpr(flat_fun, [_abstractify(x) for x in leaves])
   shapes = [ShapeDtypeStruct(a.shape, a.dtype, a.weak_type) for a in jaxpr.out_avals]
-  return tree_util.tree_unflatten(out_store["tree"], shapes)
+  out = tree_util.tree_unflatten(out_store["tree"], shapes)
+  return tree_util.tree_map(
+      lambda x: ShapeDtypeStruct(x.shape, x.dtype) if tree_util.is_array_leaf(x) else x, out,
+      namespace=tree_util.USER_NAMESPACE)
+
+
+def _structs_as_array_leaves(tree):
+  """`tree` with its ShapeDtypeStructs of an extended dtype (key<fry>) as the array leaves
+  (typed keys) their dtype makes over structs of their data (`dtype.abstract_leaf`)."""
+  def leaf(x):
+    if isinstance(x, ShapeDtypeStruct) and extended_dtypes.is_extended(x.dtype):
+      return x.dtype.abstract_leaf(x.shape, ShapeDtypeStruct)
+    return x
+  return tree_util.tree_map(leaf, tree, namespace=tree_util.USER_NAMESPACE)
 
 
 def device_put(x, device=None, *, src=None, donate=False, may_alias=None):

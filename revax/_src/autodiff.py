@@ -175,7 +175,17 @@ def apply_vjp(lin, out_tree, out_avals, in_avals, p_tree, cotangent):
   cts_in = ad.transpose_linearized(lin, cts)
   flat = [_materialize(c) if c is not None else _zeros_for(ad.tangent_aval(a))
           for c, a in zip(cts_in, in_avals, strict=True)]
-  return tree_util.tree_unflatten(p_tree, flat)
+  return _key_cotangents(tree_util.tree_unflatten(p_tree, flat))
+
+
+def _key_cotangents(tree):
+  """`tree` with the cotangents of array leaves (typed keys, rebuilt over their data's float0
+  cotangents) as float0 arrays of the keys' shape, as JAX gives them."""
+  if not tree_util.ARRAY_LEAF_TYPES:
+    return tree
+  return tree_util.tree_map(
+      lambda x: np.zeros(x.shape, dtypes.float0) if tree_util.is_array_leaf(x) else x, tree,
+      namespace=tree_util.USER_NAMESPACE)
 
 
 def vjp(fun, *primals, has_aux=False):
@@ -229,6 +239,12 @@ def _argnums_tuple(argnums, nargs, fname):
 
 
 def _check_input_dtype(x, allow_int, holomorphic, fname):
+  if tree_util.is_array_leaf(x):  # typed keys: integer-like (float0 cotangents)
+    if holomorphic or not allow_int:
+      raise TypeError(f"{fname} requires real- or complex-valued inputs (input dtype that is a "
+                      f"sub-dtype of np.inexact), but got {x.dtype}. If you want to use "
+                      f"Boolean- or integer-valued inputs, use vjp or set allow_int to True.")
+    return
   dt = get_aval(x).dtype
   if holomorphic and not dtypes.is_complex(dt):
     raise TypeError(f"{fname} with holomorphic=True requires inputs with complex dtype, but got "
@@ -253,7 +269,7 @@ def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=F
   def value_and_grad_f(*args, **kwargs):
     single, nums = _argnums_tuple(argnums, len(args), "value_and_grad")
     diff_args = tuple(args[i] for i in nums)
-    for leaf in tree_util.tree_leaves(diff_args):
+    for leaf in tree_util.tree_leaves(diff_args, namespace=tree_util.USER_NAMESPACE):
       _check_input_dtype(leaf, allow_int, holomorphic, "grad")
 
     def partial_fun(*dargs):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from revax._src.core import extended_dtypes
 from revax._src.core.avals import ShapedArray, get_aval, pytype_aval_mappings
 from revax._src.runtime.array import Array
 
@@ -25,7 +26,7 @@ class ShapeDtypeStruct:
   def __init__(self, shape, dtype, weak_type=False, *, sharding=None, manual_axis_type=None,
                is_ref=False):
     self.shape = tuple(shape)
-    self.dtype = np.dtype(dtype)
+    self.dtype = dtype if extended_dtypes.is_extended(dtype) else np.dtype(dtype)  # key<fry>
     self.weak_type = bool(weak_type)
     self.sharding = sharding
     self.manual_axis_type = manual_axis_type

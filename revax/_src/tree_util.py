@@ -1,8 +1,17 @@
 """Pytrees, through optree: nested tuples, lists, dicts, None and registered node types.
 
 revax registers its own nodes in the "revax" namespace; None is an empty node (not a leaf) and
-dict keys are sorted when flattening, as in JAX. Paths are tuples of key objects (`DictKey`,
-`SequenceKey`, `GetAttrKey`, `FlattenedIndexKey`) that print as indexing text, as JAX's do.
+dict keys are sorted when flattening, as in JAX.
+
+Two views of one registry: the functions here default to the transformations' view (namespace
+"revax"), in which typed PRNG key arrays are nodes over their uint32 data, so jit, vmap, grad,
+scan, ... trace the data as they trace any array; revax.tree_util and revax.tree give JAX's
+view (namespace "revax.user", `revax._src.pytrees`), in which key arrays are leaves. Node types
+users register are registered in both; `register_array_leaf` registers a type in the first
+only.
+
+Paths are tuples of key objects (`DictKey`, `SequenceKey`, `GetAttrKey`, `FlattenedIndexKey`)
+that print as indexing text, as JAX's do.
 """
 from __future__ import annotations
 
@@ -12,8 +21,10 @@ from typing import Any, Hashable, TypeVar
 
 import optree
 
-from revax._src.pytreedef import NAMESPACE as NAMESPACE
+from revax._src.pytreedef import NAMESPACE as NAMESPACE  # the transformations' view: typed
+# key arrays are nodes over their data
 from revax._src.pytreedef import PyTreeDef as PyTreeDef
+USER_NAMESPACE = "revax.user"  # revax.tree_util's (JAX's) view: typed key arrays are leaves
 T = TypeVar("T")
 
 
@@ -121,12 +132,13 @@ def _sort_dict_node(node):
   except TypeError:
     raise ValueError("Comparator raised exception while sorting pytree dictionary keys.") \
         from None
-  leaf = optree.treespec_leaf(none_is_leaf=False, namespace=NAMESPACE)
+  namespace = node.namespace or NAMESPACE
+  leaf = optree.treespec_leaf(none_is_leaf=False, namespace=namespace)
   mapping = dict.fromkeys(node.entries(), leaf)  # entries come in flattening (sorted) order
   if node.kind == optree.PyTreeKind.DICT:
-    return optree.treespec_dict(mapping, none_is_leaf=False, namespace=NAMESPACE)
+    return optree.treespec_dict(mapping, none_is_leaf=False, namespace=namespace)
   factory = node.unflatten([None] * node.num_leaves).default_factory
-  return optree.treespec_defaultdict(factory, mapping, none_is_leaf=False, namespace=NAMESPACE)
+  return optree.treespec_defaultdict(factory, mapping, none_is_leaf=False, namespace=namespace)
 
 
 def _sorted_dicts(spec) -> PyTreeDef:
@@ -145,7 +157,7 @@ def _sorted_dicts(spec) -> PyTreeDef:
   out = _SORTED[spec] = PyTreeDef(spec.transform(_sort_dict_node))
   return out
 
-def tree_flatten(tree, is_leaf=None):
+def tree_flatten(tree, is_leaf=None, *, namespace=NAMESPACE):
   """(leaves, treedef) of `tree`; dict keys in sorted order, None an empty node.
 
   Args:
@@ -156,7 +168,7 @@ def tree_flatten(tree, is_leaf=None):
     The list of leaves and the tree's structure.
   """
   leaves, treedef = optree.tree_flatten(tree, is_leaf=is_leaf, none_is_leaf=False,
-                                        namespace=NAMESPACE)
+                                        namespace=namespace)
   return leaves, _sorted_dicts(treedef)
 
 
@@ -168,34 +180,36 @@ def tree_unflatten(treedef, leaves):
   return treedef.unflatten(leaves)
 
 
-def tree_leaves(tree, is_leaf=None):
+def tree_leaves(tree, is_leaf=None, *, namespace=NAMESPACE):
   """The leaves of `tree`, in flattening order."""
   leaves, spec = optree.tree_flatten(tree, is_leaf=is_leaf, none_is_leaf=False,
-                                     namespace=NAMESPACE)
+                                     namespace=namespace)
   if spec.num_nodes > spec.num_leaves:  # (dicts' keys must sort, as in JAX)
     _sorted_dicts(spec)
   return leaves
 
 
-def tree_structure(tree, is_leaf=None):
+def tree_structure(tree, is_leaf=None, *, namespace=NAMESPACE):
   """The treedef of `tree`."""
   return _sorted_dicts(optree.tree_structure(tree, is_leaf=is_leaf, none_is_leaf=False,
-                                             namespace=NAMESPACE))
+                                             namespace=namespace))
 
 
-def _flatten_with_path_taking_is_leaf(tree, is_leaf, path=()):
+def _flatten_with_path_taking_is_leaf(tree, is_leaf, namespace, path=()):
   """[(path, leaf)] where `is_leaf(path, x)` decides leaves (JAX's is_leaf_takes_path)."""
   if is_leaf(path, tree):
     return [(path, tree)]
-  if not is_tree_node(type(tree)) and not optree.is_namedtuple_instance(tree):
+  if (not is_tree_node(type(tree), namespace=namespace)
+      and not optree.is_namedtuple_instance(tree)):
     return [(path, tree)]
   out = []
-  for key, child in flatten_one_level_with_keys(tree)[0]:
-    out += _flatten_with_path_taking_is_leaf(child, is_leaf, path + (key,))
+  for key, child in flatten_one_level_with_keys(tree, namespace=namespace)[0]:
+    out += _flatten_with_path_taking_is_leaf(child, is_leaf, namespace, path + (key,))
   return out
 
 
-def tree_flatten_with_path(tree, is_leaf=None, is_leaf_takes_path=False):
+def tree_flatten_with_path(tree, is_leaf=None, is_leaf_takes_path=False, *,
+                           namespace=NAMESPACE):
   """([(path, leaf), ...], treedef): each leaf with the tuple of keys leading to it.
 
   Args:
@@ -207,29 +221,30 @@ def tree_flatten_with_path(tree, is_leaf=None, is_leaf_takes_path=False):
     The (path, leaf) pairs and the treedef.
   """
   if is_leaf is not None and is_leaf_takes_path:
-    pairs = _flatten_with_path_taking_is_leaf(tree, is_leaf)
+    pairs = _flatten_with_path_taking_is_leaf(tree, is_leaf, namespace)
     leaf_ids = {id(x) for _, x in pairs}
-    return pairs, tree_structure(tree, is_leaf=lambda x: id(x) in leaf_ids)
+    return pairs, tree_structure(tree, is_leaf=lambda x: id(x) in leaf_ids, namespace=namespace)
   accessors, leaves, treedef = optree.tree_flatten_with_accessor(
-      tree, is_leaf=is_leaf, none_is_leaf=False, namespace=NAMESPACE)
+      tree, is_leaf=is_leaf, none_is_leaf=False, namespace=namespace)
   paths = [tuple(_key_of(e) for e in accessor) for accessor in accessors]
   return list(zip(paths, leaves, strict=True)), _sorted_dicts(treedef)
 
 
-def tree_leaves_with_path(tree, is_leaf=None, is_leaf_takes_path=False):
+def tree_leaves_with_path(tree, is_leaf=None, is_leaf_takes_path=False, *,
+                          namespace=NAMESPACE):
   """[(path, leaf), ...] of `tree`."""
-  return tree_flatten_with_path(tree, is_leaf, is_leaf_takes_path)[0]
+  return tree_flatten_with_path(tree, is_leaf, is_leaf_takes_path, namespace=namespace)[0]
 
 
-def flatten_one_level(tree):
+def flatten_one_level(tree, *, namespace=NAMESPACE):
   """(children, node data) of one pytree node; ValueError for a leaf.
 
   Dicts give their values in sorted key order and the sorted keys as node data, as JAX does.
   """
-  if not is_tree_node(type(tree)):
+  if not is_tree_node(type(tree), namespace=namespace):
     raise ValueError(f"can't tree-flatten type: {type(tree)}")
   children, metadata, _entries, _ = optree.tree_flatten_one_level(
-      tree, none_is_leaf=False, namespace=NAMESPACE)
+      tree, none_is_leaf=False, namespace=namespace)
   if isinstance(tree, dict):
     return tuple(children), tuple(_entries)
   if tree is None or type(tree) is tuple:
@@ -237,14 +252,14 @@ def flatten_one_level(tree):
   return children, metadata
 
 
-def flatten_one_level_with_keys(tree):
+def flatten_one_level_with_keys(tree, *, namespace=NAMESPACE):
   """([(key, child), ...], node data) of one pytree node; ValueError for a leaf."""
-  if not is_tree_node(type(tree)):
+  if not is_tree_node(type(tree), namespace=namespace):
     raise ValueError(f"can't tree-flatten type: {type(tree)}")
   children, metadata, entries, _ = optree.tree_flatten_one_level(
-      tree, none_is_leaf=False, namespace=NAMESPACE)
+      tree, none_is_leaf=False, namespace=namespace)
   spec = optree.tree_structure(tree, is_leaf=lambda x: x is not tree, none_is_leaf=False,
-                              namespace=NAMESPACE)
+                              namespace=namespace)
   accessors = spec.accessors()
   keys = [_key_of(a[0]) for a in accessors]
   if isinstance(tree, dict):
@@ -252,52 +267,56 @@ def flatten_one_level_with_keys(tree):
   return list(zip(keys, children, strict=True)), metadata
 
 
-def is_tree_node(typ) -> bool:
+def is_tree_node(typ, *, namespace=NAMESPACE) -> bool:
   """Whether `typ` is a pytree node type (built-in, namedtuple or registered)."""
   if isinstance(typ, type) and issubclass(typ, tuple) and hasattr(typ, "_fields"):
     return True
-  return optree.register_pytree_node.get(typ, namespace=NAMESPACE) is not None
+  return optree.register_pytree_node.get(typ, namespace=namespace) is not None
 
 
-def all_leaves(iterable, is_leaf=None) -> bool:
+def all_leaves(iterable, is_leaf=None, *, namespace=NAMESPACE) -> bool:
   """Whether every element of `iterable` is a leaf (a pytree of itself alone)."""
   items = list(iterable)
-  leaves = tree_leaves(items, is_leaf)
+  leaves = tree_leaves(items, is_leaf, namespace=namespace)
   return len(leaves) == len(items) and all(a is b for a, b in zip(items, leaves, strict=True))
 
 
 class _Registry:
-  """revax's pytree registry (what `default_registry` names in JAX)."""
+  """revax's pytree registry (what `default_registry` names in JAX), in one view."""
+
+  def __init__(self, namespace: str):
+    self.namespace = namespace
 
   def flatten(self, tree, is_leaf=None):
-    return tree_flatten(tree, is_leaf)
+    return tree_flatten(tree, is_leaf, namespace=self.namespace)
 
   def flatten_one_level(self, tree):
     try:
-      return flatten_one_level(tree)
+      return flatten_one_level(tree, namespace=self.namespace)
     except ValueError:
       return None
 
   def flatten_one_level_with_keys(self, tree):
     try:
-      return flatten_one_level_with_keys(tree)
+      return flatten_one_level_with_keys(tree, namespace=self.namespace)
     except ValueError:
       return None
 
   def is_node(self, typ) -> bool:
-    return is_tree_node(typ)
+    return is_tree_node(typ, namespace=self.namespace)
 
   def __repr__(self):
-    return f"<revax pytree registry, namespace {NAMESPACE!r}>"
+    return f"<revax pytree registry, namespace {self.namespace!r}>"
 
 
-default_registry = _Registry()
+default_registry = _Registry(NAMESPACE)
+user_registry = _Registry(USER_NAMESPACE)  # the registry revax.tree_util shows
 
 
 # ---------------------------------------------------------------------------------------------
 # Mapping and reducing.
 
-def tree_map(f, tree, *rest, is_leaf=None):
+def tree_map(f, tree, *rest, is_leaf=None, namespace=NAMESPACE):
   """Apply `f` leafwise to `tree` and the trees in `rest` (which must have its structure).
 
   Args:
@@ -313,24 +332,26 @@ def tree_map(f, tree, *rest, is_leaf=None):
     >>> revax.tree.map(lambda x, y: x + y, (1, [2]), (10, [20]))
     (11, [22])
   """
-  leaves, treedef = tree_flatten(tree, is_leaf)
+  leaves, treedef = tree_flatten(tree, is_leaf, namespace=namespace)
   if not rest:
     return treedef.unflatten(map(f, leaves))
   others = [treedef.flatten_up_to(r) for r in rest]
   return treedef.unflatten(map(f, leaves, *others))
 
 
-def tree_map_with_path(f, tree, *rest, is_leaf=None, is_leaf_takes_path=False):
+def tree_map_with_path(f, tree, *rest, is_leaf=None, is_leaf_takes_path=False,
+                       namespace=NAMESPACE):
   """Like `tree_map`, but `f(path, leaf, *rest_leaves)` also gets each leaf's key path."""
-  pairs, treedef = tree_flatten_with_path(tree, is_leaf, is_leaf_takes_path)
+  pairs, treedef = tree_flatten_with_path(tree, is_leaf, is_leaf_takes_path,
+                                          namespace=namespace)
   all_leaves_ = [[x for _, x in pairs]] + [treedef.flatten_up_to(r) for r in rest]
   paths = [p for p, _ in pairs]
   return treedef.unflatten(f(p, *xs) for p, *xs in zip(paths, *all_leaves_, strict=True))
 
 
-def tree_all(tree, *, is_leaf=None) -> bool:
+def tree_all(tree, *, is_leaf=None, namespace=NAMESPACE) -> bool:
   """Whether every leaf of `tree` is truthy."""
-  return all(tree_leaves(tree, is_leaf=is_leaf))
+  return all(tree_leaves(tree, is_leaf=is_leaf, namespace=namespace))
 
 
 class Unspecified:
@@ -343,9 +364,9 @@ class Unspecified:
 _NO_INIT = Unspecified()
 
 
-def tree_reduce(function, tree, initializer=_NO_INIT, is_leaf=None):
+def tree_reduce(function, tree, initializer=_NO_INIT, is_leaf=None, *, namespace=NAMESPACE):
   """`functools.reduce(function, leaves[, initializer])` over the leaves of `tree`."""
-  leaves = tree_leaves(tree, is_leaf=is_leaf)
+  leaves = tree_leaves(tree, is_leaf=is_leaf, namespace=namespace)
   if initializer is _NO_INIT:
     return functools.reduce(function, leaves)
   return functools.reduce(function, leaves, initializer)
@@ -363,7 +384,8 @@ def _parallel_reduce(seq, operation, identity):
                    _parallel_reduce(seq[mid:], operation, identity))
 
 
-def tree_reduce_associative(operation, tree, *, identity=_NO_INIT, is_leaf=None):
+def tree_reduce_associative(operation, tree, *, identity=_NO_INIT, is_leaf=None,
+                            namespace=NAMESPACE):
   """Reduce the leaves of `tree` with an associative `operation` as a balanced tree of calls.
 
   Args:
@@ -375,16 +397,17 @@ def tree_reduce_associative(operation, tree, *, identity=_NO_INIT, is_leaf=None)
   Returns:
     The reduction.
   """
-  return _parallel_reduce(tree_leaves(tree, is_leaf=is_leaf), operation, identity)
+  return _parallel_reduce(tree_leaves(tree, is_leaf=is_leaf, namespace=namespace), operation,
+                          identity)
 
 
-def tree_broadcast(prefix_tree, full_tree, is_leaf=None):
+def tree_broadcast(prefix_tree, full_tree, is_leaf=None, *, namespace=NAMESPACE):
   """`prefix_tree` with each of its leaves repeated over the subtree of `full_tree` below it."""
   return optree.tree_broadcast_prefix(prefix_tree, full_tree, is_leaf=is_leaf,
-                                      none_is_leaf=False, namespace=NAMESPACE)
+                                      none_is_leaf=False, namespace=namespace)
 
 
-def tree_transpose(outer_treedef, inner_treedef, pytree_to_transpose):
+def tree_transpose(outer_treedef, inner_treedef, pytree_to_transpose, *, namespace=NAMESPACE):
   """Turn a tree of structure outer-of-inner into one of structure inner-of-outer.
 
   Args:
@@ -395,9 +418,10 @@ def tree_transpose(outer_treedef, inner_treedef, pytree_to_transpose):
   Returns:
     The transposed tree.
   """
-  flat, treedef = tree_flatten(pytree_to_transpose)
+  flat, treedef = tree_flatten(pytree_to_transpose, namespace=namespace)
   if inner_treedef is None:
-    inner_treedef = tree_structure(outer_treedef.flatten_up_to(pytree_to_transpose)[0])
+    inner_treedef = tree_structure(outer_treedef.flatten_up_to(pytree_to_transpose)[0],
+                                   namespace=namespace)
   inner_size, outer_size = inner_treedef.num_leaves, outer_treedef.num_leaves
   if treedef.num_leaves != inner_size * outer_size:
     raise TypeError(f"Mismatch\n{treedef}\n != \n{outer_treedef.compose(inner_treedef)}")
@@ -416,10 +440,10 @@ def treedef_is_leaf(treedef) -> bool:
   return treedef.num_nodes == 1
 
 
-def treedef_tuple(treedefs):
+def treedef_tuple(treedefs, *, namespace=NAMESPACE):
   """The treedef of a tuple whose children have the structures `treedefs`."""
   specs = [t._spec for t in treedefs]
-  return _sorted_dicts(optree.treespec_tuple(specs, none_is_leaf=False, namespace=NAMESPACE))
+  return _sorted_dicts(optree.treespec_tuple(specs, none_is_leaf=False, namespace=namespace))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -446,8 +470,76 @@ def register_pytree_node(nodetype, flatten_func, unflatten_func, flatten_with_ke
   if flatten_with_keys_func is not None:
     return register_pytree_with_keys(nodetype, flatten_with_keys_func, unflatten_func,
                                      flatten_func)
-  optree.register_pytree_node(nodetype, flatten_func, unflatten_func, namespace=NAMESPACE)
+  for namespace in (NAMESPACE, USER_NAMESPACE):
+    optree.register_pytree_node(nodetype, flatten_func, unflatten_func, namespace=namespace)
   return None
+
+
+def register_array_leaf(nodetype, flatten_func, unflatten_func) -> None:
+  """Register an Array-like type that is a leaf in JAX's view (revax.tree_util, revax.tree)
+  and a node over its data arrays in the transformations' view (this module's functions), so
+  that jit, vmap, grad, scan, ... trace its data while users' tree utilities keep it whole.
+  revax's typed PRNG key arrays are such leaves: key<fry>[n] over its uint32[n, 2] data.
+
+  Args:
+    nodetype: the class.
+    flatten_func: `x -> (data arrays, aux_data)`.
+    unflatten_func: `(aux_data, data arrays) -> x`.
+  """
+  optree.register_pytree_node(nodetype, flatten_func, unflatten_func, namespace=NAMESPACE)
+  ARRAY_LEAF_TYPES.add(nodetype)
+
+
+ARRAY_LEAF_TYPES: set[type] = set()
+
+
+def accepts_array_leaves(operands=(0,)):
+  """Decorator: let an array function take array leaves (typed key arrays) as the operands at
+  positions `operands` (a sequence argument there: each of its items), as JAX's shape functions
+  take key arrays. Called with one, the function is applied by the leaf type's
+  `apply_to_data(fn, args, kwargs, operands)`, which checks the operands are all of one kind;
+  otherwise it runs as it is (a few isinstance checks).
+
+  Args:
+    operands: the positions of the arguments that may be array leaves; "all" for every
+      positional argument, "rest" for all but the first.
+
+  Returns:
+    The decorator.
+  """
+
+  def decorate(fn):
+    def on_leaves(args, kwargs):
+      """The leaf type's application of `fn`, or None where no operand is an array leaf."""
+      positions = (range(len(args)) if operands == "all" else
+                   range(1, len(args)) if operands == "rest" else operands)
+      for i in positions:
+        a = args[i] if i < len(args) else None
+        for item in (a if type(a) in (list, tuple) else (a,)):
+          if type(item) in ARRAY_LEAF_TYPES:
+            return type(item).apply_to_data(fn, args, kwargs, tuple(positions))
+      return None
+
+    if operands == (0,):  # (a hot path: one type test in the usual case)
+      @functools.wraps(fn)
+      def maybe_on_leaves(*args, **kwargs):
+        if not args or (type(args[0]) not in ARRAY_LEAF_TYPES and
+                        type(args[0]) not in (list, tuple)):
+          return fn(*args, **kwargs)
+        out = on_leaves(args, kwargs)
+        return fn(*args, **kwargs) if out is None else out
+    else:
+      @functools.wraps(fn)
+      def maybe_on_leaves(*args, **kwargs):
+        out = on_leaves(args, kwargs)
+        return fn(*args, **kwargs) if out is None else out
+    return maybe_on_leaves
+  return decorate
+
+
+def is_array_leaf(x) -> bool:
+  """Whether `x` is an array leaf (a typed key array; see `register_array_leaf`)."""
+  return type(x) in ARRAY_LEAF_TYPES
 
 
 def register_pytree_node_class(cls):
@@ -473,7 +565,8 @@ def register_pytree_with_keys(nodetype, flatten_with_keys, unflatten_func, flatt
     pairs = list(pairs)
     return [c for _, c in pairs], aux, [k for k, _ in pairs]
 
-  optree.register_pytree_node(nodetype, flatten, unflatten_func, namespace=NAMESPACE)
+  for namespace in (NAMESPACE, USER_NAMESPACE):
+    optree.register_pytree_node(nodetype, flatten, unflatten_func, namespace=namespace)
   _KEYED_TYPES.add(nodetype)
   return None
 

@@ -23,8 +23,13 @@ _NONE = object()  # stands for None inside axis specs, where None must be a leaf
 def _axes_leaves(name, axes, tree, fn="vmap"):
   """One axis (int or None) per leaf of `tree`, broadcasting the prefix `axes` (errors name
   the transformation `fn`)."""
-  marked = optree.tree_map(lambda a: _NONE if a is None else a, axes, none_is_leaf=True)
+  # (None marks an unmapped subtree, also inside registered nodes such as flax's NodeStates)
+  marked = optree.tree_map(lambda a: _NONE if a is None else a, axes, none_is_leaf=True,
+                           namespace=tree_util.NAMESPACE)
   try:
+    if any(isinstance(a, int) and a < 0
+           for a in optree.tree_leaves(marked, namespace=tree_util.NAMESPACE)):
+      marked = _key_axes_on_data(marked, tree)
     full = optree.tree_broadcast_prefix(marked, tree, none_is_leaf=False,
                                         namespace=tree_util.NAMESPACE)
   except ValueError as e:
@@ -42,6 +47,20 @@ def _axes_leaves(name, axes, tree, fn="vmap"):
       raise TypeError(f"{fn} {name} must be an int, None, or a (nested) container with those "
                       f"types as leaves, but got {a!r}.")
   return out
+
+
+def _key_axes_on_data(marked, tree):
+  """`marked` broadcast over `tree` with array leaves (typed keys) whole, a negative axis of
+  one counted from the end of the keys' shape, not of their data's (the key-word dims)."""
+  full = optree.tree_broadcast_prefix(marked, tree, none_is_leaf=False,
+                                      namespace=tree_util.USER_NAMESPACE)
+
+  def on_data(axis, x):
+    if tree_util.is_array_leaf(x) and isinstance(axis, int) and axis < 0:
+      return axis - (get_aval(tree_util.tree_leaves(x)[0]).ndim - len(x.shape))
+    return axis
+
+  return tree_util.tree_map(on_data, full, tree, namespace=tree_util.USER_NAMESPACE)
 
 
 def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_name=None,

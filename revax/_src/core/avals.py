@@ -191,6 +191,11 @@ def get_aval(x) -> ShapedArray:
       if fn is not None:
         break
     else:
+      if getattr(x, "__jax_array__", None) is not None:  # as JAX 0.10.2
+        raise ValueError("Triggering __jax_array__() during abstractification is no longer "
+                         "supported. To avoid this error, either explicitly convert your "
+                         "object using revax.numpy.array(), or register your object as a "
+                         "pytree.")
       raise TypeError(f"Value {x!r} of type {type(x).__name__} is not a valid revax type: expected "
                       "an array, a NumPy array or scalar, or a Python bool/int/float/complex")
   return fn(x)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from revax._src import tree_util
 from revax._src.core import dtypes
 from revax._src.core.avals import ShapedArray, get_aval
 from revax._src.core.trace import Primitive
@@ -165,6 +166,7 @@ ge_p = _comparison("ge", "GE", np.greater_equal, ordered=True)
 
 
 # --- select_n ------------------------------------------------------------------------------------
+@tree_util.accepts_array_leaves("rest")
 def select_n(which, *cases):
   """Elementwise choice among `cases` by the index `which`.
 

@@ -36,6 +36,7 @@ def _dim(axis, ndim, name="axis"):
 
 
 # --- slicing along one dimension -----------------------------------------------------------------
+@tree_util.accepts_array_leaves()
 def slice_in_dim(operand, start_index, limit_index, stride=1, axis=0):
   """`operand[..., start_index:limit_index:stride, ...]` along `axis` (static bounds; None and
   negative values as in Python slicing)."""
@@ -49,6 +50,7 @@ def slice_in_dim(operand, start_index, limit_index, stride=1, axis=0):
   return slicing.slice(operand, starts, limits, strides)
 
 
+@tree_util.accepts_array_leaves()
 def index_in_dim(operand, index, axis=0, keepdims=True):
   """The `index`-th slice of `operand` along `axis` (a static int, negative from the end)."""
   shape = _shape(operand)
@@ -79,6 +81,7 @@ def _dynamic_start(index, size, allow_negative_indices):
   return index
 
 
+@tree_util.accepts_array_leaves()
 def dynamic_slice_in_dim(operand, start_index, slice_size, axis=0, *,
                          allow_negative_indices=True):
   """`slice_size` elements of `operand` along `axis` from a traced `start_index` (clamped into
@@ -93,6 +96,7 @@ def dynamic_slice_in_dim(operand, start_index, slice_size, axis=0, *,
   return slicing.dynamic_slice(operand, starts, sizes)
 
 
+@tree_util.accepts_array_leaves()
 def dynamic_index_in_dim(operand, index, axis=0, keepdims=True, *, allow_negative_indices=True):
   """The slice of `operand` at a traced `index` along `axis`."""
   out = dynamic_slice_in_dim(operand, index, 1, axis,
@@ -100,6 +104,7 @@ def dynamic_index_in_dim(operand, index, axis=0, keepdims=True, *, allow_negativ
   return out if keepdims else shapes.squeeze(out, (_dim(axis, _ndim(operand)),))
 
 
+@tree_util.accepts_array_leaves((0, 1))
 def dynamic_update_slice_in_dim(operand, update, start_index, axis, *,
                                 allow_negative_indices=True):
   """`operand` with `update` written along `axis` from a traced `start_index`."""
@@ -110,6 +115,7 @@ def dynamic_update_slice_in_dim(operand, update, start_index, axis, *,
   return slicing.dynamic_update_slice(operand, update, starts)
 
 
+@tree_util.accepts_array_leaves((0, 1))
 def dynamic_update_index_in_dim(operand, update, index, axis, *, allow_negative_indices=True):
   """`operand` with the slice at a traced `index` along `axis` replaced by `update` (which may
   lack that axis)."""
@@ -223,6 +229,7 @@ def empty(shape, dtype, *, out_sharding=None):
 
 
 # --- elementwise ---------------------------------------------------------------------------------
+@tree_util.accepts_array_leaves((1, 2))
 def select(pred, on_true, on_false):
   """`on_true` where `pred` is true, else `on_false` (select_n with the cases in that order)."""
   return comparison.select_n(pred, on_false, on_true)

@@ -12,6 +12,7 @@ import operator
 
 import numpy as np
 
+from revax._src import tree_util
 from revax._src.core import dtypes
 from revax._src.core.avals import ShapedArray, get_aval
 from revax._src.core.trace import Primitive, Tracer
@@ -66,6 +67,7 @@ def _slice(x, start_indices, limit_indices, strides=None):
 
 
 # --- broadcast_in_dim ----------------------------------------------------------------------------
+@tree_util.accepts_array_leaves()
 def broadcast_in_dim(operand, shape, broadcast_dimensions, *, out_sharding=None):
   """Broadcast `operand` to `shape`; operand dim i becomes output dim broadcast_dimensions[i].
   `out_sharding` (a sharding; None: as XLA chooses) places the result.
@@ -159,6 +161,7 @@ inv.definverse(broadcast_in_dim_p, _broadcast_in_dim_inverse,  # (an empty resul
 
 
 # --- broadcast, broadcast_to_rank (wrappers: bind broadcast_in_dim) -------------------------------
+@tree_util.accepts_array_leaves()
 def broadcast(operand, sizes, *, out_sharding=None):
   """Add leading dimensions of `sizes` to `operand` (a wrapper over broadcast_in_dim);
   `out_sharding` places the result.
@@ -181,6 +184,7 @@ def broadcast_to_rank(x, rank: int):
 
 
 # --- reshape -------------------------------------------------------------------------------------
+@tree_util.accepts_array_leaves()
 def reshape(operand, new_sizes, dimensions=None, *, out_sharding=None):
   """Reshape `operand` to `new_sizes` (row-major), after transposing by `dimensions` if given.
 
@@ -267,6 +271,7 @@ inv.definverse(reshape_p, lambda outs, ins, avals_in, *, new_sizes, dimensions:
 
 
 # --- transpose -----------------------------------------------------------------------------------
+@tree_util.accepts_array_leaves()
 def transpose(operand, permutation):
   """Permute the dimensions of `operand`: output dim i is operand dim permutation[i].
 
@@ -320,6 +325,7 @@ inv.definverse_unary(transpose_p, lambda y, *, permutation: transpose(
 
 
 # --- squeeze -------------------------------------------------------------------------------------
+@tree_util.accepts_array_leaves()
 def squeeze(array, dimensions):
   """Remove the size-1 `dimensions` (negative values count from the end) of `array`.
 
@@ -381,6 +387,7 @@ inv.definverse(squeeze_p, lambda outs, ins, avals_in, *, dimensions:
 
 
 # --- expand_dims (a wrapper: binds broadcast_in_dim) ---------------------------------------------
+@tree_util.accepts_array_leaves()
 def expand_dims(array, dimensions):
   """Insert size-1 dimensions at `dimensions`, positions in the result (negative values count
   from the end of the result). Binds `broadcast_in_dim`, as in JAX.
@@ -403,6 +410,7 @@ def expand_dims(array, dimensions):
 
 
 # --- rev -----------------------------------------------------------------------------------------
+@tree_util.accepts_array_leaves()
 def rev(operand, dimensions):
   """Reverse `operand` along each of `dimensions` (non-negative, unique).
 
@@ -577,6 +585,7 @@ inv.definverse(pad_p, _pad_inverse, lambda known, eqn, facts: known == (False, T
 
 
 # --- concatenate ---------------------------------------------------------------------------------
+@tree_util.accepts_array_leaves()
 def concatenate(operands, dimension: int):
   """Join `operands` (same rank and dtype, equal sizes except along `dimension`) along
   `dimension` (non-negative, as in jax.lax).

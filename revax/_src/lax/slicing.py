@@ -18,6 +18,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from revax._src import tree_util
 from revax._src.core import dtypes
 from revax._src.core.avals import ShapedArray, get_aval
 from revax._src.core.trace import Primitive
@@ -57,6 +58,7 @@ def _zeros(aval: ShapedArray):
 
 
 # --- slice ---------------------------------------------------------------------------------------
+@tree_util.accepts_array_leaves()
 def slice(operand, start_indices, limit_indices, strides=None):  # noqa: A001 (jax.lax's name)
   """The static slice `operand[start:limit:stride, ...]`, one (start, limit, stride) per dim.
 
@@ -233,6 +235,7 @@ def _stacked_indices(idx, dims, size):
 
 
 # --- dynamic_slice -------------------------------------------------------------------------------
+@tree_util.accepts_array_leaves()
 def dynamic_slice(operand, start_indices, slice_sizes, *, allow_negative_indices=True):
   """The slice of `slice_sizes` starting at the (traced or static) `start_indices`.
 
@@ -331,6 +334,7 @@ inv.not_invertible(dynamic_slice_p, "it keeps only part of its operand")
 
 
 # --- dynamic_update_slice ------------------------------------------------------------------------
+@tree_util.accepts_array_leaves((0, 1))
 def dynamic_update_slice(operand, update, start_indices):
   """`operand` with the block `update` written at `start_indices` (wrapped and clamped as in
   `dynamic_slice`, so the block always fits).

@@ -20,9 +20,10 @@ from revax._src.runtime import placement as _placement
 
 def _defer_to_unrecognized_arg(binary_op, swap=False):
   """`x op y`; NotImplemented for operand types revax does not know (so Python can try theirs)."""
-  from revax._src.numpy.util import is_operand
+  from revax._src.numpy.util import from_jax_array, is_operand
 
   def method(self, other):
+    other = from_jax_array(other)  # as JAX's operators: through `__jax_array__`
     if not is_operand(other):
       return NotImplemented
     return binary_op(other, self) if swap else binary_op(self, other)

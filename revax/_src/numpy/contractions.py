@@ -29,8 +29,11 @@ def _promote(fun_name, *args):
   already has that dtype is passed on as it is, weak or not (dot_general's result is weak only
   when both operands are), so the gradient of a weakly typed operand is strong, as in JAX.
   Converting it to a strong type first would make its cotangent weak through the conversion's
-  transpose."""
+  transpose. Objects with a `__jax_array__` method are converted through it when they are
+  pytrees (JAX's contractions are jitted: jit passes a pytree's leaves and abstractifies any
+  other object, which raises ValueError for one with `__jax_array__`)."""
   util.check_arraylike(fun_name, *args)
+  args = util.converted_pytrees(args)
   avals = [aval_of(a) for a in args]
   dtype, weak = dtypes.promote_types_weak(*((a.dtype, a.weak_type) for a in avals))
   return [x if a.dtype == dtype else lax.convert_element_type(x, dtype, weak)

@@ -20,6 +20,7 @@ from revax._src.numpy import util
 from revax._src.numpy.util import aval_of, canonical_dtype_arg, canonicalize_shape
 from revax._src.runtime.array import Array, from_numpy
 from revax._src.runtime.client import Device
+from revax._src import tree_util
 
 
 # --- placement -------------------------------------------------------------------------------
@@ -100,6 +101,10 @@ def array(object, dtype=None, copy: bool = True, order=None, ndmin: int = 0, *, 
     Array([[1., 2.],
            [3., 4.]], dtype=float32)
   """
+  if tree_util.is_array_leaf(object):  # typed keys stay keys
+    return object.as_array(dtype, copy)
+  if (jax_array := getattr(object, "__jax_array__", None)) is not None:  # as JAX: converted
+    object = jax_array()
   if order not in (None, "K", "A", "C"):
     raise NotImplementedError(f"array: only C (row-major) order is supported, got order={order!r}")
   dtype = canonical_dtype_arg(dtype)
@@ -177,6 +182,8 @@ def asarray(a, dtype=None, order=None, *, copy=None, device=None, out_sharding=N
     >>> jnp.asarray(np.arange(3))  # NumPy's int64 becomes int32 (x64 is off)
     Array([0, 1, 2], dtype=int32)
   """
+  if tree_util.is_array_leaf(a):
+    return a.as_array(dtype, copy)
   return array(a, dtype=dtype, copy=bool(copy), order=order, device=device,
                out_sharding=out_sharding)
 
@@ -233,7 +240,7 @@ def _like(fun_name, a, dtype, shape):
     # a ShapeDtypeStruct (anything with a shape and a dtype), as JAX's *_like accept
     aval = ShapedArray(tuple(a.shape), np.dtype(a.dtype), bool(getattr(a, "weak_type", False)))
   else:
-    util.check_arraylike(fun_name, a)
+    (a,) = util.ensure_arraylike(fun_name, a)
     aval = aval_of(a)
   out_shape = aval.shape if shape is None else _check_shape(shape, fun_name)
   if dtype is None:
@@ -253,6 +260,7 @@ def _like_device(a, shape, weak, device, out_sharding):
   return a.sharding if tuple(shape) == a.shape else None
 
 
+@tree_util.accepts_array_leaves()
 def zeros_like(a, dtype=None, shape=None, *, device=None, out_sharding=None):
   """Zeros with the shape and dtype of `a` (weakly typed if `a` is), placed as `device` (a
   Device or Sharding) or `out_sharding` (a sharding) says; None: where a committed `a` is (as
@@ -262,6 +270,7 @@ def zeros_like(a, dtype=None, shape=None, *, device=None, out_sharding=None):
   return _placed(util.full_of(shape, 0, dt, weak), device, out_sharding)
 
 
+@tree_util.accepts_array_leaves()
 def ones_like(a, dtype=None, shape=None, *, device=None, out_sharding=None):
   """Ones with the shape and dtype of `a` (weakly typed if `a` is), placed as `device` or
   `out_sharding` says (None: as `zeros_like`)."""
@@ -270,11 +279,13 @@ def ones_like(a, dtype=None, shape=None, *, device=None, out_sharding=None):
   return _placed(util.full_of(shape, 1, dt, weak), device, out_sharding)
 
 
+@tree_util.accepts_array_leaves()
 def empty_like(a, dtype=None, shape=None, *, device=None):
   """Same as `zeros_like`."""
   return zeros_like(a, dtype, shape, device=device)
 
 
+@tree_util.accepts_array_leaves()
 def full_like(a, fill_value, dtype=None, shape=None, *, device=None, out_sharding=None):
   """`fill_value` broadcast to the shape of `a`, in the dtype of `a` unless `dtype` is given,
   placed as `device` or `out_sharding` says (None: as `zeros_like`)."""

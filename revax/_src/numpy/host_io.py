@@ -11,6 +11,7 @@ import ml_dtypes
 import numpy as np
 
 from revax._src.numpy import util
+from revax._src import tree_util
 
 array_repr = np.array_repr
 array_str = np.array_str
@@ -33,6 +34,7 @@ def set_printoptions(*args, **kwargs):
   return np.set_printoptions(*args, **kwargs)
 
 
+@tree_util.accepts_array_leaves()
 def copy(a, order=None):
   """A copy of `a` as a revax array."""
   from revax._src.numpy.creation import array

@@ -31,6 +31,7 @@ from revax._src.lax.state_indexing import Slice
 from revax._src.numpy import util
 from revax._src.numpy.util import aval_of
 from revax._src.runtime.array import Array
+from revax._src import tree_util
 
 
 _FULL = slice(None)
@@ -651,6 +652,7 @@ def argwhere(a, *, size=None, fill_value=None):
   return out[:, :0] if aval_of(a).ndim == 0 else out
 
 
+@tree_util.accepts_array_leaves()
 def take(a, indices, axis=None, out=None, mode=None, unique_indices=False,
          indices_are_sorted=False, fill_value=None):
   """Elements of `a` at `indices` along `axis` (of the flattened array if None).

@@ -9,7 +9,7 @@ import operator
 
 import numpy as np
 
-from revax._src import lax
+from revax._src import lax, tree_util
 from revax._src.core import dtypes
 from revax._src.core.trace import Tracer
 from revax._src.numpy import util
@@ -32,6 +32,8 @@ def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan: bool = False):
   """Whether every element of `a` is close to `b` (isclose); a 0-d bool array."""
   from revax._src.numpy.reductions import all as _all
   from revax._src.numpy.ufuncs import isclose
+  if tree_util.is_array_leaf(a) or tree_util.is_array_leaf(b):  # typed keys: equality
+    return a.array_equal(b) if tree_util.is_array_leaf(a) else b.array_equal(a)
   util.check_arraylike("allclose", a, b)
   return _all(isclose(a, b, rtol, atol, equal_nan))
 
@@ -40,6 +42,8 @@ def array_equal(a1, a2, equal_nan: bool = False):
   """Whether `a1` and `a2` have the same shape and elements (NaNs equal if `equal_nan`)."""
   from revax._src.numpy.reductions import all as _all
   from revax._src.numpy.ufuncs import equal, isnan
+  if tree_util.is_array_leaf(a1) or tree_util.is_array_leaf(a2):  # typed keys
+    return a1.array_equal(a2) if tree_util.is_array_leaf(a1) else a2.array_equal(a1)
   a1, a2 = (np.asarray(a) if isinstance(a, (list, tuple)) else a for a in (a1, a2))  # as JAX
   util.check_arraylike("array_equal", a1, a2)
   if _shape(a1) != _shape(a2):

@@ -16,6 +16,7 @@ from revax._src.core import dtypes
 from revax._src.core.trace import ConcretizationTypeError, Tracer
 from revax._src.numpy import util
 from revax._src.numpy.util import aval_of
+from revax._src import tree_util
 
 
 def _shape(a):
@@ -42,6 +43,7 @@ def _slice_in_dim(a, start, stop, axis):
   return lax.slice(a, starts, stops)
 
 
+@tree_util.accepts_array_leaves()
 def roll(a, shift, axis=None):
   """`a` with elements shifted by `shift` along `axis` (the flattened array if None), wrapping
   around. `shift` may be traced.
@@ -242,6 +244,7 @@ def append(arr, values, axis=None):
   return concatenate([arr, values], axis)
 
 
+@tree_util.accepts_array_leaves()
 def unstack(x, /, *, axis: int = 0):
   """The slices of `x` along `axis`, as a tuple."""
   util.check_arraylike("unstack", x)
@@ -382,6 +385,7 @@ def choose(a, choices, out=None, mode: str = "raise"):
   return lax.select_n(lax.convert_element_type(a, dtypes.int32), *choices) if n else a
 
 
+@tree_util.accepts_array_leaves((1, 2))
 def select(condlist, choicelist, default=0):
   """choicelist[i] where condlist[i] is the first true condition, else `default`."""
   if len(condlist) != len(choicelist):

@@ -58,6 +58,7 @@ def _apply_where(fun_name, a, where, identity):
 
 
 def _reduce(fun_name, lax_reduce, a, axis, out_dtype, compute_dtype, keepdims, where, identity):
+  (a,) = util.converted_pytrees((a,))  # (flax's Variables)
   util.check_arraylike(fun_name, a)
   a = util.as_array(a)
   a = lax.convert_element_type(a, compute_dtype)
@@ -89,6 +90,7 @@ def sum(a, axis=None, dtype=None, out=None, keepdims: bool = False, initial=None
             [30.]]], dtype=float32)
   """
   _no_out("sum", out)
+  (a,) = util.converted_pytrees((a,))  # (flax's Variables)
   util.check_arraylike("sum", a)
   in_dtype = aval_of(a).dtype
   out_dtype = canonical_dtype_arg(dtype) or _sum_dtype(in_dtype, promote_integers)
@@ -133,6 +135,7 @@ def _extreme_identity(dtype, is_max: bool):
 
 def _minmax(fun_name, is_max, a, axis, out, keepdims, initial, where):
   _no_out(fun_name, out)
+  (a,) = util.converted_pytrees((a,))  # (flax's Variables)
   util.check_arraylike(fun_name, a)
   aval = aval_of(a)
   axes = canonicalize_axes(axis, aval.ndim)

@@ -16,6 +16,7 @@ from revax._src.core.trace import ConcretizationTypeError, Tracer
 from revax._src.lax.sharding_constraint import placed
 from revax._src.numpy import util
 from revax._src.numpy.util import aval_of, canonicalize_axes, canonicalize_axis
+from revax._src import tree_util
 
 
 def _shape(x):
@@ -24,8 +25,13 @@ def _shape(x):
 
 # --- queries -------------------------------------------------------------------------------------
 def shape(a):
-  """The shape of an array or scalar."""
-  return aval_of(a).shape if util.is_operand(a) else np.shape(a)
+  """The shape of an array or scalar (or of anything with a `shape`, or of what its
+  `__jax_array__` gives, as in JAX)."""
+  if util.is_operand(a):
+    return aval_of(a).shape
+  if hasattr(a, "shape"):
+    return a.shape
+  return np.shape(util.from_jax_array(a))
 
 
 def ndim(a) -> int:
@@ -65,6 +71,7 @@ def _compute_newshape(old_shape, newshape, size_error=ValueError):
   return newshape
 
 
+@tree_util.accepts_array_leaves()
 def reshape(a, shape=None, order: str = "C", *, copy=None, out_sharding=None):
   """`a` with a new shape of the same size; one dimension may be -1 (inferred).
 
@@ -87,7 +94,7 @@ def reshape(a, shape=None, order: str = "C", *, copy=None, out_sharding=None):
 
 
 def _reshape(a, shape, order, out_sharding, size_error):
-  util.check_arraylike("reshape", a)
+  (a,) = util.ensure_arraylike("reshape", a)
   if shape is None:
     raise TypeError("reshape() missing required argument 'shape'")
   old = _shape(a)
@@ -101,6 +108,7 @@ def _reshape(a, shape, order, out_sharding, size_error):
   raise NotImplementedError(f"reshape: order={order!r} is not supported; use 'C' or 'F'")
 
 
+@tree_util.accepts_array_leaves()
 def ravel(a, order: str = "C", *, out_sharding=None):
   """`a` flattened to one dimension, placed as `out_sharding` says (None: as XLA chooses)."""
   util.check_arraylike("ravel", a)
@@ -108,6 +116,7 @@ def ravel(a, order: str = "C", *, out_sharding=None):
 
 
 # --- transposition -------------------------------------------------------------------------------
+@tree_util.accepts_array_leaves()
 def transpose(a, axes=None):
   """`a` with its axes permuted (reversed if `axes` is None).
 
@@ -140,6 +149,7 @@ def matrix_transpose(x, /):
   return lax.transpose(x, tuple(range(nd - 2)) + (nd - 1, nd - 2))
 
 
+@tree_util.accepts_array_leaves()
 def swapaxes(a, axis1: int, axis2: int):
   """`a` with two axes interchanged."""
   util.check_arraylike("swapaxes", a)
@@ -150,6 +160,7 @@ def swapaxes(a, axis1: int, axis2: int):
   return lax.transpose(a, tuple(perm))
 
 
+@tree_util.accepts_array_leaves()
 def moveaxis(a, source, destination):
   """`a` with axes `source` moved to positions `destination` (ints or sequences of ints)."""
   util.check_arraylike("moveaxis", a)
@@ -167,6 +178,7 @@ def moveaxis(a, source, destination):
 
 
 # --- adding and removing unit axes ----------------------------------------------------------------
+@tree_util.accepts_array_leaves()
 def expand_dims(a, axis):
   """`a` with new size-1 axes at positions `axis` (of the result)."""
   util.check_arraylike("expand_dims", a)
@@ -175,6 +187,7 @@ def expand_dims(a, axis):
   return lax.expand_dims(a, canonicalize_axes(tuple(axes), out_nd))
 
 
+@tree_util.accepts_array_leaves()
 def squeeze(a, axis=None):
   """`a` without its size-1 axes (only those in `axis`, if given)."""
   util.check_arraylike("squeeze", a)
@@ -189,18 +202,21 @@ def squeeze(a, axis=None):
   return lax.squeeze(a, axes) if axes else util.as_array(a)
 
 
+@tree_util.accepts_array_leaves("all")
 def atleast_1d(*arys):
   """Arrays with at least one dimension (a list if more than one is given)."""
   out = [_at_least(a, 1, "atleast_1d") for a in arys]
   return out[0] if len(out) == 1 else out
 
 
+@tree_util.accepts_array_leaves("all")
 def atleast_2d(*arys):
   """Arrays with at least two dimensions (new axes in front)."""
   out = [_at_least(a, 2, "atleast_2d") for a in arys]
   return out[0] if len(out) == 1 else out
 
 
+@tree_util.accepts_array_leaves("all")
 def atleast_3d(*arys):
   """Arrays with at least three dimensions: (N,) -> (1, N, 1), (M, N) -> (M, N, 1)."""
   def three(a):
@@ -232,6 +248,7 @@ def broadcast_shapes(*shapes):
   return util.broadcast_shapes(*(util.canonicalize_shape(s) for s in shapes))
 
 
+@tree_util.accepts_array_leaves()
 def broadcast_to(array, shape, *, out_sharding=None):
   """`array` broadcast to `shape` (NumPy's rules), placed as `out_sharding` says (None: as XLA
   chooses)."""
@@ -240,6 +257,7 @@ def broadcast_to(array, shape, *, out_sharding=None):
                 out_sharding)
 
 
+@tree_util.accepts_array_leaves("all")
 def broadcast_arrays(*args):
   """The arguments broadcast against each other, as a list."""
   util.check_arraylike("broadcast_arrays", *args)
@@ -247,6 +265,7 @@ def broadcast_arrays(*args):
 
 
 # --- reversing -----------------------------------------------------------------------------------
+@tree_util.accepts_array_leaves()
 def flip(m, axis=None):
   """`m` with the order of elements reversed along `axis` (all axes if None)."""
   util.check_arraylike("flip", m)
@@ -276,10 +295,10 @@ def _check_sequence(fun_name, arrays):
     return list(arrays)  # an array: its rows, as NumPy does
   if not isinstance(arrays, (list, tuple)):
     raise TypeError(f"{fun_name} requires a sequence of arrays, got {type(arrays).__name__}")
-  util.check_arraylike(fun_name, *arrays)
-  return list(arrays)
+  return util.ensure_arraylike(fun_name, *arrays)
 
 
+@tree_util.accepts_array_leaves()
 def concatenate(arrays, axis=0, dtype=None):
   """Join arrays along an existing axis (`axis=None` joins their flattened forms).
 
@@ -311,6 +330,7 @@ def concatenate(arrays, axis=0, dtype=None):
 concat = concatenate
 
 
+@tree_util.accepts_array_leaves()
 def stack(arrays, axis: int = 0, dtype=None):
   """Join arrays of one shape along a new axis.
 
@@ -332,6 +352,7 @@ def stack(arrays, axis: int = 0, dtype=None):
   return concatenate([lax.expand_dims(util.as_array(a), (axis,)) for a in arrays], axis, dtype)
 
 
+@tree_util.accepts_array_leaves()
 def hstack(tup, dtype=None):
   """Join arrays horizontally: along axis 1, or axis 0 for 1-d arrays."""
   arrays = [atleast_1d(a) for a in _check_sequence("hstack", tup)]
@@ -340,6 +361,7 @@ def hstack(tup, dtype=None):
   return concatenate(arrays, 0 if len(_shape(arrays[0])) == 1 else 1, dtype)
 
 
+@tree_util.accepts_array_leaves()
 def vstack(tup, dtype=None):
   """Join arrays vertically: along axis 0, 1-d arrays becoming rows."""
   arrays = [atleast_2d(a) for a in _check_sequence("vstack", tup)]
@@ -394,6 +416,7 @@ def _split(fun_name, ary, indices_or_sections, axis, equal):
   return outs
 
 
+@tree_util.accepts_array_leaves()
 def split(ary, indices_or_sections, axis: int = 0):
   """Split into equal sections (an int) or at the given indices (a sequence), as np.split.
 
@@ -406,6 +429,7 @@ def split(ary, indices_or_sections, axis: int = 0):
   return _split("split", ary, indices_or_sections, axis, equal=True)
 
 
+@tree_util.accepts_array_leaves()
 def array_split(ary, indices_or_sections, axis: int = 0):
   """Like `split`, but an int number of sections need not divide the axis."""
   return _split("array_split", ary, indices_or_sections, axis, equal=False)
@@ -422,6 +446,7 @@ def vsplit(ary, indices_or_sections):
 
 
 # --- repetition ----------------------------------------------------------------------------------
+@tree_util.accepts_array_leaves()
 def tile(A, reps):
   """`A` repeated `reps` times along each axis."""
   util.check_arraylike("tile", A)
@@ -438,6 +463,7 @@ def tile(A, reps):
   return lax.reshape(b, tuple(r * d for r, d in zip(reps, s, strict=True)))
 
 
+@tree_util.accepts_array_leaves()
 def repeat(a, repeats, axis=None, *, total_repeat_length=None, out_sharding=None):
   """Each element of `a` repeated along `axis` (flattened if None), placed as `out_sharding`
   says (None: as XLA chooses).

@@ -16,6 +16,7 @@ from revax._src.core import dtypes
 from revax._src.core.config import config
 from revax._src.core.trace import ConcretizationTypeError
 from revax._src.custom_derivatives import custom_jvp
+from revax._src import tree_util
 from revax._src.numpy import util
 from revax._src.numpy.util import (aval_of, constant_like, promote_args, promote_args_inexact,
                                    promote_args_numeric)
@@ -562,6 +563,10 @@ def angle(z, deg: bool = False):
 # --- comparisons and logic -----------------------------------------------------------------------
 def _comparison(name, lax_fn, doc, ordered=True):
   def fun(x, y, /):
+    if not ordered and (tree_util.is_array_leaf(x) or tree_util.is_array_leaf(y)):
+      # typed keys: elementwise key equality (TypeError for a key and anything else), as JAX
+      keys, other = (x, y) if tree_util.is_array_leaf(x) else (y, x)
+      return keys == other if name == "equal" else keys != other
     x, y = promote_args(name, x, y)
     if ordered and _is_complex(x):  # lexicographic: real parts, then imaginary parts
       re_x, re_y = lax.real(x), lax.real(y)
@@ -708,6 +713,7 @@ def signbit(x, /):
 
 
 # --- where, clip ---------------------------------------------------------------------------------
+@tree_util.accepts_array_leaves((1, 2))
 def where(condition, x=None, y=None, /, *, size=None, fill_value=None):
   """`x` where `condition` is true, else `y` (operands broadcast, x and y promoted together).
 
@@ -727,6 +733,7 @@ def where(condition, x=None, y=None, /, *, size=None, fill_value=None):
   if x is None or y is None:
     raise TypeError("Either both or neither of the x and y arguments should be provided to "
                      "where.")
+  condition, x, y = util.converted_pytrees((condition, x, y))
   util.check_arraylike("where", condition, x, y)
   x, y = util.promote_dtypes(x, y)
   return _where(_to_bool(condition), x, y)

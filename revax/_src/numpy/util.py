@@ -12,6 +12,7 @@ import warnings
 
 import numpy as np
 
+from revax._src import tree_util
 from revax._src.core import dtypes
 from revax._src.core.config import config
 from revax._src.core.avals import ShapedArray, get_aval
@@ -21,17 +22,42 @@ from revax._src.lax.shapes import broadcast_in_dim, reshape
 from revax._src.runtime.array import Array
 
 _PY_SCALARS = (bool, int, float, complex)
+_PLAIN_TYPES = frozenset((*_PY_SCALARS, Array, np.ndarray))  # (no __jax_array__ to look up)
 
 
 def check_arraylike(fun_name: str, *args) -> None:
-  """TypeError unless every argument is an array or a Python scalar (lists are refused)."""
+  """TypeError unless every argument is an array, a Python scalar or an object with a
+  `__jax_array__` method (lists are refused), as JAX's."""
   for i, a in enumerate(args):
-    if not (isinstance(a, (Array, Tracer, np.ndarray, np.generic)) or type(a) in _PY_SCALARS):
+    if not (isinstance(a, (Array, Tracer, np.ndarray, np.generic)) or type(a) in _PY_SCALARS
+            or getattr(a, "__jax_array__", None) is not None):
       msg = (f"{fun_name} requires ndarray or scalar arguments, but got {type(a).__name__} at "
              f"position {i}.")
       if isinstance(a, (list, tuple)):
         msg += " Use revax.numpy.array(x) to convert a list or tuple first."
       raise TypeError(msg)
+
+
+def ensure_arraylike(fun_name: str, *args) -> list:
+  """`check_arraylike`, then objects with a `__jax_array__` method converted through it (what
+  JAX's functions built on its `ensure_arraylike` accept, e.g. flax's nnx Variables)."""
+  check_arraylike(fun_name, *args)
+  return [from_jax_array(a) for a in args]
+
+
+def from_jax_array(x):
+  """`x.__jax_array__()` where `x` has that method, else `x`."""
+  method = getattr(x, "__jax_array__", None) if type(x) not in _PLAIN_TYPES else None
+  return x if method is None else method()
+
+
+def converted_pytrees(args) -> list:
+  """`args` with the pytrees that have a `__jax_array__` method (flax's nnx Variables) converted
+  through it: what reaches the body of JAX's jitted jax.numpy functions, whose jit passes a
+  pytree's leaves (another object with `__jax_array__` raises ValueError there, when its aval is
+  taken)."""
+  return [from_jax_array(a) if type(a) not in _PLAIN_TYPES and tree_util.is_tree_node(type(a))
+          else a for a in args]
 
 
 def is_operand(x) -> bool:
@@ -98,6 +124,7 @@ def check_rank_promotion(fun_name: str, *args) -> None:
 
 def promote_args(fun_name: str, *args):
   """Check the arguments are array-like, then promote them to their common dtype."""
+  args = converted_pytrees(args)
   check_arraylike(fun_name, *args)
   check_rank_promotion(fun_name, *args)
   return promote_dtypes(*args)
@@ -108,6 +135,7 @@ def promote_args_inexact(fun_name: str, *args):
   and bool results compute in the default float type (as np.sin(int_array) does). Each operand
   is converted straight to that type, as JAX's promote_dtypes_inexact does: a Python int out of
   an integer operand's range keeps its value (`uint8_array / 300` divides by 300.0)."""
+  args = converted_pytrees(args)
   check_arraylike(fun_name, *args)
   check_rank_promotion(fun_name, *args)
   if not args:
@@ -122,6 +150,7 @@ def promote_args_inexact(fun_name: str, *args):
 
 def promote_args_numeric(fun_name: str, *args):
   """Promote, then make bool operands integers of the default integer dtype."""
+  args = converted_pytrees(args)
   check_arraylike(fun_name, *args)
   check_rank_promotion(fun_name, *args)
   args = promote_dtypes(*args)

@@ -5,7 +5,9 @@ revax implements JAX's default PRNG, threefry2x32, with JAX 0.10.2's key represe
 returns a typed key, a `PRNGKeyArray` of shape () whose dtype prints as `key<fry>`. Every
 function of revax.random takes either; given raw keys it returns raw keys, given typed keys it
 returns typed keys. `key_data` and `wrap_key_data` convert between them. A typed key array is a
-pytree whose one leaf is its `uint32[..., 2]` data, so it passes through jit, vmap and grad.
+pytree leaf to users (revax.tree_util, as in JAX) and a node over its `uint32[..., 2]` data to
+revax's transformations (`tree_util.register_array_leaf`), so jit, vmap, grad and the loops
+trace its data.
 Seeding, splitting and folding in are small jitted programs (as in JAX): an eager call then
 costs one cached executable call (microseconds), where evaluating the hash's ~100 integer
 operations one by one in NumPy costs hundreds.
@@ -29,6 +31,7 @@ from revax._src.jit import jit
 from revax._src.lax import binary, comparison, conversion, prng, reductions, shapes
 from revax._src.random.prng_impls import (KeyTy, PRNGImpl, PRNGSpec, prngs, threefry_prng_impl)
 from revax._src.runtime.array import Array
+from revax._src.vmap import vmap
 
 _U32 = np.dtype(np.uint32)
 IMPL_NAME = "threefry2x32"
@@ -71,7 +74,7 @@ class PRNGKeyArray:
 
   @property
   def shape(self):
-    data_shape = tuple(get_aval(self._data).shape)
+    data_shape = tuple(self._data.shape)  # (an array, a tracer or a ShapeDtypeStruct)
     return data_shape[:len(data_shape) - len(self._impl.key_shape)]
 
   @property
@@ -127,7 +130,7 @@ class PRNGKeyArray:
   # --- the shape methods of JAX's key arrays (flax's nnx.Rngs copies and reshapes keys): each
   # applies to the keys' shape, the trailing key-data dimension kept as it is
   def copy(self) -> "PRNGKeyArray":
-    return PRNGKeyArray(shapes.reshape(self._data, get_aval(self._data).shape))
+    return PRNGKeyArray(shapes.reshape(self._data, get_aval(self._data).shape), self._impl)
 
   def reshape(self, *shape, order: str = "C") -> "PRNGKeyArray":
     if order != "C":
@@ -140,7 +143,7 @@ class PRNGKeyArray:
     if math.prod(shape) != self.size:
       raise TypeError(f"cannot reshape a key array of shape {self.shape} (size {self.size}) "
                       f"into shape {shape}")
-    return PRNGKeyArray(shapes.reshape(self._data, shape + (2,)))
+    return PRNGKeyArray(shapes.reshape(self._data, shape + self._impl.key_shape), self._impl)
 
   def ravel(self) -> "PRNGKeyArray":
     return self.reshape(self.size)
@@ -160,7 +163,8 @@ class PRNGKeyArray:
   def transpose(self, *axes) -> "PRNGKeyArray":
     axes = axes[0] if len(axes) == 1 and isinstance(axes[0], (tuple, list)) else axes
     perm = tuple(range(self.ndim))[::-1] if not axes else tuple(a % self.ndim for a in axes)
-    return PRNGKeyArray(shapes.transpose(self._data, perm + (self.ndim,)))
+    words = tuple(range(self.ndim, self.ndim + len(self._impl.key_shape)))
+    return PRNGKeyArray(shapes.transpose(self._data, perm + words), self._impl)
 
   T = property(lambda self: self.transpose())
 
@@ -187,6 +191,9 @@ class PRNGKeyArray:
     ndim = get_aval(same).ndim
     return combine(same, tuple(range(ndim - len(self._impl.key_shape), ndim)))
 
+  def __bool__(self):
+    raise TypeError("key array cannot be converted to boolean.")
+
   def __eq__(self, other):
     """Elementwise: whether each key equals the other's (both typed keys), as a bool array."""
     return self._compare(other, "equal", comparison.eq, reductions.reduce_and)
@@ -196,9 +203,132 @@ class PRNGKeyArray:
 
   __hash__ = None  # as JAX's key arrays (and every Array): unhashable
 
+  # --- the array functions JAX allows on key arrays (revax.numpy's and revax.lax's shape
+  # functions, where, take, ...: those decorated with `tree_util.accepts_array_leaves`)
+  @classmethod
+  def apply_to_data(cls, fn, args, kwargs, operands):
+    """`fn(*args, **kwargs)` on key arrays as on arrays of the keys' shape: applied to their
+    data with the key-word axis mapped (vmap over the trailing axis), results wrapped as keys.
+    The arguments at positions `operands` (items of a sequence there) must all be keys of one
+    dtype (else ValueError, JAX's type-promotion error) and no other argument a key (else
+    TypeError)."""
+    name = getattr(fn, "__name__", "function")
+    ops = []
+    for i in operands:
+      if i < len(args) and args[i] is not None:
+        ops += list(args[i]) if isinstance(args[i], (list, tuple)) else [args[i]]
+    leaves, treedef = tree_util.tree_flatten((args, kwargs), namespace=tree_util.USER_NAMESPACE)
+    positions = [i for i, x in enumerate(leaves) if isinstance(x, PRNGKeyArray)]
+    keys = [o for o in ops if isinstance(o, PRNGKeyArray)]
+    if len({_dtype_name(o) for o in ops}) > 1:  # keys with other values, or other keys
+      raise ValueError(f"dtype={keys[0].dtype if keys else ops[0]} is not a valid dtype for "
+                       f"JAX type promotion.")
+    if not keys or len(positions) != len(keys):
+      shown = leaves[positions[0]].dtype
+      raise TypeError(f"{name} does not accept a key array ({shown}) there: only as its array "
+                      f"operand(s)")
+    impl = keys[0]._impl
 
-tree_util.register_pytree_node(PRNGKeyArray, lambda k: ((k._data,), k._impl),
-                               lambda impl, children: PRNGKeyArray(children[0], impl))
+    def on_words(*data):
+      filled = list(leaves)
+      for i, d in zip(positions, data, strict=True):
+        filled[i] = d
+      fargs, fkwargs = tree_util.tree_unflatten(treedef, filled)
+      return fn(*fargs, **fkwargs)
+
+    out = vmap(on_words, in_axes=-1, out_axes=-1)(*(leaves[i]._data for i in positions))
+    return tree_util.tree_map(lambda d: PRNGKeyArray(d, impl), out)
+
+  @property
+  def at(self) -> "_KeyIndexUpdate":
+    """`keys.at[index].set(other_keys)` / `.get()`, as JAX's key arrays have."""
+    return _KeyIndexUpdate(self)
+
+  def array_equal(self, other):
+    """Whether `other` is a key array of this dtype and shape holding the same keys (a 0-d
+    bool array; False for anything else, as JAX's jnp.array_equal)."""
+    if not isinstance(other, PRNGKeyArray) or other.dtype != self.dtype or \
+        other.shape != self.shape:
+      return conversion.convert_element_type(np.False_, np.dtype(bool))
+    same = self == other
+    return reductions.reduce_and(same, tuple(range(self.ndim)))
+
+  def as_array(self, dtype=None, copy=None) -> "PRNGKeyArray":
+    """What jnp.asarray / jnp.array make of key arrays: the keys (copied if `copy`); any other
+    dtype: ValueError, as JAX's."""
+    if dtype is not None and dtype != self.dtype:
+      raise ValueError(f"Cannot convert_element_type from {self.dtype} to "
+                       f"{getattr(dtype, '__name__', dtype)}")
+    return self.copy() if copy else self
+
+  def __array__(self, dtype=None, copy=None):
+    raise TypeError("JAX array with PRNGKey dtype cannot be converted to a NumPy array. Use "
+                    "revax.random.key_data(arr) if you wish to extract the underlying integer "
+                    "array.")
+
+  # arithmetic, ordering and the like: TypeError, as JAX's (they are not defined on keys)
+  def _no_arithmetic(name):
+    def refuse(self, *others):
+      shown = ", ".join(_dtype_name(x) for x in (self, *others))
+      raise TypeError(f"{name} does not accept dtypes {shown}.")
+    return refuse
+
+  for _op, _name in (("add", "add"), ("radd", "add"), ("sub", "sub"), ("rsub", "sub"),
+                     ("mul", "multiply"), ("rmul", "multiply"), ("truediv", "div"),
+                     ("rtruediv", "div"), ("floordiv", "floor_divide"), ("mod", "rem"),
+                     ("pow", "pow"), ("matmul", "dot_general"), ("lt", "lt"), ("le", "le"),
+                     ("gt", "gt"), ("ge", "ge"), ("neg", "neg"), ("pos", "pos"),
+                     ("abs", "abs"), ("invert", "not"), ("and", "and"), ("or", "or"),
+                     ("xor", "xor"), ("lshift", "shift_left"), ("rshift", "shift_right")):
+    locals()[f"__{_op}__"] = _no_arithmetic(_name)
+  del _op, _name, _no_arithmetic
+
+
+class _KeyIndexUpdate:
+  """`keys.at`: `keys.at[index]` gives the updater of the keys at `index`."""
+  __slots__ = ("_keys",)
+
+  def __init__(self, keys):
+    self._keys = keys
+
+  def __getitem__(self, index):
+    return _KeyIndexUpdater(self._keys, index)
+
+
+class _KeyIndexUpdater:
+  """`keys.at[index]`: `set(values)` (keys of the same dtype) and `get()`."""
+  __slots__ = ("_keys", "_index")
+
+  def __init__(self, keys, index):
+    self._keys, self._index = keys, index
+
+  def get(self, **kwargs) -> PRNGKeyArray:
+    return self._keys[self._index]
+
+  def set(self, values, **kwargs) -> PRNGKeyArray:
+    if not isinstance(values, PRNGKeyArray) or values.dtype != self._keys.dtype:
+      raise TypeError(f"Cannot set keys of dtype {self._keys.dtype} to values of dtype "
+                      f"{_dtype_name(values)}")
+    index = self._index
+
+    def set_words(data, value_data):
+      return data.at[index].set(value_data, **kwargs)
+    set_words.__name__ = "scatter"
+    return PRNGKeyArray.apply_to_data(set_words, (self._keys, values), {}, (0, 1))
+
+
+def _dtype_name(x) -> str:
+  if isinstance(x, PRNGKeyArray):
+    return str(x.dtype)
+  try:
+    return get_aval(x).dtype.name
+  except TypeError:
+    return type(x).__name__
+
+
+# a leaf to users (revax.tree_util, as JAX's key arrays), a node over its data to transformations
+tree_util.register_array_leaf(PRNGKeyArray, lambda k: ((k._data,), k._impl),
+                              lambda impl, children: PRNGKeyArray(children[0], impl))
 basearray.Array.register(PRNGKeyArray)  # isinstance(key, revax.Array), as in JAX
 
 

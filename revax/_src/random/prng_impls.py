@@ -77,6 +77,12 @@ class KeyTy:
   def __eq__(self, other):
     return isinstance(other, KeyTy) and other._impl == self._impl
 
+  def abstract_leaf(self, shape, make_struct):
+    """Keys of this dtype and `shape` over `make_struct(data shape, uint32)` (a
+    ShapeDtypeStruct), what eval_shape traces for a struct of this dtype."""
+    from revax._src.random.keys import PRNGKeyArray  # (keys builds on this module)
+    return PRNGKeyArray(make_struct(tuple(shape) + self._impl.key_shape, _U32), self._impl)
+
   def __hash__(self):
     return hash((KeyTy, self._impl))
 

@@ -1,6 +1,6 @@
 """`jax._src.tree_util`: flax's nnx graph code asks `type(x) in _registry` (is this type a
 pytree node?). Here `_registry` answers that question from revax's pytree registry."""
-from revax._src.tree_util import is_tree_node as _is_tree_node
+from revax._src.pytrees import is_tree_node as _is_tree_node
 from revax.tree_util import *  # noqa: F401,F403
 
 
