@@ -29,6 +29,7 @@ from revax._src.runtime import basearray
 from revax._src.core.trace import Tracer
 from revax._src.jit import jit
 from revax._src.lax import binary, comparison, conversion, prng, reductions, shapes
+from revax._src.random import prng_impls as _prng_impls
 from revax._src.random.prng_impls import (KeyTy, PRNGImpl, PRNGSpec, prngs, threefry_prng_impl)
 from revax._src.runtime.array import Array
 from revax._src.vmap import vmap
@@ -282,6 +283,9 @@ class PRNGKeyArray:
                      ("xor", "xor"), ("lshift", "shift_left"), ("rshift", "shift_right")):
     locals()[f"__{_op}__"] = _no_arithmetic(_name)
   del _op, _name, _no_arithmetic
+
+
+_prng_impls.key_array_type = PRNGKeyArray  # (KeyTy.abstract_leaf makes these)
 
 
 class _KeyIndexUpdate:

@@ -57,6 +57,10 @@ class PRNGImpl:
     return self.tag
 
 
+# The class of key arrays (keys.PRNGKeyArray), set by keys.py, which builds on this module.
+key_array_type = None
+
+
 class KeyTy:
   """The dtype of typed keys of one implementation; prints as JAX's `key<tag>`."""
   type = extended_dtypes.prng_key  # so issubdtype(key.dtype, revax.dtypes.prng_key) holds
@@ -80,8 +84,7 @@ class KeyTy:
   def abstract_leaf(self, shape, make_struct):
     """Keys of this dtype and `shape` over `make_struct(data shape, uint32)` (a
     ShapeDtypeStruct), what eval_shape traces for a struct of this dtype."""
-    from revax._src.random.keys import PRNGKeyArray  # (keys builds on this module)
-    return PRNGKeyArray(make_struct(tuple(shape) + self._impl.key_shape, _U32), self._impl)
+    return key_array_type(make_struct(tuple(shape) + self._impl.key_shape, _U32), self._impl)
 
   def __hash__(self):
     return hash((KeyTy, self._impl))
