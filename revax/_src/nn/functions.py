@@ -1,8 +1,9 @@
 """Activation functions and friends of revax.nn, as in jax.nn: values, dtypes and derivatives
 follow JAX's definitions.
 
-Where JAX gives a function a custom derivative (relu and relu6: derivative 0 at the kinks), the
-same derivative comes from writing the function with `where`: the selected branch carries the
+relu is, as JAX's, a custom_jvp of a jitted max(x, 0) whose derivative is 0 at 0. Where JAX
+gives another function a custom derivative (relu6: derivative 0 at the kinks), the same
+derivative comes from writing the function with `where`: the selected branch carries the
 tangent, and the branch that only reproduces NaN inputs multiplies them by zero, so it passes
 NaN values with a zero tangent. softmax, log_softmax and logsumexp subtract the maximum for
 stability; JAX stops its gradient, revax differentiates through it, which is exact because the
@@ -15,9 +16,12 @@ import operator
 import numpy as np
 
 from revax._src import lax
+from revax._src.lax import convenience
 from revax._src.core import dtypes
 from revax._src.core.avals import get_aval
 from revax._src.core.trace import ConcretizationTypeError
+from revax._src.custom_derivatives import custom_jvp
+from revax._src.jit import jit
 from revax._src.numpy import creation, reductions, shape_ops, ufuncs
 from revax._src.numpy.util import (canonicalize_axes, canonicalize_axis, check_arraylike,
                                    promote_args_inexact)
@@ -48,8 +52,11 @@ def _nan_passthrough(x):
 
 
 # --- piecewise-linear activations ---------------------------------------------------------------
+@custom_jvp
+@jit
 def relu(x):
-  """Rectified linear unit: max(x, 0), with derivative 0 at 0 (as jax.nn.relu).
+  """Rectified linear unit: max(x, 0), with derivative 0 at 0 (as jax.nn.relu: a custom_jvp of
+  a jitted function, so its jaxpr and its derivative's are jax's).
 
   Args:
     x: input array.
@@ -62,7 +69,10 @@ def relu(x):
     Array([0. , 0. , 0.5], dtype=float32)
   """
   x = _operand("relu", x)
-  return ufuncs.where(x > 0, x, ufuncs.where(x <= 0, creation.zeros_like(x), _nan_passthrough(x)))
+  return ufuncs.maximum(x, 0)
+
+
+relu.defjvps(lambda g, ans, x: convenience.select(x > 0, g, creation.zeros_like(g)))
 
 
 def relu6(x):
