@@ -25,7 +25,8 @@ class Entry:
     self.aliases = None  # donated (operand, result) pairs; None until a call decides them
     self.plan = None  # its call_plans.CallPlan, made on the first call that allows one
     self.used_inputs = None  # per argument, whether the program reads it (see `reads`)
-    mask = tuple(isinstance(a, AbstractRef) for a in jaxpr.in_avals)
+    # (a deserialized executable's entry has no jaxpr, and takes no refs)
+    mask = () if jaxpr is None else tuple(isinstance(a, AbstractRef) for a in jaxpr.in_avals)
     self.ref_mask = mask if any(mask) else None  # which operands are mutable array refs
 
   def reads(self) -> list:

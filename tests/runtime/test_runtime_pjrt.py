@@ -49,7 +49,8 @@ def _c_probe_source():
   enum_names = {1: "PRED", 2: "S8", 3: "S16", 4: "S32", 5: "S64", 6: "U8", 7: "U16", 8: "U32",
                 9: "U64", 10: "F16", 11: "F32", 12: "F64", 13: "BF16", 14: "C64", 15: "C128",
                 16: "F8E5M2", 17: "F8E4M3FN", 18: "F8E4M3B11FNUZ", 19: "F8E5M2FNUZ",
-                20: "F8E4M3FNUZ", 26: "F8E4M3", 27: "F8E3M4", 28: "F8E8M0FNU"}
+                20: "F8E4M3FNUZ", 21: "S4", 22: "U4", 24: "S2", 25: "U2", 26: "F8E4M3",
+                27: "F8E3M4", 28: "F8E8M0FNU", 29: "F4E2M1FN"}
   for code in pjrt.PJRT_TO_NUMPY:
     lines.append(f'printf("enum.{code} %d\\n", (int)PJRT_Buffer_Type_{enum_names[code]});')
   for i, code in enumerate(pjrt.ERROR_CODES):

@@ -141,7 +141,11 @@ def _fresh_copy(x: Array) -> Array:
   """A new Array with storage of its own holding `x`'s value, where `x` is (a donated copy must
   not free `x`): a jitted identity, whose result XLA writes into a new buffer (nothing is
   donated), queued on the device like any call, never through the host; the result is committed
-  and sharded as `x` is."""
+  and sharded as `x` is. Inside a host callback running on one of XLA's threads, where no
+  program may start, the copy is made on the host."""
+  from revax._src.runtime import client
+  if client.execution_refused():  # in a host callback on an XLA thread: a host copy
+    return Array(x.aval, npy=np.array(x._value()))
   global _identity
   if _identity is None:
     from revax._src.jit import jit

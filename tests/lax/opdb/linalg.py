@@ -16,6 +16,7 @@ import scipy.linalg
 import revax.lax as lax
 import revax.lax.linalg as lin
 from revax._src.lax import linalg_util as U
+from revax._src.lax.linalg import cholesky_p
 from revax._src.lax.linalg import geqrf as lin_geqrf  # (internal, as jax's: qr(mode="raw"))
 from tests.lax.op_db import OpRecord
 
@@ -203,6 +204,11 @@ RECORDS = [
            invertible=True, grad_order=0, **_TOL),  # JVP assumes a Hermitian tangent (as JAX)
   OpRecord("cholesky_c64", "cholesky", lin.cholesky, _args(_spd((3, 3), np.complex64)),
            _chol_ref, grad_order=0, **_TOL),
+  # the primitive itself (lin.cholesky masks its result's upper triangle after it, so that the
+  # tangent is exactly lower triangular): the record whose one equation is cholesky, for the
+  # inverse rule's round trip
+  OpRecord("cholesky_f32_primitive", "cholesky", lambda x: cholesky_p.bind(x),
+           _args(_spd((3, 3))), _chol_ref, invertible=True, grad_order=0, **_TOL),
   # triangular_solve (b first: linear in it)
   *[OpRecord(f"triangular_solve_f32_{tag}", "triangular_solve",
              (lambda kw: lambda b, a: lin.triangular_solve(a, b, **kw))(kw),
