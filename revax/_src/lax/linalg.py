@@ -176,6 +176,20 @@ def _lapack_target(ctx, op, aval):
   return lapack.target(op, aval.dtype, ctx.platform)
 
 
+def lapack_or_host_call(ctx, op, x, attrs, host_fn):
+  """Lower `op` on `x`: through revax's LAPACK handler (`_lapack.c`, as jaxlib's LAPACK kernel)
+  where the program is lowered for the CPU and the handler is available, else as a host
+  callback running `host_fn` (NumPy's, or LAPACKE's through NumPy's OpenBLAS)."""
+  target = _lapack_target(ctx, op, ctx.avals_in[0])
+  if target is not None:
+    return _lapack_call(ctx, target, x, ctx.avals_out, attrs=attrs)
+  from revax._src.lax.callbacks import custom_call_op
+  from revax._src.runtime import ffi
+  index = ffi.register_callable(host_fn, ctx.platform)
+  return custom_call_op(ctx, ffi.PYTHON_CALLBACK_TARGET, [x],
+                        attributes=[("index", np.int64(index))])
+
+
 def _slice_last(ctx, outs, full_avals, axes, lo, hi):
   """outs[i][..., lo:hi, ...] along axes[i] (None: unsliced), lowered in place."""
   def fn(*ys):

@@ -35,8 +35,6 @@ from revax._src.interpreters import ad, dispatch, mlir
 from revax._src.interpreters import invertible as inv
 from revax._src.lax import binary, comparison, linalg, reductions, shapes, slicing, unary
 from revax._src.lax import linalg_util as U
-from revax._src.lax.callbacks import custom_call_op
-from revax._src.runtime import ffi
 
 __all__ = ["eig", "eig_p"]
 
@@ -255,16 +253,9 @@ def _host_callable(left: bool, right: bool):
 
 def _eig_lower(ctx, x, *, compute_left_eigenvectors, compute_right_eigenvectors,
                enable_eigvec_derivs, implementation):
-  target = linalg._lapack_target(ctx, "geev", ctx.avals_in[0])
-  if target is not None:  # revax's C handler (_lapack.c), as jaxlib's LAPACK kernel
-    return linalg._lapack_call(ctx, target, x, ctx.avals_out,
-                               attrs=[("left", compute_left_eigenvectors),
-                                      ("right", compute_right_eigenvectors)])
-  index = ffi.register_callable(_host_callable(compute_left_eigenvectors,
-                                               compute_right_eigenvectors), ctx.platform)
-  return custom_call_op(ctx, ffi.PYTHON_CALLBACK_TARGET, [x],
-                        attributes=[("index", np.int64(index))])
-
+  return linalg.lapack_or_host_call(
+      ctx, "geev", x, [("left", compute_left_eigenvectors), ("right", compute_right_eigenvectors)],
+      _host_callable(compute_left_eigenvectors, compute_right_eigenvectors))
 
 eig_p = Primitive("eig", multiple_results=True)
 eig_p.def_abstract_eval(_eig_abstract_eval)

@@ -24,8 +24,6 @@ from revax._src.core.trace import Primitive
 from revax._src.interpreters import ad, dispatch, mlir
 from revax._src.interpreters import invertible as inv
 from revax._src.lax import linalg
-from revax._src.lax.callbacks import custom_call_op
-from revax._src.runtime import ffi
 
 __all__ = ["schur", "schur_p"]
 
@@ -138,14 +136,8 @@ def _host_callable(vectors: bool):
 
 
 def _schur_lower(ctx, x, *, compute_schur_vectors, sort_eig_vals, select_callable):
-  target = linalg._lapack_target(ctx, "gees", ctx.avals_in[0])
-  if target is not None:  # revax's C handler (_lapack.c), as jaxlib's LAPACK kernel
-    return linalg._lapack_call(ctx, target, x, ctx.avals_out,
-                               attrs=[("vectors", compute_schur_vectors)])
-  index = ffi.register_callable(_host_callable(compute_schur_vectors), ctx.platform)
-  return custom_call_op(ctx, ffi.PYTHON_CALLBACK_TARGET, [x],
-                        attributes=[("index", np.int64(index))])
-
+  return linalg.lapack_or_host_call(ctx, "gees", x, [("vectors", compute_schur_vectors)],
+                                    _host_callable(compute_schur_vectors))
 
 schur_p = Primitive("schur", multiple_results=True)
 schur_p.def_abstract_eval(_schur_abstract_eval)
