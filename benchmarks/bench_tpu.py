@@ -7,7 +7,9 @@ runtimes in one process bias each other), alternating, and the same source text 
 
 The step: 12 layers, d_model 1024, 16 heads, sequence 1024, batch 8, vocabulary 8192, bf16
 compute with f32 parameters, SGD; timed as the median of 10 steps after a warm-up, each step
-blocked on. The tiny call: 2000 chained calls of jit(lambda x: x + 1) on a scalar, then one wait.
+blocked on; then a training loop of 100 steps that reads the loss every 10th (issue 31), timed
+per step over the whole loop. The tiny call: 2000 chained calls of jit(lambda x: x + 1) on a
+scalar, then one wait.
 """
 import json
 import os
@@ -90,6 +92,14 @@ def measure(lib: str) -> dict:
     jax.block_until_ready(loss)
     times.append(time.perf_counter() - start)
     losses.append(float(loss))
+  # issue 31's training loop: 100 steps, the loss read (a wait) every 10th step
+  start = time.perf_counter()
+  for i in range(100):
+    loss, params = step(params, tokens)
+    if i % 10 == 9:
+      losses.append(float(loss))
+  jax.block_until_ready(params)
+  loop_ms = (time.perf_counter() - start) / 100 * 1e3
   tiny = jax.jit(lambda x: x + 1)
   x = tiny(jnp.zeros(()))
   jax.block_until_ready(x)
@@ -101,7 +111,8 @@ def measure(lib: str) -> dict:
   step_s = statistics.median(times)
   flops = 6 * BATCH * SEQ * (LAYERS * 12 * D * D + 2 * D * VOCAB) + LAYERS * 12 * BATCH * SEQ * SEQ * D
   return {"lib": lib, "device": str(jax.devices()[0].device_kind), "step_ms": step_s * 1e3,
-          "tflops": flops / step_s / 1e12, "first_call_s": first, "tiny_call_us": tiny_us,
+          "tflops": flops / step_s / 1e12, "first_call_s": first, "loop_step_ms": loop_ms,
+          "tiny_call_us": tiny_us,
           "losses": losses[:4]}
 
 
@@ -125,7 +136,8 @@ def main() -> None:
   med = lambda lib, key: statistics.median(r[key] for r in by[lib])  # noqa: E731
   table = ["| measurement | revax | jax | revax / jax |", "|---|---|---|---|"]
   if by["jax"] and by["revax"]:
-    for key, unit in (("step_ms", "ms"), ("first_call_s", "s"), ("tiny_call_us", "us")):
+    for key, unit in (("step_ms", "ms"), ("loop_step_ms", "ms"), ("first_call_s", "s"),
+                      ("tiny_call_us", "us")):
       r, j = med("revax", key), med("jax", key)
       table.append(f"| {key} | {r:.3g} {unit} | {j:.3g} {unit} | {r / j:.2f}x |")
     table.append(f"| TFLOP/s of the step | {med('revax', 'tflops'):.1f} | "

@@ -1,23 +1,41 @@
-"""Run the project's tests on a TPU machine and write tests/tpu/RESULTS.md.
+"""Run the project's tests on a TPU machine and write a RESULTS.md of what the chip did.
 
-One program at a time can hold the chip, so each chunk of test files runs in ONE pytest process
-(no -n), and the jax oracle is kept on the CPU (JAX_PLATFORMS=cpu; revax does not read that
-variable). revax picks the TPU by itself where libtpu is installed and a chip attached
-(REVAX_PLATFORMS=tpu,cpu makes sure). Each chunk has a time limit; what a chunk did not reach is
-reported as not run.
+One program at a time can hold the chip, so each target (a test file, a folder, or several
+joined by commas) runs in ONE pytest process (no -n), and the jax oracle is kept on the CPU
+(JAX_PLATFORMS=cpu; revax does not read that variable). revax picks the TPU by itself where
+libtpu is installed and a chip attached (REVAX_PLATFORMS=tpu,cpu makes sure).
 
-    python tests/tpu/run_suite.py OUT_DIR CHUNK_SECONDS FILE_OR_DIR [FILE_OR_DIR ...]
+    python tests/tpu/run_suite.py run OUT_DIR SECONDS TARGET [TARGET ...]
+    python tests/tpu/run_suite.py run OUT_DIR SECONDS @tests/tpu/targets.txt[:N]
+    python tests/tpu/run_suite.py merge RESULTS.md DIR_OR_TARBALL [...]
 
-writes OUT_DIR/junit-N.xml per chunk and OUT_DIR/RESULTS.md (per test file: passed / failed /
-skipped / errors on the chip, the date, the libtpu version, the command, and each failure's
-first line).
+`run` gives the targets SECONDS in all, in order: each gets what is left. A target still running
+at the end of its time gets SIGINT, so that pytest stops after the current test and still writes
+its junit report (what it reached counts; the rest is reported as not reached). It writes
+OUT_DIR/junit-N.xml and OUT_DIR/log-N.txt per target, OUT_DIR/targets.json (each target, its
+seconds and whether it finished) and OUT_DIR/RESULTS.md. `@tests/tpu/targets.txt` is the whole
+suite in targets of a few minutes each (`:N` starts at its N-th, for a run that continues another). `merge` combines several runs' folders
+(or `.tar.gz` archives of them, as they come back from the device tool) into one RESULTS.md: a
+test run twice counts once, with its latest outcome.
+
+RESULTS.md holds, per test file, passed / failed / errors / skipped on the chip, the date, the
+libtpu version, the commands, and each failure's first line; FAILURES.txt beside it holds each
+failure's whole text (assertion messages with the measured differences).
 """
 import collections
 import datetime
+import glob
+import json
 import os
+import signal
 import subprocess
 import sys
+import tarfile
+import tempfile
+import time
 import xml.etree.ElementTree as ET
+
+GRACE_SECONDS = 25  # after SIGINT: pytest finishes the current test and writes its report
 
 
 def libtpu_version() -> str:
@@ -28,70 +46,168 @@ def libtpu_version() -> str:
     return "unknown"
 
 
-def run_chunk(index: int, target: str, out_dir: str, seconds: int) -> str:
+def run_target(index: int, target: str, out_dir: str, seconds: float) -> dict:
+  """Run one target in its own pytest process for at most `seconds`; report how it ended."""
   junit = os.path.join(out_dir, f"junit-{index}.xml")
   env = dict(os.environ, JAX_PLATFORMS="cpu", REVAX_PLATFORMS=os.environ.get(
       "REVAX_PLATFORMS", "tpu,cpu"), PYTHONUNBUFFERED="1")
   command = [sys.executable, "-m", "pytest", "-q", "-p", "no:warnings", "-p", "no:cacheprovider",
-             f"--junitxml={junit}", *target.split(",")]
-  try:
-    subprocess.run(command, env=env, timeout=seconds, stdout=subprocess.DEVNULL,
-                   stderr=subprocess.DEVNULL)
-  except subprocess.TimeoutExpired:
-    print(f"{target}: stopped after {seconds} s", flush=True)
-  return junit
+             "-o", "addopts=", f"--junitxml={junit}", *target.split(",")]
+  start = time.monotonic()
+  with open(os.path.join(out_dir, f"log-{index}.txt"), "w") as log:
+    process = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
+    try:
+      process.wait(timeout=max(1.0, seconds))
+      finished = True
+    except subprocess.TimeoutExpired:
+      finished = False
+      process.send_signal(signal.SIGINT)
+      try:
+        process.wait(timeout=GRACE_SECONDS)
+      except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+  elapsed = time.monotonic() - start
+  print(f"{target}: {'finished' if finished else 'stopped'} after {elapsed:.0f} s", flush=True)
+  return {"index": index, "target": target, "seconds": round(elapsed, 1), "finished": finished}
 
 
-def read(junit: str, counts, failures) -> None:
-  if not os.path.exists(junit):
-    return
-  try:
-    root = ET.parse(junit).getroot()
-  except ET.ParseError:
-    return
-  for case in root.iter("testcase"):
-    name = case.get("classname", "").replace(".", "/") + ".py"
-    outcome = "passed"
-    for child in case:
-      if child.tag in ("failure", "error"):
-        outcome = "failed" if child.tag == "failure" else "errors"
-        message = (child.get("message") or "").strip().splitlines()
-        failures[name].append(f"{case.get('name')}: {(message or [''])[0][:160]}")
-      elif child.tag == "skipped":
-        outcome = "skipped"
-    counts[name][outcome] += 1
-
-
-def main() -> None:
-  out_dir, seconds, targets = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+def run(out_dir: str, seconds: float, targets: list[str]) -> None:
   os.makedirs(out_dir, exist_ok=True)
+  deadline = time.monotonic() + seconds
+  ended = []
+  for i, target in enumerate(targets):
+    left = deadline - time.monotonic() - GRACE_SECONDS
+    if left < 20:
+      ended.append({"index": i, "target": target, "seconds": 0, "finished": False})
+      continue
+    ended.append(run_target(i, target, out_dir, left))
+  command = f"python tests/tpu/run_suite.py run OUT {seconds:g} {' '.join(targets)}"
+  with open(os.path.join(out_dir, "targets.json"), "w") as f:
+    json.dump({"date": str(datetime.date.today()), "libtpu": libtpu_version(),
+               "command": command, "targets": ended}, f, indent=1)
+  write_results([out_dir], os.path.join(out_dir, "RESULTS.md"))
+
+
+# --- reading and merging reports ----------------------------------------------------------------
+def _folders(sources: list[str], scratch: str) -> list[str]:
+  """Each source as a folder of junit files (archives unpacked into `scratch`)."""
+  folders = []
+  for n, source in enumerate(sources):
+    if source.endswith((".tar.gz", ".tgz", ".tar")):
+      target = os.path.join(scratch, str(n))
+      with tarfile.open(source) as archive:
+        archive.extractall(target, filter="data")
+      inner = glob.glob(os.path.join(target, "**", "targets.json"), recursive=True)
+      folders.append(os.path.dirname(inner[0]) if inner else target)
+    else:
+      folders.append(source)
+  return folders
+
+
+def _outcome(case) -> tuple[str, str]:
+  for child in case:
+    if child.tag in ("failure", "error"):
+      text = (child.get("message") or "") + "\n" + (child.text or "")
+      return ("failed" if child.tag == "failure" else "errors"), text.strip()
+    if child.tag == "skipped":
+      return "skipped", (child.get("message") or "").strip()
+  return "passed", ""
+
+
+def read_cases(folder: str, stopped: set) -> dict:
+  """{(file, test name): (outcome, text)} of every junit report in `folder`. A target stopped at
+  its time limit (index in `stopped`) loses its last test: the one SIGINT interrupted."""
+  cases = {}
+  for junit in sorted(glob.glob(os.path.join(folder, "junit-*.xml"))):
+    try:
+      root = ET.parse(junit).getroot()
+    except ET.ParseError:
+      continue
+    index = int(os.path.basename(junit)[len("junit-"):-len(".xml")])
+    reported = list(root.iter("testcase"))
+    for case in reported[:-1] if index in stopped else reported:
+      name = case.get("classname", "").replace(".", "/") + ".py"
+      cases[(name, case.get("name"))] = _outcome(case)
+  return cases
+
+
+def write_results(sources: list[str], path: str) -> None:
+  with tempfile.TemporaryDirectory() as scratch:
+    folders = _folders(sources, scratch)
+    cases, runs = {}, []
+    for folder in folders:  # later runs win: a test re-run after a fix counts with its new outcome
+      meta = os.path.join(folder, "targets.json")
+      stopped = set()
+      if os.path.exists(meta):
+        runs.append(json.load(open(meta)))
+        stopped = {t["index"] for t in runs[-1]["targets"] if t["seconds"] and not t["finished"]}
+      cases.update(read_cases(folder, stopped))
   counts = collections.defaultdict(collections.Counter)
   failures = collections.defaultdict(list)
-  for i, target in enumerate(targets):
-    read(run_chunk(i, target, out_dir, seconds), counts, failures)
+  for (name, test), (outcome, text) in sorted(cases.items()):
+    counts[name][outcome] += 1
+    if outcome in ("failed", "errors"):
+      failures[name].append((test, text))
   total = collections.Counter()
-  lines = ["# revax's tests on a TPU", "",
-           f"Run {datetime.date.today()} on {os.environ.get('TPU_NAME', 'one TPU v5e chip')}, "
-           f"libtpu {libtpu_version()}, with `python tests/tpu/run_suite.py OUT "
-           f"{seconds} {' '.join(targets)}` (one pytest process per target, the jax oracle on "
-           "the CPU). Targets that ran past their time limit list only what they reached.", "",
-           "| test file | passed | failed | errors | skipped |", "|---|---|---|---|---|"]
+  for c in counts.values():
+    total.update(c)
+  ran = total["passed"] + total["failed"] + total["errors"]
+  lines = ["# revax's tests on a TPU", ""]
+  for meta in runs:
+    reached = [t["target"] for t in meta["targets"] if t["seconds"] and not t["finished"]]
+    missed = [t["target"] for t in meta["targets"] if not t["seconds"]]
+    lines.append(f"- {meta['date']}, libtpu {meta['libtpu']}: `{meta['command']}`"
+                 + (f"; stopped at its time limit: {', '.join(reached)}" if reached else "")
+                 + (f"; not reached: {', '.join(missed)}" if missed else ""))
+  lines += ["", "One pytest process per target, the jax oracle on the CPU; a test run in several "
+            "runs counts once, with its latest outcome.", "",
+            "| test file | passed | failed | errors | skipped |", "|---|---|---|---|---|"]
   for name in sorted(counts):
     c = counts[name]
-    total.update(c)
     lines.append(f"| {name} | {c['passed']} | {c['failed']} | {c['errors']} | {c['skipped']} |")
   lines.append(f"| **all** | {total['passed']} | {total['failed']} | {total['errors']} | "
                f"{total['skipped']} |")
-  ran = total["passed"] + total["failed"] + total["errors"]
   if ran:
-    lines += ["", f"Passed: {total['passed']} of {ran} run ({100 * total['passed'] / ran:.1f}%)."]
-  lines += ["", "## Failures", ""]
+    lines += ["", f"Passed: {total['passed']} of {ran} run ({100 * total['passed'] / ran:.2f}%); "
+              f"{total['skipped']} skipped."]
+  lines += ["", "## Failures (first lines; whole texts in FAILURES.txt)", ""]
+  full = []
   for name in sorted(failures):
     lines.append(f"- {name}")
-    lines += [f"  - {f}" for f in failures[name]]
-  with open(os.path.join(out_dir, "RESULTS.md"), "w") as f:
+    for test, text in failures[name]:
+      first = text.splitlines()[0] if text else ""
+      lines.append(f"  - {test}: {first[:160]}")
+      full += [f"=== {name}::{test}", text[:4000], ""]
+  with open(path, "w") as f:
     f.write("\n".join(lines) + "\n")
-  print("\n".join(lines[:12 + len(counts)]))
+  with open(os.path.join(os.path.dirname(path) or ".", "FAILURES.txt"), "w") as f:
+    f.write("\n".join(full) + "\n")
+  print("\n".join(lines[:16 + len(counts)]))
+
+
+def expand(targets: list[str]) -> list[str]:
+  """Targets as given, where `@PATH` stands for the lines of the file PATH (its `#` comments and
+  blank lines left out) and `@PATH:N` for its lines from the N-th on (0-based)."""
+  out = []
+  for target in targets:
+    if not target.startswith("@"):
+      out.append(target)
+      continue
+    path, _, start = target[1:].partition(":")
+    lines = [line.split("#")[0].strip() for line in open(path)]
+    out += [line for line in lines if line][int(start or 0):]
+  return out
+
+
+def main() -> None:
+  mode, rest = sys.argv[1], sys.argv[2:]
+  if mode == "run":
+    run(rest[0], float(rest[1]), expand(rest[2:]))
+  elif mode == "merge":
+    write_results(rest[1:], rest[0])
+  else:
+    sys.exit(__doc__)
 
 
 if __name__ == "__main__":
