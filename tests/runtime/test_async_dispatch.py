@@ -12,6 +12,7 @@ import _thread
 import ctypes
 import functools
 import gc
+import inspect
 import os
 import shutil
 import signal
@@ -252,8 +253,15 @@ def test_block_until_ready_with_work_in_flight(steps, operands):
   assert all(o.is_ready() for o in outs)
   for k, o in enumerate(outs):
     np.testing.assert_array_equal(o, np.roll(X, steps // 8 + k, axis=1))
+
+
+def test_effects_barrier_waits_for_everything_queued(steps, operands):
+  # where revax tracks completions (every plugin but libtpu, which bounds its own queue and
+  # whose effects_barrier, as jax's, waits for the programs with effects: those are awaited at
+  # the call)
+  x, p = operands
   y = shift(x, p, steps // 8)
-  revax.effects_barrier()  # waits for everything queued
+  revax.effects_barrier()
   assert y.is_ready()
 
 
@@ -475,3 +483,51 @@ def test_window_counts_are_consistent():
   window.drain()
   assert len(window) == 0
   assert client.settle_all() is None
+
+
+# --- windows that ask for no completion events (a plugin that bounds its own work: libtpu) ---
+@pytest.fixture()
+def untracked_windows():
+  """Every device window of the backend in the mode revax takes on a TPU: launches ask for no
+  completion event and none is kept (libtpu's max_inflight_computations bounds the queue)."""
+  windows = list(get_backend()._windows.values())
+  for window in windows:
+    window.drain()
+    window.track = False
+  try:
+    yield windows
+  finally:
+    for window in windows:
+      window.track = True
+
+
+# (not "a failure known at the call raises at the call": without completion events a program
+# that failed inline, which only XLA:CPU does, reports its error at the first use of its outputs)
+_PROMISES = ["test_a_long_call_returns_at_once_with_a_right_result",
+             "test_every_host_read_waits_for_the_value",
+             "test_a_program_failing_at_run_time_raises_at_first_use",
+             "test_a_host_callback_program_waits_and_raises_at_the_call",
+             "test_a_chain_of_1000_dependent_calls", "test_deletion_with_work_in_flight",
+             "test_donation_with_work_in_flight", "test_block_until_ready_with_work_in_flight",
+             "test_8_threads_queue_on_one_device", "test_eager_ops_on_device_values_are_queued",
+             "test_device_put_of_a_value_being_computed"]
+
+
+@pytest.mark.parametrize("name", _PROMISES)
+def test_untracked_windows_keep_every_promise(name, untracked_windows, request):
+  """The same asynchronous-dispatch promises hold where launches ask for no completion event:
+  each launch is counted, none is kept, and every result is right when read."""
+  test = globals()[name]
+  launched = sum(w.launched for w in untracked_windows)
+  params = inspect.signature(test).parameters
+  test(**{p: request.getfixturevalue(p) for p in params})
+  assert all(len(w) == 0 for w in untracked_windows)
+  assert sum(w.launched for w in untracked_windows) > launched
+
+
+def test_libtpu_is_asked_to_bound_its_own_queue():
+  """On a TPU the in-flight bound is libtpu's client option (as PyTorch/XLA and JAX's TPU
+  client pass it); the CPU plugin gets its device count and no such option."""
+  limit = revax.config.read("revax_max_inflight_computations")
+  assert client._client_options("/x/libtpu/libtpu.so") == {"max_inflight_computations": limit}
+  assert "max_inflight_computations" not in client._client_options("/x/xla_cpu_pjrt.so")

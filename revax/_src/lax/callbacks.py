@@ -543,7 +543,8 @@ def effects_barrier() -> None:
 
   A call of a program with host callbacks returns only once the program has finished (as
   JAX's does on CPU), so its callbacks have run by then; other programs return as soon as they
-  are queued. This waits for every program queued so far to finish.
+  are queued. This waits for every program queued so far to finish (on a TPU, whose runtime
+  bounds its own queue and reports no completions to revax, for those with effects, as jax's).
 
   Example:
     >>> seen = []

@@ -28,7 +28,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#define FASTPATH_ABI 5
+#define FASTPATH_ABI 6
 #define TEMPLATE_MAX 256
 #define STACK_BUFFERS 64
 
@@ -378,6 +378,9 @@ static PyTypeObject WaiterType = {
    computations), so a Python loop that runs ahead of the device cannot queue unbounded work
    (and the memory its arguments hold). Errors of the awaited events are dropped here: a failed
    computation's outputs carry its error and raise it where they are read.
+   A window whose `track` is false asks for no completion events at all: the plugin bounds the
+   work in flight itself (libtpu's `max_inflight_computations`), and on a TPU asking for each
+   launch's completion event costs about as much as the launch (tests/tpu/RESULTS.md).
    Used with the GIL held (which orders its bookkeeping); each wait releases the GIL. */
 typedef struct {
   PyObject_HEAD pjrt_fn event_await, event_destroy, event_is_ready;
@@ -391,6 +394,7 @@ typedef struct {
   void **ring; /* `count` events from `head` on, modulo `capacity` */
   Py_ssize_t capacity, head, count, limit;
   Py_ssize_t launched; /* events pushed so far (for tests and statistics) */
+  int track;           /* whether launches ask for completion events (see above) */
 } Window;
 
 /* Free a PJRT_Error (no GIL needed). */
@@ -493,6 +497,7 @@ static int Window_init(Window *self, PyObject *args, PyObject *kwds) {
     PyErr_SetString(PyExc_ValueError, "a window's limit must be at least 1");
     return -1;
   }
+  self->track = 1;
   return 0;
 }
 
@@ -553,10 +558,26 @@ static PyObject *Window_get_launched(Window *self, void *closure) {
   return PyLong_FromSsize_t(self->launched);
 }
 
+static PyObject *Window_get_track(Window *self, void *closure) {
+  return PyBool_FromLong(self->track);
+}
+
+static int Window_set_track(Window *self, PyObject *value, void *closure) {
+  int track = value ? PyObject_IsTrue(value) : -1;
+  if (track < 0) {
+    if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "track cannot be deleted");
+    return -1;
+  }
+  self->track = track;
+  return 0;
+}
+
 static PyGetSetDef Window_getset[] = {
     {"limit", (getter)Window_get_limit, (setter)Window_set_limit,
      "at most this many computations in flight", NULL},
     {"launched", (getter)Window_get_launched, NULL, "events pushed so far", NULL},
+    {"track", (getter)Window_get_track, (setter)Window_set_track,
+     "whether launches ask for completion events (false: the plugin bounds its work)", NULL},
     {NULL}};
 
 static PyMethodDef Window_methods[] = {
@@ -734,7 +755,8 @@ static int Runner_init(Runner *self, PyObject *args, PyObject *kwds) {
    programs inline), the event is destroyed; an error it carries came from a failed input
    (a program failing inline makes execute itself fail), and is left to the outputs, which
    carry it, as in JAX. Without a window (a program with host callbacks, which JAX also waits
-   for), the completion event is awaited here and its error reported.
+   for), the completion event is awaited here and its error reported. With a window that does
+   not track (its `track` false), no completion event is asked for: the launch returns queued.
    Returns 0 with `outputs` filled and computed, 2 with `outputs` filled and still being
    computed, 1 with the three error pointers set (outputs filled only if execute itself
    succeeded), or -1 with a Python error. */
@@ -744,7 +766,9 @@ static int execute(Runner *self, void **inputs, Py_ssize_t count, void *device, 
   void *argument_list[1] = {inputs};
   void *output_list[1] = {outputs};
   void *events[1] = {NULL};
-  void *events_address = events, *argument_lists = argument_list, *output_lists = output_list;
+  int untracked = window != NULL && !window->track;
+  void *events_address = untracked ? NULL : (void *)events;
+  void *argument_lists = argument_list, *output_lists = output_list;
   size_t num_args = (size_t)count;
   memcpy(exec_args, self->exec_args.bytes, self->exec_args.size);
   PUT(exec_args, self->off_argument_lists, argument_lists);
@@ -753,7 +777,7 @@ static int execute(Runner *self, void **inputs, Py_ssize_t count, void *device, 
   PUT(exec_args, self->off_events, events_address);
   if (self->portable) PUT(exec_args, self->off_device, device);
   memcpy(event_args, self->event_args.bytes, self->event_args.size);
-  if (window != NULL) window_make_room(window);
+  if (window != NULL && !untracked) window_make_room(window);
 
   /* the calling thread is in execute: a host callback run inline on it may run programs */
   PyObject *ident = PyLong_FromUnsignedLong(PyThread_get_thread_ident());
@@ -766,7 +790,9 @@ static int execute(Runner *self, void **inputs, Py_ssize_t count, void *device, 
   void *exec_error, *await_error = NULL, *destroy_error = NULL;
   int pending = 0, failed_input = 0;
   Py_BEGIN_ALLOW_THREADS exec_error = self->execute(exec_args);
-  if (exec_error == NULL) {
+  if (exec_error == NULL && untracked) {
+    pending = 1;
+  } else if (exec_error == NULL) {
     if (window != NULL && events[0] != NULL && !window_is_ready(window, events[0])) {
       pending = 1;
     } else {
@@ -785,6 +811,10 @@ static int execute(Runner *self, void **inputs, Py_ssize_t count, void *device, 
     if (PySet_Discard(executing_threads, ident) < 0) PyErr_Clear();
   }
   Py_DECREF(ident);
+  if (pending && untracked) {
+    window->launched++;
+    return 2;
+  }
   if (pending) {
     if (window_push(window, events[0]) == 0) return 2;
     /* the window cannot grow (out of memory): wait for this one here */

@@ -192,8 +192,16 @@ def _present_platforms() -> list[str]:
 
 def _start(api: pjrt.Api) -> Backend:
   """A Backend on the loaded plugin `api`, registered under its platform."""
+  options = _client_options(api.path)
   try:
-    backend = Backend(api, create_options=_client_options(api.path))
+    try:
+      backend = Backend(api, create_options=options)
+    except RuntimeBackendError:
+      if _INFLIGHT_OPTION not in options:
+        raise
+      # a libtpu that does not know the option: revax's windows bound the work instead
+      backend = Backend(api, create_options={k: v for k, v in options.items()
+                                             if k != _INFLIGHT_OPTION})
   except RuntimeBackendError as e:
     if "tpu" in os.path.basename(api.path).lower():
       raise backends.tpu_start_error(e.message) from None
@@ -201,9 +209,19 @@ def _start(api: pjrt.Api) -> Backend:
   return _backends.setdefault(backend.platform, backend)
 
 
+# libtpu's own bound on the programs queued per device (the option PyTorch/XLA and JAX's TPU
+# client pass): where the plugin bounds its work itself, revax's windows need not track each
+# launch's completion, which on a TPU costs about as much as the launch (tests/tpu/RESULTS.md)
+_INFLIGHT_OPTION = "max_inflight_computations"
+
+
 def _client_options(plugin_path: str) -> dict:
-  """PJRT_Client_Create options: the CPU plugin gets `cpu_device_count` (its default is 4)."""
-  if "cpu" not in os.path.basename(plugin_path).lower():
+  """PJRT_Client_Create options: the CPU plugin gets `cpu_device_count` (its default is 4),
+  libtpu `max_inflight_computations` (revax_max_inflight_computations, read at the start)."""
+  name = os.path.basename(plugin_path).lower()
+  if "tpu" in name:
+    return {_INFLIGHT_OPTION: config.read("revax_max_inflight_computations")}
+  if "cpu" not in name:
     return {}
   configured = config.read("num_cpu_devices")
   if configured > 0:
@@ -334,9 +352,14 @@ class Backend:
     freer = fastpath.freer(api)  # the compiled Buffer_Destroy, or None (then ctypes)
     self._free = freer.free if freer is not None else None
     self._waiter = fastpath.waiter(api)  # the compiled wait for buffers, or None (ctypes)
-    # each device's computations in flight (see the module docstring)
+    # each device's computations in flight (see the module docstring); where the plugin bounds
+    # them itself, the windows ask for no completion events (REVAX_TRACK_COMPLETION=1: they do)
     limit = config.read("revax_max_inflight_computations")
     self._windows = {d._ptr: _new_window(api, limit) for d in self.devices}
+    plugin_bounds = _INFLIGHT_OPTION in (create_options or {})
+    if plugin_bounds and os.environ.get("REVAX_TRACK_COMPLETION", "") not in ("1", "true"):
+      for window in self._windows.values():
+        window.track = False
 
   def __repr__(self) -> str:
     return f"Backend(platform={self.platform!r}, devices={self.devices})"
@@ -1072,6 +1095,7 @@ class _Window:
     self._api = api
     self.limit = limit
     self.launched = 0
+    self.track = True  # False: launches ask for no completion event (the plugin bounds them)
     self._events = collections.deque()
 
   def __len__(self) -> int:
@@ -1403,7 +1427,8 @@ class Executable:
                               or self.pending_infos(device))
         self.raise_failure(outputs)
       return outputs, self._infos_by_device.get(device._ptr) or self._output_infos(device)
-    if window is not None:
+    untracked = window is not None and not window.track
+    if window is not None and not untracked:
       window.make_room()
     ident = _get_ident()
     waiting = ident not in _executing_threads
@@ -1424,6 +1449,7 @@ class Executable:
       call.num_args = count
       if self._portable:
         call.execute_device = device._ptr
+      call.device_complete_events = None if untracked else C.addressof(scratch.events)
       transfers = self._host_transfers
       if transfers is not None:  # fresh callback state for this execution
         launch = transfers.launch(self._options, 1)
@@ -1432,6 +1458,9 @@ class Executable:
       if error:
         raise _with_callback_cause(self._api.take_error(error))
       outputs = scratch.outputs
+      if untracked:  # the plugin bounds its work in flight: nothing to wait for or keep
+        window.launched += 1
+        return outputs[:self.num_outputs], self.pending_infos(device)
       event = scratch.events[0]
       if window is not None and event and not window.is_ready(event):
         window.push(event)

@@ -40,7 +40,7 @@ import os
 
 from revax._src.runtime import pjrt
 
-ABI = 5  # must equal FASTPATH_ABI in _fastpath.c
+ABI = 6  # must equal FASTPATH_ABI in _fastpath.c
 
 
 def _load():

@@ -1,0 +1,99 @@
+"""What the suite expects differently on a TPU, declared in one place, each with its reason.
+
+The suite compares revax with NumPy and with jax 0.10.2 on the CPU (the oracle stays on the CPU
+on a TPU machine: tests/tpu/run_suite.py). Where revax runs on a TPU (tests/tpu/RESULTS.md), a
+few differences are the platform's, not revax's, and jax on the same chip shows them too:
+
+- TRANSCENDENTAL: XLA:TPU evaluates log, log1p, tanh, the inverse hyperbolic functions, lgamma,
+  digamma, igamma(c), the Bessel functions and the samplers built on them (normal's erf_inv,
+  exponential's and gumbel's log, gamma's loop) with its own float32 approximations. Measured
+  on a v5e against NumPy / XLA:CPU (max over the op database and the samplers): relative 1.4e-3
+  (lgamma near its zeros), absolute 5.3e-4 (polygamma) - a few float32 ulps of each function's
+  own scale, far above the CPU's 1e-5 tolerances and far below any real error.
+- RNG_BIT_GENERATOR: `rng_bit_generator`'s default algorithm is the platform's, so 'rbg' and
+  'unsafe_rbg' keys draw other bits on a TPU than on the CPU (jax's too).
+- REDUCE_WINDOW_INIT: XLA leaves how often a reduce_window's non-identity initial value is
+  folded in to the platform.
+- Tests that only the CPU can run: programs calling revax's FFI/LAPACK handlers (libtpu has no
+  FFI extension; jax has no TPU eig/schur either), and tests whose child processes would open
+  the chip the test process holds.
+
+Nothing here changes a tolerance or a skip on the CPU: `ON_TPU` is false there.
+"""
+import numpy as np
+import pytest
+
+from revax._src.runtime import backends
+
+ON_TPU = backends.platform_order()[0] == "tpu"
+
+TRANSCENDENTAL = ("XLA:TPU's own float32 approximations of transcendental functions (log, tanh, "
+                  "lgamma, erf_inv, ...) differ from NumPy's and XLA:CPU's by a few ulps "
+                  "(tests/platform_tolerances.py)")
+RNG_BIT_GENERATOR = ("rng_bit_generator's default algorithm is the platform's: 'rbg' and "
+                     "'unsafe_rbg' keys draw other bits on a TPU than jax on the CPU")
+REDUCE_WINDOW_INIT = ("XLA leaves how often a non-identity reduce_window init value is applied to "
+                      "the platform (XLA:TPU and XLA:CPU differ)")
+NO_FFI = ("libtpu has no FFI extension: revax.ffi targets and the CPU's LAPACK handlers (eig, "
+          "schur, roots) run on the CPU only; jax has no TPU eig/schur either")
+HOLDS_THE_CHIP = ("a child process would open the TPU that this test process holds (one program "
+                  "per chip)")
+
+# float32 tolerances on a TPU where a transcendental function is in the computation (measured
+# maxima above, with a factor of about 2)
+TPU_RTOL, TPU_ATOL = 3e-3, 1e-3
+
+# op-database records (tests/lax/op_db.py) that the TPU computes differently, by reason
+RECORD_DIFFERENCES = {
+    **dict.fromkeys([
+        "acosh_c64", "acosh_f32", "acosh_f32_0d", "asin_c64", "asinh_c64", "asinh_f32",
+        "atanh_f32", "atanh_f32_0d", "bessel_i0e_f32", "digamma_f32", "igammac_f32",
+        "igammac_f32_edges", "lgamma_f32", "lgamma_f32_0d", "log1p_f32", "log_c64", "log_f32",
+        "log_f32_0d", "polygamma_f32", "random_gamma_batched_keys_log_space",
+        "random_gamma_grad_f32", "scan_tanh_rnn", "scan_tanh_rnn_reverse", "tanh_f32"],
+        TRANSCENDENTAL),
+    **dict.fromkeys(["reduce_window_generic_add_non_identity_init",
+                     "reduce_window_generic_mul_non_identity_init",
+                     "reduce_window_generic_sub_lambda"], REDUCE_WINDOW_INIT),
+    "rng_bit_generator_rng_default_uint32": RNG_BIT_GENERATOR,
+    **dict.fromkeys(["ffi_call_python_target", "eig_f32_eigenvalues", "eig_f32_vectors",
+                     "eig_c64_eigenvalues", "schur_f32_batched", "schur_c64",
+                     "schur_f32_no_vectors"], NO_FFI),
+}
+_SKIPPED_REASONS = (REDUCE_WINDOW_INIT, RNG_BIT_GENERATOR, NO_FFI)
+
+
+def tolerance(rtol: float, atol: float) -> tuple[float, float]:
+  """(rtol, atol) for a comparison that involves transcendental functions: as given on the CPU,
+  at least TPU_RTOL / TPU_ATOL on a TPU (TRANSCENDENTAL)."""
+  if not ON_TPU:
+    return rtol, atol
+  return max(rtol, TPU_RTOL), max(atol, TPU_ATOL)
+
+
+def record_tolerance(record) -> tuple[float, float]:
+  """An op-database record's (rtol, atol) on this platform."""
+  if ON_TPU and RECORD_DIFFERENCES.get(record.name) == TRANSCENDENTAL:
+    return tolerance(record.rtol, record.atol)
+  return record.rtol, record.atol
+
+
+def record_marks(record) -> list:
+  """The skip marks of an op-database record on this platform."""
+  why = RECORD_DIFFERENCES.get(record.name) if ON_TPU else None
+  return [pytest.mark.skip(reason=f"TPU: {why}")] if why in _SKIPPED_REASONS else []
+
+
+def skip_on_tpu(reason: str):
+  """A skipif mark for what the TPU cannot or need not run, with the reason."""
+  return pytest.mark.skipif(ON_TPU, reason=f"TPU: {reason}")
+
+
+def assert_same_values(actual, expected) -> None:
+  """Equal arrays; on a TPU, floating arrays equal to TRANSCENDENTAL's tolerance (samplers turn
+  the same random bits into floats through the chip's log/erf_inv)."""
+  actual, expected = np.asarray(actual), np.asarray(expected)
+  if ON_TPU and np.issubdtype(actual.dtype, np.inexact):
+    np.testing.assert_allclose(actual, expected, rtol=TPU_RTOL, atol=TPU_ATOL)
+  else:
+    np.testing.assert_array_equal(actual, expected)
