@@ -15,9 +15,12 @@ import pytest
 import revax
 import revax.lax.linalg as lin
 import revax.numpy as rnp
+from tests import platform_tolerances
 from revax._src.runtime import lapack
 
 jax = pytest.importorskip("jax")
+# the CPU's LAPACK handlers (and 64-bit decompositions, which XLA:TPU aborts on compiling)
+pytestmark = platform_tolerances.skip_on_tpu(platform_tolerances.NO_FFI)
 jlin = jax.lax.linalg
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))

@@ -11,6 +11,7 @@ import revax
 from revax._src.core.trace import Primitive
 from revax._src.core.typecheck import check_jaxpr
 from tests.lax.op_db import all_records, assert_close
+from tests import platform_tolerances
 from tests.plugin_differences import skip_on_plugins_that_differ
 
 RECORDS = all_records()
@@ -26,34 +27,43 @@ def _inputs(record):
   return record.args(np.random.default_rng([zlib.crc32(record.name.encode()), _SEED_OFFSET]))
 
 
-@pytest.mark.parametrize("record", RECORDS, ids=str)
-def test_against_numpy_reference(record):
-  args = _inputs(record)
-  expected = record.ref(*args)
-  actual = record.fun(*args)
-  assert_close(actual, expected, record.rtol, record.atol, record.check_dtype, record.name)
-
-
 # Records whose jit result differs on some plugins (tests/plugin_differences.py).
 _PLUGIN_DIFFERENCES = {"digamma_f32_edges": "digamma_at_zero"}
 
 
-def _with_plugin_skips(records):
-  return [r if r.name not in _PLUGIN_DIFFERENCES else
-          pytest.param(r, id=str(r), marks=skip_on_plugins_that_differ(_PLUGIN_DIFFERENCES[r.name]))
-          for r in records]
+def _with_platform_skips(records, plugins=False):
+  """The records with their skips on a TPU (tests/platform_tolerances.py) and, with `plugins`,
+  on the plugins whose jit results differ (tests/plugin_differences.py)."""
+  return [pytest.param(r, id=str(r), marks=_marks(r, plugins)) for r in records]
 
 
-@pytest.mark.parametrize("record", _with_plugin_skips(RECORDS), ids=str)
+def _marks(record, plugins):
+  marks = platform_tolerances.record_marks(record)
+  if plugins and record.name in _PLUGIN_DIFFERENCES:
+    marks.append(skip_on_plugins_that_differ(_PLUGIN_DIFFERENCES[record.name]))
+  return marks
+
+
+@pytest.mark.parametrize("record", _with_platform_skips(RECORDS), ids=str)
+def test_against_numpy_reference(record):
+  args = _inputs(record)
+  expected = record.ref(*args)
+  actual = record.fun(*args)
+  rtol, atol = platform_tolerances.record_tolerance(record)
+  assert_close(actual, expected, rtol, atol, record.check_dtype, record.name)
+
+
+@pytest.mark.parametrize("record", _with_platform_skips(RECORDS, plugins=True), ids=str)
 def test_jit_matches_eager(record):
   """Eager runs the NumPy implementation, jit runs XLA: two independent implementations."""
   args = _inputs(record)
   eager = record.fun(*args)
   jitted = revax.jit(record.fun)(*args)
-  assert_close(jitted, eager, record.rtol, record.atol, True, record.name)
+  rtol, atol = platform_tolerances.record_tolerance(record)
+  assert_close(jitted, eager, rtol, atol, True, record.name)
 
 
-@pytest.mark.parametrize("record", RECORDS, ids=str)
+@pytest.mark.parametrize("record", _with_platform_skips(RECORDS), ids=str)
 def test_jaxpr_typechecks_and_binds_primitive(record):
   args = _inputs(record)
   closed = revax.make_jaxpr(record.fun)(*args)

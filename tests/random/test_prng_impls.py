@@ -15,6 +15,7 @@ import pytest
 
 import revax
 import revax.random as rr
+from tests import platform_tolerances
 from tests.random.test_keys import assert_same
 
 IMPLS = ["rbg", "unsafe_rbg"]
@@ -102,6 +103,8 @@ def assert_like_jax(name, actual, expected):
 
 @pytest.fixture(params=IMPLS)
 def impl(request):
+  if platform_tolerances.ON_TPU:
+    pytest.skip(f"TPU: {platform_tolerances.RNG_BIT_GENERATOR}")
   return request.param
 
 
@@ -232,6 +235,7 @@ def test_config_option():
     assert f().shape == (4,)
 
 
+@platform_tolerances.skip_on_tpu(platform_tolerances.HOLDS_THE_CHIP)
 def test_environment_variable():
   code = ("import revax, revax.random as rr; print(revax.config.jax_default_prng_impl, "
           "rr.key(0).dtype, rr.PRNGKey(7).tolist())")
