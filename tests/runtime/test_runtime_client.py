@@ -469,3 +469,20 @@ def test_interpreter_exit_with_live_buffers_and_executables_is_clean():
     print("done")
     """, {"ADD": ADD})
   assert result.returncode == 0 and result.stdout == "done\n" and result.stderr == ""
+
+
+def test_single_device_programs_can_be_pinned_to_the_only_device(monkeypatch):
+  """REVAX_PORTABLE_EXECUTABLES=0 compiles a one-device backend's programs for that device (as
+  jax does) instead of as portable executables; both run and give the same result."""
+  backend = get_backend()
+  if len(backend.devices) > 1:
+    pytest.skip("the switch applies to one-device backends only")
+  a = np.arange(6, dtype=np.float32).reshape(2, 3)
+  x = backend.buffer_from_numpy(a)
+  portable = backend.compile(ADD)
+  monkeypatch.setenv("REVAX_PORTABLE_EXECUTABLES", "0")
+  pinned = backend.compile(ADD)
+  assert portable._portable and not pinned._portable
+  for exe in (portable, pinned):
+    (y,) = exe.execute([x, x])
+    np.testing.assert_array_equal(y.to_numpy(), a + a)
