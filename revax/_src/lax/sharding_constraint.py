@@ -67,6 +67,8 @@ def with_sharding_constraint(x, shardings):
   for leaf, s in zip(leaves, per_leaf, strict=True):
     if mesh_context.is_spec(s):
       s = mesh_context.resolve_spec(s, "with_sharding_constraint", RuntimeError)
+    if mesh_context.concrete is not None:  # (a type's sharding: over a concrete mesh)
+      s = mesh_context.concrete(s, "with_sharding_constraint", _mesh_of(leaf))
     if s is not None and not _is_sharding(s):
       raise TypeError(f"with_sharding_constraint: shardings must be Sharding objects "
                       f"(NamedSharding, SingleDeviceSharding) or None, got "
@@ -105,6 +107,8 @@ def resolve_out_sharding(out_sharding):
     return None
   if mesh_context.is_spec(out_sharding):
     out_sharding = mesh_context.resolve_spec(out_sharding, "out_sharding")
+  if mesh_context.concrete is not None:  # (a type's sharding: over the mesh in context)
+    out_sharding = mesh_context.concrete(out_sharding, "out_sharding")
   mesh = getattr(out_sharding, "mesh", None)
   if mesh is None or not hasattr(out_sharding, "spec"):
     raise TypeError(f"out_sharding must be a NamedSharding or a PartitionSpec, got "
@@ -150,6 +154,14 @@ def wanted_type(aval: ShapedArray, like) -> dict:
   return {"out_sharding": sharding_types.make_sharding(mesh, sharding_types.spec_parts(aval))}
 
 
+def _mesh_of(x):
+  """The mesh `x` (an array or tracer) is split over, if any."""
+  aval_sharding = getattr(get_aval(x), "sharding", None)
+  mesh = getattr(aval_sharding, "mesh", None) or getattr(getattr(x, "sharding", None), "mesh",
+                                                          None)
+  return mesh
+
+
 def like_type(x, aval: ShapedArray):
   """`x` split over Explicit mesh axes as `aval`'s type says (unsplit where it is not): what a
   transpose rule does to give a cotangent its primal's type, as JAX's do."""
@@ -162,7 +174,8 @@ def like_type(x, aval: ShapedArray):
 
 
 def _is_sharding(s) -> bool:
-  return hasattr(s, "_indices") and hasattr(s, "_device_list")
+  # (on the class: a type's sharding has no devices, and its _device_list raises)
+  return hasattr(type(s), "_indices") and hasattr(type(s), "_device_list")
 
 
 def _abstract_eval(x: ShapedArray, *, sharding):
