@@ -21,7 +21,7 @@ from revax._src.core import dtypes
 from revax._src.core.avals import ShapedArray
 from revax._src.core.trace import Tracer
 from revax._src.interpreters import dispatch
-from revax._src.lax import sharding_constraint
+from revax._src.lax import creation, sharding_constraint
 from revax._src.runtime import sharded as rt
 from revax._src.runtime.array import Array, commit
 from revax._src.runtime.client import Device, get_backend
@@ -445,4 +445,5 @@ Array.is_fully_addressable = True
 Array.is_fully_replicated = True
 
 sharding_constraint.eager_place = place
+creation.device_put = device_put
 

@@ -133,4 +133,22 @@ with lib.set_mesh(mesh):
                                                  out_axes=1)(x)))
   show("vmap reshape merge", lambda: T(lib.vmap(lambda r: r.reshape(16))(put((4, 4, 4),
                                                                             P("a", "b")))))
+# lax.full / full_like: `sharding=` places the result; full_like follows a committed or typed x
+placed_a = S.NamedSharding(mesh, P("a"))
+show("full sharding", lambda: (T(lib.lax.full((8, 4), 1.0, sharding=placed_a)),
+                               lib.lax.full((8, 4), 1.0, sharding=placed_a).committed))
+show("full one device", lambda: lib.lax.full(
+    (4,), 2, sharding=S.SingleDeviceSharding(lib.devices()[1])).sharding)
+show("full_like sharding", lambda: T(lib.lax.full_like(x, 3, sharding=placed_a)))
+show("full_like follows x", lambda: (T(lib.lax.full_like(x, 3)),
+                                     lib.lax.full_like(x, 3).sharding == x.sharding))
+show("full_like of a weak value", lambda: T(lib.lax.full_like(x * 0 + 1.0, 3)))
+with lib.set_mesh(mesh):
+  show("full sharding ignored in jit", lambda: T(lib.jit(
+      lambda: lib.lax.full((8, 4), 1.0, sharding=placed_a))()))
+  show("full typed in jit", lambda: T(lib.jit(lambda a: lib.lax.full(
+      (8, 4), 1.0, sharding=T(a).sharding))(xa)))
+  show("full_like in jit", lambda: T(lib.jit(lambda a: lib.lax.full_like(a, 3))(x)))
+  show("full_like reshaped in jit", lambda: T(lib.jit(lambda a: lib.lax.full_like(
+      a, 3, shape=(2, 2)))(x)))
 print("RULES_DONE")
