@@ -69,6 +69,12 @@ ops = {
     "broadcast_to": (lambda a: lnp.broadcast_to(a, (3, 8, 4)), x),
     "clip": (lambda a: lnp.clip(a, 1, 2), x), "rev": (lambda a: lib.lax.rev(a, (0,)), x),
     "lax.slice whole": (lambda a: lib.lax.slice(a, (0, 0), (8, 2)), xa),
+    "lax.slice even": (lambda a: lib.lax.slice(a, (0, 0), (4, 2)), xa),
+    "lax.dynamic_slice uneven": (lambda a: lib.lax.dynamic_slice(a, (0, 0), (3, 2)), xa),
+    "lax.pad uneven": (lambda a: lib.lax.pad(a, 0.0, ((0, 1, 0), (0, 0, 0))), xa),
+    "gather unsplit dim": (lambda a: a[:, np.array([0, 1])], xa),
+    "take unsplit dim": (lambda a: lnp.take(a, np.array([3, 1, 2]), axis=1), xa),
+    "index unsplit dim": (lambda a: a[:, 0], xa),
     "dot free splits": (lambda a, b: a @ b, xa, put((4, 6), P(None, "b"))),
     "dot one contracted split": (lambda a, b: a @ b, xa, y),
     "dot both contracted split": (lambda a, b: a @ b, x, y),
@@ -104,6 +110,9 @@ with lib.set_mesh(mesh):
   for name, (f, *args) in ops.items():
     show(name, lambda: T(f(*args)))
     show(name + " (jit)", lambda: T(lib.jit(f)(*args)))
+  # (jit only: jax's eager lax.slice runs as a dynamic_slice, and its message names that)
+  show("lax.slice uneven (jit)", lambda: T(lib.jit(lambda a: lib.lax.slice(a, (1, 0), (8, 4)))(
+      xa)))
   # out_sharding settles what the rules cannot tell; gradients and vmap keep it
   show("dot out_sharding", lambda: T(lnp.dot(x, y, out_sharding=P("a"))))
   show("matmul out_sharding jit", lambda: T(lib.jit(

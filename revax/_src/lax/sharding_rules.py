@@ -327,6 +327,36 @@ _cumulative = _unsplit_along("axis", "Input should be unsharded over the axis be
                              "Got input type={type} and axis={axis}")
 
 
+def _gather(avals, params, outs):
+  """JAX's gather rule where it resolves the result's split: the operand's dimensions that are
+  indexed are whole slices or unsplit, batching dimensions agree, and the indices are unsplit
+  but for batching dimensions; then offset dimensions keep the operand's split and the others
+  the indices'. Where JAX raises ShardingTypeError asking for `.at[...].get(out_sharding=)`
+  (revax's gather takes no out_sharding yet), revax types the result unsplit and XLA lays it
+  out (the values are the same)."""
+  operand, indices = avals[0], avals[1]
+  dn, sizes = params["dimension_numbers"], params["slice_sizes"]
+  op_spec, idx_spec = list(spec_parts(operand)), list(spec_parts(indices))
+  rank = len(outs[0].shape)
+  if all(p is None for p in op_spec + idx_spec):
+    return [(None,) * rank]
+  whole = all(sizes[i] == operand.shape[i] or op_spec[i] is None for i in dn.start_index_map)
+  pairs = list(zip(dn.operand_batching_dims, dn.start_indices_batching_dims, strict=True))
+  batched = all(idx_spec[j] == op_spec[i] or op_spec[i] is None or idx_spec[j] is None
+                for i, j in pairs)
+  idx_unsplit = all(p is None for k, p in enumerate(idx_spec)
+                    if k not in dn.start_indices_batching_dims)
+  if not (whole and batched and idx_unsplit):
+    return [(None,) * rank]
+  for i, j in pairs:
+    idx_spec[j] = idx_spec[j] or op_spec[i]
+  kept = iter(i for i in range(len(sizes))
+              if i not in dn.collapsed_slice_dims and i not in dn.operand_batching_dims)
+  from_indices = iter(idx_spec)
+  return [tuple(op_spec[next(kept)] if d in dn.offset_dims else next(from_indices)
+                for d in range(rank))]
+
+
 def _bitcast(avals, params, outs):
   src = spec_parts(avals[0])
   rank = len(outs[0].shape)
@@ -352,6 +382,7 @@ for _p in (bits.reduce_precision_p, stop_gradient_p,
   rules[_p] = st.same_as_operand()
 rules[sorting.sort_p] = _sort
 rules[sorting.top_k_p] = _top_k
+rules[slicing.gather_p] = _gather
 rules[slicing.slice_p] = _varying_out_shape("slicing")
 rules[slicing.dynamic_slice_p] = _varying_out_shape("dynamic_slice")
 rules[conversion.convert_element_type_p] = st.elementwise_named("convert_element_type")
