@@ -160,4 +160,13 @@ with lib.set_mesh(mesh):
   show("full_like in jit", lambda: T(lib.jit(lambda a: lib.lax.full_like(a, 3))(x)))
   show("full_like reshaped in jit", lambda: T(lib.jit(lambda a: lib.lax.full_like(
       a, 3, shape=(2, 2)))(x)))
+# .at[...] reads and updates take out_sharding= (JAX: where gather cannot tell the result's)
+with lib.set_mesh(mesh):
+  idx = np.array([0, 1])
+  show("at get out_sharding", lambda: T(xa.at[idx].get(out_sharding=P("b"))))
+  show("at get out_sharding (jit)", lambda: T(lib.jit(
+      lambda a: a.at[idx].get(out_sharding=P(None, "b")))(xa)))
+  show("at set out_sharding", lambda: T(xa.at[0].set(2.0, out_sharding=P(None, "b"))))
+  show("at add keeps", lambda: T(xa.at[:, 1].add(1.0)))
+  show("at get values", lambda: np.asarray(xa.at[idx].get(out_sharding=P())).sum().item())
 print("RULES_DONE")
