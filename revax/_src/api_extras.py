@@ -12,7 +12,7 @@ import threading
 from revax._src.core import wrapping
 from revax._src.autodiff import jacrev
 from revax._src import sharding
-from revax._src.core import mesh_context
+from revax._src.core import mesh_context, sharding_types
 from revax._src.core.avals import AbstractRef, ShapedArray, get_aval
 from revax._src.core.trace import Trace, Tracer, current_trace, eval_trace, set_current_trace
 from revax._src.custom_derivatives import custom_vjp
@@ -185,8 +185,11 @@ def default_backend() -> str:
 def typeof(x):
   """The abstract value (shape, dtype, weak type and sharding) of `x`, e.g. `f32[8@x]`.
 
-  As in JAX its `.sharding` is always a NamedSharding: how `x` is split over the Explicit axes
-  of its mesh (a spec of Nones, over the mesh in context or an empty one, when it is not).
+  As in JAX its `.sharding` is always a NamedSharding over an AbstractMesh: how `x` is split over
+  the Explicit axes of its mesh (a spec of Nones, over the mesh in context or an empty one,
+  when it is not). It can be passed back where a sharding is taken inside the program
+  (reshard, with_sharding_constraint, `out_sharding=`): the concrete mesh with its axes is found
+  in context or on the value.
   Typed PRNG keys give their key aval, e.g. `key<fry>[]`."""
   if isinstance(x, Tracer):
     aval = x.aval
@@ -199,11 +202,24 @@ def typeof(x):
         raise
   if isinstance(aval, AbstractRef):  # a Ref's type: Ref{f32[3]}
     return aval
-  if aval.sharding is None:
-    mesh = mesh_context.concrete_mesh() or sharding.EMPTY_MESH
-    aval = aval.update(sharding=sharding.NamedSharding(
-        mesh, sharding.PartitionSpec(*[None] * aval.ndim)))
-  return aval
+  return aval.update(sharding=_type_sharding(x, aval))
+
+
+def _type_sharding(x, aval):
+  """The sharding a type shows, as JAX's: a NamedSharding over an AbstractMesh, its spec one
+  entry per dimension (the split over Explicit axes, None elsewhere). Its mesh is the one the
+  value is split or placed over; for an Array on one device or a tracer, the abstract mesh in
+  context; for NumPy values and Python scalars, the empty one."""
+  if aval.sharding is not None:
+    mesh = aval.sharding.mesh.abstract_mesh
+  elif isinstance(x, Array) and isinstance(getattr(x, "sharding", None), sharding.NamedSharding):
+    mesh = x.sharding.mesh.abstract_mesh
+  elif isinstance(x, (Array, Tracer)):
+    mesh = mesh_context.abstract_mesh() or sharding.EMPTY_ABSTRACT_MESH
+  else:
+    mesh = sharding.EMPTY_ABSTRACT_MESH
+  parts = sharding_types.spec_parts(aval)
+  return sharding.NamedSharding(mesh, sharding.PartitionSpec(*parts))
 
 
 def print_environment_info(return_string: bool = False) -> str | None:

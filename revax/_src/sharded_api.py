@@ -21,7 +21,7 @@ from revax._src.core import dtypes
 from revax._src.core.avals import ShapedArray
 from revax._src.core.trace import Tracer
 from revax._src.interpreters import dispatch
-from revax._src.lax import sharding_constraint
+from revax._src.lax import creation, sharding_constraint
 from revax._src.runtime import sharded as rt
 from revax._src.runtime.array import Array, commit
 from revax._src.runtime.client import Device, get_backend
@@ -31,8 +31,8 @@ from revax._src.sharded_place import one_device as _one_device
 # hook in the eager dispatcher
 from revax._src import sharded_eager  # noqa: F401
 from revax._src.sharding import (AxisType, NamedSharding, PartitionSpec,
-                                 SingleDeviceSharding, block_shape, resolve_specs,
-                                 use_abstract_mesh)
+                                 SingleDeviceSharding, block_shape, concrete_sharding,
+                                 resolve_specs, use_abstract_mesh)
 
 __all__ = ["devices", "device_count", "device_put", "make_array_from_callback",
            "make_array_from_single_device_arrays", "local_devices", "local_device_count",
@@ -177,6 +177,19 @@ def reshard(xs, out_shardings):
     ValueError: a bare PartitionSpec and no mesh set with `revax.set_mesh`.
   """
   out_shardings = resolve_specs(out_shardings, "reshard")
+  like = next((getattr(getattr(leaf, "sharding", None), "mesh", None)
+               for leaf in tree_util.tree_leaves(xs)
+               if isinstance(getattr(leaf, "sharding", None), NamedSharding)), None)
+  if like is None:  # (traced values: the mesh of their types)
+    like = next((leaf.aval.sharding.mesh for leaf in tree_util.tree_leaves(xs)
+                 if isinstance(leaf, Tracer) and getattr(leaf.aval, "sharding", None)), None)
+
+  def check(s):
+    if not isinstance(s, NamedSharding):
+      raise TypeError("`out_sharding` argument of reshard only supports instances of "
+                      f"`NamedSharding` or `PartitionSpec`. Got {s} of type: {type(s)}")
+    return concrete_sharding(s, "reshard", like)
+  out_shardings = tree_util.tree_map(check, out_shardings)
   if any(isinstance(leaf, Tracer) for leaf in tree_util.tree_leaves(xs)):
     return sharding_constraint.with_sharding_constraint(xs, out_shardings)
   return device_put(xs, out_shardings)
@@ -432,4 +445,5 @@ Array.is_fully_addressable = True
 Array.is_fully_replicated = True
 
 sharding_constraint.eager_place = place
+creation.device_put = device_put
 

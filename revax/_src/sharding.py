@@ -358,8 +358,9 @@ class NamedSharding(Sharding):
   """An array split over `mesh` as `spec` says."""
 
   def __init__(self, mesh: Mesh, spec: PartitionSpec = PartitionSpec(), *, memory_kind=None):
-    if not isinstance(mesh, Mesh):
-      raise TypeError(f"NamedSharding expects a Mesh, got {type(mesh).__name__}")
+    if not isinstance(mesh, (Mesh, AbstractMesh)):
+      raise TypeError(f"NamedSharding expects a Mesh or an AbstractMesh, got "
+                      f"{type(mesh).__name__}")
     if not isinstance(spec, PartitionSpec):
       raise TypeError(f"NamedSharding expects a PartitionSpec, got {type(spec).__name__}")
     check_spec(spec, mesh, "NamedSharding")
@@ -371,9 +372,18 @@ class NamedSharding(Sharding):
   def num_devices(self) -> int:
     return self.mesh.size
 
+  def _concrete_mesh(self, what: str) -> Mesh:
+    """The mesh, whose devices `what` needs.
+
+    Raises:
+      ValueError: the mesh is an AbstractMesh (as a type's sharding is; JAX's error)."""
+    if isinstance(self.mesh, AbstractMesh):
+      raise ValueError(f"{what} is not implemented for `revax.sharding.AbstractMesh`.")
+    return self.mesh
+
   @property
   def device_set(self) -> set:
-    return set(self.mesh.devices.flat)
+    return set(self._concrete_mesh("device_set").devices.flat)
 
   @property
   def is_fully_replicated(self) -> bool:
@@ -383,10 +393,14 @@ class NamedSharding(Sharding):
   @property
   def _device_list(self) -> list:
     """The devices in mesh order (row-major): mesh position p is `_device_list[p]`."""
-    return list(self.mesh.devices.flat)
+    return list(self._concrete_mesh("_device_assignment").devices.flat)
 
   addressable_devices = device_set
-  is_fully_addressable = True
+
+  @property
+  def is_fully_addressable(self) -> bool:
+    self._concrete_mesh("is_fully_addressable")
+    return True
 
   def _indices(self, shape) -> list:
     """The block (a tuple of slices) each device of `_device_list` holds of an array of
@@ -414,7 +428,7 @@ class NamedSharding(Sharding):
       blocks.append(n // count)
     out = []
     names = self.mesh.axis_names
-    for coord in np.ndindex(*self.mesh.devices.shape):
+    for coord in np.ndindex(*self.mesh.axis_sizes):
       where = dict(zip(names, coord, strict=True))
       index = []
       for dim, block in enumerate(blocks):
@@ -436,7 +450,7 @@ class NamedSharding(Sharding):
     return block_shape(self._indices(global_shape)[0], global_shape)
 
   def is_equivalent_to(self, other, ndim: int) -> bool:
-    if not hasattr(other, "_indices") or not hasattr(other, "_device_list"):
+    if not hasattr(type(other), "_indices") or not hasattr(type(other), "_device_list"):
       return False
     try:
       return (self._device_list == other._device_list
@@ -452,6 +466,8 @@ class NamedSharding(Sharding):
     return self._hash
 
   def __repr__(self):
+    if isinstance(self.mesh, AbstractMesh):  # a type's sharding (JAX prints no memory kind)
+      return f"NamedSharding(mesh={self.mesh!r}, spec={self.spec!r})"
     return (f"NamedSharding(mesh={self.mesh}, spec={self.spec!r}, "
             f"memory_kind={self.memory_kind or 'device'})")
 
@@ -630,6 +646,25 @@ def resolve_specs(tree, where: str, error=ValueError):
       tree, is_leaf=lambda s: isinstance(s, PartitionSpec))
 
 
+def concrete_sharding(s, where: str, like=None):
+  """`s` with an AbstractMesh (a type's sharding, `typeof(x).sharding`) made a NamedSharding
+  over the concrete mesh with the same axes: the mesh in context, else `like` (the value's own
+  mesh); any other `s` as it is.
+
+  Raises:
+    ValueError: no such concrete mesh is at hand."""
+  if not isinstance(s, NamedSharding) or not isinstance(s.mesh, AbstractMesh):
+    return s
+  for mesh in (mesh_context.concrete_mesh(), like):
+    if isinstance(mesh, Mesh) and (mesh.axis_names, mesh.axis_sizes) == (s.mesh.axis_names,
+                                                                         s.mesh.axis_sizes):
+      return NamedSharding(mesh.update(axis_types=s.mesh.axis_types), s.spec,
+                           memory_kind=s.memory_kind)
+  raise ValueError(f"{where} got {s!r}, whose mesh is abstract, and no mesh with its axes is "
+                   "set: use `with revax.set_mesh(mesh):` around the call")
+
+
 EMPTY_MESH = Mesh(np.empty((), dtype=object), ())
 mesh_context.named_sharding = lambda mesh, spec: NamedSharding(mesh, spec)
 mesh_context.spec_type = PartitionSpec
+mesh_context.concrete = concrete_sharding

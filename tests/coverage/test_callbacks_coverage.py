@@ -8,9 +8,6 @@ DEBUG_EXCLUSIONS = {
     "DebugEffect": "revax has no effect objects: side effects are a per-primitive flag "
                    "(core/effects.py)",
     "OrderedDebugEffect": "as DebugEffect",
-    "inspect_array_sharding": "sharding: issue 18",
-    "visualize_array_sharding": "sharding: issue 18",
-    "visualize_sharding": "sharding: issue 18",
 }
 
 FFI_EXCLUSIONS = {

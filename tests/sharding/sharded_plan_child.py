@@ -63,7 +63,11 @@ w_np = rng.standard_normal((8, 3)).astype(np.float32)
 x_np = rng.standard_normal((16, 8)).astype(np.float32)
 
 # A training-style step: pytree of replicated parameters, a split batch, outputs fed back.
-step = revax.jit(lambda p, x: ({"w": p["w"] - 0.1 * (x.T @ (x @ p["w"]))}, (x @ p["w"]).sum()),
+# (x.T @ y contracts the split batch dimension of both operands: over Explicit axes its result's
+# split must be given, as in JAX)
+step = revax.jit(lambda p, x: ({"w": p["w"] - 0.1 * rnp.matmul(x.T, x @ p["w"],
+                                                               out_sharding=repl)},
+                              (x @ p["w"]).sum()),
                  in_shardings=({"w": repl}, split), out_shardings=({"w": repl}, repl))
 p, x = {"w": revax.device_put(w_np, repl)}, revax.device_put(x_np, split)
 want_w = w_np

@@ -4,20 +4,24 @@ their results' splits from their operands' (core/sharding_types.py, lax/sharding
 gradients take their primal's, and programs lay each such value out as its type says.
 
 One program (typed_child.py) runs on jax and on revax with 4 CPU devices; its transcripts must
-be identical but for the checks listed here, where jax raises ShardingTypeError asking for an
-explicit out_sharding (or refuses a shard_map closure) and revax computes the value (unsplit where
-the split cannot follow)."""
+be identical but for the checks listed here, where jax refuses a shard_map closure (or fails an
+assertion) and revax computes the value. Where jax raises ShardingTypeError (asking for an
+out_sharding=, or for operands split alike), revax raises it too (test_sharding_rules.py compares
+the messages). A type's sharding is a NamedSharding over an AbstractMesh, as jax's."""
 import pytest
 
 from tests.sharding.children import run_child
 
-# check -> what jax raises there (revax computes the value; the closure case is a regression test:
-# revax failed to compile it)
-REVAX_COMPUTES = {"reshape merged": "ShardingTypeError", "slice split": "ShardingTypeError",
-                  "sort split": "ShardingTypeError",
-                  # jax: "Closing over inputs to shard_map ... sharded on Explicit axes is not
+# check -> what jax raises there (revax computes the value; a regression test: revax failed to
+# compile it)
+REVAX_COMPUTES = {# jax: "Closing over inputs to shard_map ... sharded on Explicit axes is not
                   # implemented" (a ValueError or NotImplementedError, by axis_names)
-                  "shard_map closure over a split array": "ValueError"}
+                  "shard_map closure over a split array": "ValueError",
+                  # jax fails an internal assertion; revax constrains over the concrete mesh
+                  # with the type's axes
+                  "constraint to a type": "AssertionError"}
+# checks where both raise jax's ShardingTypeError (revax computed the first three before)
+BOTH_RAISE = ("reshape merged", "slice split", "sort split", "conflict", "axis twice")
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +50,8 @@ def test_where_jax_asks_for_out_sharding_revax_computes(transcripts):
 def test_the_splits_are_not_all_trivial(transcripts):
   split = [k for k, v in transcripts["revax"].items() if "'d'" in v or "'m'" in v]
   assert len(split) >= 15, split
-  assert transcripts["revax"]["conflict"] == "ShardingTypeError"
+  for k in BOTH_RAISE:
+    assert transcripts["jax"][k] == transcripts["revax"][k] == "ShardingTypeError", k
 
 
 # What the op-database sweep (typed_opdb_child.py) finds that is not revax's to fix: each also
@@ -57,6 +62,18 @@ SWEEP_EXPECTED = {
     "cholesky_f32": "ShardingTypeError",  # x + x.T of a split matrix: jax raises the same
     "eigh_f32_a": "ShardingTypeError",
     "tridiagonal_f32_lower_a": "ShardingTypeError",
+    # operations JAX's sharding rules refuse on these split operands (jax 0.10.2 raises
+    # ShardingTypeError on each too: both operands split a contracted dimension, a sorted or
+    # cumulated dimension is split, a reshape regroups a split dimension, a pad leaves uneven
+    # pieces)
+    "dot_general_two_contracting_f32": "ShardingTypeError",
+    "reshape_f32": "ShardingTypeError",
+    "pad_edges_f32": "ShardingTypeError",  # a split dimension padded to an odd size
+    "sort_f32_rows": "ShardingTypeError",
+    "top_k_f32_values": "ShardingTypeError",
+    "cumsum_f32_axis1_reverse": "ShardingTypeError",
+    "cumprod_f32_with_zeros_reverse": "ShardingTypeError",
+    "cummax_f32": "ShardingTypeError",
     "reduce_smooth_all": "CompileError",  # XLA cannot split a custom reduction (jax: the same)
     # XLA's SPMD partitioner computes select-and-scatter with padding wrongly when the operand is
     # split (jax's jit gives the same wrong values on the same inputs and shardings)

@@ -99,4 +99,30 @@ with lib.set_mesh(thin):
   show("size-1 axis jit", lambda: (ts(lib.jit(lambda a: a + 1)(t)),
                                    ts(lib.jit(lambda a: a.sum(0))(t))))
   show("types print", lambda: (str(lib.typeof(t)), repr(lib.typeof(t))))
+# a type's sharding is a NamedSharding over an AbstractMesh, and can be handed back
+seen = []
+show("type sharding", lambda: (repr(lib.typeof(t).sharding), repr(lib.typeof(t * 2).sharding)))
+show("type of numpy, scalar", lambda: (repr(lib.typeof(np.ones((2, 3))).sharding),
+                                       repr(lib.typeof(1.0).sharding)))
+show("type sharding devices", lambda: lib.typeof(t).sharding.device_set)
+show("type sharding shard_shape", lambda: (lib.typeof(t).sharding.shard_shape((8, 4)),
+                                           lib.typeof(t).sharding.num_devices,
+                                           lib.typeof(t).sharding.is_fully_replicated))
+show("type sharding equality", lambda: (lib.typeof(t) == lib.typeof(t + 1),
+                                        lib.typeof(t).sharding == t.sharding,
+                                        lib.typeof(t).sharding.mesh == thin.abstract_mesh))
+show("type in jit", lambda: (lib.jit(lambda a: (seen.append(repr(lib.typeof(a).sharding)),
+                                                a)[1])(t).shape, seen[-1]))
+show("reshard to a type", lambda: (ts(lib.sharding.reshard(x, lib.typeof(other).sharding)),
+                                   ts(lib.jit(lambda a: lib.sharding.reshard(
+                                       a * 2, lib.typeof(other).sharding))(x))))
+show("reshard not a sharding", lambda: lib.sharding.reshard(t, 3))
+# (jax 0.10.2 fails an internal assertion for device_put given a type's sharding; revax raises
+# ValueError: its mesh has no devices)
+with lib.set_mesh(mesh):
+  show("type in context", lambda: (repr(lib.typeof(lnp.ones(3)).sharding),
+                                   repr(lib.typeof(np.ones(3)).sharding)))
+  show("out_sharding a type", lambda: ts(lnp.dot(x, w1, out_sharding=lib.typeof(x).sharding)))
+  show("constraint to a type", lambda: ts(lib.jit(lambda a: lib.lax.with_sharding_constraint(
+      a * 2, lib.typeof(other).sharding))(x)))
 print("TYPED_DONE")

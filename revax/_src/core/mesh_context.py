@@ -25,9 +25,12 @@ class _State(threading.local):
 
 _state = _State()
 
-# Installed by revax._src.sharding: (mesh, spec) -> NamedSharding, and the PartitionSpec type.
+# Installed by revax._src.sharding: (mesh, spec) -> NamedSharding, the PartitionSpec type, and
+# (sharding, where, like_mesh) -> the sharding over a concrete mesh (a type's sharding names an
+# AbstractMesh; `concrete_sharding` there).
 named_sharding = None
 spec_type = None
+concrete = None
 
 
 def concrete_mesh():

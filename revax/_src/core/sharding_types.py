@@ -21,10 +21,14 @@ rule raises `ShardingTypeError`, JAX's error for it.
 """
 from __future__ import annotations
 
+import contextlib
+import threading
+
 from revax._src.core import mesh_context
 
 __all__ = ["rules", "apply", "ShardingTypeError", "spec_parts", "typed", "of_placement",
-           "elementwise", "same_as_operand", "drop_axes"]
+           "elementwise", "elementwise_named", "same_as_operand",
+           "internal_expansion", "in_internal_expansion", "explicit_parts", "drop_axes"]
 
 # primitive -> rule(avals, params, out_avals) -> list of spec tuples (or None) per output
 rules: dict = {}
@@ -33,14 +37,40 @@ rules: dict = {}
 # skips the check of its operands)
 active = False
 
+class _Lenient(threading.local):
+  depth = 0
+
+
+_lenient = _Lenient()
+
+
+@contextlib.contextmanager
+def internal_expansion():
+  """A block in which revax traces its own expansion of a primitive (a lowering written in
+  revax, scan as a while loop): there a sharding rule that refuses its operands (JAX's rules
+  judge user programs, and JAX's own lowerings are not written with its traced operations) makes
+  the result unsplit instead of raising, and XLA lays it out."""
+  _lenient.depth += 1
+  try:
+    yield
+  finally:
+    _lenient.depth -= 1
+
+
+def in_internal_expansion() -> bool:
+  return _lenient.depth > 0
+
+
 def make_sharding(mesh, parts):
   """NamedSharding(mesh, PartitionSpec(*parts)), through the constructors sharding.py installs
   in mesh_context (the classes sit above this layer)."""
   return mesh_context.named_sharding(mesh, mesh_context.spec_type(*parts))
 
 
-class ShardingTypeError(TypeError):
-  """Operands whose shardings a primitive cannot combine (JAX's error of that name)."""
+class ShardingTypeError(Exception):
+  """Operands whose shardings a primitive cannot combine, or a result whose sharding it cannot
+  tell without an `out_sharding=` (JAX's error of that name, like it an Exception and not a
+  TypeError)."""
 
 
 def spec_parts(aval) -> tuple:
@@ -84,10 +114,32 @@ def apply(primitive, avals, params, out):
     return out
   many = primitive.multiple_results
   outs = list(out) if many else [out]
-  specs = rule(avals, params, outs)
+  try:
+    specs = rule(avals, params, outs)
+  except ShardingTypeError:
+    if not in_internal_expansion():
+      raise
+    specs = [None] * len(outs)  # revax's own expansion: unsplit (XLA lays it out)
+  for o, spec in zip(outs, specs, strict=True):
+    seen = [a for p in spec or () for a in axes_of_part(p)]
+    if len(seen) != len(set(seen)):  # one mesh axis on two dimensions
+      raise ShardingTypeError(
+          f"{primitive.name} operation with inputs: "
+          f"{', '.join(a.str_short() for a in avals)} produces an illegally sharded result: "
+          f"{_str_split(o, spec)}")
   typed_outs = [o if spec is None else typed(o, mesh, spec, primitive.name)
                 for o, spec in zip(outs, specs, strict=True)]
   return typed_outs if many else typed_outs[0]
+
+
+def _str_split(aval, parts) -> str:
+  """'f32[8@a,8@a]': `aval` printed as if split by `parts` (which a type cannot hold)."""
+  dims = []
+  for n, p in zip(aval.shape, parts, strict=True):
+    axes = axes_of_part(p)
+    dims.append(f"{n}" + ("" if not axes else f"@{axes[0]}" if len(axes) == 1
+                          else "@(" + ",".join(axes) + ")"))
+  return aval.str_short().split("[")[0] + "[" + ",".join(dims) + "]"
 
 
 def of_placement(aval, sharding):
@@ -112,16 +164,25 @@ _placements: dict = {}
 
 
 def _of_placement(aval, sharding):
+  parts = explicit_parts(sharding, len(aval.shape))
+  if parts is None:
+    return aval if aval.sharding is None else aval.update(sharding=None)
+  return typed(aval, sharding.mesh, parts)
+
+
+def explicit_parts(sharding, rank: int):
+  """How `sharding` (a NamedSharding) splits a value of rank `rank` over its mesh's Explicit
+  axes, one entry per dimension; None for a sharding without a mesh or a mesh without types."""
   mesh, spec = getattr(sharding, "mesh", None), getattr(sharding, "spec", None)
   kinds = getattr(mesh, "axis_types", None)
   if spec is None or not kinds:
-    return aval if aval.sharding is None else aval.update(sharding=None)
+    return None
   explicit = {n for n, t in zip(mesh.axis_names, kinds, strict=True) if t.name == "Explicit"}
   parts = []
-  for d in range(len(aval.shape)):
+  for d in range(rank):
     axes = tuple(a for a in axes_of_part(spec[d] if d < len(spec) else None) if a in explicit)
     parts.append(None if not axes else axes[0] if len(axes) == 1 else axes)
-  return typed(aval, mesh, parts)
+  return tuple(parts)
 
 
 # --- rules shared by many primitives -----------------------------------------------------------
@@ -145,18 +206,35 @@ def merge(name: str, parts_per_operand) -> tuple:
 
 
 def elementwise(avals, params, outs, name="elementwise operation"):
-  """NumPy broadcasting: each output dimension takes the split of the operands that span it
-  (an operand of size 1 there, or of lower rank, does not count)."""
+  """NumPy broadcasting, as JAX's rule: a dimension every operand splits alike keeps that
+  split; otherwise operands of size 1 there that do not split it do not count, and the others
+  must not split it over different axes (scalars and lower-rank operands do not count).
+
+  Raises:
+    ShardingTypeError: two operands split one dimension over different axes."""
   rank = len(outs[0].shape)
+  shaped = [a for a in avals if len(a.shape) == rank and rank]
+  specs = [spec_parts(a) for a in shaped]
   spec = []
   for d in range(rank):
-    parts = []
-    for a in avals:
-      k = d - (rank - len(a.shape))
-      if k >= 0 and a.shape[k] == outs[0].shape[d]:
-        parts.append(spec_parts(a)[k])
-    spec.append(merge(name, parts))
+    parts = [p[d] for p in specs]
+    counted = [p for p, a in zip(parts, shaped, strict=True) if not (a.shape[d] == 1 and p is None)]
+    chosen = None
+    for p in counted:
+      if chosen is None:
+        chosen = p
+      elif p is not None and axes_of_part(p) != axes_of_part(chosen):
+        raise ShardingTypeError(f"{name} got incompatible shardings for broadcasting: "
+                                f"{', '.join(str(tuple(p)) for p in specs)}.")
+    spec.append(chosen)
   return [tuple(spec)] * len(outs)
+
+
+def elementwise_named(name: str):
+  """`elementwise` whose error names the primitive `name` (as JAX's: 'add got ...')."""
+  def rule(avals, params, outs):
+    return elementwise(avals, params, outs, name)
+  return rule
 
 
 def same_as_operand(index: int = 0):

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from revax._src.core import dtypes
+from revax._src.core import dtypes, sharding_types
 from revax._src.core.avals import ShapedArray
 from revax._src.core.effects import jaxpr_has_host_callbacks, jaxpr_has_ordered_effects
 from revax._src.core.gc_pause import paused_gc
@@ -462,7 +462,9 @@ def lower_fun(fun, multiple_results: bool):
   from revax._src.interpreters import staging
 
   def rule(ctx, *args, **params):
-    jaxpr, consts = staging.trace_to_jaxpr(lambda *xs: _as_list(fun(*xs, **params)), ctx.avals_in)
+    with sharding_types.internal_expansion():
+      jaxpr, consts = staging.trace_to_jaxpr(lambda *xs: _as_list(fun(*xs, **params)),
+                                             ctx.avals_in)
     const_vals = [ctx.fb.constant(np.asarray(c), v.aval) for v, c in zip(jaxpr.constvars, consts)]
     outs = jaxpr_subcomp(ctx.fb, jaxpr, const_vals, args)
     return outs if multiple_results else outs[0]

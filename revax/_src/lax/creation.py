@@ -25,8 +25,31 @@ def _scalar(value, dtype, weak_type=False) -> Array:
   return Array(ShapedArray((), dtype, weak_type), npy=v)
 
 
-def full(shape, fill_value, dtype=None):
-  """An array of `shape` filled with `fill_value` (a scalar), as jax.lax.full.
+# Installed by sharded_api (above this layer): device_put(value, sharding) -> a placed Array.
+device_put = None
+
+
+def _placed_as(out, sharding):
+  """`out` placed as `sharding` says, as JAX's `full(..., sharding=)`: an Array is put there (a
+  committed Array); inside a transformation a type's sharding (over an AbstractMesh) types the
+  result, and a concrete one is ignored (as JAX does under jit)."""
+  if sharding is None:
+    return out
+  if isinstance(out, Array):  # (strongly typed, as JAX's make_array_from_callback makes it)
+    if out.aval.weak_type:
+      from revax._src.lax.conversion import convert_element_type
+      out = convert_element_type(out, out.aval.dtype, False)
+    return device_put(out, sharding) if device_put is not None else out
+  mesh = getattr(sharding, "mesh", None)
+  if mesh is not None and getattr(mesh, "devices", None) is None:  # an AbstractMesh
+    from revax._src.lax.sharding_constraint import placed
+    return placed(out, sharding)
+  return out
+
+
+def full(shape, fill_value, dtype=None, *, sharding=None):
+  """An array of `shape` filled with `fill_value` (a scalar), as jax.lax.full; `sharding`
+  places it (see `_placed_as`).
 
   Example:
     >>> lax.full((2, 3), 1.5)
@@ -47,13 +70,29 @@ def full(shape, fill_value, dtype=None):
   elif aval.dtype != dtype:
     from revax._src.lax.conversion import convert_element_type
     fill_value = convert_element_type(fill_value, dtype)
-  return broadcast_in_dim(fill_value, shape, ())
+  return _placed_as(broadcast_in_dim(fill_value, shape, ()), sharding)
 
 
-def full_like(x, fill_value, dtype=None, shape=None):
+def full_like(x, fill_value, dtype=None, shape=None, sharding=None):
   """`full` with the shape and dtype of `x` unless given; weakly typed if `x` is and no dtype
-  is given (as jax.lax.full_like), so constants built in rules keep Python scalars weak."""
+  is given (as jax.lax.full_like), so constants built in rules keep Python scalars weak.
+  `sharding` places the result as `full`'s does."""
+  if sharding is not None:
+    return _placed_as(full_like(x, fill_value, dtype, shape), sharding)
   aval = get_aval(x)
+  if shape is None and getattr(aval, "sharding", None) is not None and not isinstance(x, Array):
+    # a traced `x` split over Explicit axes: the result is typed as it (JAX's rule)
+    from revax._src.lax.sharding_constraint import placed
+    return placed(full_like(x, fill_value, dtype, aval.shape), aval.sharding)
+  if (isinstance(x, Array) and device_put is not None and x.committed
+      and not (dtype is None and aval.weak_type)
+      and (shape is None or tuple(shape) == aval.shape or x.sharding.is_fully_replicated)):
+    # a committed Array: the result is placed where `x` is (JAX's rule)
+    return device_put(_full_like_unplaced(aval, fill_value, dtype, shape), x.sharding)
+  return _full_like_unplaced(aval, fill_value, dtype, shape)
+
+
+def _full_like_unplaced(aval, fill_value, dtype, shape):
   shape = aval.shape if shape is None else shape
   if dtype is not None or not aval.weak_type:
     return full(shape, fill_value, aval.dtype if dtype is None else dtype)

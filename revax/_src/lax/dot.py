@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from revax._src.core import dtypes
+from revax._src.core import dtypes, sharding_types
 from revax._src.core.avals import ShapedArray, get_aval
 from revax._src.core.trace import Primitive
 from revax._src.interpreters import ad, batching, dispatch, mlir
@@ -108,7 +108,8 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
   pref = None if preferred_element_type is None else dtypes.canonicalize_dtype(preferred_element_type)
   out = dot_general_p.bind(lhs, rhs, dimension_numbers=dims,
                            precision=canonicalize_dot_precision(precision),
-                           preferred_element_type=pref)
+                           preferred_element_type=pref,
+                           **sharding_constraint.typed_result_param(out_sharding))
   return placed(out, out_sharding)
 
 
@@ -220,7 +221,8 @@ def _dot_general_result_dtype(lhs_dtype, rhs_dtype, preferred_element_type, algo
 _shapes: dict = {}  # (lhs shape, rhs shape, dimension numbers) -> result shape (checked)
 
 
-def _dot_general_abstract_eval(lhs, rhs, *, dimension_numbers, precision, preferred_element_type):
+def _dot_general_abstract_eval(lhs, rhs, *, dimension_numbers, precision, preferred_element_type,
+                               out_sharding=None):
   key = (lhs.shape, rhs.shape, dimension_numbers)
   try:
     shape = _shapes.get(key)
@@ -252,7 +254,8 @@ def _einsum_subscripts(lhs_ndim, rhs_ndim, dimension_numbers):
   return f"{''.join(lsub)},{''.join(rsub)}->{''.join(out)}"
 
 
-def _dot_general_numpy(lhs, rhs, *, dimension_numbers, precision, preferred_element_type):
+def _dot_general_numpy(lhs, rhs, *, dimension_numbers, precision, preferred_element_type,
+                       out_sharding=None):
   spec = _einsum_subscripts(lhs.ndim, rhs.ndim, dimension_numbers)
   algorithm = dot_algorithms.is_algorithm(precision)
   out_dtype = _dot_general_result_dtype(lhs.dtype, rhs.dtype, preferred_element_type, algorithm)
@@ -278,7 +281,8 @@ def _dot_general_numpy(lhs, rhs, *, dimension_numbers, precision, preferred_elem
   return np.asarray(res).astype(out_dtype)
 
 
-def _dot_general_lower(ctx, lhs, rhs, *, dimension_numbers, precision, preferred_element_type):
+def _dot_general_lower(ctx, lhs, rhs, *, dimension_numbers, precision, preferred_element_type,
+                       out_sharding=None):
   """A native `stablehlo.dot_general`; operands of different dtypes are converted to the result
   dtype first (as JAX does on CPU and GPU)."""
   (lc, rc), (lb, rb) = dimension_numbers
@@ -321,11 +325,11 @@ def _dot_general_lower(ctx, lhs, rhs, *, dimension_numbers, precision, preferred
 
 
 def _dot_general_sum_of_products(lhs, rhs, *, dimension_numbers, precision,
-                                 preferred_element_type):
+                                 preferred_element_type, out_sharding=None):
   """dot_general without a dot: both operands are laid out as (batch, lhs free, rhs free,
   contracting), multiplied (`and` for bool) and summed (`or` for bool) over the contracting
   dims, all in the result dtype. A revax function: `lower_fun` makes it a lowering rule."""
-  del precision
+  del precision, out_sharding  # (the result is typed by the equation it lowers)
   (lc, rc), (lb, rb) = dimension_numbers
   lhs_aval, rhs_aval = get_aval(lhs), get_aval(rhs)
   out_dtype = _dot_general_result_dtype(lhs_aval.dtype, rhs_aval.dtype, preferred_element_type)
@@ -402,7 +406,7 @@ def _free_dims(ndim, contracting, batch):
 
 
 def _dot_general_transpose_lhs(ct, x, y, *, dimension_numbers, precision,
-                               preferred_element_type, swap_ans=False):
+                               preferred_element_type, out_sharding=None, swap_ans=False):
   """Cotangent of lhs: contract ct's rhs-free dims with y's free dims, batch with y's batch,
   then permute the result into lhs's layout (valid for any batch/contracting positions). The
   dot keeps the primal's precision and preferred_element_type; its result is cast to x's dtype."""
@@ -420,8 +424,16 @@ def _dot_general_transpose_lhs(ct, x, y, *, dimension_numbers, precision,
   order = np.argsort(y_contract)
   x_contract_sorted_by_y = [x_contract[i] for i in order]
   out_axes = tuple(int(i) for i in np.argsort(list(x_batch) + list(x_kept) + x_contract_sorted_by_y))
-  res = dot_general(ct, y, dims, precision=precision,
-                    preferred_element_type=preferred_element_type)
+  # the dot's result is x's dims in the order `order_in_x`; typed as x is (JAX's rule: a
+  # cotangent takes its primal's type, so the dot never asks for an out_sharding)
+  order_in_x = list(x_batch) + list(x_kept) + x_contract_sorted_by_y
+  want = x_aval.update(shape=tuple(x_aval.shape[d] for d in order_in_x), sharding=None)
+  if x_aval.sharding is not None:
+    parts = sharding_types.spec_parts(x_aval)
+    want = sharding_types.typed(want, x_aval.sharding.mesh, [parts[d] for d in order_in_x])
+  res = dot_general_p.bind(ct, y, dimension_numbers=dims, precision=precision,
+                           preferred_element_type=preferred_element_type,
+                           **sharding_constraint.wanted_type(want, (get_aval(ct), get_aval(y))))
   res = _transpose_if_needed(res, out_axes)
   if get_aval(res).dtype != x_aval.dtype:
     res = convert_element_type(res, x_aval.dtype, x_aval.weak_type)
@@ -429,7 +441,7 @@ def _dot_general_transpose_lhs(ct, x, y, *, dimension_numbers, precision,
 
 
 def _dot_general_transpose_rhs(ct, x, y, *, dimension_numbers, precision,
-                               preferred_element_type):
+                               preferred_element_type, out_sharding=None):
   (x_contract, y_contract), (x_batch, y_batch) = dimension_numbers
   swapped = ((y_contract, x_contract), (y_batch, x_batch))
   return _dot_general_transpose_lhs(ct, y, x, dimension_numbers=swapped, precision=precision,
@@ -441,7 +453,8 @@ def _shift(dims, bdim):
   return tuple(d + 1 if d >= bdim else d for d in dims)
 
 
-def _dot_general_batch(vals, bdims, *, dimension_numbers, precision, preferred_element_type):
+def _dot_general_batch(vals, bdims, *, dimension_numbers, precision, preferred_element_type,
+                       out_sharding=None):
   """Transpose-free batching: both operands mapped -> the mapped axes are a new leading batch
   dimension of the dot (output dim 0); one mapped -> its mapped axis is a free dimension of
   that operand, and its place among the output's free dims is where the vmapped axis lands."""
@@ -460,8 +473,16 @@ def _dot_general_batch(vals, bdims, *, dimension_numbers, precision, preferred_e
     n_lhs_free = get_aval(lhs).ndim - len(lc) - len(lb)
     free = _free_dims(get_aval(rhs).ndim, dims[0][1], dims[1][1])
     out_bdim = len(lb) + n_lhs_free + free.index(rbd)
+  extra = {}
+  if out_sharding is not None:  # the asked-for type, the batch dimension split as the
+    # operands' (JAX: the vmap's explicit mesh axis)
+    rank = get_aval(lhs).ndim + get_aval(rhs).ndim - 2 * len(dims[0][0]) - len(dims[1][0]) - 1
+    parts = list(out_sharding.spec) + [None] * (rank - len(out_sharding.spec))
+    mapped, bd = (lhs, lbd) if lbd is not None else (rhs, rbd)
+    parts.insert(out_bdim, sharding_types.spec_parts(get_aval(mapped))[bd])
+    extra = {"out_sharding": sharding_types.make_sharding(out_sharding.mesh, parts)}
   out = dot_general_p.bind(lhs, rhs, dimension_numbers=dims, precision=precision,
-                           preferred_element_type=preferred_element_type)
+                           preferred_element_type=preferred_element_type, **extra)
   return out, out_bdim
 
 

@@ -13,13 +13,14 @@ import operator
 import numpy as np
 
 from revax._src import tree_util
-from revax._src.core import dtypes
+from revax._src.core import dtypes, sharding_types
 from revax._src.core.avals import ShapedArray, get_aval
 from revax._src.core.trace import Primitive, Tracer
 from revax._src.interpreters import ad, batching, dispatch, mlir
 from revax._src.interpreters import invertible as inv
 from revax._src.lax import batch_util
 from revax._src.lax.binary import sub
+from revax._src.lax import sharding_constraint
 from revax._src.lax.sharding_constraint import placed
 from revax._src.lax.standard import as_operand, operand_dtype, same_dtypes
 from revax._src.runtime.array import Array
@@ -211,10 +212,13 @@ def reshape(operand, new_sizes, dimensions=None, *, out_sharding=None):
       dimensions = None
   if new_sizes == aval.shape and dimensions is None and _is_array(operand):
     return placed(operand, out_sharding)
-  return placed(reshape_p.bind(operand, new_sizes=new_sizes, dimensions=dimensions), out_sharding)
+  typed = sharding_constraint.typed_result_param(out_sharding)  # (JAX's param: `sharding`)
+  typed = {"sharding": typed["out_sharding"]} if typed else {}
+  return placed(reshape_p.bind(operand, new_sizes=new_sizes, dimensions=dimensions, **typed),
+                out_sharding)
 
 
-def _reshape_abstract_eval(x, *, new_sizes, dimensions):
+def _reshape_abstract_eval(x, *, new_sizes, dimensions, sharding=None):
   if any(d < 0 for d in new_sizes):
     raise TypeError(f"reshape new_sizes must all be non-negative, got {new_sizes}.")
   if dimensions is not None and sorted(dimensions) != list(range(x.ndim)):
@@ -226,13 +230,13 @@ def _reshape_abstract_eval(x, *, new_sizes, dimensions):
   return ShapedArray(new_sizes, x.dtype, x.weak_type)
 
 
-def _reshape_numpy(x, *, new_sizes, dimensions):
+def _reshape_numpy(x, *, new_sizes, dimensions, sharding=None):
   if dimensions is not None:
     x = np.transpose(x, dimensions)
   return np.reshape(x, new_sizes)
 
 
-def _reshape_lower(ctx, x, *, new_sizes, dimensions):
+def _reshape_lower(ctx, x, *, new_sizes, dimensions, sharding=None):
   if dimensions is not None:
     aval = ctx.avals_in[0]
     x = ctx.op1("stablehlo.transpose", [x], aval.update(shape=[aval.shape[d] for d in dimensions]),
@@ -240,20 +244,33 @@ def _reshape_lower(ctx, x, *, new_sizes, dimensions):
   return ctx.op1("stablehlo.reshape", [x])
 
 
-def _reshape_transpose(ct, x, *, new_sizes, dimensions):
+def _reshape_transpose(ct, x, *, new_sizes, dimensions, sharding=None):
   aval = x.aval
   if type(ct) is ad.Zero:
     return [ad.Zero(aval)]
-  if dimensions is None:
-    return [reshape(ct, aval.shape)]
+  if dimensions is None:  # typed as the primal (JAX's rule), so never an ambiguous reshape
+    want = sharding_constraint.wanted_type(aval, (get_aval(ct),))
+    return [reshape(ct, aval.shape, out_sharding=want.get("out_sharding"))]
   permuted = reshape(ct, tuple(aval.shape[d] for d in dimensions))
   return [transpose(permuted, tuple(int(i) for i in np.argsort(dimensions)))]
 
 
-def _reshape_batch(vals, dims, *, new_sizes, dimensions):
+def _reshape_batch(vals, dims, *, new_sizes, dimensions, sharding=None):
   """Read the batch dim first (folded into `dimensions`, so no separate transpose), then reshape
   each example."""
   (x,), (d,) = vals, dims
+  if sharding is not None or get_aval(x).sharding is not None:
+    # a split operand: the batch dimension moved to the front first (a reshape with
+    # `dimensions` of a split dimension has no typed result), as JAX's rule does
+    if d != 0:
+      x = transpose(x, (d,) + tuple(i for i in range(get_aval(x).ndim) if i != d))
+    out = None
+    if sharding is not None:
+      out = sharding_types.make_sharding(
+          sharding.mesh, (sharding_types.spec_parts(get_aval(x))[0],)
+          + tuple(sharding.spec) + (None,) * (len(new_sizes) - len(sharding.spec)))
+    return reshape(x, (get_aval(x).shape[0],) + new_sizes, None if dimensions is None else
+                   (0,) + tuple(i + 1 for i in dimensions), out_sharding=out), 0
   order = range(get_aval(x).ndim - 1) if dimensions is None else dimensions
   dimensions = (d,) + tuple(i + (i >= d) for i in order)
   return reshape(x, (get_aval(x).shape[d],) + new_sizes, dimensions), 0
@@ -265,7 +282,7 @@ dispatch.def_numpy_impl(reshape_p, _reshape_numpy)
 mlir.register_lowering(reshape_p, _reshape_lower)
 ad.deflinear(reshape_p, _reshape_transpose)
 batching.primitive_batchers[reshape_p] = _reshape_batch
-inv.definverse(reshape_p, lambda outs, ins, avals_in, *, new_sizes, dimensions:
+inv.definverse(reshape_p, lambda outs, ins, avals_in, *, new_sizes, dimensions, sharding=None:
                _reshape_transpose(outs[0], ad.UndefinedPrimal(avals_in[0]), new_sizes=new_sizes,
                                   dimensions=dimensions), inv.all_unknown_ok)
 

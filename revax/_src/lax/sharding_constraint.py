@@ -19,7 +19,8 @@ from revax._src.core.trace import Primitive
 from revax._src.interpreters import ad, batching, dispatch, mlir, sharding_lowering
 from revax._src.interpreters import invertible as inv
 
-__all__ = ["with_sharding_constraint", "sharding_constraint_p", "placed"]
+__all__ = ["with_sharding_constraint", "sharding_constraint_p", "placed", "resolve_out_sharding",
+           "typed_result_param", "wanted_type"]
 
 # Set by sharded_api (above this layer): place(value, sharding) -> Array laid out so.
 eager_place = None
@@ -66,6 +67,8 @@ def with_sharding_constraint(x, shardings):
   for leaf, s in zip(leaves, per_leaf, strict=True):
     if mesh_context.is_spec(s):
       s = mesh_context.resolve_spec(s, "with_sharding_constraint", RuntimeError)
+    if mesh_context.concrete is not None:  # (a type's sharding: over a concrete mesh)
+      s = mesh_context.concrete(s, "with_sharding_constraint", _mesh_of(leaf))
     if s is not None and not _is_sharding(s):
       raise TypeError(f"with_sharding_constraint: shardings must be Sharding objects "
                       f"(NamedSharding, SingleDeviceSharding) or None, got "
@@ -87,10 +90,25 @@ def placed(x, out_sharding):
     ValueError: its spec names an Auto or Manual mesh axis (JAX allows Explicit axes only), or a
       bare PartitionSpec and no mesh is set with `revax.set_mesh`.
   """
+  out_sharding = resolve_out_sharding(out_sharding)
   if out_sharding is None:
     return x
+  return with_sharding_constraint(x, out_sharding)
+
+
+def resolve_out_sharding(out_sharding):
+  """The `out_sharding=` argument of a lax/jnp function as a NamedSharding (a bare
+  PartitionSpec over the mesh in context), checked as JAX checks it; None stays None.
+
+  Raises:
+    TypeError, ValueError: as `placed`.
+  """
+  if out_sharding is None:
+    return None
   if mesh_context.is_spec(out_sharding):
     out_sharding = mesh_context.resolve_spec(out_sharding, "out_sharding")
+  if mesh_context.concrete is not None:  # (a type's sharding: over the mesh in context)
+    out_sharding = mesh_context.concrete(out_sharding, "out_sharding")
   mesh = getattr(out_sharding, "mesh", None)
   if mesh is None or not hasattr(out_sharding, "spec"):
     raise TypeError(f"out_sharding must be a NamedSharding or a PartitionSpec, got "
@@ -105,7 +123,43 @@ def placed(x, out_sharding):
                          f"AxisType.{kinds[axis].name} (make the mesh with "
                          f"axis_types=(AxisType.Explicit, ...), as revax.make_mesh does by "
                          f"default)")
-  return with_sharding_constraint(x, out_sharding)
+  return out_sharding
+
+
+def typed_result_param(out_sharding, *avals) -> dict:
+  """The params that tell a primitive whose sharding rule may ask for an `out_sharding=` (JAX:
+  dot_general, reshape) the result's sharding: `{"out_sharding": NamedSharding}` when one is
+  given and a mesh has Explicit axes; {} otherwise (the param is absent from the primitive's
+  equations then, so programs without it print and cache as before).
+
+  Raises:
+    TypeError, ValueError: as `placed`.
+  """
+  out_sharding = resolve_out_sharding(out_sharding)
+  if out_sharding is None or not sharding_types.active:
+    return {}
+  return {"out_sharding": out_sharding}
+
+
+def wanted_type(aval: ShapedArray, like) -> dict:
+  """`{"out_sharding": ...}` asking for `aval`'s split over Explicit axes (unsplit: P()) when
+  `like` (operand avals) are split, for the transpose and batching rules of primitives whose
+  sharding rule may ask for one (their results take their primal's type, as JAX's); {} else."""
+  if not sharding_types.active:
+    return {}
+  mesh = next((a.sharding.mesh for a in (aval, *like) if getattr(a, "sharding", None) is not None),
+              None)
+  if mesh is None:
+    return {}
+  return {"out_sharding": sharding_types.make_sharding(mesh, sharding_types.spec_parts(aval))}
+
+
+def _mesh_of(x):
+  """The mesh `x` (an array or tracer) is split over, if any."""
+  aval_sharding = getattr(get_aval(x), "sharding", None)
+  mesh = getattr(aval_sharding, "mesh", None) or getattr(getattr(x, "sharding", None), "mesh",
+                                                          None)
+  return mesh
 
 
 def like_type(x, aval: ShapedArray):
@@ -120,7 +174,8 @@ def like_type(x, aval: ShapedArray):
 
 
 def _is_sharding(s) -> bool:
-  return hasattr(s, "_indices") and hasattr(s, "_device_list")
+  # (on the class: a type's sharding has no devices, and its _device_list raises)
+  return hasattr(type(s), "_indices") and hasattr(type(s), "_device_list")
 
 
 def _abstract_eval(x: ShapedArray, *, sharding):
@@ -140,7 +195,8 @@ def _transpose(ct, x, *, sharding):
 
 def _batch(vals, dims, *, sharding):
   """The constraint on the batch: the batch dimension is split over the vmap's spmd_axis_name
-  (which the spec itself must not use), or left unsplit when the vmap has none."""
+  (which the spec itself must not use), or as the batched value's type splits it (unsplit
+  when it does not) when the vmap has none."""
   (x,), (d,) = vals, dims
   spec, mesh = sharding.spec, sharding.mesh
   spmd = batching.batching_spmd_axis_name()
@@ -150,9 +206,16 @@ def _batch(vals, dims, *, sharding):
       raise ValueError(f"vmap spmd_axis_name {spmd} cannot appear in with_sharding_constraint "
                        f"spec, but got spec {spec}")
   parts = list(spec) + [None] * (x.ndim - 1 - len(spec))
+  split = get_aval(x).sharding
+  if spmd is None and split is not None and split.mesh == mesh:
+    # the batch dimension keeps the split it has over Explicit axes (JAX: the vmap's explicit
+    # mesh axis), unless the spec uses that axis itself
+    part = sharding_types.spec_parts(get_aval(x))[d]
+    used = {a for dim in range(len(spec)) for a in spec.axes_of(dim)}
+    spmd = None if used & set(sharding_types.axes_of_part(part)) else part
   parts.insert(d, spmd)
   batched = type(spec)(*parts)
-  for a in spmd or ():
+  for a in sharding_types.axes_of_part(spmd):
     if a not in mesh.shape:
       raise ValueError(f"Resource axis: {a} of {batched} is not found in mesh: "
                        f"{tuple(mesh.axis_names)}.")

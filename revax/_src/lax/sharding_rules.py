@@ -13,7 +13,7 @@ import math
 from revax._src.core import sharding_types as st
 from revax._src.core.sharding_types import merge, spec_parts
 from revax._src.lax import (binary, bits, comparison, conversion, reductions, shapes, slicing,
-                            sorting, unary)
+                            sorting, special, unary)
 from revax._src.lax.dot import dot_general_p
 from revax._src.lax.stop_gradient import stop_gradient_p
 
@@ -42,78 +42,319 @@ def _squeeze(avals, params, outs):
 
 
 def _reshape(avals, params, outs):
-  """Dimensions kept whole keep their split; a split dimension that is divided into several
-  keeps it on the major one when its size allows; merged or regrouped split dimensions become
-  unsplit (XLA regathers them)."""
-  src, old, new = spec_parts(avals[0]), avals[0].shape, tuple(params["new_sizes"])
-  parts = [None] * len(new)
-  i = j = 0
-  while i < len(old) and j < len(new):
-    gi, gj = [i], [j]
-    a, b = old[i], new[j]
-    while a != b:
-      if a < b:
-        i += 1
-        if i >= len(old):
+  """JAX's rule: an unsplit operand gives an unsplit result; a reshape that only adds or drops
+  size-1 dimensions keeps the splits; one that splits one dimension into several gives its
+  axes to the new dimensions major first (as their sizes divide), and one that merges several
+  into one gives it their axes (the merged dimensions' splits, in order, none unsplit before a
+  split one). Any other reshape of a split operand needs an `out_sharding=`.
+
+  Raises:
+    ShardingTypeError: the result's split cannot be told from the operand's.
+  """
+  new = tuple(params["new_sizes"])
+  given = _given(params, len(new), "sharding")
+  if given is not None:
+    return [given]
+  op, src = avals[0], spec_parts(avals[0])
+  if all(p is None for p in src):
+    return [(None,) * len(new)]
+  if [n for n in op.shape if n != 1] == [n for n in new if n != 1]:
+    kept = iter(p for n, p in zip(op.shape, src, strict=True) if n != 1)
+    return [tuple(None if n == 1 else next(kept) for n in new)]
+  dims = params.get("dimensions")
+  try:
+    is_split, out_split = _split_on_one_axis(op.shape, new)
+    if is_split:
+      return [_split_an_axis(op, src, out_split, new, dims)]
+    is_merge, merged = _split_on_one_axis(new, op.shape) if len(new) < len(op.shape) \
+        else (False, [])
+    if is_merge:
+      return [_merge_an_axis(op, src, merged, new, dims)]
+  except _ReshapeExplicitError:
+    pass
+  _raise_reshape_error(op, new)
+
+
+class _ReshapeExplicitError(Exception):
+  pass
+
+
+def _raise_reshape_error(op, new):
+  raise st.ShardingTypeError(
+      "This reshape is not supported. Please specify the sharding of the output via the "
+      f"`out_sharding` argument of revax.lax.reshape. Got operand type: {op}, new sizes: "
+      f"{new}")
+
+
+def _split_on_one_axis(op_shape, new_sizes):
+  """(True, one entry per operand dimension: its size, or the list of new sizes it splits
+  into) when the reshape splits operand dimensions one by one (JAX's analysis); (False, [])
+  when it does not."""
+  if len(new_sizes) <= len(op_shape):
+    return False, []
+  orig = op_shape
+  num_1s = 0
+  while op_shape and new_sizes and op_shape[-1] == 1 and new_sizes[-1] == 1:
+    num_1s += 1
+    op_shape, new_sizes = op_shape[:-1], new_sizes[:-1]
+  i = j = count = 0
+  out = []
+  while j < len(new_sizes):
+    if i >= len(op_shape):
+      return False, []
+    if op_shape[i] == new_sizes[j]:
+      out.append(op_shape[i])
+    else:
+      count += 1
+      if count > 1:
+        raise _ReshapeExplicitError()
+      temp = [new_sizes[j]]
+      next_j, next_i = j + 1, i + 1
+      while (math.prod(temp) != op_shape[i]
+             or (next_j < len(new_sizes) and new_sizes[next_j] == 1)):
+        if math.prod(temp) > op_shape[i]:
+          return False, []
+        if (math.prod(temp) == op_shape[i] and next_i < len(op_shape)
+            and new_sizes[next_j] == op_shape[next_i]):
           break
-        gi.append(i)
-        a *= old[i]
-      else:
         j += 1
-        if j >= len(new):
-          break
-        gj.append(j)
-        b *= new[j]
-    split = [d for d in gi if src[d] is not None]
-    if len(gi) == 1 and split:
-      part, size = src[gi[0]], _size(avals[0], src[gi[0]])
-      if new[gj[0]] % size == 0:  # on the major dimension of the ones it is divided into
-        parts[gj[0]] = part
-    elif len(gj) == 1 and split == [gi[0]] and old[gi[0]] % _size(avals[0], src[gi[0]]) == 0:
-      parts[gj[0]] = src[gi[0]]  # merged with unsplit minor dimensions
-    i, j = i + 1, j + 1
-  return [tuple(parts)]
+        if j >= len(new_sizes):
+          return False, []
+        temp.append(new_sizes[j])
+        next_j += 1
+      out.append(temp)
+    i += 1
+    j += 1
+  out.extend([1] * num_1s)
+  if len(out) != len(orig):
+    return False, []
+  return True, out
 
 
-def _size(aval, part) -> int:
-  mesh = aval.sharding.mesh
-  axes = part if isinstance(part, tuple) else (part,)
-  return math.prod(mesh.shape[a] for a in axes)
+def _split_partitions(mesh, axes, sizes, op, new):
+  """The axes `axes` (major first) dealt to dimensions of `sizes`, each taking axes while its
+  size is still divisible (JAX's split_partitions)."""
+  it = iter(axes)
+  parts = []
+  for o in sizes:
+    taken = []
+    while o > 1:
+      a = next(it, None)
+      if a is None:
+        break
+      o, rem = divmod(o, mesh.shape[a])
+      if rem:
+        _raise_reshape_error(op, new)
+      taken.append(a)
+    parts.append(None if not taken else taken[0] if len(taken) == 1 else tuple(taken))
+  if next(it, None) is not None:
+    _raise_reshape_error(op, new)
+  return parts
+
+
+def _split_an_axis(op, src, out_split, new, dims):
+  spec = []
+  for out, part in zip(out_split, src, strict=True):
+    if not isinstance(out, list):
+      spec.append(part)
+    elif part is None:
+      spec.extend([None] * len(out))
+    elif dims is None:
+      spec.extend(_split_partitions(op.sharding.mesh, st.axes_of_part(part), out, op, new))
+    else:
+      _raise_reshape_error(op, new)
+  return tuple(spec)
+
+
+def _merge_an_axis(op, src, merged, new, dims):
+  spec = []
+  it = iter(src)
+  for n, group in zip(new, merged, strict=True):
+    if not isinstance(group, list):
+      spec.append(next(it))
+      continue
+    parts = [next(it) for _ in group]
+    if all(p is None for p in parts):
+      spec.append(None)
+    elif dims is None:
+      flat = [a if p is not None else None for p in parts
+              for a in (st.axes_of_part(p) or (None,))]
+      while flat[-1] is None:
+        flat.pop()
+      if None in flat:
+        _raise_reshape_error(op, new)
+      spec.extend(_split_partitions(op.sharding.mesh, flat, [n], op, new))
+    else:
+      _raise_reshape_error(op, new)
+  return tuple(spec)
+
+
+def _given(params, rank: int, name: str = "out_sharding"):
+  """The result's spec from an `out_sharding=` the equation carries (its Explicit axes), or
+  None when it carries none."""
+  given = params.get(name)
+  if given is None:
+    return None
+  return st.explicit_parts(given, rank) or (None,) * rank
 
 
 def _dot_general(avals, params, outs):
-  """Batch dimensions (agreeing between the operands), then lhs and rhs free dimensions keep
-  their splits; contracted dimensions leave the result (XLA sums their pieces)."""
+  """JAX's rule: batch dimensions take lhs's split (rhs's must agree), free dimensions keep
+  theirs, and contracted ones leave the result; where both operands split a contracted
+  dimension the result's split is ambiguous (XLA could sum the pieces or not) and the program
+  must say it with `out_sharding=`.
+
+  Raises:
+    ShardingTypeError: batch or contracting dimensions split differently, or both operands
+      split a contracted dimension and no out_sharding is given.
+  """
+  given = _given(params, len(outs[0].shape))
+  if given is not None:
+    return [given]
   (lc, rc), (lb, rb) = params["dimension_numbers"]
   lhs, rhs = spec_parts(avals[0]), spec_parts(avals[1])
-  batch = tuple(merge("dot_general batch dimensions", (lhs[a], rhs[b]))
-                for a, b in zip(lb, rb, strict=True))
+  lbs, rbs = tuple(lhs[i] for i in lb), tuple(rhs[i] for i in rb)
+  lcs, rcs = tuple(lhs[i] for i in lc), tuple(rhs[i] for i in rc)
+  _check_specs_match(lbs, rbs, "dot_general requires lhs batch dimensions and rhs batch "
+                     f"dimensions to have the consistent sharding, got {lbs} and {rbs}.")
+  _check_specs_match(lcs, rcs, "dot_general requires contracting dimensions to have "
+                     f"consistent sharding, got {lcs} and {rcs}.")
+  if any(l is not None and r is not None for l, r in zip(lcs, rcs, strict=True)):
+    raise st.ShardingTypeError(
+        "Contracting dimensions are sharded and it is ambiguous how the output should be "
+        "sharded. Please specify the output sharding via the `out_sharding` parameter. Got "
+        f"lhs_contracting_spec={lcs} and rhs_contracting_spec={rcs}")
   lfree = tuple(p for d, p in enumerate(lhs) if d not in lc and d not in lb)
   rfree = tuple(p for d, p in enumerate(rhs) if d not in rc and d not in rb)
-  return [batch + lfree + rfree]  # (one axis on two dimensions: sharding_types.typed raises)
+  return [lbs + lfree + rfree]  # (one axis on two dimensions: sharding_types.typed raises)
+
+
+def _check_specs_match(lhs_spec, rhs_spec, msg):
+  for l, r in zip(lhs_spec, rhs_spec, strict=True):
+    if l is not None and r is not None and st.axes_of_part(l) != st.axes_of_part(r):
+      raise st.ShardingTypeError(msg)
+
+
+def _same_split(avals, what: str):
+  """The one split all split operands share (JAX: operands typed over a mesh must have the same
+  sharding; unsplit revax operands count as having none, like JAX's NumPy operands).
+
+  Raises:
+    ShardingTypeError: two split operands differ."""
+  split = [spec_parts(a) for a in avals if a.sharding is not None]
+  if any(p != split[0] for p in split[1:]):
+    raise st.ShardingTypeError(what.format(", ".join(str(a.sharding) for a in avals)))
+  return split[0] if split else None
 
 
 def _concatenate(avals, params, outs):
-  dim = params["dimension"]
-  rank = len(outs[0].shape)
-  spec = []
-  for d in range(rank):
-    parts = [spec_parts(a)[d] for a in avals]
-    spec.append(None if d == dim else merge("concatenate", parts))
-  return [tuple(spec)]
+  """JAX's rule: the operands' shardings agree, and the result has it (the concatenated
+  dimension included)."""
+  spec = _same_split(avals, "All operands should have the same sharding. Got shardings {}")
+  return [spec]
+
+
+def _select_n(avals, params, outs):
+  """JAX's rule: the cases agree, and `which` is a scalar or split as they are."""
+  which, cases = avals[0], avals[1:]
+  spec = _same_split(cases, "select cases must have the same shardings, got [{}].")
+  if which.shape and which.sharding is not None and spec_parts(which) != spec:
+    raise st.ShardingTypeError(
+        f"select `which` must be scalar or have the same sharding as cases, got `which` "
+        f"sharding {which.sharding} but case sharding {cases[0].sharding}.")
+  return [spec or (None,) * len(outs[0].shape)]
 
 
 def _sliced(avals, params, outs):
-  """Dimensions the slice keeps whole keep their split; cut ones become unsplit."""
+  """Dimensions the slice keeps whole keep their split; cut ones become unsplit (what revax's
+  own expansions get, see `_varying_out_shape`)."""
   src = spec_parts(avals[0])
   return [tuple(p if avals[0].shape[d] == outs[0].shape[d] else None
                 for d, p in enumerate(src))] * len(outs)
 
 
-def _top_k(avals, params, outs):
-  src = list(spec_parts(avals[0]))
-  src[params.get("axis", -1) % len(src)] = None
-  return [tuple(src)] * len(outs)
+def _varying_out_shape(name: str):
+  """JAX's rule for slicing and padding: each dimension keeps its split where its new size is
+  divisible by the split's device count (so its pieces stay even). Inside revax's own
+  expansions (sharding_types.internal_expansion: scan as a loop, lowerings written in revax),
+  which slice split values where JAX's lowerings do not, cut dimensions become unsplit.
+
+  Raises:
+    ShardingTypeError: a split dimension's new size is not divisible so."""
+  def rule(avals, params, outs):
+    if st.in_internal_expansion():  # (kept splits, where `apply` would unsplit them all)
+      return _sliced(avals, params, outs)
+    op, src = avals[0], spec_parts(avals[0])
+    for n_in, n_out, part in zip(op.shape, outs[0].shape, src, strict=True):
+      if n_in != n_out and part is not None and n_out % _devices(op, part):
+        raise st.ShardingTypeError(
+            f"{name} on sharded dims where out dim ({n_out}) is not divisible by mesh axes "
+            f"({_devices(op, part)}) with spec ({part}) is not implemented. Got input "
+            f"type={op.str_short()} and output shape={outs[0].shape}")
+    return [src] * len(outs)
+  return rule
+
+
+def _devices(aval, part) -> int:
+  """How many pieces `part` (a spec entry) splits a dimension into."""
+  mesh = aval.sharding.mesh
+  return math.prod(mesh.shape[a] for a in st.axes_of_part(part))
+
+
+def _unsplit_along(param: str, what: str):
+  """Operations along one dimension that must not be split (sort, top_k, cumulative
+  reductions), as JAX's rules; the results are split as the operands.
+
+  Raises:
+    ShardingTypeError: the operand splits that dimension."""
+  def rule(avals, params, outs):
+    axis = params[param] % max(len(avals[0].shape), 1)
+    for a in avals:
+      if a.sharding is not None and spec_parts(a)[axis] is not None:
+        raise st.ShardingTypeError(what.format(
+            sharding=a.sharding, axis=axis, type=a.str_short(short_dtypes=False)))
+    split = _same_split(avals, "Arguments to sort must have equal shardings, got: {}")
+    return [split or (None,) * len(outs[0].shape) if len(o.shape) == len(avals[0].shape)
+            else (None,) * len(o.shape) for o in outs]
+  return rule
+
+
+_sort = _unsplit_along("dimension", "Arguments to sort must be unsharded over the sorting "
+                       "dimension. Got arg sharding={sharding} and sorting dimension={axis}")
+_top_k = _unsplit_along("axis", "The input should be unsharded over the axis along which to "
+                        "compute the top_k values. Got input type={type} and axis={axis}")
+_cumulative = _unsplit_along("axis", "Input should be unsharded over the axis being reduced. "
+                             "Got input type={type} and axis={axis}")
+
+
+def _gather(avals, params, outs):
+  """JAX's gather rule where it resolves the result's split: the operand's dimensions that are
+  indexed are whole slices or unsplit, batching dimensions agree, and the indices are unsplit
+  but for batching dimensions; then offset dimensions keep the operand's split and the others
+  the indices'. Where JAX raises ShardingTypeError asking for `.at[...].get(out_sharding=)`
+  (revax's gather takes no out_sharding yet), revax types the result unsplit and XLA lays it
+  out (the values are the same)."""
+  operand, indices = avals[0], avals[1]
+  dn, sizes = params["dimension_numbers"], params["slice_sizes"]
+  op_spec, idx_spec = list(spec_parts(operand)), list(spec_parts(indices))
+  rank = len(outs[0].shape)
+  if all(p is None for p in op_spec + idx_spec):
+    return [(None,) * rank]
+  whole = all(sizes[i] == operand.shape[i] or op_spec[i] is None for i in dn.start_index_map)
+  pairs = list(zip(dn.operand_batching_dims, dn.start_indices_batching_dims, strict=True))
+  batched = all(idx_spec[j] == op_spec[i] or op_spec[i] is None or idx_spec[j] is None
+                for i, j in pairs)
+  idx_unsplit = all(p is None for k, p in enumerate(idx_spec)
+                    if k not in dn.start_indices_batching_dims)
+  if not (whole and batched and idx_unsplit):
+    return [(None,) * rank]
+  for i, j in pairs:
+    idx_spec[j] = idx_spec[j] or op_spec[i]
+  kept = iter(i for i in range(len(sizes))
+              if i not in dn.collapsed_slice_dims and i not in dn.operand_batching_dims)
+  from_indices = iter(idx_spec)
+  return [tuple(op_spec[next(kept)] if d in dn.offset_dims else next(from_indices)
+                for d in range(rank))]
 
 
 def _bitcast(avals, params, outs):
@@ -122,32 +363,38 @@ def _bitcast(avals, params, outs):
   return [tuple(src[:rank]) + (None,) * max(0, rank - len(src))]
 
 
-def _sort(avals, params, outs):
-  return [spec_parts(avals[0])] * len(outs)
-
-
 rules[shapes.broadcast_in_dim_p] = _broadcast_in_dim
 rules[shapes.transpose_p] = _transpose
 rules[shapes.squeeze_p] = _squeeze
 rules[shapes.reshape_p] = _reshape
 rules[shapes.rev_p] = st.same_as_operand()
-rules[shapes.pad_p] = _sliced
+rules[shapes.pad_p] = _varying_out_shape("padding")
 rules[shapes.concatenate_p] = _concatenate
 rules[dot_general_p] = _dot_general
 for _p in (reductions.reduce_sum_p, reductions.reduce_prod_p, reductions.reduce_max_p,
            reductions.reduce_min_p, reductions.reduce_and_p, reductions.reduce_or_p,
            reductions.argmax_p, reductions.argmin_p):
   rules[_p] = st.drop_axes("axes")
-for _p in (sorting.cumsum_p, sorting.cumprod_p, sorting.cummax_p, sorting.cummin_p,
-           bits.reduce_precision_p, stop_gradient_p,
+for _p in (sorting.cumsum_p, sorting.cumprod_p, sorting.cummax_p, sorting.cummin_p):
+  rules[_p] = _cumulative
+for _p in (bits.reduce_precision_p, stop_gradient_p,
            slicing.dynamic_update_slice_p, slicing.scatter_p):
   rules[_p] = st.same_as_operand()
 rules[sorting.sort_p] = _sort
 rules[sorting.top_k_p] = _top_k
-rules[slicing.slice_p] = _sliced
-rules[slicing.dynamic_slice_p] = _sliced
-rules[conversion.convert_element_type_p] = st.elementwise
+rules[slicing.gather_p] = _gather
+rules[slicing.slice_p] = _varying_out_shape("slicing")
+rules[slicing.dynamic_slice_p] = _varying_out_shape("dynamic_slice")
+rules[conversion.convert_element_type_p] = st.elementwise_named("convert_element_type")
 rules[conversion.bitcast_convert_type_p] = _bitcast
-for _p in (binary.pow_p, binary.complex_p, comparison.select_n_p, comparison.clamp_p,
+rules[comparison.select_n_p] = _select_n
+for _p in (slicing.scatter_add_p, slicing.scatter_mul_p, slicing.scatter_min_p,
+           slicing.scatter_max_p):
+  rules[_p] = st.same_as_operand()
+for _p in (comparison.eq_p, comparison.ne_p, comparison.lt_p, comparison.le_p, comparison.gt_p,
+           comparison.ge_p, special.igamma_p, special.igammac_p, special.igamma_grad_a_p,
+           special.regularized_incomplete_beta_p, special.zeta_p, special.polygamma_p,
+           special.bessel_i0e_p, special.bessel_i1e_p,
+           binary.pow_p, binary.complex_p, comparison.clamp_p,
            unary.abs_p, unary.integer_pow_p, unary.real_p, unary.imag_p, unary.conj_p):
-  rules[_p] = st.elementwise
+  rules[_p] = st.elementwise_named(_p.name)

@@ -129,7 +129,7 @@ def unop(name: str, kind: str, numpy_fn, hlo_op: str | None, result_dtype=None) 
   if hlo_op is not None:
     mlir.register_lowering(prim, hlo_lowering(hlo_op))
   batching.defvectorized(prim)
-  sharding_types.rules[prim] = sharding_types.elementwise
+  sharding_types.rules[prim] = sharding_types.elementwise_named(name)
   return prim
 
 
@@ -143,7 +143,7 @@ def naryop(name: str, kinds, numpy_fn, hlo_op: str | None, result_dtype=None) ->
   if hlo_op is not None:
     mlir.register_lowering(prim, hlo_lowering(hlo_op))
   defbroadcasting(prim)
-  sharding_types.rules[prim] = sharding_types.elementwise
+  sharding_types.rules[prim] = sharding_types.elementwise_named(name)
   return prim
 
 

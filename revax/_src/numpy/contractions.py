@@ -14,7 +14,8 @@ import operator
 import numpy as np
 
 from revax._src import lax
-from revax._src.core import dtypes
+from revax._src.core import dtypes, sharding_types
+from revax._src.lax import sharding_constraint
 from revax._src.lax.sharding_constraint import placed
 from revax._src.numpy import util
 from revax._src.numpy.util import aval_of
@@ -40,9 +41,28 @@ def _promote(fun_name, *args):
           for x, a in zip(args, avals, strict=True)]
 
 
-def _dot(a, b, contract, batch, precision, preferred_element_type):
+def _dot(a, b, contract, batch, precision, preferred_element_type, out_sharding=None,
+         perm=None):
+  """One dot_general; `out_sharding` (the caller's, for its result) is handed to it, through
+  `perm` when the caller transposes the dot's result by `perm` (JAX's dot takes the result's
+  sharding, so where both operands split a contracted dimension no error is raised)."""
+  dot_sharding = _dot_out_sharding(out_sharding, perm) if out_sharding is not None else None
   return lax.dot_general(a, b, (contract, batch), precision=precision,
-                         preferred_element_type=preferred_element_type)
+                         preferred_element_type=preferred_element_type,
+                         out_sharding=dot_sharding)
+
+
+def _dot_out_sharding(out_sharding, perm):
+  """`out_sharding` (for a result that is the dot's transposed by `perm`) for the dot's own
+  result; a bare PartitionSpec is resolved against the mesh in context."""
+  out_sharding = sharding_constraint.resolve_out_sharding(out_sharding)
+  if perm is None or perm == tuple(range(len(perm))):
+    return out_sharding
+  spec = list(out_sharding.spec) + [None] * (len(perm) - len(out_sharding.spec))
+  parts = [None] * len(perm)
+  for i, p in enumerate(perm):
+    parts[p] = spec[i]
+  return sharding_types.make_sharding(out_sharding.mesh, parts)
 
 
 def matmul(a, b, *, precision=None, preferred_element_type=None, out_sharding=None):
@@ -107,9 +127,9 @@ def matmul(a, b, *, precision=None, preferred_element_type=None, out_sharding=No
   a = lax.squeeze(a, tuple(a_squeeze)) if a_squeeze else a
   b = lax.squeeze(b, tuple(b_squeeze)) if b_squeeze else b
   na, nb = len(_shape(a)), len(_shape(b))
-  out = _dot(a, b, ((na - 1,), (nb - 1 - b_is_mat,)), (tuple(a_bdims), tuple(b_bdims)),
-             precision, preferred_element_type)
   perm = tuple(int(i) for i in np.argsort(idx_batch + idx_a_free + idx_b_free))
+  out = _dot(a, b, ((na - 1,), (nb - 1 - b_is_mat,)), (tuple(a_bdims), tuple(b_bdims)),
+             precision, preferred_element_type, out_sharding, perm)
   out = out if perm == tuple(range(len(perm))) else lax.transpose(out, perm)
   return placed(out, out_sharding)
 
@@ -130,8 +150,8 @@ def dot(a, b, *, precision=None, preferred_element_type=None, out_sharding=None)
   if sa[-1] != sb[cb]:
     raise TypeError(f"dot: shapes {sa} and {sb} not aligned: {sa[-1]} (dim {len(sa) - 1}) != "
                      f"{sb[cb]} (dim {cb})")
-  return placed(_dot(a, b, ((len(sa) - 1,), (cb,)), ((), ()), precision, preferred_element_type),
-                out_sharding)
+  return placed(_dot(a, b, ((len(sa) - 1,), (cb,)), ((), ()), precision, preferred_element_type,
+                     out_sharding), out_sharding)
 
 
 def inner(a, b, *, precision=None, preferred_element_type=None):
@@ -195,8 +215,8 @@ def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None, out_
     if _shape(a)[i] != _shape(b)[j]:
       raise TypeError(f"tensordot: shape mismatch on contracted axes: a axis {i} has size "
                       f"{_shape(a)[i]}, b axis {j} has size {_shape(b)[j]}")
-  return placed(_dot(a, b, (ax_a, ax_b), ((), ()), precision, preferred_element_type),
-                out_sharding)
+  return placed(_dot(a, b, (ax_a, ax_b), ((), ()), precision, preferred_element_type,
+                     out_sharding), out_sharding)
 
 
 # --- einsum --------------------------------------------------------------------------------------
@@ -293,7 +313,12 @@ def einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
   else:
     pref, out_weak = util.canonical_dtype_arg(preferred_element_type), False
   entries = list(zip(arrays, input_names, strict=True))
-  for indices, removed, einstr in contractions:
+  named = None  # (mesh, {output name: its split}) for the last contraction, from out_sharding
+  if out_sharding is not None:
+    resolved = sharding_constraint.resolve_out_sharding(out_sharding)
+    named = (resolved.mesh, dict(zip(output, sharding_types.explicit_parts(
+        resolved, len(output)) or (None,) * len(output), strict=True)))
+  for step, (indices, removed, einstr) in enumerate(contractions):
     step_output = einstr.split("->")[1]
     picked = [entries.pop(i) for i in indices]
     if len(picked) == 1:
@@ -301,7 +326,7 @@ def einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
       x, names = _einsum_reduce_one(x, names, removed, step_output, pref)
     elif len(picked) == 2:
       x, names = _einsum_contract_pair(picked[0], picked[1], removed, step_output, pref,
-                                       precision)
+                                       precision, named if step == len(contractions) - 1 else None)
     else:
       raise NotImplementedError("revax.numpy.einsum contracts two operands at a time; the "
                                 f"path asked for {len(picked)} at once")
@@ -374,8 +399,10 @@ def _drop_singletons(x, names, other_shape, other_names):
   return lax.squeeze(x, tuple(drop)), "".join(n for i, n in enumerate(names) if i not in drop)
 
 
-def _einsum_contract_pair(lhs_entry, rhs_entry, removed, step_output, pref, precision):
-  """One dot_general of two operands, taking batch and contracting dims where they are."""
+def _einsum_contract_pair(lhs_entry, rhs_entry, removed, step_output, pref, precision,
+                          named=None):
+  """One dot_general of two operands, taking batch and contracting dims where they are; `named`
+  ((mesh, {name: split})) types its result, from einsum's out_sharding."""
   (lhs, lhs_names), (rhs, rhs_names) = lhs_entry, rhs_entry
   lhs, lhs_names = _drop_singletons(lhs, lhs_names, _shape(rhs), rhs_names)
   rhs, rhs_names = _drop_singletons(rhs, rhs_names, _shape(lhs), lhs_names)
@@ -399,13 +426,17 @@ def _einsum_contract_pair(lhs_entry, rhs_entry, removed, step_output, pref, prec
   rhs_b = tuple(rhs_names.index(n) for n in batch)
   # Of the two operand orders, take the one whose result is already in the step's output order
   # (opt_einsum tends to contract right to left, so try (rhs, lhs) first).
+  typed = lambda names: None if named is None else sharding_types.make_sharding(
+      named[0], [named[1].get(n) for n in names])
   if batch_str + rhs_rest + lhs_rest == step_output:
+    names = batch_str + rhs_rest + lhs_rest
     out = lax.dot_general(rhs, lhs, ((rhs_c, lhs_c), (rhs_b, lhs_b)), precision=precision,
-                          preferred_element_type=pref)
-    return out, batch_str + rhs_rest + lhs_rest
+                          preferred_element_type=pref, out_sharding=typed(names))
+    return out, names
+  names = batch_str + lhs_rest + rhs_rest
   out = lax.dot_general(lhs, rhs, ((lhs_c, rhs_c), (lhs_b, rhs_b)), precision=precision,
-                        preferred_element_type=pref)
-  return out, batch_str + lhs_rest + rhs_rest
+                        preferred_element_type=pref, out_sharding=typed(names))
+  return out, names
 
 
 def einsum_path(subscripts, /, *operands, optimize="auto"):

@@ -27,6 +27,7 @@ from revax._src.core.errors import NonConcreteBooleanIndexError
 from revax._src.core.trace import ConcretizationTypeError, Tracer
 from revax._src.lax import convenience
 from revax._src.lax.scatter_apply import scatter_apply
+from revax._src.lax.sharding_constraint import placed
 from revax._src.lax.state_indexing import Slice
 from revax._src.numpy import util
 from revax._src.numpy.util import aval_of
@@ -486,7 +487,8 @@ def _selects_each_position_once(idx) -> bool:
 
 
 class _IndexUpdateRef:
-  """`x.at[idx]`: functional reads and updates of x[idx]."""
+  """`x.at[idx]`: functional reads and updates of x[idx]; `out_sharding=` (a NamedSharding or
+  a PartitionSpec over the mesh in context) lays the result out, as JAX's."""
   __slots__ = ("array", "index")
 
   def __init__(self, array, index):
@@ -496,55 +498,66 @@ class _IndexUpdateRef:
   def __repr__(self):
     return f"_IndexUpdateRef({self.array!r}, {self.index!r})"
 
-  def get(self, *, indices_are_sorted=False, unique_indices=False, mode=None, fill_value=None):
+  def get(self, *, indices_are_sorted=False, unique_indices=False, mode=None, fill_value=None,
+          out_sharding=None):
     """x[idx]; out-of-bound indices clamp, or give `fill_value` (NaN, or the integer extreme)
     with mode='fill'."""
-    return _get(self.array, self.index, mode, fill_value)
+    return placed(_get(self.array, self.index, mode, fill_value), out_sharding)
 
-  def set(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
+  def set(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
+          out_sharding=None):
     """A copy of x with x[idx] = values (out-of-bound updates are dropped)."""
-    return _update(self.array, self.index, values, "set", mode, indices_are_sorted,
-                   unique_indices)
+    return placed(_update(self.array, self.index, values, "set", mode, indices_are_sorted,
+                          unique_indices), out_sharding)
 
-  def add(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
+  def add(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
+          out_sharding=None):
     """A copy of x with x[idx] += values (repeated indices accumulate)."""
-    return _update(self.array, self.index, values, "add", mode, indices_are_sorted,
-                   unique_indices)
+    return placed(_update(self.array, self.index, values, "add", mode, indices_are_sorted,
+                          unique_indices), out_sharding)
 
-  def subtract(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
+  def subtract(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
+               out_sharding=None):
     """A copy of x with x[idx] -= values (repeated indices accumulate)."""
     from revax._src.numpy.ufuncs import negative
-    return _update(self.array, self.index, negative(util.as_array(values)), "add", mode,
-                   indices_are_sorted, unique_indices)
+    return placed(_update(self.array, self.index, negative(util.as_array(values)), "add", mode,
+                          indices_are_sorted, unique_indices), out_sharding)
 
-  def multiply(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
+  def multiply(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
+               out_sharding=None):
     """A copy of x with x[idx] *= values (repeated indices multiply)."""
-    return _update(self.array, self.index, values, "mul", mode, indices_are_sorted,
-                   unique_indices)
+    return placed(_update(self.array, self.index, values, "mul", mode, indices_are_sorted,
+                          unique_indices), out_sharding)
 
   mul = multiply
 
-  def min(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
+  def min(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
+          out_sharding=None):
     """A copy of x with x[idx] = minimum(x[idx], values)."""
-    return _update(self.array, self.index, values, "min", mode, indices_are_sorted,
-                   unique_indices)
+    return placed(_update(self.array, self.index, values, "min", mode, indices_are_sorted,
+                          unique_indices), out_sharding)
 
-  def max(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
+  def max(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
+          out_sharding=None):
     """A copy of x with x[idx] = maximum(x[idx], values)."""
-    return _update(self.array, self.index, values, "max", mode, indices_are_sorted,
-                   unique_indices)
+    return placed(_update(self.array, self.index, values, "max", mode, indices_are_sorted,
+                          unique_indices), out_sharding)
 
-  def divide(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
+  def divide(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
+             out_sharding=None):
     """x / d where d is ones with d[idx] *= values: as in JAX a true division, so an integer x
     gives a float result, and repeated indices divide repeatedly."""
     from revax._src.numpy.ufuncs import divide
-    return divide(self.array, self._factors(values, indices_are_sorted, unique_indices, mode))
+    factors = self._factors(values, indices_are_sorted, unique_indices, mode)
+    return placed(divide(self.array, factors), out_sharding)
 
-  def power(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
+  def power(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
+            out_sharding=None):
     """x ** p where p is ones with p[idx] *= values (as in JAX: repeated indices multiply
     their exponents)."""
     from revax._src.numpy.ufuncs import power
-    return power(self.array, self._factors(values, indices_are_sorted, unique_indices, mode))
+    factors = self._factors(values, indices_are_sorted, unique_indices, mode)
+    return placed(power(self.array, factors), out_sharding)
 
   def _factors(self, values, indices_are_sorted, unique_indices, mode):
     ones = lax.full_like(util.as_array(self.array), 1)

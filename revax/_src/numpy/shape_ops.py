@@ -100,8 +100,9 @@ def _reshape(a, shape, order, out_sharding, size_error):
   old = _shape(a)
   new = _compute_newshape(old, shape, size_error)
   if order == "C":
-    out = util.as_array(lax.reshape(a, new)) if new != old else util.as_array(a)
-    return placed(out, out_sharding)
+    if new != old:  # (the reshape takes out_sharding: JAX's asks for one where it must)
+      return util.as_array(lax.reshape(a, new, out_sharding=out_sharding))
+    return placed(util.as_array(a), out_sharding)
   if order == "F":
     out = lax.reshape(a, new[::-1], dimensions=tuple(reversed(range(len(old)))))
     return placed(lax.transpose(out, tuple(reversed(range(len(new))))), out_sharding)

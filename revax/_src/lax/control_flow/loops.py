@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from revax._src import tree_util
-from revax._src.core import dtypes
+from revax._src.core import dtypes, sharding_types
 from revax._src.core.avals import ShapedArray, get_aval, same_type
 from revax._src.core.eval import eval_jaxpr
 from revax._src.core.jaxpr import ClosedJaxpr, Jaxpr, Var
@@ -855,7 +855,8 @@ def _index_scalar(i: int):
 def _index_in_dim(x, i):
   aval = get_aval(x)
   zeros = [_index_scalar(0)] * (aval.ndim - 1)
-  piece = slicing.dynamic_slice_p.bind(x, i, *zeros, slice_sizes=(1,) + aval.shape[1:])
+  with sharding_types.internal_expansion():  # (a split xs: its slices are unsplit)
+    piece = slicing.dynamic_slice_p.bind(x, i, *zeros, slice_sizes=(1,) + aval.shape[1:])
   return shapes.reshape(piece, aval.shape[1:])
 
 
