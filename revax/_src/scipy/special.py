@@ -22,6 +22,7 @@ from revax._src.custom_derivatives import custom_jvp
 from revax._src.lax import special as lax_special
 from revax._src.nn import functions as nn_functions
 from revax._src.numpy import creation, reductions, ufuncs
+from revax._src.scipy import special_betaln
 from revax._src.numpy.util import aval_of, as_array, check_arraylike, promote_args_inexact
 
 __all__ = [
@@ -135,7 +136,8 @@ def polygamma(n, x):
 
 
 def betaln(a, b):
-  """log|B(a, b)| = gammaln(a) + gammaln(b) - gammaln(a + b).
+  """log|B(a, b)| = gammaln(a) + gammaln(b) - gammaln(a + b), as jax computes it (a series
+  for the ratio where max(a, b) >= 8: see special_betaln).
 
   Args:
     a, b: real-valued arrays (broadcast).
@@ -144,7 +146,7 @@ def betaln(a, b):
     An array of the promoted inexact dtype.
   """
   a, b = _inexact("betaln", a, b)
-  return lax.lgamma(a) + lax.lgamma(b) - lax.lgamma(a + b)
+  return special_betaln.betaln(a, b)
 
 
 def beta(a, b):
