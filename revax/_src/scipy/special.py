@@ -265,10 +265,15 @@ def comb(N, k, *, repetition: bool = False):
   """
   N, k = _inexact("comb", N, k)
   if repetition:
-    return comb(N + k - 1.0, k)
-  valid = (k >= 0.0) & (k <= N) & (N >= 0.0)
-  log_value = lax.lgamma(N + 1.0) - lax.lgamma(k + 1.0) - lax.lgamma(N - k + 1.0)
-  return _where(valid, ufuncs.exp(log_value), 0.0).astype(aval_of(log_value).dtype)
+    result = comb(N + k - 1.0, k)
+    return _where((k == 0.0) & (N >= 0.0), 1.0, result).astype(aval_of(result).dtype)
+  # as jax's: the gamma functions run on (0, 0) outside the domain, so comb(inf, inf) is 0
+  cond = (k <= N) & (N >= 0.0) & (k >= 0.0)
+  safe_N = _where(cond, N, 0.0).astype(aval_of(N).dtype)
+  safe_k = _where(cond, k, 0.0).astype(aval_of(k).dtype)
+  result = ufuncs.exp(gammaln(safe_N + 1.0) - gammaln(safe_k + 1.0)
+                      - gammaln(safe_N + 1.0 - safe_k))
+  return _where(cond, result, 0.0).astype(aval_of(result).dtype)
 
 
 def poch(z, m):
@@ -281,8 +286,7 @@ def poch(z, m):
     An array of the promoted inexact dtype.
   """
   z, m = _inexact("poch", z, m)
-  sign = gammasgn(z + m) * gammasgn(z)
-  value = sign * ufuncs.exp(lax.lgamma(z + m) - lax.lgamma(z))
+  value = gamma(z + m) / gamma(z)  # as jax's: a ratio of gammas (inf / inf is NaN)
   return _where(m == 0.0, 1.0, value).astype(aval_of(value).dtype)
 
 

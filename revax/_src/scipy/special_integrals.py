@@ -10,7 +10,8 @@ continued fractions so that they lower to straight-line XLA code and differentia
 - spence(x) = Li_2(1 - x): the series of Li_2 on |w| <= 1/2, Euler's reflection on (0, 1/2) and
   Li_2(1 - x) + Li_2(1 - 1/x) = -log(x)^2 / 2 above 1.
 - J_0 ... J_v (bessel_jn): Miller's backward recurrence J_{k-1} = (2k / z) J_k - J_{k+1} from
-  an order well above both v and |z|, normalized by J_0 + 2 sum_k J_2k = 1.
+  order n_iter, normalized by J_0 + 2 sum_k J_2k = 1, exactly as jax's (which overflows to NaN
+  in float32 for |z| below about 3).
 """
 from __future__ import annotations
 
@@ -187,11 +188,11 @@ def bessel_jn(z, *, v: int, n_iter: int = 50):
   Args:
     z: real-valued array.
     v: the highest order, a concrete non-negative integer.
-    n_iter: the backward recurrence starts about n_iter orders above v; it is accurate while
-      |z| stays well below v + n_iter (raise n_iter for larger arguments).
+    n_iter: the backward recurrence starts at order n_iter; it is accurate while |z| stays
+      well below n_iter (and, in float32, above about 3, where jax's overflows too).
 
   Returns:
-    An array of shape (v + 1,) + z.shape.
+    An array of shape (min(v, n_iter) + 1,) + z.shape.
   """
   check_arraylike("bessel_jn", z)
   if not isinstance(v, int) and not isinstance(v, np.integer):
@@ -202,34 +203,19 @@ def bessel_jn(z, *, v: int, n_iter: int = 50):
   if v < 0:
     raise ValueError(f"bessel_jn requires v >= 0, got {v}")
   (z,) = promote_args_inexact("bessel_jn", z)
-  az = ufuncs.abs(z)
-  start = 2 * ((v + n_iter) // 2) + 2  # an even order; fixed, so eager and jit agree
-  safe = _cast(ufuncs.where(az == 0.0, 1.0, az), z)
-  inv = 2.0 / safe
-  j_next = creation.zeros_like(safe)  # J_{k+1}
-  j_cur = creation.full_like(safe, 1e-30)  # J_k, unnormalized
-  norm = creation.zeros_like(safe)
-  orders = {}
-  for k in range(start, 0, -1):
+  # jax's recurrence: f_k = 2 (k + 1) f_{k+1} / z - f_{k+2} from k = n_iter down to 0, started
+  # at f = 1e-16, normalized by J_0 + 2 sum J_2k = 1. In float32 it overflows for small |z|
+  # (NaN, as jax's), and divides by z = 0.
+  f0 = creation.zeros_like(z)
+  f1 = creation.full_like(z, 1e-16)
+  bs = creation.zeros_like(z)
+  values = {}
+  for k in range(n_iter, -1, -1):
+    f = 2.0 * (k + 1.0) * f1 / z - f0
     if k % 2 == 0:
-      norm = norm + 2.0 * j_cur
+      bs = bs + 2.0 * f
+    f0, f1 = f1, f
     if k <= v:
-      orders[k] = j_cur
-    j_prev = k * inv * j_cur - j_next
-    j_next, j_cur = j_cur, j_prev
-    # rescale where the recurrence has grown large (it can grow by 2k / |z| per step),
-    # keeping the ratios
-    big = ufuncs.abs(j_cur) > 1e10
-    scale = _cast(ufuncs.where(big, 1e-10, 1.0), safe)
-    j_cur, j_next, norm = j_cur * scale, j_next * scale, norm * scale
-    orders = {o: val * scale for o, val in orders.items()}
-  orders[0] = j_cur
-  norm = norm + j_cur
-  values = []
-  for order in range(v + 1):
-    jv = orders[order] / norm
-    if order % 2 == 1:
-      jv = ufuncs.where(z < 0.0, -jv, jv)  # J_n(-z) = (-1)^n J_n(z)
-    jv = ufuncs.where(az == 0.0, 1.0 if order == 0 else 0.0, jv)
-    values.append(_cast(jv, z))
-  return shape_ops.stack(values)
+      values[k] = f
+  return shape_ops.stack([_cast(values[k] / (bs - values[0]), z)
+                          for k in range(min(v, n_iter) + 1)])
