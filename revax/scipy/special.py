@@ -48,7 +48,7 @@ from revax._src.scipy.special_trig_integrals import dawsn as dawsn
 from revax._src.scipy.special_trig_integrals import fresnel as fresnel
 from revax._src.scipy.special_trig_integrals import sici as sici
 from revax._src.scipy.special_wofz import wofz as wofz
-from revax._src.scipy.special_integrals import exp1 as exp1
-from revax._src.scipy.special_integrals import expi as expi
-from revax._src.scipy.special_integrals import expn as expn
+from revax._src.scipy.special_expint import exp1 as exp1
+from revax._src.scipy.special_expint import expi as expi
+from revax._src.scipy.special_expint import expn as expn
 from revax._src.scipy.special_integrals import spence as spence

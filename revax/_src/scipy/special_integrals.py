@@ -1,12 +1,7 @@
-"""Exponential integrals, the dilogarithm and Bessel functions of the first kind for
-revax.scipy.special (exp1, expi, expn, spence, bessel_jn), written with fixed-length series and
-continued fractions so that they lower to straight-line XLA code and differentiate through.
+"""The dilogarithm and Bessel functions of the first kind for revax.scipy.special (spence,
+bessel_jn), written with fixed-length series so that they lower to straight-line XLA code and
+differentiate through (the exponential integrals are in special_expint, as jax computes them).
 
-- E_n(x) (expn; E_1 = exp1): the power series below x = 1, the continued fraction
-  e^-x / (x + n - 1 n / (x + n + 2 - 2 (n + 1) / (x + n + 4 - ...))) above, evaluated from its
-  tail (a fixed number of terms: it converges geometrically for x >= 1).
-- Ei(x) (expi): -E_1(-x) for x < 0; for x > 0 the series gamma + log x + sum x^k / (k k!) up to
-  x = 40 and the asymptotic series e^x / x sum k! / x^k beyond.
 - spence(x) = Li_2(1 - x): the series of Li_2 on |w| <= 1/2, Euler's reflection on (0, 1/2) and
   Li_2(1 - x) + Li_2(1 - 1/x) = -log(x)^2 / 2 above 1.
 - J_0 ... J_v (bessel_jn): Miller's backward recurrence J_{k-1} = (2k / z) J_k - J_{k+1} from
@@ -19,128 +14,15 @@ import math
 
 import numpy as np
 
-from revax._src.core import dtypes
 from revax._src.core.trace import Tracer
 from revax._src.numpy import creation, shape_ops, ufuncs
 from revax._src.numpy.util import aval_of, check_arraylike, promote_args_inexact
 
-__all__ = ["exp1", "expi", "expn", "spence", "bessel_jn"]
-
-_EULER = 0.5772156649015329
-_SERIES_TERMS = 40
-_CF_TERMS = 60
+__all__ = ["spence", "bessel_jn"]
 
 
 def _cast(x, like):
   return x.astype(aval_of(like).dtype)
-
-
-def _expn_series(n, x):
-  """E_n(x) for 0 < x <= 1 (n >= 1): (-x)^(n-1) / (n-1)! (psi(n) - log x)
-  - sum_{k != n-1} (-x)^k / ((k - n + 1) k!)."""
-  from revax._src import lax
-  nm1 = n - 1.0
-  psi = lax.digamma(ufuncs.maximum(n, 1.0).astype(aval_of(x).dtype))
-  total = creation.zeros_like(x)
-  term = creation.ones_like(x)  # (-x)^k / k!
-  for k in range(_SERIES_TERMS):
-    if k > 0:
-      term = term * (-x) / k
-    denom = k - nm1
-    regular = ufuncs.where(denom == 0.0, 0.0, -term / ufuncs.where(denom == 0.0, 1.0, denom))
-    special = term * (psi - ufuncs.log(x))
-    total = total + ufuncs.where(denom == 0.0, special, regular)
-  return _cast(total, x)
-
-
-def _expn_continued_fraction(n, x):
-  """E_n(x) for x >= 1, evaluated from the tail of its continued fraction."""
-  tail = creation.zeros_like(x)
-  for i in range(_CF_TERMS, 0, -1):
-    tail = -(i * (n + i - 1.0)) / (x + n + 2.0 * i + tail)
-  return _cast(ufuncs.exp(-x) / (x + n + tail), x)
-
-
-def _expn(n, x):
-  small = x <= 1.0
-  xs = _cast(ufuncs.where(small, x, 0.5), x)
-  xl = _cast(ufuncs.where(small, 2.0, x), x)
-  out = ufuncs.where(small, _expn_series(n, xs), _expn_continued_fraction(n, xl))
-  out = ufuncs.where(n == 0.0, ufuncs.exp(-x) / x, out)
-  out = ufuncs.where(x == 0.0, ufuncs.where(n > 1.0, 1.0 / ufuncs.maximum(n - 1.0, 1.0), np.inf),
-                     out)
-  out = ufuncs.where(x == np.inf, 0.0, out)
-  bad = (x < 0.0) | (n < 0.0) | ufuncs.isnan(x)
-  return _cast(ufuncs.where(bad, np.nan, out), x)
-
-
-def expn(n, x):
-  """The generalized exponential integral E_n(x) = int_1^inf e^(-x t) / t^n dt.
-
-  Args:
-    n: non-negative integer orders (an integer dtype, as JAX requires).
-    x: non-negative points; n and x broadcast.
-
-  Returns:
-    A float array (NaN for x < 0 or n < 0).
-  """
-  check_arraylike("expn", n, x)
-  n_dtype = aval_of(n).dtype if not isinstance(n, int) else dtypes.int32
-  if not dtypes.is_integer(n_dtype):
-    raise ValueError(f"Argument `n` to expn must be of integer type. Got dtype {n_dtype}.")
-  n, x = promote_args_inexact("expn", n, x)
-  return _expn(n, x)
-
-
-def exp1(x):
-  """The exponential integral E_1(x) = int_x^inf e^-t / t dt (NaN for x < 0).
-
-  Args:
-    x: real-valued array.
-
-  Returns:
-    An array of x's (inexact) dtype.
-  """
-  check_arraylike("exp1", x)
-  (x,) = promote_args_inexact("exp1", x)
-  return _expn(creation.ones_like(x), x)
-
-
-_EXPI_SWITCH = 40.0
-_EXPI_ASYMPTOTIC_TERMS = 30
-
-
-def expi(x):
-  """The exponential integral Ei(x) = -PV int_-x^inf e^-t / t dt.
-
-  Args:
-    x: real-valued array.
-
-  Returns:
-    An array of x's (inexact) dtype (-inf at 0).
-  """
-  check_arraylike("expi", x)
-  (x,) = promote_args_inexact("expi", x)
-  negative = x < 0.0
-  neg_part = -_expn(creation.ones_like(x), _cast(ufuncs.where(negative, -x, 1.0), x))
-  small = x <= _EXPI_SWITCH
-  xs = _cast(ufuncs.where(negative | ~small, 1.0, x), x)
-  series = creation.zeros_like(xs)
-  term = creation.ones_like(xs)
-  for k in range(1, 3 * int(_EXPI_SWITCH)):
-    term = term * xs / k
-    series = series + term / k
-  series = _EULER + ufuncs.log(xs) + series
-  xl = _cast(ufuncs.where(small, 2 * _EXPI_SWITCH, x), x)
-  asym = creation.ones_like(xl)
-  term = creation.ones_like(xl)
-  for k in range(1, _EXPI_ASYMPTOTIC_TERMS):
-    term = term * k / xl
-    asym = asym + term
-  asym = ufuncs.exp(xl) / xl * asym
-  out = ufuncs.where(negative, neg_part, ufuncs.where(small, series, asym))
-  out = ufuncs.where(x == 0.0, -np.inf, ufuncs.where(x == np.inf, np.inf, out))
-  return _cast(out, x)
 
 
 _SPENCE_TERMS = 60
