@@ -37,28 +37,19 @@ def _to_last_axis(a, axis):
 
 def _quantile(fun_name, a, q, axis, method, keepdims, ignore_nan, weights=None,
               percent=False):
-  """The quantile family's one computation, always compiled (`_compiled`), as jax's functions
-  are jitted: XLA's rewrites of the fused program (q / 100 * (n - 1) reassociated, ...) decide
-  values at infinities and ties, so running it op by op would differ from jax."""
-  return _compiled()(a, q, weights, fun_name=fun_name, axis=_static_axis(axis), method=method,
-                     keepdims=keepdims, ignore_nan=ignore_nan, percent=percent)
+  """The quantile family's one computation, always compiled (`util.jitted_as_in_jax`), as jax's
+  functions are jitted: XLA's rewrites of the fused program (q / 100 * (n - 1) reassociated)
+  decide values at infinities, so running it op by op would differ from jax."""
+  return _quantile_body(a, q, weights, fun_name=fun_name, axis=_static_axis(axis),
+                        method=method, keepdims=keepdims, ignore_nan=ignore_nan, percent=percent)
 
 
 def _static_axis(axis):
   return tuple(axis) if isinstance(axis, list) else axis
 
 
-_COMPILED = []
-
-
-def _compiled():
-  if not _COMPILED:
-    from revax._src.jit import jit
-    _COMPILED.append(jit(_quantile_body, static_argnames=(
-        "fun_name", "axis", "method", "keepdims", "ignore_nan", "percent")))
-  return _COMPILED[0]
-
-
+@util.jitted_as_in_jax(static_argnames=("fun_name", "axis", "method", "keepdims", "ignore_nan",
+                                        "percent"))
 def _quantile_body(a, q, weights, *, fun_name, axis, method, keepdims, ignore_nan, percent):
   from revax._src.numpy.indexing import take_along_axis
   from revax._src.numpy.reductions import any as _any, sum as _sum
