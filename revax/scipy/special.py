@@ -40,7 +40,7 @@ from revax._src.scipy.special import xlog1py as xlog1py
 from revax._src.scipy.special import xlogy as xlogy
 from revax._src.scipy.special import zeta as zeta
 from revax._src.scipy.special_hypergeometric import hyp1f1 as hyp1f1
-from revax._src.scipy.special_hypergeometric import hyp2f1 as hyp2f1
+from revax._src.scipy.special_hyp2f1 import hyp2f1 as hyp2f1
 from revax._src.scipy.special_integrals import bessel_jn as bessel_jn
 from revax._src.scipy.special_owens_t import owens_t as owens_t
 from revax._src.scipy.special_sph_harm import sph_harm_y as sph_harm_y
