@@ -422,6 +422,21 @@ def test_sph_harm_y_matches_scipy_and_jax():
     rss.sph_harm_y(n, m, theta, phi, diff_n=1)
 
 
+def test_sph_harm_y_is_jax_outside_0_pi_and_near_the_poles():
+  """jax's Legendre table is a function of cos(theta) (sin(theta) as sqrt(1 - cos^2) >= 0):
+  angles outside [0, pi] fold back, and within 1e-3 of the poles float32 rounds as jax's."""
+  rng = np.random.default_rng(1)
+  n = rng.integers(0, 9, 200)
+  m = np.array([rng.integers(-k, k + 1) for k in n])
+  theta = rng.uniform(-7, 7, 200).astype(F32)
+  theta[:20] = rng.uniform(0, 1e-3, 20)
+  phi = rng.uniform(-3, 3, 200).astype(F32)
+  want = jax.jit(lambda *a: jss.sph_harm_y(*a, n_max=8))(n, m, theta, phi)
+  _close(rss.sph_harm_y(n, m, theta, phi, n_max=8), want, rtol=1e-4, atol=2e-6)
+  _close(revax.jit(lambda *a: rss.sph_harm_y(*a, n_max=8))(n, m, theta, phi), want, rtol=1e-4,
+         atol=2e-6)
+
+
 def test_hyp2f1_matches_scipy_and_jax():
   """jax's algorithm: values equal jax's everywhere (x < -1 too, where its float32 answer is
   -inf, x = 0.99, where it is 7e-4 off, and NaN parameters), SciPy's where the series converges
