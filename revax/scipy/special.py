@@ -40,7 +40,7 @@ from revax._src.scipy.special import xlog1py as xlog1py
 from revax._src.scipy.special import xlogy as xlogy
 from revax._src.scipy.special import zeta as zeta
 from revax._src.scipy.special_hypergeometric import hyp1f1 as hyp1f1
-from revax._src.scipy.special_hypergeometric import hyp2f1 as hyp2f1
+from revax._src.scipy.special_hyp2f1 import hyp2f1 as hyp2f1
 from revax._src.scipy.special_integrals import bessel_jn as bessel_jn
 from revax._src.scipy.special_owens_t import owens_t as owens_t
 from revax._src.scipy.special_sph_harm import sph_harm_y as sph_harm_y
@@ -48,7 +48,7 @@ from revax._src.scipy.special_trig_integrals import dawsn as dawsn
 from revax._src.scipy.special_trig_integrals import fresnel as fresnel
 from revax._src.scipy.special_trig_integrals import sici as sici
 from revax._src.scipy.special_wofz import wofz as wofz
-from revax._src.scipy.special_integrals import exp1 as exp1
-from revax._src.scipy.special_integrals import expi as expi
-from revax._src.scipy.special_integrals import expn as expn
+from revax._src.scipy.special_expint import exp1 as exp1
+from revax._src.scipy.special_expint import expi as expi
+from revax._src.scipy.special_expint import expn as expn
 from revax._src.scipy.special_integrals import spence as spence

@@ -102,3 +102,33 @@ def test_complex_of_infinities():
   for got in _eager_and_jit(rlax.complex, re, im):
     np.testing.assert_array_equal(np.asarray(got).real, np.asarray(want).real)
     np.testing.assert_array_equal(np.asarray(got).imag, np.asarray(want).imag)
+
+
+_XOR_INPUTS = [
+    ([np.nan, np.inf, -np.inf, 0., -0., 1., -1., 0.5, 2.5], [np.nan, np.inf, -np.inf, 0.]),
+    ([np.nan, 1.], [np.nan, 1.]), ([np.nan, np.nan, 1.], [1., np.nan]), ([1., 2.], [2., 3.]),
+    ([-3., -2.], [-2., 5.]), ([-3., -2.], [-2., -3.]), ([], [np.nan]), ([np.nan, 4.], [5.]),
+    (np.array([1, 2, 2], np.int32), np.array([2, 5], np.int32))]
+
+
+@pytest.mark.parametrize("a,b", _XOR_INPUTS)
+@pytest.mark.parametrize("size,fill_value", [(None, None), (0, None), (0, 7.), (2, None),
+                                             (6, None), (6, 7.), (14, None)])
+def test_setxor1d_nan_and_padding_match_jax(a, b, size, fill_value):
+  """jax's setxor1d keeps one NaN per input holding any (NaN is never in both), pads with the
+  smallest result (NaN among them: NaN; none: 0), refuses size=0 without a fill, and a float
+  fill promotes integer results."""
+  a, b = (np.asarray(v, np.float32) if not isinstance(v, np.ndarray) else v for v in (a, b))
+  kw = {} if size is None else dict(size=size, fill_value=fill_value)
+  try:
+    want = jnp.setxor1d(a, b, **kw)
+  except ValueError:
+    with pytest.raises(ValueError):
+      rnp.setxor1d(a, b, **kw)
+    return
+  outs = _eager_and_jit(rnp.setxor1d, a, b, **kw) if size is not None else [
+      rnp.setxor1d(a, b)]
+  for got in outs:
+    got, w = np.asarray(got), np.asarray(want)
+    assert got.dtype == w.dtype and got.shape == w.shape
+    np.testing.assert_array_equal(got, w)

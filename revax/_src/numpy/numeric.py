@@ -97,6 +97,7 @@ def _conv_mode(full, n, m, mode, flip):
   raise ValueError(f"mode must be one of ['full', 'same', 'valid'], got {mode!r}")
 
 
+@util.jitted_as_in_jax(static_argnames=("mode", "precision", "preferred_element_type"))
 def convolve(a, v, mode: str = "full", *, precision=None, preferred_element_type=None):
   """The discrete linear convolution of the 1-D arrays `a` and `v`.
 
@@ -112,6 +113,7 @@ def convolve(a, v, mode: str = "full", *, precision=None, preferred_element_type
   return _conv_mode(full, n, m, mode, True)
 
 
+@util.jitted_as_in_jax(static_argnames=("mode", "precision", "preferred_element_type"))
 def correlate(a, v, mode: str = "valid", *, precision=None, preferred_element_type=None):
   """The cross-correlation of the 1-D arrays `a` and `v` (v conjugated), as NumPy defines it."""
   full, n, m = _conv_full("correlate", a, v, False, precision, preferred_element_type)

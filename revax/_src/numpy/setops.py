@@ -302,13 +302,43 @@ def setdiff1d(ar1, ar2, assume_unique: bool = False, *, size=None, fill_value=No
 
 
 def setxor1d(ar1, ar2, assume_unique: bool = False, *, size=None, fill_value=None):
-  """The sorted values in exactly one of `ar1` and `ar2`."""
+  """The sorted values in exactly one of `ar1` and `ar2`.
+
+  As jax's: each input's NaNs count as one value, and a NaN is never in both, so the result
+  has one NaN per input holding any; with `size` and no `fill_value`, the padding is the
+  smallest result (NaN if a NaN is among them, 0 if there are none).
+  """
   from revax._src.numpy.shape_ops import concatenate
   util.check_arraylike("setxor1d", ar1, ar2)
   a1, a2 = util.promote_dtypes(_ravel(ar1), _ravel(ar2))
-  s, _, first = _sorted_first(concatenate([a1, a2], 0))
+  n1 = aval_of(a1).shape[0]
+  s, perm, first = _sorted_first(concatenate([a1, a2], 0))
   if aval_of(s).shape[0]:
     only_one = lax.ne(isin(s, a1), isin(s, a2))
+    if dtypes.is_inexact(aval_of(s).dtype):
+      # the first NaN of each input (NaNs sort last, stably: ar1's before ar2's)
+      no = util.full_of((1,), False, dtypes.bool_)
+      nan = lax.ne(s, s)
+      from_2 = lax.ge(perm, util.scalar_constant(n1, _INDEX))
+      prev_nan = lax.concatenate([no, nan[:-1]], 0)
+      prev_from_2 = lax.concatenate([no, from_2[:-1]], 0)
+      first_nan = lax.bitwise_and(nan, lax.bitwise_or(
+          lax.bitwise_not(prev_nan), lax.bitwise_and(from_2, lax.bitwise_not(prev_from_2))))
+      only_one = lax.bitwise_or(only_one, first_nan)
     first = lax.bitwise_and(first, only_one)
+  if size is None:
+    return _compact(first, s, _static_size("setxor1d", size, first), None)
   size_ = _static_size("setxor1d", size, first)
-  return _compact(first, s, size_, fill_value)
+  if size_ == 0 and fill_value is None:  # as jax's, from the max of its padding
+    raise ValueError("zero-size array to reduction operation max which has no identity")
+  vals = _compact(first, s, size_, util.scalar_constant(0, aval_of(s).dtype))
+  count = (lax.reduce_sum(lax.convert_element_type(first, _INDEX), (0,))
+           if aval_of(first).shape[0] else util.scalar_constant(0, _INDEX))
+  valid = lax.lt(lax.iota(_INDEX, size_), lax.broadcast_in_dim(count, (size_,), ()))
+  if fill_value is not None:  # a where, as jax's: a float fill promotes integer results
+    from revax._src.numpy.ufuncs import where
+    return where(valid, vals, fill_value)
+  # jax's padding: the max over the results and zero-filled slots, then the min of those
+  for reduce in (lax.reduce_max, lax.reduce_min):
+    vals = lax.select_n(valid, lax.broadcast_in_dim(reduce(vals, (0,)), (size_,), ()), vals)
+  return vals

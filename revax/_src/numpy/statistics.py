@@ -4,7 +4,8 @@ average, cov and corrcoef.
 Quantiles sort the reduced axes (flattened into one) and read the two order statistics around
 the position q * (n - 1) with take_along_axis, so they differentiate through sort and gather and
 work under jit and vmap. The NaN-ignoring forms count the non-NaN values of each slice (NaNs sort
-last) and interpolate within them.
+last) and interpolate within them. As jax's, the six functions are jitted (eager calls compile
+once per shape): XLA's rewrites of the fused program decide their values at infinities.
 """
 from __future__ import annotations
 
@@ -34,10 +35,28 @@ def _to_last_axis(a, axis):
   return a, tuple(1 if d in axes else s for d, s in enumerate(shape))
 
 
-def _quantile(fun_name, a, q, axis, method, keepdims, ignore_nan, weights=None):
+def _quantile(fun_name, a, q, axis, method, keepdims, ignore_nan, weights=None,
+              percent=False):
+  """The quantile family's one computation, always compiled (`util.jitted_as_in_jax`), as jax's
+  functions are jitted: XLA's rewrites of the fused program (q / 100 * (n - 1) reassociated)
+  decide values at infinities, so running it op by op would differ from jax."""
+  return _quantile_body(a, q, weights, fun_name=fun_name, axis=_static_axis(axis),
+                        method=method, keepdims=keepdims, ignore_nan=ignore_nan, percent=percent)
+
+
+def _static_axis(axis):
+  return tuple(axis) if isinstance(axis, list) else axis
+
+
+@util.jitted_as_in_jax(static_argnames=("fun_name", "axis", "method", "keepdims", "ignore_nan",
+                                        "percent"))
+def _quantile_body(a, q, weights, *, fun_name, axis, method, keepdims, ignore_nan, percent):
   from revax._src.numpy.indexing import take_along_axis
   from revax._src.numpy.reductions import any as _any, sum as _sum
   util.check_arraylike(fun_name, a, q)
+  if percent:
+    a, q = util.promote_args_inexact(fun_name, a, q)
+    q = _percent(fun_name, q)
   if method not in _METHODS:
     raise ValueError("method can only be 'linear', 'lower', 'higher', 'midpoint', 'nearest' or "
                      "'inverted_cdf'")
@@ -181,18 +200,15 @@ def percentile(a, q, axis=None, out=None, overwrite_input: bool = False,
   """The `q`-th percentiles (0 <= q <= 100) of `a`; arguments as for quantile."""
   _no_out("percentile", out, overwrite_input)
   util.check_arraylike("percentile", a, q)
-  a, q = util.promote_args_inexact("percentile", a, q)
-  return _quantile("percentile", a, _percent("percentile", q), axis, method, keepdims, False,
-                   weights)
+  return _quantile("percentile", a, q, axis, method, keepdims, False, weights, percent=True)
 
 
 def nanpercentile(a, q, axis=None, out=None, overwrite_input: bool = False,
                   method: str = "linear", keepdims: bool = False, *, weights=None):
   """percentile ignoring NaNs."""
   _no_out("nanpercentile", out, overwrite_input)
-  a, q = util.promote_args_inexact("nanpercentile", a, q)
-  return _quantile("nanpercentile", a, _percent("nanpercentile", q), axis, method, keepdims,
-                   True, weights)
+  util.check_arraylike("nanpercentile", a, q)
+  return _quantile("nanpercentile", a, q, axis, method, keepdims, True, weights, percent=True)
 
 
 def median(a, axis=None, out=None, overwrite_input: bool = False, keepdims: bool = False):

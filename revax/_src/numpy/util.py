@@ -7,6 +7,7 @@ in JAX, because converting them silently hides costly host-to-device copies.
 """
 from __future__ import annotations
 
+import functools
 import operator
 import warnings
 
@@ -293,3 +294,29 @@ def concrete_scalar(x, fun_name: str, arg_name: str):
                       f"{np.shape(x)}")
     return np.asarray(x).item()
   return x
+
+
+def jitted_as_in_jax(static_argnames=()):
+  """Decorates a function that jax 0.10.2 defines under `@jit`: it runs compiled, eagerly too,
+  so its values are what XLA's fused program computes, as jax's are (op-by-op NumPy evaluation
+  can differ at infinities and NaN: XLA reassociates arithmetic, skips a convolution's padding
+  where NumPy would multiply 0 by inf). revax.jit sits above this layer: imported on first call.
+
+  Args:
+    static_argnames: the arguments jax marks static.
+
+  Returns:
+    The decorator.
+  """
+  def wrap(fun):
+    compiled = []
+
+    @functools.wraps(fun)
+    def call(*args, **kwargs):
+      if not compiled:
+        from revax._src.jit import jit
+        compiled.append(jit(fun, static_argnames=static_argnames))
+      return compiled[0](*args, **kwargs)
+    return call
+  return wrap
+

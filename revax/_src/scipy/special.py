@@ -22,6 +22,7 @@ from revax._src.custom_derivatives import custom_jvp
 from revax._src.lax import special as lax_special
 from revax._src.nn import functions as nn_functions
 from revax._src.numpy import creation, reductions, ufuncs
+from revax._src.scipy import special_betaln
 from revax._src.numpy.util import aval_of, as_array, check_arraylike, promote_args_inexact
 
 __all__ = [
@@ -135,7 +136,8 @@ def polygamma(n, x):
 
 
 def betaln(a, b):
-  """log|B(a, b)| = gammaln(a) + gammaln(b) - gammaln(a + b).
+  """log|B(a, b)| = gammaln(a) + gammaln(b) - gammaln(a + b), as jax computes it (a series
+  for the ratio where max(a, b) >= 8: see special_betaln).
 
   Args:
     a, b: real-valued arrays (broadcast).
@@ -144,7 +146,7 @@ def betaln(a, b):
     An array of the promoted inexact dtype.
   """
   a, b = _inexact("betaln", a, b)
-  return lax.lgamma(a) + lax.lgamma(b) - lax.lgamma(a + b)
+  return special_betaln.betaln(a, b)
 
 
 def beta(a, b):
@@ -263,10 +265,15 @@ def comb(N, k, *, repetition: bool = False):
   """
   N, k = _inexact("comb", N, k)
   if repetition:
-    return comb(N + k - 1.0, k)
-  valid = (k >= 0.0) & (k <= N) & (N >= 0.0)
-  log_value = lax.lgamma(N + 1.0) - lax.lgamma(k + 1.0) - lax.lgamma(N - k + 1.0)
-  return _where(valid, ufuncs.exp(log_value), 0.0).astype(aval_of(log_value).dtype)
+    result = comb(N + k - 1.0, k)
+    return _where((k == 0.0) & (N >= 0.0), 1.0, result).astype(aval_of(result).dtype)
+  # as jax's: the gamma functions run on (0, 0) outside the domain, so comb(inf, inf) is 0
+  cond = (k <= N) & (N >= 0.0) & (k >= 0.0)
+  safe_N = _where(cond, N, 0.0).astype(aval_of(N).dtype)
+  safe_k = _where(cond, k, 0.0).astype(aval_of(k).dtype)
+  result = ufuncs.exp(gammaln(safe_N + 1.0) - gammaln(safe_k + 1.0)
+                      - gammaln(safe_N + 1.0 - safe_k))
+  return _where(cond, result, 0.0).astype(aval_of(result).dtype)
 
 
 def poch(z, m):
@@ -279,8 +286,7 @@ def poch(z, m):
     An array of the promoted inexact dtype.
   """
   z, m = _inexact("poch", z, m)
-  sign = gammasgn(z + m) * gammasgn(z)
-  value = sign * ufuncs.exp(lax.lgamma(z + m) - lax.lgamma(z))
+  value = gamma(z + m) / gamma(z)  # as jax's: a ratio of gammas (inf / inf is NaN)
   return _where(m == 0.0, 1.0, value).astype(aval_of(value).dtype)
 
 

@@ -4,7 +4,8 @@ is the polar angle, phi the azimuth, with the Condon-Shortley phase).
 Y_n^m(theta, phi) = Pbar_n^|m|(cos theta) e^(i m phi), times (-1)^m for m < 0 (so that
 Y_n^-m = (-1)^m conj(Y_n^m)), where Pbar is the associated Legendre function normalized over the
 sphere. Pbar is computed per element by the stable recurrences
-Pbar_m^m = (-1)^m sqrt((2m + 1) / (4 pi) prod_{i<=m} (2i - 1) / (2i)) sin(theta)^m,
+Pbar_m^m = (-1)^m sqrt((2m + 1) / (4 pi) prod_{i<=m} (2i - 1) / (2i)) sin(theta)^m (sin(theta)
+as sqrt(1 - cos(theta)^2), as jax's),
 Pbar_{m+1}^m = sqrt(2m + 3) cos(theta) Pbar_m^m, and for l >= m + 2
 Pbar_l^m = a_l (cos(theta) Pbar_{l-1}^m - Pbar_{l-2}^m / a_{l-1}), a_l = sqrt((4l^2 - 1) /
 (l^2 - m^2)), unrolled to the static maximum degree n_max with each element stopping at its n.
@@ -57,7 +58,10 @@ def sph_harm_y(n, m, theta, phi, diff_n: int | None = None, n_max: int | None = 
   m = shape_ops.broadcast_to(m, shape)
   theta, phi = shape_ops.broadcast_to(theta, shape), shape_ops.broadcast_to(phi, shape)
   am = ufuncs.abs(m)
-  x, s = ufuncs.cos(theta), ufuncs.sin(theta)
+  # as jax's: a function of cos(theta), sin(theta) taken as sqrt(1 - cos^2) >= 0 (theta outside
+  # [0, pi] folds back; near the poles this carries jax's float32 rounding)
+  x = ufuncs.cos(theta)
+  s = ufuncs.sqrt(1.0 - x * x)
   amf = am.astype(dtype)
   # Pbar_m^m, built one factor per i <= |m|
   p_mm = creation.full(shape, 1.0 / math.sqrt(4 * math.pi), dtype=dtype)

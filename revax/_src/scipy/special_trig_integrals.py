@@ -114,10 +114,23 @@ def sici(x):
   si = ufuncs.where(small, si, ufuncs.where(ax == np.inf, math.pi / 2, si_large))
   ci = ufuncs.where(small, ci, ufuncs.where(ax == np.inf, 0.0, ci_large))
   ci = ufuncs.where(ax == 0.0, -np.inf, ci)
+  ci = ufuncs.where(x == -np.inf, np.nan, ci)  # as jax's: Ci(-inf) is NaN, Ci(inf) is 0
   return (ufuncs.sign(x) * si).astype(dtype), ufuncs.where(ufuncs.isnan(x), np.nan, ci).astype(dtype)
 
 
 _FRESNEL_SWITCH = 1.5
+_FRESNEL_LARGE = 36974.0
+
+
+def _sincospisquaredhalf(x):
+  """sin and cos of pi x^2 / 2 for x >= 0, reducing x^2 / 2 modulo 2 exactly (as jax's)."""
+  s = ufuncs.fmod(x, 2.0)
+  r = ufuncs.fmod(s * (x - s / 2), 2.0)
+  sinpi = ufuncs.where(r < 0.5, ufuncs.sin(np.pi * r), ufuncs.where(
+      r > 1.5, ufuncs.sin(np.pi * (r - 2.0)), -ufuncs.sin(np.pi * (r - 1.0))))
+  cospi = ufuncs.where(r == 0.5, 0.0, ufuncs.where(
+      r < 1.0, -ufuncs.sin(np.pi * (r - 0.5)), ufuncs.sin(np.pi * (r - 1.5))))
+  return sinpi, cospi
 
 
 def fresnel(x):
@@ -152,5 +165,16 @@ def fresnel(x):
   w = (1 - erfc) * (0.5 + 0.5j)
   s = ufuncs.where(small, s_sum, ufuncs.where(ax == np.inf, 0.5, ufuncs.imag(w)))
   c = ufuncs.where(small, c_sum, ufuncs.where(ax == np.inf, 0.5, ufuncs.real(w)))
+  # beyond |x| = 36974 (where the continued fraction overflows), jax's limits: 1/2 in float32,
+  # 1/2 -+ cos, sin(pi x^2 / 2) / (pi x) in float64
+  big = ax > _FRESNEL_LARGE
+  if aval_of(x).dtype == dtypes.float64:
+    xb = _fill(ax, big & (ax != np.inf), 2 * _FRESNEL_LARGE)
+    sinpi, cospi = _sincospisquaredhalf(xb)
+    s_large, c_large = 0.5 - cospi / (np.pi * xb), 0.5 + sinpi / (np.pi * xb)
+  else:
+    s_large = c_large = 0.5
+  s = ufuncs.where(big, s_large, s)
+  c = ufuncs.where(big, c_large, c)
   sign = ufuncs.sign(x)
   return (sign * s).astype(dtype), (sign * c).astype(dtype)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from revax._src import lax
 from revax._src.numpy import ufuncs
 from revax._src.scipy import special
 from revax._src.scipy.stats._common import promote, select
@@ -19,10 +20,12 @@ def logpdf(x, a, b, loc=0, scale=1):
     An array of the promoted inexact dtype.
   """
   x, a, b, loc, scale = promote("beta.logpdf", x, a, b, loc, scale)
+  shape_term = -special.betaln(a, b)
   y = (x - loc) / scale
-  value = (special.xlogy(a - 1.0, y) + special.xlog1py(b - 1.0, -y) - special.betaln(a, b)
-           - ufuncs.log(scale))
-  return select((y < 0.0) | (y > 1.0), -np.inf, value, value)
+  log_linear_term = special.xlogy(a - 1.0, y) + special.xlog1py(b - 1.0, -y)
+  log_probs = (shape_term + log_linear_term) - ufuncs.log(scale)
+  result = select((x > loc + scale) | (x < loc), -np.inf, log_probs, log_probs)
+  return select((a <= 0.0) | (b <= 0.0) | (scale <= 0.0), np.nan, result, result)
 
 
 def pdf(x, a, b, loc=0, scale=1):
@@ -32,7 +35,7 @@ def pdf(x, a, b, loc=0, scale=1):
 
 def _clipped(x, loc, scale):
   y = (x - loc) / scale
-  return ufuncs.clip(y, 0.0, 1.0).astype(y.dtype)
+  return lax.clamp(np.array(0, y.dtype), y, np.array(1, y.dtype))
 
 
 def cdf(x, a, b, loc=0, scale=1):

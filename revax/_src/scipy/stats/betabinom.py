@@ -18,11 +18,15 @@ def logpmf(k, n, a, b, loc=0):
     An array of the promoted inexact dtype.
   """
   k, n, a, b, loc = promote("betabinom.logpmf", k, n, a, b, loc)
-  x = k - loc
-  log_comb = special.gammaln(n + 1.0) - special.gammaln(x + 1.0) - special.gammaln(n - x + 1.0)
-  value = log_comb + special.betaln(x + a, n - x + b) - special.betaln(a, b)
-  value = select((x < 0.0) | (x > n), -np.inf, value, value)
-  return select((a <= 0.0) | (b <= 0.0), np.nan, value, value)
+  y = ufuncs.floor(k) - loc
+  combiln = -(ufuncs.log1p(n) + special.betaln(n - y + 1.0, y + 1.0))
+  beta_lns = special.betaln(y + a, n - y + b) - special.betaln(a, b)
+  log_probs = combiln + beta_lns
+  log_probs = select((y == 0.0) & (n == 0.0), 0.0, log_probs, log_probs)
+  y_cond = (y < -loc) | (y > n) | (y + a <= 0.0)
+  log_probs = select(y_cond, -np.inf, log_probs, log_probs)
+  n_a_b_cond = (n < 0.0) | (a <= 0.0) | (b <= 0.0)
+  return select(n_a_b_cond, np.nan, log_probs, log_probs)
 
 
 def pmf(k, n, a, b, loc=0):

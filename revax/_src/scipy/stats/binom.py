@@ -19,10 +19,14 @@ def logpmf(k, n, p, loc=0):
     An array of the promoted inexact dtype.
   """
   k, n, p, loc = promote("binom.logpmf", k, n, p, loc)
-  x = k - loc
-  log_comb = special.gammaln(n + 1.0) - special.gammaln(x + 1.0) - special.gammaln(n - x + 1.0)
-  value = log_comb + special.xlogy(x, p) + special.xlog1py(n - x, -p)
-  return select((x < 0.0) | (x > n), -np.inf, value, value)
+  y = k - loc
+  comb_term = special.gammaln(n + 1.0) - (special.gammaln(y + 1.0)
+                                          + special.gammaln(n - y + 1.0))
+  log_linear_term = special.xlogy(y, p) + special.xlog1py(n - y, -p)
+  log_probs = comb_term + log_linear_term
+  y_n_cond = ((y == 0.0) & (n == 0.0)) | (log_linear_term == 0.0)
+  log_probs = select(y_n_cond, 0.0, log_probs, log_probs)
+  return select((k >= loc) & (k < loc + n + 1.0), log_probs, -np.inf, log_probs)
 
 
 def pmf(k, n, p, loc=0):

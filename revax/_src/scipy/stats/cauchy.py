@@ -29,7 +29,7 @@ def pdf(x, loc=0, scale=1):
 def cdf(x, loc=0, scale=1):
   """The Cauchy CDF 1/2 + arctan(z) / pi."""
   x, loc, scale = promote("cauchy.cdf", x, loc, scale)
-  return 0.5 + ufuncs.arctan((x - loc) / scale) / math.pi
+  return 0.5 + (1.0 / math.pi) * ufuncs.arctan((x - loc) / scale)
 
 
 def logcdf(x, loc=0, scale=1):
@@ -50,20 +50,15 @@ def logsf(x, loc=0, scale=1):
 
 
 def ppf(q, loc=0, scale=1):
-  """The quantile function loc + scale tan(pi (q - 1/2)), computed as -cot(pi q) below 1/2 and
-  cot(pi (1 - q)) above so that the tails keep their accuracy (+-inf at 1 and 0, as SciPy)."""
+  """The quantile function loc + scale tan(pi q - pi / 2) (as jax's: no special case at the
+  ends, so ppf(1) is tan's large finite value at float32's nearest point to pi / 2)."""
   q, loc, scale = promote("cauchy.ppf", q, loc, scale)
-  upper = q > 0.5
-  r = ufuncs.where(upper, 1.0 - q, q).astype(q.dtype)
-  z = -1.0 / ufuncs.tan(math.pi * r)
-  z = ufuncs.where(upper, -z, z).astype(q.dtype)
-  z = ufuncs.where(q == 1.0, float("inf"), ufuncs.where(q == 0.0, -float("inf"), z))
-  z = ufuncs.where((q < 0.0) | (q > 1.0), float("nan"), z).astype(z.dtype)
-  return loc + scale * z
+  unscaled = ufuncs.tan(math.pi * q - math.pi / 2)
+  return unscaled * scale + loc
 
 
 def isf(q, loc=0, scale=1):
-  """The inverse survival function loc - scale * ppf_standard(q) (the distribution is
-  symmetric)."""
+  """The inverse survival function loc + scale tan(pi / 2 - pi q)."""
   q, loc, scale = promote("cauchy.isf", q, loc, scale)
-  return loc - (ppf(q) * scale)
+  unscaled = ufuncs.tan(math.pi / 2 - math.pi * q)
+  return unscaled * scale + loc

@@ -18,9 +18,11 @@ def logpdf(x, a, loc=0, scale=1):
     An array of the promoted inexact dtype (-inf below loc).
   """
   x, a, loc, scale = promote("gamma.logpdf", x, a, loc, scale)
-  y = (x - loc) / scale
-  value = special.xlogy(a - 1.0, y) - y - special.gammaln(a) - ufuncs.log(scale)
-  return select(y < 0.0, -np.inf, value, value)
+  ok = x >= loc
+  y = select(ok, (x - loc) / scale, 1.0, x)
+  log_linear_term = special.xlogy(a - 1.0, y) - y
+  log_probs = log_linear_term - (special.gammaln(a) + ufuncs.log(scale))
+  return select(ok, log_probs, -np.inf, log_probs)
 
 
 def pdf(x, a, loc=0, scale=1):
@@ -44,7 +46,7 @@ def sf(x, a, loc=0, scale=1):
   """The survival function Q(a, y) (1 below loc)."""
   x, a, loc, scale = promote("gamma.sf", x, a, loc, scale)
   y = (x - loc) / scale
-  return special.gammaincc(a, ufuncs.maximum(y, 0.0).astype(y.dtype))
+  return select(y < 0.0, 1.0, special.gammaincc(a, y), y)
 
 
 def logsf(x, a, loc=0, scale=1):

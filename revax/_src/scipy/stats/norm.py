@@ -3,11 +3,12 @@ from __future__ import annotations
 
 import math
 
+from revax._src import lax
 from revax._src.numpy import ufuncs
 from revax._src.scipy import special
 from revax._src.scipy.stats._common import promote
 
-_LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
+_TWO_PI = 2 * math.pi
 
 
 def logpdf(x, loc=0, scale=1):
@@ -20,8 +21,10 @@ def logpdf(x, loc=0, scale=1):
     An array of the promoted inexact dtype.
   """
   x, loc, scale = promote("norm.logpdf", x, loc, scale)
-  z = (x - loc) / scale
-  return -0.5 * z * z - ufuncs.log(scale) - _LOG_SQRT_2PI
+  scale_sqrd = lax.square(scale)
+  log_normalizer = ufuncs.log(_TWO_PI * scale_sqrd)
+  quadratic = lax.square(x - loc) / scale_sqrd
+  return (log_normalizer + quadratic) / -2.0
 
 
 def pdf(x, loc=0, scale=1):
@@ -60,6 +63,6 @@ def ppf(q, loc=0, scale=1):
 
 
 def isf(q, loc=0, scale=1):
-  """The inverse survival function loc - scale * ndtri(q)."""
+  """The inverse survival function ppf(1 - q)."""
   q, loc, scale = promote("norm.isf", q, loc, scale)
-  return loc - special.ndtri(q) * scale
+  return ppf(1.0 - q, loc, scale)

@@ -1,14 +1,11 @@
 """The Poisson distribution with mean `mu` (as jax.scipy.stats.poisson)."""
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
-from revax._src.numpy import reductions, ufuncs
+from revax._src.numpy import creation, reductions, shape_ops, ufuncs
 from revax._src.scipy import special
 from revax._src.scipy.stats._common import promote, select
-from revax._src.scipy.stats._discrete import is_integer
 
 
 def logpmf(k, mu, loc=0):
@@ -22,8 +19,8 @@ def logpmf(k, mu, loc=0):
   """
   k, mu, loc = promote("poisson.logpmf", k, mu, loc)
   x = k - loc
-  value = special.xlogy(x, mu) - special.gammaln(x + 1.0) - mu
-  return select((x < 0.0) | ~is_integer(x), -np.inf, value, value)
+  log_probs = special.xlogy(x, mu) - special.gammaln(x + 1.0) - mu
+  return select((x < 0.0) | (ufuncs.round(k) != k), -np.inf, log_probs, log_probs)
 
 
 def pmf(k, mu, loc=0):
@@ -39,26 +36,40 @@ def cdf(k, mu, loc=0):
   return select(x < 0.0, 0.0, value, value)
 
 
-_ENTROPY_TERMS = 2000
-
-
 def entropy(mu, loc=0):
-  """The entropy -sum_k P(k) log P(k): summed over k = 0 .. 1999 for mu < 100, by its Stirling
-  series above.
+  """The entropy -sum_k P(k) log P(k), as jax computes it: 0 at mu = 0; for mu < 10 the sum
+  over k < min(35, ceil(mu + 20)), for mu < 100 over k < min(250, ceil(mu + 10 sqrt(mu) + 20)),
+  above the asymptotic 1/2 log(2 pi e mu) - 1/(12 mu). `loc` only broadcasts (a shift does not
+  change the entropy).
 
   Args:
-    mu: mean; loc: shift (ignored by the entropy, as a shift does not change it).
+    mu: mean; loc: shift.
 
   Returns:
-    An array of mu's promoted inexact dtype and shape.
+    An array of the promoted inexact dtype and the broadcast shape of mu and loc.
+
+  Example:
+    >>> revax.scipy.stats.poisson.entropy(jnp.array([0.0, 1.0]))
+    Array([0.       , 1.3048419], dtype=float32)
   """
   mu, loc = promote("poisson.entropy", mu, loc)
-  from revax._src.numpy import creation, shape_ops
-  ks = creation.arange(_ENTROPY_TERMS, dtype=mu.dtype)
-  mu_b = shape_ops.expand_dims(mu, -1)
-  log_p = special.xlogy(ks, mu_b) - special.gammaln(ks + 1.0) - mu_b
-  direct = -reductions.sum(special.xlogy(ufuncs.exp(log_p), ufuncs.exp(log_p)), axis=-1)
-  # large means: the Stirling series 1/2 log(2 pi e mu) - 1/(12 mu) - 1/(24 mu^2) - 19/(360 mu^3)
-  stirling = (0.5 * ufuncs.log(2 * math.pi * math.e * mu) - 1.0 / (12.0 * mu)
-              - 1.0 / (24.0 * mu * mu) - 19.0 / (360.0 * mu * mu * mu))
-  return select(mu >= 100.0, stirling, direct, direct) + 0.0 * loc
+  result_shape = shape_ops.broadcast_shapes(mu.shape, loc.shape)
+  mu_flat = shape_ops.ravel(mu)
+  result = select(mu_flat == 0.0, 0.0, select(
+      mu_flat < 10.0, _entropy_sum(mu_flat, 35, mu_flat + 20.0),
+      select(mu_flat < 100.0, _entropy_sum(mu_flat, 250,
+                                           mu_flat + 10.0 * ufuncs.sqrt(mu_flat) + 20.0),
+             _entropy_large_mu(mu_flat), mu_flat), mu_flat), mu_flat)
+  return shape_ops.broadcast_to(shape_ops.reshape(result, mu.shape), result_shape)
+
+
+def _entropy_sum(mu, max_k, upper):
+  k = creation.arange(max_k, dtype=mu.dtype)[:, None]
+  probs = pmf(k, mu, 0)
+  mask = k < ufuncs.ceil(upper)[None, :]
+  probs_masked = select(mask, probs, 0.0, probs)
+  return reductions.sum(special.entr(probs_masked), axis=0)
+
+
+def _entropy_large_mu(mu):
+  return 0.5 * ufuncs.log(2 * np.pi * np.e * mu) - 1.0 / (12 * mu)

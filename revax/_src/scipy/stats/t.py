@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import math
 
+from revax._src import lax
 from revax._src.numpy import ufuncs
-from revax._src.scipy import special
 from revax._src.scipy.stats._common import promote
 
 
@@ -19,11 +19,15 @@ def logpdf(x, df, loc=0, scale=1):
     An array of the promoted inexact dtype.
   """
   x, df, loc, scale = promote("t.logpdf", x, df, loc, scale)
-  z = (x - loc) / scale
-  half = (df + 1.0) / 2.0
-  norm_term = (special.gammaln(half) - special.gammaln(df / 2.0)
-               - 0.5 * ufuncs.log(df * math.pi) - ufuncs.log(scale))
-  return norm_term - half * ufuncs.log1p(z * z / df)
+  scaled_x = (x - loc) / scale
+  df_over_two = df / 2.0
+  df_plus_one_over_two = df_over_two + 0.5
+  normalize_term_const = (scale * scale) * math.pi
+  normalize_term_tmp = ufuncs.log(normalize_term_const * df) / 2.0
+  normalize_term = (lax.lgamma(df_over_two) + normalize_term_tmp) - lax.lgamma(
+      df_plus_one_over_two)
+  quadratic = (scaled_x * scaled_x) / df
+  return -(normalize_term + df_plus_one_over_two * ufuncs.log1p(quadratic))
 
 
 def pdf(x, df, loc=0, scale=1):

@@ -4,7 +4,8 @@ from __future__ import annotations
 import numpy as np
 
 from revax._src.numpy import ufuncs
-from revax._src.scipy.stats._common import promote, select
+from revax._src.numpy import rearrange
+from revax._src.scipy.stats._common import cast, promote, select
 
 
 def logpdf(x, loc=0, scale=1):
@@ -29,12 +30,13 @@ def pdf(x, loc=0, scale=1):
 def cdf(x, loc=0, scale=1):
   """The CDF (x - loc) / scale clipped to [0, 1]."""
   x, loc, scale = promote("uniform.cdf", x, loc, scale)
-  z = (x - loc) / scale
-  return select((z < 0.0) | ufuncs.isnan(z), 0.0, select(z > 1.0, 1.0, z, z), z)
+  hi = loc + scale
+  conds = [x < loc, x > hi, (x >= loc) & (x <= hi)]
+  return cast(rearrange.select(conds, [0.0, 1.0, (x - loc) / scale]), x)
 
 
 def ppf(q, loc=0, scale=1):
   """The quantile function loc + q scale (NaN outside [0, 1])."""
   q, loc, scale = promote("uniform.ppf", q, loc, scale)
-  out = loc + q * scale
-  return select((q < 0.0) | (q > 1.0), np.nan, out, out)
+  out = loc + scale * q
+  return select(ufuncs.isnan(q) | (q < 0.0) | (q > 1.0), np.nan, out, out)

@@ -3,9 +3,11 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
+from revax._src import lax
 from revax._src.numpy import ufuncs
-from revax._src.scipy import special
-from revax._src.scipy.stats._common import promote
+from revax._src.scipy.stats._common import promote, select
 
 
 def logpdf(x, kappa):
@@ -19,8 +21,8 @@ def logpdf(x, kappa):
     An array of the promoted inexact dtype.
   """
   x, kappa = promote("vonmises.logpdf", x, kappa)
-  value = kappa * (ufuncs.cos(x) - 1.0) - math.log(2 * math.pi) - ufuncs.log(special.i0e(kappa))
-  return value
+  value = kappa * (ufuncs.cos(x) - 1.0) - ufuncs.log(2 * math.pi * lax.bessel_i0e(kappa))
+  return select(kappa > 0.0, value, np.nan, value)
 
 
 def pdf(x, kappa):

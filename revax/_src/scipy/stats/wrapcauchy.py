@@ -20,10 +20,10 @@ def logpdf(x, c):
     An array of the promoted inexact dtype.
   """
   x, c = promote("wrapcauchy.logpdf", x, c)
-  value = (ufuncs.log1p(-c * c) - math.log(2 * math.pi)
-           - ufuncs.log1p(c * c - 2.0 * c * ufuncs.cos(x)))
-  value = select((x < 0.0) | (x > 2 * math.pi), -np.inf, value, value)
-  return select((c <= 0.0) | (c >= 1.0), np.nan, value, value)
+  value = (ufuncs.log(1.0 - c * c) - math.log(2 * math.pi)
+           - ufuncs.log(1.0 + c * c - 2.0 * c * ufuncs.cos(x)))
+  value = select((x >= 0.0) & (x <= 2 * math.pi), value, -np.inf, value)
+  return select((c > 0.0) & (c < 1.0), value, np.nan, value)
 
 
 def pdf(x, c):
