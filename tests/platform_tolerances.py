@@ -14,9 +14,10 @@ few differences are the platform's, not revax's, and jax on the same chip shows 
   'unsafe_rbg' keys draw other bits on a TPU than on the CPU (jax's too).
 - REDUCE_WINDOW_INIT: XLA leaves how often a reduce_window's non-identity initial value is
   folded in to the platform.
-- Tests that only the CPU can run: programs calling revax's FFI/LAPACK handlers (libtpu has no
-  FFI extension; jax has no TPU eig/schur either), and tests whose child processes would open
-  the chip the test process holds.
+- Tests that only the CPU can run: programs calling `revax.ffi` targets or the CPU's LAPACK
+  handlers (libtpu has no FFI extension; eig and schur reach the host through send/recv there
+  instead, as every host callback on a TPU), and tests whose child processes would open the chip
+  the test process holds.
 
 Nothing here changes a tolerance or a skip on the CPU: `ON_TPU` is false there.
 """
@@ -36,8 +37,8 @@ REM_AT_INFINITY = ("XLA:TPU's remainder of a finite value by an infinite divisor
                    "C's fmod (NumPy, XLA:CPU) returns the dividend")
 REDUCE_WINDOW_INIT = ("XLA leaves how often a non-identity reduce_window init value is applied to "
                       "the platform (XLA:TPU and XLA:CPU differ)")
-NO_FFI = ("libtpu has no FFI extension: revax.ffi targets and the CPU's LAPACK handlers (eig, "
-          "schur, roots) run on the CPU only; jax has no TPU eig/schur either")
+NO_FFI = ("libtpu has no FFI extension: revax.ffi targets and the CPU's LAPACK handlers run on "
+          "the CPU only")
 HOLDS_THE_CHIP = ("a child process would open the TPU that this test process holds (one program "
                   "per chip)")
 
@@ -59,9 +60,7 @@ RECORD_DIFFERENCES = {
                      "reduce_window_generic_sub_lambda"], REDUCE_WINDOW_INIT),
     "rng_bit_generator_rng_default_uint32": RNG_BIT_GENERATOR,
     **dict.fromkeys(["rem_f32_signs", "rem_f32_special"], REM_AT_INFINITY),
-    **dict.fromkeys(["ffi_call_python_target", "eig_f32_eigenvalues", "eig_f32_vectors",
-                     "eig_c64_eigenvalues", "schur_f32_batched", "schur_c64",
-                     "schur_f32_no_vectors"], NO_FFI),
+    "ffi_call_python_target": NO_FFI,
 }
 _SKIPPED_REASONS = (REDUCE_WINDOW_INIT, RNG_BIT_GENERATOR, NO_FFI, REM_AT_INFINITY)
 

@@ -123,3 +123,21 @@ def test_conjugate_pair_vectors_have_jaxs_signed_zeros():
   want = np.asarray(jnp.linalg.eig(a)[1])
   np.testing.assert_array_equal(np.signbit(got.imag), np.signbit(want.imag))
   assert str(got) == str(want)
+
+
+def test_eig_and_schur_reach_the_host_by_send_recv_where_there_is_no_ffi(monkeypatch):
+  """On a platform without LAPACK handlers or an FFI (libtpu), eig and schur lower to a host
+  call through send/recv transfers, as every host callback there (emulated here on the CPU)."""
+  from revax._src.lax import linalg as linalg_module
+  monkeypatch.setattr(linalg_module, "_lapack_target", lambda *a: None)
+  monkeypatch.setenv("REVAX_CALLBACK_MECHANISM", "sendrecv")
+  x = np.random.default_rng(0).standard_normal((2, 4, 4)).astype(np.float32)
+  eigvals = revax.jit(lambda a: revax.numpy.linalg.eigvals(a))
+  text = eigvals.lower(x).as_text()
+  assert "stablehlo.send" in text and "custom_call" not in text
+  np.testing.assert_allclose(np.sort_complex(np.asarray(eigvals(x))),
+                             np.sort_complex(np.linalg.eigvals(x)), rtol=1e-4, atol=1e-5)
+  t, z = revax.jit(lambda a: revax.lax.linalg.schur(a))(x)
+  t, z = np.asarray(t), np.asarray(z)
+  np.testing.assert_allclose(z @ t @ np.swapaxes(z, -1, -2), x, rtol=1e-4, atol=1e-5)
+  assert np.allclose(np.tril(t, -2), 0)

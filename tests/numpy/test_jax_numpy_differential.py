@@ -429,8 +429,6 @@ def _compare(case, expected, actual, how):
 def test_matches_jax(group):
   """Each case against JAX: eagerly, and (jit-able cases) under revax.jit."""
   cases = GROUPS[group]
-  if platform_tolerances.ON_TPU:  # roots go through eig: the CPU's LAPACK (NO_FFI)
-    cases = [c for c in cases if not c.name.startswith("roots")]
   jitted = [c for c in cases if c.jit]
 
   def run_all(m, dynamics):

@@ -7,7 +7,6 @@ import pytest
 
 import revax
 import revax.numpy as rnp
-from tests import platform_tolerances
 
 jax = pytest.importorskip("jax")
 jnp = jax.numpy
@@ -22,7 +21,6 @@ def _same(got, want):
   np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5, equal_nan=True)
 
 
-@platform_tolerances.skip_on_tpu(platform_tolerances.NO_FFI)
 @pytest.mark.parametrize("p", POLYS, ids=str)
 def test_roots_match_jax_in_order(p):
   p = np.array(p)

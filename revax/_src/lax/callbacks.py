@@ -214,10 +214,18 @@ def custom_call_op(ctx, target: str, operands, *, attributes=(), has_side_effect
 
 
 def _lower_python_callback(ctx, *args, callback, has_side_effect, ordered):
+  return lower_host_function(ctx, args, callback, has_side_effect=has_side_effect,
+                             ordered=ordered)
+
+
+def lower_host_function(ctx, args, host_fn, *, has_side_effect=False, ordered=False):
+  """Lower a call of `host_fn(*numpy operands) -> results` (one per `ctx.avals_out`) the way the
+  lowering's platform reaches the host: an FFI custom call where the plugin has the FFI
+  extension (XLA:CPU), else send/recv host transfers (libtpu)."""
   if host_transfer.callback_mechanism(ctx.platform) == "sendrecv":
-    return lower_callback_with_transfers(ctx, args, callback, ordered=ordered,
+    return lower_callback_with_transfers(ctx, args, host_fn, ordered=ordered,
                                          wait=has_side_effect)
-  index = ffi.register_callable(callback, ctx.platform)
+  index = ffi.register_callable(host_fn, ctx.platform)
   return custom_call_op(ctx, ffi.PYTHON_CALLBACK_TARGET, args,
                         attributes=[("index", np.int64(index))],
                         has_side_effect=has_side_effect, ordered=ordered)

@@ -179,15 +179,14 @@ def _lapack_target(ctx, op, aval):
 def lapack_or_host_call(ctx, op, x, attrs, host_fn):
   """Lower `op` on `x`: through revax's LAPACK handler (`_lapack.c`, as jaxlib's LAPACK kernel)
   where the program is lowered for the CPU and the handler is available, else as a host
-  callback running `host_fn` (NumPy's, or LAPACKE's through NumPy's OpenBLAS)."""
+  callback running `host_fn` (NumPy's, or LAPACKE's through NumPy's OpenBLAS), reaching the host
+  as the platform's callbacks do (send/recv transfers on a TPU, which has no FFI: there revax
+  computes eig and schur on the host where jax has no TPU rule)."""
   target = _lapack_target(ctx, op, ctx.avals_in[0])
   if target is not None:
     return _lapack_call(ctx, target, x, ctx.avals_out, attrs=attrs)
-  from revax._src.lax.callbacks import custom_call_op
-  from revax._src.runtime import ffi
-  index = ffi.register_callable(host_fn, ctx.platform)
-  return custom_call_op(ctx, ffi.PYTHON_CALLBACK_TARGET, [x],
-                        attributes=[("index", np.int64(index))])
+  from revax._src.lax.callbacks import lower_host_function
+  return lower_host_function(ctx, [x], host_fn)
 
 
 def _slice_last(ctx, outs, full_avals, axes, lo, hi):
