@@ -81,6 +81,8 @@ def callback_mechanism(platform: str | None = None) -> str:
       raise ValueError(f"{MECHANISM_ENV} must be one of {MECHANISMS}, got {override!r}")
     return override
   backend = _backend_for(platform)
+  if backend is None:  # lowering for a platform absent here (exporting for a TPU, say)
+    return "sendrecv" if platform == "tpu" else "ffi"  # libtpu has no FFI extension
   key = (backend.platform, platform)
   mechanism = _mechanisms.get(key)
   if mechanism is None:
@@ -97,12 +99,15 @@ _mechanisms: dict = {}
 
 
 def _backend_for(platform: str | None):
-  """The backend of `platform` where the client can name one, else the default backend."""
+  """The backend of `platform` where the client can name one, else the default backend; None
+  where `platform` is named but cannot start here."""
   if platform is not None:
     try:
       return client.get_backend(platform)
     except TypeError:  # a client with a single backend
       pass
+    except RuntimeError:
+      return None
   return client.get_backend()
 
 
