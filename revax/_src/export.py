@@ -21,10 +21,12 @@ import dataclasses
 import json
 import re
 import struct
+import weakref
 from typing import Callable
 
 import numpy as np
 
+from revax._src import export_shape_poly as poly
 from revax._src import tree_util
 from revax._src.core import dtypes
 from revax._src.core.avals import ShapedArray, get_aval
@@ -78,9 +80,20 @@ class Exported:
   mlir_module_serialized: bytes
   _get_vjp: Callable[[], "Exported"] | None = dataclasses.field(default=None, repr=False,
                                                                  compare=False)
+  # A shape-polymorphic export keeps its traced program (a closed jaxpr with symbolic sizes),
+  # specialised to the concrete sizes of each call (export_shape_poly.py); None otherwise.
+  _poly_jaxpr: ClosedJaxpr | None = dataclasses.field(default=None, repr=False, compare=False)
+
+  def _is_poly(self) -> bool:
+    return self._poly_jaxpr is not None
 
   def mlir_module(self) -> str:
     """The StableHLO module, as text."""
+    if self._is_poly():
+      raise NotImplementedError(
+          f"the StableHLO module of the shape-polymorphic export {self.fun_name}: revax lowers "
+          "with static shapes only, so it keeps the traced program and lowers it for the "
+          "concrete shapes of each call")
     return self.mlir_module_serialized.decode()
 
   def has_vjp(self) -> bool:
@@ -104,6 +117,11 @@ class Exported:
     """
     if vjp_order < 0:
       raise ValueError(f"vjp_order must be >= 0, got {vjp_order}")
+    if self._is_poly():
+      raise NotImplementedError(
+          f"serializing the shape-polymorphic export {self.fun_name}: revax keeps such an "
+          "export as a traced program (it lowers with static shapes only), which has no "
+          "serialized form yet; export with concrete shapes to serialize")
     header = {
         "fun_name": self.fun_name,
         "in_tree": _encode_tree(self.in_tree), "out_tree": _encode_tree(self.out_tree),
@@ -134,7 +152,11 @@ class Exported:
     return tree_util.tree_unflatten(self.out_tree, outs)
 
 
-def _check_avals(exp: Exported, avals) -> None:
+def _check_avals(exp: Exported, avals) -> dict:
+  """Check a call's argument types; returns the values of the dimension variables."""
+  if exp._is_poly():
+    poly.check_call_avals(exp.in_avals, avals, exp.in_tree)
+    return poly.solve_dim_vars(exp.in_avals, avals, exp.in_tree)
   for i, (got, want) in enumerate(zip(avals, exp.in_avals, strict=True)):
     if got.shape != want.shape:
       raise ValueError(f"Shape mismatch for argument {i} of exported function {exp.fun_name}: "
@@ -142,6 +164,7 @@ def _check_avals(exp: Exported, avals) -> None:
     if got.dtype != want.dtype:
       raise ValueError(f"Dtype mismatch for argument {i} of exported function {exp.fun_name}: "
                       f"expected {want.str_short()} and called with {got.str_short()}")
+  return {}
 
 
 def _call_flat(exp: Exported, leaves):
@@ -195,7 +218,9 @@ def export(fun_jit, *, platforms=None, disabled_checks=()):
   if platforms != (platform,):
     raise ValueError(f"revax exports for the platform it runs on ({platform!r}); "
                      f"platforms={platforms} was requested")
-  del disabled_checks
+  for c in disabled_checks:
+    if not isinstance(c, poly.DisabledSafetyCheck):
+      raise ValueError(f"disabled_checks must be DisabledSafetyCheck objects, got {c!r}")
 
   def do_export(*args, **kwargs) -> Exported:
     return _export_traced(fun_jit, args, kwargs, platforms)
@@ -208,6 +233,8 @@ def _export_traced(fun_jit, args, kwargs, platforms) -> Exported:
   in_tree = key_head[0]
   avals = tuple(_abstractify(x) if isinstance(x, ShapeDtypeStruct) else get_aval(x)
                 for x in leaves)
+  if poly.is_poly_avals(avals):
+    return _export_poly(fun_jit, call, avals, names, in_tree, platforms)
   entry = fun_jit._trace(call, avals, names)
   closed = _bake_consts(entry.jaxpr, entry.consts)
   text = mlir.lower_jaxpr_to_module(closed, entry.name, platform=platforms[0])
@@ -221,6 +248,18 @@ def _export_traced(fun_jit, args, kwargs, platforms) -> Exported:
       calling_convention_version=maximum_supported_calling_convention_version,
       mlir_module_serialized=text.encode(),
       _get_vjp=_lazy(lambda: _export_vjp(flat_fun, avals, entry.name, platforms)))
+
+
+def _export_poly(fun_jit, call, avals, names, in_tree, platforms) -> Exported:
+  """Trace at symbolic shapes; keep the program to specialise at each call's shapes."""
+  poly.scope_of(avals)  # one scope for all the arguments' dimension variables
+  entry = fun_jit._trace(call, avals, names)
+  closed = _bake_consts(entry.jaxpr, entry.consts)
+  return Exported(
+      fun_name=entry.name, in_tree=in_tree, in_avals=tuple(avals), out_tree=entry.out_tree,
+      out_avals=tuple(closed.out_avals), platforms=platforms, nr_devices=1,
+      calling_convention_version=maximum_supported_calling_convention_version,
+      mlir_module_serialized=b"", _poly_jaxpr=closed)
 
 
 def _bake_consts(jaxpr: ClosedJaxpr, consts) -> ClosedJaxpr:
@@ -385,21 +424,41 @@ call_exported_p = Primitive("call_exported", multiple_results=True)
 
 
 def _call_exported_abstract_eval(*avals, exported: Exported):
-  _check_avals(exported, avals)
-  return list(exported.out_avals)
+  env = _check_avals(exported, avals)
+  return [poly.concrete_aval(a, env) for a in exported.out_avals]
 
 
 _programs: dict = {}
+_specialized = weakref.WeakKeyDictionary()  # poly jaxpr -> {dimension values: module etc.}
+
+
+def _module_for(exported: Exported, avals):
+  """(module text, argument avals, result avals) of the program a call with `avals` runs: the
+  exported module, or for a shape-polymorphic export its program specialised to those
+  shapes (made once per set of sizes)."""
+  if not exported._is_poly():
+    return exported.mlir_module(), exported.in_avals, exported.out_avals
+  env = _check_avals(exported, avals)
+  key = tuple(sorted(env.items()))
+  cache = _specialized.setdefault(exported._poly_jaxpr, {})
+  hit = cache.get(key)
+  if hit is None:
+    closed = poly.specialize(exported._poly_jaxpr, env)
+    text = mlir.lower_jaxpr_to_module(closed, exported.fun_name,
+                                      platform=exported.platforms[0])
+    hit = cache[key] = (text, tuple(closed.in_avals), tuple(closed.out_avals))
+  return hit
 
 
 def _call_exported_impl(*args, exported: Exported):
-  program = _programs.get(exported.mlir_module_serialized)
+  avals = [get_aval(x) for x in args]
+  text, in_avals, out_avals = _module_for(exported, avals)
+  program = _programs.get(text)
   if program is None:
     from revax._src.runtime.client import get_backend
-    executable = get_backend().compile(exported.mlir_module())
-    program = dispatch.CompiledProgram(executable, exported.in_avals, exported.out_avals,
-                                       exported.mlir_module(), exported.fun_name)
-    _programs[exported.mlir_module_serialized] = program
+    executable = get_backend().compile(text)
+    program = dispatch.CompiledProgram(executable, in_avals, out_avals, text, exported.fun_name)
+    _programs[text] = program
   return program.call_arrays(args)
 
 
@@ -409,10 +468,10 @@ _FUNC_NAME = re.compile(r"^  func\.func (?:public|private) @([\w$.]+)\(", re.MUL
 def _call_exported_lower(ctx, *args, exported: Exported):
   """Copy the module's functions into the caller's module (renamed apart) and call its main."""
   module = ctx.module
-  key = ("call_exported", exported.mlir_module_serialized)
+  text, _, out_avals = _module_for(exported, ctx.avals_in)
+  key = ("call_exported", text)
   main = module._lowered_calls.get(key)
   if main is None:
-    text = exported.mlir_module()
     names = _FUNC_NAME.findall(text)
     renamed = {n: module.fresh_func_name(f"{exported.fun_name}_{n}") for n in names}
     # revax's modules are `module @name attributes {...} {` on one line, functions, then `}`
@@ -421,7 +480,7 @@ def _call_exported_lower(ctx, *args, exported: Exported):
     body = body.replace("func.func public @", "func.func private @")
     module.funcs.append(body)
     main = module._lowered_calls[key] = renamed["main"]
-  return ctx.fb.op("func.call", args, [mlir.ir_type(a) for a in exported.out_avals],
+  return ctx.fb.op("func.call", args, [mlir.ir_type(a) for a in out_avals],
                    props={"callee": f"@{main}"})
 
 

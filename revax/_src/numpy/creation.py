@@ -14,6 +14,7 @@ import numpy as np
 from revax._src import api, lax, sharded_api
 from revax._src.core import dtypes
 from revax._src.core.avals import ShapedArray
+from revax._src.core.shape_poly import is_symbolic_dim
 from revax._src.core.trace import Tracer, _context, eval_trace
 from revax._src.lax.sharding_constraint import placed
 from revax._src.numpy import util
@@ -314,6 +315,8 @@ def arange(start, stop=None, step=None, dtype=None, *, device=None, out_sharding
     >>> jnp.arange(0., 1., .25)
     Array([0.  , 0.25, 0.5 , 0.75], dtype=float32)
   """
+  if is_symbolic_dim(start) or is_symbolic_dim(stop) or is_symbolic_dim(step):
+    return _placed(_symbolic_arange(start, stop, step, dtype), device, out_sharding)
   args = [a for a in (start, stop, step) if a is not None]
   for a, n in zip((start, stop, step), ("start", "stop", "step")):
     if a is not None and tuple(getattr(a, "shape", None) or np.shape(a)):  # ValueError as JAX
@@ -331,6 +334,16 @@ def arange(start, stop=None, step=None, dtype=None, *, device=None, out_sharding
   if step is not None and vals[-1] == 0:
     raise ZeroDivisionError("arange: step must not be zero")
   return _placed(from_numpy(np.arange(*vals).astype(dt), fresh=True), device, out_sharding)
+
+
+def _symbolic_arange(start, stop, step, dtype):
+  """arange(n) of a symbolic size n: an iota (JAX supports only this form)."""
+  if stop is not None or step is not None:
+    raise NotImplementedError(
+        "jnp.arange with a symbolic dimension is supported only as arange(n) (as in JAX); got "
+        f"arange({start}, {stop}, {step})")
+  dt = canonical_dtype_arg(dtype) or dtypes.default_int_dtype()
+  return lax.iota(dt, start)
 
 
 def linspace(start, stop, num: int = 50, endpoint: bool = True, retstep: bool = False,

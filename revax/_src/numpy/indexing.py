@@ -24,6 +24,7 @@ import numpy as np
 from revax._src import lax
 from revax._src.core import dtypes
 from revax._src.core.errors import NonConcreteBooleanIndexError
+from revax._src.core.shape_poly import is_symbolic_dim, symbolic_slice
 from revax._src.core.trace import ConcretizationTypeError, Tracer
 from revax._src.lax import convenience
 from revax._src.lax.scatter_apply import scatter_apply
@@ -209,10 +210,13 @@ def _apply_slices(x, idx):
     out.append(_FULL)
     if i == _FULL:
       continue
+    changed = True
+    if is_symbolic_dim(shape[d]):
+      start[d], limit[d], strides[d] = symbolic_slice(i, shape[d])
+      continue
     lo, hi, step = slice(*(None if p is None else operator.index(p)
                            for p in (i.start, i.stop, i.step))).indices(shape[d])
     m = len(range(lo, hi, step))
-    changed = True
     if m == 0:
       start[d], limit[d] = 0, 0
     elif step > 0:
