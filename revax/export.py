@@ -12,3 +12,7 @@ from revax._src.export import (
 from revax._src.export_shape_poly import DisabledSafetyCheck as DisabledSafetyCheck
 from revax._src.export_shape_poly import symbolic_args_specs as symbolic_args_specs
 from revax._src.export_shape_poly import symbolic_shape as symbolic_shape
+from revax._src.export_pytrees import (
+    register_namedtuple_serialization as register_namedtuple_serialization)
+from revax._src.export_pytrees import (
+    register_pytree_node_serialization as register_pytree_node_serialization)

@@ -27,6 +27,7 @@ from typing import Callable
 import numpy as np
 
 from revax._src import export_shape_poly as poly
+from revax._src.export_pytrees import decode_tree, encode_tree
 from revax._src import tree_util
 from revax._src.core import dtypes
 from revax._src.core.avals import ShapedArray, get_aval
@@ -124,7 +125,7 @@ class Exported:
           "serialized form yet; export with concrete shapes to serialize")
     header = {
         "fun_name": self.fun_name,
-        "in_tree": _encode_tree(self.in_tree), "out_tree": _encode_tree(self.out_tree),
+        "in_tree": encode_tree(self.in_tree), "out_tree": encode_tree(self.out_tree),
         "in_avals": [aval_to_json(a) for a in self.in_avals],
         "out_avals": [aval_to_json(a) for a in self.out_avals],
         "platforms": list(self.platforms), "nr_devices": self.nr_devices,
@@ -349,10 +350,11 @@ def _deserialize_at(data: bytes, start: int) -> tuple[Exported, int]:
     pos += header["module_size"]
     in_avals = tuple(aval_from_json(a) for a in header["in_avals"])
     out_avals = tuple(aval_from_json(a) for a in header["out_avals"])
-    in_tree, out_tree = _decode_tree(header["in_tree"]), _decode_tree(header["out_tree"])
+    tree_codes = header["in_tree"], header["out_tree"]
     vjp_size = header["vjp_size"]
   except (KeyError, TypeError, ValueError) as e:
     raise ValueError(f"corrupt revax export ({type(e).__name__}: {e})") from None
+  in_tree, out_tree = (decode_tree(c) for c in tree_codes)  # names unregistered node types
   if len(module) != header["module_size"]:
     raise ValueError("corrupt revax export (truncated module)")
   get_vjp = None
@@ -370,53 +372,6 @@ def _deserialize_at(data: bytes, start: int) -> tuple[Exported, int]:
                   nr_devices=header["nr_devices"],
                   calling_convention_version=header["calling_convention_version"],
                   mlir_module_serialized=module, _get_vjp=get_vjp), pos
-
-
-class _Leaf:
-  """Stands for a leaf while a pytree structure is encoded or rebuilt."""
-
-
-def _encode_tree(treedef) -> object:
-  leaf = _Leaf()
-  return _encode_node(tree_util.tree_unflatten(treedef, [leaf] * treedef.num_leaves))
-
-
-def _encode_node(node):
-  if isinstance(node, _Leaf):
-    return "*"
-  if node is None:
-    return None
-  if type(node) is tuple:
-    return {"tuple": [_encode_node(c) for c in node]}
-  if type(node) is list:
-    return {"list": [_encode_node(c) for c in node]}
-  if type(node) is dict:
-    if not all(isinstance(k, str) for k in node):
-      raise ValueError(f"cannot serialize a dict with non-string keys {sorted(map(repr, node))} "
-                       "in an exported function's arguments or results")
-    return {"dict": [[k, _encode_node(v)] for k, v in node.items()]}
-  raise ValueError(f"cannot serialize the pytree node type {type(node).__name__} of an exported "
-                   "function's arguments or results: use tuples, lists, dicts with string keys "
-                   "and None")
-
-
-def _decode_tree(code):
-  return tree_util.tree_structure(_decode_node(code))
-
-
-def _decode_node(code):
-  if code == "*":
-    return _Leaf()
-  if code is None:
-    return None
-  (kind, children), = code.items()
-  if kind == "tuple":
-    return tuple(_decode_node(c) for c in children)
-  if kind == "list":
-    return [_decode_node(c) for c in children]
-  if kind == "dict":
-    return {k: _decode_node(v) for k, v in children}
-  raise ValueError(f"unknown pytree node kind {kind!r}")
 
 
 # --- the call_exported primitive ------------------------------------------------------------------
