@@ -256,11 +256,16 @@ def _export_poly(fun_jit, call, avals, names, in_tree, platforms) -> Exported:
   poly.scope_of(avals)  # one scope for all the arguments' dimension variables
   entry = fun_jit._trace(call, avals, names)
   closed = _bake_consts(entry.jaxpr, entry.consts)
+
+  def flat_fun(*xs):
+    return call(*xs)
+
   return Exported(
       fun_name=entry.name, in_tree=in_tree, in_avals=tuple(avals), out_tree=entry.out_tree,
       out_avals=tuple(closed.out_avals), platforms=platforms, nr_devices=1,
       calling_convention_version=maximum_supported_calling_convention_version,
-      mlir_module_serialized=b"", _poly_jaxpr=closed)
+      mlir_module_serialized=b"", _poly_jaxpr=closed,
+      _get_vjp=_lazy(lambda: _export_vjp(flat_fun, avals, entry.name, platforms)))
 
 
 def _bake_consts(jaxpr: ClosedJaxpr, consts) -> ClosedJaxpr:

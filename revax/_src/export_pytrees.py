@@ -62,7 +62,7 @@ def register_pytree_node_serialization(nodetype, *, serialized_name: str, serial
     entry = tree_util.registry_entry(nodetype)
     if entry is None:
       raise ValueError(f"If `from_children` is not present, you must call first"
-                       f"`jax.tree_util.register_pytree_node` for `{nodetype}`")
+                       f"`revax.tree_util.register_pytree_node` for `{nodetype}`")
     from_children = entry.unflatten_func
   serialization_registry[nodetype] = (serialized_name, serialize_auxdata)
   deserialization_registry[serialized_name] = (nodetype, deserialize_auxdata, from_children)
@@ -87,7 +87,7 @@ def register_namedtuple_serialization(nodetype, *, serialized_name: str):
   """
   if not (isinstance(nodetype, type) and issubclass(nodetype, tuple)
           and hasattr(nodetype, "_fields")):
-    raise ValueError("Use `jax.export.register_pytree_node_serialization` for types other "
+    raise ValueError("Use `revax.export.register_pytree_node_serialization` for types other "
                      "than `collections.namedtuple`.")
 
   def serialize_auxdata(aux_data) -> bytes:

@@ -38,12 +38,10 @@ class _Parser:
 
   def parse(self):
     self.toks = tokenize.tokenize(io.BytesIO(self.spec.encode("utf-8")).readline)
-    try:
-      tok = self.consume(self.next_tok(), tokenize.ENCODING)
-      shape, tok = self.shape(tok)
-      self.expect(tok, [tokenize.ENDMARKER])
-    except tokenize.TokenError as e:
-      raise self.err(None, f"tokenizer error {e}") from None
+    # an unclosed parenthesis escapes as tokenize.TokenError, as in JAX
+    tok = self.consume(self.next_tok(), tokenize.ENCODING)
+    shape, tok = self.shape(tok)
+    self.expect(tok, [tokenize.ENDMARKER])
     return shape
 
   def add_dim(self, e, tok):

@@ -1,0 +1,359 @@
+"""Shape polymorphism in revax.export against jax.export: symbolic dimensions (printing,
+arithmetic, decided and inconclusive comparisons, constraints), the shape parser and its errors,
+symbolic_args_specs, exports with symbolic shapes (their in_avals/out_avals), calls at several
+concrete shapes (values, eagerly and under jit, gradients) and the shape-assertion errors of
+calls at wrong shapes; custom pytree serialization; DisabledSafetyCheck."""
+import collections
+
+import numpy as np
+import pytest
+
+import jax
+import jax.numpy as jjnp
+from jax import export as jex
+
+import revax
+import revax.numpy as rjnp
+from revax import export as rex
+
+LIBS = {"revax": (revax, rjnp, rex), "jax": (jax, jjnp, jex)}
+
+
+def _both(fn):
+  """fn(lib, jnp, export) run for revax and for jax: (result or (error type name, message))."""
+  out = []
+  for name in ("revax", "jax"):
+    try:
+      out.append(fn(*LIBS[name]))
+    except Exception as e:  # noqa: BLE001 -- comparing the errors themselves
+      out.append((type(e).__name__, str(e)))
+  return out
+
+
+# --- dimension expressions -----------------------------------------------------------------
+SPECS = ["b, 2*b, b+3, b*c, c*b + a - 1", "floordiv(b, 2), mod(b,3), max(b, c), min(a,4)",
+         "b^2, a*a*b, 3 - b, -b + c", "(a, b)", "max(b,1), min(b, 0)", "2*a+3*b*b + 7 - c",
+         "b, _, ...", "max(a, b) + min(a, b) - a", "floordiv(2*b, 2), mod(2*b, 2)"]
+
+
+@pytest.mark.parametrize("spec", SPECS)
+def test_symbolic_shape_prints_as_jax(spec):
+  r, j = _both(lambda lib, jnp, ex: [str(d) for d in ex.symbolic_shape(spec, like=(2, 3, 4, 5))])
+  assert r == j
+
+
+OPS = [lambda b, c: b + c, lambda b, c: b * c - 2 * b, lambda b, c: (2 * b) // 2,
+       lambda b, c: (2 * b + 4) // 2, lambda b, c: b // 2, lambda b, c: (b * c) // c,
+       lambda b, c: b % 2, lambda b, c: (2 * b + 3) % 2, lambda b, c: b * c // b,
+       lambda b, c: 7 // b, lambda b, c: (b + 1) * (c - 1), lambda b, c: -b, lambda b, c: b - b,
+       lambda b, c: 3 * b // 2, lambda b, c: 5 - b, lambda b, c: b ** 3, lambda b, c: 2 * c * b,
+       lambda b, c: (b + c) * (b - c), lambda b, c: divmod(3 * b + 1, 3),
+       lambda b, c: (b * b + b) // b, lambda b, c: 10 % b, lambda b, c: b * 0 + 4]
+
+
+@pytest.mark.parametrize("i", range(len(OPS)))
+def test_arithmetic_as_jax(i):
+  def go(lib, jnp, ex):
+    b, c = ex.symbolic_shape("b, c")
+    r = OPS[i](b, c)
+    return [str(x) for x in r] if isinstance(r, tuple) else (str(r), type(r) is int)
+  r, j = _both(go)
+  assert r == j
+
+
+CMPS = ["b >= 1", "b >= 2", "b > 0", "b == c", "b == b", "b + 1 > b", "b * c >= b", "b < 0",
+        "b >= c", "b % 2 < 2", "b // 2 >= 0", "b != 3", "2 * b >= b + 1", "b <= 2 * b",
+        "max(b, c)", "b * b >= b", "c - b >= 0", "b - 5 >= 0", "b + c > 1", "min(b, 3) <= 3"]
+
+
+@pytest.mark.parametrize("expr", CMPS)
+@pytest.mark.parametrize("constraints", [(), ("b >= 4", "c <= 3")])
+def test_comparisons_decide_or_raise_as_jax(expr, constraints):
+  def go(lib, jnp, ex):
+    b, c = ex.symbolic_shape("b, c", constraints=constraints)
+    try:
+      return repr(eval(expr, {"max": max, "min": min}, {"b": b, "c": c}))
+    except Exception as e:  # noqa: BLE001
+      msg = str(e).split("\nUsing symbolic scope")[0]  # the scope prints its id
+      return type(e).__name__, msg
+  r, j = _both(go)
+  assert r == j
+  if isinstance(r, tuple):
+    assert r[0] == "InconclusiveDimensionOperation"
+
+
+def test_inconclusive_is_revax_errors_class_and_int_needs_constant():
+  b, = rex.symbolic_shape("b")
+  with pytest.raises(revax.errors.InconclusiveDimensionOperation, match="is inconclusive"):
+    b >= 2  # noqa: B015
+  with pytest.raises(revax.errors.InconclusiveDimensionOperation,
+                     match="'b' used in a context that requires a constant"):
+    int(b)
+  assert rex.is_symbolic_dim(b) and not rex.is_symbolic_dim(3)
+  assert max(rex.symbolic_shape("b, 3")[0], 1) is not None
+
+
+BAD_SPECS = ["b,, c", "2 *", "b + ", "(b, c", "b c", "floordiv(b)", "_", "...", "b ** 2",
+             "b, 3.5", "b, 4", 3]
+
+
+@pytest.mark.parametrize("spec", BAD_SPECS)
+def test_parse_errors_as_jax(spec):
+  r, j = _both(lambda lib, jnp, ex: str(ex.symbolic_shape(spec, like=None if spec in ("_", "...")
+                                                           else (2, 3))))
+  assert r == j
+
+
+@pytest.mark.parametrize("constraints", [["b >= 4", "b <= 3"], ["3 >= 4"], ["b"], ["b + c == 4"],
+                                         ["2 == 2", "b >= 1"], "b >= 1"])
+def test_constraint_errors_as_jax(constraints):
+  r, j = _both(lambda lib, jnp, ex: [str(d) for d in ex.symbolic_shape("b, c",
+                                                                     constraints=constraints)])
+  if constraints == ["b >= 4", "b <= 3"]:
+    assert r == j == ["b", "c"]  # jax does not detect that these contradict each other either
+  assert r == j
+
+
+def test_mixed_scopes_raise_value_error():
+  def go(lib, jnp, ex):
+    a, = ex.symbolic_shape("a")
+    b, = ex.symbolic_shape("b")
+    return a + b
+  r, j = _both(go)
+  assert r[0] == j[0] == "ValueError" and "Invalid mixing of symbolic scopes" in r[1]
+
+
+# --- symbolic_args_specs ------------------------------------------------------------------------
+@pytest.mark.parametrize("specs", ["b, ...", ("b, _", None), None, ["b, c", "c"],
+                                   ("b, c", "d"), "b, c, d"])
+def test_symbolic_args_specs_as_jax(specs):
+  args = (np.zeros((2, 3), np.float32), np.zeros((3,), np.int32))
+
+  def go(lib, jnp, ex):
+    out = ex.symbolic_args_specs(args, specs)
+    return [(str(s.shape), str(s.dtype)) for s in lib.tree_util.tree_leaves(out)]
+  r, j = _both(go)
+  assert r[0] == j[0] if isinstance(r, tuple) else r == j
+
+
+# --- exporting and calling --------------------------------------------------------------------
+def _softmax(lib, jnp):
+  return lambda x: lib.nn.softmax(x, axis=-1) * jnp.arange(x.shape[1])
+
+
+PROGRAMS = {
+    "elementwise": ("b, 3", [(2, 3), (7, 3)], lambda lib, jnp: lambda x: jnp.sin(x) * 2 + x),
+    "reductions": ("b, c", [(2, 3), (5, 1)],
+                   lambda lib, jnp: lambda x: (x.sum(0), x.max(1), jnp.argmax(x, 0), x.mean())),
+    "dot": ("b, k", [(2, 3), (4, 3)], lambda lib, jnp: lambda x: x.T @ x + 1.0),
+    "reshape": ("2*b, c", [(2, 3), (6, 4)],
+                lambda lib, jnp: lambda x: x.reshape((x.shape[0] // 2, 2, x.shape[1])).sum(1)),
+    "flatten": ("b, c", [(2, 3), (5, 4)], lambda lib, jnp: lambda x: x.reshape(-1) * 2),
+    "broadcast": ("b, c", [(2, 3), (3, 1)],
+                  lambda lib, jnp: lambda x: x[:, None, :] + jnp.ones((1, 2, 1))),
+    "broadcast_to": ("b", [(2,), (5,)],
+                     lambda lib, jnp: lambda x: jnp.broadcast_to(x, (3, x.shape[0])) + 1),
+    "concat_slice": ("b, 3", [(2, 3), (4, 3), (1, 3)],
+                     lambda lib, jnp: lambda x: jnp.concatenate([x, x[1:], x[:-1]], 0)),
+    "strided": ("b", [(2,), (5,), (6,)], lambda lib, jnp: lambda x: x[::2] + x[1::3].sum()),
+    "softmax_arange": ("b, c", [(2, 3), (4, 6)], _softmax),
+    "where_zeros": ("b, c", [(2, 3), (3, 3)],
+                    lambda lib, jnp: lambda x: jnp.where(x > 0, x, jnp.zeros(x.shape))),
+    "cumsum_transpose": ("b, c", [(2, 3), (4, 2)],
+                         lambda lib, jnp: lambda x: jnp.cumsum(x, 0).T),
+    "size_as_value": ("b, c", [(2, 3), (4, 5)],
+                      lambda lib, jnp: lambda x: x / x.shape[0] + x.size),
+    "square": ("b, b", [(2, 2), (3, 3)], lambda lib, jnp: lambda x: x @ x),
+    "linear": ("b, 4", [(2, 4), (3, 4)],
+               lambda lib, jnp: lambda x: jnp.tanh(x @ jnp.ones((4, 8)) + jnp.ones(8)).sum(-1)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_export_and_call_as_jax(name):
+  spec, shapes, make = PROGRAMS[name]
+
+  def go(lib, jnp, ex):
+    f = make(lib, jnp)
+    args = ex.symbolic_args_specs((np.zeros(shapes[0], np.float32),), spec)
+    exp = ex.export(lib.jit(f))(*args)
+    res = [str(exp.in_avals), str(exp.out_avals)]
+    for s in shapes[1:]:
+      x = np.linspace(-2, 3, int(np.prod(s)), dtype=np.float32).reshape(s)
+      res.append([np.asarray(a) for a in lib.tree_util.tree_leaves(exp.call(x))])
+      res.append([np.asarray(a) for a in lib.tree_util.tree_leaves(lib.jit(exp.call)(x))])
+    return res
+  r, j = _both(go)
+  assert not isinstance(r, tuple), r
+  assert r[:2] == j[:2]
+  for got, want in zip(r[2:], j[2:], strict=True):
+    for a, b in zip(got, want, strict=True):
+      assert a.shape == b.shape and a.dtype == b.dtype
+      np.testing.assert_allclose(a, b, rtol=2e-5, atol=1e-5)
+
+
+CALL_ERRORS = [
+    ("b, 3", [(4, 4)], ()), ("b, 3", [(0, 3)], ()), ("b, 3", [(4,)], ()),
+    ("b, b", [(3, 4)], ()), ("2*b, c", [(5, 2)], ()), ("b + 2, c", [(2, 1)], ()),
+    (("b, k", "k, n"), [(4, 3), (2, 5)], ()), ("b", [(3,)], ("b >= 4",)),
+    ("b, c", [(3, 2)], ("b <= c",)), ("b, c", [(3, 5)], ("c == 2*b",)),
+    ("b*c", [(6,)], ()),
+]
+
+
+@pytest.mark.parametrize("spec,shapes,constraints", CALL_ERRORS)
+def test_call_shape_errors_as_jax(spec, shapes, constraints):
+  def go(lib, jnp, ex):
+    args = ex.symbolic_args_specs(tuple(np.zeros((1,) * len(s), np.float32) for s in shapes),
+                                  spec, constraints=constraints)
+    exp = ex.export(lib.jit(lambda *xs: [x + 1 for x in xs]))(*args)
+    return exp.call(*[np.zeros(s, np.float32) for s in shapes])
+  r, j = _both(go)
+  assert isinstance(j, tuple) and r == j
+
+
+def test_call_dtype_error_as_jax():
+  def go(lib, jnp, ex):
+    args = ex.symbolic_args_specs((np.zeros((2, 3), np.float32),), "b, c")
+    return ex.export(lib.jit(lambda x: x))(*args).call(np.zeros((2, 3), np.int32))
+  r, j = _both(go)
+  assert r == j and r[0] == "ValueError"
+
+
+def test_export_errors_inconclusive_as_jax():
+  def go(lib, jnp, ex):
+    f = lambda x: x[:2] if x.shape[0] >= 2 else x  # noqa: E731
+    return ex.export(lib.jit(f))(*ex.symbolic_args_specs((np.zeros(3),), "b"))
+  r, j = _both(go)
+  assert r[0] == j[0] == "InconclusiveDimensionOperation"
+  assert r[1] == j[1]
+
+
+def test_export_with_constraint_decides_comparisons():
+  def go(lib, jnp, ex):
+    f = lambda x: x[:2] if x.shape[0] >= 2 else x  # noqa: E731
+    exp = ex.export(lib.jit(f))(*ex.symbolic_args_specs((np.zeros(3),), "b",
+                                                        constraints=["b >= 2"]))
+    return str(exp.out_avals), np.asarray(exp.call(np.arange(5.0, dtype=np.float32)))
+  r, j = _both(go)
+  assert r[0] == j[0] == "(ShapedArray(float32[2]),)"
+  np.testing.assert_array_equal(r[1], j[1])
+
+
+def test_grad_and_vjp_of_polymorphic_export_as_jax():
+  def go(lib, jnp, ex):
+    f = lambda x: (jnp.tanh(x) * x.shape[0]).sum(0) @ jnp.ones((x.shape[1], 2))  # noqa: E731
+    exp = ex.export(lib.jit(f))(*ex.symbolic_args_specs((np.zeros((2, 3), np.float32),), "b, c"))
+    x = np.linspace(-1, 1, 20, dtype=np.float32).reshape(4, 5)
+    g = lib.grad(lambda x: exp.call(x).sum())(x)
+    return np.asarray(g), str(exp.vjp().in_avals), str(exp.vjp().out_avals)
+  r, j = _both(go)
+  np.testing.assert_allclose(r[0], j[0], rtol=1e-5)
+  assert r[1:] == j[1:]
+
+
+def test_specialisations_are_cached_and_calls_nest():
+  exp = rex.export(revax.jit(lambda x: x * 2))(*rex.symbolic_args_specs((np.zeros(2),), "b"))
+  x = np.arange(6.0, dtype=np.float32)
+  first = exp.call(x)
+  again = exp.call(x + 1)
+  np.testing.assert_allclose(again, (x + 1) * 2)
+  np.testing.assert_allclose(first, x * 2)
+  nested = revax.jit(lambda x: exp.call(x) + exp.call(x[:3]).sum())(x)
+  np.testing.assert_allclose(nested, x * 2 + (x[:3] * 2).sum())
+
+
+def test_unsupported_parts_raise_not_implemented():
+  exp = rex.export(revax.jit(lambda x: x))(*rex.symbolic_args_specs((np.zeros(2),), "b"))
+  with pytest.raises(NotImplementedError, match="serializing the shape-polymorphic export"):
+    exp.serialize()
+  with pytest.raises(NotImplementedError, match="StableHLO module of the shape-polymorphic"):
+    exp.mlir_module()
+  with pytest.raises(NotImplementedError, match="positive steps only"):
+    rex.export(revax.jit(lambda x: x[::-1]))(*rex.symbolic_args_specs((np.zeros(2),), "b"))
+  with pytest.raises(NotImplementedError, match=r"only as arange\(n\)"):
+    rex.export(revax.jit(lambda x: rjnp.arange(1, x.shape[0])))(
+        *rex.symbolic_args_specs((np.zeros(2),), "b"))
+  outer = rex.export(revax.jit(lambda x: exp.call(x)))
+  with pytest.raises(NotImplementedError, match="symbolic argument shapes"):
+    outer(*rex.symbolic_args_specs((np.zeros(2),), "c"))
+
+
+# --- pytree serialization -----------------------------------------------------------------------
+class _Pair:
+  def __init__(self, a, b):
+    self.a, self.b = a, b
+
+
+revax.tree_util.register_pytree_node(_Pair, lambda p: ((p.a, p.b), "tag"),
+                                     lambda aux, c: _Pair(*c))
+_NT = collections.namedtuple("_NT", "x y")
+
+
+def test_custom_pytree_serialization_round_trip():
+  f = revax.jit(lambda p, nt: (_NT(p.a + nt.x, nt.y), _Pair(p.b, p.a)))
+  one = np.ones(2, np.float32)
+  args = (_Pair(one, 2 * one), _NT(3 * one, 4 * one))
+  exp = rex.export(f)(*args)
+  with pytest.raises(ValueError, match="Cannot serialize PyTreeDef containing an unregistered "
+                     "type `<class '.*_Pair'>`"):
+    exp.serialize()
+  rex.register_pytree_node_serialization(_Pair, serialized_name="test_shape_poly._Pair",
+                                         serialize_auxdata=lambda aux: aux.encode(),
+                                         deserialize_auxdata=lambda b: b.decode())
+  rex.register_namedtuple_serialization(_NT, serialized_name="test_shape_poly._NT")
+  loaded = rex.deserialize(exp.serialize())
+  assert loaded.in_tree == exp.in_tree and loaded.out_tree == exp.out_tree
+  nt, pair = loaded.call(*args)
+  assert type(nt) is _NT and type(pair) is _Pair
+  np.testing.assert_allclose(nt.x, 4 * one)
+  np.testing.assert_allclose(pair.a, 2 * one)
+  from revax._src import export_pytrees
+  del export_pytrees.deserialization_registry["test_shape_poly._Pair"]
+  try:
+    with pytest.raises(ValueError, match="Cannot deserialize a PyTreeDef containing an "
+                       "unregistered type `test_shape_poly._Pair`"):
+      rex.deserialize(exp.serialize())
+  finally:
+    export_pytrees.deserialization_registry["test_shape_poly._Pair"] = (
+        _Pair, lambda b: b.decode(), export_pytrees.tree_util.registry_entry(_Pair).unflatten_func)
+
+
+def test_registration_errors_as_jax():
+  def go(lib, jnp, ex):
+    class P:
+      pass
+    lib.tree_util.register_pytree_node(P, lambda p: ((), None), lambda aux, c: P())
+    NT = collections.namedtuple("NT", "x")
+    name = f"{lib.__name__}.reg"
+    ex.register_namedtuple_serialization(NT, serialized_name=name)
+    errs = []
+    for bad in [lambda: ex.register_namedtuple_serialization(NT, serialized_name=name + "2"),
+                lambda: ex.register_pytree_node_serialization(
+                    P, serialized_name=name, serialize_auxdata=None, deserialize_auxdata=None),
+                lambda: ex.register_namedtuple_serialization(P, serialized_name="x"),
+                lambda: ex.register_pytree_node_serialization(
+                    float, serialized_name="y", serialize_auxdata=None,
+                    deserialize_auxdata=None)]:
+      try:
+        bad()
+        errs.append(None)
+      except ValueError as e:
+        errs.append(str(e).replace(lib.__name__, "LIB"))
+    assert ex.register_pytree_node_serialization(
+        P, serialized_name=name + ".P", serialize_auxdata=lambda a: b"",
+        deserialize_auxdata=lambda b: None) is P
+    return errs
+  r, j = _both(go)
+  assert r == j and all(r)
+
+
+def test_disabled_safety_check_as_jax():
+  for ex in (rex, jex):
+    c = ex.DisabledSafetyCheck.custom_call("foo")
+    assert str(c) == "custom_call:foo" and c.is_custom_call() == "foo"
+    assert ex.DisabledSafetyCheck.platform() == ex.DisabledSafetyCheck.platform()
+    assert str(ex.DisabledSafetyCheck.platform()) == "platform"
+    assert ex.DisabledSafetyCheck.platform().is_custom_call() is None
+  exp = rex.export(revax.jit(lambda x: x), disabled_checks=[rex.DisabledSafetyCheck.platform()])
+  np.testing.assert_allclose(exp(np.ones(2)).call(np.ones(2)), np.ones(2))
