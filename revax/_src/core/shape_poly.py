@@ -26,14 +26,13 @@ __all__ = ["DimExpr", "InconclusiveDimensionOperation", "is_symbolic_dim",
            "is_constant_dim", "max_dim", "min_dim", "evaluate_dim", "dim_vars",
            "UnexpectedDimVar"]
 
-_HELP = """
+_HELP = ("""
 This error arises for comparison operations with shapes that
 are non-constant, and the result of the operation cannot be represented as
 a boolean value for all values of the symbolic dimensions involved.
 
-Please see https://docs.jax.dev/en/latest/export/shape_poly.html#comparison-of-symbolic-dimensions-is-partially-supported
-for more details.
-"""
+Please see https://docs.jax.dev/en/latest/export/shape_poly.html"""
+         "#comparison-of-symbolic-dimensions-is-partially-supported\nfor more details.\n")
 
 
 class InconclusiveDimensionOperation(_CoreInconclusive):

@@ -236,6 +236,8 @@ def _apply_slices(x, idx):
 # --- step 4: integers and integer arrays ---------------------------------------------------------
 def _index_dtype(n: int):
   """int32, or int64 (with x64) for axes too long for int32."""
+  if is_symbolic_dim(n):
+    return dtypes.default_int_dtype()
   return dtypes.int64 if n >= 2 ** 31 - 1 and dtypes.default_int_dtype() == dtypes.int64 \
       else dtypes.int32
 

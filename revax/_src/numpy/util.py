@@ -206,8 +206,8 @@ def canonicalize_axes(axis, ndim: int) -> tuple[int, ...]:
 
 def canonicalize_shape(shape, what: str = "shape") -> tuple[int, ...]:
   """An int or a sequence of ints (concrete) as a tuple of Python ints."""
-  if isinstance(shape, (int, np.integer)) or (isinstance(shape, (Array, Tracer, np.ndarray))
-                                               and not np.shape(shape)):
+  if isinstance(shape, (int, np.integer, DimExpr)) or (
+      isinstance(shape, (Array, Tracer, np.ndarray)) and not np.shape(shape)):
     shape = (shape,)
   try:
     return tuple(canonical_dim(d) for d in shape)
