@@ -186,6 +186,16 @@ PROGRAMS = {
                       lambda lib, jnp: lambda x: (jnp.pad(x, ((1, 2), (0, 1))), jnp.sort(x, 0),
                                                   jnp.roll(x, 1, axis=1), jnp.flip(x, 0),
                                                   jnp.tile(x, (2, 1)), jnp.repeat(x, 2, 0))),
+    "conv_pool": ("b, 1, c", [(2, 1, 4), (3, 1, 6)],
+                  lambda lib, jnp: lambda x: (
+                      lib.lax.conv_general_dilated(x, jnp.ones((1, 1, 3)), (1,), "VALID"),
+                      lib.lax.reduce_window(x, -jnp.inf, lib.lax.max, (1, 1, 2), (1, 1, 1),
+                                            "VALID"))),
+    "random": ("b, c", [(2, 3), (4, 5)],
+               lambda lib, jnp: lambda x: x + lib.random.normal(lib.random.key(0), x.shape)),
+    "eye_diag": ("b, b", [(2, 2), (4, 4)],
+                 lambda lib, jnp: lambda x: (x + jnp.eye(x.shape[0]), jnp.diag(x),
+                                             jnp.triu(x))),
     "linear": ("b, 4", [(2, 4), (3, 4)],
                lambda lib, jnp: lambda x: jnp.tanh(x @ jnp.ones((4, 8)) + jnp.ones(8)).sum(-1)),
 }
@@ -249,6 +259,17 @@ def test_export_errors_inconclusive_as_jax():
   r, j = _both(go)
   assert r[0] == j[0] == "InconclusiveDimensionOperation"
   assert r[1] == j[1]
+
+
+@pytest.mark.parametrize("which", ["dynamic_slice", "dynamic_update_slice"])
+def test_dynamic_slices_of_unknown_fit_are_inconclusive_as_jax(which):
+  def go(lib, jnp, ex):
+    f = {"dynamic_slice": lambda x: lib.lax.dynamic_slice(x, (0, 0), (1, 2)),
+         "dynamic_update_slice": lambda x: lib.lax.dynamic_update_slice(
+             x, jnp.ones((1, 2)), (0, 0))}[which]
+    return ex.export(lib.jit(f))(*ex.symbolic_args_specs((np.zeros((2, 2)),), "b, c"))
+  r, j = _both(go)
+  assert r[0] == j[0] == "InconclusiveDimensionOperation"
 
 
 def test_export_with_constraint_decides_comparisons():

@@ -411,8 +411,10 @@ def eye(N, M=None, k: int = 0, dtype=None, *, device=None):
     Array([[0., 1., 0.],
            [0., 0., 1.]], dtype=float32)
   """
-  N = operator.index(util.concrete_scalar(N, "eye", "N"))
-  M = N if M is None else operator.index(util.concrete_scalar(M, "eye", "M"))
+  def size(d, name):
+    return d if is_symbolic_dim(d) else operator.index(util.concrete_scalar(d, "eye", name))
+  N = size(N, "N")
+  M = N if M is None else size(M, "M")
   k = operator.index(util.concrete_scalar(k, "eye", "k"))
   if N < 0 or M < 0:
     raise ValueError(f"negative dimensions are not allowed, got {N} and {M}")
