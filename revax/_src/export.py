@@ -79,6 +79,7 @@ class Exported:
   nr_devices: int
   calling_convention_version: int
   mlir_module_serialized: bytes
+  disabled_safety_checks: tuple = ()
   _get_vjp: Callable[[], "Exported"] | None = dataclasses.field(default=None, repr=False,
                                                                  compare=False)
   # A shape-polymorphic export keeps its traced program (a closed jaxpr with symbolic sizes),
@@ -131,6 +132,7 @@ class Exported:
         "platforms": list(self.platforms), "nr_devices": self.nr_devices,
         "calling_convention_version": self.calling_convention_version,
         "module_size": len(self.mlir_module_serialized),
+        "disabled_safety_checks": [str(c) for c in self.disabled_safety_checks],
     }
     vjp_bytes = bytes(self.vjp().serialize(vjp_order - 1)) if vjp_order > 0 else b""
     header["vjp_size"] = len(vjp_bytes)
@@ -198,7 +200,9 @@ def export(fun_jit, *, platforms=None, disabled_checks=()):
   Args:
     fun_jit: the result of `revax.jit`.
     platforms: the platforms to lower for; only the default backend's is supported.
-    disabled_checks: accepted for compatibility with JAX; revax performs no such checks.
+    disabled_checks: `DisabledSafetyCheck`s, recorded in the `Exported` (revax's exports run
+      on the platform they were made for and emit no custom calls, so there is nothing to
+      skip).
 
   Returns:
     A function of arrays or `ShapeDtypeStruct`s (and their pytrees) that traces, lowers and
@@ -224,7 +228,8 @@ def export(fun_jit, *, platforms=None, disabled_checks=()):
       raise ValueError(f"disabled_checks must be DisabledSafetyCheck objects, got {c!r}")
 
   def do_export(*args, **kwargs) -> Exported:
-    return _export_traced(fun_jit, args, kwargs, platforms)
+    exported = _export_traced(fun_jit, args, kwargs, platforms)
+    return dataclasses.replace(exported, disabled_safety_checks=tuple(disabled_checks))
 
   return do_export
 
@@ -254,6 +259,7 @@ def _export_traced(fun_jit, args, kwargs, platforms) -> Exported:
 def _export_poly(fun_jit, call, avals, names, in_tree, platforms) -> Exported:
   """Trace at symbolic shapes; keep the program to specialise at each call's shapes."""
   poly.scope_of(avals)  # one scope for all the arguments' dimension variables
+  poly.check_solvable(avals, in_tree)
   entry = fun_jit._trace(call, avals, names)
   closed = _bake_consts(entry.jaxpr, entry.consts)
 
@@ -376,7 +382,10 @@ def _deserialize_at(data: bytes, start: int) -> tuple[Exported, int]:
                   out_tree=out_tree, out_avals=out_avals, platforms=tuple(header["platforms"]),
                   nr_devices=header["nr_devices"],
                   calling_convention_version=header["calling_convention_version"],
-                  mlir_module_serialized=module, _get_vjp=get_vjp), pos
+                  mlir_module_serialized=module, _get_vjp=get_vjp,
+                  disabled_safety_checks=tuple(
+                      poly.DisabledSafetyCheck(c)
+                      for c in header.get("disabled_safety_checks", ()))), pos
 
 
 # --- the call_exported primitive ------------------------------------------------------------------

@@ -197,6 +197,21 @@ def solve_dim_vars(exp_avals, avals, in_tree) -> dict:
           "calling a shape-polymorphic Exported with symbolic argument shapes (from inside "
           "another shape-polymorphic export): revax specialises exported programs to concrete "
           "shapes only")
+  env, failures = _solve(exp_avals, avals, in_tree)
+  if failures:
+    raise ValueError(failures[0])
+  return env
+
+
+def check_solvable(exp_avals, in_tree) -> None:
+  """Raise JAX's ValueError at export time when some dimension variable cannot be solved from
+  the argument shapes (whether it can does not depend on the sizes)."""
+  _solve(exp_avals, [ShapedArray((10 ** 6,) * len(a.shape), a.dtype) for a in exp_avals],
+         in_tree)
+
+
+def _solve(exp_avals, avals, in_tree):
+  """(values of the dimension variables, messages of the failed assertions in JAX's order)."""
   eqns, specs = [], []
   for i, (want, got) in enumerate(zip(exp_avals, avals, strict=True)):
     if not sp.is_symbolic_shape(want.shape):
@@ -209,9 +224,10 @@ def solve_dim_vars(exp_avals, avals, in_tree) -> dict:
                + ".")
   env: dict = {}
   solved_msg = [" Obtained dimension variables: "]
+  failures = []  # as JAX: all equations are solved first, then the assertions checked in order
 
   def fail(head):
-    raise ValueError(head + specs_msg + "".join(solved_msg) + ". " + _SEE)
+    failures.append(head + specs_msg + "".join(solved_msg) + ". " + _SEE)
 
   pending = eqns
   while pending:
@@ -234,7 +250,7 @@ def solve_dim_vars(exp_avals, avals, in_tree) -> dict:
     if (value != 0) if kind == "eq" else (value < 0):
       fail(f"Input shapes do not match the symbolic shape constraint {text}. Expected '{diff}' "
            f"to be {'greater or equal' if kind == 'geq' else 'equal'} to 0, but found {value}. ")
-  return env
+  return env, failures
 
 
 def _process(expr, name, size, env, solved_msg, fail) -> bool:

@@ -229,7 +229,7 @@ CALL_ERRORS = [
     ("b, b", [(3, 4)], ()), ("2*b, c", [(5, 2)], ()), ("b + 2, c", [(2, 1)], ()),
     (("b, k", "k, n"), [(4, 3), (2, 5)], ()), ("b", [(3,)], ("b >= 4",)),
     ("b, c", [(3, 2)], ("b <= c",)), ("b, c", [(3, 5)], ("c == 2*b",)),
-    ("b*c", [(6,)], ()),
+    ("b, b", [(0, 4)], ()), ("b + c, c", [(2, 3)], ()), ("b + c, c", [(9, 3)], ("b >= 7",)),
 ]
 
 
@@ -242,6 +242,17 @@ def test_call_shape_errors_as_jax(spec, shapes, constraints):
     return exp.call(*[np.zeros(s, np.float32) for s in shapes])
   r, j = _both(go)
   assert isinstance(j, tuple) and r == j
+
+
+def test_unsolvable_dimension_variables_fail_at_export_as_jax():
+  def go(lib, jnp, ex):
+    args = ex.symbolic_args_specs((np.zeros(2), np.zeros(6)), ("b", "c*d"))
+    return ex.export(lib.jit(lambda x, y: x))(*args)
+  r, j = _both(go)
+  assert r[0] == j[0] == "ValueError"
+  unordered = lambda m: m.replace("{'d', 'c'}", "{'c', 'd'}")  # noqa: E731 -- a printed set
+  assert unordered(r[1]) == unordered(j[1])
+  assert "Cannot solve for values of dimension variables" in r[1]
 
 
 def test_call_dtype_error_as_jax():
@@ -398,5 +409,14 @@ def test_disabled_safety_check_as_jax():
     assert ex.DisabledSafetyCheck.platform() == ex.DisabledSafetyCheck.platform()
     assert str(ex.DisabledSafetyCheck.platform()) == "platform"
     assert ex.DisabledSafetyCheck.platform().is_custom_call() is None
-  exp = rex.export(revax.jit(lambda x: x), disabled_checks=[rex.DisabledSafetyCheck.platform()])
-  np.testing.assert_allclose(exp(np.ones(2)).call(np.ones(2)), np.ones(2))
+  checks = [rex.DisabledSafetyCheck.platform(), rex.DisabledSafetyCheck.custom_call("foo")]
+  exp = rex.export(revax.jit(lambda x: x), disabled_checks=checks)(np.ones(2))
+  jexp = jex.export(jax.jit(lambda x: x), disabled_checks=[jex.DisabledSafetyCheck.platform(),
+                    jex.DisabledSafetyCheck.custom_call("foo")])(np.ones(2))
+  assert str(exp.disabled_safety_checks) == str(jexp.disabled_safety_checks)
+  loaded = rex.deserialize(exp.serialize())
+  assert loaded.disabled_safety_checks == tuple(checks)
+  np.testing.assert_allclose(loaded.call(np.ones(2)), np.ones(2))
+  with pytest.raises(ValueError, match="must be DisabledSafetyCheck objects"):
+    rex.export(revax.jit(lambda x: x), disabled_checks=["platform"])
+  assert revax.export is rex  # reachable after `import revax`, as jax.export
