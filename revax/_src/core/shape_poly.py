@@ -71,7 +71,7 @@ class _Factor:
   def __str__(self):
     if self.var is not None:
       return self.var
-    return f"{self.operation}({', '.join(str(o) for o in self.operands)})"
+    return f"{self.operation}({', '.join(_operand_str(o) for o in self.operands)})"
 
   def vars(self) -> set:
     if self.var is not None:
@@ -97,6 +97,11 @@ class _Factor:
     if self.operation == MOD:
       return a % b
     return max_dim(a, b) if self.operation == MAX else min_dim(a, b)
+
+
+def _operand_str(o) -> str:
+  """An operation's operand as JAX prints it: a negative constant as `- 2`."""
+  return f"- {-o}" if not isinstance(o, DimExpr) and o < 0 else str(o)
 
 
 class _Term:
@@ -489,6 +494,17 @@ def _mul_bounds(a, b):
   return min(prods), max(prods)
 
 
+def _floor_div_inf(a, b):
+  """floor(a / b) where a or b may be infinite (the limit), b != 0."""
+  if not math.isinf(b):
+    if not math.isinf(a):
+      return math.floor(a / b)
+    return -_INF if (a >= 0) != (b >= 0) else _INF
+  if not math.isinf(a):
+    return -1 if (a >= 0) != (b >= 0) and a != 0 else 0
+  return -_INF if (a >= 0) != (b >= 0) else _INF
+
+
 def _factor_bounds(f: _Factor, scope) -> tuple:
   if f.var is not None:
     return scope._var_bounds(f.var)
@@ -505,14 +521,12 @@ def _factor_bounds(f: _Factor, scope) -> tuple:
     if b[1] < 0:
       return b[0] + 1, 0
     return -_INF, _INF
-  # floordiv
-  if b[0] > 0:
-    cands = [x / y for x in a for y in b if not (math.isinf(x) and math.isinf(y))]
-    if any(math.isinf(x) for x in a) and math.isinf(b[1]):
-      cands.append(0)
-    return (math.floor(min(cands)) if min(cands) > -_INF else -_INF,
-            math.floor(max(cands)) if max(cands) < _INF else _INF)
-  return -_INF, _INF
+  # floordiv: the bounds are among those of the endpoints' quotients
+  if b[0] <= 0 <= b[1]:
+    raise InconclusiveDimensionOperation(
+        f"Possible division by 0 in division by {f.operands[1]}")
+  cands = [_floor_div_inf(x, y) for x in a for y in b]
+  return min(cands), max(cands)
 
 
 def _term_bounds(t: _Term, scope) -> tuple:
@@ -533,20 +547,71 @@ def _plain_bounds(e) -> tuple:
   return lo, hi
 
 
-def bounds(e) -> tuple:
-  """(lower, upper) bounds of an expression (ints or +-inf), from the variables' ranges and the
-  scope's `>=` constraints."""
+def _ceil_div(x, q):
+  return x if math.isinf(x) else -(-x // q)
+
+
+def _floor_div(x, q):
+  return x if math.isinf(x) else x // q
+
+
+def _relational_bounds(e, lo, hi, depth):
+  """Narrow (lo, hi) using what each operation factor of `e` is known to be relative to its
+  operands: k*max(a, b) + r is max(k*a + r, k*b + r) for k > 0 (JAX's rule; likewise min and
+  negative k); q*floordiv(a, q) lies in [a - q + 1, a] for a constant q > 0; mod(a, d) <= d - 1
+  for a positive d, and <= a for a >= 0."""
+  scope = e._scope
+  for t, k in e._terms:
+    if len(t.factors) != 1 or t.factors[0][1] != 1 or t.factors[0][0].var is not None:
+      continue
+    f = t.factors[0][0]
+    rest = e - DimExpr._normalize({t: k}, scope)
+    a, b = f.operands
+    if f.operation in (MAX, MIN):
+      (l1, u1), (l2, u2) = bounds(rest + k * a, depth - 1), bounds(rest + k * b, depth - 1)
+      if (k > 0) == (f.operation == MAX):
+        lo, hi = max(lo, max(l1, l2)), min(hi, max(u1, u2))
+      else:
+        lo, hi = max(lo, min(l1, l2)), min(hi, min(u1, u2))
+    elif f.operation == FLOORDIV and not isinstance(b, DimExpr) and b > 0:
+      low_end, high_end = a - b + 1, a  # of b * floordiv(a, b)
+      if k < 0:
+        low_end, high_end = high_end, low_end
+      lo = max(lo, _ceil_div(bounds(b * rest + k * low_end, depth - 1)[0], b))
+      hi = min(hi, _floor_div(bounds(b * rest + k * high_end, depth - 1)[1], b))
+    elif f.operation == MOD:
+      uppers = []
+      if bounds(b, depth - 1)[0] > 0:
+        uppers.append(b - 1)
+      if bounds(a, depth - 1)[0] >= 0:
+        uppers.append(a)
+      for u in uppers:
+        if k > 0:
+          hi = min(hi, bounds(rest + k * u, depth - 1)[1])
+        else:
+          lo = max(lo, bounds(rest + k * u, depth - 1)[0])
+  return lo, hi
+
+
+def bounds(e, depth: int = 2) -> tuple:
+  """(lower, upper) bounds of an expression (ints or +-inf): interval arithmetic over the
+  variables' ranges, narrowed by the operation factors' relations to their operands (to
+  `depth` levels) and by the scope's `>=` constraints."""
   if not isinstance(e, DimExpr):
     return int(e), int(e)
+  key = (e, depth)
+  cache = e._scope._bounds_cache
+  if key in cache:
+    return cache[key]
   lo, hi = _plain_bounds(e)
+  if depth > 0 and lo < hi:
+    lo, hi = _relational_bounds(e, lo, hi, depth)
   for c in e._scope._geq_constraints:  # c >= 0, so e >= e - c and e <= e + c
     d = e - c
-    if not isinstance(d, DimExpr):
-      lo = max(lo, d)
-    else:
-      lo = max(lo, _plain_bounds(d)[0])
+    lo = max(lo, d if not isinstance(d, DimExpr) else _plain_bounds(d)[0])
     s = e + c
     hi = min(hi, s if not isinstance(s, DimExpr) else _plain_bounds(s)[1])
+  cache[key] = (lo, hi)
   return lo, hi
 
 

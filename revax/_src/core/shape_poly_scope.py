@@ -36,6 +36,7 @@ class SymbolicScope:
     self._geq_constraints: list = []
     self._rules: dict = {}
     self._var_ranges: dict = {}
+    self._bounds_cache: dict = {}  # (expression, depth) -> bounds, valid for these constraints
     for c in constraints_str:
       self._add_constraint(c)
 
@@ -77,6 +78,7 @@ class SymbolicScope:
       self._geq_constraints.append(diff)
       self._note_var_range(diff)
     self._constraints.append((kind, text, e1, e2, diff))
+    self._bounds_cache.clear()
 
   def _note_var_range(self, diff):
     """A constraint k*v + c >= 0 on one variable narrows that variable's range."""
