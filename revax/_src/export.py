@@ -26,6 +26,7 @@ from typing import Callable
 
 import numpy as np
 
+from revax._src import export_jaxpr_json as jaxpr_json
 from revax._src import export_shape_poly as poly
 from revax._src.export_pytrees import decode_tree, encode_tree
 from revax._src import tree_util
@@ -45,7 +46,8 @@ __all__ = ["Exported", "export", "deserialize", "call_exported_p",
            "maximum_supported_calling_convention_version", "default_export_platform"]
 
 _MAGIC = b"RVXEXPRT"
-_FORMAT_VERSION = 1
+_FORMAT_VERSION = 2  # 2: shape-polymorphic exports (their program as JSON, export_jaxpr_json)
+_READABLE_VERSIONS = (1, 2)
 _PREFIX = struct.Struct("<8sII")  # magic, format version, header length
 minimum_supported_calling_convention_version = 1
 maximum_supported_calling_convention_version = 1
@@ -119,26 +121,27 @@ class Exported:
     """
     if vjp_order < 0:
       raise ValueError(f"vjp_order must be >= 0, got {vjp_order}")
-    if self._is_poly():
-      raise NotImplementedError(
-          f"serializing the shape-polymorphic export {self.fun_name}: revax keeps such an "
-          "export as a traced program (it lowers with static shapes only), which has no "
-          "serialized form yet; export with concrete shapes to serialize")
     header = {
         "fun_name": self.fun_name,
         "in_tree": encode_tree(self.in_tree), "out_tree": encode_tree(self.out_tree),
-        "in_avals": [aval_to_json(a) for a in self.in_avals],
-        "out_avals": [aval_to_json(a) for a in self.out_avals],
+        "in_avals": [self._aval_json(a) for a in self.in_avals],
+        "out_avals": [self._aval_json(a) for a in self.out_avals],
         "platforms": list(self.platforms), "nr_devices": self.nr_devices,
         "calling_convention_version": self.calling_convention_version,
         "module_size": len(self.mlir_module_serialized),
         "disabled_safety_checks": [str(c) for c in self.disabled_safety_checks],
     }
+    if self._is_poly():
+      header["poly"] = jaxpr_json.encode_poly_jaxpr(
+          self._poly_jaxpr, poly.scope_of(self.in_avals), self.fun_name)
     vjp_bytes = bytes(self.vjp().serialize(vjp_order - 1)) if vjp_order > 0 else b""
     header["vjp_size"] = len(vjp_bytes)
     head = json.dumps(header, sort_keys=True).encode()
     return bytearray(_PREFIX.pack(_MAGIC, _FORMAT_VERSION, len(head)) + head
                      + self.mlir_module_serialized + vjp_bytes)
+
+  def _aval_json(self, aval):
+    return jaxpr_json.encode_aval(aval, self.fun_name) if self._is_poly() else aval_to_json(aval)
 
   def call(self, *args, **kwargs):
     """Call the exported function on arrays with the exported structure, shapes and dtypes.
@@ -350,17 +353,23 @@ def _deserialize_at(data: bytes, start: int) -> tuple[Exported, int]:
   magic, version, head_size = _PREFIX.unpack_from(data, start)
   if magic != _MAGIC:
     raise ValueError("not a serialized revax export (bad magic)")
-  if version != _FORMAT_VERSION:
+  if version not in _READABLE_VERSIONS:
     raise ValueError(f"revax export format version {version} is not supported: this revax reads "
-                     f"version {_FORMAT_VERSION}; export the function again with this revax")
+                     f"versions {_READABLE_VERSIONS}; export the function again with this revax")
   pos = start + _PREFIX.size
   try:
     header = json.loads(data[pos:pos + head_size])
     pos += head_size
     module = data[pos:pos + header["module_size"]]
     pos += header["module_size"]
-    in_avals = tuple(aval_from_json(a) for a in header["in_avals"])
-    out_avals = tuple(aval_from_json(a) for a in header["out_avals"])
+    poly_jaxpr = None
+    if "poly" in header:
+      poly_jaxpr, scope = jaxpr_json.decode_poly_jaxpr(header["poly"])
+      read_aval = lambda a: jaxpr_json.decode_aval(a, scope)  # noqa: E731
+    else:
+      read_aval = aval_from_json
+    in_avals = tuple(read_aval(a) for a in header["in_avals"])
+    out_avals = tuple(read_aval(a) for a in header["out_avals"])
     tree_codes = header["in_tree"], header["out_tree"]
     vjp_size = header["vjp_size"]
   except (KeyError, TypeError, ValueError) as e:
@@ -382,7 +391,7 @@ def _deserialize_at(data: bytes, start: int) -> tuple[Exported, int]:
                   out_tree=out_tree, out_avals=out_avals, platforms=tuple(header["platforms"]),
                   nr_devices=header["nr_devices"],
                   calling_convention_version=header["calling_convention_version"],
-                  mlir_module_serialized=module, _get_vjp=get_vjp,
+                  mlir_module_serialized=module, _get_vjp=get_vjp, _poly_jaxpr=poly_jaxpr,
                   disabled_safety_checks=tuple(
                       poly.DisabledSafetyCheck(c)
                       for c in header.get("disabled_safety_checks", ()))), pos

@@ -319,8 +319,13 @@ def test_specialisations_are_cached_and_calls_nest():
 
 def test_unsupported_parts_raise_not_implemented():
   exp = rex.export(revax.jit(lambda x: x))(*rex.symbolic_args_specs((np.zeros(2),), "b"))
-  with pytest.raises(NotImplementedError, match="serializing the shape-polymorphic export"):
-    exp.serialize()
+
+  def printing(x):
+    revax.debug.print("{}", x.sum())
+    return x
+  with pytest.raises(NotImplementedError, match="serializing the shape-polymorphic export "
+                     "printing: the parameter callback=.* of debug_callback has no serialized"):
+    rex.export(revax.jit(printing))(*rex.symbolic_args_specs((np.zeros(2),), "b")).serialize()
   with pytest.raises(NotImplementedError, match="StableHLO module of the shape-polymorphic"):
     exp.mlir_module()
   with pytest.raises(NotImplementedError, match="positive steps only"):
@@ -331,6 +336,74 @@ def test_unsupported_parts_raise_not_implemented():
   outer = rex.export(revax.jit(lambda x: exp.call(x)))
   with pytest.raises(NotImplementedError, match="symbolic argument shapes"):
     outer(*rex.symbolic_args_specs((np.zeros(2),), "c"))
+
+
+# --- serializing shape-polymorphic exports ------------------------------------------------------
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_polymorphic_export_serialization_round_trip(name):
+  spec, shapes, make = PROGRAMS[name]
+  args = rex.symbolic_args_specs((np.zeros(shapes[0], np.float32),), spec)
+  exp = rex.export(revax.jit(make(revax, rjnp)))(*args)
+  loaded = rex.deserialize(exp.serialize())
+  assert str(loaded.in_avals) == str(exp.in_avals)
+  assert str(loaded.out_avals) == str(exp.out_avals)
+  assert loaded.in_tree == exp.in_tree and loaded.out_tree == exp.out_tree
+  for s in shapes[1:]:
+    x = np.linspace(-2, 3, int(np.prod(s)), dtype=np.float32).reshape(s)
+    for a, b in zip(revax.tree_util.tree_leaves(loaded.call(x)),
+                    revax.tree_util.tree_leaves(exp.call(x)), strict=True):
+      np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+def test_polymorphic_export_loads_in_a_fresh_process_with_its_vjp(tmp_path):
+  import os
+  import subprocess
+  import sys
+  root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+  f = lambda x: rjnp.tanh(revax.nn.relu(x) @ rjnp.ones((x.shape[1], 3))).sum(0)  # noqa: E731
+  exp = rex.export(revax.jit(f))(*rex.symbolic_args_specs((np.zeros((2, 4), np.float32),),
+                                                          "b, c", constraints=["c >= 2"]))
+  (tmp_path / "f.bin").write_bytes(exp.serialize(vjp_order=1))
+  code = f"""
+import numpy as np, revax
+loaded = revax.export.deserialize(open({str(tmp_path / "f.bin")!r}, "rb").read())
+print("AVALS", loaded.in_avals, loaded.out_avals)
+for shape in [(3, 2), (5, 7)]:
+  x = np.linspace(-1, 1, shape[0] * shape[1], dtype=np.float32).reshape(shape)
+  g = revax.grad(lambda v: loaded.call(v).sum())(x)
+  print("OUT", *np.asarray(loaded.call(x)).round(5).tolist(), float(np.asarray(g).sum()))
+try:
+  loaded.call(np.zeros((3, 1), np.float32))
+except ValueError as e:
+  print("ERR", str(e).split(".")[0])
+"""
+  out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       env=dict(os.environ, PYTHONPATH=root), timeout=300)
+  assert out.returncode == 0, out.stderr[-2000:]
+  lines = out.stdout.splitlines()
+  assert lines[0] == "AVALS (ShapedArray(float32[b,c]),) (ShapedArray(float32[3]),)"
+  jf = lambda x: jjnp.tanh(jax.nn.relu(x) @ jjnp.ones((x.shape[1], 3))).sum(0)  # noqa: E731
+  for line, shape in zip(lines[1:3], [(3, 2), (5, 7)], strict=True):
+    x = np.linspace(-1, 1, shape[0] * shape[1], dtype=np.float32).reshape(shape)
+    *vals, gsum = map(float, line.split()[1:])
+    np.testing.assert_allclose(vals, np.asarray(jf(x)), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(gsum, float(jax.grad(lambda v: jf(v).sum())(x).sum()), rtol=1e-4)
+  assert lines[3] == ("ERR Input shapes do not match the symbolic shape constraint c >= 2")
+
+
+def test_loading_refuses_types_that_are_not_revax_own():
+  import json
+  import struct
+  exp = rex.export(revax.jit(lambda x: x[rjnp.array([0, 0])]))(
+      *rex.symbolic_args_specs((np.zeros((2, 3), np.float32),), "b, c"))
+  blob = bytes(exp.serialize())
+  magic, version, size = struct.unpack_from("<8sII", blob)
+  header = blob[16:16 + size].decode()
+  assert "revax._src.lax.slicing:GatherDimensionNumbers" in header
+  bad = header.replace("revax._src.lax.slicing:GatherDimensionNumbers", "os:system").encode()
+  forged = struct.pack("<8sII", magic, version, len(bad)) + bad + blob[16 + size:]
+  with pytest.raises(ValueError, match=r"refusing to load the type os:system \(not revax's"):
+    rex.deserialize(forged)
 
 
 # --- pytree serialization -----------------------------------------------------------------------
