@@ -12,8 +12,17 @@ and calls its main function; under `grad` it is a custom_vjp whose backward pass
 exported VJP (serialized alongside when `serialize(vjp_order=k)` asks for it, as JAX does). A
 call checks the arguments' structure, shapes and dtypes against the exported ones first.
 
+Shape polymorphism: arguments with symbolic sizes (`symbolic_shape`, `symbolic_args_specs`)
+give avals with `DimExpr`s. revax lowers with static shapes only, so such an export keeps its
+traced program (a closed jaxpr) instead of a module; each call solves the dimension variables
+from the argument shapes, checks JAX's shape assertions (raising JAX's ValueErrors), and lowers
+and compiles the program specialised to those sizes, once per set of sizes
+(export_shape_poly.py). Its VJP is a shape-polymorphic export too.
+
 The format: the magic `RVXEXPRT`, a little-endian u32 format version, a u32 length, a JSON header
-(names, avals, pytree structures), then the module text; VJPs follow as nested exports.
+(names, avals, pytree structures; for a shape-polymorphic export its program as JSON data,
+export_jaxpr_json.py), then the module text; VJPs follow as nested exports. Custom pytree nodes
+are written through the registrations of export_pytrees.py.
 """
 from __future__ import annotations
 
@@ -70,7 +79,9 @@ class Exported:
     platforms: the platforms the module was lowered for.
     nr_devices: how many devices the program runs on (1).
     calling_convention_version: the version of the module's calling convention.
-    mlir_module_serialized: the StableHLO module text, as bytes.
+    mlir_module_serialized: the StableHLO module text, as bytes (empty for a shape-polymorphic
+      export, which keeps its program and lowers it at each call's concrete shapes).
+    disabled_safety_checks: the `DisabledSafetyCheck`s given to `export`.
   """
   fun_name: str
   in_tree: object
