@@ -155,7 +155,8 @@ PROGRAMS = {
                      lambda lib, jnp: lambda x: jnp.broadcast_to(x, (3, x.shape[0])) + 1),
     "concat_slice": ("b, 3", [(2, 3), (4, 3), (1, 3)],
                      lambda lib, jnp: lambda x: jnp.concatenate([x, x[1:], x[:-1]], 0)),
-    "strided": ("b", [(2,), (5,), (6,)], lambda lib, jnp: lambda x: x[::2] + x[1::3].sum()),
+    "strided": ("b", [(2,), (5,), (6,), (1,)],
+                lambda lib, jnp: lambda x: (x[::2] + x[1::3].sum(), x[::-1], x[::-2], x[::-3])),
     "softmax_arange": ("b, c", [(2, 3), (4, 6)], _softmax),
     "where_zeros": ("b, c", [(2, 3), (3, 3)],
                     lambda lib, jnp: lambda x: jnp.where(x > 0, x, jnp.zeros(x.shape))),
@@ -328,8 +329,8 @@ def test_unsupported_parts_raise_not_implemented():
     rex.export(revax.jit(printing))(*rex.symbolic_args_specs((np.zeros(2),), "b")).serialize()
   with pytest.raises(NotImplementedError, match="StableHLO module of the shape-polymorphic"):
     exp.mlir_module()
-  with pytest.raises(NotImplementedError, match="positive steps only"):
-    rex.export(revax.jit(lambda x: x[::-1]))(*rex.symbolic_args_specs((np.zeros(2),), "b"))
+  with pytest.raises(NotImplementedError, match="negative step and a start or stop"):
+    rex.export(revax.jit(lambda x: x[3:0:-1]))(*rex.symbolic_args_specs((np.zeros(2),), "b"))
   with pytest.raises(NotImplementedError, match=r"only as arange\(n\)"):
     rex.export(revax.jit(lambda x: rjnp.arange(1, x.shape[0])))(
         *rex.symbolic_args_specs((np.zeros(2),), "b"))

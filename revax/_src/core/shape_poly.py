@@ -695,13 +695,19 @@ def canonical_dim(d):
 
 
 def symbolic_slice(s: slice, d) -> tuple:
-  """(start, limit, stride) of the basic slice `s` along a dimension of symbolic size `d`, with
-  start and stop clamped to [0, d] as Python's slices are. Steps must be positive ints."""
+  """(start, limit, stride, reversed) of the basic slice `s` along a dimension of symbolic size
+  `d`, with start and stop clamped to [0, d] as Python's slices are: reverse the dimension
+  first when `reversed`, then take [start:limit:stride]. A negative step is supported over the
+  whole dimension (`x[::-k]` is `rev(x)[::k]`: the elements d-1, d-1-k, ...)."""
   step = 1 if s.step is None else operator.index(s.step)
-  if step <= 0:
-    raise NotImplementedError(
-        f"slicing a dimension of symbolic size '{d}' with step {step}: revax supports positive "
-        "steps only there")
+  if step == 0:
+    raise ValueError("slice step cannot be zero")
+  if step < 0:
+    if s.start is not None or s.stop is not None:
+      raise NotImplementedError(
+          f"slicing a dimension of symbolic size '{d}' with a negative step and a start or "
+          "stop: revax supports negative steps there only over the whole dimension (x[::-k])")
+    return 0, d, -step, True
 
   def clamp(p, default):
     if p is None:
@@ -712,4 +718,4 @@ def symbolic_slice(s: slice, d) -> tuple:
     return min_dim(p, d)
   lo = clamp(s.start, 0)
   hi = clamp(s.stop, d)
-  return lo, max_dim(hi, lo), step
+  return lo, max_dim(hi, lo), step, False

@@ -202,6 +202,7 @@ def _apply_slices(x, idx):
   """Apply the slices of the index; they become whole-axis entries."""
   shape = aval_of(x).shape
   start, limit, strides, reverse = [0] * len(shape), list(shape), [1] * len(shape), []
+  reverse_first = []  # symbolic sizes: x[::-k] is rev(x)[::k] (the sizes print as JAX's)
   out, changed = [], False
   for d, i in enumerate(idx):
     if not isinstance(i, slice):
@@ -212,7 +213,9 @@ def _apply_slices(x, idx):
       continue
     changed = True
     if is_symbolic_dim(shape[d]):
-      start[d], limit[d], strides[d] = symbolic_slice(i, shape[d])
+      start[d], limit[d], strides[d], backwards = symbolic_slice(i, shape[d])
+      if backwards:
+        reverse_first.append(d)
       continue
     lo, hi, step = slice(*(None if p is None else operator.index(p)
                            for p in (i.start, i.stop, i.step))).indices(shape[d])
@@ -225,6 +228,8 @@ def _apply_slices(x, idx):
       last = lo + (m - 1) * step
       start[d], limit[d], strides[d] = last, lo + 1, -step
       reverse.append(d)
+  if reverse_first:
+    x = lax.rev(x, tuple(reverse_first))
   if changed:
     x = lax.slice(x, tuple(start), tuple(limit),
                   None if all(s == 1 for s in strides) else tuple(strides))
