@@ -375,7 +375,7 @@ def _deserialize_at(data: bytes, start: int) -> tuple[Exported, int]:
     pos += header["module_size"]
     poly_jaxpr = None
     if "poly" in header:
-      poly_jaxpr, scope = jaxpr_json.decode_poly_jaxpr(header["poly"])
+      poly_jaxpr, scope = jaxpr_json.decode_poly_jaxpr(header["poly"], deserialize)
       read_aval = lambda a: jaxpr_json.decode_aval(a, scope)  # noqa: E731
     else:
       read_aval = aval_from_json

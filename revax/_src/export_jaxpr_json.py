@@ -6,7 +6,8 @@ data, never as code: variables are numbered; equations name their primitive (loo
 name among the primitives that have lowering rules); avals are `[shape, dtype, weak]` with
 symbolic sizes as their text (parsed again in a new `SymbolicScope` with the same
 constraints); parameters are ints, floats, strings, bools, None, dtypes, tuples and lists,
-symbolic sizes, nested jaxprs, NumPy arrays, and NamedTuples and Enums defined by revax itself.
+symbolic sizes, nested jaxprs, NumPy arrays, NamedTuples and Enums defined by revax itself, and
+the exports a program calls (their own serialized bytes).
 A parameter of another kind raises NotImplementedError naming it; the rules of `custom_jvp` and
 `custom_vjp` functions (Python code) are replaced by rules that raise when used, since a loaded
 program is differentiated through its serialized VJP, never through them.
@@ -28,7 +29,8 @@ from revax._src.interpreters import mlir
 
 __all__ = ["encode_poly_jaxpr", "decode_poly_jaxpr", "encode_aval", "decode_aval"]
 
-_CODE_PARAMS = ("jvp", "fwd", "bwd", "jvp_jaxpr_fun", "jvp_jaxpr_thunk", "fwd_jaxpr_thunk")
+_CODE_PARAMS = ("jvp", "fwd", "bwd", "rule", "jvp_jaxpr_fun", "jvp_jaxpr_thunk",
+                "fwd_jaxpr_thunk")
 
 
 def encode_poly_jaxpr(closed: ClosedJaxpr, scope, fun_name: str) -> dict:
@@ -48,10 +50,11 @@ def decode_aval(code, scope) -> ShapedArray:
   return _Decoder(scope).aval(code)
 
 
-def decode_poly_jaxpr(code: dict):
-  """(closed jaxpr, scope) from `encode_poly_jaxpr`'s output."""
+def decode_poly_jaxpr(code: dict, load_exported):
+  """(closed jaxpr, scope) from `encode_poly_jaxpr`'s output; `load_exported(bytes)` loads the
+  exports the program calls."""
   scope = SymbolicScope(code["constraints"])
-  return _Decoder(scope).closed(code["jaxpr"]), scope
+  return _Decoder(scope, load_exported).closed(code["jaxpr"]), scope
 
 
 class _Encoder:
@@ -91,7 +94,7 @@ class _Encoder:
     for e in j.eqns:
       params = {}
       for k, v in e.params.items():
-        if k in _CODE_PARAMS and callable(v):
+        if k in _CODE_PARAMS and not isinstance(v, (int, str, tuple, ClosedJaxpr, Jaxpr)):
           params[k] = {"code": type(v).__name__}
         else:
           params[k] = self.param(v, f"the parameter {k}={v!r} of {e.primitive.name}")
@@ -137,6 +140,8 @@ class _Encoder:
       return {"open_jaxpr": self.jaxpr(v)}
     if isinstance(v, ShapedArray):
       return {"aval": self.aval(v)}
+    if type(v).__name__ == "Exported" and hasattr(v, "serialize"):  # a call of another export
+      return {"exported": base64.b64encode(bytes(v.serialize())).decode("ascii")}
     if isinstance(v, (bool, int, str, float, complex, np.ndarray, np.generic)) or v is None:
       return self.value(v)
     self.unsupported(where)
@@ -154,7 +159,7 @@ def _qualname(cls, where, enc) -> str:
 
 _DTYPES = {"bfloat16": dtypes.bfloat16, "float0": dtypes.float0}
 _PARAM_TAGS = ("dim", "enum", "namedtuple", "tuple", "list", "closed_jaxpr", "open_jaxpr", "aval",
-               "code", "dtype")
+               "code", "exported", "dtype")
 
 
 class _CodeStub:
@@ -162,6 +167,11 @@ class _CodeStub:
 
   def __init__(self, kind):
     self.kind = kind
+
+  def __getattr__(self, name):
+    if name.startswith("__"):
+      raise AttributeError(name)
+    self()
 
   def __call__(self, *args, **kwargs):
     raise NotImplementedError(
@@ -172,8 +182,9 @@ class _CodeStub:
 
 class _Decoder:
 
-  def __init__(self, scope):
+  def __init__(self, scope, load_exported=None):
     self.scope = scope
+    self.load_exported = load_exported
     self.vars: dict = {}
     self.prims = _primitives_by_name()
 
@@ -254,6 +265,8 @@ class _Decoder:
       return self.aval(body)
     if kind == "code":
       return _CodeStub(body)
+    if kind == "exported":
+      return self.load_exported(base64.b64decode(body))
     return self.value(code)
 
 

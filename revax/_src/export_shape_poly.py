@@ -185,18 +185,14 @@ def check_call_avals(exp_avals, avals, in_tree) -> None:
 
 
 def solve_dim_vars(exp_avals, avals, in_tree) -> dict:
-  """The values of the dimension variables given the actual (concrete) argument avals.
+  """The values of the dimension variables given the actual argument avals (concrete, or
+  symbolic when the call is traced inside another shape-polymorphic export: then the values
+  are expressions of the caller's variables and, as in JAX, every check must be decided).
 
   Solves the linear univariate equations `k*v + known = size` in turn, as JAX does, checks
   each variable is >= 1, each remaining dimension is consistent and each constraint of the
   scope holds; raises JAX's ValueError messages otherwise.
   """
-  for a in avals:
-    if sp.is_symbolic_shape(a.shape):
-      raise NotImplementedError(
-          "calling a shape-polymorphic Exported with symbolic argument shapes (from inside "
-          "another shape-polymorphic export): revax specialises exported programs to concrete "
-          "shapes only")
   env, failures = _solve(exp_avals, avals, in_tree)
   if failures:
     raise ValueError(failures[0])
@@ -247,7 +243,7 @@ def _solve(exp_avals, avals, in_tree):
   scope = scope_of(exp_avals)
   for kind, text, _, _, diff in (scope._constraints if scope is not None else ()):
     value = sp.evaluate_dim(diff, env)
-    if (value != 0) if kind == "eq" else (value < 0):
+    if not _holds(lambda: value == 0 if kind == "eq" else value >= 0):
       fail(f"Input shapes do not match the symbolic shape constraint {text}. Expected '{diff}' "
            f"to be {'greater or equal' if kind == 'geq' else 'equal'} to 0, but found {value}. ")
   return env, failures
@@ -267,22 +263,30 @@ def _process(expr, name, size, env, solved_msg, fail) -> bool:
         continue
       return False
   if var is None:
-    if rest != size:
+    if not _holds(lambda: rest == size):
       fail(f"Input shapes do not match the polymorphic shapes specification. Found "
            f"inconsistency between dimension size {name} (= {size}) and the specification "
            f"'{expr}' (= {rest}).")
     return True
   value, remainder = divmod(size - rest, var_k)
-  if remainder != 0:
+  if not _holds(lambda: remainder == 0):
     fail(f"Input shapes do not match the polymorphic shapes specification. Division had "
          f"remainder {remainder} when computing the value of '{var}'.")
   env[var] = value
   solved_msg.append(f"'{var}' = {value} from specification '{expr}' for dimension {name} "
                     f"(= {size}), ")
-  if value < 1:
+  if not _holds(lambda: value >= 1):
     fail(f"Input shapes do not match the polymorphic shapes specification. Expected value >= 1 "
          f"for dimension variable '{var}'.")
   return True
+
+
+def _holds(check) -> bool:
+  """Whether a shape check is decided true (an undecidable one fails, as in JAX)."""
+  try:
+    return bool(check())
+  except sp.InconclusiveDimensionOperation:
+    return False
 
 
 # --- specialising a program to concrete sizes --------------------------------------------------

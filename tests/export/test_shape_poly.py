@@ -334,9 +334,44 @@ def test_unsupported_parts_raise_not_implemented():
   with pytest.raises(NotImplementedError, match=r"only as arange\(n\)"):
     rex.export(revax.jit(lambda x: rjnp.arange(1, x.shape[0])))(
         *rex.symbolic_args_specs((np.zeros(2),), "b"))
-  outer = rex.export(revax.jit(lambda x: exp.call(x)))
-  with pytest.raises(NotImplementedError, match="symbolic argument shapes"):
-    outer(*rex.symbolic_args_specs((np.zeros(2),), "c"))
+
+
+def test_polymorphic_export_called_inside_another_as_jax():
+  def go(lib, jnp, ex):
+    inner = ex.export(lib.jit(lambda x: (x * 2).sum(0)))(
+        *ex.symbolic_args_specs((np.zeros((3, 2), np.float32),), "b, c"))
+    outer = ex.export(lib.jit(lambda y: inner.call(y[:, ::2]) + y.shape[0]))(
+        *ex.symbolic_args_specs((np.zeros((3, 2), np.float32),), "n, m"))
+    x = np.arange(20, dtype=np.float32).reshape(4, 5)
+    return str(outer.out_avals), np.asarray(outer.call(x)), np.asarray(lib.jit(outer.call)(x))
+  r, j = _both(go)
+  assert r[0] == j[0] == "(ShapedArray(float32[floordiv(m + 1, 2)]),)"
+  np.testing.assert_allclose(r[1], j[1])
+  np.testing.assert_allclose(r[2], j[2])
+
+
+@pytest.mark.parametrize("inner_spec,outer_spec,slicer", [
+    ("b, c", "n, m", "[1:]"), ("b, b", "n, m", ""), ("b, 3", "n, m", ""),
+    ("2*b, c", "n, m", ""), ("b, c", "n, m", "[:2]")])
+def test_inner_shape_checks_must_be_decided_as_jax(inner_spec, outer_spec, slicer):
+  def go(lib, jnp, ex):
+    inner = ex.export(lib.jit(lambda x: x.sum()))(
+        *ex.symbolic_args_specs((np.zeros((4, 3), np.float32),), inner_spec))
+    outer = ex.export(lib.jit(lambda y: inner.call(eval("y" + slicer))))(
+        *ex.symbolic_args_specs((np.zeros((4, 3), np.float32),), outer_spec))
+    return str(outer.out_avals)
+  r, j = _both(go)
+  assert r == j
+
+
+def test_nested_polymorphic_export_serializes():
+  inner = rex.export(revax.jit(lambda x: (x * 2).sum(0)))(
+      *rex.symbolic_args_specs((np.zeros((3, 2), np.float32),), "b, c"))
+  outer = rex.export(revax.jit(lambda y: inner.call(y) + 1))(
+      *rex.symbolic_args_specs((np.zeros((3, 2), np.float32),), "n, m"))
+  loaded = rex.deserialize(outer.serialize())
+  x = np.arange(12, dtype=np.float32).reshape(3, 4)
+  np.testing.assert_allclose(loaded.call(x), (x * 2).sum(0) + 1)
 
 
 # --- serializing shape-polymorphic exports ------------------------------------------------------
