@@ -272,7 +272,8 @@ def _export_traced(fun_jit, args, kwargs, platforms) -> Exported:
 
 def _export_poly(fun_jit, call, avals, names, in_tree, platforms) -> Exported:
   """Trace at symbolic shapes; keep the program to specialise at each call's shapes."""
-  poly.scope_of(avals)  # one scope for all the arguments' dimension variables
+  fun_name = getattr(fun_jit, "__name__", None) or getattr(fun_jit.fun, "__name__", "<fun>")
+  poly.scope_of(avals, in_tree, fun_name)  # one scope for all the dimension variables
   poly.check_solvable(avals, in_tree)
   entry = fun_jit._trace(call, avals, names)
   closed = _bake_consts(entry.jaxpr, entry.consts)

@@ -138,17 +138,22 @@ def is_poly_avals(avals) -> bool:
   return any(sp.is_symbolic_shape(a.shape) for a in avals)
 
 
-def scope_of(avals):
-  """The one SymbolicScope of the symbolic dimensions in `avals` (ValueError for several)."""
+def scope_of(avals, in_tree=None, fun_name=None):
+  """The one SymbolicScope of the symbolic dimensions in `avals` (JAX's ValueError for several,
+  naming the arguments when `in_tree` is given)."""
   scope = first = None
-  for a in avals:
+  for i, a in enumerate(avals):
     for d in a.shape:
       if sp.is_symbolic_dim(d):
         if scope is None:
-          scope, first = d.scope, d
+          scope, first = d.scope, i
+        elif in_tree is not None:
+          scope._check_same_scope(
+              d, when=f"when exporting {fun_name}",
+              self_descr=f"current (from {arg_name(in_tree, first)}) ",
+              other_descr=arg_name(in_tree, i))
         else:
-          scope._check_same_scope(d, when="in the shapes of the exported function arguments",
-                                  self_descr=f"for '{first}' ", other_descr="an argument")
+          scope._check_same_scope(d)
   return scope
 
 

@@ -256,6 +256,34 @@ def test_unsolvable_dimension_variables_fail_at_export_as_jax():
   assert "Cannot solve for values of dimension variables" in r[1]
 
 
+def test_pytree_and_kwargs_arguments_as_jax():
+  def go(lib, jnp, ex):
+    def f(p, x=None):
+      return p["w"] @ x
+    out = []
+    try:
+      args = ex.symbolic_args_specs(({"w": np.zeros((2, 3), np.float32)},), ({"w": "a, b"},))
+      xs = ex.symbolic_args_specs((np.zeros((3, 4), np.float32),), "b, c")
+      ex.export(lib.jit(f))(*args, x=xs[0])
+    except ValueError as e:
+      out.append(str(e).splitlines()[0])
+    scope = ex.SymbolicScope()
+    args = ex.symbolic_args_specs(({"w": np.zeros((2, 3), np.float32)},), ({"w": "a, b"},),
+                                  scope=scope)
+    xs = ex.symbolic_args_specs((np.zeros((3, 4), np.float32),), "b, c", scope=scope)
+    exp = ex.export(lib.jit(f))(*args, x=xs[0])
+    out.append(str(exp.in_avals) + str(exp.out_avals))
+    w = np.arange(6, dtype=np.float32).reshape(2, 3)
+    out.append(np.asarray(exp.call({"w": w}, x=np.ones((3, 5), np.float32))).tolist())
+    try:
+      exp.call({"w": w}, x=np.zeros((4, 5), np.float32))
+    except ValueError as e:
+      out.append(str(e))
+    return out
+  r, j = _both(go)
+  assert r == j and len(r) == 4
+
+
 def test_call_dtype_error_as_jax():
   def go(lib, jnp, ex):
     args = ex.symbolic_args_specs((np.zeros((2, 3), np.float32),), "b, c")
