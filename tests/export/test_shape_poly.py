@@ -197,6 +197,20 @@ PROGRAMS = {
     "eye_diag": ("b, b", [(2, 2), (4, 4)],
                  lambda lib, jnp: lambda x: (x + jnp.eye(x.shape[0]), jnp.diag(x),
                                              jnp.triu(x))),
+    "attention": ("b, t, 8", [(2, 3, 8), (3, 5, 8)],
+                  lambda lib, jnp: lambda x: lib.nn.softmax(
+                      jnp.einsum("btd,bsd->bts", x, x) / jnp.sqrt(8.0), axis=-1) @ x),
+    "classifier_loss": ("b, c", [(2, 3), (4, 6)],
+                        lambda lib, jnp: lambda x: -(lib.nn.one_hot(jnp.argmax(x, -1), x.shape[-1])
+                                                     * lib.nn.log_softmax(x)).sum(-1).mean()),
+    "loop_to_size": ("b", [(2,), (5,)],
+                     lambda lib, jnp: lambda x: lib.lax.fori_loop(0, x.shape[0],
+                                                                  lambda i, a: a + x[i] * i, 0.0)),
+    "linalg_fft": ("b, 3, 3", [(2, 3, 3), (4, 3, 3)],
+                   lambda lib, jnp: lambda x: (
+                       jnp.linalg.norm(x, axis=1),
+                       jnp.linalg.solve(x + 5 * jnp.eye(3), jnp.ones((3,))),
+                       jnp.abs(jnp.fft.fft(x, axis=-1)), lib.lax.top_k(x, 1)[0])),
     "linear": ("b, 4", [(2, 4), (3, 4)],
                lambda lib, jnp: lambda x: jnp.tanh(x @ jnp.ones((4, 8)) + jnp.ones(8)).sum(-1)),
 }
