@@ -82,6 +82,27 @@ def test_comparisons_decide_or_raise_as_jax(expr, constraints):
     assert r[0] == "InconclusiveDimensionOperation"
 
 
+EQ_CONSTRAINTS = [("mod(b, 2) == 0",), ("b == 2*k",), ("max(a, b) == a",),
+                  ("floordiv(b, 4) == c",), ("min(a, 8) == a",), ("a >= b", "b >= 16")]
+EQ_EXPRS = ["b % 2", "2 * (b // 2)", "b // 2", "a >= 16", "a >= b", "a <= 8", "4*c + b % 4",
+            "b >= 4", "a - b", "b * (a // 8)"]
+
+
+@pytest.mark.parametrize("constraints", EQ_CONSTRAINTS)
+def test_equality_and_ordering_constraints_as_jax(constraints):
+  def go(lib, jnp, ex):
+    a, b, c, k = ex.symbolic_shape("a, b, c, k", constraints=constraints)
+    out = []
+    for text in EQ_EXPRS:
+      try:
+        out.append(str(eval(text, {}, {"a": a, "b": b, "c": c, "k": k})))
+      except Exception as e:  # noqa: BLE001
+        out.append(type(e).__name__)
+    return out
+  r, j = _both(go)
+  assert r == j
+
+
 def test_inconclusive_is_revax_errors_class_and_int_needs_constant():
   b, = rex.symbolic_shape("b")
   with pytest.raises(revax.errors.InconclusiveDimensionOperation, match="is inconclusive"):

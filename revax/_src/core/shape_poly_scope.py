@@ -74,11 +74,39 @@ class SymbolicScope:
         raise NotImplementedError(
             f"Found multiple equality constraints with the same left-hand-side: {t}")
       self._rules[t] = (e2, k)
+      self._implied_by_equality(t, k, e2)
     else:
       self._geq_constraints.append(diff)
       self._note_var_range(diff)
     self._constraints.append((kind, text, e1, e2, diff))
     self._bounds_cache.clear()
+
+  def _implied_by_equality(self, t, k, e2):
+    """What `k*t == e2` says besides the rewrite, when `t` is an operation: the operation's
+    relations to its operands hold for `e2 / k` (so `max(a, b) == a` gives a >= b, and
+    `floordiv(b, 4) == c` gives 4*c <= b <= 4*c + 3); `mod(x, q) == 0` also rewrites
+    `q*floordiv(x, q)` to `x` (as JAX)."""
+    if len(t.factors) != 1 or t.factors[0][1] != 1 or t.factors[0][0].var is not None:
+      return
+    f = t.factors[0][0]
+    a, b = f.operands
+    implied = []
+    if f.operation in (sp.MAX, sp.MIN) and k > 0:
+      implied = [e2 - k * a, e2 - k * b] if f.operation == sp.MAX else [k * a - e2, k * b - e2]
+    elif f.operation == sp.FLOORDIV and not isinstance(b, sp.DimExpr) and b > 0 and k > 0:
+      implied = [k * a - b * e2, b * e2 - k * (a - b + 1)]  # b*(e2/k) in [a - b + 1, a]
+    elif f.operation == sp.MOD and not isinstance(b, sp.DimExpr) and b > 0 and k == 1:
+      implied = [e2, b - 1 - e2]
+      if isinstance(e2, int) and e2 == 0:
+        fd = sp.DimExpr._from_operation(sp.FLOORDIV, a, b, self)
+        if isinstance(fd, sp.DimExpr) and len(fd._terms) == 1:
+          self._rules.setdefault(fd._terms[0][0], (a, b))
+    for c in implied:
+      if isinstance(c, sp.DimExpr):
+        self._geq_constraints.append(c)
+        self._note_var_range(c)
+      elif c < 0:
+        raise ValueError(f"Unsatisfiable explicit constraint: {t} * {k} == {e2}")
 
   def _note_var_range(self, diff):
     """A constraint k*v + c >= 0 on one variable narrows that variable's range."""
