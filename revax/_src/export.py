@@ -257,6 +257,7 @@ def _export_traced(fun_jit, args, kwargs, platforms) -> Exported:
     return _export_poly(fun_jit, call, avals, names, in_tree, platforms)
   entry = fun_jit._trace(call, avals, names)
   closed = _bake_consts(entry.jaxpr, entry.consts)
+  poly.check_dim_vars_known(closed, avals)  # a symbolic size from elsewhere (a static arg)
   text = mlir.lower_jaxpr_to_module(closed, entry.name, platform=platforms[0])
 
   def flat_fun(*xs):
@@ -277,6 +278,7 @@ def _export_poly(fun_jit, call, avals, names, in_tree, platforms) -> Exported:
   poly.check_solvable(avals, in_tree)
   entry = fun_jit._trace(call, avals, names)
   closed = _bake_consts(entry.jaxpr, entry.consts)
+  poly.check_dim_vars_known(closed, avals)
 
   def flat_fun(*xs):
     return call(*xs)

@@ -350,6 +350,50 @@ def _subst(v, env):
   return v
 
 
+def check_dim_vars_known(closed: ClosedJaxpr, in_avals) -> None:
+  """Raise JAX's UnexpectedDimVar when the program uses a dimension variable that no argument
+  shape determines (e.g. a symbolic size passed as a static argument)."""
+  known = set().union(*(sp.dim_vars(d) for a in in_avals for d in a.shape))
+  used = _vars_in_jaxpr(closed.jaxpr)
+  for var in sorted(used - known):
+    raise sp.UnexpectedDimVar(
+        f"Encountered dimension variable '{var}' that is not appearing in the shapes of the "
+        f"function arguments.\nThe following dimension variables are appearing in the shapes "
+        f"of the function arguments: {sorted(known)}.\nPlease see https://docs.jax.dev/en/"
+        "latest/export/shape_poly.html#dimension-variables-must-be-solvable-from-the-input-"
+        "shapes for more details.")
+
+
+def _vars_in_jaxpr(jaxpr: Jaxpr) -> set:
+  out: set = set()
+
+  def of_aval(a):
+    for d in getattr(a, "shape", ()):
+      out.update(sp.dim_vars(d))
+
+  def of_param(p):
+    if type(p) is sp.DimExpr:
+      out.update(sp.dim_vars(p))
+    elif type(p) in (tuple, list):
+      for x in p:
+        of_param(x)
+    elif isinstance(p, ClosedJaxpr):
+      out.update(_vars_in_jaxpr(p.jaxpr))
+    elif isinstance(p, Jaxpr):
+      out.update(_vars_in_jaxpr(p))
+    elif isinstance(p, ShapedArray):
+      of_aval(p)
+
+  for v in list(jaxpr.invars) + list(jaxpr.constvars):
+    of_aval(v.aval)
+  for e in jaxpr.eqns:
+    for v in e.outvars:
+      of_aval(v.aval)
+    for p in e.params.values():
+      of_param(p)
+  return out
+
+
 def _jaxpr_is_poly(jaxpr: Jaxpr) -> bool:
   vs = list(jaxpr.invars) + list(jaxpr.outvars) + list(jaxpr.constvars)
   vs += [o for e in jaxpr.eqns for o in e.outvars]

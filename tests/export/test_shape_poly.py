@@ -670,3 +670,89 @@ def _decisions_jax(v):
         jax.errors, "InconclusiveDimensionOperation") else Exception:
       out.append(None)
   return out
+
+
+# --- the features of jax's shape-polymorphism guide, in this suite's own words --------------------
+def _spec(lib, ex, text, **kw):
+  return lib.ShapeDtypeStruct(ex.symbolic_shape(text, **kw), np.int32)
+
+
+_I40 = np.arange(40, dtype=np.int32).reshape(4, 10)
+GUIDE = {
+    "doubling_columns": lambda lib, jnp, ex: (
+        lambda e: (e.out_avals, e.call(np.ones((2, 5), np.int32)).shape))(
+        ex.export(lib.jit(lambda x: jnp.concatenate([x, x, x], axis=1)))(_spec(lib, ex, "p, q"))),
+    "size_as_array": lambda lib, jnp, ex: ex.export(
+        lib.jit(lambda x: x * jnp.array(x.shape[0])))(_spec(lib, ex, "n")).call(
+        np.arange(4, dtype=np.int32)),
+    "size_with_floats_and_arrays": lambda lib, jnp, ex: (
+        lambda e: (e.out_avals, e.call(np.ones((4,), np.int32))))(ex.export(lib.jit(
+            lambda x: (x.shape[0] * 0.5, np.arange(3, dtype=np.int32) + x.shape[0],
+                       jnp.cos(x.shape[0]) * x)))(_spec(lib, ex, "n"))),
+    "column_means": lambda lib, jnp, ex: ex.export(
+        lib.jit(lambda x: x.sum(0) / x.shape[0]))(_spec(lib, ex, "r, c")).call(
+        np.arange(6, dtype=np.int32).reshape(2, 3)),
+    "branch_on_size": lambda lib, jnp, ex: ex.export(
+        lib.jit(lambda x: x if x.shape[1] >= x.shape[0] - 1 else -x))(_spec(lib, ex, "r, c")),
+    "slice_needs_size": lambda lib, jnp, ex: ex.export(lib.jit(lambda x: x[2:10]))(
+        _spec(lib, ex, "n + 9")).out_avals,
+    "slice_with_constraints": lambda lib, jnp, ex: ex.export(
+        lib.jit(lambda x: x[:x.shape[1], 3:8]))(
+        _spec(lib, ex, "r, c", constraints=("r >= c", "c >= 8"))).out_avals,
+    "slice_to_mod_with_constraint": lambda lib, jnp, ex: ex.export(
+        lib.jit(lambda x: lib.lax.slice_in_dim(x, 0, x.shape[0] % 4)))(
+        _spec(lib, ex, "n", constraints=["n >= mod(n, 4)"])).out_avals,
+    "scope_sharing": lambda lib, jnp, ex: (lambda p: str(
+        ex.symbolic_shape("q,", scope=p.scope)[0] * 2 + p))(
+        ex.symbolic_shape("p,", constraints=("p >= 3",))[0]),
+    "static_size_argument": lambda lib, jnp, ex: (lambda e: (e.out_avals, e.call(_I40)))(
+        ex.export(lib.jit(lambda k, x: lib.lax.top_k(x, k)[0], static_argnums=0))(2, _I40)),
+    "symbolic_static_argument": lambda lib, jnp, ex: ex.export(
+        lib.jit(lambda k, x: lib.lax.top_k(x, k)[0], static_argnums=0))(
+        ex.symbolic_shape("k", constraints=["k <= 10"])[0], _I40),
+    "size_from_an_empty_array": lambda lib, jnp, ex: (
+        lambda k: (lambda e: (e.in_avals, e.out_avals,
+                              e.call(np.zeros((0, 4), np.int32), _I40)))(
+            ex.export(lib.jit(lambda d, x: lib.lax.top_k(x, d.shape[1])[0]))(
+                lib.ShapeDtypeStruct((0, k), np.int32), _I40)))(
+        ex.symbolic_shape("k", constraints=["k <= 10"])[0]),
+    "nonlinear_spec": lambda lib, jnp, ex: (lambda n: ex.export(lib.jit(lambda x: x + 1))(
+        lib.ShapeDtypeStruct((n * n, 2), np.int32)))(ex.symbolic_shape("n")[0]),
+    "assertion_on_even_size": lambda lib, jnp, ex: ex.export(lib.jit(lambda x: x))(
+        _spec(lib, ex, "r, r, 2*h")).call(np.ones((2, 2, 7), np.int32)),
+    "reshape_uneven": lambda lib, jnp, ex: ex.export(lib.jit(lambda x: x.reshape((3, -1))))(
+        _spec(lib, ex, "n")),
+    "reshape_even": lambda lib, jnp, ex: (
+        ex.export(lib.jit(lambda x: x.reshape((3, -1))))(_spec(lib, ex, "6*n")).out_avals,
+        ex.export(lib.jit(lambda x: x.reshape((-1, 4))))(_spec(lib, ex, "n, 2, 6")).out_avals),
+    "division_simplifies": lambda lib, jnp, ex: (lambda p, q: (
+        str((p * q + 2 * p) // (q + 2)), str((9 * p + 7) % 3), str((4 * p + 6) // 2)))(
+        *ex.symbolic_shape("p, q")),
+}
+
+
+@pytest.mark.parametrize("name", sorted(GUIDE))
+def test_shape_polymorphism_guide_features_as_jax(name):
+  def go(lib, jnp, ex):
+    out = GUIDE[name](lib, jnp, ex)
+    return repr(jax.tree_util.tree_map(
+        lambda v: np.asarray(v).tolist() if hasattr(v, "shape") and not isinstance(
+            v, (jax.core.ShapedArray,)) and hasattr(v, "dtype") else v, out,
+        is_leaf=lambda v: hasattr(v, "shape")))
+  r, j = _both(go)
+  if isinstance(r, tuple):  # an error: the same type and first line
+    assert isinstance(j, tuple) and r[0] == j[0], (r, j)
+    assert r[1].splitlines()[0] == j[1].splitlines()[0]
+  else:
+    assert r == j
+
+
+def test_slice_jax_cannot_prove_but_revax_can():
+  """`mod(n, 4) <= n` holds for every n >= 1: revax's bounds prove it (mod(a, q) <= a for
+  a >= 0), jax's do not and ask for a constraint (a known, sound difference)."""
+  def go(lib, jnp, ex):
+    return str(ex.export(lib.jit(lambda x: lib.lax.slice_in_dim(x, 0, x.shape[0] % 4)))(
+        _spec(lib, ex, "n")).out_avals)
+  r, j = _both(go)
+  assert r == "(ShapedArray(int32[mod(n, 4)]),)"
+  assert j[0] == "InconclusiveDimensionOperation"

@@ -251,8 +251,11 @@ class DimExpr:
     return not self.__eq__(other)
 
   # --- arithmetic ---------------------------------------------------------------------------
-  def _combine(self, other, k_self, k_other, what):
-    other = _ensure(other, what, self._scope)
+  def _combine(self, other, k_self, k_other):
+    """k_self * self + k_other * other (JAX's "linear combination")."""
+    if isinstance(other, DimExpr):
+      self._scope._check_same_scope(other, "for linear combination")
+    other = operator.index(other) if not isinstance(other, DimExpr) else other
     coeffs = dict(self._terms) if k_self == 1 else {t: k * k_self for t, k in self._terms}
     for t, k in _terms_of(other):
       coeffs[t] = coeffs.get(t, 0) + k * k_other
@@ -261,25 +264,25 @@ class DimExpr:
   def __add__(self, other):
     if not _is_dim(other):
       return _as_value(self).__add__(other)
-    return self._combine(other, 1, 1, "add")
+    return self._combine(other, 1, 1)
 
   def __radd__(self, other):
     if not _is_dim(other):
       return _as_value(self).__radd__(other)
-    return self._combine(other, 1, 1, "add")
+    return self._combine(other, 1, 1)
 
   def __sub__(self, other):
     if not _is_dim(other):
       return _as_value(self).__sub__(other)
-    return self._combine(other, 1, -1, "sub")
+    return self._combine(other, 1, -1)
 
   def __rsub__(self, other):
     if not _is_dim(other):
       return _as_value(self).__rsub__(other)
-    return self._combine(other, -1, 1, "sub")
+    return self._combine(other, -1, 1)
 
   def __neg__(self):
-    return self._combine(0, -1, 0, "neg")
+    return self._combine(0, -1, 0)
 
   def __mul__(self, other):
     if not _is_dim(other):
@@ -603,6 +606,7 @@ def bounds(e, depth: int = 2) -> tuple:
   cache = e._scope._bounds_cache
   if key in cache:
     return cache[key]
+  cache[key] = (-_INF, _INF)  # while computing: a constraint may lead back here
   lo, hi = _plain_bounds(e)
   if depth > 0 and lo < hi:
     lo, hi = _relational_bounds(e, lo, hi, depth)

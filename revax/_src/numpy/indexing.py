@@ -86,6 +86,8 @@ def _sequence_index(seq):
 
 
 def _static_int_like(v) -> bool:
+  if is_symbolic_dim(v):
+    return True
   try:
     operator.index(v)
     return True
@@ -212,7 +214,7 @@ def _apply_slices(x, idx):
     if i == _FULL:
       continue
     changed = True
-    if is_symbolic_dim(shape[d]):
+    if any(is_symbolic_dim(v) for v in (shape[d], i.start, i.stop, i.step)):
       start[d], limit[d], strides[d], backwards = symbolic_slice(i, shape[d])
       if backwards:
         reverse_first.append(d)
