@@ -13,7 +13,14 @@ Comparisons decide what bounds prove: `e1 >= e2` is True when a lower bound of `
 with JAX's message. `==` is True only for expressions equal in normal form and False otherwise
 (JAX's rule: it must not raise, since hashing uses it). Bounds come from interval arithmetic
 over the terms (variables in [1, inf) narrowed by single-variable constraints; floordiv, mod,
-max and min of bounded operands) and from each `>=` constraint used once as a whole.
+max and min of bounded operands), narrowed by each operation's relation to its operands (JAX's
+max/min rule, the ranges of floordiv and mod; two levels deep) and by each `>=` constraint used
+as a whole. This is not JAX's constraint-combination engine: on rare nested expressions the two
+decide or simplify differently (never contradicting; tests/export/test_shape_poly.py checks
+decisions against concrete values and against jax on random expressions).
+
+A symbolic size used as a value becomes the `dim_as_value` primitive (lax/dim_value.py fills
+`dim_as_value_hook`: this layer cannot import lax).
 """
 from __future__ import annotations
 
