@@ -740,6 +740,11 @@ GUIDE = {
     "reshape_even": lambda lib, jnp, ex: (
         ex.export(lib.jit(lambda x: x.reshape((3, -1))))(_spec(lib, ex, "6*n")).out_avals,
         ex.export(lib.jit(lambda x: x.reshape((-1, 4))))(_spec(lib, ex, "n, 2, 6")).out_avals),
+    "array_of_the_shape": lambda lib, jnp, ex: ex.export(
+        lib.jit(lambda x: jnp.array(x.shape) + jnp.asarray(x.shape[1]) + len(x) + x.size))(
+        _spec(lib, ex, "r, c")).call(np.zeros((3, 5), np.int32)),
+    "sizes_as_python_ints": lambda lib, jnp, ex: ex.export(
+        lib.jit(lambda x: jnp.zeros(int(x.shape[0]))))(_spec(lib, ex, "n")),
     "division_simplifies": lambda lib, jnp, ex: (lambda p, q: (
         str((p * q + 2 * p) // (q + 2)), str((9 * p + 7) % 3), str((4 * p + 6) // 2)))(
         *ex.symbolic_shape("p, q")),

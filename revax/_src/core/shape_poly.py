@@ -172,7 +172,7 @@ def _sorted(coeffs: dict) -> tuple:
                       key=lambda tk: (tk[0].key, tk[1]), reverse=True))
 
 
-class DimExpr:
+class _DimExpr:
   """A symbolic dimension size: integer arithmetic with ints and other expressions of the same
   `SymbolicScope`; comparisons decided by bounds (see the module docstring)."""
   __slots__ = ("_terms", "_scope", "_key", "_size", "_hash")
@@ -447,6 +447,9 @@ class DimExpr:
 
   def __reduce__(self):
     raise TypeError("a symbolic dimension cannot be pickled")
+
+
+DimExpr = _DimExpr  # JAX's class is `_DimExpr`: Python's own messages name the type so
 
 
 def _terms_of(e):

@@ -15,6 +15,7 @@ from revax._src import api, lax, sharded_api
 from revax._src.core import dtypes
 from revax._src.core.avals import ShapedArray
 from revax._src.core.shape_poly import is_symbolic_dim
+from revax._src.lax.dim_value import dim_as_value
 from revax._src.core.trace import Tracer, _context, eval_trace
 from revax._src.lax.sharding_constraint import placed
 from revax._src.numpy import util
@@ -157,7 +158,15 @@ def _fresh_copy(x: Array) -> Array:
 _identity = None
 
 
+def _dims_as_values(obj):
+  """`obj` with its symbolic sizes (as in `jnp.array(x.shape)`) as traced values."""
+  if isinstance(obj, (list, tuple)):
+    return type(obj)(_dims_as_values(o) for o in obj)
+  return dim_as_value(obj) if is_symbolic_dim(obj) else obj
+
+
 def _array_from_sequence(obj, dtype):
+  obj = _dims_as_values(obj)
   leaves = _leaves(obj, [])
   for x in leaves:
     if not (isinstance(x, (Array, Tracer, np.ndarray, np.generic))
