@@ -111,6 +111,8 @@ def test_inconclusive_is_revax_errors_class_and_int_needs_constant():
                      match="'b' used in a context that requires a constant"):
     int(b)
   assert rex.is_symbolic_dim(b) and not rex.is_symbolic_dim(3)
+  import copy
+  assert copy.deepcopy((b, 3)) == (b, 3) and copy.copy(b) is b  # immutable, same scope
   assert max(rex.symbolic_shape("b, 3")[0], 1) is not None
 
 

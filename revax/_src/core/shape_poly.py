@@ -446,7 +446,13 @@ class _DimExpr:
     return _as_value(self)
 
   def __reduce__(self):
-    raise TypeError("a symbolic dimension cannot be pickled")
+    raise TypeError("a symbolic dimension cannot be pickled (serialize the export instead)")
+
+  def __copy__(self):
+    return self  # immutable
+
+  def __deepcopy__(self, memo):
+    return self  # immutable, and its scope must stay shared
 
 
 DimExpr = _DimExpr  # JAX's class is `_DimExpr`: Python's own messages name the type so
