@@ -335,6 +335,8 @@ def _subst(v, env):
     return sp.evaluate_dim(v, env)
   if type(v) in (tuple, list):
     return type(v)(_subst(x, env) for x in v)
+  if isinstance(v, tuple) and hasattr(v, "_fields"):  # a NamedTuple (dimension numbers)
+    return type(v)(*(_subst(x, env) for x in v))
   if isinstance(v, ClosedJaxpr):
     return specialize(v, env) if _jaxpr_is_poly(v.jaxpr) else v
   if isinstance(v, Jaxpr):
@@ -374,7 +376,7 @@ def _vars_in_jaxpr(jaxpr: Jaxpr) -> set:
   def of_param(p):
     if type(p) is sp.DimExpr:
       out.update(sp.dim_vars(p))
-    elif type(p) in (tuple, list):
+    elif isinstance(p, (tuple, list)):
       for x in p:
         of_param(x)
     elif isinstance(p, ClosedJaxpr):
@@ -404,7 +406,7 @@ def _jaxpr_is_poly(jaxpr: Jaxpr) -> bool:
 def _has_dim(p) -> bool:
   if type(p) is sp.DimExpr:
     return True
-  if type(p) in (tuple, list):
+  if isinstance(p, (tuple, list)):
     return any(_has_dim(x) for x in p)
   if isinstance(p, ClosedJaxpr):
     return _jaxpr_is_poly(p.jaxpr)
