@@ -690,8 +690,8 @@ def _decisions_jax(v):
 
 
 # --- the features of jax's shape-polymorphism guide, in this suite's own words --------------------
-def _spec(lib, ex, text, **kw):
-  return lib.ShapeDtypeStruct(ex.symbolic_shape(text, **kw), np.int32)
+def _spec(lib, ex, text, dt=np.int32, **kw):
+  return lib.ShapeDtypeStruct(ex.symbolic_shape(text, **kw), dt)
 
 
 _I40 = np.arange(40, dtype=np.int32).reshape(4, 10)
@@ -747,6 +747,13 @@ GUIDE = {
         _spec(lib, ex, "r, c")).call(np.zeros((3, 5), np.int32)),
     "sizes_as_python_ints": lambda lib, jnp, ex: ex.export(
         lib.jit(lambda x: jnp.zeros(int(x.shape[0]))))(_spec(lib, ex, "n")),
+    "linspace_of_size": lambda lib, jnp, ex: ex.export(
+        lib.jit(lambda x: jnp.linspace(0., 3., x.shape[0]) * x))(
+        _spec(lib, ex, "n", dt=np.float32)),
+    "linspace_of_size_constrained": lambda lib, jnp, ex: (lambda e: (
+        e.out_avals, e.call(np.ones(4, np.float32))))(ex.export(
+        lib.jit(lambda x: jnp.linspace(0., 3., x.shape[0], endpoint=False) * x))(
+        _spec(lib, ex, "n", dt=np.float32, constraints=("n >= 2",)))),
     "division_simplifies": lambda lib, jnp, ex: (lambda p, q: (
         str((p * q + 2 * p) // (q + 2)), str((9 * p + 7) % 3), str((4 * p + 6) // 2)))(
         *ex.symbolic_shape("p, q")),

@@ -369,7 +369,8 @@ def linspace(start, stop, num: int = 50, endpoint: bool = True, retstep: bool = 
     >>> jnp.linspace(0., 1., 5)
     Array([0.  , 0.25, 0.5 , 0.75, 1.  ], dtype=float32)
   """
-  num = operator.index(util.concrete_scalar(num, "linspace", "num"))
+  if not is_symbolic_dim(num):
+    num = operator.index(util.concrete_scalar(num, "linspace", "num"))
   if num < 0:
     raise ValueError(f"Number of samples, {num}, must be non-negative.")
   util.check_arraylike("linspace", start, stop)
@@ -385,13 +386,14 @@ def linspace(start, stop, num: int = 50, endpoint: bool = True, retstep: bool = 
   bshape = util.broadcast_shapes(aval_of(start).shape, aval_of(stop).shape)
   start, stop = util.broadcast_to(start, bshape), util.broadcast_to(stop, bshape)
   div = (num - 1) if endpoint else num
-  step = lax.div(lax.sub(stop, start), util.scalar_constant(max(div, 1), compute))
+  many = num > 1  # (for a symbolic num, decided or inconclusive here as in JAX)
+  step = lax.div(lax.sub(stop, start), util.scalar_constant(div if many else 1, compute))
   out_shape = (num,) + bshape
   dims = tuple(range(1, len(out_shape)))
   i = lax.broadcasted_iota(compute, out_shape, 0)
   out = lax.add(lax.mul(i, lax.broadcast_in_dim(step, out_shape, dims)),
                 lax.broadcast_in_dim(start, out_shape, dims))
-  if endpoint and num > 1:
+  if endpoint and many:
     last = lax.eq(lax.broadcasted_iota(dtypes.int32, out_shape, 0),
                   util.full_of(out_shape, num - 1, dtypes.int32))
     out = lax.select_n(last, out, lax.broadcast_in_dim(stop, out_shape, dims))
