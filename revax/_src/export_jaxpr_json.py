@@ -219,8 +219,9 @@ class _Decoder:
     eqns = []
     for e in code["eqns"]:
       prim = self.prims.get(e["prim"])
-      if prim is None:
-        raise ValueError(f"revax export: unknown primitive {e['prim']!r}")
+      if prim is None or prim is _AMBIGUOUS:
+        what = "unknown" if prim is None else "ambiguous (two primitives have the name)"
+        raise ValueError(f"revax export: {what} primitive {e['prim']!r}")
       ins = [self.atom(a) for a in e["in"]]
       params = {k: self.param(v) for k, v in e["params"].items()}
       eqns.append(JaxprEqn(prim, ins, [self.var(v) for v in e["out"]], params))
@@ -280,9 +281,15 @@ def _revax_class(path: str):
   return obj
 
 
+_AMBIGUOUS = object()
+
+
 def _primitives_by_name() -> dict:
-  prims = {}
+  """The primitives that have lowering rules, by name (a name two primitives share is marked,
+  and refused when a program names it)."""
+  prims: dict = {}
   for table in [mlir.lowerings, *mlir.platform_lowerings.values()]:
     for p in table:
-      prims.setdefault(p.name, p)
+      if prims.setdefault(p.name, p) is not p:
+        prims[p.name] = _AMBIGUOUS
   return prims

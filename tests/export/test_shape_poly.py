@@ -520,6 +520,11 @@ def test_loading_refuses_types_that_are_not_revax_own():
   forged = struct.pack("<8sII", magic, version, len(bad)) + bad + blob[16 + size:]
   with pytest.raises(ValueError, match=r"refusing to load the type os:system \(not revax's"):
     rex.deserialize(forged)
+  assert '"prim": "gather"' in header
+  bad = header.replace('"prim": "gather"', '"prim": "no_such_primitive"').encode()
+  forged = struct.pack("<8sII", magic, version, len(bad)) + bad + blob[16 + size:]
+  with pytest.raises(ValueError, match="unknown primitive 'no_such_primitive'"):
+    rex.deserialize(forged)
 
 
 # --- pytree serialization -----------------------------------------------------------------------
