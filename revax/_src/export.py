@@ -12,8 +12,17 @@ and calls its main function; under `grad` it is a custom_vjp whose backward pass
 exported VJP (serialized alongside when `serialize(vjp_order=k)` asks for it, as JAX does). A
 call checks the arguments' structure, shapes and dtypes against the exported ones first.
 
+Shape polymorphism: arguments with symbolic sizes (`symbolic_shape`, `symbolic_args_specs`)
+give avals with `DimExpr`s. revax lowers with static shapes only, so such an export keeps its
+traced program (a closed jaxpr) instead of a module; each call solves the dimension variables
+from the argument shapes, checks JAX's shape assertions (raising JAX's ValueErrors), and lowers
+and compiles the program specialised to those sizes, once per set of sizes
+(export_shape_poly.py). Its VJP is a shape-polymorphic export too.
+
 The format: the magic `RVXEXPRT`, a little-endian u32 format version, a u32 length, a JSON header
-(names, avals, pytree structures), then the module text; VJPs follow as nested exports.
+(names, avals, pytree structures; for a shape-polymorphic export its program as JSON data,
+export_jaxpr_json.py), then the module text; VJPs follow as nested exports. Custom pytree nodes
+are written through the registrations of export_pytrees.py.
 """
 from __future__ import annotations
 
@@ -21,10 +30,14 @@ import dataclasses
 import json
 import re
 import struct
+import weakref
 from typing import Callable
 
 import numpy as np
 
+from revax._src import export_jaxpr_json as jaxpr_json
+from revax._src import export_shape_poly as poly
+from revax._src.export_pytrees import decode_tree, encode_tree
 from revax._src import tree_util
 from revax._src.core import dtypes
 from revax._src.core.avals import ShapedArray, get_aval
@@ -42,7 +55,8 @@ __all__ = ["Exported", "export", "deserialize", "call_exported_p",
            "maximum_supported_calling_convention_version", "default_export_platform"]
 
 _MAGIC = b"RVXEXPRT"
-_FORMAT_VERSION = 1
+_FORMAT_VERSION = 2  # 2: shape-polymorphic exports (their program as JSON, export_jaxpr_json)
+_READABLE_VERSIONS = (1, 2)
 _PREFIX = struct.Struct("<8sII")  # magic, format version, header length
 minimum_supported_calling_convention_version = 1
 maximum_supported_calling_convention_version = 1
@@ -65,7 +79,9 @@ class Exported:
     platforms: the platforms the module was lowered for.
     nr_devices: how many devices the program runs on (1).
     calling_convention_version: the version of the module's calling convention.
-    mlir_module_serialized: the StableHLO module text, as bytes.
+    mlir_module_serialized: the StableHLO module text, as bytes (empty for a shape-polymorphic
+      export, which keeps its program and lowers it at each call's concrete shapes).
+    disabled_safety_checks: the `DisabledSafetyCheck`s given to `export`.
   """
   fun_name: str
   in_tree: object
@@ -76,11 +92,23 @@ class Exported:
   nr_devices: int
   calling_convention_version: int
   mlir_module_serialized: bytes
+  disabled_safety_checks: tuple = ()
   _get_vjp: Callable[[], "Exported"] | None = dataclasses.field(default=None, repr=False,
                                                                  compare=False)
+  # A shape-polymorphic export keeps its traced program (a closed jaxpr with symbolic sizes),
+  # specialised to the concrete sizes of each call (export_shape_poly.py); None otherwise.
+  _poly_jaxpr: ClosedJaxpr | None = dataclasses.field(default=None, repr=False, compare=False)
+
+  def _is_poly(self) -> bool:
+    return self._poly_jaxpr is not None
 
   def mlir_module(self) -> str:
     """The StableHLO module, as text."""
+    if self._is_poly():
+      raise NotImplementedError(
+          f"the StableHLO module of the shape-polymorphic export {self.fun_name}: revax lowers "
+          "with static shapes only, so it keeps the traced program and lowers it for the "
+          "concrete shapes of each call")
     return self.mlir_module_serialized.decode()
 
   def has_vjp(self) -> bool:
@@ -106,18 +134,25 @@ class Exported:
       raise ValueError(f"vjp_order must be >= 0, got {vjp_order}")
     header = {
         "fun_name": self.fun_name,
-        "in_tree": _encode_tree(self.in_tree), "out_tree": _encode_tree(self.out_tree),
-        "in_avals": [aval_to_json(a) for a in self.in_avals],
-        "out_avals": [aval_to_json(a) for a in self.out_avals],
+        "in_tree": encode_tree(self.in_tree), "out_tree": encode_tree(self.out_tree),
+        "in_avals": [self._aval_json(a) for a in self.in_avals],
+        "out_avals": [self._aval_json(a) for a in self.out_avals],
         "platforms": list(self.platforms), "nr_devices": self.nr_devices,
         "calling_convention_version": self.calling_convention_version,
         "module_size": len(self.mlir_module_serialized),
+        "disabled_safety_checks": [str(c) for c in self.disabled_safety_checks],
     }
+    if self._is_poly():
+      header["poly"] = jaxpr_json.encode_poly_jaxpr(
+          self._poly_jaxpr, poly.scope_of(self.in_avals), self.fun_name)
     vjp_bytes = bytes(self.vjp().serialize(vjp_order - 1)) if vjp_order > 0 else b""
     header["vjp_size"] = len(vjp_bytes)
     head = json.dumps(header, sort_keys=True).encode()
     return bytearray(_PREFIX.pack(_MAGIC, _FORMAT_VERSION, len(head)) + head
                      + self.mlir_module_serialized + vjp_bytes)
+
+  def _aval_json(self, aval):
+    return jaxpr_json.encode_aval(aval, self.fun_name) if self._is_poly() else aval_to_json(aval)
 
   def call(self, *args, **kwargs):
     """Call the exported function on arrays with the exported structure, shapes and dtypes.
@@ -134,7 +169,11 @@ class Exported:
     return tree_util.tree_unflatten(self.out_tree, outs)
 
 
-def _check_avals(exp: Exported, avals) -> None:
+def _check_avals(exp: Exported, avals) -> dict:
+  """Check a call's argument types; returns the values of the dimension variables."""
+  if exp._is_poly():
+    poly.check_call_avals(exp.in_avals, avals, exp.in_tree)
+    return poly.solve_dim_vars(exp.in_avals, avals, exp.in_tree)
   for i, (got, want) in enumerate(zip(avals, exp.in_avals, strict=True)):
     if got.shape != want.shape:
       raise ValueError(f"Shape mismatch for argument {i} of exported function {exp.fun_name}: "
@@ -142,6 +181,7 @@ def _check_avals(exp: Exported, avals) -> None:
     if got.dtype != want.dtype:
       raise ValueError(f"Dtype mismatch for argument {i} of exported function {exp.fun_name}: "
                       f"expected {want.str_short()} and called with {got.str_short()}")
+  return {}
 
 
 def _call_flat(exp: Exported, leaves):
@@ -174,7 +214,9 @@ def export(fun_jit, *, platforms=None, disabled_checks=()):
   Args:
     fun_jit: the result of `revax.jit`.
     platforms: the platforms to lower for; only the default backend's is supported.
-    disabled_checks: accepted for compatibility with JAX; revax performs no such checks.
+    disabled_checks: `DisabledSafetyCheck`s, recorded in the `Exported` (revax's exports run
+      on the platform they were made for and emit no custom calls, so there is nothing to
+      skip).
 
   Returns:
     A function of arrays or `ShapeDtypeStruct`s (and their pytrees) that traces, lowers and
@@ -195,10 +237,13 @@ def export(fun_jit, *, platforms=None, disabled_checks=()):
   if platforms != (platform,):
     raise ValueError(f"revax exports for the platform it runs on ({platform!r}); "
                      f"platforms={platforms} was requested")
-  del disabled_checks
+  for c in disabled_checks:
+    if not isinstance(c, poly.DisabledSafetyCheck):
+      raise ValueError(f"disabled_checks must be DisabledSafetyCheck objects, got {c!r}")
 
   def do_export(*args, **kwargs) -> Exported:
-    return _export_traced(fun_jit, args, kwargs, platforms)
+    exported = _export_traced(fun_jit, args, kwargs, platforms)
+    return dataclasses.replace(exported, disabled_safety_checks=tuple(disabled_checks))
 
   return do_export
 
@@ -208,8 +253,11 @@ def _export_traced(fun_jit, args, kwargs, platforms) -> Exported:
   in_tree = key_head[0]
   avals = tuple(_abstractify(x) if isinstance(x, ShapeDtypeStruct) else get_aval(x)
                 for x in leaves)
+  if poly.is_poly_avals(avals):
+    return _export_poly(fun_jit, call, avals, names, in_tree, platforms)
   entry = fun_jit._trace(call, avals, names)
   closed = _bake_consts(entry.jaxpr, entry.consts)
+  poly.check_dim_vars_known(closed, avals)  # a symbolic size from elsewhere (a static arg)
   text = mlir.lower_jaxpr_to_module(closed, entry.name, platform=platforms[0])
 
   def flat_fun(*xs):
@@ -220,6 +268,26 @@ def _export_traced(fun_jit, args, kwargs, platforms) -> Exported:
       out_avals=tuple(closed.out_avals), platforms=platforms, nr_devices=1,
       calling_convention_version=maximum_supported_calling_convention_version,
       mlir_module_serialized=text.encode(),
+      _get_vjp=_lazy(lambda: _export_vjp(flat_fun, avals, entry.name, platforms)))
+
+
+def _export_poly(fun_jit, call, avals, names, in_tree, platforms) -> Exported:
+  """Trace at symbolic shapes; keep the program to specialise at each call's shapes."""
+  fun_name = getattr(fun_jit, "__name__", None) or getattr(fun_jit.fun, "__name__", "<fun>")
+  poly.scope_of(avals, in_tree, fun_name)  # one scope for all the dimension variables
+  poly.check_solvable(avals, in_tree)
+  entry = fun_jit._trace(call, avals, names)
+  closed = _bake_consts(entry.jaxpr, entry.consts)
+  poly.check_dim_vars_known(closed, avals)
+
+  def flat_fun(*xs):
+    return call(*xs)
+
+  return Exported(
+      fun_name=entry.name, in_tree=in_tree, in_avals=tuple(avals), out_tree=entry.out_tree,
+      out_avals=tuple(closed.out_avals), platforms=platforms, nr_devices=1,
+      calling_convention_version=maximum_supported_calling_convention_version,
+      mlir_module_serialized=b"", _poly_jaxpr=closed,
       _get_vjp=_lazy(lambda: _export_vjp(flat_fun, avals, entry.name, platforms)))
 
 
@@ -299,21 +367,28 @@ def _deserialize_at(data: bytes, start: int) -> tuple[Exported, int]:
   magic, version, head_size = _PREFIX.unpack_from(data, start)
   if magic != _MAGIC:
     raise ValueError("not a serialized revax export (bad magic)")
-  if version != _FORMAT_VERSION:
+  if version not in _READABLE_VERSIONS:
     raise ValueError(f"revax export format version {version} is not supported: this revax reads "
-                     f"version {_FORMAT_VERSION}; export the function again with this revax")
+                     f"versions {_READABLE_VERSIONS}; export the function again with this revax")
   pos = start + _PREFIX.size
   try:
     header = json.loads(data[pos:pos + head_size])
     pos += head_size
     module = data[pos:pos + header["module_size"]]
     pos += header["module_size"]
-    in_avals = tuple(aval_from_json(a) for a in header["in_avals"])
-    out_avals = tuple(aval_from_json(a) for a in header["out_avals"])
-    in_tree, out_tree = _decode_tree(header["in_tree"]), _decode_tree(header["out_tree"])
+    poly_jaxpr = None
+    if "poly" in header:
+      poly_jaxpr, scope = jaxpr_json.decode_poly_jaxpr(header["poly"], deserialize)
+      read_aval = lambda a: jaxpr_json.decode_aval(a, scope)  # noqa: E731
+    else:
+      read_aval = aval_from_json
+    in_avals = tuple(read_aval(a) for a in header["in_avals"])
+    out_avals = tuple(read_aval(a) for a in header["out_avals"])
+    tree_codes = header["in_tree"], header["out_tree"]
     vjp_size = header["vjp_size"]
   except (KeyError, TypeError, ValueError) as e:
     raise ValueError(f"corrupt revax export ({type(e).__name__}: {e})") from None
+  in_tree, out_tree = (decode_tree(c) for c in tree_codes)  # names unregistered node types
   if len(module) != header["module_size"]:
     raise ValueError("corrupt revax export (truncated module)")
   get_vjp = None
@@ -330,54 +405,10 @@ def _deserialize_at(data: bytes, start: int) -> tuple[Exported, int]:
                   out_tree=out_tree, out_avals=out_avals, platforms=tuple(header["platforms"]),
                   nr_devices=header["nr_devices"],
                   calling_convention_version=header["calling_convention_version"],
-                  mlir_module_serialized=module, _get_vjp=get_vjp), pos
-
-
-class _Leaf:
-  """Stands for a leaf while a pytree structure is encoded or rebuilt."""
-
-
-def _encode_tree(treedef) -> object:
-  leaf = _Leaf()
-  return _encode_node(tree_util.tree_unflatten(treedef, [leaf] * treedef.num_leaves))
-
-
-def _encode_node(node):
-  if isinstance(node, _Leaf):
-    return "*"
-  if node is None:
-    return None
-  if type(node) is tuple:
-    return {"tuple": [_encode_node(c) for c in node]}
-  if type(node) is list:
-    return {"list": [_encode_node(c) for c in node]}
-  if type(node) is dict:
-    if not all(isinstance(k, str) for k in node):
-      raise ValueError(f"cannot serialize a dict with non-string keys {sorted(map(repr, node))} "
-                       "in an exported function's arguments or results")
-    return {"dict": [[k, _encode_node(v)] for k, v in node.items()]}
-  raise ValueError(f"cannot serialize the pytree node type {type(node).__name__} of an exported "
-                   "function's arguments or results: use tuples, lists, dicts with string keys "
-                   "and None")
-
-
-def _decode_tree(code):
-  return tree_util.tree_structure(_decode_node(code))
-
-
-def _decode_node(code):
-  if code == "*":
-    return _Leaf()
-  if code is None:
-    return None
-  (kind, children), = code.items()
-  if kind == "tuple":
-    return tuple(_decode_node(c) for c in children)
-  if kind == "list":
-    return [_decode_node(c) for c in children]
-  if kind == "dict":
-    return {k: _decode_node(v) for k, v in children}
-  raise ValueError(f"unknown pytree node kind {kind!r}")
+                  mlir_module_serialized=module, _get_vjp=get_vjp, _poly_jaxpr=poly_jaxpr,
+                  disabled_safety_checks=tuple(
+                      poly.DisabledSafetyCheck(c)
+                      for c in header.get("disabled_safety_checks", ()))), pos
 
 
 # --- the call_exported primitive ------------------------------------------------------------------
@@ -385,21 +416,41 @@ call_exported_p = Primitive("call_exported", multiple_results=True)
 
 
 def _call_exported_abstract_eval(*avals, exported: Exported):
-  _check_avals(exported, avals)
-  return list(exported.out_avals)
+  env = _check_avals(exported, avals)
+  return [poly.concrete_aval(a, env) for a in exported.out_avals]
 
 
 _programs: dict = {}
+_specialized = weakref.WeakKeyDictionary()  # poly jaxpr -> {dimension values: module etc.}
+
+
+def _module_for(exported: Exported, avals):
+  """(module text, argument avals, result avals) of the program a call with `avals` runs: the
+  exported module, or for a shape-polymorphic export its program specialised to those
+  shapes (made once per set of sizes)."""
+  if not exported._is_poly():
+    return exported.mlir_module(), exported.in_avals, exported.out_avals
+  env = _check_avals(exported, avals)
+  key = tuple(sorted(env.items()))
+  cache = _specialized.setdefault(exported._poly_jaxpr, {})
+  hit = cache.get(key)
+  if hit is None:
+    closed = poly.specialize(exported._poly_jaxpr, env)
+    text = mlir.lower_jaxpr_to_module(closed, exported.fun_name,
+                                      platform=exported.platforms[0])
+    hit = cache[key] = (text, tuple(closed.in_avals), tuple(closed.out_avals))
+  return hit
 
 
 def _call_exported_impl(*args, exported: Exported):
-  program = _programs.get(exported.mlir_module_serialized)
+  avals = [get_aval(x) for x in args]
+  text, in_avals, out_avals = _module_for(exported, avals)
+  program = _programs.get(text)
   if program is None:
     from revax._src.runtime.client import get_backend
-    executable = get_backend().compile(exported.mlir_module())
-    program = dispatch.CompiledProgram(executable, exported.in_avals, exported.out_avals,
-                                       exported.mlir_module(), exported.fun_name)
-    _programs[exported.mlir_module_serialized] = program
+    executable = get_backend().compile(text)
+    program = dispatch.CompiledProgram(executable, in_avals, out_avals, text, exported.fun_name)
+    _programs[text] = program
   return program.call_arrays(args)
 
 
@@ -409,10 +460,10 @@ _FUNC_NAME = re.compile(r"^  func\.func (?:public|private) @([\w$.]+)\(", re.MUL
 def _call_exported_lower(ctx, *args, exported: Exported):
   """Copy the module's functions into the caller's module (renamed apart) and call its main."""
   module = ctx.module
-  key = ("call_exported", exported.mlir_module_serialized)
+  text, _, out_avals = _module_for(exported, ctx.avals_in)
+  key = ("call_exported", text)
   main = module._lowered_calls.get(key)
   if main is None:
-    text = exported.mlir_module()
     names = _FUNC_NAME.findall(text)
     renamed = {n: module.fresh_func_name(f"{exported.fun_name}_{n}") for n in names}
     # revax's modules are `module @name attributes {...} {` on one line, functions, then `}`
@@ -421,7 +472,7 @@ def _call_exported_lower(ctx, *args, exported: Exported):
     body = body.replace("func.func public @", "func.func private @")
     module.funcs.append(body)
     main = module._lowered_calls[key] = renamed["main"]
-  return ctx.fb.op("func.call", args, [mlir.ir_type(a) for a in exported.out_avals],
+  return ctx.fb.op("func.call", args, [mlir.ir_type(a) for a in out_avals],
                    props={"callee": f"@{main}"})
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import importlib
 
 _LAZY = ("scipy", "ops", "image", "custom_batching", "custom_derivatives", "profiler", "dlpack",
-         "stages", "distributed", "core", "monitoring", "reversible")
+         "stages", "distributed", "core", "monitoring", "reversible", "export")
 
 
 def module_getattr(name: str):

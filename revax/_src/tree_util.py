@@ -475,6 +475,11 @@ def register_pytree_node(nodetype, flatten_func, unflatten_func, flatten_with_ke
   return None
 
 
+def registry_entry(nodetype):
+  """The registration of the custom node type `nodetype` (with its `unflatten_func`), or None."""
+  return optree.register_pytree_node.get(nodetype, namespace=NAMESPACE)
+
+
 def register_array_leaf(nodetype, flatten_func, unflatten_func) -> None:
   """Register an Array-like type that is a leaf in JAX's view (revax.tree_util, revax.tree)
   and a node over its data arrays in the transformations' view (this module's functions), so

@@ -14,6 +14,8 @@ import weakref
 import numpy as np
 
 from revax._src import tree_util
+from revax._src.core import shape_poly
+from revax._src.core.shape_poly import DimExpr
 from revax._src.core.avals import ShapedArray, get_aval
 from revax._src.core.effects import eqn_has_effects
 from revax._src.core.jaxpr import ClosedJaxpr, DropVar, Jaxpr, JaxprEqn, Literal, Var
@@ -113,6 +115,8 @@ class DynamicJaxprTrace(Trace):
       t = type(x)
       if t in (bool, int, float, complex):
         return Literal(x, get_aval(x))
+      if t is DimExpr:  # a symbolic size used as a value
+        return self.to_atom(shape_poly.dim_as_value_hook(x))
       if isinstance(x, np.generic) or (isinstance(x, np.ndarray) and x.ndim == 0):
         aval = get_aval(x)
         return Literal(np.asarray(x, aval.dtype)[()], aval)

@@ -14,6 +14,7 @@ import numpy as np
 from revax._src import tree_util
 from revax._src.core import dtypes
 from revax._src.core.avals import get_aval
+from revax._src.core.shape_poly import is_symbolic_dim, symbolic_slice
 from revax._src.core.trace import Tracer
 from revax._src.lax import binary, comparison, conversion, creation, shapes
 from revax._src.lax import slicing, sorting, standard, unary
@@ -42,10 +43,16 @@ def slice_in_dim(operand, start_index, limit_index, stride=1, axis=0):
   negative values as in Python slicing)."""
   shape = _shape(operand)
   axis = _dim(axis, len(shape))
-  start, stop, step = builtins.slice(start_index, limit_index, stride).indices(shape[axis])
   starts = [0] * len(shape)
   limits = list(shape)
   strides = [1] * len(shape)
+  s = builtins.slice(start_index, limit_index, stride)
+  if any(is_symbolic_dim(v) for v in (shape[axis], start_index, limit_index, stride)):
+    starts[axis], limits[axis], strides[axis], backwards = symbolic_slice(s, shape[axis])
+    if backwards:
+      operand = shapes.rev(operand, (axis,))
+    return slicing.slice(operand, starts, limits, strides)
+  start, stop, step = s.indices(shape[axis])
   starts[axis], limits[axis], strides[axis] = start, builtins.max(start, stop), step
   return slicing.slice(operand, starts, limits, strides)
 

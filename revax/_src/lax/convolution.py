@@ -27,6 +27,7 @@ import numpy as np
 
 from revax._src.core import dtypes
 from revax._src.core.avals import ShapedArray, get_aval
+from revax._src.core.shape_poly import canonical_dim, max_dim
 from revax._src.core.trace import Primitive
 from revax._src.interpreters import ad, batching, dispatch, mlir
 from revax._src.interpreters import invertible as inv
@@ -278,13 +279,13 @@ def _conv_out_shape(lhs_shape, rhs_shape, strides, pads, batch_group_count=1):
   if len(pads) != len(lhs_shape) - 2:
     raise TypeError(f"Wrong number of explicit pads for convolution: expected "
                     f"{len(lhs_shape) - 2}, got {len(pads)}.")
-  padded = [int(n) + int(lo) + int(hi) for n, (lo, hi) in zip(lhs_shape[2:], pads)]
+  padded = [canonical_dim(n) + int(lo) + int(hi) for n, (lo, hi) in zip(lhs_shape[2:], pads)]
   if any(p < 0 for p in padded):
     raise ValueError(f"Negative padding is larger than the size of the corresponding dimension: "
                      f"got padding={tuple(pads)} for lhs_shape[2:]={tuple(lhs_shape[2:])}")
-  spatial = tuple(max((p - int(k)) // int(s) + 1, 0)
+  spatial = tuple(max_dim((p - int(k)) // int(s) + 1, 0)  # JAX's stride_dim
                   for p, k, s in zip(padded, rhs_shape[2:], strides, strict=True))
-  return (int(lhs_shape[0]) // batch_group_count, int(rhs_shape[0])) + spatial
+  return (canonical_dim(lhs_shape[0]) // batch_group_count, int(rhs_shape[0])) + spatial
 
 
 # The public shape-tuple helpers return the element types JAX's do (they are printed, e.g. as

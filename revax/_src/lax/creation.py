@@ -8,6 +8,7 @@ import numpy as np
 
 from revax._src.core import dtypes
 from revax._src.core.avals import ShapedArray, get_aval
+from revax._src.core.shape_poly import canonical_dim
 from revax._src.interpreters import ad
 from revax._src.lax.shapes import broadcast_in_dim
 from revax._src.runtime.array import Array
@@ -56,7 +57,7 @@ def full(shape, fill_value, dtype=None, *, sharding=None):
     Array([[1.5, 1.5, 1.5],
            [1.5, 1.5, 1.5]], dtype=float32, weak_type=True)
   """
-  shape = tuple(int(d) for d in shape)
+  shape = tuple(canonical_dim(d) for d in shape)  # ints, or symbolic sizes
   aval = get_aval(fill_value)
   if aval.shape:
     raise TypeError(f"full must be called with a scalar fill_value, got fill_value.shape "

@@ -39,6 +39,7 @@ import numpy as np
 from revax._src import tree_util
 from revax._src.core import dtypes
 from revax._src.core.avals import ShapedArray, get_aval
+from revax._src.core.shape_poly import is_symbolic_dim
 from revax._src.core.trace import Primitive
 from revax._src.interpreters import ad, batching, dispatch, mlir
 from revax._src.interpreters import invertible as inv
@@ -198,7 +199,7 @@ def _key_words(keys, extra_rank: int):
 def _counters(shape):
   """The (high, low) words of each element's row-major index in an array of `shape`."""
   size = math.prod(shape)
-  if size > 2 ** 32:
+  if not is_symbolic_dim(size) and size > 2 ** 32:
     raise NotImplementedError(f"random draws of more than 2**32 elements per key (shape "
                               f"{shape}) are not supported")
   high = np.zeros((), _U32)

@@ -8,6 +8,7 @@ registration.
 """
 from __future__ import annotations
 
+import math
 import operator
 
 import numpy as np
@@ -16,6 +17,7 @@ from revax._src import tree_util
 from revax._src.core import dtypes, sharding_types
 from revax._src.core.avals import ShapedArray, get_aval
 from revax._src.core.trace import Primitive, Tracer
+from revax._src.core.shape_poly import canonical_dim
 from revax._src.interpreters import ad, batching, dispatch, mlir
 from revax._src.interpreters import invertible as inv
 from revax._src.lax import batch_util
@@ -37,7 +39,7 @@ __all__ = [
 def _ints(xs, what: str) -> tuple[int, ...]:
   """A tuple of Python ints from a sequence of integers; TypeError naming `what` otherwise."""
   try:
-    return tuple(operator.index(x) for x in xs)
+    return tuple(canonical_dim(x) for x in xs)
   except TypeError:
     raise TypeError(f"{what} must be a sequence of integers, got {xs!r}") from None
 
@@ -224,7 +226,7 @@ def _reshape_abstract_eval(x, *, new_sizes, dimensions, sharding=None):
   if dimensions is not None and sorted(dimensions) != list(range(x.ndim)):
     raise TypeError(f"reshape dimensions must be a permutation of operand dimensions, got "
                     f"dimensions {dimensions} for shape {x.shape}.")
-  if int(np.prod(new_sizes, dtype=np.int64)) != x.size:
+  if math.prod(new_sizes) != x.size:  # math.prod: Python ints or symbolic sizes
     raise TypeError(f"reshape total size must be unchanged, got new_sizes {new_sizes} for shape "
                     f"{x.shape}.")
   return ShapedArray(new_sizes, x.dtype, x.weak_type)

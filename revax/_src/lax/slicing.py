@@ -20,6 +20,7 @@ import numpy as np
 
 from revax._src import tree_util
 from revax._src.core import dtypes
+from revax._src.core.shape_poly import canonical_dim
 from revax._src.core.avals import ShapedArray, get_aval
 from revax._src.core.trace import Primitive
 from revax._src.interpreters import ad, batching, dispatch, mlir
@@ -43,7 +44,7 @@ _slice = slice  # the builtin, shadowed below by lax.slice
 
 def _ints(xs, what: str) -> tuple[int, ...]:
   try:
-    return tuple(operator.index(x) for x in xs)
+    return tuple(canonical_dim(x) for x in xs)  # ints, or symbolic sizes
   except TypeError:
     raise TypeError(f"{what} must be a sequence of integers, got {xs!r}") from None
 
@@ -100,7 +101,8 @@ def _slice_abstract_eval(x, *, start_indices, limit_indices, strides):
   strides = strides or (1,) * x.ndim
   if any(s <= 0 for s in strides):
     raise TypeError(f"slice strides must be positive, got {strides}")
-  shape = tuple(-(-(l - s) // st) for s, l, st in zip(start_indices, limit_indices, strides))
+  # (l - s + st - 1) // st: the ceiling, written as JAX's shape rule writes it for symbolic sizes
+  shape = tuple((l - s + st - 1) // st for s, l, st in zip(start_indices, limit_indices, strides))
   return ShapedArray(shape, x.dtype, x.weak_type)
 
 

@@ -24,6 +24,7 @@ import numpy as np
 
 from revax._src.core import dtypes
 from revax._src.core.avals import ShapedArray, get_aval
+from revax._src.core.shape_poly import canonical_dim
 from revax._src.core.trace import Primitive
 from revax._src.interpreters import ad, batching, dispatch, mlir
 from revax._src.interpreters import invertible as inv
@@ -242,7 +243,7 @@ def top_k(operand, k: int, *, axis: int = -1):
     >>> values, indices
     (Array([9., 7., 4.], dtype=float32), Array([4, 2, 0], dtype=int32))
   """
-  k = operator.index(k)
+  k = canonical_dim(k)  # an int, or a symbolic size
   axis = _canonical_dim(axis, get_aval(operand).ndim)
   return list(top_k_p.bind(operand, k=k, axis=axis))  # a list, as JAX's
 

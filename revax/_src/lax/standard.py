@@ -21,7 +21,9 @@ from revax._src.core import dtypes, sharding_types
 from revax._src.core.avals import ShapedArray
 from revax._src.core.trace import Primitive
 from revax._src.core.avals import get_aval
+from revax._src.core.shape_poly import DimExpr
 from revax._src.interpreters import batching, dispatch, mlir
+from revax._src.lax.dim_value import dim_as_value
 from revax._src.runtime.array import Array
 
 # dtype categories accepted by elementwise primitives, as sets for fast membership tests
@@ -228,7 +230,8 @@ def _batch_at(x, dim, x_rank: int, rank: int, b: int):
 
 
 _SCALAR_FITS = {bool: dtypes.is_bool, int: lambda d: not dtypes.is_bool(d),
-                float: dtypes.is_inexact, complex: dtypes.is_complex}
+                float: dtypes.is_inexact, complex: dtypes.is_complex,
+                DimExpr: lambda d: not dtypes.is_bool(d)}
 
 
 def as_operand(x, like_dtype):
@@ -236,6 +239,8 @@ def as_operand(x, like_dtype):
   JAX's weak typing does); anything else is returned unchanged."""
   fits = _SCALAR_FITS.get(type(x))
   if fits is not None and like_dtype is not None and fits(like_dtype):
+    if type(x) is DimExpr:  # a symbolic size: the dim_as_value primitive
+      return dim_as_value(x, like_dtype)
     v = np.asarray(x, like_dtype)
     v.flags.writeable = False
     return Array(ShapedArray((), like_dtype, weak_type=True), npy=v)

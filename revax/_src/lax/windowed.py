@@ -37,6 +37,7 @@ import numpy as np
 from revax._src import tree_util
 from revax._src.core import dtypes
 from revax._src.core.avals import ShapedArray, get_aval
+from revax._src.core.shape_poly import is_symbolic_dim, max_dim
 from revax._src.core.eval import eval_jaxpr
 from revax._src.core.jaxpr import ClosedJaxpr
 from revax._src.core.trace import Primitive, Tracer
@@ -110,7 +111,10 @@ def reduce_window_shape_tuple(operand_shape, window_dimensions, window_strides, 
   for n, w, s, (lo, hi), b, r in zip(operand_shape, window_dimensions, window_strides, padding,
                                       base_dilation, window_dilation, strict=True):
     padded, window = _dilate(n, b) + lo + hi, _dilate(w, r)
-    out.append(0 if padded < window or padded == 0 else (padded - window) // s + 1)
+    if is_symbolic_dim(padded):  # JAX's stride_dim
+      out.append(max_dim((padded - window) // s + 1, 0))
+    else:
+      out.append(0 if padded < window or padded == 0 else (padded - window) // s + 1)
   return tuple(out)
 
 

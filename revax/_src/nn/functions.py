@@ -11,12 +11,11 @@ result does not depend on the shift (the shift's contributions cancel).
 """
 from __future__ import annotations
 
-import operator
-
 import numpy as np
 
 from revax._src import lax
 from revax._src.lax import convenience
+from revax._src.core.shape_poly import canonical_dim
 from revax._src.core import dtypes
 from revax._src.core.avals import get_aval
 from revax._src.core.trace import ConcretizationTypeError
@@ -416,7 +415,7 @@ def one_hot(x, num_classes: int, *, dtype=None, axis: int = -1):
            [0., 0., 1.]], dtype=float32)
   """
   try:
-    num_classes = operator.index(num_classes)
+    num_classes = canonical_dim(num_classes)  # an int, or a symbolic size
   except TypeError:
     raise ConcretizationTypeError(
         f"one_hot's num_classes must be a concrete integer, got {num_classes!r}. The error arose "

@@ -15,6 +15,7 @@ import numpy as np
 
 from revax._src import lax
 from revax._src.core import dtypes, sharding_types
+from revax._src.core.shape_poly import is_symbolic_dim, is_symbolic_shape
 from revax._src.lax import sharding_constraint
 from revax._src.lax.sharding_constraint import placed
 from revax._src.numpy import util
@@ -265,7 +266,10 @@ def _einsum_parse(operands, optimize):
     optimize = [(0, 1)] * (len(stand_ins) - 1) if len(stand_ins) > 1 else [(0,)]
   elif optimize is True:
     optimize = "optimal"
-  _, contractions = opt_einsum.contract_path(f"{inputs}->{output}", *stand_ins, einsum_call=True,
+  # opt_einsum wants concrete sizes to plan: symbolic ones stand as 8 there (as in JAX)
+  planned = [_ShapeOnly(tuple(8 if is_symbolic_dim(d) else d for d in s.shape))
+             if is_symbolic_shape(s.shape) else s for s in stand_ins]
+  _, contractions = opt_einsum.contract_path(f"{inputs}->{output}", *planned, einsum_call=True,
                                              use_blas=True, optimize=optimize)
   contractions = [(tuple(c[0]), frozenset(c[1]), c[2]) for c in contractions]
   return [arrays[id(s)] for s in stand_ins], input_names, output, contractions

@@ -14,6 +14,8 @@ import numpy as np
 from revax._src import api, lax, sharded_api
 from revax._src.core import dtypes
 from revax._src.core.avals import ShapedArray
+from revax._src.core.shape_poly import is_symbolic_dim
+from revax._src.lax.dim_value import dim_as_value
 from revax._src.core.trace import Tracer, _context, eval_trace
 from revax._src.lax.sharding_constraint import placed
 from revax._src.numpy import util
@@ -156,7 +158,15 @@ def _fresh_copy(x: Array) -> Array:
 _identity = None
 
 
+def _dims_as_values(obj):
+  """`obj` with its symbolic sizes (as in `jnp.array(x.shape)`) as traced values."""
+  if isinstance(obj, (list, tuple)):
+    return type(obj)(_dims_as_values(o) for o in obj)
+  return dim_as_value(obj) if is_symbolic_dim(obj) else obj
+
+
 def _array_from_sequence(obj, dtype):
+  obj = _dims_as_values(obj)
   leaves = _leaves(obj, [])
   for x in leaves:
     if not (isinstance(x, (Array, Tracer, np.ndarray, np.generic))
@@ -314,6 +324,8 @@ def arange(start, stop=None, step=None, dtype=None, *, device=None, out_sharding
     >>> jnp.arange(0., 1., .25)
     Array([0.  , 0.25, 0.5 , 0.75], dtype=float32)
   """
+  if is_symbolic_dim(start) or is_symbolic_dim(stop) or is_symbolic_dim(step):
+    return _placed(_symbolic_arange(start, stop, step, dtype), device, out_sharding)
   args = [a for a in (start, stop, step) if a is not None]
   for a, n in zip((start, stop, step), ("start", "stop", "step")):
     if a is not None and tuple(getattr(a, "shape", None) or np.shape(a)):  # ValueError as JAX
@@ -333,6 +345,16 @@ def arange(start, stop=None, step=None, dtype=None, *, device=None, out_sharding
   return _placed(from_numpy(np.arange(*vals).astype(dt), fresh=True), device, out_sharding)
 
 
+def _symbolic_arange(start, stop, step, dtype):
+  """arange(n) of a symbolic size n: an iota (JAX supports only this form)."""
+  if stop is not None or step is not None:
+    raise NotImplementedError(
+        "jnp.arange with a symbolic dimension is supported only as arange(n) (as in JAX); got "
+        f"arange({start}, {stop}, {step})")
+  dt = canonical_dtype_arg(dtype) or dtypes.default_int_dtype()
+  return lax.iota(dt, start)
+
+
 def linspace(start, stop, num: int = 50, endpoint: bool = True, retstep: bool = False,
              dtype=None, axis: int = 0, *, device=None):
   """`num` evenly spaced values from `start` to `stop` (inclusive unless endpoint=False).
@@ -347,7 +369,8 @@ def linspace(start, stop, num: int = 50, endpoint: bool = True, retstep: bool = 
     >>> jnp.linspace(0., 1., 5)
     Array([0.  , 0.25, 0.5 , 0.75, 1.  ], dtype=float32)
   """
-  num = operator.index(util.concrete_scalar(num, "linspace", "num"))
+  if not is_symbolic_dim(num):
+    num = operator.index(util.concrete_scalar(num, "linspace", "num"))
   if num < 0:
     raise ValueError(f"Number of samples, {num}, must be non-negative.")
   util.check_arraylike("linspace", start, stop)
@@ -363,13 +386,14 @@ def linspace(start, stop, num: int = 50, endpoint: bool = True, retstep: bool = 
   bshape = util.broadcast_shapes(aval_of(start).shape, aval_of(stop).shape)
   start, stop = util.broadcast_to(start, bshape), util.broadcast_to(stop, bshape)
   div = (num - 1) if endpoint else num
-  step = lax.div(lax.sub(stop, start), util.scalar_constant(max(div, 1), compute))
+  many = num > 1  # (for a symbolic num, decided or inconclusive here as in JAX)
+  step = lax.div(lax.sub(stop, start), util.scalar_constant(div if many else 1, compute))
   out_shape = (num,) + bshape
   dims = tuple(range(1, len(out_shape)))
   i = lax.broadcasted_iota(compute, out_shape, 0)
   out = lax.add(lax.mul(i, lax.broadcast_in_dim(step, out_shape, dims)),
                 lax.broadcast_in_dim(start, out_shape, dims))
-  if endpoint and num > 1:
+  if endpoint and many:
     last = lax.eq(lax.broadcasted_iota(dtypes.int32, out_shape, 0),
                   util.full_of(out_shape, num - 1, dtypes.int32))
     out = lax.select_n(last, out, lax.broadcast_in_dim(stop, out_shape, dims))
@@ -398,8 +422,10 @@ def eye(N, M=None, k: int = 0, dtype=None, *, device=None):
     Array([[0., 1., 0.],
            [0., 0., 1.]], dtype=float32)
   """
-  N = operator.index(util.concrete_scalar(N, "eye", "N"))
-  M = N if M is None else operator.index(util.concrete_scalar(M, "eye", "M"))
+  def size(d, name):
+    return d if is_symbolic_dim(d) else operator.index(util.concrete_scalar(d, "eye", name))
+  N = size(N, "N")
+  M = N if M is None else size(M, "M")
   k = operator.index(util.concrete_scalar(k, "eye", "k"))
   if N < 0 or M < 0:
     raise ValueError(f"negative dimensions are not allowed, got {N} and {M}")

@@ -24,6 +24,7 @@ import numpy as np
 from revax._src import lax
 from revax._src.core import dtypes
 from revax._src.core.errors import NonConcreteBooleanIndexError
+from revax._src.core.shape_poly import is_symbolic_dim, symbolic_slice
 from revax._src.core.trace import ConcretizationTypeError, Tracer
 from revax._src.lax import convenience
 from revax._src.lax.scatter_apply import scatter_apply
@@ -86,6 +87,8 @@ def _sequence_index(seq):
 
 
 def _static_int_like(v) -> bool:
+  if is_symbolic_dim(v):
+    return True
   try:
     operator.index(v)
     return True
@@ -202,6 +205,7 @@ def _apply_slices(x, idx):
   """Apply the slices of the index; they become whole-axis entries."""
   shape = aval_of(x).shape
   start, limit, strides, reverse = [0] * len(shape), list(shape), [1] * len(shape), []
+  reverse_first = []  # symbolic sizes: x[::-k] is rev(x)[::k] (the sizes print as JAX's)
   out, changed = [], False
   for d, i in enumerate(idx):
     if not isinstance(i, slice):
@@ -210,10 +214,15 @@ def _apply_slices(x, idx):
     out.append(_FULL)
     if i == _FULL:
       continue
+    changed = True
+    if any(is_symbolic_dim(v) for v in (shape[d], i.start, i.stop, i.step)):
+      start[d], limit[d], strides[d], backwards = symbolic_slice(i, shape[d])
+      if backwards:
+        reverse_first.append(d)
+      continue
     lo, hi, step = slice(*(None if p is None else operator.index(p)
                            for p in (i.start, i.stop, i.step))).indices(shape[d])
     m = len(range(lo, hi, step))
-    changed = True
     if m == 0:
       start[d], limit[d] = 0, 0
     elif step > 0:
@@ -222,6 +231,8 @@ def _apply_slices(x, idx):
       last = lo + (m - 1) * step
       start[d], limit[d], strides[d] = last, lo + 1, -step
       reverse.append(d)
+  if reverse_first:
+    x = lax.rev(x, tuple(reverse_first))
   if changed:
     x = lax.slice(x, tuple(start), tuple(limit),
                   None if all(s == 1 for s in strides) else tuple(strides))
@@ -233,6 +244,8 @@ def _apply_slices(x, idx):
 # --- step 4: integers and integer arrays ---------------------------------------------------------
 def _index_dtype(n: int):
   """int32, or int64 (with x64) for axes too long for int32."""
+  if is_symbolic_dim(n):
+    return dtypes.default_int_dtype()
   return dtypes.int64 if n >= 2 ** 31 - 1 and dtypes.default_int_dtype() == dtypes.int64 \
       else dtypes.int32
 

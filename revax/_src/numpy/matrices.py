@@ -12,6 +12,7 @@ import numpy as np
 
 from revax._src import lax
 from revax._src.core import dtypes
+from revax._src.core.shape_poly import is_symbolic_dim, max_dim, min_dim
 from revax._src.numpy import util
 from revax._src.numpy.util import aval_of
 
@@ -49,9 +50,13 @@ def diagonal(a, offset=0, axis1: int = 0, axis2: int = 1):
   a = moveaxis(util.as_array(a), (axis1, axis2), (-2, -1))
   n, m = aval_of(a).shape[-2:]
   row0, col0 = max(-offset, 0), max(offset, 0)
-  length = max(0, min(n - row0, m - col0))
-  rows = _index_array(np.arange(length) + row0)
-  cols = _index_array(np.arange(length) + col0)
+  length = max_dim(0, min_dim(n - row0, m - col0))
+  if is_symbolic_dim(length):  # an iota of the symbolic length
+    count = lax.iota(dtypes.default_int_dtype(), length)
+    rows, cols = count + row0, count + col0
+  else:
+    rows = _index_array(np.arange(length) + row0)
+    cols = _index_array(np.arange(length) + col0)
   return a[..., rows, cols]
 
 

@@ -11,6 +11,8 @@ import operator
 
 import numpy as np
 
+from revax._src.core.shape_poly import (InconclusiveDimensionOperation, is_symbolic_dim,
+                                         is_symbolic_shape)
 from revax._src import lax
 from revax._src.core.trace import ConcretizationTypeError, Tracer
 from revax._src.lax.sharding_constraint import placed
@@ -58,6 +60,13 @@ def _compute_newshape(old_shape, newshape, size_error=ValueError):
     raise size_error(f"can only specify one unknown axis size with a `-1` value, got {newshape}")
   if any(d < -1 for d in newshape):
     raise size_error(f"reshape shape must not have negative sizes other than -1, got {newshape}")
+  if unknown and (is_symbolic_dim(size_) or is_symbolic_shape(newshape)):
+    q, r = divmod(size_, math.prod(newshape))  # JAX's rule and message for symbolic sizes
+    if is_symbolic_dim(r) or r != 0:
+      raise InconclusiveDimensionOperation(
+          f"Cannot divide evenly the sizes of shapes {tuple(old_shape)} and {tuple(newshape)}. "
+          f"The remainder {r} should be 0.")
+    return tuple(-q if not is_symbolic_dim(d) and d == -1 else d for d in newshape)
   if unknown:
     known = math.prod(d for d in newshape if d != -1)
     if known == 0 or size_ % known:

@@ -17,8 +17,10 @@ from revax._src import tree_util
 from revax._src.core import dtypes
 from revax._src.core.config import config
 from revax._src.core.avals import ShapedArray, get_aval
+from revax._src.core.shape_poly import DimExpr, canonical_dim
 from revax._src.core.trace import ConcretizationTypeError, Tracer
 from revax._src.lax.conversion import convert_element_type
+from revax._src.lax.dim_value import dim_as_value
 from revax._src.lax.shapes import broadcast_in_dim, reshape
 from revax._src.runtime.array import Array
 
@@ -205,11 +207,11 @@ def canonicalize_axes(axis, ndim: int) -> tuple[int, ...]:
 
 def canonicalize_shape(shape, what: str = "shape") -> tuple[int, ...]:
   """An int or a sequence of ints (concrete) as a tuple of Python ints."""
-  if isinstance(shape, (int, np.integer)) or (isinstance(shape, (Array, Tracer, np.ndarray))
-                                               and not np.shape(shape)):
+  if isinstance(shape, (int, np.integer, DimExpr)) or (
+      isinstance(shape, (Array, Tracer, np.ndarray)) and not np.shape(shape)):
     shape = (shape,)
   try:
-    return tuple(operator.index(d) for d in shape)
+    return tuple(canonical_dim(d) for d in shape)
   except ConcretizationTypeError:
     raise
   except TypeError:
@@ -262,7 +264,9 @@ def broadcast_arrays_of(*args):
 
 # --- constants -----------------------------------------------------------------------------------
 def scalar_constant(value, dtype, weak_type: bool = False) -> Array:
-  """A 0-d Array holding `value` converted to `dtype`."""
+  """A 0-d Array holding `value` converted to `dtype` (a traced value for a symbolic size)."""
+  if type(value) is DimExpr:
+    return convert_element_type(dim_as_value(value, dtype), dtype, weak_type)
   v = np.asarray(value).astype(dtype) if not isinstance(value, np.ndarray) or \
       value.dtype != dtype else value.copy()
   v.flags.writeable = False

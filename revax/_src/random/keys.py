@@ -25,6 +25,7 @@ from revax._src import tree_util
 from revax._src.core import dtypes, extended_dtypes
 from revax._src.core.avals import ShapedArray, get_aval
 from revax._src.core.config import config
+from revax._src.core.shape_poly import canonical_dim
 from revax._src.runtime import basearray
 from revax._src.core.trace import Tracer
 from revax._src.jit import jit
@@ -549,7 +550,7 @@ def canonicalize_shape(shape, name: str) -> tuple[int, ...]:
   if not isinstance(shape, Sequence):
     shape = (shape,)
   try:
-    shape = tuple(operator.index(d) for d in shape)
+    shape = tuple(canonical_dim(d) for d in shape)  # ints, or symbolic sizes
   except TypeError:
     raise TypeError(f"{name}: shapes must be sequences of concrete integers, got "
                     f"{shape!r}") from None

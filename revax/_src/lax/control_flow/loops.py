@@ -33,6 +33,7 @@ from revax._src.core.jaxpr import ClosedJaxpr, Jaxpr, Var
 from revax._src.core.trace import Primitive, Tracer, set_current_trace, to_concrete_value
 from revax._src.interpreters import ad, batching, dispatch, mlir, partial_eval, staging
 from revax._src.interpreters import invertible as inv
+from revax._src.lax.dim_value import dim_as_value
 from revax._src.lax import batch_util, binary, comparison, creation, reductions, shapes, slicing
 from revax._src.lax.control_flow import common
 from revax._src.lax import state
@@ -421,6 +422,7 @@ def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
       raise TypeError("lower and upper arguments to fori_loop must have equal types, got "
                       f"{lower_aval.dtype.name} and {upper_aval.dtype.name}")
   use_scan = False
+  lower, upper = dim_as_value(lower), dim_as_value(upper)  # symbolic sizes: traced bounds
   lower_c, upper_c = _concrete_value(lower), _concrete_value(upper)
   if lower_c is not None and upper_c is not None:
     try:
