@@ -178,8 +178,8 @@ def _ffi_extension(api: pjrt.Api) -> int:
     if base.type == _EXTENSION_TYPE_FFI:
       return address
     address = base.next
-  raise RuntimeError(f"the PJRT plugin {api.path} has no FFI extension: host callbacks and "
-                     "revax.ffi need it")
+  raise RuntimeError(f"the PJRT plugin {api.path} has no FFI extension: revax.ffi targets need "
+                     "it (host callbacks reach the host by send/recv transfers there instead)")
 
 
 _register_lock = threading.Lock()
