@@ -9,7 +9,6 @@ from revax._src.core import dtypes
 from revax._src.numpy import util
 from revax._src.numpy.util import aval_of
 
-_UINT_OF_WIDTH = {1: dtypes.uint8, 2: dtypes.uint16, 4: dtypes.uint32, 8: dtypes.uint64}
 
 
 def _require_int(fun_name, *args):
@@ -66,7 +65,7 @@ def lcm(x1, x2, /):
 
 
 def bitwise_count(x, /):
-  """The number of 1 bits in |x| elementwise, as uint8 (a SWAR population count)."""
+  """The number of 1 bits in |x| elementwise, as uint8: `population_count(abs(x))`, as jax's."""
   util.check_arraylike("bitwise_count", x)
   x = util.as_array(x)
   dt = aval_of(x).dtype
@@ -76,17 +75,7 @@ def bitwise_count(x, /):
     raise TypeError(f"bitwise_count requires integer inputs, got {dt}")
   if dtypes.is_signed_integer(dt):
     x = lax.abs(x)
-  width = dt.itemsize
-  u = _UINT_OF_WIDTH[width]
-  v = lax.bitcast_convert_type(x, u) if not dtypes.is_unsigned_integer(dt) else x
-  c = lambda value: util.scalar_constant(value, u)
-  m1, m2, m4 = (int("55" * width, 16), int("33" * width, 16), int("0f" * width, 16))
-  v = lax.sub(v, lax.bitwise_and(lax.shift_right_logical(v, c(1)), c(m1)))
-  v = lax.add(lax.bitwise_and(v, c(m2)), lax.bitwise_and(lax.shift_right_logical(v, c(2)), c(m2)))
-  v = lax.bitwise_and(lax.add(v, lax.shift_right_logical(v, c(4))), c(m4))
-  if width > 1:
-    v = lax.shift_right_logical(lax.mul(v, c(int("01" * width, 16))), c(8 * (width - 1)))
-  return lax.convert_element_type(v, dtypes.uint8)
+  return lax.convert_element_type(lax.population_count(x), dtypes.uint8)
 
 
 def _bit_weights(bitorder):
