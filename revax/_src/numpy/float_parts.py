@@ -1,5 +1,5 @@
 """Elementwise functions on the parts and neighbourhood of floating-point numbers: frexp, ldexp,
-modf, spacing, nan_to_num, logaddexp2 and the modified Bessel function i0.
+modf, spacing, nan_to_num and the modified Bessel function i0.
 """
 from __future__ import annotations
 
@@ -50,14 +50,16 @@ def frexp(x, /):
 
 
 def ldexp(x1, x2, /):
-  """x1 * 2**x2 elementwise (`x2` integer), without overflowing the power of two on its own."""
+  """x1 * 2**x2 elementwise (`x2` integer or bool), without overflowing the power of two on its
+  own. As jax's, a complex `x1` or a floating `x2` is a ValueError."""
   from revax._src.numpy.ufuncs import exp2
   util.check_arraylike("ldexp", x1, x2)
-  if not dtypes.is_integer(aval_of(x2).dtype):
-    raise ValueError(f"ldexp requires integer exponents, got {aval_of(x2).dtype}")
+  x1_dtype, x2_dtype = aval_of(x1).dtype, aval_of(x2).dtype
+  if dtypes.is_complex(x1_dtype) or dtypes.is_inexact(x2_dtype):
+    raise ValueError(f"ldexp not supported for input types {(x1_dtype, x2_dtype)}")
+  if dtypes.is_bool(x2_dtype):
+    x2 = lax.convert_element_type(x2, dtypes.default_int_dtype())
   (x1,) = util.promote_args_inexact("ldexp", x1)
-  if dtypes.is_complex(aval_of(x1).dtype):
-    raise TypeError("ldexp does not support complex-valued inputs")
   x1, x2 = util.broadcast_arrays_of(util.as_array(x1), util.as_array(x2))
   half = lax.div(x2, util.constant_like(x2, 2))
   rest = lax.sub(x2, half)
@@ -105,15 +107,6 @@ def nan_to_num(x, copy: bool = True, nan=0.0, posinf=None, neginf=None):
   out = lax.select_n(lax.ne(x, x), x, lax.full_like(x, nan))
   out = lax.select_n(lax.eq(x, lax.full_like(x, np.inf)), out, lax.full_like(x, posinf))
   return lax.select_n(lax.eq(x, lax.full_like(x, -np.inf)), out, lax.full_like(x, neginf))
-
-
-def logaddexp2(x1, x2, /):
-  """log2(2**x1 + 2**x2), computed without overflow."""
-  from revax._src.numpy.ufuncs import logaddexp
-  util.check_arraylike("logaddexp2", x1, x2)
-  x1, x2 = util.promote_args_inexact("logaddexp2", x1, x2)
-  ln2 = util.constant_like(x1, math.log(2))
-  return lax.div(logaddexp(lax.mul(x1, ln2), lax.mul(x2, ln2)), ln2)
 
 
 _I0_SERIES_TERMS = 40

@@ -35,6 +35,9 @@ def gcd(x1, x2, /):
   a, b = util.broadcast_arrays_of(lax.abs(util.as_array(x1)) if not dtypes.is_unsigned_integer(
       aval_of(x1).dtype) else util.as_array(x1), lax.abs(util.as_array(x2)) if not
       dtypes.is_unsigned_integer(aval_of(x2).dtype) else util.as_array(x2))
+  if not util.lax_const(b, 0).weak_type:
+    # jax's loop puts its own constants (strong unless b is a weak scalar) into the carry
+    a, b = (lax.convert_element_type(v, aval_of(v).dtype, False) for v in (a, b))
 
   def cond(state):
     _, b = state

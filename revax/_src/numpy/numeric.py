@@ -514,8 +514,7 @@ def vecdot(x1, x2, /, *, axis: int = -1, precision=None, preferred_element_type=
   from revax._src.numpy.ufuncs import conj
   util.check_arraylike("vecdot", x1, x2)
   x1, x2 = util.as_array(x1), util.as_array(x2)
-  n1, n2 = aval_of(x1).ndim, aval_of(x2).ndim
-  if _shape(x1)[util.canonicalize_axis(axis, n1)] != _shape(x2)[util.canonicalize_axis(axis, n2)]:
+  if _shape(x1)[axis] != _shape(x2)[axis]:  # (an axis out of range: IndexError, as jax's)
     raise ValueError(f"axes must match; got shapes {_shape(x1)} and {_shape(x2)} with "
                      f"axis={axis}")
   a = moveaxis(conj(x1), axis, -1)

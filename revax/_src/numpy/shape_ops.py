@@ -313,12 +313,12 @@ def concatenate(arrays, axis=0, dtype=None):
     arrays = [ravel(a) for a in arrays]
     axis = 0
   shapes = [_shape(a) for a in arrays]
-  if any(len(s) == 0 for s in shapes):
+  if not shapes[0]:  # (as jax's: only the first; another 0-d one has a different rank below)
     raise ValueError("Zero-dimensional arrays cannot be concatenated.")
+  axis = canonicalize_axis(axis, len(shapes[0]))
   if len({len(s) for s in shapes}) != 1:
     raise TypeError(f"Cannot concatenate arrays with different numbers of dimensions: got "
                     f"{', '.join(map(str, shapes))}.")
-  axis = canonicalize_axis(axis, len(shapes[0]))
   arrays = util.promote_dtypes(*arrays)
   if dtype is not None:
     arrays = [lax.convert_element_type(a, util.canonical_dtype_arg(dtype)) for a in arrays]

@@ -18,8 +18,8 @@ from revax._src.core.trace import ConcretizationTypeError
 from revax._src.custom_derivatives import custom_jvp
 from revax._src import tree_util
 from revax._src.numpy import util
-from revax._src.numpy.util import (aval_of, constant_like, promote_args, promote_args_inexact,
-                                   promote_args_numeric)
+from revax._src.numpy.util import (aval_of, constant_like, lax_const, promote_args,
+                                   promote_args_inexact, promote_args_numeric)
 
 
 def _dtype(x):
@@ -178,8 +178,9 @@ def divmod(x, y, /):  # noqa: A001 (NumPy's name)
 
 
 def _static_int(y):
-  """`y` as a Python int if it is a concrete integer scalar (not bool), else None."""
-  if isinstance(y, bool) or (hasattr(y, "dtype") and not _is_int(y)):
+  """`y` as a Python int if it is a concrete integer scalar or a Python bool (jax's
+  `operator.index`), else None."""
+  if hasattr(y, "dtype") and not _is_int(y):
     return None
   try:
     return operator.index(y)
@@ -191,7 +192,10 @@ def power(x, y, /):
   """Elementwise x ** y.
 
   A concrete integer exponent uses exact repeated multiplication (`integer_pow`); integer bases
-  with traced integer exponents use binary exponentiation; otherwise `lax.pow`.
+  with array or traced integer exponents use binary exponentiation (a strongly typed result, as
+  jax's); a floating base with an integer exponent is `lax.pow` of the two unpromoted (so a weak
+  float base with an int8 exponent gives a strong float, as in jax); otherwise `lax.pow` of the
+  promoted operands.
   """
   util.check_arraylike("power", x, y)
   n = _static_int(y)
@@ -204,18 +208,21 @@ def power(x, y, /):
                                      dtypes.default_int_dtype(), True)
     (x,) = promote_args_numeric("power", x)
     return lax.integer_pow(x, n)
-  x, y = promote_args_numeric("power", x, y)
-  if _is_int(x):
-    return _integer_power(x, y)
-  return lax.pow(x, y)
+  xp, yp = promote_args_numeric("power", x, y)
+  if _is_int(xp):
+    return _integer_power(xp, yp)
+  if dtypes.is_inexact(_dtype(x)) and _is_int(y):
+    return lax.pow(x, y)
+  return lax.pow(xp, yp)
 
 
 def _integer_power(x, y):
-  """x ** y for integer arrays by squaring (exponents above 63 overflow anyway)."""
+  """x ** y for integer arrays by squaring (exponents above 63 overflow anyway). The
+  accumulator starts from strong constants, as jax's: the result is strongly typed."""
   x, y = util.broadcast_arrays_of(x, y)
   zero, one = constant_like(y, 0), constant_like(y, 1)
   acc = _where(lax.bitwise_and(lax.eq(x, constant_like(x, 0)), lax.ne(y, zero)),
-               _full_like(x, 0), _full_like(x, 1))
+               util.strong_constant_like(x, 0), util.strong_constant_like(x, 1))
   for _ in range(6):
     odd = lax.ne(lax.bitwise_and(y, one), zero)
     acc = _where(odd, lax.mul(acc, x), acc)
@@ -326,7 +333,7 @@ def hypot(x1, x2, /):
   out = lax.mul(hi_b, lax.sqrt(lax.add(constant_like(ratio, 1), lax.mul(ratio, ratio))))
   out = lax.select_n(is_zero, out, hi_b)
   is_inf = lax.bitwise_or(isinf(x1), isinf(x2))
-  return _where(is_inf, _full_like(out, np.inf), out)
+  return _where(is_inf, lax_const(out, np.inf), out)  # (strong unless out is a weak scalar)
 
 
 def nextafter(x1, x2, /):
@@ -348,10 +355,10 @@ def heaviside(x1, x2, /):
   """0 where x1 < 0, 1 where x1 > 0, x2 where x1 == 0, and NaN where x1 is NaN."""
   x1, x2 = promote_args_inexact("heaviside", x1, x2)
   _refuse_complex("heaviside", x1)
-  zero = constant_like(x1, 0)
-  pos = _where(lax.gt(x1, zero), _full_like(x1, 1), x2)
-  out = _where(lax.lt(x1, zero), _full_like(x1, 0), pos)
-  return _where(lax.ne(x1, x1), x1, out)  # NaN stays NaN (x2 is only for x1 == 0)
+  # jax's constants (strong unless x1 is a weak scalar) decide the weak type
+  zero = lax_const(x1, 0)
+  x2_or_nan = _where(lax.ne(x1, x1), x1, x2)  # NaN stays NaN (x2 is only for x1 == 0)
+  return _where(lax.lt(x1, zero), zero, _where(lax.gt(x1, zero), lax_const(x1, 1), x2_or_nan))
 
 
 # --- rounding ------------------------------------------------------------------------------------
@@ -479,30 +486,77 @@ log10 = _log_base("log10", 10)
 
 
 def logaddexp(x1, x2, /):
-  """log(exp(x1) + exp(x2)) without overflow; its derivative is exp(x_i - out) (1/2 each at
-  ties), as JAX's custom rule gives."""
+  """log(exp(x1) + exp(x2)) without overflow (complex operands too, the imaginary part wrapped
+  into [-pi, pi], as jax's); its derivative is exp(x_i - out), as JAX's custom rule gives.
+
+  Example:
+    >>> jnp.logaddexp(jnp.array([0., 1000.]), jnp.array([0., 1000.]))
+    Array([   0.6931472, 1000.6931   ], dtype=float32)
+  """
   x1, x2 = promote_args_inexact("logaddexp", x1, x2)
-  _refuse_complex("logaddexp", x1)
   return _logaddexp(x1, x2)
+
+
+def _logaddexp_in_base(x1, x2, exp_fn, ln_base):
+  """jax's lax logaddexp / logaddexp2 (`exp_fn` lax.exp or lax.exp2; `ln_base` log(base))."""
+  amax = lax.max(x1, x2)
+  inv = None if ln_base == 1 else lax_const(amax, 1 / ln_base)
+  scaled = (lambda v: v) if inv is None else (lambda v: lax.mul(inv, v))
+  if not _is_complex(x1):
+    delta = lax.sub(x1, x2)
+    finite = lax.add(amax, scaled(lax.log1p(exp_fn(lax.neg(lax.abs(delta))))))
+    # NaNs, or infinities of one sign (a NaN delta): x1 + x2
+    return _where(isnan(delta), lax.add(x1, x2), finite)
+  delta = lax.sub(lax.add(x1, x2), lax.mul(amax, lax_const(amax, 2)))
+  out = lax.add(amax, scaled(lax.log1p(exp_fn(delta))))
+  return lax.complex(lax.real(out), _wrap_between(lax.imag(out), np.pi / ln_base))
+
+
+def _wrap_between(x, a):
+  """`x` wrapped into [-a, a] (jax's constants)."""
+  a, two_a, zero = lax_const(x, a), lax_const(x, 2 * a), lax_const(x, 0)
+  rem = lax.rem(lax.add(x, a), two_a)
+  rem = _where(lax.lt(rem, zero), lax.add(rem, two_a), rem)
+  return lax.sub(rem, a)
+
+
+def _replace_inf(v):
+  """`v` with 0 where its real part is +inf (inf - inf would give NaN in the derivative)."""
+  re = lax.real(v) if _is_complex(v) else v
+  return _where(lax.eq(re, lax_const(re, np.inf)), lax.full_like(v, 0), v)
+
+
+def _logaddexp_jvp_in_base(fn, exp_fn, primals, tangents):
+  (x1, x2), (t1, t2) = primals, tangents
+  out = fn(x1, x2)
+  w1 = exp_fn(lax.sub(_replace_inf(x1), _replace_inf(out)))
+  w2 = exp_fn(lax.sub(_replace_inf(x2), _replace_inf(out)))
+  return out, lax.add(lax.mul(t1, w1), lax.mul(t2, w2))
 
 
 @custom_jvp
 def _logaddexp(x1, x2):
-  hi = lax.max(x1, x2)
-  delta = lax.sub(x1, x2)
-  finite = lax.log1p(lax.exp(lax.neg(lax.abs(delta))))
-  # equal infinities give a NaN delta: the result is then hi itself
-  return _where(isnan(delta), lax.add(x1, x2), lax.add(hi, finite))
+  return _logaddexp_in_base(x1, x2, lax.exp, 1)
 
 
-@_logaddexp.defjvp
-def _logaddexp_jvp(primals, tangents):
-  (x1, x2), (t1, t2) = primals, tangents
-  out = _logaddexp(x1, x2)
-  no_inf = lambda v: _where(isposinf(v), _full_like(v, 0), v)  # inf - inf would give NaN
-  w1 = lax.exp(lax.sub(no_inf(x1), no_inf(out)))
-  w2 = lax.exp(lax.sub(no_inf(x2), no_inf(out)))
-  return out, lax.add(lax.mul(t1, w1), lax.mul(t2, w2))
+@custom_jvp
+def _logaddexp2(x1, x2):
+  return _logaddexp_in_base(x1, x2, lax.exp2, np.log(2))
+
+
+_logaddexp.defjvp(lambda p, t: _logaddexp_jvp_in_base(_logaddexp, lax.exp, p, t))
+_logaddexp2.defjvp(lambda p, t: _logaddexp_jvp_in_base(_logaddexp2, lax.exp2, p, t))
+
+
+def logaddexp2(x1, x2, /):
+  """log2(2**x1 + 2**x2) without overflow (complex operands too), as jax's.
+
+  Example:
+    >>> jnp.logaddexp2(jnp.array([1., 3.]), jnp.array([1., 3.]))
+    Array([2., 4.], dtype=float32)
+  """
+  x1, x2 = promote_args_inexact("logaddexp2", x1, x2)
+  return _logaddexp2(x1, x2)
 
 
 def deg2rad(x, /):
@@ -585,13 +639,13 @@ greater_equal = _comparison("greater_equal", lax.ge,
 
 
 def _to_bool(x):
-  return x if _is_bool(x) else lax.ne(x, constant_like(x, 0))
+  return x if _is_bool(x) else lax.ne(x, lax_const(x, 0))
 
 
 def _logical(name, lax_fn, doc):
   def fun(x, y, /):
-    util.check_arraylike(name, x, y)
-    return lax_fn(*util.promote_dtypes(_to_bool(x), _to_bool(y)))
+    # promoted first, then compared with jax's constants (strong unless a weak scalar), as jax
+    return lax_fn(*map(_to_bool, promote_args(name, x, y)))
   return _public(fun, name, doc)
 
 
@@ -761,17 +815,17 @@ def clip(arr, /, min=None, max=None):  # noqa: A002 (NumPy's names)
 
 # --- comparisons of whole arrays -----------------------------------------------------------------
 def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan: bool = False):
-  """Elementwise |a - b| <= atol + rtol * |b|, with infinities equal only to themselves."""
+  """Elementwise |a - b| <= atol + rtol * |b|, with infinities equal only to themselves.
+
+  Computed as jax's: integers and bools in the default float type, the tolerances converted to
+  strongly typed values of the operands' real type (so the result is a strong bool array).
+  """
   a, b = promote_args("isclose", a, b)
-  if _exact(a):
-    return equal(a, b)
-  diff = lax.abs(lax.sub(a, b))
-  mag_b = lax.abs(b)
-  real_dtype = aval_of(mag_b).dtype
-  tol = lax.add(lax.convert_element_type(atol, real_dtype, True),
-                lax.mul(lax.convert_element_type(rtol, real_dtype, True), mag_b))
-  # an infinity is close only to itself; NaNs compare false on both branches
-  out = _where(lax.bitwise_or(isinf(a), isinf(b)), equal(a, b), lax.le(diff, tol))
-  if equal_nan:
-    out = lax.bitwise_or(out, lax.bitwise_and(isnan(a), isnan(b)))
-  return out
+  a, b = promote_args_inexact("isclose", a, b)
+  real_dtype = np.array(0, _dtype(a)).real.dtype
+  rtol = lax.convert_element_type(rtol, real_dtype)
+  atol = lax.convert_element_type(atol, real_dtype)
+  # an infinity is close only to itself (|inf - b| is inf or NaN); NaN is close to nothing
+  in_range = lax.le(lax.abs(lax.sub(a, b)), lax.add(atol, lax.mul(rtol, lax.abs(b))))
+  out = logical_or(lax.eq(a, b), logical_and(isfinite(b), in_range))
+  return logical_or(out, logical_and(isnan(a), isnan(b))) if equal_nan else out
