@@ -79,14 +79,24 @@ def modf(x, /, out=None):
 
 
 def spacing(x, /):
-  """The distance from x to the next representable number away from zero."""
-  from revax._src.numpy.ufuncs import copysign, nextafter
+  """The distance from x to the next representable number away from zero, computed as jax's
+  (float16 towards +inf; a zero distance is the smallest subnormal with x's sign; jax's
+  infinity constant makes the result strong unless x is a weak scalar)."""
+  from revax._src.numpy.ufuncs import copysign
   util.check_arraylike("spacing", x)
   (x,) = util.promote_args_inexact("spacing", x)
-  if dtypes.is_complex(aval_of(x).dtype):
-    raise ValueError("spacing is not defined for complex inputs.")
-  inf = lax.full_like(x, np.inf)
-  return lax.sub(nextafter(x, copysign(inf, x)), x)
+  dt = aval_of(x).dtype
+  if dtypes.is_complex(dt):
+    raise ValueError("jnp.spacing is not defined for complex inputs.")
+  inf = util.lax_const(x, np.inf)
+  if dt == dtypes.float16:
+    return lax.sub(lax.nextafter(*util.promote_dtypes(x, inf)), x)
+  result = lax.sub(lax.nextafter(*util.promote_dtypes(x, copysign(inf, x))), x)
+  # (finfo's smallest_subnormal is a NumPy scalar in jax: strongly typed)
+  tiny = copysign(util.scalar_constant(dtypes.finfo(dt).smallest_subnormal, dt), x)
+  result, tiny = util.promote_dtypes(result, tiny)
+  result, tiny = util.broadcast_arrays_of(result, tiny)
+  return lax.select_n(lax.eq(result, util.lax_const(result, 0)), result, tiny)
 
 
 def nan_to_num(x, copy: bool = True, nan=0.0, posinf=None, neginf=None):
@@ -104,9 +114,10 @@ def nan_to_num(x, copy: bool = True, nan=0.0, posinf=None, neginf=None):
   info = dtypes.finfo(dt)  # (bfloat16 and the float8 types too)
   posinf = info.max if posinf is None else posinf
   neginf = info.min if neginf is None else neginf
-  out = lax.select_n(lax.ne(x, x), x, lax.full_like(x, nan))
-  out = lax.select_n(lax.eq(x, lax.full_like(x, np.inf)), out, lax.full_like(x, posinf))
-  return lax.select_n(lax.eq(x, lax.full_like(x, -np.inf)), out, lax.full_like(x, neginf))
+  # the replacements are strongly typed values of x's dtype, as jax's: a strong result
+  out = lax.select_n(lax.ne(x, x), x, lax.full_like(x, nan, dt))
+  out = lax.select_n(lax.eq(x, lax.full_like(x, np.inf)), out, lax.full_like(x, posinf, dt))
+  return lax.select_n(lax.eq(x, lax.full_like(x, -np.inf)), out, lax.full_like(x, neginf, dt))
 
 
 _I0_SERIES_TERMS = 40
@@ -146,4 +157,5 @@ def i0(x):
   half_exp = lax.exp(lax.mul(xl, util.constant_like(xl, 0.5)))
   large = lax.mul(lax.mul(half_exp, lax.div(half_exp, lax.sqrt(lax.mul(
       util.constant_like(xl, 2 * math.pi), xl)))), series)
-  return lax.convert_element_type(lax.select_n(small, large, total), dt)
+  # (jax's i0 keeps the weak type of its operand)
+  return lax.convert_element_type(lax.select_n(small, large, total), dt, aval_of(x).weak_type)

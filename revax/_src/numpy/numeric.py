@@ -252,7 +252,10 @@ def gradient(f, *varargs, axis=None, edge_order=None):
   if edge_order is not None:
     raise NotImplementedError("The 'edge_order' argument to jnp.gradient is not supported.")
   util.check_arraylike("gradient", f)
-  (f,) = util.promote_args_inexact("gradient", f)
+  # promoted with the spacings, as jax's (a float32 spacing makes a float16 f float32)
+  util.check_arraylike("gradient", *varargs)
+  f, *promoted = util.promote_dtypes_inexact(f, *varargs)
+  varargs = tuple(promoted)
   nd = aval_of(f).ndim
   axes = util.canonicalize_axes(axis, nd)
   single = axis is not None and not isinstance(axis, (tuple, list))
@@ -305,7 +308,8 @@ def _gradient_axis(f, ax, h, n):
                             lax.mul(lax.sub(lax.mul(h2, h2), lax.mul(h1, h1)), f0)),
                     lax.mul(lax.mul(h1, h2), lax.add(h1, h2)))
     return concatenate([first, inner, last], ax)
-  h = lax.convert_element_type(util.as_array(h), fd)
+  h = util.as_array(h)
+  h = lax.convert_element_type(h, fd, aval_of(h).weak_type)  # (the default 1.0 is weak)
   first = lax.div(lax.sub(_slice_axis(f, 1, 2, ax), _slice_axis(f, 0, 1, ax)), h)
   last = lax.div(lax.sub(_slice_axis(f, n - 1, n, ax), _slice_axis(f, n - 2, n - 1, ax)), h)
   if n == 2:
@@ -349,8 +353,8 @@ def unwrap(p, discont=None, axis: int = -1, period=2 * np.pi):
   if dtypes.is_complex(aval_of(p).dtype):
     raise ValueError("jnp.unwrap does not support complex inputs.")
   nd = aval_of(p).ndim
+  n = _shape(p)[axis]  # (an axis out of range, or a 0-d p: IndexError, as jax's)
   axis = util.canonicalize_axis(axis, nd)
-  n = _shape(p)[axis]
   if n < 2:
     return p
   period = lax.convert_element_type(util.as_array(period), aval_of(p).dtype)

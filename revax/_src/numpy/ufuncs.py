@@ -425,8 +425,11 @@ around = _public(lambda x, decimals=0, out=None: round(x, decimals, out), "aroun
 
 
 def rint(x, /):
-  """Round to the nearest integer value, ties to even, in floating point."""
-  (x,) = promote_args_inexact("rint", x)
+  """Round to the nearest integer value, ties to even, in floating point (integers and bools
+  are converted to the default float type, strongly typed, as jax's)."""
+  util.check_arraylike("rint", x)
+  if _exact(x):
+    return lax.convert_element_type(x, dtypes.default_float_dtype())
   return _round_half_even(x)
 
 
@@ -474,15 +477,28 @@ def atan2(x1, x2, /):
   return arctan2(*promote_args("atan2", x1, x2))
 
 
-def _log_base(name, base):
-  def fun(x, /):
-    (x,) = promote_args_inexact(name, x)
-    return lax.div(lax.log(x), lax.log(constant_like(x, base)))
-  return _public(fun, name, f"Elementwise base-{base} logarithm.")
+def log2(x, /):
+  """Elementwise base-2 logarithm: log(x) / log(2), as jax's (a strong result: its log(2) is a
+  strong constant; complex values part by part)."""
+  (x,) = promote_args_inexact("log2", x)
+  if _is_complex(x):
+    r = lax.log(x)
+    re, im = lax.real(r), lax.imag(r)
+    ln2 = lax.log(util.strong_constant_like(re, 2))
+    return lax.complex(lax.div(re, ln2), lax.div(im, ln2))
+  return lax.div(lax.log(x), lax.log(util.strong_constant_like(x, 2)))
 
 
-log2 = _log_base("log2", 2)
-log10 = _log_base("log10", 10)
+def log10(x, /):
+  """Elementwise base-10 logarithm: log(x) * (1 / log(10)), as jax's (a strong result;
+  complex values part by part)."""
+  (x,) = promote_args_inexact("log10", x)
+  real_dtype = np.array(0, _dtype(x)).real.dtype
+  inv_ln10 = util.scalar_constant(0.4342944819032518, real_dtype)  # (exact 1 / log(10))
+  if _is_complex(x):
+    r = lax.log(x)
+    return lax.complex(lax.mul(lax.real(r), inv_ln10), lax.mul(lax.imag(r), inv_ln10))
+  return lax.mul(lax.log(x), inv_ln10)
 
 
 def logaddexp(x1, x2, /):
@@ -562,13 +578,13 @@ def logaddexp2(x1, x2, /):
 def deg2rad(x, /):
   """Degrees to radians."""
   (x,) = promote_args_inexact("deg2rad", x)
-  return lax.mul(x, constant_like(x, np.pi / 180))
+  return lax.mul(x, lax_const(x, np.pi / 180))
 
 
 def rad2deg(x, /):
   """Radians to degrees."""
   (x,) = promote_args_inexact("rad2deg", x)
-  return lax.mul(x, constant_like(x, 180 / np.pi))
+  return lax.mul(x, lax_const(x, 180 / np.pi))
 
 
 radians, degrees = deg2rad, rad2deg
@@ -577,10 +593,10 @@ radians, degrees = deg2rad, rad2deg
 def sinc(x, /):
   """sin(pi x) / (pi x), with sinc(0) = 1."""
   (x,) = promote_args_inexact("sinc", x)
-  (xb,) = util.broadcast_arrays_of(x)
-  is_zero = lax.eq(xb, constant_like(xb, 0))
-  safe = lax.mul(constant_like(xb, np.pi), lax.select_n(is_zero, xb, _full_like(xb, 1)))
-  return lax.select_n(is_zero, lax.div(lax.sin(safe), safe), _full_like(xb, 1))
+  # jax's constants decide the weak type (strong unless x is a weak scalar)
+  is_zero = lax.eq(x, lax_const(x, 0))
+  safe = lax.mul(lax_const(x, np.pi), _where(is_zero, lax_const(x, 1), x))
+  return _where(is_zero, lax_const(x, 1), lax.div(lax.sin(safe), safe))
 
 
 # --- complex parts -------------------------------------------------------------------------------
@@ -607,9 +623,13 @@ conj = _public(lambda x, /: conjugate(x), "conj", "The complex conjugate (conjug
 
 def angle(z, deg: bool = False):
   """The argument of complex values (0 or pi for real ones), in radians unless `deg`."""
-  (z,) = promote_args_inexact("angle", z)
-  re = lax.real(z) if _is_complex(z) else z
-  im = lax.imag(z) if _is_complex(z) else _full_like(z, 0)
+  util.check_arraylike("angle", z)
+  re, im = real(z), imag(z)
+  aval = aval_of(re)
+  if not dtypes.is_inexact(aval.dtype) or (not _is_complex(z) and not aval.shape):
+    # (as jax's: converted to the default float type, strongly typed -- 0-d floats too)
+    re = lax.convert_element_type(re, dtypes.default_float_dtype())
+    im = lax.convert_element_type(im, dtypes.default_float_dtype())
   out = lax.atan2(im, re)
   return rad2deg(out) if deg else out
 
@@ -719,33 +739,33 @@ def isinf(x, /):
     return util.full_of(aval_of(x).shape, False, dtypes.bool_)
   if _is_complex(x):
     return lax.bitwise_or(isinf(lax.real(x)), isinf(lax.imag(x)))
-  return lax.eq(lax.abs(x), constant_like(x, np.inf))
+  # (jax compares with a strong constant: a strong result, weak operand or not)
+  return lax.eq(lax.abs(x), util.strong_constant_like(x, np.inf))
 
 
 def isnan(x, /):
   """Elementwise test for NaN."""
   util.check_arraylike("isnan", x)
-  if _exact(x):
-    return util.full_of(aval_of(x).shape, False, dtypes.bool_)
-  return lax.ne(x, x)
+  return lax.ne(x, x)  # (for every dtype, as jax's: the weak type of x is kept)
 
 
 def isposinf(x, /):
   """Elementwise test for +inf."""
-  util.check_arraylike("isposinf", x)
-  _refuse_complex("isposinf", x)
+  return _isposneginf("isposinf", x, np.inf)
+
+
+def _isposneginf(name, x, infinity):
+  util.check_arraylike(name, x)
+  if _is_complex(x):
+    raise ValueError("isposinf/isneginf are not well defined for complex types")
   if _exact(x):
     return util.full_of(aval_of(x).shape, False, dtypes.bool_)
-  return lax.eq(x, constant_like(x, np.inf))
+  return lax.eq(x, util.strong_constant_like(x, infinity))  # (strong, as jax's)
 
 
 def isneginf(x, /):
   """Elementwise test for -inf."""
-  util.check_arraylike("isneginf", x)
-  _refuse_complex("isneginf", x)
-  if _exact(x):
-    return util.full_of(aval_of(x).shape, False, dtypes.bool_)
-  return lax.eq(x, constant_like(x, -np.inf))
+  return _isposneginf("isneginf", x, -np.inf)
 
 
 _INT_OF_WIDTH = {2: dtypes.int16, 4: dtypes.int32, 8: dtypes.int64}
@@ -754,11 +774,12 @@ _INT_OF_WIDTH = {2: dtypes.int16, 4: dtypes.int32, 8: dtypes.int64}
 def signbit(x, /):
   """Elementwise test of the sign bit (true for -0.0 and negative NaNs too)."""
   (x,) = promote_args("signbit", x)
-  _refuse_complex("signbit", x)
+  if _is_complex(x):
+    raise ValueError(f"jax.numpy.signbit is not well defined for {_dtype(x)}")
   if _is_bool(x) or _is_unsigned(x):
     return util.full_of(aval_of(x).shape, False, dtypes.bool_)
   if _is_int(x):
-    return lax.lt(x, constant_like(x, 0))
+    return lax.lt(x, util.strong_constant_like(x, 0))  # (strong, as jax's)
   dt = _dtype(x)
   if dtypes.finfo(dt).bits not in (16, 32, 64):
     raise NotImplementedError("jax.numpy.signbit only supports 16, 32, and 64-bit types.")

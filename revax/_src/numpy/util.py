@@ -138,6 +138,12 @@ def promote_args_inexact(fun_name: str, *args):
   args = converted_pytrees(args)
   check_arraylike(fun_name, *args)
   check_rank_promotion(fun_name, *args)
+  return promote_dtypes_inexact(*args)
+
+
+def promote_dtypes_inexact(*args):
+  """The operands converted to the floating (or complex) type of their promoted dtype (no checks
+  of their kinds or ranks: `promote_args_inexact` makes those)."""
   if not args:
     return []
   avals = [aval_of(a) for a in args]
