@@ -141,6 +141,8 @@ def interp(x, xp, fp, left=None, right=None, period=None):
     raise ValueError("xp and fp must have at least one element")
   x, xp = util.promote_args_inexact("interp", x, xp)
   (fp,) = util.promote_args_inexact("interp", fp)
+  if dtypes.is_complex(aval_of(x).dtype):  # (jax's refusal)
+    raise ValueError("jnp.interp: complex x values not supported.")
   fdt = dtypes.promote_types(aval_of(x).dtype, aval_of(fp).dtype)
   fp = lax.convert_element_type(fp, fdt)
   if period is not None:
@@ -496,19 +498,23 @@ def _set_along(x, i, value, axis):
 
 # --- array-API products --------------------------------------------------------------------------
 def matvec(x1, x2, /):
-  """Batched matrix-vector product: (..., m, n) x (..., n) -> (..., m)."""
+  """Batched matrix-vector product: (..., m, n) x (..., n) -> (..., m), as jax's: matmul
+  vectorized over the signature (n,m),(m)->(n) (a 1-d x1 is a ValueError)."""
   from revax._src.numpy.contractions import matmul
+  from revax._src.numpy.functional import vectorize
   util.check_arraylike("matvec", x1, x2)
-  return matmul(x1, lax.expand_dims(util.as_array(x2), (aval_of(x2).ndim,)))[..., 0]
+  return vectorize(matmul, signature="(n,m),(m)->(n)")(x1, x2)
 
 
 def vecmat(x1, x2, /):
   """Batched vector-matrix product with the vector conjugated: (..., n) x (..., n, m) ->
   (..., m)."""
   from revax._src.numpy.contractions import matmul
+  from revax._src.numpy.functional import vectorize
   from revax._src.numpy.ufuncs import conj
   util.check_arraylike("vecmat", x1, x2)
-  return matmul(lax.expand_dims(conj(x1), (aval_of(x1).ndim - 1,)), x2)[..., 0, :]
+  # (as jax's: matmul vectorized over (n),(n,m)->(m); a 1-d x2 is a ValueError)
+  return vectorize(matmul, signature="(n),(n,m)->(m)")(conj(x1), x2)
 
 
 def vecdot(x1, x2, /, *, axis: int = -1, precision=None, preferred_element_type=None):
