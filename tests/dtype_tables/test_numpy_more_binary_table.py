@@ -6,9 +6,11 @@ own, or reduces), the exceptions where jax refuses, and the values.
 
 Functions whose result shape depends on the values (intersect1d without `size`) and `choose`
 (whose index check needs concrete values) are compared eagerly only, by type: jax refuses them
-under eval_shape and under the jit that computes the tables' values. Not here, with the reason: `piecewise` (jax's lax.switch refuses branches of
-different types where revax's is lenient) and `digitize` of complex bins (jax sorts complex
-values lexicographically; revax refuses them) -- differences left for later.
+under eval_shape and under the jit that computes the tables' values.
+
+Not here, with the reason: `piecewise` (jax's lax.switch refuses branches of different types
+where revax's is lenient) and `digitize` of complex bins (jax sorts complex values
+lexicographically; revax refuses them) -- differences left for later.
 """
 import pytest
 

@@ -132,7 +132,8 @@ def _quantile(fun_name, a, q, axis, method, keepdims, ignore_nan, weights=None):
     result = lax.reshape(result, (nq,) + keep_shape)
   if aval_of(q).ndim == 0:
     result = lax.reshape(result, aval_of(result).shape[1:])
-  return result
+  # (jax's quantiles are strongly typed whatever the weak types of a and q)
+  return lax.convert_element_type(result, aval_of(result).dtype, False)
 
 
 def _no_out(fun_name, out, overwrite_input):
