@@ -75,39 +75,12 @@ TABLES = (
 )
 CORE_TABLES = [t for t in TABLES if t.name.split()[0] in CORE]
 
-# Tables where revax.numpy still differs from jax (numbers of differing cases measured with
-# `python -m tests.dtype_tables.report tests.dtype_tables.test_numpy_promotion_table -v`).
-# Most are weak types: jax's implementations build their constants with `_lax_const` (a strong
-# NumPy constant), so an operation of a weak operand with one is strong, where revax's
-# `constant_like` keeps the operand's weak type; making it strong everywhere fixes hypot,
-# logaddexp2 and the logical functions but breaks floor_divide and divmod, so it needs a
-# function-by-function pass.
-_STILL_DIFFERENT = {
-  "power": "0 ** complex is NaN in jax (revax 0); weak type of bool ** weak int",
-  "pow": "as power; weak float ** int8 is strong in jax",
-  "float_power": "0 ** complex is NaN in jax",
-  "hypot": "weak types (strong constants in jax's implementation)",
-  "logaddexp": "jax takes complex operands (revax refuses them)",
-  "logaddexp2": "jax takes complex operands; weak types",
-  "ldexp": "jax takes bool exponents and refuses some float ones differently",
-  "heaviside": "weak types",
-  "logical_and": "weak types: jax's comparisons with a strong zero give strong bools",
-  "logical_or": "weak types, as logical_and",
-  "logical_xor": "weak types, as logical_and",
-  "gcd": "weak types of a bool with a Python int",
-  "lcm": "weak types of a bool with a Python int",
-  "isclose": "weak types",
-  "dot": "jax refuses int8 . Python int (preferred_element_type narrower than int32)",
-  "concatenate": "exception type for a 0-d operand (jax TypeError, revax ValueError)",
-  "full_like": "weak types of a weak array filled with a strong value",
-  "array([x, y])": "exception type for ragged nesting (jax TypeError, revax ValueError)",
-}
-
-
+# (Every table agrees with jax now: the 18 that differed -- weak types where jax's own constants
+# are strong, complex operands of logaddexp/logaddexp2, bool exponents of ldexp, 0 ** complex,
+# integer operands wider than a contraction's result, exception types of concatenate and of
+# ragged nestings of Arrays -- were fixed in revax, issue 33.)
 def _params(tables_):
-  return [pytest.param(t, id=t.name, marks=pytest.mark.xfail(
-      strict=True, reason=_STILL_DIFFERENT[t.name])) if t.name in _STILL_DIFFERENT
-          else pytest.param(t, id=t.name) for t in tables_]
+  return [pytest.param(t, id=t.name) for t in tables_]
 
 
 @pytest.mark.parametrize("table", _params(CORE_TABLES))

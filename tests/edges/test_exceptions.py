@@ -186,16 +186,10 @@ def _differences(keys):
   return found
 
 
-# Where revax keeps its own exception type on purpose: jax's comes from an incidental failure
-# inside its implementation, not from a check a program could rely on.
-KNOWN = {
-    "numpy.packbits [axis 1.0]": "jax fails indexing with the float axis (IndexError); revax "
-                                 "checks axis arguments as everywhere else (TypeError)",
-    "numpy.named [moveaxis repeated]": "jax fails in its transpose (TypeError); revax raises "
-                                       "NumPy's ValueError for the repeated axis",
-    "numpy.named [unravel_index float]": "jax truncates float indices; revax refuses them as "
-                                         "NumPy does (TypeError)",
-}
+# Where revax keeps its own exception type on purpose (none now: packbits' float axis is
+# swapaxes' IndexError, moveaxis' repeated axis lax.transpose's TypeError and unravel_index takes
+# float indices, as in jax).
+KNOWN = {}
 
 KEYS = sorted({_key(*c[:3]) for c in CASES})
 SHARDS = 4

@@ -5,6 +5,8 @@ import pytest
 
 import revax
 import revax.numpy as rnp
+import jax
+
 from tests.numpy.helpers import BF16, assert_close, jnp, revax_result
 
 
@@ -94,8 +96,16 @@ def test_array_errors():
     rnp.array([{}])
   with pytest.raises(ValueError):
     rnp.array([[1, 2], [3]])
-  with pytest.raises(ValueError, match="ragged"):
+  # a ragged nesting of Arrays: jax's array() stacks them with lax.concatenate (TypeError)
+  msg = r"different numbers of dimensions: got \(1,\), \(1, 2\)"
+  with pytest.raises(TypeError, match=msg):
     revax.jit(lambda a: rnp.array([a, [a, a]]))(np.float32(1))
+  with pytest.raises(TypeError, match=msg):
+    jax.jit(lambda a: jnp.array([a, [a, a]]))(np.float32(1))
+  with pytest.raises(TypeError, match="differ in dimensions other than"):
+    rnp.array([rnp.ones(2), [1, 2, 3]])
+  with pytest.raises(TypeError, match="differ in dimensions other than"):
+    jnp.array([jnp.ones(2), [1, 2, 3]])
   with pytest.raises(NotImplementedError, match="only C"):
     rnp.array([1], order="F")
 

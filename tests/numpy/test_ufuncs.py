@@ -87,10 +87,11 @@ def _reference(np_fn, args, out_dtype, native):
     return np.asarray(np_fn(*wide))
 
 
-# where revax refuses what JAX computes (NumPy refuses these too)
-REFUSED = {("logaddexp", "c"): "complex logaddexp is outside NumPy's definition"}
-# NumPy has no complex arctan2; jax's (lax.atan2's complex angle) is the reference
-JAX_ONLY = {("arctan2", "c")}
+# where revax refuses what JAX computes (none now: complex logaddexp is computed as jax's)
+REFUSED = {}
+# NumPy has no complex arctan2 or logaddexp: jax's (lax.atan2's complex angle, logaddexp's
+# imaginary part wrapped into [-pi, pi]) is the reference
+JAX_ONLY = {("arctan2", "c"), ("logaddexp", "c")}
 
 
 def _bool_weak_free(types):

@@ -303,6 +303,11 @@ def _pow_numpy(x, y):
     x, y = np.broadcast_arrays(x, y)
     return np.power(x, np.full(x.shape, y.reshape(-1)[0])) if x.size > 1 else \
         np.power(x.reshape(1), np.full((2,), y.reshape(-1)[0]))[0].reshape(x.shape)
+  if x.dtype.kind == "c":
+    # XLA's complex power is NaN at a zero base with a non-real exponent (NumPy gives 0 where
+    # the exponent's real part is positive)
+    return np.where((x == 0) & (y.imag != 0), np.array(complex(np.nan, np.nan), x.dtype),
+                    np.power(x, y))
   return np.power(x, y)
 
 

@@ -26,20 +26,52 @@ def _shape(x):
   return aval_of(x).shape
 
 
-def _promote(fun_name, *args):
+def _promote(fun_name, *args, preferred=None, scalars=True):
   """The operands in their common dtype, as jax.numpy's contractions take them: an operand that
   already has that dtype is passed on as it is, weak or not (dot_general's result is weak only
   when both operands are), so the gradient of a weakly typed operand is strong, as in JAX.
   Converting it to a strong type first would make its cotangent weak through the conversion's
   transpose. Objects with a `__jax_array__` method are converted through it when they are
   pytrees (JAX's contractions are jitted: jit passes a pytree's leaves and abstractifies any
-  other object, which raises ValueError for one with `__jax_array__`)."""
+  other object, which raises ValueError for one with `__jax_array__`). Integer operands wider
+  than the result type (`preferred`, or the promoted type) are refused as jax's dot_general
+  refuses them (`scalars`: whether the function contracts 0-d operands with dot_general too)."""
   util.check_arraylike(fun_name, *args)
   args = util.converted_pytrees(args)
   avals = [aval_of(a) for a in args]
   dtype, weak = dtypes.promote_types_weak(*((a.dtype, a.weak_type) for a in avals))
+  if len(avals) > 1 and (scalars or all(a.shape for a in avals)):
+    # (matmul refuses scalars and inner multiplies them: only their dot_general checks widths)
+    check_integer_widths([a.dtype for a in avals],
+                         dtype if preferred is None else dtypes.canonicalize_dtype(preferred))
   return [x if a.dtype == dtype else lax.convert_element_type(x, dtype, weak)
           for x, a in zip(args, avals, strict=True)]
+
+
+def check_integer_widths(operand_dtypes, result_dtype) -> None:
+  """The TypeError jax's contractions raise where the result type is narrower than one of the
+  integer operands' own types: jax.numpy passes its operands unpromoted to dot_general with the
+  promoted type (or the one asked for) as `preferred_element_type`, and dot_general refuses one
+  narrower than its integer operands' (`int8_array @ weak_int32_array`, whose promoted type is
+  int8).
+
+  Args:
+    operand_dtypes: the operands' dtypes, before promotion.
+    result_dtype: their promoted dtype, or the `preferred_element_type` asked for.
+
+  Example:
+    >>> from revax._src.numpy.contractions import check_integer_widths
+    >>> check_integer_widths([np.dtype("int8"), np.dtype("int32")], np.dtype("int8"))
+    Traceback (most recent call last):
+    TypeError: `preferred_element_type` must not be narrower than the original type, ...
+  """
+  if any(dtypes.is_inexact(d) for d in operand_dtypes):
+    return  # (dot_general's type is then floating: no width check)
+  ints = [d for d in operand_dtypes if dtypes.is_integer(d)]
+  widest = max(ints, key=lambda d: (d.itemsize, dtypes.is_signed_integer(d)), default=None)
+  if widest is not None and widest.itemsize > np.dtype(result_dtype).itemsize:
+    raise TypeError("`preferred_element_type` must not be narrower than the original type, got "
+                    f"preferred_element_type of {result_dtype} for result type of {widest}.")
 
 
 def _dot(a, b, contract, batch, precision, preferred_element_type, out_sharding=None,
@@ -87,7 +119,7 @@ def matmul(a, b, *, precision=None, preferred_element_type=None, out_sharding=No
     >>> jnp.matmul(jnp.ones((4, 2, 3)), jnp.ones((3, 5))).shape  # batch dims broadcast
     (4, 2, 5)
   """
-  a, b = _promote("matmul", a, b)
+  a, b = _promote("matmul", a, b, preferred=preferred_element_type, scalars=False)
   sa, sb = _shape(a), _shape(b)
   if not sa or not sb:
     raise ValueError(f"matmul: inputs must be at least 1-dimensional, got shapes {sa} and {sb}")
@@ -143,7 +175,7 @@ def dot(a, b, *, precision=None, preferred_element_type=None, out_sharding=None)
     >>> jnp.dot(jnp.array([[1., 2.], [3., 4.]]), jnp.array([1., 1.]))
     Array([3., 7.], dtype=float32)
   """
-  a, b = _promote("dot", a, b)
+  a, b = _promote("dot", a, b, preferred=preferred_element_type)
   sa, sb = _shape(a), _shape(b)
   if not sa or not sb:
     return placed(lax.mul(a, b), out_sharding)
@@ -157,7 +189,7 @@ def dot(a, b, *, precision=None, preferred_element_type=None, out_sharding=None)
 
 def inner(a, b, *, precision=None, preferred_element_type=None):
   """Sum of products over the last axes of `a` and `b`."""
-  a, b = _promote("inner", a, b)
+  a, b = _promote("inner", a, b, preferred=preferred_element_type, scalars=False)
   sa, sb = _shape(a), _shape(b)
   if not sa or not sb:
     return lax.mul(a, b)
@@ -171,7 +203,7 @@ def vdot(a, b, *, precision=None, preferred_element_type=None):
   """Inner product of the flattened arrays, conjugating `a` first."""
   from revax._src.numpy.shape_ops import ravel
   from revax._src.numpy.ufuncs import conjugate
-  a, b = _promote("vdot", a, b)
+  a, b = _promote("vdot", a, b, preferred=preferred_element_type)
   a, b = ravel(conjugate(a)), ravel(b)
   if _shape(a) != _shape(b):
     raise TypeError(f"vdot: operands must have the same size, got {_shape(a)} and {_shape(b)}")
@@ -194,7 +226,7 @@ def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None, out_
     >>> jnp.tensordot(jnp.ones((2, 3, 4)), jnp.ones((3, 4, 5)), 2).shape
     (2, 5)
   """
-  a, b = _promote("tensordot", a, b)
+  a, b = _promote("tensordot", a, b, preferred=preferred_element_type)
   na, nb = len(_shape(a)), len(_shape(b))
   if isinstance(axes, (list, tuple)) and len(axes) == 2:
     ax_a, ax_b = axes
@@ -311,7 +343,8 @@ def einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
   if out is not None:
     raise NotImplementedError("The 'out' argument to revax.numpy.einsum is not supported.")
   arrays, input_names, output, contractions = _einsum_parse((subscripts, *operands), optimize)
-  arrays = _promote("einsum", *arrays) if len(arrays) > 1 else arrays
+  arrays = (_promote("einsum", *arrays, preferred=preferred_element_type)
+            if len(arrays) > 1 else arrays)
   if preferred_element_type is None:
     pref, out_weak = util.result_type_of(*arrays)
   else:

@@ -74,6 +74,38 @@ def _host_value_of(x):
   return x._value() if type(x) is Array else x
 
 
+_STACKED_AT_ONCE = 16  # jax's array() concatenates at most this many elements in one step
+
+
+def _check_nested_shapes(obj) -> tuple:
+  """The shape jax's `array` gives a nested sequence holding Arrays, raising what it raises: a
+  sub-sequence without Arrays goes through NumPy (ValueError where it is ragged); one with Arrays
+  stacks its elements, each given a leading axis, with lax.concatenate 16 at a time (TypeError
+  where their ranks or other dimensions differ)."""
+  if not isinstance(obj, (list, tuple)):
+    return tuple(aval_of(obj).shape) if isinstance(obj, (Array, Tracer)) else np.shape(obj)
+  if not any(isinstance(x, (Array, Tracer)) for x in _leaves(obj, [])):
+    return np.shape(np.asarray(_map_nested(_host_value_of, obj)))
+  shapes = [(1,) + _check_nested_shapes(o) for o in obj]
+  while len(shapes) > _STACKED_AT_ONCE:
+    shapes = [_concatenated_shape(shapes[i:i + _STACKED_AT_ONCE])
+              for i in range(0, len(shapes), _STACKED_AT_ONCE)]
+  return _concatenated_shape(shapes)
+
+
+def _concatenated_shape(shapes):
+  """lax.concatenate's shape along axis 0 for operands of `shapes`, or its TypeError."""
+  shown = ", ".join(map(str, shapes))
+  if len({len(s) for s in shapes}) != 1:
+    raise TypeError(f"Cannot concatenate arrays with different numbers of dimensions: got "
+                    f"{shown}.")
+  if len({s[1:] for s in shapes}) != 1:
+    raise TypeError("Cannot concatenate arrays with shapes that differ in dimensions other than "
+                    f"the one being concatenated: concatenating along dimension 0 for shapes "
+                    f"{shown}.")
+  return (sum(s[0] for s in shapes),) + shapes[0][1:]
+
+
 def array(object, dtype=None, copy: bool = True, order=None, ndmin: int = 0, *,  # noqa: A002
           device=None, out_sharding=None):
   """An array from `object`: an array, a NumPy array or scalar, a Python scalar, or nested
@@ -176,6 +208,8 @@ def _array_from_sequence(obj, dtype):
   if dtype is None:
     dtype = (dtypes.promote_types_weak(*((a.dtype, a.weak_type) for a in map(aval_of, leaves)))[0]
              if leaves else dtypes.default_float_dtype())
+  if any(isinstance(x, (Array, Tracer)) for x in leaves):
+    _check_nested_shapes(obj)  # (jax's errors for ragged nestings of Arrays)
   if _has_traced_leaf(leaves):
     return _stack_nested(obj, dtype)
   value = np.array(_map_nested(_host_value_of, obj), dtype=dtype)
@@ -302,11 +336,15 @@ def empty_like(a, dtype=None, shape=None, *, device=None):
 @tree_util.accepts_array_leaves()
 def full_like(a, fill_value, dtype=None, shape=None, *, device=None, out_sharding=None):
   """`fill_value` broadcast to the shape of `a`, in the dtype of `a` unless `dtype` is given,
-  placed as `device` or `out_sharding` says (None: as `zeros_like`)."""
+  placed as `device` or `out_sharding` says (None: as `zeros_like`). As jax's, a fill value
+  that is not a scalar makes a strongly typed result, placed only where `device` says."""
   shape, dt, weak = _like("full_like", a, dtype, shape)
   util.check_arraylike("full_like", fill_value)
-  device = _like_device(a, shape, weak, device, out_sharding)
   fill = asarray(fill_value)
+  if aval_of(fill).shape:
+    weak = False
+  else:
+    device = _like_device(a, shape, weak, device, out_sharding)
   fill = lax.convert_element_type(fill, dt, weak)
   return _placed(util.broadcast_to(fill, shape), device, out_sharding)
 

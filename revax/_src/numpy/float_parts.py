@@ -1,5 +1,5 @@
 """Elementwise functions on the parts and neighbourhood of floating-point numbers: frexp, ldexp,
-modf, spacing, nan_to_num, logaddexp2 and the modified Bessel function i0.
+modf, spacing, nan_to_num and the modified Bessel function i0.
 """
 from __future__ import annotations
 
@@ -50,14 +50,16 @@ def frexp(x, /):
 
 
 def ldexp(x1, x2, /):
-  """x1 * 2**x2 elementwise (`x2` integer), without overflowing the power of two on its own."""
+  """x1 * 2**x2 elementwise (`x2` integer or bool), without overflowing the power of two on its
+  own. As jax's, a complex `x1` or a floating `x2` is a ValueError."""
   from revax._src.numpy.ufuncs import exp2
   util.check_arraylike("ldexp", x1, x2)
-  if not dtypes.is_integer(aval_of(x2).dtype):
-    raise ValueError(f"ldexp requires integer exponents, got {aval_of(x2).dtype}")
+  x1_dtype, x2_dtype = aval_of(x1).dtype, aval_of(x2).dtype
+  if dtypes.is_complex(x1_dtype) or dtypes.is_inexact(x2_dtype):
+    raise ValueError(f"ldexp not supported for input types {(x1_dtype, x2_dtype)}")
+  if dtypes.is_bool(x2_dtype):
+    x2 = lax.convert_element_type(x2, dtypes.default_int_dtype())
   (x1,) = util.promote_args_inexact("ldexp", x1)
-  if dtypes.is_complex(aval_of(x1).dtype):
-    raise TypeError("ldexp does not support complex-valued inputs")
   x1, x2 = util.broadcast_arrays_of(util.as_array(x1), util.as_array(x2))
   half = lax.div(x2, util.constant_like(x2, 2))
   rest = lax.sub(x2, half)
@@ -77,14 +79,24 @@ def modf(x, /, out=None):
 
 
 def spacing(x, /):
-  """The distance from x to the next representable number away from zero."""
-  from revax._src.numpy.ufuncs import copysign, nextafter
+  """The distance from x to the next representable number away from zero, computed as jax's
+  (float16 towards +inf; a zero distance is the smallest subnormal with x's sign; jax's
+  infinity constant makes the result strong unless x is a weak scalar)."""
+  from revax._src.numpy.ufuncs import copysign
   util.check_arraylike("spacing", x)
   (x,) = util.promote_args_inexact("spacing", x)
-  if dtypes.is_complex(aval_of(x).dtype):
-    raise ValueError("spacing is not defined for complex inputs.")
-  inf = lax.full_like(x, np.inf)
-  return lax.sub(nextafter(x, copysign(inf, x)), x)
+  dt = aval_of(x).dtype
+  if dtypes.is_complex(dt):
+    raise ValueError("jnp.spacing is not defined for complex inputs.")
+  inf = util.lax_const(x, np.inf)
+  if dt == dtypes.float16:
+    return lax.sub(lax.nextafter(*util.promote_dtypes(x, inf)), x)
+  result = lax.sub(lax.nextafter(*util.promote_dtypes(x, copysign(inf, x))), x)
+  # (finfo's smallest_subnormal is a NumPy scalar in jax: strongly typed)
+  tiny = copysign(util.scalar_constant(dtypes.finfo(dt).smallest_subnormal, dt), x)
+  result, tiny = util.promote_dtypes(result, tiny)
+  result, tiny = util.broadcast_arrays_of(result, tiny)
+  return lax.select_n(lax.eq(result, util.lax_const(result, 0)), result, tiny)
 
 
 def nan_to_num(x, copy: bool = True, nan=0.0, posinf=None, neginf=None):
@@ -102,18 +114,10 @@ def nan_to_num(x, copy: bool = True, nan=0.0, posinf=None, neginf=None):
   info = dtypes.finfo(dt)  # (bfloat16 and the float8 types too)
   posinf = info.max if posinf is None else posinf
   neginf = info.min if neginf is None else neginf
-  out = lax.select_n(lax.ne(x, x), x, lax.full_like(x, nan))
-  out = lax.select_n(lax.eq(x, lax.full_like(x, np.inf)), out, lax.full_like(x, posinf))
-  return lax.select_n(lax.eq(x, lax.full_like(x, -np.inf)), out, lax.full_like(x, neginf))
-
-
-def logaddexp2(x1, x2, /):
-  """log2(2**x1 + 2**x2), computed without overflow."""
-  from revax._src.numpy.ufuncs import logaddexp
-  util.check_arraylike("logaddexp2", x1, x2)
-  x1, x2 = util.promote_args_inexact("logaddexp2", x1, x2)
-  ln2 = util.constant_like(x1, math.log(2))
-  return lax.div(logaddexp(lax.mul(x1, ln2), lax.mul(x2, ln2)), ln2)
+  # the replacements are strongly typed values of x's dtype, as jax's: a strong result
+  out = lax.select_n(lax.ne(x, x), x, lax.full_like(x, nan, dt))
+  out = lax.select_n(lax.eq(x, lax.full_like(x, np.inf)), out, lax.full_like(x, posinf, dt))
+  return lax.select_n(lax.eq(x, lax.full_like(x, -np.inf)), out, lax.full_like(x, neginf, dt))
 
 
 _I0_SERIES_TERMS = 40
@@ -153,4 +157,5 @@ def i0(x):
   half_exp = lax.exp(lax.mul(xl, util.constant_like(xl, 0.5)))
   large = lax.mul(lax.mul(half_exp, lax.div(half_exp, lax.sqrt(lax.mul(
       util.constant_like(xl, 2 * math.pi), xl)))), series)
-  return lax.convert_element_type(lax.select_n(small, large, total), dt)
+  # (jax's i0 keeps the weak type of its operand)
+  return lax.convert_element_type(lax.select_n(small, large, total), dt, aval_of(x).weak_type)

@@ -22,29 +22,40 @@ index_exp = np.index_exp
 
 
 def unravel_index(indices, shape):
-  """The coordinates in an array of `shape` of the given flat indices (negative indices count
-  from the end; out-of-bound ones are clipped, as in JAX)."""
-  util.check_arraylike("unravel_index", indices)
-  idx = util.as_array(indices)
-  if not dtypes.is_integer(aval_of(idx).dtype):
-    raise TypeError(f"Only integer indices are allowed, got {aval_of(idx).dtype}")
-  shape = util.canonicalize_shape(shape)
-  if any(d < 0 for d in shape):
-    raise ValueError("unravel_index: shape should be non-negative.")
-  total = int(np.prod(shape, dtype=np.int64))
-  if total == 0:
-    raise ValueError("cannot unravel index into an empty array")
-  dt = aval_of(idx).dtype
-  idx = lax.select_n(lax.lt(idx, util.constant_like(idx, 0)), idx,
-                     lax.add(idx, util.constant_like(idx, total)))
-  idx = lax.clamp(util.constant_like(idx, 0), idx, util.constant_like(idx, total - 1))
-  out = []
-  stride = total
-  for d in shape:
-    stride //= d
-    q = lax.div(idx, util.constant_like(idx, stride)) if stride != 1 else idx
-    out.append(lax.convert_element_type(lax.rem(q, util.constant_like(q, d)), dt))
-  return tuple(out)
+  """The coordinates in an array of `shape` of the given flat indices, computed as jax's: a
+  chain of `divmod`s from the last dimension, then indices past the end clipped to the last
+  position and those before -size to the first (negative ones count from the end). Like jax's it
+  takes any real indices (float ones give float coordinates) and keeps their weak types.
+
+  Args:
+    indices: an integer (or real) scalar or array of flat indices.
+    shape: a scalar or a 1-d sequence of dimension sizes.
+
+  Returns:
+    A tuple of arrays, one per dimension of `shape`, of the shape of `indices`.
+
+  Example:
+    >>> jnp.unravel_index(jnp.array([5, -1, 7]), (2, 3))
+    (Array([1, 1, 1], dtype=int32), Array([2, 2, 2], dtype=int32))
+  """
+  from revax._src.numpy.ufuncs import divmod as divmod_, where
+  (indices,) = util.ensure_arraylike("unravel_index", indices)
+  indices = util.as_array(indices)
+  try:
+    shape = list(shape)
+  except TypeError:
+    shape = [shape]
+  if any(np.ndim(s) != 0 for s in shape):
+    raise ValueError("unravel_index: shape should be a scalar or 1D sequence.")
+  out = [0] * len(shape)
+  for i, s in reversed(list(enumerate(shape))):
+    indices, out[i] = divmod_(indices, s)
+  oob_pos = lax.gt(indices, util.lax_const(indices, 0))
+  if dtypes.is_unsigned_integer(aval_of(indices).dtype):  # (never out of bounds below)
+    oob_neg = util.as_array(False)
+  else:
+    oob_neg = lax.lt(indices, util.lax_const(indices, -1))
+  return tuple(where(oob_pos, s - 1, where(oob_neg, 0, i)) for s, i in zip(shape, out))
 
 
 def ravel_multi_index(multi_index, dims, mode: str = "raise", order: str = "C", *, dtype=None):

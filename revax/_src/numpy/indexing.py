@@ -435,8 +435,10 @@ def _get(x, idx, mode=None, fill_value=None):
     return out
   aval = aval_of(out)
   fill = _default_fill(aval.dtype) if fill_value is None else fill_value
-  fill = util.full_of(aval.shape, fill, aval.dtype) if not isinstance(fill, (Array, Tracer)) \
-      else util.broadcast_to(lax.convert_element_type(fill, aval.dtype), aval.shape)
+  # (jax's gather takes the fill value as a parameter: the result keeps x's weak type)
+  fill = util.full_of(aval.shape, fill, aval.dtype, aval.weak_type) \
+      if not isinstance(fill, (Array, Tracer)) else \
+      util.broadcast_to(lax.convert_element_type(fill, aval.dtype, aval.weak_type), aval.shape)
   if valid is False:
     return fill
   return lax.select_n(util.broadcast_to(valid, aval.shape), fill, out)

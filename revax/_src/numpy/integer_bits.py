@@ -34,6 +34,9 @@ def gcd(x1, x2, /):
   a, b = util.broadcast_arrays_of(lax.abs(util.as_array(x1)) if not dtypes.is_unsigned_integer(
       aval_of(x1).dtype) else util.as_array(x1), lax.abs(util.as_array(x2)) if not
       dtypes.is_unsigned_integer(aval_of(x2).dtype) else util.as_array(x2))
+  if not util.lax_const(b, 0).weak_type:
+    # jax's loop puts its own constants (strong unless b is a weak scalar) into the carry
+    a, b = (lax.convert_element_type(v, aval_of(v).dtype, False) for v in (a, b))
 
   def cond(state):
     _, b = state
@@ -88,7 +91,7 @@ def _bit_weights(bitorder):
 def packbits(a, axis=None, bitorder: str = "big"):
   """The elements of the bool/integer `a` (nonzero = 1) packed 8 to a uint8 along `axis` (the
   flattened array if None), zero-padded to a multiple of 8."""
-  from revax._src.numpy.shape_ops import moveaxis, ravel
+  from revax._src.numpy.shape_ops import ravel, swapaxes
   util.check_arraylike("packbits", a)
   dt = aval_of(a).dtype
   if not (dtypes.is_integer(dt) or dtypes.is_bool(dt)):
@@ -97,9 +100,8 @@ def packbits(a, axis=None, bitorder: str = "big"):
   a = util.as_array(a)
   if axis is None:
     a, axis = ravel(a), 0
-  axis = util.canonicalize_axis(axis, aval_of(a).ndim)
   bits = lax.convert_element_type(lax.ne(a, util.constant_like(a, 0)), dtypes.uint8)
-  bits = moveaxis(bits, axis, -1)
+  bits = swapaxes(bits, axis, -1)  # (as jax's: a bad axis is swapaxes' IndexError)
   shape = aval_of(bits).shape
   n = shape[-1]
   pad = -n % 8
@@ -110,7 +112,7 @@ def packbits(a, axis=None, bitorder: str = "big"):
   w = lax.broadcast_in_dim(util.as_array(_uint8(weights)), aval_of(bits).shape,
                            (len(shape),))
   packed = lax.reduce_sum(lax.mul(bits, w), (len(shape),))
-  return moveaxis(packed, -1, axis)
+  return swapaxes(packed, axis, -1)
 
 
 def _uint8(values):
@@ -121,7 +123,7 @@ def _uint8(values):
 def unpackbits(a, axis=None, count=None, bitorder: str = "big"):
   """The bits of the uint8 array `a` as a uint8 array of 0/1, 8 per element along `axis` (the
   flattened array if None); `count` keeps only that many (negative: drops that many)."""
-  from revax._src.numpy.shape_ops import moveaxis, ravel
+  from revax._src.numpy.shape_ops import ravel, swapaxes
   util.check_arraylike("unpackbits", a)
   if aval_of(a).dtype != dtypes.uint8:
     raise TypeError("Expected an input array of unsigned byte data type")
@@ -129,8 +131,7 @@ def unpackbits(a, axis=None, count=None, bitorder: str = "big"):
   a = util.as_array(a)
   if axis is None:
     a, axis = ravel(a), 0
-  axis = util.canonicalize_axis(axis, aval_of(a).ndim)
-  a = moveaxis(a, axis, -1)
+  a = swapaxes(a, axis, -1)  # (as jax's: a bad axis is swapaxes' IndexError)
   shape = aval_of(a).shape
   nd = len(shape)
   w = lax.broadcast_in_dim(util.as_array(_uint8(weights)), shape + (8,), (nd,))
@@ -147,4 +148,4 @@ def unpackbits(a, axis=None, count=None, bitorder: str = "big"):
     else:
       bits = lax.pad(bits, util.scalar_constant(0, dtypes.uint8),
                      [(0, 0, 0)] * (nd - 1) + [(0, keep - total, 0)])
-  return moveaxis(bits, -1, axis)
+  return swapaxes(bits, axis, -1)

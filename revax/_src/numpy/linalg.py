@@ -951,10 +951,17 @@ def vecdot(x1, x2, /, *, axis: int = -1, precision=None, preferred_element_type=
     Array(11., dtype=float32)
   """
   check_arraylike("vecdot", x1, x2)
-  x1, x2 = promote_dtypes(creation.asarray(x1), creation.asarray(x2))
+  x1, x2 = creation.asarray(x1), creation.asarray(x2)
   if aval_of(x1).shape[axis] != aval_of(x2).shape[axis]:
     raise ValueError(f"axes must match; got shapes {aval_of(x1).shape} and {aval_of(x2).shape} "
                      f"with axis={axis}")
+  # (jax's dot_general takes the operands unpromoted: integers wider than the result refused)
+  avals = (aval_of(x1), aval_of(x2))
+  result = dtypes.promote_types_weak(*((a.dtype, a.weak_type) for a in avals))[0]
+  contractions.check_integer_widths([a.dtype for a in avals],
+                                    result if preferred_element_type is None
+                                    else dtypes.canonicalize_dtype(preferred_element_type))
+  x1, x2 = promote_dtypes(x1, x2)
   a = shape_ops.moveaxis(x1, axis, -1)
   b = shape_ops.moveaxis(x2, axis, -1)
   a = ufuncs.conj(a) if dtypes.is_complex(aval_of(a).dtype) else a

@@ -260,7 +260,6 @@ def vander(x, N=None, increasing: bool = False):
 
 def kron(a, b):
   """The Kronecker product of `a` and `b` (blocks a[i, j] * b)."""
-  from revax._src.numpy.ufuncs import multiply
   util.check_arraylike("kron", a, b)
   a, b = util.promote_dtypes(util.as_array(a), util.as_array(b))
   sa, sb = aval_of(a).shape, aval_of(b).shape
@@ -269,7 +268,8 @@ def kron(a, b):
   a, b = lax.reshape(a, sa), lax.reshape(b, sb)
   a = lax.reshape(a, tuple(d for s in sa for d in (s, 1)))
   b = lax.reshape(b, tuple(d for s in sb for d in (1, s)))
-  return lax.reshape(multiply(a, b), tuple(x * y for x, y in zip(sa, sb, strict=True)))
+  # (lax.mul, as jax's: bool operands are a TypeError)
+  return lax.reshape(lax.mul(a, b), tuple(x * y for x, y in zip(sa, sb, strict=True)))
 
 
 def cross(a, b, axisa: int = -1, axisb: int = -1, axisc: int = -1, axis=None):

@@ -143,6 +143,8 @@ def interp(x, xp, fp, left=None, right=None, period=None):
     raise ValueError("xp and fp must have at least one element")
   x, xp = util.promote_args_inexact("interp", x, xp)
   (fp,) = util.promote_args_inexact("interp", fp)
+  if dtypes.is_complex(aval_of(x).dtype):  # (jax's refusal)
+    raise ValueError("jnp.interp: complex x values not supported.")
   fdt = dtypes.promote_types(aval_of(x).dtype, aval_of(fp).dtype)
   fp = lax.convert_element_type(fp, fdt)
   if period is not None:
@@ -254,7 +256,10 @@ def gradient(f, *varargs, axis=None, edge_order=None):
   if edge_order is not None:
     raise NotImplementedError("The 'edge_order' argument to jnp.gradient is not supported.")
   util.check_arraylike("gradient", f)
-  (f,) = util.promote_args_inexact("gradient", f)
+  # promoted with the spacings, as jax's (a float32 spacing makes a float16 f float32)
+  util.check_arraylike("gradient", *varargs)
+  f, *promoted = util.promote_dtypes_inexact(f, *varargs)
+  varargs = tuple(promoted)
   nd = aval_of(f).ndim
   axes = util.canonicalize_axes(axis, nd)
   single = axis is not None and not isinstance(axis, (tuple, list))
@@ -307,7 +312,8 @@ def _gradient_axis(f, ax, h, n):
                             lax.mul(lax.sub(lax.mul(h2, h2), lax.mul(h1, h1)), f0)),
                     lax.mul(lax.mul(h1, h2), lax.add(h1, h2)))
     return concatenate([first, inner, last], ax)
-  h = lax.convert_element_type(util.as_array(h), fd)
+  h = util.as_array(h)
+  h = lax.convert_element_type(h, fd, aval_of(h).weak_type)  # (the default 1.0 is weak)
   first = lax.div(lax.sub(_slice_axis(f, 1, 2, ax), _slice_axis(f, 0, 1, ax)), h)
   last = lax.div(lax.sub(_slice_axis(f, n - 1, n, ax), _slice_axis(f, n - 2, n - 1, ax)), h)
   if n == 2:
@@ -351,8 +357,8 @@ def unwrap(p, discont=None, axis: int = -1, period=2 * np.pi):
   if dtypes.is_complex(aval_of(p).dtype):
     raise ValueError("jnp.unwrap does not support complex inputs.")
   nd = aval_of(p).ndim
+  n = _shape(p)[axis]  # (an axis out of range, or a 0-d p: IndexError, as jax's)
   axis = util.canonicalize_axis(axis, nd)
-  n = _shape(p)[axis]
   if n < 2:
     return p
   period = lax.convert_element_type(util.as_array(period), aval_of(p).dtype)
@@ -494,19 +500,23 @@ def _set_along(x, i, value, axis):
 
 # --- array-API products --------------------------------------------------------------------------
 def matvec(x1, x2, /):
-  """Batched matrix-vector product: (..., m, n) x (..., n) -> (..., m)."""
+  """Batched matrix-vector product: (..., m, n) x (..., n) -> (..., m), as jax's: matmul
+  vectorized over the signature (n,m),(m)->(n) (a 1-d x1 is a ValueError)."""
   from revax._src.numpy.contractions import matmul
+  from revax._src.numpy.functional import vectorize
   util.check_arraylike("matvec", x1, x2)
-  return matmul(x1, lax.expand_dims(util.as_array(x2), (aval_of(x2).ndim,)))[..., 0]
+  return vectorize(matmul, signature="(n,m),(m)->(n)")(x1, x2)
 
 
 def vecmat(x1, x2, /):
   """Batched vector-matrix product with the vector conjugated: (..., n) x (..., n, m) ->
   (..., m)."""
   from revax._src.numpy.contractions import matmul
+  from revax._src.numpy.functional import vectorize
   from revax._src.numpy.ufuncs import conj
   util.check_arraylike("vecmat", x1, x2)
-  return matmul(lax.expand_dims(conj(x1), (aval_of(x1).ndim - 1,)), x2)[..., 0, :]
+  # (as jax's: matmul vectorized over (n),(n,m)->(m); a 1-d x2 is a ValueError)
+  return vectorize(matmul, signature="(n),(n,m)->(m)")(conj(x1), x2)
 
 
 def vecdot(x1, x2, /, *, axis: int = -1, precision=None, preferred_element_type=None):
@@ -516,8 +526,7 @@ def vecdot(x1, x2, /, *, axis: int = -1, precision=None, preferred_element_type=
   from revax._src.numpy.ufuncs import conj
   util.check_arraylike("vecdot", x1, x2)
   x1, x2 = util.as_array(x1), util.as_array(x2)
-  n1, n2 = aval_of(x1).ndim, aval_of(x2).ndim
-  if _shape(x1)[util.canonicalize_axis(axis, n1)] != _shape(x2)[util.canonicalize_axis(axis, n2)]:
+  if _shape(x1)[axis] != _shape(x2)[axis]:  # (an axis out of range: IndexError, as jax's)
     raise ValueError(f"axes must match; got shapes {_shape(x1)} and {_shape(x2)} with "
                      f"axis={axis}")
   a = moveaxis(conj(x1), axis, -1)

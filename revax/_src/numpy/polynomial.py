@@ -62,27 +62,32 @@ def poly(seq_of_zeros):
   return out
 
 
-def _pad_front(a, n):
-  k = _len(a)
-  if k >= n:
-    return a
-  return lax.pad(a, util.constant_like(a, 0), ((n - k, 0, 0),))
-
-
 def polyadd(a1, a2):
-  """The sum of two polynomials."""
-  _check_1d("polyadd", a1, a2)
+  """The sum of two polynomials: the shorter coefficient array added into the end of the
+  longer along their first axis, as jax's (a 0-d one is an IndexError there).
+
+  Example:
+    >>> jnp.polyadd(jnp.array([1, 2, 3]), jnp.array([10, 20]))
+    Array([ 1, 12, 23], dtype=int32)
+  """
+  util.check_arraylike("polyadd", a1, a2)
   a1, a2 = util.promote_dtypes(util.as_array(a1), util.as_array(a2))
-  n = max(_len(a1), _len(a2))
-  return lax.add(_pad_front(a1, n), _pad_front(a2, n))
+  n1, n2 = aval_of(a1).shape[0], aval_of(a2).shape[0]  # (IndexError for a 0-d one, as jax)
+  if not n1 or not n2:
+    # an empty polynomial adds nothing, as in NumPy (jax fails broadcasting it into the other:
+    # tests/edges/test_zero_size.py takes NumPy as the oracle there)
+    return a2 if not n1 else a1
+  if n2 <= n1:
+    return a1.at[-n2:].add(a2)
+  return a2.at[-n1:].add(a1)
 
 
 def polysub(a1, a2):
-  """The difference of two polynomials."""
-  _check_1d("polysub", a1, a2)
+  """The difference of two polynomials: polyadd(a1, -a2), as jax's."""
+  from revax._src.numpy.ufuncs import negative
+  util.check_arraylike("polysub", a1, a2)
   a1, a2 = util.promote_dtypes(util.as_array(a1), util.as_array(a2))
-  n = max(_len(a1), _len(a2))
-  return lax.sub(_pad_front(a1, n), _pad_front(a2, n))
+  return polyadd(a1, negative(a2))
 
 
 def polymul(a1, a2, *, trim_leading_zeros: bool = False):
@@ -91,12 +96,10 @@ def polymul(a1, a2, *, trim_leading_zeros: bool = False):
   util.check_arraylike("polymul", a1, a2)
   a1, a2 = util.promote_args_inexact("polymul", a1, a2)
   a1, a2 = util.as_array(a1), util.as_array(a2)
+  if not aval_of(a1).ndim or not aval_of(a2).ndim:  # (jax takes len() of each)
+    raise TypeError("len() of unsized object")
   if trim_leading_zeros and aval_of(a1).ndim == 1 and aval_of(a2).ndim == 1:
     a1, a2 = _trim_leading_zeros(a1, "polymul"), _trim_leading_zeros(a2, "polymul")
-  if aval_of(a1).ndim == 0:
-    a1 = lax.reshape(a1, (1,))
-  if aval_of(a2).ndim == 0:
-    a2 = lax.reshape(a2, (1,))
   _check_1d("polymul", a1, a2)
   # an empty polynomial is the zero polynomial (as in NumPy and JAX)
   a1, a2 = (util.full_of((1,), 0, aval_of(a).dtype) if not _len(a) else a for a in (a1, a2))
@@ -180,11 +183,13 @@ def polyval(p, x, *, unroll: int = 16):
   shape = util.broadcast_shapes(aval_of(p).shape[1:], aval_of(x).shape)
   x = util.broadcast_to(x, shape)
 
-  def step(y, c):
-    return lax.add(lax.mul(y, x), util.broadcast_to(c, shape)), None
+  from revax._src.numpy.ufuncs import add, multiply
 
-  y, _ = lax.scan(step, util.full_of(shape, 0, aval_of(x).dtype, aval_of(x).weak_type), p,
-                  unroll=unroll)
+  def step(y, c):  # (jnp's * and +, as jax's: bool polynomials are logical)
+    return add(multiply(y, x), util.broadcast_to(c, shape)), None
+
+  # jax starts from a strongly typed zero (full_like with a dtype): a strong result
+  y, _ = lax.scan(step, util.full_of(shape, 0, aval_of(x).dtype), p, unroll=unroll)
   return y
 
 

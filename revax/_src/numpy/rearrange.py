@@ -343,7 +343,9 @@ def compress(condition, a, axis=None, *, size=None, fill_value=0, out=None):
     (idx,) = nonzero(cond)
     return take(a, idx, axis=axis)
   (idx,) = nonzero(cond, size=size, fill_value=n)
-  return take(a, idx, axis=axis, mode="fill", fill_value=fill_value)
+  out = take(a, idx, axis=axis, mode="fill", fill_value=fill_value)
+  # (jax fills through where(mask, a, array(fill_value, a.dtype)): a strong result)
+  return lax.convert_element_type(out, aval_of(out).dtype, False)
 
 
 def extract(condition, arr, *, size=None, fill_value=0):
@@ -382,7 +384,11 @@ def choose(a, choices, out=None, mode: str = "raise"):
     raise ValueError(f"mode={mode!r} not understood. Must be 'raise', 'wrap', or 'clip'")
   arrays = util.broadcast_arrays_of(a, *util.promote_dtypes(*map(util.as_array, choices)))
   a, choices = arrays[0], arrays[1:]
-  return lax.select_n(lax.convert_element_type(a, dtypes.int32), *choices) if n else a
+  if not n:
+    return a
+  out = lax.select_n(lax.convert_element_type(a, dtypes.int32), *choices)
+  # (jax indexes jnp.array(choices), an array made from a list: strongly typed)
+  return lax.convert_element_type(out, aval_of(out).dtype, False)
 
 
 @tree_util.accepts_array_leaves((1, 2))
@@ -445,13 +451,19 @@ def place(arr, mask, vals, *, inplace: bool = True):
     raise ValueError("jax.numpy.place cannot modify arrays in-place, because JAX arrays are "
                      "immutable. Pass inplace=False to instead return an updated array.")
   util.check_arraylike("place", arr, mask, vals)
-  arr = util.as_array(arr)
+  arr, mask = util.as_array(arr), util.as_array(mask)
   shape = _shape(arr)
-  m = ravel(util.broadcast_to(lax.ne(util.as_array(mask), util.constant_like(mask, 0)), shape))
-  vals = ravel(lax.convert_element_type(util.as_array(vals), aval_of(arr).dtype))
-  nv = _shape(vals)[0]
-  if nv == 0:
+  if aval_of(arr).size != aval_of(mask).size:  # (jax's checks)
+    raise ValueError("place: arr and mask must be the same size")
+  if not aval_of(util.as_array(vals)).size:
+    raise ValueError("Cannot place values from an empty array")
+  if not aval_of(arr).size:
     return arr
+  m = lax.ne(ravel(mask), util.constant_like(mask, 0))
+  # (jax scatters the values into arr: the result keeps arr's weak type)
+  vals = ravel(lax.convert_element_type(util.as_array(vals), aval_of(arr).dtype,
+                                        aval_of(arr).weak_type))
+  nv = _shape(vals)[0]
   rank = lax.sub(lax.cumsum(lax.convert_element_type(m, dtypes.int32), 0),
                  util.scalar_constant(1, dtypes.int32))
   rank = lax.rem(lax.max(rank, util.constant_like(rank, 0)), util.constant_like(rank, nv))

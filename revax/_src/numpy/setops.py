@@ -85,7 +85,9 @@ def _compact(mask, values, size, fill):
   if fill is None:
     fill_entry = out[0]
   else:
-    fill_entry = lax.convert_element_type(util.as_array(fill), aval_of(values).dtype)
+    # (jax's full_like(values, fill): the weak type of the values)
+    fill_entry = lax.convert_element_type(util.as_array(fill), aval_of(values).dtype,
+                                          aval_of(values).weak_type)
   fill_block = util.broadcast_to(fill_entry, (size,) + entry)
   valid = lax.broadcast_in_dim(valid, (size,) + entry, (0,))
   return lax.select_n(valid, fill_block, out)
@@ -223,6 +225,8 @@ def isin(element, test_elements, assume_unique: bool = False, invert: bool = Fal
     st = sort(test)
     idx = lax.min(searchsorted(st, element), util.scalar_constant(m - 1, _INDEX))
     out = lax.eq(st[idx], element)
+  if method != "binary_search":  # (jax's compare_all and sort reduce with any: strong bools)
+    out = lax.convert_element_type(out, dtypes.bool_, False)
   return lax.bitwise_not(out) if invert else out
 
 
@@ -252,6 +256,8 @@ def intersect1d(ar1, ar2, assume_unique: bool = False, return_indices: bool = Fa
   hit = lax.bitwise_and(first1, isin(s1, a2)) if n2 else util.full_of((n1,), False, dtypes.bool_)
   size_ = _static_size("intersect1d", size, hit)
   values = _compact(hit, s1, size_, fill_value)
+  if size is not None:  # (jax gathers them into a strongly typed zeros array)
+    values = lax.convert_element_type(values, aval_of(values).dtype, False)
   if not return_indices:
     return values
   idx1 = _compact(hit, perm1, size_, n1)
@@ -285,7 +291,7 @@ def setdiff1d(ar1, ar2, assume_unique: bool = False, *, size=None, fill_value=No
   """The sorted unique values of `ar1` that are not in `ar2` (fill_value defaults to 0)."""
   from revax._src.numpy.sorting import sort
   util.check_arraylike("setdiff1d", ar1, ar2)
-  a1, a2 = util.promote_dtypes(_ravel(ar1), _ravel(ar2))
+  a1, a2 = _ravel(ar1), _ravel(ar2)  # (the result has ar1's type; isin compares promoted)
   n1 = aval_of(a1).shape[0]
   if assume_unique:
     keep_first = util.full_of((n1,), True, dtypes.bool_)
@@ -337,8 +343,10 @@ def setxor1d(ar1, ar2, assume_unique: bool = False, *, size=None, fill_value=Non
   valid = lax.lt(lax.iota(_INDEX, size_), lax.broadcast_in_dim(count, (size_,), ()))
   if fill_value is not None:  # a where, as jax's: a float fill promotes integer results
     from revax._src.numpy.ufuncs import where
-    return where(valid, vals, fill_value)
-  # jax's padding: the max over the results and zero-filled slots, then the min of those
-  for reduce in (lax.reduce_max, lax.reduce_min):
-    vals = lax.select_n(valid, lax.broadcast_in_dim(reduce(vals, (0,)), (size_,), ()), vals)
+    vals = where(valid, vals, fill_value)
+  else:  # jax's padding: the max over the results and zero-filled slots, then the min of those
+    for reduce in (lax.reduce_max, lax.reduce_min):
+      vals = lax.select_n(valid, lax.broadcast_in_dim(reduce(vals, (0,)), (size_,), ()), vals)
+  if not assume_unique:  # (jax gathers into a strong zeros array)
+    vals = lax.convert_element_type(vals, aval_of(vals).dtype, False)
   return vals

@@ -161,26 +161,44 @@ def matrix_transpose(x, /):
 
 @tree_util.accepts_array_leaves()
 def swapaxes(a, axis1: int, axis2: int):
-  """`a` with two axes interchanged."""
+  """`a` with two axes interchanged. The axes index a NumPy permutation, as in jax: an axis out
+  of range or not an integer is NumPy's IndexError.
+
+  Example:
+    >>> jnp.swapaxes(jnp.ones((2, 3, 4)), 0, -1).shape
+    (4, 3, 2)
+  """
   util.check_arraylike("swapaxes", a)
-  nd = len(_shape(a))
-  perm = list(range(nd))
-  i, j = canonicalize_axis(axis1, nd), canonicalize_axis(axis2, nd)
-  perm[i], perm[j] = perm[j], perm[i]
-  return lax.transpose(a, tuple(perm))
+  perm = np.arange(len(_shape(a)))
+  perm[axis1], perm[axis2] = perm[axis2], perm[axis1]
+  return lax.transpose(a, tuple(int(p) for p in perm))
+
+
+def _index_tuple(x) -> tuple:
+  """`x` as a tuple of ints: an integer alone or a sequence of them (jax's ensure_index_tuple)."""
+  try:
+    return (operator.index(x),)
+  except TypeError:
+    return tuple(map(operator.index, x))
 
 
 @tree_util.accepts_array_leaves()
 def moveaxis(a, source, destination):
-  """`a` with axes `source` moved to positions `destination` (ints or sequences of ints)."""
+  """`a` with axes `source` moved to positions `destination` (ints or sequences of ints).
+
+  The permutation is built as jax's: a repeated source axis is lax.transpose's TypeError, and
+  a repeated destination is taken as jax takes it (each move inserted in order).
+
+  Example:
+    >>> jnp.moveaxis(jnp.ones((2, 3, 4)), 0, -1).shape
+    (3, 4, 2)
+  """
   util.check_arraylike("moveaxis", a)
   nd = len(_shape(a))
-  src = canonicalize_axes(source if isinstance(source, (tuple, list)) else (source,), nd)
-  dst = canonicalize_axes(destination if isinstance(destination, (tuple, list))
-                          else (destination,), nd)
+  src = tuple(canonicalize_axis(i, nd) for i in _index_tuple(source))
+  dst = tuple(canonicalize_axis(i, nd) for i in _index_tuple(destination))
   if len(src) != len(dst):
-    raise ValueError(f"moveaxis: source and destination must have the same number of elements, "
-                     f"got {source} and {destination}")
+    raise ValueError(f"Inconsistent number of elements: {len(src)} vs {len(dst)}")
   perm = [i for i in range(nd) if i not in src]
   for d, s in sorted(zip(dst, src, strict=True)):
     perm.insert(d, s)
@@ -323,12 +341,12 @@ def concatenate(arrays, axis=0, dtype=None):
     arrays = [ravel(a) for a in arrays]
     axis = 0
   shapes = [_shape(a) for a in arrays]
-  if any(len(s) == 0 for s in shapes):
+  if not shapes[0]:  # (as jax's: only the first; another 0-d one has a different rank below)
     raise ValueError("Zero-dimensional arrays cannot be concatenated.")
+  axis = canonicalize_axis(axis, len(shapes[0]))
   if len({len(s) for s in shapes}) != 1:
     raise TypeError(f"Cannot concatenate arrays with different numbers of dimensions: got "
                     f"{', '.join(map(str, shapes))}.")
-  axis = canonicalize_axis(axis, len(shapes[0]))
   arrays = util.promote_dtypes(*arrays)
   if dtype is not None:
     arrays = [lax.convert_element_type(a, util.canonical_dtype_arg(dtype)) for a in arrays]

@@ -151,7 +151,8 @@ def _quantile_body(a, q, weights, *, fun_name, axis, method, keepdims, ignore_na
     result = lax.reshape(result, (nq,) + keep_shape)
   if aval_of(q).ndim == 0:
     result = lax.reshape(result, aval_of(result).shape[1:])
-  return result
+  # (jax's quantiles are strongly typed whatever the weak types of a and q)
+  return lax.convert_element_type(result, aval_of(result).dtype, False)
 
 
 def _no_out(fun_name, out, overwrite_input):

@@ -15,21 +15,23 @@ from revax._src.runtime.array import Array
 def iscomplex(x):
   """Elementwise: whether the imaginary part is nonzero (False everywhere for real dtypes)."""
   util.check_arraylike("iscomplex", x)
-  x = util.as_array(x)
-  if not dtypes.is_complex(aval_of(x).dtype):
-    return util.full_of(aval_of(x).shape, False, dtypes.bool_)
-  im = lax.imag(x)
-  return lax.ne(im, util.constant_like(im, 0))
+  im = _imaginary_part(util.as_array(x))
+  return lax.ne(im, util.lax_const(im, 0))  # (jax's constant: strong unless a weak scalar)
 
 
 def isreal(x):
   """Elementwise: whether the imaginary part is zero (True everywhere for real dtypes)."""
   util.check_arraylike("isreal", x)
-  x = util.as_array(x)
-  if not dtypes.is_complex(aval_of(x).dtype):
-    return util.full_of(aval_of(x).shape, True, dtypes.bool_)
-  im = lax.imag(x)
-  return lax.eq(im, util.constant_like(im, 0))
+  im = _imaginary_part(util.as_array(x))
+  return lax.eq(im, util.lax_const(im, 0))  # (jax's constant: strong unless a weak scalar)
+
+
+def _imaginary_part(x):
+  """jnp.imag: the imaginary part, zeros of `x`'s type and weak type for real `x`."""
+  aval = aval_of(x)
+  if dtypes.is_complex(aval.dtype):
+    return lax.imag(x)
+  return util.full_of(aval.shape, 0, aval.dtype, aval.weak_type)
 
 
 def _dtype_of_object(x):

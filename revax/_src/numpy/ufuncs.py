@@ -18,8 +18,8 @@ from revax._src.core.trace import ConcretizationTypeError
 from revax._src.custom_derivatives import custom_jvp
 from revax._src import tree_util
 from revax._src.numpy import util
-from revax._src.numpy.util import (aval_of, constant_like, promote_args, promote_args_inexact,
-                                   promote_args_numeric)
+from revax._src.numpy.util import (aval_of, constant_like, lax_const, promote_args,
+                                   promote_args_inexact, promote_args_numeric)
 
 
 def _dtype(x):
@@ -178,8 +178,9 @@ def divmod(x, y, /):  # noqa: A001 (NumPy's name)
 
 
 def _static_int(y):
-  """`y` as a Python int if it is a concrete integer scalar (not bool), else None."""
-  if isinstance(y, bool) or (hasattr(y, "dtype") and not _is_int(y)):
+  """`y` as a Python int if it is a concrete integer scalar or a Python bool (jax's
+  `operator.index`), else None."""
+  if hasattr(y, "dtype") and not _is_int(y):
     return None
   try:
     return operator.index(y)
@@ -191,7 +192,10 @@ def power(x, y, /):
   """Elementwise x ** y.
 
   A concrete integer exponent uses exact repeated multiplication (`integer_pow`); integer bases
-  with traced integer exponents use binary exponentiation; otherwise `lax.pow`.
+  with array or traced integer exponents use binary exponentiation (a strongly typed result, as
+  jax's); a floating base with an integer exponent is `lax.pow` of the two unpromoted (so a weak
+  float base with an int8 exponent gives a strong float, as in jax); otherwise `lax.pow` of the
+  promoted operands.
   """
   util.check_arraylike("power", x, y)
   n = _static_int(y)
@@ -204,18 +208,21 @@ def power(x, y, /):
                                      dtypes.default_int_dtype(), True)
     (x,) = promote_args_numeric("power", x)
     return lax.integer_pow(x, n)
-  x, y = promote_args_numeric("power", x, y)
-  if _is_int(x):
-    return _integer_power(x, y)
-  return lax.pow(x, y)
+  xp, yp = promote_args_numeric("power", x, y)
+  if _is_int(xp):
+    return _integer_power(xp, yp)
+  if dtypes.is_inexact(_dtype(x)) and _is_int(y):
+    return lax.pow(x, y)
+  return lax.pow(xp, yp)
 
 
 def _integer_power(x, y):
-  """x ** y for integer arrays by squaring (exponents above 63 overflow anyway)."""
+  """x ** y for integer arrays by squaring (exponents above 63 overflow anyway). The
+  accumulator starts from strong constants, as jax's: the result is strongly typed."""
   x, y = util.broadcast_arrays_of(x, y)
   zero, one = constant_like(y, 0), constant_like(y, 1)
   acc = _where(lax.bitwise_and(lax.eq(x, constant_like(x, 0)), lax.ne(y, zero)),
-               _full_like(x, 0), _full_like(x, 1))
+               util.strong_constant_like(x, 0), util.strong_constant_like(x, 1))
   for _ in range(6):
     odd = lax.ne(lax.bitwise_and(y, one), zero)
     acc = _where(odd, lax.mul(acc, x), acc)
@@ -326,7 +333,7 @@ def hypot(x1, x2, /):
   out = lax.mul(hi_b, lax.sqrt(lax.add(constant_like(ratio, 1), lax.mul(ratio, ratio))))
   out = lax.select_n(is_zero, out, hi_b)
   is_inf = lax.bitwise_or(isinf(x1), isinf(x2))
-  return _where(is_inf, _full_like(out, np.inf), out)
+  return _where(is_inf, lax_const(out, np.inf), out)  # (strong unless out is a weak scalar)
 
 
 def nextafter(x1, x2, /):
@@ -348,10 +355,10 @@ def heaviside(x1, x2, /):
   """0 where x1 < 0, 1 where x1 > 0, x2 where x1 == 0, and NaN where x1 is NaN."""
   x1, x2 = promote_args_inexact("heaviside", x1, x2)
   _refuse_complex("heaviside", x1)
-  zero = constant_like(x1, 0)
-  pos = _where(lax.gt(x1, zero), _full_like(x1, 1), x2)
-  out = _where(lax.lt(x1, zero), _full_like(x1, 0), pos)
-  return _where(lax.ne(x1, x1), x1, out)  # NaN stays NaN (x2 is only for x1 == 0)
+  # jax's constants (strong unless x1 is a weak scalar) decide the weak type
+  zero = lax_const(x1, 0)
+  x2_or_nan = _where(lax.ne(x1, x1), x1, x2)  # NaN stays NaN (x2 is only for x1 == 0)
+  return _where(lax.lt(x1, zero), zero, _where(lax.gt(x1, zero), lax_const(x1, 1), x2_or_nan))
 
 
 # --- rounding ------------------------------------------------------------------------------------
@@ -418,8 +425,11 @@ around = _public(lambda x, decimals=0, out=None: round(x, decimals, out), "aroun
 
 
 def rint(x, /):
-  """Round to the nearest integer value, ties to even, in floating point."""
-  (x,) = promote_args_inexact("rint", x)
+  """Round to the nearest integer value, ties to even, in floating point (integers and bools
+  are converted to the default float type, strongly typed, as jax's)."""
+  util.check_arraylike("rint", x)
+  if _exact(x):
+    return lax.convert_element_type(x, dtypes.default_float_dtype())
   return _round_half_even(x)
 
 
@@ -467,54 +477,114 @@ def atan2(x1, x2, /):
   return arctan2(*promote_args("atan2", x1, x2))
 
 
-def _log_base(name, base):
-  def fun(x, /):
-    (x,) = promote_args_inexact(name, x)
-    return lax.div(lax.log(x), lax.log(constant_like(x, base)))
-  return _public(fun, name, f"Elementwise base-{base} logarithm.")
+def log2(x, /):
+  """Elementwise base-2 logarithm: log(x) / log(2), as jax's (a strong result: its log(2) is a
+  strong constant; complex values part by part)."""
+  (x,) = promote_args_inexact("log2", x)
+  if _is_complex(x):
+    r = lax.log(x)
+    re, im = lax.real(r), lax.imag(r)
+    ln2 = lax.log(util.strong_constant_like(re, 2))
+    return lax.complex(lax.div(re, ln2), lax.div(im, ln2))
+  return lax.div(lax.log(x), lax.log(util.strong_constant_like(x, 2)))
 
 
-log2 = _log_base("log2", 2)
-log10 = _log_base("log10", 10)
+def log10(x, /):
+  """Elementwise base-10 logarithm: log(x) * (1 / log(10)), as jax's (a strong result;
+  complex values part by part)."""
+  (x,) = promote_args_inexact("log10", x)
+  real_dtype = np.array(0, _dtype(x)).real.dtype
+  inv_ln10 = util.scalar_constant(0.4342944819032518, real_dtype)  # (exact 1 / log(10))
+  if _is_complex(x):
+    r = lax.log(x)
+    return lax.complex(lax.mul(lax.real(r), inv_ln10), lax.mul(lax.imag(r), inv_ln10))
+  return lax.mul(lax.log(x), inv_ln10)
 
 
 def logaddexp(x1, x2, /):
-  """log(exp(x1) + exp(x2)) without overflow; its derivative is exp(x_i - out) (1/2 each at
-  ties), as JAX's custom rule gives."""
+  """log(exp(x1) + exp(x2)) without overflow (complex operands too, the imaginary part wrapped
+  into [-pi, pi], as jax's); its derivative is exp(x_i - out), as JAX's custom rule gives.
+
+  Example:
+    >>> jnp.logaddexp(jnp.array([0., 1000.]), jnp.array([0., 1000.]))
+    Array([   0.6931472, 1000.6931   ], dtype=float32)
+  """
   x1, x2 = promote_args_inexact("logaddexp", x1, x2)
-  _refuse_complex("logaddexp", x1)
   return _logaddexp(x1, x2)
+
+
+def _logaddexp_in_base(x1, x2, exp_fn, ln_base):
+  """jax's lax logaddexp / logaddexp2 (`exp_fn` lax.exp or lax.exp2; `ln_base` log(base))."""
+  amax = lax.max(x1, x2)
+  inv = None if ln_base == 1 else lax_const(amax, 1 / ln_base)
+  scaled = (lambda v: v) if inv is None else (lambda v: lax.mul(inv, v))
+  if not _is_complex(x1):
+    delta = lax.sub(x1, x2)
+    finite = lax.add(amax, scaled(lax.log1p(exp_fn(lax.neg(lax.abs(delta))))))
+    # NaNs, or infinities of one sign (a NaN delta): x1 + x2
+    return _where(isnan(delta), lax.add(x1, x2), finite)
+  delta = lax.sub(lax.add(x1, x2), lax.mul(amax, lax_const(amax, 2)))
+  out = lax.add(amax, scaled(lax.log1p(exp_fn(delta))))
+  return lax.complex(lax.real(out), _wrap_between(lax.imag(out), np.pi / ln_base))
+
+
+def _wrap_between(x, a):
+  """`x` wrapped into [-a, a] (jax's constants)."""
+  a, two_a, zero = lax_const(x, a), lax_const(x, 2 * a), lax_const(x, 0)
+  rem = lax.rem(lax.add(x, a), two_a)
+  rem = _where(lax.lt(rem, zero), lax.add(rem, two_a), rem)
+  return lax.sub(rem, a)
+
+
+def _replace_inf(v):
+  """`v` with 0 where its real part is +inf (inf - inf would give NaN in the derivative)."""
+  re = lax.real(v) if _is_complex(v) else v
+  return _where(lax.eq(re, lax_const(re, np.inf)), lax.full_like(v, 0), v)
+
+
+def _logaddexp_jvp_in_base(fn, exp_fn, primals, tangents):
+  (x1, x2), (t1, t2) = primals, tangents
+  out = fn(x1, x2)
+  w1 = exp_fn(lax.sub(_replace_inf(x1), _replace_inf(out)))
+  w2 = exp_fn(lax.sub(_replace_inf(x2), _replace_inf(out)))
+  return out, lax.add(lax.mul(t1, w1), lax.mul(t2, w2))
 
 
 @custom_jvp
 def _logaddexp(x1, x2):
-  hi = lax.max(x1, x2)
-  delta = lax.sub(x1, x2)
-  finite = lax.log1p(lax.exp(lax.neg(lax.abs(delta))))
-  # equal infinities give a NaN delta: the result is then hi itself
-  return _where(isnan(delta), lax.add(x1, x2), lax.add(hi, finite))
+  return _logaddexp_in_base(x1, x2, lax.exp, 1)
 
 
-@_logaddexp.defjvp
-def _logaddexp_jvp(primals, tangents):
-  (x1, x2), (t1, t2) = primals, tangents
-  out = _logaddexp(x1, x2)
-  no_inf = lambda v: _where(isposinf(v), _full_like(v, 0), v)  # inf - inf would give NaN
-  w1 = lax.exp(lax.sub(no_inf(x1), no_inf(out)))
-  w2 = lax.exp(lax.sub(no_inf(x2), no_inf(out)))
-  return out, lax.add(lax.mul(t1, w1), lax.mul(t2, w2))
+@custom_jvp
+def _logaddexp2(x1, x2):
+  return _logaddexp_in_base(x1, x2, lax.exp2, np.log(2))
+
+
+_logaddexp.defjvp(lambda p, t: _logaddexp_jvp_in_base(_logaddexp, lax.exp, p, t))
+_logaddexp2.defjvp(lambda p, t: _logaddexp_jvp_in_base(_logaddexp2, lax.exp2, p, t))
+
+
+def logaddexp2(x1, x2, /):
+  """log2(2**x1 + 2**x2) without overflow (complex operands too), as jax's.
+
+  Example:
+    >>> jnp.logaddexp2(jnp.array([1., 3.]), jnp.array([1., 3.]))
+    Array([2., 4.], dtype=float32)
+  """
+  x1, x2 = promote_args_inexact("logaddexp2", x1, x2)
+  return _logaddexp2(x1, x2)
 
 
 def deg2rad(x, /):
   """Degrees to radians."""
   (x,) = promote_args_inexact("deg2rad", x)
-  return lax.mul(x, constant_like(x, np.pi / 180))
+  return lax.mul(x, lax_const(x, np.pi / 180))
 
 
 def rad2deg(x, /):
   """Radians to degrees."""
   (x,) = promote_args_inexact("rad2deg", x)
-  return lax.mul(x, constant_like(x, 180 / np.pi))
+  return lax.mul(x, lax_const(x, 180 / np.pi))
 
 
 radians, degrees = deg2rad, rad2deg
@@ -523,10 +593,10 @@ radians, degrees = deg2rad, rad2deg
 def sinc(x, /):
   """sin(pi x) / (pi x), with sinc(0) = 1."""
   (x,) = promote_args_inexact("sinc", x)
-  (xb,) = util.broadcast_arrays_of(x)
-  is_zero = lax.eq(xb, constant_like(xb, 0))
-  safe = lax.mul(constant_like(xb, np.pi), lax.select_n(is_zero, xb, _full_like(xb, 1)))
-  return lax.select_n(is_zero, lax.div(lax.sin(safe), safe), _full_like(xb, 1))
+  # jax's constants decide the weak type (strong unless x is a weak scalar)
+  is_zero = lax.eq(x, lax_const(x, 0))
+  safe = lax.mul(lax_const(x, np.pi), _where(is_zero, lax_const(x, 1), x))
+  return _where(is_zero, lax_const(x, 1), lax.div(lax.sin(safe), safe))
 
 
 # --- complex parts -------------------------------------------------------------------------------
@@ -553,9 +623,13 @@ conj = _public(lambda x, /: conjugate(x), "conj", "The complex conjugate (conjug
 
 def angle(z, deg: bool = False):
   """The argument of complex values (0 or pi for real ones), in radians unless `deg`."""
-  (z,) = promote_args_inexact("angle", z)
-  re = lax.real(z) if _is_complex(z) else z
-  im = lax.imag(z) if _is_complex(z) else _full_like(z, 0)
+  util.check_arraylike("angle", z)
+  re, im = real(z), imag(z)
+  aval = aval_of(re)
+  if not dtypes.is_inexact(aval.dtype) or (not _is_complex(z) and not aval.shape):
+    # (as jax's: converted to the default float type, strongly typed -- 0-d floats too)
+    re = lax.convert_element_type(re, dtypes.default_float_dtype())
+    im = lax.convert_element_type(im, dtypes.default_float_dtype())
   out = lax.atan2(im, re)
   return rad2deg(out) if deg else out
 
@@ -585,13 +659,13 @@ greater_equal = _comparison("greater_equal", lax.ge,
 
 
 def _to_bool(x):
-  return x if _is_bool(x) else lax.ne(x, constant_like(x, 0))
+  return x if _is_bool(x) else lax.ne(x, lax_const(x, 0))
 
 
 def _logical(name, lax_fn, doc):
   def fun(x, y, /):
-    util.check_arraylike(name, x, y)
-    return lax_fn(*util.promote_dtypes(_to_bool(x), _to_bool(y)))
+    # promoted first, then compared with jax's constants (strong unless a weak scalar), as jax
+    return lax_fn(*map(_to_bool, promote_args(name, x, y)))
   return _public(fun, name, doc)
 
 
@@ -665,33 +739,33 @@ def isinf(x, /):
     return util.full_of(aval_of(x).shape, False, dtypes.bool_)
   if _is_complex(x):
     return lax.bitwise_or(isinf(lax.real(x)), isinf(lax.imag(x)))
-  return lax.eq(lax.abs(x), constant_like(x, np.inf))
+  # (jax compares with a strong constant: a strong result, weak operand or not)
+  return lax.eq(lax.abs(x), util.strong_constant_like(x, np.inf))
 
 
 def isnan(x, /):
   """Elementwise test for NaN."""
   util.check_arraylike("isnan", x)
-  if _exact(x):
-    return util.full_of(aval_of(x).shape, False, dtypes.bool_)
-  return lax.ne(x, x)
+  return lax.ne(x, x)  # (for every dtype, as jax's: the weak type of x is kept)
 
 
 def isposinf(x, /):
   """Elementwise test for +inf."""
-  util.check_arraylike("isposinf", x)
-  _refuse_complex("isposinf", x)
+  return _isposneginf("isposinf", x, np.inf)
+
+
+def _isposneginf(name, x, infinity):
+  util.check_arraylike(name, x)
+  if _is_complex(x):
+    raise ValueError("isposinf/isneginf are not well defined for complex types")
   if _exact(x):
     return util.full_of(aval_of(x).shape, False, dtypes.bool_)
-  return lax.eq(x, constant_like(x, np.inf))
+  return lax.eq(x, util.strong_constant_like(x, infinity))  # (strong, as jax's)
 
 
 def isneginf(x, /):
   """Elementwise test for -inf."""
-  util.check_arraylike("isneginf", x)
-  _refuse_complex("isneginf", x)
-  if _exact(x):
-    return util.full_of(aval_of(x).shape, False, dtypes.bool_)
-  return lax.eq(x, constant_like(x, -np.inf))
+  return _isposneginf("isneginf", x, -np.inf)
 
 
 _INT_OF_WIDTH = {2: dtypes.int16, 4: dtypes.int32, 8: dtypes.int64}
@@ -700,11 +774,12 @@ _INT_OF_WIDTH = {2: dtypes.int16, 4: dtypes.int32, 8: dtypes.int64}
 def signbit(x, /):
   """Elementwise test of the sign bit (true for -0.0 and negative NaNs too)."""
   (x,) = promote_args("signbit", x)
-  _refuse_complex("signbit", x)
+  if _is_complex(x):
+    raise ValueError(f"jax.numpy.signbit is not well defined for {_dtype(x)}")
   if _is_bool(x) or _is_unsigned(x):
     return util.full_of(aval_of(x).shape, False, dtypes.bool_)
   if _is_int(x):
-    return lax.lt(x, constant_like(x, 0))
+    return lax.lt(x, util.strong_constant_like(x, 0))  # (strong, as jax's)
   dt = _dtype(x)
   if dtypes.finfo(dt).bits not in (16, 32, 64):
     raise NotImplementedError("jax.numpy.signbit only supports 16, 32, and 64-bit types.")
@@ -761,17 +836,17 @@ def clip(arr, /, min=None, max=None):  # noqa: A002 (NumPy's names)
 
 # --- comparisons of whole arrays -----------------------------------------------------------------
 def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan: bool = False):
-  """Elementwise |a - b| <= atol + rtol * |b|, with infinities equal only to themselves."""
+  """Elementwise |a - b| <= atol + rtol * |b|, with infinities equal only to themselves.
+
+  Computed as jax's: integers and bools in the default float type, the tolerances converted to
+  strongly typed values of the operands' real type (so the result is a strong bool array).
+  """
   a, b = promote_args("isclose", a, b)
-  if _exact(a):
-    return equal(a, b)
-  diff = lax.abs(lax.sub(a, b))
-  mag_b = lax.abs(b)
-  real_dtype = aval_of(mag_b).dtype
-  tol = lax.add(lax.convert_element_type(atol, real_dtype, True),
-                lax.mul(lax.convert_element_type(rtol, real_dtype, True), mag_b))
-  # an infinity is close only to itself; NaNs compare false on both branches
-  out = _where(lax.bitwise_or(isinf(a), isinf(b)), equal(a, b), lax.le(diff, tol))
-  if equal_nan:
-    out = lax.bitwise_or(out, lax.bitwise_and(isnan(a), isnan(b)))
-  return out
+  a, b = promote_args_inexact("isclose", a, b)
+  real_dtype = np.array(0, _dtype(a)).real.dtype
+  rtol = lax.convert_element_type(rtol, real_dtype)
+  atol = lax.convert_element_type(atol, real_dtype)
+  # an infinity is close only to itself (|inf - b| is inf or NaN); NaN is close to nothing
+  in_range = lax.le(lax.abs(lax.sub(a, b)), lax.add(atol, lax.mul(rtol, lax.abs(b))))
+  out = logical_or(lax.eq(a, b), logical_and(isfinite(b), in_range))
+  return logical_or(out, logical_and(isnan(a), isnan(b))) if equal_nan else out

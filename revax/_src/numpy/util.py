@@ -141,6 +141,12 @@ def promote_args_inexact(fun_name: str, *args):
   args = converted_pytrees(args)
   check_arraylike(fun_name, *args)
   check_rank_promotion(fun_name, *args)
+  return promote_dtypes_inexact(*args)
+
+
+def promote_dtypes_inexact(*args):
+  """The operands converted to the floating (or complex) type of their promoted dtype (no checks
+  of their kinds or ranks: `promote_args_inexact` makes those)."""
   if not args:
     return []
   avals = [aval_of(a) for a in args]
@@ -282,6 +288,44 @@ def constant_like(x, value):
   """`value` as a 0-d array of the dtype (and weak type) of `x`."""
   aval = aval_of(x)
   return scalar_constant(value, aval.dtype, aval.weak_type)
+
+
+def strong_constant_like(x, value):
+  """`value` as a strongly typed 0-d array of the dtype of `x` (what jax.numpy's own constants
+  are: an operation of a weakly typed `x` with one gives a strong result)."""
+  return scalar_constant(value, aval_of(x).dtype, False)
+
+
+def _default_dtype_of_kind(dtype) -> np.dtype | None:
+  if dtypes.is_bool(dtype):
+    return np.dtype(bool)
+  if dtypes.is_complex(dtype):
+    return dtypes.default_complex_dtype()
+  if dtypes.is_inexact(dtype):
+    return dtypes.default_float_dtype()
+  if dtypes.is_integer(dtype):
+    return dtypes.default_int_dtype()
+  return None
+
+
+def lax_const(x, value):
+  """`value` in the dtype of `x` the way jax's `lax._const` makes the constants of its
+  implementations: a weakly typed scalar where `x` is a 0-d weakly typed value of its kind's
+  default dtype (what a Python scalar becomes), a strongly typed one otherwise. A function of an
+  array that mixes its operand with such a constant is strongly typed unless the operand was a
+  weak 0-d value.
+
+  Example:
+    >>> from revax._src.numpy.util import lax_const
+    >>> lax_const(jnp.float32(1), 0).weak_type
+    False
+    >>> lax_const(lax.broadcast(1.0, ()), 0).weak_type
+    True
+  """
+  aval = aval_of(x)
+  weak = (aval.weak_type and not aval.shape
+          and _default_dtype_of_kind(aval.dtype) == aval.dtype)
+  return scalar_constant(value, aval.dtype, weak)
 
 
 def concrete_scalar(x, fun_name: str, arg_name: str):
