@@ -54,7 +54,8 @@ class Lowered(StageAttributes):
     self._signature = signature
 
   def compiler_ir(self, dialect: str | None = None):
-    """The lowered StableHLO module (`str()` of it is the text); dialect "hlo" is refused."""
+    """The lowered module: StableHLO (`str()` of it is the text), or with dialect="hlo" XLA's
+    HLO (an `XlaComputation`: `.as_hlo_text()`, see stage_info.py)."""
     return _stage_info.compiler_ir(self.as_text(), dialect)
 
   def as_text(self) -> str:
@@ -172,7 +173,12 @@ class ShardedLowered(StageAttributes):
     self._signature = signature
 
   def compiler_ir(self, dialect: str | None = None):
-    """The lowered StableHLO module (`str()` of it is the text); dialect "hlo" is refused."""
+    """The lowered StableHLO module (`str()` of it is the text); dialect="hlo" (XLA's HLO)
+    only for a program on one device (XLA converts a program over a mesh as it partitions
+    it, which revax's HLO dump does not do)."""
+    if dialect == "hlo" and self._program is not None:
+      raise NotImplementedError("compiler_ir('hlo') of a program over a mesh: revax converts "
+                                "one-device programs only; use compiler_ir() (StableHLO)")
     return _stage_info.compiler_ir(self.as_text(), dialect)
 
   def as_text(self) -> str:
