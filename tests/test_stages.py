@@ -109,6 +109,25 @@ def test_compiler_ir_is_the_stablehlo_module():
       lib.jit(lambda x: x).lower(1.0).compiler_ir("foo")
 
 
+def _trailing_(x):
+  return x + 1
+
+
+def named(x):
+  return x * 2
+
+
+@pytest.mark.parametrize("fun", [lambda x: x + 1, _trailing_, named],
+                         ids=["lambda", "trailing_underscore", "named"])
+def test_module_names_are_jaxs(fun):
+  """The lowered module's name is jax's: `jit_` and the function's name, sanitized, without
+  trailing underscores (`jit__lambda` for a lambda, as the HLO module's name)."""
+  names = [lib.jit(fun).lower(1.0).as_text().split()[1] for lib in (revax, jax)]
+  assert names[0] == names[1]
+  hlo_names = [lib.jit(fun).lower(1.0).compiler_ir("hlo").name() for lib in (revax, jax)]
+  assert hlo_names[0] == hlo_names[1] == names[1][1:]
+
+
 def _entry(hlo_text):
   """The ENTRY computation of an HLO text, without instruction names (as optax's
   numerics_test compares modules), one instruction a line."""

@@ -101,7 +101,7 @@ class XlaComputation:
   Example:
     >>> hlo = revax.jit(lambda x: x * x).lower(1.0).compiler_ir("hlo")
     >>> print(hlo.as_hlo_text())  # doctest: +NORMALIZE_WHITESPACE
-    HloModule jit__lambda_, entry_computation_layout={(f32[])->f32[]}
+    HloModule jit__lambda, entry_computation_layout={(f32[])->f32[]}
     <BLANKLINE>
     ENTRY %main.1 (Arg_0.1: f32[]) -> f32[] {
       %Arg_0.1 = f32[] parameter(0)

@@ -12,9 +12,9 @@ from revax._src.runtime.pjrt import CompileError
 def test_the_dump_is_the_modules_hlo_text_and_proto():
   text = revax.jit(lambda x: x * 2.0).lower(np.ones(3, np.float32)).as_text()
   hlo, proto = hlo_before_optimizations(get_backend(), text)
-  assert hlo.startswith("HloModule jit__lambda_, entry_computation_layout={(f32[3]{0})")
+  assert hlo.startswith("HloModule jit__lambda, entry_computation_layout={(f32[3]{0})")
   assert "multiply(" in hlo and "metadata" not in hlo
-  assert b"jit__lambda_" in proto  # the HloModuleProto names its module
+  assert b"jit__lambda" in proto  # the HloModuleProto names its module
 
 
 def test_a_module_xla_refuses_raises_xlas_error():

@@ -45,7 +45,7 @@ def hlo_before_optimizations(backend, mlir_text: str, *,
     >>> text = revax.jit(lambda x: x * 2).lower(jnp.ones(3)).as_text()
     >>> hlo, proto = hlo_before_optimizations(get_backend(), text)
     >>> print(hlo.split("\\n")[0])
-    HloModule jit__lambda_, entry_computation_layout={(f32[3]{0})->f32[3]{0}}
+    HloModule jit__lambda, entry_computation_layout={(f32[3]{0})->f32[3]{0}}
   """
   with tempfile.TemporaryDirectory(prefix="revax-hlo-") as tmp:
     overrides = (("xla_dump_to", tmp), ("xla_dump_hlo_as_text", True),
