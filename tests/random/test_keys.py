@@ -217,3 +217,14 @@ def test_typed_key_dtype_conversions_match_jax(name, shape):
     except Exception as e:  # noqa: BLE001  (the type and message are compared)
       seen.append((type(e).__name__, str(e).split(" e.g.")[0]))
   assert seen[0] == seen[1]
+
+
+@pytest.mark.parametrize("impl", ["threefry2x32", "rbg", "unsafe_rbg"])
+def test_key_sizes_match_jax(impl):
+  """itemsize / nbytes of typed keys and their dtype (flax's nnx repr sums parameter bytes)."""
+  seen = []
+  for lib in (revax, jax):
+    k = lib.random.key(0, impl=impl)
+    ks = lib.random.split(k, 3)
+    seen.append((k.dtype.itemsize, k.itemsize, k.nbytes, ks.nbytes))
+  assert seen[0] == seen[1]

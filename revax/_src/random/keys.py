@@ -87,6 +87,14 @@ class PRNGKeyArray:
     return math.prod(self.shape)
 
   @property
+  def itemsize(self) -> int:
+    return self.dtype.itemsize
+
+  @property
+  def nbytes(self) -> int:
+    return self.size * self.dtype.itemsize
+
+  @property
   def dtype(self) -> KeyTy:
     return KeyTy(self._impl)
 
