@@ -85,6 +85,10 @@ def eval_shape(fun, *args, **kwargs):
   Arguments may be arrays or `ShapeDtypeStruct`s, typed keys among them (structs of a key
   dtype stand for keys; keys in the output are given as such structs, as in JAX).
   """
+  if getattr(fun, "_compiler_options", None):
+    # a jit with XLA options: its own trace, as JAX's eval_shape of a jitted function (staged
+    # as a nested call it would be refused: only a top-level jit takes options)
+    return fun.eval_shape(*args, **kwargs)
   leaves, treedef = tree_util.tree_flatten(_structs_as_array_leaves((args, kwargs)))
   out_store = {}
 

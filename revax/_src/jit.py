@@ -105,6 +105,19 @@ def _leaf_names(signature, static_pos, static_names, args, kwargs):
   return names
 
 
+def _check_compiler_options(options, name, sharded):
+  """XLA options must hash (they key the caches: JAX's error at jit()) and, in revax, go with
+  a one-device program."""
+  try:
+    hash(options)
+  except TypeError as e:
+    raise ValueError(f"Hashing global cache key lead to an exception. The error was: {e} "
+                     f"(compiler_options={dict(options)!r} of the jitted function {name})") from e
+  if sharded:
+    raise NotImplementedError(f"jit(compiler_options=...) with in_shardings/out_shardings "
+                              f"({name}): revax hands XLA options to one-device programs only")
+
+
 def _key_value(key):
   """The index or dict key inside a path entry (a raw key, or a SequenceKey/DictKey object)."""
   for attr in ("idx", "key"):
@@ -120,7 +133,7 @@ class Jitted:
   functions do (chex's `is_traceable` recognises a jitted function by that type name)."""
 
   def __init__(self, fun, static_argnums=(), static_argnames=(), donate_argnums=(), name=None,
-               in_shardings=None, out_shardings=None, keep_unused=False):
+               in_shardings=None, out_shardings=None, keep_unused=False, compiler_options=()):
     if not callable(fun):
       raise TypeError(f"jit expects a callable, got {fun!r} of type {type(fun).__name__}")
     self.fun = fun
@@ -130,7 +143,12 @@ class Jitted:
     self.static_argnames = ((static_argnames,) if isinstance(static_argnames, str)
                             else tuple(static_argnames or ()))
     self._resolve_static_names()
-    self._traces = _shared_cache(fun, (self.static_argnums, self.static_argnames, self.name))
+    self._compiler_options = tuple(compiler_options)  # ((name, value), ...): JAX's kvs
+    if self._compiler_options:
+      _check_compiler_options(self._compiler_options, self.name,
+                              in_shardings is not None or out_shardings is not None)
+    self._traces = _shared_cache(fun, (self.static_argnums, self.static_argnames, self.name,
+                                       self._compiler_options))
     self._in_shardings, self._out_shardings = in_shardings, out_shardings
     self._sharded = in_shardings is not None or out_shardings is not None
     self._donate_argnums = _normalize_argnums(donate_argnums)  # honoured over a mesh
@@ -253,7 +271,7 @@ class Jitted:
     closed = ClosedJaxpr(jaxpr, [])
     if config.enable_checks:
       check_jaxpr(closed)
-    return _Entry(closed, consts, out_store["tree"], self.name)
+    return _Entry(closed, consts, out_store["tree"], self.name, self._compiler_options)
 
   def __call__(self, *args, **kwargs):
     # The work of `api_boundary`, inlined: a wrapper costs more than the cached call itself.
@@ -310,6 +328,10 @@ class Jitted:
       entry, leaves = self._lookup(args, kwargs)
       if _rt_sharded.live and _context.trace is eval_trace and (
           self._reads_sharded(entry, leaves) or _rt_sharded.any_sharded(entry.consts)):
+        if entry.compiler_options:
+          raise NotImplementedError(f"jit(compiler_options=...) of {self.name} called on "
+                                    "arguments over a mesh: revax hands XLA options to "
+                                    "one-device programs only")
         _placement.committed_device(_used_leaves(entry, leaves), self._error_name(),
                                     lambda: self._split(args, kwargs)[3]())  # (conflicts only)
         out = self._call_with_shardings(args, kwargs)
@@ -322,7 +344,8 @@ class Jitted:
       if program is None or entry.aliases is None:
         if entry.aliases is None:
           entry.aliases = self._donation_aliases(args, entry) if self._donate_argnums else ()
-        program = entry.program = program_for(entry.jaxpr, entry.name, entry.aliases)
+        program = entry.program = program_for(entry.jaxpr, entry.name, entry.aliases,
+                                              entry.compiler_options)
       # the cache key fixed the avals: no check needed before running
       operands = entry.consts + leaves if entry.consts else leaves
       if _array.committed_live:
@@ -340,7 +363,8 @@ class Jitted:
       if _array.committed_live:
         _commit_if_read(entry, leaves, outs)
     else:
-      outs = jit_p.bind(*entry.consts, *leaves, jaxpr=entry.jaxpr, name=entry.name)
+      options = {"compiler_options": entry.compiler_options} if entry.compiler_options else {}
+      outs = jit_p.bind(*entry.consts, *leaves, jaxpr=entry.jaxpr, name=entry.name, **options)
     return outs[0] if entry.out_is_leaf else tree_util.tree_unflatten(entry.out_tree, outs)
 
   def _call_with_refs(self, entry: _Entry, leaves, args, kwargs) -> list:
@@ -610,8 +634,12 @@ def jit(fun=None, /, *, in_shardings=None, out_shardings=None, static_argnums=()
     device: the device to run on (JAX's older form of a single-device sharding): the
       arguments are placed there and the results committed to it. Not with shardings.
     backend: a platform name ("cpu"): RuntimeError, as in JAX, if it is not present.
-    compiler_options: XLA compiler options; revax passes none to XLA, so only an empty dict
-      (or None) is accepted.
+    compiler_options: XLA options by name (a dict, e.g. {"xla_cpu_enable_fast_math": True}),
+      handed to XLA when the program compiles, as JAX does: an unknown name is XLA's error
+      (JaxRuntimeError) at the first call; each set of options is its own trace and program.
+      As in JAX, only a top-level jit takes them: one staged into another program (an outer
+      jit, make_jaxpr, grad's linearization, a loop body) is a ValueError; vmap and jvp of it
+      run with them. Not with in_shardings/out_shardings or arguments over a mesh.
 
   Returns:
     A function with `fun`'s signature that traces once per argument signature and runs the
@@ -629,9 +657,8 @@ def jit(fun=None, /, *, in_shardings=None, out_shardings=None, static_argnums=()
             compiler_options=compiler_options)
   if fun is None:
     return lambda f: jit(f, **kw)
-  if compiler_options:
-    raise NotImplementedError(f"jit(compiler_options={compiler_options!r}): revax passes no "
-                              "options to XLA")
+  # (as JAX: a dict's items, in order; `.items()` of anything else is its AttributeError)
+  options = () if compiler_options is None else tuple(compiler_options.items())
   if device is not None or backend is not None:
     warnings.warn("backend and device argument on jit is deprecated. You can use "
                   "`jax.device_put(..., jax.local_devices(backend=\"cpu\")[0])` on the inputs "
@@ -646,7 +673,8 @@ def jit(fun=None, /, *, in_shardings=None, out_shardings=None, static_argnums=()
     in_shardings = out_shardings = SingleDeviceSharding(device)
   donate_argnums = _donated_positions(fun, donate_argnums, donate_argnames)
   return Jitted(fun, static_argnums, static_argnames, donate_argnums,
-                in_shardings=in_shardings, out_shardings=out_shardings, keep_unused=keep_unused)
+                in_shardings=in_shardings, out_shardings=out_shardings, keep_unused=keep_unused,
+                compiler_options=options)
 
 
 _stages.Wrapped.register(Jitted)

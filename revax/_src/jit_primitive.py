@@ -47,14 +47,19 @@ def _pick(values, mask, keep=True) -> list:
   return [v for v, m in zip(values, mask, strict=True) if bool(m) == keep]
 
 
-def _jit_impl(*args, jaxpr: ClosedJaxpr, name: str, in_shardings=None, out_shardings=None):
+def _jit_impl(*args, jaxpr: ClosedJaxpr, name: str, in_shardings=None, out_shardings=None,
+              compiler_options=()):
   if in_shardings is None and not _rt_sharded.any_sharded(args):
-    return program_for(jaxpr, name).call_arrays(args)
+    return program_for(jaxpr, name, (), compiler_options).call_arrays(args)
+  if compiler_options:
+    raise NotImplementedError(f"jit(compiler_options=...) of {name} over a mesh: revax hands "
+                              "XLA options to one-device programs only")
   return call_sharded(jaxpr, name, args, in_shardings, out_shardings)
 
 
 def _jit_lower(ctx, *args, jaxpr: ClosedJaxpr, name: str, in_shardings=None,
-               out_shardings=None):
+               out_shardings=None, compiler_options=()):
+  # (compiler_options: never in a staged program, see _check_staged)
   if in_shardings is None:
     return mlir.call_jaxpr(ctx, jaxpr, args, name)
   from revax._src.lax.sharding_constraint import constrain
@@ -65,19 +70,24 @@ def _jit_lower(ctx, *args, jaxpr: ClosedJaxpr, name: str, in_shardings=None,
           for x, s, a in zip(outs, out_shardings, ctx.avals_out, strict=True)]
 
 
-def bind_jit(closed: ClosedJaxpr, args, name: str, in_shardings=None, out_shardings=None):
+def bind_jit(closed: ClosedJaxpr, args, name: str, in_shardings=None, out_shardings=None,
+             compiler_options=()):
   """Bind jit_p on `closed`, turning its constants into leading operands (jit jaxprs have none).
-  `in_shardings`/`out_shardings` (per argument in `args` / per result, or None) become params."""
+  `in_shardings`/`out_shardings` (per argument in `args` / per result, or None) become params,
+  as do XLA `compiler_options` ((name, value) pairs) where there are some."""
   params = {}
   if in_shardings is not None:
     params = shard_params([None] * len(closed.consts) + list(in_shardings), out_shardings)
+  if compiler_options:
+    params["compiler_options"] = compiler_options
   if closed.consts:
     jaxpr = ClosedJaxpr(staging.convert_constvars_jaxpr(closed.jaxpr), [])
     return jit_p.bind(*closed.consts, *args, jaxpr=jaxpr, name=name, **params)
   return jit_p.bind(*args, jaxpr=closed, name=name, **params)
 
 
-def _jit_jvp(primals, tangents, *, jaxpr, name, in_shardings=None, out_shardings=None):
+def _jit_jvp(primals, tangents, *, jaxpr, name, in_shardings=None, out_shardings=None,
+             compiler_options=()):
   ins = outs = None
   if in_shardings is not None:
     nonzeros = tuple(type(t) is not ad.Zero for t in tangents)
@@ -85,14 +95,15 @@ def _jit_jvp(primals, tangents, *, jaxpr, name, in_shardings=None, out_shardings
     ins = list(in_shardings) + _pick(in_shardings, nonzeros)
     outs = list(out_shardings) + _pick(out_shardings, out_nonzeros)
   return ad.call_jvp(jaxpr, primals, tangents,
-                     lambda jvp_closed, args: bind_jit(jvp_closed, args, f"jvp_{name}", ins, outs))
+                     lambda jvp_closed, args: bind_jit(jvp_closed, args, f"jvp_{name}", ins, outs,
+                                                       compiler_options))
 
 
 def _jit_partial_eval(trace, args, params, unknowns):
   """Run the known part of the call now and stage the unknown part, as two jit calls."""
   split = None
   if "in_shardings" in params:
-    base = {"name": params["name"]}
+    base = {k: params[k] for k in ("name", "compiler_options") if k in params}
     ins, outs = params["in_shardings"], params["out_shardings"]
 
     def split(out_unknowns, num_res):  # residuals: unspecified
@@ -104,10 +115,12 @@ def _jit_partial_eval(trace, args, params, unknowns):
   return partial_eval.partial_eval_call(
       trace, jit_p, args, params, unknowns, split_params=split,
       bind_known=lambda known, known_args, kp: bind_jit(
-          known, known_args, kp["name"], kp.get("in_shardings"), kp.get("out_shardings")))
+          known, known_args, kp["name"], kp.get("in_shardings"), kp.get("out_shardings"),
+          kp.get("compiler_options", ())))
 
 
-def _jit_transpose(cts, *args, jaxpr, name, in_shardings=None, out_shardings=None):
+def _jit_transpose(cts, *args, jaxpr, name, in_shardings=None, out_shardings=None,
+                   compiler_options=()):
   linear_mask = tuple(ad.is_undefined_primal(a) for a in args)
   ct_closed = transpose.transpose_jaxpr(jaxpr, linear_mask)
   nonlinear = [a for a in args if not ad.is_undefined_primal(a)]
@@ -116,7 +129,8 @@ def _jit_transpose(cts, *args, jaxpr, name, in_shardings=None, out_shardings=Non
   if in_shardings is not None:  # a cotangent is laid out as the value it belongs to
     ins = _pick(in_shardings, linear_mask, False) + list(out_shardings)
     outs = _pick(in_shardings, linear_mask)
-  lin_cts = iter(bind_jit(ct_closed, nonlinear + cts, f"transpose_{name}", ins, outs))
+  lin_cts = iter(bind_jit(ct_closed, nonlinear + cts, f"transpose_{name}", ins, outs,
+                          compiler_options))
   return [next(lin_cts) if lin else None for lin in linear_mask]
 
 
@@ -131,7 +145,8 @@ def _batched_sharding(s, d, spmd_axis_name=None):
   return type(s)(s.mesh, type(s.spec)(*parts))
 
 
-def _jit_batch(axis_size, vals, dims, *, jaxpr, name, in_shardings=None, out_shardings=None):
+def _jit_batch(axis_size, vals, dims, *, jaxpr, name, in_shardings=None, out_shardings=None,
+               compiler_options=()):
   batched, out_dims = batching.batch_jaxpr(jaxpr, dims, axis_size)
   ins = outs = None
   if in_shardings is not None:
@@ -139,7 +154,8 @@ def _jit_batch(axis_size, vals, dims, *, jaxpr, name, in_shardings=None, out_sha
     ins = [_batched_sharding(s, d, spmd) for s, d in zip(in_shardings, dims, strict=True)]
     outs = [_batched_sharding(s, d, spmd)
             for s, d in zip(out_shardings, out_dims, strict=True)]
-  return bind_jit(batched, list(vals), f"vmap_{name}", ins, outs), list(out_dims)
+  return (bind_jit(batched, list(vals), f"vmap_{name}", ins, outs, compiler_options),
+          list(out_dims))
 
 
 _dce_call = staging.dce_call()
@@ -155,7 +171,18 @@ def _jit_dce(eqn, used_outputs):
   return used_inputs, new
 
 
+def _check_staged(params):
+  """As JAX: XLA options belong to the program a top-level jit compiles; a jit staged into
+  another program (an outer jit, make_jaxpr, grad's linearization, a loop body) cannot have
+  them."""
+  if params.get("compiler_options"):
+    raise ValueError(f"`compiler_options` can only be passed to top-level `jax.jit`. Got "
+                     f"compiler_options={dict(params['compiler_options'])} specified on a "
+                     f"nested jit with name: {params['name']}")
+
+
 jit_p.def_abstract_eval(_jit_abstract_eval)
+staging.staging_checks[jit_p] = _check_staged
 dispatch.custom_impls[jit_p] = _jit_impl  # a jit call always runs compiled
 mlir.register_lowering(jit_p, _jit_lower)
 staging.dce_rules[jit_p] = _jit_dce

@@ -54,7 +54,8 @@ class Lowered(StageAttributes):
     self._signature = signature
 
   def compiler_ir(self, dialect: str | None = None):
-    """The lowered StableHLO module (`str()` of it is the text); dialect "hlo" is refused."""
+    """The lowered module: StableHLO (`str()` of it is the text), or with dialect="hlo" XLA's
+    HLO (an `XlaComputation`: `.as_hlo_text()`, see stage_info.py)."""
     return _stage_info.compiler_ir(self.as_text(), dialect)
 
   def as_text(self) -> str:
@@ -75,19 +76,22 @@ class Lowered(StageAttributes):
 
   def compile(self, compiler_options=None, *, device_assignment=None) -> "Compiled":
     """Compile (JAX's signature). `compiler_options`: XLA options by name (e.g.
-    {"xla_cpu_enable_fast_math": False}), handed to XLA as JAX does (an unknown name is XLA's
-    error); that program is compiled for this Compiled only, not shared with the jit's."""
+    {"xla_cpu_enable_fast_math": False}), handed to XLA after the jit's own
+    (`jit(compiler_options=)`), as JAX does (an unknown name is XLA's error); a program with
+    options given here is compiled for this Compiled only, not shared with the jit's."""
     _stage_info.check_compile_args(compiler_options, device_assignment, options_supported=True)
     entry = self._entry
     if compiler_options:
       own = type(entry).__new__(type(entry))
       for slot in type(entry).__slots__:
         setattr(own, slot, getattr(entry, slot))
+      own.compiler_options = entry.compiler_options + tuple(compiler_options.items())
       own.program = dispatch.compile_jaxpr(entry.jaxpr, entry.name, entry.aliases or (),
-                                           option_overrides=sorted(compiler_options.items()))
+                                           option_overrides=own.compiler_options)
       return Compiled(own, self.in_tree, self._signature)
     if entry.program is None or entry.aliases:
-      entry.program = program_for(entry.jaxpr, entry.name, entry.aliases or ())
+      entry.program = program_for(entry.jaxpr, entry.name, entry.aliases or (),
+                                  entry.compiler_options)
     return Compiled(entry, self.in_tree, self._signature)
 
   def cost_analysis(self) -> dict:
@@ -172,7 +176,12 @@ class ShardedLowered(StageAttributes):
     self._signature = signature
 
   def compiler_ir(self, dialect: str | None = None):
-    """The lowered StableHLO module (`str()` of it is the text); dialect "hlo" is refused."""
+    """The lowered StableHLO module (`str()` of it is the text); dialect="hlo" (XLA's HLO)
+    only for a program on one device (XLA converts a program over a mesh as it partitions
+    it, which revax's HLO dump does not do)."""
+    if dialect == "hlo" and self._program is not None:
+      raise NotImplementedError("compiler_ir('hlo') of a program over a mesh: revax converts "
+                                "one-device programs only; use compiler_ir() (StableHLO)")
     return _stage_info.compiler_ir(self.as_text(), dialect)
 
   def as_text(self) -> str:

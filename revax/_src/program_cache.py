@@ -1,7 +1,7 @@
 """Compiled programs of jit jaxprs on one device, each compiled once and kept while its jaxpr
-lives (a weak key): one per jaxpr, and one per set of donated (operand, result) aliases. A jaxpr
-that names a mesh of several devices (a shard_map, a sharding constraint) gets a `MeshProgram`
-over that mesh (spmd_program.py), which has the same interface.
+lives (a weak key): one per jaxpr, and one per set of donated (operand, result) aliases and of
+XLA options. A jaxpr that names a mesh of several devices (a shard_map, a sharding constraint)
+gets a `MeshProgram` over that mesh (spmd_program.py), which has the same interface.
 
 The compile (or cache) step of a jit call: jit.py, the jit primitive's eager rule
 (jit_primitive.py), the stages and sharded_jit.py all take their programs from here."""
@@ -12,7 +12,7 @@ import weakref
 
 from revax._src.core.jaxpr import ClosedJaxpr
 from revax._src.interpreters import dispatch
-from revax._src.spmd_program import mesh_program
+from revax._src.spmd_program import mesh_program, names_mesh
 
 __all__ = ["program_for"]
 
@@ -23,20 +23,27 @@ _aliased_programs: "weakref.WeakKeyDictionary[ClosedJaxpr, dict]" = weakref.Weak
 _programs_lock = threading.Lock()
 
 
-def program_for(jaxpr: ClosedJaxpr, name: str, aliases: tuple = ()) -> dispatch.CompiledProgram:
+def program_for(jaxpr: ClosedJaxpr, name: str, aliases: tuple = (),
+                compiler_options: tuple = ()) -> dispatch.CompiledProgram:
   """The compiled program of a jit jaxpr (compiled once, kept while the jaxpr lives).
 
   Args:
     aliases: (operand, result) pairs of donated operands and the results XLA may write into
       their buffers (see donation.py); each set of pairs is its own program.
+    compiler_options: (name, value) pairs of XLA options (`jit(compiler_options=)`); each set
+      of options is its own program.
   """
-  if aliases:
+  if compiler_options and names_mesh(jaxpr):
+    raise NotImplementedError(f"jit(compiler_options=...) of {name}, a program over a mesh: "
+                              "revax hands XLA options to one-device programs only")
+  if aliases or compiler_options:
+    key = (aliases, compiler_options)
     with _programs_lock:
-      program = _aliased_programs.setdefault(jaxpr, {}).get(aliases)
+      program = _aliased_programs.setdefault(jaxpr, {}).get(key)
     if program is None:
-      program = dispatch.compile_jaxpr(jaxpr, name, aliases)
+      program = dispatch.compile_jaxpr(jaxpr, name, aliases, option_overrides=compiler_options)
       with _programs_lock:
-        program = _aliased_programs[jaxpr].setdefault(aliases, program)
+        program = _aliased_programs[jaxpr].setdefault(key, program)
     return program
   program = _programs.get(jaxpr)
   if program is None:
@@ -44,4 +51,3 @@ def program_for(jaxpr: ClosedJaxpr, name: str, aliases: tuple = ()) -> dispatch.
     with _programs_lock:
       program = _programs.setdefault(jaxpr, program)
   return program
-

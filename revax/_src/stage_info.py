@@ -6,11 +6,13 @@ from __future__ import annotations
 
 from revax._src import tree_util
 from revax._src.core.avals import get_aval
+from revax._src.runtime import hlo_dump
 from revax._src.runtime.array import Array
+from revax._src.runtime.client import get_backend
 from revax._src.shape_dtype_struct import ShapeDtypeStruct
 from revax._src.stages import ArgInfo
 
-__all__ = ["Signature", "StageAttributes"]
+__all__ = ["Signature", "StageAttributes", "StableHLOModule", "XlaComputation"]
 
 
 class Signature:
@@ -88,14 +90,76 @@ class StableHLOModule:
     return f"<StableHLO module, {len(self._text)} characters>"
 
 
-def compiler_ir(text: str, dialect: str | None = None) -> StableHLOModule:
-  """The lowered module in `dialect` ("stablehlo", the default). "hlo" (XLA's HLO, which JAX
-  converts to with XLA's own converter) is refused: revax has no such converter."""
+class XlaComputation:
+  """What `Lowered.compiler_ir("hlo")` returns, as JAX's `XlaComputation` of jaxlib: the
+  lowered module in XLA's HLO, as XLA converted it (XLA compiles the module once and dumps the
+  HLO it got before its optimizations, see runtime/hlo_dump.py). It has JAX's
+  `as_hlo_text(print_large_constants=False)`, `as_serialized_hlo_module_proto()` and `name()`;
+  jaxlib's `as_hlo_module()`, `get_hlo_module()`, `program_shape()`, `as_hlo_dot_graph()` and
+  `hash()` (objects of XLA's C++ classes) are refused by name.
+
+  Example:
+    >>> hlo = revax.jit(lambda x: x * x).lower(1.0).compiler_ir("hlo")
+    >>> print(hlo.as_hlo_text())  # doctest: +NORMALIZE_WHITESPACE
+    HloModule jit__lambda, entry_computation_layout={(f32[])->f32[]}
+    <BLANKLINE>
+    ENTRY %main.1 (Arg_0.1: f32[]) -> f32[] {
+      %Arg_0.1 = f32[] parameter(0)
+      ROOT %multiply.1 = f32[] multiply(%Arg_0.1, %Arg_0.1)
+    }
+    <BLANKLINE>
+  """
+  __slots__ = ("_module", "_backend", "_texts", "_proto")
+
+  def __init__(self, module_text: str, backend):
+    self._module, self._backend = module_text, backend
+    self._texts: dict[bool, str] = {}
+    self._proto = None
+    self.as_hlo_text()  # converted now, as JAX does: a module XLA refuses raises here
+
+  def as_hlo_text(self, print_large_constants: bool = False) -> str:
+    """The HLO module as text; large constants print as `{...}` unless
+    `print_large_constants`."""
+    key = bool(print_large_constants)
+    if key not in self._texts:
+      self._texts[key], self._proto = hlo_dump.hlo_before_optimizations(
+          self._backend, self._module, print_large_constants=key)
+    return self._texts[key]
+
+  def as_serialized_hlo_module_proto(self) -> bytes:
+    """The HLO module as a serialized `xla.HloModuleProto`."""
+    return self._proto
+
+  def name(self) -> str:
+    """The module's name (`jit_f` for `jit(f)`)."""
+    return self._texts[False].split(",", 1)[0].split()[1]
+
+  def _refuse(what):
+    def refused(self, *args, **kwargs):
+      raise NotImplementedError(f"XlaComputation.{what}(): revax has the HLO module as text and "
+                                "as a serialized HloModuleProto only (as_hlo_text(), "
+                                "as_serialized_hlo_module_proto()), not XLA's C++ objects")
+    refused.__name__ = what
+    return refused
+
+  as_hlo_module = _refuse("as_hlo_module")
+  get_hlo_module = _refuse("get_hlo_module")
+  program_shape = _refuse("program_shape")
+  as_hlo_dot_graph = _refuse("as_hlo_dot_graph")
+  hash = _refuse("hash")
+  del _refuse
+
+  def __repr__(self):
+    return f"<XlaComputation {self.name()}>"
+
+
+def compiler_ir(text: str, dialect: str | None = None):
+  """The lowered module in `dialect`: "stablehlo" (the default), a `StableHLOModule`; or "hlo",
+  an `XlaComputation` (XLA's HLO as XLA converts the module, on the default backend)."""
   if dialect not in (None, "stablehlo", "hlo"):
     raise ValueError(f"unknown dialect: {dialect}")
   if dialect == "hlo":
-    raise NotImplementedError("compiler_ir(dialect='hlo'): revax has no StableHLO-to-HLO "
-                              "converter; use compiler_ir() (StableHLO) or as_text()")
+    return XlaComputation(text, get_backend())
   return StableHLOModule(text)
 
 

@@ -16,10 +16,13 @@ __all__ = ["Entry", "TraceCache", "shared_cache", "clear_trace_caches"]
 class Entry:
   """One cache entry: the traced program for one signature."""
   __slots__ = ("jaxpr", "consts", "out_tree", "out_is_leaf", "program", "name", "plan",
-               "aliases", "used_inputs", "ref_mask")
+               "aliases", "used_inputs", "ref_mask", "compiler_options")
 
-  def __init__(self, jaxpr, consts, out_tree, name):
+  def __init__(self, jaxpr, consts, out_tree, name, compiler_options=()):
     self.jaxpr, self.consts, self.out_tree, self.name = jaxpr, consts, out_tree, name
+    # the jit's XLA options ((name, value) pairs, JAX's compiler_options_kvs): its program is
+    # compiled with them (the trace cache an entry lives in is keyed by them)
+    self.compiler_options = compiler_options
     self.out_is_leaf = out_tree.num_nodes == 1 and out_tree.num_leaves == 1
     self.program = None
     self.aliases = None  # donated (operand, result) pairs; None until a call decides them

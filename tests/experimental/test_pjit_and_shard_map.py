@@ -54,6 +54,11 @@ def test_pjit_is_jit_with_its_older_signature():
     np.testing.assert_array_equal(h(jnp.arange(2.)), [0., 2.])
   with pytest.raises(NotImplementedError, match="device"):
     pjit(lambda x: x, device=revax.devices()[0])
+  # XLA options go to jit, as in jax (an unknown one is XLA's error at the call)
+  jpjit = _quietly(jpjit_mod, "pjit")
+  for p, lib in ((pjit, revax), (jpjit, jax)):
+    with pytest.raises(lib.errors.JaxRuntimeError, match="No such compile option"):
+      p(lambda x: x * 2, compiler_options={"xla_nope": True})(np.ones(2, np.float32))
 
 
 def test_shard_map_with_check_rep_matches_jax():

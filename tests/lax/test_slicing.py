@@ -304,6 +304,38 @@ def test_vmap_of_gather_over_a_batch_of_zero():
   np.testing.assert_array_equal(revax.vmap(take)(x1, i1), np.stack([x1[0][[2, 0]], x1[1][[1, 1]]]))
 
 
+EMPTY_BATCH_INDEXING = {  # name -> function of (lib, x, i), vmapped over a batch of zero
+    "dynamic_slice": lambda lib, x, i: lib.lax.dynamic_slice(x, (i, 1), (2, 2)),
+    "dynamic_slice_in_dim": lambda lib, x, i: lib.lax.dynamic_slice_in_dim(x, i, 2, 0),
+    "dynamic_update_slice": lambda lib, x, i: lib.lax.dynamic_update_slice(
+        x, lib.numpy.ones((2, 2), x.dtype), (i, i)),
+    "index": lambda lib, x, i: x[i],
+    "index_and_slice": lambda lib, x, i: x[i, 1:],
+    "at_set": lambda lib, x, i: x.at[i].set(5.0),
+    "at_add": lambda lib, x, i: x.at[i, 2].add(5.0),
+    "take": lambda lib, x, i: lib.numpy.take(x, i, axis=1),
+    "take_along_axis": lambda lib, x, i: lib.numpy.take_along_axis(
+        x, lib.numpy.full((3, 1), i), axis=1),
+    "gather_fill": lambda lib, x, i: x.at[i].get(mode="fill", fill_value=-1.0),
+}
+
+
+@pytest.mark.parametrize("jit", [False, True])
+@pytest.mark.parametrize("name", sorted(EMPTY_BATCH_INDEXING))
+def test_vmap_of_indexing_with_mapped_indices_over_a_batch_of_zero(name, jit):
+  """vmap over a batch of zero of indexing with mapped operand and indices (optax's
+  hungarian_algorithm under vmap of 0 cost matrices): dynamic_slice's batching gather has slice
+  size 1 along the empty batching dim; as in JAX, the shape rule allows it where there are no
+  indices and the lowering of an empty gather is a constant (XLA refuses the slice size)."""
+  x, i = np.ones((0, 3, 4), np.float32), np.zeros((0,), np.int32)
+  outs = []
+  for lib in (revax, jax):
+    f = lib.vmap(lambda x, i: EMPTY_BATCH_INDEXING[name](lib, x, i))
+    out = (lib.jit(f) if jit else f)(x, i)
+    outs.append((out.shape, out.dtype))
+  assert outs[0] == outs[1]
+
+
 def test_scatter_transpose_with_empty_updates():
   """The cotangent of empty updates is empty zeros, without a gather from an operand that may be
   empty too (the gather's shape rule refused it); found by tests/fuzz."""

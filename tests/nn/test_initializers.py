@@ -20,6 +20,18 @@ def test_variance_scaling_family_equals_jax(name, shape):
   np.testing.assert_allclose(np.asarray(r), np.asarray(j), rtol=1e-6, atol=1e-7)
 
 
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+@pytest.mark.parametrize("name", FACTORIES)
+def test_variance_scaling_family_of_complex_weights_equals_jax(name, dtype):
+  """Complex weights (flax's Dense(param_dtype=complex64)): uniform draws from a disk,
+  truncated_normal from a complex normal with its modulus truncated, as in JAX."""
+  with revax.enable_x64(dtype == np.complex128), jax.enable_x64(dtype == np.complex128):
+    r = getattr(revax.nn.initializers, name)()(revax.random.key(3), (4, 5), dtype)
+    j = getattr(jax.nn.initializers, name)()(jax.random.key(3), (4, 5), dtype)
+    assert r.dtype == j.dtype and r.shape == j.shape
+    np.testing.assert_allclose(np.asarray(r), np.asarray(j), rtol=1e-5, atol=1e-6)
+
+
 def test_axes_modes_and_simple_initializers_equal_jax():
   rk, jk = revax.random.PRNGKey(1), jax.random.PRNGKey(1)
   for kw in ({"in_axis": 0, "out_axis": 1}, {"in_axis": (0, 1), "out_axis": -1},

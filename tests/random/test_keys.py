@@ -184,3 +184,48 @@ def test_typeof_typed_keys_matches_jax():
     assert lib.typeof(k) == lib.typeof(rand.key(1)) and lib.typeof(k) != lib.typeof(
         rand.split(k))
   assert seen["revax"] == seen["jax"]
+
+
+KEY_CONVERSIONS = {  # name -> function of (lib, keys): dtype conversions of typed keys
+    "astype_same": lambda lib, k: lib.numpy.astype(k, k.dtype),
+    "astype_copy": lambda lib, k: lib.numpy.astype(k, k.dtype, copy=True),
+    "astype_where": lambda lib, k: lib.numpy.astype(lib.numpy.where(True, k, k), k.dtype),
+    "astype_jit": lambda lib, k: lib.jit(lambda k: lib.numpy.astype(k, k.dtype))(k),
+    "convert_element_type": lambda lib, k: lib.lax.convert_element_type(k, k.dtype),
+    "asarray": lambda lib, k: lib.numpy.asarray(k, dtype=k.dtype),
+    "astype_float32": lambda lib, k: lib.numpy.astype(k, lib.numpy.float32),
+    "astype_uint32": lambda lib, k: lib.numpy.astype(k, lib.numpy.uint32),
+    "convert_float32": lambda lib, k: lib.lax.convert_element_type(k, lib.numpy.float32),
+    "astype_other_key": lambda lib, k: lib.numpy.astype(k, lib.random.key(0, impl="rbg").dtype),
+    "asarray_other_key": lambda lib, k: lib.numpy.asarray(k, lib.random.key(0, impl="rbg").dtype),
+    "method": lambda lib, k: k.astype(k.dtype),
+}
+
+
+@pytest.mark.parametrize("shape", [(), (3,)])
+@pytest.mark.parametrize("name", sorted(KEY_CONVERSIONS))
+def test_typed_key_dtype_conversions_match_jax(name, shape):
+  """jnp.astype / lax.convert_element_type of typed keys: to their own dtype they are the keys
+  (optax's MultiSteps casts its inner state, keys included, back to the dtypes it had); to
+  anything else ValueError with JAX's message; the array method is NotImplementedError."""
+  seen = []
+  for lib in (revax, jax):
+    keys = lib.random.key(0) if not shape else lib.random.split(lib.random.key(0), shape[0])
+    try:
+      out = KEY_CONVERSIONS[name](lib, keys)
+      seen.append(("ok", str(out.dtype), out.shape,
+                   np.asarray(lib.random.key_data(out)).tolist()))
+    except Exception as e:  # noqa: BLE001  (the type and message are compared)
+      seen.append((type(e).__name__, str(e).split(" e.g.")[0]))
+  assert seen[0] == seen[1]
+
+
+@pytest.mark.parametrize("impl", ["threefry2x32", "rbg", "unsafe_rbg"])
+def test_key_sizes_match_jax(impl):
+  """itemsize / nbytes of typed keys and their dtype (flax's nnx repr sums parameter bytes)."""
+  seen = []
+  for lib in (revax, jax):
+    k = lib.random.key(0, impl=impl)
+    ks = lib.random.split(k, 3)
+    seen.append((k.dtype.itemsize, k.itemsize, k.nbytes, ks.nbytes))
+  assert seen[0] == seen[1]

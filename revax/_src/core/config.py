@@ -337,6 +337,36 @@ class Config:
     """{jax_<name>: value} for every option (revax's own: {revax_<name>: value})."""
     return {_full_name(k): v for k, v in self._values.items()}
 
+  def parse_flags_with_absl(self) -> None:
+    """Set the options given on the command line (before any `--`) as `--jax_<name>=value`,
+    `--jax_<name>` or `--nojax_<name>` (bools), as JAX's method does through absl (flax's tests
+    call it at import); other arguments, and names that are not options, are left alone.
+    Only the first call reads the command line, as in JAX.
+
+    Example:
+      >>> revax.config.parse_flags_with_absl()  # (pytest's arguments: nothing to set)
+    """
+    if self.__dict__.get("_parsed_flags"):
+      return
+    self.__dict__["_parsed_flags"] = True
+    import itertools
+    import sys
+    for arg in itertools.takewhile(lambda a: a != "--", sys.argv[1:]):
+      if arg.startswith("--nojax_") and "=" not in arg:
+        name, value = arg[len("--no"):], False
+      elif arg.startswith("--jax_"):
+        name, eq, value = arg[2:].partition("=")
+        value = value if eq else True
+      else:
+        continue
+      key = name[len("jax_"):]
+      if key not in _OPTIONS:
+        continue  # (absl's known_only: not one of ours)
+      default = _OPTIONS[key].default
+      if isinstance(value, str) and type(default) in (int, float):
+        value = type(default)(value)
+      self.update(key, value)
+
   def on_change(self, fn) -> None:
     """Call `fn(name)` after every update."""
     self._listeners.append(fn)

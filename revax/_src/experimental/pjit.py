@@ -56,11 +56,10 @@ def pjit(fun: Callable, in_shardings: Any = _UNSPECIFIED, out_shardings: Any = _
   """`jax.experimental.pjit.pjit` has been deprecated. Please use `revax.jit`.
 
   Raises:
-    NotImplementedError: for `device`, `backend` or `compiler_options`, which revax's jit does
-      not take (place the arguments with `revax.device_put` instead of `device`).
+    NotImplementedError: for `device` or `backend`, which revax's pjit does not take (place the
+      arguments with `revax.device_put` instead). `compiler_options` go to `revax.jit`.
   """
-  for name, value in (("device", device), ("backend", backend),
-                      ("compiler_options", compiler_options)):
+  for name, value in (("device", device), ("backend", backend)):
     if value is not None:
       raise NotImplementedError(f"pjit: revax's jit does not take {name}=")
   kwargs = {}
@@ -72,7 +71,7 @@ def pjit(fun: Callable, in_shardings: Any = _UNSPECIFIED, out_shardings: Any = _
   return jit(fun, static_argnums=_argnums(static_argnums),
              static_argnames=tuple(static_names or ()),
              donate_argnums=_donated_positions(fun, donate_argnums, donate_argnames),
-             keep_unused=keep_unused, inline=inline, **kwargs)
+             keep_unused=keep_unused, inline=inline, compiler_options=compiler_options, **kwargs)
 
 
 module_getattr = deprecation_getattr("revax.experimental.pjit", {

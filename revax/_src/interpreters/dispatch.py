@@ -289,7 +289,8 @@ class CompiledProgram:
     # lowering's i1) and leave as NumPy float0 zeros, as eager evaluation and JAX give them.
     self._float0_in = tuple(i for i, a in enumerate(self.in_avals) if a.dtype == dtypes.float0)
     self._float0_out = tuple(i for i, a in enumerate(self.out_avals) if a.dtype == dtypes.float0)
-    self._recipe = None  # (weakref to the closed jaxpr, aliases): to compile elsewhere
+    self._recipe = None  # (weakref to the closed jaxpr, aliases, XLA options): to compile
+    # elsewhere
     self._keep = None
     self._others: dict = {}  # another backend -> its executable of this program
 
@@ -303,13 +304,13 @@ class CompiledProgram:
       if self._recipe is None:
         raise ValueError(f"program {self.name} was compiled for {executable._backend.platform} "
                          f"and cannot run on {backend.platform} buffers")
-      closed, aliases = self._recipe
+      closed, aliases, options = self._recipe
       closed = closed()
       if closed is None:
         raise ValueError(f"program {self.name} can no longer be compiled for "
                          f"{backend.platform}: its jaxpr is gone")
       other = self._others.setdefault(
-          backend, compile_jaxpr(closed, self.name, aliases, backend).executable)
+          backend, compile_jaxpr(closed, self.name, aliases, backend, options).executable)
     return other
 
   def check_avals(self, avals) -> None:
@@ -377,7 +378,7 @@ def compile_jaxpr(closed: ClosedJaxpr, name: str = "main", aliases=(),
                 time.perf_counter() - start)
   program = CompiledProgram(executable, closed.in_avals, closed.out_avals, text, name)
   # (weakly: jit keeps programs in a WeakKeyDictionary keyed by `closed`)
-  program._recipe = (weakref.ref(closed), aliases)
+  program._recipe = (weakref.ref(closed), aliases, tuple(option_overrides))
   return program
 
 

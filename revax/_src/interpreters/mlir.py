@@ -183,7 +183,7 @@ class ModuleBuilder:
   """Collects the functions of one StableHLO module."""
 
   def __init__(self, name: str, platform: str):
-    self.name = _sanitize(name)
+    self.name = _sanitize(name).rstrip("_") or "_"  # (as JAX's: `jit__lambda` for a lambda)
     self.platform = platform
     self.funcs: list[str] = []
     self._func_names: set[str] = {"main"}

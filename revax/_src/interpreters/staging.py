@@ -134,6 +134,9 @@ class DynamicJaxprTrace(Trace):
     return entry[0]
 
   def process_primitive(self, primitive, args, params):
+    check = staging_checks.get(primitive)
+    if check is not None:  # (a primitive with params that cannot be staged)
+      check(params)
     atoms = [self.to_atom(x) for x in args]
     out = primitive.abstract_eval(*(a.aval for a in atoms), **params)
     out_avals = out if primitive.multiple_results else (out,)
@@ -348,6 +351,9 @@ def trace_flat(fun, args_tree, in_avals):
 
 
 # --- dead-code elimination -----------------------------------------------------------------------
+# primitive -> check(params): raises where the equation cannot be staged into a program (a jit
+# with XLA options: only a top-level jit takes them, as in JAX)
+staging_checks = RuleTable("staging check")
 dce_rules = RuleTable("dce")  # primitive -> rule(eqn, used_outputs) -> (used_inputs, new_eqn|None)
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from revax._src import tree_util
 from revax._src.core import dtypes
 from revax._src.core.avals import ShapedArray, get_aval
 from revax._src.core.trace import Primitive
@@ -36,6 +37,8 @@ def convert_element_type(operand, new_dtype, weak_type: bool = False):
     >>> lax.convert_element_type(jnp.arange(3), jnp.float32)
     Array([0., 1., 2.], dtype=float32)
   """
+  if tree_util.is_array_leaf(operand):  # typed keys: to their own dtype only, as in JAX
+    return operand.as_array(new_dtype)
   new_dtype = dtypes.canonicalize_dtype(new_dtype)
   weak_type = bool(weak_type)
   aval = get_aval(operand)

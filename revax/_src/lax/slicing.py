@@ -641,7 +641,9 @@ def _gather_shape(operand, indices, dn, slice_sizes):
                     f"{dn.collapsed_slice_dims}, operand_batching_dims="
                     f"{dn.operand_batching_dims}.")
   for i, (s, n) in enumerate(zip(slice_sizes, operand.shape)):
-    if not 0 <= s <= n:
+    # (no indices, no slices: as in JAX, a slice may then exceed the operand, as vmap's over a
+    # batch of zero makes with slice size 1 along an empty batching dim)
+    if not 0 <= s <= n and 0 not in indices.shape:
       raise TypeError(f"Slice size at index {i} in gather op is out of range, must be within "
                       f"[0, {n} + 1), got {s} (slice_sizes {slice_sizes}, operand shape "
                       f"{operand.shape}).")
@@ -735,6 +737,11 @@ def _bool_attr(b: bool) -> str:
 
 def _gather_lower(ctx, operand, indices, *, dimension_numbers, slice_sizes, indices_are_sorted,
                   unique_indices, mode, fill_value):
+  out_aval = ctx.avals_out[0]
+  if 0 in out_aval.shape and isinstance(out_aval.dtype, np.dtype):
+    # an empty result reads nothing (as JAX, a constant: XLA refuses the slice sizes of 1
+    # that vmap over a batch of zero gives along the empty batching dim)
+    return ctx.constant(np.zeros(out_aval.shape, out_aval.dtype), out_aval)
   if mode is GatherScatterMode.FILL_OR_DROP:
     return mlir.lower_fun(_gather_fill, multiple_results=False)(
         ctx, operand, indices, dimension_numbers=dimension_numbers, slice_sizes=slice_sizes,

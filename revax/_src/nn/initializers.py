@@ -122,6 +122,15 @@ def variance_scaling(scale, mode: str, distribution: str, in_axis=-2, out_axis=-
     fan_in, fan_out = _fans(shape, in_axis, out_axis, batch_axis)
     n = {"fan_in": fan_in, "fan_out": fan_out, "fan_avg": (fan_in + fan_out) / 2}[mode]
     variance = np.asarray(scale / n, dtype)
+    if dtypes.is_complex(dtype) and distribution != "normal":  # (as JAX: a disk, or a
+      # normal on the complex plane with its modulus truncated to 2)
+      if distribution == "truncated_normal":
+        out = _complex_draw(key, shape, dtype, 2.0) * jnp_creation.asarray(
+            np.sqrt(variance) / np.asarray(_COMPLEX_TRUNCATED_STDDEV, dtype), dtype)
+      else:
+        out = _complex_draw(key, shape, dtype, None) * jnp_creation.asarray(
+            np.sqrt(variance), dtype)
+      return placed(out, out_sharding)
     if distribution == "truncated_normal":
       stddev = np.sqrt(variance) / np.asarray(_TRUNCATED_STDDEV, dtype)
       out = samplers.truncated_normal(key, -2, 2, shape, dtype) * \
@@ -133,6 +142,29 @@ def variance_scaling(scale, mode: str, distribution: str, in_axis=-2, out_axis=-
           jnp_creation.asarray(np.sqrt(3 * variance), dtype)
     return placed(out, out_sharding)
   return init
+
+
+_COMPLEX_TRUNCATED_STDDEV = .95311164380491208  # of a complex standard normal truncated to 2
+
+
+def _complex_draw(key, shape, dtype, upper):
+  """JAX's complex samples of unit variance: a modulus from a uniform disk (`upper` None) or
+  from a complex normal truncated to `upper`, and a uniform angle (drawn as JAX draws them)."""
+  from revax._src.numpy import ufuncs
+  from revax._src.random.keys import split
+  key_r, key_theta = split(key)
+  real = np.array(0, dtype).real.dtype
+
+  def as_complex(x):
+    return jnp_shape_ops.astype(x, dtype)
+  if upper is None:
+    r = as_complex(ufuncs.sqrt(2 * samplers.uniform(key_r, shape, real)))
+  else:
+    t = (1 - ufuncs.exp(jnp_creation.array(-(upper ** 2), dtype))) * as_complex(
+        samplers.uniform(key_r, shape, real))
+    r = ufuncs.sqrt(-ufuncs.log(1 - t))
+  theta = 2 * np.pi * as_complex(samplers.uniform(key_theta, shape, real))
+  return r * ufuncs.exp(1j * theta)
 
 
 glorot_uniform = xavier_uniform = functools.partial(variance_scaling, 1.0, "fan_avg", "uniform")

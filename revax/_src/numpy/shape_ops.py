@@ -11,9 +11,9 @@ import operator
 
 import numpy as np
 
+from revax._src import lax, tree_util
 from revax._src.core.shape_poly import (InconclusiveDimensionOperation, is_symbolic_dim,
                                          is_symbolic_shape)
-from revax._src import lax
 from revax._src.core.trace import ConcretizationTypeError, Tracer
 from revax._src.lax.sharding_constraint import placed
 from revax._src.numpy import util
@@ -541,6 +541,10 @@ def _repeat_each(a, repeats, axis, total_repeat_length, out_sharding):
 
 
 def astype(x, dtype, /, *, copy: bool = False, device=None):
-  """`x` converted to `dtype` (complex to real keeps the real part; to bool tests != 0)."""
+  """`x` converted to `dtype` (complex to real keeps the real part; to bool tests != 0).
+  Typed keys convert only to their own dtype (optax's MultiSteps casts its state, keys too,
+  to the dtypes it had), as in JAX."""
+  if tree_util.is_array_leaf(x):
+    return x.as_array(dtype, copy)
   util.check_arraylike("astype", x)
   return util.as_array(lax.convert_element_type(x, util.canonical_dtype_arg(dtype)))

@@ -88,6 +88,14 @@ class PRNGKeyArray:
     return math.prod(self.shape)
 
   @property
+  def itemsize(self) -> int:
+    return self.dtype.itemsize
+
+  @property
+  def nbytes(self) -> int:
+    return self.size * self.dtype.itemsize
+
+  @property
   def dtype(self) -> KeyTy:
     return KeyTy(self._impl)
 
@@ -256,12 +264,20 @@ class PRNGKeyArray:
     return reductions.reduce_and(same, tuple(range(self.ndim)))
 
   def as_array(self, dtype=None, copy=None) -> "PRNGKeyArray":
-    """What jnp.asarray / jnp.array make of key arrays: the keys (copied if `copy`); any other
-    dtype: ValueError, as JAX's."""
+    """What jnp.asarray / jnp.array / jnp.astype / lax.convert_element_type make of key
+    arrays: the keys (copied if `copy`); any other dtype: ValueError, as JAX's."""
     if dtype is not None and dtype != self.dtype:
+      if extended_dtypes.is_extended(dtype):  # another key type (JAX's message)
+        raise ValueError(f"cannot directly convert between extended dtypes: from {self.dtype} "
+                         f"to {dtype}. Instead, convert to and from their representation "
+                         f"dtypes, e.g.:\n{self.dtype} -> uint32 -> uint32 -> {dtype}")
       raise ValueError(f"Cannot convert_element_type from {self.dtype} to "
                        f"{getattr(dtype, '__name__', dtype)}")
     return self.copy() if copy else self
+
+  def astype(self, dtype):
+    # (JAX's key arrays have the method but do not implement it: jnp.astype converts keys)
+    raise NotImplementedError("Cannot call abstract method astype")
 
   def __array__(self, dtype=None, copy=None):
     raise TypeError("JAX array with PRNGKey dtype cannot be converted to a NumPy array. Use "

@@ -73,6 +73,11 @@ class KeyTy:
   def name(self) -> str:
     return f"key<{self._impl.tag}>"
 
+  @property
+  def itemsize(self) -> int:
+    """Bytes per key: its uint32 key data's (8 for threefry, 16 for rbg), as JAX's."""
+    return math.prod(self._impl.key_shape) * _U32.itemsize
+
   def __repr__(self):
     return self.name
 
