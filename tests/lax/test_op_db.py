@@ -100,6 +100,13 @@ _TESTED_ELSEWHERE.update({
            "the database's array-in/array-out suites do not model; tests/lax/test_state.py runs "
            "hand-written and 60 generated ref programs eager, jit, vmap and grad against jax")
     for name in ("new_ref", "get", "swap", "addupdate", "freeze")})
+_TESTED_ELSEWHERE["dim_as_value"] = (
+    "a symbolic dimension size as a value: bound only while tracing at symbolic shapes (a "
+    "concrete size is a constant), which the database's concrete inputs cannot reach; "
+    "tests/export/test_shape_poly.py runs it through every rule against jax.export")
+_TESTED_ELSEWHERE["inspect_sharding"] = (
+    "a debugging primitive that calls back with a value's sharding and has no array result; "
+    "tests/sharding/test_inspect_sharding.py compares it with jax's on 4 devices")
 
 
 def test_every_lax_primitive_has_records():
