@@ -396,8 +396,10 @@ def test_the_in_flight_bound_holds(steps):
     if behind:
       break
   assert behind, "the loop never ran ahead of the device: this test shows nothing"
-  assert most_unbounded > 35
-  assert unbounded > 100 * 2 ** 20, unbounded / 2 ** 20
+  # unbounded, the loop runs well past the bound of 4 (how far depends on the machine's load:
+  # 35 of the 40 calls were once the most a loaded CI machine showed), and memory follows
+  assert most_unbounded > 12
+  assert unbounded > max(48 * 2 ** 20, bounded + 24 * 2 ** 20), unbounded / 2 ** 20
 
 
 def test_the_in_flight_limit_is_a_config_option():
