@@ -259,16 +259,8 @@ def _export_traced(fun_jit, args, kwargs, platforms) -> Exported:
   closed = _bake_consts(entry.jaxpr, entry.consts)
   poly.check_dim_vars_known(closed, avals)  # a symbolic size from elsewhere (a static arg)
   text = mlir.lower_jaxpr_to_module(closed, entry.name, platform=platforms[0])
-
-  def flat_fun(*xs):
-    return call(*xs)
-
-  return Exported(
-      fun_name=entry.name, in_tree=in_tree, in_avals=tuple(avals), out_tree=entry.out_tree,
-      out_avals=tuple(closed.out_avals), platforms=platforms, nr_devices=1,
-      calling_convention_version=maximum_supported_calling_convention_version,
-      mlir_module_serialized=text.encode(),
-      _get_vjp=_lazy(lambda: _export_vjp(flat_fun, avals, entry.name, platforms)))
+  return _exported(entry, closed, call, avals, in_tree, platforms,
+                   mlir_module_serialized=text.encode())
 
 
 def _export_poly(fun_jit, call, avals, names, in_tree, platforms) -> Exported:
@@ -279,7 +271,13 @@ def _export_poly(fun_jit, call, avals, names, in_tree, platforms) -> Exported:
   entry = fun_jit._trace(call, avals, names)
   closed = _bake_consts(entry.jaxpr, entry.consts)
   poly.check_dim_vars_known(closed, avals)
+  return _exported(entry, closed, call, avals, in_tree, platforms, mlir_module_serialized=b"",
+                   _poly_jaxpr=closed)
 
+
+def _exported(entry, closed, call, avals, in_tree, platforms, **program) -> Exported:
+  """The Exported of a traced one-device function: `program` holds its module (or, for a
+  shape-polymorphic export, the jaxpr it is specialised from); its VJP is exported on demand."""
   def flat_fun(*xs):
     return call(*xs)
 
@@ -287,8 +285,7 @@ def _export_poly(fun_jit, call, avals, names, in_tree, platforms) -> Exported:
       fun_name=entry.name, in_tree=in_tree, in_avals=tuple(avals), out_tree=entry.out_tree,
       out_avals=tuple(closed.out_avals), platforms=platforms, nr_devices=1,
       calling_convention_version=maximum_supported_calling_convention_version,
-      mlir_module_serialized=b"", _poly_jaxpr=closed,
-      _get_vjp=_lazy(lambda: _export_vjp(flat_fun, avals, entry.name, platforms)))
+      _get_vjp=_lazy(lambda: _export_vjp(flat_fun, avals, entry.name, platforms)), **program)
 
 
 def _bake_consts(jaxpr: ClosedJaxpr, consts) -> ClosedJaxpr:
