@@ -36,6 +36,11 @@ import time
 import xml.etree.ElementTree as ET
 
 GRACE_SECONDS = 25  # after SIGINT: pytest finishes the current test and writes its report
+# A target whose process holds more host memory than this is stopped like one past its time (the
+# device machine has 40 GiB and is taken back when it runs out, losing every result): its log
+# names the test that was running (pytest -v prints each test's name as it starts).
+RSS_LIMIT_BYTES = int(float(os.environ.get("RUN_SUITE_RSS_GB", "16")) * 2**30)
+POLL_SECONDS = 1.0
 
 
 def libtpu_version() -> str:
@@ -51,16 +56,13 @@ def run_target(index: int, target: str, out_dir: str, seconds: float) -> dict:
   junit = os.path.join(out_dir, f"junit-{index}.xml")
   env = dict(os.environ, JAX_PLATFORMS="cpu", REVAX_PLATFORMS=os.environ.get(
       "REVAX_PLATFORMS", "tpu,cpu"), PYTHONUNBUFFERED="1")
-  command = [sys.executable, "-m", "pytest", "-q", "-p", "no:warnings", "-p", "no:cacheprovider",
+  command = [sys.executable, "-m", "pytest", "-v", "-p", "no:warnings", "-p", "no:cacheprovider",
              "-o", "addopts=", f"--junitxml={junit}", *target.split(",")]
   start = time.monotonic()
   with open(os.path.join(out_dir, f"log-{index}.txt"), "w") as log:
     process = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
-    try:
-      process.wait(timeout=max(1.0, seconds))
-      finished = True
-    except subprocess.TimeoutExpired:
-      finished = False
+    finished, peak, why = _wait(process, start + max(1.0, seconds))
+    if not finished:
       process.send_signal(signal.SIGINT)
       try:
         process.wait(timeout=GRACE_SECONDS)
@@ -68,8 +70,38 @@ def run_target(index: int, target: str, out_dir: str, seconds: float) -> dict:
         process.kill()
         process.wait()
   elapsed = time.monotonic() - start
-  print(f"{target}: {'finished' if finished else 'stopped'} after {elapsed:.0f} s", flush=True)
-  return {"index": index, "target": target, "seconds": round(elapsed, 1), "finished": finished}
+  print(f"{target}: {'finished' if finished else 'stopped (' + why + ')'} after {elapsed:.0f} s,"
+        f" peak RSS {peak / 2**30:.1f} GiB", flush=True)
+  return {"index": index, "target": target, "seconds": round(elapsed, 1), "finished": finished,
+          "stopped_by": None if finished else why, "peak_rss_gib": round(peak / 2**30, 2)}
+
+
+def _rss_bytes(pid: int) -> int:
+  """Resident memory of the process `pid` (0 when it is gone)."""
+  try:
+    with open(f"/proc/{pid}/status") as f:
+      for line in f:
+        if line.startswith("VmRSS:"):
+          return int(line.split()[1]) * 1024
+  except OSError:
+    pass
+  return 0
+
+
+def _wait(process, deadline: float) -> tuple[bool, int, str]:
+  """Wait for `process` until `deadline`, watching its memory: (finished, peak RSS, why not)."""
+  peak = 0
+  while True:
+    try:
+      process.wait(timeout=max(0.01, min(POLL_SECONDS, deadline - time.monotonic())))
+      return True, peak, ""
+    except subprocess.TimeoutExpired:
+      pass
+    peak = max(peak, _rss_bytes(process.pid))
+    if peak > RSS_LIMIT_BYTES:
+      return False, peak, f"RSS over {RSS_LIMIT_BYTES / 2**30:.0f} GiB"
+    if time.monotonic() >= deadline:
+      return False, peak, "time"
 
 
 def run(out_dir: str, seconds: float, targets: list[str]) -> None:

@@ -511,10 +511,12 @@ class Backend:
     single_device = num_replicas * num_partitions == 1
     # PJRT's C API refuses send/recv callbacks with `execute_device`: a program with host
     # transfers is compiled for one device (the default one), not as a portable program.
-    # REVAX_PORTABLE_EXECUTABLES=0 compiles them for the only device of a one-device backend
-    # instead (as jax does): a measurement switch for the TPU's launch cost (benchmarks/RESULTS.md)
+    # A one-device backend's programs are compiled for its device, as jax does: libtpu launches
+    # a portable executable at 206 us against 90 us for a pinned one (tests/tpu/results,
+    # dispatch_2026-12-06b.log). Portable executables (the device chosen per call) are for
+    # backends of several devices; REVAX_PORTABLE_EXECUTABLES=1 asks for them everywhere.
     portable = single_device and transfers is None and (
-        len(self.devices) > 1 or os.environ.get("REVAX_PORTABLE_EXECUTABLES", "1") != "0")
+        len(self.devices) > 1 or os.environ.get("REVAX_PORTABLE_EXECUTABLES", "0") == "1")
     if use_spmd_partitioning is None:
       use_spmd_partitioning = num_partitions > 1
     if use_shardy_partitioner is None:
