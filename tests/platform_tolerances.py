@@ -39,6 +39,10 @@ REDUCE_WINDOW_INIT = ("XLA leaves how often a non-identity reduce_window init va
                       "the platform (XLA:TPU and XLA:CPU differ)")
 NO_FFI = ("libtpu has no FFI extension: revax.ffi targets and the CPU's LAPACK handlers run on "
           "the CPU only")
+NO_COMPLEX128 = ("XLA:TPU aborts the process on complex128 programs: revax refuses them there with "
+                 "a TypeError (revax/_src/runtime/platform_limits.py)")
+RNG_UNIFORM_BATCHED = ("vmap of lax.rng_uniform (a scan over the examples) aborted XLA:TPU on "
+                       "2026-12-06, not yet diagnosed (platform_limits.py)")
 HOLDS_THE_CHIP = ("a child process would open the TPU that this test process holds (one program "
                   "per chip)")
 
@@ -62,6 +66,9 @@ RECORD_DIFFERENCES = {
     **dict.fromkeys(["rem_f32_signs", "rem_f32_special"], REM_AT_INFINITY),
     "ffi_call_python_target": NO_FFI,
 }
+# op-database records whose batched/differentiated forms (tests/runtime/test_robustness.py) the
+# TPU cannot run, by reason
+BATCHED_RECORD_DIFFERENCES = {"rng_uniform_bucket": RNG_UNIFORM_BATCHED}
 _SKIPPED_REASONS = (REDUCE_WINDOW_INIT, RNG_BIT_GENERATOR, NO_FFI, REM_AT_INFINITY)
 
 

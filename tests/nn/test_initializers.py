@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 
 import revax
+from tests.platform_tolerances import ON_TPU, tolerance
 
 jax = pytest.importorskip("jax")
 
@@ -17,7 +18,9 @@ def test_variance_scaling_family_equals_jax(name, shape):
   r = getattr(revax.nn.initializers, name)()(revax.random.PRNGKey(7), shape)
   j = getattr(jax.nn.initializers, name)()(jax.random.PRNGKey(7), shape)
   assert r.dtype == j.dtype and r.shape == j.shape
-  np.testing.assert_allclose(np.asarray(r), np.asarray(j), rtol=1e-6, atol=1e-7)
+  # normal draws pass the same bits through erf_inv: the chip's own (TRANSCENDENTAL) on a TPU
+  rtol, atol = tolerance(1e-6, 1e-7)
+  np.testing.assert_allclose(np.asarray(r), np.asarray(j), rtol=rtol, atol=atol)
 
 
 @pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
@@ -25,6 +28,10 @@ def test_variance_scaling_family_equals_jax(name, shape):
 def test_variance_scaling_family_of_complex_weights_equals_jax(name, dtype):
   """Complex weights (flax's Dense(param_dtype=complex64)): uniform draws from a disk,
   truncated_normal from a complex normal with its modulus truncated, as in JAX."""
+  if ON_TPU and dtype == np.complex128:  # NO_COMPLEX128: refused, not an aborted process
+    with revax.enable_x64(True), pytest.raises(TypeError, match="complex128"):
+      getattr(revax.nn.initializers, name)()(revax.random.key(3), (4, 5), dtype)
+    return
   with revax.enable_x64(dtype == np.complex128), jax.enable_x64(dtype == np.complex128):
     r = getattr(revax.nn.initializers, name)()(revax.random.key(3), (4, 5), dtype)
     j = getattr(jax.nn.initializers, name)()(jax.random.key(3), (4, 5), dtype)

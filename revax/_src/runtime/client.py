@@ -46,7 +46,8 @@ import numpy as np
 
 from revax._src.core.config import config
 from revax._src.core.errors import JaxRuntimeError
-from revax._src.runtime import backends, compilation_cache, fastpath, pjrt, plugins, subbyte
+from revax._src.runtime import (backends, compilation_cache, fastpath, pjrt, platform_limits,
+                                plugins, subbyte)
 from revax._src.runtime.array import Array
 from revax._src.runtime.pjrt import CompileError, RuntimeBackendError
 
@@ -493,6 +494,7 @@ class Backend:
 
     Raises:
       CompileError: XLA rejected the program; the message is XLA's diagnostic.
+      TypeError: a program the platform's compiler would abort on (platform_limits.py).
 
     Example:
       >>> from revax._src.runtime.client import get_backend
@@ -504,6 +506,7 @@ class Backend:
     for check in compile_checks:
       check(self)
     code = mlir_text.encode() if isinstance(mlir_text, str) else bytes(mlir_text)
+    platform_limits.check_program(self.platform, code)
     transfers = None  # host callbacks as send/recv host transfers (host_transfer.py)
     if b"is_host_transfer = true" in code:
       from revax._src.runtime import host_transfer
