@@ -1,7 +1,5 @@
 """revax.distributed: jax's argument checks, a one-process cluster, and the error once the
 backend exists (the success path runs in a fresh interpreter, where no backend exists yet)."""
-import os
-import pathlib
 import subprocess
 import sys
 
@@ -9,8 +7,8 @@ import pytest
 
 import revax
 import revax.distributed as dist
+from tests.child_env import child_env
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
 def test_initialize_after_the_backend_exists_is_jax_runtime_error():
@@ -43,7 +41,7 @@ dist.shutdown()
 assert not dist.is_initialized()
 print("ok")
 """
-  env = {**os.environ, "PYTHONPATH": str(ROOT)}
+  env = child_env()
   env.pop("JAX_COORDINATOR_ADDRESS", None)
   out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True,
                        timeout=120)

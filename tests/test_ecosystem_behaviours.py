@@ -13,6 +13,7 @@ import jax
 import jax.numpy as jjnp
 import revax
 import revax.numpy as rjnp
+from tests.child_env import child_env
 
 LIBS = [(revax, rjnp), (jax, jjnp)]
 
@@ -411,11 +412,9 @@ print(lib.jit(lambda t: t[0] + t[1]["a"])((1.0, {"a": 2.0})))
 
 @pytest.mark.parametrize("name", ["revax", "jax"])
 def test_pytrees_survive_atexit_callbacks_run_by_hand(name):
-  import os
   import subprocess
   import sys
-  root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-  env = dict(os.environ, PYTHONPATH=root, JAX_PLATFORMS="cpu")
+  env = child_env(JAX_PLATFORMS="cpu")
   out = subprocess.run([sys.executable, "-c", _EXITFUNCS_SCRIPT, name], capture_output=True,
                        text=True, env=env, timeout=120)
   assert out.returncode == 0, out.stderr[-2000:]
@@ -439,15 +438,13 @@ print(len(lib.devices("cpu")))
     ("", None),
     ("--xla_force_host_platform_device_count=3", "2")])  # revax's own variable wins
 def test_cpu_device_count_from_xla_flags_like_jax(flags, revax_env):
-  import os
   import subprocess
   import sys
-  root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
   counts = {}
   for name in ("revax", "jax"):
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("REVAX_CPU_DEVICE_COUNT", "JAX_NUM_CPU_DEVICES")}
-    env.update(PYTHONPATH=root, JAX_PLATFORMS="cpu", XLA_FLAGS=flags)
+    env = child_env(JAX_PLATFORMS="cpu", XLA_FLAGS=flags)
+    env.pop("REVAX_CPU_DEVICE_COUNT", None)
+    env.pop("JAX_NUM_CPU_DEVICES", None)
     if revax_env is not None:
       env["REVAX_CPU_DEVICE_COUNT"] = revax_env
     out = subprocess.run([sys.executable, "-c", _DEVICE_COUNT_SCRIPT, name], capture_output=True,

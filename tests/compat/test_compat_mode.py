@@ -13,13 +13,13 @@ import sys
 import textwrap
 
 import pytest
+from tests.child_env import child_env
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 def run(code: str, *args, module=False):
   """Run `code` under `python -m revax.run_as_jax`; returns stdout (asserts success)."""
-  env = {**os.environ, "PYTHONPATH": str(ROOT)}
+  env = child_env()
   if module:
     cmd = [sys.executable, "-c", textwrap.dedent(code)]
   else:
@@ -60,7 +60,7 @@ def test_modules_are_revax_modules_and_version_is_jax_api_level():
 
 
 def test_run_as_jax_runs_a_module():
-  env = {**os.environ, "PYTHONPATH": str(ROOT)}
+  env = child_env()
   out = subprocess.run([sys.executable, "-m", "revax.run_as_jax", "-m", "json.tool", "--help"],
                        capture_output=True, text=True, env=env, timeout=120)
   assert out.returncode == 0 and "usage" in out.stdout.lower()

@@ -1,12 +1,11 @@
 """config.parse_flags_with_absl(): options from the command line, as JAX's (flax's tests call
 it at import). Each library runs in a fresh interpreter with the same arguments."""
-import os
 import subprocess
 import sys
 
 import pytest
+from tests.child_env import child_env
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SCRIPT = """
 import sys
 lib = __import__(sys.argv[1])
@@ -31,7 +30,7 @@ CASES = [
 
 
 def _run(lib, args):
-  env = {**os.environ, "PYTHONPATH": ROOT, "JAX_PLATFORMS": "cpu"}
+  env = child_env(JAX_PLATFORMS="cpu")
   proc = subprocess.run([sys.executable, "-c", SCRIPT, lib, *args], capture_output=True,
                         text=True, env=env, timeout=120)
   assert proc.returncode == 0, proc.stderr[-2000:]

@@ -9,6 +9,7 @@ import sys
 
 import numpy as np
 import pytest
+from tests.child_env import child_env
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "examples" / "ecosystem_training.py"
@@ -18,7 +19,7 @@ MISSING = [m for m in ("optax", "flax", "equinox") if importlib.util.find_spec(m
 @pytest.mark.skipif(bool(MISSING), reason=f"not installed: {', '.join(MISSING)} (the guide's "
                     "libraries are not revax test dependencies)")
 def test_guide_trains_with_the_same_losses_on_jax_and_revax():
-  env = {**os.environ, "PYTHONPATH": str(ROOT)}
+  env = child_env()
   runs = []
   for cmd in ([sys.executable, "-W", "ignore", str(SCRIPT)],
               [sys.executable, "-W", "ignore", "-m", "revax.run_as_jax", str(SCRIPT)]):

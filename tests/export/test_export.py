@@ -1,7 +1,6 @@
 """revax.export and serialized executables: round trips (in this process and a fresh one), calls
 eagerly, under jit and under grad (through the serialized VJP), and the errors for bad bytes,
 versions and arguments."""
-import os
 import subprocess
 import sys
 
@@ -13,8 +12,8 @@ import revax
 import revax.numpy as jnp
 from revax import export
 from revax.experimental import serialize_executable
+from tests.child_env import child_env
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 X = np.linspace(-1.0, 2.0, 6, dtype=np.float32).reshape(2, 3)
 
 
@@ -66,7 +65,7 @@ def test_fresh_process_loads_and_calls(tmp_path):
           f"x = np.linspace(-1.0, 2.0, 6, dtype=np.float32).reshape(2, 3)\n"
           f"print('OUT', float(e.call(x, x + 1)['m']), float(revax.grad(lambda v: e.call(v, x)['m'])(x).sum()))\n")
   out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                       env=dict(os.environ, PYTHONPATH=ROOT), timeout=300)
+                       env=child_env(), timeout=300)
   assert out.returncode == 0, out.stderr[-2000:]
   m, gsum = map(float, out.stdout.split("OUT")[1].split())
   np.testing.assert_allclose(m, float(f(X, X + 1)["m"]), rtol=1e-5)

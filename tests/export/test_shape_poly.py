@@ -15,6 +15,7 @@ from jax import export as jex
 import revax
 import revax.numpy as rjnp
 from revax import export as rex
+from tests.child_env import child_env
 
 LIBS = {"revax": (revax, rjnp, rex), "jax": (jax, jjnp, jex)}
 
@@ -472,10 +473,8 @@ def test_polymorphic_export_serialization_round_trip(name):
 
 
 def test_polymorphic_export_loads_in_a_fresh_process_with_its_vjp(tmp_path):
-  import os
   import subprocess
   import sys
-  root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
   f = lambda x: rjnp.tanh(revax.nn.relu(x) @ rjnp.ones((x.shape[1], 3))).sum(0)  # noqa: E731
   exp = rex.export(revax.jit(f))(*rex.symbolic_args_specs((np.zeros((2, 4), np.float32),),
                                                           "b, c", constraints=["c >= 2"]))
@@ -494,7 +493,7 @@ except ValueError as e:
   print("ERR", str(e).split(".")[0])
 """
   out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                       env=dict(os.environ, PYTHONPATH=root), timeout=300)
+                       env=child_env(), timeout=300)
   assert out.returncode == 0, out.stderr[-2000:]
   lines = out.stdout.splitlines()
   assert lines[0] == "AVALS (ShapedArray(float32[b,c]),) (ShapedArray(float32[3]),)"

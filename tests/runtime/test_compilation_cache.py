@@ -16,8 +16,8 @@ import pytest
 
 from revax._src.runtime import compilation_cache as cc
 from revax._src.runtime.client import RuntimeBackendError, get_backend
+from tests.child_env import child_env
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def _module(body_args, body, results):
@@ -305,8 +305,8 @@ _CHILD = textwrap.dedent("""
 
 
 def _child_env(cache):
-  env = dict(os.environ, REVAX_COMPILATION_CACHE_DIR=str(cache),
-             REVAX_COMPILATION_CACHE_MIN_COMPILE_TIME_SECS="0", PYTHONPATH=ROOT)
+  env = child_env(REVAX_COMPILATION_CACHE_DIR=str(cache),
+                  REVAX_COMPILATION_CACHE_MIN_COMPILE_TIME_SECS="0")
   env.pop("REVAX_COMPILATION_CACHE", None)
   return env
 

@@ -22,6 +22,7 @@ import revax.numpy as rnp
 from revax.experimental import io_callback
 from revax._src.runtime import client, ffi, host_transfer
 from revax._src.runtime.pjrt import CompileError, RuntimeBackendError
+from tests.child_env import child_env
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 x3 = np.array([0.5, 1.0, 2.0], np.float32)
@@ -368,7 +369,7 @@ def test_callback_suites_pass_with_sendrecv():
   """tests/test_debug.py and tests/lax/test_callbacks.py (debug.print/callback, pure_callback,
   io_callback ordered and unordered, under jit, vmap, grad, scan and cond, against jax) with
   every compiled callback going through send/recv host transfers."""
-  env = dict(os.environ, REVAX_CALLBACK_MECHANISM="sendrecv", PYTHONPATH=ROOT)
+  env = child_env(REVAX_CALLBACK_MECHANISM="sendrecv")
   run = subprocess.run([sys.executable, "-m", "pytest", "-rA", "-p", "no:warnings",
                         "-p", "no:cacheprovider", "tests/test_debug.py",
                         "tests/lax/test_callbacks.py"],

@@ -3,6 +3,7 @@ libraries, and comparing the two libraries' PartitionSpecs."""
 import os
 import subprocess
 import sys
+from tests.child_env import child_env
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -10,8 +11,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 def run_child(script: str, marker: str, devices: int = 4, timeout: int = 600, args=()):
   """Run tests/sharding/`script` (with command-line `args`) where revax and jax both see
   `devices` CPU devices; it must exit cleanly and print `marker`."""
-  env = dict(os.environ, XLA_FLAGS=f"--xla_force_host_platform_device_count={devices}",
-             REVAX_CPU_DEVICE_COUNT=str(devices), JAX_PLATFORMS="cpu", PYTHONPATH=ROOT)
+  env = child_env(XLA_FLAGS=f"--xla_force_host_platform_device_count={devices}",
+                  REVAX_CPU_DEVICE_COUNT=str(devices), JAX_PLATFORMS="cpu")
   out = subprocess.run([sys.executable, os.path.join(ROOT, "tests", "sharding", script), *args],
                        env=env, capture_output=True, text=True, timeout=timeout)
   assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-3000:]

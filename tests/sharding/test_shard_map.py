@@ -16,6 +16,7 @@ from revax import P
 from revax.sharding import Mesh, NamedSharding, PartitionSpec, SingleDeviceSharding
 
 from tests.sharding.children import ROOT, run_child
+from tests.child_env import child_env
 
 
 def test_four_devices_against_jax():
@@ -85,7 +86,7 @@ with pytest.raises(ValueError, match="not divisible"):
   revax.shard_map(lambda v: v, mesh=mesh, in_specs=P(None, "x"), out_specs=P(None, "x"))(x)
 print("ERRORS_OK")
 """
-  env = dict(os.environ, REVAX_CPU_DEVICE_COUNT="4", PYTHONPATH=ROOT)
+  env = child_env(REVAX_CPU_DEVICE_COUNT="4")
   out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                        timeout=300)
   assert "ERRORS_OK" in out.stdout, out.stderr[-2000:]

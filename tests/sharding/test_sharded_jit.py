@@ -19,6 +19,7 @@ from revax import P
 from revax.sharding import NamedSharding, SingleDeviceSharding
 
 from tests.sharding.children import ROOT, run_child
+from tests.child_env import child_env
 
 
 def test_four_devices_against_jax():
@@ -107,7 +108,7 @@ print("COUNTS_OK", n)
 
 @pytest.mark.parametrize("count", [2, 8])
 def test_other_device_counts(count):
-  env = dict(os.environ, REVAX_CPU_DEVICE_COUNT=str(count), PYTHONPATH=ROOT)
+  env = child_env(REVAX_CPU_DEVICE_COUNT=str(count))
   out = subprocess.run([sys.executable, "-c", _COUNTS_CHILD], env=env, capture_output=True,
                        text=True, timeout=300)
   assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-3000:]
