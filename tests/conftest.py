@@ -9,9 +9,11 @@ from revax._src.runtime import backends
 # convolutions run at full float32 precision, as the jax oracle does on the CPU: the TPU's
 # default precision rounds their operands to bfloat16 (JAX's documented default there), which no
 # float32 tolerance here is meant to absorb. This is the one place where the platform changes
-# how tests compute; the CPU suite is unchanged.
+# how tests compute; the CPU suite is unchanged. The oracle gets the same setting (a no-op for
+# XLA:CPU's float32), so that tests comparing the two libraries' configurations agree.
 if backends.platform_order()[0] == "tpu":
   revax.config.update("jax_default_matmul_precision", "highest")
+  jax.config.update("jax_default_matmul_precision", "highest")
 
 
 @pytest.fixture

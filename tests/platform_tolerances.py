@@ -98,6 +98,12 @@ def skip_on_tpu(reason: str):
   return pytest.mark.skipif(ON_TPU, reason=f"TPU: {reason}")
 
 
+def as_the_oracles_device(text: str) -> str:
+  """A repr naming revax's devices, with the TPU's device names as the CPU's: the jax oracle runs
+  on the CPU, so a repr compared with jax's names a TpuDevice where jax's names a CpuDevice."""
+  return text.replace("TpuDevice(", "CpuDevice(") if ON_TPU else text
+
+
 def assert_same_values(actual, expected) -> None:
   """Equal arrays; on a TPU, floating arrays equal to TRANSCENDENTAL's tolerance (samplers turn
   the same random bits into floats through the chip's log/erf_inv)."""
