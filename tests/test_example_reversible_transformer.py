@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import revax
+from tests.platform_tolerances import ON_TPU
 
 EXAMPLES = pathlib.Path(__file__).resolve().parents[1] / "examples"
 
@@ -109,7 +110,10 @@ def test_sweep_stops_after_out_of_memory_and_reraises_other_errors(monkeypatch):
 
 
 def test_memory_helper_reads_the_device_peak_where_there_is_one(monkeypatch):
-  assert dm.device_peak_bytes() is None  # XLA:CPU keeps no allocator statistics, as JAX's
+  if ON_TPU:  # the TPU's allocator keeps statistics
+    assert dm.device_peak_bytes() > 0
+  else:
+    assert dm.device_peak_bytes() is None  # XLA:CPU keeps no allocator statistics, as JAX's
 
   class Device:
     def __init__(self, stats):
@@ -123,8 +127,11 @@ def test_memory_helper_reads_the_device_peak_where_there_is_one(monkeypatch):
   f = revax.jit(lambda x: (x @ x.T).sum(0))
   x = revax.device_put(np.ones((64, 32), np.float32))
   r = dm.measure_step(f, (x,), calls=2)
-  assert r["source"] == "compiled memory_analysis"
-  assert r["peak_bytes"] == r["compiled"]["total"] >= 64 * 32 * 4 + 64 * 4
+  if not ON_TPU:
+    assert r["source"] == "compiled memory_analysis"
+    assert r["peak_bytes"] == r["compiled"]["total"] >= 64 * 32 * 4 + 64 * 4
+  else:
+    assert r["source"] == "device peak_bytes_in_use" and r["peak_bytes"] >= 64 * 32 * 4
   monkeypatch.setattr(dm, "device_peak_bytes", lambda device=None: 12345)
   r = dm.measure_step(f, (x,), calls=1)
   assert r["peak_bytes"] == 12345 and r["source"] == "device peak_bytes_in_use"

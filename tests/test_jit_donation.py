@@ -13,6 +13,7 @@ import pytest
 
 import revax
 import revax.numpy as rnp
+from tests.platform_tolerances import ON_TPU
 
 X4 = np.arange(4, dtype=np.float32)
 
@@ -41,7 +42,9 @@ def test_a_donated_argument_a_result_can_take_is_deleted():
   # the program aliases the parameter to the result, as jax's does
   assert "tf.aliasing_output = 0" in rf.lower(X4, X4).as_text()
   assert "tf.aliasing_output = 0" in jf.lower(X4, X4).as_text()
-  assert rf.lower(X4, X4).compile().memory_analysis().alias_size_in_bytes == X4.nbytes
+  aliased = rf.lower(X4, X4).compile().memory_analysis().alias_size_in_bytes
+  # (a TPU's buffers are padded to its tiles: 512 bytes for these 16)
+  assert aliased >= X4.nbytes if ON_TPU else aliased == X4.nbytes
 
 
 def test_a_donation_no_result_can_take_warns_and_keeps_the_argument():
