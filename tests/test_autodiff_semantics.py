@@ -20,6 +20,7 @@ import revax.lax as rlax
 import revax.nn as rnn
 import revax.numpy as rnp
 from revax._src.core.trace import ConcretizationTypeError, Tracer
+from tests.platform_tolerances import tolerance
 
 APIS = {"revax": (revax, rnp, rlax, rnn), "jax": (jax, jnp, jax.lax, jax.nn)}
 
@@ -213,8 +214,9 @@ def test_grad_and_jvp_at_python_float(name, jit):
             top.grad(top.grad(f))(0.5))
   r, j = _both(build)
   # values and dtypes (weak types are item 4's business: JAX's own pow rules disagree between
-  # eager and jit there)
-  _assert_same(r, j, rtol=2e-5, check_weak=False)
+  # eager and jit there); the functions are transcendental: the chip's own on a TPU
+  rtol, atol = tolerance(2e-5, 1e-6)
+  _assert_same(r, j, rtol=rtol, atol=atol, check_weak=False)
 
 
 def test_grad_two_python_floats_power():
