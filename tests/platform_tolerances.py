@@ -80,6 +80,13 @@ def tolerance(rtol, atol):
   return max(rtol or 0.0, TPU_RTOL), max(atol or 0.0, TPU_ATOL)
 
 
+def allclose_tol(rtol: float = 1e-7, atol: float = 0.0) -> dict:
+  """`rtol=, atol=` for np.testing.assert_allclose (its defaults as given) in a comparison that
+  runs transcendental functions on the device: on a TPU at least TPU_RTOL / TPU_ATOL."""
+  rtol, atol = tolerance(rtol, atol)
+  return {"rtol": rtol, "atol": atol}
+
+
 def record_tolerance(record) -> tuple[float, float]:
   """An op-database record's (rtol, atol) on this platform."""
   if ON_TPU and RECORD_DIFFERENCES.get(record.name) == TRANSCENDENTAL:

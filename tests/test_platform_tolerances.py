@@ -22,6 +22,8 @@ def test_the_cpu_suite_is_unchanged():
     assert pt.record_marks(record) == []
   with pytest.raises(AssertionError):
     pt.assert_same_values(np.float32([1.0]), np.float32([1.0 + 1e-6]))
+  assert pt.allclose_tol(rtol=1e-6) == {"rtol": 1e-6, "atol": 0.0}
+  assert pt.as_the_oracles_device("TpuDevice(id=0)") == "TpuDevice(id=0)"
 
 
 def test_on_a_tpu_the_declared_differences_apply(monkeypatch):
@@ -38,3 +40,6 @@ def test_on_a_tpu_the_declared_differences_apply(monkeypatch):
   pt.assert_same_values(np.float32([1.0]), np.float32([1.0 + 1e-6]))
   with pytest.raises(AssertionError):  # integers (random bits) stay exact
     pt.assert_same_values(np.uint32([1]), np.uint32([2]))
+  assert pt.allclose_tol(rtol=1e-6) == {"rtol": pt.TPU_RTOL, "atol": pt.TPU_ATOL}
+  assert pt.as_the_oracles_device("NamedSharding(TpuDevice(id=0))") == (
+      "NamedSharding(CpuDevice(id=0))")

@@ -5,6 +5,7 @@ import pytest
 import revax
 import revax.numpy as rnp
 from revax._src.core.typecheck import check_jaxpr
+from tests.platform_tolerances import allclose_tol
 
 rng = np.random.default_rng(0)
 xs = rng.standard_normal((3, 4)).astype(np.float32)
@@ -80,8 +81,8 @@ def test_per_example_gradients_equal_a_python_loop():
   for got in (per_ex, jitted):
     for leaf, leaves in zip(revax.tree_util.tree_leaves(got),
                             zip(*[revax.tree_util.tree_leaves(g) for g in loop])):
-      np.testing.assert_allclose(leaf, np.stack([np.asarray(l) for l in leaves]), rtol=1e-4,
-                                 atol=1e-5)
+      np.testing.assert_allclose(leaf, np.stack([np.asarray(l) for l in leaves]), **allclose_tol(rtol=1e-4,
+                                     atol=1e-5))
   check_jaxpr(revax.make_jaxpr(revax.vmap(revax.grad(_mlp_loss), in_axes=(None, 0, 0)))(
       params, x, y))
 

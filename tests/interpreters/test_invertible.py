@@ -13,6 +13,7 @@ from revax import ad_checkpoint
 from revax._src.core.typecheck import check_jaxpr
 from revax._src.interpreters import invertible as inv
 from tests.gradcheck import check_grads
+from tests.platform_tolerances import allclose_tol
 
 rng = np.random.default_rng(0)
 X = rng.uniform(-0.8, 0.8, (3, 4)).astype(np.float32)
@@ -67,7 +68,7 @@ def test_value_and_grad_equal_plain_reverse_mode(name, f, args):
               revax.jit(revax.value_and_grad(_total(fi), argnums=_argnums(args)))(*args)):
     for e, g in zip(revax.tree_util.tree_leaves(expected), revax.tree_util.tree_leaves(got)):
       tol = 2e-2 if name == "convert_f64_round_trip" else 2e-4
-      np.testing.assert_allclose(np.asarray(g), np.asarray(e), rtol=tol, atol=tol)
+      np.testing.assert_allclose(np.asarray(g), np.asarray(e), **allclose_tol(rtol=tol, atol=tol))
   check_jaxpr(revax.make_jaxpr(revax.grad(_total(fi), argnums=_argnums(args)))(*args))
 
 
@@ -153,7 +154,7 @@ def test_forward_mode_is_the_jvp_and_nesting_works():
   fi = revax.invertible(f)
   t = np.ones_like(X)
   np.testing.assert_allclose(revax.jvp(fi, (X,), (t,))[1], revax.jvp(f, (X,), (t,))[1],
-                             rtol=1e-6)
+                             **allclose_tol(rtol=1e-6))
   jvp_jaxpr = revax.make_jaxpr(lambda x: revax.jvp(fi, (x,), (t,)))(X)
   assert "invertible_lin" not in [e.primitive.name for e in jvp_jaxpr.eqns]
   expected = revax.grad(_total(f))(X)
@@ -163,9 +164,9 @@ def test_forward_mode_is_the_jvp_and_nesting_works():
             revax.invertible(revax.jit(f))]
   for g in nested:
     scale = 2.0 if g is nested[0] else 1.0
-    np.testing.assert_allclose(revax.grad(_total(g))(X), scale * expected, rtol=1e-5)
+    np.testing.assert_allclose(revax.grad(_total(g))(X), scale * expected, **allclose_tol(rtol=1e-5))
     np.testing.assert_allclose(revax.jit(revax.grad(_total(g)))(X), scale * expected,
-                               rtol=1e-4)
+                               **allclose_tol(rtol=1e-4))
   check_grads(lambda x: _total(fi)(x), (X,), order=2, modes=("fwd", "rev"))
 
 
@@ -321,7 +322,7 @@ def test_scan_of_invertible_steps_walks_back_step_by_step():
   for got in (revax.grad(_total(f_inv), argnums=(0, 1))(ws, x),
               revax.jit(revax.grad(_total(f_inv), argnums=(0, 1)))(ws, x)):
     for e, g in zip(expected, got):
-      np.testing.assert_allclose(g, e, rtol=1e-4, atol=1e-5)
+      np.testing.assert_allclose(g, e, **allclose_tol(rtol=1e-4, atol=1e-5))
   stored = [d for _, d in ad_checkpoint.saved_residuals(
       lambda ws, x: _total(f_inv)(ws, x), ws, x)]
   assert sum(d.startswith("from the argument x") for d in stored) == 0  # rebuilt, not stored

@@ -9,6 +9,7 @@ import revax.numpy as rnp
 from revax import ad_checkpoint
 from revax._src.core.typecheck import check_jaxpr
 from tests.gradcheck import check_grads
+from tests.platform_tolerances import allclose_tol
 
 jax = pytest.importorskip("jax")
 jnp = jax.numpy
@@ -46,11 +47,11 @@ def test_grad_of_checkpoint_equals_grad(name):
     got = revax.grad(fc, argnums=(0, 1))(W, X)
     jitted = revax.jit(revax.grad(fc, argnums=(0, 1)))(W, X)
     for e, g, j in zip(expected, got, jitted):
-      np.testing.assert_allclose(g, e, rtol=1e-5, atol=1e-5)
-      np.testing.assert_allclose(j, e, rtol=1e-5, atol=1e-5)
+      np.testing.assert_allclose(g, e, **allclose_tol(rtol=1e-5, atol=1e-5))
+      np.testing.assert_allclose(j, e, **allclose_tol(rtol=1e-5, atol=1e-5))
   jf = _functions(jnp, jax.lax)[name]
   for e, j in zip(jax.grad(jax.checkpoint(jf), argnums=(0, 1))(W, X), expected):
-    np.testing.assert_allclose(np.asarray(j), np.asarray(e), rtol=2e-5, atol=2e-5)
+    np.testing.assert_allclose(np.asarray(j), np.asarray(e), **allclose_tol(rtol=2e-5, atol=2e-5))
 
 
 @pytest.mark.parametrize("name", NAMES[:4])
