@@ -1,0 +1,200 @@
+"""Per block of issue 32's reversible MLP: what XLA's optimized program does, read from its dump.
+
+For each variant (revax plain / invertible / checkpoint, jax plain / checkpoint) it compiles
+jit(grad(loss)) at two depths in a child process with XLA dumping its optimized HLO
+(`--xla_dump_to`), and counts, over every computation that runs (the entry, conditional
+branches, loop bodies; not the bodies of fusions), per block (the difference between the depths
+over their difference in blocks):
+
+  dots (a dot or a fusion around one), loop fusions and other elementwise passes, copies,
+  transposes, and the bytes those passes read and write (operands + results, from their
+  shapes: each elementwise pass over an activation reads and writes memory, which is what a
+  backward pass's time beyond its matmuls goes to).
+
+`--names` prints each block's elementwise passes of the deeper program (what they compute) for
+one variant. On XLA:CPU jax.checkpoint's optimization_barrier does not fence (the CPU pipeline
+expands it before CSE), so there jax checkpoint is plain grad's program; revax's fence (a
+conditional) holds, so revax checkpoint is the like-for-like reference there.
+
+Run: python benchmarks/hlo_reversible.py [--depths 2,4] [--width 256 --batch 128]
+  [--variants "revax invertible,revax checkpoint"] [--names "revax invertible"]
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import os
+import pathlib
+import re
+import subprocess
+import sys
+import tempfile
+
+HERE = pathlib.Path(__file__).resolve().parent
+VARIANTS = ("revax plain", "revax invertible", "revax checkpoint", "jax plain", "jax checkpoint")
+KEYS = ("dot", "elementwise pass", "copy", "transpose", "conditional", "elementwise MiB",
+        "activation passes")
+_ITEMSIZE = {"f32": 4, "f16": 2, "bf16": 2, "s32": 4, "u32": 4, "pred": 1, "f64": 8, "s64": 8,
+             "u64": 8, "s8": 1, "u8": 1}
+_INSTR = re.compile(r"^\s*(?:ROOT\s+)?%?([\w.\-]+)\s*=\s*(\(.*?\)|\S+)\s+([a-z][a-z0-9\-]*)"
+                    r"\((.*)$")
+
+
+def shape_bytes(shape: str) -> int:
+  total = 0
+  for dtype, dims in re.findall(r"([a-z]+[0-9]*)\[([0-9,]*)\]", shape):
+    n = 1
+    for d in filter(None, dims.split(",")):
+      n *= int(d)
+    total += n * _ITEMSIZE.get(dtype, 4)
+  return total
+
+
+def computations(text: str) -> dict:
+  """{name: [instruction lines]} of an HLO module's text."""
+  comps, name = {}, None
+  for line in text.splitlines():
+    m = re.match(r"^(?:ENTRY\s+)?%?([\w.\-]+)\s+\(.*\)\s*->.*\{\s*$", line)
+    if m:
+      name = m.group(1)
+      comps[name] = []
+    elif line.startswith("}"):
+      name = None
+    elif name is not None and line.strip():
+      comps[name].append(re.sub(r", metadata=\{[^}]*\}", "", line))
+  return comps
+
+
+def passes(text: str, activation_bytes: int):
+  """The elementwise passes, dots, copies and transposes of the computations that run, as a
+  list of (kind, name, result shape, bytes read + written, calls) and the counts."""
+  comps = computations(text)
+  fused = set()
+  for lines in comps.values():
+    for line in lines:
+      m = _INSTR.match(line)
+      if m and m.group(3) == "fusion":
+        fused.update(re.findall(r"calls=%?([\w.\-]+)", line))
+  counts, listing = collections.Counter(), []
+  for cname, lines in comps.items():
+    if cname in fused or _takes_nothing(lines):
+      continue  # a fusion's body, or a fence's untaken branch (no operands: it fills zeros)
+    shapes = {}
+    for line in lines:
+      m = _INSTR.match(line)
+      if not m:
+        continue
+      name, shape, op, rest = m.groups()
+      shapes[name] = shape
+      operands = re.findall(r"%([\w.\-]+)", rest.split("),")[0])
+      moved = shape_bytes(shape) + sum(shape_bytes(shapes.get(o, "")) for o in operands)
+      calls = ",".join(re.findall(r"calls=%?([\w.\-]+)", rest))
+      if op == "dot" or op == "convolution" or (op == "fusion" and "kind=kCustom" in rest
+                                                 and _has_dot(comps, calls)):
+        kind = "dot"
+      elif op == "fusion" and re.search(r"kind=k(Loop|Input|Output)", rest):
+        if _has_dot(comps, calls):
+          kind = "dot"
+        else:
+          kind = "elementwise pass"
+      elif op == "copy" and not re.match(r"%?(wrapped_)?(broadcast|constant)", rest):
+        kind = "copy"
+      elif op in ("transpose", "conditional"):
+        kind = op
+      else:
+        continue
+      counts[kind] += 1
+      if kind in ("elementwise pass", "copy", "transpose"):
+        counts["elementwise MiB"] += moved / 2 ** 20
+        counts["activation passes"] += moved / activation_bytes
+      listing.append((kind, name, shape, moved, calls, cname))
+  return listing, {k: counts.get(k, 0) for k in KEYS}
+
+
+def _takes_nothing(lines) -> bool:
+  return any(re.search(r"=\s*\(\)\s+parameter\(0\)", line) for line in lines)
+
+
+def _has_dot(comps, calls: str) -> bool:
+  return any(re.search(r"\s(dot|convolution)\(", line)
+             for c in filter(None, calls.split(",")) for line in comps.get(c, ()))
+
+
+def fusion_body(text: str, calls: str) -> str:
+  """A fusion's computation, as the ops it applies (for --names)."""
+  comps = computations(text)
+  ops = []
+  for c in calls.split(","):
+    for line in comps.get(c, ()):
+      m = _INSTR.match(line)
+      if m and m.group(3) not in ("parameter", "constant", "broadcast"):
+        ops.append(m.group(3))
+  return " ".join(ops)
+
+
+def child(variant: str, depth: int, width: int, batch: int, out: str) -> None:
+  sys.path.insert(0, str(HERE))
+  import bench_reversible
+  lib, loss = bench_reversible.make_loss(variant)
+  if variant.startswith("revax"):
+    lib.config.update("enable_compilation_cache", False)
+  args = bench_reversible.inputs(lib, depth, width, batch)
+  lib.jit(lib.grad(loss)).lower(*args).compile()
+  dumped = sorted(pathlib.Path(out).glob("*jit_loss*after_optimizations.txt"))
+  print("DUMP " + json.dumps([str(p) for p in dumped]))
+
+
+def dump(variant: str, depth: int, width: int, batch: int) -> str:
+  out = tempfile.mkdtemp(prefix="revax_hlo_reversible_")
+  env = dict(os.environ, XLA_FLAGS=(os.environ.get("XLA_FLAGS", "") + f" --xla_dump_to={out}"
+                                    " --xla_dump_hlo_as_text --xla_dump_hlo_module_re=.*loss.*"
+                                    ).strip())
+  if variant.startswith("jax"):
+    env.setdefault("JAX_PLATFORMS", "cpu")
+  res = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", variant,
+                        "--depths", str(depth), "--width", str(width), "--batch", str(batch),
+                        "--out", out], env=env, capture_output=True, text=True)
+  if res.returncode:
+    raise RuntimeError(f"{variant} at depth {depth} failed:\n{res.stderr[-3000:]}")
+  files = json.loads(res.stdout.split("DUMP ", 1)[1].splitlines()[0])
+  # the grad program is the largest module dumped (small ones draw the inputs)
+  return max((pathlib.Path(f).read_text() for f in files), key=len)
+
+
+def main(argv=None) -> None:
+  parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+  parser.add_argument("--depths", default="2,4")
+  parser.add_argument("--width", type=int, default=256)
+  parser.add_argument("--batch", type=int, default=128)
+  parser.add_argument("--variants", default=",".join(VARIANTS))
+  parser.add_argument("--names", default="", help="variants whose passes to list")
+  parser.add_argument("--child", help=argparse.SUPPRESS)
+  parser.add_argument("--out", help=argparse.SUPPRESS)
+  args = parser.parse_args(argv)
+  depths = [int(d) for d in args.depths.split(",")]
+  if args.child:
+    child(args.child, depths[0], args.width, args.batch, args.out)
+    return
+  act = args.width * args.batch * 4
+  lo, hi = depths[0], depths[-1]
+  print(f"Per block (depth {lo} -> {hi}), width {args.width}, batch {args.batch}, f32; "
+        f"an activation is {act / 2 ** 20:.3g} MiB; 'activation passes' = bytes read + written "
+        "by elementwise passes, copies and transposes / an activation's bytes\n")
+  print("| variant | " + " | ".join(KEYS) + " |")
+  print("|---" * (len(KEYS) + 1) + "|")
+  for variant in args.variants.split(","):
+    variant = variant.strip()
+    (_, c_lo), (listing, c_hi) = (passes(dump(variant, d, args.width, args.batch), act)
+                                  for d in (lo, hi))
+    cells = [f"{(c_hi[k] - c_lo[k]) / (hi - lo):.3g}" for k in KEYS]
+    print(f"| {variant} | " + " | ".join(cells) + " |", flush=True)
+    if variant in args.names.split(","):
+      text = dump(variant, hi, args.width, args.batch)
+      for kind, name, shape, moved, calls, cname in listing:
+        print(f"    [{cname}] {kind:16s} {name:32s} {shape:22s} {moved / act:5.2f} act  "
+              f"{fusion_body(text, calls) if calls else ''}")
+
+
+if __name__ == "__main__":
+  main()
