@@ -11,10 +11,12 @@ variant that does not fit (RESOURCE_EXHAUSTED) is marked out of memory and not t
 Variants, revax process: plain grad, forward only, the whole stack under `revax.invertible`,
 every block under `revax.checkpoint`; JAX process (JAX_PLATFORMS left as the environment has it,
 so on a TPU jax takes the chip after revax has let it go): jax plain grad, jax forward,
-`jax.checkpoint` per block. Per-block times are slopes between the shallowest and the deepest
-depth where the variant ran (fixed costs cancel); a step that stores nothing pays plain grad +
-one forward per block, so `invertible / (plain + forward)` is what the recomputation costs
-beyond its arithmetic.
+`jax.checkpoint` per block, and "jax invertible": the same reversible backward revax.invertible
+derives, written by hand with `jax.custom_vjp` (rebuild each block's inputs from its outputs,
+then its VJP; no fence), the yardstick for what the rebuilding itself costs. Per-block times
+are slopes between the shallowest and the deepest depth where the variant ran (fixed costs
+cancel); a step that stores nothing pays plain grad + one forward per block, so
+`invertible / (plain + forward)` is what the recomputation costs beyond its arithmetic.
 
 Where the time goes is read from the programs (per block, as the difference between two depths
 over their difference in blocks): in the StableHLO revax lowers, the dots (6 = no recomputation,
@@ -56,7 +58,7 @@ import device_memory  # noqa: E402
 from timing import time_interleaved  # noqa: E402
 
 REVAX_VARIANTS = ("revax plain", "revax forward", "revax invertible", "revax checkpoint")
-JAX_VARIANTS = ("jax plain", "jax forward", "jax checkpoint")
+JAX_VARIANTS = ("jax plain", "jax forward", "jax checkpoint", "jax invertible")
 BARRIER = " (barrier fence)"  # revax's recomputations fenced by optimization_barrier alone
 BARRIER_VARIANTS = ("revax invertible" + BARRIER, "revax checkpoint" + BARRIER)
 SIZES = {"tpu": {"width": 2048, "batch": 8192, "depths": (8, 16, 32)},
@@ -91,12 +93,51 @@ def make_loss(variant: str):
       for w in ws:
         x1, x2 = block(w, x1, x2)
       return x1, x2
+    if method == "invertible":
+      stack = _jax_reversible_stack(jax, np_, stack)
     lib = jax
 
   def loss(ws, x1, x2):
     y1, y2 = stack(ws, x1, x2)
     return (y1 * y1).sum() + (y2 * y2).sum()
   return lib, loss
+
+
+def _jax_reversible_stack(jax, np_, stack):
+  """The stack with a hand-written reversible backward (jax.custom_vjp, as RevNet's reference
+  code): only the outputs are kept; walking back, each block's inputs are rebuilt from its
+  outputs (x2 = y2 - G(y1), x1 = y1 - F(x2)) and its VJP taken on them. The same algorithm as
+  revax.invertible's walk, written by hand in JAX with no fence: what the recomputation costs
+  on a backend when nothing but the arithmetic is asked for."""
+  layer = lambda w, x: np_.tanh(x @ w)
+
+  @jax.custom_vjp
+  def rev(ws, x1, x2):
+    return stack(ws, x1, x2)
+
+  def fwd(ws, x1, x2):
+    y1, y2 = stack(ws, x1, x2)
+    return (y1, y2), (ws, y1, y2)
+
+  def bwd(res, cts):
+    ws, y1, y2 = res
+    g1, g2 = cts
+    grads = []
+    for w in reversed(ws):
+      s, vjp_g = jax.vjp(layer, w[1], y1)
+      x2 = y2 - s
+      dw2, d1 = vjp_g(g2)
+      g1 = g1 + d1
+      t, vjp_f = jax.vjp(layer, w[0], x2)
+      x1 = y1 - t
+      dw1, d2 = vjp_f(g1)
+      g2 = g2 + d2
+      y1, y2 = x1, x2
+      grads.append((dw1, dw2))
+    return type(ws)(reversed(grads)), g1, g2
+
+  rev.defvjp(fwd, bwd)
+  return rev
 
 
 def inputs(lib, depth: int, width: int, batch: int, seed: int = 0):
@@ -367,6 +408,9 @@ def format_report(results, args, platforms, load) -> str:
   ratio("revax invertible / jax checkpoint (separate processes)", "revax invertible",
         "jax checkpoint", "<= 1")
   ratio("revax plain / jax plain (separate processes)", "revax plain", "jax plain")
+  ratio("jax invertible (hand-written) / jax checkpoint", "jax invertible", "jax checkpoint")
+  ratio("revax invertible / jax invertible (separate processes)", "revax invertible",
+        "jax invertible", "<= 1")
   if any(k[0] in BARRIER_VARIANTS for k in results):
     ratio("revax invertible, barrier fence / conditional fence (separate processes)",
           "revax invertible" + BARRIER, "revax invertible")

@@ -16,8 +16,14 @@ one variant. On XLA:CPU jax.checkpoint's optimization_barrier does not fence (th
 expands it before CSE), so there jax checkpoint is plain grad's program; revax's fence (a
 conditional) holds, so revax checkpoint is the like-for-like reference there.
 
+"jax invertible" is the same reversible backward written by hand (bench_reversible.py). `--fence`
+lowers revax's fence another way (barrier: jax.checkpoint's optimization_barrier; none: no fence)
+to see what the fence changes in the program. jax takes the platform JAX_PLATFORMS names (on a
+TPU host, the chip: each variant compiles in its own process, one after another).
+
 Run: python benchmarks/hlo_reversible.py [--depths 2,4] [--width 256 --batch 128]
   [--variants "revax invertible,revax checkpoint"] [--names "revax invertible"]
+  [--fence conditional|barrier|none]
 """
 from __future__ import annotations
 
@@ -32,7 +38,9 @@ import sys
 import tempfile
 
 HERE = pathlib.Path(__file__).resolve().parent
-VARIANTS = ("revax plain", "revax invertible", "revax checkpoint", "jax plain", "jax checkpoint")
+VARIANTS = ("revax plain", "revax invertible", "revax checkpoint", "jax plain", "jax checkpoint",
+            "jax invertible")
+FENCES = ("conditional", "barrier", "none")
 KEYS = ("dot", "elementwise pass", "copy", "transpose", "conditional", "elementwise MiB",
         "activation passes")
 _ITEMSIZE = {"f32": 4, "f16": 2, "bf16": 2, "s32": 4, "u32": 4, "pred": 1, "f64": 8, "s64": 8,
@@ -133,28 +141,43 @@ def fusion_body(text: str, calls: str) -> str:
   return " ".join(ops)
 
 
-def child(variant: str, depth: int, width: int, batch: int, out: str) -> None:
+def use_fence(fence: str) -> None:
+  """Lower revax's fenced_call (this process only) as `fence`: 'conditional' (revax's own),
+  'barrier' (an optimization_barrier over its operands, jax.checkpoint's fence) or 'none' (the
+  body inlined: what the hand-written jax invertible does)."""
+  if fence == "conditional":
+    return
+  from revax._src.interpreters import barrier, mlir
+
+  def lower(ctx, *args, jaxpr):
+    if fence == "barrier" and args:
+      args = ctx.op("stablehlo.optimization_barrier", list(args), ctx.avals_in)
+    return mlir.inline_closed_jaxpr(ctx.fb, jaxpr, args)
+  dict.__setitem__(mlir.lowerings, barrier.fenced_call_p, lower)
+
+
+def child(variant: str, depth: int, width: int, batch: int, out: str, fence: str) -> None:
   sys.path.insert(0, str(HERE))
   import bench_reversible
   lib, loss = bench_reversible.make_loss(variant)
   if variant.startswith("revax"):
     lib.config.update("enable_compilation_cache", False)
+    use_fence(fence)
   args = bench_reversible.inputs(lib, depth, width, batch)
   lib.jit(lib.grad(loss)).lower(*args).compile()
   dumped = sorted(pathlib.Path(out).glob("*jit_loss*after_optimizations.txt"))
   print("DUMP " + json.dumps([str(p) for p in dumped]))
 
 
-def dump(variant: str, depth: int, width: int, batch: int) -> str:
+def dump(variant: str, depth: int, width: int, batch: int, fence: str = "conditional") -> str:
   out = tempfile.mkdtemp(prefix="revax_hlo_reversible_")
   env = dict(os.environ, XLA_FLAGS=(os.environ.get("XLA_FLAGS", "") + f" --xla_dump_to={out}"
                                     " --xla_dump_hlo_as_text --xla_dump_hlo_module_re=.*loss.*"
                                     ).strip())
-  if variant.startswith("jax"):
-    env.setdefault("JAX_PLATFORMS", "cpu")
   res = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", variant,
                         "--depths", str(depth), "--width", str(width), "--batch", str(batch),
-                        "--out", out], env=env, capture_output=True, text=True)
+                        "--out", out, "--fence", fence], env=env, capture_output=True,
+                       text=True)
   if res.returncode:
     raise RuntimeError(f"{variant} at depth {depth} failed:\n{res.stderr[-3000:]}")
   files = json.loads(res.stdout.split("DUMP ", 1)[1].splitlines()[0])
@@ -169,28 +192,32 @@ def main(argv=None) -> None:
   parser.add_argument("--batch", type=int, default=128)
   parser.add_argument("--variants", default=",".join(VARIANTS))
   parser.add_argument("--names", default="", help="variants whose passes to list")
+  parser.add_argument("--fence", choices=FENCES, default="conditional",
+                      help="how revax's fenced_call is lowered (an experiment; default: as "
+                           "revax lowers it, a conditional)")
   parser.add_argument("--child", help=argparse.SUPPRESS)
   parser.add_argument("--out", help=argparse.SUPPRESS)
   args = parser.parse_args(argv)
   depths = [int(d) for d in args.depths.split(",")]
   if args.child:
-    child(args.child, depths[0], args.width, args.batch, args.out)
+    child(args.child, depths[0], args.width, args.batch, args.out, args.fence)
     return
   act = args.width * args.batch * 4
   lo, hi = depths[0], depths[-1]
-  print(f"Per block (depth {lo} -> {hi}), width {args.width}, batch {args.batch}, f32; "
+  print(f"Per block (depth {lo} -> {hi}), width {args.width}, batch {args.batch}, f32, revax "
+        f"fence {args.fence}; "
         f"an activation is {act / 2 ** 20:.3g} MiB; 'activation passes' = bytes read + written "
         "by elementwise passes, copies and transposes / an activation's bytes\n")
   print("| variant | " + " | ".join(KEYS) + " |")
   print("|---" * (len(KEYS) + 1) + "|")
   for variant in args.variants.split(","):
     variant = variant.strip()
-    (_, c_lo), (listing, c_hi) = (passes(dump(variant, d, args.width, args.batch), act)
-                                  for d in (lo, hi))
+    texts = [dump(variant, d, args.width, args.batch, args.fence) for d in (lo, hi)]
+    (_, c_lo), (listing, c_hi) = (passes(t, act) for t in texts)
     cells = [f"{(c_hi[k] - c_lo[k]) / (hi - lo):.3g}" for k in KEYS]
     print(f"| {variant} | " + " | ".join(cells) + " |", flush=True)
     if variant in args.names.split(","):
-      text = dump(variant, hi, args.width, args.batch)
+      text = texts[1]
       for kind, name, shape, moved, calls, cname in listing:
         print(f"    [{cname}] {kind:16s} {name:32s} {shape:22s} {moved / act:5.2f} act  "
               f"{fusion_body(text, calls) if calls else ''}")

@@ -1,0 +1,98 @@
+"""benchmarks/hlo_reversible.py: the reading of XLA's optimized HLO (which computations run, what
+each elementwise pass reads and writes), on a hand-written module and on a tiny end-to-end run
+whose per-block counts say what issue 32's comparison rests on: revax.invertible's backward is
+the same program as the reversible backward written by hand in JAX (no pass more), and one
+forward's dots more than plain grad."""
+from __future__ import annotations
+
+import importlib
+import pathlib
+import sys
+
+import pytest
+
+BENCHMARKS = pathlib.Path(__file__).resolve().parents[2] / "benchmarks"
+
+MODULE = """HloModule jit_loss, is_scheduled=true
+
+%fused_computation (param_0: f32[8,4], param_1: f32[8,4]) -> f32[8,4] {
+  %param_0 = f32[8,4]{1,0} parameter(0)
+  %param_1 = f32[8,4]{1,0} parameter(1)
+  %tanh.1 = f32[8,4]{1,0} tanh(%param_1)
+  ROOT %add.1 = f32[8,4]{1,0} add(%param_0, %tanh.1)
+}
+
+%wrapped_broadcast_computation (param_0.1: f32[]) -> f32[4,4] {
+  %param_0.1 = f32[] parameter(0)
+  ROOT %broadcast.1 = f32[4,4]{1,0} broadcast(%param_0.1), dimensions={}
+}
+
+%branch_taken (arg: (f32[8,4], f32[4,4])) -> (f32[4,4]) {
+  %arg = (f32[8,4]{1,0}, f32[4,4]{1,0}) parameter(0)
+  %x = f32[8,4]{1,0} get-tuple-element(%arg), index=0
+  %w = f32[4,4]{1,0} get-tuple-element(%arg), index=1
+  %dot.2 = f32[4,4]{1,0} dot(%x, %x), lhs_contracting_dims={0}, rhs_contracting_dims={0}
+  %copy.1 = f32[4,4]{1,0} copy(%dot.2)
+  ROOT %tuple.1 = (f32[4,4]{1,0}) tuple(%copy.1)
+}
+
+%branch_zeros (arg_empty_tuple: ()) -> (f32[4,4]) {
+  %arg_empty_tuple = () parameter(0)
+  %constant.1 = f32[] constant(0)
+  %wrapped_broadcast = f32[4,4]{1,0} fusion(%constant.1), kind=kLoop, calls=%wrapped_broadcast_computation
+  ROOT %tuple.2 = (f32[4,4]{1,0}) tuple(%wrapped_broadcast)
+}
+
+ENTRY %main (a: f32[8,4], b: f32[8,4], w: f32[4,4], p: pred[]) -> (f32[4,4]) {
+  %a = f32[8,4]{1,0} parameter(0)
+  %b = f32[8,4]{1,0} parameter(1)
+  %w = f32[4,4]{1,0} parameter(2)
+  %p = pred[] parameter(3)
+  %dot.1 = f32[8,4]{1,0} dot(%b, %w), lhs_contracting_dims={1}, rhs_contracting_dims={0}, metadata={op_name="x"}
+  %tanh_add_fusion = f32[8,4]{1,0} fusion(%a, %dot.1), kind=kLoop, calls=%fused_computation
+  %transpose.1 = f32[4,4]{0,1} transpose(%w), dimensions={1,0}
+  %tuple.3 = (f32[8,4]{1,0}, f32[4,4]{1,0}) tuple(%tanh_add_fusion, %transpose.1)
+  %tuple.4 = () tuple()
+  ROOT %conditional.1 = (f32[4,4]{1,0}) conditional(%p, %tuple.3, %tuple.4), true_computation=%branch_taken, false_computation=%branch_zeros
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def hlo():
+  sys.path.insert(0, str(BENCHMARKS))
+  try:
+    yield importlib.import_module("hlo_reversible")
+  finally:
+    sys.path.remove(str(BENCHMARKS))
+
+
+def test_passes_of_a_module(hlo):
+  act = 8 * 4 * 4
+  listing, counts = hlo.passes(MODULE, act)
+  # the fusion's body is not counted, nor the untaken branch's zero fill; the conditional's
+  # branch is
+  assert counts["dot"] == 2 and counts["conditional"] == 1
+  assert counts["elementwise pass"] == 1 and counts["copy"] == 1 and counts["transpose"] == 1
+  by_name = {name: moved for _, name, _, moved, _, _ in listing}
+  assert by_name["tanh_add_fusion"] == 3 * act  # reads a and dot.1, writes its result
+  assert by_name["copy.1"] == 2 * 64 and by_name["transpose.1"] == 2 * 64
+  assert counts["activation passes"] == pytest.approx(3 + 4 * 64 / act)
+  assert hlo.fusion_body(MODULE, "fused_computation") == "tanh add"
+  assert hlo.shape_bytes("(f32[2,3]{1,0}, bf16[4])") == 24 + 8
+
+
+def test_per_block_counts_end_to_end(hlo, capsys):
+  pytest.importorskip("jax")
+  hlo.main(["--depths", "1,3", "--width", "32", "--batch", "16",
+            "--variants", "revax plain,revax invertible,jax invertible"])
+  rows = {}
+  for line in capsys.readouterr().out.splitlines():
+    cells = [c.strip() for c in line.strip("|").split("|")]
+    if cells[0] in ("revax plain", "revax invertible", "jax invertible"):
+      rows[cells[0]] = dict(zip(hlo.KEYS, map(float, cells[1:]), strict=True))
+  assert {v: r["dot"] for v, r in rows.items()} == {
+      "revax plain": 6, "revax invertible": 8, "jax invertible": 8}
+  # the derived walk is the hand-written one: no elementwise pass, copy or byte more per block
+  for key in ("elementwise pass", "copy", "transpose", "activation passes"):
+    assert rows["revax invertible"][key] <= rows["jax invertible"][key], (key, rows)
