@@ -9,7 +9,9 @@ over their difference in blocks):
   dots (a dot or a fusion around one), loop fusions and other elementwise passes, copies,
   transposes, and the bytes those passes read and write (operands + results, from their
   shapes: each elementwise pass over an activation reads and writes memory, which is what a
-  backward pass's time beyond its matmuls goes to).
+  backward pass's time beyond its matmuls goes to), also as "activation passes" (those bytes
+  over one activation's), and the bytes the dots read and write (on a TPU, elementwise work
+  fused into a dot shows there, not as a pass).
 
 `--names` prints each block's elementwise passes of the deeper program (what they compute) for
 one variant. On XLA:CPU jax.checkpoint's optimization_barrier does not fence (the CPU pipeline
@@ -18,8 +20,9 @@ conditional) holds, so revax checkpoint is the like-for-like reference there.
 
 "jax invertible" is the same reversible backward written by hand (bench_reversible.py). `--fence`
 lowers revax's fence another way (barrier: jax.checkpoint's optimization_barrier; none: no fence)
-to see what the fence changes in the program. jax takes the platform JAX_PLATFORMS names (on a
-TPU host, the chip: each variant compiles in its own process, one after another).
+to see what the fence changes in the program. Each variant compiles in its own process, one
+after another, on the default device of its library (JAX_PLATFORMS is dropped for jax, as in
+bench_reversible.py: on a TPU host both compile for the chip).
 
 Run: python benchmarks/hlo_reversible.py [--depths 2,4] [--width 256 --batch 128]
   [--variants "revax invertible,revax checkpoint"] [--names "revax invertible"]
@@ -42,7 +45,7 @@ VARIANTS = ("revax plain", "revax invertible", "revax checkpoint", "jax plain", 
             "jax invertible")
 FENCES = ("conditional", "barrier", "none")
 KEYS = ("dot", "elementwise pass", "copy", "transpose", "conditional", "elementwise MiB",
-        "activation passes")
+        "activation passes", "dot MiB")
 _ITEMSIZE = {"f32": 4, "f16": 2, "bf16": 2, "s32": 4, "u32": 4, "pred": 1, "f64": 8, "s64": 8,
              "u64": 8, "s8": 1, "u8": 1}
 _INSTR = re.compile(r"^\s*(?:ROOT\s+)?%?([\w.\-]+)\s*=\s*(\(.*?\)|\S+)\s+([a-z][a-z0-9\-]*)"
@@ -116,6 +119,8 @@ def passes(text: str, activation_bytes: int):
       if kind in ("elementwise pass", "copy", "transpose"):
         counts["elementwise MiB"] += moved / 2 ** 20
         counts["activation passes"] += moved / activation_bytes
+      elif kind == "dot":  # operands and result (with what a backend fused into the dot)
+        counts["dot MiB"] += moved / 2 ** 20
       listing.append((kind, name, shape, moved, calls, cname))
   return listing, {k: counts.get(k, 0) for k in KEYS}
 
@@ -174,6 +179,8 @@ def dump(variant: str, depth: int, width: int, batch: int, fence: str = "conditi
   env = dict(os.environ, XLA_FLAGS=(os.environ.get("XLA_FLAGS", "") + f" --xla_dump_to={out}"
                                     " --xla_dump_hlo_as_text --xla_dump_hlo_module_re=.*loss.*"
                                     ).strip())
+  if variant.startswith("jax"):  # as bench_reversible: jax takes the chip where there is one
+    env.pop("JAX_PLATFORMS", None)
   res = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", variant,
                         "--depths", str(depth), "--width", str(width), "--batch", str(batch),
                         "--out", out, "--fence", fence], env=env, capture_output=True,

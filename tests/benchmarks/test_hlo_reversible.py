@@ -78,6 +78,8 @@ def test_passes_of_a_module(hlo):
   assert by_name["tanh_add_fusion"] == 3 * act  # reads a and dot.1, writes its result
   assert by_name["copy.1"] == 2 * 64 and by_name["transpose.1"] == 2 * 64
   assert counts["activation passes"] == pytest.approx(3 + 4 * 64 / act)
+  # dot.1 reads b and w and writes f32[8,4]; dot.2 reads x twice and writes f32[4,4]
+  assert counts["dot MiB"] * 2 ** 20 == pytest.approx((128 + 64 + 128) + (128 + 128 + 64))
   assert hlo.fusion_body(MODULE, "fused_computation") == "tanh add"
   assert hlo.shape_bytes("(f32[2,3]{1,0}, bf16[4])") == 24 + 8
 
