@@ -48,8 +48,41 @@ KEYS = ("dot", "elementwise pass", "copy", "transpose", "conditional", "elementw
         "activation passes", "dot MiB")
 _ITEMSIZE = {"f32": 4, "f16": 2, "bf16": 2, "s32": 4, "u32": 4, "pred": 1, "f64": 8, "s64": 8,
              "u64": 8, "s8": 1, "u8": 1}
-_INSTR = re.compile(r"^\s*(?:ROOT\s+)?%?([\w.\-]+)\s*=\s*(\(.*?\)|\S+)\s+([a-z][a-z0-9\-]*)"
-                    r"\((.*)$")
+_HEAD = re.compile(r"^\s*(?:ROOT\s+)?%?([\w.\-]+)\s*=\s*")
+
+
+def _closing(text: str, start: int) -> int:
+  """The index of the parenthesis closing the one at `start` (len(text) if none)."""
+  depth = 0
+  for i in range(start, len(text)):
+    if text[i] == "(":
+      depth += 1
+    elif text[i] == ")":
+      depth -= 1
+      if depth == 0:
+        return i
+  return len(text)
+
+
+def parse_instruction(line: str):
+  """(name, result shape, opcode, operand text, attribute text) of an HLO instruction line, or
+  None. Shapes may be tuples and carry a backend's tiled layouts (`{1,0:T(8,128)}`)."""
+  m = _HEAD.match(line)
+  if not m:
+    return None
+  i = m.end()
+  if line.startswith("(", i):
+    end = _closing(line, i) + 1
+  else:
+    end = line.find(" ", i)
+    end = len(line) if end < 0 else end
+  shape = line[i:end]
+  m2 = re.match(r"\s+([a-z][a-z0-9\-]*)\(", line[end:])
+  if not m2:
+    return None
+  open_at = end + m2.end() - 1
+  close = _closing(line, open_at)
+  return m.group(1), shape, m2.group(1), line[open_at + 1:close], line[close + 1:]
 
 
 def shape_bytes(shape: str) -> int:
@@ -84,21 +117,21 @@ def passes(text: str, activation_bytes: int):
   fused = set()
   for lines in comps.values():
     for line in lines:
-      m = _INSTR.match(line)
-      if m and m.group(3) == "fusion":
-        fused.update(re.findall(r"calls=%?([\w.\-]+)", line))
+      parsed = parse_instruction(line)
+      if parsed and parsed[2] == "fusion":
+        fused.update(re.findall(r"calls=%?([\w.\-]+)", parsed[4]))
   counts, listing = collections.Counter(), []
   for cname, lines in comps.items():
     if cname in fused or _takes_nothing(lines):
       continue  # a fusion's body, or a fence's untaken branch (no operands: it fills zeros)
     shapes = {}
     for line in lines:
-      m = _INSTR.match(line)
-      if not m:
+      parsed = parse_instruction(line)
+      if not parsed:
         continue
-      name, shape, op, rest = m.groups()
+      name, shape, op, operand_text, rest = parsed
       shapes[name] = shape
-      operands = re.findall(r"%([\w.\-]+)", rest.split("),")[0])
+      operands = re.findall(r"%([\w.\-]+)", operand_text)
       moved = shape_bytes(shape) + sum(shape_bytes(shapes.get(o, "")) for o in operands)
       calls = ",".join(re.findall(r"calls=%?([\w.\-]+)", rest))
       if op == "dot" or op == "convolution" or (op == "fusion" and "kind=kCustom" in rest
@@ -109,7 +142,8 @@ def passes(text: str, activation_bytes: int):
           kind = "dot"
         else:
           kind = "elementwise pass"
-      elif op == "copy" and not re.match(r"%?(wrapped_)?(broadcast|constant)", rest):
+      elif op == "copy" and not (operands and re.match(r"(wrapped_)?(broadcast|constant)",
+                                                      operands[0])):
         kind = "copy"
       elif op in ("transpose", "conditional"):
         kind = op
@@ -140,9 +174,9 @@ def fusion_body(text: str, calls: str) -> str:
   ops = []
   for c in calls.split(","):
     for line in comps.get(c, ()):
-      m = _INSTR.match(line)
-      if m and m.group(3) not in ("parameter", "constant", "broadcast"):
-        ops.append(m.group(3))
+      parsed = parse_instruction(line)
+      if parsed and parsed[2] not in ("parameter", "constant", "broadcast"):
+        ops.append(parsed[2])
   return " ".join(ops)
 
 

@@ -84,6 +84,26 @@ def test_passes_of_a_module(hlo):
   assert hlo.shape_bytes("(f32[2,3]{1,0}, bf16[4])") == 24 + 8
 
 
+def test_a_backends_tiled_layouts_and_multi_output_fusions(hlo):
+  # as a TPU prints them: operand shapes inline, tiled layouts, a fusion with two results
+  line = ("  %fusion.7 = (f32[8,4]{1,0:T(8,128)}, f32[8,4]{1,0:T(8,128)}) fusion("
+          "f32[8,4]{1,0:T(8,128)} %a, f32[8,4]{1,0:T(8,128)} %b), kind=kLoop, "
+          "calls=%fused_computation.3, backend_config={\"flag\":\"x(1)\"}")
+  name, shape, op, operands, rest = hlo.parse_instruction(line)
+  assert (name, op) == ("fusion.7", "fusion")
+  assert hlo.shape_bytes(shape) == 2 * 128
+  assert operands.count("%") == 2 and "calls=%fused_computation.3" in rest
+  module = ("HloModule m\n\n%fused_computation.3 (p0: f32[8,4], p1: f32[8,4]) -> "
+            "(f32[8,4], f32[8,4]) {\n  %p0 = f32[8,4]{1,0} parameter(0)\n}\n\n"
+            "ENTRY %main (a: f32[8,4], b: f32[8,4]) -> (f32[8,4], f32[8,4]) {\n"
+            "  %a = f32[8,4]{1,0:T(8,128)} parameter(0)\n"
+            "  %b = f32[8,4]{1,0:T(8,128)} parameter(1)\n" + line.replace("  ", "  ROOT ", 1)
+            + "\n}\n")
+  listing, counts = hlo.passes(module, 128)
+  # a fusion that is its computation's result is still a pass: read two, write two
+  assert counts["elementwise pass"] == 1 and counts["activation passes"] == 4
+
+
 def test_per_block_counts_end_to_end(hlo, capsys):
   pytest.importorskip("jax")
   hlo.main(["--depths", "1,3", "--width", "32", "--batch", "16",
