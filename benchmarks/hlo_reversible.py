@@ -1,17 +1,17 @@
 """Per block of issue 32's reversible MLP: what XLA's optimized program does, read from its dump.
 
-For each variant (revax plain / invertible / checkpoint, jax plain / checkpoint) it compiles
-jit(grad(loss)) at two depths in a child process with XLA dumping its optimized HLO
+For each variant (revax plain / invertible / checkpoint, jax plain / checkpoint / invertible)
+it compiles jit(grad(loss)) at two depths in a child process with XLA dumping its optimized HLO
 (`--xla_dump_to`), and counts, over every computation that runs (the entry, conditional
 branches, loop bodies; not the bodies of fusions), per block (the difference between the depths
 over their difference in blocks):
 
-  dots (a dot or a fusion around one), loop fusions and other elementwise passes, copies,
-  transposes, and the bytes those passes read and write (operands + results, from their
-  shapes: each elementwise pass over an activation reads and writes memory, which is what a
-  backward pass's time beyond its matmuls goes to), also as "activation passes" (those bytes
-  over one activation's), and the bytes the dots read and write (on a TPU, elementwise work
-  fused into a dot shows there, not as a pass).
+  dots (a dot or a fusion around one), loop fusions and other elementwise passes, copies (and
+  asynchronous ones, e.g. a TPU's prefetches, counted apart), transposes, and the bytes those
+  passes read and write (operands + results, from their shapes: each elementwise pass over an
+  activation reads and writes memory, which is what a backward pass's time beyond its matmuls
+  goes to), also as "activation passes" (those bytes over one activation's), and the bytes the
+  dots read and write (on a TPU, elementwise work fused into a dot shows there, not as a pass).
 
 `--names` prints each block's elementwise passes of the deeper program (what they compute) for
 one variant. On XLA:CPU jax.checkpoint's optimization_barrier does not fence (the CPU pipeline
@@ -45,7 +45,7 @@ VARIANTS = ("revax plain", "revax invertible", "revax checkpoint", "jax plain", 
             "jax invertible")
 FENCES = ("conditional", "barrier", "none")
 KEYS = ("dot", "elementwise pass", "copy", "transpose", "conditional", "elementwise MiB",
-        "activation passes", "dot MiB")
+        "activation passes", "dot MiB", "async copy")
 _ITEMSIZE = {"f32": 4, "f16": 2, "bf16": 2, "s32": 4, "u32": 4, "pred": 1, "f64": 8, "s64": 8,
              "u64": 8, "s8": 1, "u8": 1}
 _HEAD = re.compile(r"^\s*(?:ROOT\s+)?%?([\w.\-]+)\s*=\s*")
@@ -145,6 +145,8 @@ def passes(text: str, activation_bytes: int):
       elif op == "copy" and not (operands and re.match(r"(wrapped_)?(broadcast|constant)",
                                                       operands[0])):
         kind = "copy"
+      elif op == "copy-start":  # an asynchronous copy (e.g. a prefetch between memories)
+        kind = "async copy"
       elif op in ("transpose", "conditional"):
         kind = op
       else:
@@ -163,9 +165,16 @@ def _takes_nothing(lines) -> bool:
   return any(re.search(r"=\s*\(\)\s+parameter\(0\)", line) for line in lines)
 
 
-def _has_dot(comps, calls: str) -> bool:
-  return any(re.search(r"\s(dot|convolution)\(", line)
-             for c in filter(None, calls.split(",")) for line in comps.get(c, ()))
+def _has_dot(comps, calls: str, depth: int = 0) -> bool:
+  """Whether the computations `calls` names (or fusions nested in them) hold a dot."""
+  for c in filter(None, calls.split(",")):
+    for line in comps.get(c, ()):
+      if re.search(r"\s(dot|convolution)\(", line):
+        return True
+      nested = ",".join(re.findall(r"calls=%?([\w.\-]+)", line))
+      if nested and depth < 8 and _has_dot(comps, nested, depth + 1):
+        return True
+  return False
 
 
 def fusion_body(text: str, calls: str) -> str:

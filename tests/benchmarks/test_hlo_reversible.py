@@ -39,7 +39,8 @@ MODULE = """HloModule jit_loss, is_scheduled=true
 %branch_zeros (arg_empty_tuple: ()) -> (f32[4,4]) {
   %arg_empty_tuple = () parameter(0)
   %constant.1 = f32[] constant(0)
-  %wrapped_broadcast = f32[4,4]{1,0} fusion(%constant.1), kind=kLoop, calls=%wrapped_broadcast_computation
+  %wrapped_broadcast = f32[4,4]{1,0} fusion(%constant.1), kind=kLoop, \
+calls=%wrapped_broadcast_computation
   ROOT %tuple.2 = (f32[4,4]{1,0}) tuple(%wrapped_broadcast)
 }
 
@@ -48,12 +49,16 @@ ENTRY %main (a: f32[8,4], b: f32[8,4], w: f32[4,4], p: pred[]) -> (f32[4,4]) {
   %b = f32[8,4]{1,0} parameter(1)
   %w = f32[4,4]{1,0} parameter(2)
   %p = pred[] parameter(3)
-  %dot.1 = f32[8,4]{1,0} dot(%b, %w), lhs_contracting_dims={1}, rhs_contracting_dims={0}, metadata={op_name="x"}
+  %dot.1 = f32[8,4]{1,0} dot(%b, %w), lhs_contracting_dims={1}, rhs_contracting_dims={0}, \
+metadata={op_name="x"}
+  %cs = (f32[8,4]{1,0}, f32[8,4]{1,0}, u32[]) copy-start(%b)
+  %cd = f32[8,4]{1,0} copy-done(%cs)
   %tanh_add_fusion = f32[8,4]{1,0} fusion(%a, %dot.1), kind=kLoop, calls=%fused_computation
   %transpose.1 = f32[4,4]{0,1} transpose(%w), dimensions={1,0}
   %tuple.3 = (f32[8,4]{1,0}, f32[4,4]{1,0}) tuple(%tanh_add_fusion, %transpose.1)
   %tuple.4 = () tuple()
-  ROOT %conditional.1 = (f32[4,4]{1,0}) conditional(%p, %tuple.3, %tuple.4), true_computation=%branch_taken, false_computation=%branch_zeros
+  ROOT %conditional.1 = (f32[4,4]{1,0}) conditional(%p, %tuple.3, %tuple.4), \
+true_computation=%branch_taken, false_computation=%branch_zeros
 }
 """
 
@@ -74,6 +79,7 @@ def test_passes_of_a_module(hlo):
   # branch is
   assert counts["dot"] == 2 and counts["conditional"] == 1
   assert counts["elementwise pass"] == 1 and counts["copy"] == 1 and counts["transpose"] == 1
+  assert counts["async copy"] == 1
   by_name = {name: moved for _, name, _, moved, _, _ in listing}
   assert by_name["tanh_add_fusion"] == 3 * act  # reads a and dot.1, writes its result
   assert by_name["copy.1"] == 2 * 64 and by_name["transpose.1"] == 2 * 64
@@ -102,6 +108,19 @@ def test_a_backends_tiled_layouts_and_multi_output_fusions(hlo):
   listing, counts = hlo.passes(module, 128)
   # a fusion that is its computation's result is still a pass: read two, write two
   assert counts["elementwise pass"] == 1 and counts["activation passes"] == 4
+  # a dot inside a fusion nested in a fusion (kOutput) is a dot, not an elementwise pass
+  conv = ("HloModule m\n\n%inner (q0: f32[8,4], q1: f32[4,4]) -> f32[8,4] {\n"
+          "  ROOT %convolution.1 = f32[8,4]{1,0:T(8,128)} convolution(f32[8,4]{1,0} %q0, "
+          "f32[4,4]{1,0} %q1), dim_labels=bf_io->bf\n}\n\n"
+          "%outer (r0: f32[8,4], r1: f32[4,4]) -> f32[8,4] {\n"
+          "  ROOT %f = f32[8,4]{1,0} fusion(f32[8,4]{1,0} %r0, f32[4,4]{1,0} %r1), "
+          "kind=kOutput, calls=%inner\n}\n\n"
+          "ENTRY %main (a: f32[8,4], w: f32[4,4]) -> f32[8,4] {\n"
+          "  %a = f32[8,4]{1,0} parameter(0)\n  %w = f32[4,4]{1,0} parameter(1)\n"
+          "  ROOT %fusion.9 = f32[8,4]{1,0} fusion(f32[8,4]{1,0} %a, f32[4,4]{1,0} %w), "
+          "kind=kOutput, calls=%outer\n}\n")
+  _, counts = hlo.passes(conv, 128)
+  assert counts["dot"] == 1 and counts["elementwise pass"] == 0, counts
 
 
 def test_per_block_counts_end_to_end(hlo, capsys):
