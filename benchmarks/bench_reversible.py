@@ -27,7 +27,9 @@ optimized HLO, the dots, copies, fusions and conditionals XLA kept.
 With `--barrier`, a third process runs revax's invertible and checkpoint with the fence lowered
 as an optimization_barrier (jax.checkpoint's fence) instead of a conditional, to see whether
 the conditional is what costs on a backend (on XLA:CPU the barrier does not fence: its dots and
-memory fall to plain grad's).
+memory fall to plain grad's, and jax.checkpoint's too, unless every process runs with
+`XLA_FLAGS=--xla_disable_hlo_passes=cse_barrier_expander`, which keeps barriers through CSE as a
+TPU does: then jax.checkpoint and both barrier-fenced revax variants recompute, 8 dots a block).
 
 Run (one command, < 5 minutes on one TPU v5e chip at the default TPU sizes):
   python benchmarks/bench_reversible.py --out RESULTS_reversible.md [--depths 8,16,32]
@@ -280,11 +282,7 @@ def use_barrier_fence() -> None:
   the recomputation is merged with the forward (plain grad's dots and memory); the dump's dot
   counts and the memory column show whether a backend keeps it."""
   from revax._src.interpreters import barrier, mlir
-
-  def barrier_then_body(ctx, *args, jaxpr):
-    args = ctx.op("stablehlo.optimization_barrier", list(args), ctx.avals_in)
-    return mlir.inline_closed_jaxpr(ctx.fb, jaxpr, args)
-  dict.__setitem__(mlir.lowerings, barrier.fenced_call_p, barrier_then_body)
+  dict.__setitem__(mlir.lowerings, barrier.fenced_call_p, barrier.lower_fenced_call_as_barrier)
 
 
 def child_main(args) -> None:

@@ -197,11 +197,10 @@ def use_fence(fence: str) -> None:
     return
   from revax._src.interpreters import barrier, mlir
 
-  def lower(ctx, *args, jaxpr):
-    if fence == "barrier" and args:
-      args = ctx.op("stablehlo.optimization_barrier", list(args), ctx.avals_in)
+  def inline(ctx, *args, jaxpr):
     return mlir.inline_closed_jaxpr(ctx.fb, jaxpr, args)
-  dict.__setitem__(mlir.lowerings, barrier.fenced_call_p, lower)
+  dict.__setitem__(mlir.lowerings, barrier.fenced_call_p,
+                   barrier.lower_fenced_call_as_barrier if fence == "barrier" else inline)
 
 
 def child(variant: str, depth: int, width: int, batch: int, out: str, fence: str) -> None:
