@@ -30,10 +30,13 @@ the conditional is what costs on a backend (on XLA:CPU the barrier does not fenc
 memory fall to plain grad's, and jax.checkpoint's too, unless every process runs with
 `XLA_FLAGS=--xla_disable_hlo_passes=cse_barrier_expander`, which keeps barriers through CSE as a
 TPU does: then jax.checkpoint and both barrier-fenced revax variants recompute, 8 dots a block).
+With `--split`, another process runs revax's invertible with its VJPs recomputing tanh rather
+than sharing the rebuild's (`use_split_vjp`): fewer elementwise passes, but on XLA:CPU its memory
+grows with depth; the experiment asks what a TPU makes of it.
 
 Run (one command, < 5 minutes on one TPU v5e chip at the default TPU sizes):
   python benchmarks/bench_reversible.py --out RESULTS_reversible.md [--depths 8,16,32]
-      [--width W --batch B] [--rounds 5 --calls 3] [--dump] [--barrier] [--no-jax]
+      [--width W --batch B] [--rounds 5 --calls 3] [--dump] [--barrier] [--split] [--no-jax]
 Sizes default by platform: TPU width 2048, batch 8192, depths 8,16,32; CPU width 512, batch 512,
 depths 4,8,16.
 """
@@ -63,6 +66,8 @@ REVAX_VARIANTS = ("revax plain", "revax forward", "revax invertible", "revax che
 JAX_VARIANTS = ("jax plain", "jax forward", "jax checkpoint", "jax invertible")
 BARRIER = " (barrier fence)"  # revax's recomputations fenced by optimization_barrier alone
 BARRIER_VARIANTS = ("revax invertible" + BARRIER, "revax checkpoint" + BARRIER)
+SPLIT = " (VJP recomputes tanh)"  # invertible's VJPs do not share tanh with the rebuild
+SPLIT_VARIANTS = ("revax invertible" + SPLIT,)
 SIZES = {"tpu": {"width": 2048, "batch": 8192, "depths": (8, 16, 32)},
          "cpu": {"width": 512, "batch": 512, "depths": (4, 8, 16)}}
 HLO_OPS = ("stablehlo.dot_general", "stablehlo.if", "stablehlo.case",
@@ -285,14 +290,38 @@ def use_barrier_fence() -> None:
   dict.__setitem__(mlir.lowerings, barrier.fenced_call_p, barrier.lower_fenced_call_as_barrier)
 
 
+def use_split_vjp() -> None:
+  """An experiment's swap, in this process only: in invertible's backward walk, take the VJP of
+  tanh (exp, logistic) on optimization_barrier'd copies of its inputs, so that XLA evaluates
+  the tanh once in the rebuild's fusion (x2 = y2 - tanh(b)) and once in the derivative's
+  instead of writing it to memory and reading it back (the gradients are the same bits). On
+  XLA:CPU that is 2 elementwise passes fewer per block (checkpoint's count; see
+  hlo_reversible.py) but XLA's scheduler then runs the rebuild chain ahead of the cotangents
+  and XLA temp grows with depth (read the memory column): the experiment asks what a TPU's
+  scheduler does with it."""
+  from revax._src.core.trace import current_trace
+  from revax._src.interpreters import invertible, staging
+  from revax._src.interpreters.barrier import barrier_values
+  original = invertible.eqn_vjp
+
+  def split(eqn, ins, cts_out, active, cache=None):
+    if (eqn.primitive.name in ("tanh", "exp", "logistic")
+        and type(current_trace()) is staging.DynamicJaxprTrace):
+      ins = barrier_values(ins)
+    return original(eqn, ins, cts_out, active, cache)
+  invertible.eqn_vjp = split
+
+
 def child_main(args) -> None:
   variants = {"revax": REVAX_VARIANTS, "jax": JAX_VARIANTS,
-              "revax-barrier": BARRIER_VARIANTS}[args.child]
+              "revax-barrier": BARRIER_VARIANTS, "revax-split": SPLIT_VARIANTS}[args.child]
   if args.child.startswith("revax"):
     import revax
     revax.config.update("enable_compilation_cache", False)  # compile times must be compiles
   if args.child == "revax-barrier":
     use_barrier_fence()
+  if args.child == "revax-split":
+    use_split_vjp()
 
   def emit(variant, depth, result):
     print("RESULT " + json.dumps([variant, depth, result]), flush=True)
@@ -355,7 +384,7 @@ def per_block_common(results, variants, depths, key="seconds"):
 
 def format_report(results, args, platforms, load) -> str:
   size = lambda b: f"{b / 2 ** 30:.2f} GiB" if b >= 2 ** 30 / 10 else f"{b / 2 ** 20:.1f} MiB"
-  variants = [v for v in REVAX_VARIANTS + BARRIER_VARIANTS + JAX_VARIANTS
+  variants = [v for v in REVAX_VARIANTS + BARRIER_VARIANTS + SPLIT_VARIANTS + JAX_VARIANTS
               if any(k[0] == v for k in results)]
   lines = [f"# Reversible MLP per block: {', '.join(sorted(set(platforms)))}", "",
            f"Command: `python benchmarks/bench_reversible.py {' '.join(args.argv)}`  ",
@@ -416,6 +445,9 @@ def format_report(results, args, platforms, load) -> str:
           "revax checkpoint" + BARRIER, "revax checkpoint")
     ratio("revax invertible, barrier fence / (revax plain + revax forward)",
           "revax invertible" + BARRIER, ("revax plain", "revax forward"), "<= 1.1")
+  if any(k[0] in SPLIT_VARIANTS for k in results):
+    ratio("revax invertible, VJP recomputes tanh / as is (separate processes)",
+          "revax invertible" + SPLIT, "revax invertible")
   lines += ["", "## What each revax program holds per block", "",
             "StableHLO revax lowers (and, with --dump, XLA's optimized HLO), per block: the "
             "difference between the deepest and the shallowest depth over the blocks between.",
@@ -463,7 +495,10 @@ def main(argv=None) -> None:
                       help="also run revax's invertible and checkpoint with an "
                            "optimization_barrier fence instead of a conditional (a third "
                            "process; an experiment)")
-  parser.add_argument("--child", choices=("revax", "jax", "revax-barrier"),
+  parser.add_argument("--split", action="store_true",
+                      help="also run revax's invertible with its VJPs recomputing tanh instead "
+                           "of sharing the rebuild's (a process more; an experiment)")
+  parser.add_argument("--child", choices=("revax", "jax", "revax-barrier", "revax-split"),
                       help=argparse.SUPPRESS)
   parser.add_argument("--dump-dir", help=argparse.SUPPRESS)
   args = parser.parse_args(argv)
@@ -484,6 +519,9 @@ def main(argv=None) -> None:
   if args.barrier:
     print("revax process with barrier fences", flush=True)
     results.update(run_child("revax-barrier", args, env))
+  if args.split:
+    print("revax process with the VJPs recomputing tanh", flush=True)
+    results.update(run_child("revax-split", args, env))
   if not args.no_jax:
     print("jax process", flush=True)
     # jax picks its platform itself (the TPU where there is one, now that revax let it go)
