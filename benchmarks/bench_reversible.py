@@ -30,9 +30,10 @@ the conditional is what costs on a backend (on XLA:CPU the barrier does not fenc
 memory fall to plain grad's, and jax.checkpoint's too, unless every process runs with
 `XLA_FLAGS=--xla_disable_hlo_passes=cse_barrier_expander`, which keeps barriers through CSE as a
 TPU does: then jax.checkpoint and both barrier-fenced revax variants recompute, 8 dots a block).
-With `--split`, another process runs revax's invertible with its VJPs recomputing tanh rather
-than sharing the rebuild's (`use_split_vjp`): fewer elementwise passes, but on XLA:CPU its memory
-grows with depth; the experiment asks what a TPU makes of it.
+With `--split`, another process runs revax's invertible with `split_vjp_recomputation` on
+(`use_split_vjp`): its VJPs recompute tanh rather than share the rebuild's, and the rebuild waits
+for the cotangents, through barriers: fewer elementwise passes where barriers survive (a TPU);
+on a stock XLA:CPU its memory grows with depth.
 
 Run (one command, < 5 minutes on one TPU v5e chip at the default TPU sizes):
   python benchmarks/bench_reversible.py --out RESULTS_reversible.md [--depths 8,16,32]
@@ -291,25 +292,14 @@ def use_barrier_fence() -> None:
 
 
 def use_split_vjp() -> None:
-  """An experiment's swap, in this process only: in invertible's backward walk, take the VJP of
-  tanh (exp, logistic) on optimization_barrier'd copies of its inputs, so that XLA evaluates
-  the tanh once in the rebuild's fusion (x2 = y2 - tanh(b)) and once in the derivative's
-  instead of writing it to memory and reading it back (the gradients are the same bits). On
-  XLA:CPU that is 2 elementwise passes fewer per block (checkpoint's count; see
-  hlo_reversible.py) but XLA's scheduler then runs the rebuild chain ahead of the cotangents
-  and XLA temp grows with depth (read the memory column): the experiment asks what a TPU's
-  scheduler does with it."""
-  from revax._src.core.trace import current_trace
-  from revax._src.interpreters import invertible, staging
-  from revax._src.interpreters.barrier import barrier_values
-  original = invertible.eqn_vjp
-
-  def split(eqn, ins, cts_out, active, cache=None):
-    if (eqn.primitive.name in ("tanh", "exp", "logistic")
-        and type(current_trace()) is staging.DynamicJaxprTrace):
-      ins = barrier_values(ins)
-    return original(eqn, ins, cts_out, active, cache)
-  invertible.eqn_vjp = split
+  """An experiment, in this process only: `invertible.split_vjp_recomputation` on (see there):
+  invertible's VJPs recompute tanh instead of sharing the rebuild's, and the rebuild's matmuls
+  wait for the walk's cotangents, both through optimization barriers. Where barriers survive
+  (a TPU; XLA:CPU with cse_barrier_expander disabled) that is 2 elementwise passes fewer per
+  block with memory flat; on a stock XLA:CPU the barriers go early and memory grows with depth
+  (read the memory column)."""
+  from revax._src.interpreters import invertible
+  invertible.split_vjp_recomputation = True
 
 
 def child_main(args) -> None:

@@ -26,7 +26,7 @@ bench_reversible.py: on a TPU host both compile for the chip).
 
 Run: python benchmarks/hlo_reversible.py [--depths 2,4] [--width 256 --batch 128]
   [--variants "revax invertible,revax checkpoint"] [--names "revax invertible"]
-  [--fence conditional|barrier|none]
+  [--fence conditional|barrier|none] [--split]
 """
 from __future__ import annotations
 
@@ -203,20 +203,24 @@ def use_fence(fence: str) -> None:
                    barrier.lower_fenced_call_as_barrier if fence == "barrier" else inline)
 
 
-def child(variant: str, depth: int, width: int, batch: int, out: str, fence: str) -> None:
+def child(variant: str, depth: int, width: int, batch: int, out: str, fence: str,
+          split: bool = False) -> None:
   sys.path.insert(0, str(HERE))
   import bench_reversible
   lib, loss = bench_reversible.make_loss(variant)
   if variant.startswith("revax"):
     lib.config.update("enable_compilation_cache", False)
     use_fence(fence)
+    if split:
+      bench_reversible.use_split_vjp()
   args = bench_reversible.inputs(lib, depth, width, batch)
   lib.jit(lib.grad(loss)).lower(*args).compile()
   dumped = sorted(pathlib.Path(out).glob("*jit_loss*after_optimizations.txt"))
   print("DUMP " + json.dumps([str(p) for p in dumped]))
 
 
-def dump(variant: str, depth: int, width: int, batch: int, fence: str = "conditional") -> str:
+def dump(variant: str, depth: int, width: int, batch: int, fence: str = "conditional",
+         split: bool = False) -> str:
   out = tempfile.mkdtemp(prefix="revax_hlo_reversible_")
   env = dict(os.environ, XLA_FLAGS=(os.environ.get("XLA_FLAGS", "") + f" --xla_dump_to={out}"
                                     " --xla_dump_hlo_as_text --xla_dump_hlo_module_re=.*loss.*"
@@ -225,8 +229,8 @@ def dump(variant: str, depth: int, width: int, batch: int, fence: str = "conditi
     env.pop("JAX_PLATFORMS", None)
   res = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", variant,
                         "--depths", str(depth), "--width", str(width), "--batch", str(batch),
-                        "--out", out, "--fence", fence], env=env, capture_output=True,
-                       text=True)
+                        "--out", out, "--fence", fence] + (["--split"] if split else []),
+                       env=env, capture_output=True, text=True)
   if res.returncode:
     raise RuntimeError(f"{variant} at depth {depth} failed:\n{res.stderr[-3000:]}")
   files = json.loads(res.stdout.split("DUMP ", 1)[1].splitlines()[0])
@@ -244,12 +248,14 @@ def main(argv=None) -> None:
   parser.add_argument("--fence", choices=FENCES, default="conditional",
                       help="how revax's fenced_call is lowered (an experiment; default: as "
                            "revax lowers it, a conditional)")
+  parser.add_argument("--split", action="store_true",
+                      help="revax's invertible with split_vjp_recomputation on (an experiment)")
   parser.add_argument("--child", help=argparse.SUPPRESS)
   parser.add_argument("--out", help=argparse.SUPPRESS)
   args = parser.parse_args(argv)
   depths = [int(d) for d in args.depths.split(",")]
   if args.child:
-    child(args.child, depths[0], args.width, args.batch, args.out, args.fence)
+    child(args.child, depths[0], args.width, args.batch, args.out, args.fence, args.split)
     return
   act = args.width * args.batch * 4
   lo, hi = depths[0], depths[-1]
@@ -261,7 +267,7 @@ def main(argv=None) -> None:
   print("|---" * (len(KEYS) + 1) + "|")
   for variant in args.variants.split(","):
     variant = variant.strip()
-    texts = [dump(variant, d, args.width, args.batch, args.fence) for d in (lo, hi)]
+    texts = [dump(variant, d, args.width, args.batch, args.fence, args.split) for d in (lo, hi)]
     (_, c_lo), (listing, c_hi) = (passes(t, act) for t in texts)
     cells = [f"{(c_hi[k] - c_lo[k]) / (hi - lo):.3g}" for k in KEYS]
     print(f"| {variant} | " + " | ".join(cells) + " |", flush=True)

@@ -137,3 +137,25 @@ def test_per_block_counts_end_to_end(hlo, capsys):
   # the derived walk is the hand-written one: no elementwise pass, copy or byte more per block
   for key in ("elementwise pass", "copy", "transpose", "activation passes"):
     assert rows["revax invertible"][key] <= rows["jax invertible"][key], (key, rows)
+
+
+def test_split_vjp_recomputation_has_checkpoints_pass_count(hlo, capsys, monkeypatch):
+  """invertible with `split_vjp_recomputation`, where barriers survive (XLA:CPU with its barrier
+  expander disabled, as on a TPU): no elementwise pass more per block than checkpoint's
+  recomputation, two fewer than without (the VJPs' tanh fused in their own passes)."""
+  pytest.importorskip("jax")
+  monkeypatch.setenv("XLA_FLAGS", "--xla_disable_hlo_passes=cse_barrier_expander")
+  rows = {}
+  for split in (False, True):
+    hlo.main(["--depths", "2,4", "--width", "32", "--batch", "16", "--variants",
+              "revax invertible,revax checkpoint"] + (["--split"] if split else []))
+    for line in capsys.readouterr().out.splitlines():
+      cells = [c.strip() for c in line.strip("|").split("|")]
+      if cells[0].startswith("revax "):
+        rows[cells[0], split] = dict(zip(hlo.KEYS, map(float, cells[1:]), strict=True))
+  inv, ckpt = rows["revax invertible", True], rows["revax checkpoint", True]
+  assert inv["dot"] == ckpt["dot"] == 8, rows
+  assert inv["elementwise pass"] <= ckpt["elementwise pass"], rows
+  assert inv["elementwise pass"] == rows["revax invertible", False]["elementwise pass"] - 2, rows
+  assert inv["activation passes"] < rows["revax invertible", False]["activation passes"], rows
+  assert inv["copy"] == 0, rows
