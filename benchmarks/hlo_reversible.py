@@ -22,7 +22,8 @@ conditional) holds, so revax checkpoint is the like-for-like reference there.
 lowers revax's fence another way (barrier: jax.checkpoint's optimization_barrier; none: no fence)
 to see what the fence changes in the program. Each variant compiles in its own process, one
 after another, on the default device of its library (JAX_PLATFORMS is dropped for jax, as in
-bench_reversible.py: on a TPU host both compile for the chip).
+bench_reversible.py: on a TPU host both compile for the chip; with REVAX_PLATFORMS set, jax gets
+the same platforms).
 
 Run: python benchmarks/hlo_reversible.py [--depths 2,4] [--width 256 --batch 128]
   [--variants "revax invertible,revax checkpoint"] [--names "revax invertible"]
@@ -225,8 +226,10 @@ def dump(variant: str, depth: int, width: int, batch: int, fence: str = "conditi
   env = dict(os.environ, XLA_FLAGS=(os.environ.get("XLA_FLAGS", "") + f" --xla_dump_to={out}"
                                     " --xla_dump_hlo_as_text --xla_dump_hlo_module_re=.*loss.*"
                                     ).strip())
-  if variant.startswith("jax"):  # as bench_reversible: jax takes the chip where there is one
-    env.pop("JAX_PLATFORMS", None)
+  if variant.startswith("jax"):  # as bench_reversible: jax takes the chip where there is one,
+    env.pop("JAX_PLATFORMS", None)  # unless revax is held to a platform: then jax is too
+    if env.get("REVAX_PLATFORMS"):
+      env["JAX_PLATFORMS"] = env["REVAX_PLATFORMS"]
   res = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", variant,
                         "--depths", str(depth), "--width", str(width), "--batch", str(batch),
                         "--out", out, "--fence", fence] + (["--split"] if split else []),

@@ -123,8 +123,9 @@ def test_a_backends_tiled_layouts_and_multi_output_fusions(hlo):
   assert counts["dot"] == 1 and counts["elementwise pass"] == 0, counts
 
 
-def test_per_block_counts_end_to_end(hlo, capsys):
+def test_per_block_counts_end_to_end(hlo, capsys, monkeypatch):
   pytest.importorskip("jax")
+  monkeypatch.setenv("REVAX_PLATFORMS", "cpu")  # XLA:CPU's counts (a chip is this process's)
   hlo.main(["--depths", "1,3", "--width", "32", "--batch", "16",
             "--variants", "revax plain,revax invertible,jax invertible"])
   rows = {}
@@ -145,6 +146,7 @@ def test_split_vjp_recomputation_has_checkpoints_pass_count(hlo, capsys, monkeyp
   recomputation, two fewer than without (the VJPs' tanh fused in their own passes)."""
   pytest.importorskip("jax")
   monkeypatch.setenv("XLA_FLAGS", "--xla_disable_hlo_passes=cse_barrier_expander")
+  monkeypatch.setenv("REVAX_PLATFORMS", "cpu")  # XLA:CPU with barriers kept
   rows = {}
   for split in (False, True):
     hlo.main(["--depths", "2,4", "--width", "32", "--batch", "16", "--variants",

@@ -116,6 +116,7 @@ def test_the_barrier_lowering_of_fenced_call_fences_where_barriers_survive_cse()
   not merged either), no conditional is left, and the gradients are plain grad's."""
   root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
   env = {**os.environ, "XLA_FLAGS": "--xla_disable_hlo_passes=cse_barrier_expander",
+         "REVAX_PLATFORMS": "cpu",  # XLA:CPU with barriers kept (a chip is this process's)
          "PYTHONPATH": root + os.pathsep + os.environ.get("PYTHONPATH", "")}
   out = subprocess.run([sys.executable, "-c", _KEPT_BARRIER_SCRIPT], env=env, cwd=root,
                        capture_output=True, text=True, timeout=300)

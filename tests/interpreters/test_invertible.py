@@ -392,6 +392,7 @@ def test_split_vjp_recomputation_keeps_bits_and_memory_where_barriers_survive():
   assert inv.split_vjp_recomputation is False
   root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
   env = {**os.environ, "XLA_FLAGS": "--xla_disable_hlo_passes=cse_barrier_expander",
+         "REVAX_PLATFORMS": "cpu",  # XLA:CPU with barriers kept (a chip is this process's)
          "PYTHONPATH": root + os.pathsep + os.environ.get("PYTHONPATH", "")}
   res = subprocess.run([sys.executable, "-c", _SPLIT_SCRIPT], env=env, cwd=root,
                        capture_output=True, text=True, timeout=300)
