@@ -11,10 +11,12 @@ variant that does not fit (RESOURCE_EXHAUSTED) is marked out of memory and not t
 Variants, revax process: plain grad, forward only, the whole stack under `revax.invertible`,
 every block under `revax.checkpoint`; JAX process (JAX_PLATFORMS left as the environment has it,
 so on a TPU jax takes the chip after revax has let it go): jax plain grad, jax forward,
-`jax.checkpoint` per block. Per-block times are slopes between the shallowest and the deepest
-depth where the variant ran (fixed costs cancel); a step that stores nothing pays plain grad +
-one forward per block, so `invertible / (plain + forward)` is what the recomputation costs
-beyond its arithmetic.
+`jax.checkpoint` per block, and "jax invertible": the same reversible backward revax.invertible
+derives, written by hand with `jax.custom_vjp` (rebuild each block's inputs from its outputs,
+then its VJP; no fence), the yardstick for what the rebuilding itself costs. Per-block times
+are slopes between the shallowest and the deepest depth where the variant ran (fixed costs
+cancel); a step that stores nothing pays plain grad + one forward per block, so
+`invertible / (plain + forward)` is what the recomputation costs beyond its arithmetic.
 
 Where the time goes is read from the programs (per block, as the difference between two depths
 over their difference in blocks): in the StableHLO revax lowers, the dots (6 = no recomputation,
@@ -25,11 +27,17 @@ optimized HLO, the dots, copies, fusions and conditionals XLA kept.
 With `--barrier`, a third process runs revax's invertible and checkpoint with the fence lowered
 as an optimization_barrier (jax.checkpoint's fence) instead of a conditional, to see whether
 the conditional is what costs on a backend (on XLA:CPU the barrier does not fence: its dots and
-memory fall to plain grad's).
+memory fall to plain grad's, and jax.checkpoint's too, unless every process runs with
+`XLA_FLAGS=--xla_disable_hlo_passes=cse_barrier_expander`, which keeps barriers through CSE as a
+TPU does: then jax.checkpoint and both barrier-fenced revax variants recompute, 8 dots a block).
+With `--split`, another process runs revax's invertible with `split_vjp_recomputation` on
+(`use_split_vjp`): its VJPs recompute tanh rather than share the rebuild's, and the rebuild waits
+for the cotangents, through barriers: fewer elementwise passes where barriers survive (a TPU);
+on a stock XLA:CPU its memory grows with depth.
 
 Run (one command, < 5 minutes on one TPU v5e chip at the default TPU sizes):
   python benchmarks/bench_reversible.py --out RESULTS_reversible.md [--depths 8,16,32]
-      [--width W --batch B] [--rounds 5 --calls 3] [--dump] [--barrier] [--no-jax]
+      [--width W --batch B] [--rounds 5 --calls 3] [--dump] [--barrier] [--split] [--no-jax]
 Sizes default by platform: TPU width 2048, batch 8192, depths 8,16,32; CPU width 512, batch 512,
 depths 4,8,16.
 """
@@ -56,9 +64,11 @@ import device_memory  # noqa: E402
 from timing import time_interleaved  # noqa: E402
 
 REVAX_VARIANTS = ("revax plain", "revax forward", "revax invertible", "revax checkpoint")
-JAX_VARIANTS = ("jax plain", "jax forward", "jax checkpoint")
+JAX_VARIANTS = ("jax plain", "jax forward", "jax checkpoint", "jax invertible")
 BARRIER = " (barrier fence)"  # revax's recomputations fenced by optimization_barrier alone
 BARRIER_VARIANTS = ("revax invertible" + BARRIER, "revax checkpoint" + BARRIER)
+SPLIT = " (VJP recomputes tanh)"  # invertible's VJPs do not share tanh with the rebuild
+SPLIT_VARIANTS = ("revax invertible" + SPLIT,)
 SIZES = {"tpu": {"width": 2048, "batch": 8192, "depths": (8, 16, 32)},
          "cpu": {"width": 512, "batch": 512, "depths": (4, 8, 16)}}
 HLO_OPS = ("stablehlo.dot_general", "stablehlo.if", "stablehlo.case",
@@ -91,12 +101,51 @@ def make_loss(variant: str):
       for w in ws:
         x1, x2 = block(w, x1, x2)
       return x1, x2
+    if method == "invertible":
+      stack = _jax_reversible_stack(jax, np_, stack)
     lib = jax
 
   def loss(ws, x1, x2):
     y1, y2 = stack(ws, x1, x2)
     return (y1 * y1).sum() + (y2 * y2).sum()
   return lib, loss
+
+
+def _jax_reversible_stack(jax, np_, stack):
+  """The stack with a hand-written reversible backward (jax.custom_vjp, as RevNet's reference
+  code): only the outputs are kept; walking back, each block's inputs are rebuilt from its
+  outputs (x2 = y2 - G(y1), x1 = y1 - F(x2)) and its VJP taken on them. The same algorithm as
+  revax.invertible's walk, written by hand in JAX with no fence: what the recomputation costs
+  on a backend when nothing but the arithmetic is asked for."""
+  layer = lambda w, x: np_.tanh(x @ w)
+
+  @jax.custom_vjp
+  def rev(ws, x1, x2):
+    return stack(ws, x1, x2)
+
+  def fwd(ws, x1, x2):
+    y1, y2 = stack(ws, x1, x2)
+    return (y1, y2), (ws, y1, y2)
+
+  def bwd(res, cts):
+    ws, y1, y2 = res
+    g1, g2 = cts
+    grads = []
+    for w in reversed(ws):
+      s, vjp_g = jax.vjp(layer, w[1], y1)
+      x2 = y2 - s
+      dw2, d1 = vjp_g(g2)
+      g1 = g1 + d1
+      t, vjp_f = jax.vjp(layer, w[0], x2)
+      x1 = y1 - t
+      dw1, d2 = vjp_f(g1)
+      g2 = g2 + d2
+      y1, y2 = x1, x2
+      grads.append((dw1, dw2))
+    return type(ws)(reversed(grads)), g1, g2
+
+  rev.defvjp(fwd, bwd)
+  return rev
 
 
 def inputs(lib, depth: int, width: int, batch: int, seed: int = 0):
@@ -239,21 +288,30 @@ def use_barrier_fence() -> None:
   the recomputation is merged with the forward (plain grad's dots and memory); the dump's dot
   counts and the memory column show whether a backend keeps it."""
   from revax._src.interpreters import barrier, mlir
+  dict.__setitem__(mlir.lowerings, barrier.fenced_call_p, barrier.lower_fenced_call_as_barrier)
 
-  def barrier_then_body(ctx, *args, jaxpr):
-    args = ctx.op("stablehlo.optimization_barrier", list(args), ctx.avals_in)
-    return mlir.inline_closed_jaxpr(ctx.fb, jaxpr, args)
-  dict.__setitem__(mlir.lowerings, barrier.fenced_call_p, barrier_then_body)
+
+def use_split_vjp() -> None:
+  """An experiment, in this process only: `invertible.split_vjp_recomputation` on (see there):
+  invertible's VJPs recompute tanh instead of sharing the rebuild's, and the rebuild's matmuls
+  wait for the walk's cotangents, both through optimization barriers. Where barriers survive
+  (a TPU; XLA:CPU with cse_barrier_expander disabled) that is 2 elementwise passes fewer per
+  block with memory flat; on a stock XLA:CPU the barriers go early and memory grows with depth
+  (read the memory column)."""
+  from revax._src.interpreters import invertible
+  invertible.split_vjp_recomputation = True
 
 
 def child_main(args) -> None:
   variants = {"revax": REVAX_VARIANTS, "jax": JAX_VARIANTS,
-              "revax-barrier": BARRIER_VARIANTS}[args.child]
+              "revax-barrier": BARRIER_VARIANTS, "revax-split": SPLIT_VARIANTS}[args.child]
   if args.child.startswith("revax"):
     import revax
     revax.config.update("enable_compilation_cache", False)  # compile times must be compiles
   if args.child == "revax-barrier":
     use_barrier_fence()
+  if args.child == "revax-split":
+    use_split_vjp()
 
   def emit(variant, depth, result):
     print("RESULT " + json.dumps([variant, depth, result]), flush=True)
@@ -316,7 +374,7 @@ def per_block_common(results, variants, depths, key="seconds"):
 
 def format_report(results, args, platforms, load) -> str:
   size = lambda b: f"{b / 2 ** 30:.2f} GiB" if b >= 2 ** 30 / 10 else f"{b / 2 ** 20:.1f} MiB"
-  variants = [v for v in REVAX_VARIANTS + BARRIER_VARIANTS + JAX_VARIANTS
+  variants = [v for v in REVAX_VARIANTS + BARRIER_VARIANTS + SPLIT_VARIANTS + JAX_VARIANTS
               if any(k[0] == v for k in results)]
   lines = [f"# Reversible MLP per block: {', '.join(sorted(set(platforms)))}", "",
            f"Command: `python benchmarks/bench_reversible.py {' '.join(args.argv)}`  ",
@@ -367,6 +425,9 @@ def format_report(results, args, platforms, load) -> str:
   ratio("revax invertible / jax checkpoint (separate processes)", "revax invertible",
         "jax checkpoint", "<= 1")
   ratio("revax plain / jax plain (separate processes)", "revax plain", "jax plain")
+  ratio("jax invertible (hand-written) / jax checkpoint", "jax invertible", "jax checkpoint")
+  ratio("revax invertible / jax invertible (separate processes)", "revax invertible",
+        "jax invertible", "<= 1")
   if any(k[0] in BARRIER_VARIANTS for k in results):
     ratio("revax invertible, barrier fence / conditional fence (separate processes)",
           "revax invertible" + BARRIER, "revax invertible")
@@ -374,6 +435,9 @@ def format_report(results, args, platforms, load) -> str:
           "revax checkpoint" + BARRIER, "revax checkpoint")
     ratio("revax invertible, barrier fence / (revax plain + revax forward)",
           "revax invertible" + BARRIER, ("revax plain", "revax forward"), "<= 1.1")
+  if any(k[0] in SPLIT_VARIANTS for k in results):
+    ratio("revax invertible, VJP recomputes tanh / as is (separate processes)",
+          "revax invertible" + SPLIT, "revax invertible")
   lines += ["", "## What each revax program holds per block", "",
             "StableHLO revax lowers (and, with --dump, XLA's optimized HLO), per block: the "
             "difference between the deepest and the shallowest depth over the blocks between.",
@@ -421,7 +485,10 @@ def main(argv=None) -> None:
                       help="also run revax's invertible and checkpoint with an "
                            "optimization_barrier fence instead of a conditional (a third "
                            "process; an experiment)")
-  parser.add_argument("--child", choices=("revax", "jax", "revax-barrier"),
+  parser.add_argument("--split", action="store_true",
+                      help="also run revax's invertible with its VJPs recomputing tanh instead "
+                           "of sharing the rebuild's (a process more; an experiment)")
+  parser.add_argument("--child", choices=("revax", "jax", "revax-barrier", "revax-split"),
                       help=argparse.SUPPRESS)
   parser.add_argument("--dump-dir", help=argparse.SUPPRESS)
   args = parser.parse_args(argv)
@@ -442,6 +509,9 @@ def main(argv=None) -> None:
   if args.barrier:
     print("revax process with barrier fences", flush=True)
     results.update(run_child("revax-barrier", args, env))
+  if args.split:
+    print("revax process with the VJPs recomputing tanh", flush=True)
+    results.update(run_child("revax-split", args, env))
   if not args.no_jax:
     print("jax process", flush=True)
     # jax picks its platform itself (the TPU where there is one, now that revax let it go)

@@ -1,5 +1,11 @@
 """optimization_barrier and fenced_call: identity semantics under every transformation, and the
 StableHLO each lowers to."""
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
 import numpy as np
 
 import revax
@@ -63,4 +69,69 @@ def test_fenced_calls_share_one_opaque_predicate_per_body():
     z = x
     for _ in range(7):  # three calls, then two per loop step
       z = g(z)
-    np.testing.assert_allclose(revax.jit(f)(x), g(z) if x.sum() > 0 else -z, **allclose_tol(rtol=1e-5))
+    np.testing.assert_allclose(revax.jit(f)(x), g(z) if x.sum() > 0 else -z,
+                               **allclose_tol(rtol=1e-5))
+
+
+_KEPT_BARRIER_SCRIPT = textwrap.dedent("""
+    import json
+    import numpy as np
+    import revax, revax.numpy as rnp
+    from revax._src.interpreters import barrier, mlir
+    from revax.reversible import reversible_block, reversible_sequence
+
+    layer = lambda w, x: rnp.tanh(x @ w)
+    block = reversible_block(layer, layer)
+    width, batch = 64, 256
+    rng = np.random.default_rng(0)
+
+    def run(method, depth):
+      stack = reversible_sequence(block, method=method)
+      loss = lambda ws, a, b: sum((y * y).sum() for y in stack(ws, a, b))
+      ws = [tuple(rng.standard_normal((width, width), np.float32) * 0.1 for _ in range(2))
+            for _ in range(depth)]
+      a, b = (rng.standard_normal((batch, width)).astype(np.float32) for _ in range(2))
+      lowered = revax.jit(revax.grad(loss)).lower(ws, a, b)
+      text = lowered.as_text()
+      compiled = lowered.compile()
+      grads = compiled(ws, a, b)
+      plain = reversible_sequence(block, method="plain")
+      want = revax.jit(revax.grad(lambda ws, a, b: sum((y * y).sum()
+                                                       for y in plain(ws, a, b))))(ws, a, b)
+      err = max(float(np.max(np.abs(np.asarray(g) - np.asarray(w))))
+                for gw, ww in zip(grads, want) for g, w in zip(gw, ww))
+      return {"temp": compiled.memory_analysis().temp_size_in_bytes, "err": err,
+              "if": text.count('"stablehlo.if"'),
+              "barrier": text.count('"stablehlo.optimization_barrier"')}
+
+    dict.__setitem__(mlir.lowerings, barrier.fenced_call_p, barrier.lower_fenced_call_as_barrier)
+    print(json.dumps({f"{m} {d}": run(m, d) for m in ("invertible", "checkpoint", "plain")
+                      for d in (2, 10)}))
+""")
+
+
+def test_the_barrier_lowering_of_fenced_call_fences_where_barriers_survive_cse():
+  """`lower_fenced_call_as_barrier`, the fence a backend that keeps barriers can use (a TPU),
+  checked on XLA:CPU with its barrier expander disabled (which then keeps barriers as a TPU
+  does): invertible's walk stays flat in XLA's temp memory as the network deepens (nothing
+  merged with the forward), checkpoint stores less per block than plain grad (its recomputation
+  not merged either), no conditional is left, and the gradients are plain grad's."""
+  root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+  env = {**os.environ, "XLA_FLAGS": "--xla_disable_hlo_passes=cse_barrier_expander",
+         "REVAX_PLATFORMS": "cpu",  # XLA:CPU with barriers kept (a chip is this process's)
+         "PYTHONPATH": root + os.pathsep + os.environ.get("PYTHONPATH", "")}
+  out = subprocess.run([sys.executable, "-c", _KEPT_BARRIER_SCRIPT], env=env, cwd=root,
+                       capture_output=True, text=True, timeout=300)
+  assert out.returncode == 0, out.stderr[-3000:]
+  r = json.loads(out.stdout.strip().splitlines()[-1])
+  activation = 256 * 64 * 4
+  for key, res in r.items():
+    assert res["err"] < 1e-3, (key, res)
+    assert res["if"] == 0, (key, res)
+  assert r["invertible 2"]["barrier"] == r["invertible 10"]["barrier"] == 1  # the walk's
+  assert r["checkpoint 10"]["barrier"] == 10  # one per block
+  grow = {m: (r[f"{m} 10"]["temp"] - r[f"{m} 2"]["temp"]) / 8 / activation
+          for m in ("invertible", "checkpoint", "plain")}
+  # (in activations per block; a few bytes per block are XLA's small buffers)
+  assert grow["invertible"] < 0.01, (grow, r)
+  assert grow["checkpoint"] < 2.01 and grow["plain"] >= 4, (grow, r)

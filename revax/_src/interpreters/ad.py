@@ -321,10 +321,15 @@ def defjvp(prim: Primitive, *jvp_fns):
   return rule
 
 
+# primitives whose JVP reads their own output (those defined by defjvp_from_output)
+jvp_reads_output: set = set()
+
+
 def defjvp_from_output(prim: Primitive, *jvp_fns):
   """JVP from one function per input that reuses the primal output:
   `fn(tangent_i, out, *primals, **params) -> contribution` (for exp, tanh, logistic, ...)."""
   _single_output(prim, "defjvp_from_output")
+  jvp_reads_output.add(prim)
 
   def rule(primals, tangents, **params):
     out = prim.bind(*primals, **params)

@@ -188,3 +188,16 @@ partial_eval.partial_eval_rules[fenced_call_p] = _fenced_call_partial_eval
 batching.axis_size_batchers[fenced_call_p] = _fenced_call_batch
 mlir.register_lowering(fenced_call_p, _fenced_call_lower)
 staging.dce_rules[fenced_call_p] = staging.dce_call()
+
+
+def lower_fenced_call_as_barrier(ctx, *args, jaxpr):
+  """`fenced_call`'s other lowering: an optimization_barrier over the operands, then the body
+  inline (jax.checkpoint's fence). A backend that keeps barriers through CSE (TPU; XLA:CPU
+  with its `cse_barrier_expander` pass disabled) can then neither merge the body with the
+  forward computation nor start it before all its operands exist, and, with no conditional, the
+  operands are not held live for the whole body. Not registered by default: XLA:CPU expands
+  barriers before CSE (see the module docstring); `register_lowering(fenced_call_p,
+  lower_fenced_call_as_barrier, platform=...)` makes it a platform's fence."""
+  if args:
+    args = ctx.op("stablehlo.optimization_barrier", list(args), ctx.avals_in)
+  return mlir.inline_closed_jaxpr(ctx.fb, jaxpr, args)

@@ -41,7 +41,7 @@ from revax._src.core.jaxpr import ClosedJaxpr, DropVar, Jaxpr, Literal, Var
 from revax._src.core.rules import RuleTable
 from revax._src.core.trace import Primitive, current_trace, set_current_trace
 from revax._src.interpreters import ad, batching, dispatch, mlir, partial_eval, staging
-from revax._src.interpreters.barrier import fenced_call
+from revax._src.interpreters.barrier import barrier_values, fenced_call
 
 
 # --- inverse rules -------------------------------------------------------------------------------
@@ -405,6 +405,7 @@ class _Values:
   def __init__(self, closed: ClosedJaxpr, plan: Plan, outs, saved, given=None):
     jaxpr = closed.jaxpr
     self.plan = plan
+    self.token = None  # with split_vjp_recomputation: the cotangents the walk is at
     self.env = dict(zip(jaxpr.constvars, closed.consts, strict=True))
     for v, x in zip(jaxpr.outvars, outs, strict=True):
       if type(v) is Var:
@@ -438,6 +439,9 @@ class _Values:
     read = lambda a: a.val if type(a) is Literal else env[a]
     if kind == "forward":
       vals = [read(a) for a in what.invars]
+      if self.token and what.primitive.name in _MATERIALIZED:
+        # the rebuild's matmuls wait for the walk's cotangents (see split_vjp_recomputation)
+        vals = barrier_values(list(vals) + list(self.token))[:len(vals)]
 
       def run():
         outs = what.primitive.bind(*vals, **what.params)
@@ -614,17 +618,23 @@ def backward_walk(closed: ClosedJaxpr, plan: Plan, nonzeros, outs, saved, cts,
     write(v, ct)
   keep = set(jaxpr.invars) | set(jaxpr.outvars)
   vjp_cache: dict = {}
+  split = split_vjp_recomputation and type(current_trace()) is staging.DynamicJaxprTrace
+  writers = {v: e for e in jaxpr.eqns for v in e.outvars} if split else {}
   for eqn in reversed(jaxpr.eqns):
     cts_out = [ct_env.pop(v, None) for v in eqn.outvars]
     if any(c is not None for c in cts_out):
       cts_out = [ad.Zero(ad.tangent_aval(v.aval)) if c is None else c
                  for c, v in zip(cts_out, eqn.outvars, strict=True)]
+      if split:
+        values.token = [c for c in cts_out if type(c) is not ad.Zero]
       ins = [values.get(a) for a in eqn.invars]
       in_active = [type(a) is Var and a in active for a in eqn.invars]
       rule = structured_vjps.get(eqn.primitive)
       if rule is not None:
         cts_in = rule(eqn, ins, [values.get(v) for v in eqn.outvars], cts_out, in_active)
       else:
+        if split and _recomputed_for_vjp(eqn, jaxpr, writers):
+          ins = barrier_values(ins)
         cts_in = eqn_vjp(eqn, ins, cts_out, in_active, vjp_cache)
       for a, c in zip(eqn.invars, cts_in, strict=True):
         write(a, c)
@@ -635,6 +645,46 @@ def backward_walk(closed: ClosedJaxpr, plan: Plan, nonzeros, outs, saved, cts,
   if return_inputs:
     return cts_in, [values.get(v) for v in jaxpr.invars]
   return cts_in
+
+
+# An experiment, off: fence the backward walk so that XLA neither shares an expensive
+# elementwise value between a rebuild and a VJP nor runs the rebuild ahead of the cotangents.
+# In a reversible coupling y = x + tanh(h @ w), the rebuild x = y - tanh(h @ w) and the VJP
+# g * (1 - tanh(h @ w)^2) both read the tanh; shared, XLA (which neither duplicates an expensive
+# op into two consumers nor, on XLA:CPU, fuses one producer into two outputs) writes it out and
+# reads it back. With it on, (1) the VJP of an elementwise primitive that reads its own output
+# (`ad.jvp_reads_output`: tanh, exp, logistic, ...) applied to a matmul's or convolution's
+# result (materialized anyway) is taken on barrier'd copies of its inputs, so each consumer
+# fuses its own tanh (same bits), and (2) the rebuild's matmuls take their operands through a
+# barrier with the cotangents the walk is at, so the rebuild chain, which no longer waits for
+# anything of the VJPs', cannot run ahead of them and hold its values (without (2) XLA's
+# scheduler does, and memory grows with depth). Both need barriers to survive CSE and
+# scheduling: a TPU does; XLA:CPU expands them early, where (2) is void and memory grows. On
+# XLA:CPU with `--xla_disable_hlo_passes=cse_barrier_expander` (barriers kept): 2 elementwise
+# passes fewer per reversible block (checkpoint's count), 24 activation-sized reads + writes
+# instead of 28, XLA temp flat in depth. benchmarks/bench_reversible.py --split measures it.
+split_vjp_recomputation = False
+
+# producers whose results XLA keeps in memory whatever their consumers (not fused into them)
+_MATERIALIZED = frozenset({"dot_general", "conv_general_dilated"})
+
+
+def _recomputed_for_vjp(eqn, jaxpr, writers) -> bool:
+  """Whether (with split_vjp_recomputation) the walk takes `eqn`'s VJP on barrier'd copies of
+  its inputs: an elementwise primitive whose JVP reads its output, on inputs XLA materializes
+  anyway (a matmul's or convolution's result, or an input of the function)."""
+  if eqn.primitive not in ad.jvp_reads_output or len(eqn.outvars) != 1:
+    return False
+  shape = eqn.outvars[0].aval.shape
+  for a in eqn.invars:
+    if type(a) is not Var or a.aval.shape != shape:
+      return False
+    writer = writers.get(a)
+    if writer is None and a not in jaxpr.invars:
+      return False
+    if writer is not None and writer.primitive.name not in _MATERIALIZED:
+      return False
+  return True
 
 
 def rebuild_inputs(closed: ClosedJaxpr, plan: Plan, outs, saved, given=None):
