@@ -256,7 +256,7 @@ def _may_wrap(src, dst) -> bool:
   return s.max > d.max or s.min < d.min
 
 
-def _normalize_int_array(i, n, need_valid: bool):
+def _normalize_int_array(i, n, need_valid: bool, wrap: bool = True):
   """(index with negative entries counted from the end, in-bounds mask or None) of an integer
   index array or traced scalar. Out-of-bound entries are left to the gather (which clamps) or
   to the scatter (which drops what the mask sends past the end)."""
@@ -272,7 +272,7 @@ def _normalize_int_array(i, n, need_valid: bool):
   i = lax.convert_element_type(i, dst)
   zero = util.constant_like(i, 0)
   size = util.constant_like(i, n)
-  if not unsigned:
+  if not unsigned and wrap:
     (i,) = util.broadcast_arrays_of(i)
     i = lax.select_n(lax.lt(i, zero), i, lax.add(i, size))
   if not need_valid:
@@ -288,7 +288,7 @@ def _is_scalar_index(i) -> bool:
   return _is_static_int(i) or (isinstance(i, Tracer) and not i.aval.shape)
 
 
-def _integer_indexing(x, idx, need_valid):
+def _integer_indexing(x, idx, need_valid, wrap=True):
   """x indexed by ints (static or traced) on some axes, whole axes elsewhere. Returns (out,
   valid) with `valid` a Python bool or a traced scalar bool."""
   shape = aval_of(x).shape
@@ -303,7 +303,7 @@ def _integer_indexing(x, idx, need_valid):
     start, limit = [0] * len(shape), list(shape)
     for d in int_dims:
       i = operator.index(idx[d])
-      i = i + shape[d] if i < 0 else i
+      i = i + shape[d] if i < 0 and wrap else i
       valid = valid and 0 <= i < shape[d]
       i = min(max(i, 0), shape[d] - 1)
       start[d], limit[d] = i, i + 1
@@ -314,7 +314,7 @@ def _integer_indexing(x, idx, need_valid):
       if i is _FULL:
         starts.append(util.scalar_constant(0, _index_dtype(max(shape))))
         continue
-      i, ok = _normalize_int_array(i, shape[d], need_valid)
+      i, ok = _normalize_int_array(i, shape[d], need_valid, wrap)
       i = lax.convert_element_type(i, _index_dtype(max(shape)))
       # as JAX: no clamp here (dynamic_slice clamps into bounds; told not to wrap a negative
       # start once more), so checkify's index_checks see the index the user wrote
@@ -326,7 +326,7 @@ def _integer_indexing(x, idx, need_valid):
   return lax.squeeze(out, tuple(int_dims)), valid
 
 
-def _advanced_indexing(x, idx, need_valid):
+def _advanced_indexing(x, idx, need_valid, wrap=True):
   """NumPy advanced indexing by integer arrays (and the integers among them) as one gather.
 
   Returns (out, valid) where `valid` is a bool array broadcastable to `out` marking the
@@ -359,7 +359,7 @@ def _advanced_indexing(x, idx, need_valid):
   dt = _index_dtype(max(shape[d] for d in adv))
   cols, valid = [], None
   for d in adv:
-    i, ok = _normalize_int_array(idx[d], shape[d], need_valid)
+    i, ok = _normalize_int_array(idx[d], shape[d], need_valid, wrap)
     i = lax.convert_element_type(i, dt)
     cols.append(lax.expand_dims(util.broadcast_to(i, batch), (len(batch),)))
     if need_valid:
@@ -378,18 +378,20 @@ def _advanced_indexing(x, idx, need_valid):
   return out, lax.reshape(valid, valid_shape)
 
 
-def _index(x, idx, need_valid: bool = True):
+def _index(x, idx, need_valid: bool = True, wrap: bool = True):
   """(x[idx], valid): the elements read with out-of-bound indices clamped, and where they were
   in bounds (a Python bool, or a bool array broadcastable to the result; None when not
-  `need_valid` and there are index arrays)."""
+  `need_valid` and there are index arrays). `wrap=False` (`wrap_negative_indices=False`) leaves
+  negative integer indices out of bounds instead of counting them from the end (slices are
+  unaffected, as in JAX)."""
   x = util.as_array(x)
   idx = _normalize(aval_of(x).ndim, idx)
   x, idx = _expand_new_axes(x, idx)
   x, idx = _apply_dynamic_slices(x, idx)
   x, idx = _apply_slices(x, idx)
   if all(i is _FULL or _is_scalar_index(i) for i in idx):
-    return _integer_indexing(x, idx, need_valid)
-  return _advanced_indexing(x, idx, need_valid)
+    return _integer_indexing(x, idx, need_valid, wrap)
+  return _advanced_indexing(x, idx, need_valid, wrap)
 
 
 def getitem(x, idx):
@@ -428,9 +430,9 @@ def _default_fill(dtype):
   return True
 
 
-def _get(x, idx, mode=None, fill_value=None):
+def _get(x, idx, mode=None, fill_value=None, wrap=True):
   clip = _parse_mode(mode, _Mode.CLIP) is _Mode.CLIP
-  out, valid = _index(x, idx, need_valid=not clip)
+  out, valid = _index(x, idx, need_valid=not clip, wrap=wrap)
   if clip or valid is True:
     return out
   aval = aval_of(out)
@@ -450,7 +452,7 @@ _SCATTERS = {"set": "scatter", "add": "scatter_add", "mul": "scatter_mul", "min"
 
 
 def _update(x, idx, values, op: str, mode=None, indices_are_sorted=False, unique_indices=False,
-            func=None):
+            func=None, wrap=True):
   """x with x[idx] combined with `values` by `op` ('set', 'add', 'mul', 'min', 'max'), or, for
   op 'apply', with the scalar function `func` applied there (once per hit; values unused)."""
   util.check_arraylike(f"at[].{op}", values)
@@ -462,7 +464,7 @@ def _update(x, idx, values, op: str, mode=None, indices_are_sorted=False, unique
   pos_dtype = _index_dtype(size + 1)
   positions = lax.reshape(lax.iota(pos_dtype, size), aval.shape)
   drop = _parse_mode(mode, _Mode.FILL_OR_DROP) is _Mode.FILL_OR_DROP
-  pos, valid = _index(positions, idx, need_valid=drop)
+  pos, valid = _index(positions, idx, need_valid=drop, wrap=wrap)
   pos_shape = aval_of(pos).shape
   try:
     values = util.broadcast_to(values, pos_shape)
@@ -514,76 +516,86 @@ class _IndexUpdateRef:
     return f"_IndexUpdateRef({self.array!r}, {self.index!r})"
 
   def get(self, *, indices_are_sorted=False, unique_indices=False, mode=None, fill_value=None,
-          out_sharding=None):
+          out_sharding=None, wrap_negative_indices=True):
     """x[idx]; out-of-bound indices clamp, or give `fill_value` (NaN, or the integer extreme)
-    with mode='fill'."""
-    return placed(_get(self.array, self.index, mode, fill_value), out_sharding)
+    with mode='fill'. `wrap_negative_indices=False` treats negative indices as out of bounds
+    instead of counting them from the end (in every method below too)."""
+    return placed(_get(self.array, self.index, mode, fill_value, wrap_negative_indices),
+                  out_sharding)
+
+  def _updated(self, values, op, mode, indices_are_sorted, unique_indices, out_sharding, wrap):
+    return placed(_update(self.array, self.index, values, op, mode, indices_are_sorted,
+                          unique_indices, wrap=wrap), out_sharding)
 
   def set(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
-          out_sharding=None):
+          out_sharding=None, wrap_negative_indices=True):
     """A copy of x with x[idx] = values (out-of-bound updates are dropped)."""
-    return placed(_update(self.array, self.index, values, "set", mode, indices_are_sorted,
-                          unique_indices), out_sharding)
+    return self._updated(values, "set", mode, indices_are_sorted, unique_indices, out_sharding,
+                         wrap_negative_indices)
 
   def add(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
-          out_sharding=None):
+          out_sharding=None, wrap_negative_indices=True):
     """A copy of x with x[idx] += values (repeated indices accumulate)."""
-    return placed(_update(self.array, self.index, values, "add", mode, indices_are_sorted,
-                          unique_indices), out_sharding)
+    return self._updated(values, "add", mode, indices_are_sorted, unique_indices, out_sharding,
+                         wrap_negative_indices)
 
   def subtract(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
-               out_sharding=None):
+               out_sharding=None, wrap_negative_indices=True):
     """A copy of x with x[idx] -= values (repeated indices accumulate)."""
     from revax._src.numpy.ufuncs import negative
-    return placed(_update(self.array, self.index, negative(util.as_array(values)), "add", mode,
-                          indices_are_sorted, unique_indices), out_sharding)
+    return self._updated(negative(util.as_array(values)), "add", mode, indices_are_sorted,
+                         unique_indices, out_sharding, wrap_negative_indices)
 
   def multiply(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
-               out_sharding=None):
+               out_sharding=None, wrap_negative_indices=True):
     """A copy of x with x[idx] *= values (repeated indices multiply)."""
-    return placed(_update(self.array, self.index, values, "mul", mode, indices_are_sorted,
-                          unique_indices), out_sharding)
+    return self._updated(values, "mul", mode, indices_are_sorted, unique_indices, out_sharding,
+                         wrap_negative_indices)
 
   mul = multiply
 
   def min(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
-          out_sharding=None):
+          out_sharding=None, wrap_negative_indices=True):
     """A copy of x with x[idx] = minimum(x[idx], values)."""
-    return placed(_update(self.array, self.index, values, "min", mode, indices_are_sorted,
-                          unique_indices), out_sharding)
+    return self._updated(values, "min", mode, indices_are_sorted, unique_indices, out_sharding,
+                         wrap_negative_indices)
 
   def max(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
-          out_sharding=None):
+          out_sharding=None, wrap_negative_indices=True):
     """A copy of x with x[idx] = maximum(x[idx], values)."""
-    return placed(_update(self.array, self.index, values, "max", mode, indices_are_sorted,
-                          unique_indices), out_sharding)
+    return self._updated(values, "max", mode, indices_are_sorted, unique_indices, out_sharding,
+                         wrap_negative_indices)
 
   def divide(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
-             out_sharding=None):
+             out_sharding=None, wrap_negative_indices=True):
     """x / d where d is ones with d[idx] *= values: as in JAX a true division, so an integer x
     gives a float result, and repeated indices divide repeatedly."""
     from revax._src.numpy.ufuncs import divide
-    factors = self._factors(values, indices_are_sorted, unique_indices, mode)
+    factors = self._factors(values, indices_are_sorted, unique_indices, mode,
+                            wrap_negative_indices)
     return placed(divide(self.array, factors), out_sharding)
 
   def power(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
-            out_sharding=None):
+            out_sharding=None, wrap_negative_indices=True):
     """x ** p where p is ones with p[idx] *= values (as in JAX: repeated indices multiply
     their exponents)."""
     from revax._src.numpy.ufuncs import power
-    factors = self._factors(values, indices_are_sorted, unique_indices, mode)
+    factors = self._factors(values, indices_are_sorted, unique_indices, mode,
+                            wrap_negative_indices)
     return placed(power(self.array, factors), out_sharding)
 
-  def _factors(self, values, indices_are_sorted, unique_indices, mode):
+  def _factors(self, values, indices_are_sorted, unique_indices, mode, wrap):
     ones = lax.full_like(util.as_array(self.array), 1)
-    return _update(ones, self.index, values, "mul", mode, indices_are_sorted, unique_indices)
+    return _update(ones, self.index, values, "mul", mode, indices_are_sorted, unique_indices,
+                   wrap=wrap)
 
-  def apply(self, func, *, indices_are_sorted=False, unique_indices=False, mode=None):
+  def apply(self, func, *, indices_are_sorted=False, unique_indices=False, mode=None,
+            wrap_negative_indices=True):
     """A copy of x with the scalar function `func` applied to x[idx] (once per time an
     element is indexed)."""
     x = util.as_array(self.array)
     return _update(x, self.index, lax.full_like(x, 0, shape=()), "apply", mode,
-                   indices_are_sorted, unique_indices, func=func)
+                   indices_are_sorted, unique_indices, func=func, wrap=wrap_negative_indices)
 
 
 class _IndexUpdateHelper:
