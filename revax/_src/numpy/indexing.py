@@ -30,6 +30,8 @@ from revax._src.lax import convenience
 from revax._src.lax.scatter_apply import scatter_apply
 from revax._src.lax.sharding_constraint import placed
 from revax._src.lax.state_indexing import Slice
+from revax._src.core import sharding_types as st
+from revax._src.numpy import indexing_sharding as ish
 from revax._src.numpy import util
 from revax._src.numpy.util import aval_of
 from revax._src.runtime.array import Array
@@ -396,7 +398,9 @@ def _index(x, idx, need_valid: bool = True, wrap: bool = True):
 
 def getitem(x, idx):
   """`x[idx]` with NumPy's indexing rules; out-of-bound integer indices are clamped (as JAX)."""
-  return _index(x, idx, need_valid=False)[0]
+  if not isinstance(x, (Array, Tracer)) or not ish.is_split(aval_of(x)):
+    return _index(x, idx, need_valid=False)[0]
+  return _read(x, idx)
 
 
 # --- modes and fill values -----------------------------------------------------------------------
@@ -430,6 +434,39 @@ def _default_fill(dtype):
   return True
 
 
+def _read(x, idx, mode=None, fill_value=None, wrap=True, out_sharding=None):
+  """`x.at[idx].get(...)` (and `x[idx]` of a split x) with JAX's sharding decisions: where JAX
+  reads with a gather whose rule cannot tell the result's split, its ShardingTypeError; where it
+  can, the result split as JAX's (see indexing_sharding.py). `out_sharding=` lays out what a
+  gather reads (as in JAX, a read JAX computes as a slice ignores it)."""
+  aval = aval_of(x)
+  if out_sharding is None and not ish.is_split(aval):
+    return _get(x, idx, mode, fill_value, wrap)
+  norm = _normalize(aval.ndim, idx)
+  fill = _parse_mode(mode, _Mode.CLIP) is _Mode.FILL_OR_DROP
+  if not ish.reads_by_gather(x, norm, _BoolMask, fill):
+    return _get(x, idx, mode, fill_value, wrap)
+  if out_sharding is not None:
+    with st.internal_expansion():  # (JAX computes it with the mesh's axes Auto)
+      out = _get(x, idx, mode, fill_value, wrap)
+    return placed(out, out_sharding)
+  parts = st.spec_parts(aval)
+  view = ish.index_view(aval.shape, parts, norm, _BoolMask)
+  spec = ish.gather_spec(aval.shape, parts, view)
+  if spec is None:
+    raise ish.gather_error(aval, view)
+  with st.internal_expansion():
+    out = _get(x, idx, mode, fill_value, wrap)
+  return _split_as(out, aval, spec)
+
+
+def _split_as(out, aval, spec):
+  """`out` split as `spec` over the mesh of `aval`'s split (a no-op where it already is)."""
+  if st.spec_parts(aval_of(out)) == tuple(spec):
+    return out
+  return placed(out, st.make_sharding(aval.sharding.mesh, spec))
+
+
 def _get(x, idx, mode=None, fill_value=None, wrap=True):
   clip = _parse_mode(mode, _Mode.CLIP) is _Mode.CLIP
   out, valid = _index(x, idx, need_valid=not clip, wrap=wrap)
@@ -449,6 +486,33 @@ def _get(x, idx, mode=None, fill_value=None, wrap=True):
 # --- updates -------------------------------------------------------------------------------------
 _SCATTERS = {"set": "scatter", "add": "scatter_add", "mul": "scatter_mul", "min": "scatter_min",
              "max": "scatter_max"}
+
+
+def _write(x, idx, values, op: str, mode=None, indices_are_sorted=False, unique_indices=False,
+           func=None, wrap=True, out_sharding=None):
+  """`_update` with JAX's sharding decisions: JAX updates with one scatter, whose rule raises
+  where it cannot tell the result's split (then `out_sharding=` must say it); the result is
+  split as JAX's."""
+  x = util.as_array(x)
+  if out_sharding is not None:
+    with st.internal_expansion():
+      out = _update(x, idx, values, op, mode, indices_are_sorted, unique_indices, func, wrap)
+    return placed(out, out_sharding)
+  aval = aval_of(x)
+  if not ish.is_split(aval):
+    return _update(x, idx, values, op, mode, indices_are_sorted, unique_indices, func, wrap)
+  parts = st.spec_parts(aval)
+  view = ish.index_view(aval.shape, parts, _normalize(aval.ndim, idx), _BoolMask)
+  if 0 in view.slice_shape:  # JAX returns x untouched before any scatter
+    return x
+  if op == "apply":  # (JAX's scatter_apply scatters unsplit placeholder updates)
+    view.slice_spec = [None] * len(view.slice_spec)
+  spec = ish.scatter_spec(aval.shape, parts, view)
+  if spec is None:
+    raise ish.scatter_error(aval, view)
+  with st.internal_expansion():
+    out = _update(x, idx, values, op, mode, indices_are_sorted, unique_indices, func, wrap)
+  return _split_as(out, aval, spec)
 
 
 def _update(x, idx, values, op: str, mode=None, indices_are_sorted=False, unique_indices=False,
@@ -520,12 +584,11 @@ class _IndexUpdateRef:
     """x[idx]; out-of-bound indices clamp, or give `fill_value` (NaN, or the integer extreme)
     with mode='fill'. `wrap_negative_indices=False` treats negative indices as out of bounds
     instead of counting them from the end (in every method below too)."""
-    return placed(_get(self.array, self.index, mode, fill_value, wrap_negative_indices),
-                  out_sharding)
+    return _read(self.array, self.index, mode, fill_value, wrap_negative_indices, out_sharding)
 
   def _updated(self, values, op, mode, indices_are_sorted, unique_indices, out_sharding, wrap):
-    return placed(_update(self.array, self.index, values, op, mode, indices_are_sorted,
-                          unique_indices, wrap=wrap), out_sharding)
+    return _write(self.array, self.index, values, op, mode, indices_are_sorted, unique_indices,
+                  wrap=wrap, out_sharding=out_sharding)
 
   def set(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
           out_sharding=None, wrap_negative_indices=True):
@@ -572,8 +635,8 @@ class _IndexUpdateRef:
     gives a float result, and repeated indices divide repeatedly."""
     from revax._src.numpy.ufuncs import divide
     factors = self._factors(values, indices_are_sorted, unique_indices, mode,
-                            wrap_negative_indices)
-    return placed(divide(self.array, factors), out_sharding)
+                            wrap_negative_indices, out_sharding)
+    return divide(self.array, factors)
 
   def power(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
             out_sharding=None, wrap_negative_indices=True):
@@ -581,21 +644,22 @@ class _IndexUpdateRef:
     their exponents)."""
     from revax._src.numpy.ufuncs import power
     factors = self._factors(values, indices_are_sorted, unique_indices, mode,
-                            wrap_negative_indices)
-    return placed(power(self.array, factors), out_sharding)
+                            wrap_negative_indices, out_sharding)
+    return power(self.array, factors)
 
-  def _factors(self, values, indices_are_sorted, unique_indices, mode, wrap):
+  def _factors(self, values, indices_are_sorted, unique_indices, mode, wrap, out_sharding):
+    # (as JAX: the factors are a scatter into ones, laid out as `out_sharding` asks)
     ones = lax.full_like(util.as_array(self.array), 1)
-    return _update(ones, self.index, values, "mul", mode, indices_are_sorted, unique_indices,
-                   wrap=wrap)
+    return _write(ones, self.index, values, "mul", mode, indices_are_sorted, unique_indices,
+                  wrap=wrap, out_sharding=out_sharding)
 
   def apply(self, func, *, indices_are_sorted=False, unique_indices=False, mode=None,
             wrap_negative_indices=True):
     """A copy of x with the scalar function `func` applied to x[idx] (once per time an
     element is indexed)."""
     x = util.as_array(self.array)
-    return _update(x, self.index, lax.full_like(x, 0, shape=()), "apply", mode,
-                   indices_are_sorted, unique_indices, func=func, wrap=wrap_negative_indices)
+    return _write(x, self.index, lax.full_like(x, 0, shape=()), "apply", mode,
+                  indices_are_sorted, unique_indices, func=func, wrap=wrap_negative_indices)
 
 
 class _IndexUpdateHelper:
