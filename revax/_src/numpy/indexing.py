@@ -24,7 +24,7 @@ import numpy as np
 from revax._src import lax
 from revax._src.core import dtypes
 from revax._src.core.errors import NonConcreteBooleanIndexError
-from revax._src.core.shape_poly import is_symbolic_dim, symbolic_slice
+from revax._src.core.shape_poly import is_symbolic_dim, symbolic_reverse_slice, symbolic_slice
 from revax._src.core.trace import ConcretizationTypeError, Tracer
 from revax._src.lax import convenience
 from revax._src.lax.scatter_apply import scatter_apply
@@ -208,6 +208,7 @@ def _apply_slices(x, idx):
   shape = aval_of(x).shape
   start, limit, strides, reverse = [0] * len(shape), list(shape), [1] * len(shape), []
   reverse_first = []  # symbolic sizes: x[::-k] is rev(x)[::k] (the sizes print as JAX's)
+  gathered = []  # symbolic sizes, a negative step and a start or stop: a gather (as JAX)
   out, changed = [], False
   for d, i in enumerate(idx):
     if not isinstance(i, slice):
@@ -218,6 +219,10 @@ def _apply_slices(x, idx):
       continue
     changed = True
     if any(is_symbolic_dim(v) for v in (shape[d], i.start, i.stop, i.step)):
+      if i.step is not None and operator.index(i.step) < 0 and (
+          i.start is not None or i.stop is not None):
+        gathered.append((d, *symbolic_reverse_slice(i, shape[d])))
+        continue
       start[d], limit[d], strides[d], backwards = symbolic_slice(i, shape[d])
       if backwards:
         reverse_first.append(d)
@@ -240,7 +245,24 @@ def _apply_slices(x, idx):
                   None if all(s == 1 for s in strides) else tuple(strides))
     if reverse:
       x = lax.rev(x, tuple(reverse))
+  for d, first, step, size in gathered:
+    x = _take_positions(x, d, first, step, size)
   return x, out
+
+
+def _take_positions(x, d, first, step, size):
+  """x's elements first, first + step, ... (`size` of them) along axis d: one gather of an
+  iota of positions, as JAX reads a strided slice of a symbolic dimension."""
+  shape = aval_of(x).shape
+  dt = _index_dtype(shape[d])
+  positions = lax.add(util.scalar_constant(first, dt),
+                      lax.mul(util.scalar_constant(step, dt), lax.iota(dt, size)))
+  dnums = lax.GatherDimensionNumbers(
+      offset_dims=tuple(range(d)) + tuple(range(d + 1, len(shape))), collapsed_slice_dims=(d,),
+      start_index_map=(d,))
+  slice_sizes = tuple(1 if k == d else n for k, n in enumerate(shape))
+  return lax.gather(x, lax.expand_dims(positions, (1,)), dnums, slice_sizes,
+                    mode=lax.GatherScatterMode.PROMISE_IN_BOUNDS)
 
 
 # --- step 4: integers and integer arrays ---------------------------------------------------------
