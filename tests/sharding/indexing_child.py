@@ -67,7 +67,8 @@ with lib.set_mesh(mesh):
   for aname, arr in arrays.items():
     ops = {**reads, **updates}
     if aname == "x3":
-      ops = {"[0]": lambda a: a[0], "[:, 1]": lambda a: a[:, 1], "[i2, :, 1]": lambda a: a[i2, :, 1],
+      ops = {"[0]": lambda a: a[0], "[:, 1]": lambda a: a[:, 1],
+             "[i2, :, 1]": lambda a: a[i2, :, 1],
              "[:, :, i2]": lambda a: a[:, :, i2], "set [:, 0]": lambda a: a.at[:, 0].set(1.0),
              "add [i2, 1]": lambda a: a.at[i2, 1].add(1.0)}
     for name, f in ops.items():

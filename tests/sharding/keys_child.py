@@ -37,6 +37,10 @@ show("grid spec", lambda: grid.sharding.spec)
 show("grid type", lambda: lib.typeof(grid))
 show("placed through jit", lambda: (lib.jit(lambda a: a)(placed).sharding.spec,
                                     lib.typeof(lib.jit(lambda a: a)(placed))))
+show("shards", lambda: [(str(s.device), s.index, s.replica_id, str(lib.typeof(s.data)))
+                        for a in (ks, placed) for s in a.addressable_shards])
+show("shard keys", lambda: np.asarray(lib.random.key_data(placed.addressable_shards[2].data))
+     .tolist() == np.asarray(lib.random.key_data(ks))[4:].tolist())
 show("placed values", lambda: np.asarray(lib.random.key_data(placed)).tolist()
      == np.asarray(lib.random.key_data(ks)).tolist())
 seen = []

@@ -127,6 +127,13 @@ class PRNGKeyArray:
   def is_fully_replicated(self) -> bool:
     return self._data.is_fully_replicated
 
+  @property
+  def addressable_shards(self) -> list:
+    """Each device's block of keys, as JAX's: a Shard whose data is a key array and whose
+    index covers the key data's dimensions (the key-word dimension whole)."""
+    return [type(s)(s.device, s.index, PRNGKeyArray(s.data, self._impl), s.replica_id)
+            for s in self._data.addressable_shards]
+
   # where the keys live: their data's device(s) and commitment (Array.committed)
   def devices(self) -> set:
     return self._data.devices()
