@@ -89,6 +89,21 @@ with lib.set_mesh(mesh):
     show(f"x {name}", lambda: T(f(x)))
     show(f"x {name} (jit)", lambda: T(lib.jit(f)(x)))
     show(f"x {name} values", lambda: np.asarray(f(x)).round(4).tolist())
+  # functions built on indexing ("fn" lines: revax builds some of them from other operations than
+  # JAX, so only the result type or the exception type is compared; revax's take_along_axis
+  # gathers every axis where JAX's batches the others)
+  col = np.zeros((8, 1), np.int32) + 2
+  for aname in ("x", "xa", "xb", "xr"):
+    arr = arrays[aname]
+    for name, f in {"take_along 1": lambda a: lnp.take_along_axis(a, col, axis=1),
+                    "take_along 0": lambda a: lnp.take_along_axis(a, col[:4].T, axis=0),
+                    "diagonal": lambda a: lnp.diagonal(a), "delete": lambda a: lnp.delete(a, 1, 0),
+                    "take_along split idx": lambda a: lnp.take_along_axis(
+                        a, lib.device_put(col, S.NamedSharding(mesh, P("a"))), axis=1)}.items():
+      show(f"fn {aname} {name}", lambda: T(f(arr)))
+      show(f"fn {aname} {name} (jit)", lambda: T(lib.jit(f)(arr)))
+  show("values take_along", lambda: np.asarray(lnp.take_along_axis(
+      arrays["xa"], col, axis=1)).round(4).tolist())
   # values of the reads and updates that both compute
   show("values xb[0]", lambda: np.asarray(xb[0]).round(4).tolist())
   show("values xa[:, i2]", lambda: np.asarray(xa[:, i2]).round(4).tolist())

@@ -14,10 +14,20 @@ def transcripts():
           for lib in ("jax", "revax")}
 
 
+def _comparable(line: str) -> str:
+  """The line, or for an "fn" line (a function built on indexing) the exception type only."""
+  if not line.startswith("fn "):
+    return line
+  name, _, result = line.partition(": ")
+  kind, _, _ = result.partition(": ")
+  return f"{name}: {kind}" if kind.endswith("Error") else line
+
+
 def test_indexing_matches_jax(transcripts):
   jax_t, revax_t = transcripts["jax"], transcripts["revax"]
   assert len(jax_t) == len(revax_t)
-  diffs = [f"jax   {j}\nrevax {r}" for j, r in zip(jax_t, revax_t, strict=True) if j != r]
+  diffs = [f"jax   {j}\nrevax {r}" for j, r in zip(jax_t, revax_t, strict=True)
+           if _comparable(j) != _comparable(r)]
   assert not diffs, "\n".join(diffs)
 
 

@@ -23,6 +23,7 @@ import numpy as np
 
 from revax._src import lax
 from revax._src.core import dtypes
+from revax._src.core.avals import ShapedArray
 from revax._src.core.errors import NonConcreteBooleanIndexError
 from revax._src.core.shape_poly import is_symbolic_dim, symbolic_reverse_slice, symbolic_slice
 from revax._src.core.trace import ConcretizationTypeError, Tracer
@@ -833,4 +834,41 @@ def take_along_axis(arr, indices, axis, mode=None, fill_value=None):
       idx.append(util.full_of(out_shape, 0, dtypes.int32))
     else:
       idx.append(lax.broadcasted_iota(dtypes.int32, out_shape, d))
-  return _get(arr, tuple(idx), _parse_mode(mode, _Mode.FILL_OR_DROP).value, fill_value)
+  mode = _parse_mode(mode, _Mode.FILL_OR_DROP).value
+  aval, i_aval = aval_of(arr), aval_of(indices)
+  if not (ish.is_split(aval) or ish.is_split(i_aval)):
+    return _get(arr, tuple(idx), mode, fill_value)
+  spec = _take_along_spec(aval, i_aval, axis, out_shape)
+  with st.internal_expansion():  # (revax's gather indexes every axis; JAX's batches the others)
+    out = _get(arr, tuple(idx), mode, fill_value)
+  return _split_as(out, aval if ish.is_split(aval) else i_aval, spec)
+
+
+def _take_along_spec(aval, i_aval, axis, out_shape):
+  """The split of JAX's take_along_axis result: its gather batches the other axes (their split
+  from the operand or the indices, which must agree) and indexes `axis`, which must not be split
+  in the operand (unless of size 1) nor in the indices.
+
+  Raises:
+    ShardingTypeError: JAX's gather error, where its rule cannot tell the split."""
+  p, q = st.spec_parts(aval), st.spec_parts(i_aval)
+  ok = (p[axis] is None or aval.shape[axis] == 1) and q[axis] is None
+  out = []
+  for d in range(len(out_shape)):
+    if d == axis:
+      out.append(None)
+      continue
+    a = p[d] if aval.shape[d] == out_shape[d] else None
+    b = q[d] if i_aval.shape[d] == out_shape[d] else None
+    ok = ok and (a is None or b is None or a == b)
+    out.append(a or b)
+  if not ok:
+    indices = ShapedArray(tuple(i_aval.shape) + (1,), dtypes.int32)
+    if any(part is not None for part in q):
+      mesh = (i_aval if ish.is_split(i_aval) else aval).sharding.mesh
+      indices = indices.update(sharding=st.make_sharding(mesh, tuple(q) + (None,)))
+    raise st.ShardingTypeError(
+        "Use `.at[...].get(out_sharding=)` to provide output PartitionSpec for the gather "
+        "indexing as out sharding could not be resolved unambiguously (or would require "
+        f"collectives on inputs). Got operand={aval!r}, indices={indices!r}")
+  return tuple(out)
