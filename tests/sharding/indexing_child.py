@@ -102,6 +102,11 @@ with lib.set_mesh(mesh):
                         a, lib.device_put(col, S.NamedSharding(mesh, P("a"))), axis=1)}.items():
       show(f"fn {aname} {name}", lambda: T(f(arr)))
       show(f"fn {aname} {name} (jit)", lambda: T(lib.jit(f)(arr)))
+  for aname in ("x", "xa", "xb", "xr"):
+    show(f"fn {aname} rows", lambda: [(str(T(r)), r.committed, len(r.devices()))
+                                     for r in arrays[aname]][:2])
+    show(f"fn {aname} row values", lambda: np.asarray(list(arrays[aname])).round(4).tolist()
+         == np.asarray(arrays[aname]).round(4).tolist())
   show("values take_along", lambda: np.asarray(lnp.take_along_axis(
       arrays["xa"], col, axis=1)).round(4).tolist())
   # values of the reads and updates that both compute
