@@ -98,6 +98,9 @@ with lib.set_mesh(mesh):
     for name, f in {"take_along 1": lambda a: lnp.take_along_axis(a, col, axis=1),
                     "take_along 0": lambda a: lnp.take_along_axis(a, col[:4].T, axis=0),
                     "diagonal": lambda a: lnp.diagonal(a), "delete": lambda a: lnp.delete(a, 1, 0),
+                    "tile (1, 2)": lambda a: lnp.tile(a, (1, 2)),
+                    "tile (2, 1)": lambda a: lnp.tile(a, (2, 1)),
+                    "tile (3, 1, 1)": lambda a: lnp.tile(a, (3, 1, 1)),
                     "take_along split idx": lambda a: lnp.take_along_axis(
                         a, lib.device_put(col, S.NamedSharding(mesh, P("a"))), axis=1)}.items():
       show(f"fn {aname} {name}", lambda: T(f(arr)))

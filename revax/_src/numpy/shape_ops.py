@@ -12,6 +12,7 @@ import operator
 import numpy as np
 
 from revax._src import lax, tree_util
+from revax._src.lax import convenience
 from revax._src.core.shape_poly import (InconclusiveDimensionOperation, is_symbolic_dim,
                                          is_symbolic_shape)
 from revax._src.core.trace import ConcretizationTypeError, Tracer
@@ -485,10 +486,7 @@ def tile(A, reps):
   s = (1,) * (nd - len(s)) + s
   reps = (1,) * (nd - len(reps)) + tuple(reps)
   A = lax.reshape(A, s)
-  # broadcast to (r0, s0, r1, s1, ...) then merge each pair
-  inter = tuple(d for pair in zip(reps, s, strict=True) for d in pair)
-  b = lax.broadcast_in_dim(A, inter, tuple(range(1, 2 * nd, 2)))
-  return lax.reshape(b, tuple(r * d for r, d in zip(reps, s, strict=True)))
+  return convenience.tile(A, reps)  # (a broadcast to (r0, s0, r1, s1, ...), pairs merged)
 
 
 @tree_util.accepts_array_leaves()
