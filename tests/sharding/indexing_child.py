@@ -101,6 +101,9 @@ with lib.set_mesh(mesh):
                     "tile (1, 2)": lambda a: lnp.tile(a, (1, 2)),
                     "tile (2, 1)": lambda a: lnp.tile(a, (2, 1)),
                     "tile (3, 1, 1)": lambda a: lnp.tile(a, (3, 1, 1)),
+                    "repeat 0": lambda a: lnp.repeat(a, 2, axis=0),
+                    "repeat 0 out_sharding": lambda a: lnp.repeat(a, 2, axis=0,
+                                                                  out_sharding=P("a")),
                     "take_along split idx": lambda a: lnp.take_along_axis(
                         a, lib.device_put(col, S.NamedSharding(mesh, P("a"))), axis=1)}.items():
       show(f"fn {aname} {name}", lambda: T(f(arr)))
