@@ -439,7 +439,7 @@ def test_two_devices_execute_where_the_arguments_are_and_spmd():
     """, {"ADD": ADD}, REVAX_CPU_DEVICE_COUNT="2")
   assert result.returncode == 0, result.stderr
   assert result.stdout.splitlines() == [
-      "ON CpuDevice(id=1) True", "ON CpuDevice(id=0)",
+      "ON cpu:1 True", "ON cpu:0",  # (a CPU device prints as jax's: "cpu:1")
       "SPMD [((4, 4), dtype('float32'))] [CpuDevice(id=0), CpuDevice(id=1)] True"]
   assert result.stderr == ""
 

@@ -31,7 +31,7 @@ from revax._src.core.errors import InconclusiveDimensionOperation as _CoreInconc
 
 __all__ = ["DimExpr", "InconclusiveDimensionOperation", "is_symbolic_dim",
            "is_constant_dim", "max_dim", "min_dim", "evaluate_dim", "dim_vars",
-           "UnexpectedDimVar"]
+           "UnexpectedDimVar", "symbolic_slice", "symbolic_reverse_slice"]
 
 _HELP = ("""
 This error arises for comparison operations with shapes that
@@ -714,6 +714,25 @@ def canonical_dim(d):
   return d if type(d) is DimExpr else operator.index(d)
 
 
+def symbolic_reverse_slice(s: slice, d) -> tuple:
+  """(first, step, size) of the slice `s` with a negative step along a dimension of symbolic
+  size `d`: the elements first, first + step, ... (`size` of them), computed as JAX's
+  `canonicalize_slice` computes them (so the size prints as jax's, e.g. `min(b - 1, 3)`).
+
+  Raises:
+    InconclusiveDimensionOperation: a symbolic start or stop whose sign is not known."""
+  step = operator.index(s.step)
+  assert step < 0
+
+  def clamp(p):
+    p = canonical_dim(p)
+    return min_dim(d - 1, p) if p >= 0 else max_dim(-1, d + p)
+  first = d - 1 if s.start is None else clamp(s.start)
+  stop = -1 if s.stop is None else clamp(s.stop)
+  size = max_dim(0, first - stop - step - 1) // -step
+  return first, step, size
+
+
 def symbolic_slice(s: slice, d) -> tuple:
   """(start, limit, stride, reversed) of the basic slice `s` along a dimension of symbolic size
   `d`, with start and stop clamped to [0, d] as Python's slices are: reverse the dimension
@@ -724,9 +743,9 @@ def symbolic_slice(s: slice, d) -> tuple:
     raise ValueError("slice step cannot be zero")
   if step < 0:
     if s.start is not None or s.stop is not None:
-      raise NotImplementedError(
+      raise NotImplementedError(  # (callers take these with symbolic_reverse_slice)
           f"slicing a dimension of symbolic size '{d}' with a negative step and a start or "
-          "stop: revax supports negative steps there only over the whole dimension (x[::-k])")
+          "stop: use symbolic_reverse_slice")
     return 0, d, -step, True
 
   def clamp(p, default):

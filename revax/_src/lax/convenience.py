@@ -13,6 +13,7 @@ import numpy as np
 
 from revax._src import tree_util
 from revax._src.core import dtypes
+from revax._src.core import sharding_types as st
 from revax._src.core.avals import get_aval
 from revax._src.core.shape_poly import is_symbolic_dim, symbolic_slice
 from revax._src.core.trace import Tracer
@@ -179,11 +180,32 @@ def split(operand, sizes, axis=0):
 
 
 def tile(operand, reps):
-  """`operand` repeated `reps[i]` times along each dimension i."""
+  """`operand` repeated `reps[i]` times along each dimension i.
+
+  Raises:
+    ShardingTypeError: as JAX's, the operand is split along a dimension tiled more than once
+      (the result is split as the operand).
+  """
   shape = _shape(operand)
   reps = tuple(operator.index(r) for r in reps)
   if len(reps) != len(shape):
     raise ValueError(f"len(reps) must equal operand.ndim, got {len(reps)} and {len(shape)}")
+  aval = get_aval(operand)
+  parts = st.spec_parts(aval)
+  if all(p is None for p in parts):
+    return _tile(operand, shape, reps)
+  for i, (r, part) in enumerate(zip(reps, parts, strict=True)):
+    if r != 1 and part is not None:
+      raise st.ShardingTypeError(
+          f"Operand cannot be sharded on dimension {i} when the tiling is non-trivial. Got "
+          f"input type: {aval.str_short(short_dtypes=False)} with reps: {reps}")
+  with st.internal_expansion():  # (revax tiles by a broadcast and a reshape; JAX by a tile)
+    out = _tile(operand, shape, reps)
+  from revax._src.lax.sharding_constraint import placed
+  return placed(out, aval.sharding)
+
+
+def _tile(operand, shape, reps):
   interleaved = tuple(d for pair in zip(reps, shape, strict=True) for d in pair)
   b = shapes.broadcast_in_dim(operand, interleaved, tuple(range(1, 2 * len(shape), 2)))
   return shapes.reshape(b, tuple(r * d for r, d in zip(reps, shape, strict=True)))

@@ -122,7 +122,13 @@ def zeros_like_array(x):
 
 
 def _zeros(aval: ShapedArray):
-  return broadcast_in_dim(_scalar(0, aval.dtype, aval.weak_type), aval.shape, ())
+  zeros = broadcast_in_dim(_scalar(0, aval.dtype, aval.weak_type), aval.shape, ())
+  if getattr(aval, "sharding", None) is None:
+    return zeros
+  # (as JAX's zeros_like_aval: zeros split as the value they stand for, e.g. the cotangent a
+  # gather's or a slice's transpose scatters into)
+  from revax._src.lax.sharding_constraint import placed
+  return placed(zeros, aval.sharding)
 
 
 ad.set_zeros_maker(_zeros)

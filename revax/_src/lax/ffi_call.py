@@ -9,6 +9,7 @@ A target nobody registered is refused when the program is compiled, with XLA's m
 """
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 
 import numpy as np
@@ -23,7 +24,8 @@ from revax._src.lax.callbacks import VMAP_METHODS, callback_batch, custom_call_o
 from revax._src.lax.callbacks import _result_avals as result_avals_of
 from revax._src.runtime import ffi
 
-__all__ = ["ffi_call", "ffi_call_p", "register_ffi_target", "pycapsule"]
+__all__ = ["ffi_call", "ffi_call_p", "register_ffi_target", "pycapsule", "include_dir",
+           "register_ffi_type", "register_ffi_type_id"]
 
 
 def register_ffi_target(name: str, fn, platform: str = "cpu", api_version: int = 1,
@@ -32,11 +34,18 @@ def register_ffi_target(name: str, fn, platform: str = "cpu", api_version: int =
 
   Args:
     name: the target name.
-    fn: the handler (an `XLA_FFI_Handler`, e.g. written with XLA's `XLA_FFI_DEFINE_HANDLER`):
-      a PyCapsule holding its address, a ctypes function, or a dict `{"execute": capsule}`.
+    fn: the handler (an `XLA_FFI_Handler`, e.g. written with XLA's `XLA_FFI_DEFINE_HANDLER`
+      against the headers in `include_dir()`): a PyCapsule holding its address, a ctypes
+      function, or a dict {stage: handler} over "instantiate", "prepare", "initialize" and
+      "execute" (a stateful handler: its instantiate stage makes the state, see
+      `register_ffi_type`).
     platform: the platform, e.g. ``"cpu"``.
     api_version: 1 (typed FFI). 0 (the legacy custom-call API) is not supported by XLA:CPU.
     **kwargs: `traits` (XLA_FFI_Handler_Traits bits) is understood; nothing else is.
+
+  Raises:
+    RuntimeBackendError: XLA refused the handler, e.g. one compiled against FFI headers of
+      another version than the plugin's (XLA's message names both versions).
 
   Example:
     >>> import ctypes
@@ -52,12 +61,84 @@ def register_ffi_target(name: str, fn, platform: str = "cpu", api_version: int =
   if kwargs:
     raise TypeError(f"register_ffi_target got unexpected arguments {sorted(kwargs)}")
   if isinstance(fn, dict):
-    extra = set(fn) - {"execute"}
-    if extra or "execute" not in fn:
-      raise ValueError(f"register_ffi_target: revax registers the 'execute' stage only; got "
-                       f"stages {sorted(fn)}")
-    fn = fn["execute"]
+    unknown = set(fn) - set(_STAGES)
+    if unknown or "execute" not in fn:
+      raise ValueError(f"register_ffi_target: the stages of a handler bundle are "
+                       f"{list(_STAGES)}, with 'execute' among them; got {sorted(fn)}")
+    bundle = {stage: ffi.capsule_address(handler) for stage, handler in fn.items()}
+    ffi.register_handler(name, bundle, platform, traits)
+    return
   ffi.register_handler(name, ffi.capsule_address(fn), platform, traits)
+
+
+_STAGES = ("instantiate", "prepare", "initialize", "execute")
+
+
+def include_dir() -> str:
+  """The directory of the XLA FFI C/C++ headers to compile handlers against (jax.ffi's).
+
+  It holds `xla/ffi/api/c_api.h`, `api.h` and `ffi.h`: XLA's headers (Apache 2.0) at the FFI
+  version of revax's XLA:CPU plugin (0.2; jax 0.10.2's jaxlib ships 0.3, whose handlers that
+  plugin refuses). Compile with ``-I`` this directory and C++17.
+
+  Returns:
+    The directory's path.
+
+  Example:
+    >>> import os
+    >>> os.path.exists(os.path.join(revax.ffi.include_dir(), "xla", "ffi", "api", "ffi.h"))
+    True
+  """
+  package = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+  return os.path.join(package, "include")
+
+
+def register_ffi_type_id(name: str, obj, platform: str = "cpu") -> None:
+  """jax 0.10.2's `register_ffi_type_id`: removed there (it always raises); use
+  `register_ffi_type`.
+
+  Raises:
+    ValueError: always, with jax's message.
+  """
+  del name, obj, platform
+  raise ValueError("register_ffi_type_id is not supported after jaxlib version 381.")
+
+
+def register_ffi_type(name: str, type_registration, platform: str = "cpu") -> None:
+  """Register a user-defined type with XLA's FFI (e.g. the state of a stateful handler, which
+  must be registered before the handler).
+
+  Args:
+    name: the type's name, unique in the process.
+    type_registration: a dict with `type_id`, a PyCapsule pointing to the type's
+      `XLA_FFI_TypeId` (an int64: 0 there asks XLA to assign an id, written back), and
+      optionally `type_info`, a PyCapsule pointing to its `XLA_FFI_TypeInfo`.
+    platform: the target platform.
+
+  Raises:
+    RuntimeBackendError: jax's errors: not a dict with a `type_id`, values that are not
+      PyCapsules, or a name registered already with another id.
+
+  Example:
+    >>> import ctypes
+    >>> lib = ctypes.cdll.LoadLibrary("./libstate.so")  # doctest: +SKIP
+    >>> tid = revax.ffi.pycapsule(lib.MyStateTypeId)  # doctest: +SKIP
+    >>> revax.ffi.register_ffi_type("my_state", {"type_id": tid})  # doctest: +SKIP
+    >>> # (skipped: needs a compiled library holding the type's id)
+  """
+  from revax._src.runtime.pjrt import RuntimeBackendError
+  if not isinstance(type_registration, dict) or "type_id" not in type_registration:
+    raise RuntimeBackendError(
+        "INVALID_ARGUMENT", "The type_id argument to register_custom_call_type must be a "
+        "dictionary holding a pointer to a XLA_FFI_TypeId in `type_id` and optional pointer "
+        "to a XLA_FFI_TypeInfo in `type_info` fields.")
+  capsules = [type_registration["type_id"], type_registration.get("type_info")]
+  if any(c is not None and type(c).__name__ != "PyCapsule" for c in capsules) or (
+      capsules[0] is None):
+    raise RuntimeBackendError("INVALID_ARGUMENT",
+                              "Custom type registration requires handlers as PyCapsules")
+  type_id, type_info = (None if c is None else ffi.capsule_address(c) for c in capsules)
+  ffi.register_type(name, type_id, type_info, platform)
 
 
 def pycapsule(funcptr):

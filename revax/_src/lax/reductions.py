@@ -229,7 +229,9 @@ def reduce_sum(operand, axes, *, out_sharding=None):
 
 def _reduce_sum_transpose(ct, x, *, axes):
   shape = x.aval.shape
-  return [shapes.broadcast_in_dim(ct, shape, _kept_dims(len(shape), axes))]
+  # (as JAX's: the cotangent is split as the summed operand)
+  return [shapes.broadcast_in_dim(ct, shape, _kept_dims(len(shape), axes),
+                                  out_sharding=getattr(x.aval, "sharding", None))]
 
 
 reduce_sum_p = _reduction(_Monoid(

@@ -328,12 +328,13 @@ _cumulative = _unsplit_along("axis", "Input should be unsharded over the axis be
 
 
 def _gather(avals, params, outs):
-  """JAX's gather rule where it resolves the result's split: the operand's dimensions that are
-  indexed are whole slices or unsplit, batching dimensions agree, and the indices are unsplit
-  but for batching dimensions; then offset dimensions keep the operand's split and the others
-  the indices'. Where JAX raises ShardingTypeError asking for `.at[...].get(out_sharding=)`
-  (revax's gather takes no out_sharding yet), revax types the result unsplit and XLA lays it
-  out (the values are the same)."""
+  """JAX's gather rule: the operand's dimensions that are indexed are whole slices or unsplit,
+  batching dimensions agree, and the indices are unsplit but for batching dimensions; then
+  offset dimensions keep the operand's split and the others the indices'.
+
+  Raises:
+    ShardingTypeError: JAX's, asking for `.at[...].get(out_sharding=)`, where it cannot tell
+      the result's split."""
   operand, indices = avals[0], avals[1]
   dn, sizes = params["dimension_numbers"], params["slice_sizes"]
   op_spec, idx_spec = list(spec_parts(operand)), list(spec_parts(indices))
@@ -347,7 +348,10 @@ def _gather(avals, params, outs):
   idx_unsplit = all(p is None for k, p in enumerate(idx_spec)
                     if k not in dn.start_indices_batching_dims)
   if not (whole and batched and idx_unsplit):
-    return [(None,) * rank]
+    raise st.ShardingTypeError(
+        "Use `.at[...].get(out_sharding=)` to provide output PartitionSpec for the gather "
+        "indexing as out sharding could not be resolved unambiguously (or would require "
+        f"collectives on inputs). Got operand={operand!r}, indices={indices!r}")
   for i, j in pairs:
     idx_spec[j] = idx_spec[j] or op_spec[i]
   kept = iter(i for i in range(len(sizes))

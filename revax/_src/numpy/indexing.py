@@ -23,13 +23,16 @@ import numpy as np
 
 from revax._src import lax
 from revax._src.core import dtypes
+from revax._src.core.avals import ShapedArray
 from revax._src.core.errors import NonConcreteBooleanIndexError
-from revax._src.core.shape_poly import is_symbolic_dim, symbolic_slice
+from revax._src.core.shape_poly import is_symbolic_dim, symbolic_reverse_slice, symbolic_slice
 from revax._src.core.trace import ConcretizationTypeError, Tracer
 from revax._src.lax import convenience
 from revax._src.lax.scatter_apply import scatter_apply
 from revax._src.lax.sharding_constraint import placed
 from revax._src.lax.state_indexing import Slice
+from revax._src.core import sharding_types as st
+from revax._src.numpy import indexing_sharding as ish
 from revax._src.numpy import util
 from revax._src.numpy.util import aval_of
 from revax._src.runtime.array import Array
@@ -206,6 +209,7 @@ def _apply_slices(x, idx):
   shape = aval_of(x).shape
   start, limit, strides, reverse = [0] * len(shape), list(shape), [1] * len(shape), []
   reverse_first = []  # symbolic sizes: x[::-k] is rev(x)[::k] (the sizes print as JAX's)
+  gathered = []  # symbolic sizes, a negative step and a start or stop: a gather (as JAX)
   out, changed = [], False
   for d, i in enumerate(idx):
     if not isinstance(i, slice):
@@ -216,6 +220,10 @@ def _apply_slices(x, idx):
       continue
     changed = True
     if any(is_symbolic_dim(v) for v in (shape[d], i.start, i.stop, i.step)):
+      if i.step is not None and operator.index(i.step) < 0 and (
+          i.start is not None or i.stop is not None):
+        gathered.append((d, *symbolic_reverse_slice(i, shape[d])))
+        continue
       start[d], limit[d], strides[d], backwards = symbolic_slice(i, shape[d])
       if backwards:
         reverse_first.append(d)
@@ -238,7 +246,24 @@ def _apply_slices(x, idx):
                   None if all(s == 1 for s in strides) else tuple(strides))
     if reverse:
       x = lax.rev(x, tuple(reverse))
+  for d, first, step, size in gathered:
+    x = _take_positions(x, d, first, step, size)
   return x, out
+
+
+def _take_positions(x, d, first, step, size):
+  """x's elements first, first + step, ... (`size` of them) along axis d: one gather of an
+  iota of positions, as JAX reads a strided slice of a symbolic dimension."""
+  shape = aval_of(x).shape
+  dt = _index_dtype(shape[d])
+  positions = lax.add(util.scalar_constant(first, dt),
+                      lax.mul(util.scalar_constant(step, dt), lax.iota(dt, size)))
+  dnums = lax.GatherDimensionNumbers(
+      offset_dims=tuple(range(d)) + tuple(range(d + 1, len(shape))), collapsed_slice_dims=(d,),
+      start_index_map=(d,))
+  slice_sizes = tuple(1 if k == d else n for k, n in enumerate(shape))
+  return lax.gather(x, lax.expand_dims(positions, (1,)), dnums, slice_sizes,
+                    mode=lax.GatherScatterMode.PROMISE_IN_BOUNDS)
 
 
 # --- step 4: integers and integer arrays ---------------------------------------------------------
@@ -256,7 +281,7 @@ def _may_wrap(src, dst) -> bool:
   return s.max > d.max or s.min < d.min
 
 
-def _normalize_int_array(i, n, need_valid: bool):
+def _normalize_int_array(i, n, need_valid: bool, wrap: bool = True):
   """(index with negative entries counted from the end, in-bounds mask or None) of an integer
   index array or traced scalar. Out-of-bound entries are left to the gather (which clamps) or
   to the scatter (which drops what the mask sends past the end)."""
@@ -272,7 +297,7 @@ def _normalize_int_array(i, n, need_valid: bool):
   i = lax.convert_element_type(i, dst)
   zero = util.constant_like(i, 0)
   size = util.constant_like(i, n)
-  if not unsigned:
+  if not unsigned and wrap:
     (i,) = util.broadcast_arrays_of(i)
     i = lax.select_n(lax.lt(i, zero), i, lax.add(i, size))
   if not need_valid:
@@ -288,7 +313,7 @@ def _is_scalar_index(i) -> bool:
   return _is_static_int(i) or (isinstance(i, Tracer) and not i.aval.shape)
 
 
-def _integer_indexing(x, idx, need_valid):
+def _integer_indexing(x, idx, need_valid, wrap=True):
   """x indexed by ints (static or traced) on some axes, whole axes elsewhere. Returns (out,
   valid) with `valid` a Python bool or a traced scalar bool."""
   shape = aval_of(x).shape
@@ -303,7 +328,7 @@ def _integer_indexing(x, idx, need_valid):
     start, limit = [0] * len(shape), list(shape)
     for d in int_dims:
       i = operator.index(idx[d])
-      i = i + shape[d] if i < 0 else i
+      i = i + shape[d] if i < 0 and wrap else i
       valid = valid and 0 <= i < shape[d]
       i = min(max(i, 0), shape[d] - 1)
       start[d], limit[d] = i, i + 1
@@ -314,7 +339,7 @@ def _integer_indexing(x, idx, need_valid):
       if i is _FULL:
         starts.append(util.scalar_constant(0, _index_dtype(max(shape))))
         continue
-      i, ok = _normalize_int_array(i, shape[d], need_valid)
+      i, ok = _normalize_int_array(i, shape[d], need_valid, wrap)
       i = lax.convert_element_type(i, _index_dtype(max(shape)))
       # as JAX: no clamp here (dynamic_slice clamps into bounds; told not to wrap a negative
       # start once more), so checkify's index_checks see the index the user wrote
@@ -326,7 +351,7 @@ def _integer_indexing(x, idx, need_valid):
   return lax.squeeze(out, tuple(int_dims)), valid
 
 
-def _advanced_indexing(x, idx, need_valid):
+def _advanced_indexing(x, idx, need_valid, wrap=True):
   """NumPy advanced indexing by integer arrays (and the integers among them) as one gather.
 
   Returns (out, valid) where `valid` is a bool array broadcastable to `out` marking the
@@ -359,7 +384,7 @@ def _advanced_indexing(x, idx, need_valid):
   dt = _index_dtype(max(shape[d] for d in adv))
   cols, valid = [], None
   for d in adv:
-    i, ok = _normalize_int_array(idx[d], shape[d], need_valid)
+    i, ok = _normalize_int_array(idx[d], shape[d], need_valid, wrap)
     i = lax.convert_element_type(i, dt)
     cols.append(lax.expand_dims(util.broadcast_to(i, batch), (len(batch),)))
     if need_valid:
@@ -378,23 +403,27 @@ def _advanced_indexing(x, idx, need_valid):
   return out, lax.reshape(valid, valid_shape)
 
 
-def _index(x, idx, need_valid: bool = True):
+def _index(x, idx, need_valid: bool = True, wrap: bool = True):
   """(x[idx], valid): the elements read with out-of-bound indices clamped, and where they were
   in bounds (a Python bool, or a bool array broadcastable to the result; None when not
-  `need_valid` and there are index arrays)."""
+  `need_valid` and there are index arrays). `wrap=False` (`wrap_negative_indices=False`) leaves
+  negative integer indices out of bounds instead of counting them from the end (slices are
+  unaffected, as in JAX)."""
   x = util.as_array(x)
   idx = _normalize(aval_of(x).ndim, idx)
   x, idx = _expand_new_axes(x, idx)
   x, idx = _apply_dynamic_slices(x, idx)
   x, idx = _apply_slices(x, idx)
   if all(i is _FULL or _is_scalar_index(i) for i in idx):
-    return _integer_indexing(x, idx, need_valid)
-  return _advanced_indexing(x, idx, need_valid)
+    return _integer_indexing(x, idx, need_valid, wrap)
+  return _advanced_indexing(x, idx, need_valid, wrap)
 
 
 def getitem(x, idx):
   """`x[idx]` with NumPy's indexing rules; out-of-bound integer indices are clamped (as JAX)."""
-  return _index(x, idx, need_valid=False)[0]
+  if not isinstance(x, (Array, Tracer)) or not ish.is_split(aval_of(x)):
+    return _index(x, idx, need_valid=False)[0]
+  return _read(x, idx)
 
 
 # --- modes and fill values -----------------------------------------------------------------------
@@ -428,9 +457,42 @@ def _default_fill(dtype):
   return True
 
 
-def _get(x, idx, mode=None, fill_value=None):
+def _read(x, idx, mode=None, fill_value=None, wrap=True, out_sharding=None):
+  """`x.at[idx].get(...)` (and `x[idx]` of a split x) with JAX's sharding decisions: where JAX
+  reads with a gather whose rule cannot tell the result's split, its ShardingTypeError; where it
+  can, the result split as JAX's (see indexing_sharding.py). `out_sharding=` lays out what a
+  gather reads (as in JAX, a read JAX computes as a slice ignores it)."""
+  aval = aval_of(x)
+  if out_sharding is None and not ish.is_split(aval):
+    return _get(x, idx, mode, fill_value, wrap)
+  norm = _normalize(aval.ndim, idx)
+  fill = _parse_mode(mode, _Mode.CLIP) is _Mode.FILL_OR_DROP
+  if not ish.reads_by_gather(x, norm, _BoolMask, fill):
+    return _get(x, idx, mode, fill_value, wrap)
+  if out_sharding is not None:
+    with st.internal_expansion():  # (JAX computes it with the mesh's axes Auto)
+      out = _get(x, idx, mode, fill_value, wrap)
+    return placed(out, out_sharding)
+  parts = st.spec_parts(aval)
+  view = ish.index_view(aval.shape, parts, norm, _BoolMask)
+  spec = ish.gather_spec(aval.shape, parts, view)
+  if spec is None:
+    raise ish.gather_error(aval, view)
+  with st.internal_expansion():
+    out = _get(x, idx, mode, fill_value, wrap)
+  return _split_as(out, aval, spec)
+
+
+def _split_as(out, aval, spec):
+  """`out` split as `spec` over the mesh of `aval`'s split (a no-op where it already is)."""
+  if st.spec_parts(aval_of(out)) == tuple(spec):
+    return out
+  return placed(out, st.make_sharding(aval.sharding.mesh, spec))
+
+
+def _get(x, idx, mode=None, fill_value=None, wrap=True):
   clip = _parse_mode(mode, _Mode.CLIP) is _Mode.CLIP
-  out, valid = _index(x, idx, need_valid=not clip)
+  out, valid = _index(x, idx, need_valid=not clip, wrap=wrap)
   if clip or valid is True:
     return out
   aval = aval_of(out)
@@ -449,8 +511,35 @@ _SCATTERS = {"set": "scatter", "add": "scatter_add", "mul": "scatter_mul", "min"
              "max": "scatter_max"}
 
 
+def _write(x, idx, values, op: str, mode=None, indices_are_sorted=False, unique_indices=False,
+           func=None, wrap=True, out_sharding=None):
+  """`_update` with JAX's sharding decisions: JAX updates with one scatter, whose rule raises
+  where it cannot tell the result's split (then `out_sharding=` must say it); the result is
+  split as JAX's."""
+  x = util.as_array(x)
+  if out_sharding is not None:
+    with st.internal_expansion():
+      out = _update(x, idx, values, op, mode, indices_are_sorted, unique_indices, func, wrap)
+    return placed(out, out_sharding)
+  aval = aval_of(x)
+  if not ish.is_split(aval):
+    return _update(x, idx, values, op, mode, indices_are_sorted, unique_indices, func, wrap)
+  parts = st.spec_parts(aval)
+  view = ish.index_view(aval.shape, parts, _normalize(aval.ndim, idx), _BoolMask)
+  if 0 in view.slice_shape:  # JAX returns x untouched before any scatter
+    return x
+  if op == "apply":  # (JAX's scatter_apply scatters unsplit placeholder updates)
+    view.slice_spec = [None] * len(view.slice_spec)
+  spec = ish.scatter_spec(aval.shape, parts, view)
+  if spec is None:
+    raise ish.scatter_error(aval, view)
+  with st.internal_expansion():
+    out = _update(x, idx, values, op, mode, indices_are_sorted, unique_indices, func, wrap)
+  return _split_as(out, aval, spec)
+
+
 def _update(x, idx, values, op: str, mode=None, indices_are_sorted=False, unique_indices=False,
-            func=None):
+            func=None, wrap=True):
   """x with x[idx] combined with `values` by `op` ('set', 'add', 'mul', 'min', 'max'), or, for
   op 'apply', with the scalar function `func` applied there (once per hit; values unused)."""
   util.check_arraylike(f"at[].{op}", values)
@@ -462,7 +551,7 @@ def _update(x, idx, values, op: str, mode=None, indices_are_sorted=False, unique
   pos_dtype = _index_dtype(size + 1)
   positions = lax.reshape(lax.iota(pos_dtype, size), aval.shape)
   drop = _parse_mode(mode, _Mode.FILL_OR_DROP) is _Mode.FILL_OR_DROP
-  pos, valid = _index(positions, idx, need_valid=drop)
+  pos, valid = _index(positions, idx, need_valid=drop, wrap=wrap)
   pos_shape = aval_of(pos).shape
   try:
     values = util.broadcast_to(values, pos_shape)
@@ -514,76 +603,86 @@ class _IndexUpdateRef:
     return f"_IndexUpdateRef({self.array!r}, {self.index!r})"
 
   def get(self, *, indices_are_sorted=False, unique_indices=False, mode=None, fill_value=None,
-          out_sharding=None):
+          out_sharding=None, wrap_negative_indices=True):
     """x[idx]; out-of-bound indices clamp, or give `fill_value` (NaN, or the integer extreme)
-    with mode='fill'."""
-    return placed(_get(self.array, self.index, mode, fill_value), out_sharding)
+    with mode='fill'. `wrap_negative_indices=False` treats negative indices as out of bounds
+    instead of counting them from the end (in every method below too)."""
+    return _read(self.array, self.index, mode, fill_value, wrap_negative_indices, out_sharding)
+
+  def _updated(self, values, op, mode, indices_are_sorted, unique_indices, out_sharding, wrap):
+    return _write(self.array, self.index, values, op, mode, indices_are_sorted, unique_indices,
+                  wrap=wrap, out_sharding=out_sharding)
 
   def set(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
-          out_sharding=None):
+          out_sharding=None, wrap_negative_indices=True):
     """A copy of x with x[idx] = values (out-of-bound updates are dropped)."""
-    return placed(_update(self.array, self.index, values, "set", mode, indices_are_sorted,
-                          unique_indices), out_sharding)
+    return self._updated(values, "set", mode, indices_are_sorted, unique_indices, out_sharding,
+                         wrap_negative_indices)
 
   def add(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
-          out_sharding=None):
+          out_sharding=None, wrap_negative_indices=True):
     """A copy of x with x[idx] += values (repeated indices accumulate)."""
-    return placed(_update(self.array, self.index, values, "add", mode, indices_are_sorted,
-                          unique_indices), out_sharding)
+    return self._updated(values, "add", mode, indices_are_sorted, unique_indices, out_sharding,
+                         wrap_negative_indices)
 
   def subtract(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
-               out_sharding=None):
+               out_sharding=None, wrap_negative_indices=True):
     """A copy of x with x[idx] -= values (repeated indices accumulate)."""
     from revax._src.numpy.ufuncs import negative
-    return placed(_update(self.array, self.index, negative(util.as_array(values)), "add", mode,
-                          indices_are_sorted, unique_indices), out_sharding)
+    return self._updated(negative(util.as_array(values)), "add", mode, indices_are_sorted,
+                         unique_indices, out_sharding, wrap_negative_indices)
 
   def multiply(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
-               out_sharding=None):
+               out_sharding=None, wrap_negative_indices=True):
     """A copy of x with x[idx] *= values (repeated indices multiply)."""
-    return placed(_update(self.array, self.index, values, "mul", mode, indices_are_sorted,
-                          unique_indices), out_sharding)
+    return self._updated(values, "mul", mode, indices_are_sorted, unique_indices, out_sharding,
+                         wrap_negative_indices)
 
   mul = multiply
 
   def min(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
-          out_sharding=None):
+          out_sharding=None, wrap_negative_indices=True):
     """A copy of x with x[idx] = minimum(x[idx], values)."""
-    return placed(_update(self.array, self.index, values, "min", mode, indices_are_sorted,
-                          unique_indices), out_sharding)
+    return self._updated(values, "min", mode, indices_are_sorted, unique_indices, out_sharding,
+                         wrap_negative_indices)
 
   def max(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
-          out_sharding=None):
+          out_sharding=None, wrap_negative_indices=True):
     """A copy of x with x[idx] = maximum(x[idx], values)."""
-    return placed(_update(self.array, self.index, values, "max", mode, indices_are_sorted,
-                          unique_indices), out_sharding)
+    return self._updated(values, "max", mode, indices_are_sorted, unique_indices, out_sharding,
+                         wrap_negative_indices)
 
   def divide(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
-             out_sharding=None):
+             out_sharding=None, wrap_negative_indices=True):
     """x / d where d is ones with d[idx] *= values: as in JAX a true division, so an integer x
     gives a float result, and repeated indices divide repeatedly."""
     from revax._src.numpy.ufuncs import divide
-    factors = self._factors(values, indices_are_sorted, unique_indices, mode)
-    return placed(divide(self.array, factors), out_sharding)
+    factors = self._factors(values, indices_are_sorted, unique_indices, mode,
+                            wrap_negative_indices, out_sharding)
+    return divide(self.array, factors)
 
   def power(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
-            out_sharding=None):
+            out_sharding=None, wrap_negative_indices=True):
     """x ** p where p is ones with p[idx] *= values (as in JAX: repeated indices multiply
     their exponents)."""
     from revax._src.numpy.ufuncs import power
-    factors = self._factors(values, indices_are_sorted, unique_indices, mode)
-    return placed(power(self.array, factors), out_sharding)
+    factors = self._factors(values, indices_are_sorted, unique_indices, mode,
+                            wrap_negative_indices, out_sharding)
+    return power(self.array, factors)
 
-  def _factors(self, values, indices_are_sorted, unique_indices, mode):
+  def _factors(self, values, indices_are_sorted, unique_indices, mode, wrap, out_sharding):
+    # (as JAX: the factors are a scatter into ones, laid out as `out_sharding` asks)
     ones = lax.full_like(util.as_array(self.array), 1)
-    return _update(ones, self.index, values, "mul", mode, indices_are_sorted, unique_indices)
+    return _write(ones, self.index, values, "mul", mode, indices_are_sorted, unique_indices,
+                  wrap=wrap, out_sharding=out_sharding)
 
-  def apply(self, func, *, indices_are_sorted=False, unique_indices=False, mode=None):
+  def apply(self, func, *, indices_are_sorted=False, unique_indices=False, mode=None,
+            wrap_negative_indices=True):
     """A copy of x with the scalar function `func` applied to x[idx] (once per time an
     element is indexed)."""
     x = util.as_array(self.array)
-    return _update(x, self.index, lax.full_like(x, 0, shape=()), "apply", mode,
-                   indices_are_sorted, unique_indices, func=func)
+    return _write(x, self.index, lax.full_like(x, 0, shape=()), "apply", mode,
+                  indices_are_sorted, unique_indices, func=func, wrap=wrap_negative_indices)
 
 
 class _IndexUpdateHelper:
@@ -735,4 +834,41 @@ def take_along_axis(arr, indices, axis, mode=None, fill_value=None):
       idx.append(util.full_of(out_shape, 0, dtypes.int32))
     else:
       idx.append(lax.broadcasted_iota(dtypes.int32, out_shape, d))
-  return _get(arr, tuple(idx), _parse_mode(mode, _Mode.FILL_OR_DROP).value, fill_value)
+  mode = _parse_mode(mode, _Mode.FILL_OR_DROP).value
+  aval, i_aval = aval_of(arr), aval_of(indices)
+  if not (ish.is_split(aval) or ish.is_split(i_aval)):
+    return _get(arr, tuple(idx), mode, fill_value)
+  spec = _take_along_spec(aval, i_aval, axis, out_shape)
+  with st.internal_expansion():  # (revax's gather indexes every axis; JAX's batches the others)
+    out = _get(arr, tuple(idx), mode, fill_value)
+  return _split_as(out, aval if ish.is_split(aval) else i_aval, spec)
+
+
+def _take_along_spec(aval, i_aval, axis, out_shape):
+  """The split of JAX's take_along_axis result: its gather batches the other axes (their split
+  from the operand or the indices, which must agree) and indexes `axis`, which must not be split
+  in the operand (unless of size 1) nor in the indices.
+
+  Raises:
+    ShardingTypeError: JAX's gather error, where its rule cannot tell the split."""
+  p, q = st.spec_parts(aval), st.spec_parts(i_aval)
+  ok = (p[axis] is None or aval.shape[axis] == 1) and q[axis] is None
+  out = []
+  for d in range(len(out_shape)):
+    if d == axis:
+      out.append(None)
+      continue
+    a = p[d] if aval.shape[d] == out_shape[d] else None
+    b = q[d] if i_aval.shape[d] == out_shape[d] else None
+    ok = ok and (a is None or b is None or a == b)
+    out.append(a or b)
+  if not ok:
+    indices = ShapedArray(tuple(i_aval.shape) + (1,), dtypes.int32)
+    if any(part is not None for part in q):
+      mesh = (i_aval if ish.is_split(i_aval) else aval).sharding.mesh
+      indices = indices.update(sharding=st.make_sharding(mesh, tuple(q) + (None,)))
+    raise st.ShardingTypeError(
+        "Use `.at[...].get(out_sharding=)` to provide output PartitionSpec for the gather "
+        "indexing as out sharding could not be resolved unambiguously (or would require "
+        f"collectives on inputs). Got operand={aval!r}, indices={indices!r}")
+  return tuple(out)

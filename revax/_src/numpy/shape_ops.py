@@ -12,6 +12,8 @@ import operator
 import numpy as np
 
 from revax._src import lax, tree_util
+from revax._src.core import sharding_types
+from revax._src.lax import convenience
 from revax._src.core.shape_poly import (InconclusiveDimensionOperation, is_symbolic_dim,
                                          is_symbolic_shape)
 from revax._src.core.trace import ConcretizationTypeError, Tracer
@@ -485,10 +487,7 @@ def tile(A, reps):
   s = (1,) * (nd - len(s)) + s
   reps = (1,) * (nd - len(reps)) + tuple(reps)
   A = lax.reshape(A, s)
-  # broadcast to (r0, s0, r1, s1, ...) then merge each pair
-  inter = tuple(d for pair in zip(reps, s, strict=True) for d in pair)
-  b = lax.broadcast_in_dim(A, inter, tuple(range(1, 2 * nd, 2)))
-  return lax.reshape(b, tuple(r * d for r, d in zip(reps, s, strict=True)))
+  return convenience.tile(A, reps)  # (a broadcast to (r0, s0, r1, s1, ...), pairs merged)
 
 
 @tree_util.accepts_array_leaves()
@@ -506,6 +505,10 @@ def repeat(a, repeats, axis=None, *, total_repeat_length=None, out_sharding=None
   a = util.as_array(a)
   s = _shape(a)
   axis = canonicalize_axis(axis, len(s))
+  if out_sharding is None and sharding_types.spec_parts(util.aval_of(a))[axis] is not None:
+    # (JAX's: a split repeated axis, under a mesh with Explicit axes or not, needs the
+    # result's sharding)
+    raise ValueError("Please pass sharding to `jnp.repeat` via `out_sharding` parameter.")
   if total_repeat_length is None and np.ndim(repeats) == 0:
     count = operator.index(util.concrete_scalar(repeats, "repeat", "repeats"))
     inter = s[:axis + 1] + (count,) + s[axis + 1:]

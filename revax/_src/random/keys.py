@@ -23,6 +23,7 @@ import numpy as np
 
 from revax._src import tree_util
 from revax._src.core import dtypes, extended_dtypes
+from revax._src.core import sharding_types as st
 from revax._src.core.avals import ShapedArray, get_aval
 from revax._src.core.config import config
 from revax._src.core.shape_poly import canonical_dim
@@ -101,8 +102,37 @@ class PRNGKeyArray:
 
   @property
   def aval(self) -> ShapedArray:
-    """The keys' abstract value, e.g. `key<fry>[shape]` (what `revax.typeof` gives, as in JAX)."""
-    return ShapedArray(self.shape, self.dtype)
+    """The keys' abstract value, e.g. `key<fry>[shape]` (what `revax.typeof` gives, as in JAX),
+    split as their data is over the keys' dimensions (`key<fry>[4@a]`)."""
+    aval = ShapedArray(self.shape, self.dtype)
+    data_sharding = getattr(get_aval(self._data), "sharding", None)
+    if data_sharding is None:
+      return aval
+    return aval.update(sharding=self._over_keys(data_sharding))
+
+  def _over_keys(self, sharding):
+    """`sharding` of the key data restricted to the keys' dimensions (the trailing key-word
+    dimension is never split)."""
+    parts = tuple(sharding.spec)[:self.ndim]
+    return st.make_sharding(sharding.mesh, parts)
+
+  @property
+  def sharding(self):
+    """Where the keys live, as JAX's key arrays report it: their data's sharding (a
+    NamedSharding over the keys' dimensions)."""
+    s = self._data.sharding
+    return self._over_keys(s) if hasattr(s, "spec") else s
+
+  @property
+  def is_fully_replicated(self) -> bool:
+    return self._data.is_fully_replicated
+
+  @property
+  def addressable_shards(self) -> list:
+    """Each device's block of keys, as JAX's: a Shard whose data is a key array and whose
+    index covers the key data's dimensions (the key-word dimension whole)."""
+    return [type(s)(s.device, s.index, PRNGKeyArray(s.data, self._impl), s.replica_id)
+            for s in self._data.addressable_shards]
 
   # where the keys live: their data's device(s) and commitment (Array.committed)
   def devices(self) -> set:

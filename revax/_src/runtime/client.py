@@ -795,6 +795,10 @@ class Device:
   def __repr__(self) -> str:
     return f"{self.platform.capitalize()}Device(id={self.id})"
 
+  def __str__(self) -> str:
+    # (jax prints a CPU device as "cpu:0"; other platforms' texts are the plugin's own)
+    return f"cpu:{self.id}" if self.platform == "cpu" else repr(self)
+
   def __eq__(self, other) -> bool:
     return isinstance(other, Device) and other.id == self.id and other.platform == self.platform
 

@@ -35,7 +35,7 @@ import numpy as np
 from revax._src.core import dtypes
 from revax._src.runtime import client, pjrt
 
-__all__ = ["register_handler", "register_callable", "PYTHON_CALLBACK_TARGET",
+__all__ = ["register_handler", "register_type", "register_callable", "PYTHON_CALLBACK_TARGET",
            "restore_callback_error", "check_results", "ffi_dtype", "numpy_dtype_of_ffi",
            "CallbackResultError", "capsule_address"]
 
@@ -197,37 +197,178 @@ def _api_for(platform: str):
     return client.get_backend()._api
 
 
-def register_handler(name: str, address: int, platform: str = "cpu", traits: int = 0) -> None:
+class _HandlerRegisterArgs(C.Structure):
+  """XLA_FFI_Handler_Register_Args (xla/ffi/api/c_api.h): a name, a platform and the handler
+  bundle (one handler per execution stage: instantiate, prepare, initialize, execute)."""
+  _fields_ = [("struct_size", _size), ("extension_start", _ptr), ("name", _ByteSpan),
+              ("platform", _ByteSpan), ("instantiate", _ptr), ("prepare", _ptr),
+              ("initialize", _ptr), ("execute", _ptr), ("traits", _u32)]
+
+
+class _ErrorGetMessageArgs(C.Structure):
+  """XLA_FFI_Error_GetMessage_Args."""
+  _fields_ = [("struct_size", _size), ("extension_start", _ptr), ("error", _ptr),
+              ("message", C.c_char_p)]
+
+
+class _ErrorDestroyArgs(C.Structure):
+  """XLA_FFI_Error_Destroy_Args."""
+  _fields_ = [("struct_size", _size), ("extension_start", _ptr), ("error", _ptr)]
+
+
+class _TypeRegisterArgs(C.Structure):
+  """PJRT_FFI_Type_Register_Args (this plugin's layout, read from its disassembly: the name at
+  16, the in-out type id at 32, a pointer to the XLA_FFI_TypeInfo at 40; 48 bytes)."""
+  _fields_ = [("struct_size", _size), ("extension_start", _ptr), ("type_name", C.c_char_p),
+              ("type_name_size", _size), ("type_id", _i64), ("type_info", _ptr)]
+
+
+class _TypeInfo(C.Structure):
+  """XLA_FFI_TypeInfo: how XLA destroys an object of the type (NULL: it does not)."""
+  _fields_ = [("struct_size", _size), ("extension_start", _ptr), ("deleter", _ptr)]
+
+
+class _PjrtTypeInfo(C.Structure):
+  """What PJRT_FFI_Type_Register_Args.type_info points to in this plugin: the deleter first (its
+  disassembly reads the deleter at offset 0, where an XLA_FFI_TypeInfo has its struct_size)."""
+  _fields_ = [("deleter", _ptr)]
+
+
+assert C.sizeof(_HandlerRegisterArgs) == 88 and _HandlerRegisterArgs.traits.offset == 80
+assert C.sizeof(_TypeRegisterArgs) == 48
+_HANDLER_REGISTER_ARGS_SIZE = 84  # XLA_FFI_Handler_Register_Args_STRUCT_SIZE (up to traits)
+_FFI_API_HANDLER_REGISTER = 72  # offsets of the XLA_FFI_Api's functions
+_FFI_API_ERROR_GET_MESSAGE = 56
+_FFI_API_ERROR_DESTROY = 64
+_STAGES = ("instantiate", "prepare", "initialize", "execute")
+
+# The XLA_FFI_Api of each plugin (by its PJRT_Api address): XLA hands it to every handler in the
+# call frame, revax's Python handler first of all when XLA asks for its metadata.
+_ffi_apis: dict[int, int] = {}
+_last_ffi_api: list[int] = [0]
+
+
+def _take_ffi_error(api_address: int, error: int) -> str:
+  """The message of an XLA_FFI_Error* (then destroyed)."""
+  get = C.CFUNCTYPE(None, _ptr)(_ptr.from_address(api_address + _FFI_API_ERROR_GET_MESSAGE).value)
+  message = _ErrorGetMessageArgs(C.sizeof(_ErrorGetMessageArgs), None, error, None)
+  get(C.addressof(message))
+  text = (message.message or b"").decode(errors="replace")
+  destroy = C.CFUNCTYPE(None, _ptr)(_ptr.from_address(api_address + _FFI_API_ERROR_DESTROY).value)
+  args = _ErrorDestroyArgs(C.sizeof(_ErrorDestroyArgs), None, error)
+  destroy(C.addressof(args))
+  return text
+
+
+def _xla_ffi_api(platform: str) -> int:
+  """The XLA_FFI_Api* of `platform`'s plugin (0 where it is not known: no such backend here)."""
+  try:
+    backend = client.get_backend(platform)
+  except RuntimeError:
+    return 0
+  _ensure_python_handler(backend.platform)
+  return _ffi_apis.get(backend._api.base, 0)
+
+
+def register_handler(name: str, address, platform: str = "cpu", traits: int = 0) -> None:
   """Register the C function at `address` (an `XLA_FFI_Handler`) as FFI target `name`.
 
   Args:
     name: the custom call target name programs use.
     address: the handler's address (it must answer XLA's metadata query, as handlers written
-      with XLA's `XLA_FFI_DEFINE_HANDLER` do).
+      with XLA's `XLA_FFI_DEFINE_HANDLER` do), or a dict {stage: address} over the stages
+      "instantiate", "prepare", "initialize" and "execute" (a stateful handler's bundle).
     platform: the platform name, e.g. ``"cpu"``.
     traits: XLA_FFI_Handler_Traits bits.
 
   Raises:
     ValueError: `name` is already registered on `platform` with another function.
-    RuntimeBackendError: the plugin refused the registration.
+    RuntimeBackendError: XLA refused the registration (e.g. a handler compiled against FFI
+      headers of a version the plugin does not support: XLA's message says which).
   """
+  bundle = dict(address) if isinstance(address, dict) else {"execute": address}
+  key_address = tuple(bundle.get(stage, 0) for stage in _STAGES)
   api = _api_for(platform)
   key = (name, platform.lower())
   with _register_lock:
     previous = _registered.get(key)
-    if previous == address:
+    if previous == key_address:
       return
     if previous is not None:
       raise ValueError(f"FFI target {name!r} is already registered for platform {platform!r} "
                        "with another function")
-    register = _REGISTER(_ptr.from_address(_ffi_extension(api) + 40).value)
-    name_b, platform_b = name.encode(), platform.encode()
-    args = _RegisterHandlerArgs(_REGISTER_HANDLER_ARGS_SIZE, name_b, len(name_b), address,
-                                platform_b, len(platform_b), traits)
+  ffi_api = _xla_ffi_api(platform) if name != PYTHON_CALLBACK_TARGET else 0
+  with _register_lock:
+    if ffi_api:
+      _register_with_ffi_api(ffi_api, name, platform, bundle, traits)
+    else:
+      if set(bundle) != {"execute"}:
+        raise NotImplementedError(f"registering the stages {sorted(bundle)} of FFI target "
+                                  f"{name!r} needs the XLA FFI API of the {platform} plugin")
+      _register_with_extension(api, name, bundle["execute"], platform, traits)
+    _registered[key] = key_address
+
+
+def _register_with_ffi_api(ffi_api: int, name: str, platform: str, bundle: dict,
+                           traits: int) -> None:
+  """XLA_FFI_Handler_Register: returns XLA's error, which PJRT's registration drops."""
+  register = C.CFUNCTYPE(_ptr, _ptr)(_ptr.from_address(ffi_api + _FFI_API_HANDLER_REGISTER).value)
+  name_b, platform_b = name.encode(), platform.encode()
+  args = _HandlerRegisterArgs(_HANDLER_REGISTER_ARGS_SIZE, None, _ByteSpan(
+      C.cast(C.c_char_p(name_b), _ptr), len(name_b)), _ByteSpan(
+      C.cast(C.c_char_p(platform_b), _ptr), len(platform_b)),
+      *(bundle.get(stage) or None for stage in _STAGES), traits)
+  error = register(C.addressof(args))
+  if error:
+    raise pjrt.RuntimeBackendError("INVALID_ARGUMENT", _take_ffi_error(ffi_api, error))
+
+
+def _register_with_extension(api, name: str, address: int, platform: str, traits: int) -> None:
+  register = _REGISTER(_ptr.from_address(_ffi_extension(api) + 40).value)
+  name_b, platform_b = name.encode(), platform.encode()
+  args = _RegisterHandlerArgs(_REGISTER_HANDLER_ARGS_SIZE, name_b, len(name_b), address,
+                              platform_b, len(platform_b), traits)
+  error = register(C.addressof(args))
+  if error:
+    raise api.take_error(error)
+  if name == PYTHON_CALLBACK_TARGET and _last_ffi_api[0]:
+    _ffi_apis[api.base] = _last_ffi_api[0]  # XLA asked revax's handler for its metadata
+
+
+def register_type(name: str, type_id_address: int, type_info_address: int | None,
+                  platform: str = "cpu") -> None:
+  """Register a user type with XLA's FFI type registry (`jax.ffi.register_ffi_type`).
+
+  Args:
+    name: a unique name for the type.
+    type_id_address: the address of the type's `XLA_FFI_TypeId` (an int64): 0 there asks XLA
+      to assign an id, which it writes back; another value must match the name's id.
+    type_info_address: the address of its `XLA_FFI_TypeInfo` (the deleter XLA calls on objects
+      of the type), or None.
+    platform: the platform whose plugin keeps the registry.
+
+  Raises:
+    RuntimeBackendError: XLA refused it (e.g. the name is registered with another id).
+  """
+  api = _api_for(platform)
+  register = _REGISTER(_ptr.from_address(_ffi_extension(api) + 24).value)
+  name_b = name.encode()
+  deleter = None
+  if type_info_address:
+    user_info = _TypeInfo.from_address(type_info_address)
+    if user_info.struct_size < C.sizeof(_TypeInfo):
+      raise ValueError(f"the XLA_FFI_TypeInfo of FFI type {name!r} has struct_size "
+                       f"{user_info.struct_size}, expected at least {C.sizeof(_TypeInfo)}")
+    deleter = user_info.deleter
+  info = _PjrtTypeInfo(deleter)
+  type_id = _i64.from_address(type_id_address)
+  args = _TypeRegisterArgs(C.sizeof(_TypeRegisterArgs), None, name_b, len(name_b),
+                           type_id.value, C.addressof(info))
+  with _register_lock:
     error = register(C.addressof(args))
     if error:
       raise api.take_error(error)
-    _registered[key] = address
+    type_id.value = args.type_id
 
 
 # ----------------------------------------------------------------------------- Python callables
@@ -337,6 +478,7 @@ def answer_metadata(frame: _CallFrame) -> bool:
   if ext.extension_base.type != _METADATA_EXTENSION or not ext.metadata:
     return False
   metadata = _Metadata.from_address(ext.metadata)
+  _last_ffi_api[0] = frame.api or 0
   version = _FfiApiHead.from_address(frame.api).api_version
   metadata.api_version.struct_size = _API_VERSION_SIZE
   metadata.api_version.extension_start = None
@@ -428,15 +570,14 @@ def _ensure_python_handler(platform: str | None) -> None:
 
 # ----------------------------------------------------------------------------- user functions
 
-_capsule_get_pointer = C.pythonapi.PyCapsule_GetPointer
-_capsule_get_pointer.restype = _ptr
-_capsule_get_pointer.argtypes = [C.py_object, C.c_char_p]
-_capsule_get_name = C.pythonapi.PyCapsule_GetName
-_capsule_get_name.restype = C.c_char_p
-_capsule_get_name.argtypes = [C.py_object]
-_capsule_new = C.pythonapi.PyCapsule_New
-_capsule_new.restype = C.py_object
-_capsule_new.argtypes = [_ptr, C.c_char_p, _ptr]
+# revax's own prototypes of the capsule functions: `ctypes.pythonapi.PyCapsule_New` is one object
+# shared by the whole process, whose argtypes other libraries set as they please (jax.ffi's
+# pycapsule does), so its argtypes are never relied on here.
+_capsule_get_pointer = C.PYFUNCTYPE(_ptr, C.py_object, C.c_char_p)(
+    ("PyCapsule_GetPointer", C.pythonapi))
+_capsule_get_name = C.PYFUNCTYPE(C.c_char_p, C.py_object)(("PyCapsule_GetName", C.pythonapi))
+_capsule_new = C.PYFUNCTYPE(C.py_object, _ptr, C.c_char_p, _ptr)(
+    ("PyCapsule_New", C.pythonapi))
 
 
 def capsule_address(fn) -> int:

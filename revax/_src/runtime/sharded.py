@@ -166,6 +166,18 @@ class ShardedArray(Array):
   global_shards = addressable_shards
   is_fully_addressable = True
 
+  def __iter__(self):
+    """The rows. Of an array split over devices, as JAX's: each row read on the host and put
+    on the default device (uncommitted), not indexed on the devices (which JAX's sharding
+    rules refuse for a split first dimension)."""
+    if not self.shape:
+      raise TypeError("iteration over a 0-d array")
+    if self.is_fully_replicated:
+      return super().__iter__()
+    value = self._value()
+    return (Array(ShapedArray(value.shape[1:], value.dtype), npy=np.array(value[i]))
+            for i in range(self.shape[0]))
+
   @property
   def is_fully_replicated(self) -> bool:
     return all(_index_key(ix, self.aval.shape) == _index_key((), self.aval.shape)
