@@ -393,23 +393,38 @@ def choose(a, choices, out=None, mode: str = "raise"):
 
 @tree_util.accepts_array_leaves((1, 2))
 def select(condlist, choicelist, default=0):
-  """choicelist[i] where condlist[i] is the first true condition, else `default`."""
+  """choicelist[i] where condlist[i] is the first true condition, else `default`.
+
+  As jax's: the conditions (of any dtype, read as booleans) are stacked behind a false one, their
+  argmax indexes `lax.select_n` over (default, *choicelist) (XLA sees one select_n of an index,
+  not a chain of selects it could fold differently).
+
+  Args:
+    condlist: the conditions (arrays, broadcast together and with the choices).
+    choicelist: the values, one per condition.
+    default: the value where no condition holds.
+
+  Returns:
+    An array of the promoted dtype of default and the choices.
+
+  Example:
+    >>> x = jnp.arange(4)
+    >>> jnp.select([x < 1, x > 2], [x, -x], 9)
+    Array([ 0,  9,  9, -3], dtype=int32)
+  """
+  from revax._src.numpy.reductions import argmax
+  from revax._src.numpy.shape_ops import astype, broadcast_arrays, stack
   if len(condlist) != len(choicelist):
     raise ValueError(f"condlist must have length equal to choicelist ({len(condlist)} vs "
                      f"{len(choicelist)})")
-  if not condlist:
+  if len(condlist) == 0:
     raise ValueError("condlist must be non-empty")
   util.check_arraylike("select", *condlist, *choicelist, default)
-  for i, c in enumerate(condlist):
-    if not dtypes.is_bool(aval_of(c).dtype):
-      raise TypeError(f"condlist[{i}] must be a boolean array, got {aval_of(c).dtype}")
-  choices = util.promote_dtypes(default, *choicelist)
-  arrays = util.broadcast_arrays_of(*condlist, *choices)
-  conds, choices = arrays[:len(condlist)], arrays[len(condlist):]
-  out = choices[0]
-  for c, x in reversed(list(zip(conds, choices[1:], strict=True))):
-    out = lax.select_n(c, out, x)
-  return out
+  conds = [util.as_array(c) for c in condlist]
+  choices = util.promote_dtypes(util.as_array(default), *map(util.as_array, choicelist))
+  conditions = stack(broadcast_arrays(False, *conds))
+  idx = argmax(astype(conditions, bool), axis=0)
+  return lax.select_n(*broadcast_arrays(idx, *choices))
 
 
 def piecewise(x, condlist, funclist, *args, **kw):
