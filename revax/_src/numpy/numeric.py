@@ -449,53 +449,87 @@ def ix_(*args):
 
 def logspace(start, stop, num: int = 50, endpoint: bool = True, base=10.0, dtype=None,
              axis: int = 0):
-  """`num` numbers spaced evenly on a log scale: base ** linspace(start, stop, num)."""
-  from revax._src.numpy.creation import linspace
+  """`num` numbers spaced evenly on a log scale: base ** linspace(start, stop, num).
+
+  As jax's (compiled, eagerly too): linspace in the inexact computation dtype, `base` raised to
+  it with jnp.power (an array base broadcasts against the samples as they are), converted to
+  `dtype`.
+
+  Args:
+    start, stop: the exponents of the first and last samples.
+    num: the number of samples (static). endpoint: whether base ** stop is the last one.
+    base: the base of the log space. dtype: the result dtype. axis: where the samples run.
+
+  Returns:
+    The samples.
+
+  Example:
+    >>> jnp.logspace(0., 2., 3)
+    Array([  1.,  10., 100.], dtype=float32)
+  """
+  num = operator.index(util.concrete_scalar(num, "logspace", "num"))
+  axis = operator.index(util.concrete_scalar(axis, "logspace", "axis"))
+  return _logspace(start, stop, num=num, endpoint=bool(endpoint), base=base,
+                   dtype=util.canonical_dtype_arg(dtype), axis=axis)
+
+
+@util.jitted_as_in_jax(static_argnames=("num", "endpoint", "dtype", "axis"))
+def _logspace(start, stop, num, endpoint, base, dtype, axis):
+  from revax._src.numpy.creation import asarray, linspace
   from revax._src.numpy.ufuncs import power
+  if dtype is None:
+    dtype = util.to_inexact_dtype(util.result_type_of(start, stop)[0])
+  computation_dtype = util.to_inexact_dtype(dtype)
   util.check_arraylike("logspace", start, stop)
-  dtype = util.canonical_dtype_arg(dtype)
-  computation = util.to_inexact_dtype(dtypes.promote_types(
-      aval_of(start).dtype, aval_of(stop).dtype)) if not (type(start) in (int, float) and type(
-          stop) in (int, float)) else dtypes.default_float_dtype()
-  lin = linspace(start, stop, num, endpoint=endpoint, dtype=computation, axis=axis)
-  b = lax.convert_element_type(util.as_array(base), computation)
-  if aval_of(b).ndim:
-    b = lax.expand_dims(b, (axis,))
-  out = power(b, lin)
-  return lax.convert_element_type(out, dtype) if dtype is not None else out
+  start = lax.convert_element_type(asarray(start), computation_dtype)
+  stop = lax.convert_element_type(asarray(stop), computation_dtype)
+  lin = linspace(start, stop, num, endpoint=endpoint, retstep=False, dtype=None, axis=axis)
+  return lax.convert_element_type(power(base, lin), dtype)
 
 
 def geomspace(start, stop, num: int = 50, endpoint: bool = True, dtype=None, axis: int = 0):
-  """`num` numbers spaced evenly on a log scale between `start` and `stop` (endpoints exact).
+  """`num` numbers spaced evenly on a log scale between `start` and `stop`.
+
+  As jax's (compiled, eagerly too): sign(start) * logspace(log10(start / sign),
+  log10(stop / sign), base=10) along axis 0, then moved to `axis`; no check for zero bounds
+  (they give inf/NaN samples, as in jax).
+
+  Args:
+    start, stop: the first and last samples.
+    num: the number of samples (static). endpoint: whether `stop` is the last one.
+    dtype: the result dtype. axis: where the samples run.
+
+  Returns:
+    The samples.
+
+  Example:
+    >>> jnp.geomspace(1., 100., 3)
+    Array([  1.,  10., 100.], dtype=float32)
   """
-  from revax._src.numpy.creation import linspace
-  from revax._src.numpy.ufuncs import log10, power, sign
+  num = operator.index(util.concrete_scalar(num, "geomspace", "num"))
+  axis = operator.index(util.concrete_scalar(axis, "geomspace", "axis"))
+  return _geomspace(start, stop, num=num, endpoint=bool(endpoint),
+                    dtype=util.canonical_dtype_arg(dtype), axis=axis)
+
+
+@util.jitted_as_in_jax(static_argnames=("num", "endpoint", "dtype", "axis"))
+def _geomspace(start, stop, num, endpoint, dtype, axis):
+  from revax._src.numpy.creation import asarray
+  from revax._src.numpy.ufuncs import divide, log10, multiply, sign
+  if dtype is None:
+    dtype = util.to_inexact_dtype(util.result_type_of(start, stop)[0])
+  computation_dtype = util.to_inexact_dtype(dtype)
   util.check_arraylike("geomspace", start, stop)
-  dtype = util.canonical_dtype_arg(dtype)
-  start, stop = util.promote_args_inexact("geomspace", start, stop)
-  if isinstance(start, Tracer) or isinstance(stop, Tracer):
-    pass
-  elif (np.asarray(start) == 0).any() or (np.asarray(stop) == 0).any():
-    raise ValueError("Geometric sequence cannot include zero")
+  start = lax.convert_element_type(asarray(start), computation_dtype)
+  stop = lax.convert_element_type(asarray(stop), computation_dtype)
   s = sign(start)
-  start_r = lax.div(start, s)
-  stop_r = lax.div(stop, s)
-  lin = linspace(log10(start_r), log10(stop_r), num, endpoint=endpoint, axis=axis)
-  out = power(util.constant_like(lin, 10.0), lin)
-  n = operator.index(num)
-  if n > 0:  # make the endpoints exact
-    out = _set_along(out, 0, start_r, axis)
-    if endpoint and n > 1:
-      out = _set_along(out, n - 1, stop_r, axis)
-  out = lax.mul(out, lax.expand_dims(s, (axis,)) if aval_of(s).ndim else s)
-  return lax.convert_element_type(out, dtype) if dtype is not None else out
-
-
-def _set_along(x, i, value, axis):
-  idx = [slice(None)] * aval_of(x).ndim
-  axis = util.canonicalize_axis(axis, aval_of(x).ndim)
-  idx[axis] = i
-  return x.at[tuple(idx)].set(value)
+  res = multiply(s, logspace(log10(divide(start, s)), log10(divide(stop, s)), num,
+                             endpoint=endpoint, base=10.0, dtype=computation_dtype, axis=0))
+  ndim = aval_of(res).ndim
+  axis = util.canonicalize_axis(axis, ndim)
+  if axis != 0:
+    res = lax.transpose(res, (*range(1, axis + 1), 0, *range(axis + 1, ndim)))
+  return lax.convert_element_type(res, dtype)
 
 
 # --- array-API products --------------------------------------------------------------------------
