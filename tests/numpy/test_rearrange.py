@@ -119,3 +119,42 @@ def test_select_grid_matches_jax_under_jit():
 def test_select_kinds_and_errors_match_jax(call):
   assert difference(outcome(call, jnp), outcome(call, rnp)) is None, (
       outcome(call, jnp), outcome(call, rnp))
+
+
+XC = np.array([1 + 2j, -1 - 1j, 0.5j, 3 + 0j, -2 + 0j, complex(nan, 1)], np.complex64)
+XR = np.array([-2., -0.5, 0., 0.5, 2., nan], np.float32)
+XI = np.array([-3, -1, 0, 1, 2, 5], np.int32)
+PIECEWISE = {
+    "complex": lambda m: m.piecewise(XC, [XC.real < 0, XC.real > 1],
+                                     [lambda x: x * 2, lambda x: x - 1j, 7]),
+    "complex constants": lambda m: m.piecewise(XC, [XC.real < 0], [1j, 2]),
+    "complex to real parts": lambda m: m.piecewise(XC, [XC.real < 0],
+                                                   [lambda x: x.real, lambda x: x.imag]),
+    "complex condition": lambda m: m.piecewise(XC, [XC], [1j]),
+    "float": lambda m: m.piecewise(XR, [XR < 0, XR > 1], [lambda x: -x, lambda x: x * x, 3.]),
+    "overlapping: last wins": lambda m: m.piecewise(XI, [XI < 1, XI > -2],
+                                                    [lambda x: x * 10, lambda x: -x]),
+    "int with float results": lambda m: m.piecewise(XI, [XI < 1], [lambda x: x * 0.5, 2.7]),
+    "scalar conditions": lambda m: m.piecewise(XR, [True, False], [1., 2.]),
+    "array condlist": lambda m: m.piecewise(XR, np.array([XR < 0, XR > 0]), [1., 2.]),
+    "0-d x": lambda m: m.piecewise(np.float32(2.), [True], [lambda x: x + 1]),
+    "Python scalar x": lambda m: m.piecewise(2., [True], [lambda x: x + 1]),
+    "extra args": lambda m: m.piecewise(XR, [XR < 0], [lambda x, a: x + a, lambda x, a: x - a],
+                                        5.),
+    "bool x": lambda m: m.piecewise(XR > 0, [XR < 0], [True, False]),
+    "integer condition": lambda m: m.piecewise(XR, [np.array([1, 0, 2, 0, 1, 0])], [5.]),
+    "too many functions": lambda m: m.piecewise(XR, [XR < 0], [1., 2., 3.]),
+    "list x": lambda m: m.piecewise([1., 2.], [[True, False]], [3.]),
+}
+
+
+def test_piecewise_matches_jax_eager_and_jit():
+  found = []
+  for name, call in PIECEWISE.items():
+    for mode, jit in (("eager", None), ("jit", (jax.jit, revax.jit))):
+      def run(m, call=call, jit=jit):
+        return call(m) if jit is None else jit[m is rnp](lambda: call(m))()
+      d = difference(outcome(run, jnp), outcome(run, rnp))
+      if d:
+        found.append(f"{name} {mode}: {d}")
+  assert not found, "\n".join(found)

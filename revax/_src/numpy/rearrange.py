@@ -430,32 +430,53 @@ def select(condlist, choicelist, default=0):
 def piecewise(x, condlist, funclist, *args, **kw):
   """funclist[i](x) where condlist[i] is true (the last true condition wins, as in NumPy); an
   extra last function applies where none is true. Entries of funclist may be constants.
+
+  jax's algorithm: the conditions read as asarray(condlist, dtype=bool), the index of the last
+  true one (argmax of their cumulative sum behind a false row), and `vectorize(lax.switch)` over
+  the elements: every function sees one element and its result (`.astype(x.dtype)`) is that
+  element's value -- a branch returning an array makes the result that array per element, and
+  branches of different types are lax.switch's TypeError, as in jax.
+
+  Args:
+    x: the input array.
+    condlist: boolean conditions (arrays broadcastable against x, or scalars).
+    funclist: functions f(x, *args, **kw) or constants, one per condition (plus a default).
+    *args, **kw: passed to each function.
+
+  Returns:
+    An array of x's dtype.
+
+  Example:
+    >>> x = jnp.array([-2., 0., 3.])
+    >>> jnp.piecewise(x, [x < 0, x > 0], [lambda x: -x, lambda x: x * 10, 7.])
+    Array([ 2.,  7., 30.], dtype=float32)
   """
+  from revax._src.lax.control_flow import switch
+  from revax._src.numpy.creation import array, asarray, zeros_like
+  from revax._src.numpy.functional import vectorize
+  from revax._src.numpy.reductions import argmax, cumsum
+  from revax._src.numpy.shape_ops import concatenate
   util.check_arraylike("piecewise", x)
   x = util.as_array(x)
-  shape, dtype = _shape(x), aval_of(x).dtype
-  if isinstance(condlist, (list, tuple)):
-    conds = [util.broadcast_to(util.as_array(c), shape) for c in condlist]
-  else:
-    condlist = util.as_array(condlist)
-    conds = ([util.broadcast_to(condlist, shape)] if _shape(condlist) == shape or
-             len(_shape(condlist)) < len(shape) or not shape else
-             [condlist[i] for i in range(_shape(condlist)[0])])
-  nc, nf = len(conds), len(funclist)
+  nc, nf = len(condlist), len(funclist)
   if nf == nc + 1:
-    from revax._src.numpy.ufuncs import logical_not, logical_or
-    anything = conds[0]
-    for c in conds[1:]:
-      anything = logical_or(anything, c)
-    conds = conds + [logical_not(anything)] if nc else [util.full_of(shape, True, dtypes.bool_)]
-  elif nf != nc:
-    raise ValueError(f"with {nc} condition(s), either {nc} or {nc + 1} functions are expected")
-  out = util.full_of(shape, 0, dtype)
-  for c, f in zip(conds, funclist, strict=True):
-    val = f(x, *args, **kw) if callable(f) else f
-    val = util.broadcast_to(lax.convert_element_type(util.as_array(val), dtype), shape)
-    out = lax.select_n(lax.convert_element_type(c, dtypes.bool_), out, val)
-  return out
+    funclist = list(funclist[-1:]) + list(funclist[:-1])
+  elif nf == nc:
+    funclist = [0] + list(funclist)
+  else:
+    raise ValueError(f"with {nc} condition(s), either {nc} or {nc + 1} functions are expected; "
+                     f"got {nf}")
+  conds = asarray(condlist, dtype=bool)
+  indices = argmax(cumsum(concatenate([zeros_like(conds[:1]), conds], 0), 0), 0)
+  dtype = aval_of(x).dtype
+
+  def call(f):
+    return lambda x: f(x, *args, **kw).astype(dtype)
+
+  def const(v):
+    return lambda x: array(v, dtype=dtype)
+  branches = [call(f) if callable(f) else const(f) for f in funclist]
+  return vectorize(switch, excluded=(1,))(indices, branches, x)
 
 
 def place(arr, mask, vals, *, inplace: bool = True):
