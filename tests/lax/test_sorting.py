@@ -132,3 +132,24 @@ def test_int_top_k_and_cumsum_match_jax():
   for f in (lambda m, v: m.top_k(v, 4), lambda m, v: m.cumsum(v, 1),
             lambda m, v: m.cummax(v, 0, True), lambda m, v: m.sort(v, 0)):
     _assert_same(*_both(f, x))
+
+
+def test_complex_keys_with_nan_parts_sort_as_jax_eager_and_jit():
+  """jax's comparator orders a complex key by its real part, then its imaginary part, each with
+  NaN last; NumPy's complex order (the eager path had used it) puts every x+nanj after every
+  number, so 1+nanj came after 3+0j and inf+0j. Every pair of parts from a grid with NaN, +-inf
+  and signed zeros, as one key and as the first of two keys."""
+  parts = np.array([np.nan, -np.inf, -1., -0., 0., 1., np.inf], np.float32)
+  re, im = (g.ravel() for g in np.meshgrid(parts, parts, indexing="ij"))
+  x = np.empty(re.size, np.complex64)
+  x.real, x.imag = re, im
+  x = x[::-1]
+  idx = np.arange(x.size, dtype=np.int32)
+  want = [np.asarray(v) for v in jax.lax.sort_key_val(x, idx)]
+  want2 = [np.asarray(v) for v in jax.lax.sort((x, idx[::-1] % 3, idx), num_keys=2)]
+  for f in (lambda x, i: lax.sort_key_val(x, i), revax.jit(lambda x, i: lax.sort_key_val(x, i))):
+    got = f(x, idx)
+    np.testing.assert_array_equal(np.asarray(got[1]), want[1])
+  for f in (lambda x, i: lax.sort((x, i[::-1] % 3, i), num_keys=2),
+            revax.jit(lambda x, i: lax.sort((x, i[::-1] % 3, i), num_keys=2))):
+    np.testing.assert_array_equal(np.asarray(f(x, idx)[2]), want2[2])

@@ -415,9 +415,9 @@ def test_sph_harm_y_matches_scipy_and_jax():
          atol=1e-6)
   jitted = revax.jit(lambda *a: rss.sph_harm_y(*a, n_max=8))(n, m, theta, phi)
   _close(jitted, out, rtol=1e-5, atol=1e-6)
-  # |m| > n is 0, as SciPy (jax's recurrence returns a value there)
+  # |m| > n: undefined, jax's table holds a value there (revax reads the same table)
   _close(rss.sph_harm_y(np.array([1]), np.array([3]), theta[:1], phi[:1]),
-         np.zeros(1, np.complex64))
+         jss.sph_harm_y(np.array([1]), np.array([3]), theta[:1], phi[:1]), atol=1e-6)
   with pytest.raises(NotImplementedError, match="diff_n"):
     rss.sph_harm_y(n, m, theta, phi, diff_n=1)
 
@@ -435,6 +435,52 @@ def test_sph_harm_y_is_jax_outside_0_pi_and_near_the_poles():
   _close(rss.sph_harm_y(n, m, theta, phi, n_max=8), want, rtol=1e-4, atol=2e-6)
   _close(revax.jit(lambda *a: rss.sph_harm_y(*a, n_max=8))(n, m, theta, phi), want, rtol=1e-4,
          atol=2e-6)
+
+
+def _sph_harm_calls():
+  """Every calling form of sph_harm_y: jax reads its Legendre table at [|m|, n, arange(len(n))],
+  so the k-th (n, m) pair meets the k-th angle, one n with many angles reads the first angle's
+  column, degrees and orders beyond n_max are clipped; the errors of 0-d or float degrees,
+  2-d angles, diff_n and a traced n without n_max. (Each shape and n_max is a program jax
+  compiles for seconds: the forms share a few; revax.jit is compared in the tests above.)"""
+  nan, inf = np.nan, np.inf
+  v = np.array([nan, inf, -inf, 0., -0., 1., -1., 0.5, 2.5, -2.5, 1e30, 3.], F32)
+  ta, tb = (g.ravel().astype(F32) for g in np.meshgrid(v, v, indexing="ij"))
+  rng = np.random.default_rng(2)
+  th, ph = rng.uniform(-1, 4, 50).astype(F32), rng.uniform(-1, 7, 50).astype(F32)
+  n, m = rng.integers(0, 6, 50), rng.integers(-6, 7, 50)
+  one = (np.array([2]), np.array([1]))
+  two = (np.array([2, 3]), np.array([1, -2]))
+  p2 = np.array([0.3, 1.], F32)
+  return {
+      "one n, special angles": lambda s: s.sph_harm_y(np.array([1]), np.array([1]), ta, tb,
+                                                       n_max=2),
+      "n_max from n": lambda s: s.sph_harm_y(n % 4, m, th, ph),  # (n_max 3: one program)
+      "n_max clips": lambda s: s.sph_harm_y(n, m, th, ph, n_max=3),
+      "n_max 0": lambda s: s.sph_harm_y(np.array([0]), np.array([0]), th[:2], ph[:2]),
+      "scalar theta": lambda s: s.sph_harm_y(*two, 0.7, p2),
+      "integer angles": lambda s: s.sph_harm_y(n % 4, m, np.arange(50), np.arange(50) % 7),
+      "short n": lambda s: s.sph_harm_y(*two, th[:5], ph[:5]),
+      "0-d n": lambda s: s.sph_harm_y(2, 1, th[:2], p2),
+      "float n": lambda s: s.sph_harm_y(np.array([2.]), np.array([1]), th[:2], p2),
+      "2-d theta": lambda s: s.sph_harm_y(*one, np.ones((2, 2), F32), p2),
+      "diff_n": lambda s: s.sph_harm_y(*one, th[:2], p2, diff_n=1),
+      "jit traced n": lambda s: _JIT[s](lambda n: s.sph_harm_y(n, m, th, ph))(n),
+  }
+
+
+_JIT = {jss: jax.jit, rss: revax.jit}
+
+
+
+def test_sph_harm_y_is_jax_in_every_calling_form():
+  from tests.edges.harness import difference, outcome
+  found = []
+  for name, call in _sph_harm_calls().items():
+    d = difference(outcome(call, jss), outcome(call, rss), rtol=1e-5)
+    if d:
+      found.append(f"{name}: {d}")
+  assert not found, "\n".join(found)
 
 
 def test_hyp2f1_matches_scipy_and_jax():

@@ -339,3 +339,22 @@ def test_gaussian_kde_2d_matches_jax_and_scipy():
   _close(k.evaluate(pts), jax.jit(lambda: jst.gaussian_kde(data).evaluate(pts))(), rtol=1e-5)
   np.testing.assert_allclose(np.asarray(k(pts), np.float64),
                              sst.gaussian_kde(data.astype(np.float64))(pts), rtol=1e-5)
+
+
+def test_truncnorm_under_jit_matches_jax_jit_on_special_values():
+  """jax's truncnorm.logcdf picks its branch with jnp.select (an argmax indexing select_n).
+  revax's select had been a chain of selects: under jit, with a bound that is constant once the
+  call is inlined, XLA folded x >= b to true and then exp(select(a >= b, NaN, 0)) to 1, so
+  truncnorm.sf(1, 2, b) was 1 where jax's is NaN (b <= a). Each function at constant x and a
+  against special values of b, in one program per side."""
+  b = np.array([np.nan, np.inf, -np.inf, 0., -0., 1., -1., 0.5, 2.5, -2.5, 1e30, 3.], F32)
+  fns = ("sf", "logcdf")  # (logsf and cdf are these two mirrored: jax compiles each slowly)
+
+  def run(st, b):  # x and a are constants of the program, as where the case was found
+    return [getattr(st.truncnorm, f)(x, F32(2.0), b) for f in fns for x in (F32(1.0), F32(3.0))]
+  want = jax.jit(lambda b: run(jst, b))(b)
+  got = revax.jit(lambda b: run(rst, b))(b)
+  for i, (g, w) in enumerate(zip(got, want, strict=True)):
+    g, w = np.asarray(g), np.asarray(w)
+    np.testing.assert_array_equal(np.isnan(g), np.isnan(w), err_msg=fns[i // 2])
+    _close(g, w, rtol=2e-6)

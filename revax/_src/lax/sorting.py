@@ -177,8 +177,12 @@ def _sort_abstract_eval(*operands, dimension, is_stable, num_keys):
 
 
 def _sort_numpy(*operands, dimension, is_stable, num_keys):
-  keys = [_numpy_sort_key(k) for k in operands[:num_keys]]
-  if num_keys == 1:
+  keys = []
+  for k in operands[:num_keys]:
+    # a complex key is two keys, real then imaginary part, each NaN-last (NumPy's complex order
+    # puts every x+nanj after every number: JAX's comparator does not)
+    keys += [k.real, k.imag] if np.iscomplexobj(k) else [_numpy_sort_key(k)]
+  if len(keys) == 1:
     perm = np.argsort(keys[0], axis=dimension, kind="stable")
   else:
     perm = np.lexsort(keys[::-1], axis=dimension)

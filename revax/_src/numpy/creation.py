@@ -364,23 +364,37 @@ def arange(start, stop=None, step=None, dtype=None, *, device=None, out_sharding
   """
   if is_symbolic_dim(start) or is_symbolic_dim(stop) or is_symbolic_dim(step):
     return _placed(_symbolic_arange(start, stop, step, dtype), device, out_sharding)
-  args = [a for a in (start, stop, step) if a is not None]
+  dt = canonical_dtype_arg(dtype)
   for a, n in zip((start, stop, step), ("start", "stop", "step")):
     if a is not None and tuple(getattr(a, "shape", None) or np.shape(a)):  # ValueError as JAX
       raise ValueError(f"arange: arguments must be scalars; got {n} of shape {np.shape(a)}")
-  vals = [util.concrete_scalar(a, "arange", n) for a, n in
-          zip((start, stop, step), ("start", "stop", "step")) if a is not None]
-  for v in vals:
-    if isinstance(v, complex):
-      raise TypeError("arange does not accept complex arguments")
-  dt = canonical_dtype_arg(dtype)
+  args = [a for a in (start, stop, step) if a is not None]
+  start_v, stop_v, step_v = (None if a is None else util.concrete_scalar(a, "arange", n)
+                             for a, n in zip((start, stop, step), ("start", "stop", "step")))
   if dt is None:
     dt = dtypes.promote_types_weak(*((a.dtype, a.weak_type) for a in map(aval_of, args)))[0]
-  if stop is None and step is None and dtypes.is_integer(dt):
-    return _placed(lax.iota(dt, max(int(math.ceil(vals[0])), 0)), device, out_sharding)
-  if step is not None and vals[-1] == 0:
-    raise ZeroDivisionError("arange: step must not be zero")
-  return _placed(from_numpy(np.arange(*vals).astype(dt), fresh=True), device, out_sharding)
+  if any(dtypes.is_complex(aval_of(a).dtype) for a in args):
+    raise ValueError("Passing complex start/stop/step to jnp.arange is no longer supported "
+                     "starting in JAX v0.10.0.")
+  # jax's three forms, in its arithmetic: start + step * iota in the working dtype (float32 for
+  # narrower floats), iota, start + iota (sizes from the Python/NumPy scalars)
+  if stop_v is None:
+    start_v, stop_v = 0, start_v
+  if step is not None:
+    if step_v == 0:
+      raise ZeroDivisionError("arange: step must not be zero")
+    working = (dtypes.float32 if dtypes.is_float(dt) and dtypes.finfo(dt).bits < 32 else dt)
+    size = max(0, int(np.ceil((stop_v - start_v) / step_v)))
+    out = lax.convert_element_type(lax.add(
+        lax.convert_element_type(start_v, working),
+        lax.mul(lax.convert_element_type(step_v, working),
+                lax.broadcasted_iota(working, (size,), 0))), dt)
+  elif start_v == 0:
+    out = lax.broadcasted_iota(dt, (max(0, int(np.ceil(stop_v))),), 0)
+  else:
+    out = lax.add(lax.convert_element_type(start_v, dt),
+                  lax.broadcasted_iota(dt, (max(0, int(np.ceil(stop_v - start_v))),), 0))
+  return _placed(out, device, out_sharding)
 
 
 def _symbolic_arange(start, stop, step, dtype):
@@ -397,8 +411,15 @@ def linspace(start, stop, num: int = 50, endpoint: bool = True, retstep: bool = 
              dtype=None, axis: int = 0, *, device=None):
   """`num` evenly spaced values from `start` to `stop` (inclusive unless endpoint=False).
 
-  `start` and `stop` may be arrays (traced too); the samples run along `axis` of the result,
-  committed to `device` (a Device or Sharding) when given.
+  jax's formula, compiled as jax's `_linspace` is (eagerly too): sample k is
+  start * (1 - k / div) + stop * (k / div) in the computation dtype, div = num - 1 (num without
+  the endpoint), the endpoint appended as `stop` itself; integer dtypes take the floor.
+
+  Args:
+    start, stop: the bounds (arrays broadcast together; traced too).
+    num: the number of samples (static). endpoint: whether `stop` is the last sample.
+    retstep: also return the step. dtype: the result dtype (default: the inexact promotion of
+      start and stop). axis: where the samples run in the result. device: where to commit it.
 
   Returns:
     The samples, and the step too if `retstep`.
@@ -409,46 +430,73 @@ def linspace(start, stop, num: int = 50, endpoint: bool = True, retstep: bool = 
   """
   if not is_symbolic_dim(num):
     num = operator.index(util.concrete_scalar(num, "linspace", "num"))
+  axis = operator.index(util.concrete_scalar(axis, "linspace", "axis"))
+  dtype = canonical_dtype_arg(dtype)
+  fun = _linspace_impl if is_symbolic_dim(num) else _linspace
+  out = fun(start, stop, num=num, endpoint=bool(endpoint), retstep=bool(retstep), dtype=dtype,
+            axis=axis)
+  if retstep:
+    return _placed(out[0], device), out[1]
+  return _placed(out, device)
+
+
+def _linspace_impl(start, stop, num, endpoint, retstep, dtype, axis):
+  """jax's `_linspace`, step by step."""
   if num < 0:
     raise ValueError(f"Number of samples, {num}, must be non-negative.")
   util.check_arraylike("linspace", start, stop)
-  dt = canonical_dtype_arg(dtype)
-  if dt is None:
-    dt = dtypes.promote_types_weak(*((a.dtype, a.weak_type) for a in map(aval_of, (start, stop))),
-                                   (dtypes.default_float_dtype(), True))[0]
-  compute = util.to_inexact_dtype(dt)
-  if compute in (dtypes.float16, dtypes.bfloat16):
-    compute = dtypes.float32
-  start = lax.convert_element_type(start, compute)
-  stop = lax.convert_element_type(stop, compute)
-  bshape = util.broadcast_shapes(aval_of(start).shape, aval_of(stop).shape)
-  start, stop = util.broadcast_to(start, bshape), util.broadcast_to(stop, bshape)
+  start, stop = asarray(start), asarray(stop)
+  if dtype is None:
+    dtype = util.to_inexact_dtype(util.result_type_of(start, stop)[0])
+  computation_dtype = util.to_inexact_dtype(dtype)
+  start = lax.convert_element_type(start, computation_dtype)
+  stop = lax.convert_element_type(stop, computation_dtype)
+  bounds_shape = list(util.broadcast_shapes(aval_of(start).shape, aval_of(stop).shape))
+  broadcast_start = util.broadcast_to(start, tuple(bounds_shape))
+  broadcast_stop = util.broadcast_to(stop, tuple(bounds_shape))
+  axis = len(bounds_shape) + axis + 1 if axis < 0 else axis
+  if not 0 <= axis <= len(bounds_shape):
+    raise ValueError(f"axis {axis} is out of bounds for array of dimension "
+                     f"{len(bounds_shape) + 1}")
+  bounds_shape.insert(axis, 1)
   div = (num - 1) if endpoint else num
-  many = num > 1  # (for a symbolic num, decided or inconclusive here as in JAX)
-  step = lax.div(lax.sub(stop, start), util.scalar_constant(div if many else 1, compute))
-  out_shape = (num,) + bshape
-  dims = tuple(range(1, len(out_shape)))
-  i = lax.broadcasted_iota(compute, out_shape, 0)
-  out = lax.add(lax.mul(i, lax.broadcast_in_dim(step, out_shape, dims)),
-                lax.broadcast_in_dim(start, out_shape, dims))
-  if endpoint and many:
-    last = lax.eq(lax.broadcasted_iota(dtypes.int32, out_shape, 0),
-                  util.full_of(out_shape, num - 1, dtypes.int32))
-    out = lax.select_n(last, out, lax.broadcast_in_dim(stop, out_shape, dims))
-  if dtypes.is_integer(dt):
+  if num > 1:
+    delta = lax.div(lax.sub(stop, start), util.scalar_constant(div, computation_dtype))
+    iota_shape = [1] * len(bounds_shape)
+    iota_shape[axis] = div
+    real_dtype = dtypes.finfo(computation_dtype).dtype
+    step = lax.div(lax.reshape(lax.iota(real_dtype, div), tuple(iota_shape)),
+                   util.scalar_constant(div, real_dtype))
+    step = lax.convert_element_type(step, computation_dtype)
+    out_shape = list(bounds_shape)
+    out_shape[axis] = div
+    out_shape = tuple(out_shape)
+
+    def spread(x):  # (jnp's broadcasting of the products, with lax operations)
+      return util.broadcast_to(x, out_shape)
+    one_minus = lax.sub(util.full_of(tuple(iota_shape), 1, computation_dtype), step)
+    out = lax.add(
+        lax.mul(spread(lax.reshape(broadcast_start, tuple(bounds_shape))), spread(one_minus)),
+        lax.mul(spread(lax.reshape(broadcast_stop, tuple(bounds_shape))), spread(step)))
+    if endpoint:
+      out = lax.concatenate([out, lax.expand_dims(broadcast_stop, (axis,))], axis)
+  elif num == 1:
+    delta = (util.full_of((), np.nan, computation_dtype) if endpoint
+             else lax.sub(stop, start))
+    out = lax.reshape(broadcast_start, tuple(bounds_shape))
+  else:
+    empty_shape = list(util.broadcast_shapes(aval_of(start).shape, aval_of(stop).shape))
+    empty_shape.insert(axis, 0)
+    delta = util.full_of((), np.nan, computation_dtype)
+    out = zeros(tuple(empty_shape), dtype)
+  if dtypes.is_integer(dtype) and not dtypes.is_integer(aval_of(out).dtype):
     out = lax.floor(out)
-  out = lax.convert_element_type(out, dt)
-  axis = util.canonicalize_axis(axis, len(out_shape))
-  if axis:
-    perm = list(range(1, len(out_shape)))
-    perm.insert(axis, 0)
-    out = lax.transpose(out, tuple(perm))
-  out = _placed(out, device)
-  if not retstep:
-    return out
-  if div <= 0:
-    step = util.full_of(bshape, np.nan, compute)
-  return out, lax.convert_element_type(step, util.to_inexact_dtype(dt))
+  result = lax.convert_element_type(out, dtype)
+  return (result, delta) if retstep else result
+
+
+_linspace = util.jitted_as_in_jax(
+    static_argnames=("num", "endpoint", "retstep", "dtype", "axis"))(_linspace_impl)
 
 
 def eye(N, M=None, k: int = 0, dtype=None, *, device=None):

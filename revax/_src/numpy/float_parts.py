@@ -114,10 +114,13 @@ def nan_to_num(x, copy: bool = True, nan=0.0, posinf=None, neginf=None):
   info = dtypes.finfo(dt)  # (bfloat16 and the float8 types too)
   posinf = info.max if posinf is None else posinf
   neginf = info.min if neginf is None else neginf
-  # the replacements are strongly typed values of x's dtype, as jax's: a strong result
-  out = lax.select_n(lax.ne(x, x), x, lax.full_like(x, nan, dt))
-  out = lax.select_n(lax.eq(x, lax.full_like(x, np.inf)), out, lax.full_like(x, posinf, dt))
-  return lax.select_n(lax.eq(x, lax.full_like(x, -np.inf)), out, lax.full_like(x, neginf, dt))
+  # as jax's: jnp.where with the replacements as strongly typed arrays of x's dtype (a strong
+  # result; replacement arrays broadcast)
+  from revax._src.numpy.creation import asarray
+  from revax._src.numpy.ufuncs import isnan, isneginf, isposinf, where
+  out = where(isnan(x), asarray(nan, dtype=dt), x)
+  out = where(isposinf(out), asarray(posinf, dtype=dt), out)
+  return where(isneginf(out), asarray(neginf, dtype=dt), out)
 
 
 _I0_SERIES_TERMS = 40

@@ -71,12 +71,12 @@ def digitize(x, bins, right: bool = False, *, method=None):
   n = aval_of(bins).shape[0]
   if n == 0:
     return util.full_of(aval_of(x).shape, 0, dtypes.int32)
+  from revax._src.numpy.ufuncs import greater_equal, subtract, where
   side = "left" if right else "right"
   kw = {} if method is None else {"method": method}
-  up = searchsorted(bins, x, side=side, **kw)
-  down = lax.sub(util.constant_like(up, n), searchsorted(lax.rev(bins, (0,)), x, side=side, **kw))
-  increasing = util.broadcast_to(lax.ge(bins[n - 1], bins[0]), aval_of(up).shape)
-  return lax.select_n(increasing, down, up)
+  # as jax's: jnp's >= (complex bins compare lexicographically), searchsorted either way
+  return where(greater_equal(bins[n - 1], bins[0]), searchsorted(bins, x, side=side, **kw),
+               subtract(n, searchsorted(bins[::-1], x, side=side, **kw)))
 
 
 def _float_of(a):

@@ -122,67 +122,80 @@ def correlate(a, v, mode: str = "valid", *, precision=None, preferred_element_ty
 
 # --- interpolation -------------------------------------------------------------------------------
 def interp(x, xp, fp, left=None, right=None, period=None):
-  """Piecewise-linear interpolation of the points (xp, fp) at `x`.
+  """Piecewise-linear interpolation of the points (xp, fp) at `x`, jax's algorithm (compiled,
+  eagerly too, as jax's is; string/None bounds and a None period are static).
 
   Args:
     x: where to evaluate.
     xp: increasing 1-D x coordinates (or any order with `period`).
-    fp: 1-D values at xp (real or complex).
+    fp: 1-D values at xp (real or complex), promoted on their own (not with x).
     left, right: values below xp[0] / above xp[-1] (default fp[0] / fp[-1]), or 'extrapolate'.
     period: make the coordinates periodic with this period.
+
+  Returns:
+    The interpolated values, of fp's inexact dtype promoted with the branch values.
+
+  Example:
+    >>> jnp.interp(jnp.array([0.5, 1.5, 9.0]), jnp.array([0., 1., 2.]), jnp.array([0., 10., 0.]))
+    Array([5., 5., 0.], dtype=float32)
   """
+  static = [n for n, v in (("left", left), ("right", right)) if isinstance(v, str) or v is None]
+  if period is None:
+    static.append("period")
+  key = tuple(static)
+  if key not in _INTERP_JITS:
+    _INTERP_JITS[key] = util.jitted_as_in_jax(static_argnames=key)(_interp)
+  return _INTERP_JITS[key](x, xp, fp, left=left, right=right, period=period)
+
+
+_INTERP_JITS: dict = {}
+
+
+def _interp(x, xp, fp, left=None, right=None, period=None):
   from revax._src.numpy.searching import searchsorted
   from revax._src.numpy.shape_ops import concatenate
-  from revax._src.numpy.sorting import argsort
+  from revax._src.numpy.ufuncs import abs as _abs, add, divide, less_equal, multiply, remainder
+  from revax._src.numpy.ufuncs import subtract, where
   util.check_arraylike("interp", x, xp, fp)
-  if aval_of(xp).ndim != 1 or aval_of(fp).ndim != 1:
-    raise ValueError("xp and fp must be one-dimensional")
-  if _shape(xp)[0] != _shape(fp)[0]:
-    raise ValueError("xp and fp must be of the same length")
-  if _shape(xp)[0] == 0:
-    raise ValueError("xp and fp must have at least one element")
-  x, xp = util.promote_args_inexact("interp", x, xp)
-  (fp,) = util.promote_args_inexact("interp", fp)
-  if dtypes.is_complex(aval_of(x).dtype):  # (jax's refusal)
+  if _shape(xp) != _shape(fp) or len(_shape(xp)) != 1:
+    raise ValueError("xp and fp must be one-dimensional arrays of equal size")
+  x_arr, xp_arr = util.promote_dtypes_inexact(util.as_array(x), util.as_array(xp))
+  (fp_arr,) = util.promote_dtypes_inexact(util.as_array(fp))
+  extrapolate = []
+  for name, bound in (("left", left), ("right", right)):
+    if isinstance(bound, str) and bound != "extrapolate":
+      raise ValueError(f"the only valid string value of `{name}` is 'extrapolate', but got: "
+                       f"{bound!r}")
+    extrapolate.append(isinstance(bound, str))
+  if dtypes.is_complex(aval_of(x_arr).dtype):
     raise ValueError("jnp.interp: complex x values not supported.")
-  fdt = dtypes.promote_types(aval_of(x).dtype, aval_of(fp).dtype)
-  fp = lax.convert_element_type(fp, fdt)
   if period is not None:
-    if left is not None or right is not None:
-      raise ValueError("left and right must be None when period is given")  # NumPy ignores them
-    period = lax.abs(lax.convert_element_type(util.as_array(period), aval_of(x).dtype))
-    x = lax.rem(lax.add(lax.rem(x, period), period), period)
-    xp = lax.rem(lax.add(lax.rem(xp, period), period), period)
-    order = argsort(xp)
-    xp, fp = xp[order], fp[order]
-    xp = concatenate([lax.sub(xp[-1:], period), xp, lax.add(xp[:1], period)], 0)
-    fp = concatenate([fp[-1:], fp, fp[:1]], 0)
-  n = _shape(xp)[0]
-  if n == 1:
-    i = util.full_of(_shape(x), 1, dtypes.int32)
-    xp = concatenate([xp, xp], 0)
-    fp = concatenate([fp, fp], 0)
-    n = 2
-  else:
-    i = lax.clamp(util.scalar_constant(1, dtypes.int32), searchsorted(xp, x, side="right"),
-                  util.scalar_constant(n - 1, dtypes.int32))
-  one = util.scalar_constant(1, dtypes.int32)
-  x0, x1 = xp[lax.sub(i, one)], xp[i]
-  f0, f1 = fp[lax.sub(i, one)], fp[i]
-  dx = lax.sub(x1, x0)
-  safe_dx = lax.select_n(lax.eq(dx, util.constant_like(dx, 0)), dx, lax.full_like(dx, 1))
-  t = lax.convert_element_type(lax.div(lax.sub(x, x0), safe_dx), fdt)
-  f = lax.add(f0, lax.mul(t, lax.sub(f1, f0)))
-  f = lax.select_n(lax.eq(dx, util.constant_like(dx, 0)), f, f0)
-  if period is None:
-    for bound, end, is_left in ((left, fp[0], True), (right, fp[n - 1], False)):
-      if isinstance(bound, str):
-        if bound != "extrapolate":
-          raise ValueError(f"{'left' if is_left else 'right'}={bound!r} is not a valid value")
-        continue
-      val = end if bound is None else lax.convert_element_type(util.as_array(bound), fdt)
-      beyond = lax.lt(x, xp[0]) if is_left else lax.gt(x, xp[n - 1])
-      f = lax.select_n(beyond, f, util.broadcast_to(val, _shape(f)))
+    if np.ndim(period) != 0:
+      raise ValueError(f"period must be a scalar; got {period}")
+    period = _abs(period)
+    x_arr = remainder(x_arr, period)
+    xp_arr = remainder(xp_arr, period)
+    xp_arr, fp_arr = lax.sort_key_val(xp_arr, fp_arr)
+    xp_arr = concatenate([subtract(xp_arr[-1:], period), xp_arr, add(xp_arr[:1], period)])
+    fp_arr = concatenate([fp_arr[-1:], fp_arr, fp_arr[:1]])
+  n = _shape(xp_arr)[0]
+  ss = searchsorted(xp_arr, x_arr, side="right")
+  i = lax.min(lax.max(ss, util.constant_like(ss, 1)), util.constant_like(ss, n - 1))  # jnp.clip
+  im1 = lax.sub(i, util.constant_like(i, 1))
+  df = subtract(fp_arr[i], fp_arr[im1])
+  dx = subtract(xp_arr[i], xp_arr[im1])
+  delta = subtract(x_arr, xp_arr[im1])
+  epsilon = np.spacing(np.finfo(aval_of(xp_arr).dtype).eps)
+  dx0 = less_equal(lax.abs(dx), epsilon)  # (jax: no NaN gradients where dx is small)
+  f = where(dx0, fp_arr[im1], add(fp_arr[im1], multiply(divide(delta, where(dx0, 1, dx)), df)))
+  if not extrapolate[0]:
+    left_arr = fp_arr[0] if left is None else left
+    if period is None:
+      f = where(x_arr < xp_arr[0], left_arr, f)
+  if not extrapolate[1]:
+    right_arr = fp_arr[-1] if right is None else right
+    if period is None:
+      f = where(x_arr > xp_arr[-1], right_arr, f)
   return f
 
 
@@ -449,53 +462,87 @@ def ix_(*args):
 
 def logspace(start, stop, num: int = 50, endpoint: bool = True, base=10.0, dtype=None,
              axis: int = 0):
-  """`num` numbers spaced evenly on a log scale: base ** linspace(start, stop, num)."""
-  from revax._src.numpy.creation import linspace
+  """`num` numbers spaced evenly on a log scale: base ** linspace(start, stop, num).
+
+  As jax's (compiled, eagerly too): linspace in the inexact computation dtype, `base` raised to
+  it with jnp.power (an array base broadcasts against the samples as they are), converted to
+  `dtype`.
+
+  Args:
+    start, stop: the exponents of the first and last samples.
+    num: the number of samples (static). endpoint: whether base ** stop is the last one.
+    base: the base of the log space. dtype: the result dtype. axis: where the samples run.
+
+  Returns:
+    The samples.
+
+  Example:
+    >>> jnp.logspace(0., 2., 3)
+    Array([  1.,  10., 100.], dtype=float32)
+  """
+  num = operator.index(util.concrete_scalar(num, "logspace", "num"))
+  axis = operator.index(util.concrete_scalar(axis, "logspace", "axis"))
+  return _logspace(start, stop, num=num, endpoint=bool(endpoint), base=base,
+                   dtype=util.canonical_dtype_arg(dtype), axis=axis)
+
+
+@util.jitted_as_in_jax(static_argnames=("num", "endpoint", "dtype", "axis"))
+def _logspace(start, stop, num, endpoint, base, dtype, axis):
+  from revax._src.numpy.creation import asarray, linspace
   from revax._src.numpy.ufuncs import power
+  if dtype is None:
+    dtype = util.to_inexact_dtype(util.result_type_of(start, stop)[0])
+  computation_dtype = util.to_inexact_dtype(dtype)
   util.check_arraylike("logspace", start, stop)
-  dtype = util.canonical_dtype_arg(dtype)
-  computation = util.to_inexact_dtype(dtypes.promote_types(
-      aval_of(start).dtype, aval_of(stop).dtype)) if not (type(start) in (int, float) and type(
-          stop) in (int, float)) else dtypes.default_float_dtype()
-  lin = linspace(start, stop, num, endpoint=endpoint, dtype=computation, axis=axis)
-  b = lax.convert_element_type(util.as_array(base), computation)
-  if aval_of(b).ndim:
-    b = lax.expand_dims(b, (axis,))
-  out = power(b, lin)
-  return lax.convert_element_type(out, dtype) if dtype is not None else out
+  start = lax.convert_element_type(asarray(start), computation_dtype)
+  stop = lax.convert_element_type(asarray(stop), computation_dtype)
+  lin = linspace(start, stop, num, endpoint=endpoint, retstep=False, dtype=None, axis=axis)
+  return lax.convert_element_type(power(base, lin), dtype)
 
 
 def geomspace(start, stop, num: int = 50, endpoint: bool = True, dtype=None, axis: int = 0):
-  """`num` numbers spaced evenly on a log scale between `start` and `stop` (endpoints exact).
+  """`num` numbers spaced evenly on a log scale between `start` and `stop`.
+
+  As jax's (compiled, eagerly too): sign(start) * logspace(log10(start / sign),
+  log10(stop / sign), base=10) along axis 0, then moved to `axis`; no check for zero bounds
+  (they give inf/NaN samples, as in jax).
+
+  Args:
+    start, stop: the first and last samples.
+    num: the number of samples (static). endpoint: whether `stop` is the last one.
+    dtype: the result dtype. axis: where the samples run.
+
+  Returns:
+    The samples.
+
+  Example:
+    >>> jnp.geomspace(1., 100., 3)
+    Array([  1.,  10., 100.], dtype=float32)
   """
-  from revax._src.numpy.creation import linspace
-  from revax._src.numpy.ufuncs import log10, power, sign
+  num = operator.index(util.concrete_scalar(num, "geomspace", "num"))
+  axis = operator.index(util.concrete_scalar(axis, "geomspace", "axis"))
+  return _geomspace(start, stop, num=num, endpoint=bool(endpoint),
+                    dtype=util.canonical_dtype_arg(dtype), axis=axis)
+
+
+@util.jitted_as_in_jax(static_argnames=("num", "endpoint", "dtype", "axis"))
+def _geomspace(start, stop, num, endpoint, dtype, axis):
+  from revax._src.numpy.creation import asarray
+  from revax._src.numpy.ufuncs import divide, log10, multiply, sign
+  if dtype is None:
+    dtype = util.to_inexact_dtype(util.result_type_of(start, stop)[0])
+  computation_dtype = util.to_inexact_dtype(dtype)
   util.check_arraylike("geomspace", start, stop)
-  dtype = util.canonical_dtype_arg(dtype)
-  start, stop = util.promote_args_inexact("geomspace", start, stop)
-  if isinstance(start, Tracer) or isinstance(stop, Tracer):
-    pass
-  elif (np.asarray(start) == 0).any() or (np.asarray(stop) == 0).any():
-    raise ValueError("Geometric sequence cannot include zero")
+  start = lax.convert_element_type(asarray(start), computation_dtype)
+  stop = lax.convert_element_type(asarray(stop), computation_dtype)
   s = sign(start)
-  start_r = lax.div(start, s)
-  stop_r = lax.div(stop, s)
-  lin = linspace(log10(start_r), log10(stop_r), num, endpoint=endpoint, axis=axis)
-  out = power(util.constant_like(lin, 10.0), lin)
-  n = operator.index(num)
-  if n > 0:  # make the endpoints exact
-    out = _set_along(out, 0, start_r, axis)
-    if endpoint and n > 1:
-      out = _set_along(out, n - 1, stop_r, axis)
-  out = lax.mul(out, lax.expand_dims(s, (axis,)) if aval_of(s).ndim else s)
-  return lax.convert_element_type(out, dtype) if dtype is not None else out
-
-
-def _set_along(x, i, value, axis):
-  idx = [slice(None)] * aval_of(x).ndim
-  axis = util.canonicalize_axis(axis, aval_of(x).ndim)
-  idx[axis] = i
-  return x.at[tuple(idx)].set(value)
+  res = multiply(s, logspace(log10(divide(start, s)), log10(divide(stop, s)), num,
+                             endpoint=endpoint, base=10.0, dtype=computation_dtype, axis=0))
+  ndim = aval_of(res).ndim
+  axis = util.canonicalize_axis(axis, ndim)
+  if axis != 0:
+    res = lax.transpose(res, (*range(1, axis + 1), 0, *range(axis + 1, ndim)))
+  return lax.convert_element_type(res, dtype)
 
 
 # --- array-API products --------------------------------------------------------------------------

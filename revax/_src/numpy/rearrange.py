@@ -393,54 +393,90 @@ def choose(a, choices, out=None, mode: str = "raise"):
 
 @tree_util.accepts_array_leaves((1, 2))
 def select(condlist, choicelist, default=0):
-  """choicelist[i] where condlist[i] is the first true condition, else `default`."""
+  """choicelist[i] where condlist[i] is the first true condition, else `default`.
+
+  As jax's: the conditions (of any dtype, read as booleans) are stacked behind a false one, their
+  argmax indexes `lax.select_n` over (default, *choicelist) (XLA sees one select_n of an index,
+  not a chain of selects it could fold differently).
+
+  Args:
+    condlist: the conditions (arrays, broadcast together and with the choices).
+    choicelist: the values, one per condition.
+    default: the value where no condition holds.
+
+  Returns:
+    An array of the promoted dtype of default and the choices.
+
+  Example:
+    >>> x = jnp.arange(4)
+    >>> jnp.select([x < 1, x > 2], [x, -x], 9)
+    Array([ 0,  9,  9, -3], dtype=int32)
+  """
+  from revax._src.numpy.reductions import argmax
+  from revax._src.numpy.shape_ops import astype, broadcast_arrays, stack
   if len(condlist) != len(choicelist):
     raise ValueError(f"condlist must have length equal to choicelist ({len(condlist)} vs "
                      f"{len(choicelist)})")
-  if not condlist:
+  if len(condlist) == 0:
     raise ValueError("condlist must be non-empty")
   util.check_arraylike("select", *condlist, *choicelist, default)
-  for i, c in enumerate(condlist):
-    if not dtypes.is_bool(aval_of(c).dtype):
-      raise TypeError(f"condlist[{i}] must be a boolean array, got {aval_of(c).dtype}")
-  choices = util.promote_dtypes(default, *choicelist)
-  arrays = util.broadcast_arrays_of(*condlist, *choices)
-  conds, choices = arrays[:len(condlist)], arrays[len(condlist):]
-  out = choices[0]
-  for c, x in reversed(list(zip(conds, choices[1:], strict=True))):
-    out = lax.select_n(c, out, x)
-  return out
+  conds = [util.as_array(c) for c in condlist]
+  choices = util.promote_dtypes(util.as_array(default), *map(util.as_array, choicelist))
+  conditions = stack(broadcast_arrays(False, *conds))
+  idx = argmax(astype(conditions, bool), axis=0)
+  return lax.select_n(*broadcast_arrays(idx, *choices))
 
 
 def piecewise(x, condlist, funclist, *args, **kw):
   """funclist[i](x) where condlist[i] is true (the last true condition wins, as in NumPy); an
   extra last function applies where none is true. Entries of funclist may be constants.
+
+  jax's algorithm: the conditions read as asarray(condlist, dtype=bool), the index of the last
+  true one (argmax of their cumulative sum behind a false row), and `vectorize(lax.switch)` over
+  the elements: every function sees one element and its result (`.astype(x.dtype)`) is that
+  element's value -- a branch returning an array makes the result that array per element, and
+  branches of different types are lax.switch's TypeError, as in jax.
+
+  Args:
+    x: the input array.
+    condlist: boolean conditions (arrays broadcastable against x, or scalars).
+    funclist: functions f(x, *args, **kw) or constants, one per condition (plus a default).
+    *args, **kw: passed to each function.
+
+  Returns:
+    An array of x's dtype.
+
+  Example:
+    >>> x = jnp.array([-2., 0., 3.])
+    >>> jnp.piecewise(x, [x < 0, x > 0], [lambda x: -x, lambda x: x * 10, 7.])
+    Array([ 2.,  7., 30.], dtype=float32)
   """
+  from revax._src.lax.control_flow import switch
+  from revax._src.numpy.creation import array, asarray, zeros_like
+  from revax._src.numpy.functional import vectorize
+  from revax._src.numpy.reductions import argmax, cumsum
+  from revax._src.numpy.shape_ops import concatenate
   util.check_arraylike("piecewise", x)
   x = util.as_array(x)
-  shape, dtype = _shape(x), aval_of(x).dtype
-  if isinstance(condlist, (list, tuple)):
-    conds = [util.broadcast_to(util.as_array(c), shape) for c in condlist]
-  else:
-    condlist = util.as_array(condlist)
-    conds = ([util.broadcast_to(condlist, shape)] if _shape(condlist) == shape or
-             len(_shape(condlist)) < len(shape) or not shape else
-             [condlist[i] for i in range(_shape(condlist)[0])])
-  nc, nf = len(conds), len(funclist)
+  nc, nf = len(condlist), len(funclist)
   if nf == nc + 1:
-    from revax._src.numpy.ufuncs import logical_not, logical_or
-    anything = conds[0]
-    for c in conds[1:]:
-      anything = logical_or(anything, c)
-    conds = conds + [logical_not(anything)] if nc else [util.full_of(shape, True, dtypes.bool_)]
-  elif nf != nc:
-    raise ValueError(f"with {nc} condition(s), either {nc} or {nc + 1} functions are expected")
-  out = util.full_of(shape, 0, dtype)
-  for c, f in zip(conds, funclist, strict=True):
-    val = f(x, *args, **kw) if callable(f) else f
-    val = util.broadcast_to(lax.convert_element_type(util.as_array(val), dtype), shape)
-    out = lax.select_n(lax.convert_element_type(c, dtypes.bool_), out, val)
-  return out
+    funclist = list(funclist[-1:]) + list(funclist[:-1])
+  elif nf == nc:
+    funclist = [0] + list(funclist)
+  else:
+    raise ValueError(f"with {nc} condition(s), either {nc} or {nc + 1} functions are expected; "
+                     f"got {nf}")
+  conds = asarray(condlist, dtype=bool)
+  indices = argmax(cumsum(concatenate([zeros_like(conds[:1]), conds], 0), 0), 0)
+  dtype = aval_of(x).dtype
+
+  def call(f):
+    return lambda x: f(x, *args, **kw).astype(dtype)
+
+  def const(v):
+    return lambda x: array(v, dtype=dtype)
+  branches = [call(f) if callable(f) else const(f) for f in funclist]
+  return vectorize(switch, excluded=(1,))(indices, branches, x)
 
 
 def place(arr, mask, vals, *, inplace: bool = True):

@@ -21,13 +21,31 @@ def _isnan(x):
 
 
 def _total_lt(x, y):
-  """x < y in sorting order: NaNs after every number (complex: lexicographic)."""
-  from revax._src.numpy.ufuncs import less
+  """x < y in jax's sorting order: NaNs after every number; complex numbers lexicographically
+  on (real, imag), each part in that order (jax's _sort_lt_comparator: NaN+1j sorts last)."""
   if not dtypes.is_inexact(aval_of(x).dtype):
     return lax.lt(x, y)
   if dtypes.is_complex(aval_of(x).dtype):
-    return less(x, y)
+    xr, xi, yr, yi = lax.real(x), lax.imag(x), lax.real(y), lax.imag(y)
+    real_eq = lax.bitwise_or(lax.eq(xr, yr), lax.bitwise_and(_isnan(xr), _isnan(yr)))
+    return lax.bitwise_or(_total_lt(xr, yr), lax.bitwise_and(real_eq, _total_lt(xi, yi)))
   return lax.bitwise_or(lax.lt(x, y), lax.bitwise_and(_isnan(y), lax.bitwise_not(_isnan(x))))
+
+
+def _searchsorted_by_sorting(a, v, side):
+  """jax's method='sort': each query's rank among a and the queries, less its rank among the
+  queries (the same answer as the scan on sorted `a`; on unsorted `a`, jax's answer)."""
+  def rank(x):
+    n = aval_of(x).shape[0]
+    idx = lax.iota(dtypes.int32, n)
+    return util.full_of((n,), 0, dtypes.int32).at[lax.sort_key_val(x, idx)[1]].set(idx)
+  q = lax.reshape(v, (aval_of(v).size,))
+  na, nq = aval_of(a).shape[0], aval_of(q).shape[0]
+  if side == "left":
+    index = rank(lax.concatenate([q, a], 0))[:nq]
+  else:
+    index = rank(lax.concatenate([a, q], 0))[na:]
+  return lax.reshape(lax.sub(index, rank(q)), aval_of(v).shape)
 
 
 def searchsorted(a, v, side: str = "left", sorter=None, *, method: str = "scan"):
@@ -69,6 +87,8 @@ def searchsorted(a, v, side: str = "left", sorter=None, *, method: str = "scan")
   shape = aval_of(v).shape
   if n == 0:
     return util.full_of(shape, 0, index_dtype)
+  if method == "sort":
+    return _searchsorted_by_sorting(a, v, side)
   if method == "compare_all":
     av = lax.broadcast_in_dim(a, shape + (n,), (len(shape),))
     vv = lax.broadcast_in_dim(v, shape + (n,), tuple(range(len(shape))))

@@ -12,7 +12,7 @@ import operator
 import numpy as np
 
 from revax._src import lax, tree_util
-from revax._src.core import sharding_types
+from revax._src.core import dtypes, sharding_types
 from revax._src.lax import convenience
 from revax._src.core.shape_poly import (InconclusiveDimensionOperation, is_symbolic_dim,
                                          is_symbolic_shape)
@@ -550,4 +550,7 @@ def astype(x, dtype, /, *, copy: bool = False, device=None):
   if tree_util.is_array_leaf(x):
     return x.as_array(dtype, copy)
   util.check_arraylike("astype", x)
-  return util.as_array(lax.convert_element_type(x, util.canonical_dtype_arg(dtype)))
+  dtype = util.canonical_dtype_arg(dtype)
+  if dtypes.is_complex(aval_of(x).dtype) and np.dtype(dtype) == np.bool_:
+    x = lax.ne(x, util.lax_const(x, 0))  # (as jax's: a nonzero imaginary part is True)
+  return util.as_array(lax.convert_element_type(x, dtype))
