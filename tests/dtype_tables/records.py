@@ -61,7 +61,8 @@ def _scalar(x):
   return x if math.isfinite(x) else repr(x)  # 'nan', 'inf', '-inf'
 
 
-def _encode_value(v):
+def encode_array(v):
+  """[dtype name, shape, every element exactly] of an array (decode_array inverts it)."""
   v = np.asarray(v)
   flat = v.ravel()
   if v.dtype.kind == "c":
@@ -73,7 +74,7 @@ def _encode_value(v):
   return [v.dtype.name, list(v.shape), data]
 
 
-def _decode_value(encoded):
+def decode_array(encoded):
   import ml_dtypes  # noqa: F401 -- registers bfloat16 with NumPy
 
   name, shape, data = encoded
@@ -95,7 +96,7 @@ def encode(outcome: Outcome):
             "message": _ADDRESS.sub("0x?", outcome.message)[:_MESSAGE_CHARS]}
   out = {"avals": [[list(s), d, w] for s, d, w in outcome.avals]}
   if outcome.values is not None:
-    out["values"] = [_encode_value(v) for v in outcome.values]
+    out["values"] = [encode_array(v) for v in outcome.values]
   return out
 
 
@@ -105,7 +106,7 @@ def decode(data) -> Outcome:
   avals = tuple((tuple(s), d, bool(w)) for s, d, w in data["avals"])
   values = data.get("values")
   return Outcome(avals=avals,
-                 values=None if values is None else tuple(_decode_value(v) for v in values))
+                 values=None if values is None else tuple(decode_array(v) for v in values))
 
 
 # --- files ------------------------------------------------------------------------------------
@@ -128,10 +129,27 @@ def _sources(suite_file):
 
 
 def digest(suite_file):
+  return digest_files(_sources(suite_file))
+
+
+def digest_files(paths):
+  """SHA-256 of the names and bytes of `paths`."""
   h = hashlib.sha256()
-  for path in _sources(suite_file):
-    h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+  for p in paths:
+    p = pathlib.Path(p)
+    h.update(p.name.encode() + b"\0" + p.read_bytes() + b"\0")
   return h.hexdigest()
+
+
+def write_doc(file, doc):
+  """Writes a JSON document xz-compressed (the same document gives the same bytes)."""
+  text = json.dumps(doc, separators=(",", ":"), allow_nan=False) + "\n"
+  pathlib.Path(file).parent.mkdir(exist_ok=True)
+  pathlib.Path(file).write_bytes(lzma.compress(text.encode(), preset=9 | lzma.PRESET_EXTREME))
+
+
+def read_doc(file):
+  return json.loads(lzma.decompress(pathlib.Path(file).read_bytes()))
 
 
 def path(suite_file):
@@ -150,12 +168,8 @@ def write(suite_file, jax_version, outcomes_per_table):
     labels = [label for label, _ in outcomes]
     assert len(set(labels)) == len(labels), f"table {name!r} has repeated case labels"
     tables[name] = {label: encode(o) for label, o in outcomes}
-  doc = {"jax": jax_version, "sha256": digest(suite_file), "tables": tables}
-  text = json.dumps(doc, separators=(",", ":"), allow_nan=False) + "\n"
-  DATA.mkdir(exist_ok=True)
-  # (xz keeps the ~8 MB of JSON in ~220 KB, a third less than gzip; the same outcomes give the
-  # same bytes)
-  path(suite_file).write_bytes(lzma.compress(text.encode(), preset=9 | lzma.PRESET_EXTREME))
+  # (xz keeps the ~8 MB of JSON in ~220 KB, a third less than gzip)
+  write_doc(path(suite_file), {"jax": jax_version, "sha256": digest(suite_file), "tables": tables})
 
 
 _LOADED = {}
@@ -169,7 +183,7 @@ def load(suite_file):
     p = path(suite_file)
     assert p.exists(), f"no record of jax's outcomes for {_stem(suite_file)}: " \
                        f"{rerecord_hint(suite_file)}"
-    doc = json.loads(lzma.decompress(p.read_bytes()))
+    doc = read_doc(p)
     assert doc["sha256"] == digest(suite_file), (
         f"the record of jax's outcomes for {_stem(suite_file)} is stale (its cases' sources "
         f"changed since it was made with jax {doc['jax']}): {rerecord_hint(suite_file)}")
