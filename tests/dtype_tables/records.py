@@ -224,3 +224,62 @@ def stale_outcomes(suite_file, table_name, cases, live):
     if table.get(case.label) != want:
       lines.append(f"{case.label}: recorded {table.get(case.label)}, live {want}")
   return lines
+
+
+class RecordedArrays:
+  """jax's output arrays of a test module's cases, recorded in `expected/<module>.json.xz` next
+  to it under jax's version and the module's SHA-256 (the same encoding as the tables).
+
+  `get(key, thunk)` is the recorded list of arrays by default; with REVAX_LIVE_ORACLE=1 it is
+  `thunk()` (each output through np.asarray), failing where the record differs from it.
+  `record(cases)` runs every (key, thunk) with jax and writes the record.
+  """
+
+  def __init__(self, test_file, rerecord_command):
+    self.test_file = pathlib.Path(test_file)
+    self.path = self.test_file.parent / "expected" / f"{self.test_file.stem}.json.xz"
+    self.hint = f"re-record with: {rerecord_command}"
+    self._doc = None
+
+  @staticmethod
+  def _arrays(out):
+    return [np.asarray(x) for x in (out if isinstance(out, (list, tuple)) else [out])]
+
+  def _load(self):
+    if self._doc is None:
+      assert self.path.exists(), f"no record of jax's outputs for {self.test_file.name}: " \
+                                 f"{self.hint}"
+      doc = read_doc(self.path)
+      assert doc["sha256"] == digest_files([self.test_file]), (
+          f"the record of jax's outputs for {self.test_file.name} is stale (the file changed "
+          f"since it was made with jax {doc['jax']}): {self.hint}")
+      self._doc = doc
+    return self._doc
+
+  def get(self, key, thunk):
+    if not LIVE:
+      outputs = self._load()["outputs"]
+      assert key in outputs, f"no record of {key!r}: {self.hint}"
+      return [decode_array(a) for a in outputs[key]]
+    import jax
+
+    live = self._arrays(thunk())
+    doc = self._load()
+    assert doc["jax"] == jax.__version__, (
+        f"the record of {self.test_file.name} was made with jax {doc['jax']}, jax "
+        f"{jax.__version__} is installed: {self.hint}")
+    now = json.loads(json.dumps([encode_array(a) for a in live]))
+    assert doc["outputs"].get(key) == now, \
+        f"the record of {key!r} differs from live jax: {self.hint}"
+    return live
+
+  def record(self, cases):
+    import jax
+
+    outputs = {}
+    for key, thunk in cases:
+      assert key not in outputs, f"repeated key {key!r}"
+      outputs[key] = [encode_array(a) for a in self._arrays(thunk())]
+    write_doc(self.path, {"jax": jax.__version__, "sha256": digest_files([self.test_file]),
+                          "outputs": outputs})
+    return len(outputs)

@@ -99,3 +99,21 @@ def test_live_check_finds_every_kind_of_stale_record(tmp_path, monkeypatch):
   monkeypatch.setattr(records, "_LOADED", {})
   (line,) = records.stale_outcomes(suite, "t", cases, [o for _, o in rec])
   assert "made with jax 0.0.1" in line
+
+
+def test_recorded_arrays_round_trip_and_fail_clearly(tmp_path, monkeypatch):
+  monkeypatch.setattr(records, "LIVE", False)
+  test_file = tmp_path / "test_fake.py"
+  test_file.write_text("X = 1\n")
+  rec = records.RecordedArrays(test_file, "python -m fake")
+  with pytest.raises(AssertionError, match="no record.*python -m fake"):
+    rec.get("a", None)
+  draws = [np.array([1.5, -0.0, np.inf], np.float32), np.arange(4, dtype=np.uint32)]
+  assert rec.record([("a", lambda: draws), ("b", lambda: draws[1])]) == 2
+  got = records.RecordedArrays(test_file, "python -m fake")
+  assert [a.tobytes() for a in got.get("a", None)] == [a.tobytes() for a in draws]
+  with pytest.raises(AssertionError, match="no record of 'c'"):
+    got.get("c", None)
+  test_file.write_text("X = 2\n")
+  with pytest.raises(AssertionError, match="stale.*python -m fake"):
+    records.RecordedArrays(test_file, "python -m fake").get("a", None)
