@@ -129,8 +129,11 @@ _OPERANDS = {}
 
 
 def _operand(kind, lib):
-  """`kind.make(lib)`, made once (Arrays are immutable; host values are never written)."""
-  key = (kind.name, lib.name)
+  """`kind.make(lib)`, made once (Arrays are immutable; host values are never written). Keyed
+  by the kind itself, not its name: kinds of different modules may share a name (the unary
+  table's `weak_int[]` holds 2, the index operands' `weak_int[]` of the lax table holds 0), and
+  one process runs several modules."""
+  key = (kind, lib.name)
   if key not in _OPERANDS:
     _OPERANDS[key] = kind.make(lib)
   return _OPERANDS[key]
