@@ -2,7 +2,8 @@
 
     python -m tests.dtype_tables.report tests.dtype_tables.test_lax_binary_table [-v]
 
-(-v prints every differing case). The numbers in the closing notes of issue 33 come from here.
+(-v prints every differing case; jax's recorded outcomes, or live ones with
+REVAX_LIVE_ORACLE=1). The numbers in the closing notes of issue 33 come from here.
 """
 import importlib
 import sys
@@ -15,7 +16,7 @@ def main(argv):
     total = differing = 0
     for table in module.TABLES:
       cases = table.make()
-      diffs = table.differences()
+      diffs = table.differences(module.__file__)
       total += 1
       differing += bool(diffs)
       print(f"{module_name.rsplit('.', 1)[-1]}: {table.name}: {len(diffs)} of {len(cases)} "

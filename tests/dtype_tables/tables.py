@@ -8,13 +8,17 @@ ints outside int32's range), and a NumPy scalar. A *case* is one function applie
 of kinds; the same code builds it for jax and for revax (`Lib` holds the two modules).
 
 What jax does with a case is read from `jax.eval_shape` (the exception type it raises, or the
-shape, dtype and weak type of each output: abstract evaluation compiles nothing, so a table of
-thousands of cases costs seconds), and its values from one `jax.jit` of all the accepted cases
-of a function at once (one compilation per function). revax runs each case eagerly (values,
-dtype, weak type, or the exception) and, where `trace` is set, through `revax.eval_shape` too.
+shape, dtype and weak type of each output), and its values from one `jax.jit` of all the
+accepted cases of a function at once (one compilation per function). That costs minutes for
+all the tables, so it is recorded once per test module (`records.py`, `data/`; re-record with
+`python -m tests.dtype_tables.record`), and the tests compare revax with the record;
+REVAX_LIVE_ORACLE=1 computes jax's outcomes live instead and checks the record against them.
+revax runs each case eagerly (values, dtype, weak type, or the exception) and, where `trace`
+is set, through `revax.eval_shape` too.
 
-`differences(fn_cases)` returns one line per case where revax differs: accepted by one and not
-the other, a different exception type, shape, dtype, weak type or value.
+`differences(cases, want)` returns one line per case where revax differs from jax's outcomes
+`want`: accepted by one and not the other, a different exception type, shape, dtype, weak type
+or value.
 """
 from __future__ import annotations
 
@@ -30,6 +34,8 @@ import numpy as np
 import revax
 import revax.lax as rlax
 import revax.numpy as rnp
+from tests.dtype_tables import records
+from tests.dtype_tables.records import Outcome
 
 import jax  # the oracle: tests import it, revax never does
 import jax.lax as jlax
@@ -123,8 +129,11 @@ _OPERANDS = {}
 
 
 def _operand(kind, lib):
-  """`kind.make(lib)`, made once (Arrays are immutable; host values are never written)."""
-  key = (kind.name, lib.name)
+  """`kind.make(lib)`, made once (Arrays are immutable; host values are never written). Keyed
+  by the kind itself, not its name: kinds of different modules may share a name (the unary
+  table's `weak_int[]` holds 2, the index operands' `weak_int[]` of the lax table holds 0), and
+  one process runs several modules."""
+  key = (kind, lib.name)
   if key not in _OPERANDS:
     _OPERANDS[key] = kind.make(lib)
   return _OPERANDS[key]
@@ -139,19 +148,6 @@ def product_cases(fn_name, fn, kinds_per_position):
 def _builtin_exception_type(e):
   """The first builtin class in the mro of `e`'s type (jax's errors subclass builtin ones)."""
   return next(t for t in type(e).__mro__ if t.__module__ == "builtins")
-
-
-@dataclasses.dataclass
-class Outcome:
-  error: type | None = None
-  message: str = ""
-  avals: tuple = ()  # (shape, dtype name, weak_type) per output
-  values: tuple | None = None
-
-  def describe(self):
-    if self.error is not None:
-      return f"{self.error.__name__}({self.message[:90]!r})"
-    return ", ".join(f"{d}{list(s)}{'~' if w else ''}" for s, d, w in self.avals)
 
 
 def _avals(out):
@@ -292,11 +288,9 @@ def _compare(case, want: Outcome, got: Outcome, how: str):
   return None
 
 
-def differences(cases, trace: bool = True, values_per_signature=None, values=True,
-                eager_errors=False, no_values=None):
-  """One line per case where revax differs from jax (eagerly, and traced where `trace`; only
-  traced without `values`)."""
-  want = jax_outcomes(cases, values_per_signature, values, eager_errors, no_values)
+def differences(cases, want, trace: bool = True, values=True):
+  """One line per case where revax differs from jax's outcomes `want` (eagerly, and traced
+  where `trace`; only traced without `values`)."""
   diffs = []
   for case, w in zip(cases, want, strict=True):
     d = _compare(case, w, _eager(REVAX, case), "eager") if values else None
@@ -319,16 +313,33 @@ class Table:
   known: tuple = ()  # (case label, why revax differs there on purpose) pairs
   no_values: Callable | None = None  # cases whose values jax cannot compute (see jax_outcomes)
 
-  def differences(self):
-    """Every differing case, the known ones included."""
-    return differences(self.make(), self.trace, self.values_per_signature, self.values,
-                       self.eager_errors, self.no_values)
+  def jax_outcomes(self, cases):
+    """jax's outcome of each case, computed live (what `records` holds)."""
+    return jax_outcomes(cases, self.values_per_signature, self.values, self.eager_errors,
+                        self.no_values)
 
-  def check(self, show: int = 40):
-    """Fail on a differing case that is not known, and on a known case that no longer
-    differs; print the known ones with their reasons."""
+  def oracle(self, suite_file, cases):
+    """(jax's outcome of each case, lines where the record differs from live jax): recorded
+    outcomes and no lines by default; with REVAX_LIVE_ORACLE=1, live outcomes and the record
+    checked against them. `suite_file` is the test module's file (its record's name)."""
+    if not records.LIVE:
+      return records.recorded_outcomes(suite_file, self.name, cases), []
+    live = self.jax_outcomes(cases)
+    return live, records.stale_outcomes(suite_file, self.name, cases, live)
+
+  def differences(self, suite_file):
+    """Every differing case, the known ones included."""
     cases = self.make()
-    diffs = self.differences()
+    want, _ = self.oracle(suite_file, cases)
+    return differences(cases, want, self.trace, self.values)
+
+  def check(self, suite_file, show: int = 40):
+    """Fail on a differing case that is not known, and on a known case that no longer
+    differs; print the known ones with their reasons. With REVAX_LIVE_ORACLE=1, fail too
+    where the record of jax's outcomes differs from live jax."""
+    cases = self.make()
+    want, stale_record = self.oracle(suite_file, cases)
+    diffs = differences(cases, want, self.trace, self.values)
     known = dict(self.known)
     for label, reason in known.items():
       print(f"known difference: {label}: {reason}")
@@ -337,6 +348,9 @@ class Table:
                             + "\n  ".join(unexpected[:show]))
     stale = set(known) - {d.split(" [", 1)[0] for d in diffs}
     assert not stale, f"known differences that no longer differ: {sorted(stale)}"
+    assert not stale_record, (
+        f"the record of {self.name!r} differs from live jax in {len(stale_record)} cases "
+        f"({records.rerecord_hint(suite_file)}):\n  " + "\n  ".join(stale_record[:20]))
 
 
 def table_params(tables):

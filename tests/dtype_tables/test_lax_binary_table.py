@@ -41,4 +41,4 @@ TABLES = ([tables.Table(n, _all_pairs(n), 2 if n in _SLOW else None) for n in BI
 
 @pytest.mark.parametrize("table", tables.table_params(TABLES))
 def test_lax_binary_function_over_operand_kinds(table):
-  table.check()
+  table.check(__file__)

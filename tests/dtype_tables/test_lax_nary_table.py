@@ -116,4 +116,4 @@ TABLES = (PAIRS + [_triple(n, f) for n, f in TRIPLES]
 
 @pytest.mark.parametrize("table", tables.table_params(TABLES))
 def test_lax_function_over_operand_kinds(table):
-  table.check()
+  table.check(__file__)

@@ -83,4 +83,4 @@ TABLES = ([tables.Table(n, (lambda n=n, f=f: tables.product_cases(n, f, [SMALL, 
 
 @pytest.mark.parametrize("table", tables.table_params(TABLES))
 def test_numpy_binary_function_over_operand_kinds(table):
-  table.check()
+  table.check(__file__)

@@ -85,9 +85,9 @@ def _params(tables_):
 
 @pytest.mark.parametrize("table", _params(CORE_TABLES))
 def test_numpy_core_binary_function_over_operand_kinds(table):
-  table.check()
+  table.check(__file__)
 
 
 @pytest.mark.parametrize("table", _params([t for t in TABLES if t not in CORE_TABLES]))
 def test_numpy_binary_function_over_operand_kinds(table):
-  table.check()
+  table.check(__file__)

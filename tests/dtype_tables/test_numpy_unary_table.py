@@ -39,4 +39,4 @@ TABLES = [tables.Table(n, (lambda n=n: tables.product_cases(n, _unary(n), [KINDS
 
 @pytest.mark.parametrize("table", tables.table_params(TABLES))
 def test_numpy_unary_function_over_operand_kinds(table):
-  table.check()
+  table.check(__file__)

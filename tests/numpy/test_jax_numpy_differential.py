@@ -6,10 +6,19 @@ argument passed as is. Per group, every jit-able case runs in one `jax.jit` (the
 `revax.jit`, and eagerly in revax; cases whose result shape depends on values (`jit=False`) run
 eagerly in both. Outputs must agree in tree structure, dtype, shape and value. A representative
 differentiable subset is checked under grad and vmap the same way.
+
+jax's outputs (each output leaf's dtype, shape and every value) are recorded in
+`expected/test_jax_numpy_differential.json.xz` under jax's version and this file's SHA-256, and
+the tests compare revax with the record; re-record with
+`python -m tests.numpy.test_jax_numpy_differential`. With REVAX_LIVE_ORACLE=1 jax runs live and
+the record is checked against it.
 """
 from __future__ import annotations
 
 import dataclasses
+import json
+import pathlib
+import sys
 from typing import Callable
 
 import numpy as np
@@ -18,6 +27,7 @@ import pytest
 import revax
 import revax.numpy as rnp
 from tests import platform_tolerances
+from tests.dtype_tables import records
 
 jax = pytest.importorskip("jax")
 jnp = jax.numpy
@@ -425,25 +435,35 @@ def _compare(case, expected, actual, how):
     np.testing.assert_allclose(a, e, rtol=rtol, atol=atol, err_msg=where)
 
 
+def _jax_group(group):
+  """jax's output leaves (NumPy arrays) per case of a group: jit-able cases from one jax.jit,
+  the others eagerly."""
+  cases = GROUPS[group]
+  jitted = [c for c in cases if c.jit]
+  out = {}
+  if jitted:
+    expected = _jax_jit(lambda d: [_call(c, jnp, x) for c, x in zip(jitted, d, strict=True)],
+                        [_dynamic(c, jnp) for c in jitted])
+    out.update((c.name, e) for c, e in zip(jitted, expected, strict=True))
+  for c in cases:
+    if not c.jit:
+      out[c.name] = _call(c, jnp, _dynamic(c, jnp))
+  return {name: [np.asarray(leaf) for leaf in _leaves(tree)] for name, tree in out.items()}
+
+
 @pytest.mark.parametrize("group", list(GROUPS))
 def test_matches_jax(group):
   """Each case against JAX: eagerly, and (jit-able cases) under revax.jit."""
   cases = GROUPS[group]
   jitted = [c for c in cases if c.jit]
-
-  def run_all(m, dynamics):
-    return [_call(c, m, d) for c, d in zip(jitted, dynamics, strict=True)]
-
+  want = _oracle(f"group {group}", lambda: _jax_group(group))
   if jitted:
-    expected = _jax_jit(lambda d: run_all(jnp, d), [_dynamic(c, jnp) for c in jitted])
-    actual_jit = revax.jit(lambda d: run_all(rnp, d))([_dynamic(c, rnp) for c in jitted])
-    for c, e, a in zip(jitted, expected, actual_jit, strict=True):
-      _compare(c, e, a, "revax.jit")
-    for c, e in zip(jitted, expected, strict=True):
-      _compare(c, e, _call(c, rnp, _dynamic(c, rnp)), "eager")
+    actual_jit = revax.jit(lambda d: [_call(c, rnp, x) for c, x in zip(jitted, d, strict=True)])(
+        [_dynamic(c, rnp) for c in jitted])
+    for c, a in zip(jitted, actual_jit, strict=True):
+      _compare(c, want[c.name], a, "revax.jit")
   for c in cases:
-    if not c.jit:
-      _compare(c, _call(c, jnp, _dynamic(c, jnp)), _call(c, rnp, _dynamic(c, rnp)), "eager")
+    _compare(c, want[c.name], _call(c, rnp, _dynamic(c, rnp)), "eager")
 
 
 # --- derivatives and batching of a differentiable subset ---------------------------------------
@@ -473,18 +493,84 @@ X = _rng.randn(4, 5).astype(np.float32)
 XB = _rng.randn(3, 4, 5).astype(np.float32)
 
 
+def _jax_grad_and_vmap():
+  """jax's grad and vmap of the subset: {"grad": [array per function], "vmap": [...]}."""
+  funs = [f for _, f in DIFFERENTIABLE]
+  grads, vmaps = _jax_jit(lambda x, xb: ([jax.grad(lambda v, f=f: f(jnp, v))(x) for f in funs],
+                                         [jax.vmap(lambda v, f=f: f(jnp, v))(xb) for f in funs]),
+                          X, XB)
+  return {"grad": [np.asarray(g) for g in grads], "vmap": [np.asarray(v) for v in vmaps]}
+
+
 def test_grad_and_vmap_match_jax():
   """grad and vmap of the subset (revax eagerly) against one jax.jit."""
   names = [n for n, _ in DIFFERENTIABLE]
   funs = [f for _, f in DIFFERENTIABLE]
-  expected = _jax_jit(lambda x, xb: ([jax.grad(lambda v, f=f: f(jnp, v))(x) for f in funs],
-                                     [jax.vmap(lambda v, f=f: f(jnp, v))(xb) for f in funs]),
-                      X, XB)
-  for name, f, e in zip(names, funs, expected[0], strict=True):
+  expected = _oracle("grad_and_vmap", _jax_grad_and_vmap)
+  for name, f, e in zip(names, funs, expected["grad"], strict=True):
     g = revax.grad(lambda v, f=f: f(rnp, v))(rnp.asarray(X))
     np.testing.assert_allclose(np.asarray(g), np.asarray(e), rtol=2e-4, atol=2e-4,
                                err_msg=f"grad {name}")
   vm = [revax.vmap(lambda v, f=f: f(rnp, v))(rnp.asarray(XB)) for f in funs]
-  for name, a, e in zip(names, vm, expected[1], strict=True):
+  for name, a, e in zip(names, vm, expected["vmap"], strict=True):
     np.testing.assert_allclose(np.asarray(a), np.asarray(e), rtol=2e-4, atol=2e-4,
                                err_msg=f"vmap {name}")
+
+
+# --- the recorded oracle -------------------------------------------------------------------------
+RECORD = pathlib.Path(__file__).parent / "expected" / "test_jax_numpy_differential.json.xz"
+_HINT = "re-record with: python -m tests.numpy.test_jax_numpy_differential"
+
+
+def _encode(arrays_by_name):
+  return {k: [records.encode_array(a) for a in v] for k, v in arrays_by_name.items()}
+
+
+def _all_outputs():
+  """Every recorded key and jax's live outputs under it."""
+  return ({f"group {g}": _jax_group(g) for g in GROUPS}
+          | {"grad_and_vmap": _jax_grad_and_vmap()})
+
+
+_DOC = {}
+
+
+def _record_doc():
+  if not _DOC:
+    assert RECORD.exists(), f"no record of jax's outputs: {_HINT}"
+    doc = records.read_doc(RECORD)
+    assert doc["sha256"] == records.digest_files([__file__]), (
+        f"the record of jax's outputs is stale (this file changed since it was made with jax "
+        f"{doc['jax']}): {_HINT}")
+    _DOC.update(doc)
+  return _DOC
+
+
+def _oracle(key, live):
+  """jax's outputs under `key`: recorded, or with REVAX_LIVE_ORACLE=1 computed by `live()`,
+  failing where the record differs from them."""
+  if not records.LIVE:
+    return {k: [records.decode_array(a) for a in v]
+            for k, v in _record_doc()["outputs"][key].items()}
+  outputs = live()
+  doc = _record_doc()
+  assert doc["jax"] == jax.__version__, \
+      f"the record was made with jax {doc['jax']}, jax {jax.__version__} is installed: {_HINT}"
+  now = json.loads(json.dumps(_encode(outputs)))  # through JSON, as the file holds it
+  was = doc["outputs"].get(key, {})
+  stale = sorted(k for k in set(now) | set(was) if was.get(k) != now.get(k))
+  assert not stale, f"the record of {key} differs from live jax in {stale}: {_HINT}"
+  return outputs
+
+
+def record():
+  """Writes jax's outputs of every group and of the grad/vmap subset to RECORD."""
+  outputs = {key: _encode(out) for key, out in _all_outputs().items()}
+  records.write_doc(RECORD, {"jax": jax.__version__, "sha256": records.digest_files([__file__]),
+                             "outputs": outputs})
+  print(f"recorded {sum(len(v) for v in outputs.values())} cases in {RECORD} "
+        f"({RECORD.stat().st_size / 1024:.0f} KiB)")
+
+
+if __name__ == "__main__":
+  sys.exit(record())

@@ -5,6 +5,7 @@ and revax.lax functions jax allows on them (shape functions, where, take, concat
 with jax's TypeError for arithmetic. Generated over every sampler of revax.random and every tree
 utility."""
 import inspect
+import json
 
 import jax
 import jax.numpy as jnp
@@ -14,6 +15,7 @@ import pytest
 import revax
 import revax.numpy as rnp
 from tests import platform_tolerances
+from tests.dtype_tables import records
 from revax import random as rr
 
 jr = jax.random
@@ -55,14 +57,21 @@ def _same(a, b):
       np.testing.assert_allclose(a, b, rtol=rtol, atol=atol)
 
 
-def both(fn):
-  """Run `fn(lib, random)` with jax and with revax and compare outcomes (values/exceptions)."""
-  out = {}
-  for lib, rnd in ((jax, jr), (revax, rr)):
-    try:
-      out[lib] = ("ok", _data(fn(lib, rnd), lib))
-    except Exception as e:  # noqa: BLE001 (the exception type is compared)
-      out[lib] = ("raise", type(e))
+def _outcome(fn, lib, rnd):
+  try:
+    return ("ok", _data(fn(lib, rnd), lib))
+  except Exception as e:  # noqa: BLE001 (the exception type is compared)
+    return ("raise", type(e))
+
+
+def both(fn, recorded=None):
+  """Run `fn(lib, random)` with jax and with revax and compare outcomes (values/exceptions);
+  jax's outcome from the record under the key `recorded`, where it is given (see below)."""
+  out = {revax: _outcome(fn, revax, rr)}
+  if recorded is None:
+    out[jax] = _outcome(fn, jax, jr)
+  else:
+    out[jax] = JAX_OUTCOMES.get(recorded, lambda: _outcome(fn, jax, jr))
   assert out[jax][0] == out[revax][0], out
   if out[jax][0] == "raise":
     assert issubclass(out[revax][1], out[jax][1]), out
@@ -196,8 +205,12 @@ TRANSFORMS = {
 @pytest.mark.parametrize("transform", sorted(TRANSFORMS))
 @pytest.mark.parametrize("sampler", sorted(SAMPLERS))
 def test_every_sampler_takes_a_key_through_transforms(sampler, transform):
-  both(lambda lib, rnd: TRANSFORMS[transform](lib, lambda k: SAMPLERS[sampler](rnd, k),
-                                              rnd.key(7)))
+  both(_through(sampler, transform), recorded=f"{sampler} {transform}")
+
+
+def _through(sampler, transform):
+  return lambda lib, rnd: TRANSFORMS[transform](lib, lambda k: SAMPLERS[sampler](rnd, k),
+                                                rnd.key(7))
 
 
 # --- keys as carries, outputs and non-differentiable arguments ----------------------------------
@@ -450,3 +463,97 @@ def test_eval_shape_gives_key_structs(name):
                                   is_leaf=lambda s: isinstance(s, lib.ShapeDtypeStruct))
   j, v = shapes(jax, jr), shapes(revax, rr)
   assert j == v
+
+
+# --- the recorded oracle -------------------------------------------------------------------------
+# jax's outcomes of the sampler x transform table (160 jax compilations: ~95% of its time) are
+# recorded in expected/test_key_leaves.json.xz under this file's SHA-256; re-record with
+# `python -m tests.random.test_key_leaves`, run jax live with REVAX_LIVE_ORACLE=1 (which also
+# checks the record). Exception types are recorded by module and name, so the subclass check
+# against jax's own class is unchanged.
+def _encode_data(x):
+  if isinstance(x, tuple) and x and isinstance(x[0], str):
+    return {"key": x[1], "data": records.encode_array(x[2])}
+  if isinstance(x, (tuple, list)):
+    return {type(x).__name__: [_encode_data(v) for v in x]}
+  if isinstance(x, dict):
+    return {"dict": [[k, _encode_data(v)] for k, v in x.items()]}
+  if isinstance(x, str) or x is None:
+    return {"scalar": x}
+  return {"array": records.encode_array(x)}
+
+
+def _decode_data(d):
+  (kind, v), = d.items() if "key" not in d else [("key", d)]
+  if kind == "key":
+    return ("key", v["key"], records.decode_array(v["data"]))
+  if kind in ("tuple", "list"):
+    return {"tuple": tuple, "list": list}[kind](_decode_data(e) for e in v)
+  if kind == "dict":
+    return {k: _decode_data(e) for k, e in v}
+  if kind == "scalar":
+    return v
+  return records.decode_array(v)
+
+
+def _encode_outcome(o):
+  if o[0] == "raise":
+    return {"raise": [o[1].__module__, o[1].__qualname__]}
+  return {"ok": _encode_data(o[1])}
+
+
+def _decode_outcome(d):
+  if "raise" in d:
+    import importlib
+    module, name = d["raise"]
+    kind = importlib.import_module(module)
+    for part in name.split("."):
+      kind = getattr(kind, part)
+    return ("raise", kind)
+  return ("ok", _decode_data(d["ok"]))
+
+
+class _Outcomes:
+  path = __import__("pathlib").Path(__file__).parent / "expected" / "test_key_leaves.json.xz"
+  hint = "re-record with: python -m tests.random.test_key_leaves"
+
+  def __init__(self):
+    self._doc = None
+
+  def _load(self):
+    if self._doc is None:
+      assert self.path.exists(), f"no record of jax's outcomes: {self.hint}"
+      doc = records.read_doc(self.path)
+      assert doc["sha256"] == records.digest_files([__file__]), (
+          f"the record of jax's outcomes is stale (this file changed since it was made with "
+          f"jax {doc['jax']}): {self.hint}")
+      self._doc = doc
+    return self._doc
+
+  def get(self, key, thunk):
+    if not records.LIVE:
+      outcomes = self._load()["outcomes"]
+      assert key in outcomes, f"no record of {key!r}: {self.hint}"
+      return _decode_outcome(outcomes[key])
+    live = thunk()
+    doc = self._load()
+    assert doc["jax"] == jax.__version__, \
+        f"the record was made with jax {doc['jax']}, jax {jax.__version__} is installed"
+    now = json.loads(json.dumps(_encode_outcome(live)))  # through JSON, as the file holds it
+    assert doc["outcomes"].get(key) == now, f"the record of {key!r} differs from live jax: " \
+                                            f"{self.hint}"
+    return live
+
+  def record(self):
+    outcomes = {f"{s} {t}": _encode_outcome(_outcome(_through(s, t), jax, jr))
+                for s in sorted(SAMPLERS) for t in sorted(TRANSFORMS)}
+    records.write_doc(self.path, {"jax": jax.__version__,
+                                  "sha256": records.digest_files([__file__]),
+                                  "outcomes": outcomes})
+    return len(outcomes)
+
+
+JAX_OUTCOMES = _Outcomes()
+
+if __name__ == "__main__":
+  print(f"recorded {JAX_OUTCOMES.record()} outcomes in {JAX_OUTCOMES.path}")

@@ -16,6 +16,7 @@ import pytest
 import revax
 import revax.random as rr
 from tests import platform_tolerances
+from tests.dtype_tables import records
 from tests.random.test_keys import assert_same
 
 IMPLS = ["rbg", "unsafe_rbg"]
@@ -108,10 +109,37 @@ def impl(request):
   return request.param
 
 
+# jax's draws of the two tests below (440 eager jax calls, each compiling its primitives: about
+# 85% of their time) are recorded in expected/test_prng_impls.json.xz under this file's SHA-256;
+# re-record with `python -m tests.random.test_prng_impls`, run jax live with REVAX_LIVE_ORACLE=1.
+JAX_DRAWS = records.RecordedArrays(__file__, "python -m tests.random.test_prng_impls")
+
+
+def _jax_typed(impl, call, seed):
+  return call(jr, jr.key(seed, impl=impl))
+
+
+def _jax_raw(impl, call):
+  with jax.default_prng_impl(impl):
+    jkey = jr.PRNGKey(SEEDS[1])
+    return [jkey, call(jr, jkey)]
+
+
+def oracle_cases():
+  """(key, thunk) of every jax draw the two tests compare with."""
+  for impl_name in IMPLS:
+    for name, call in SAMPLERS:
+      for seed in SEEDS:
+        yield (f"typed {impl_name} {name} {seed}",
+               lambda i=impl_name, c=call, s=seed: [_jax_typed(i, c, s)])
+      yield f"raw {impl_name} {name}", lambda i=impl_name, c=call: _jax_raw(i, c)
+
+
 @pytest.mark.parametrize("name, call", SAMPLERS, ids=IDS)
 def test_typed_keys_bit_exact(impl, name, call):
   for seed in SEEDS:
-    expected = call(jr, jr.key(seed, impl=impl))
+    (expected,) = JAX_DRAWS.get(f"typed {impl} {name} {seed}",
+                                lambda: [_jax_typed(impl, call, seed)])
     assert_like_jax(name, revax.jit(lambda k: call(rr, k))(rr.key(seed, impl=impl)), expected)
     assert_like_jax(name, call(rr, rr.key(seed, impl=impl)), expected)
 
@@ -119,10 +147,11 @@ def test_typed_keys_bit_exact(impl, name, call):
 @pytest.mark.parametrize("name, call", SAMPLERS, ids=IDS)
 def test_raw_keys_under_the_default_impl(impl, name, call):
   """Raw uint32[4] keys are read as keys of jax_default_prng_impl, in revax as in JAX."""
-  with jax.default_prng_impl(impl), revax.default_prng_impl(impl):
-    key, jkey = rr.PRNGKey(SEEDS[1]), jr.PRNGKey(SEEDS[1])
+  jkey, expected = JAX_DRAWS.get(f"raw {impl} {name}", lambda: _jax_raw(impl, call))
+  with revax.default_prng_impl(impl):
+    key = rr.PRNGKey(SEEDS[1])
     assert_same(key, jkey)
-    assert_like_jax(name, revax.jit(lambda k: call(rr, k))(key), call(jr, jkey))
+    assert_like_jax(name, revax.jit(lambda k: call(rr, k))(key), expected)
 
 
 VMAPPED = [
@@ -260,3 +289,7 @@ def test_rng_bit_generator_matches_jaxlib():
       rk, rb = revax.lax.rng_bit_generator(key, shape, dtype, revax.lax.RandomAlgorithm(alg))
       assert_same(rb, jb)
       assert_same(rk, jk)
+
+
+if __name__ == "__main__":
+  print(f"recorded {JAX_DRAWS.record(oracle_cases())} draws in {JAX_DRAWS.path}")
