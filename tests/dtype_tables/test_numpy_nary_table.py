@@ -59,4 +59,4 @@ TABLES = [T.Table(name, (lambda name=name, f=f, k=k: T.product_cases(name, f, k)
 
 @pytest.mark.parametrize("table", T.table_params(TABLES))
 def test_numpy_function_of_three_arrays_over_operand_kinds(table):
-  table.check()
+  table.check(__file__)
