@@ -32,7 +32,8 @@ from revax._src.runtime.client import get_backend
 from revax._src.donation import mesh_donated
 from revax._src.program_cache import program_for as one_device_program
 from revax._src.sharded_place import is_sharding, place
-from revax._src.sharding import Mesh, NamedSharding, PartitionSpec, resolve_specs
+from revax._src.sharding import (Mesh, NamedSharding, PartitionSpec, concrete_sharding,
+                                 resolve_specs)
 from revax._src.spmd_program import SpmdProgram, constraint_meshes, program_for, typed_results
 
 __all__ = ["requested", "argument_shardings", "prepare", "PreparedCall", "run", "fast_key",
@@ -55,7 +56,7 @@ def _leaf_shardings(spec, tree_value, what: str, n_leaves: int) -> list:
     return [None] * n_leaves
   spec = resolve_specs(spec, f"jit {what}", RuntimeError)  # bare specs: over the set_mesh mesh
   if is_sharding(spec):
-    return [spec] * n_leaves
+    return [_concrete(spec, what)] * n_leaves
   is_leaf = lambda s: s is None or is_sharding(s) or isinstance(s, PartitionSpec)
   try:
     out = tree_util.tree_leaves(tree_util.tree_map(
@@ -68,7 +69,22 @@ def _leaf_shardings(spec, tree_value, what: str, n_leaves: int) -> list:
   flat = [s for group in out for s in group]
   if len(flat) != n_leaves:
     raise ValueError(f"jit {what}: {len(flat)} shardings for {n_leaves} values")
-  return flat
+  return [_concrete(s, what) for s in flat]
+
+
+def _concrete(s, what: str):
+  """`s`, with a sharding over an AbstractMesh made one over the mesh in context (as jax does
+  for out_shardings; it refuses such in_shardings with a ValueError).
+
+  Raises:
+    ValueError: an abstract mesh's sharding in in_shardings, or in out_shardings with no
+      mesh of its axes set."""
+  if not isinstance(s, NamedSharding) or s._is_concrete:
+    return s
+  if what == "in_shardings":
+    raise ValueError(f"jit in_shardings got {s!r}, whose mesh is abstract (it has no devices "
+                     "to place the arguments on): pass a NamedSharding over a concrete Mesh")
+  return concrete_sharding(s, f"jit {what}")
 
 
 def _program_mesh(shardings, jaxpr) -> Mesh | None:

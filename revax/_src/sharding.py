@@ -98,8 +98,17 @@ class Sharding:
   def device_set(self) -> set:
     raise NotImplementedError
 
+  @property
+  def _device_assignment(self) -> tuple:
+    """The devices in the sharding's order (JAX's name)."""
+    return tuple(self._device_list)
+
   def devices_indices_map(self, global_shape) -> dict:
     raise NotImplementedError
+
+  def addressable_devices_indices_map(self, global_shape) -> dict:
+    """{addressable device: its block}; with one process, `devices_indices_map`."""
+    return self.devices_indices_map(global_shape)
 
   def shard_shape(self, global_shape) -> tuple:
     raise NotImplementedError
@@ -395,12 +404,41 @@ class NamedSharding(Sharding):
     """The devices in mesh order (row-major): mesh position p is `_device_list[p]`."""
     return list(self._concrete_mesh("_device_assignment").devices.flat)
 
-  addressable_devices = device_set
+  @property
+  def addressable_devices(self) -> set:
+    return set(self._concrete_mesh("addressable_devices").devices.flat)
 
   @property
   def is_fully_addressable(self) -> bool:
     self._concrete_mesh("is_fully_addressable")
     return True
+
+  @property
+  def _is_concrete(self) -> bool:
+    return not isinstance(self.mesh, AbstractMesh)
+
+  def update(self, **kwargs) -> "NamedSharding":
+    """A copy with `mesh`, `spec` (a PartitionSpec or a sequence of its entries) or
+    `memory_kind` replaced.
+
+    Example:
+      >>> from revax.sharding import AbstractMesh, NamedSharding, PartitionSpec as P
+      >>> NamedSharding(AbstractMesh((2,), ("x",)), P("x")).update(spec=P())
+      NamedSharding(mesh=AbstractMesh('x': 2, axis_types=(Auto,)), spec=P())
+    """
+    spec = kwargs.pop("spec", self.spec)
+    if not isinstance(spec, PartitionSpec):
+      spec = PartitionSpec(*spec)
+    out = NamedSharding(kwargs.pop("mesh", self.mesh), spec,
+                        memory_kind=kwargs.pop("memory_kind", self.memory_kind))
+    if kwargs:
+      raise TypeError(f"NamedSharding.update() got unexpected keyword arguments "
+                      f"{sorted(kwargs)}")
+    return out
+
+  def with_memory_kind(self, kind: str) -> "NamedSharding":
+    """A copy whose memory kind is `kind`."""
+    return self.update(memory_kind=kind)
 
   def _indices(self, shape) -> list:
     """The block (a tuple of slices) each device of `_device_list` holds of an array of
@@ -452,6 +490,15 @@ class NamedSharding(Sharding):
   def is_equivalent_to(self, other, ndim: int) -> bool:
     if not hasattr(type(other), "_indices") or not hasattr(type(other), "_device_list"):
       return False
+    if isinstance(self.mesh, AbstractMesh) and isinstance(getattr(other, "mesh", None),
+                                                          AbstractMesh):
+      # no devices to compare (as jax): the same blocks in the same mesh positions
+      try:
+        return (self.mesh.size == other.mesh.size
+                and [_blocks(i) for i in self._indices(_probe(self, ndim))]
+                == [_blocks(i) for i in other._indices(_probe(self, ndim))])
+      except ValueError:
+        return False
     try:
       return (self._device_list == other._device_list
               and [_blocks(i) for i in self._indices(_probe(self, ndim))]
@@ -467,7 +514,8 @@ class NamedSharding(Sharding):
 
   def __repr__(self):
     if isinstance(self.mesh, AbstractMesh):  # a type's sharding (JAX prints no memory kind)
-      return f"NamedSharding(mesh={self.mesh!r}, spec={self.spec!r})"
+      kind = "" if self.memory_kind is None else f", memory_kind={self.memory_kind}"
+      return f"NamedSharding(mesh={self.mesh!r}, spec={self.spec!r}{kind})"
     return (f"NamedSharding(mesh={self.mesh}, spec={self.spec!r}, "
             f"memory_kind={self.memory_kind or 'device'})")
 
@@ -488,6 +536,10 @@ class SingleDeviceSharding(Sharding):
 
   is_fully_replicated = True
   is_fully_addressable = True
+
+  def with_memory_kind(self, kind: str) -> "SingleDeviceSharding":
+    """A copy whose memory kind is `kind`."""
+    return SingleDeviceSharding(self.device, memory_kind=kind)
 
   @property
   def _device_list(self) -> list:
