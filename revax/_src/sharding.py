@@ -304,6 +304,24 @@ def make_mesh(axis_shapes, axis_names, axis_types=None, *, devices=None) -> Mesh
   return Mesh(grid.reshape(shape), names, axis_types)
 
 
+class UnconstrainedSingleton:
+  """The type of `PartitionSpec.UNCONSTRAINED`: a dimension whose split is left to XLA."""
+  __slots__ = ()
+
+  def __repr__(self):
+    return "UNCONSTRAINED"
+
+  def __reduce__(self):
+    return (_get_default_unconstrained, ())
+
+
+def _get_default_unconstrained():
+  return UNCONSTRAINED
+
+
+UNCONSTRAINED = UnconstrainedSingleton()
+
+
 class PartitionSpec:
   """Per array dimension: the mesh axis (or tuple of axes, major first) it is split over, or
   None. Trailing dimensions not listed are not split.
@@ -314,6 +332,9 @@ class PartitionSpec:
     P('data', None)
   """
   __slots__ = ("_parts",)
+  # a dimension left open: with_sharding_constraint lets XLA choose its split (`{?}`); where a
+  # sharding places values (device_put, jit arguments), it is not split (as None)
+  UNCONSTRAINED = UNCONSTRAINED
 
   def __init__(self, *parts):
     norm = []
@@ -339,7 +360,7 @@ class PartitionSpec:
   def axes_of(self, dim: int) -> tuple:
     """The mesh axes dimension `dim` is split over (major first), () when not split."""
     part = self._parts[dim] if dim < len(self._parts) else None
-    if part is None:
+    if part is None or part is UNCONSTRAINED:
       return ()
     return part if isinstance(part, tuple) else (part,)
 
