@@ -315,6 +315,17 @@ class UnconstrainedSingleton:
     return (_get_default_unconstrained, ())
 
 
+def _canonical_part(p):
+  """A spec entry as jax keeps it: a list or tuple of one axis is that axis, an empty one None."""
+  if isinstance(p, (list, tuple)):
+    p = tuple(p)
+    if len(p) == 0:
+      return None
+    if len(p) == 1:
+      return p[0]
+  return p
+
+
 def _get_default_unconstrained():
   return UNCONSTRAINED
 
@@ -337,19 +348,48 @@ class PartitionSpec:
   UNCONSTRAINED = UNCONSTRAINED
 
   def __init__(self, *parts):
-    norm = []
-    for p in parts:
-      if isinstance(p, (list, tuple)):
-        p = tuple(p)
-        if len(p) == 0:
-          p = None
-        elif len(p) == 1:
-          p = p[0]
-      norm.append(p)
-    self._parts = tuple(norm)
+    self._parts = tuple(map(_canonical_part, parts))
+
+  @property
+  def partitions(self) -> tuple:
+    """The entries, one per dimension."""
+    return self._parts
+
+  # (jax's unreduced/reduced axes, which revax does not model: always empty)
+  unreduced = property(lambda self: frozenset())
+  reduced = property(lambda self: frozenset())
 
   def __len__(self):
     return len(self._parts)
+
+  def index(self, value) -> int:
+    """The position of the first entry equal to `value` (as a tuple's index)."""
+    return self._parts.index(_canonical_part(value))
+
+  def count(self, value) -> int:
+    """How many entries equal `value`."""
+    return self._parts.count(_canonical_part(value))
+
+  def __add__(self, other):
+    if isinstance(other, (PartitionSpec, tuple)):
+      return PartitionSpec(*self._parts, *other)
+    raise NotImplementedError  # (jax's, for anything but a PartitionSpec or a tuple)
+
+  def __radd__(self, other):
+    if isinstance(other, tuple):
+      return PartitionSpec(*other, *self._parts)
+    raise NotImplementedError
+
+  def update(self, partitions=None, unreduced=None, reduced=None) -> "PartitionSpec":
+    """A copy with its entries replaced by `partitions`.
+
+    Raises:
+      NotImplementedError: non-empty `unreduced`/`reduced` axes (revax does not model them).
+    """
+    if unreduced or reduced:
+      raise NotImplementedError("PartitionSpec.update: revax does not support unreduced or "
+                                "reduced mesh axes")
+    return PartitionSpec(*(self._parts if partitions is None else partitions))
 
   def __getitem__(self, i):
     return self._parts[i]
