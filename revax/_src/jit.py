@@ -506,9 +506,16 @@ class Jitted:
           if plan is not None:
             self._traces.plan = plan  # this signature's next call goes through it
           return out
-    entry, _, _, prepared = self._prepare_with_shardings(args, kwargs)
+    entry, leaves, _, prepared = self._prepare_with_shardings(args, kwargs)
     program = prepared.program
     actions = None if program is not None else sharded_jit.finish_actions(prepared.out_shardings)
+    if entry.ref_mask is not None:  # mutable array refs among the operands (flax's nnx.jit)
+      if program is not None:
+        raise NotImplementedError(f"jit of {self.name}: mutable array references as operands "
+                                  "of a program over a mesh of several devices")
+      outs = sharded_jit.finish_one_device(self._call_with_refs(entry, leaves, args, kwargs),
+                                           actions)
+      return outs[0] if entry.out_is_leaf else tree_util.tree_unflatten(entry.out_tree, outs)
     out = self._checked_over_mesh(args, kwargs,
                                   sharded_jit.run(entry, program, actions, prepared.flat))
     if (not kwargs and not self.static_argnums and key is not None

@@ -216,7 +216,7 @@ def finish_actions(shardings):
   return actions if any(actions) else None
 
 
-def _finish_one_device(outs, actions) -> list:
+def finish_one_device(outs, actions) -> list:
   """Results of a single-device program laid out as `finish_actions` says."""
   if actions is None:
     return outs
@@ -241,7 +241,7 @@ def call_sharded(closed, name, args, in_shardings, out_shardings):
          for x, s in zip(args, ins, strict=True)]
   program, outs = _program_or_none(closed, name, ins, outs)
   if program is None:
-    return _finish_one_device(one_device_program(closed, name).call_arrays(args),
+    return finish_one_device(one_device_program(closed, name).call_arrays(args),
                               finish_actions(outs))
   dispatch.check_arg_avals(name, closed.in_avals,
                            [x.aval if isinstance(x, Array) else get_aval(x) for x in args])
@@ -286,7 +286,7 @@ def run(entry, program, actions, flat):
     if entry.program is None:
       entry.program = one_device_program(entry.jaxpr, entry.name)
     outs = entry.program.run_unchecked(flat)
-    outs = _finish_one_device(outs, actions)
+    outs = finish_one_device(outs, actions)
   else:
     outs = program(flat)
   return outs[0] if entry.out_is_leaf else tree_util.tree_unflatten(entry.out_tree, outs)
