@@ -183,3 +183,36 @@ def test_device_put_leaves_float0_values_on_the_host():
   out = revax.device_put({"t": zeros, "x": x3})
   assert out["t"].dtype == revax.dtypes.float0 and out["t"].shape == (3,)
   assert isinstance(out["x"], revax.Array)
+
+
+STATIC_NUMS = [None, (), 1, (1, 2)]
+STATIC_NAMES = [None, (), "n", ("n", "m")]
+
+
+@pytest.mark.parametrize("nums", STATIC_NUMS, ids=repr)
+@pytest.mark.parametrize("names", STATIC_NAMES, ids=repr)
+def test_static_positions_and_names_are_inferred_as_jax_infers_them(nums, names):
+  # jax infers the positions of static names only when no static_argnums are given, and the
+  # names of static positions only when no static_argnames are (flax's lifted jit passes both,
+  # static_argnums=(0,) for its fingerprint and the user's static_argnames)
+  jax = pytest.importorskip("jax")
+
+  def outcome(lib):
+    seen = []
+
+    def f(x, n, m=1):
+      seen.append(tuple("static" if isinstance(v, int) else "traced" for v in (n, m)))
+      return x * 2
+
+    g = lib.jit(f, static_argnums=nums, static_argnames=names)
+    results = []
+    for args, kwargs in (((2, 3), {}), ((2,), {"m": 3}), ((), {"n": 2, "m": 3})):
+      seen.clear()
+      try:
+        g(np.float32(1.0), *args, **kwargs)
+        results.append(seen[0] if seen else "cached")
+      except Exception as e:  # noqa: BLE001 (the exception's type is the outcome)
+        results.append(type(e).__name__)
+    return results
+
+  assert outcome(revax) == outcome(jax)
