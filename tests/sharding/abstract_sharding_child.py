@@ -104,4 +104,31 @@ with lib.set_mesh(mesh):
       lambda v: lib.lax.with_sharding_constraint(v * 2, ns))(x).sharding))
   show("abstract mesh in context", lambda: spec(lib.jit(
       lambda v: v * 2, out_shardings=S.NamedSharding(S.get_abstract_mesh(), P("a")))(x).sharding))
+
+# a type's sharding with no mesh (`typeof(x).sharding` outside set_mesh: the empty AbstractMesh)
+# as out_sharding= asks for nothing (flax's Dropout passes it to random.bernoulli)
+y = lib.numpy.ones((2, 3))
+none = lib.typeof(y).sharding
+k0 = lib.random.key(0)
+OUT_SHARDING_OPS = {
+    "bernoulli": lambda s: lib.random.bernoulli(k0, 0.5, (2, 3), out_sharding=s),
+    "normal": lambda s: lib.random.normal(k0, (2, 3), out_sharding=s),
+    "uniform": lambda s: lib.random.uniform(k0, (2, 3), out_sharding=s),
+    "dot": lambda s: lib.numpy.dot(y, y.T, out_sharding=s),
+    "matmul": lambda s: lib.numpy.matmul(y, y.T, out_sharding=s),
+    "einsum": lambda s: lib.numpy.einsum("ij,kj->ik", y, y, out_sharding=s),
+    "zeros": lambda s: lib.numpy.zeros((2, 3), out_sharding=s),
+    "full": lambda s: lib.numpy.full((2, 3), 2.0, out_sharding=s),
+    "reshape": lambda s: lib.numpy.reshape(y, (3, 2), out_sharding=s),
+    "dot_general": lambda s: lib.lax.dot_general(y, y, (((1,), (1,)), ((), ())),
+                                                out_sharding=s),
+}
+for op, fn in OUT_SHARDING_OPS.items():
+  def described(v):
+    return v.shape, str(v.dtype), np.asarray(v).tolist()
+  show(f"no-mesh out_sharding {op}", lambda: described(fn(none)) == described(fn(None)))
+  show(f"no-mesh out_sharding {op} jit", lambda: described(lib.jit(lambda: fn(none))())
+       == described(fn(None)))
+show("no-mesh reshard", lambda: lib.sharding.reshard(y, none))
+show("no-mesh constraint", lambda: lib.jit(lambda v: lib.lax.with_sharding_constraint(v, none))(y))
 print("ABSTRACT_SHARDING_DONE")

@@ -105,6 +105,8 @@ def resolve_out_sharding(out_sharding):
   """
   if out_sharding is None:
     return None
+  if getattr(getattr(out_sharding, "mesh", None), "empty", False):
+    return None  # a type's sharding with no mesh (`typeof(x).sharding`): none asked (as jax)
   if mesh_context.is_spec(out_sharding):
     out_sharding = mesh_context.resolve_spec(out_sharding, "out_sharding")
   if mesh_context.concrete is not None:  # (a type's sharding: over the mesh in context)

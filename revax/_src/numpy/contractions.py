@@ -89,7 +89,7 @@ def _dot_out_sharding(out_sharding, perm):
   """`out_sharding` (for a result that is the dot's transposed by `perm`) for the dot's own
   result; a bare PartitionSpec is resolved against the mesh in context."""
   out_sharding = sharding_constraint.resolve_out_sharding(out_sharding)
-  if perm is None or perm == tuple(range(len(perm))):
+  if out_sharding is None or perm is None or perm == tuple(range(len(perm))):
     return out_sharding
   spec = list(out_sharding.spec) + [None] * (len(perm) - len(out_sharding.spec))
   parts = [None] * len(perm)
@@ -359,8 +359,8 @@ def einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
     pref, out_weak = util.canonical_dtype_arg(preferred_element_type), False
   entries = list(zip(arrays, input_names, strict=True))
   named = None  # (mesh, {output name: its split}) for the last contraction, from out_sharding
-  if out_sharding is not None:
-    resolved = sharding_constraint.resolve_out_sharding(out_sharding)
+  resolved = sharding_constraint.resolve_out_sharding(out_sharding)
+  if resolved is not None:
     named = (resolved.mesh, dict(zip(output, sharding_types.explicit_parts(
         resolved, len(output)) or (None,) * len(output), strict=True)))
   for step, (indices, removed, einstr) in enumerate(contractions):
