@@ -113,6 +113,19 @@ class Sharding:
   def shard_shape(self, global_shape) -> tuple:
     raise NotImplementedError
 
+  def is_equivalent_to(self, other, ndim: int) -> bool:
+    """Whether the two place the same blocks of an array of rank `ndim` on the same devices
+    (a NamedSharding over one device is equivalent to that device's SingleDeviceSharding)."""
+    if not hasattr(type(other), "_indices") or not hasattr(type(other), "_device_list"):
+      return False
+    try:
+      probe = (_probe_size(self) * _probe_size(other),) * ndim
+      return (self._device_list == other._device_list
+              and [_blocks(i) for i in self._indices(probe)]
+              == [_blocks(i) for i in other._indices(probe)])
+    except ValueError:
+      return False
+
 
 class Mesh(_MeshAxes):
   """Devices in an n-d grid with a name per grid axis.
@@ -560,12 +573,7 @@ class NamedSharding(Sharding):
                 == [_blocks(i) for i in other._indices(_probe(self, ndim))])
       except ValueError:
         return False
-    try:
-      return (self._device_list == other._device_list
-              and [_blocks(i) for i in self._indices(_probe(self, ndim))]
-              == [_blocks(i) for i in other._indices(_probe(self, ndim))])
-    except ValueError:
-      return False
+    return Sharding.is_equivalent_to(self, other, ndim)
 
   def __eq__(self, other):
     return isinstance(other, NamedSharding) and (self.mesh, self.spec) == (other.mesh, other.spec)
@@ -638,6 +646,12 @@ def check_spec(spec: PartitionSpec, mesh: Mesh, where: str) -> None:
       if axis in seen:
         raise DuplicateSpecError(f"{where}: the spec {spec!r} uses mesh axis {axis!r} more than once")
       seen.append(axis)
+
+
+def _probe_size(sharding) -> int:
+  """A dimension size every split of `sharding` divides."""
+  mesh = getattr(sharding, "mesh", None)
+  return mesh.size if mesh is not None else max(len(sharding._device_list), 1)
 
 
 def _probe(sharding, ndim: int) -> tuple:

@@ -85,6 +85,20 @@ show("single _device_assignment", lambda: [d.id for d in one._device_assignment]
 show("single addressable map", lambda: [(d.id, i) for d, i in
                                         one.addressable_devices_indices_map((3,)).items()])
 
+# is_equivalent_to between every kind of concrete sharding (flax's spmd tests compare a
+# SingleDeviceSharding with a NamedSharding)
+d0, d1 = lib.devices()[:2]
+m1 = lib.make_mesh((1,), ("a",), (AxisType.Auto,), devices=[d0])
+m2 = lib.make_mesh((2,), ("a",), (AxisType.Auto,))
+kinds = {"one": S.SingleDeviceSharding(d0), "other": S.SingleDeviceSharding(d1),
+         "named1": S.NamedSharding(m1, P("a")), "named1 rep": S.NamedSharding(m1, P()),
+         "named2": S.NamedSharding(m2, P("a")), "named2 rep": S.NamedSharding(m2, P()),
+         "named2 b": S.NamedSharding(m2, P(None, "a"))}
+for kname, kind in kinds.items():
+  for ndim in (2, 3):  # (jax: IndexError at rank 1 against P(None, 'a'); revax: False)
+    show(f"{kname} equivalent rank {ndim}", lambda: [int(kind.is_equivalent_to(o, ndim))
+                                                     for o in kinds.values()])
+
 # where the transformations take it
 ns = S.NamedSharding(am, P("a"))
 x = lib.numpy.arange(4.0)
