@@ -216,3 +216,49 @@ def test_static_positions_and_names_are_inferred_as_jax_infers_them(nums, names)
     return results
 
   assert outcome(revax) == outcome(jax)
+
+
+SHARDING_PREFIXES = {  # name -> (in_shardings, out_shardings), given the one-device sharding
+    "lists": lambda one: (([None, None],), [None, None]),
+    "lists of shardings": lambda one: (([one, None],), [None, one]),
+    "list prefix": lambda one: ([None], [one, None]),
+    "nested": lambda one: (([None, [None]],), [[None], None]),
+    "dict": lambda one: (({"a": None, "b": [one]},), {"a": one, "b": None}),
+    "empty list": lambda one: (([], ), ([], None)),
+}
+SHARDING_ARGS = {
+    "lists": lambda np_: ([np_.ones(2), np_.ones(3)],),
+    "lists of shardings": lambda np_: ([np_.ones(2), np_.ones(3)],),
+    "list prefix": lambda np_: ([np_.ones(2), np_.ones(3)],),
+    "nested": lambda np_: ([np_.ones(2), [np_.ones(3)]],),
+    "dict": lambda np_: ({"a": np_.ones(2), "b": [np_.ones(3)]},),
+    "empty list": lambda np_: ([],),
+}
+
+
+@pytest.mark.parametrize("name", list(SHARDING_PREFIXES))
+def test_sharding_prefixes_with_lists_match_jax(name):
+  # flax's nnx.jit passes out_shardings=(out, [per-update shardings]): lists in a sharding
+  # prefix are tree nodes, as in jax
+  jax = pytest.importorskip("jax")
+
+  def fun(x):
+    leaves = revax.tree_util.tree_leaves(x) if isinstance(x, (list, dict)) else [x]
+    if name == "empty list":
+      return [], np.float32(1.0)
+    if name == "dict":
+      return {"a": x["a"] * 2, "b": x["b"][0] + 1}
+    if name == "nested":
+      return [[x[1][0] * 2], x[0] + 1]
+    return [leaves[0] * 2, leaves[1] + 1]
+
+  def run(lib):
+    one = lib.sharding.SingleDeviceSharding(lib.devices()[0])
+    ins, outs = SHARDING_PREFIXES[name](one)
+    try:
+      out = lib.jit(fun, in_shardings=ins, out_shardings=outs)(*SHARDING_ARGS[name](lib.numpy))
+    except Exception as e:  # noqa: BLE001 (the exception's type is the outcome)
+      return type(e).__name__
+    return [np.asarray(v).tolist() for v in lib.tree_util.tree_leaves(out)]
+
+  assert run(revax) == run(jax)

@@ -49,6 +49,10 @@ UNSPECIFIED = _Unspecified()
 
 
 # --- which sharding each argument / result gets ------------------------------------------------
+class _Group(list):
+  """The shardings of the leaves under one leaf of a sharding prefix tree."""
+
+
 def _leaf_shardings(spec, tree_value, what: str, n_leaves: int) -> list:
   """One sharding (or None) per leaf, from `spec`: UNSPECIFIED, one sharding for all, or a
   pytree prefix of `tree_value`."""
@@ -58,10 +62,10 @@ def _leaf_shardings(spec, tree_value, what: str, n_leaves: int) -> list:
   if is_sharding(spec):
     return [_concrete(spec, what)] * n_leaves
   is_leaf = lambda s: s is None or is_sharding(s) or isinstance(s, PartitionSpec)
-  try:
+  try:  # (each prefix leaf's shardings in a _Group: the spec's own lists are tree nodes)
     out = tree_util.tree_leaves(tree_util.tree_map(
-        lambda s, sub: [s] * len(tree_util.tree_leaves(sub)), spec, tree_value, is_leaf=is_leaf),
-        is_leaf=lambda s: isinstance(s, list))
+        lambda s, sub: _Group([s] * len(tree_util.tree_leaves(sub))), spec, tree_value,
+        is_leaf=is_leaf), is_leaf=lambda s: isinstance(s, _Group))
   except (ValueError, TypeError) as e:
     raise ValueError(f"jit {what} must be a sharding or a pytree prefix of the "
                      f"{'arguments' if what == 'in_shardings' else 'outputs'} with a sharding "
@@ -120,8 +124,10 @@ def requested(in_shardings, out_shardings, entry, in_tree, leaves):
   """(per flat argument: the requested sharding or None, per result: the same), from jit's
   `in_shardings` / `out_shardings` for a call traced as `entry` on dynamic `leaves` of
   structure `in_tree`, checked against the arguments' shapes."""
-  dyn_args = tree_util.tree_unflatten(in_tree, leaves)[0] if leaves else ()
+  dyn_args = tree_util.tree_unflatten(in_tree, leaves)[0] if in_tree is not None else ()
   n_pos = len(tree_util.tree_leaves(dyn_args))
+  if isinstance(in_shardings, list):  # (as jax: a list is taken for the tuple of arguments)
+    in_shardings = tuple(in_shardings)
   explicit = _leaf_shardings(in_shardings, tuple(dyn_args), "in_shardings", n_pos)
   explicit += [None] * (len(leaves) - n_pos)  # keyword arguments: from the values
   for x, s in zip(leaves, explicit, strict=True):
