@@ -49,10 +49,6 @@ UNSPECIFIED = _Unspecified()
 
 
 # --- which sharding each argument / result gets ------------------------------------------------
-class _Group(list):
-  """The shardings of the leaves under one leaf of a sharding prefix tree."""
-
-
 def _leaf_shardings(spec, tree_value, what: str, n_leaves: int) -> list:
   """One sharding (or None) per leaf, from `spec`: UNSPECIFIED, one sharding for all, or a
   pytree prefix of `tree_value`."""
@@ -62,15 +58,12 @@ def _leaf_shardings(spec, tree_value, what: str, n_leaves: int) -> list:
   if is_sharding(spec):
     return [_concrete(spec, what)] * n_leaves
   is_leaf = lambda s: s is None or is_sharding(s) or isinstance(s, PartitionSpec)
-  try:  # (each prefix leaf's shardings in a _Group: the spec's own lists are tree nodes)
-    out = tree_util.tree_leaves(tree_util.tree_map(
-        lambda s, sub: _Group([s] * len(tree_util.tree_leaves(sub))), spec, tree_value,
-        is_leaf=is_leaf), is_leaf=lambda s: isinstance(s, _Group))
+  try:
+    flat = tree_util.prefix_leaves(spec, tree_value, is_leaf=is_leaf)
   except (ValueError, TypeError) as e:
     raise ValueError(f"jit {what} must be a sharding or a pytree prefix of the "
                      f"{'arguments' if what == 'in_shardings' else 'outputs'} with a sharding "
                      f"(or None) at each leaf: {e}") from None
-  flat = [s for group in out for s in group]
   if len(flat) != n_leaves:
     raise ValueError(f"jit {what}: {len(flat)} shardings for {n_leaves} values")
   return [_concrete(s, what) for s in flat]
