@@ -34,6 +34,7 @@ from revax._src.numpy import util
 from revax._src.numpy.util import aval_of
 from revax._src.runtime.array import Array
 from revax._src import tree_util
+from revax._src.numpy.util import convert_pytree_operands
 
 
 _FULL = slice(None)
@@ -736,3 +737,6 @@ def take_along_axis(arr, indices, axis, mode=None, fill_value=None):
     else:
       idx.append(lax.broadcasted_iota(dtypes.int32, out_shape, d))
   return _get(arr, tuple(idx), _parse_mode(mode, _Mode.FILL_OR_DROP).value, fill_value)
+
+# as JAX's: flax's nnx Variables (pytrees with __jax_array__) taken as arrays
+convert_pytree_operands(globals(), ("argwhere", "flatnonzero", "nonzero",))

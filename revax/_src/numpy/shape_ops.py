@@ -19,6 +19,7 @@ from revax._src.lax.sharding_constraint import placed
 from revax._src.numpy import util
 from revax._src.numpy.util import aval_of, canonicalize_axes, canonicalize_axis
 from revax._src import tree_util
+from revax._src.numpy.util import convert_pytree_operands
 
 
 def _shape(x):
@@ -548,3 +549,8 @@ def astype(x, dtype, /, *, copy: bool = False, device=None):
     return x.as_array(dtype, copy)
   util.check_arraylike("astype", x)
   return util.as_array(lax.convert_element_type(x, util.canonical_dtype_arg(dtype)))
+
+# as JAX's: flax's nnx Variables (pytrees with __jax_array__) taken as arrays
+convert_pytree_operands(globals(), ("atleast_1d", "atleast_2d", "atleast_3d", "broadcast_arrays",
+                        "flip", "fliplr", "flipud", "matrix_transpose", "ravel", "squeeze",
+                        "transpose",))
