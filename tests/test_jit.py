@@ -185,7 +185,7 @@ def test_device_put_leaves_float0_values_on_the_host():
   assert isinstance(out["x"], revax.Array)
 
 
-STATIC_NUMS = [None, (), 1, (1, 2)]
+STATIC_NUMS = [None, (), 0, 1, (1, 2)]
 STATIC_NAMES = [None, (), "n", ("n", "m")]
 
 
@@ -201,7 +201,7 @@ def test_static_positions_and_names_are_inferred_as_jax_infers_them(nums, names)
     seen = []
 
     def f(x, n, m=1):
-      seen.append(tuple("static" if isinstance(v, int) else "traced" for v in (n, m)))
+      seen.append(tuple("static" if isinstance(v, (int, float)) else "traced" for v in (x, n, m)))
       return x * 2
 
     g = lib.jit(f, static_argnums=nums, static_argnames=names)
@@ -209,7 +209,7 @@ def test_static_positions_and_names_are_inferred_as_jax_infers_them(nums, names)
     for args, kwargs in (((2, 3), {}), ((2,), {"m": 3}), ((), {"n": 2, "m": 3})):
       seen.clear()
       try:
-        g(np.float32(1.0), *args, **kwargs)
+        g(1.0, *args, **kwargs)
         results.append(seen[0] if seen else "cached")
       except Exception as e:  # noqa: BLE001 (the exception's type is the outcome)
         results.append(type(e).__name__)

@@ -143,7 +143,7 @@ class Jitted:
     # (as jax: the names of static positions are inferred only when no names are given, and
     # the positions of static names only when no positions are)
     infer = (static_argnums is None, static_argnames is None)
-    self.static_argnums = _normalize_argnums(static_argnums or ())
+    self.static_argnums = _normalize_argnums(() if static_argnums is None else static_argnums)
     self.static_argnames = ((static_argnames,) if isinstance(static_argnames, str)
                             else tuple(static_argnames or ()))
     self._resolve_static_names(*infer)
