@@ -224,3 +224,42 @@ def test_eager_call_runs_the_function_and_integer_inputs_get_no_cotangent():
   assert float(h(2.0, 3)) == 6.0 and len(calls) == 1
   assert float(revax.grad(h)(2.0, 3)) == 3.0
   assert float(revax.jit(revax.grad(h))(2.0, 3)) == 3.0
+
+
+# bwd outputs that are pytree prefixes of the primal arguments: each cotangent leaf stands for
+# every primal leaf under it (flax's nnx custom_vjp returns States of arrays where the primal
+# holds Variables over them), None for zeros; deeper or different structures are TypeErrors
+BWD_PREFIX_CASES = {
+    "exact": lambda g, x: ({"a": g * x["b"], "b": g * x["a"]}, g),
+    "dict leaf over a pair": lambda g, x: ({"a": g, "b": g}, g),
+    "whole arg one leaf": lambda g, x: (g, g),
+    "none for an arg": lambda g, x: (None, g),
+    "none inside": lambda g, x: ({"a": None, "b": g}, g),
+    "deeper than the primal": lambda g, x: ({"a": g, "b": (g, g)}, g),
+    "missing key": lambda g, x: ({"a": g}, g),
+    "list for tuple": lambda g, x: [{"a": g, "b": g}, g],
+}
+
+
+@pytest.mark.parametrize("case", list(BWD_PREFIX_CASES))
+def test_custom_vjp_bwd_cotangents_may_be_prefixes_of_the_primal_as_in_jax(case):
+  def run(lib):
+    @lib.custom_vjp
+    def f(x, y):
+      return (x["a"] * x["b"][0] + x["b"][1]) * y
+
+    def fwd(x, y):
+      return f(x, y), (x, y)
+
+    def bwd(res, g):
+      x, _ = res
+      return BWD_PREFIX_CASES[case](g, {"a": x["a"], "b": x["b"][0]})
+    f.defvjp(fwd, bwd)
+    x = {"a": np.float32(2.0), "b": (np.float32(3.0), np.float32(5.0))}
+    try:
+      grads = lib.grad(lambda x, y: f(x, y), argnums=(0, 1))(x, np.float32(7.0))
+    except (TypeError, ValueError) as e:
+      return type(e).__name__
+    return [np.asarray(v).tolist() for v in lib.tree_util.tree_leaves(grads)]
+
+  assert run(revax) == run(jax)

@@ -184,3 +184,82 @@ def test_device_put_leaves_float0_values_on_the_host():
   out = revax.device_put({"t": zeros, "x": x3})
   assert out["t"].dtype == revax.dtypes.float0 and out["t"].shape == (3,)
   assert isinstance(out["x"], revax.Array)
+
+
+STATIC_NUMS = [None, (), 0, 1, (1, 2)]
+STATIC_NAMES = [None, (), "n", ("n", "m")]
+
+
+@pytest.mark.parametrize("nums", STATIC_NUMS, ids=repr)
+@pytest.mark.parametrize("names", STATIC_NAMES, ids=repr)
+def test_static_positions_and_names_are_inferred_as_jax_infers_them(nums, names):
+  # jax infers the positions of static names only when no static_argnums are given, and the
+  # names of static positions only when no static_argnames are (flax's lifted jit passes both,
+  # static_argnums=(0,) for its fingerprint and the user's static_argnames)
+  jax = pytest.importorskip("jax")
+
+  def outcome(lib):
+    seen = []
+
+    def f(x, n, m=1):
+      seen.append(tuple("static" if isinstance(v, (int, float)) else "traced" for v in (x, n, m)))
+      return x * 2
+
+    g = lib.jit(f, static_argnums=nums, static_argnames=names)
+    results = []
+    for args, kwargs in (((2, 3), {}), ((2,), {"m": 3}), ((), {"n": 2, "m": 3})):
+      seen.clear()
+      try:
+        g(1.0, *args, **kwargs)
+        results.append(seen[0] if seen else "cached")
+      except Exception as e:  # noqa: BLE001 (the exception's type is the outcome)
+        results.append(type(e).__name__)
+    return results
+
+  assert outcome(revax) == outcome(jax)
+
+
+SHARDING_PREFIXES = {  # name -> (in_shardings, out_shardings), given the one-device sharding
+    "lists": lambda one: (([None, None],), [None, None]),
+    "lists of shardings": lambda one: (([one, None],), [None, one]),
+    "list prefix": lambda one: ([None], [one, None]),
+    "nested": lambda one: (([None, [None]],), [[None], None]),
+    "dict": lambda one: (({"a": None, "b": [one]},), {"a": one, "b": None}),
+    "empty list": lambda one: (([], ), ([], None)),
+}
+SHARDING_ARGS = {
+    "lists": lambda np_: ([np_.ones(2), np_.ones(3)],),
+    "lists of shardings": lambda np_: ([np_.ones(2), np_.ones(3)],),
+    "list prefix": lambda np_: ([np_.ones(2), np_.ones(3)],),
+    "nested": lambda np_: ([np_.ones(2), [np_.ones(3)]],),
+    "dict": lambda np_: ({"a": np_.ones(2), "b": [np_.ones(3)]},),
+    "empty list": lambda np_: ([],),
+}
+
+
+@pytest.mark.parametrize("name", list(SHARDING_PREFIXES))
+def test_sharding_prefixes_with_lists_match_jax(name):
+  # flax's nnx.jit passes out_shardings=(out, [per-update shardings]): lists in a sharding
+  # prefix are tree nodes, as in jax
+  jax = pytest.importorskip("jax")
+
+  def fun(x):
+    leaves = revax.tree_util.tree_leaves(x) if isinstance(x, (list, dict)) else [x]
+    if name == "empty list":
+      return [], np.float32(1.0)
+    if name == "dict":
+      return {"a": x["a"] * 2, "b": x["b"][0] + 1}
+    if name == "nested":
+      return [[x[1][0] * 2], x[0] + 1]
+    return [leaves[0] * 2, leaves[1] + 1]
+
+  def run(lib):
+    one = lib.sharding.SingleDeviceSharding(lib.devices()[0])
+    ins, outs = SHARDING_PREFIXES[name](one)
+    try:
+      out = lib.jit(fun, in_shardings=ins, out_shardings=outs)(*SHARDING_ARGS[name](lib.numpy))
+    except Exception as e:  # noqa: BLE001 (the exception's type is the outcome)
+      return type(e).__name__
+    return [np.asarray(v).tolist() for v in lib.tree_util.tree_leaves(out)]
+
+  assert run(revax) == run(jax)

@@ -209,3 +209,19 @@ def test_compile_takes_jax_arguments_and_xla_options():
       lib.jit(lambda x: x * 2).lower(np.float32(1.0)).compile({"xla_nope": True})
   with pytest.raises(NotImplementedError, match="device_assignment"):
     lowered.compile(device_assignment=tuple(revax.devices()))
+
+
+def test_cost_analysis_of_a_program_with_shardings():
+  # flax's nnx.jit passes shardings; its tests ask the compiled program's cost_analysis()
+  jax = pytest.importorskip("jax")
+
+  def run(lib):
+    one = lib.sharding.SingleDeviceSharding(lib.devices()[0])
+    f = lambda a, b: lib.numpy.dot(a, b) + 1.0
+    x = np.ones((8, 8), np.float32)
+    plain = lib.jit(f).lower(x, x).compile().cost_analysis()
+    sharded = lib.jit(f, in_shardings=(one, one), out_shardings=one).lower(x, x).compile()
+    costs = sharded.cost_analysis()
+    return "flops" in costs, costs["flops"] == plain["flops"], costs["flops"] > 0
+
+  assert run(revax) == run(jax) == (True, True, True)

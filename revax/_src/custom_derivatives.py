@@ -454,19 +454,26 @@ class _VjpRule:
     arg_trees = tree_util.tree_unflatten(self.in_tree, list(range(len(self.in_avals))))
     out = [None] * len(self.in_avals)
     for k, (c, idx_tree) in enumerate(zip(cts, arg_trees, strict=True)):
-      idx_leaves, idx_struct = tree_util.tree_flatten(idx_tree)
       if c is None:
         continue
-      c_leaves, c_struct = tree_util.tree_flatten(c, is_leaf=lambda x: x is None)
-      # None stands for a zero cotangent; a None of the primal argument gets one too
-      slots, slot_struct = tree_util.tree_flatten(idx_tree, is_leaf=lambda x: x is None)
-      if c_struct != slot_struct:
+      # as jax: the cotangent is a pytree prefix of the argument; each of its leaves is the
+      # cotangent of every primal leaf under it (flax's nnx States hold bare arrays where the
+      # primal holds Variables over them), a None zero for all of them
+      pairs = []
+
+      def append(x, sub, pairs=pairs):
+        if x is not None:
+          pairs.extend((i, x) for i in tree_util.tree_leaves(sub))
+        return x
+      try:
+        tree_util.tree_map(append, c, idx_tree, is_leaf=lambda x: x is None)
+      except (ValueError, TypeError):
         raise TypeError(f"Custom VJP bwd rule {name} must produce cotangents with the structure "
-                        f"of the primal arguments: argument {k} has structure {idx_struct}, the "
-                        f"cotangent has {c_struct}.")
-      for i, cl in zip(slots, c_leaves, strict=True):
-        if i is not None:
-          out[i] = cl
+                        f"of the primal arguments (or a prefix of it): argument {k} has "
+                        f"structure {tree_util.tree_structure(idx_tree)}, the cotangent has "
+                        f"{tree_util.tree_structure(c, is_leaf=lambda x: x is None)}.") from None
+      for i, cl in pairs:
+        out[i] = cl
     result = []
     for c, aval in zip(out, self.in_avals, strict=True):
       want = ad.tangent_aval(aval)

@@ -132,17 +132,21 @@ class Jitted:
   Its type is named `PjitFunction` and it prints as `<PjitFunction of fun>`, as JAX's jitted
   functions do (chex's `is_traceable` recognises a jitted function by that type name)."""
 
-  def __init__(self, fun, static_argnums=(), static_argnames=(), donate_argnums=(), name=None,
-               in_shardings=None, out_shardings=None, keep_unused=False, compiler_options=()):
+  def __init__(self, fun, static_argnums=None, static_argnames=None, donate_argnums=(),
+               name=None, in_shardings=None, out_shardings=None, keep_unused=False,
+               compiler_options=()):
     if not callable(fun):
       raise TypeError(f"jit expects a callable, got {fun!r} of type {type(fun).__name__}")
     self.fun = fun
     self.name = name or getattr(fun, "__name__", "fun")
     self._signature = _try_signature(fun)
-    self.static_argnums = _normalize_argnums(static_argnums)
+    # (as jax: the names of static positions are inferred only when no names are given, and
+    # the positions of static names only when no positions are)
+    infer = (static_argnums is None, static_argnames is None)
+    self.static_argnums = _normalize_argnums(() if static_argnums is None else static_argnums)
     self.static_argnames = ((static_argnames,) if isinstance(static_argnames, str)
                             else tuple(static_argnames or ()))
-    self._resolve_static_names()
+    self._resolve_static_names(*infer)
     self._compiler_options = tuple(compiler_options)  # ((name, value), ...): JAX's kvs
     if self._compiler_options:
       _check_compiler_options(self._compiler_options, self.name,
@@ -162,8 +166,10 @@ class Jitted:
     on JAX's jitted functions; chex's fake_pmap reads it)."""
     return self._signature
 
-  def _resolve_static_names(self):
-    """Static args given by position or by name refer to the same parameters (as in JAX)."""
+  def _resolve_static_names(self, infer_nums: bool = True, infer_names: bool = True):
+    """Static args given by position or by name refer to the same parameters (as in JAX): the
+    positions of the static names are static too when `infer_nums` (no static_argnums were
+    given), the names of the static positions when `infer_names`."""
     sig = self._signature
     if sig is None:
       return
@@ -175,11 +181,12 @@ class Jitted:
       if any(not -npos <= i < npos for i in nums):
         raise ValueError(f"Jitted function has static_argnums={self.static_argnums}, but only "
                          f"accepts {npos} positional arguments.")
+    given_names, given_nums = set(names), set(nums)
     for i, p in enumerate(params):
       if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
-        if i in nums and p.kind is p.POSITIONAL_OR_KEYWORD:
+        if infer_names and i in given_nums and p.kind is p.POSITIONAL_OR_KEYWORD:
           names.add(p.name)
-        if p.name in names:
+        if infer_nums and p.name in given_names:
           nums.add(i)
     self.static_argnums = tuple(sorted(nums))
     self.static_argnames = tuple(sorted(names))
@@ -506,9 +513,16 @@ class Jitted:
           if plan is not None:
             self._traces.plan = plan  # this signature's next call goes through it
           return out
-    entry, _, _, prepared = self._prepare_with_shardings(args, kwargs)
+    entry, leaves, _, prepared = self._prepare_with_shardings(args, kwargs)
     program = prepared.program
     actions = None if program is not None else sharded_jit.finish_actions(prepared.out_shardings)
+    if entry.ref_mask is not None:  # mutable array refs among the operands (flax's nnx.jit)
+      if program is not None:
+        raise NotImplementedError(f"jit of {self.name}: mutable array references as operands "
+                                  "of a program over a mesh of several devices")
+      outs = sharded_jit.finish_one_device(self._call_with_refs(entry, leaves, args, kwargs),
+                                           actions)
+      return outs[0] if entry.out_is_leaf else tree_util.tree_unflatten(entry.out_tree, outs)
     out = self._checked_over_mesh(args, kwargs,
                                   sharded_jit.run(entry, program, actions, prepared.flat))
     if (not kwargs and not self.static_argnums and key is not None
@@ -599,8 +613,8 @@ def _try_signature(fun):
     return None
 
 
-def jit(fun=None, /, *, in_shardings=None, out_shardings=None, static_argnums=(),
-        static_argnames=(), donate_argnums=(), donate_argnames=(), keep_unused=False,
+def jit(fun=None, /, *, in_shardings=None, out_shardings=None, static_argnums=None,
+        static_argnames=None, donate_argnums=(), donate_argnames=(), keep_unused=False,
         device=None, backend=None, inline=False, compiler_options=None):
   """Compile `fun` with XLA.
 

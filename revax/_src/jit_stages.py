@@ -243,6 +243,13 @@ class ShardedCompiled:
     p = self._lowered._program
     return p.memory_stats() if p is not None else self._lowered._entry.program.memory_stats()
 
+  def cost_analysis(self) -> dict:
+    """XLA's cost analysis of the program ("flops", "bytes accessed", ... as floats), as
+    `Compiled.cost_analysis()`; for a program over a mesh, the partitioned program's."""
+    p = self._lowered._program
+    executable = p.executable if p is not None else self._lowered._entry.program.executable
+    return executable.cost_analysis()
+
 
 _stages.Traced.register(Traced)
 _stages.Lowered.register(Lowered)

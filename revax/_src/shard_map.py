@@ -412,10 +412,7 @@ def _broadcast_prefix(prefix, tree, what):
   """One PartitionSpec (or None: static) per leaf of `tree`, from a pytree prefix of specs."""
   is_spec = lambda x: isinstance(x, PartitionSpec) or x is None
   try:
-    groups = tree_util.tree_leaves(tree_util.tree_map(
-        lambda spec, sub: [spec] * len(tree_util.tree_leaves(sub)),
-        prefix, tree, is_leaf=is_spec), is_leaf=lambda x: isinstance(x, list))
-    return [spec for group in groups for spec in group]
+    return tree_util.prefix_leaves(prefix, tree, is_leaf=is_spec)
   except (ValueError, TypeError) as e:
     raise ValueError(f"shard_map {what} must be a pytree prefix of the "
                      f"{'arguments' if what == 'in_specs' else 'outputs'}, with a PartitionSpec "

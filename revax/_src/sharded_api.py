@@ -331,6 +331,8 @@ def _put_leaf(leaf, device):
   if getattr(leaf, "dtype", None) == dtypes.float0:
     return leaf  # tangents of integers hold no data: they stay NumPy float0 arrays, as in JAX
   if is_sharding(device):
+    if isinstance(device, NamedSharding) and not device._is_concrete:
+      device.is_fully_addressable  # an AbstractMesh: no devices to place on (jax's ValueError)
     return place(leaf, device)
   arr = dispatch.to_array(leaf)
   buf = arr._device_buffer(device)

@@ -32,7 +32,8 @@ from revax._src.runtime.client import get_backend
 from revax._src.donation import mesh_donated
 from revax._src.program_cache import program_for as one_device_program
 from revax._src.sharded_place import is_sharding, place
-from revax._src.sharding import Mesh, NamedSharding, PartitionSpec, resolve_specs
+from revax._src.sharding import (Mesh, NamedSharding, PartitionSpec, concrete_sharding,
+                                 resolve_specs)
 from revax._src.spmd_program import SpmdProgram, constraint_meshes, program_for, typed_results
 
 __all__ = ["requested", "argument_shardings", "prepare", "PreparedCall", "run", "fast_key",
@@ -55,20 +56,32 @@ def _leaf_shardings(spec, tree_value, what: str, n_leaves: int) -> list:
     return [None] * n_leaves
   spec = resolve_specs(spec, f"jit {what}", RuntimeError)  # bare specs: over the set_mesh mesh
   if is_sharding(spec):
-    return [spec] * n_leaves
+    return [_concrete(spec, what)] * n_leaves
   is_leaf = lambda s: s is None or is_sharding(s) or isinstance(s, PartitionSpec)
   try:
-    out = tree_util.tree_leaves(tree_util.tree_map(
-        lambda s, sub: [s] * len(tree_util.tree_leaves(sub)), spec, tree_value, is_leaf=is_leaf),
-        is_leaf=lambda s: isinstance(s, list))
+    flat = tree_util.prefix_leaves(spec, tree_value, is_leaf=is_leaf)
   except (ValueError, TypeError) as e:
     raise ValueError(f"jit {what} must be a sharding or a pytree prefix of the "
                      f"{'arguments' if what == 'in_shardings' else 'outputs'} with a sharding "
                      f"(or None) at each leaf: {e}") from None
-  flat = [s for group in out for s in group]
   if len(flat) != n_leaves:
     raise ValueError(f"jit {what}: {len(flat)} shardings for {n_leaves} values")
-  return flat
+  return [_concrete(s, what) for s in flat]
+
+
+def _concrete(s, what: str):
+  """`s`, with a sharding over an AbstractMesh made one over the mesh in context (as jax does
+  for out_shardings; it refuses such in_shardings with a ValueError).
+
+  Raises:
+    ValueError: an abstract mesh's sharding in in_shardings, or in out_shardings with no
+      mesh of its axes set."""
+  if not isinstance(s, NamedSharding) or s._is_concrete:
+    return s
+  if what == "in_shardings":
+    raise ValueError(f"jit in_shardings got {s!r}, whose mesh is abstract (it has no devices "
+                     "to place the arguments on): pass a NamedSharding over a concrete Mesh")
+  return concrete_sharding(s, f"jit {what}")
 
 
 def _program_mesh(shardings, jaxpr) -> Mesh | None:
@@ -104,8 +117,10 @@ def requested(in_shardings, out_shardings, entry, in_tree, leaves):
   """(per flat argument: the requested sharding or None, per result: the same), from jit's
   `in_shardings` / `out_shardings` for a call traced as `entry` on dynamic `leaves` of
   structure `in_tree`, checked against the arguments' shapes."""
-  dyn_args = tree_util.tree_unflatten(in_tree, leaves)[0] if leaves else ()
+  dyn_args = tree_util.tree_unflatten(in_tree, leaves)[0] if in_tree is not None else ()
   n_pos = len(tree_util.tree_leaves(dyn_args))
+  if isinstance(in_shardings, list):  # (as jax: a list is taken for the tuple of arguments)
+    in_shardings = tuple(in_shardings)
   explicit = _leaf_shardings(in_shardings, tuple(dyn_args), "in_shardings", n_pos)
   explicit += [None] * (len(leaves) - n_pos)  # keyword arguments: from the values
   for x, s in zip(leaves, explicit, strict=True):
@@ -200,7 +215,7 @@ def finish_actions(shardings):
   return actions if any(actions) else None
 
 
-def _finish_one_device(outs, actions) -> list:
+def finish_one_device(outs, actions) -> list:
   """Results of a single-device program laid out as `finish_actions` says."""
   if actions is None:
     return outs
@@ -225,7 +240,7 @@ def call_sharded(closed, name, args, in_shardings, out_shardings):
          for x, s in zip(args, ins, strict=True)]
   program, outs = _program_or_none(closed, name, ins, outs)
   if program is None:
-    return _finish_one_device(one_device_program(closed, name).call_arrays(args),
+    return finish_one_device(one_device_program(closed, name).call_arrays(args),
                               finish_actions(outs))
   dispatch.check_arg_avals(name, closed.in_avals,
                            [x.aval if isinstance(x, Array) else get_aval(x) for x in args])
@@ -270,7 +285,7 @@ def run(entry, program, actions, flat):
     if entry.program is None:
       entry.program = one_device_program(entry.jaxpr, entry.name)
     outs = entry.program.run_unchecked(flat)
-    outs = _finish_one_device(outs, actions)
+    outs = finish_one_device(outs, actions)
   else:
     outs = program(flat)
   return outs[0] if entry.out_is_leaf else tree_util.tree_unflatten(entry.out_tree, outs)

@@ -98,11 +98,33 @@ class Sharding:
   def device_set(self) -> set:
     raise NotImplementedError
 
+  @property
+  def _device_assignment(self) -> tuple:
+    """The devices in the sharding's order (JAX's name)."""
+    return tuple(self._device_list)
+
   def devices_indices_map(self, global_shape) -> dict:
     raise NotImplementedError
 
+  def addressable_devices_indices_map(self, global_shape) -> dict:
+    """{addressable device: its block}; with one process, `devices_indices_map`."""
+    return self.devices_indices_map(global_shape)
+
   def shard_shape(self, global_shape) -> tuple:
     raise NotImplementedError
+
+  def is_equivalent_to(self, other, ndim: int) -> bool:
+    """Whether the two place the same blocks of an array of rank `ndim` on the same devices
+    (a NamedSharding over one device is equivalent to that device's SingleDeviceSharding)."""
+    if not hasattr(type(other), "_indices") or not hasattr(type(other), "_device_list"):
+      return False
+    try:
+      probe = (_probe_size(self) * _probe_size(other),) * ndim
+      return (self._device_list == other._device_list
+              and [_blocks(i) for i in self._indices(probe)]
+              == [_blocks(i) for i in other._indices(probe)])
+    except ValueError:
+      return False
 
 
 class Mesh(_MeshAxes):
@@ -295,6 +317,35 @@ def make_mesh(axis_shapes, axis_names, axis_types=None, *, devices=None) -> Mesh
   return Mesh(grid.reshape(shape), names, axis_types)
 
 
+class UnconstrainedSingleton:
+  """The type of `PartitionSpec.UNCONSTRAINED`: a dimension whose split is left to XLA."""
+  __slots__ = ()
+
+  def __repr__(self):
+    return "UNCONSTRAINED"
+
+  def __reduce__(self):
+    return (_get_default_unconstrained, ())
+
+
+def _canonical_part(p):
+  """A spec entry as jax keeps it: a list or tuple of one axis is that axis, an empty one None."""
+  if isinstance(p, (list, tuple)):
+    p = tuple(p)
+    if len(p) == 0:
+      return None
+    if len(p) == 1:
+      return p[0]
+  return p
+
+
+def _get_default_unconstrained():
+  return UNCONSTRAINED
+
+
+UNCONSTRAINED = UnconstrainedSingleton()
+
+
 class PartitionSpec:
   """Per array dimension: the mesh axis (or tuple of axes, major first) it is split over, or
   None. Trailing dimensions not listed are not split.
@@ -305,21 +356,53 @@ class PartitionSpec:
     P('data', None)
   """
   __slots__ = ("_parts",)
+  # a dimension left open: with_sharding_constraint lets XLA choose its split (`{?}`); where a
+  # sharding places values (device_put, jit arguments), it is not split (as None)
+  UNCONSTRAINED = UNCONSTRAINED
 
   def __init__(self, *parts):
-    norm = []
-    for p in parts:
-      if isinstance(p, (list, tuple)):
-        p = tuple(p)
-        if len(p) == 0:
-          p = None
-        elif len(p) == 1:
-          p = p[0]
-      norm.append(p)
-    self._parts = tuple(norm)
+    self._parts = tuple(map(_canonical_part, parts))
+
+  @property
+  def partitions(self) -> tuple:
+    """The entries, one per dimension."""
+    return self._parts
+
+  # (jax's unreduced/reduced axes, which revax does not model: always empty)
+  unreduced = property(lambda self: frozenset())
+  reduced = property(lambda self: frozenset())
 
   def __len__(self):
     return len(self._parts)
+
+  def index(self, value) -> int:
+    """The position of the first entry equal to `value` (as a tuple's index)."""
+    return self._parts.index(_canonical_part(value))
+
+  def count(self, value) -> int:
+    """How many entries equal `value`."""
+    return self._parts.count(_canonical_part(value))
+
+  def __add__(self, other):
+    if isinstance(other, (PartitionSpec, tuple)):
+      return PartitionSpec(*self._parts, *other)
+    raise NotImplementedError  # (jax's, for anything but a PartitionSpec or a tuple)
+
+  def __radd__(self, other):
+    if isinstance(other, tuple):
+      return PartitionSpec(*other, *self._parts)
+    raise NotImplementedError
+
+  def update(self, partitions=None, unreduced=None, reduced=None) -> "PartitionSpec":
+    """A copy with its entries replaced by `partitions`.
+
+    Raises:
+      NotImplementedError: non-empty `unreduced`/`reduced` axes (revax does not model them).
+    """
+    if unreduced or reduced:
+      raise NotImplementedError("PartitionSpec.update: revax does not support unreduced or "
+                                "reduced mesh axes")
+    return PartitionSpec(*(self._parts if partitions is None else partitions))
 
   def __getitem__(self, i):
     return self._parts[i]
@@ -330,7 +413,7 @@ class PartitionSpec:
   def axes_of(self, dim: int) -> tuple:
     """The mesh axes dimension `dim` is split over (major first), () when not split."""
     part = self._parts[dim] if dim < len(self._parts) else None
-    if part is None:
+    if part is None or part is UNCONSTRAINED:
       return ()
     return part if isinstance(part, tuple) else (part,)
 
@@ -395,12 +478,41 @@ class NamedSharding(Sharding):
     """The devices in mesh order (row-major): mesh position p is `_device_list[p]`."""
     return list(self._concrete_mesh("_device_assignment").devices.flat)
 
-  addressable_devices = device_set
+  @property
+  def addressable_devices(self) -> set:
+    return set(self._concrete_mesh("addressable_devices").devices.flat)
 
   @property
   def is_fully_addressable(self) -> bool:
     self._concrete_mesh("is_fully_addressable")
     return True
+
+  @property
+  def _is_concrete(self) -> bool:
+    return not isinstance(self.mesh, AbstractMesh)
+
+  def update(self, **kwargs) -> "NamedSharding":
+    """A copy with `mesh`, `spec` (a PartitionSpec or a sequence of its entries) or
+    `memory_kind` replaced.
+
+    Example:
+      >>> from revax.sharding import AbstractMesh, NamedSharding, PartitionSpec as P
+      >>> NamedSharding(AbstractMesh((2,), ("x",)), P("x")).update(spec=P())
+      NamedSharding(mesh=AbstractMesh('x': 2, axis_types=(Auto,)), spec=P())
+    """
+    spec = kwargs.pop("spec", self.spec)
+    if not isinstance(spec, PartitionSpec):
+      spec = PartitionSpec(*spec)
+    out = NamedSharding(kwargs.pop("mesh", self.mesh), spec,
+                        memory_kind=kwargs.pop("memory_kind", self.memory_kind))
+    if kwargs:
+      raise TypeError(f"NamedSharding.update() got unexpected keyword arguments "
+                      f"{sorted(kwargs)}")
+    return out
+
+  def with_memory_kind(self, kind: str) -> "NamedSharding":
+    """A copy whose memory kind is `kind`."""
+    return self.update(memory_kind=kind)
 
   def _indices(self, shape) -> list:
     """The block (a tuple of slices) each device of `_device_list` holds of an array of
@@ -452,12 +564,16 @@ class NamedSharding(Sharding):
   def is_equivalent_to(self, other, ndim: int) -> bool:
     if not hasattr(type(other), "_indices") or not hasattr(type(other), "_device_list"):
       return False
-    try:
-      return (self._device_list == other._device_list
-              and [_blocks(i) for i in self._indices(_probe(self, ndim))]
-              == [_blocks(i) for i in other._indices(_probe(self, ndim))])
-    except ValueError:
-      return False
+    if isinstance(self.mesh, AbstractMesh) and isinstance(getattr(other, "mesh", None),
+                                                          AbstractMesh):
+      # no devices to compare (as jax): the same blocks in the same mesh positions
+      try:
+        return (self.mesh.size == other.mesh.size
+                and [_blocks(i) for i in self._indices(_probe(self, ndim))]
+                == [_blocks(i) for i in other._indices(_probe(self, ndim))])
+      except ValueError:
+        return False
+    return Sharding.is_equivalent_to(self, other, ndim)
 
   def __eq__(self, other):
     return isinstance(other, NamedSharding) and (self.mesh, self.spec) == (other.mesh, other.spec)
@@ -467,7 +583,8 @@ class NamedSharding(Sharding):
 
   def __repr__(self):
     if isinstance(self.mesh, AbstractMesh):  # a type's sharding (JAX prints no memory kind)
-      return f"NamedSharding(mesh={self.mesh!r}, spec={self.spec!r})"
+      kind = "" if self.memory_kind is None else f", memory_kind={self.memory_kind}"
+      return f"NamedSharding(mesh={self.mesh!r}, spec={self.spec!r}{kind})"
     return (f"NamedSharding(mesh={self.mesh}, spec={self.spec!r}, "
             f"memory_kind={self.memory_kind or 'device'})")
 
@@ -488,6 +605,10 @@ class SingleDeviceSharding(Sharding):
 
   is_fully_replicated = True
   is_fully_addressable = True
+
+  def with_memory_kind(self, kind: str) -> "SingleDeviceSharding":
+    """A copy whose memory kind is `kind`."""
+    return SingleDeviceSharding(self.device, memory_kind=kind)
 
   @property
   def _device_list(self) -> list:
@@ -525,6 +646,12 @@ def check_spec(spec: PartitionSpec, mesh: Mesh, where: str) -> None:
       if axis in seen:
         raise DuplicateSpecError(f"{where}: the spec {spec!r} uses mesh axis {axis!r} more than once")
       seen.append(axis)
+
+
+def _probe_size(sharding) -> int:
+  """A dimension size every split of `sharding` divides."""
+  mesh = getattr(sharding, "mesh", None)
+  return mesh.size if mesh is not None else max(len(sharding._device_list), 1)
 
 
 def _probe(sharding, ndim: int) -> tuple:

@@ -407,6 +407,29 @@ def tree_broadcast(prefix_tree, full_tree, is_leaf=None, *, namespace=NAMESPACE)
                                       none_is_leaf=False, namespace=namespace)
 
 
+class _PrefixGroup(list):
+  """The copies of one prefix leaf for the leaves below it (a type no pytree holds, so the
+  prefix's own lists stay tree nodes)."""
+
+
+def prefix_leaves(prefix, tree, is_leaf=None, *, namespace=NAMESPACE) -> list:
+  """One leaf of `prefix` (a pytree prefix of `tree`) per leaf of `tree`, in its leaf order:
+  how jit's shardings and shard_map's specs are read.
+
+  Raises:
+    ValueError, TypeError: `prefix` is not a prefix of `tree` (tree_map's errors).
+
+  Example:
+    >>> from revax._src.tree_util import prefix_leaves
+    >>> prefix_leaves(["a", "b"], [[1, 2], 3])
+    ['a', 'a', 'b']
+  """
+  groups = tree_map(lambda p, sub: _PrefixGroup([p] * len(tree_leaves(sub, namespace=namespace))),
+                    prefix, tree, is_leaf=is_leaf, namespace=namespace)
+  return [p for g in tree_leaves(groups, is_leaf=lambda g: isinstance(g, _PrefixGroup),
+                                 namespace=namespace) for p in g]
+
+
 def tree_transpose(outer_treedef, inner_treedef, pytree_to_transpose, *, namespace=NAMESPACE):
   """Turn a tree of structure outer-of-inner into one of structure inner-of-outer.
 

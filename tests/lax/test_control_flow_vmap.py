@@ -179,3 +179,40 @@ def test_batched_predicate_gives_no_nan_gradients_from_the_branch_not_taken():
       lambda x: jax.lax.cond(x > 0, jnp.sqrt, lambda x: x * 3.0, x))(xs).sum())(xs)
   np.testing.assert_allclose(r, j, rtol=1e-6)
   assert np.isfinite(np.asarray(r)).all()
+
+
+# outputs that every branch returns as the same operand are that operand (jax's forwarding):
+# under vmap with a batched predicate they stay unbatched when the operand is (flax's nnx.cond
+# threads its state through); values, out_axes=None and the jaxprs' shapes compared with jax
+FORWARD_CASES = {
+    "one forwarded": (lambda x, y: (x, y + 1), lambda x, y: (x, y * 2)),
+    "all forwarded": (lambda x, y: (x, y), lambda x, y: (x, y)),
+    "swapped in one branch": (lambda x, y: (x, y), lambda x, y: (y, x)),
+    "forwarded in one branch only": (lambda x, y: (x, y), lambda x, y: (x * 2, y)),
+    "constant output": (lambda x, y: (x, 1.0 + 0 * y), lambda x, y: (x, y)),
+}
+
+
+@pytest.mark.parametrize("name", list(FORWARD_CASES))
+def test_cond_forwarded_outputs_as_jax(name):
+  jax = pytest.importorskip("jax")
+  t, f = FORWARD_CASES[name]
+
+  def run(lib):
+    cond = lambda p, x, y: lib.lax.cond(p, t, f, x, y)
+    preds = lib.numpy.array([True, False])
+    out = {}
+    for axes in ((None, 0), (0, 0), (None, None)):
+      try:
+        got = lib.vmap(cond, in_axes=(0, None, 0), out_axes=axes)(preds, 1.0,
+                                                                   lib.numpy.ones(2) * 3)
+        out[axes] = [(np.asarray(v).tolist(), str(v.dtype), bool(getattr(v, "weak_type", 0)))
+                     for v in got]
+      except ValueError:
+        out[axes] = "ValueError"
+    jaxpr = lib.make_jaxpr(cond)(True, 1.0, 2.0)
+    out["eager"] = [np.asarray(v).tolist() for v in cond(False, 1.0, 2.0)]
+    out["cond outputs"] = [len(e.outvars) for e in jaxpr.jaxpr.eqns if e.primitive.name == "cond"]
+    return out
+
+  assert run(revax) == run(jax)

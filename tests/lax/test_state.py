@@ -1042,3 +1042,25 @@ def test_plumbing_values_out_through_refs():
   for g, w in zip(revax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want),
                   strict=True):
     np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-6, atol=1e-6)
+
+
+SHARDED_REF_CALLS = {  # name -> jit's shardings, given the one-device sharding `one`
+    "in None": lambda one: {"in_shardings": None},
+    "out None": lambda one: {"out_shardings": None},
+    "in per leaf None": lambda one: {"in_shardings": (None, None), "out_shardings": None},
+    "out one device": lambda one: {"in_shardings": (None, None), "out_shardings": one},
+    "both one device": lambda one: {"in_shardings": (one, one), "out_shardings": (one,)},
+}
+
+
+@pytest.mark.parametrize("name", list(SHARDED_REF_CALLS))
+def test_jit_with_shardings_and_ref_arguments(name):
+  # flax's nnx.jit passes in_shardings/out_shardings (None per leaf) with refs among the
+  # arguments: the call mutates the refs as one without shardings does
+  def run(api, np_):
+    one = api.sharding.SingleDeviceSharding(api.devices()[0])
+    f = api.jit(lambda r, x: (_accumulate(r, x),), **SHARDED_REF_CALLS[name](one))
+    r = api.new_ref(np_.ones(3, np_.float32))
+    outs = [float(f(r, np_.arange(3.0, dtype=np_.float32))[0]) for _ in range(3)]
+    return outs, np.asarray(api.freeze(r)).tolist()
+  assert run(*REVAX) == run(*JAX)

@@ -243,3 +243,31 @@ def test_contraction_weak_types_of_results_and_gradients_match_jax(name):
     assert got[0] == want[0], (name, wa, wb, got[0], want[0])
     for g, w in zip(got[1], want[1], strict=True):
       np.testing.assert_allclose(g, w, rtol=1e-6)
+
+
+@pytest.mark.parametrize("spec,shapes", EINSUM_CASES, ids=[c[0] for c in EINSUM_CASES])
+@pytest.mark.parametrize("dtype", ["f32", "i32"])
+def test_einsum_private_dot_general_is_called_as_jax_calls_it(spec, shapes, dtype):
+  # flax's attention passes `jnp.einsum(..., _dot_general=...)` (its quantizing dots): each
+  # pairwise contraction calls it as jax does (operands, dimension numbers, precision
+  # positionally; preferred_element_type by keyword), and its results are what einsum combines
+  ops = _operands(shapes, DTYPES[dtype], seed=3)
+
+  def spy(lib, calls):
+    def dot_general(a, b, dims, precision, preferred_element_type=None, **kw):
+      calls.append((a.shape, b.shape, dims, precision, np.dtype(preferred_element_type), kw))
+      out = lib.lax.dot_general(a, b, dims, precision,
+                                preferred_element_type=preferred_element_type)
+      return out * 2 + 1  # so that using its result (and not lax's) shows in the values
+    return dot_general
+
+  got_calls, want_calls = [], []
+  pref = None if dtype == "f32" else np.int32
+  got = rnp.einsum(spec, *ops, _dot_general=spy(revax, got_calls), preferred_element_type=pref)
+  want = jnp.einsum(spec, *ops, _dot_general=spy(jax, want_calls), preferred_element_type=pref)
+  assert got_calls == want_calls
+  assert got.dtype == want.dtype
+  np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-5, atol=1e-5)
+  jitted = revax.jit(lambda *a: rnp.einsum(spec, *a, _dot_general=spy(revax, [])))(*ops)
+  np.testing.assert_allclose(np.asarray(jitted), np.asarray(
+      jnp.einsum(spec, *ops, _dot_general=spy(jax, []))), rtol=1e-5, atol=1e-5)

@@ -117,13 +117,10 @@ def _flatten_pspecs(name: str, tree, pspecs) -> list:
   if is_leaf(pspecs):
     return [pspecs] * len(tree_util.tree_leaves(tree))
   try:
-    groups = tree_util.tree_map(lambda s, sub: [s] * len(tree_util.tree_leaves(sub)), pspecs,
-                                tree, is_leaf=is_leaf)
+    return tree_util.prefix_leaves(pspecs, tree, is_leaf=is_leaf)
   except (ValueError, TypeError) as e:
     raise ValueError(f"pytree structure error: {name} must be a PartitionSpec or a pytree "
                      f"prefix of the values with a PartitionSpec at each leaf: {e}") from None
-  return [s for g in tree_util.tree_leaves(groups, is_leaf=lambda g: isinstance(g, list))
-          for s in g]
 
 
 def _check_pspec(pspec):

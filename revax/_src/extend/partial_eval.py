@@ -7,6 +7,7 @@ operations on known values run at once (in the current trace), the others are re
 """
 from __future__ import annotations
 
+from revax._src.core import extended_dtypes
 from revax._src.core.avals import ShapedArray, get_aval
 from revax._src.core.jaxpr import ClosedJaxpr
 from revax._src.core.trace import current_trace, set_current_trace
@@ -64,15 +65,39 @@ def trace_to_jaxpr_nounits(fun, pvals, instantiate=False):
     residuals `consts` (its constvars) and the unknown inputs; a `PartialVal` per output.
   """
   pe = PartialEvalTrace(current_trace())
-  args = [pe.new_arg(pv[0]) if not pv.is_known() else pv[1] for pv in map(PartialVal, pvals)]
+  args = [_unknown_arg(pe, pv[0]) if not pv.is_known() else pv[1]
+          for pv in map(PartialVal, pvals)]
   with set_current_trace(pe):
     outs = list(_call(fun, args))
   inst = [instantiate] * len(outs) if isinstance(instantiate, bool) else list(instantiate)
-  unknown = [pe.is_unknown(o) or i for o, i in zip(outs, inst, strict=True)]
-  jaxpr, consts = pe.to_jaxpr([o for o, u in zip(outs, unknown) if u])
-  out_pvals = [PartialVal.unknown(get_aval(o)) if u else PartialVal.known(o)
+  unknown = [pe.is_unknown(_physical(o)) or i for o, i in zip(outs, inst, strict=True)]
+  jaxpr, consts = pe.to_jaxpr([_physical(o) for o, u in zip(outs, unknown) if u])
+  out_pvals = [PartialVal.unknown(_aval(o)) if u else PartialVal.known(o)
                for o, u in zip(outs, unknown)]
   return jaxpr, out_pvals, consts
+
+
+def _is_key(x) -> bool:
+  return extended_dtypes.is_extended(getattr(x, "dtype", None)) and hasattr(x, "_data")
+
+
+def _unknown_arg(pe, aval):
+  """An unknown input of type `aval`: a tracer, or for a typed-key aval (flax's scan makes
+  them, `ShapedArray(shape, key<fry>)`) keys over a tracer of their uint32 data, as revax
+  represents keys in every trace."""
+  if extended_dtypes.is_extended(aval.dtype):
+    return aval.dtype.abstract_leaf(aval.shape, lambda shape, dt: pe.new_arg(ShapedArray(shape,
+                                                                                          dt)))
+  return pe.new_arg(aval)
+
+
+def _physical(x):
+  """What the trace holds for output `x`: a typed key's data, else `x`."""
+  return x._data if _is_key(x) else x
+
+
+def _aval(x) -> ShapedArray:
+  return ShapedArray(x.shape, x.dtype) if _is_key(x) else get_aval(x)
 
 
 def trace_to_jaxpr_dynamic(fun, in_avals, *, keep_inputs=None):

@@ -47,8 +47,11 @@ def sharding_attr(dims, mesh_shape: dict, ndim: int) -> str:
 
 
 def spec_dims(spec, ndim: int) -> list:
-  """One tuple of mesh axes per dimension, from a PartitionSpec (`axes_of`)."""
-  return [tuple(spec.axes_of(d)) for d in range(ndim)]
+  """One tuple of mesh axes per dimension, from a PartitionSpec (`axes_of`); None (open, `{?}`)
+  for a dimension that is `PartitionSpec.UNCONSTRAINED`."""
+  unconstrained = type(spec).UNCONSTRAINED
+  return [None if d < len(spec) and spec[d] is unconstrained else tuple(spec.axes_of(d))
+          for d in range(ndim)]
 
 
 def module_mesh(ctx) -> dict | None:

@@ -56,10 +56,7 @@ def with_sharding_constraint(x, shardings):
     per_leaf = [shardings] * len(leaves)
   else:
     try:
-      per_leaf = tree_util.tree_leaves(tree_util.tree_map(
-          lambda s, sub: [s] * len(tree_util.tree_leaves(sub)), shardings, x,
-          is_leaf=_is_sharding), is_leaf=lambda s: isinstance(s, list))
-      per_leaf = [s for group in per_leaf for s in group]
+      per_leaf = tree_util.prefix_leaves(shardings, x, is_leaf=_is_sharding)
     except (ValueError, TypeError) as e:
       raise ValueError(f"with_sharding_constraint: shardings must be a sharding or a pytree "
                        f"prefix of the value: {e}") from None
@@ -105,6 +102,8 @@ def resolve_out_sharding(out_sharding):
   """
   if out_sharding is None:
     return None
+  if getattr(getattr(out_sharding, "mesh", None), "empty", False):
+    return None  # a type's sharding with no mesh (`typeof(x).sharding`): none asked (as jax)
   if mesh_context.is_spec(out_sharding):
     out_sharding = mesh_context.resolve_spec(out_sharding, "out_sharding")
   if mesh_context.concrete is not None:  # (a type's sharding: over the mesh in context)

@@ -89,7 +89,7 @@ def _dot_out_sharding(out_sharding, perm):
   """`out_sharding` (for a result that is the dot's transposed by `perm`) for the dot's own
   result; a bare PartitionSpec is resolved against the mesh in context."""
   out_sharding = sharding_constraint.resolve_out_sharding(out_sharding)
-  if perm is None or perm == tuple(range(len(perm))):
+  if out_sharding is None or perm is None or perm == tuple(range(len(perm))):
     return out_sharding
   spec = list(out_sharding.spec) + [None] * (len(perm) - len(out_sharding.spec))
   parts = [None] * len(perm)
@@ -109,6 +109,10 @@ def matmul(a, b, *, precision=None, preferred_element_type=None, out_sharding=No
   Args:
     a, b: arrays of rank >= 1.
     precision, preferred_element_type: as for `lax.dot_general`.
+    _dot_general: the function each pairwise contraction calls in place of `lax.dot_general`
+      (as jax's private argument: called as `f(lhs, rhs, dimension_numbers, precision,
+      preferred_element_type=...)`, plus `out_sharding=` when one is given; flax passes
+      quantizing dots).
     out_sharding: where to place the result (a sharding; None: as XLA chooses).
 
   Returns:
@@ -312,7 +316,7 @@ def _removechars(s, chars):
 
 
 def einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
-           preferred_element_type=None, out_sharding=None):
+           preferred_element_type=None, _dot_general=None, out_sharding=None):
   """Einstein summation, as jax.numpy.einsum.
 
   The order of pairwise contractions is opt_einsum's (`optimize`: "auto", "optimal", "greedy",
@@ -329,6 +333,10 @@ def einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
     out: unsupported (as in JAX).
     optimize: the contraction order strategy, as above.
     precision, preferred_element_type: as for `lax.dot_general`.
+    _dot_general: the function each pairwise contraction calls in place of `lax.dot_general`
+      (as jax's private argument: called as `f(lhs, rhs, dimension_numbers, precision,
+      preferred_element_type=...)`, plus `out_sharding=` when one is given; flax passes
+      quantizing dots).
     out_sharding: where to place the result (a sharding; None: as XLA chooses).
 
   Returns:
@@ -351,8 +359,8 @@ def einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
     pref, out_weak = util.canonical_dtype_arg(preferred_element_type), False
   entries = list(zip(arrays, input_names, strict=True))
   named = None  # (mesh, {output name: its split}) for the last contraction, from out_sharding
-  if out_sharding is not None:
-    resolved = sharding_constraint.resolve_out_sharding(out_sharding)
+  resolved = sharding_constraint.resolve_out_sharding(out_sharding)
+  if resolved is not None:
     named = (resolved.mesh, dict(zip(output, sharding_types.explicit_parts(
         resolved, len(output)) or (None,) * len(output), strict=True)))
   for step, (indices, removed, einstr) in enumerate(contractions):
@@ -363,7 +371,8 @@ def einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
       x, names = _einsum_reduce_one(x, names, removed, step_output, pref)
     elif len(picked) == 2:
       x, names = _einsum_contract_pair(picked[0], picked[1], removed, step_output, pref,
-                                       precision, named if step == len(contractions) - 1 else None)
+                                       precision, named if step == len(contractions) - 1 else None,
+                                       _dot_general)
     else:
       raise NotImplementedError("revax.numpy.einsum contracts two operands at a time; the "
                                 f"path asked for {len(picked)} at once")
@@ -437,9 +446,10 @@ def _drop_singletons(x, names, other_shape, other_names):
 
 
 def _einsum_contract_pair(lhs_entry, rhs_entry, removed, step_output, pref, precision,
-                          named=None):
+                          named=None, dot_general=None):
   """One dot_general of two operands, taking batch and contracting dims where they are; `named`
-  ((mesh, {name: split})) types its result, from einsum's out_sharding."""
+  ((mesh, {name: split})) types its result, from einsum's out_sharding; `dot_general` (None:
+  lax.dot_general) is einsum's `_dot_general`."""
   (lhs, lhs_names), (rhs, rhs_names) = lhs_entry, rhs_entry
   lhs, lhs_names = _drop_singletons(lhs, lhs_names, _shape(rhs), rhs_names)
   rhs, rhs_names = _drop_singletons(rhs, rhs_names, _shape(lhs), lhs_names)
@@ -465,15 +475,18 @@ def _einsum_contract_pair(lhs_entry, rhs_entry, removed, step_output, pref, prec
   # (opt_einsum tends to contract right to left, so try (rhs, lhs) first).
   typed = lambda names: None if named is None else sharding_types.make_sharding(
       named[0], [named[1].get(n) for n in names])
+  def dot(a, b, dims, names):
+    if dot_general is None:
+      return lax.dot_general(a, b, dims, precision=precision, preferred_element_type=pref,
+                             out_sharding=typed(names))
+    sharding = typed(names)  # (jax passes out_sharding= only when there is one)
+    return dot_general(a, b, dims, precision, preferred_element_type=pref,
+                       **({} if sharding is None else {"out_sharding": sharding}))
   if batch_str + rhs_rest + lhs_rest == step_output:
     names = batch_str + rhs_rest + lhs_rest
-    out = lax.dot_general(rhs, lhs, ((rhs_c, lhs_c), (rhs_b, lhs_b)), precision=precision,
-                          preferred_element_type=pref, out_sharding=typed(names))
-    return out, names
+    return dot(rhs, lhs, ((rhs_c, lhs_c), (rhs_b, lhs_b)), names), names
   names = batch_str + lhs_rest + rhs_rest
-  out = lax.dot_general(lhs, rhs, ((lhs_c, rhs_c), (lhs_b, rhs_b)), precision=precision,
-                        preferred_element_type=pref, out_sharding=typed(names))
-  return out, names
+  return dot(lhs, rhs, ((lhs_c, rhs_c), (lhs_b, rhs_b)), names), names
 
 
 def einsum_path(subscripts, /, *operands, optimize="auto"):

@@ -85,10 +85,15 @@ def _dtype_and_weak(x):
   if _is_value(x):
     aval = aval_of(x)
     return aval.dtype, aval.weak_type
-  if x in _WEAK_PY_TYPES:  # the Python types int, float, complex are weak, as their values are
+  if isinstance(x, type) and x in _WEAK_PY_TYPES:  # int, float, complex: weak, as their values
     return dtypes.scalar_dtype({int: 0, float: 0.0, complex: 0j}[x])
-  if x is None:
-    raise TypeError("result_type got None, which is not a dtype or an array")
+  if x is None:  # (jax: the default float dtype, strongly typed)
+    return dtypes.default_float_dtype(), False
+  if extended_dtypes.is_extended(x):  # a key dtype itself is not a type to promote (jax's error)
+    raise TypeError(f"Cannot determine dtype of {x}")
+  dt = getattr(x, "dtype", None)
+  if extended_dtypes.is_extended(dt):  # e.g. a ShapeDtypeStruct of keys
+    return dt, False
   return dtypes.canonicalize_dtype(np.dtype(x)), False
 
 
@@ -105,7 +110,13 @@ def result_type(*args, return_weak_type_flag: bool = False):
   """
   if not args:
     raise ValueError("at least one array or dtype is required")
-  dt, weak = dtypes.promote_types_weak(*map(_dtype_and_weak, args))
+  pairs = list(map(_dtype_and_weak, args))
+  extended = [d for d, _ in pairs if extended_dtypes.is_extended(d)]
+  if extended:  # typed keys: only with themselves (jax's trivial promotion), else jax's error
+    if len(extended) == len(pairs) and len(set(extended)) == 1:
+      return (extended[0], False) if return_weak_type_flag else extended[0]
+    raise ValueError(f"dtype={extended[0]} is not a valid dtype for JAX type promotion.")
+  dt, weak = dtypes.promote_types_weak(*pairs)
   return (dt, weak) if return_weak_type_flag else dt
 
 

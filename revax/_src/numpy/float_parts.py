@@ -11,6 +11,7 @@ from revax._src import lax
 from revax._src.core import dtypes
 from revax._src.numpy import util
 from revax._src.numpy.util import aval_of
+from revax._src.numpy.util import convert_pytree_operands
 
 _INT_OF_WIDTH = {2: dtypes.int16, 4: dtypes.int32, 8: dtypes.int64}
 
@@ -162,3 +163,6 @@ def i0(x):
       util.constant_like(xl, 2 * math.pi), xl)))), series)
   # (jax's i0 keeps the weak type of its operand)
   return lax.convert_element_type(lax.select_n(small, large, total), dt, aval_of(x).weak_type)
+
+# as JAX's: flax's nnx Variables (pytrees with __jax_array__) taken as arrays
+convert_pytree_operands(globals(), ("nan_to_num",))

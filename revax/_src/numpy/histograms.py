@@ -18,6 +18,7 @@ from revax._src.core import dtypes
 from revax._src.core.trace import ConcretizationTypeError, Tracer
 from revax._src.numpy import util
 from revax._src.numpy.util import aval_of
+from revax._src.numpy.util import convert_pytree_operands
 
 
 def bincount(x, weights=None, minlength: int = 0, *, length=None, out_sharding=None):
@@ -210,3 +211,5 @@ def histogram2d(x, y, bins=10, range=None, weights=None, density=None):  # noqa:
   hist, edges = histogramdd(stack([x, y], axis=1), bins, range, weights, density)
   return hist, edges[0], edges[1]
 
+# as JAX's: flax's nnx Variables (pytrees with __jax_array__) taken as arrays
+convert_pytree_operands(globals(), ("histogram", "histogram_bin_edges", "histogramdd",))

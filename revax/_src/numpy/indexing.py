@@ -37,6 +37,7 @@ from revax._src.numpy import util
 from revax._src.numpy.util import aval_of
 from revax._src.runtime.array import Array
 from revax._src import tree_util
+from revax._src.numpy.util import convert_pytree_operands
 
 
 _FULL = slice(None)
@@ -872,3 +873,7 @@ def _take_along_spec(aval, i_aval, axis, out_shape):
         "indexing as out sharding could not be resolved unambiguously (or would require "
         f"collectives on inputs). Got operand={aval!r}, indices={indices!r}")
   return tuple(out)
+
+
+# as JAX's: flax's nnx Variables (pytrees with __jax_array__) taken as arrays
+convert_pytree_operands(globals(), ("argwhere", "flatnonzero", "nonzero",))

@@ -15,6 +15,7 @@ from revax._src.core import dtypes
 from revax._src.core.shape_poly import is_symbolic_dim, max_dim, min_dim
 from revax._src.numpy import util
 from revax._src.numpy.util import aval_of
+from revax._src.numpy.util import convert_pytree_operands
 
 
 def _ndim(a):
@@ -294,3 +295,7 @@ def cross(a, b, axisa: int = -1, axisb: int = -1, axisc: int = -1, axis=None):
   c = stack(util.broadcast_arrays_of(a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0),
             axis=-1)
   return moveaxis(c, -1, axisc)
+
+# as JAX's: flax's nnx Variables (pytrees with __jax_array__) taken as arrays
+convert_pytree_operands(globals(), ("diag", "diagflat", "diagonal", "trace", "tril",
+                        "tril_indices_from", "triu", "triu_indices_from",))

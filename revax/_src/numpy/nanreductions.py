@@ -14,6 +14,7 @@ from revax._src import lax
 from revax._src.core import dtypes
 from revax._src.numpy import reductions, util
 from revax._src.numpy.util import aval_of
+from revax._src.numpy.util import convert_pytree_operands
 
 
 def _isnan(a):
@@ -159,3 +160,7 @@ def nancumprod(a, axis=None, dtype=None, out=None):
   _no_out("nancumprod", out)
   util.check_arraylike("nancumprod", a)
   return reductions.cumprod(_replace_nan(a, 1), axis=axis, dtype=dtype)
+
+# as JAX's: flax's nnx Variables (pytrees with __jax_array__) taken as arrays
+convert_pytree_operands(globals(), ("nanargmax", "nanargmin", "nancumprod", "nancumsum", "nanmax",
+                        "nanmean", "nanmin", "nanprod", "nanstd", "nansum", "nanvar",))

@@ -14,6 +14,7 @@ from revax._src.core import dtypes
 from revax._src.core.trace import Tracer
 from revax._src.numpy import util
 from revax._src.numpy.util import aval_of
+from revax._src.numpy.util import convert_pytree_operands
 
 
 def _shape(a):
@@ -268,9 +269,9 @@ def gradient(f, *varargs, axis=None, edge_order=None):
   """
   if edge_order is not None:
     raise NotImplementedError("The 'edge_order' argument to jnp.gradient is not supported.")
-  util.check_arraylike("gradient", f)
+  util.check_arraylike(f)
   # promoted with the spacings, as jax's (a float32 spacing makes a float16 f float32)
-  util.check_arraylike("gradient", *varargs)
+  util.check_arraylike(*varargs)
   f, *promoted = util.promote_dtypes_inexact(f, *varargs)
   varargs = tuple(promoted)
   nd = aval_of(f).ndim
@@ -581,3 +582,6 @@ def vecdot(x1, x2, /, *, axis: int = -1, precision=None, preferred_element_type=
   out = matmul(lax.expand_dims(a, (aval_of(a).ndim - 1,)), lax.expand_dims(b, (aval_of(b).ndim,)),
                precision=precision, preferred_element_type=preferred_element_type)
   return out[..., 0, 0]
+
+# as JAX's: flax's nnx Variables (pytrees with __jax_array__) taken as arrays
+convert_pytree_operands(globals(), ("diff", "ediff1d",))

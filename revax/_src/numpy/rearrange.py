@@ -17,6 +17,7 @@ from revax._src.core.trace import ConcretizationTypeError, Tracer
 from revax._src.numpy import util
 from revax._src.numpy.util import aval_of
 from revax._src import tree_util
+from revax._src.numpy.util import convert_pytree_operands
 
 
 def _shape(a):
@@ -580,3 +581,6 @@ def put_along_axis(arr, indices, values, axis, inplace: bool = True, *, mode=Non
   values = util.broadcast_to(lax.convert_element_type(util.as_array(values),
                                                       aval_of(arr).dtype), idx_shape)
   return arr.at[tuple(index)].set(values, mode=mode)
+
+# as JAX's: flax's nnx Variables (pytrees with __jax_array__) taken as arrays
+convert_pytree_operands(globals(), ("block", "rot90", "unstack",))

@@ -16,6 +16,7 @@ from revax._src import lax
 from revax._src.core import dtypes
 from revax._src.numpy import util
 from revax._src.numpy.util import aval_of, canonical_dtype_arg, canonicalize_axes
+from revax._src.numpy.util import convert_pytree_operands
 
 
 def _no_out(fun_name, out):
@@ -411,3 +412,7 @@ def cumulative_prod(x, /, *, axis=None, dtype=None, include_initial: bool = Fals
   return _cumulative_array_api(
       "cumulative_prod", lax.cumprod, x, axis, dtype, include_initial, 1,
       lambda d: dtypes.default_int_dtype() if dtypes.is_bool(d) else d)
+
+# as JAX's: flax's nnx Variables (pytrees with __jax_array__) taken as arrays
+convert_pytree_operands(globals(), ("all", "any", "argmax", "argmin", "count_nonzero", "cumprod",
+                        "cumsum", "mean", "prod", "std", "var",))

@@ -14,6 +14,7 @@ from revax._src import lax
 from revax._src.core import dtypes
 from revax._src.numpy import util
 from revax._src.numpy.util import aval_of
+from revax._src.numpy.util import convert_pytree_operands
 
 
 def _isnan(x):
@@ -122,7 +123,7 @@ def lexsort(keys, axis: int = -1):
   """
   key_list = list(keys) if isinstance(keys, (tuple, list)) else [
       util.as_array(keys)[i] for i in range(aval_of(keys).shape[0])]
-  util.check_arraylike("lexsort", *key_list)
+  util.check_arraylike(*key_list)
   if not key_list:
     raise TypeError("need sequence of keys with len > 0 in lexsort")
   key_list = [util.as_array(k) for k in key_list]
@@ -240,3 +241,6 @@ def sort_complex(a):
   if not dtypes.is_complex(dt):
     dt = dtypes.complex128 if dt == dtypes.float64 else dtypes.complex64
   return lax.convert_element_type(out, dt)
+
+# as JAX's: flax's nnx Variables (pytrees with __jax_array__) taken as arrays
+convert_pytree_operands(globals(), ("sort_complex",))

@@ -18,6 +18,7 @@ from revax._src.core import dtypes
 from revax._src.core.trace import ConcretizationTypeError, Tracer
 from revax._src.numpy import util
 from revax._src.numpy.util import aval_of
+from revax._src.numpy.util import convert_pytree_operands
 
 _INDEX = dtypes.int32
 
@@ -350,3 +351,7 @@ def setxor1d(ar1, ar2, assume_unique: bool = False, *, size=None, fill_value=Non
   if not assume_unique:  # (jax gathers into a strong zeros array)
     vals = lax.convert_element_type(vals, aval_of(vals).dtype, False)
   return vals
+
+# as JAX's: flax's nnx Variables (pytrees with __jax_array__) taken as arrays
+convert_pytree_operands(globals(), ("unique", "unique_all", "unique_counts", "unique_inverse",
+                        "unique_values",))

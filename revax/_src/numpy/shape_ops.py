@@ -21,6 +21,7 @@ from revax._src.lax.sharding_constraint import placed
 from revax._src.numpy import util
 from revax._src.numpy.util import aval_of, canonicalize_axes, canonicalize_axis
 from revax._src import tree_util
+from revax._src.numpy.util import convert_pytree_operands
 
 
 def _shape(x):
@@ -554,3 +555,9 @@ def astype(x, dtype, /, *, copy: bool = False, device=None):
   if dtypes.is_complex(aval_of(x).dtype) and np.dtype(dtype) == np.bool_:
     x = lax.ne(x, util.lax_const(x, 0))  # (as jax's: a nonzero imaginary part is True)
   return util.as_array(lax.convert_element_type(x, dtype))
+
+
+# as JAX's: flax's nnx Variables (pytrees with __jax_array__) taken as arrays
+convert_pytree_operands(globals(), ("atleast_1d", "atleast_2d", "atleast_3d", "broadcast_arrays",
+                        "flip", "fliplr", "flipud", "matrix_transpose", "ravel", "squeeze",
+                        "transpose",))

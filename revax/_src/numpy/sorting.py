@@ -5,6 +5,7 @@ from revax._src import lax
 from revax._src.core import dtypes
 from revax._src.numpy import util
 from revax._src.numpy.util import aval_of
+from revax._src.numpy.util import convert_pytree_operands
 
 
 def _prepare(fun_name, a, axis, kind, order):
@@ -49,3 +50,6 @@ def argsort(a, axis: int | None = -1, *, kind=None, order=None, stable: bool = T
     a, iota = lax.rev(a, (axis,)), lax.rev(iota, (axis,))
   idx = lax.sort((a, iota), dimension=axis, is_stable=stable, num_keys=1)[1]
   return lax.rev(idx, (axis,)) if descending else idx
+
+# as JAX's: flax's nnx Variables (pytrees with __jax_array__) taken as arrays
+convert_pytree_operands(globals(), ("argsort", "sort",))

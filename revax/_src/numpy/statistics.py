@@ -17,6 +17,7 @@ from revax._src import lax
 from revax._src.core import dtypes
 from revax._src.numpy import util
 from revax._src.numpy.util import aval_of
+from revax._src.numpy.util import convert_pytree_operands
 
 _METHODS = ("linear", "lower", "higher", "midpoint", "nearest", "inverted_cdf")
 
@@ -365,3 +366,6 @@ def corrcoef(x, y=None, rowvar: bool = True, dtype=None):
 def _diag(c):
   from revax._src.numpy.matrices import diagonal
   return diagonal(c)
+
+# as JAX's: flax's nnx Variables (pytrees with __jax_array__) taken as arrays
+convert_pytree_operands(globals(), ("average",))

@@ -10,6 +10,7 @@ from revax._src.core.trace import Tracer
 from revax._src.numpy import util
 from revax._src.numpy.util import aval_of
 from revax._src.runtime.array import Array
+from revax._src.numpy.util import convert_pytree_operands
 
 
 def iscomplex(x):
@@ -101,3 +102,6 @@ def isdtype(dtype, kind) -> bool:
     if other == the_dtype:
       return True
   return False
+
+# as JAX's: flax's nnx Variables (pytrees with __jax_array__) taken as arrays
+convert_pytree_operands(globals(), ("iscomplex", "isreal",))

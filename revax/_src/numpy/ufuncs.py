@@ -20,6 +20,7 @@ from revax._src import tree_util
 from revax._src.numpy import util
 from revax._src.numpy.util import (aval_of, constant_like, lax_const, promote_args,
                                    promote_args_inexact, promote_args_numeric)
+from revax._src.numpy.util import convert_pytree_operands
 
 
 def _dtype(x):
@@ -850,3 +851,7 @@ def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan: bool = False):
   in_range = lax.le(lax.abs(lax.sub(a, b)), lax.add(atol, lax.mul(rtol, lax.abs(b))))
   out = logical_or(lax.eq(a, b), logical_and(isfinite(b), in_range))
   return logical_or(out, logical_and(isnan(a), isnan(b))) if equal_nan else out
+
+# as JAX's: flax's nnx Variables (pytrees with __jax_array__) taken as arrays
+convert_pytree_operands(globals(), ("angle", "clip", "isfinite", "isinf", "isnan", "isneginf",
+                        "isposinf", "logical_not", "rint", "where",))

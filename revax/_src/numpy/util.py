@@ -63,6 +63,27 @@ def converted_pytrees(args) -> list:
           else a for a in args]
 
 
+def _converting_pytrees(fn):
+  """`fn` with its arguments that are pytrees with a `__jax_array__` method converted first."""
+  @functools.wraps(fn)
+  def wrapped(*args, **kwargs):
+    if (any(type(a) not in _PLAIN_TYPES and hasattr(a, "__jax_array__") for a in args)
+        or any(type(v) not in _PLAIN_TYPES and hasattr(v, "__jax_array__")
+               for v in kwargs.values())):
+      args = converted_pytrees(args)
+      kwargs = dict(zip(kwargs, converted_pytrees(list(kwargs.values())), strict=True))
+    return fn(*args, **kwargs)
+  return wrapped
+
+
+def convert_pytree_operands(namespace: dict, names) -> None:
+  """Make the functions `names` of a module (`namespace`: its globals) take pytrees with a
+  `__jax_array__` method (flax's nnx Variables) as arrays, converted through it, as JAX's
+  jax.numpy functions do (other objects with the method stay refused where avals are taken)."""
+  for name in names:
+    namespace[name] = _converting_pytrees(namespace[name])
+
+
 def is_operand(x) -> bool:
   """Whether `x` can be an operand of revax's arithmetic operators."""
   return isinstance(x, (Array, Tracer, np.ndarray, np.generic)) or type(x) in _PY_SCALARS

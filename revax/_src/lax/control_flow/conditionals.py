@@ -23,7 +23,7 @@ from revax._src.core import dtypes
 from revax._src.core.avals import get_aval, same_type
 from revax._src.core.eval import eval_jaxpr
 from revax._src.core.jaxpr import ClosedJaxpr, Jaxpr, Var
-from revax._src.core.trace import Primitive, set_current_trace
+from revax._src.core.trace import Primitive, Tracer, set_current_trace
 from revax._src.interpreters import ad, batching, dispatch, mlir, partial_eval, staging
 from revax._src.interpreters import invertible as inv
 from revax._src.lax import batch_util, comparison, creation, shapes
@@ -116,7 +116,32 @@ def _bind_cond(index, consts, leaves, branches, what):
     return state.call_threading_refs(
         branches, operands, lambda pure, vals: cond_p.bind(index, *vals, branches=tuple(pure)),
         f"lax.{what}")
-  return cond_p.bind(index, *operands, branches=branches)
+  fwd = _forwarded_outputs(branches)
+  if all(f is None for f in fwd):
+    return cond_p.bind(index, *operands, branches=branches)
+  # as jax: an output every branch returns as the same operand, unchanged, is that operand
+  # (so under vmap it stays unbatched when the operand is: flax's nnx.cond passes its state
+  # through); the cond computes the others
+  keep = [f is None for f in fwd]
+  pruned = tuple(common.dce_closed(b, keep)[0] for b in branches)
+  outs = iter(cond_p.bind(index, *operands, branches=pruned))  # (none left: still bound, as jax)
+  avals = branches[0].out_avals
+  return [next(outs) if f is None else operands[f] if isinstance(operands[f], Tracer)
+          else common.as_array(operands[f], avals[k]) for k, f in enumerate(fwd)]
+
+
+def _forwarded_outputs(branches) -> list:
+  """Per output of the branches: the index of the operand each branch returns there as it is
+  (the same operand in all), or None."""
+  out = []
+  for k in range(len(branches[0].jaxpr.outvars)):
+    sources = set()
+    for b in branches:
+      v = b.jaxpr.outvars[k]
+      sources.add(b.jaxpr.invars.index(v) if isinstance(v, Var) and v in b.jaxpr.invars
+                  else None)
+    out.append(sources.pop() if len(sources) == 1 and None not in sources else None)
+  return out
 
 
 def switch(index, branches, *operands, operand=_no_operand):
