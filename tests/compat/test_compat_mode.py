@@ -13,6 +13,7 @@ import sys
 import textwrap
 
 import pytest
+
 from tests.child_env import child_env
 
 

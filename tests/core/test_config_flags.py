@@ -4,6 +4,7 @@ import subprocess
 import sys
 
 import pytest
+
 from tests.child_env import child_env
 
 SCRIPT = """

@@ -9,6 +9,7 @@ import sys
 
 import numpy as np
 import pytest
+
 from tests.child_env import child_env
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]

@@ -3,6 +3,7 @@ libraries, and comparing the two libraries' PartitionSpecs."""
 import os
 import subprocess
 import sys
+
 from tests.child_env import child_env
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
