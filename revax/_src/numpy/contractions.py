@@ -109,10 +109,6 @@ def matmul(a, b, *, precision=None, preferred_element_type=None, out_sharding=No
   Args:
     a, b: arrays of rank >= 1.
     precision, preferred_element_type: as for `lax.dot_general`.
-    _dot_general: the function each pairwise contraction calls in place of `lax.dot_general`
-      (as jax's private argument: called as `f(lhs, rhs, dimension_numbers, precision,
-      preferred_element_type=...)`, plus `out_sharding=` when one is given; flax passes
-      quantizing dots).
     out_sharding: where to place the result (a sharding; None: as XLA chooses).
 
   Returns:

@@ -269,9 +269,8 @@ def gradient(f, *varargs, axis=None, edge_order=None):
   """
   if edge_order is not None:
     raise NotImplementedError("The 'edge_order' argument to jnp.gradient is not supported.")
-  util.check_arraylike(f)
   # promoted with the spacings, as jax's (a float32 spacing makes a float16 f float32)
-  util.check_arraylike(*varargs)
+  util.check_arraylike("gradient", f, *varargs)
   f, *promoted = util.promote_dtypes_inexact(f, *varargs)
   varargs = tuple(promoted)
   nd = aval_of(f).ndim

@@ -32,6 +32,7 @@ def check_program(platform: str, code: bytes) -> None:
     TypeError: a complex128 program for a TPU (use complex64 there, or the CPU device).
 
   Example:
+    >>> from revax._src.runtime.platform_limits import check_program
     >>> check_program("cpu", b"tensor<2xcomplex<f64>>")  # the CPU compiles complex128
   """
   if platform != "tpu":
