@@ -332,8 +332,14 @@ def test_bool_and_complex_refusals():
 
 
 def test_incompatible_shapes():
-  with pytest.raises(TypeError, match=r"incompatible shapes for broadcasting: \(2, 3\), \(4,\)"):
+  """As jax.numpy: operands of different ranks that cannot broadcast are jax's ValueError
+  (lax.broadcast_shapes'), of one rank lax's TypeError (with its final period)."""
+  with pytest.raises(ValueError, match=r"^Incompatible shapes for broadcasting: "
+                                       r"shapes=\[\(2, 3\), \(4,\)\]$"):
     rnp.add(np.ones((2, 3)), np.ones(4))
+  with pytest.raises(TypeError, match=r"^add got incompatible shapes for broadcasting: "
+                                      r"\(2,\), \(3,\)\.$"):
+    rnp.add(np.ones(2), np.ones(3))
   with pytest.raises(ValueError, match=r"Incompatible shapes for broadcasting: shapes=\[\(2, 3\), "
                                        r"\(2, 3\), \(4,\)\]"):
     rnp.where(np.ones((2, 3)), np.ones((2, 3)), np.ones(4))

@@ -60,7 +60,7 @@ def broadcast_shapes(*shapes, op_name: str = "operation"):
     non1 = {d for d in sizes if d != 1}
     if len(non1) > 1:
       raise TypeError(f"{op_name} got incompatible shapes for broadcasting: "
-                      f"{', '.join(map(str, map(tuple, shapes)))}")
+                      f"{', '.join(map(str, map(tuple, shapes)))}.")
     out.append(non1.pop() if non1 else 1)
   return tuple(out)
 

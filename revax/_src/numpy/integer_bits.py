@@ -29,7 +29,7 @@ def gcd(x1, x2, /):
   while_loop that runs until every pair is done)."""
   util.check_arraylike("gcd", x1, x2)
   _refuse_bools("gcd", x1, x2)
-  x1, x2 = util.promote_args_numeric("gcd", x1, x2)
+  x1, x2 = util.broadcasting(util.promote_args_numeric)("gcd", x1, x2)
   _require_int("gcd", x1, x2)
   a, b = util.broadcast_arrays_of(lax.abs(util.as_array(x1)) if not dtypes.is_unsigned_integer(
       aval_of(x1).dtype) else util.as_array(x1), lax.abs(util.as_array(x2)) if not
@@ -56,7 +56,7 @@ def lcm(x1, x2, /):
   """The least common multiple of |x1| and |x2| elementwise (0 if either is 0)."""
   util.check_arraylike("lcm", x1, x2)
   _refuse_bools("lcm", x1, x2)
-  x1, x2 = util.promote_args_numeric("lcm", x1, x2)
+  x1, x2 = util.broadcasting(util.promote_args_numeric)("lcm", x1, x2)
   _require_int("lcm", x1, x2)
   g = gcd(x1, x2)
   zero = lax.eq(g, util.constant_like(g, 0))

@@ -18,9 +18,13 @@ from revax._src.core.trace import ConcretizationTypeError
 from revax._src.custom_derivatives import custom_jvp
 from revax._src import tree_util
 from revax._src.numpy import util
-from revax._src.numpy.util import (aval_of, constant_like, lax_const, promote_args,
-                                   promote_args_inexact, promote_args_numeric)
+from revax._src.numpy.util import (aval_of, broadcasting, constant_like, lax_const,
+                                   promote_args, promote_args_inexact, promote_args_numeric)
 from revax._src.numpy.util import convert_pytree_operands
+
+# elementwise functions broadcast their operands as jax.numpy's (jax's promote_shapes)
+promote_args, promote_args_inexact, promote_args_numeric = map(
+    broadcasting, (promote_args, promote_args_inexact, promote_args_numeric))
 
 
 def _dtype(x):

@@ -122,6 +122,11 @@ def promote_dtypes(*args):
           else x for x, a in zip(args, avals, strict=True)]
 
 
+def _shapes(args) -> list:
+  return [tuple(np.shape(a)) if not isinstance(a, (Array, Tracer)) else tuple(aval_of(a).shape)
+          for a in args]
+
+
 def check_rank_promotion(fun_name: str, *args) -> None:
   """What config jax_numpy_rank_promotion says to do when NumPy broadcasting would add leading
   dimensions to a non-scalar operand: nothing ('allow'), a UserWarning ('warn') or a
@@ -129,8 +134,7 @@ def check_rank_promotion(fun_name: str, *args) -> None:
   mode = config.numpy_rank_promotion
   if mode == "allow" or len(args) < 2:
     return
-  shapes = [tuple(np.shape(a)) if not isinstance(a, (Array, Tracer)) else tuple(aval_of(a).shape)
-            for a in args]
+  shapes = _shapes(args)
   if len({len(s) for s in shapes if s}) < 2:
     return
   shown = " ".join(map(str, shapes))
@@ -139,11 +143,34 @@ def check_rank_promotion(fun_name: str, *args) -> None:
                   f"Set the jax_numpy_rank_promotion config option to 'allow' to disable this "
                   f"warning; for more information, see "
                   f"https://docs.jax.dev/en/latest/rank_promotion_warning.html.", stacklevel=3)
-  else:
+  elif mode == "raise":
     raise ValueError(f"Operands could not be broadcast together for {fun_name} on shapes "
                      f"{shown} and with the config option jax_numpy_rank_promotion='raise'. For "
                      f"more information, see "
                      f"https://docs.jax.dev/en/latest/rank_promotion_warning.html.")
+
+
+def broadcasting(promote):
+  """`promote` (promote_args or a sibling) for an elementwise function, which also broadcasts
+  its operands as jax.numpy's do (jax's promote_shapes): operands of different non-scalar ranks
+  whose shapes NumPy's rule cannot broadcast are jax's ValueError (lax.broadcast_shapes'). One
+  rank, or scalars, is left to lax, whose error is a TypeError, as in jax.
+
+  Example:
+    >>> add_args = broadcasting(promote_args)
+    >>> [a.shape for a in add_args("add", np.ones((2, 3)), np.ones(3))]
+    [(2, 3), (3,)]
+  """
+  def promote_and_check(fun_name: str, *args):
+    out = promote(fun_name, *args)
+    shapes = _shapes(out)
+    if len({len(s) for s in shapes if s}) > 1:
+      ndim = max(len(s) for s in shapes)
+      for sizes in zip(*[(1,) * (ndim - len(s)) + s for s in shapes]):
+        if len({d for d in sizes if isinstance(d, int) and d != 1}) > 1:
+          raise ValueError(f"Incompatible shapes for broadcasting: shapes={shapes}")
+    return out
+  return promote_and_check
 
 
 def promote_args(fun_name: str, *args):
