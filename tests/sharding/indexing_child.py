@@ -3,34 +3,9 @@ indexing and `.at[...]` updates of arrays split over Explicit mesh axes. Each li
 `name: result`, the result's type (or its values) or `ExceptionType: message`; reads and updates
 of a concrete split Array (where JAX reads partially indexed axes with a gather), and of a
 jitted function's argument (where it slices)."""
-import sys
-
 import numpy as np
 
-if sys.argv[1] == "jax":
-  import jax as lib
-  import jax.numpy as lnp
-else:
-  import revax as lib
-  import revax.numpy as lnp
-S = lib.sharding
-P, T = S.PartitionSpec, lib.typeof
-
-
-def show(name, fn):
-  try:
-    result = fn()
-  except Exception as e:  # noqa: BLE001 (the exception is the result)
-    result = f"{type(e).__name__}: {e}"
-  print(f"{name}: {result}".replace("\n", " "))
-
-
-mesh = lib.make_mesh((2, 2), ("a", "b"))
-
-
-def put(shape, spec):
-  return lib.device_put(np.arange(np.prod(shape), dtype=np.float32).reshape(shape) / 7,
-                        S.NamedSharding(mesh, spec))
+from tests.sharding.transcript import P, S, T, lib, lnp, mesh, put, show  # noqa: F401
 
 
 arrays = {"x": put((8, 4), P("a", "b")), "xa": put((8, 4), P("a")),

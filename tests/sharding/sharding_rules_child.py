@@ -3,34 +3,9 @@ the sharding rules of elementwise ops, broadcasting, reductions, dot_general, re
 top_k, cumulative reductions, concatenate and select over Explicit mesh axes, and the
 `out_sharding=` arguments that settle what the rules cannot tell. Each line is `name: result`,
 a result being the result's type (eager and jitted) or `ExceptionType: message`."""
-import sys
-
 import numpy as np
 
-if sys.argv[1] == "jax":
-  import jax as lib
-  import jax.numpy as lnp
-else:
-  import revax as lib
-  import revax.numpy as lnp
-S = lib.sharding
-P, T = S.PartitionSpec, lib.typeof
-
-
-def show(name, fn):
-  try:
-    result = fn()
-  except Exception as e:  # noqa: BLE001 (the exception is the result)
-    result = f"{type(e).__name__}: {e}"
-  print(f"{name}: {result}".replace("\n", " "))
-
-
-mesh = lib.make_mesh((2, 2), ("a", "b"))
-
-
-def put(shape, spec):
-  return lib.device_put(np.arange(np.prod(shape), dtype=np.float32).reshape(shape) / 7,
-                        S.NamedSharding(mesh, spec))
+from tests.sharding.transcript import P, S, T, lib, lnp, mesh, put, show  # noqa: F401
 
 
 x, xa, xb = put((8, 4), P("a", "b")), put((8, 4), P("a")), put((8, 4), P("b"))

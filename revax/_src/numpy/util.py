@@ -157,6 +157,8 @@ def broadcasting(promote):
   rank, or scalars, is left to lax, whose error is a TypeError, as in jax.
 
   Example:
+    >>> import numpy as np
+    >>> from revax._src.numpy.util import broadcasting, promote_args
     >>> add_args = broadcasting(promote_args)
     >>> [a.shape for a in add_args("add", np.ones((2, 3)), np.ones(3))]
     [(2, 3), (3,)]
