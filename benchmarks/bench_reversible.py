@@ -197,17 +197,13 @@ def optimized_hlo_counts(new_files) -> dict | None:
 
 
 OPTIMIZED_KEYS = ("dot", "copy", "conditional", "loop fusion", "loop fusion MiB")
-_ITEMSIZE = {"f32": 4, "f16": 2, "bf16": 2, "s32": 4, "u32": 4, "pred": 1, "f64": 8, "s64": 8}
 
 
 def _shape_bytes(shape: str) -> int:
-  total = 0
-  for dtype, dims in re.findall(r"([a-z]+[0-9]*)\[([0-9,]*)\]", shape):
-    n = 1
-    for d in filter(None, dims.split(",")):
-      n *= int(d)
-    total += n * _ITEMSIZE.get(dtype, 4)
-  return total
+  """Bytes of an HLO shape (hlo_reversible.py's reading, beside this file)."""
+  sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+  from hlo_reversible import shape_bytes
+  return shape_bytes(shape)
 
 
 def run_variants(variants, depths, width, batch, rounds, calls, dump_dir=None, emit=print,
