@@ -21,9 +21,9 @@ The script
      of memory (or the last depth asked for), and prints a table;
   3. plots peak memory and step time against depth to a PNG.
 
-Peak memory is the device's `peak_bytes_in_use` where the runtime keeps allocator statistics
-(TPU), else XLA's account of the compiled step (temporaries + arguments + outputs, CPU); see
-examples/device_memory.py. Training and each method's sweep run in child processes of this
+Peak memory is XLA's account of the compiled step (temporaries + arguments + outputs), or the
+device's `peak_bytes_in_use` where the runtime keeps allocator statistics (TPU) and that is larger
+(libtpu's leaves the step's temporaries out); see examples/device_memory.py. Training and each method's sweep run in child processes of this
 script (a TPU is held by one process at a time, and its peak only grows within a process);
 `--in-process` runs everything in one.
 

@@ -131,10 +131,16 @@ def test_memory_helper_reads_the_device_peak_where_there_is_one(monkeypatch):
     assert r["source"] == "compiled memory_analysis"
     assert r["peak_bytes"] == r["compiled"]["total"] >= 64 * 32 * 4 + 64 * 4
   else:
-    assert r["source"] == "device peak_bytes_in_use" and r["peak_bytes"] >= 64 * 32 * 4
-  monkeypatch.setattr(dm, "device_peak_bytes", lambda device=None: 12345)
+    assert r["source"].startswith("the larger") and r["peak_bytes"] >= 64 * 32 * 4
+  # a device figure counts where it is the larger (other buffers alive beside the step) ...
+  monkeypatch.setattr(dm, "device_peak_bytes", lambda device=None: 10 ** 9)
   r = dm.measure_step(f, (x,), calls=1)
-  assert r["peak_bytes"] == 12345 and r["source"] == "device peak_bytes_in_use"
+  assert r["peak_bytes"] == 10 ** 9 and r["device_peak_bytes"] == 10 ** 9
+  assert r["source"] == "the larger of device peak_bytes_in_use and compiled memory_analysis"
+  # ... and XLA's account where the device's misses the step's temporaries (libtpu's does)
+  monkeypatch.setattr(dm, "device_peak_bytes", lambda device=None: 1)
+  r = dm.measure_step(f, (x,), calls=1)
+  assert r["peak_bytes"] == r["compiled"]["total"] > 1
   assert dm.is_out_of_memory(RuntimeError("RESOURCE_EXHAUSTED: Out of memory while trying"))
   assert not dm.is_out_of_memory(ValueError("shapes do not match"))
 

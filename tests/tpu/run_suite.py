@@ -41,7 +41,7 @@ GRACE_SECONDS = 25  # after SIGINT: pytest finishes the current test and writes 
 # names the test that was running (pytest -v prints each test's name as it starts). A process
 # holding the chip starts at ~13 GiB resident (libtpu), hence 30 GiB.
 RSS_LIMIT_BYTES = int(float(os.environ.get("RUN_SUITE_RSS_GB", "30")) * 2**30)
-POLL_SECONDS = 1.0
+POLL_SECONDS = 0.25
 
 
 def libtpu_version() -> str:
@@ -61,9 +61,15 @@ def run_target(index: int, target: str, out_dir: str, seconds: float) -> dict:
              "-o", "addopts=", f"--junitxml={junit}", *target.split(",")]
   start = time.monotonic()
   with open(os.path.join(out_dir, f"log-{index}.txt"), "w") as log:
-    process = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
+    process = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT,
+                               start_new_session=True)
     finished, peak, why = _wait(process, start + max(1.0, seconds))
-    if not finished:
+    if not finished and why != "time":
+      # memory: stop the whole process group at once (its report is lost, the machine is not;
+      # the log names the test that was running)
+      os.killpg(process.pid, signal.SIGKILL)
+      process.wait()
+    elif not finished:
       process.send_signal(signal.SIGINT)
       try:
         process.wait(timeout=GRACE_SECONDS)
@@ -78,19 +84,34 @@ def run_target(index: int, target: str, out_dir: str, seconds: float) -> dict:
 
 
 def _rss_bytes(pid: int) -> int:
-  """Resident memory of the process `pid` (0 when it is gone)."""
-  try:
-    with open(f"/proc/{pid}/status") as f:
-      for line in f:
-        if line.startswith("VmRSS:"):
-          return int(line.split()[1]) * 1024
-  except OSError:
-    pass
-  return 0
+  """Resident memory of the process `pid` and all its descendants (0 when it is gone): a test's
+  child processes (jax oracles, fresh interpreters) count against the machine too."""
+  children = collections.defaultdict(list)
+  for stat in glob.glob("/proc/[0-9]*/stat"):
+    try:
+      with open(stat) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+      children[int(fields[1])].append(int(stat.split("/")[2]))
+    except (OSError, IndexError, ValueError):
+      continue
+  total, todo = 0, [pid]
+  while todo:
+    current = todo.pop()
+    todo += children.get(current, [])
+    try:
+      with open(f"/proc/{current}/status") as f:
+        for line in f:
+          if line.startswith("VmRSS:"):
+            total += int(line.split()[1]) * 1024
+            break
+    except OSError:
+      pass
+  return total
 
 
 def _wait(process, deadline: float) -> tuple[bool, int, str]:
-  """Wait for `process` until `deadline`, watching its memory: (finished, peak RSS, why not)."""
+  """Wait for `process` until `deadline`, watching the memory of it and its children:
+  (finished, peak RSS, why not)."""
   peak = 0
   while True:
     try:
