@@ -841,7 +841,11 @@ class Device:
     JAX on CPU (`Compiled.memory_analysis()` gives a program's figures there).
 
     The peak is the allocator's since the process started: read it before and after a step
-    (`peak_bytes_in_use` only grows) or compare `bytes_in_use` around it.
+    (`peak_bytes_in_use` only grows) or compare `bytes_in_use` around it. On a TPU (libtpu
+    0.0.42.1, measured 2026-12-06) the figures count buffers (arguments, outputs, live Arrays)
+    but not a running program's temporaries: a step's own peak is at least its
+    `Compiled.memory_analysis()` total (temp + arguments + outputs), which
+    examples/device_memory.py takes where it is the larger.
     """
     api = self.client._api
     if "Device_MemoryStats" not in api.functions:
