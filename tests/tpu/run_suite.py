@@ -16,7 +16,8 @@ OUT_DIR/junit-N.xml and OUT_DIR/log-N.txt per target, OUT_DIR/targets.json (each
 seconds and whether it finished) and OUT_DIR/RESULTS.md. `@tests/tpu/targets.txt` is the whole
 suite in targets of a few minutes each (`:N` starts at its N-th, for a run that continues another). `merge` combines several runs' folders
 (or `.tar.gz` archives of them, as they come back from the device tool) into one RESULTS.md: a
-test run twice counts once, with its latest outcome.
+test run twice counts once, with its latest outcome (runs are read in the natural order of their
+names: `suite_9` before `suite_10`).
 
 RESULTS.md holds, per test file, passed / failed / errors / skipped on the chip, the date, the
 libtpu version, the commands, and each failure's first line; FAILURES.txt beside it holds each
@@ -254,12 +255,19 @@ def expand(targets: list[str]) -> list[str]:
   return out
 
 
+def natural_key(name: str) -> list:
+  """Sort key reading digit runs as numbers: a shell's glob puts `suite_10` before `suite_2`,
+  and the later run must win a merge."""
+  import re
+  return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)]
+
+
 def main() -> None:
   mode, rest = sys.argv[1], sys.argv[2:]
   if mode == "run":
     run(rest[0], float(rest[1]), expand(rest[2:]))
   elif mode == "merge":
-    write_results(rest[1:], rest[0])
+    write_results(sorted(rest[1:], key=natural_key), rest[0])
   else:
     sys.exit(__doc__)
 

@@ -27,3 +27,9 @@ def test_memory_watch_counts_the_children_of_a_target():
     os.killpg(process.pid, 9)
     process.wait()
   assert run_suite._rss_bytes(process.pid) == 0  # gone
+
+
+def test_merge_reads_runs_in_the_natural_order_of_their_names():
+  names = ["r/suite_10.tar.gz", "r/suite_2.tar.gz", "r/suite_1.tar.gz", "r/suite_3_rerun.tar.gz"]
+  assert sorted(names, key=run_suite.natural_key) == [
+      "r/suite_1.tar.gz", "r/suite_2.tar.gz", "r/suite_3_rerun.tar.gz", "r/suite_10.tar.gz"]
