@@ -26,7 +26,7 @@ FLOAT = ["add", "sub", "mul", "div", "max", "min", "pow", "atan2", "rem", "nexta
          "random_gamma_grad", "polygamma", "zeta"]
 INT = ["bitwise_and", "bitwise_or", "bitwise_xor", "shift_left", "shift_right_logical",
        "shift_right_arithmetic"]
-TERNARY = {"betainc": "fff", "clamp": "fff", "select_n": "bff"}
+TERNARY = {"betainc": "fff", "clamp": "fff", "select_n": "bff", "select": "bff"}
 PY = "py"  # a Python scalar operand
 SHAPES2 = [((3,), (3,)), ((), (3,)), (PY, (3,)), ((3,), PY), ((1,), (3,)), ((2, 3), (3,)),
            ((3,), (2, 3)), ((2, 1), (1, 3)), ((2, 3), (3, 2)), ((2, 3), (4,)), ((1, 3), (3,)),
