@@ -88,7 +88,12 @@ def check_same_rank(name: str, *operands) -> None:
     TypeError: `{name}: arrays must have the same number of dimensions, got {ranks}`, as jax's.
 
   Example:
+    >>> import numpy as np
+    >>> from revax._src.lax.strict_operands import check_same_rank
     >>> check_same_rank("add", np.ones((2, 3)), np.ones(()))  # 0-d goes with any rank
+    >>> check_same_rank("add", np.ones((2, 3)), np.ones(3))
+    Traceback (most recent call last):
+    TypeError: add: arrays must have the same number of dimensions, got {1, 2}
   """
   ranks = {len(s) for s in map(_shape_of, operands) if s}
   if len(ranks) > 1:
