@@ -167,6 +167,8 @@ numpy_functions = {
     "interp split xp": (lambda a: lnp.interp(srt, a, srt), v1),
     "histogram": (lambda a: lnp.histogram(a)[0], col),
     "histogram range": (lambda a: lnp.histogram(a, bins=4, range=(0, 1))[0], v1),
+    "histogram split weights": (lambda w: lnp.histogram(np.arange(32.0).reshape(8, 4),
+                                                        weights=w)[0], col),
     "histogram2d": (lambda a: lnp.histogram2d(a, a, bins=3)[0], v1),
     "histogram_bin_edges": (lambda a: lnp.histogram_bin_edges(a, bins=3), v1),
     "bincount": (lambda a: lnp.bincount(a.astype(int), length=8), v1),
