@@ -196,4 +196,7 @@ with lib.set_mesh(mesh):
 whole = lnp.zeros((9, 4))
 show("at set split outside the mesh", lambda: T(whole.at[idx8].set(xa)))
 show("bincount outside the mesh", lambda: T(lnp.bincount(v1.astype(int), length=8)))
+show("insert outside the mesh", lambda: T(lnp.insert(xa, 1, 0.0, axis=0)))
+show("searchsorted outside the mesh", lambda: T(lnp.searchsorted(srt, col)))
+show("convolve outside the mesh", lambda: T(lnp.convolve(v1, ones3)))
 print("RULES_DONE")
