@@ -266,17 +266,17 @@ from revax._src.lax.special import bessel_i0e as bessel_i0e
 from revax._src.lax.special import bessel_i0e_p as bessel_i0e_p
 from revax._src.lax.special import bessel_i1e as bessel_i1e
 from revax._src.lax.special import bessel_i1e_p as bessel_i1e_p
-from revax._src.lax.special import betainc as betainc
-from revax._src.lax.special import igamma as igamma
-from revax._src.lax.special import igamma_grad_a as igamma_grad_a
+from revax._src.lax.strict_operands import betainc as betainc
+from revax._src.lax.strict_operands import igamma as igamma
+from revax._src.lax.strict_operands import igamma_grad_a as igamma_grad_a
 from revax._src.lax.special import igamma_grad_a_p as igamma_grad_a_p
 from revax._src.lax.special import igamma_p as igamma_p
-from revax._src.lax.special import igammac as igammac
+from revax._src.lax.strict_operands import igammac as igammac
 from revax._src.lax.special import igammac_p as igammac_p
-from revax._src.lax.special import polygamma as polygamma
+from revax._src.lax.strict_operands import polygamma as polygamma
 from revax._src.lax.special import polygamma_p as polygamma_p
 from revax._src.lax.special import regularized_incomplete_beta_p as regularized_incomplete_beta_p
-from revax._src.lax.special import zeta as zeta
+from revax._src.lax.strict_operands import zeta as zeta
 from revax._src.lax.special import zeta_p as zeta_p
 # issue 16: the rest of jax.lax's public names
 from revax._src.lax.bits import clz as clz

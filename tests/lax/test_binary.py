@@ -44,7 +44,10 @@ def test_mismatched_dtypes(fun, name):
                                       (lax.complex, "complex"), (lax.pow, "pow")])
 def test_incompatible_shapes_are_named(fun, name):
   with pytest.raises(TypeError, match=rf"^{name} got incompatible shapes for broadcasting: "
-                                      r"\(2, 3\), \(2,\)"):
+                                      r"\(2, 3\), \(3, 2\)\.$"):
+    fun(f32, np.ones((3, 2), np.float32))
+  with pytest.raises(TypeError, match=rf"^{name}: arrays must have the same number of "
+                                      r"dimensions, got \{1, 2\}$"):
     fun(f32, np.ones(2, np.float32))
 
 

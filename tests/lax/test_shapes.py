@@ -20,8 +20,11 @@ def test_broadcast_in_dim_errors():
     lax.broadcast_in_dim(x23, (2, 3), (0,))
   with pytest.raises(TypeError, match=r"strictly increasing and in range for output rank 2"):
     lax.broadcast_in_dim(x23, (2, 3), (1, 0))
-  with pytest.raises(TypeError, match=r"operand dimension 1 has size 3.*output dimension 1 of "
-                                      r"size 4"):
+  with pytest.raises(TypeError, match=r"operand dimension sizes must either be 1, or be equal "
+                                      r"to their corresponding dimensions in the target "
+                                      r"broadcast shape; got operand of shape \(2, 3\), target "
+                                      r"broadcast shape \(2, 4\), broadcast_dimensions "
+                                      r"\(0, 1\) $"):
     lax.broadcast_in_dim(x23, (2, 4), (0, 1))
   with pytest.raises(TypeError, match="non-negative sizes"):
     lax.broadcast(x23, (-1,))

@@ -1,8 +1,9 @@
 """Run with 4 CPU devices as `sharding_rules_child.py jax|revax` (see test_sharding_rules.py):
 the sharding rules of elementwise ops, broadcasting, reductions, dot_general, reshape, sort,
-top_k, cumulative reductions, concatenate and select over Explicit mesh axes, and the
-`out_sharding=` arguments that settle what the rules cannot tell. Each line is `name: result`,
-a result being the result's type (eager and jitted) or `ExceptionType: message`."""
+top_k, cumulative reductions, concatenate and select over Explicit mesh axes, the `out_sharding=`
+arguments that settle what the rules cannot tell, and jax.numpy functions over searches, updates
+and convolutions of split arrays. Each line is `name: result`, a result being the result's type
+(eager and jitted) or `ExceptionType: message`."""
 import numpy as np
 
 from tests.sharding.transcript import P, S, T, lib, lnp, mesh, put, show  # noqa: F401
@@ -144,4 +145,58 @@ with lib.set_mesh(mesh):
   show("at set out_sharding", lambda: T(xa.at[0].set(2.0, out_sharding=P(None, "b"))))
   show("at add keeps", lambda: T(xa.at[:, 1].add(1.0)))
   show("at get values", lambda: np.asarray(xa.at[idx].get(out_sharding=P())).sum().item())
+# jax.numpy functions over searches, updates and convolutions: jax's scan search vmaps over the
+# queries' axes (a split one is its ValueError), an update broadcasts its values to the slice's
+# type (split values where the slice is whole: ValueError; over no mesh, the scatter's rule),
+# conv_general_dilated has a rule of its own (a split kernel needs out_sharding=)
+v1, col = put((8,), P("a")), put((8, 4), P(None, "b"))
+srt, idx8 = lnp.arange(8.0), np.array([0, 2, 3, 4, 5, 6, 7, 8])
+ones3 = np.ones(3, np.float32)
+numpy_functions = {
+    "insert": (lambda a: lnp.insert(a, 1, 0.0, axis=0), xa),
+    "insert split columns": (lambda a: lnp.insert(a, 1, 0.0, axis=1), col),
+    "insert all split": (lambda a: lnp.insert(a, 2, 0.0, axis=1), x),
+    "searchsorted": (lambda a: lnp.searchsorted(srt, a), xa),
+    "searchsorted inner split": (lambda a: lnp.searchsorted(srt, a, side="right"), x),
+    "searchsorted 3d": (lambda a: lnp.searchsorted(srt, a), put((4, 2, 2), P("b"))),
+    "searchsorted unrolled": (lambda a: lnp.searchsorted(srt, a, method="scan_unrolled"), v1),
+    "searchsorted compare_all": (lambda a: lnp.searchsorted(srt, a, method="compare_all"), x),
+    "searchsorted split sorted": (lambda a: lnp.searchsorted(a, srt), v1),
+    "digitize": (lambda a: lnp.digitize(a, srt), col),
+    "interp": (lambda a: lnp.interp(a, lnp.arange(3.0), lnp.arange(3.0)), xa),
+    "interp split xp": (lambda a: lnp.interp(srt, a, srt), v1),
+    "histogram": (lambda a: lnp.histogram(a)[0], col),
+    "histogram range": (lambda a: lnp.histogram(a, bins=4, range=(0, 1))[0], v1),
+    "histogram split weights": (lambda w: lnp.histogram(np.arange(32.0).reshape(8, 4),
+                                                        weights=w)[0], col),
+    "histogram2d": (lambda a: lnp.histogram2d(a, a, bins=3)[0], v1),
+    "histogram_bin_edges": (lambda a: lnp.histogram_bin_edges(a, bins=3), v1),
+    "bincount": (lambda a: lnp.bincount(a.astype(int), length=8), v1),
+    "convolve split columns": (lambda a: lnp.convolve(a[:, 0], a[:, 1]), xa),
+    "convolve split kernel": (lambda a: lnp.convolve(a, a), v1),
+    "convolve split signal": (lambda a: lnp.convolve(a, ones3), v1),
+    "convolve split short": (lambda a: lnp.convolve(ones3, a), v1),
+    "convolve same": (lambda a: lnp.convolve(a, np.ones(2, np.float32), mode="same"), v1),
+    "convolve full odd": (lambda a: lnp.convolve(a, np.ones(2, np.float32)), v1),
+    "correlate valid": (lambda a: lnp.correlate(a, ones3), v1),
+    "correlate split kernel": (lambda a: lnp.correlate(a, a), v1),
+    "polymul": (lambda a: lnp.polymul(a, a), v1),
+    "at set split into whole": (lambda a: lnp.zeros((9, 4)).at[idx8].set(a), xa),
+    "at add split columns": (lambda a: lnp.zeros((9, 4)).at[idx8].add(a), col),
+    "at set row": (lambda a: lnp.zeros((9, 4)).at[0].set(a[0]), col),
+    "at set broadcast lower rank": (lambda a: lnp.zeros((9, 4)).at[:, :].set(a), put((4,), P("b"))),
+    "at set size-1 split": (lambda a: lnp.zeros((9, 4)).at[:8].set(a), put((8, 1), P("a"))),
+    "at set other split": (lambda a: a.at[:, :].set(xa), col),
+    "at set same split": (lambda a: a.at[:, 1:3].set(a[:, :2]), xa),
+}
+with lib.set_mesh(mesh):
+  for name, (f, *args) in numpy_functions.items():
+    show(name, lambda: T(f(*args)))
+    show(name + " (jit)", lambda: T(lib.jit(f)(*args)))
+whole = lnp.zeros((9, 4))
+show("at set split outside the mesh", lambda: T(whole.at[idx8].set(xa)))
+show("bincount outside the mesh", lambda: T(lnp.bincount(v1.astype(int), length=8)))
+show("insert outside the mesh", lambda: T(lnp.insert(xa, 1, 0.0, axis=0)))
+show("searchsorted outside the mesh", lambda: T(lnp.searchsorted(srt, col)))
+show("convolve outside the mesh", lambda: T(lnp.convolve(v1, ones3)))
 print("RULES_DONE")

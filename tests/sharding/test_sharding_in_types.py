@@ -77,6 +77,8 @@ SWEEP_EXPECTED = {
     # a gather whose indices are split (jax's gather rule wants them unsplit but for batching
     # dimensions, and asks for `.at[...].get(out_sharding=)`)
     "gather_take_rows_f32": "ShardingTypeError",
+    # a split kernel (jax's conv rule wants it replicated and asks for out_sharding=)
+    "conv_nchw_valid_f32": "ShardingTypeError",
     "reduce_smooth_all": "CompileError",  # XLA cannot split a custom reduction (jax: the same)
     # XLA's SPMD partitioner computes select-and-scatter with padding wrongly when the operand is
     # split (jax's jit gives the same wrong values on the same inputs and shardings)

@@ -25,7 +25,7 @@ from typing import NamedTuple, Sequence
 
 import numpy as np
 
-from revax._src.core import dtypes
+from revax._src.core import dtypes, sharding_types
 from revax._src.core.avals import ShapedArray, get_aval
 from revax._src.core.shape_poly import canonical_dim, max_dim
 from revax._src.core.trace import Primitive
@@ -262,12 +262,16 @@ def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None, r
                        f"sequence of (low, high) pairs, got {padding}") from e
   pref = None if preferred_element_type is None else \
       dtypes.canonicalize_dtype(preferred_element_type)
-  out = conv_general_dilated_p.bind(
-      lhs, rhs, window_strides=window_strides, padding=padding, lhs_dilation=lhs_dilation,
-      rhs_dilation=rhs_dilation, dimension_numbers=dnums,
+  bind = functools.partial(
+      conv_general_dilated_p.bind, lhs, rhs, window_strides=window_strides, padding=padding,
+      lhs_dilation=lhs_dilation, rhs_dilation=rhs_dilation, dimension_numbers=dnums,
       feature_group_count=operator.index(feature_group_count),
       batch_group_count=operator.index(batch_group_count),
       precision=_canonicalize_precision(precision), preferred_element_type=pref)
+  if out_sharding is None:
+    return bind()
+  with sharding_types.internal_expansion():  # out_sharding settles what the rule cannot tell
+    out = bind()
   return placed(out, out_sharding)
 
 

@@ -100,12 +100,11 @@ def _broadcast_in_dim_abstract_eval(x, *, shape, broadcast_dimensions):
       list(broadcast_dimensions) != sorted(set(broadcast_dimensions)):
     raise TypeError(f"broadcast_in_dim broadcast_dimensions must be strictly increasing and in "
                     f"range for output rank {len(shape)}, got {broadcast_dimensions}")
-  for i, d in enumerate(broadcast_dimensions):
-    if x.shape[i] != 1 and x.shape[i] != shape[d]:
-      raise TypeError(f"broadcast_in_dim operand dimension {i} has size {x.shape[i]}, which is "
-                      f"not 1 and differs from output dimension {d} of size {shape[d]} "
-                      f"(operand shape {x.shape}, shape {shape}, broadcast_dimensions "
-                      f"{broadcast_dimensions})")
+  if any(x.shape[i] != 1 and x.shape[i] != shape[d] for i, d in enumerate(broadcast_dimensions)):
+    raise TypeError("broadcast_in_dim operand dimension sizes must either be 1, or be equal to "
+                    "their corresponding dimensions in the target broadcast shape; got operand "
+                    f"of shape {tuple(x.shape)}, target broadcast shape {tuple(shape)}, "
+                    f"broadcast_dimensions {tuple(broadcast_dimensions)} ")
   return ShapedArray(shape, x.dtype, x.weak_type)
 
 

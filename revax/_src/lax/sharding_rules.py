@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from revax._src.core import sharding_types as st
 from revax._src.core.sharding_types import merge, spec_parts
 from revax._src.lax import (binary, bits, comparison, conversion, reductions, shapes, slicing,
                             sorting, special, unary)
+from revax._src.lax.convolution import conv_general_dilated_p
 from revax._src.lax.dot import dot_general_p
 from revax._src.lax.stop_gradient import stop_gradient_p
 
@@ -273,7 +276,7 @@ def _sliced(avals, params, outs):
                 for d, p in enumerate(src))] * len(outs)
 
 
-def _varying_out_shape(name: str):
+def _varying_out_shape(name: str, shown_shape=tuple):
   """JAX's rule for slicing and padding: each dimension keeps its split where its new size is
   divisible by the split's device count (so its pieces stay even). Inside revax's own
   expansions (sharding_types.internal_expansion: scan as a loop, lowerings written in revax),
@@ -290,9 +293,26 @@ def _varying_out_shape(name: str):
         raise st.ShardingTypeError(
             f"{name} on sharded dims where out dim ({n_out}) is not divisible by mesh axes "
             f"({_devices(op, part)}) with spec ({part}) is not implemented. Got input "
-            f"type={op.str_short()} and output shape={outs[0].shape}")
+            f"type={op.str_short()} and output shape={shown_shape(outs[0].shape)}")
     return [src] * len(outs)
   return rule
+
+
+def _conv_general_dilated(avals, params, outs):
+  """JAX's rule: with a kernel split nowhere and an lhs whose feature dimension is whole, the
+  result is split as the lhs, each split dimension whose size changes staying divisible (the
+  slicing rule's check); anything else needs `out_sharding=`.
+
+  Raises:
+    ShardingTypeError: a split kernel or lhs feature dimension (JAX's message)."""
+  lhs, rhs = avals
+  if (all(p is None for p in spec_parts(rhs))
+      and spec_parts(lhs)[params["dimension_numbers"].lhs_spec[1]] is None):
+    # (jax's conv shape rule computes the output shape with NumPy: its message shows np.int64s)
+    return _varying_out_shape("conv_general_dilated", lambda shape: tuple(map(np.int64, shape)))(
+        [lhs], params, outs)
+  raise st.ShardingTypeError("Please specify the output sharding via `out_sharding` parameter "
+                             "of `conv_general_dilated`")
 
 
 def _devices(aval, part) -> int:
@@ -375,6 +395,7 @@ rules[shapes.rev_p] = st.same_as_operand()
 rules[shapes.pad_p] = _varying_out_shape("padding")
 rules[shapes.concatenate_p] = _concatenate
 rules[dot_general_p] = _dot_general
+rules[conv_general_dilated_p] = _conv_general_dilated
 for _p in (reductions.reduce_sum_p, reductions.reduce_prod_p, reductions.reduce_max_p,
            reductions.reduce_min_p, reductions.reduce_and_p, reductions.reduce_or_p,
            reductions.argmax_p, reductions.argmin_p):

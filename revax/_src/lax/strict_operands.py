@@ -12,6 +12,13 @@ range is an OverflowError.
 The functions here are revax.lax's public versions of the functions that take several
 operands: they give each Python or NumPy scalar operand its jax type, then call the internal
 wrapper, whose primitive checks the dtypes. Arrays (and NumPy arrays) pass unchanged.
+
+Ranks are the same story. revax's elementwise primitives broadcast NumPy-style, leading
+dimensions included (jax.numpy, the batching rules and the libraries rely on it); jax.lax's
+broadcast only along size-1 dimensions of operands of one rank, a 0-d operand (or Python
+scalar) going with any shape. So the public elementwise functions refuse operands of different
+non-zero ranks with jax's TypeError, named for the primitive (`xor: arrays must have the same
+number of dimensions, got {1, 2}`); shapes of one rank are the primitive's to check.
 """
 from __future__ import annotations
 
@@ -23,7 +30,7 @@ from revax._src import tree_util
 from revax._src.core import dtypes
 from revax._src.core.avals import ShapedArray, get_aval
 from revax._src.lax import (binary, comparison, convenience, conversion, creation, prng, shapes,
-                            slicing, variadic_reduce, windowed)
+                            slicing, special, variadic_reduce, windowed)
 from revax._src.runtime.array import Array
 
 __all__ = [
@@ -31,7 +38,8 @@ __all__ = [
   "bitwise_and", "bitwise_or", "bitwise_xor", "shift_left", "shift_right_logical",
   "shift_right_arithmetic", "eq", "ne", "lt", "le", "gt", "ge", "select_n", "select", "clamp",
   "pad", "reduce", "reduce_window", "dynamic_update_slice", "dynamic_update_slice_in_dim",
-  "dynamic_update_index_in_dim", "full_like", "random_gamma_grad", "lax_operand",
+  "dynamic_update_index_in_dim", "full_like", "random_gamma_grad", "lax_operand", "igamma",
+  "igammac", "igamma_grad_a", "betainc", "polygamma", "zeta", "check_same_rank",
 ]
 
 _PY_SCALARS = (bool, int, float, complex)
@@ -62,39 +70,95 @@ def lax_operand(x):
   return Array(ShapedArray((), dtype, weak_type=weak), npy=value)
 
 
-def _strict(internal, positions=None):
+def _shape_of(x):
+  """`x`'s shape when it is an array (or a tracer); None for anything else."""
+  if isinstance(x, (np.ndarray, np.generic)):
+    return x.shape
+  try:
+    return get_aval(x).shape
+  except TypeError:
+    return None
+
+
+def check_same_rank(name: str, *operands) -> None:
+  """jax.lax's rank rule of elementwise primitive `name`: operands that are not 0-d must have
+  one rank (a 0-d operand broadcasts to any shape).
+
+  Raises:
+    TypeError: `{name}: arrays must have the same number of dimensions, got {ranks}`, as jax's.
+
+  Example:
+    >>> import numpy as np
+    >>> from revax._src.lax.strict_operands import check_same_rank
+    >>> check_same_rank("add", np.ones((2, 3)), np.ones(()))  # 0-d goes with any rank
+    >>> check_same_rank("add", np.ones((2, 3)), np.ones(3))
+    Traceback (most recent call last):
+    TypeError: add: arrays must have the same number of dimensions, got {1, 2}
+  """
+  ranks = {len(s) for s in map(_shape_of, operands) if s}
+  if len(ranks) > 1:
+    raise TypeError(f"{name}: arrays must have the same number of dimensions, got {ranks}")
+
+
+def _strict(internal, positions=None, elementwise=None):
   """The public version of `internal`: the operands at `positions` (all positional arguments
-  when None) typed as jax.lax types them."""
+  when None) typed as jax.lax types them; for an elementwise function, `elementwise` is its
+  primitive, whose name the rank check raises with."""
   @functools.wraps(internal)
   def public(*args, **kwargs):
     args = tuple(lax_operand(a) if positions is None or i in positions else a
                  for i, a in enumerate(args))
+    if elementwise is not None:
+      check_same_rank(elementwise.name, *args)
     return internal(*args, **kwargs)
   return public
 
 
-add = _strict(binary.add)
-sub = _strict(binary.sub)
-div = _strict(binary.div)
-rem = _strict(binary.rem)
-pow = _strict(binary.pow)  # noqa: A001 (jax.lax's name)
-max = _strict(binary.max)  # noqa: A001
-min = _strict(binary.min)  # noqa: A001
-atan2 = _strict(binary.atan2)
-nextafter = _strict(binary.nextafter)
-complex = _strict(binary.complex)  # noqa: A001
-bitwise_and = _strict(binary.bitwise_and)
-bitwise_or = _strict(binary.bitwise_or)
-bitwise_xor = _strict(binary.bitwise_xor)
-shift_left = _strict(binary.shift_left)
-shift_right_logical = _strict(binary.shift_right_logical)
-shift_right_arithmetic = _strict(binary.shift_right_arithmetic)
-eq = _strict(comparison.eq)
-ne = _strict(comparison.ne)
-lt = _strict(comparison.lt)
-le = _strict(comparison.le)
-gt = _strict(comparison.gt)
-ge = _strict(comparison.ge)
+def _elementwise(internal, primitive):
+  """The public version of elementwise `internal` (binding `primitive`): jax.lax's typing of
+  scalar operands and its rank rule."""
+  return _strict(internal, elementwise=primitive)
+
+
+def _rank_checked(internal, primitive):
+  """The public version of elementwise `internal` whose operands keep their own typing: only
+  jax.lax's rank rule is added."""
+  @functools.wraps(internal)
+  def public(*args, **kwargs):
+    check_same_rank(primitive.name, *args)
+    return internal(*args, **kwargs)
+  return public
+
+
+add = _elementwise(binary.add, binary.add_p)
+sub = _elementwise(binary.sub, binary.sub_p)
+div = _elementwise(binary.div, binary.div_p)
+rem = _elementwise(binary.rem, binary.rem_p)
+pow = _elementwise(binary.pow, binary.pow_p)  # noqa: A001 (jax.lax's name)
+max = _elementwise(binary.max, binary.max_p)  # noqa: A001
+min = _elementwise(binary.min, binary.min_p)  # noqa: A001
+atan2 = _elementwise(binary.atan2, binary.atan2_p)
+nextafter = _elementwise(binary.nextafter, binary.nextafter_p)
+complex = _elementwise(binary.complex, binary.complex_p)  # noqa: A001
+bitwise_and = _elementwise(binary.bitwise_and, binary.and_p)
+bitwise_or = _elementwise(binary.bitwise_or, binary.or_p)
+bitwise_xor = _elementwise(binary.bitwise_xor, binary.xor_p)
+shift_left = _elementwise(binary.shift_left, binary.shift_left_p)
+shift_right_logical = _elementwise(binary.shift_right_logical, binary.shift_right_logical_p)
+shift_right_arithmetic = _elementwise(binary.shift_right_arithmetic,
+                                      binary.shift_right_arithmetic_p)
+eq = _elementwise(comparison.eq, comparison.eq_p)
+ne = _elementwise(comparison.ne, comparison.ne_p)
+lt = _elementwise(comparison.lt, comparison.lt_p)
+le = _elementwise(comparison.le, comparison.le_p)
+gt = _elementwise(comparison.gt, comparison.gt_p)
+ge = _elementwise(comparison.ge, comparison.ge_p)
+igamma = _rank_checked(special.igamma, special.igamma_p)
+igammac = _rank_checked(special.igammac, special.igammac_p)
+igamma_grad_a = _rank_checked(special.igamma_grad_a, special.igamma_grad_a_p)
+betainc = _rank_checked(special.betainc, special.regularized_incomplete_beta_p)
+polygamma = _rank_checked(special.polygamma, special.polygamma_p)
+zeta = _rank_checked(special.zeta, special.zeta_p)
 select_n = _strict(comparison.select_n)
 select = _strict(convenience.select)
 clamp = _strict(comparison.clamp)
@@ -122,6 +186,7 @@ def mul(x, y, *, out_dtype=None):
     Array(300, dtype=int32)
   """
   x, y = lax_operand(x), lax_operand(y)
+  check_same_rank("mul", x, y)
   if out_dtype is not None:
     out_dtype = dtypes.canonicalize_dtype(out_dtype)
     x = conversion.convert_element_type(x, out_dtype)
@@ -178,7 +243,7 @@ def random_gamma_grad(a, x):
     Array(0.8069791, dtype=float32)
   """
   a_shape, x_shape = a.shape, x.shape  # AttributeError for Python scalars, as jax's
-  shape = np.broadcast_shapes(tuple(a_shape), tuple(x_shape))
+  shape = convenience.broadcast_shapes(a_shape, x_shape)
   # jax lines each operand up with the leading dims of the broadcast shape
   a = shapes.broadcast_in_dim(a, shape, tuple(range(len(a_shape))))
   x = shapes.broadcast_in_dim(x, shape, tuple(range(len(x_shape))))

@@ -140,15 +140,16 @@ def histogram(a, bins=10, range=None, weights=None, density=None):  # noqa: A002
   Returns:
     (hist, bin_edges), float arrays.
   """
-  from revax._src.numpy.shape_ops import ravel
   util.check_arraylike("histogram", a)
   edges = histogram_bin_edges(a, bins, range, weights)
-  x = lax.convert_element_type(ravel(a), aval_of(edges).dtype)
+  # the bins of `a` as it is shaped and the weights added at them as shaped, as jax's (whose
+  # search of a split `a`, or update by split weights, then raises as it does)
+  index = _bin_index(lax.convert_element_type(util.as_array(a), aval_of(edges).dtype), edges)
   nb = aval_of(edges).shape[0] - 1
-  w = util.full_of(aval_of(x).shape, 1, aval_of(edges).dtype) if weights is None else \
-      lax.convert_element_type(ravel(util.broadcast_to(util.as_array(weights), aval_of(a).shape)),
+  w = util.full_of(aval_of(index).shape, 1, aval_of(edges).dtype) if weights is None else \
+      lax.convert_element_type(util.broadcast_to(util.as_array(weights), aval_of(a).shape),
                                aval_of(edges).dtype)
-  counts = util.full_of((nb,), 0, aval_of(w).dtype).at[_bin_index(x, edges)].add(w, mode="drop")
+  counts = util.full_of((nb,), 0, aval_of(w).dtype).at[index].add(w, mode="drop")
   if density:
     widths = lax.sub(edges[1:], edges[:-1])
     counts = lax.div(counts, lax.mul(widths, lax.broadcast_in_dim(

@@ -22,7 +22,7 @@ import operator
 import numpy as np
 
 from revax._src import lax
-from revax._src.core import dtypes
+from revax._src.core import dtypes, mesh_context
 from revax._src.core.avals import ShapedArray
 from revax._src.core.errors import NonConcreteBooleanIndexError
 from revax._src.core.shape_poly import is_symbolic_dim, symbolic_reverse_slice, symbolic_slice
@@ -423,6 +423,8 @@ def _index(x, idx, need_valid: bool = True, wrap: bool = True):
 def getitem(x, idx):
   """`x[idx]` with NumPy's indexing rules; out-of-bound integer indices are clamped (as JAX)."""
   if not isinstance(x, (Array, Tracer)) or not ish.is_split(aval_of(x)):
+    if isinstance(x, (Array, Tracer)):
+      _refuse_split_indices_off_mesh(aval_of(x), idx)
     return _index(x, idx, need_valid=False)[0]
   return _read(x, idx)
 
@@ -464,6 +466,7 @@ def _read(x, idx, mode=None, fill_value=None, wrap=True, out_sharding=None):
   can, the result split as JAX's (see indexing_sharding.py). `out_sharding=` lays out what a
   gather reads (as in JAX, a read JAX computes as a slice ignores it)."""
   aval = aval_of(x)
+  _refuse_split_indices_off_mesh(aval, idx)
   if out_sharding is None and not ish.is_split(aval):
     return _get(x, idx, mode, fill_value, wrap)
   norm = _normalize(aval.ndim, idx)
@@ -523,7 +526,10 @@ def _write(x, idx, values, op: str, mode=None, indices_are_sorted=False, unique_
       out = _update(x, idx, values, op, mode, indices_are_sorted, unique_indices, func, wrap)
     return placed(out, out_sharding)
   aval = aval_of(x)
-  if not ish.is_split(aval):
+  _refuse_split_indices_off_mesh(aval, idx)
+  values_aval = _aval_if_array(values) if op != "apply" else None
+  values_split = getattr(values_aval, "sharding", None) is not None and ish.is_split(values_aval)
+  if not (ish.is_split(aval) or values_split or (st.active and _splits_an_index(idx))):
     return _update(x, idx, values, op, mode, indices_are_sorted, unique_indices, func, wrap)
   parts = st.spec_parts(aval)
   view = ish.index_view(aval.shape, parts, _normalize(aval.ndim, idx), _BoolMask)
@@ -531,12 +537,59 @@ def _write(x, idx, values, op: str, mode=None, indices_are_sorted=False, unique_
     return x
   if op == "apply":  # (JAX's scatter_apply scatters unsplit placeholder updates)
     view.slice_spec = [None] * len(view.slice_spec)
+  mesh = aval.sharding.mesh if ish.is_split(aval) else _context_mesh()
+  if values_split and len(values_aval.shape) <= len(view.slice_shape):
+    ish.values_split_as(aval, values_aval, view, mesh)
   spec = ish.scatter_spec(aval.shape, parts, view)
   if spec is None:
-    raise ish.scatter_error(aval, view)
+    raise ish.scatter_error(aval, view, _split_mesh([values_aval] + [
+        _aval_if_array(i) for i in (idx if isinstance(idx, tuple) else (idx,))]))
   with st.internal_expansion():
     out = _update(x, idx, values, op, mode, indices_are_sorted, unique_indices, func, wrap)
-  return _split_as(out, aval, spec)
+  return _split_as(out, aval, spec) if ish.is_split(aval) else out
+
+
+def _context_mesh():
+  """The mesh an unsplit operand's type is over in JAX: the context's, where JAX puts values
+  made under set_mesh (revax does not record where a value was made: an unsplit value counts
+  as made in the context it is used in), or None (the empty mesh)."""
+  mesh = mesh_context.abstract_mesh()
+  return None if mesh is None or getattr(mesh, "empty", False) else mesh
+
+
+def _refuse_split_indices_off_mesh(aval, idx) -> None:
+  """JAX types the slice an index reads or writes over the operand's mesh; split index arrays
+  into an operand on the empty mesh (unsplit, no mesh in context) name axes that mesh lacks.
+
+  Raises:
+    ValueError: JAX's, naming the first split axis of the slice's spec.
+  """
+  if (not st.active or ish.is_split(aval) or _context_mesh() is not None
+      or st.in_internal_expansion() or not _splits_an_index(idx)):
+    return
+  view = ish.index_view(aval.shape, (None,) * aval.ndim, _normalize(aval.ndim, idx), _BoolMask)
+  first = next((p for p in view.slice_spec if p is not None), None)
+  if first is not None:
+    raise ValueError(f"Resource axis: {st.axes_of_part(first)[0]} of "
+                     f"{mesh_context.spec_type(*view.slice_spec)!r} is not found in mesh: ().")
+
+
+def _split_mesh(avals):
+  """The mesh of the first split aval of `avals` (None entries skipped), or None."""
+  return next((a.sharding.mesh for a in avals if a is not None and ish.is_split(a)), None)
+
+
+def _splits_an_index(idx) -> bool:
+  """Whether an index array of `idx` is split (JAX's scatter rule then refuses the update)."""
+  entries = idx if isinstance(idx, tuple) else (idx,)
+  return any(getattr(a, "sharding", None) is not None and ish.is_split(a)
+             for a in map(_aval_if_array, entries))
+
+
+def _aval_if_array(x):
+  """The aval of an Array or tracer `x`; None for anything else (scalars, NumPy arrays, lists:
+  never split)."""
+  return aval_of(x) if isinstance(x, (Array, Tracer)) else None
 
 
 def _update(x, idx, values, op: str, mode=None, indices_are_sorted=False, unique_indices=False,

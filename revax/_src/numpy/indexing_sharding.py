@@ -27,7 +27,7 @@ from revax._src.numpy.util import aval_of
 from revax._src.runtime.array import Array
 
 __all__ = ["IndexView", "index_view", "gather_spec", "scatter_spec", "is_split",
-           "gather_error", "scatter_error", "reads_by_gather"]
+           "gather_error", "scatter_error", "reads_by_gather", "values_split_as"]
 
 _NONE, _INT, _ARRAY, _SLICE, _DSLICE = "none", "int", "array", "slice", "dslice"
 
@@ -215,16 +215,48 @@ def gather_error(aval, v: IndexView) -> st.ShardingTypeError:
       f"collectives on inputs). Got operand={aval!r}, indices={_index_aval(aval.shape, v)!r}")
 
 
-def scatter_error(aval, v: IndexView) -> st.ShardingTypeError:
+def values_split_as(aval, values_aval, v: IndexView, mesh) -> None:
+  """Where JAX's update of `aval`[index] by split values puts them: it broadcasts the values to
+  the slice's shape. Over the mesh of `aval`'s type (`mesh`: its split's, or the context's
+  for an unsplit value made under `set_mesh`) the broadcast is typed with the slice's split,
+  which a values dimension may only match or leave whole (else JAX's ValueError); on no mesh
+  (`mesh` None) the values keep their split, aligned at the trailing dims (`v.slice_spec`
+  becomes it, for the scatter's rule to judge).
+
+  Raises:
+    ValueError: a values dimension split where the slice's is not (or differently).
+  """
+  vparts = st.spec_parts(values_aval)
+  lead = len(v.slice_shape) - len(vparts)
+  if mesh is None:
+    v.slice_spec = [None] * lead + list(vparts)
+    return
+  tail = v.slice_spec[lead:]
+  if all(p is None or p == t for p, t in zip(vparts, tail, strict=True)):
+    return
+  requested = ShapedArray(tuple(v.slice_shape), aval.dtype)
+  if any(p is not None for p in v.slice_spec):
+    requested = requested.update(sharding=st.make_sharding(mesh, v.slice_spec))
+  raise ValueError(f"Incompatible types for broadcasting: input "
+                   f"type={values_aval.update(dtype=aval.dtype)} and requested type={requested}")
+
+
+def scatter_error(aval, v: IndexView, mesh=None) -> st.ShardingTypeError:
+  """JAX's error for an update its scatter rule cannot type (`mesh`: the mesh of whatever is
+  split, where `aval` is unsplit)."""
+  mesh = mesh if aval.sharding is None else aval.sharding.mesh
   ushape, uspec = updates_of(v)
   updates = ShapedArray(ushape, aval.dtype)
   if any(p is not None for p in uspec):
-    updates = updates.update(sharding=st.make_sharding(aval.sharding.mesh, uspec))
+    updates = updates.update(sharding=st.make_sharding(mesh, uspec))
+  indices = _index_aval(aval.shape, v)
+  if any(p is not None for p in v.indices_spec):
+    indices = indices.update(sharding=st.make_sharding(mesh, v.indices_spec))
   return st.ShardingTypeError(
       "Use `.at[...].set/add/mul/...(out_sharding=)` to provide output PartitionSpec for the "
       "scatter update as out sharding could not be resolved unambiguously (or would require "
       f"collectives on inputs). Got operand={aval.update(weak_type=False)!r}, "
-      f"indices={_index_aval(aval.shape, v)!r}, updates={updates!r}")
+      f"indices={indices!r}, updates={updates!r}")
 
 
 def _partial(shape, entries) -> bool:

@@ -65,37 +65,42 @@ def array_equiv(a1, a2):
 
 
 # --- convolution ---------------------------------------------------------------------------------
-def _conv_full(fun_name, a, v, flip, precision, preferred_element_type):
-  """The full 1-D convolution (flip) or cross-correlation of a and v: length n + m - 1."""
+def _conv(fun_name, a, v, mode, precision, preferred_element_type):
+  """jax's 1-D convolution (fun_name 'convolve') or cross-correlation ('correlate'): the longer
+  operand is the convolution's lhs (a correlation swapped so is read backwards), the kernel
+  flipped for a convolution and conjugated for a correlation, and the mode's padding given to
+  the one conv_general_dilated (so its sharding rule sees what jax's sees)."""
   util.check_arraylike(fun_name, a, v)
   if aval_of(a).ndim != 1 or aval_of(v).ndim != 1:
     raise ValueError(f"{fun_name}() only support 1-dimensional inputs.")
-  a, v = util.promote_args_inexact(fun_name, a, v)
-  n, m = _shape(a)[0], _shape(v)[0]
-  if n == 0 or m == 0:
-    raise ValueError(f"{fun_name}: inputs cannot be empty, got shapes {_shape(a)} and "
-                     f"{_shape(v)}.")
-  if dtypes.is_complex(aval_of(v).dtype) and not flip:
-    v = lax.conj(v)
-  if flip:
-    v = lax.rev(v, (0,))
-  out = lax.conv_general_dilated(lax.reshape(a, (1, 1, n)), lax.reshape(v, (1, 1, m)), (1,),
-                                 [(m - 1, m - 1)], precision=precision,
-                                 preferred_element_type=preferred_element_type)
-  return lax.reshape(out, (n + m - 1,)), n, m
-
-
-def _conv_mode(full, n, m, mode, flip):
-  if mode == "full":
-    return full
+  x, y = util.promote_args_inexact(fun_name, a, v)
+  if _shape(x)[0] == 0 or _shape(y)[0] == 0:
+    raise ValueError(f"{fun_name}: inputs cannot be empty, got shapes {_shape(x)} and "
+                     f"{_shape(y)}.")
+  backwards = False
+  if fun_name == "correlate":
+    if dtypes.is_complex(aval_of(y).dtype):
+      y = lax.conj(y)
+    if _shape(x)[0] < _shape(y)[0]:
+      x, y, backwards = y, x, True
+  else:
+    if _shape(x)[0] < _shape(y)[0]:
+      x, y = y, x
+    y = lax.rev(y, (0,))
+  n, m = _shape(x)[0], _shape(y)[0]
   if mode == "valid":
-    return lax.slice(full, (min(n, m) - 1,), (max(n, m),))
-  if mode == "same":
-    length = max(n, m)
-    k = min(n, m)
-    start = (k - 1) // 2 if (flip or n >= m) else k // 2
-    return lax.slice(full, (start,), (start + length,))
-  raise ValueError(f"mode must be one of ['full', 'same', 'valid'], got {mode!r}")
+    padding = [(0, 0)]
+  elif mode == "same":
+    padding = [(m // 2, m - m // 2 - 1)]
+  elif mode == "full":
+    padding = [(m - 1, m - 1)]
+  else:
+    raise ValueError("mode must be one of ['full', 'same', 'valid']")
+  out = lax.conv_general_dilated(lax.reshape(x, (1, 1, n)), lax.reshape(y, (1, 1, m)), (1,),
+                                 padding, precision=precision,
+                                 preferred_element_type=preferred_element_type)
+  out = lax.reshape(out, _shape(out)[2:])
+  return lax.rev(out, (0,)) if backwards else out
 
 
 @util.jitted_as_in_jax(static_argnames=("mode", "precision", "preferred_element_type"))
@@ -110,15 +115,13 @@ def convolve(a, v, mode: str = "full", *, precision=None, preferred_element_type
     >>> jnp.convolve(jnp.array([1., 2., 3.]), jnp.array([0., 1., 0.5]))
     Array([0. , 1. , 2.5, 4. , 1.5], dtype=float32)
   """
-  full, n, m = _conv_full("convolve", a, v, True, precision, preferred_element_type)
-  return _conv_mode(full, n, m, mode, True)
+  return _conv("convolve", a, v, mode, precision, preferred_element_type)
 
 
 @util.jitted_as_in_jax(static_argnames=("mode", "precision", "preferred_element_type"))
 def correlate(a, v, mode: str = "valid", *, precision=None, preferred_element_type=None):
   """The cross-correlation of the 1-D arrays `a` and `v` (v conjugated), as NumPy defines it."""
-  full, n, m = _conv_full("correlate", a, v, False, precision, preferred_element_type)
-  return _conv_mode(full, n, m, mode, False)
+  return _conv("correlate", a, v, mode, precision, preferred_element_type)
 
 
 # --- interpolation -------------------------------------------------------------------------------

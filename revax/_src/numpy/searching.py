@@ -11,7 +11,8 @@ import math
 import operator
 
 from revax._src import lax
-from revax._src.core import dtypes
+from revax._src.core import dtypes, mesh_context
+from revax._src.core import sharding_types as st
 from revax._src.numpy import util
 from revax._src.numpy.util import aval_of
 from revax._src.numpy.util import convert_pytree_operands
@@ -31,6 +32,38 @@ def _total_lt(x, y):
     real_eq = lax.bitwise_or(lax.eq(xr, yr), lax.bitwise_and(_isnan(xr), _isnan(yr)))
     return lax.bitwise_or(_total_lt(xr, yr), lax.bitwise_and(real_eq, _total_lt(xi, yi)))
   return lax.bitwise_or(lax.lt(x, y), lax.bitwise_and(_isnan(y), lax.bitwise_not(_isnan(x))))
+
+
+def _refuse_split_queries(a, v) -> None:
+  """jax 0.10.2's scan search (methods 'scan' and 'scan_unrolled') vmaps a search of one query
+  over each axis of `v`, innermost first, and batching its scan over an axis split on an
+  Explicit mesh axis fails: the scan's body is typed on an empty mesh, so the split's axis is
+  "not found in mesh: ()". revax's search is one vectorized loop; it raises jax's ValueError
+  where jax's does. A split `a` is refused before that: jax's search reads `a[mid]` with a
+  dynamic_slice of one element, which its sharding rule refuses.
+
+  Raises:
+    ShardingTypeError: `a` is split (jax's dynamic_slice message).
+    ValueError: naming the innermost split axis of `v`, with the spec of `v`'s dimensions from
+      there on (what jax's batching of that axis builds).
+  """
+  a_aval = aval_of(a)
+  (a_part,) = st.spec_parts(a_aval)
+  if a_part is not None:
+    pieces = math.prod(a_aval.sharding.mesh.shape[n] for n in st.axes_of_part(a_part))
+    if a_aval.shape[0] != 1 and 1 % pieces:
+      raise st.ShardingTypeError(
+          f"dynamic_slice on sharded dims where out dim (1) is not divisible by mesh axes "
+          f"({pieces}) with spec ({a_part}) is not implemented. Got input "
+          f"type={a_aval.str_short()} and output shape=(1,)")
+    return
+  parts = st.spec_parts(aval_of(v))
+  split = [d for d, p in enumerate(parts) if p is not None]
+  if not split:
+    return
+  spec = mesh_context.spec_type(*parts[split[-1]:])
+  raise ValueError(f"Resource axis: {st.axes_of_part(parts[split[-1]])[0]} of {spec!r} is not "
+                   f"found in mesh: ().")
 
 
 def _searchsorted_by_sorting(a, v, side):
@@ -58,8 +91,9 @@ def searchsorted(a, v, side: str = "left", sorter=None, *, method: str = "scan")
     v: the values to place (any shape).
     side: 'left' (the first suitable index) or 'right' (the last).
     sorter: optional int array of indices that sort `a`.
-    method: 'scan', 'scan_unrolled', 'sort' or 'compare_all' (same result; accepted for JAX
-      compatibility).
+    method: 'scan', 'scan_unrolled', 'sort' or 'compare_all' (the same result; as jax's, the
+      scan methods refuse queries split over an Explicit mesh axis, 'compare_all' keeps their
+      split).
 
   Returns:
     int32 indices of v's shape.
@@ -88,6 +122,8 @@ def searchsorted(a, v, side: str = "left", sorter=None, *, method: str = "scan")
   shape = aval_of(v).shape
   if n == 0:
     return util.full_of(shape, 0, index_dtype)
+  if method in ("scan", "scan_unrolled"):
+    _refuse_split_queries(a, v)
   if method == "sort":
     return _searchsorted_by_sorting(a, v, side)
   if method == "compare_all":
