@@ -21,6 +21,8 @@ few differences are the platform's, not revax's, and jax on the same chip shows 
 
 Nothing here changes a tolerance or a skip on the CPU: `ON_TPU` is false there.
 """
+import contextlib
+
 import numpy as np
 import pytest
 
@@ -45,6 +47,29 @@ RNG_UNIFORM_BATCHED = ("vmap of lax.rng_uniform (a scan over the examples) abort
                        "2026-12-06, not yet diagnosed (platform_limits.py)")
 HOLDS_THE_CHIP = ("a child process would open the TPU that this test process holds (one program "
                   "per chip)")
+UNSTABLE_SORT_TIES = ("an unstable sort leaves the order of equal keys (0.0 and -0.0 too) to the "
+                      "platform: XLA:TPU's differs from XLA:CPU's (jax's on the chip too)")
+PRINT_ORDER = ("debug.print without ordered=True prints in XLA's schedule: XLA:TPU's order of the "
+               "prints differs from XLA:CPU's (jax's on the chip too); compared as sorted lines")
+FLOAT64_EMULATION = ("XLA:TPU emulates float64 (a pair of float32 values: about 48 significant "
+                     "bits, float32's exponent range): float64 data and programs are not bit for "
+                     "bit the CPU's")
+NARROW_NO_NAN = ("a NaN converted to a float type without NaN (float4_e2m1fn, float8_e8m0fnu, ...)"
+                 " is the platform's value: XLA:TPU's differs from XLA:CPU's")
+NO_TEMP_BYTES = ("XLA:TPU's memory analysis reports 0 temp bytes (jax's compiled programs on the "
+                 "chip too): temporaries are not measured there")
+DEFAULT_MATMUL_PRECISION = ("a hand-written StableHLO dot at DEFAULT precision rounds float32 "
+                            "operands to bfloat16 on a TPU (JAX's documented default there)")
+XLA_LINALG = ("XLA:TPU decomposes matrices (QR, Cholesky, eigh, triangular solves) with XLA's own "
+              "algorithms, not LAPACK's: float32 results differ by roundoff, amplified by the "
+              "matrix's conditioning")
+ONE_BACKEND_FAST_PATH = ("the C call path serves a plan only while one backend is open "
+                         "(call_plans.CallPlan.one_device): on a TPU the CPU backend is open "
+                         "beside the chip")
+LIBTPU_QUEUE = ("libtpu bounds its own queue of launches and revax asks it for no completion "
+                "events (tests/runtime/test_async_dispatch.py: untracked windows), so revax's "
+                "in-flight count and effects_barrier's wait for programs without effects are "
+                "XLA:CPU's only (jax's effects_barrier on libtpu alike)")
 
 # float32 tolerances on a TPU where a transcendental function is in the computation (measured
 # maxima above, with a factor of about 2)
@@ -56,7 +81,7 @@ RECORD_DIFFERENCES = {
         "acosh_c64", "acosh_f32", "acosh_f32_0d", "asin_c64", "asinh_c64", "asinh_f32",
         "atanh_f32", "atanh_f32_0d", "bessel_i0e_f32", "digamma_f32", "igammac_f32",
         "igammac_f32_edges", "lgamma_f32", "lgamma_f32_0d", "log1p_f32", "log_c64", "log_f32",
-        "log_f32_0d", "polygamma_f32", "random_gamma_batched_keys_log_space",
+        "log_f32_0d", "polygamma_f32", "pow_f32_0d", "random_gamma_batched_keys_log_space",
         "random_gamma_grad_f32", "scan_tanh_rnn", "scan_tanh_rnn_reverse", "tanh_f32"],
         TRANSCENDENTAL),
     **dict.fromkeys(["reduce_window_generic_add_non_identity_init",
@@ -87,6 +112,24 @@ def allclose_tol(rtol: float = 1e-7, atol: float = 0.0) -> dict:
   return {"rtol": rtol, "atol": atol}
 
 
+def linalg_tol(rtol: float = 1e-7, atol: float = 0.0) -> dict:
+  """`rtol=, atol=` for np.testing.assert_allclose of a result computed through a matrix
+  decomposition on the device: as given on the CPU, at least TPU_RTOL / TPU_ATOL on a TPU
+  (XLA_LINALG; the measured differences are a few float32 ulps of the matrix's scale)."""
+  rtol, atol = tolerance(rtol, atol)
+  return {"rtol": rtol, "atol": atol}
+
+
+def scaled_tol(expected, rtol: float = 1e-7, atol: float = 0.0) -> dict:
+  """`allclose_tol`, with atol on a TPU at least TPU_RTOL times the largest magnitude of
+  `expected`: for sums of transcendental terms that cancel (a gradient element far smaller than
+  its array's other elements), whose error is of the scale of the terms, not of the sum."""
+  tol = allclose_tol(rtol, atol)
+  if ON_TPU:
+    tol["atol"] = max(tol["atol"], TPU_RTOL * float(np.max(np.abs(expected), initial=0.0)))
+  return tol
+
+
 def record_tolerance(record) -> tuple[float, float]:
   """An op-database record's (rtol, atol) on this platform."""
   if ON_TPU and RECORD_DIFFERENCES.get(record.name) == TRANSCENDENTAL:
@@ -98,6 +141,21 @@ def record_marks(record) -> list:
   """The skip marks of an op-database record on this platform."""
   why = RECORD_DIFFERENCES.get(record.name) if ON_TPU else None
   return [pytest.mark.skip(reason=f"TPU: {why}")] if why in _SKIPPED_REASONS else []
+
+
+def on_the_cpu_device():
+  """A context where work without committed inputs runs on the CPU device when the default is a
+  TPU (what only the CPU plugin can run: NO_FFI); nothing on the CPU."""
+  if not ON_TPU:
+    return contextlib.nullcontext()
+  import revax
+  return revax.default_device(revax.devices("cpu")[0])
+
+
+def printed_lines(text: str) -> str:
+  """Printed output as compared across platforms: as printed on the CPU, its lines sorted on a
+  TPU (PRINT_ORDER)."""
+  return "".join(sorted(text.splitlines(keepends=True))) if ON_TPU else text
 
 
 def skip_on_tpu(reason: str):

@@ -137,7 +137,7 @@ def test_the_call_path_suites_pass_without_the_extension():
     sys.exit(pytest.main(["-q", "-p", "no:cacheprovider", "-x",
                           "tests/test_jit_call_path.py", "tests/runtime/test_array_ownership.py",
                           "tests/runtime/test_async_dispatch.py"]))
-  """, {"here": here}, REVAX_FASTPATH="0", PYTHONPATH=here)
+  """, {"here": here}, REVAX_FASTPATH="0")
   assert check.returncode == 0, check.stdout[-3000:] + check.stderr[-3000:]
 
 
