@@ -22,6 +22,7 @@ few differences are the platform's, not revax's, and jax on the same chip shows 
 Nothing here changes a tolerance or a skip on the CPU: `ON_TPU` is false there.
 """
 import contextlib
+import re
 
 import numpy as np
 import pytest
@@ -49,13 +50,20 @@ HOLDS_THE_CHIP = ("a child process would open the TPU that this test process hol
                   "per chip)")
 UNSTABLE_SORT_TIES = ("an unstable sort leaves the order of equal keys (0.0 and -0.0 too) to the "
                       "platform: XLA:TPU's differs from XLA:CPU's (jax's on the chip too)")
+COMPLEX_SIGNED_ZEROS = ("XLA:TPU's complex products give some zero parts the other sign than "
+                        "XLA:CPU's (1j * x at x = -0.0, 1.0: measured on the chip 2026-12-06)")
+CONV_PADDING = ("XLA:TPU's convolutions multiply the zero padding with the operand's elements, so a "
+                "NaN or infinity reaches outputs whose windows hold it only against padding "
+                "(0 * inf is NaN; XLA:CPU skips the padding): jnp.poly of NaN/inf roots")
 PRINT_ORDER = ("debug.print without ordered=True prints in XLA's schedule: XLA:TPU's order of the "
                "prints differs from XLA:CPU's (jax's on the chip too); compared as sorted lines")
 FLOAT64_EMULATION = ("XLA:TPU emulates float64 (a pair of float32 values: about 48 significant "
                      "bits, float32's exponent range): float64 data and programs are not bit for "
                      "bit the CPU's")
-NARROW_NO_NAN = ("a NaN converted to a float type without NaN (float4_e2m1fn, float8_e8m0fnu, ...)"
-                 " is the platform's value: XLA:TPU's differs from XLA:CPU's")
+NARROW_FLOATS = ("XLA:TPU computes float8/float4 functions through its own intermediate type and "
+                 "converts values such a type cannot hold (NaN in float4_e2m1fn, zero in "
+                 "float8_e8m0fnu) its own way: results differ from XLA:CPU's by a step of the "
+                 "narrow type, or where XLA:CPU gives 0 or NaN")
 NO_TEMP_BYTES = ("XLA:TPU's memory analysis reports 0 temp bytes (jax's compiled programs on the "
                  "chip too): temporaries are not measured there")
 DEFAULT_MATMUL_PRECISION = ("a hand-written StableHLO dot at DEFAULT precision rounds float32 "
@@ -167,6 +175,20 @@ def as_the_oracles_device(text: str) -> str:
   """A repr naming revax's devices, with the TPU's device names as the CPU's: the jax oracle runs
   on the CPU, so a repr compared with jax's names a TpuDevice where jax's names a CpuDevice."""
   return text.replace("TpuDevice(", "CpuDevice(") if ON_TPU else text
+
+
+def as_the_oracles_platforms(text: str) -> str:
+  """An error message listing revax's platforms, as the jax oracle (on the CPU only) lists
+  them: on a TPU, revax's "tpu,cpu" / ['tpu', 'cpu'] are the oracle's "cpu" / ['cpu']."""
+  if not ON_TPU:
+    return text
+  return text.replace("tpu,cpu", "cpu").replace("['tpu', 'cpu']", "['cpu']")
+
+
+def as_the_oracles_output(text: str) -> str:
+  """A program's printed output as the jax oracle (on the CPU) prints it: on a TPU, revax's
+  device reprs and the platform's name (the word "tpu") are the CPU's."""
+  return re.sub(r"\btpu\b", "cpu", as_the_oracles_device(text)) if ON_TPU else text
 
 
 def assert_same_values(actual, expected) -> None:
