@@ -16,8 +16,17 @@ few differences are the platform's, not revax's, and jax on the same chip shows 
   folded in to the platform.
 - Tests that only the CPU can run: programs calling `revax.ffi` targets or the CPU's LAPACK
   handlers (libtpu has no FFI extension; eig and schur reach the host through send/recv there
-  instead, as every host callback on a TPU), and tests whose child processes would open the chip
-  the test process holds.
+  instead, as every host callback on a TPU) run on the CPU device beside the chip
+  (`on_the_cpu_device`), and tests' child processes use the CPU (tests/child_env.py), as the
+  test process holds the chip.
+- The chip's own arithmetic and scheduling (jax's on the chip alike, as XLA:TPU decides them):
+  an unstable sort's order of ties (UNSTABLE_SORT_TIES), the order of unordered debug.print
+  calls (PRINT_ORDER), float64 emulated with float32 pairs (FLOAT64_EMULATION), float8/float4
+  functions (NARROW_FLOATS), matrix decompositions (XLA_LINALG), convolution padding times
+  NaN/inf (CONV_PADDING), zero signs of complex products (COMPLEX_SIGNED_ZEROS), DEFAULT matmul
+  precision in hand-written programs (DEFAULT_MATMUL_PRECISION), no temp bytes in memory
+  analyses (NO_TEMP_BYTES), libtpu's own queue (LIBTPU_QUEUE), and the C call path serving one
+  backend only (ONE_BACKEND_FAST_PATH).
 
 Nothing here changes a tolerance or a skip on the CPU: `ON_TPU` is false there.
 """
@@ -52,8 +61,8 @@ UNSTABLE_SORT_TIES = ("an unstable sort leaves the order of equal keys (0.0 and 
                       "platform: XLA:TPU's differs from XLA:CPU's (jax's on the chip too)")
 COMPLEX_SIGNED_ZEROS = ("XLA:TPU's complex products give some zero parts the other sign than "
                         "XLA:CPU's (1j * x at x = -0.0, 1.0: measured on the chip 2026-12-06)")
-CONV_PADDING = ("XLA:TPU's convolutions multiply the zero padding with the operand's elements, so a "
-                "NaN or infinity reaches outputs whose windows hold it only against padding "
+CONV_PADDING = ("XLA:TPU's convolutions multiply the zero padding with the operand's elements, so "
+                "a NaN or infinity reaches outputs whose windows hold it only against padding "
                 "(0 * inf is NaN; XLA:CPU skips the padding): jnp.poly of NaN/inf roots")
 PRINT_ORDER = ("debug.print without ordered=True prints in XLA's schedule: XLA:TPU's order of the "
                "prints differs from XLA:CPU's (jax's on the chip too); compared as sorted lines")

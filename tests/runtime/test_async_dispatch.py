@@ -29,7 +29,8 @@ import revax.numpy as rnp
 from revax._src.runtime import client
 from revax._src.runtime.client import Buffer, get_backend
 from revax.errors import JaxRuntimeError
-from tests.platform_tolerances import LIBTPU_QUEUE, NO_FFI, on_the_cpu_device, skip_on_tpu
+from tests.platform_tolerances import (
+    LIBTPU_QUEUE, NO_FFI, ON_TPU, on_the_cpu_device, skip_on_tpu)
 from tests.runtime.test_ffi import KERNEL_C
 
 N = 256
@@ -51,6 +52,10 @@ def _window():
 @pytest.fixture(scope="module")
 def steps():
   """A loop count for which `shift` takes at least 0.6 s here (measured, not assumed)."""
+  return _calibrated_steps()
+
+
+def _calibrated_steps():
   p, x = revax.device_put(PERM), revax.device_put(X)
   n = 16
   while True:
@@ -133,6 +138,15 @@ def cpu_plugin():
     yield
 
 
+@pytest.fixture(scope="module")
+def cpu_steps(steps):
+  """`steps` for the CPU device, where the failing kernel runs (on a TPU: measured there)."""
+  if not ON_TPU:
+    return steps
+  with on_the_cpu_device():
+    return _calibrated_steps()
+
+
 def _fails_after(v, p, n):
   """(the slow product, then a kernel that fails on it): XLA fails the program at run time."""
   slow = shift(v, p, n)
@@ -146,11 +160,11 @@ def _fails_after(v, p, n):
 MESSAGE = "expected a float32 input"
 
 
-def test_a_program_failing_at_run_time_raises_at_first_use(failing_kernel, cpu_plugin, steps,
+def test_a_program_failing_at_run_time_raises_at_first_use(failing_kernel, cpu_plugin, cpu_steps,
                                                            operands):
   x, p = operands
   f = revax.jit(_fails_after)
-  slow, failed = f(x, p, steps // 2)  # returns: the failure happens later, on the device
+  slow, failed = f(x, p, cpu_steps // 2)  # returns: the failure happens later, on the device
   assert not failed.is_ready()
   later = revax.jit(lambda a: a * 2 + 1)(failed)  # queued behind it, fed its failed output
   eager = failed + 3  # an eager op on the device value is queued the same way
