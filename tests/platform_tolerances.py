@@ -16,11 +16,23 @@ few differences are the platform's, not revax's, and jax on the same chip shows 
   folded in to the platform.
 - Tests that only the CPU can run: programs calling `revax.ffi` targets or the CPU's LAPACK
   handlers (libtpu has no FFI extension; eig and schur reach the host through send/recv there
-  instead, as every host callback on a TPU), and tests whose child processes would open the chip
-  the test process holds.
+  instead, as every host callback on a TPU) run on the CPU device beside the chip
+  (`on_the_cpu_device`), and tests' child processes use the CPU (tests/child_env.py), as the
+  test process holds the chip.
+- The chip's own arithmetic and scheduling (jax's on the chip alike, as XLA:TPU decides them):
+  an unstable sort's order of ties (UNSTABLE_SORT_TIES), the order of unordered debug.print
+  calls (PRINT_ORDER), float64 emulated with float32 pairs (FLOAT64_EMULATION), float8/float4
+  functions (NARROW_FLOATS), matrix decompositions (XLA_LINALG), convolution padding times
+  NaN/inf (CONV_PADDING), zero signs of complex products (COMPLEX_SIGNED_ZEROS), DEFAULT matmul
+  precision in hand-written programs (DEFAULT_MATMUL_PRECISION), no temp bytes in memory
+  analyses (NO_TEMP_BYTES), libtpu's own queue (LIBTPU_QUEUE), and the C call path serving one
+  backend only (ONE_BACKEND_FAST_PATH).
 
 Nothing here changes a tolerance or a skip on the CPU: `ON_TPU` is false there.
 """
+import contextlib
+import re
+
 import numpy as np
 import pytest
 
@@ -45,6 +57,36 @@ RNG_UNIFORM_BATCHED = ("vmap of lax.rng_uniform (a scan over the examples) abort
                        "2026-12-06, not yet diagnosed (platform_limits.py)")
 HOLDS_THE_CHIP = ("a child process would open the TPU that this test process holds (one program "
                   "per chip)")
+UNSTABLE_SORT_TIES = ("an unstable sort leaves the order of equal keys (0.0 and -0.0 too) to the "
+                      "platform: XLA:TPU's differs from XLA:CPU's (jax's on the chip too)")
+COMPLEX_SIGNED_ZEROS = ("XLA:TPU's complex products give some zero parts the other sign than "
+                        "XLA:CPU's (1j * x at x = -0.0, 1.0: measured on the chip 2026-12-06)")
+CONV_PADDING = ("XLA:TPU's convolutions multiply the zero padding with the operand's elements, so "
+                "a NaN or infinity reaches outputs whose windows hold it only against padding "
+                "(0 * inf is NaN; XLA:CPU skips the padding): jnp.poly of NaN/inf roots")
+PRINT_ORDER = ("debug.print without ordered=True prints in XLA's schedule: XLA:TPU's order of the "
+               "prints differs from XLA:CPU's (jax's on the chip too); compared as sorted lines")
+FLOAT64_EMULATION = ("XLA:TPU emulates float64 (a pair of float32 values: about 48 significant "
+                     "bits, float32's exponent range): float64 data and programs are not bit for "
+                     "bit the CPU's")
+NARROW_FLOATS = ("XLA:TPU computes float8/float4 functions through its own intermediate type and "
+                 "converts values such a type cannot hold (NaN in float4_e2m1fn, zero in "
+                 "float8_e8m0fnu) its own way: results differ from XLA:CPU's by a step of the "
+                 "narrow type, or where XLA:CPU gives 0 or NaN")
+NO_TEMP_BYTES = ("XLA:TPU's memory analysis reports 0 temp bytes (jax's compiled programs on the "
+                 "chip too): temporaries are not measured there")
+DEFAULT_MATMUL_PRECISION = ("a hand-written StableHLO dot at DEFAULT precision rounds float32 "
+                            "operands to bfloat16 on a TPU (JAX's documented default there)")
+XLA_LINALG = ("XLA:TPU decomposes matrices (QR, Cholesky, eigh, triangular solves) with XLA's own "
+              "algorithms, not LAPACK's: float32 results differ by roundoff, amplified by the "
+              "matrix's conditioning")
+ONE_BACKEND_FAST_PATH = ("the C call path serves a plan only while one backend is open "
+                         "(call_plans.CallPlan.one_device): on a TPU the CPU backend is open "
+                         "beside the chip")
+LIBTPU_QUEUE = ("libtpu bounds its own queue of launches and revax asks it for no completion "
+                "events (tests/runtime/test_async_dispatch.py: untracked windows), so revax's "
+                "in-flight count and effects_barrier's wait for programs without effects are "
+                "XLA:CPU's only (jax's effects_barrier on libtpu alike)")
 
 # float32 tolerances on a TPU where a transcendental function is in the computation (measured
 # maxima above, with a factor of about 2)
@@ -56,7 +98,7 @@ RECORD_DIFFERENCES = {
         "acosh_c64", "acosh_f32", "acosh_f32_0d", "asin_c64", "asinh_c64", "asinh_f32",
         "atanh_f32", "atanh_f32_0d", "bessel_i0e_f32", "digamma_f32", "igammac_f32",
         "igammac_f32_edges", "lgamma_f32", "lgamma_f32_0d", "log1p_f32", "log_c64", "log_f32",
-        "log_f32_0d", "polygamma_f32", "random_gamma_batched_keys_log_space",
+        "log_f32_0d", "polygamma_f32", "pow_f32_0d", "random_gamma_batched_keys_log_space",
         "random_gamma_grad_f32", "scan_tanh_rnn", "scan_tanh_rnn_reverse", "tanh_f32"],
         TRANSCENDENTAL),
     **dict.fromkeys(["reduce_window_generic_add_non_identity_init",
@@ -87,6 +129,24 @@ def allclose_tol(rtol: float = 1e-7, atol: float = 0.0) -> dict:
   return {"rtol": rtol, "atol": atol}
 
 
+def linalg_tol(rtol: float = 1e-7, atol: float = 0.0) -> dict:
+  """`rtol=, atol=` for np.testing.assert_allclose of a result computed through a matrix
+  decomposition on the device: as given on the CPU, at least TPU_RTOL / TPU_ATOL on a TPU
+  (XLA_LINALG; the measured differences are a few float32 ulps of the matrix's scale)."""
+  rtol, atol = tolerance(rtol, atol)
+  return {"rtol": rtol, "atol": atol}
+
+
+def scaled_tol(expected, rtol: float = 1e-7, atol: float = 0.0) -> dict:
+  """`allclose_tol`, with atol on a TPU at least TPU_RTOL times the largest magnitude of
+  `expected`: for sums of transcendental terms that cancel (a gradient element far smaller than
+  its array's other elements), whose error is of the scale of the terms, not of the sum."""
+  tol = allclose_tol(rtol, atol)
+  if ON_TPU:
+    tol["atol"] = max(tol["atol"], TPU_RTOL * float(np.max(np.abs(expected), initial=0.0)))
+  return tol
+
+
 def record_tolerance(record) -> tuple[float, float]:
   """An op-database record's (rtol, atol) on this platform."""
   if ON_TPU and RECORD_DIFFERENCES.get(record.name) == TRANSCENDENTAL:
@@ -100,6 +160,21 @@ def record_marks(record) -> list:
   return [pytest.mark.skip(reason=f"TPU: {why}")] if why in _SKIPPED_REASONS else []
 
 
+def on_the_cpu_device():
+  """A context where work without committed inputs runs on the CPU device when the default is a
+  TPU (what only the CPU plugin can run: NO_FFI); nothing on the CPU."""
+  if not ON_TPU:
+    return contextlib.nullcontext()
+  import revax
+  return revax.default_device(revax.devices("cpu")[0])
+
+
+def printed_lines(text: str) -> str:
+  """Printed output as compared across platforms: as printed on the CPU, its lines sorted on a
+  TPU (PRINT_ORDER)."""
+  return "".join(sorted(text.splitlines(keepends=True))) if ON_TPU else text
+
+
 def skip_on_tpu(reason: str):
   """A skipif mark for what the TPU cannot or need not run, with the reason."""
   return pytest.mark.skipif(ON_TPU, reason=f"TPU: {reason}")
@@ -109,6 +184,20 @@ def as_the_oracles_device(text: str) -> str:
   """A repr naming revax's devices, with the TPU's device names as the CPU's: the jax oracle runs
   on the CPU, so a repr compared with jax's names a TpuDevice where jax's names a CpuDevice."""
   return text.replace("TpuDevice(", "CpuDevice(") if ON_TPU else text
+
+
+def as_the_oracles_platforms(text: str) -> str:
+  """An error message listing revax's platforms, as the jax oracle (on the CPU only) lists
+  them: on a TPU, revax's "tpu,cpu" / ['tpu', 'cpu'] are the oracle's "cpu" / ['cpu']."""
+  if not ON_TPU:
+    return text
+  return text.replace("tpu,cpu", "cpu").replace("['tpu', 'cpu']", "['cpu']")
+
+
+def as_the_oracles_output(text: str) -> str:
+  """A program's printed output as the jax oracle (on the CPU) prints it: on a TPU, revax's
+  device reprs and the platform's name (the word "tpu") are the CPU's."""
+  return re.sub(r"\btpu\b", "cpu", as_the_oracles_device(text)) if ON_TPU else text
 
 
 def assert_same_values(actual, expected) -> None:

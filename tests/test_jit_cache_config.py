@@ -15,6 +15,7 @@ import pytest
 
 import revax
 import revax.numpy as rnp
+from tests.child_env import child_env
 
 
 def _counting(counter):
@@ -187,7 +188,7 @@ def test_debug_checks_in_a_fresh_process():
   out = subprocess.run(
       [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:xdist",
        os.path.abspath(__file__), "-k", "debug_nans or debug_infs"],
-      cwd=root, env=dict(os.environ, REVAX_FRESH_PROCESS_TESTS="1"), capture_output=True,
+      cwd=root, env=child_env(REVAX_FRESH_PROCESS_TESTS="1"), capture_output=True,
       text=True, timeout=600)
   assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
   assert "5 passed" in out.stdout, out.stdout[-2000:]

@@ -57,7 +57,9 @@ class CallPlan:
     self.entry = entry
     self.executable = program.executable
     self.out_avals = tuple(program.out_avals)
-    backend = get_backend()
+    # (the backend the program was compiled for first: the default one, or where the call that
+    # compiled it ran; a call on another backend's buffers takes the general path)
+    backend = self.executable._backend
     self.device = backend.devices[0]
     # (a second backend started later makes this plan's check of devices insufficient: `call`
     # then leaves the call to the general path, which runs it where its arguments are)

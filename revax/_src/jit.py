@@ -347,17 +347,19 @@ class Jitted:
     if entry.ref_mask is not None:
       outs = self._call_with_refs(entry, leaves, args, kwargs)
     elif _context.trace is eval_trace:
-      program = entry.program
-      if program is None or entry.aliases is None:
-        if entry.aliases is None:
-          entry.aliases = self._donation_aliases(args, entry) if self._donate_argnums else ()
-        program = entry.program = program_for(entry.jaxpr, entry.name, entry.aliases,
-                                              entry.compiler_options)
       # the cache key fixed the avals: no check needed before running
       operands = entry.consts + leaves if entry.consts else leaves
       if _array.committed_live:
         operands = _placed_operands(entry, leaves, operands, self._error_name(),
                                     lambda: self._split(args, kwargs)[3]())
+      program = entry.program
+      if program is None or entry.aliases is None:
+        if entry.aliases is None:
+          entry.aliases = self._donation_aliases(args, entry) if self._donate_argnums else ()
+        # (compiled first for the backend the operands are on: a program that only that
+        # backend compiles, e.g. complex128 on the CPU device beside a TPU, runs there)
+        program = entry.program = program_for(entry.jaxpr, entry.name, entry.aliases,
+                                              entry.compiler_options, _operand_backend(operands))
       if entry.aliases:  # no plan: each call checks and consumes its donated arguments
         outs = run_donating(program, entry.aliases, operands)
       else:
@@ -709,3 +711,11 @@ def _donated_positions(fun, donate_argnums, donate_argnames) -> tuple:
       raise ValueError(f"jitted function has donate_argnames={names} but the function has no "
                        f"parameter named {name!r}")
   return tuple(sorted(set(nums) | {i for i, n in enumerate(positional) if n in names}))
+
+
+def _operand_backend(operands):
+  """The backend of the first operand with a device buffer (None: none has one)."""
+  for x in operands:
+    if type(x) is Array and x._buf is not None:
+      return x._buf.device.client
+  return None

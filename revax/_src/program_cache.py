@@ -24,7 +24,7 @@ _programs_lock = threading.Lock()
 
 
 def program_for(jaxpr: ClosedJaxpr, name: str, aliases: tuple = (),
-                compiler_options: tuple = ()) -> dispatch.CompiledProgram:
+                compiler_options: tuple = (), backend=None) -> dispatch.CompiledProgram:
   """The compiled program of a jit jaxpr (compiled once, kept while the jaxpr lives).
 
   Args:
@@ -32,6 +32,8 @@ def program_for(jaxpr: ClosedJaxpr, name: str, aliases: tuple = (),
       their buffers (see donation.py); each set of pairs is its own program.
     compiler_options: (name, value) pairs of XLA options (`jit(compiler_options=)`); each set
       of options is its own program.
+    backend: the backend to compile for first, where the call runs (None: the default
+      device's); the program compiles for another backend when it runs there.
   """
   if compiler_options and names_mesh(jaxpr):
     raise NotImplementedError(f"jit(compiler_options=...) of {name}, a program over a mesh: "
@@ -41,13 +43,14 @@ def program_for(jaxpr: ClosedJaxpr, name: str, aliases: tuple = (),
     with _programs_lock:
       program = _aliased_programs.setdefault(jaxpr, {}).get(key)
     if program is None:
-      program = dispatch.compile_jaxpr(jaxpr, name, aliases, option_overrides=compiler_options)
+      program = dispatch.compile_jaxpr(jaxpr, name, aliases, backend,
+                                       option_overrides=compiler_options)
       with _programs_lock:
         program = _aliased_programs[jaxpr].setdefault(key, program)
     return program
   program = _programs.get(jaxpr)
   if program is None:
-    program = mesh_program(jaxpr, name) or dispatch.compile_jaxpr(jaxpr, name)
+    program = mesh_program(jaxpr, name) or dispatch.compile_jaxpr(jaxpr, name, backend=backend)
     with _programs_lock:
       program = _programs.setdefault(jaxpr, program)
   return program

@@ -30,6 +30,7 @@ import revax.numpy.linalg as rla
 import revax.scipy.linalg as rsl
 from tests.edges.harness import LIVE, Raised, outcome, recorded
 from tests.edges.recipes import public_callables
+from tests.platform_tolerances import ON_TPU, XLA_LINALG
 
 jax = pytest.importorskip("jax")
 jnp = jax.numpy
@@ -324,6 +325,10 @@ KNOWN = {
         "jax's tangent flows through its bisection's arithmetic (all eigenvalues get the same "
         "tangent); revax's is the eigenvalues' derivative") for i in SYMMETRIC},
 }
+# On a TPU (measured 2026-12-06): eig at a rank-1 matrix (a repeated zero eigenvalue) is _BASIS's
+# case, whose rounding there is the chip's matrix products' (XLA_LINALG).
+KNOWN_TPU = {f"{f} [rank 1]": f"{_BASIS}; {XLA_LINALG}"
+             for f in ("numpy.linalg.eigvals", "lax.linalg.eig")}
 SHARDS = 4
 
 
@@ -366,8 +371,11 @@ def test_derivatives_at_degenerate_points_match_jax(shard):
         assert not isinstance(revax_out, Raised), f"{key}: revax raises {revax_out}"
   compared = {k for k in keys if not _refused_by_jax(k)}
   diffs = _differences(compared)
-  new = [d for d in diffs if _known(d.split(": ")[0]) is None]
+  new = [d for d in diffs if _known(d.split(": ")[0]) is None
+         and not (ON_TPU and _function_input(d.split(": ")[0]) in KNOWN_TPU)]
   assert not new, "\n".join(new)
+  if ON_TPU:
+    return  # (KNOWN is what the CPU computes: a case may agree with jax on a TPU)
   differing = {_known(d.split(": ")[0]) for d in diffs}
   covered = {_known(k) for k in compared} - {None}
   stale = covered - differing

@@ -28,6 +28,7 @@ import pytest
 import revax
 import revax.numpy as rnp
 from tests.edges.harness import LIVE, Leaf, Raised, builtin_base, difference, outcome, recorded
+from tests.platform_tolerances import NARROW_FLOATS, ON_TPU, TPU_RTOL
 
 jax = pytest.importorskip("jax")
 jnp = jax.numpy
@@ -241,6 +242,16 @@ KNOWN_NARROW = {
 }
 
 
+# Where a TPU computes otherwise than XLA:CPU (the oracle's platform), measured on the chip
+# 2026-12-06: narrow floats (platform_tolerances.NARROW_FLOATS); transcendental functions of
+# int4/uint4 (float32 results) compare at TPU_RTOL (TRANSCENDENTAL).
+KNOWN_NARROW_TPU = dict.fromkeys([
+    "linspace [float8_e8m0fnu]", "log [float4_e2m1fn] jit", "remainder [float4_e2m1fn] jit",
+    "sqrt [float4_e2m1fn] jit", "exp2 [float8_e4m3fn] jit", "exp2 [float8_e5m2] jit",
+    "log1p [float4_e2m1fn] jit", "mean [float4_e2m1fn] jit", "exp2 [float4_e2m1fn] jit"],
+    NARROW_FLOATS)
+
+
 @pytest.mark.parametrize("shard", range(NARROW_SHARDS))
 def test_narrow_arrays_as_jax(shard):
   keys = set(NARROW_KEYS[shard::NARROW_SHARDS])
@@ -251,17 +262,20 @@ def test_narrow_arrays_as_jax(shard):
     for key, call in NARROW_CASES:
       if key in keys:
         d = difference(_half_as_float32(expected[key]), _half_as_float32(outcome(call, revax)),
-                       rtol=1e-6)
+                       rtol=TPU_RTOL if ON_TPU else 1e-6)
         if d:
           diffs.append(f"{key}: {d}")
-  new = [d for d in diffs if d.split(": ")[0] not in KNOWN_NARROW]
+  known = KNOWN_NARROW | KNOWN_NARROW_TPU if ON_TPU else KNOWN_NARROW
+  new = [d for d in diffs if d.split(": ")[0] not in known]
   assert not new, f"{len(new)} of {len(keys)} differ:\n" + "\n".join(new)
+  if ON_TPU:
+    return  # (KNOWN_NARROW is what the CPU computes: a case may agree with jax on a TPU)
   stale = {k for k in KNOWN_NARROW if k in keys} - {d.split(": ")[0] for d in diffs}
   assert not stale, f"these now agree with jax: remove them from KNOWN_NARROW: {sorted(stale)}"
 
 
 def test_known_narrow_differences_are_cases():
-  assert set(KNOWN_NARROW) <= set(NARROW_KEYS)
+  assert set(KNOWN_NARROW) <= set(NARROW_KEYS) and set(KNOWN_NARROW_TPU) <= set(NARROW_KEYS)
 
 
 # --- (c) linalg on float16 and bfloat16 ----------------------------------------------------------

@@ -25,6 +25,7 @@ import revax.scipy.special as rsp
 import revax.scipy.stats as rst
 from tests.edges.harness import LIVE, Raised, difference, outcome, recorded
 from tests.edges.recipes import public_callables, required_args
+from tests.platform_tolerances import CONV_PADDING, ON_TPU, TPU_RTOL
 
 jax = pytest.importorskip("jax")
 jnp = jax.numpy
@@ -335,6 +336,12 @@ def _jit_outcomes(cases):
   return outs
 
 
+# On a TPU, values compare at TPU_RTOL (special functions, eager and jitted, are the chip's:
+# platform_tolerances.TRANSCENDENTAL), and these differ from XLA:CPU's (measured 2026-12-06).
+RTOL = TPU_RTOL if ON_TPU else 1e-5
+KNOWN_TPU = dict.fromkeys(["numpy.poly [V] eager", "numpy.poly [V] jit"], CONV_PADDING)
+
+
 def _differences(keys):
   cases = [c for c in CASES if _key(*c[:3]) in keys]
   with warnings.catch_warnings():
@@ -344,13 +351,13 @@ def _differences(keys):
     found = []
     for family, name, label, call, args in cases:
       key = _key(family, name, label)
-      d = difference(expected[key], outcome(call, _module(family, "revax"), *args))
+      d = difference(expected[key], outcome(call, _module(family, "revax"), *args), RTOL)
       if d:
         found.append(f"{key} eager: {d}")
     for key, out in _jit_outcomes(cases).items():
       if isinstance(expected[key], Raised):
         continue  # jax refuses: the eager comparison covers the exception
-      d = difference(expected[key], out)
+      d = difference(expected[key], out, RTOL)
       if d:
         found.append(f"{key} jit: {d}")
   return found
@@ -376,7 +383,10 @@ def test_special_values_match_jax_eager_and_jit(shard):
   keys = set(KEYS[shard::SHARDS])
   diffs = _differences(keys)
   found = {d.split(": ")[0] for d in diffs}
-  new = [d for d in diffs if d.split(": ")[0] not in KNOWN]
+  known = KNOWN | set(KNOWN_TPU) if ON_TPU else KNOWN
+  new = [d for d in diffs if d.split(": ")[0] not in known]
   assert not new, "\n".join(new)
+  if ON_TPU:
+    return  # (KNOWN is what the CPU computes: a case may agree with jax on a TPU)
   stale = {k for k in KNOWN if k.rsplit(" ", 1)[0] in keys} - found
   assert not stale, f"these now agree with jax: delete them from known_nan_inf.txt: {stale}"

@@ -23,6 +23,7 @@ import revax
 import revax.lax as rlax
 import revax.numpy as rnp
 from tests.edges.harness import LIVE, Raised, difference, outcome, recorded
+from tests.platform_tolerances import ON_TPU
 
 jax = pytest.importorskip("jax")
 jnp = jax.numpy
@@ -185,19 +186,56 @@ def _jit_outcomes(cases, expected):
   return {key: outcome(lambda r=r: r) for (key, _, _), r in zip(traced, results, strict=True)}
 
 
+def _the_platforms(key: str) -> bool:
+  """Whether on this platform `key`'s order of equal elements and signs of zero are the
+  platform's: on a TPU, unstable sorts (platform_tolerances.UNSTABLE_SORT_TIES) and sorts of
+  complex products (COMPLEX_SIGNED_ZEROS)."""
+  return ON_TPU and ("stable False" in key or key.startswith(
+      ("lax.sort [unstable]", "sort_complex", "sort [complex]")))
+
+
+def difference_up_to_ties(key, expected, actual, x):
+  """`difference`, with values equal up to the sign of zero (0.0 == -0.0) and indices equal
+  where they point at equal elements of `x` (argsort's outputs, lax.sort's second)."""
+  d = difference(expected, actual)
+  if d is None or isinstance(expected, Raised) or isinstance(actual, Raised) or not d.startswith(
+      "output") or "values" not in d:
+    return d
+  x = np.asarray(x)
+  for i, (e, a) in enumerate(zip(expected, actual, strict=True)):
+    ev, av = e.value, a.value
+    if key.startswith("argsort") or key.startswith("lax.sort") and i == 1:
+      # (lax.sort's indices are an iota + 0 * x: NaN where x is, compared as they are)
+      nan = np.isnan(ev) if ev.dtype.kind == "f" else np.zeros(ev.shape, bool)
+      if ev.dtype.kind == "f" and not np.array_equal(nan, np.isnan(av)):
+        return f"output {i}: {av.ravel()[:12].tolist()}, jax {ev.ravel()[:12].tolist()}"
+      ev, av = (np.where(nan, np.nan, np.take_along_axis(x, np.where(nan, 0, v).astype(np.intp),
+                                                         -1)) for v in (ev, av))
+    if not np.array_equal(ev, av, equal_nan=True):
+      return f"output {i}: {a.value.ravel()[:12].tolist()}, jax {e.value.ravel()[:12].tolist()}"
+  return None
+
+
 def _differences(keys):
   cases = [c for c in CASES if c[0] in keys]
+  inputs = {key: x for key, _, x in cases}
+
+  def compare(key, want, got):
+    if _the_platforms(key):
+      return difference_up_to_ties(key, want, got, inputs[key])
+    return exact_difference(want, got)
+
   with warnings.catch_warnings():
     warnings.simplefilter("ignore")
     expected = dict((k, t()) for k, t in oracle_cases() if k in keys) if LIVE \
         else recorded(__file__)
     found = []
     for key, call, x in cases:
-      d = exact_difference(expected[key], outcome(_call, "revax", call, x))
+      d = compare(key, expected[key], outcome(_call, "revax", call, x))
       if d:
         found.append(f"{key} eager: {d}")
     for key, out in _jit_outcomes(cases, expected).items():
-      d = exact_difference(expected[key], out)
+      d = compare(key, expected[key], out)
       if d:
         found.append(f"{key} jit: {d}")
   return found
@@ -209,6 +247,24 @@ SHARDS = 4
 
 def test_cases_are_distinct():
   assert len(set(KEYS)) == len(KEYS)
+
+
+def test_ties_are_compared_by_the_elements_they_point_at():
+  """difference_up_to_ties (the TPU's comparison of unstable sorts) accepts another order of
+  equal elements and another sign of zero, and nothing else."""
+  x = np.array([1., 0., -0., 1.], f32)
+  want = outcome(lambda: (np.sort(x), np.array([1, 2, 0, 3], np.int32)))
+  assert difference_up_to_ties("argsort", want, outcome(
+      lambda: (np.array([-0., 0., 1., 1.], f32), np.array([2, 1, 3, 0], np.int32))), x) is None
+  assert difference_up_to_ties("argsort", want, outcome(
+      lambda: (np.sort(x), np.array([1, 0, 2, 3], np.int32))), x) is not None
+  iota = outcome(lambda: (x, np.array([0., np.nan, 2., 1.], f32)))  # lax.sort's, NaN where x is
+  assert difference_up_to_ties("lax.sort", iota, outcome(
+      lambda: (x, np.array([0., np.nan, 1., 2.], f32))), x) is None
+  assert difference_up_to_ties("lax.sort", iota, outcome(
+      lambda: (x, np.array([0., 3., 1., 2.], f32))), x) is not None
+  assert difference_up_to_ties("sort", want, outcome(
+      lambda: (np.array([0., 1., 1., 1.], f32), want[1].value)), x) is not None
 
 
 @pytest.mark.parametrize("shard", range(SHARDS))

@@ -10,6 +10,7 @@ from jax.experimental.ode import odeint as jodeint
 import revax
 import revax.numpy as jnp
 from revax.experimental.ode import odeint
+from tests.platform_tolerances import FLOAT64_EMULATION, allclose_tol, skip_on_tpu
 
 
 def _decay(np_mod):
@@ -32,7 +33,7 @@ def test_values_match_jax_and_scipy():
   ys = odeint(_decay(jnp), jnp.asarray(Y0), jnp.asarray(TS), 0.5)
   assert ys.shape == (5, 2) and ys.dtype == np.float32
   jys = jodeint(_decay(jjnp), jjnp.asarray(Y0), jjnp.asarray(TS), 0.5)
-  np.testing.assert_allclose(ys, jys, rtol=1e-6, atol=1e-6)
+  np.testing.assert_allclose(ys, jys, **allclose_tol(rtol=1e-6, atol=1e-6))  # (sin, pow)
   ref = solve_ivp(lambda t, y: -0.5 * y + np.sin(t), (0., 3.), Y0.astype(np.float64),
                   t_eval=TS.astype(np.float64), rtol=1e-10, atol=1e-10).y.T
   np.testing.assert_allclose(ys, ref, rtol=1e-5, atol=1e-5)
@@ -58,6 +59,7 @@ def test_pytree_state_values_and_grads_match_jax():
     np.testing.assert_allclose(a, b, rtol=2e-4, atol=2e-5)
 
 
+@skip_on_tpu(FLOAT64_EMULATION)
 def test_grad_matches_finite_differences_in_float64(x64):
   ts = jnp.asarray(TS.astype(np.float64))
   y0 = jnp.asarray(Y0.astype(np.float64))
@@ -103,7 +105,7 @@ def test_options_mxstep_hmax_and_repeated_calls():
   # stop early and extrapolate the same wrong answer
   short = odeint(decay, jnp.asarray(Y0), jnp.asarray(TS), hmax=0.05, mxstep=10)
   jshort = jodeint(decay, jjnp.asarray(Y0), jjnp.asarray(TS), hmax=0.05, mxstep=10)
-  np.testing.assert_allclose(short, jshort, rtol=1e-5, atol=1e-6)
+  np.testing.assert_allclose(short, jshort, **allclose_tol(rtol=1e-5, atol=1e-6))
   assert abs(float(short[-1, 0]) - np.exp(-3.)) > 1e-3
 
 
@@ -155,4 +157,4 @@ def test_neural_ode_pytree_params_grad_matches_jax():
   g = revax.jit(revax.grad(lambda p: loss(odeint, jnp, p)))(params)
   jg = jax.grad(lambda p: loss(jodeint, jjnp, p))(params)
   for k in params:
-    np.testing.assert_allclose(g[k], jg[k], rtol=1e-4, atol=1e-7)
+    np.testing.assert_allclose(g[k], jg[k], **allclose_tol(rtol=1e-4, atol=1e-7))  # (tanh)

@@ -20,6 +20,8 @@ import revax
 import revax.numpy as rnp
 from revax._src.core.jaxpr import ClosedJaxpr
 from revax._src.interpreters import invertible as inv
+from tests.child_env import child_env
+from tests.platform_tolerances import allclose_tol
 
 X = np.array([0.5, -1.0, 0.25], np.float32)
 MASK = np.array([1.0, 0.0, 2.0], np.float32)
@@ -36,7 +38,7 @@ def _grad_pair(f):
 def test_exp_and_zero_product_uses_the_exp_inverse():
   eager, jitted, plain = _grad_pair(lambda x: (rnp.exp(x), x * 0.0))
   np.testing.assert_allclose(eager, np.exp(X), rtol=1e-6)
-  np.testing.assert_allclose(jitted, np.exp(X), rtol=1e-6)
+  np.testing.assert_allclose(jitted, np.exp(X), **allclose_tol(rtol=1e-6))  # the device's exp
   np.testing.assert_allclose(eager, plain, rtol=1e-6)
 
 
@@ -76,8 +78,7 @@ def test_gradient_bits_do_not_depend_on_the_hash_seed():
   root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
   results = set()
   for seed in range(8):
-    env = {**os.environ, "PYTHONHASHSEED": str(seed * 7919 + 1),
-           "PYTHONPATH": root + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    env = child_env(PYTHONHASHSEED=str(seed * 7919 + 1))
     out = subprocess.run([sys.executable, "-c", _HASHSEED_SCRIPT], env=env, cwd=root,
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
@@ -102,7 +103,7 @@ def test_known_zero_factor_is_not_inverted(name, f):
   eager, jitted, plain = _grad_pair(f)
   assert np.all(np.isfinite(plain))
   np.testing.assert_allclose(eager, plain, rtol=1e-6)
-  np.testing.assert_allclose(jitted, plain, rtol=1e-6)
+  np.testing.assert_allclose(jitted, plain, **allclose_tol(rtol=1e-6))  # the device's exp
 
 
 def test_known_zero_factor_is_stored_or_reported():

@@ -5,6 +5,7 @@ import pytest
 
 import revax
 import revax.numpy as rnp
+from tests.platform_tolerances import allclose_tol
 
 jax = pytest.importorskip("jax")
 jnp = jax.numpy
@@ -56,4 +57,4 @@ def test_per_example_gradients_of_a_small_cnn():
     np.testing.assert_allclose(batched[name], reference[name], rtol=1e-4, atol=1e-5)
   np.testing.assert_allclose(revax.vmap(_revax_loss, in_axes=(None, 0, 0))(params, images, labels),
                              jax.vmap(_jax_loss, in_axes=(None, 0, 0))(jparams, images, labels),
-                             rtol=1e-5)
+                             **allclose_tol(rtol=1e-5))

@@ -8,6 +8,7 @@ import os
 
 import pytest
 
+from tests.platform_tolerances import as_the_oracles_output
 from tests.programs import harness
 
 
@@ -18,6 +19,7 @@ def test_program(name):
   else:
     jax_out = harness.expected(name)
   revax_out, revax_ns = harness.run(name, "revax")
+  revax_out = as_the_oracles_output(revax_out)  # (on a TPU: the oracle's output is the CPU's)
   assert jax_out.strip(), f"{name} printed nothing"
   tolerance = {**harness.DEFAULT_TOLERANCE, **revax_ns.get("TOLERANCE", {})}
   message = harness.compare(revax_out, jax_out, **tolerance)

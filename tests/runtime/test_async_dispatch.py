@@ -29,6 +29,8 @@ import revax.numpy as rnp
 from revax._src.runtime import client
 from revax._src.runtime.client import Buffer, get_backend
 from revax.errors import JaxRuntimeError
+from tests.platform_tolerances import (
+    LIBTPU_QUEUE, NO_FFI, ON_TPU, on_the_cpu_device, skip_on_tpu)
 from tests.runtime.test_ffi import KERNEL_C
 
 N = 256
@@ -50,6 +52,10 @@ def _window():
 @pytest.fixture(scope="module")
 def steps():
   """A loop count for which `shift` takes at least 0.6 s here (measured, not assumed)."""
+  return _calibrated_steps()
+
+
+def _calibrated_steps():
   p, x = revax.device_put(PERM), revax.device_put(X)
   n = 16
   while True:
@@ -123,6 +129,24 @@ def failing_kernel(tmp_path_factory):
   return library
 
 
+@pytest.fixture()
+def cpu_plugin():
+  """The CPU device as the default for the test (before its operands are made): the failing
+  kernel is the CPU plugin's (on a TPU, platform_tolerances.NO_FFI; the CPU default on the
+  CPU)."""
+  with on_the_cpu_device():
+    yield
+
+
+@pytest.fixture(scope="module")
+def cpu_steps(steps):
+  """`steps` for the CPU device, where the failing kernel runs (on a TPU: measured there)."""
+  if not ON_TPU:
+    return steps
+  with on_the_cpu_device():
+    return _calibrated_steps()
+
+
 def _fails_after(v, p, n):
   """(the slow product, then a kernel that fails on it): XLA fails the program at run time."""
   slow = shift(v, p, n)
@@ -136,10 +160,11 @@ def _fails_after(v, p, n):
 MESSAGE = "expected a float32 input"
 
 
-def test_a_program_failing_at_run_time_raises_at_first_use(failing_kernel, steps, operands):
+def test_a_program_failing_at_run_time_raises_at_first_use(failing_kernel, cpu_plugin, cpu_steps,
+                                                           operands):
   x, p = operands
   f = revax.jit(_fails_after)
-  slow, failed = f(x, p, steps // 2)  # returns: the failure happens later, on the device
+  slow, failed = f(x, p, cpu_steps // 2)  # returns: the failure happens later, on the device
   assert not failed.is_ready()
   later = revax.jit(lambda a: a * 2 + 1)(failed)  # queued behind it, fed its failed output
   eager = failed + 3  # an eager op on the device value is queued the same way
@@ -161,7 +186,7 @@ def test_a_program_failing_at_run_time_raises_at_first_use(failing_kernel, steps
   np.testing.assert_array_equal(shift(x, p, 3), np.roll(X, 3, axis=1))
 
 
-def test_a_failure_known_at_the_call_raises_at_the_call(failing_kernel):
+def test_a_failure_known_at_the_call_raises_at_the_call(failing_kernel, cpu_plugin):
   # a program that has finished when the launch returns (XLA:CPU runs it inline) reports its
   # error at once, as jax does
   bad = revax.jit(lambda v: revax.ffi.ffi_call(
@@ -255,6 +280,7 @@ def test_block_until_ready_with_work_in_flight(steps, operands):
     np.testing.assert_array_equal(o, np.roll(X, steps // 8 + k, axis=1))
 
 
+@skip_on_tpu(LIBTPU_QUEUE)
 def test_effects_barrier_waits_for_everything_queued(steps, operands):
   # where revax tracks completions (every plugin but libtpu, which bounds its own queue and
   # whose effects_barrier, as jax's, waits for the programs with effects: those are awaited at
@@ -384,6 +410,7 @@ def _peak_growth(limit: int, steps: int) -> tuple:
     revax.config.update("revax_max_inflight_computations", 32)
 
 
+@skip_on_tpu(LIBTPU_QUEUE)
 def test_the_in_flight_bound_holds(steps):
   # Each queued call holds its 4 MiB input until it runs: unbounded, the loop runs ahead of
   # the device and memory grows with it (160 MiB); with at most 4 in flight, it stays near 4
@@ -515,7 +542,10 @@ _PROMISES = ["test_a_long_call_returns_at_once_with_a_right_result",
              "test_device_put_of_a_value_being_computed"]
 
 
-@pytest.mark.parametrize("name", _PROMISES)
+# (the failing kernel runs on the CPU device beside a TPU, whose windows these are: NO_FFI)
+@pytest.mark.parametrize("name", [
+    pytest.param(n, marks=skip_on_tpu(NO_FFI)) if n.startswith("test_a_program_failing") else n
+    for n in _PROMISES])
 def test_untracked_windows_keep_every_promise(name, untracked_windows, request):
   """The same asynchronous-dispatch promises hold where launches ask for no completion event:
   each launch is counted, none is kept, and every result is right when read."""

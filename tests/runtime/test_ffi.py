@@ -13,6 +13,7 @@ import revax
 import revax.numpy as rnp
 from revax._src.runtime import ffi
 from revax._src.runtime.pjrt import CompileError, RuntimeBackendError
+from tests.platform_tolerances import on_the_cpu_device
 
 # The XLA FFI structs the kernel needs, written out from xla/ffi/api/c_api.h (so the test needs
 # no XLA headers). A handler answers XLA's metadata query (frame->ext set) with the API version
@@ -80,6 +81,14 @@ def kernel(tmp_path_factory):
   return library
 
 
+@pytest.fixture()
+def cpu_plugin():
+  """The CPU device as the default for the test: the FFI targets registered here are the CPU
+  plugin's (on a TPU, platform_tolerances.NO_FFI; the CPU default on the CPU)."""
+  with on_the_cpu_device():
+    yield
+
+
 def _call(shape, dtype=np.float32):
   return revax.ffi.ffi_call("revax_test_scale_shift", revax.ShapeDtypeStruct(shape, dtype),
                             vmap_method="sequential")
@@ -88,7 +97,7 @@ def _call(shape, dtype=np.float32):
 x = np.arange(6, dtype=np.float32).reshape(2, 3)
 
 
-def test_ffi_call_eager_and_jit(kernel):
+def test_ffi_call_eager_and_jit(kernel, cpu_plugin):
   expect = 2.5 * x - 1
   np.testing.assert_allclose(_call(x.shape)(x, scale=np.float32(2.5), shift=-1.0), expect)
   f = revax.jit(lambda v: _call(v.shape)(v * 1, scale=np.float32(2.5), shift=-1.0))
@@ -97,14 +106,14 @@ def test_ffi_call_eager_and_jit(kernel):
 
 @pytest.mark.parametrize("method", ["sequential", "expand_dims", "broadcast_all",
                                     "legacy_vectorized"])
-def test_ffi_call_vmap(kernel, method):
+def test_ffi_call_vmap(kernel, cpu_plugin, method):
   call = lambda v: revax.ffi.ffi_call("revax_test_scale_shift",
                                       revax.ShapeDtypeStruct(v.shape, v.dtype),
                                       vmap_method=method)(v, scale=np.float32(3), shift=0.5)
   np.testing.assert_allclose(revax.jit(revax.vmap(call))(x), 3 * x + 0.5)
 
 
-def test_ffi_call_in_scan_and_errors(kernel):
+def test_ffi_call_in_scan_and_errors(kernel, cpu_plugin):
   def body(c, v):
     return c + _call(v.shape)(v, scale=np.float32(2), shift=0.0), None
   c, _ = revax.jit(lambda xs: revax.lax.scan(body, np.zeros(3, np.float32), xs))(x)
@@ -118,7 +127,7 @@ def test_ffi_call_in_scan_and_errors(kernel):
   np.testing.assert_allclose(revax.jit(lambda v: v + 1)(x), x + 1)
 
 
-def test_unregistered_target_fails_at_compile():
+def test_unregistered_target_fails_at_compile(cpu_plugin):
   f = revax.jit(lambda v: revax.ffi.ffi_call("revax_no_such_target",
                                              revax.ShapeDtypeStruct(v.shape, v.dtype))(v))
   with pytest.raises(CompileError, match="No FFI handler registered for revax_no_such_target"):
@@ -163,7 +172,7 @@ def test_python_handler_answers_metadata_and_decodes_frames():
   assert ffi.PYTHON_CALLBACK_TARGET in {name for name, _ in ffi._registered}
 
 
-def test_input_output_aliases(kernel):
+def test_input_output_aliases(kernel, cpu_plugin):
   call = revax.ffi.ffi_call("revax_test_scale_shift", revax.ShapeDtypeStruct(x.shape, x.dtype),
                             input_output_aliases={0: 0})
   f = revax.jit(lambda v: call(v * 1, scale=np.float32(2), shift=1.0))
@@ -179,7 +188,7 @@ def test_input_output_aliases(kernel):
                        input_output_aliases={1: 0})(x, scale=np.float32(2), shift=1.0)
 
 
-def test_ffi_lowering_for_a_user_primitive(kernel):
+def test_ffi_lowering_for_a_user_primitive(kernel, cpu_plugin):
   """jax.ffi.ffi_lowering: a primitive of the user's own lowered to a call of the FFI target,
   its params the call's attributes (with backend_config's), row-major or given layouts."""
   from revax._src.core.avals import ShapedArray

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 import revax
+from tests.platform_tolerances import on_the_cpu_device
 
 SOURCE = r"""
 #include <cstdint>
@@ -84,6 +85,14 @@ def libs(tmp_path_factory):
 LIBS = {"revax": revax, "jax": jax}
 
 
+@pytest.fixture()
+def cpu_plugin():
+  """The CPU device as revax's default for the test: the handlers registered here are the CPU
+  plugin's (on a TPU, platform_tolerances.NO_FFI; the CPU default on the CPU)."""
+  with on_the_cpu_device():
+    yield
+
+
 def _outcome(fn):
   try:
     return ("ok", np.asarray(fn()).tolist())
@@ -101,7 +110,7 @@ def _scale_outcomes(lib, F):
           _outcome(lambda: F.jit(lambda v: call(v, scale=np.float32(-1)))(x))]
 
 
-def test_include_dir_headers_build_a_working_handler(libs):
+def test_include_dir_headers_build_a_working_handler(libs, cpu_plugin):
   assert os.path.isfile(os.path.join(revax.ffi.include_dir(), "xla", "ffi", "api", "ffi.h"))
   assert isinstance(revax.ffi.include_dir(), str)
   got, want = _scale_outcomes(libs["revax"], revax), _scale_outcomes(libs["jax"], jax)
@@ -134,7 +143,7 @@ def _stateful_outcomes(lib, F):
   return out
 
 
-def test_stateful_handler_and_its_registered_type(libs):
+def test_stateful_handler_and_its_registered_type(libs, cpu_plugin):
   got, want = _stateful_outcomes(libs["revax"], revax), _stateful_outcomes(libs["jax"], jax)
   assert [o[1] for o in got] == [o[1] for o in want]
   assert [o[0] for o in got[3:-1]] == [o[0] for o in want[3:-1]]
@@ -165,7 +174,7 @@ def test_register_ffi_type_id_is_gone_as_in_jax():
       F.ffi.register_ffi_type_id("x", None, platform="cpu")
 
 
-def test_handler_of_another_ffi_version_is_refused(libs, tmp_path):
+def test_handler_of_another_ffi_version_is_refused(libs, cpu_plugin, tmp_path):
   """jaxlib's headers (FFI 0.3) make handlers the plugin (FFI 0.2) refuses: revax raises XLA's
   message (PJRT's registration would drop the error and the call fail at compile time)."""
   other = libs["jax"]

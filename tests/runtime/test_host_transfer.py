@@ -23,6 +23,7 @@ from revax.experimental import io_callback
 from revax._src.runtime import client, ffi, host_transfer
 from revax._src.runtime.pjrt import CompileError, RuntimeBackendError
 from tests.child_env import child_env
+from tests.platform_tolerances import printed_lines
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 x3 = np.array([0.5, 1.0, 2.0], np.float32)
@@ -226,7 +227,8 @@ def test_debug_print_from_jit_of_vmap(sendrecv, capfd):
   f = revax.jit(revax.vmap(lambda x: revax.debug.print("row {x}", x=x) or x * 2))
   np.testing.assert_array_equal(f(np.arange(4, dtype=np.float32).reshape(2, 2)),
                                 np.arange(4).reshape(2, 2) * 2)
-  assert capfd.readouterr().out == "row [0. 1.]\nrow [2. 3.]\n"
+  # (on a TPU the rows print in XLA:TPU's schedule: platform_tolerances.PRINT_ORDER)
+  assert printed_lines(capfd.readouterr().out) == printed_lines("row [0. 1.]\nrow [2. 3.]\n")
 
 
 def test_ordered_io_callbacks_in_loops_keep_program_order(sendrecv):

@@ -4,6 +4,7 @@ import pytest
 
 import revax
 import revax.numpy as jnp
+from revax._src.interpreters import dispatch
 from revax._src.runtime import platform_limits
 from revax._src.runtime.client import get_backend
 
@@ -42,3 +43,26 @@ def test_complex128_computes_on_the_cpu():
     assert x.dtype == np.complex128
     np.testing.assert_allclose(np.asarray(revax.jit(lambda v: v * v)(x)),
                                np.array([1 + 2j, 3j, -1.0]) ** 2)
+
+
+def test_jit_compiles_first_for_the_backend_of_its_operands(monkeypatch):
+  """A jit program is compiled first for the backend its operands are on (the committed ones',
+  or jax_default_device's), not the default backend's: a program only that backend compiles
+  (complex128 on the CPU device beside a TPU, an FFI target of the CPU plugin) runs there."""
+  seen = []
+  compile_jaxpr = dispatch.compile_jaxpr
+
+  def recording(closed, name="main", aliases=(), backend=None, option_overrides=()):
+    program = compile_jaxpr(closed, name, aliases, backend, option_overrides)
+    seen.append((name, backend, program.executable._backend))
+    return program
+
+  monkeypatch.setattr(dispatch, "compile_jaxpr", recording)
+  cpu = revax.devices("cpu")[0]
+  x = revax.device_put(np.arange(3, dtype=np.float32), cpu)
+  np.testing.assert_array_equal(revax.jit(lambda v: v * 3)(x), np.arange(3) * 3)
+  assert seen == [("<lambda>", cpu.client, cpu.client)]
+  seen.clear()
+  with revax.default_device(cpu):  # no operand on a device: jax_default_device's backend
+    np.testing.assert_array_equal(revax.jit(lambda: jnp.arange(3) + 1)(), np.arange(3) + 1)
+  assert seen == [("<lambda>", None, cpu.client)]

@@ -8,11 +8,13 @@ import os
 import subprocess
 import sys
 import textwrap
+import types
 
 import pytest
 
 import revax
 from revax._src.runtime import plugins
+from revax._src.runtime.client import get_backend
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -85,13 +87,28 @@ def test_another_plugin_after_the_backend_started_is_refused(tmp_path):
 
 
 def test_environment_info_names_the_loaded_plugin_and_devices():
-  revax.devices()
-  choice = plugins.loaded()
+  backend = get_backend()  # the default: the CPU's, or the TPU's (libtpu) on a TPU machine
+  path = plugins.resolve(backend._api.path, "test").path
+  assert backend.platform != "cpu" or path == plugins.loaded().path
   text = revax.print_environment_info(return_string=True)
-  assert f"pjrt plugin path: {choice.path}" in text
-  assert "pjrt plugin versions: platform cpu" in text and "PJRT C API 0." in text
-  assert f"device info: cpu-{len(revax.devices())}" in text
+  assert f"pjrt plugin path: {path}" in text
+  assert f"pjrt plugin versions: platform {backend.platform}" in text and "PJRT C API 0." in text
+  assert f"device info: {backend.devices[0].device_kind}-{len(revax.devices())}" in text
   assert text.startswith("revax:") and "numpy:" in text and "python:" in text
+
+
+def test_environment_info_describes_a_backend_beside_the_chosen_plugin():
+  """A backend on a plugin opened beside the chosen one (libtpu's TPU backend beside the CPU
+  plugin) is described by its own plugin: its file, platform and API version, not the
+  chosen plugin's (a stand-in backend here, on the CPU plugin's file)."""
+  get_backend()
+  api = types.SimpleNamespace(path=plugins.loaded().path, version=(0, 77),
+                              plugin_attributes=lambda: {})
+  beside = types.SimpleNamespace(_api=api, platform="tpu", platform_version="v")
+  lines = plugins.describe(beside)
+  assert lines[1] == f"pjrt plugin path: {plugins.loaded().path}"
+  assert lines[0].endswith("(from the tpu platform)"), lines
+  assert lines[2] == "pjrt plugin versions: platform tpu (version 'v'), PJRT C API 0.77"
 
 
 def test_a_bogus_library_is_a_clear_error_and_the_default_package_name_works(tmp_path):

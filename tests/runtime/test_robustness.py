@@ -25,7 +25,8 @@ from revax._src.interpreters import ad
 from revax._src.runtime.client import Buffer, Executable
 from tests.lax.op_db import all_records, assert_close
 from tests.lax.test_op_db import _lax_primitives
-from tests.platform_tolerances import BATCHED_RECORD_DIFFERENCES, skip_on_tpu
+from tests.platform_tolerances import (
+    BATCHED_RECORD_DIFFERENCES, allclose_tol, record_tolerance, skip_on_tpu)
 
 # --- concurrency -------------------------------------------------------------------------------
 NUM_THREADS = 8
@@ -42,6 +43,7 @@ def test_jit_and_executable_caches_under_8_threads():
 
   def expected(x, y):
     return np.sin(x) * y + np.sum(x)
+  tol = allclose_tol(rtol=1e-5, atol=1e-5)  # (the device's sin, tanh, exp on a TPU)
 
   def worker(k):
     try:
@@ -51,13 +53,15 @@ def test_jit_and_executable_caches_under_8_threads():
       for it in range(24):
         n = it % 4 + 1  # shapes (1,)..(4,): signatures every thread shares
         x, y = rng.standard_normal((2, n)).astype(np.float32)
-        np.testing.assert_allclose(shared(x, y), expected(x, y), rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(shared(x, y), expected(x, y), **tol)
         m = 5 + 4 * k + it % 4  # shapes only this thread uses
         x2, y2 = rng.standard_normal((2, m)).astype(np.float32)
         d = shared(x2, y2)  # a device array: eager ops on it run compiled primitives
-        np.testing.assert_allclose(d, expected(x2, y2), rtol=1e-5, atol=1e-5)
-        np.testing.assert_allclose(rnp.exp(d) * 2.0, np.exp(expected(x2, y2)) * 2, rtol=1e-5)
-        np.testing.assert_allclose(own(x2), np.tanh(x2) * (k + 1), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(d, expected(x2, y2), **tol)
+        np.testing.assert_allclose(rnp.exp(d) * 2.0, np.exp(expected(x2, y2)) * 2,
+                                   **allclose_tol(rtol=1e-5))
+        np.testing.assert_allclose(own(x2), np.tanh(x2) * (k + 1),
+                                   **allclose_tol(rtol=1e-5, atol=1e-6))
     except BaseException as e:  # noqa: BLE001 - reported by the main thread
       errors.append((k, e))
       barrier.abort()
@@ -260,11 +264,11 @@ def test_zero_size_and_scalar_inputs_through_jit_grad_and_vmap(record):
 
   got = transformed(*args)
   for o, b, b0 in zip(out_leaves, _leaves(got["vmap"]), _leaves(got["vmap0"]), strict=True):
-    assert_close(b, np.stack([np.asarray(o)] * 2), record.rtol, record.atol, True, record.name)
+    assert_close(b, np.stack([np.asarray(o)] * 2), *record_tolerance(record), True, record.name)
     assert b0.shape == (0,) + np.shape(o) and b0.dtype == np.asarray(o).dtype
   if differentiable:
     for i, g in zip(diff, got["grad"], strict=True):
       assert g.shape == np.shape(args[i]) and g.dtype == np.asarray(args[i]).dtype
   jitted = revax.jit(transformed)(*args)
   for a, b in zip(_leaves(got), _leaves(jitted), strict=True):
-    assert_close(b, a, record.rtol, record.atol, True, record.name)
+    assert_close(b, a, *record_tolerance(record), True, record.name)

@@ -6,6 +6,8 @@ import subprocess
 import sys
 import textwrap
 
+from tests.child_env import child_env
+
 _SCRIPT = textwrap.dedent("""
     import numpy as np
     import revax, revax.numpy as jnp
@@ -37,7 +39,7 @@ _SCRIPT = textwrap.dedent("""
 
 def test_zero_size_arrays_with_huge_dimensions_never_abort():
   proc = subprocess.run([sys.executable, "-c", _SCRIPT], capture_output=True, text=True,
-                        timeout=300)
+                        env=child_env(), timeout=300)
   assert proc.returncode == 0, proc.stderr[-2000:]
   got = dict(line.split(" ", 1) for line in proc.stdout.splitlines())
   too_large = "ValueError too large for XLA"

@@ -251,9 +251,12 @@ def describe(backend=None) -> list[str]:
 
   Returns:
     Lines such as ``"pjrt plugin: xla-cpu-pjrt 0.0.1 (default)"``, the file, and the platform,
-    PJRT C API and StableHLO versions once loaded.
+    PJRT C API and StableHLO versions once loaded: those of `backend`'s own plugin (libtpu's for
+    a TPU backend, which is opened beside the chosen plugin).
   """
-  if _loaded is not None:
+  if backend is not None and (_loaded is None or backend._api is not _loaded[1]):
+    choice, api = resolve(backend._api.path, f"the {backend.platform} platform"), backend._api
+  elif _loaded is not None:
     choice, api = _loaded
   else:
     choice, api = choose(), None
