@@ -46,7 +46,7 @@ import numpy as np
 
 from revax._src.core.config import config
 from revax._src.core.errors import JaxRuntimeError
-from revax._src.runtime import (backends, compilation_cache, fastpath, pjrt, platform_limits,
+from revax._src.runtime import (backends, compilation_cache, fastpath, gemm, pjrt, platform_limits,
                                 plugins, subbyte)
 from revax._src.runtime.array import Array
 from revax._src.runtime.pjrt import CompileError, RuntimeBackendError
@@ -512,6 +512,8 @@ class Backend:
       from revax._src.runtime import host_transfer
       code, transfers = host_transfer.prepare_program(code, self)
     single_device = num_replicas * num_partitions == 1
+    if single_device:  # CPU dots as BLAS GEMMs where those beat the plugin's Eigen (gemm.py)
+      code = gemm.rewrite_program(code, self.platform)
     # PJRT's C API refuses send/recv callbacks with `execute_device`: a program with host
     # transfers is compiled for one device (the default one), not as a portable program.
     # A one-device backend's programs are compiled for its device, as jax does: libtpu launches
