@@ -3,8 +3,8 @@ rewrite of the compiled text, over a generated family of dot_general dimension n
 transposed operands, batch dimensions anywhere, several free and contracting dimensions,
 vectors, outer products, zero sizes) and every float/complex dtype, matches jax and XLA's own
 dot; the size rule leaves large row-major and matrix-vector dots to XLA; transposes of a GEMM
-result fold into the GEMM; NaN/inf propagate as in jax; REVAX_CPU_GEMM=0 and other platforms
-leave the text alone."""
+result fold into the GEMM; NaN/inf propagate as in jax; REVAX_CPU_GEMM=0 and dtypes without a
+handler leave the text alone."""
 import itertools
 
 import numpy as np
@@ -20,6 +20,12 @@ pytestmark = platform_tolerances.skip_on_tpu(platform_tolerances.NO_FFI)
 
 needs_gemm = pytest.mark.skipif(lapack.target("gemm", np.float32) is None,
                                 reason="no _lapack extension or no cblas_sgemm")
+TARGETS = {dt: lapack.target("gemm", dt) for dt in ("float32", "float64", "complex64",
+                                                    "complex128")}
+
+
+def _rewrite(text: str) -> str:
+  return gemm.rewrite_program(text.encode(), TARGETS).decode()
 
 DTYPES = [np.float32, np.float64, np.complex64, np.complex128]
 TOL = {np.float32: 2e-5, np.float64: 1e-12, np.complex64: 2e-5, np.complex128: 1e-12}
@@ -69,6 +75,15 @@ def _compiled(f, *args):
   return revax.jit(f).lower(*args).compile()
 
 
+Z = np.ones(gemm.CHEAP_MARGIN, np.float32)
+
+
+def _busy(f):
+  """f with other work beside it (z * z on CHEAP_MARGIN elements): a program of dots only keeps
+  its largest dot XLA's (see test_a_program_of_dots_only_keeps_its_largest_dot)."""
+  return lambda x, y, z: (f(x, y), z * z)
+
+
 @needs_gemm
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
 @pytest.mark.parametrize("name,ls,rs,dims", CASES, ids=[c[0] for c in CASES])
@@ -76,18 +91,18 @@ def test_gemm_matches_jax_and_xlas_dot(name, ls, rs, dims, dtype, monkeypatch, r
   if dtype in (np.float64, np.complex128):
     request.getfixturevalue("x64")
   a, b = _rand(ls, dtype, 0), _rand(rs, dtype, 1)
-  f = lambda x, y: lax.dot_general(x, y, dims)
-  text = revax.jit(f).lower(a, b).as_text()
-  rewritten = gemm.rewrite_program(text.encode(), "cpu").decode()
+  f = _busy(lambda x, y: lax.dot_general(x, y, dims))
+  text = revax.jit(f).lower(a, b, Z).as_text()
+  rewritten = _rewrite(text)
   assert "revax_lapack_gemm" in rewritten and "stablehlo.dot_general" not in rewritten
   assert "stablehlo.dot_general" in text  # the lowered text stays jax's
-  got = np.asarray(_compiled(f, a, b)(a, b))
+  got = np.asarray(_compiled(f, a, b, Z)(a, b, Z)[0])
   want = np.asarray(jax.jit(lambda x, y: jax.lax.dot_general(x, y, dims))(a, b))
   assert got.shape == want.shape and got.dtype == want.dtype
   np.testing.assert_allclose(got, want, rtol=TOL[dtype], atol=TOL[dtype])
   monkeypatch.setenv("REVAX_CPU_GEMM", "0")
-  assert gemm.rewrite_program(text.encode(), "cpu") == text.encode()
-  xla = np.asarray(_compiled(f, a, b)(a, b))
+  assert gemm.rewrite_program(text.encode(), TARGETS) == text.encode()
+  xla = np.asarray(_compiled(f, a, b, Z)(a, b, Z)[0])
   np.testing.assert_allclose(got, xla, rtol=TOL[dtype], atol=TOL[dtype])
 
 
@@ -101,9 +116,9 @@ def test_gemm_matches_jax_and_xlas_dot(name, ls, rs, dims, dtype, monkeypatch, r
     ((256, 256), (256,), (((1,), (0,)), ((), ())), True),       # small matrix-vector: GEMM
 ], ids=["large_nn", "large_tn", "large_nt", "medium_nn", "large_matvec", "small_matvec"])
 def test_size_rule(ls, rs, dims, expected):
-  text = revax.jit(lambda x, y: lax.dot_general(x, y, dims)).lower(
-      np.ones(ls, np.float32), np.ones(rs, np.float32)).as_text()
-  assert ("revax_lapack_gemm" in gemm.rewrite_program(text.encode(), "cpu").decode()) == expected
+  text = revax.jit(_busy(lambda x, y: lax.dot_general(x, y, dims))).lower(
+      np.ones(ls, np.float32), np.ones(rs, np.float32), Z).as_text()
+  assert ("revax_lapack_gemm" in _rewrite(text)) == expected
 
 
 @needs_gemm
@@ -111,28 +126,29 @@ def test_size_rule(ls, rs, dims, expected):
 def test_other_dtypes_keep_xlas_dot(dtype):
   x = np.ones((8, 8), dtype) if dtype != "bfloat16" else revax.numpy.ones((8, 8), "bfloat16")
   text = revax.jit(lambda a, b: a @ b).lower(x, x).as_text()
-  assert gemm.rewrite_program(text.encode(), "cpu") == text.encode()
+  assert gemm.rewrite_program(text.encode(), TARGETS) == text.encode()
 
 
 @needs_gemm
 @pytest.mark.usefixtures("x64")
 def test_mixed_operand_dtypes_are_converted_first_then_rewritten():
   a, b = _rand((4, 5), np.float32, 0), _rand((5, 6), np.float64, 1)
-  f = lambda x, y: lax.dot_general(x, y, (((1,), (0,)), ((), ())))
-  text = revax.jit(f).lower(a, b).as_text()
-  assert "revax_lapack_gemm" in gemm.rewrite_program(text.encode(), "cpu").decode()
+  f = _busy(lambda x, y: lax.dot_general(x, y, (((1,), (0,)), ((), ()))))
+  text = revax.jit(f).lower(a, b, Z).as_text()
+  assert "revax_lapack_gemm" in _rewrite(text)
   want = jax.jit(lambda x, y: jax.lax.dot_general(x, y, (((1,), (0,)), ((), ()))))(a, b)
-  got = np.asarray(_compiled(f, a, b)(a, b))
+  got = np.asarray(_compiled(f, a, b, Z)(a, b, Z)[0])
   assert got.dtype == np.float64
   np.testing.assert_allclose(got, np.asarray(want), rtol=1e-12)
 
 
-def test_other_platforms_and_texts_without_dots_are_left_alone():
+def test_dtypes_without_a_target_and_texts_without_dots_are_left_alone():
   text = revax.jit(lambda a, b: a @ b).lower(np.ones((4, 5), np.float32),
                                                np.ones((5, 6), np.float32)).as_text().encode()
-  assert gemm.rewrite_program(text, "tpu") == text
+  assert gemm.rewrite_program(text, {}) == text
+  assert gemm.rewrite_program(text, {"float64": "f64_gemm"}) == text
   plain = revax.jit(lambda a: a + 1).lower(np.ones(3, np.float32)).as_text().encode()
-  assert gemm.rewrite_program(plain, "cpu") == plain
+  assert gemm.rewrite_program(plain, {"float32": "f32_gemm"}) == plain
 
 
 @needs_gemm
@@ -143,16 +159,16 @@ def test_a_transposed_gemm_result_becomes_the_swapped_gemm():
   loss = lambda w, x, np_: (np_.tanh(x @ w) ** 2).sum()
   text = revax.jit(revax.grad(lambda w, x: loss(w, x, revax.numpy))).lower(w, x).as_text()
   assert "stablehlo.transpose" in text
-  rewritten = gemm.rewrite_program(text.encode(), "cpu").decode()
+  rewritten = _rewrite(text)
   assert "stablehlo.transpose" not in rewritten and "stablehlo.dot_general" not in rewritten
   got = revax.jit(revax.grad(lambda w, x: loss(w, x, revax.numpy)))(w, x)
   want = jax.jit(jax.grad(lambda w, x: loss(w, x, jax.numpy)))(w, x)
   np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=2e-5, atol=2e-5)
 
-  both = lambda a, b: (lambda c: (c, c.T))(lax.dot_general(a, b, (((0,), (0,)), ((), ()))))
-  text = revax.jit(both).lower(x, x).as_text()
-  assert "stablehlo.transpose" in gemm.rewrite_program(text.encode(), "cpu").decode()
-  c, ct = revax.jit(both)(x, x)
+  both = _busy(lambda a, b: (lambda c: (c, c.T))(lax.dot_general(a, b, (((0,), (0,)), ((), ())))))
+  text = revax.jit(both).lower(x, x, Z).as_text()
+  assert "stablehlo.transpose" in _rewrite(text) and "revax_lapack_gemm" in _rewrite(text)
+  (c, ct), _ = revax.jit(both)(x, x, Z)
   np.testing.assert_allclose(np.asarray(ct), np.asarray(c).T)
   np.testing.assert_allclose(np.asarray(c), x.T @ x, rtol=2e-5, atol=2e-5)
 
@@ -164,7 +180,8 @@ def test_nan_and_inf_propagate_as_in_jax(dtype):
   a, b = _rand((6, 5), dtype, 0), _rand((5, 7), dtype, 1)
   a[1, 2], a[3, 0], b[4, 4] = np.nan, np.inf, -np.inf
   f = lambda x, y: x @ y
-  got, want = np.asarray(revax.jit(f)(a, b)), np.asarray(jax.jit(f)(a, b))
+  assert "revax_lapack_gemm" in _rewrite(revax.jit(_busy(f)).lower(a, b, Z).as_text())
+  got, want = np.asarray(revax.jit(_busy(f))(a, b, Z)[0]), np.asarray(jax.jit(f)(a, b))
   np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
   np.testing.assert_array_equal(np.isinf(got), np.isinf(want))
   finite = np.isfinite(want)
@@ -187,3 +204,21 @@ def test_vmap_and_grad_of_a_dense_network_match_jax():
   want = per_example(jax)(ws, xs)
   for g, w in zip(got, want, strict=True):
     np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-4, atol=1e-4)
+
+
+@needs_gemm
+def test_a_program_of_dots_only_keeps_its_largest_dot():
+  """XLA runs a program it counts under 1000 flops inline (custom calls count none): a program of
+  dots keeps its largest dot XLA's, so that it is still dispatched asynchronously
+  (tests/runtime/test_async_dispatch.py times a loop of products)."""
+  x, y = np.ones((8, 16), np.float32), np.ones((16, 32), np.float32)
+  two = lambda a, b: (a @ b, (a @ b[:, :4]).sum())
+  text = _rewrite(revax.jit(two).lower(x, y).as_text())
+  assert text.count("stablehlo.dot_general") == 1 and text.count("revax_lapack_gemm") == 1
+  assert "tensor<16x32xf32>) -> tensor<8x32xf32>" in [
+      line for line in text.splitlines() if "stablehlo.dot_general" in line][0]
+  busy = _rewrite(revax.jit(_busy(two)).lower(x, y, Z).as_text())
+  assert "stablehlo.dot_general" not in busy and busy.count("revax_lapack_gemm") == 2
+  out = revax.jit(two)(x, y)
+  np.testing.assert_allclose(np.asarray(out[0]), x @ y)
+  assert float(out[1]) == float((x @ y[:, :4]).sum())

@@ -514,9 +514,11 @@ static void *gemm_handler(CallFrame *f) {
   lapack_int lda = ta ? m : k, ldb = tb ? k : n;
   static const float one_c[2] = {1.0f, 0.0f}, zero_c[2] = {0.0f, 0.0f};
   static const double one_z[2] = {1.0, 0.0}, zero_z[2] = {0.0, 0.0};
-  /* One thread: the call runs on one of XLA's threads, beside XLA's own pool; OpenBLAS's threads
-     spinning against that pool on few cores made whole programs many times slower. */
-  int saved_threads = set_threads_local ? set_threads_local(1) : 0;
+  /* `threads` (default 1): the OpenBLAS threads of this call, 0 for OpenBLAS's own count. The
+     call runs on one of XLA's threads, beside XLA's own pool: OpenBLAS's threads spinning against
+     that pool on few cores made programs of many small dots many times slower. */
+  int threads = (int)int_attr(f, "threads", 1);
+  int saved_threads = set_threads_local && threads > 0 ? set_threads_local(threads) : -1;
   for (int64_t i = 0; i < batch; i++) {
     const char *ai = a + (size_t)(i * m * k) * eb, *bi = b + (size_t)(i * k * n) * eb;
     char *ci = c + (size_t)(i * m * n) * eb;
@@ -531,7 +533,7 @@ static void *gemm_handler(CallFrame *f) {
                                    zero_z, ci, n); break;
     }
   }
-  if (set_threads_local) set_threads_local(saved_threads);
+  if (saved_threads >= 0) set_threads_local(saved_threads);
   return NULL;
 }
 

@@ -512,8 +512,8 @@ class Backend:
       from revax._src.runtime import host_transfer
       code, transfers = host_transfer.prepare_program(code, self)
     single_device = num_replicas * num_partitions == 1
-    if single_device:  # CPU dots as BLAS GEMMs where those beat the plugin's Eigen (gemm.py)
-      code = gemm.rewrite_program(code, self.platform)
+    if single_device and self.platform == "cpu":  # dots as BLAS GEMMs where faster (gemm.py)
+      code = gemm.rewrite_program(code, _gemm_targets())
     # PJRT's C API refuses send/recv callbacks with `execute_device`: a program with host
     # transfers is compiled for one device (the default one), not as a portable program.
     # A one-device backend's programs are compiled for its device, as jax does: libtpu launches
@@ -746,6 +746,14 @@ def _with_transfers(executable: "Executable", transfers) -> "Executable":
   if transfers is not None:
     transfers.attach(executable)
   return executable
+
+
+def _gemm_targets() -> dict:
+  """{dtype name: the GEMM handler's custom call target} for the dtypes revax's CPU GEMM handler
+  serves in this process (gemm.py; lapack.py registered them when the CPU backend started)."""
+  from revax._src.runtime import lapack
+  return {dt: lapack.target("gemm", dt) for dt in ("float32", "float64", "complex64",
+                                                    "complex128")}
 
 
 def _calls_python(code: bytes) -> bool:

@@ -26,9 +26,9 @@ needs a transpose, as its DotDecomposer does for Eigen); the handler loops over 
 GEMM runs on one thread: OpenBLAS's own threads spinning beside XLA's pool made whole programs
 many times slower on two cores.
 
-Not rewritten: programs of several devices (the SPMD partitioner cannot split an opaque custom
-call), other platforms, `REVAX_CPU_GEMM=0`, and where the `_lapack` extension or OpenBLAS's
-`cblas_?gemm` is missing (`lapack.target` answers None).
+Not rewritten (client.py decides the first two): programs of several devices (the SPMD
+partitioner cannot split an opaque custom call), other platforms, `REVAX_CPU_GEMM=0`, and
+dtypes for which the `_lapack` extension or OpenBLAS's `cblas_?gemm` is missing.
 """
 from __future__ import annotations
 
@@ -44,6 +44,9 @@ LARGE_FLOPS = 2 ** 27
 # Matrix-vector products (m or n is 1) of at least this many flops stay XLA's (its GEMV reads
 # the matrix with both threads: 1024x1024 @ 1024 took 0.12 ms, 0.21 ms as a GEMM).
 VECTOR_FLOPS = 2 ** 20
+
+# GEMMs of at least this many flops run with OpenBLAS's threads, smaller ones on one thread.
+THREADED_FLOPS = int(os.environ.get("REVAX_CPU_GEMM_THREADED_FLOPS", 2 ** 27))
 
 _ELEMENT = r"(f32|f64|complex<f32>|complex<f64>)"
 _TENSOR = r"tensor<((?:\d+x)*)" + _ELEMENT + ">"
@@ -117,8 +120,10 @@ def _shape(dims: str) -> list[int]:
 
 
 def _call(indent, result, lhs, rhs, lt, rt, ot, rank, p, target, rest) -> str:
-  config = ", ".join(f"{name} = {int(p[name])} : i64"
-                     for name in ("batch", "m", "n", "k", "trans_a", "trans_b"))
+  flops = 2 * p["batch"] * p["m"] * p["n"] * p["k"]
+  config = ", ".join([f"{name} = {int(p[name])} : i64"
+                      for name in ("batch", "m", "n", "k", "trans_a", "trans_b")]
+                     + [f"threads = {0 if flops >= THREADED_FLOPS else 1} : i64"])
   return (f'{indent}{result} = "stablehlo.custom_call"({lhs}, {rhs}) '
           f'<{{api_version = 4 : i32, backend_config = {{{config}}}, '
           f'call_target_name = "{target}", has_side_effect = false, '
@@ -130,6 +135,45 @@ _TRANSPOSE = re.compile(
     r'^(?P<indent>\s*)(?P<result>%[\w.#$-]+) = "stablehlo\.transpose"\((?P<x>%[\w.#$-]+)\) '
     r"<\{permutation = array<i64(?:: (?P<perm>[\d, ]*))?>\}> : "
     rf"\({_TENSOR}\) -> (?P<ot>{_TENSOR})(?P<rest>.*)$")
+
+
+# What XLA's HloCostAnalysis counts as flops, approximately: one per result element of these
+# ops (a reduction: per operand element), and a kept dot's 2*m*n*k. Transcendental functions,
+# data movement and custom calls count none.
+_FLOP_OPS = ("add", "subtract", "multiply", "divide", "maximum", "minimum", "compare", "select",
+             "remainder", "power", "atan2", "clamp", "and", "or", "xor", "convolution",
+             "dot_general", "reduce", "reduce_window")
+_OP = re.compile(r'^\s*%[\w.#$-]+(?::\d+)? = "stablehlo\.(' + "|".join(_FLOP_OPS) + r')"')
+_RESULT_TYPES = re.compile(r"tensor<((?:\d+x)*)[a-z]")
+# A program whose other ops count fewer flops than this keeps its largest dot (4x XLA's 1000:
+# the simplifier may remove some of those ops).
+CHEAP_MARGIN = 4000
+
+
+def _other_flops(lines: list) -> int:
+  """Approximately the flops XLA counts for `lines` with the rewritten dots counted as none."""
+  total = 0
+  for line in lines:
+    if line is None:
+      continue
+    m = _OP.match(line)
+    if m is None:
+      continue
+    if m.group(1) == "dot_general":
+      d = _DOT.match(line)
+      if d is None:
+        return CHEAP_MARGIN  # a dot of another form: assume it counts
+      p = plan(_shape(d.group(10)), _shape(d.group(13)),
+               ((_ints(d.group(7)), _ints(d.group(8))), (_ints(d.group(5)), _ints(d.group(6)))))
+      total += 2 * p["batch"] * p["m"] * p["n"] * p["k"]
+      continue
+    types = _RESULT_TYPES.findall(line.split(":")[-1] if m.group(1) not in ("reduce",
+                                                                           "reduce_window")
+                                  else line)
+    total += max((math.prod(_shape(t)) for t in types), default=1)
+    if total >= CHEAP_MARGIN:
+      return total
+  return total
 
 
 def _uses(text: str, name: str) -> int:
@@ -165,30 +209,31 @@ _TARGETS = {"f32": "float32", "f64": "float64", "complex<f32>": "complex64",
             "complex<f64>": "complex128"}
 
 
-def rewrite_program(code: bytes, platform: str) -> bytes:
-  """`code` (a single-device StableHLO module) with its eligible dots as GEMM calls.
+def rewrite_program(code: bytes, targets: dict) -> bytes:
+  """`code` (a single-device CPU StableHLO module) with its eligible dots as GEMM calls.
 
   Args:
     code: the module's text, as compiled.
-    platform: the backend's platform; only "cpu" programs are rewritten.
+    targets: {NumPy dtype name ("float32", "float64", "complex64", "complex128"): the custom
+      call target of the GEMM handler for it}; dtypes missing (or None) keep XLA's dot.
 
   Returns:
     The text to compile (`code` itself where nothing changes).
 
   Example:
     >>> text = revax.jit(lambda a, b: a @ b).lower(jnp.ones((4, 5)), jnp.ones((5, 6))).as_text()
-    >>> b"revax_lapack_gemm" in rewrite_program(text.encode(), "cpu")
+    >>> b"my_gemm" in rewrite_program(text.encode(), {"float32": "my_gemm"})
     True
   """
-  if platform != "cpu" or b'"stablehlo.dot_general"' not in code or not enabled():
+  if b'"stablehlo.dot_general"' not in code or not enabled():
     return code
-  from revax._src.runtime import lapack
-  targets = {el: lapack.target("gemm", dt, platform) for el, dt in _TARGETS.items()}
+  targets = {el: targets.get(dt) for el, dt in _TARGETS.items()}
   if not any(targets.values()):
     return code
   text = code.decode()
   lines = text.split("\n")
   dots = {}  # result name -> (line index, what _fold_transposes needs)
+  original, flops = {}, {}  # line index of a rewritten dot -> its line, its flops
   for i, line in enumerate(lines):
     if '"stablehlo.dot_general"' not in line:
       continue
@@ -203,13 +248,22 @@ def rewrite_program(code: bytes, platform: str) -> bytes:
     p = plan(lshape, rshape, ((lc, rc), (lb, rb)))
     if not uses_gemm(p):
       continue
+    original[i] = line
     lines[i] = _call(m["indent"], m["result"], m["lhs"], m["rhs"], m["lt"], m["rt"], m["ot"],
                      len(oshape), p, target, m["rest"])
+    flops[i] = 2 * p["batch"] * p["m"] * p["n"] * p["k"]
     dots[m["result"]] = (i, {"nb": len(lb), "nlf": len(lshape) - len(lb) - len(lc),
                              "nrf": len(rshape) - len(rb) - len(rc), "dims": ((lc, rc), (lb, rb)),
                              "lshape": lshape, "rshape": rshape, "lhs": m["lhs"],
                              "rhs": m["rhs"], "lt": m["lt"], "rt": m["rt"], "target": target})
   if not dots:
     return code
+  if _other_flops(lines) < CHEAP_MARGIN:
+    # XLA runs a program of under 1000 flops (HloCostAnalysis, which counts none for a custom
+    # call) inline in the caller's thread: keep the largest dot XLA's, so that a program of
+    # dots (a loop of products, say) is still dispatched asynchronously.
+    i = max(flops, key=flops.get)
+    lines[i] = original[i]
+    dots = {name: d for name, d in dots.items() if d[0] != i}
   _fold_transposes(lines, dots, text)
   return "\n".join(line for line in lines if line is not None).encode()
