@@ -45,9 +45,6 @@ LARGE_FLOPS = 2 ** 27
 # the matrix with both threads: 1024x1024 @ 1024 took 0.12 ms, 0.21 ms as a GEMM).
 VECTOR_FLOPS = 2 ** 20
 
-# GEMMs of at least this many flops run with OpenBLAS's threads, smaller ones on one thread.
-THREADED_FLOPS = int(os.environ.get("REVAX_CPU_GEMM_THREADED_FLOPS", 2 ** 27))
-
 _ELEMENT = r"(f32|f64|complex<f32>|complex<f64>)"
 _TENSOR = r"tensor<((?:\d+x)*)" + _ELEMENT + ">"
 _DIMS = r"\[([\d, ]*)\]"
@@ -120,10 +117,8 @@ def _shape(dims: str) -> list[int]:
 
 
 def _call(indent, result, lhs, rhs, lt, rt, ot, rank, p, target, rest) -> str:
-  flops = 2 * p["batch"] * p["m"] * p["n"] * p["k"]
-  config = ", ".join([f"{name} = {int(p[name])} : i64"
-                      for name in ("batch", "m", "n", "k", "trans_a", "trans_b")]
-                     + [f"threads = {0 if flops >= THREADED_FLOPS else 1} : i64"])
+  config = ", ".join(f"{name} = {int(p[name])} : i64"
+                     for name in ("batch", "m", "n", "k", "trans_a", "trans_b"))
   return (f'{indent}{result} = "stablehlo.custom_call"({lhs}, {rhs}) '
           f'<{{api_version = 4 : i32, backend_config = {{{config}}}, '
           f'call_target_name = "{target}", has_side_effect = false, '
