@@ -32,6 +32,7 @@ dtypes for which the `_lapack` extension or OpenBLAS's `cblas_?gemm` is missing.
 """
 from __future__ import annotations
 
+import collections
 import math
 import os
 import re
@@ -171,8 +172,7 @@ def _other_flops(lines: list) -> int:
   return total
 
 
-def _uses(text: str, name: str) -> int:
-  return len(re.findall(re.escape(name) + r"(?![\w.#$-])", text))
+_NAME = re.compile(r"%[\w.#$-]+")
 
 
 def _fold_transposes(lines: list[str], dots: dict, text: str) -> None:
@@ -180,11 +180,16 @@ def _fold_transposes(lines: list[str], dots: dict, text: str) -> None:
   the swapped operands (C^T = B^T A^T), written where the transpose was: XLA folds such a
   transpose into its own dot, and would copy after a custom call (the weight gradient of every
   dense layer, dot_general(g, x) then a transpose, is this)."""
+  uses = None
   for i, line in enumerate(lines):
     if '"stablehlo.transpose"' not in line:
       continue
     t = _TRANSPOSE.match(line)
-    if t is None or t["x"] not in dots or _uses(text, t["x"]) != 2:
+    if t is None or t["x"] not in dots:
+      continue
+    if uses is None:  # every SSA name's occurrences (definition + uses), counted once
+      uses = collections.Counter(_NAME.findall(text))
+    if uses[t["x"]] != 2:
       continue
     j, d = dots[t["x"]]
     nb, nlf, nrf = d["nb"], d["nlf"], d["nrf"]
