@@ -1,4 +1,4 @@
-"""revax on each available CPU PJRT plugin, against jax on jaxlib's own XLA, one library per process.
+"""revax on each available CPU PJRT plugin against jax on jaxlib's XLA, one library per process.
 
 Run: python benchmarks/bench_plugins.py [--quick] [--plugin NAME_OR_PATH ...] [--search DIR ...]
                                         [--pairs N] [--write]

@@ -77,6 +77,7 @@ def plan(lhs_shape, rhs_shape, dimension_numbers) -> dict:
     dimensions in memory, major to minor.
 
   Example:
+    >>> from revax._src.runtime.gemm import plan
     >>> p = plan((64, 256), (128, 256), (((1,), (1,)), ((), ())))  # x @ w.T
     >>> p["m"], p["n"], p["k"], p["trans_a"], p["trans_b"]
     (64, 128, 256, False, True)
@@ -221,7 +222,9 @@ def rewrite_program(code: bytes, targets: dict) -> bytes:
     The text to compile (`code` itself where nothing changes).
 
   Example:
-    >>> text = revax.jit(lambda a, b: a @ b).lower(jnp.ones((4, 5)), jnp.ones((5, 6))).as_text()
+    >>> from revax._src.runtime.gemm import rewrite_program
+    >>> f = lambda a, b, z: (a @ b, z * z)  # (a program of dots only keeps its largest dot)
+    >>> text = revax.jit(f).lower(jnp.ones((4, 5)), jnp.ones((5, 6)), jnp.ones(4096)).as_text()
     >>> b"my_gemm" in rewrite_program(text.encode(), {"float32": "my_gemm"})
     True
   """
