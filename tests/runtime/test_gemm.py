@@ -222,3 +222,12 @@ def test_a_program_of_dots_only_keeps_its_largest_dot():
   out = revax.jit(two)(x, y)
   np.testing.assert_allclose(np.asarray(out[0]), x @ y)
   assert float(out[1]) == float((x @ y[:, :4]).sum())
+
+
+def test_on_by_default_only_for_plugins_as_old_as_the_one_measured(monkeypatch):
+  monkeypatch.delenv("REVAX_CPU_GEMM", raising=False)
+  assert gemm.enabled_for_plugin((0, 81)) and not gemm.enabled_for_plugin((0, 106))
+  monkeypatch.setenv("REVAX_CPU_GEMM", "1")
+  assert gemm.enabled_for_plugin((0, 115))
+  monkeypatch.setenv("REVAX_CPU_GEMM", "0")
+  assert not gemm.enabled_for_plugin((0, 81))

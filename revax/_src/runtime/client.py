@@ -512,7 +512,8 @@ class Backend:
       from revax._src.runtime import host_transfer
       code, transfers = host_transfer.prepare_program(code, self)
     single_device = num_replicas * num_partitions == 1
-    if single_device and self.platform == "cpu":  # dots as BLAS GEMMs where faster (gemm.py)
+    if (single_device and self.platform == "cpu"  # dots as BLAS GEMMs where faster (gemm.py)
+        and gemm.enabled_for_plugin(self._api.version)):
       code = gemm.rewrite_program(code, _gemm_targets())
     # PJRT's C API refuses send/recv callbacks with `execute_device`: a program with host
     # transfers is compiled for one device (the default one), not as a portable program.

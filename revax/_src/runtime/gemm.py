@@ -26,8 +26,9 @@ needs a transpose, as its DotDecomposer does for Eigen); the handler loops over 
 GEMM runs on one thread: OpenBLAS's own threads spinning beside XLA's pool made whole programs
 many times slower on two cores.
 
-Not rewritten (client.py decides the first two): programs of several devices (the SPMD
-partitioner cannot split an opaque custom call), other platforms, `REVAX_CPU_GEMM=0`, and
+Not rewritten (client.py decides the first three): programs of several devices (the SPMD
+partitioner cannot split an opaque custom call), other platforms, plugins newer than the one
+measured (`enabled_for_plugin`; `REVAX_CPU_GEMM=1` forces it, `=0` turns it off everywhere), and
 dtypes for which the `_lapack` extension or OpenBLAS's `cblas_?gemm` is missing.
 """
 from __future__ import annotations
@@ -37,7 +38,8 @@ import math
 import os
 import re
 
-__all__ = ["LARGE_FLOPS", "VECTOR_FLOPS", "enabled", "plan", "uses_gemm", "rewrite_program"]
+__all__ = ["LARGE_FLOPS", "VECTOR_FLOPS", "NEWEST_MEASURED_API", "enabled",
+           "enabled_for_plugin", "plan", "uses_gemm", "rewrite_program"]
 
 # Dots of at least this many flops (2 * batch * m * n * k) with a row-major right operand stay
 # XLA's (Eigen, all the intra-op threads): 256x512x512 is where the two were even.
@@ -58,10 +60,25 @@ _DOT = re.compile(
     rf"\((?P<lt>{_TENSOR}), (?P<rt>{_TENSOR})\) -> (?P<ot>{_TENSOR})(?P<rest>.*)$")
 
 
-def enabled() -> bool:
-  """Whether dots may become GEMM calls (env `REVAX_CPU_GEMM`, default on; read at each
-  compile, so one process can compare both)."""
-  return os.environ.get("REVAX_CPU_GEMM", "1").strip().lower() not in ("0", "false", "no", "off")
+# Measured on the default plugin, PJRT C API 0.81 (XLA of 2025-11, Eigen dots). The CPU plugins
+# of C API 0.106 and 0.115 (XLA of 2026) were not measured with it: there it is off unless
+# REVAX_CPU_GEMM=1 asks for it.
+NEWEST_MEASURED_API = (0, 81)
+
+
+def enabled(default: bool = True) -> bool:
+  """Whether dots may become GEMM calls: env `REVAX_CPU_GEMM` ("1" or "0") where set, else
+  `default` (read at each compile, so one process can compare both)."""
+  value = os.environ.get("REVAX_CPU_GEMM", "").strip().lower()
+  if not value:
+    return default
+  return value not in ("0", "false", "no", "off")
+
+
+def enabled_for_plugin(api_version) -> bool:
+  """Whether a plugin of PJRT C API `api_version` ((major, minor)) gets the rewrite: by default
+  those up to `NEWEST_MEASURED_API`; `REVAX_CPU_GEMM` decides where set."""
+  return enabled(default=tuple(api_version) <= NEWEST_MEASURED_API)
 
 
 def plan(lhs_shape, rhs_shape, dimension_numbers) -> dict:
