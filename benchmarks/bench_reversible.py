@@ -184,8 +184,8 @@ def optimized_hlo_counts(new_files) -> dict | None:
     if not m:
       continue
     shape, op, rest = m.groups()
-    if op in ("dot", "convolution"):
-      counts["dot"] += 1
+    if op in ("dot", "convolution") or (op == "custom-call" and "revax_lapack_gemm" in rest):
+      counts["dot"] += 1  # (revax's GEMM calls on the CPU: revax/_src/runtime/gemm.py)
     elif op == "copy" and not re.match(r"%?(wrapped_)?(broadcast|constant)", rest):
       counts["copy"] += 1
     elif op in ("conditional", "while"):

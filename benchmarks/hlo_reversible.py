@@ -136,7 +136,8 @@ def passes(text: str, activation_bytes: int):
       moved = shape_bytes(shape) + sum(shape_bytes(shapes.get(o, "")) for o in operands)
       calls = ",".join(re.findall(r"calls=%?([\w.\-]+)", rest))
       if op == "dot" or op == "convolution" or (op == "fusion" and "kind=kCustom" in rest
-                                                 and _has_dot(comps, calls)):
+                                                 and _has_dot(comps, calls)) or (
+          op == "custom-call" and "revax_lapack_gemm" in rest):  # revax's CPU GEMM calls
         kind = "dot"
       elif op == "fusion" and re.search(r"kind=k(Loop|Input|Output)", rest):
         if _has_dot(comps, calls):

@@ -100,6 +100,24 @@ static PotrfFn potrf_fns[4];
 static void *geev_fns[4];
 static void *gees_fns[4];
 
+/* CBLAS ?gemm (ILP64): real kinds take alpha and beta by value, complex ones by address. */
+#define ROW_MAJOR 101
+#define NO_TRANS 111
+#define TRANS 112
+typedef void (*GemmFloatFn)(int, int, int, lapack_int, lapack_int, lapack_int, float,
+                            const void *, lapack_int, const void *, lapack_int, float, void *,
+                            lapack_int);
+typedef void (*GemmDoubleFn)(int, int, int, lapack_int, lapack_int, lapack_int, double,
+                             const void *, lapack_int, const void *, lapack_int, double, void *,
+                             lapack_int);
+typedef void (*GemmComplexFn)(int, int, int, lapack_int, lapack_int, lapack_int, const void *,
+                              const void *, lapack_int, const void *, lapack_int, const void *,
+                              void *, lapack_int);
+static void *gemm_fns[4];
+/* OpenBLAS's openblas_set_num_threads_local (the calling thread's count; returns the previous). */
+typedef int (*SetThreadsLocalFn)(int);
+static SetThreadsLocalFn set_threads_local;
+
 static int kind_of(int dtype) {
   switch (dtype) {
     case T_F32: return 0;
@@ -467,6 +485,59 @@ static void *gees_handler(CallFrame *f) {
   return NULL;
 }
 
+/* dot_general as a batch of GEMMs: args (a, b), ret (c). The custom call asks XLA for layouts
+   that make a (batch, m, k) or, with `trans_a`, (batch, k, m) row-major in memory, b (batch, k,
+   n) or, with `trans_b`, (batch, n, k), and c (batch, m, n): the attributes `batch`, `m`, `n`,
+   `k` are those products of dimensions (the lowering merges each group of dimensions). */
+static void *gemm_handler(CallFrame *f) {
+  if (answer_metadata(f) || f->stage != STAGE_EXECUTE) return NULL;
+  if (f->args.size != 2 || f->rets.size != 1)
+    return error(f, ERR_INVALID_ARGUMENT, "revax GEMM handler: wrong number of buffers");
+  int kind = kind_of(arg(f, 0)->dtype);
+  if (kind < 0 || arg(f, 1)->dtype != arg(f, 0)->dtype || ret(f, 0)->dtype != arg(f, 0)->dtype)
+    return error(f, ERR_INVALID_ARGUMENT, "revax GEMM handler: unsupported operands");
+  void *fn = gemm_fns[kind];
+  if (!fn) return error(f, ERR_INTERNAL, "revax GEMM: no ?gemm for this dtype");
+  int64_t batch = int_attr(f, "batch", -1), m = int_attr(f, "m", -1), n = int_attr(f, "n", -1),
+          k = int_attr(f, "k", -1);
+  int ta = (int)int_attr(f, "trans_a", 0), tb = (int)int_attr(f, "trans_b", 0);
+  if (batch < 0 || m < 0 || n < 0 || k < 0)
+    return error(f, ERR_INVALID_ARGUMENT, "revax GEMM handler: missing size attributes");
+  char *a = (char *)arg(f, 0)->data, *b = (char *)arg(f, 1)->data, *c = (char *)ret(f, 0)->data;
+  size_t eb = kind_bytes[kind];
+  if (m == 0 || n == 0 || batch == 0) return NULL;
+  if (k == 0) {
+    memset(c, 0, (size_t)(batch * m * n) * eb);
+    return NULL;
+  }
+  int op_a = ta ? TRANS : NO_TRANS, op_b = tb ? TRANS : NO_TRANS;
+  lapack_int lda = ta ? m : k, ldb = tb ? k : n;
+  static const float one_c[2] = {1.0f, 0.0f}, zero_c[2] = {0.0f, 0.0f};
+  static const double one_z[2] = {1.0, 0.0}, zero_z[2] = {0.0, 0.0};
+  /* `threads` (default 1): the OpenBLAS threads of this call, 0 for OpenBLAS's own count. The
+     call runs on one of XLA's threads, beside XLA's own pool: OpenBLAS's threads spinning against
+     that pool on two loaded cores made programs 2-15x slower (issue 36; with them only for
+     GEMMs of 2^27 flops and more, the MLP training step still took 2.5x jax's time). */
+  int threads = (int)int_attr(f, "threads", 1);
+  int saved_threads = set_threads_local && threads > 0 ? set_threads_local(threads) : -1;
+  for (int64_t i = 0; i < batch; i++) {
+    const char *ai = a + (size_t)(i * m * k) * eb, *bi = b + (size_t)(i * k * n) * eb;
+    char *ci = c + (size_t)(i * m * n) * eb;
+    switch (kind) {
+      case 0: ((GemmFloatFn)fn)(ROW_MAJOR, op_a, op_b, m, n, k, 1.0f, ai, lda, bi, ldb, 0.0f,
+                                ci, n); break;
+      case 1: ((GemmDoubleFn)fn)(ROW_MAJOR, op_a, op_b, m, n, k, 1.0, ai, lda, bi, ldb, 0.0, ci,
+                                 n); break;
+      case 2: ((GemmComplexFn)fn)(ROW_MAJOR, op_a, op_b, m, n, k, one_c, ai, lda, bi, ldb,
+                                  zero_c, ci, n); break;
+      default: ((GemmComplexFn)fn)(ROW_MAJOR, op_a, op_b, m, n, k, one_z, ai, lda, bi, ldb,
+                                   zero_z, ci, n); break;
+    }
+  }
+  if (saved_threads >= 0) set_threads_local(saved_threads);
+  return NULL;
+}
+
 /* ------------------------------------------------------------------------- Python module */
 
 static PyObject *set_lapack(PyObject *self, PyObject *table) {
@@ -501,15 +572,41 @@ static PyObject *set_lapack(PyObject *self, PyObject *table) {
   Py_RETURN_NONE;
 }
 
+static PyObject *set_blas(PyObject *self, PyObject *table) {
+  (void)self;
+  PyObject *seq = PySequence_Fast(table, "set_blas takes a sequence of 5 addresses");
+  if (!seq) return NULL;
+  if (PySequence_Fast_GET_SIZE(seq) != 5) {
+    Py_DECREF(seq);
+    PyErr_SetString(PyExc_ValueError, "set_blas takes 5 addresses: cblas ?gemm for s, d, c, z "
+                                      "and openblas_set_num_threads_local");
+    return NULL;
+  }
+  void *addresses[5];
+  for (int i = 0; i < 5; i++) {
+    PyObject *item = PySequence_Fast_GET_ITEM(seq, i);
+    addresses[i] = item == Py_None ? NULL : PyLong_AsVoidPtr(item);
+    if (PyErr_Occurred()) {
+      Py_DECREF(seq);
+      return NULL;
+    }
+  }
+  Py_DECREF(seq);
+  for (int i = 0; i < 4; i++) gemm_fns[i] = addresses[i];
+  set_threads_local = (SetThreadsLocalFn)addresses[4];
+  Py_RETURN_NONE;
+}
+
 static PyObject *handlers(PyObject *self, PyObject *unused) {
   (void)self; (void)unused;
-  return Py_BuildValue("{s:N,s:N,s:N,s:N,s:N,s:N}",
+  return Py_BuildValue("{s:N,s:N,s:N,s:N,s:N,s:N,s:N}",
                        "syevd", PyLong_FromVoidPtr((void *)syevd_handler),
                        "gesdd", PyLong_FromVoidPtr((void *)gesdd_handler),
                        "getrf", PyLong_FromVoidPtr((void *)getrf_handler),
                        "potrf", PyLong_FromVoidPtr((void *)potrf_handler),
                        "geev", PyLong_FromVoidPtr((void *)geev_handler),
-                       "gees", PyLong_FromVoidPtr((void *)gees_handler));
+                       "gees", PyLong_FromVoidPtr((void *)gees_handler),
+                       "gemm", PyLong_FromVoidPtr((void *)gemm_handler));
 }
 
 static PyMethodDef methods[] = {
@@ -518,6 +615,9 @@ static PyMethodDef methods[] = {
    "ssyevd dsyevd cheevd zheevd, sgesdd dgesdd cgesdd zgesdd, sgetrf_work dgetrf_work "
    "cgetrf_work zgetrf_work, spotrf_work dpotrf_work cpotrf_work zpotrf_work, sgeev dgeev "
    "cgeev zgeev, sgees dgees cgees zgees."},
+  {"set_blas", set_blas, METH_O,
+   "set_blas(addresses): the 4 CBLAS functions (None where missing), in the order "
+   "cblas_sgemm cblas_dgemm cblas_cgemm cblas_zgemm (ILP64)."},
   {"handlers", handlers, METH_NOARGS,
    "handlers() -> {'syevd': address, ..., 'potrf': address} of the FFI handlers."},
   {NULL, NULL, 0, NULL},

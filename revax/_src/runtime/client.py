@@ -46,7 +46,7 @@ import numpy as np
 
 from revax._src.core.config import config
 from revax._src.core.errors import JaxRuntimeError
-from revax._src.runtime import (backends, compilation_cache, fastpath, pjrt, platform_limits,
+from revax._src.runtime import (backends, compilation_cache, fastpath, gemm, pjrt, platform_limits,
                                 plugins, subbyte)
 from revax._src.runtime.array import Array
 from revax._src.runtime.pjrt import CompileError, RuntimeBackendError
@@ -512,6 +512,9 @@ class Backend:
       from revax._src.runtime import host_transfer
       code, transfers = host_transfer.prepare_program(code, self)
     single_device = num_replicas * num_partitions == 1
+    if (single_device and self.platform == "cpu"  # dots as BLAS GEMMs where faster (gemm.py)
+        and gemm.enabled_for_plugin(self._api.version)):
+      code = gemm.rewrite_program(code, _gemm_targets())
     # PJRT's C API refuses send/recv callbacks with `execute_device`: a program with host
     # transfers is compiled for one device (the default one), not as a portable program.
     # A one-device backend's programs are compiled for its device, as jax does: libtpu launches
@@ -744,6 +747,14 @@ def _with_transfers(executable: "Executable", transfers) -> "Executable":
   if transfers is not None:
     transfers.attach(executable)
   return executable
+
+
+def _gemm_targets() -> dict:
+  """{dtype name: the GEMM handler's custom call target} for the dtypes revax's CPU GEMM handler
+  serves in this process (gemm.py; lapack.py registered them when the CPU backend started)."""
+  from revax._src.runtime import lapack
+  return {dt: lapack.target("gemm", dt) for dt in ("float32", "float64", "complex64",
+                                                    "complex128")}
 
 
 def _calls_python(code: bytes) -> bool:

@@ -113,14 +113,32 @@ def _load() -> dict:
     _lapack.set_lapack(addresses)
   except ValueError:  # an extension built from an older _lapack.c (fewer handlers): rebuild it
     return {}
+  gemm = _gemm_addresses(path)
+  try:
+    _lapack.set_blas(gemm)
+  except (AttributeError, ValueError):  # an extension built from an older _lapack.c
+    gemm = [None] * 5
   from revax._src.runtime import ffi
   try:
     for op, address in _lapack.handlers().items():
       ffi.register_handler(_PREFIX + op, address, "cpu")  # the CPU backend's plugin
   except Exception:  # noqa: BLE001 - no FFI extension or a refusal: the lax algorithms remain
     return {}
-  return {op: {dt for dt, a in zip(_KINDS, addresses[4 * i:4 * i + 4]) if a}
-          for i, op in enumerate(OPS)}
+  table = {op: {dt for dt, a in zip(_KINDS, addresses[4 * i:4 * i + 4]) if a}
+           for i, op in enumerate(OPS)}
+  table["gemm"] = {dt for dt, a in zip(_KINDS, gemm[:4]) if a}
+  return table
+
+
+def _gemm_addresses(path: str) -> list[int | None]:
+  library = ctypes.CDLL(path)
+  out = []
+  for name in [f"scipy_cblas_{t}gemm64_" for t in "sdcz"] + ["openblas_set_num_threads_local"]:
+    try:
+      out.append(ctypes.cast(getattr(library, name), ctypes.c_void_p).value)
+    except AttributeError:
+      out.append(None)
+  return out
 
 
 def _table() -> dict:

@@ -1,0 +1,289 @@
+"""dot_general on the CPU as BLAS GEMMs: a rewrite of the program text XLA compiles.
+
+Why: the default CPU plugin (xla-cpu-pjrt 0.0.1, XLA of 2025-11) runs every float dot with
+Eigen, where jaxlib 0.10.2's newer XLA runs them with YNNPACK; no flag of that plugin turns
+YNNPACK on for dots (`--xla_cpu_experimental_ynn_fusion_type=dot` is parsed and changes nothing,
+XNNPACK's dot fusions are slower, oneDNN's fusions abort the process on the reversible MLP).
+Measured there (issue 36, benchmarks/RESULTS.md), each in its own process: Eigen is 1.5-2x
+jax's time on small and medium dots (64x256x256: 0.22 ms against 0.12 ms) and on dots whose
+right operand is contracted on its minor dimension (x @ w.T, the backward pass of every dense
+layer: 256x1024x1024 in 8.6 ms against 5.2 ms), and a 32x32 product costs a jitted call 30 us
+where the GEMM call takes 5 us; on large dots that read the right operand row-major (x @ w,
+x.T @ g) its two threads keep up with jax. NumPy's OpenBLAS GEMM on one thread is at or below
+jax's time on all but those large ones and large matrix-vector products.
+
+So, when a single-device program is compiled for the CPU, each `stablehlo.dot_general` that
+revax's lowering wrote (generic form) with operands and result of one dtype among float32,
+float64, complex64 and complex128 and no `algorithm` becomes a custom call to revax's GEMM
+handler (`_lapack.c`'s `gemm_handler`), except those `uses_gemm` leaves to XLA. The text
+`Lowered.as_text()` shows is unchanged (JAX's StableHLO); the rewritten text is what is compiled
+and what keys the persistent compilation cache.
+
+The custom call asks XLA for operand layouts that put each operand's dimensions in GEMM order
+(batch, then the lhs's free and contracting groups, the rhs's contracting and free groups, each
+operand keeping its own order of the two where it can, so XLA copies only where a vmapped dot
+needs a transpose, as its DotDecomposer does for Eigen); the handler loops over the batch. The
+GEMM runs on one thread: OpenBLAS's own threads spinning beside XLA's pool made whole programs
+many times slower on two cores.
+
+Not rewritten (client.py decides the first three): programs of several devices (the SPMD
+partitioner cannot split an opaque custom call), other platforms, plugins newer than the one
+measured (`enabled_for_plugin`; `REVAX_CPU_GEMM=1` forces it, `=0` turns it off everywhere), and
+dtypes for which the `_lapack` extension or OpenBLAS's `cblas_?gemm` is missing.
+"""
+from __future__ import annotations
+
+import collections
+import math
+import os
+import re
+
+__all__ = ["LARGE_FLOPS", "VECTOR_FLOPS", "NEWEST_MEASURED_API", "enabled",
+           "enabled_for_plugin", "plan", "uses_gemm", "rewrite_program"]
+
+# Dots of at least this many flops (2 * batch * m * n * k) with a row-major right operand stay
+# XLA's (Eigen, all the intra-op threads): 256x512x512 is where the two were even.
+LARGE_FLOPS = 2 ** 27
+# Matrix-vector products (m or n is 1) of at least this many flops stay XLA's (its GEMV reads
+# the matrix with both threads: 1024x1024 @ 1024 took 0.12 ms, 0.21 ms as a GEMM).
+VECTOR_FLOPS = 2 ** 20
+
+_ELEMENT = r"(f32|f64|complex<f32>|complex<f64>)"
+_TENSOR = r"tensor<((?:\d+x)*)" + _ELEMENT + ">"
+_DIMS = r"\[([\d, ]*)\]"
+_DOT = re.compile(
+    r'^(?P<indent>\s*)(?P<result>%[\w.#$-]+) = "stablehlo\.dot_general"'
+    r"\((?P<lhs>%[\w.#$-]+), (?P<rhs>%[\w.#$-]+)\) <\{dot_dimension_numbers = #stablehlo\.dot<"
+    rf"lhs_batching_dimensions = {_DIMS}, rhs_batching_dimensions = {_DIMS}, "
+    rf"lhs_contracting_dimensions = {_DIMS}, rhs_contracting_dimensions = {_DIMS}>"
+    r"(?:, precision_config = \[[^\]]*\])?\}> : "
+    rf"\((?P<lt>{_TENSOR}), (?P<rt>{_TENSOR})\) -> (?P<ot>{_TENSOR})(?P<rest>.*)$")
+
+
+# Measured on the default plugin, PJRT C API 0.81 (XLA of 2025-11, Eigen dots). The CPU plugins
+# of C API 0.106 and 0.115 (XLA of 2026) were not measured with it: there it is off unless
+# REVAX_CPU_GEMM=1 asks for it.
+NEWEST_MEASURED_API = (0, 81)
+
+
+def enabled(default: bool = True) -> bool:
+  """Whether dots may become GEMM calls: env `REVAX_CPU_GEMM` ("1" or "0") where set, else
+  `default` (read at each compile, so one process can compare both)."""
+  value = os.environ.get("REVAX_CPU_GEMM", "").strip().lower()
+  if not value:
+    return default
+  return value not in ("0", "false", "no", "off")
+
+
+def enabled_for_plugin(api_version) -> bool:
+  """Whether a plugin of PJRT C API `api_version` ((major, minor)) gets the rewrite: by default
+  those up to `NEWEST_MEASURED_API`; `REVAX_CPU_GEMM` decides where set."""
+  return enabled(default=tuple(api_version) <= NEWEST_MEASURED_API)
+
+
+def plan(lhs_shape, rhs_shape, dimension_numbers) -> dict:
+  """The GEMM a dot_general is.
+
+  Args:
+    lhs_shape, rhs_shape: the operands' shapes.
+    dimension_numbers: `((lhs_contracting, rhs_contracting), (lhs_batch, rhs_batch))`.
+
+  Returns:
+    {"batch", "m", "n", "k"}: products of the dimension groups; {"trans_a", "trans_b"}: the
+    operand is stored contracting group first; {"lhs_order", "rhs_order"}: each operand's
+    dimensions in memory, major to minor.
+
+  Example:
+    >>> from revax._src.runtime.gemm import plan
+    >>> p = plan((64, 256), (128, 256), (((1,), (1,)), ((), ())))  # x @ w.T
+    >>> p["m"], p["n"], p["k"], p["trans_a"], p["trans_b"]
+    (64, 128, 256, False, True)
+  """
+  (lc, rc), (lb, rb) = dimension_numbers
+  lc, rc, lb, rb = (list(map(int, d)) for d in (lc, rc, lb, rb))
+  lf = [d for d in range(len(lhs_shape)) if d not in lc and d not in lb]
+  rf = [d for d in range(len(rhs_shape)) if d not in rc and d not in rb]
+  size = lambda shape, dims: math.prod(int(shape[d]) for d in dims)
+  trans_a = bool(lc and lf) and min(lc) < min(lf)
+  trans_b = bool(rc and rf) and min(rf) < min(rc)
+  return {"batch": size(lhs_shape, lb), "m": size(lhs_shape, lf), "n": size(rhs_shape, rf),
+          "k": size(lhs_shape, lc), "trans_a": trans_a, "trans_b": trans_b,
+          "lhs_order": lb + (lc + lf if trans_a else lf + lc),
+          "rhs_order": rb + (rf + rc if trans_b else rc + rf)}
+
+
+def uses_gemm(p: dict) -> bool:
+  """Whether the GEMM `p` (`plan`'s answer) runs faster as a BLAS call than as XLA's dot."""
+  flops = 2 * p["batch"] * p["m"] * p["n"] * p["k"]
+  if flops >= LARGE_FLOPS and not p["trans_b"]:
+    return False
+  return not (min(p["m"], p["n"]) == 1 and flops >= VECTOR_FLOPS)
+
+
+def _layout(order) -> str:
+  """custom_call layout (minor-to-major) placing the dimensions `order` major to minor."""
+  dims = [str(d) for d in reversed(list(order))]
+  return f"dense<[{', '.join(dims)}]> : tensor<{len(dims)}xindex>" if dims else \
+      "dense<> : tensor<0xindex>"
+
+
+def _ints(text: str) -> list[int]:
+  return [int(t) for t in text.replace(" ", "").split(",") if t]
+
+
+def _shape(dims: str) -> list[int]:
+  return [int(d) for d in dims.split("x") if d]
+
+
+def _call(indent, result, lhs, rhs, lt, rt, ot, rank, p, target, rest) -> str:
+  config = ", ".join(f"{name} = {int(p[name])} : i64"
+                     for name in ("batch", "m", "n", "k", "trans_a", "trans_b"))
+  return (f'{indent}{result} = "stablehlo.custom_call"({lhs}, {rhs}) '
+          f'<{{api_version = 4 : i32, backend_config = {{{config}}}, '
+          f'call_target_name = "{target}", has_side_effect = false, '
+          f'operand_layouts = [{_layout(p["lhs_order"])}, {_layout(p["rhs_order"])}], '
+          f'result_layouts = [{_layout(range(rank))}]}}> : ({lt}, {rt}) -> {ot}{rest}')
+
+
+_TRANSPOSE = re.compile(
+    r'^(?P<indent>\s*)(?P<result>%[\w.#$-]+) = "stablehlo\.transpose"\((?P<x>%[\w.#$-]+)\) '
+    r"<\{permutation = array<i64(?:: (?P<perm>[\d, ]*))?>\}> : "
+    rf"\({_TENSOR}\) -> (?P<ot>{_TENSOR})(?P<rest>.*)$")
+
+
+# What XLA's HloCostAnalysis counts as flops, approximately: one per result element of these
+# ops (a reduction: per operand element), and a kept dot's 2*m*n*k. Transcendental functions,
+# data movement and custom calls count none.
+_FLOP_OPS = ("add", "subtract", "multiply", "divide", "maximum", "minimum", "compare", "select",
+             "remainder", "power", "atan2", "clamp", "and", "or", "xor", "convolution",
+             "dot_general", "reduce", "reduce_window")
+_OP = re.compile(r'^\s*%[\w.#$-]+(?::\d+)? = "stablehlo\.(' + "|".join(_FLOP_OPS) + r')"')
+_RESULT_TYPES = re.compile(r"tensor<((?:\d+x)*)[a-z]")
+# A program whose other ops count fewer flops than this keeps its largest dot (4x XLA's 1000:
+# the simplifier may remove some of those ops).
+CHEAP_MARGIN = 4000
+
+
+def _other_flops(lines: list) -> int:
+  """Approximately the flops XLA counts for `lines` with the rewritten dots counted as none."""
+  total = 0
+  for line in lines:
+    if line is None:
+      continue
+    m = _OP.match(line)
+    if m is None:
+      continue
+    if m.group(1) == "dot_general":
+      d = _DOT.match(line)
+      if d is None:
+        return CHEAP_MARGIN  # a dot of another form: assume it counts
+      p = plan(_shape(d.group(10)), _shape(d.group(13)),
+               ((_ints(d.group(7)), _ints(d.group(8))), (_ints(d.group(5)), _ints(d.group(6)))))
+      total += 2 * p["batch"] * p["m"] * p["n"] * p["k"]
+      continue
+    types = _RESULT_TYPES.findall(line.split(":")[-1] if m.group(1) not in ("reduce",
+                                                                           "reduce_window")
+                                  else line)
+    total += max((math.prod(_shape(t)) for t in types), default=1)
+    if total >= CHEAP_MARGIN:
+      return total
+  return total
+
+
+_NAME = re.compile(r"%[\w.#$-]+")
+
+
+def _fold_transposes(lines: list[str], dots: dict, text: str) -> None:
+  """A GEMM result used only by a transpose that swaps its two free groups becomes the GEMM of
+  the swapped operands (C^T = B^T A^T), written where the transpose was: XLA folds such a
+  transpose into its own dot, and would copy after a custom call (the weight gradient of every
+  dense layer, dot_general(g, x) then a transpose, is this)."""
+  uses = None
+  for i, line in enumerate(lines):
+    if '"stablehlo.transpose"' not in line:
+      continue
+    t = _TRANSPOSE.match(line)
+    if t is None or t["x"] not in dots:
+      continue
+    if uses is None:  # every SSA name's occurrences (definition + uses), counted once
+      uses = collections.Counter(_NAME.findall(text))
+    if uses[t["x"]] != 2:
+      continue
+    j, d = dots[t["x"]]
+    nb, nlf, nrf = d["nb"], d["nlf"], d["nrf"]
+    swap = list(range(nb)) + list(range(nb + nlf, nb + nlf + nrf)) + list(range(nb, nb + nlf))
+    if _ints(t["perm"] or "") != swap:
+      continue
+    (lc, rc), (lb, rb) = d["dims"]
+    p = plan(d["rshape"], d["lshape"], ((rc, lc), (rb, lb)))
+    if not uses_gemm(p):
+      continue
+    lines[i] = _call(t["indent"], t["result"], d["rhs"], d["lhs"], d["rt"], d["lt"], t["ot"],
+                     nb + nlf + nrf, p, d["target"], t["rest"])
+    lines[j] = None
+
+
+_TARGETS = {"f32": "float32", "f64": "float64", "complex<f32>": "complex64",
+            "complex<f64>": "complex128"}
+
+
+def rewrite_program(code: bytes, targets: dict) -> bytes:
+  """`code` (a single-device CPU StableHLO module) with its eligible dots as GEMM calls.
+
+  Args:
+    code: the module's text, as compiled.
+    targets: {NumPy dtype name ("float32", "float64", "complex64", "complex128"): the custom
+      call target of the GEMM handler for it}; dtypes missing (or None) keep XLA's dot.
+
+  Returns:
+    The text to compile (`code` itself where nothing changes).
+
+  Example:
+    >>> from revax._src.runtime.gemm import rewrite_program
+    >>> f = lambda a, b, z: (a @ b, z * z)  # (a program of dots only keeps its largest dot)
+    >>> text = revax.jit(f).lower(jnp.ones((4, 5)), jnp.ones((5, 6)), jnp.ones(4096)).as_text()
+    >>> b"my_gemm" in rewrite_program(text.encode(), {"float32": "my_gemm"})
+    True
+  """
+  if b'"stablehlo.dot_general"' not in code or not enabled():
+    return code
+  targets = {el: targets.get(dt) for el, dt in _TARGETS.items()}
+  if not any(targets.values()):
+    return code
+  text = code.decode()
+  lines = text.split("\n")
+  dots = {}  # result name -> (line index, what _fold_transposes needs)
+  original, flops = {}, {}  # line index of a rewritten dot -> its line, its flops
+  for i, line in enumerate(lines):
+    if '"stablehlo.dot_general"' not in line:
+      continue
+    m = _DOT.match(line)
+    if m is None:
+      continue
+    lb, rb, lc, rc = (_ints(m.group(k)) for k in (5, 6, 7, 8))
+    lshape, rshape, oshape = _shape(m.group(10)), _shape(m.group(13)), _shape(m.group(16))
+    target = targets.get(m.group(11))
+    if target is None or not m.group(11) == m.group(14) == m.group(17):
+      continue
+    p = plan(lshape, rshape, ((lc, rc), (lb, rb)))
+    if not uses_gemm(p):
+      continue
+    original[i] = line
+    lines[i] = _call(m["indent"], m["result"], m["lhs"], m["rhs"], m["lt"], m["rt"], m["ot"],
+                     len(oshape), p, target, m["rest"])
+    flops[i] = 2 * p["batch"] * p["m"] * p["n"] * p["k"]
+    dots[m["result"]] = (i, {"nb": len(lb), "nlf": len(lshape) - len(lb) - len(lc),
+                             "nrf": len(rshape) - len(rb) - len(rc), "dims": ((lc, rc), (lb, rb)),
+                             "lshape": lshape, "rshape": rshape, "lhs": m["lhs"],
+                             "rhs": m["rhs"], "lt": m["lt"], "rt": m["rt"], "target": target})
+  if not dots:
+    return code
+  if _other_flops(lines) < CHEAP_MARGIN:
+    # XLA runs a program of under 1000 flops (HloCostAnalysis, which counts none for a custom
+    # call) inline in the caller's thread: keep the largest dot XLA's, so that a program of
+    # dots (a loop of products, say) is still dispatched asynchronously.
+    i = max(flops, key=flops.get)
+    lines[i] = original[i]
+    dots = {name: d for name, d in dots.items() if d[0] != i}
+  _fold_transposes(lines, dots, text)
+  return "\n".join(line for line in lines if line is not None).encode()
