@@ -32,6 +32,7 @@ from revax._src.core import wrapping
 from revax._src import tree_util
 from revax._src.core.avals import get_aval
 from revax._src.core.config import config
+from revax._src.core import mesh_context as _mesh_context
 from revax._src.core.errors import UnexpectedTracerError
 from revax._src.core import traceback_util
 from revax._src.core.traceback_util import api_boundary
@@ -283,6 +284,9 @@ class Jitted:
   def __call__(self, *args, **kwargs):
     # The work of `api_boundary`, inlined: a wrapper costs more than the cached call itself.
     depth = traceback_util.boundary_depth
+    if _mesh_context.settle_jit is not None and _mesh_context._state.mesh is not None and \
+        _context.trace is eval_trace:
+      return self._call_on_mesh(args, kwargs)
     plan = self._traces.plan
     if plan is not None and not kwargs and _context.trace is eval_trace:
       try:
@@ -301,6 +305,24 @@ class Jitted:
     depth.value += 1
     try:
       return self._call(args, kwargs)
+    except Exception as e:
+      if depth.value != 1:
+        raise
+      raise traceback_util.filtered(e)
+    finally:
+      depth.value -= 1
+
+  def _call_on_mesh(self, args, kwargs):
+    """A call under `set_mesh(mesh)`: its results placed over the mesh as JAX places them
+    (mesh_placement.py); jit with in/out shardings places its own."""
+    depth = traceback_util.boundary_depth
+    depth.value += 1
+    try:
+      out = self._call(args, kwargs)
+      if self._sharded or config.disable_jit:
+        return out
+      entry, leaves = self._lookup(args, kwargs)
+      return _mesh_context.settle_jit(entry, leaves, out)
     except Exception as e:
       if depth.value != 1:
         raise
