@@ -127,6 +127,15 @@ def _key_value(key):
   return key
 
 
+def _argument_named(x, xs, debug):
+  """The name of the flat argument among `xs` that `x` is (None when it is none of them)."""
+  for i, a in enumerate(xs):
+    if a is x:
+      names = debug.arg_names_thunk() if debug.arg_names_thunk is not None else None
+      return names[i] if names is not None and i < len(names) else f"args[{i}]"
+  return None
+
+
 class Jitted:
   """The result of `revax.jit(fun)`: call it, or `.lower(*args)` to see and compile the program.
 
@@ -258,7 +267,8 @@ class Jitted:
                           "pytrees of them") from None
       discharge.ref_error_for_outputs(
           [get_aval(x) for x in flat_out],
-          f"function {debug.fun_description()} traced for jit")
+          f"function {debug.fun_description()} traced for jit",
+          origin=lambda k: _argument_named(flat_out[k], xs, debug))
       return flat_out
 
     debug = staging.DebugInfo(self.fun, "jit", names)
@@ -410,7 +420,7 @@ class Jitted:
   def _aliased_ref_error(self, first, second, nconst, ref, args, kwargs):
     names = self._split(args, kwargs)[3]()
     where = staging.DebugInfo(self.fun, "jit", None).fun_description()
-    ty = get_aval(ref).str_short()
+    ty = repr(get_aval(ref))  # (JAX's messages print dtypes in full: Ref{float32[]})
     if first < nconst:
       raise ValueError(f"when tracing {where} for jit, a mutable array reference of type {ty} "
                        f"was both closed over and passed as the argument {names[second - nconst]}")

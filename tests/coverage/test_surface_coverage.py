@@ -17,8 +17,6 @@ _INTERNAL_P = ("JAX-internal primitive object of a function revax composes from 
 
 JAX_TOP = {
     "memory": _SHARDING,
-    "ad": "jax.ad is a namespace of JAX's AD internals (jvp/linear helpers), not user API revax "
-          "mirrors",
 }
 
 RANDOM = {}
@@ -75,6 +73,7 @@ MULTIHOST = {
 MODULES = [
     ("jax", "revax", JAX_TOP),
     ("jax.tree", "revax.tree", {}),
+    ("jax.ad", "revax.ad", {}),
     ("jax.tree_util", "revax.tree_util", {}),
     ("jax.random", "revax.random", RANDOM),
     ("jax.nn", "revax.nn", NN),
