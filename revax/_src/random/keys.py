@@ -355,6 +355,11 @@ class PRNGKeyArray:
     locals()[f"__{_op}__"] = _no_arithmetic(_name, numpy_first=True if _op == "pow" else "keys",
                                             reflected=_op == "rtruediv")
 
+  for _op, _name in (("rand", "bitwise_and"), ("ror", "bitwise_or"), ("rxor", "bitwise_xor"),
+                     ("rfloordiv", "floor_divide"), ("rmod", "remainder"), ("rpow", "power"),
+                     ("rlshift", "left_shift"), ("rrshift", "right_shift")):
+    locals()[f"__{_op}__"] = _no_arithmetic(_name, reflected=True)  # (a non-key on the left)
+
   def __pos__(self):
     return self  # (as JAX's: unary plus of a key array is the key array)
   del _op, _name, _accepted, _no_arithmetic, _NUMBERS, _ORDERED, _LOGICAL, _MIXED
