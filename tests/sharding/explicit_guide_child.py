@@ -114,7 +114,8 @@ def use_partial(v):
   o = partial_auto(w, out_sharding=lib.P("r", "c"))
   print("after:", lib.typeof(o))
   return o + 1
-show("partial", lambda: lib.typeof(use_partial(lib.device_put(np.arange(16.).reshape(4, 4), lib.P("r", "c")))))
+show("partial",
+     lambda: lib.typeof(use_partial(lib.device_put(np.arange(16.).reshape(4, 4), lib.P("r", "c")))))
 
 Auto = lib.sharding.AxisType.Auto
 amesh = lib.make_mesh((4, 2), ("r", "c"), (Auto, Auto))

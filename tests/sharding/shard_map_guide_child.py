@@ -23,7 +23,8 @@ def show(name, fn):
   print(f"{name}: {r}".replace("\n", " | "))
 
 def close(u, v):
-  return bool(lib.tree_util.tree_all(lib.tree_util.tree_map(partial(lnp.allclose, atol=1e-2, rtol=1e-2), u, v)))
+  return bool(lib.tree_util.tree_all(lib.tree_util.tree_map(partial(lnp.allclose, atol=1e-2,
+                                                                    rtol=1e-2), u, v)))
 
 grid = lib.make_mesh((4, 2), ("p", "q"))
 lib.set_mesh(grid)
@@ -35,8 +36,11 @@ def blocked_matmul(l, r):
   print("block shapes:", l.shape, r.shape, lib.typeof(l), lib.typeof(r))
   return lib.lax.psum(lnp.dot(l, r), "q")
 prod = blocked_matmul(lhs, rhs)
-show("blocked", lambda: (lib.typeof(prod), prod.sharding, close(prod, lnp.dot(lhs, rhs, out_sharding=P("p", None)))))
-show("blocked jit ref", lambda: close(lib.jit(lambda u, v: lnp.dot(u, v, out_sharding=P("p", None)))(lhs, rhs), prod))
+show("blocked",
+     lambda: (lib.typeof(prod), prod.sharding,
+              close(prod, lnp.dot(lhs, rhs, out_sharding=P("p", None)))))
+show("blocked jit ref",
+     lambda: close(lib.jit(lambda u, v: lnp.dot(u, v, out_sharding=P("p", None)))(lhs, rhs), prod))
 show("jit shard_map", lambda: lib.typeof(lib.jit(blocked_matmul)(lhs, rhs)))
 
 line = lib.sharding.Mesh(np.array(lib.devices()[:4]), ("s",))
@@ -45,7 +49,9 @@ y = lnp.arange(32).reshape(8, 4)
 ans = lib.shard_map(lambda t: t.T @ t, in_specs=P("s"), out_specs=P("s"))(y)
 ref = lnp.concatenate([b.T @ b for b in lnp.split(y, 4)])
 show("rank preserving", lambda: (ans.shape, close(ans, ref)))
-show("vmap vs stack", lambda: close(lib.vmap(lambda t: t @ t)(lnp.arange(12).reshape(4, 3)), lnp.stack([t @ t for t in lnp.arange(12).reshape(4, 3)])))
+show("vmap vs stack",
+     lambda: close(lib.vmap(lambda t: t @ t)(lnp.arange(12).reshape(4, 3)),
+                   lnp.stack([t @ t for t in lnp.arange(12).reshape(4, 3)])))
 
 grid2 = lib.make_mesh((4, 2), ("u", "v"))
 lib.set_mesh(grid2)
@@ -60,10 +66,14 @@ amesh = lib.make_mesh((4, 2), ("u", "v"), (Auto, Auto))
 with lib.set_mesh(amesh):
   one = lnp.array([[5.]])
   for spec in (P("u", "v"), P("u", None), P(None, None)):
-    show(f"closure out {spec}", lambda: np.asarray(lib.shard_map(lambda: one, in_specs=(), out_specs=spec)()).tolist())
+    show(f"closure out {spec}",
+         lambda: np.asarray(lib.shard_map(lambda: one, in_specs=(), out_specs=spec)()).tolist())
 m = lib.device_put(lnp.arange(12 * 12).reshape(12, 12), P("u", "v"))
-for name, spec, axes in (("sum v", P("u", None), "v"), ("sum u", P(None, "v"), "u"), ("sum uv", P(None, None), ("u", "v"))):
-  show(name, lambda: (lib.shard_map(lambda b: lib.lax.psum(b, axes), in_specs=P("u", "v"), out_specs=spec)(m).shape))
+for name, spec, axes in (("sum v", P("u", None), "v"), ("sum u", P(None, "v"), "u"),
+                         ("sum uv", P(None, None), ("u", "v"))):
+  show(name,
+       lambda: (lib.shard_map(lambda b: lib.lax.psum(b, axes), in_specs=P("u", "v"),
+                              out_specs=spec)(m).shape))
 
 pair = lib.make_mesh((2,), ("w",))
 lib.set_mesh(pair)
@@ -80,7 +90,8 @@ def summed(t):
   return s
 show("summed", lambda: summed(v6))
 show("bad out spec", lambda: lib.shard_map(lambda t: t, in_specs=P("w"), out_specs=P())(v6))
-show("unchecked", lambda: lib.shard_map(lambda t: t, in_specs=P("w"), out_specs=P(), check_vma=False)(v6).shape)
+show("unchecked",
+     lambda: lib.shard_map(lambda t: t, in_specs=P("w"), out_specs=P(), check_vma=False)(v6).shape)
 @lib.shard_map(in_specs=P(), out_specs=P("w"))
 def cast(t):
   c = lib.lax.pcast(t, "w", to="varying")
@@ -90,16 +101,20 @@ show("pcast", lambda: cast(lnp.arange(3.)).shape)
 @lib.shard_map(in_specs=(P("w"), P()), out_specs=P("w"))
 def mixed(a, b):
   return a * b
-show("implicit pvary jaxpr", lambda: str(lib.make_jaxpr(mixed)(v6, lnp.arange(3.))).replace("\n", " | "))
+show("implicit pvary jaxpr",
+     lambda: str(lib.make_jaxpr(mixed)(v6, lnp.arange(3.))).replace("\n", " | "))
 def swapper(a, b):
   def body(carry, _):
     return (carry[1], carry[0]), ()
   (a2, b2), _ = lib.lax.scan(body, (a, b), (), length=2)
   return a2, b2
-show("scan vma error", lambda: lib.shard_map(swapper, in_specs=(P("w"), P()), out_specs=P("w"))(v6, lnp.arange(3.)))
+show("scan vma error",
+     lambda: lib.shard_map(swapper, in_specs=(P("w"), P()), out_specs=P("w"))(v6, lnp.arange(3.)))
 def swapper_ok(a, b):
   return swapper(a, lib.lax.pcast(b, "w", to="varying"))
-show("scan vma fixed", lambda: lib.shard_map(swapper_ok, in_specs=(P("w"), P()), out_specs=P("w"))(v6, lnp.arange(3.)))
+show("scan vma fixed",
+     lambda: lib.shard_map(swapper_ok, in_specs=(P("w"), P()), out_specs=P("w"))(v6,
+                                                                                 lnp.arange(3.)))
 
 grid3 = lib.make_mesh((4, 2), ("a", "b"))
 lib.set_mesh(grid3)
@@ -128,7 +143,8 @@ coll("ppermute", lambda t: lib.lax.ppermute(t, "i", [(k, (k + 1) % 4) for k in r
 coll("all_to_all", lambda t: lib.lax.all_to_all(t, "i", 0, 0, tiled=True))
 coll("axis_index", lambda t: t * 0 + lib.lax.axis_index("i"))
 coll("axis_size", lambda t: t * 0 + lib.lax.axis_size("i"))
-show("grad psum", lambda: np.asarray(lib.grad(lambda z: lib.shard_map(lambda t: lib.lax.psum(t ** 2, "i"), in_specs=P("i"), out_specs=P())(z).sum())(x16)).tolist())
+squares = lib.shard_map(lambda t: lib.lax.psum(t ** 2, "i"), in_specs=P("i"), out_specs=P())
+show("grad psum", lambda: np.asarray(lib.grad(lambda z: squares(z).sum())(x16)).tolist())
 
 # --- neural nets ---
 batch_mesh = lib.make_mesh((8,), ("batch",))
@@ -172,7 +188,8 @@ def fsdp_loss(params, x):
 shard_params = lib.device_put(params, P("batch"))
 show("fsdp", lambda: (close(lib.jit(fsdp_loss)(shard_params, sbatch), ref_loss),
                     close(lib.jit(lib.grad(fsdp_loss))(shard_params, sbatch), ref_grad),
-                    [str(lib.typeof(w)) for w, _ in lib.jit(lib.grad(fsdp_loss))(shard_params, sbatch)]))
+                    [str(lib.typeof(w)) for w,
+                     _ in lib.jit(lib.grad(fsdp_loss))(shard_params, sbatch)]))
 
 np_batch = np.asarray(batch)
 np_params = [(np.asarray(W), np.asarray(b)) for W, b in params]
@@ -180,22 +197,27 @@ feat_mesh = lib.make_mesh((8,), ("feats",))
 lib.set_mesh(feat_mesh)
 xs = lib.device_put(np_batch, P(None, "feats"))
 W0 = lib.device_put(np_params[0][0], P("feats", None))
-tp = lib.shard_map(lambda x, W: lib.lax.psum(x @ W, "feats"), in_specs=(P(None, "feats"), P("feats", None)), out_specs=P())
-show("tensor parallel", lambda: (lib.typeof(tp(xs, W0)), close(tp(xs, W0), np_batch @ np_params[0][0])))
+tp = lib.shard_map(lambda x, W: lib.lax.psum(x @ W, "feats"),
+                   in_specs=(P(None, "feats"), P("feats", None)), out_specs=P())
+show("tensor parallel",
+     lambda: (lib.typeof(tp(xs, W0)), close(tp(xs, W0), np_batch @ np_params[0][0])))
 show("tensor parallel grad", lambda: lib.typeof(lib.grad(lambda W: tp(xs, W).sum())(W0)))
 
 two = lib.make_mesh((4, 2), ("batch", "feats"))
 lib.set_mesh(two)
-@partial(lib.shard_map, in_specs=(P("feats", "batch"), P("batch"), P("batch", "feats")), out_specs=P())
+@partial(lib.shard_map, in_specs=(P("feats", "batch"), P("batch"), P("batch", "feats")),
+         out_specs=P())
 def fsdp_tp(W, b, x):
   Wf = lib.lax.all_gather(W, "batch", axis=1, tiled=True)
   bf = lib.lax.all_gather(b, "batch", tiled=True)
   h = lnp.tanh(lib.lax.psum(x @ Wf, "feats") + bf)
   return lib.lax.pmean(lnp.mean(h ** 2), "batch")
 W1, b1 = np_params[0]
-args = (lib.device_put(W1, P("feats", "batch")), lib.device_put(b1, P("batch")), lib.device_put(np_batch, P("batch", "feats")))
+args = (lib.device_put(W1, P("feats", "batch")), lib.device_put(b1, P("batch")),
+        lib.device_put(np_batch, P("batch", "feats")))
 show("fsdp+tp", lambda: close(fsdp_tp(*args), np.mean(np.tanh(np_batch @ W1 + b1) ** 2)))
-show("fsdp+tp grad", lambda: [str(lib.typeof(g)) for g in lib.jit(lib.grad(fsdp_tp, argnums=(0, 1)))(*args)])
+show("fsdp+tp grad",
+     lambda: [str(lib.typeof(g)) for g in lib.jit(lib.grad(fsdp_tp, argnums=(0, 1)))(*args)])
 
 stage_mesh = lib.make_mesh((4,), ("stages",))
 lib.set_mesh(stage_mesh)
@@ -223,7 +245,10 @@ def pipeline(Wblk, xs):
     done = i - 3
     outs = lnp.where((idx == 3) & (done >= 0), outs.at[lnp.maximum(done, 0)].set(out), outs)
     return shift_right(out), outs
-  state, outs = lib.lax.fori_loop(0, M + 3, step, (lib.lax.pcast(state, "stages", to="varying"), lib.lax.pcast(outs, "stages", to="varying")))
+  state, outs = lib.lax.fori_loop(0, M + 3, step,
+                                  (lib.lax.pcast(state, "stages", to="varying"),
+                                   lib.lax.pcast(outs, "stages", to="varying")))
   return lib.lax.psum(outs, "stages")
-show("pipeline", lambda: close(lib.jit(pipeline)(lib.device_put(Ws, P("stages")), micro), seq(Ws, micro)))
+show("pipeline",
+     lambda: close(lib.jit(pipeline)(lib.device_put(Ws, P("stages")), micro), seq(Ws, micro)))
 print("DONE")

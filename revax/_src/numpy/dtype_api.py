@@ -115,9 +115,7 @@ def result_type(*args, return_weak_type_flag: bool = False):
   if extended:  # typed keys: only with themselves (jax's trivial promotion), else jax's error
     if len(extended) == len(pairs) and len(set(extended)) == 1:
       return (extended[0], False) if return_weak_type_flag else extended[0]
-    distinct = list(dict.fromkeys(extended))  # (JAX names the second of two key dtypes)
-    shown = distinct[1] if len(distinct) > 1 else distinct[0]
-    raise ValueError(f"dtype={shown} is not a valid dtype for JAX type promotion.")
+    raise ValueError(f"dtype={extended[0]} is not a valid dtype for JAX type promotion.")
   dt, weak = dtypes.promote_types_weak(*pairs)
   return (dt, weak) if return_weak_type_flag else dt
 

@@ -261,9 +261,8 @@ class PRNGKeyArray:
     positions = [i for i, x in enumerate(leaves) if isinstance(x, PRNGKeyArray)]
     keys = [o for o in ops if isinstance(o, PRNGKeyArray)]
     if len({_dtype_name(o) for o in ops}) > 1:  # keys with other values, or other keys
-      kinds = list(dict.fromkeys(k.dtype for k in keys))  # (JAX names the second key dtype)
-      shown = kinds[1] if len(kinds) > 1 else kinds[0] if kinds else ops[0]
-      raise ValueError(f"dtype={shown} is not a valid dtype for JAX type promotion.")
+      raise ValueError(f"dtype={keys[0].dtype if keys else ops[0]} is not a valid dtype for "
+                       f"JAX type promotion.")
     if not keys or len(positions) != len(keys):
       shown = leaves[positions[0]].dtype
       raise TypeError(f"{name} does not accept a key array ({shown}) there: only as its array "
