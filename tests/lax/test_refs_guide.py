@@ -11,8 +11,6 @@ KNOWN = {
                          "IndexError ('list index out of range'); revax freezes it"),
     "ref of ref": ("new_ref of a Ref: jax fails an internal assertion (AssertionError), revax "
                    "raises TypeError naming the problem"),
-    "scan returns ref": ("same ValueError; jax's message names the scan body function, its "
-                         "output path and the argument it came from"),
     "stash grad": ("a ref passed to a custom_vjp function (the guide's stash_grads): revax "
                    "has no state discharge rule for custom_vjp with ref operands "
                    "(NotImplementedError)"),
