@@ -79,20 +79,23 @@ def settle(x, mesh, over_mesh: bool, relabel: bool = True):
                            npy=x._npy, typed=True)
   if getattr(x, "_mesh_sharding", None) is not None:
     return x
-  if len(mesh.devices.flat) == 1 and getattr(x, "_committed", False):
-    return x
-  out = place(x, NamedSharding(mesh, _spec(mesh, ndim, over_mesh)), x.aval)
+  sharding = NamedSharding(mesh, _spec(mesh, ndim, over_mesh))
+  if len(mesh.devices.flat) == 1 and x._buf is not None and x._buf.device == mesh.devices.flat[0]:
+    # over a mesh of one device: the same buffer, reporting the mesh's sharding (a new Array
+    # object: `x` may be held elsewhere, an argument returned as it came)
+    return rt.mark(Array(x.aval, x._npy, x._buf), sharding)
+  out = place(x, sharding, x.aval)
   return commit(out) if not getattr(out, "_committed", False) else out
 
 
-def settle_eager(prim, args, out):
+def settle_eager(prim, args, params, out):
   """The results `out` of the eager primitive `prim` on `args`, placed over the mesh in
   context (if any)."""
   mesh = mesh_context._state.mesh
   if mesh is None:
     return out
   over = prim.name in CREATION or _broadcasts(prim, len(args)) or \
-      any(_on_mesh(a, mesh) for a in args)
+      any(_on_mesh(a, mesh) for a in args) or any(_creates(j) for j in _subjaxprs(params))
   if prim.multiple_results:
     return [settle(o, mesh, over) for o in out]
   return settle(out, mesh, over)

@@ -371,6 +371,8 @@ def _put_leaf(leaf, device):
   arr = dispatch.to_array(leaf)
   buf = arr._device_buffer(device)
   out = Array(arr.aval, npy=arr._npy, buf=buf)
+  if device is None and getattr(arr, "_mesh_sharding", None) is not None:
+    return rt.mark(out, arr._mesh_sharding)  # device_put(x) keeps x's mesh of one device
   # committed to a device named; device_put(x) keeps x's commitment (as in JAX)
   return commit(out) if device is not None or arr.committed else out
 

@@ -1,8 +1,9 @@
 """Where arrays computed under `set_mesh` live, for jax and revax (test_mesh_placement.py):
 creation functions, eager operations on NumPy values, Python scalars and arrays already on the
 mesh, jit results, random draws and keys, under a mesh of Explicit axes and one of Auto axes,
-and after the mesh is unset. Prints `name: sharding kind, spec, device count, type, committed`
-per case (run with `jax` or `revax` as its argument, on 4 CPU devices)."""
+a mesh of one device and one over 2 of the 4 devices, and after the mesh is unset. Prints
+`name: sharding kind, spec, device count, type, committed` per case (run with `jax` or `revax`
+as its argument, on 4 CPU devices)."""
 import sys
 
 import numpy as np
@@ -74,15 +75,25 @@ CASES = {
     "device_put P(None,None)": lambda: lib.device_put(np.ones((2, 2)), P(None, None)),
     "grad": lambda: lib.grad(lambda v: (v ** 2).sum())(lnp.ones(3)),
     "vmap": lambda: lib.vmap(lnp.sin)(lnp.ones(3)),
+    "jit static": lambda: lib.jit(lambda x, n: x * n, static_argnums=1)(lnp.ones(3), 2),
+    "jit pytree": lambda: lib.jit(lambda x: {"a": x, "b": (x + 1, None)})(lnp.ones(2))["b"][0],
+    "jit donate": lambda: lib.jit(lambda x: x + 1, donate_argnums=0)(lnp.ones(3)),
+    "jit kwargs": lambda: lib.jit(lambda x, y: x + y)(x=lnp.ones(3), y=2.0),
+    "cond of creations": lambda: lib.lax.cond(True, lambda: lnp.ones(2), lambda: lnp.zeros(2)),
+    "scan": lambda: lib.lax.scan(lambda c, x: (c + x, x), 0.0, lnp.arange(3.))[0],
+    "vmap jit": lambda: lib.vmap(lib.jit(lnp.sin))(lnp.ones((2, 3))),
     "value": lambda: np.asarray(lnp.ones(3) * 2).tolist(),
 }
 explicit = lib.make_mesh((2, 2), ("a", "b"))
 auto = lib.make_mesh((2, 2), ("a", "b"), axis_types=(lib.sharding.AxisType.Auto,) * 2)
-for label, mesh in (("explicit", explicit), ("auto", auto)):
+single = lib.make_mesh((1,), ("x",))
+part = lib.sharding.Mesh(np.array(lib.devices()[:2]), ("s",))  # (Auto axes, 2 of 4 devices)
+for label, mesh in (("explicit", explicit), ("auto", auto), ("one-device", single),
+                    ("two of four", part)):
   with lib.set_mesh(mesh):
     kept = lnp.ones(3)
     for name, make in CASES.items():
       show(f"{label} {name}", lambda: placed(make()) if name != "value" else make())
-  show(f"{label} after: op of a mesh value", lambda: placed(lnp.sin(kept)))
-  show(f"{label} after: ones", lambda: placed(lnp.ones(3)))
+  show(f"{label} after, op of a mesh value", lambda: placed(lnp.sin(kept)))
+  show(f"{label} after, ones", lambda: placed(lnp.ones(3)))
 print("DONE")
