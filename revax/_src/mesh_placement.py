@@ -56,9 +56,9 @@ def _spec(mesh, ndim: int, over_mesh: bool) -> PartitionSpec:
 
 def settle(x, mesh, over_mesh: bool, relabel: bool = True):
   """`x` (a result) placed over `mesh` as JAX places it (see the module's docstring): a
-  one-device Array is copied to every device (committed); an unsplit Array already over the
-  mesh has its spec set as JAX reports it when `relabel`; anything else is returned as it is."""
-  data = None
+  one-device Array is copied to every device (committed), or over a mesh of one device marked
+  with the mesh's sharding; an unsplit Array already over the mesh has its spec set as JAX
+  reports it when `relabel`; anything else is returned as it is."""
   if not isinstance(x, Array):
     data = getattr(x, "_data", None)  # a typed key array: its data is placed
     if not isinstance(data, Array):
