@@ -63,7 +63,8 @@ def settle(x, mesh, over_mesh: bool, relabel: bool = True):
     data = getattr(x, "_data", None)  # a typed key array: its data is placed
     if not isinstance(data, Array):
       return x
-    y = settle(data, mesh, over_mesh, relabel)
+    # (JAX makes keys with its random_seed/random_wrap primitives: typed over the mesh)
+    y = settle(data, mesh, True, relabel)
     return x if y is data else type(x)(y, x._impl)
   ndim = len(x.aval.shape)
   if type(x) is rt.ShardedArray:
@@ -77,9 +78,13 @@ def settle(x, mesh, over_mesh: bool, relabel: bool = True):
       return x
     return rt.ShardedArray(x.aval, NamedSharding(mesh, spec), x._buffers, x._indices,
                            npy=x._npy, typed=True)
-  if getattr(x, "_mesh_sharding", None) is not None:
-    return x
   sharding = NamedSharding(mesh, _spec(mesh, ndim, over_mesh))
+  marked = getattr(x, "_mesh_sharding", None)
+  if marked is not None:  # (over a mesh of one device: relabelled as an unsplit mesh value)
+    if not relabel or not (marked.mesh is mesh or marked.mesh == mesh) or \
+        tuple(marked.spec) == tuple(sharding.spec) or any(p is not None for p in marked.spec):
+      return x
+    return rt.mark(Array(x.aval, x._npy, x._buf), sharding)
   if len(mesh.devices.flat) == 1 and x._buf is not None and x._buf.device == mesh.devices.flat[0]:
     # over a mesh of one device: the same buffer, reporting the mesh's sharding (a new Array
     # object: `x` may be held elsewhere, an argument returned as it came)

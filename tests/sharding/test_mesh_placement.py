@@ -6,9 +6,9 @@ from tests.guide_transcripts import compare, run_both
 
 
 KNOWN = {
-    "one-device key": ("a key array over a mesh of one device: jax reports its data's spec (one "
-                       "entry per data dimension, P(None,) for a scalar key), revax the keys' "
-                       "(P())"),
+    "one-device key": ("a scalar key made over a mesh of one device: jax makes key data with its "
+                       "random_seed primitive, typed over the mesh (P(None,)); revax computes "
+                       "the data from the seed, typed over no mesh (P())"),
     "one-device after, op of a mesh value": (
         "outside the mesh context, eager ops on arrays over a mesh of one device give plain "
         "one-device results in revax (runtime/sharded.mark: such arrays stay plain Arrays so "

@@ -112,8 +112,12 @@ class PRNGKeyArray:
 
   def _over_keys(self, sharding):
     """`sharding` of the key data restricted to the keys' dimensions (the trailing key-word
-    dimension is never split)."""
-    parts = tuple(sharding.spec)[:self.ndim]
+    dimension is never split), one entry per key dimension, as JAX reports it; over a mesh of
+    one device JAX reports the data's sharding itself."""
+    if sharding.mesh.size == 1:
+      return sharding
+    spec = tuple(sharding.spec)
+    parts = (spec + (None,) * (len(self._impl.key_shape) + self.ndim - len(spec)))[:self.ndim]
     return st.make_sharding(sharding.mesh, parts)
 
   @property
