@@ -328,6 +328,14 @@ class Jitted:
     depth = traceback_util.boundary_depth
     depth.value += 1
     try:
+      plan = self._traces.plan
+      if type(plan) is _CallPlan and not kwargs:  # (the signature's cached plan, as __call__)
+        outs = plan.call(args)
+        if outs is not _MISS:
+          leaves = args if plan.treedef is None else tree_util.tree_leaves(args)
+          if _array.committed_live:
+            _commit_if_read(plan.entry, leaves, outs)
+          return _mesh_context.settle_jit(plan.entry, leaves, outs)
       out = self._call(args, kwargs)
       if self._sharded or config.disable_jit:
         return out

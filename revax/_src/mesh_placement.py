@@ -54,6 +54,19 @@ def _spec(mesh, ndim: int, over_mesh: bool) -> PartitionSpec:
   return PartitionSpec()
 
 
+_shardings: dict = {}  # (mesh, ndim, over the mesh?) -> the NamedSharding JAX reports
+
+
+def _sharding(mesh, ndim: int, over_mesh: bool) -> NamedSharding:
+  key = (mesh, ndim, over_mesh)
+  s = _shardings.get(key)
+  if s is None:
+    if len(_shardings) > 1024:
+      _shardings.clear()
+    s = _shardings[key] = NamedSharding(mesh, _spec(mesh, ndim, over_mesh))
+  return s
+
+
 def settle(x, mesh, over_mesh: bool, relabel: bool = True):
   """`x` (a result) placed over `mesh` as JAX places it (see the module's docstring): a
   one-device Array is copied to every device (committed), or over a mesh of one device marked
@@ -73,12 +86,11 @@ def settle(x, mesh, over_mesh: bool, relabel: bool = True):
       return x
     if any(p is not None for p in s.spec):
       return x
-    spec = _spec(mesh, ndim, over_mesh)
-    if tuple(s.spec) == tuple(spec):
+    target = _sharding(mesh, ndim, over_mesh)
+    if tuple(s.spec) == tuple(target.spec):
       return x
-    return rt.ShardedArray(x.aval, NamedSharding(mesh, spec), x._buffers, x._indices,
-                           npy=x._npy, typed=True)
-  sharding = NamedSharding(mesh, _spec(mesh, ndim, over_mesh))
+    return rt.ShardedArray(x.aval, target, x._buffers, x._indices, npy=x._npy, typed=True)
+  sharding = _sharding(mesh, ndim, over_mesh)
   marked = getattr(x, "_mesh_sharding", None)
   if marked is not None:  # (over a mesh of one device: relabelled as an unsplit mesh value)
     if not relabel or not (marked.mesh is mesh or marked.mesh == mesh) or \
@@ -158,12 +170,22 @@ def settle_jit(entry, leaves, out):
   inner = entry.jaxpr.jaxpr
   if len(inner.invars) != len(operands):
     return out
-  flags = over_mesh_outputs(inner, [_on_mesh(x, mesh) for x in operands])
+  inputs = tuple(_on_mesh(x, mesh) for x in operands)
+  key = (id(inner), inputs)
+  hit = _flags.get(key)
+  if hit is None or hit[0] is not inner:
+    if len(_flags) > 4096:
+      _flags.clear()
+    hit = _flags[key] = (inner, over_mesh_outputs(inner, inputs))
+  flags = hit[1]
   flat, tree = tree_util.tree_flatten(out)
   if len(flat) != len(flags):
     return out
   return tree_util.tree_unflatten(tree, [settle(x, mesh, f) for x, f in zip(flat, flags)])
 
+
+# (id(jaxpr), which inputs are over the mesh) -> (the jaxpr, per output: over the mesh?)
+_flags: dict = {}
 
 active = False  # True once a mesh was set in this process (the hooks are then installed)
 
