@@ -329,7 +329,7 @@ class Jitted:
     depth.value += 1
     try:
       plan = self._traces.plan
-      if type(plan) is _CallPlan and not kwargs:  # (the signature's cached plan, as __call__)
+      if type(plan) is _CallPlan and not kwargs and not self._sharded:  # (as __call__'s)
         outs = plan.call(args)
         if outs is not _MISS:
           leaves = args if plan.treedef is None else tree_util.tree_leaves(args)
