@@ -115,6 +115,7 @@ from revax._src.lax.state import freeze as freeze
 from revax._src.lax.state import new_ref as new_ref
 from revax._src.lax.state_indexing import ds as ds
 from revax import ref as ref
+from revax import ad as ad
 from revax._src.core.dtypes import float0 as float0
 from revax._src.runtime.client import Device as Device
 from revax._src.closure_convert import closure_convert as closure_convert

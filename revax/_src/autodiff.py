@@ -13,7 +13,7 @@ import numpy as np
 from revax._src.core import wrapping
 from revax._src import tree_util
 from revax._src.core import dtypes
-from revax._src.core.avals import get_aval
+from revax._src.core.avals import AbstractRef, get_aval
 from revax._src.interpreters import ad
 from revax._src.lax import conversion, creation
 from revax._src.runtime.array import Array
@@ -115,6 +115,13 @@ def linearize(fun, *primals, has_aux=False):
   """
   _check_callable(fun, "linearize")
   p_leaves, p_tree = tree_util.tree_flatten(primals)
+  refs = [a for a in map(get_aval, p_leaves) if isinstance(a, AbstractRef)]
+  if refs:  # (as jax 0.10.2: the function runs, its VJP refuses to give a ref a cotangent)
+    out = fun(*primals)
+    def refuse(cotangent):
+      raise ad.ref_cotangent_error(refs[0])
+    f_vjp = VJP(refuse, len(primals), tree_util.tree_structure(out), p_tree)
+    return (out[0], f_vjp, out[1]) if has_aux else (out, f_vjp)
   store = {}
   res = ad.linearize_flat(_flat_fun(fun, p_tree, store, has_aux), p_leaves, has_aux=has_aux)
   outs, lin = res[0], res[1]
@@ -197,6 +204,13 @@ def vjp(fun, *primals, has_aux=False):
   """
   _check_callable(fun, "vjp")
   p_leaves, p_tree = tree_util.tree_flatten(primals)
+  refs = [a for a in map(get_aval, p_leaves) if isinstance(a, AbstractRef)]
+  if refs:  # (as jax 0.10.2: the function runs, its VJP refuses to give a ref a cotangent)
+    out = fun(*primals)
+    def refuse(cotangent):
+      raise ad.ref_cotangent_error(refs[0])
+    f_vjp = VJP(refuse, len(primals), tree_util.tree_structure(out), p_tree)
+    return (out[0], f_vjp, out[1]) if has_aux else (out, f_vjp)
   store = {}
   res = ad.linearize_flat(_flat_fun(fun, p_tree, store, has_aux), p_leaves, has_aux=has_aux)
   outs, lin = res[0], res[1]
@@ -204,13 +218,115 @@ def vjp(fun, *primals, has_aux=False):
   out_avals = [get_aval(o) for o in outs]
   in_avals = [get_aval(p) for p in p_leaves]
 
-  def f_vjp(cotangent):
-    return apply_vjp(lin, out_tree, out_avals, in_avals, p_tree, cotangent)
-
+  f_vjp = VJP(lambda ct: apply_vjp(lin, out_tree, out_avals, in_avals, p_tree, ct),
+              len(primals), out_tree, p_tree)
   primal_out = tree_util.tree_unflatten(out_tree, outs)
   if has_aux:
     return primal_out, f_vjp, _aux_tree(store, res[2])
   return primal_out, f_vjp
+
+
+# --- gradient refs: `vjp(...)[1].with_refs(...)` (jax 0.10.2's jax.ad names) -----------------
+class _Marker:
+  """A marker object of `VJP.with_refs` (all instances of one class are equal)."""
+  __slots__ = ()
+
+  def __eq__(self, other):
+    return type(other) is type(self)
+
+  def __hash__(self):
+    return hash(type(self).__name__)
+
+  def __repr__(self):
+    return f"{type(self).__name__}()"
+
+
+class GradRef(_Marker):
+  """What a VJP called through `with_refs` returns for an argument whose gradient it
+  accumulated into a Ref."""
+  __slots__ = ()
+
+
+class GradValue(_Marker):
+  """A `with_refs` entry asking for the argument's gradient as a value (the default)."""
+  __slots__ = ()
+
+
+class DontWant(_Marker):
+  """A `with_refs` entry asking not to compute the argument's gradient."""
+  __slots__ = ()
+
+
+class DidntWant(_Marker):
+  """What a VJP called through `with_refs` returns for an argument given `DontWant()`."""
+  __slots__ = ()
+
+
+class VJP:
+  """The function `vjp` returns: call it with a cotangent (like the outputs) for the
+  cotangents of the primals; `with_refs(...)` binds, per positional argument of the
+  differentiated function, where each gradient goes (a Ref to accumulate it into, GradValue(),
+  or DontWant()).
+
+  Example:
+    >>> y, f_vjp = revax.vjp(lambda a, b: a * b, 2.0, 3.0)
+    >>> g = revax.new_ref(0.0)
+    >>> f_vjp.with_refs(g, revax.ad.DontWant())(1.0)
+    (GradRef(), DidntWant())
+    >>> g
+    Ref(3., dtype=float32, weak_type=True)
+  """
+  __slots__ = ("fun", "_nargs", "out_tree", "in_tree")
+
+  def __init__(self, fun, nargs: int, out_tree, in_tree):
+    self.fun, self._nargs, self.out_tree, self.in_tree = fun, nargs, out_tree, in_tree
+
+  def __call__(self, cotangent):
+    return self.fun(cotangent)
+
+  def with_refs(self, *maybe_ct_refs):
+    """The VJP with gradient destinations bound: one entry (a pytree prefix of that argument)
+    per positional argument of the differentiated function; none: as the plain VJP.
+
+    Args:
+      *maybe_ct_refs: per argument, a Ref (its gradient is added into it in place; the call
+        returns GradRef() there), GradValue() (returned as a value) or DontWant() (the call
+        returns DidntWant() there).
+
+    Returns:
+      A function of the cotangent returning the per-argument results.
+
+    Raises:
+      Exception: not one entry per positional argument (JAX's bare Exception)."""
+    if not maybe_ct_refs:
+      return self.fun
+    if len(maybe_ct_refs) != self._nargs:
+      raise Exception(f"with_refs takes one entry per positional argument of the "  # noqa: TRY002
+                      f"differentiated function ({self._nargs}), got {len(maybe_ct_refs)}")
+    from revax._src.lax import state
+
+    def apply(cotangent):
+      cts = self.fun(cotangent)
+      out = []
+      for entry, ct in zip(maybe_ct_refs, cts, strict=True):
+        def bind(e, g):
+          if isinstance(e, state.Ref):
+            state.ref_addupdate(e, (), g)
+            return GradRef()
+          return DidntWant() if isinstance(e, DontWant) else g
+        is_leaf = lambda e: isinstance(e, (state.Ref, _Marker))
+        out.append(tree_util.tree_map(bind, entry, ct, is_leaf=is_leaf)
+                   if not is_leaf(entry) else _bind_whole(entry, ct, bind))
+      return tuple(out)
+    return apply
+
+
+def _bind_whole(entry, ct, bind):
+  """One with_refs entry (a Ref or marker) standing for every leaf of one argument."""
+  leaves, tree = tree_util.tree_flatten(ct)
+  if len(leaves) == 1 and tree_util.treedef_is_leaf(tree):
+    return bind(entry, leaves[0])
+  return tree_util.tree_unflatten(tree, [bind(entry, g) for g in leaves])
 
 
 def _argnums_tuple(argnums, nargs, fname):

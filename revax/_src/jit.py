@@ -32,6 +32,7 @@ from revax._src.core import wrapping
 from revax._src import tree_util
 from revax._src.core.avals import get_aval
 from revax._src.core.config import config
+from revax._src.core import mesh_context as _mesh_context
 from revax._src.core.errors import UnexpectedTracerError
 from revax._src.core import traceback_util
 from revax._src.core.traceback_util import api_boundary
@@ -124,6 +125,15 @@ def _key_value(key):
     if hasattr(key, attr):
       return getattr(key, attr)
   return key
+
+
+def _argument_named(x, xs, debug):
+  """The name of the flat argument among `xs` that `x` is (None when it is none of them)."""
+  for i, a in enumerate(xs):
+    if a is x:
+      names = debug.arg_names_thunk() if debug.arg_names_thunk is not None else None
+      return names[i] if names is not None and i < len(names) else f"args[{i}]"
+  return None
 
 
 class Jitted:
@@ -257,7 +267,8 @@ class Jitted:
                           "pytrees of them") from None
       discharge.ref_error_for_outputs(
           [get_aval(x) for x in flat_out],
-          f"function {debug.fun_description()} traced for jit")
+          f"function {debug.fun_description()} traced for jit",
+          origin=lambda k: _argument_named(flat_out[k], xs, debug))
       return flat_out
 
     debug = staging.DebugInfo(self.fun, "jit", names)
@@ -283,6 +294,9 @@ class Jitted:
   def __call__(self, *args, **kwargs):
     # The work of `api_boundary`, inlined: a wrapper costs more than the cached call itself.
     depth = traceback_util.boundary_depth
+    if _mesh_context.settle_jit is not None and _mesh_context._state.mesh is not None and \
+        _context.trace is eval_trace:
+      return self._call_on_mesh(args, kwargs)
     plan = self._traces.plan
     if plan is not None and not kwargs and _context.trace is eval_trace:
       try:
@@ -301,6 +315,32 @@ class Jitted:
     depth.value += 1
     try:
       return self._call(args, kwargs)
+    except Exception as e:
+      if depth.value != 1:
+        raise
+      raise traceback_util.filtered(e)
+    finally:
+      depth.value -= 1
+
+  def _call_on_mesh(self, args, kwargs):
+    """A call under `set_mesh(mesh)`: its results placed over the mesh as JAX places them
+    (mesh_placement.py); jit with in/out shardings places its own."""
+    depth = traceback_util.boundary_depth
+    depth.value += 1
+    try:
+      plan = self._traces.plan
+      if type(plan) is _CallPlan and not kwargs and not self._sharded:  # (as __call__'s)
+        outs = plan.call(args)
+        if outs is not _MISS:
+          leaves = args if plan.treedef is None else tree_util.tree_leaves(args)
+          if _array.committed_live:
+            _commit_if_read(plan.entry, leaves, outs)
+          return _mesh_context.settle_jit(plan.entry, leaves, outs)
+      out = self._call(args, kwargs)
+      if self._sharded or config.disable_jit:
+        return out
+      entry, leaves = self._lookup(args, kwargs)
+      return _mesh_context.settle_jit(entry, leaves, out)
     except Exception as e:
       if depth.value != 1:
         raise
@@ -390,7 +430,7 @@ class Jitted:
   def _aliased_ref_error(self, first, second, nconst, ref, args, kwargs):
     names = self._split(args, kwargs)[3]()
     where = staging.DebugInfo(self.fun, "jit", None).fun_description()
-    ty = get_aval(ref).str_short()
+    ty = repr(get_aval(ref))  # (JAX's messages print dtypes in full: Ref{float32[]})
     if first < nconst:
       raise ValueError(f"when tracing {where} for jit, a mutable array reference of type {ty} "
                        f"was both closed over and passed as the argument {names[second - nconst]}")

@@ -43,7 +43,7 @@ from revax._src.interpreters import invertible as inv
 from revax._src.interpreters import manual_lowering
 from revax._src.jit import jit, jit_p
 from revax._src.lax import batch_util, parallel, parallel_lowering  # noqa: F401 (collectives)
-from revax._src.lax import parallel_ragged, shapes  # noqa: F401 (its manual lowering)
+from revax._src.lax import convenience, parallel_ragged, shapes  # noqa: F401 (its manual lowering)
 from revax._src.core import mesh_context, sharding_types
 from revax._src.sharding import AxisType, Mesh, PartitionSpec, check_spec
 
@@ -75,7 +75,9 @@ def shard_map(f=None, /, *, out_specs, in_specs=Infer, mesh=None, axis_names=fro
       JAX): place the argument first, or leave in_specs out.
     mesh: the `Mesh` whose axes name the members; None: the mesh set with `revax.set_mesh`.
     axis_names: the mesh axes `f` is manual over (default: all).
-    check_vma: accepted for compatibility; outputs are always checked for replication.
+    check_vma: whether an output whose out_specs leave out a manual axis must be the same on
+      every member along it (ValueError otherwise); False: the first member's is taken, as
+      JAX's unchecked replication (revax does not type varying manual axes).
 
   Returns:
     The mapped function (or a decorator when `f` is omitted).
@@ -123,7 +125,7 @@ def shard_map(f=None, /, *, out_specs, in_specs=Infer, mesh=None, axis_names=fro
       _check_manual(spec, manual, "in_specs")
       if in_specs is not Infer and len(manual) == len(mesh.axis_names):
         _check_spec_matches_type(x, spec, mesh, manual)  # (JAX checks only full-manual maps)
-    store = {}
+    store = {"check": check_vma}
 
     def member(*flat):
       flat = iter(flat)
@@ -197,10 +199,11 @@ def _bind_manual(member, leaves, specs, store, mesh, manual):
     body, body_consts = staging.trace_to_jaxpr(
         member, [_member_aval(a, s, mesh) for a, s in zip(avals, specs, strict=True)])
   out_specs = tuple(store["specs"])
-  vstore = {"specs": store["specs"]}
-  fallback, fb_consts = staging.trace_to_jaxpr(
-      lambda *xs: _members_by_vmap(lambda *m: staging_eval(body, body_consts, m), xs, specs,
-                                   vstore, mesh, manual), avals)
+  vstore = {"specs": store["specs"], "check": store.get("check", True)}
+  with sharding_types.internal_expansion():  # (revax's own split/join reshapes of split types)
+    fallback, fb_consts = staging.trace_to_jaxpr(
+        lambda *xs: _members_by_vmap(lambda *m: staging_eval(body, body_consts, m), xs, specs,
+                                     vstore, mesh, manual), avals)
   _refuse_refs([get_aval(c) for c in body_consts], "closes over")
   consts, slots = [], {}
   for c in list(body_consts) + list(fb_consts):
@@ -262,13 +265,17 @@ shard_map_p.def_abstract_eval(_shard_map_abstract_eval)
 def _as_jit(rule):
   """A rule of shard_map_p that is jit's rule applied to the vmap form (`fallback`)."""
   def apply(*args, body, fallback, mesh, in_specs, out_specs, manual):
-    return rule(*args, jaxpr=fallback, name="shard_map")
+    # (the fallback's split/join reshapes are revax's own: their types were judged when the
+    # body was traced, so re-tracing them under a transformation must not refuse them)
+    with sharding_types.internal_expansion():
+      return rule(*args, jaxpr=fallback, name="shard_map")
   return apply
 
 
 def _partial_eval(trace, args, params, unknowns):
-  return partial_eval.partial_eval_rules[jit_p](
-      trace, args, {"jaxpr": params["fallback"], "name": "shard_map"}, unknowns)
+  with sharding_types.internal_expansion():
+    return partial_eval.partial_eval_rules[jit_p](
+        trace, args, {"jaxpr": params["fallback"], "name": "shard_map"}, unknowns)
 
 
 def _batch_spec(spec, dim, axes):
@@ -439,7 +446,8 @@ def _split(x, spec, mesh, manual):
     shape.append(size // n)
   if not split_at:
     return x
-  x = shapes.reshape(x, tuple(shape))
+  with sharding_types.internal_expansion():  # (revax's own reshape of a split type)
+    x = shapes.reshape(x, tuple(shape))
   order = [split_at[a] for a in manual if a in split_at]
   rest = [i for i in range(len(shape)) if i not in order]
   return shapes.transpose(x, tuple(order + rest))
@@ -458,6 +466,8 @@ def _map_axis(fn, axis, specs, store, mesh):
     for k, (y, d, spec) in enumerate(zip(outs, dims, store["specs"], strict=True)):
       if _uses(spec, axis):
         result.append(batch_util.bdim_at(y, d, 0, size))
+      elif d is not None and not store.get("check", True):
+        result.append(convenience.index_in_dim(y, 0, d, keepdims=False))  # (unchecked: member 0's)
       elif d is not None:
         raise ValueError(
             f"shard_map out_specs {spec!r} of output {k} leave out mesh axis {axis!r}, so the "
@@ -492,7 +502,8 @@ def _join(y, spec, mesh, manual):
     order.append(len(used) + dim)
     final_shape.append(math.prod(mesh.shape[a] for a in axes) * aval.shape[len(used) + dim])
   y = shapes.transpose(y, tuple(order)) if order != list(range(aval.ndim)) else y
-  return shapes.reshape(y, tuple(final_shape))
+  with sharding_types.internal_expansion():  # (revax's own reshape of a split type)
+    return shapes.reshape(y, tuple(final_shape))
 
 
 

@@ -30,6 +30,7 @@ from revax._src.sharded_place import one_device as _one_device
 # eager primitives on sharded arrays run over their mesh: importing sharded_eager installs its
 # hook in the eager dispatcher
 from revax._src import sharded_eager  # noqa: F401
+from revax._src import mesh_placement  # noqa: F401 (installs its hooks once a mesh is set)
 from revax._src.sharding import (AxisType, NamedSharding, PartitionSpec,
                                  SingleDeviceSharding, block_shape, concrete_sharding,
                                  resolve_specs, use_abstract_mesh)
@@ -246,10 +247,45 @@ def auto_axes(f=None, /, *, axes=None, out_sharding=None):
     info = _mesh_with_axes(axes, AxisType.Auto, "auto_axes", out_s)
     if info is None or set(info[0].abstract_mesh.auto_axes) == set(info[2]):
       return f(*args, **kwargs)  # (JAX's rule: nothing to switch, so the outputs stay as made)
+    cast_mesh = info[0].update(axis_types=info[1].axis_types)
+    args, kwargs = tree_util.tree_map(lambda leaf: _cast_to(leaf, info[0], cast_mesh),
+                                      (args, kwargs))
     with use_abstract_mesh(info[1]):
       out = f(*args, **kwargs)
     return reshard(out, out_s)
   return wrapped
+
+
+def _keep_layout(leaf, mesh):
+  """An explicit_axes result back over the mesh in context (`mesh`), laid out as it was: a
+  traced value as its type inside said, an Array as it is placed."""
+  if isinstance(leaf, Tracer):
+    s = getattr(leaf.aval, "sharding", None)
+    if s is None:
+      return leaf
+    return sharding_constraint.with_sharding_constraint(leaf, NamedSharding(mesh, s.spec))
+  s = getattr(leaf, "sharding", None)
+  return reshard(leaf, s if isinstance(s, NamedSharding) else PartitionSpec())
+
+
+def _cast_to(leaf, mesh, cast_mesh):
+  """`leaf` seen over `cast_mesh` (`mesh` with other axis types), as JAX's mesh_cast: an
+  Array over `mesh` keeps its layout (`x.sharding` still says how it is split) while its type
+  forgets the axes that are no longer Explicit; a traced value is constrained so."""
+  if isinstance(leaf, Tracer):
+    s = getattr(leaf.aval, "sharding", None)
+    if s is None:
+      return leaf
+    return sharding_constraint.with_sharding_constraint(
+        leaf, NamedSharding(cast_mesh, s.spec))
+  s = getattr(leaf, "sharding", None) if isinstance(leaf, Array) else None
+  if not isinstance(s, NamedSharding) or s.mesh != mesh:
+    return leaf
+  if type(leaf) is rt.ShardedArray:
+    return commit(rt.ShardedArray(leaf.aval.update(sharding=None), NamedSharding(
+        cast_mesh, s.spec, memory_kind=s.memory_kind), leaf._buffers, leaf._indices,
+        npy=leaf._npy))
+  return leaf
 
 
 def explicit_axes(f=None, /, *, axes=None, in_sharding=None):
@@ -272,10 +308,8 @@ def explicit_axes(f=None, /, *, axes=None, in_sharding=None):
                        "mesh context when using `explicit_axes`.")
     with use_abstract_mesh(info[1]):
       out = f(*reshard(args, in_s), **kwargs)
-    # as in JAX, the results leave laid out over the mesh as they are (arrays only)
-    keep = lambda leaf: (leaf.sharding if isinstance(getattr(leaf, "sharding", None),
-                                                     NamedSharding) else PartitionSpec())
-    return reshard(out, tree_util.tree_map(keep, out))
+    # as in JAX, the results leave laid out over the mesh as they are
+    return tree_util.tree_map(lambda leaf: _keep_layout(leaf, info[0]), out)
   return wrapped
 
 
@@ -337,6 +371,8 @@ def _put_leaf(leaf, device):
   arr = dispatch.to_array(leaf)
   buf = arr._device_buffer(device)
   out = Array(arr.aval, npy=arr._npy, buf=buf)
+  if device is None and getattr(arr, "_mesh_sharding", None) is not None:
+    return rt.mark(out, arr._mesh_sharding)  # device_put(x) keeps x's mesh of one device
   # committed to a device named; device_put(x) keeps x's commitment (as in JAX)
   return commit(out) if device is not None or arr.committed else out
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 from revax._src.core.avals import get_aval
 from revax._src.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Var
 from revax._src.interpreters import dispatch
+from revax._src.mesh_placement import settle
 from revax._src.runtime import sharded as rt
 from revax._src.runtime.array import Array
 from revax._src.runtime.client import CompileError
@@ -56,7 +57,7 @@ def apply_primitive(prim, args, params):
     _eager[key] = program
   if program is None:
     return None
-  outs = program(list(args))
+  outs = [settle(o, mesh, True) for o in program(list(args))]  # (unsplit results: as JAX's)
   return outs if prim.multiple_results else outs[0]
 
 

@@ -34,7 +34,8 @@ from revax._src.program_cache import program_for as one_device_program
 from revax._src.sharded_place import is_sharding, place
 from revax._src.sharding import (Mesh, NamedSharding, PartitionSpec, concrete_sharding,
                                  resolve_specs)
-from revax._src.spmd_program import SpmdProgram, constraint_meshes, program_for, typed_results
+from revax._src.spmd_program import (SpmdProgram, constraint_meshes, program_for,
+                                     same_devices_and_axes, typed_results)
 
 __all__ = ["requested", "argument_shardings", "prepare", "PreparedCall", "run", "fast_key",
            "finish_actions", "call_sharded", "UNSPECIFIED"]
@@ -98,7 +99,7 @@ def _program_mesh(shardings, jaxpr) -> Mesh | None:
     return None
   mesh = big[0]
   for m in big[1:]:
-    if m != mesh:
+    if not same_devices_and_axes(m, mesh):
       raise ValueError(f"Received incompatible devices for jitted computation: the shardings "
                        f"use different meshes {mesh!r} and {m!r}")
   for s in shardings:

@@ -260,6 +260,13 @@ class MeshProgram:
     return self._spmd.memory_stats()
 
 
+def same_devices_and_axes(m, mesh) -> bool:
+  """Whether the meshes `m` and `mesh` differ at most in their axis types (which only say how
+  types see an axis: a program over one serves shardings over the other)."""
+  return m == mesh or (m.axis_names == mesh.axis_names and
+                       m.update(axis_types=mesh.axis_types) == mesh)
+
+
 def names_mesh(closed: ClosedJaxpr) -> bool:
   return any(m.size > 1 for m in constraint_meshes(closed.jaxpr, []))
 
@@ -270,7 +277,7 @@ def mesh_program(closed: ClosedJaxpr, name: str):
   if not meshes:
     return None
   for m in meshes[1:]:
-    if m != meshes[0]:
+    if not same_devices_and_axes(m, meshes[0]):
       raise ValueError(f"Received incompatible devices for jitted computation: the program uses "
                        f"different meshes {meshes[0]!r} and {m!r}")
   return MeshProgram(closed, name, meshes[0])

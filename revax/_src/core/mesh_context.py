@@ -43,9 +43,21 @@ def abstract_mesh():
   return _state.abstract
 
 
+# Called (then forgotten) the first time a concrete mesh is set: mesh_placement installs its
+# hooks there, so that programs which never set a mesh pay nothing for them.
+on_first_mesh: list = []
+# Installed there too: fn(entry, leaves, out) -> a jit call's results placed over the mesh in
+# context (as JAX places them under `set_mesh`); None until a mesh was set.
+settle_jit = None
+
+
 def swap(mesh, abstract) -> tuple:
   """Set the context's concrete and abstract mesh; returns the previous pair (to restore)."""
   prev = (_state.mesh, _state.abstract)
+  if mesh is not None and on_first_mesh:
+    for install in on_first_mesh:
+      install()
+    on_first_mesh.clear()
   _state.mesh, _state.abstract = mesh, abstract
   return prev
 
@@ -66,4 +78,22 @@ def resolve_spec(spec, where: str, error=ValueError):
     raise error(f"{where} got the PartitionSpec {spec!r} but no mesh is set: use "
                      "`with revax.set_mesh(mesh):` (or revax.set_mesh(mesh) as a global "
                      "setter) around the call, or pass NamedSharding(mesh, spec)")
-  return named_sharding(mesh, spec)
+  return named_sharding(concrete_for_abstract(mesh, _state.abstract), spec)
+
+
+def concrete_for_abstract(mesh, abstract):
+  """The concrete mesh that the abstract mesh in context (`use_abstract_mesh`) stands for:
+  `mesh`'s devices laid out with `abstract`'s axis sizes, names and types (JAX lets a program
+  change those under jit as long as the number of devices stays); `mesh` itself when `abstract`
+  is its own abstract mesh or none is set."""
+  if abstract is None:
+    return mesh
+  names, sizes = tuple(abstract.axis_names), tuple(abstract.axis_sizes)
+  if (tuple(mesh.axis_names), tuple(mesh.axis_sizes)) == (names, sizes):
+    if tuple(mesh.axis_types) == tuple(abstract.axis_types):
+      return mesh
+    return mesh.update(axis_types=abstract.axis_types)
+  if mesh.devices.size != abstract.size:
+    return mesh
+  return mesh.update(devices=mesh.devices.reshape(sizes), axis_names=names,
+                     axis_types=abstract.axis_types)

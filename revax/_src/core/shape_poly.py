@@ -748,13 +748,17 @@ def symbolic_slice(s: slice, d) -> tuple:
           "stop: use symbolic_reverse_slice")
     return 0, d, -step, True
 
-  def clamp(p, default):
+  def clamp(p, default, which):
     if p is None:
       return default
     p = canonical_dim(p)
-    if not isinstance(p, DimExpr) and p < 0:
-      return max_dim(d + p, 0)
-    return min_dim(p, d)
-  lo = clamp(s.start, 0)
-  hi = clamp(s.stop, d)
+    try:  # (JAX's _preprocess_slice: the sign of a bound must be decided)
+      nonnegative = p >= 0
+    except InconclusiveDimensionOperation as e:  # (JAX's core class: no second help text)
+      raise _CoreInconclusive(
+          f"In slice with non-constant elements the {which} ({p}) must be resolved "
+          f"statically if it is >= 0.\nDetails: {e}") from None
+    return min_dim(d, p) if nonnegative else max_dim(0, d + p)
+  lo = clamp(s.start, 0, "start")
+  hi = clamp(s.stop, d, "stop")
   return lo, max_dim(hi, lo), step, False

@@ -7,12 +7,35 @@ wherever it appears in a multiple of `k`.
 """
 from __future__ import annotations
 
+import os
+import sys
+
 from revax._src.core import shape_poly as sp
 from revax._src.core.shape_poly_parse import parse_dims
 
 __all__ = ["SymbolicScope"]
 
 INF = float("inf")
+
+
+_REVAX_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _user_location():
+  """'file:line:column (function)' of the innermost caller outside revax (where JAX's scopes
+  say they were created), or None."""
+  frame = sys._getframe(2)
+  while frame is not None and frame.f_code.co_filename.startswith(_REVAX_DIR + os.sep):
+    frame = frame.f_back
+  if frame is None:
+    return None
+  code = frame.f_code
+  try:
+    _, _, column, _ = list(code.co_positions())[frame.f_lasti // 2]
+  except (AttributeError, IndexError):  # (no column information)
+    column = None
+  line = frame.f_lineno
+  return f"{code.co_filename}:{line}:{0 if column is None else column} ({code.co_name})"
 
 
 class SymbolicScope:
@@ -37,12 +60,14 @@ class SymbolicScope:
     self._rules: dict = {}
     self._var_ranges: dict = {}
     self._bounds_cache: dict = {}  # (expression, depth) -> bounds, valid for these constraints
+    self._location = _user_location()
     for c in constraints_str:
       self._add_constraint(c)
 
   def __str__(self):
     extra = "".join(f"\n  {c[1]}" for c in self._constraints)
-    return f"{id(self)}" + (" with constraints:" + extra if extra else "")
+    where = f" created at {self._location}" if self._location else ""
+    return f"{id(self)}{where}" + (" with constraints:" + extra if extra else "")
 
   __repr__ = __str__
 

@@ -109,6 +109,9 @@ def typed(aval, mesh, parts, name: str = "an operation"):
 def apply(primitive, avals, params, out):
   """The result types `out` of `primitive` with their shardings, from the operands'."""
   mesh = next(a.sharding.mesh for a in avals if getattr(a, "sharding", None) is not None)
+  given = params.get("sharding") if params else None  # a constraint's (reshard's) own mesh
+  if getattr(given, "mesh", None) is not None and getattr(given.mesh, "axis_names", None):
+    mesh = given.mesh
   rule = rules.get(primitive)
   if rule is None:
     return out
@@ -234,7 +237,13 @@ def elementwise_named(name: str):
   """`elementwise` whose error names the primitive `name` (as JAX's: 'add got ...')."""
   def rule(avals, params, outs):
     return elementwise(avals, params, outs, name)
+  rule.broadcasting = True
   return rule
+
+
+# JAX types the result of a broadcasting rule of several operands over the mesh in context even
+# when no operand is over a mesh (mesh_placement.py places such eager results accordingly)
+elementwise.broadcasting = True
 
 
 def same_as_operand(index: int = 0):

@@ -253,6 +253,13 @@ def _no_jvp_error(primitive):
   return NotImplementedError(f"differentiation rule for '{primitive.name}' is not implemented")
 
 
+def ref_cotangent_error(aval) -> ValueError:
+  """JAX's error for a mutable array reference as a point of differentiation (`aval`: its
+  AbstractRef), raised when its cotangent would come back (grad, a VJP's call)."""
+  inner = aval.inner_aval.str_short(short_dtypes=False).lstrip("~")
+  return ValueError(f"Expected cotangent type {aval!r} but got {inner}")
+
+
 def canonicalize_primal(x):
   """A differentiation point as an array: Python scalars become weakly typed arrays and NumPy
   values revax Arrays, so JVP rules only ever see arrays (never mix a Python int literal with a
@@ -261,9 +268,7 @@ def canonicalize_primal(x):
     return x
   aval = get_aval(x)
   if isinstance(aval, AbstractRef):  # (JAX's grad says so when the cotangent comes back)
-    raise ValueError(f"Expected cotangent type {aval} but got {aval.inner_aval}: a mutable "
-                     "array reference cannot be a point of differentiation (differentiate "
-                     "with respect to its value, or create the ref inside the function)")
+    raise ref_cotangent_error(aval)
   if dtypes.is_python_scalar(x):
     return from_numpy(np.asarray(x, aval.dtype), weak_type=aval.weak_type)
   return from_numpy(np.asarray(x))

@@ -142,10 +142,14 @@ def discharge_state(closed: ClosedJaxpr, linear: bool = False) -> ClosedJaxpr:
   return ClosedJaxpr(jaxpr, consts)
 
 
-def ref_error_for_outputs(avals, what: str, paths=None) -> None:
-  """JAX's ValueError when a traced function returns a mutable array reference."""
+def ref_error_for_outputs(avals, what: str, paths=None, origin=None) -> None:
+  """JAX's ValueError when a traced function returns a mutable array reference; `origin(k)`
+  names the argument output `k` is (None: not an argument), for JAX's closing sentence."""
   for k, a in enumerate(avals):
     if isinstance(a, AbstractRef):
       where = f" at output tree path {paths[k]}" if paths is not None else ""
-      raise ValueError(f"{what} returned a mutable array reference of type {a.str_short()}"
-                       f"{where}, but mutable array references cannot be returned.")
+      name = origin(k) if origin is not None else None
+      came = ("" if name is None else
+              f"\n\nThe returned mutable array was passed in as the argument {name}.")
+      raise ValueError(f"{what} returned a mutable array reference of type {a!r}"
+                       f"{where}, but mutable array references cannot be returned.{came}")

@@ -102,7 +102,14 @@ def apply_primitive(prim: Primitive, args, params):
     out = _apply_primitive(prim, args, params)
   if config.debug_checks:
     check_special_values(prim.name, out if prim.multiple_results else [out])
+  if mesh_settle is not None:
+    out = mesh_settle(prim, args, params, out)
   return out
+
+
+# Set by mesh_placement.py once a mesh was set: fn(prim, args, params, out) -> out placed over the
+# mesh in context (as JAX places eager results under `set_mesh`).
+mesh_settle = None
 
 
 def _apply_committed(prim: Primitive, args, params):

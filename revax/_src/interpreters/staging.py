@@ -59,7 +59,7 @@ class DebugInfo:
 
   def fun_description(self) -> str:
     fun = self.fun
-    name = getattr(fun, "__qualname__", None) or getattr(fun, "__name__", None) or repr(fun)
+    name = getattr(fun, "__name__", None) or getattr(fun, "__qualname__", None) or repr(fun)
     code = getattr(getattr(fun, "__wrapped__", fun), "__code__", None)
     where = f" at {code.co_filename}:{code.co_firstlineno}" if code is not None else ""
     return f"{name}{where}"

@@ -308,13 +308,16 @@ def_effectful(get_p)
 # --- swap and set ---------------------------------------------------------------------------------
 def _implicit_cast(dtype, value):
   """JAX's cast of a written value: a weak float into a float ref, any integer into an integer
-  ref (as jax.ref.swap does, precedence and all)."""
+  ref (as jax.ref.swap does, precedence and all); a weakly typed value of the ref's dtype is
+  made strong (JAX's convert_element_type[weak_type=False] before the write)."""
   try:
     aval = get_aval(value)
   except TypeError:
     return value
-  if not isinstance(aval, ShapedArray) or aval.dtype == dtype:
+  if not isinstance(aval, ShapedArray) or (aval.dtype == dtype and not aval.weak_type):
     return value
+  if aval.dtype == dtype:
+    return conversion.convert_element_type(value, dtype, weak_type=False)
   if ((aval.weak_type and dtypes.is_float(dtype) and dtypes.is_float(aval.dtype))
       or (dtypes.is_integer(dtype) and dtypes.is_integer(aval.dtype))):
     return conversion.convert_element_type(value, dtype)

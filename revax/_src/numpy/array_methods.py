@@ -13,6 +13,7 @@ from revax._src.core.config import config
 from revax._src.interpreters.host_plans import PlanCache
 from revax._src.lax import state
 from revax._src.numpy.functional import ufunc
+from revax._src.core import mesh_context as _mesh_context
 from revax._src.runtime.array import Array
 from revax._src.runtime import array as _array
 from revax._src.runtime import placement as _placement
@@ -33,7 +34,8 @@ def _defer_to_unrecognized_arg(binary_op, swap=False):
 def _array_binary_method(binary_op, swap=False):
   """`x op y` on Arrays: two eager host arrays take their host plan (the NumPy implementation
   of the one primitive the operation binds at these types), unless one is committed to another
-  device than the default one (the dispatcher places that); anything else, the general path."""
+  device than the default one (the dispatcher places that) or a mesh is set (the dispatcher
+  places the result on it); anything else, the general path."""
   general = _defer_to_unrecognized_arg(binary_op, swap)
   op = (lambda x, y: binary_op(y, x)) if swap else binary_op
 
@@ -42,7 +44,8 @@ def _array_binary_method(binary_op, swap=False):
   def method(self, other):
     # (with debug_nans/debug_infs on, every primitive goes through the checked general path: a
     # plan cached before the flag was set would skip the check)
-    if type(other) is Array and _context.trace is eval_trace and not config.debug_checks:
+    if type(other) is Array and _context.trace is eval_trace and not config.debug_checks and (
+        _mesh_context.settle_jit is None or _mesh_context._state.mesh is None):
       x, y = self._npy, other._npy
       if x is not None and y is not None:
         avals = (self.aval, other.aval)

@@ -11,7 +11,7 @@ import operator
 
 import numpy as np
 
-from revax._src import api, lax, sharded_api
+from revax._src import api, lax, mesh_placement, sharded_api
 from revax._src.core import dtypes
 from revax._src.core.avals import ShapedArray
 from revax._src.core.shape_poly import is_symbolic_dim
@@ -165,6 +165,9 @@ def array(object, dtype=None, copy: bool = True, order=None, ndmin: int = 0, *, 
   nd = aval_of(out).ndim
   if ndmin > nd:
     out = lax.expand_dims(out, tuple(range(ndmin - nd)))
+  if mesh_placement.active and device is None and out_sharding is None and \
+      not isinstance(object, (Array, Tracer)):
+    out = mesh_placement.settle_created(out)  # under set_mesh: over the mesh, as JAX's
   return _placed(out, device, out_sharding)
 
 

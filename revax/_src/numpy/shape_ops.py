@@ -14,6 +14,7 @@ import numpy as np
 from revax._src import lax, tree_util
 from revax._src.core import dtypes, sharding_types
 from revax._src.lax import convenience
+from revax._src.core import errors as core_errors
 from revax._src.core.shape_poly import (InconclusiveDimensionOperation, is_symbolic_dim,
                                          is_symbolic_shape)
 from revax._src.core.trace import ConcretizationTypeError, Tracer
@@ -66,7 +67,7 @@ def _compute_newshape(old_shape, newshape, size_error=ValueError):
   if unknown and (is_symbolic_dim(size_) or is_symbolic_shape(newshape)):
     q, r = divmod(size_, math.prod(newshape))  # JAX's rule and message for symbolic sizes
     if is_symbolic_dim(r) or r != 0:
-      raise InconclusiveDimensionOperation(
+      raise core_errors.InconclusiveDimensionOperation(  # (JAX's core class: no help text)
           f"Cannot divide evenly the sizes of shapes {tuple(old_shape)} and {tuple(newshape)}. "
           f"The remainder {r} should be 0.")
     return tuple(-q if not is_symbolic_dim(d) and d == -1 else d for d in newshape)

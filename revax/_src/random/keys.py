@@ -112,8 +112,12 @@ class PRNGKeyArray:
 
   def _over_keys(self, sharding):
     """`sharding` of the key data restricted to the keys' dimensions (the trailing key-word
-    dimension is never split)."""
-    parts = tuple(sharding.spec)[:self.ndim]
+    dimension is never split), one entry per key dimension, as JAX reports it; over a mesh of
+    one device JAX reports the data's sharding itself."""
+    if sharding.mesh.size == 1:
+      return sharding
+    spec = tuple(sharding.spec)
+    parts = (spec + (None,) * (len(self._impl.key_shape) + self.ndim - len(spec)))[:self.ndim]
     return st.make_sharding(sharding.mesh, parts)
 
   @property
@@ -314,23 +318,74 @@ class PRNGKeyArray:
                     "revax.random.key_data(arr) if you wish to extract the underlying integer "
                     "array.")
 
-  # arithmetic, ordering and the like: TypeError, as JAX's (they are not defined on keys)
-  def _no_arithmetic(name):
+  # arithmetic, ordering and the like: TypeError, as JAX's (they are not defined on keys); the
+  # text is JAX's: its dtype rule's when every operand is a key (`accepted`: the categories it
+  # lists), NumPy's when the operator first asks for a NumPy dtype ("Cannot interpret")
+  def _no_arithmetic(name, accepted=None, numpy_first=False, mixed=None, reflected=False):
     def refuse(self, *others):
-      shown = ", ".join(_dtype_name(x) for x in (self, *others))
-      raise TypeError(f"{name} does not accept dtypes {shown}.")
+      if numpy_first is True or numpy_first == "keys" and all(
+          isinstance(o, PRNGKeyArray) for o in others):
+        raise TypeError(f"Cannot interpret '{self.dtype}' as a data type")
+      if accepted is not None and all(isinstance(o, PRNGKeyArray) for o in others):
+        if not others:
+          raise TypeError(f"{name} does not accept dtype {self.dtype}. Accepted dtypes are "
+                          f"subtypes of {accepted}.")
+        raise TypeError(f"{name} does not accept dtype {self.dtype} at position 0. Accepted "
+                        f"dtypes at position 0 are subtypes of {accepted}.")
+      operands = (*others, self) if reflected else (self, *others)
+      shown = ", ".join(_dtype_name(x) for x in operands)
+      raise TypeError(f"{mixed or name} does not accept dtypes {shown}.")  # (jnp's name)
     return refuse
 
-  for _op, _name in (("add", "add"), ("radd", "add"), ("sub", "sub"), ("rsub", "sub"),
-                     ("mul", "multiply"), ("rmul", "multiply"), ("truediv", "div"),
-                     ("rtruediv", "div"), ("floordiv", "floor_divide"), ("mod", "rem"),
-                     ("pow", "pow"), ("matmul", "dot_general"), ("lt", "lt"), ("le", "le"),
-                     ("gt", "gt"), ("ge", "ge"), ("neg", "neg"), ("pos", "pos"),
-                     ("abs", "abs"), ("invert", "not"), ("and", "and"), ("or", "or"),
-                     ("xor", "xor"), ("lshift", "shift_left"), ("rshift", "shift_right")):
-    locals()[f"__{_op}__"] = _no_arithmetic(_name)
-  del _op, _name, _no_arithmetic
+  _MIXED = {"sub": "subtract", "mul": "multiply", "lt": "less", "le": "less_equal",
+            "gt": "greater", "ge": "greater_equal", "and": "bitwise_and",
+            "or": "bitwise_or", "xor": "bitwise_xor"}
+  _NUMBERS, _ORDERED, _LOGICAL = ("integer, floating, complexfloating", "integer, floating, bool",
+                                  "integer, bool")
+  for _op, _name, _accepted in (
+      ("add", "add", _NUMBERS), ("radd", "add", _NUMBERS), ("sub", "sub", _NUMBERS),
+      ("rsub", "sub", _NUMBERS), ("mul", "mul", _NUMBERS), ("rmul", "mul", _NUMBERS),
+      ("matmul", "dot_general", None), ("lt", "lt", _ORDERED), ("le", "le", _ORDERED),
+      ("gt", "gt", _ORDERED), ("ge", "ge", _ORDERED), ("neg", "neg", _NUMBERS),
+      ("abs", "abs", "floating, complexfloating, signedinteger"),
+      ("invert", "not", _LOGICAL), ("and", "and", _LOGICAL), ("or", "or", _LOGICAL),
+      ("xor", "xor", _LOGICAL)):
+    locals()[f"__{_op}__"] = _no_arithmetic(
+        _name, _accepted, mixed=_MIXED.get(_name), reflected=_op in ("radd", "rsub", "rmul"))
+  for _op, _name in (("truediv", "true_divide"), ("rtruediv", "true_divide"),
+                     ("floordiv", "floor_divide"), ("mod", "remainder"), ("pow", "power"),
+                     ("lshift", "left_shift"), ("rshift", "right_shift")):
+    locals()[f"__{_op}__"] = _no_arithmetic(_name, numpy_first=True if _op == "pow" else "keys",
+                                            reflected=_op == "rtruediv")
 
+  for _op, _name in (("rand", "bitwise_and"), ("ror", "bitwise_or"), ("rxor", "bitwise_xor"),
+                     ("rfloordiv", "floor_divide"), ("rmod", "remainder"), ("rpow", "power"),
+                     ("rlshift", "left_shift"), ("rrshift", "right_shift")):
+    locals()[f"__{_op}__"] = _no_arithmetic(_name, reflected=True)  # (a non-key on the left)
+
+  def __pos__(self):
+    return self  # (as JAX's: unary plus of a key array is the key array)
+  del _op, _name, _accepted, _no_arithmetic, _NUMBERS, _ORDERED, _LOGICAL, _MIXED
+
+
+def _abstract(name: str, is_property: bool):
+  def method(self, *args, **kwargs):
+    raise NotImplementedError(f"Cannot call abstract method {name}")
+  method.__name__ = name
+  method.__doc__ = f"Not defined for keys: raises NotImplementedError, as JAX's key arrays do."
+  return property(method) if is_property else method
+
+
+# The Array methods JAX's key arrays leave abstract: calling one raises its NotImplementedError
+for _name in ("all", "any", "argmax", "argmin", "argpartition", "argsort", "byteswap", "choose",
+              "clip", "compress", "conj", "conjugate", "cumprod", "cumsum", "diagonal", "dot",
+              "item", "max", "mean", "min", "nonzero", "prod", "ptp", "repeat", "round",
+              "searchsorted", "sort", "std", "sum", "to_device", "trace", "var", "view"):
+  if not hasattr(PRNGKeyArray, _name):
+    setattr(PRNGKeyArray, _name, _abstract(_name, False))
+for _name in ("flat", "imag", "mT", "real"):
+  if not hasattr(PRNGKeyArray, _name):
+    setattr(PRNGKeyArray, _name, _abstract(_name, True))
 
 _prng_impls.key_array_type = PRNGKeyArray  # (KeyTy.abstract_leaf makes these)
 
@@ -386,18 +441,18 @@ basearray.Array.register(PRNGKeyArray)  # isinstance(key, revax.Array), as in JA
 def _check_key_data(data, impl: PRNGImpl):
   """TypeError unless `data` is key data of `impl`: uint32 ending in its key shape."""
   if isinstance(data, (bool, int, float, complex)) or not hasattr(data, "dtype"):
-    raise TypeError(f"invalid PRNG key data: expected key_data to have ndim, shape, and dtype "
-                    f"attributes. Got {data!r}")
+    raise TypeError(f"JAX encountered invalid PRNG key data: expected key_data to have ndim, "
+                    f"shape, and dtype attributes. Got {data!r}")
   aval = get_aval(data)
   ndim = len(impl.key_shape)
   if aval.ndim < ndim:
-    raise TypeError(f"invalid PRNG key data: expected key_data.ndim >= {ndim}; got "
+    raise TypeError(f"JAX encountered invalid PRNG key data: expected key_data.ndim >= {ndim}; got "
                     f"ndim={aval.ndim}")
   if aval.shape[aval.ndim - ndim:] != impl.key_shape:
-    raise TypeError(f"invalid PRNG key data: expected key_data.shape to end with "
+    raise TypeError(f"JAX encountered invalid PRNG key data: expected key_data.shape to end with "
                     f"{impl.key_shape}; got shape={aval.shape} for impl={impl.name}")
   if aval.dtype != _U32:
-    raise TypeError(f"invalid PRNG key data: expected key_data.dtype = uint32; got "
+    raise TypeError(f"JAX encountered invalid PRNG key data: expected key_data.dtype = uint32; got "
                     f"dtype={aval.dtype.name}")
 
 

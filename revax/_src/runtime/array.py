@@ -322,8 +322,10 @@ class Array(_BufferBase):
     return str(self._value())
 
   def __format__(self, spec):
-    return format(self._value().item() if self.ndim == 0 else self._value(), spec) if spec \
-        else str(self)
+    # as JAX's (after NumPy's own rule): a 0-d array formats as its NumPy scalar, so an empty
+    # spec gives that scalar's `format` (a float32 prints as the Python float it converts to)
+    v = self._value()
+    return format(v[()] if self.ndim == 0 else v, spec)
 
 
 def commit(x: Array) -> Array:

@@ -20,7 +20,7 @@ import optree
 
 from revax._src import tree_util
 from revax._src.core import dtypes
-from revax._src.core.avals import ShapedArray, get_aval, same_type
+from revax._src.core.avals import AbstractRef, ShapedArray, get_aval, same_type
 from revax._src.core.eval import eval_jaxpr
 from revax._src.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Var
 from revax._src.interpreters import ad, batching, discharge, dispatch, staging, transpose
@@ -30,8 +30,10 @@ from revax._src.runtime.array import Array
 
 
 # --- tracing bodies -------------------------------------------------------------------------------
-def trace_flat(call, in_avals):
-  """Trace `call(flat_args) -> pytree` at `in_avals`.
+def trace_flat(call, in_avals, debug=None):
+  """Trace `call(flat_args) -> pytree` at `in_avals`. `debug` (a staging.DebugInfo of the
+  user's function, its kind and flat argument names), when given, names the function in JAX's
+  error for a returned mutable array reference.
 
   Returns (jaxpr, consts, out_tree): the jaxpr's constvars hold `consts` (closed-over arrays
   and outer tracers); `hoist` turns them into leading operands.
@@ -47,7 +49,16 @@ def trace_flat(call, in_avals):
       except TypeError:
         raise TypeError(f"a control-flow function returned a value of type {type(x).__name__} "
                         f"({x!r}); outputs must be arrays or scalars, or pytrees of them") from None
-    discharge.ref_error_for_outputs([get_aval(x) for x in leaves], "a control-flow function")
+    avals = [get_aval(x) for x in leaves]
+    if debug is None:
+      discharge.ref_error_for_outputs(avals, "a control-flow function")
+    elif any(isinstance(a, AbstractRef) for a in avals):
+      paths = ["result" + tree_util.keystr(p) for p, _ in tree_util.tree_flatten_with_path(out)[0]]
+      names = debug.arg_names_thunk()
+      origin = lambda k: next((names[i] for i, a in enumerate(flat_args) if a is leaves[k]),
+                              None)
+      discharge.ref_error_for_outputs(
+          avals, f"function {debug.fun_description()} traced for {debug.kind}", paths, origin)
     return leaves
 
   jaxpr, consts = staging.trace_to_jaxpr(flat_fun, list(in_avals))

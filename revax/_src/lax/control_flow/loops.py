@@ -23,6 +23,8 @@ loop, as in JAX.
 """
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 
 from revax._src import tree_util
@@ -478,6 +480,17 @@ def _infer_length(xs_flat, length):
   return lengths[0]
 
 
+def _scan_arg_names(f, init, xs) -> list:
+  """One name per flat argument of a scan body: its parameter's name and the leaf's path."""
+  try:
+    params = list(inspect.signature(f).parameters)[:2]
+  except (TypeError, ValueError):
+    params = []
+  heads = params + ["carry", "x"][len(params):]
+  return [heads[k] + tree_util.keystr(p) for k, tree in enumerate((init, xs))
+          for p, _ in tree_util.tree_flatten_with_path(tree)[0]]
+
+
 def scan(f, init, xs=None, length=None, reverse=False, unroll=1, _split_transpose=False):
   """Loop `f` over the leading axis of `xs`, carrying state; as jax.lax.scan.
 
@@ -519,7 +532,8 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1, _split_transpos
     def call(flat):
       carry = tree_util.tree_unflatten(init_tree, flat[:num_carry])
       return f(carry, tree_util.tree_unflatten(xs_tree, flat[num_carry:]))
-    jaxpr, consts, out_tree = common.trace_flat(call, list(carry_avals) + x_avals)
+    debug = staging.DebugInfo(f, "scan", lambda: _scan_arg_names(f, init, xs))
+    jaxpr, consts, out_tree = common.trace_flat(call, list(carry_avals) + x_avals, debug)
     if (out_tree.node_data() is None or out_tree.node_data()[0] not in (tuple, list)
         or len(out_tree.children()) != 2):
       raise TypeError(f"scan body output must be a pair, got "

@@ -1,0 +1,18 @@
+"""The typed-keys JEP (9263) runs on revax with jax's outputs: keys_jep_child.py (its steps in
+this suite's words) gives the same transcript with each library but for the steps below."""
+from tests.guide_transcripts import compare, run_both
+
+KNOWN = {
+    "make_jaxpr": ("jax's jaxprs hold key-typed primitives (random_split on key<fry>[]); "
+                   "revax's typed keys are wrappers of their uint32 data, so its jaxprs show "
+                   "the threefry computation on the data"),
+    "make_jaxpr raw": "as 'make_jaxpr' (jax wraps and unwraps raw keys around random_split)",
+    "key bad seed": ("same TypeError; jax's message shows the float seed as the tracer it "
+                     "converted it to"),
+    "wrap bad shape": ("same TypeError and text up to the implementation, which jax prints as "
+                       "its PRNGImpl record (function objects) and revax by name"),
+}
+
+
+def test_typed_keys_jep_matches_jax():
+  compare(run_both("random/keys_jep_child.py"), KNOWN)
