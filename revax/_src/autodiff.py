@@ -219,7 +219,7 @@ def vjp(fun, *primals, has_aux=False):
   in_avals = [get_aval(p) for p in p_leaves]
 
   f_vjp = VJP(lambda ct: apply_vjp(lin, out_tree, out_avals, in_avals, p_tree, ct),
-              len(primals), out_tree, p_tree)
+              len(primals), out_tree, p_tree, getattr(fun, "__name__", type(fun).__name__))
   primal_out = tree_util.tree_unflatten(out_tree, outs)
   if has_aux:
     return primal_out, f_vjp, _aux_tree(store, res[2])
@@ -276,12 +276,20 @@ class VJP:
     >>> g
     Ref(3., dtype=float32, weak_type=True)
   """
-  __slots__ = ("fun", "_nargs", "out_tree", "in_tree")
+  __slots__ = ("fun", "_nargs", "out_tree", "in_tree", "_name")
 
-  def __init__(self, fun, nargs: int, out_tree, in_tree):
+  def __init__(self, fun, nargs: int, out_tree, in_tree, name: str = "the function"):
     self.fun, self._nargs, self.out_tree, self.in_tree = fun, nargs, out_tree, in_tree
+    self._name = name
 
-  def __call__(self, cotangent):
+  def __call__(self, cotangent, *extra):
+    if extra:
+      raise TypeError(
+          f"The function returned by `jax.vjp` applied to {self._name} was called with "
+          f"{len(extra) + 1} arguments,\nbut functions returned by `jax.vjp` must be called with "
+          "a single argument\ncorresponding to the single value returned by the function being "
+          "differentiated\n(even if that returned value is a tuple or other container): for "
+          "`f` returning `(x, x)`,\ncall `f_vjp((ct_a, ct_b))`, not `f_vjp(ct_a, ct_b)`.")
     return self.fun(cotangent)
 
   def with_refs(self, *maybe_ct_refs):

