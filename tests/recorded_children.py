@@ -4,7 +4,8 @@ committed file instead of starting jax for it (about half of each such test's ti
 
 A record is `tests/<folder>/expected/<program>[.<args>].jax.txt`: its first line names the key
 of what the output depends on (the program's text, the text of every `tests` module it imports,
-its arguments, the device count, jax's version), the rest is the program's output. A record
+its arguments, the device count, jax's version), the rest is the program's output (the
+checkout's folder written as `<checkout>`, read back as the clone's own). A record
 whose key no longer matches is not used: the program runs live. `REVAX_LIVE_ORACLE=1` always
 runs jax live; `REVAX_RECORD_ORACLE=1` (re)writes the records of the programs it runs live:
 
@@ -16,6 +17,9 @@ import re
 import subprocess
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# the checkout's folder in a record (messages name the programs' paths): records hold this
+# instead, so that they are read alike in every clone
+CHECKOUT = "<checkout>"
 _IMPORT = re.compile(r"^\s*(?:from|import)\s+(tests(?:\.\w+)+)", re.M)
 
 
@@ -57,12 +61,12 @@ def run_jax(script: str, args, env: dict, timeout: int) -> subprocess.CompletedP
   if os.environ.get("REVAX_LIVE_ORACLE") != "1" and os.path.exists(path):
     header, _, output = open(path).read().partition("\n")
     if header == f"# key {key}":
-      return subprocess.CompletedProcess(command, 0, output, "")
+      return subprocess.CompletedProcess(command, 0, output.replace(CHECKOUT, ROOT), "")
   import sys
   out = subprocess.run([sys.executable, script, *args], env=env, capture_output=True, text=True,
                        timeout=timeout)
   if out.returncode == 0 and os.environ.get("REVAX_RECORD_ORACLE") == "1":
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "w") as f:
-      f.write(f"# key {key}\n{out.stdout}")
+      f.write(f"# key {key}\n{out.stdout.replace(ROOT, CHECKOUT)}")
   return out

@@ -36,3 +36,19 @@ def test_records_live_beside_their_programs(args):
   path = recorded_children.record_path("/x/tests/sharding/keys_child.py", args)
   assert path == "/x/tests/sharding/expected/keys_child" + (".eager" if len(args) > 1 else "") \
       + ".jax.txt"
+
+
+def test_records_name_the_checkout_of_the_clone_that_reads_them(tmp_path, monkeypatch):
+  # messages name the programs' paths: a record made in one clone reads as the other's
+  monkeypatch.delenv("REVAX_LIVE_ORACLE", raising=False)
+  script = tmp_path / "child.py"
+  script.write_text("print(__file__)\n")
+  monkeypatch.setattr(recorded_children, "ROOT", str(tmp_path))
+  monkeypatch.setenv("REVAX_RECORD_ORACLE", "1")
+  recorded_children.run_jax(str(script), ("jax",), dict(os.environ), 60)
+  monkeypatch.delenv("REVAX_RECORD_ORACLE")
+  path = recorded_children.record_path(str(script), ("jax",))
+  assert str(tmp_path) not in open(path).read()
+  monkeypatch.setattr(recorded_children, "ROOT", "/another/clone")
+  out = recorded_children.run_jax(str(script), ("jax",), dict(os.environ), 60)
+  assert out.stdout == "/another/clone/child.py\n"

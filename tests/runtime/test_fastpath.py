@@ -143,7 +143,9 @@ def test_the_call_path_suites_pass_without_the_extension():
     from revax._src.runtime import fastpath
     from revax._src.runtime.client import get_backend
     assert not fastpath.available and get_backend()._free is None
-    sys.exit(pytest.main(["-q", "-p", "no:cacheprovider", "-x",
+    # (the untracked-window re-runs of the async tests are left out: a mode of the windows,
+    # not of the call path)
+    sys.exit(pytest.main(["-q", "-p", "no:cacheprovider", "-x", "-k", "not untracked_windows",
                           "tests/test_jit_call_path.py", "tests/runtime/test_array_ownership.py",
                           "tests/runtime/test_async_dispatch.py"]))
   """, {"here": here}, REVAX_FASTPATH="0")
