@@ -108,6 +108,17 @@ def jvp(fun, primals, tangents, has_aux=False):
   return primal_out, tangent_out
 
 
+def _run_with_refusing_vjp(fun, primals, p_tree, ref, has_aux):
+  """`fun(*primals)` with a VJP that raises jax's error for the cotangent of `ref` (what
+  linearize and vjp of a function of a Ref return, as jax 0.10.2's)."""
+  out = fun(*primals)
+
+  def refuse(cotangent):
+    raise ad.ref_cotangent_error(ref)
+  f_vjp = VJP(refuse, len(primals), tree_util.tree_structure(out), p_tree)
+  return (out[0], f_vjp, out[1]) if has_aux else (out, f_vjp)
+
+
 def linearize(fun, *primals, has_aux=False):
   """`(fun(*primals), f_jvp)` where `f_jvp(*tangents)` applies the linearization.
 
@@ -117,11 +128,7 @@ def linearize(fun, *primals, has_aux=False):
   p_leaves, p_tree = tree_util.tree_flatten(primals)
   refs = [a for a in map(get_aval, p_leaves) if isinstance(a, AbstractRef)]
   if refs:  # (as jax 0.10.2: the function runs, its VJP refuses to give a ref a cotangent)
-    out = fun(*primals)
-    def refuse(cotangent):
-      raise ad.ref_cotangent_error(refs[0])
-    f_vjp = VJP(refuse, len(primals), tree_util.tree_structure(out), p_tree)
-    return (out[0], f_vjp, out[1]) if has_aux else (out, f_vjp)
+    return _run_with_refusing_vjp(fun, primals, p_tree, refs[0], has_aux)
   store = {}
   res = ad.linearize_flat(_flat_fun(fun, p_tree, store, has_aux), p_leaves, has_aux=has_aux)
   outs, lin = res[0], res[1]
@@ -206,11 +213,7 @@ def vjp(fun, *primals, has_aux=False):
   p_leaves, p_tree = tree_util.tree_flatten(primals)
   refs = [a for a in map(get_aval, p_leaves) if isinstance(a, AbstractRef)]
   if refs:  # (as jax 0.10.2: the function runs, its VJP refuses to give a ref a cotangent)
-    out = fun(*primals)
-    def refuse(cotangent):
-      raise ad.ref_cotangent_error(refs[0])
-    f_vjp = VJP(refuse, len(primals), tree_util.tree_structure(out), p_tree)
-    return (out[0], f_vjp, out[1]) if has_aux else (out, f_vjp)
+    return _run_with_refusing_vjp(fun, primals, p_tree, refs[0], has_aux)
   store = {}
   res = ad.linearize_flat(_flat_fun(fun, p_tree, store, has_aux), p_leaves, has_aux=has_aux)
   outs, lin = res[0], res[1]
