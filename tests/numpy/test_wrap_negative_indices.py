@@ -11,6 +11,9 @@ import pytest
 
 import revax
 import revax.numpy as rnp
+from tests.recorded_oracle import Oracle
+
+ORACLE = Oracle(__file__)
 
 INDICES = [-1, (-1, 0), (1, -2), np.array([-1, 2]), np.array([[-5, 4], [-6, 0]]), slice(-2, None),
            (slice(None), -1), (-6,), np.array([-6, 1]), (Ellipsis, -1), (None, -3)]
@@ -47,7 +50,7 @@ def test_at_methods_with_wrap_negative_indices_match_jax(method, jit):
   for idx, kwargs in itertools.product(INDICES, KWARGS):
     if method != "get" and "fill_value" in kwargs:
       continue
-    want = _run(jax, jnp, method, idx, kwargs, jit)
+    want = ORACLE((method, idx, kwargs, jit), lambda: _run(jax, jnp, method, idx, kwargs, jit))
     got = _run(revax, rnp, method, idx, kwargs, jit)
     if got != want:
       diffs.append(f"{idx!r} {kwargs}: jax {want} revax {got}")
