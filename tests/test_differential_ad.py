@@ -7,6 +7,7 @@ import revax
 import revax.lax as rlax
 import revax.numpy as rnp
 from tests.platform_tolerances import allclose_tol
+from tests.recorded_oracle import Oracle
 
 jax = pytest.importorskip("jax")
 jnp, jlax = jax.numpy, jax.lax
@@ -18,6 +19,12 @@ X = rng.standard_normal((6, 4)).astype(np.float32)
 V = rng.standard_normal((5,)).astype(np.float32)
 M = rng.standard_normal((3, 4)).astype(np.float32)
 LABELS = np.array([0, 2, 1, 1, 0, 2])
+ORACLE = Oracle(__file__)
+
+
+def _jax(parts, compute):
+  """jax's leaves of compute() as NumPy arrays (recorded: tests/recorded_oracle.py)."""
+  return ORACLE(parts, lambda: [np.asarray(leaf) for leaf in jax.tree_util.tree_leaves(compute())])
 
 
 def _funcs(np_, lax):
@@ -80,19 +87,22 @@ def _compare(a, b, tol=2e-5):
 def test_value_and_grad_match_jax(name):
   rf, x = _funcs(rnp, rlax)[name]
   jf, _ = _funcs(jnp, jlax)[name]
-  _compare(jf(x), rf(x))
-  _compare(jax.grad(jf)(x), revax.grad(rf)(x))
-  _compare(jax.jit(jax.grad(jf))(x), revax.jit(revax.grad(rf))(x))
+  _compare(_jax((name, "value"), lambda: jf(x)), rf(x))
+  _compare(_jax((name, "grad"), lambda: jax.grad(jf)(x)), revax.grad(rf)(x))
+  _compare(_jax((name, "jit grad"), lambda: jax.jit(jax.grad(jf))(x)),
+           revax.jit(revax.grad(rf))(x))
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_jacobians_and_hessian_match_jax(name):
   rf, x = _funcs(rnp, rlax)[name]
   jf, _ = _funcs(jnp, jlax)[name]
-  _compare(jax.jacfwd(jax.grad(jf))(x), revax.jacfwd(revax.grad(rf))(x), 2e-4)
-  _compare(jax.jacrev(jax.grad(jf))(x), revax.jacrev(revax.grad(rf))(x), 2e-4)
+  _compare(_jax((name, "jacfwd"), lambda: jax.jacfwd(jax.grad(jf))(x)),
+           revax.jacfwd(revax.grad(rf))(x), 2e-4)
+  _compare(_jax((name, "jacrev"), lambda: jax.jacrev(jax.grad(jf))(x)),
+           revax.jacrev(revax.grad(rf))(x), 2e-4)
   if x.size <= 6:
-    _compare(jax.hessian(jf)(x), revax.hessian(rf)(x), 2e-4)
+    _compare(_jax((name, "hessian"), lambda: jax.hessian(jf)(x)), revax.hessian(rf)(x), 2e-4)
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -100,7 +110,8 @@ def test_vmap_and_vmap_of_grad_match_jax(name):
   rf, x = _funcs(rnp, rlax)[name]
   jf, _ = _funcs(jnp, jlax)[name]
   xs = np.stack([x, x * 0.5 + 0.1, x * -1.2])
-  _compare(jax.vmap(jf)(xs), revax.vmap(rf)(xs))
-  _compare(jax.vmap(jax.grad(jf))(xs), revax.vmap(revax.grad(rf))(xs), 1e-4)
-  _compare(jax.grad(lambda v: jax.vmap(jf)(v).sum())(xs),
+  _compare(_jax((name, "vmap"), lambda: jax.vmap(jf)(xs)), revax.vmap(rf)(xs))
+  _compare(_jax((name, "vmap grad"), lambda: jax.vmap(jax.grad(jf))(xs)),
+           revax.vmap(revax.grad(rf))(xs), 1e-4)
+  _compare(_jax((name, "grad vmap"), lambda: jax.grad(lambda v: jax.vmap(jf)(v).sum())(xs)),
            revax.grad(lambda v: revax.vmap(rf)(v).sum())(xs), 1e-4)
