@@ -12,6 +12,9 @@ import numpy as np
 import revax
 import revax.numpy as rnp
 from tests.edges.harness import difference, outcome
+from tests.recorded_oracle import Oracle
+
+ORACLE = Oracle(__file__)
 
 nan, inf = np.nan, np.inf
 XS = {
@@ -56,7 +59,8 @@ def test_digitize_and_searchsorted_match_jax_eager():
   found = []
   for fun in (_call, _searchsorted):
     for case in CASES if fun is _call else COMPLEX_CASES:
-      d = difference(outcome(fun, jnp, case), outcome(fun, rnp, case))
+      want = ORACLE((fun.__name__, case), lambda: outcome(fun, jnp, case))
+      d = difference(want, outcome(fun, rnp, case))
       if d:
         found.append(f"{fun.__name__}{case}: {d}")
   n = len(CASES) + len(COMPLEX_CASES)
@@ -66,8 +70,9 @@ def test_digitize_and_searchsorted_match_jax_eager():
 def test_digitize_matches_jax_under_jit():
   """The cases with complex data or bins (a program of every case compiles for tens of
   seconds)."""
-  want = jax.jit(lambda: [_call(jnp, c) for c in COMPLEX_CASES])()
+  want = ORACLE("jit", lambda: [outcome(lambda w=w: w) for w in jax.jit(
+      lambda: [_call(jnp, c) for c in COMPLEX_CASES])()])
   got = revax.jit(lambda: [_call(rnp, c) for c in COMPLEX_CASES])()
   found = [f"{c}: {d}" for c, w, g in zip(COMPLEX_CASES, want, got, strict=True)
-           if (d := difference(outcome(lambda w=w: w), outcome(lambda g=g: g)))]
+           if (d := difference(w, outcome(lambda g=g: g)))]
   assert not found, f"{len(found)} of {len(COMPLEX_CASES)} differ:\n" + "\n".join(found)
