@@ -13,6 +13,7 @@ import pytest
 
 import revax
 import revax.numpy as rnp
+from tests.recorded_oracle import Oracle
 
 jax = pytest.importorskip("jax")
 jax.config.update("jax_platforms", "cpu")
@@ -20,6 +21,13 @@ jnp = jax.numpy
 
 REVAX = (revax, rnp)
 JAX = (jax, jnp)
+ORACLE = Oracle(__file__)
+
+
+def _recorded(parts, compute):
+  """jax's leaves of compute() as NumPy arrays, from this module's record where it is current
+  (tests/recorded_oracle.py)."""
+  return ORACLE(parts, lambda: [np.asarray(leaf) for leaf in jax.tree_util.tree_leaves(compute())])
 rng = np.random.default_rng(0)
 X = rng.standard_normal(6).astype(np.float32)
 M = rng.standard_normal((3, 4)).astype(np.float32)
@@ -203,7 +211,7 @@ def _assert_same(got, want):
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
 def test_program_outputs_and_final_refs(name, mode):
   got = _run(REVAX, name, mode)
-  want = _run(JAX, name, mode)
+  want = _recorded((name, mode), lambda: _run(JAX, name, mode))
   _assert_same(got, want)
 
 
@@ -844,7 +852,7 @@ def _jax_eager_reference(seed):
   """jax's eager run of the generated program `seed` on its initial contents (shared by the
   tests below: jax's eager dispatch is most of their time)."""
   init, ops, _ = _random_program(seed)
-  return _run_program(*JAX, init, ops, False)
+  return _recorded(("eager", seed), lambda: _run_program(*JAX, init, ops, False))
 
 
 @pytest.mark.parametrize("jit", [False, True])
@@ -872,7 +880,8 @@ def test_generated_programs_under_vmap_against_jax():
     batch = np.stack([init, init * 2.0 - 1.0])
     got = revax.vmap(lambda x: _run_program(revax, rnp, x, ops, False))(batch)
     for k in range(2):
-      want = _jax_eager_reference(seed) if k == 0 else _run_program(*JAX, batch[k], ops, False)
+      want = _jax_eager_reference(seed) if k == 0 else _recorded(
+          ("eager, doubled", seed), lambda: _run_program(*JAX, batch[k], ops, False))
       _assert_same(revax.tree_util.tree_map(lambda a, k=k: np.asarray(a)[k], got), want)
     compared += 1
   assert compared >= 40
@@ -912,7 +921,8 @@ def test_generated_programs_under_grad_against_jax():
       continue
     # jit: jax's eager grad of these programs took 97 of the test's 100 seconds (the functional
     # programs, unlike the ref ones, all stage under jax.jit)
-    want = jax.jit(jax.grad(lambda x: loss(jnp, *_run_functionally(x, ops))))(jnp.asarray(init))
+    want = _recorded(("grad", seed), lambda: jax.jit(jax.grad(
+        lambda x: loss(jnp, *_run_functionally(x, ops))))(jnp.asarray(init)))[0]
     grad = revax.grad(lambda x: loss(rnp, *_run_program(revax, rnp, x, ops, False)))
     for g in (grad, revax.jit(grad)):
       np.testing.assert_allclose(np.asarray(g(init)), np.asarray(want), rtol=1e-5, atol=1e-5)
