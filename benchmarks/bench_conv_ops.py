@@ -11,7 +11,9 @@ its own shapes, strides, paddings, dilations and group counts and timed on devic
 operands. As in bench_plugins.py, each library runs in its own child interpreter (two XLA
 runtimes in one process compete for the cores), in `--pairs` pairs of children alternating which
 goes first; a cell is the median over the children of each child's median run, a ratio the
-median of the per-pair ratios revax/jax, printed with the 1-minute load average. `--env`
+median of the per-pair ratios revax/jax, printed with the 1-minute load average; the last
+column is each library's fastest run over all its children (the least disturbed by other
+processes on a loaded machine). `--env`
 passes variables to revax's children only (`REVAX_CPU_CONV=0`, `REVAX_CPU_GEMM=0`), to compare
 revax's own variants against jax on the same machine state.
 """
@@ -86,8 +88,8 @@ def child(lib_name: str, names: list, quick: bool, outputs: str | None) -> dict:
     sys.path.insert(0, str(HERE))
     from timing import compile_uncached
     compile_uncached()
-  repeats, budget = (3, 0.1) if quick else (7, 0.3)
-  times, saved = {}, {}
+  repeats, budget = (5, 0.05) if quick else (15, 0.1)
+  times, best, saved = {}, {}, {}
   for name in names:
     f, args = conv_program(lib, name)
     out = lib.block_until_ready(f(*args))
@@ -104,10 +106,10 @@ def child(lib_name: str, names: list, quick: bool, outputs: str | None) -> dict:
       for _ in range(number):
         lib.block_until_ready(f(*args))
       runs.append((time.perf_counter() - t) / number)
-    times[name] = statistics.median(runs)
+    times[name], best[name] = statistics.median(runs), min(runs)
   if outputs:
     np.savez(outputs, **saved)
-  return {"times": times}
+  return {"times": times, "best": best}
 
 
 def run_child(lib: str, names: list, quick: bool, env_extra: dict,
@@ -157,23 +159,26 @@ def main():
           scale = float(np.max(np.abs(j[name])))
           np.testing.assert_allclose(r[name], j[name], rtol=0, atol=1e-4 * scale,
                                      err_msg=name)
-      pairs.append((got["revax"]["times"], got["jax"]["times"]))
+      pairs.append((got["revax"], got["jax"]))
       print(f"pair {i + 1} done, load {os.getloadavg()[0]:.2f}", file=sys.stderr, flush=True)
   load = os.getloadavg()[0]
   print(f"revax env: {env_extra or '(none)'}; {args.pairs} pairs; 1-minute load average "
         f"{load:.2f} at the end")
-  print("| convolution | lhs x rhs | groups | revax | jax | revax / jax (per pair) |")
-  print("|---|---|---|---|---|---|")
+  print("| convolution | lhs x rhs | groups | revax | jax | revax / jax (per pair) "
+        "| best runs: revax / jax |")
+  print("|---|---|---|---|---|---|---|")
   for name in names:
-    rv = [r[name] for r, _ in pairs]
-    jx = [j[name] for _, j in pairs]
+    rv = [r["times"][name] for r, _ in pairs]
+    jx = [j["times"][name] for _, j in pairs]
     ratios = [a / b for a, b in zip(rv, jx, strict=True)]
+    best_r, best_j = (min(x["best"][name] for x in side) for side in zip(*pairs))
     lhs, rhs, strides, _, lhs_dil, rhs_dil, groups, _ = CONVS[name]
     extra = "".join(f", {k} {v}" for k, v in (("stride", strides), ("lhs_dil", lhs_dil),
                                              ("rhs_dil", rhs_dil)) if max(v) > 1)
     print(f"| {name} | {'x'.join(map(str, lhs))} * {'x'.join(map(str, rhs))}{extra} | {groups} "
           f"| {statistics.median(rv) * 1e3:.3f} ms | {statistics.median(jx) * 1e3:.3f} ms "
-          f"| {statistics.median(ratios):.2f}x ({', '.join(f'{x:.2f}' for x in ratios)}) |")
+          f"| {statistics.median(ratios):.2f}x ({', '.join(f'{x:.2f}' for x in ratios)}) "
+          f"| {best_r * 1e3:.3f} / {best_j * 1e3:.3f} ms ({best_r / best_j:.2f}x) |")
 
 
 if __name__ == "__main__":
