@@ -14,6 +14,7 @@ import pytest
 
 import revax
 from revax import lax
+from revax._src.core.errors import JaxRuntimeError
 from revax._src.runtime import gemm, im2col, lapack
 from tests import platform_tolerances
 from tests.lax.op_db import all_records, assert_close
@@ -337,3 +338,17 @@ def test_per_example_cnn_gradients_match_jax():
   got, want = f(params, images, labels), per_example(jax)(params, images, labels)
   for k in params:
     np.testing.assert_allclose(np.asarray(got[k]), np.asarray(want[k]), rtol=2e-4, atol=2e-5)
+
+
+@needs_conv
+def test_attributes_that_disagree_with_the_buffers_are_an_error_not_a_crash():
+  from revax._src.runtime import client
+  x, w = _operands(2, 2, "channels_last", np.float32)
+  f = _busy(_conv(revax, 2, 1, "SAME", 1, 1, 2, "channels_last"))
+  rewritten = _rewrite(revax.jit(f).lower(x, w, Z).as_text())
+  assert "n = 2 : i64" in rewritten
+  backend = client.get_backend("cpu")
+  exe = backend.compile(rewritten.replace("n = 2 : i64", "n = 3 : i64"))
+  with pytest.raises(JaxRuntimeError, match="buffer sizes differ from the size attributes"):
+    outs = exe.execute([backend.buffer_from_numpy(a) for a in (x, w, Z)])
+    outs[0].to_numpy()

@@ -578,6 +578,11 @@ static void *conv_handler(CallFrame *f) {
   int64_t cg = c / groups, og = o / groups;
   int64_t window = win[0] * win[1] * win[2], kc = window * cg;
   int64_t rows = n * out[0] * out[1] * out[2];
+  /* The buffers must hold what the attributes say (a mismatch would read out of bounds). */
+  if (batch_of(arg(f, 0), 0) != n * in[0] * in[1] * in[2] * c
+      || batch_of(arg(f, 1), 0) != kc * o || batch_of(ret(f, 0), 0) != rows * o)
+    return error(f, ERR_INVALID_ARGUMENT, "revax conv handler: buffer sizes differ from the "
+                                          "size attributes");
   size_t eb = kind_bytes[kind];
   char *x = (char *)arg(f, 0)->data, *w = (char *)arg(f, 1)->data, *y = (char *)ret(f, 0)->data;
   if (rows == 0 || og == 0) return NULL;
