@@ -191,7 +191,7 @@ def rewrite_program(code: bytes, targets: dict) -> bytes:
                * conv["c"] // conv["groups"])
   if not original:
     return code
-  if gemm._other_flops(lines) < gemm.CHEAP_MARGIN:
+  if gemm.other_flops(lines) < gemm.CHEAP_MARGIN:
     i = max(work, key=work.get)
     lines[i] = original[i]
     if len(original) == 1:
