@@ -21,9 +21,10 @@ Rows (the acceptance rows of issue 36), all on device-resident inputs:
   - jit(vmap(dot_general)) with batch dims in odd positions, both operands / lhs only mapped;
   - a jitted 32x32 matrix product, and a jitted f32[8] + f32[8] (the call overhead).
 A child times `repeats` runs of `number` calls per row after warming up; its figure is the
-median run (the fastest run over all children, the least disturbed by other processes on a loaded
-machine, is printed beside the per-pair ratios). A row reports the median over the children of each library and the median of the
-per-pair ratios revax/jax, with the 1-minute load average when the plugin's last pair ended.
+median run (the fastest run over all children, the least disturbed by other processes on a
+loaded machine, is printed beside the per-pair ratios). A row reports the median over the
+children of each library and the median of the per-pair ratios revax/jax, with the 1-minute
+load average when the plugin's last pair ended.
 Before timing, the parent checks that revax's results equal jax's (per row tolerances).
 `--write` puts the table into benchmarks/RESULTS.md (its "PJRT plugins" section).
 """
