@@ -26,6 +26,9 @@ needs a transpose, as its DotDecomposer does for Eigen); the handler loops over 
 GEMM runs on one thread: OpenBLAS's own threads spinning beside XLA's pool made whole programs
 many times slower on two cores.
 
+Convolutions are im2col.py's (run first, under the same switches: its handler's GEMMs are
+OpenBLAS's too).
+
 Not rewritten (client.py decides the first three): programs of several devices (the SPMD
 partitioner cannot split an opaque custom call), other platforms, plugins newer than the one
 measured (`enabled_for_plugin`; `REVAX_CPU_GEMM=1` forces it, `=0` turns it off everywhere), and

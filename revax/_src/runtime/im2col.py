@@ -8,7 +8,10 @@ gradient of a 3x3 layer over 16 examples took 8.9 ms against jax's 4.9 ms, and 1
 0.43 ms for the first layer's), and those with a few input channels per group (the first layer of
 an image network: 64x28x28x1 by 3x3x1x32 took 3.1 ms against 0.6 ms). Its other convolutions
 (many channels, strided, lhs- or rhs-dilated, the backward passes of ungrouped layers) are as
-fast as jax's or faster, and stay XLA's.
+fast as jax's or faster, and stay XLA's: through this handler they were 1.1-4x slower.
+With it, the two grouped weight gradients measured 0.56x and 0.72x of jax's time, the first
+layer 1.8x (OpenBLAS's GEMM with 9 columns to contract is no match for jaxlib's YNNPACK);
+benchmarks/RESULTS.md has the table.
 
 So, when a single-device program is compiled for the CPU (the cases gemm.py rewrites, under the
 same switches: `REVAX_CPU_GEMM=0` turns this off too, `REVAX_CPU_CONV=0` only this), each
