@@ -352,3 +352,26 @@ def test_attributes_that_disagree_with_the_buffers_are_an_error_not_a_crash():
   with pytest.raises(JaxRuntimeError, match="buffer sizes differ from the size attributes"):
     outs = exe.execute([backend.buffer_from_numpy(a) for a in (x, w, Z)])
     outs[0].to_numpy()
+
+
+@needs_conv
+@pytest.mark.parametrize("batch", [64, 40], ids=["even_chunks", "odd_chunks"])
+def test_large_convolutions_on_two_threads_match_one_thread_jax_and_xla(batch, monkeypatch):
+  """With REVAX_CPU_CONV_THREADS=2, work of >= 4e6 flops in several chunks is shared by two
+  threads (conv_handler); the result is the one thread's, bit for bit."""
+  rng = np.random.default_rng(0)
+  x = rng.standard_normal((batch, 28, 28, 1)).astype(np.float32)
+  w = rng.standard_normal((3, 3, 1, 32)).astype(np.float32)
+  f = lambda lib: lambda x, w: lib.lax.conv_general_dilated(
+      x, w, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
+  monkeypatch.setenv("REVAX_CPU_CONV_THREADS", "2")
+  text, got, xla = _both(f(revax), (x, w), monkeypatch)
+  monkeypatch.setenv("REVAX_CPU_CONV", "all")
+  assert "threads = 2 : i64" in _rewrite(text)
+  monkeypatch.delenv("REVAX_CPU_CONV_THREADS")
+  assert "threads" not in _rewrite(text)
+  one = _run(f(revax), (x, w))
+  want = np.asarray(jax.jit(f(jax))(x, w))
+  np.testing.assert_array_equal(got, one)
+  np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+  np.testing.assert_allclose(got, xla, rtol=1e-4, atol=1e-4)

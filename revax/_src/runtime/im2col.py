@@ -24,7 +24,10 @@ of output positions have their patches copied into a scratch matrix that stays i
 one BLAS GEMM (one thread, as gemm.py's) multiplies it by the group's block of the filter, writing
 straight into the output. Padding (of any sign), strides, both dilations and window reversal are
 the handler's table of which input element each output position reads at each window position.
-The text `Lowered.as_text()` shows is unchanged; the rewritten text is what is compiled and what
+The handler runs on XLA's calling thread; env `REVAX_CPU_CONV_THREADS=2` has it share work of
+4e6 flops and more with a second thread (on the 2 shared cores measured, under load, that took
+1.06-1.23x one thread's time, so it is not the default). The text `Lowered.as_text()` shows is
+unchanged; the rewritten text is what is compiled and what
 keys the persistent compilation cache.
 """
 from __future__ import annotations
@@ -140,6 +143,9 @@ def _call(conv: dict, target: str) -> str:
   first = 3 - len(conv["in"])  # the handler's 3 spatial dims: size-1 ones before the conv's
   for key in ("in", "win", "out", "stride", "pad", "ldil", "rdil", "rev"):
     attrs += [(f"{key}{first + d}", v) for d, v in enumerate(conv[key])]
+  threads = os.environ.get("REVAX_CPU_CONV_THREADS", "").strip()
+  if threads.isdigit():  # 2: large work on two threads (the handler's default is 1)
+    attrs.append(("threads", int(threads)))
   config = ", ".join(f"{name} = {int(v)} : i64" for name, v in attrs)
   return (f'{m["indent"]}{m["result"]} = "stablehlo.custom_call"({m["lhs"]}, {m["rhs"]}) '
           f'<{{api_version = 4 : i32, backend_config = {{{config}}}, '
