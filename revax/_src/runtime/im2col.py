@@ -27,8 +27,8 @@ the handler's table of which input element each output position reads at each wi
 The handler runs on XLA's calling thread; env `REVAX_CPU_CONV_THREADS=2` has it share work of
 4e6 flops and more with a second thread (on the 2 shared cores measured, under load, that took
 1.06-1.23x one thread's time, so it is not the default). The text `Lowered.as_text()` shows is
-unchanged; the rewritten text is what is compiled and what
-keys the persistent compilation cache.
+unchanged; the rewritten text is what is compiled and what keys the persistent compilation
+cache.
 """
 from __future__ import annotations
 
