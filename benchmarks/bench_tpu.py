@@ -22,7 +22,8 @@ LAYERS, D, HEADS, SEQ, BATCH, VOCAB = (12, 1024, 16, 1024, 8, 8192) if not os.en
     "BENCH_TPU_SMALL") else (2, 64, 4, 32, 2, 128)
 
 
-def measure(lib: str) -> dict:
+def build(lib: str):
+  """The library's modules, the jitted training step, its parameters and a batch of tokens."""
   if lib == "jax":
     import jax
     import jax.numpy as jnp
@@ -81,6 +82,11 @@ def measure(lib: str) -> dict:
   params = init(jax.random.PRNGKey(0))
   tokens = jax.random.randint(jax.random.PRNGKey(1), (BATCH, SEQ + 1), 0, VOCAB)
   jax.block_until_ready((params, tokens))
+  return jax, jnp, step, params, tokens
+
+
+def measure(lib: str) -> dict:
+  jax, jnp, step, params, tokens = build(lib)
   start = time.perf_counter()
   loss, params = step(params, tokens)
   jax.block_until_ready(loss)
