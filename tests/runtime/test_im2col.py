@@ -3,8 +3,9 @@ with every convolution the handler can run rewritten (REVAX_CPU_CONV=all), every
 record of the op database matches its NumPy reference and XLA's own convolution
 (REVAX_CPU_GEMM=0), and a generated family (1-3 spatial dims x strides, paddings of both signs,
 lhs and rhs dilations, feature groups, layouts; zero sizes; the four float and complex dtypes;
-window reversal) matches jax and XLA's convolution; integer, bfloat16, mixed-precision and
-batch-grouped convolutions stay XLA's; the default rule picks grouped and few-channel
+window reversal; batch groups) matches jax and XLA's convolution; integer, bfloat16 and
+mixed-precision convolutions stay XLA's; batch groups (the weight gradients of grouped convolutions) are the
+handler's too; the default rule picks grouped and few-channel
 convolutions; the rewrite never shows in `Lowered.as_text()`; per-example CNN gradients (vmap of
 grad: grouped convolutions) match jax."""
 import itertools
@@ -71,9 +72,8 @@ def test_op_db_convolutions_match_reference_and_xla(record, monkeypatch):
   assert text.count('"stablehlo.convolution"') == 1
   monkeypatch.setenv("REVAX_CPU_CONV", "all")
   rewritten = _rewrite(text)
-  # integer, bfloat16 and mixed-precision convolutions and batch groups keep XLA's
-  handled = ({np.asarray(a).dtype for a in args} <= HANDLED and got.dtype in HANDLED
-             and "batch_group" not in record.name)
+  # integer, bfloat16 and mixed-precision convolutions keep XLA's
+  handled = {np.asarray(a).dtype for a in args} <= HANDLED and got.dtype in HANDLED
   assert ("revax_lapack_conv" in rewritten) == handled, rewritten
   assert ('"stablehlo.convolution"' in rewritten) == (not handled)
   assert_close(got, record.ref(*args), record.rtol, record.atol, record.check_dtype,
@@ -113,6 +113,26 @@ def _family():
 
 
 FAMILY = _family()
+
+
+@needs_conv
+@pytest.mark.parametrize("n,batch_groups,geometry", [
+    (1, 2, "valid"), (2, 2, "same_stride2"), (2, 4, "everything"), (2, 3, "explicit_negative"),
+    (3, 2, "rhs_dilated")], ids=lambda v: str(v))
+def test_batch_groups_match_jax_and_xla(n, batch_groups, geometry, monkeypatch):
+  _, stride, pad, ldil, rdil = next(g for g in GEOMETRIES if g[0] == geometry)
+  x, w = _operands(n, 1, "channels_last", np.float32, batch=3 * batch_groups)
+  w = np.concatenate([w] * batch_groups, axis=-1)  # o = 3 * batch_groups
+  f = lambda lib: lambda x, w: lib.lax.conv_general_dilated(
+      x, w, (stride,) * n, _padding(pad, n), lhs_dilation=(ldil,) * n, rhs_dilation=(rdil,) * n,
+      dimension_numbers=_dnums(n, "channels_last"), batch_group_count=batch_groups,
+      precision=lib.lax.Precision.HIGHEST)
+  text, got, xla = _both(f(revax), (x, w), monkeypatch)
+  assert "batch_groups = " in _rewrite(text) and "revax_lapack_conv" in _rewrite(text)
+  want = np.asarray(jax.jit(f(jax))(x, w))
+  assert got.shape == want.shape
+  np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+  np.testing.assert_allclose(got, xla, rtol=1e-4, atol=1e-4)
 
 
 def _operands(n, groups, layout, dtype, seed=0, batch=None, channels=None):
@@ -221,7 +241,7 @@ def test_window_reversal_matches_xla(reversal, monkeypatch):
 @needs_conv
 @pytest.mark.usefixtures("x64")
 @pytest.mark.parametrize("dtype", [np.int32, np.float16, "bfloat16"])
-def test_other_dtypes_and_batch_groups_keep_xlas_convolution(dtype, monkeypatch):
+def test_other_dtypes_and_mixed_precision_keep_xlas_convolution(dtype, monkeypatch):
   monkeypatch.setenv("REVAX_CPU_CONV", "all")
   make = (lambda s: revax.numpy.ones(s, "bfloat16")) if dtype == "bfloat16" else \
       (lambda s: np.ones(s, dtype))
@@ -234,11 +254,6 @@ def test_other_dtypes_and_batch_groups_keep_xlas_convolution(dtype, monkeypatch)
   text = revax.jit(mixed).lower(np.ones((1, 2, 5, 5), np.float32),
                                 np.ones((3, 2, 3, 3), np.float32), Z).as_text()
   assert "xf64>" in text
-  assert im2col.rewrite_program(text.encode(), TARGETS) == text.encode()
-  batch_groups = _busy(lambda x, w: lax.conv_general_dilated(x, w, (1, 1), "SAME",
-                                                            batch_group_count=2))
-  text = revax.jit(batch_groups).lower(np.ones((4, 2, 5, 5), np.float32),
-                                       np.ones((4, 2, 3, 3), np.float32), Z).as_text()
   assert im2col.rewrite_program(text.encode(), TARGETS) == text.encode()
 
 
@@ -375,3 +390,58 @@ def test_large_convolutions_on_two_threads_match_one_thread_jax_and_xla(batch, m
   np.testing.assert_array_equal(got, one)
   np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
   np.testing.assert_allclose(got, xla, rtol=1e-4, atol=1e-4)
+
+
+@needs_conv
+def test_convolutions_inside_checkpoint_conditionals_match_jax():
+  """revax.checkpoint's backward pass sits in a conditional's region: the rewritten calls are
+  there too."""
+  x, w = _operands(2, 2, "channels_last", np.float32)
+  conv = lambda lib: lambda x, w: lib.lax.conv_general_dilated(
+      x, w, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"), feature_group_count=2)
+  loss = lambda lib: lambda w, x: (lib.numpy.tanh(lib.checkpoint(conv(lib))(x, w)) ** 2).sum()
+  f = revax.jit(revax.grad(loss(revax)))
+  text = f.lower(w, x).as_text()
+  assert "stablehlo.case" in text or "stablehlo.if" in text or "stablehlo.while" in text
+  rewritten = _rewrite(text)  # the batch-grouped weight gradient (the input gradient is the
+  assert rewritten.count("revax_lapack_conv") == 1  # largest: kept, the program is cheap)
+  assert "batch_groups = 2" in rewritten.split("revax_lapack_conv")[0].rsplit("\n", 1)[-1]
+  want = jax.jit(jax.grad(loss(jax)))(w, x)
+  np.testing.assert_allclose(np.asarray(f(w, x)), np.asarray(want), rtol=1e-4, atol=1e-4)
+
+
+def test_multi_device_programs_keep_xlas_convolution():
+  """The SPMD partitioner cannot split a custom call: a program of two devices is not
+  rewritten (client.py, as for gemm.py's dots), and computes jax's values."""
+  import subprocess
+  import sys
+  import textwrap
+
+  from tests.child_env import child_env
+  code = textwrap.dedent("""
+      import numpy as np, revax
+      from revax._src.runtime import im2col
+      from revax.sharding import NamedSharding, PartitionSpec as P
+      seen = []
+      original = im2col.rewrite_program
+      im2col.rewrite_program = lambda code, targets: seen.append(1) or original(code, targets)
+      conv = lambda x, w: revax.lax.conv_general_dilated(
+          x, w, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"),
+          feature_group_count=2)
+      rng = np.random.default_rng(0)
+      x = rng.standard_normal((4, 6, 6, 4)).astype(np.float32)
+      w = rng.standard_normal((3, 3, 2, 4)).astype(np.float32)
+      mesh = revax.make_mesh((2,), ("d",))
+      xs = revax.device_put(x, NamedSharding(mesh, P("d")))
+      sharded = np.asarray(revax.jit(conv)(xs, w))
+      assert not seen, "a two-device program went through the rewrite"
+      single = np.asarray(revax.jit(lambda x, w, z: (conv(x, w), z * z))(
+          x, w, np.ones(4096, np.float32))[0])
+      assert seen, "a one-device program did not"
+      np.testing.assert_allclose(sharded, single, rtol=1e-5, atol=1e-5)
+      print("OK")
+  """)
+  out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       env=child_env(REVAX_CPU_DEVICE_COUNT="2", REVAX_CPU_CONV="all"),
+                       timeout=300)
+  assert out.returncode == 0 and "OK" in out.stdout, out.stderr[-3000:]

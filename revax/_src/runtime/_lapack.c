@@ -546,6 +546,7 @@ enum { CONV_DIMS = 3 };
 typedef struct {
   int kind; void *fn; size_t eb; const char *x, *w; char *y;
   int64_t n, c, o, groups, cg, og, kc, in[3], win[3], out[3];
+  int64_t group_offset;  /* elements of x between one group's input and the next's */
   int64_t *tab[3];
   int64_t nlines, per_chunk; int workers;
 } ConvJob;
@@ -608,7 +609,7 @@ static void *conv_worker(void *arg) {
             const int64_t *t2 = tab[2] + k2;
             for (int64_t g = 0; g < groups; g++) {
               char *dst = line + g * plane + col;
-              const char *sg = src + g * cg_bytes;
+              const char *sg = src + (size_t)(g * job->group_offset) * eb;
               if (cg == 1 && eb == 4) {
                 float *d = (float *)dst;
                 const float *s = (const float *)sg;
@@ -658,7 +659,8 @@ static void *conv_worker(void *arg) {
 /* convolution as GEMMs of image patches (im2col): args (x (n, i0, i1, i2, c), w (k0, k1, k2,
    c / groups, o)), ret (y (n, q0, q1, q2, o)), all row-major: channels last, as revax lowers
    every convolution (NHWC x HWIO -> NHWC); a convolution of fewer spatial dimensions has size-1
-   ones before its own. Attributes: `n`, `c`, `o`, `groups` (feature_group_count), and for each
+   ones before its own. Attributes: `n`, `c`, `o`, `groups` (feature_group_count),
+   `batch_groups` (batch_group_count, default 1; not both above 1), and for each
    spatial dimension d < 3: `in<d>`, `win<d>`, `out<d>` (sizes), `stride<d>`, `pad<d>` (the low
    padding, possibly negative), `ldil<d>`, `rdil<d>` (lhs and rhs dilation), `rev<d>` (window
    reversal); `threads` (default 1; 2 shares large work with a second thread). For each group,
@@ -676,7 +678,7 @@ static void *conv_handler(CallFrame *f) {
   void *fn = gemm_fns[kind];
   if (!fn) return error(f, ERR_INTERNAL, "revax conv: no ?gemm for this dtype");
   int64_t n = int_attr(f, "n", -1), c = int_attr(f, "c", -1), o = int_attr(f, "o", -1),
-          groups = int_attr(f, "groups", -1);
+          groups = int_attr(f, "groups", -1), batch_groups = int_attr(f, "batch_groups", 1);
   int64_t in[CONV_DIMS], win[CONV_DIMS], out[CONV_DIMS], stride[CONV_DIMS], pad[CONV_DIMS],
           ldil[CONV_DIMS], rdil[CONV_DIMS], rev[CONV_DIMS];
   static const char *names[8][CONV_DIMS] = {
@@ -687,15 +689,27 @@ static void *conv_handler(CallFrame *f) {
   static const int64_t defaults[8] = {1, 1, 1, 1, 0, 1, 1, 0};
   for (int a = 0; a < 8; a++)
     for (int d = 0; d < CONV_DIMS; d++) fields[a][d] = int_attr(f, names[a][d], defaults[a]);
-  int bad = n < 0 || c < 0 || o < 0 || groups < 1 || c % groups || o % groups;
+  int bad = n < 0 || c < 0 || o < 0 || groups < 1 || c % groups || o % groups
+            || batch_groups < 1 || (batch_groups > 1 && groups > 1) || n % batch_groups
+            || o % batch_groups;
   for (int d = 0; d < CONV_DIMS; d++)
     bad |= in[d] < 0 || win[d] < 0 || out[d] < 0 || stride[d] < 1 || ldil[d] < 1 || rdil[d] < 1;
   if (bad) return error(f, ERR_INVALID_ARGUMENT, "revax conv handler: bad size attributes");
-  int64_t cg = c / groups, og = o / groups;
+  int64_t cg = c / groups;
+  /* Batch groups: group g convolves the g-th n / batch_groups lhs batch elements (all c
+     channels) with the g-th o / batch_groups filters; handled as groups whose inputs lie that
+     many batch elements apart instead of cg channels apart. */
+  int64_t group_offset = cg;
+  if (batch_groups > 1) {
+    n /= batch_groups;
+    groups = batch_groups;
+    group_offset = n * in[0] * in[1] * in[2] * c;
+  }
+  int64_t og = o / groups;
   int64_t window = win[0] * win[1] * win[2], kc = window * cg;
   int64_t rows = n * out[0] * out[1] * out[2];
   /* The buffers must hold what the attributes say (a mismatch would read out of bounds). */
-  if (batch_of(arg(f, 0), 0) != n * in[0] * in[1] * in[2] * c
+  if (batch_of(arg(f, 0), 0) != n * batch_groups * in[0] * in[1] * in[2] * c
       || batch_of(arg(f, 1), 0) != kc * o || batch_of(ret(f, 0), 0) != rows * o)
     return error(f, ERR_INVALID_ARGUMENT, "revax conv handler: buffer sizes differ from the "
                                           "size attributes");
@@ -709,7 +723,7 @@ static void *conv_handler(CallFrame *f) {
   /* tab[d][q * win[d] + k]: the input index that output index q reads at window index k along
      spatial dimension d, or -1 (padding or a hole of the lhs dilation). */
   ConvJob job = {kind, fn, eb, x, w, y, n, c, o, groups, cg, og, kc, {0}, {0}, {0},
-                 {NULL, NULL, NULL}, 0, 0, 0};
+                 group_offset, {NULL, NULL, NULL}, 0, 0, 0};
   for (int d = 0; d < CONV_DIMS; d++) {
     job.in[d] = in[d];
     job.win[d] = win[d];

@@ -18,7 +18,8 @@ same switches: `REVAX_CPU_GEMM=0` turns this off too, `REVAX_CPU_CONV=0` only th
 `stablehlo.convolution` that revax's lowering wrote in its channels-last form (NHWC x HWIO ->
 NHWC, which every convolution of 1 to 3 spatial dimensions is lowered to, see
 revax/_src/lax/convolution.py) with operands and result of one dtype among float32, float64,
-complex64 and complex128, `batch_group_count` 1, and of a kind `uses_patches` picks, becomes a
+complex64 and complex128, of a kind `uses_patches` picks (grouped, by features or by batch, or
+few input channels), becomes a
 custom call to revax's convolution handler (`_lapack.c`'s `conv_handler`): for each group, chunks
 of output positions have their patches copied into a scratch matrix that stays in the caches, and
 one BLAS GEMM (one thread, as gemm.py's) multiplies it by the group's block of the filter, writing
@@ -86,14 +87,15 @@ def _ints(text: str | None) -> list[int]:
 
 
 def parse(line: str) -> dict | None:
-  """The convolution on `line` (revax's generic form, channels last, one dtype, batch groups 1,
-  1 to 3 spatial dimensions) as the handler's attributes, or None for any other line.
+  """The convolution on `line` (revax's generic form, channels last, one dtype, 1 to 3 spatial
+  dimensions) as the handler's attributes, or None for any other line.
 
   Args:
     line: one line of a StableHLO module's text.
 
   Returns:
-    {"n", "c", "o", "groups", "in", "win", "out", "stride", "pad", "ldil", "rdil", "rev" (lists,
+    {"n", "c", "o", "groups", "batch_groups", "in", "win", "out", "stride", "pad", "ldil",
+    "rdil", "rev" (lists,
     one entry per spatial dimension), "dtype" (the element type's text), "match"}.
 
   Example:
@@ -105,7 +107,7 @@ def parse(line: str) -> dict | None:
     [2]
   """
   m = _CONV.match(line)
-  if m is None or m["bgc"] != "1":
+  if m is None:
     return None
   lshape = _shape(re.match(_TENSOR, m["lt"]).group(1))
   rshape = _shape(re.match(_TENSOR, m["rt"]).group(1))
@@ -120,8 +122,11 @@ def parse(line: str) -> dict | None:
   if not (len(strides) == len(ldil) == len(rdil) == len(rev) == n and len(pads) == 2 * n
           and len(rshape) == len(oshape) == n + 2):
     return None
-  groups = int(m["fgc"])
+  groups, batch_groups = int(m["fgc"]), int(m["bgc"])
+  if groups > 1 and batch_groups > 1:
+    return None  # (StableHLO allows only one of them above 1)
   return {"n": lshape[0], "c": lshape[-1], "o": rshape[-1], "groups": groups,
+          "batch_groups": batch_groups,
           "in": lshape[1:-1], "win": rshape[:-2], "out": oshape[1:-1], "stride": strides,
           "pad": pads[0::2], "ldil": ldil, "rdil": rdil, "rev": [int(r) for r in rev],
           "dtype": dtypes.pop(), "match": m}
@@ -129,17 +134,19 @@ def parse(line: str) -> dict | None:
 
 def uses_patches(conv: dict) -> bool:
   """Whether the convolution `conv` (`parse`'s answer) runs faster as patch GEMMs than as XLA's
-  convolution on the plugin measured: grouped ones and those with few input channels."""
+  convolution on the plugin measured: grouped ones (feature or batch groups: the latter are the
+  weight gradients of feature-grouped convolutions) and those with few input channels."""
   if _setting() == "all":
     return True
   if math.prod(conv["out"]) * conv["n"] * conv["o"] == 0:
     return False  # nothing to compute: XLA's is as good
-  return conv["groups"] > 1 or conv["c"] <= FEW_CHANNELS
+  return conv["groups"] > 1 or conv["batch_groups"] > 1 or conv["c"] <= FEW_CHANNELS
 
 
 def _call(conv: dict, target: str) -> str:
   m = conv["match"]
-  attrs = [("n", conv["n"]), ("c", conv["c"]), ("o", conv["o"]), ("groups", conv["groups"])]
+  attrs = [("n", conv["n"]), ("c", conv["c"]), ("o", conv["o"]), ("groups", conv["groups"]),
+           ("batch_groups", conv["batch_groups"])]
   first = 3 - len(conv["in"])  # the handler's 3 spatial dims: size-1 ones before the conv's
   for key in ("in", "win", "out", "stride", "pad", "ldil", "rdil", "rev"):
     attrs += [(f"{key}{first + d}", v) for d, v in enumerate(conv[key])]
@@ -197,7 +204,7 @@ def rewrite_program(code: bytes, targets: dict) -> bytes:
     original[i] = line
     lines[i] = _call(conv, target)
     work[i] = (2 * conv["n"] * math.prod(conv["out"]) * conv["o"] * math.prod(conv["win"])
-               * conv["c"] // conv["groups"])
+               * conv["c"] // conv["groups"] // conv["batch_groups"])
   if not original:
     return code
   if gemm.other_flops(lines) < gemm.CHEAP_MARGIN:
