@@ -6,7 +6,9 @@ process, `python benchmarks/bench_conv_ops.py`): grouped ones (`feature_group_co
 vmap makes of a convolution whose filter is mapped, as in per-example gradients: the weight
 gradient of a 3x3 layer over 16 examples took 8.9 ms against jax's 4.9 ms, and 1.3 ms against
 0.43 ms for the first layer's), and those with a few input channels per group (the first layer of
-an image network: 64x28x28x1 by 3x3x1x32 took 3.1 ms against 0.6 ms). Its other convolutions
+an image network: 64x28x28x1 by 3x3x1x32 took 3.1 ms against 0.6 ms); batch-grouped ones (the
+filter gradient of a feature-grouped convolution) are slow in both XLAs (2 groups of 16
+channels on 16x28x28: 140 ms, the handler 7 ms). Its other convolutions
 (many channels, strided, lhs- or rhs-dilated, the backward passes of ungrouped layers) are as
 fast as jax's or faster, and stay XLA's: through this handler they were 1.1-4x slower.
 With it, the two grouped weight gradients measured 0.56x and 0.72x of jax's time, the first
