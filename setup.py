@@ -14,7 +14,8 @@ setup(ext_modules=[
     Extension("revax._src.runtime._fastpath", ["revax/_src/runtime/_fastpath.c"],
               extra_compile_args=["-O2"], optional=True),
     Extension("revax._src.runtime._lapack", ["revax/_src/runtime/_lapack.c"],
-              extra_compile_args=["-O2"], optional=True),
+              extra_compile_args=["-O2", "-pthread"], extra_link_args=["-pthread"],
+              optional=True),  # (conv_handler's optional second thread)
     Extension("revax._src.runtime._buffer", ["revax/_src/runtime/_buffer.c"],
               extra_compile_args=["-O2"], optional=True),
 ])

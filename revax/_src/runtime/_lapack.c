@@ -25,6 +25,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <math.h>
+#include <pthread.h>
+#include <unistd.h>
 
 /* ------------------------------------------------------------------------- XLA FFI structs */
 
@@ -538,6 +540,240 @@ static void *gemm_handler(CallFrame *f) {
   return NULL;
 }
 
+enum { CONV_DIMS = 3 };
+
+/* What conv_handler's workers share: operands, sizes (3 spatial dims), the index tables. */
+typedef struct {
+  int kind; void *fn; size_t eb; const char *x, *w; char *y;
+  int64_t n, c, o, groups, cg, og, kc, in[3], win[3], out[3];
+  int64_t group_offset;  /* elements of x between one group's input and the next's */
+  int64_t *tab[3];
+  int64_t nlines, per_chunk; int workers;
+} ConvJob;
+typedef struct { ConvJob *job; int index; int failed; } ConvWork;
+
+/* Convolutions of at least this many flops run on two threads (conv_handler). */
+#define CONV_THREAD_FLOPS 4.0e6
+static long conv_threads = 0;  /* online CPUs (at most 2 used), read when the module loads */
+
+/* One worker of conv_handler: the chunks index, index + workers, ... of the job. */
+static void *conv_worker(void *arg) {
+  ConvWork *self = (ConvWork *)arg;
+  ConvJob *job = self->job;
+  int kind = job->kind;
+  void *fn = job->fn;
+  size_t eb = job->eb;
+  const char *x = job->x, *w = job->w;
+  char *y = job->y;
+  int64_t c = job->c, o = job->o, groups = job->groups, cg = job->cg, og = job->og,
+          kc = job->kc;
+  const int64_t *in = job->in, *win = job->win, *out = job->out;
+  int64_t *const *tab = job->tab;
+  int64_t nlines = job->nlines, per_chunk = job->per_chunk;
+  int64_t chunk = per_chunk * out[2];
+  char *scratch = malloc((size_t)(chunk * kc * groups) * eb);
+  if (!scratch) {
+    self->failed = 1;
+    return NULL;
+  }
+  static const float one_c[2] = {1.0f, 0.0f}, zero_c[2] = {0.0f, 0.0f};
+  static const double one_z[2] = {1.0, 0.0}, zero_z[2] = {0.0, 0.0};
+  int saved_threads = set_threads_local ? set_threads_local(1) : -1;  /* as gemm_handler */
+  size_t cg_bytes = (size_t)cg * eb, plane = (size_t)(chunk * kc) * eb;
+  size_t row_bytes = (size_t)kc * eb;
+  for (int64_t l0 = self->index * per_chunk; l0 < nlines;
+       l0 += job->workers * per_chunk) {
+    int64_t nl = nlines - l0 < per_chunk ? nlines - l0 : per_chunk, m = nl * out[2];
+    int64_t r0 = l0 * out[2];
+    /* The patches of these rows for every group: group g's (m, kc) matrix at scratch + g *
+       plane; its column (k0, k1, k2, channel) holds what each row reads at that window
+       position. */
+    for (int64_t l = 0; l < nl; l++) {
+      int64_t rest = l0 + l;
+      int64_t q1 = rest % out[1]; rest /= out[1];
+      int64_t q0 = rest % out[0], b = rest / out[0];
+      char *line = scratch + (size_t)(l * out[2]) * row_bytes;
+      for (int64_t k0 = 0; k0 < win[0]; k0++) {
+        int64_t i0 = tab[0][q0 * win[0] + k0];
+        for (int64_t k1 = 0; k1 < win[1]; k1++) {
+          int64_t i1 = tab[1][q1 * win[1] + k1];
+          for (int64_t k2 = 0; k2 < win[2]; k2++) {
+            size_t col = (size_t)(((k0 * win[1] + k1) * win[2] + k2) * cg) * eb;
+            if (i0 < 0 || i1 < 0) {
+              for (int64_t g = 0; g < groups; g++)
+                for (int64_t q2 = 0; q2 < out[2]; q2++)
+                  memset(line + g * plane + q2 * row_bytes + col, 0, cg_bytes);
+              continue;
+            }
+            const char *src = x + (size_t)(((b * in[0] + i0) * in[1] + i1) * in[2] * c) * eb;
+            const int64_t *t2 = tab[2] + k2;
+            for (int64_t g = 0; g < groups; g++) {
+              char *dst = line + g * plane + col;
+              const char *sg = src + (size_t)(g * job->group_offset) * eb;
+              if (cg == 1 && eb == 4) {
+                float *d = (float *)dst;
+                const float *s = (const float *)sg;
+                for (int64_t q2 = 0; q2 < out[2]; q2++) {
+                  int64_t i2 = t2[q2 * win[2]];
+                  d[q2 * kc] = i2 < 0 ? 0.0f : s[i2 * c];
+                }
+              } else if (cg == 1 && eb == 8) {
+                double *d = (double *)dst;
+                const double *s = (const double *)sg;
+                for (int64_t q2 = 0; q2 < out[2]; q2++) {
+                  int64_t i2 = t2[q2 * win[2]];
+                  d[q2 * kc] = i2 < 0 ? 0.0 : s[i2 * c];
+                }
+              } else {
+                for (int64_t q2 = 0; q2 < out[2]; q2++) {
+                  int64_t i2 = t2[q2 * win[2]];
+                  if (i2 < 0) memset(dst + q2 * row_bytes, 0, cg_bytes);
+                  else memcpy(dst + q2 * row_bytes, sg + (size_t)(i2 * c) * eb, cg_bytes);
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+    for (int64_t g = 0; g < groups; g++) {
+      const char *a = scratch + g * plane, *wg = w + (size_t)(g * og) * eb;
+      char *yc = y + (size_t)(r0 * o + g * og) * eb;
+      switch (kind) {
+        case 0: ((GemmFloatFn)fn)(ROW_MAJOR, NO_TRANS, NO_TRANS, m, og, kc, 1.0f, a, kc, wg, o,
+                                  0.0f, yc, o); break;
+        case 1: ((GemmDoubleFn)fn)(ROW_MAJOR, NO_TRANS, NO_TRANS, m, og, kc, 1.0, a, kc, wg, o,
+                                   0.0, yc, o); break;
+        case 2: ((GemmComplexFn)fn)(ROW_MAJOR, NO_TRANS, NO_TRANS, m, og, kc, one_c, a, kc, wg,
+                                    o, zero_c, yc, o); break;
+        default: ((GemmComplexFn)fn)(ROW_MAJOR, NO_TRANS, NO_TRANS, m, og, kc, one_z, a, kc, wg,
+                                     o, zero_z, yc, o); break;
+      }
+    }
+  }
+  if (saved_threads >= 0) set_threads_local(saved_threads);
+  free(scratch);
+  return NULL;
+}
+
+/* convolution as GEMMs of image patches (im2col): args (x (n, i0, i1, i2, c), w (k0, k1, k2,
+   c / groups, o)), ret (y (n, q0, q1, q2, o)), all row-major: channels last, as revax lowers
+   every convolution (NHWC x HWIO -> NHWC); a convolution of fewer spatial dimensions has size-1
+   ones before its own. Attributes: `n`, `c`, `o`, `groups` (feature_group_count),
+   `batch_groups` (batch_group_count, default 1; not both above 1), and for each
+   spatial dimension d < 3: `in<d>`, `win<d>`, `out<d>` (sizes), `stride<d>`, `pad<d>` (the low
+   padding, possibly negative), `ldil<d>`, `rdil<d>` (lhs and rhs dilation), `rev<d>` (window
+   reversal); `threads` (default 1; 2 shares large work with a second thread). For each group,
+   chunks of output positions (rows) get their patches copied into a
+   scratch matrix (row: output position; columns: window position, then the group's input
+   channels; zero where the window reads padding or a hole of the lhs dilation), which one GEMM
+   multiplies by the group's (window * c / groups, o / groups) block of w into y's columns. */
+static void *conv_handler(CallFrame *f) {
+  if (answer_metadata(f) || f->stage != STAGE_EXECUTE) return NULL;
+  if (f->args.size != 2 || f->rets.size != 1)
+    return error(f, ERR_INVALID_ARGUMENT, "revax conv handler: wrong number of buffers");
+  int kind = kind_of(arg(f, 0)->dtype);
+  if (kind < 0 || arg(f, 1)->dtype != arg(f, 0)->dtype || ret(f, 0)->dtype != arg(f, 0)->dtype)
+    return error(f, ERR_INVALID_ARGUMENT, "revax conv handler: unsupported operands");
+  void *fn = gemm_fns[kind];
+  if (!fn) return error(f, ERR_INTERNAL, "revax conv: no ?gemm for this dtype");
+  int64_t n = int_attr(f, "n", -1), c = int_attr(f, "c", -1), o = int_attr(f, "o", -1),
+          groups = int_attr(f, "groups", -1), batch_groups = int_attr(f, "batch_groups", 1);
+  int64_t in[CONV_DIMS], win[CONV_DIMS], out[CONV_DIMS], stride[CONV_DIMS], pad[CONV_DIMS],
+          ldil[CONV_DIMS], rdil[CONV_DIMS], rev[CONV_DIMS];
+  static const char *names[8][CONV_DIMS] = {
+      {"in0", "in1", "in2"}, {"win0", "win1", "win2"}, {"out0", "out1", "out2"},
+      {"stride0", "stride1", "stride2"}, {"pad0", "pad1", "pad2"}, {"ldil0", "ldil1", "ldil2"},
+      {"rdil0", "rdil1", "rdil2"}, {"rev0", "rev1", "rev2"}};
+  int64_t *fields[8] = {in, win, out, stride, pad, ldil, rdil, rev};
+  static const int64_t defaults[8] = {1, 1, 1, 1, 0, 1, 1, 0};
+  for (int a = 0; a < 8; a++)
+    for (int d = 0; d < CONV_DIMS; d++) fields[a][d] = int_attr(f, names[a][d], defaults[a]);
+  int bad = n < 0 || c < 0 || o < 0 || groups < 1 || c % groups || o % groups
+            || batch_groups < 1 || (batch_groups > 1 && groups > 1) || n % batch_groups
+            || o % batch_groups;
+  for (int d = 0; d < CONV_DIMS; d++)
+    bad |= in[d] < 0 || win[d] < 0 || out[d] < 0 || stride[d] < 1 || ldil[d] < 1 || rdil[d] < 1;
+  if (bad) return error(f, ERR_INVALID_ARGUMENT, "revax conv handler: bad size attributes");
+  int64_t cg = c / groups;
+  /* Batch groups: group g convolves the g-th n / batch_groups lhs batch elements (all c
+     channels) with the g-th o / batch_groups filters; handled as groups whose inputs lie that
+     many batch elements apart instead of cg channels apart. */
+  int64_t group_offset = cg;
+  if (batch_groups > 1) {
+    n /= batch_groups;
+    groups = batch_groups;
+    group_offset = n * in[0] * in[1] * in[2] * c;
+  }
+  int64_t og = o / groups;
+  int64_t window = win[0] * win[1] * win[2], kc = window * cg;
+  int64_t rows = n * out[0] * out[1] * out[2];
+  /* The buffers must hold what the attributes say (a mismatch would read out of bounds). */
+  if (batch_of(arg(f, 0), 0) != n * batch_groups * in[0] * in[1] * in[2] * c
+      || batch_of(arg(f, 1), 0) != kc * o || batch_of(ret(f, 0), 0) != rows * o)
+    return error(f, ERR_INVALID_ARGUMENT, "revax conv handler: buffer sizes differ from the "
+                                          "size attributes");
+  size_t eb = kind_bytes[kind];
+  char *x = (char *)arg(f, 0)->data, *w = (char *)arg(f, 1)->data, *y = (char *)ret(f, 0)->data;
+  if (rows == 0 || og == 0) return NULL;
+  if (kc == 0) {
+    memset(y, 0, (size_t)(rows * o) * eb);
+    return NULL;
+  }
+  /* tab[d][q * win[d] + k]: the input index that output index q reads at window index k along
+     spatial dimension d, or -1 (padding or a hole of the lhs dilation). */
+  ConvJob job = {kind, fn, eb, x, w, y, n, c, o, groups, cg, og, kc, {0}, {0}, {0},
+                 group_offset, {NULL, NULL, NULL}, 0, 0, 0};
+  for (int d = 0; d < CONV_DIMS; d++) {
+    job.in[d] = in[d];
+    job.win[d] = win[d];
+    job.out[d] = out[d];
+  }
+  /* Rows are taken in lines (the output positions along the last spatial dimension, of one
+     batch element and one position along the others); lines per chunk: the groups' scratch
+     matrices together hold about 2^17 elements (they stay in the caches), at least 1 line. */
+  job.nlines = n * out[0] * out[1];
+  job.per_chunk = (1 << 17) / (kc * groups * max1(out[2]));
+  if (job.per_chunk < 1) job.per_chunk = 1;
+  if (job.per_chunk > job.nlines) job.per_chunk = job.nlines;
+  int ok = 1;
+  for (int d = 0; d < CONV_DIMS && ok; d++) {
+    job.tab[d] = malloc((size_t)max1(out[d] * win[d]) * sizeof(int64_t));
+    ok = job.tab[d] != NULL;
+    for (int64_t q = 0; ok && q < out[d]; q++) {
+      for (int64_t k = 0; k < win[d]; k++) {
+        int64_t kk = rev[d] ? win[d] - 1 - k : k;
+        int64_t pos = q * stride[d] + kk * rdil[d] - pad[d];  /* in the dilated, padded lhs */
+        int64_t valid = pos >= 0 && pos % ldil[d] == 0 && pos / ldil[d] < in[d];
+        job.tab[d][q * win[d] + k] = valid ? pos / ldil[d] : -1;
+      }
+    }
+  }
+  /* With `threads` 2, two workers (this thread and one more) share the chunks, alternately,
+     where the work is large enough to pay for starting a thread (2 * rows * kc * o flops >=
+     CONV_THREAD_FLOPS) and the machine has two cores. Not by default: on the 2 shared cores
+     measured (load average 6-8) two threads took 1.06-1.23x one thread's time (issue 36). */
+  int64_t chunks = (job.nlines + job.per_chunk - 1) / job.per_chunk;
+  int workers = 1;
+  if (ok && chunks > 1 && conv_threads > 1 && int_attr(f, "threads", 1) > 1
+      && 2.0 * (double)rows * (double)kc * (double)o >= CONV_THREAD_FLOPS)
+    workers = 2;
+  job.workers = workers;
+  ConvWork work[2] = {{&job, 0, 0}, {&job, 1, 0}};
+  pthread_t helper;
+  int started = 0;
+  if (ok && workers == 2) started = pthread_create(&helper, NULL, conv_worker, &work[1]) == 0;
+  if (ok) {
+    conv_worker(&work[0]);
+    if (workers == 2 && !started) conv_worker(&work[1]);  /* no thread: do its share here */
+    if (started) pthread_join(helper, NULL);
+  }
+  for (int d = 0; d < CONV_DIMS; d++) free(job.tab[d]);
+  if (!ok || work[0].failed || (workers == 2 && work[1].failed))
+    return error(f, ERR_INTERNAL, "revax conv handler: out of memory");
+  return NULL;
+}
+
 /* ------------------------------------------------------------------------- Python module */
 
 static PyObject *set_lapack(PyObject *self, PyObject *table) {
@@ -599,14 +835,15 @@ static PyObject *set_blas(PyObject *self, PyObject *table) {
 
 static PyObject *handlers(PyObject *self, PyObject *unused) {
   (void)self; (void)unused;
-  return Py_BuildValue("{s:N,s:N,s:N,s:N,s:N,s:N,s:N}",
+  return Py_BuildValue("{s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N}",
                        "syevd", PyLong_FromVoidPtr((void *)syevd_handler),
                        "gesdd", PyLong_FromVoidPtr((void *)gesdd_handler),
                        "getrf", PyLong_FromVoidPtr((void *)getrf_handler),
                        "potrf", PyLong_FromVoidPtr((void *)potrf_handler),
                        "geev", PyLong_FromVoidPtr((void *)geev_handler),
                        "gees", PyLong_FromVoidPtr((void *)gees_handler),
-                       "gemm", PyLong_FromVoidPtr((void *)gemm_handler));
+                       "gemm", PyLong_FromVoidPtr((void *)gemm_handler),
+                       "conv", PyLong_FromVoidPtr((void *)conv_handler));
 }
 
 static PyMethodDef methods[] = {
@@ -628,4 +865,7 @@ static struct PyModuleDef module = {
   methods, NULL, NULL, NULL, NULL,
 };
 
-PyMODINIT_FUNC PyInit__lapack(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__lapack(void) {
+  conv_threads = sysconf(_SC_NPROCESSORS_ONLN);
+  return PyModule_Create(&module);
+}

@@ -46,8 +46,8 @@ import numpy as np
 
 from revax._src.core.config import config
 from revax._src.core.errors import JaxRuntimeError
-from revax._src.runtime import (backends, compilation_cache, fastpath, gemm, pjrt, platform_limits,
-                                plugins, subbyte)
+from revax._src.runtime import (backends, compilation_cache, fastpath, gemm, im2col, pjrt,
+                                platform_limits, plugins, subbyte)
 from revax._src.runtime.array import Array
 from revax._src.runtime.pjrt import CompileError, RuntimeBackendError
 
@@ -514,6 +514,7 @@ class Backend:
     single_device = num_replicas * num_partitions == 1
     if (single_device and self.platform == "cpu"  # dots as BLAS GEMMs where faster (gemm.py)
         and gemm.enabled_for_plugin(self._api.version)):
+      code = im2col.rewrite_program(code, _gemm_targets("conv"))  # convolutions (im2col.py)
       code = gemm.rewrite_program(code, _gemm_targets())
     # PJRT's C API refuses send/recv callbacks with `execute_device`: a program with host
     # transfers is compiled for one device (the default one), not as a portable program.
@@ -749,11 +750,12 @@ def _with_transfers(executable: "Executable", transfers) -> "Executable":
   return executable
 
 
-def _gemm_targets() -> dict:
-  """{dtype name: the GEMM handler's custom call target} for the dtypes revax's CPU GEMM handler
-  serves in this process (gemm.py; lapack.py registered them when the CPU backend started)."""
+def _gemm_targets(op: str = "gemm") -> dict:
+  """{dtype name: the custom call target of revax's CPU GEMM handler (`op` "gemm", gemm.py) or
+  patch-GEMM convolution handler ("conv", im2col.py)} for the dtypes it serves in this process
+  (lapack.py registered them when the CPU backend started)."""
   from revax._src.runtime import lapack
-  return {dt: lapack.target("gemm", dt) for dt in ("float32", "float64", "complex64",
+  return {dt: lapack.target(op, dt) for dt in ("float32", "float64", "complex64",
                                                     "complex128")}
 
 

@@ -26,6 +26,9 @@ needs a transpose, as its DotDecomposer does for Eigen); the handler loops over 
 GEMM runs on one thread: OpenBLAS's own threads spinning beside XLA's pool made whole programs
 many times slower on two cores.
 
+Convolutions are im2col.py's (run first, under the same switches: its handler's GEMMs are
+OpenBLAS's too).
+
 Not rewritten (client.py decides the first three): programs of several devices (the SPMD
 partitioner cannot split an opaque custom call), other platforms, plugins newer than the one
 measured (`enabled_for_plugin`; `REVAX_CPU_GEMM=1` forces it, `=0` turns it off everywhere), and
@@ -38,8 +41,8 @@ import math
 import os
 import re
 
-__all__ = ["LARGE_FLOPS", "VECTOR_FLOPS", "NEWEST_MEASURED_API", "enabled",
-           "enabled_for_plugin", "plan", "uses_gemm", "rewrite_program"]
+__all__ = ["LARGE_FLOPS", "VECTOR_FLOPS", "NEWEST_MEASURED_API", "CHEAP_MARGIN", "enabled",
+           "enabled_for_plugin", "plan", "uses_gemm", "other_flops", "rewrite_program"]
 
 # Dots of at least this many flops (2 * batch * m * n * k) with a row-major right operand stay
 # XLA's (Eigen, all the intra-op threads): 256x512x512 is where the two were even.
@@ -164,8 +167,21 @@ _RESULT_TYPES = re.compile(r"tensor<((?:\d+x)*)[a-z]")
 CHEAP_MARGIN = 4000
 
 
-def _other_flops(lines: list) -> int:
-  """Approximately the flops XLA counts for `lines` with the rewritten dots counted as none."""
+def other_flops(lines: list) -> int:
+  """Approximately the flops XLA counts for a program's lines, custom calls (the dots and
+  convolutions rewritten so far) counted as none; counting stops at `CHEAP_MARGIN`.
+
+  Args:
+    lines: the module's text split into lines (None for a line removed).
+
+  Returns:
+    The count, or any number >= CHEAP_MARGIN once it gets there.
+
+  Example:
+    >>> from revax._src.runtime.gemm import other_flops
+    >>> other_flops(revax.jit(lambda x: x * 2).lower(jnp.ones(8)).as_text().split("\\n"))
+    8
+  """
   total = 0
   for line in lines:
     if line is None:
@@ -278,7 +294,7 @@ def rewrite_program(code: bytes, targets: dict) -> bytes:
                              "rhs": m["rhs"], "lt": m["lt"], "rt": m["rt"], "target": target})
   if not dots:
     return code
-  if _other_flops(lines) < CHEAP_MARGIN:
+  if other_flops(lines) < CHEAP_MARGIN:
     # XLA runs a program of under 1000 flops (HloCostAnalysis, which counts none for a custom
     # call) inline in the caller's thread: keep the largest dot XLA's, so that a program of
     # dots (a loop of products, say) is still dispatched asynchronously.

@@ -127,6 +127,8 @@ def _load() -> dict:
   table = {op: {dt for dt, a in zip(_KINDS, addresses[4 * i:4 * i + 4]) if a}
            for i, op in enumerate(OPS)}
   table["gemm"] = {dt for dt, a in zip(_KINDS, gemm[:4]) if a}
+  if "conv" in _lapack.handlers():  # (an extension built from an older _lapack.c has none)
+    table["conv"] = table["gemm"]
   return table
 
 

@@ -1,0 +1,217 @@
+"""Convolutions on the CPU as GEMMs of image patches: a rewrite of the program text XLA compiles.
+
+Why: on the default CPU plugin (xla-cpu-pjrt 0.0.1, XLA of 2025-11) two kinds of convolution
+run several times slower than on jaxlib 0.10.2's newer XLA (issue 36; each library in its own
+process, `python benchmarks/bench_conv_ops.py`): grouped ones (`feature_group_count > 1`, what
+vmap makes of a convolution whose filter is mapped, as in per-example gradients: the weight
+gradient of a 3x3 layer over 16 examples took 8.9 ms against jax's 4.9 ms, and 1.3 ms against
+0.43 ms for the first layer's), and those with a few input channels per group (the first layer of
+an image network: 64x28x28x1 by 3x3x1x32 took 3.1 ms against 0.6 ms); batch-grouped ones (the
+filter gradient of a feature-grouped convolution) are slow in both XLAs (2 groups of 16
+channels on 16x28x28: 140 ms, the handler 7 ms). Its other convolutions
+(many channels, strided, lhs- or rhs-dilated, the backward passes of ungrouped layers) are as
+fast as jax's or faster, and stay XLA's: through this handler they were 1.1-4x slower.
+With it, the two grouped weight gradients measured 0.56x and 0.72x of jax's time, the first
+layer 1.8x (OpenBLAS's GEMM with 9 columns to contract is no match for jaxlib's YNNPACK);
+benchmarks/RESULTS.md has the table.
+
+So, when a single-device program is compiled for the CPU (the cases gemm.py rewrites, under the
+same switches: `REVAX_CPU_GEMM=0` turns this off too, `REVAX_CPU_CONV=0` only this), each
+`stablehlo.convolution` that revax's lowering wrote in its channels-last form (NHWC x HWIO ->
+NHWC, which every convolution of 1 to 3 spatial dimensions is lowered to, see
+revax/_src/lax/convolution.py) with operands and result of one dtype among float32, float64,
+complex64 and complex128, of a kind `uses_patches` picks (grouped, by features or by batch, or
+few input channels), becomes a
+custom call to revax's convolution handler (`_lapack.c`'s `conv_handler`): for each group, chunks
+of output positions have their patches copied into a scratch matrix that stays in the caches, and
+one BLAS GEMM (one thread, as gemm.py's) multiplies it by the group's block of the filter, writing
+straight into the output. Padding (of any sign), strides, both dilations and window reversal are
+the handler's table of which input element each output position reads at each window position.
+The handler runs on XLA's calling thread; env `REVAX_CPU_CONV_THREADS=2` has it share work of
+4e6 flops and more with a second thread (on the 2 shared cores measured, under load, that took
+1.06-1.23x one thread's time, so it is not the default). The text `Lowered.as_text()` shows is
+unchanged; the rewritten text is what is compiled and what keys the persistent compilation
+cache.
+"""
+from __future__ import annotations
+
+import math
+import os
+import re
+
+from revax._src.runtime import gemm
+
+__all__ = ["enabled", "parse", "uses_patches", "rewrite_program", "FEW_CHANNELS"]
+
+# Ungrouped convolutions with at most this many input channels go to the handler (measured:
+# bench_conv_ops.py's first-layer rows).
+FEW_CHANNELS = 4
+
+_ELEMENT = r"(f32|f64|complex<f32>|complex<f64>)"
+_TENSOR = r"tensor<((?:\d+x)+)" + _ELEMENT + ">"
+_INTS = r"array<i64(?:: ([-\d, ]*))?>"
+_CONV = re.compile(
+    r'^(?P<indent>\s*)(?P<result>%[\w.#$-]+) = "stablehlo\.convolution"'
+    r"\((?P<lhs>%[\w.#$-]+), (?P<rhs>%[\w.#$-]+)\) <\{batch_group_count = (?P<bgc>\d+) : i64, "
+    r"dimension_numbers = #stablehlo\.conv<(?P<dnums>\[[^\]]*\]x\[[^\]]*\]->\[[^\]]*\])>, "
+    r"feature_group_count = (?P<fgc>\d+) : i64, "
+    rf"lhs_dilation = (?P<ldil>{_INTS}), "
+    r"padding = dense<(?P<padding>[-\d\[\], ]*)> : tensor<\d+x2xi64>, "
+    r"(?:precision_config = \[[^\]]*\], )?"
+    rf"rhs_dilation = (?P<rdil>{_INTS}), "
+    r"window_reversal = array<i1(?:: (?P<rev>[a-z, ]*))?>, "
+    rf"window_strides = (?P<strides>{_INTS})\}}> : "
+    rf"\((?P<lt>{_TENSOR}), (?P<rt>{_TENSOR})\) -> (?P<ot>{_TENSOR})(?P<rest>.*)$")
+
+
+def _setting() -> str:
+  return os.environ.get("REVAX_CPU_CONV", "").strip().lower()
+
+
+def enabled() -> bool:
+  """Whether convolutions may become patch GEMMs where dots may become GEMMs (gemm.py decides
+  that): env `REVAX_CPU_CONV` ("0" turns this alone off, "all" rewrites every convolution the
+  handler can run, for measurements and tests; read at each compile)."""
+  return _setting() not in ("0", "false", "no", "off")
+
+
+def _canonical(n: int) -> str:
+  spatial = ", ".join(str(d) for d in range(n))
+  return f"[b, {spatial}, f]x[{spatial}, i, o]->[b, {spatial}, f]"
+
+
+def _shape(dims: str) -> list[int]:
+  return [int(d) for d in dims.split("x") if d]
+
+
+def _ints(text: str | None) -> list[int]:
+  return [int(t) for t in re.findall(r"-?\d+", text or "")]
+
+
+def parse(line: str) -> dict | None:
+  """The convolution on `line` (revax's generic form, channels last, one dtype, 1 to 3 spatial
+  dimensions) as the handler's attributes, or None for any other line.
+
+  Args:
+    line: one line of a StableHLO module's text.
+
+  Returns:
+    {"n", "c", "o", "groups", "batch_groups", "in", "win", "out", "stride", "pad", "ldil",
+    "rdil", "rev" (lists,
+    one entry per spatial dimension), "dtype" (the element type's text), "match"}.
+
+  Example:
+    >>> from revax._src.runtime.im2col import parse
+    >>> f = lambda x, w: lax.conv_general_dilated(x, w, (1, 1), "SAME",
+    ...                                           feature_group_count=2)
+    >>> text = revax.jit(f).lower(jnp.ones((1, 4, 5, 5)), jnp.ones((6, 2, 3, 3))).as_text()
+    >>> [parse(l)["groups"] for l in text.split("\\n") if "stablehlo.convolution" in l]
+    [2]
+  """
+  m = _CONV.match(line)
+  if m is None:
+    return None
+  lshape = _shape(re.match(_TENSOR, m["lt"]).group(1))
+  rshape = _shape(re.match(_TENSOR, m["rt"]).group(1))
+  oshape = _shape(re.match(_TENSOR, m["ot"]).group(1))
+  dtypes = {re.match(_TENSOR, m[k]).group(2) for k in ("lt", "rt", "ot")}
+  n = len(lshape) - 2
+  if len(dtypes) != 1 or not 1 <= n <= 3 or m["dnums"] != _canonical(n):
+    return None
+  strides, ldil, rdil = (_ints(m[k].partition(":")[2]) for k in ("strides", "ldil", "rdil"))
+  pads = _ints(m["padding"])
+  rev = [t.strip() == "true" for t in (m["rev"] or "").split(",") if t.strip()]
+  if not (len(strides) == len(ldil) == len(rdil) == len(rev) == n and len(pads) == 2 * n
+          and len(rshape) == len(oshape) == n + 2):
+    return None
+  groups, batch_groups = int(m["fgc"]), int(m["bgc"])
+  if groups > 1 and batch_groups > 1:
+    return None  # (StableHLO allows only one of them above 1)
+  return {"n": lshape[0], "c": lshape[-1], "o": rshape[-1], "groups": groups,
+          "batch_groups": batch_groups,
+          "in": lshape[1:-1], "win": rshape[:-2], "out": oshape[1:-1], "stride": strides,
+          "pad": pads[0::2], "ldil": ldil, "rdil": rdil, "rev": [int(r) for r in rev],
+          "dtype": dtypes.pop(), "match": m}
+
+
+def uses_patches(conv: dict) -> bool:
+  """Whether the convolution `conv` (`parse`'s answer) runs faster as patch GEMMs than as XLA's
+  convolution on the plugin measured: grouped ones (feature or batch groups: the latter are the
+  weight gradients of feature-grouped convolutions) and those with few input channels."""
+  if _setting() == "all":
+    return True
+  if math.prod(conv["out"]) * conv["n"] * conv["o"] == 0:
+    return False  # nothing to compute: XLA's is as good
+  return conv["groups"] > 1 or conv["batch_groups"] > 1 or conv["c"] <= FEW_CHANNELS
+
+
+def _call(conv: dict, target: str) -> str:
+  m = conv["match"]
+  attrs = [("n", conv["n"]), ("c", conv["c"]), ("o", conv["o"]), ("groups", conv["groups"]),
+           ("batch_groups", conv["batch_groups"])]
+  first = 3 - len(conv["in"])  # the handler's 3 spatial dims: size-1 ones before the conv's
+  for key in ("in", "win", "out", "stride", "pad", "ldil", "rdil", "rev"):
+    attrs += [(f"{key}{first + d}", v) for d, v in enumerate(conv[key])]
+  threads = os.environ.get("REVAX_CPU_CONV_THREADS", "").strip()
+  if threads.isdigit():  # 2: large work on two threads (the handler's default is 1)
+    attrs.append(("threads", int(threads)))
+  config = ", ".join(f"{name} = {int(v)} : i64" for name, v in attrs)
+  return (f'{m["indent"]}{m["result"]} = "stablehlo.custom_call"({m["lhs"]}, {m["rhs"]}) '
+          f'<{{api_version = 4 : i32, backend_config = {{{config}}}, '
+          f'call_target_name = "{target}", has_side_effect = false}}> : '
+          f'({m["lt"]}, {m["rt"]}) -> {m["ot"]}{m["rest"]}')
+
+
+_TARGETS = {"f32": "float32", "f64": "float64", "complex<f32>": "complex64",
+            "complex<f64>": "complex128"}
+
+
+def rewrite_program(code: bytes, targets: dict) -> bytes:
+  """`code` (a single-device CPU StableHLO module) with its eligible convolutions as calls of
+  the patch-GEMM handler.
+
+  Args:
+    code: the module's text, as compiled.
+    targets: {NumPy dtype name ("float32", "float64", "complex64", "complex128"): the custom
+      call target of the convolution handler for it}; dtypes missing (or None) keep XLA's.
+
+  Returns:
+    The text to compile (`code` itself where nothing changes). A program whose other work XLA
+    counts as under `gemm.CHEAP_MARGIN` flops keeps its largest convolution XLA's (gemm.py: such
+    a program would otherwise run in the caller's thread).
+
+  Example:
+    >>> from revax._src.runtime.im2col import rewrite_program
+    >>> f = lambda x, w, z: (lax.conv(x, w, (1, 1), "SAME"), z * z)
+    >>> x, w, z = jnp.ones((2, 1, 8, 8)), jnp.ones((4, 1, 3, 3)), jnp.ones(4096)
+    >>> text = revax.jit(f).lower(x, w, z).as_text()
+    >>> b"my_conv" in rewrite_program(text.encode(), {"float32": "my_conv"})
+    True
+  """
+  if b'"stablehlo.convolution"' not in code or not enabled() or not gemm.enabled():
+    return code
+  if not any(targets.get(dt) for dt in _TARGETS.values()):
+    return code
+  lines = code.decode().split("\n")
+  original, work = {}, {}
+  for i, line in enumerate(lines):
+    if '"stablehlo.convolution"' not in line:
+      continue
+    conv = parse(line)
+    if conv is None or not uses_patches(conv):
+      continue
+    target = targets.get(_TARGETS[conv["dtype"]])
+    if target is None:
+      continue
+    original[i] = line
+    lines[i] = _call(conv, target)
+    work[i] = (2 * conv["n"] * math.prod(conv["out"]) * conv["o"] * math.prod(conv["win"])
+               * conv["c"] // conv["groups"] // conv["batch_groups"])
+  if not original:
+    return code
+  if gemm.other_flops(lines) < gemm.CHEAP_MARGIN:
+    i = max(work, key=work.get)
+    lines[i] = original[i]
+    if len(original) == 1:
+      return code
+  return "\n".join(lines).encode()
