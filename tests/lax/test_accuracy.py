@@ -6,6 +6,7 @@ import pytest
 
 import revax
 import revax.lax as rlax
+from tests.platform_tolerances import allclose_tol
 
 jax = pytest.importorskip("jax")
 jlax = jax.lax
@@ -27,7 +28,19 @@ def test_requests_give_jax_values(op):
     np.testing.assert_array_equal(np.asarray(getattr(jlax, op)(X, accuracy=jreq)), want)
     f = lambda x, req=req: getattr(rlax, op)(x, accuracy=req)
     np.testing.assert_allclose(np.asarray(f(X)), want, rtol=2e-6)
-    np.testing.assert_allclose(np.asarray(revax.jit(f)(X)), want, rtol=2e-6)
+    # (on a TPU: the chip's functions; and revax drops the request from the lowering, which
+    # jax passes to XLA as result_accuracy: an open revax gap, test_lowering_keeps_the_request)
+    np.testing.assert_allclose(np.asarray(revax.jit(f)(X)), want, **allclose_tol(rtol=2e-6))
+
+
+@pytest.mark.xfail(strict=True, reason="open: revax's transcendental primitives take no accuracy "
+                   "parameter, so the lowering drops the request (jax's carries it to XLA as "
+                   "StableHLO result_accuracy; XLA:TPU picks its implementation by it)")
+def test_lowering_keeps_the_request():
+  ours = revax.jit(lambda x: rlax.exp(x, accuracy=rlax.AccuracyMode.HIGHEST)).lower(X).as_text()
+  theirs = jax.jit(lambda x: jlax.exp(x, accuracy=jlax.AccuracyMode.HIGHEST)).lower(X).as_text()
+  assert "result_accuracy_mode<HIGHEST>" in theirs
+  assert "result_accuracy_mode<HIGHEST>" in ours
 
 
 def test_errors_of_jax():
