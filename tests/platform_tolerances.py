@@ -93,6 +93,10 @@ LIBTPU_QUEUE = ("libtpu bounds its own queue of launches and revax asks it for n
                 "in-flight count and effects_barrier's wait for programs without effects are "
                 "XLA:CPU's only (jax's effects_barrier on libtpu alike)")
 
+STEP_CONTROL = ("an adaptive ODE solver stopped by mxstep extrapolates from wherever its step "
+                "control stopped: the chip's float32 rounding (its own summation order and fused "
+                "multiply-adds) accepts or rejects other steps near the error bound, so the "
+                "truncated answers differ by percents (the rows before the truncation agree)")
 HOST_EAGER = ("eager operations on host values run their NumPy implementations on the host (the "
               "CPU's semantics, revax's design: DESIGN.md 'Eager'), jit runs on the chip: where "
               "a test compares the two, it compares NumPy with XLA:TPU")
