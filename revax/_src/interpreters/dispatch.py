@@ -99,7 +99,7 @@ def to_array(x) -> Array:
   if type(x) is Array:
     return x
   aval = get_aval(x)
-  if type(x) is np.ndarray and x.nbytes > _HOST_MEMORY > 0:
+  if type(x) is np.ndarray and x.size * 16 > _HOST_MEMORY > 0:  # (16: the widest item)
     check_host_copy(x, aval.dtype)
   v = np.array(x, dtype=aval.dtype)
   v.flags.writeable = False
