@@ -26,7 +26,12 @@ few differences are the platform's, not revax's, and jax on the same chip shows 
   NaN/inf (CONV_PADDING), zero signs of complex products (COMPLEX_SIGNED_ZEROS), DEFAULT matmul
   precision in hand-written programs (DEFAULT_MATMUL_PRECISION), no temp bytes in memory
   analyses (NO_TEMP_BYTES), libtpu's own queue (LIBTPU_QUEUE), and the C call path serving one
-  backend only (ONE_BACKEND_FAST_PATH).
+  backend only (ONE_BACKEND_FAST_PATH); subnormals flushed in data movement too
+  (TPU_FLUSHES_SUBNORMALS), NaN/inf through atan2 and the FFT (NONFINITE_EXPANSIONS), integer
+  narrowing (INT_NARROWING), dot algorithms (DOT_ALGORITHMS), non-monoid reduce_window
+  computations (REDUCE_WINDOW_COMPUTATION), one program at a time (NESTED_PROGRAMS), device
+  addresses (DEVICE_POINTERS); eager host NumPy against jit on the chip (HOST_EAGER).
+- Not the platform's but revax's, open: XLA_TPU_LINALG (jax's TPU eigh/svd/lu lowerings).
 
 Nothing here changes a tolerance or a skip on the CPU: `ON_TPU` is false there.
 """
@@ -87,6 +92,45 @@ LIBTPU_QUEUE = ("libtpu bounds its own queue of launches and revax asks it for n
                 "events (tests/runtime/test_async_dispatch.py: untracked windows), so revax's "
                 "in-flight count and effects_barrier's wait for programs without effects are "
                 "XLA:CPU's only (jax's effects_barrier on libtpu alike)")
+
+STEP_CONTROL = ("an adaptive ODE solver stopped by mxstep extrapolates from wherever its step "
+                "control stopped: the chip's float32 rounding (its own summation order and fused "
+                "multiply-adds) accepts or rejects other steps near the error bound, so the "
+                "truncated answers differ by percents (the rows before the truncation agree)")
+HOST_EAGER = ("eager operations on host values run their NumPy implementations on the host (the "
+              "CPU's semantics, revax's design: DESIGN.md 'Eager'), jit runs on the chip: where "
+              "a test compares the two, it compares NumPy with XLA:TPU")
+TPU_FLUSHES_SUBNORMALS = ("XLA:TPU flushes float32 subnormals to +0 everywhere, data movement "
+                          "included (concatenate, reduce_precision, min/max windows), and loses "
+                          "the sign of a flushed negative one: XLA:CPU and the host's NumPy "
+                          "(FTZ/DAZ) keep them through data movement and keep -0")
+NONFINITE_EXPANSIONS = ("XLA:TPU's expansions of atan2 and the FFT spread NaN and infinities "
+                        "into other outputs than XLA:CPU's and NumPy's (atan2 of a NaN gave -0; "
+                        "rfft's NaN/inf placement): measured 2026-12-06, jax's on the chip alike "
+                        "(the same StableHLO ops)")
+INT_NARROWING = ("XLA:TPU converts int32 to int16 without re-wrapping the value in its 32-bit "
+                 "lanes: abs of int16(2**31 - 1) (-1 on XLA:CPU) stayed -1, so its population "
+                 "count was 16 where XLA:CPU's is 1 (StableHLO leaves out-of-range integer "
+                 "conversions implementation-defined; jax emits the same convert)")
+DOT_ALGORITHMS = ("XLA:CPU ignores a dot algorithm's operand types (jax's CPU lowering refuses "
+                  "every preset but seven), XLA:TPU implements them: BF16_BF16_F32 and the "
+                  "DEFAULT preset round float32 operands to bfloat16 there, and it refuses "
+                  "F16_F16_F16, F32_F32_F32, F64_F64_F64 and the TF32 presets with its own compile "
+                  "error (jax's TPU lowering passes them through alike)")
+REDUCE_WINDOW_COMPUTATION = ("XLA assumes a reduce_window's computation is a monoid with its "
+                             "init value as identity and may apply it in any order and any "
+                             "number of times: XLA:TPU's tree differs from XLA:CPU's, so "
+                             "non-monoid computations (a + 2 b + c, a non-identity init) give "
+                             "other values (jax's on the chip alike)")
+NESTED_PROGRAMS = ("the chip runs one program at a time: a compiled program launched from the "
+                   "host callback of a running program would wait behind it forever, so revax "
+                   "raises there (on the CPU XLA runs such callbacks inline)")
+DEVICE_POINTERS = ("unsafe_buffer_pointer() of an array on the chip is an address in the chip's "
+                   "memory, which the host cannot read")
+XLA_TPU_LINALG = ("jax lowers eigh and svd on a TPU by QDWH (jax/_src/tpu/linalg) and lu by a TPU "
+                  "custom call; revax lowers its own Jacobi eigh/SVD and blocked LU on every "
+                  "platform: on emulated float64 these lose digits (NaN eigenvalues at "
+                  "condition 1e10): a revax gap on the chip, open (tests/tpu/RESULTS.md)")
 
 # float32 tolerances on a TPU where a transcendental function is in the computation (measured
 # maxima above, with a factor of about 2)

@@ -128,3 +128,29 @@ CASES = [
 @pytest.mark.parametrize("c", CASES, ids=str)
 def test_bad_input(c):
   check(c)
+
+
+@pytest.mark.parametrize("shape,dtype", [((1024, 1024), np.float32), ((3, 1000), np.int8),
+                                         ((2 ** 20, 2 ** 20), np.float32), ((7, 3), np.uint16)])
+def test_a_copy_beyond_the_host_s_memory_raises_before_allocating(monkeypatch, shape, dtype):
+  """A device_put of a broadcast view larger than the host's physical memory raises NumPy's
+  MemoryError before allocating: where the kernel overcommits memory (the TPU machine of
+  2026-12-06), NumPy's own 4 TiB allocation succeeded and filling it grew the process past
+  30 GiB (device_put/huge_broadcast_view above). The host's memory is made smaller here."""
+  import revax
+  from revax._src.interpreters import dispatch
+  view = np.broadcast_to(np.ones((), dtype), shape)
+  nbytes = view.size * view.itemsize
+  monkeypatch.setattr(dispatch, "_HOST_MEMORY", nbytes - 1)
+  with pytest.raises(MemoryError) as e:
+    revax.device_put(view)
+  try:
+    np.empty(shape, dtype)
+  except MemoryError as want:  # NumPy's own message, where NumPy itself refuses
+    assert str(e.value) == str(want)
+  size = np._core._exceptions._ArrayMemoryError._size_to_string(nbytes)
+  assert str(e.value) == (f"Unable to allocate {size} for an array with shape {shape} and data "
+                          f"type {np.dtype(dtype)}")
+  monkeypatch.setattr(dispatch, "_HOST_MEMORY", nbytes)
+  if nbytes < 2 ** 30:  # (at the host's size the copy is made)
+    np.testing.assert_array_equal(np.asarray(revax.device_put(view)), view)

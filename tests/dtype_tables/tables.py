@@ -36,6 +36,7 @@ import revax.lax as rlax
 import revax.numpy as rnp
 from tests.dtype_tables import records
 from tests.dtype_tables.records import Outcome
+from tests.platform_tolerances import ON_TPU, tolerance
 
 import jax  # the oracle: tests import it, revax never does
 import jax.lax as jlax
@@ -266,6 +267,19 @@ def _tolerance(dtype_name):
   return {"float16": 2e-3, "bfloat16": 1.6e-2, "complex64": 2e-6}.get(dtype_name, 2e-6)
 
 
+# functions whose values the chip computes with its own approximations where revax runs on a TPU
+# (platform_tolerances.TRANSCENDENTAL: igamma's eager values differed by 1.4e-5 on 2026-12-06)
+_CHIP_APPROXIMATIONS = {"igamma", "igammac", "igamma_grad_a", "random_gamma_grad", "lgamma",
+                        "digamma", "polygamma", "zeta", "betainc", "regularized_incomplete_beta"}
+
+
+def _value_tolerance(case, dtype_name):
+  tol = _tolerance(dtype_name)
+  if ON_TPU and case.label.split("(", 1)[0] in _CHIP_APPROXIMATIONS:
+    tol = tolerance(tol, None)[0]
+  return tol
+
+
 def _compare(case, want: Outcome, got: Outcome, how: str):
   if want.error is not None or got.error is not None:
     if want.error is got.error:
@@ -279,7 +293,8 @@ def _compare(case, want: Outcome, got: Outcome, how: str):
     if dtype in ("float16", "bfloat16", "float32", "complex64", "float64", "complex128"):
       w64, g64 = w.astype(np.complex128), g.astype(np.complex128)
       # values are of order 1: an absolute floor of a few ulps covers a rounded zero
-      ok = np.allclose(g64, w64, rtol=_tolerance(dtype), atol=_tolerance(dtype) / 16,
+      tol = _value_tolerance(case, dtype)
+      ok = np.allclose(g64, w64, rtol=tol, atol=tol / 16,
                        equal_nan=True)
     else:
       ok = np.array_equal(w, g)

@@ -7,15 +7,17 @@ import pytest
 
 import revax
 import revax.example_libraries.stax as rstax
+from tests.platform_tolerances import allclose_tol
 
 rs = np.random.RandomState(0)
 
 
 def _close(a, b, rtol=1e-5, atol=1e-5):
+  """Equal leaves; on a TPU to the chip's tolerance (its samplers' erf_inv and log, tanh...)."""
   la, lb = jax.tree.leaves(a), jax.tree.leaves(b)
   assert len(la) == len(lb)
   for u, v in zip(la, lb, strict=True):
-    np.testing.assert_allclose(np.asarray(u), np.asarray(v), rtol=rtol, atol=atol)
+    np.testing.assert_allclose(np.asarray(u), np.asarray(v), **allclose_tol(rtol, atol))
 
 
 def _layers(mod):

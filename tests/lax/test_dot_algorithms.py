@@ -8,6 +8,14 @@ import pytest
 
 import revax
 import revax.lax as rlax
+from revax._src.runtime.pjrt import CompileError
+from tests.platform_tolerances import DOT_ALGORITHMS, ON_TPU
+
+# Presets XLA:TPU refuses to compile (measured on the chip 2026-12-06: "Dot algorithm
+# ALG_DOT_F32_F32_F32 is not supported."), and those it computes with bfloat16 operands where
+# XLA:CPU ignores the algorithm (DOT_ALGORITHMS)
+TPU_REFUSED = {"F16_F16_F16", "F32_F32_F32", "F64_F64_F64", "TF32_TF32_F32", "TF32_TF32_F32_X3"}
+TPU_BF16 = {"DEFAULT", "BF16_BF16_F32"}
 
 jax = pytest.importorskip("jax")
 jlax = jax.lax
@@ -22,18 +30,36 @@ DTYPES = [np.float32, np.float16, ml_dtypes.bfloat16]
 def test_presets_match_jax(preset):
   for dt in DTYPES:
     a, b = A.astype(dt), B.astype(dt)
+    jitted = lambda: revax.jit(lambda x, y: rlax.dot(x, y, precision=preset))(a, b)  # noqa: E731
+    if ON_TPU and preset in TPU_REFUSED:  # (DOT_ALGORITHMS: XLA:TPU's own refusal)
+      with pytest.raises(CompileError, match="is not supported"):
+        jitted()
     try:
       want = jax.jit(lambda x, y: jlax.dot(x, y, precision=preset))(a, b)
     except ValueError as e:
       assert "not supported by dot_general on CPU" in str(e)
-      for call in (lambda: rlax.dot(a, b, precision=rlax.DotAlgorithmPreset[preset]),
-                   lambda: revax.jit(lambda x, y: rlax.dot(x, y, precision=preset))(a, b)):
+      # (on a TPU: eager dots of host values are the host's, as the CPU's; the chip runs or
+      # refuses the jitted one, with no oracle here: DOT_ALGORITHMS)
+      calls = (lambda: rlax.dot(a, b, precision=rlax.DotAlgorithmPreset[preset]),) + \
+          (() if ON_TPU else (jitted,))
+      for call in calls:
         with pytest.raises(ValueError, match=f"'{preset}' is not supported by dot_general on CPU"):
           call()
+      if ON_TPU and preset not in TPU_REFUSED:
+        try:
+          got = jitted()
+        except CompileError as e:
+          assert "is not supported" in str(e)
+        else:
+          assert got.shape == (3, 2) and np.all(np.isfinite(np.asarray(got, np.float32)))
       continue
     tol = 1e-5 if dt == np.float32 and preset != "F16_F16_F16" else 2e-2
-    for got in (rlax.dot(a, b, precision=rlax.DotAlgorithmPreset[preset]),
-                revax.jit(lambda x, y: rlax.dot(x, y, precision=preset))(a, b)):
+    if ON_TPU and preset in TPU_BF16:
+      tol = 2e-2  # (DOT_ALGORITHMS: bfloat16 operands on the chip)
+    gots = [rlax.dot(a, b, precision=rlax.DotAlgorithmPreset[preset])]
+    if not (ON_TPU and preset in TPU_REFUSED):
+      gots.append(jitted())
+    for got in gots:
       assert got.dtype == want.dtype
       np.testing.assert_allclose(np.asarray(got, np.float32), np.asarray(want, np.float32),
                                  rtol=tol, atol=tol)

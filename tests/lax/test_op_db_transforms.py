@@ -14,6 +14,7 @@ from revax.test_util import check_vmap
 from tests.gradcheck import check_grads
 from tests.lax.op_db import all_records, tolerance
 from tests.lax.test_op_db import _inputs, _lax_primitives
+from tests.platform_tolerances import record_marks
 
 RECORDS = all_records()
 
@@ -106,10 +107,10 @@ def _vmap_axes(record):
   return sorted(cover | {combos[i] for i in picks}, key=str)
 
 
-VMAP_RECORDS = [r for r in RECORDS if r.vmap]
+VMAP_RECORDS = [pytest.param(r, marks=record_marks(r), id=str(r)) for r in RECORDS if r.vmap]
 
 
-@pytest.mark.parametrize("record", VMAP_RECORDS, ids=str)
+@pytest.mark.parametrize("record", VMAP_RECORDS)
 def test_check_vmap(record):
   """check_vmap for every combination of batch positions, with mapped sizes 1 and 3 (one test
   per record: the combinations run in a loop to keep the suite's overhead small)."""

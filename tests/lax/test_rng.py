@@ -8,6 +8,7 @@ import scipy.stats
 
 import revax
 import revax.lax as rlax
+from tests.platform_tolerances import ON_TPU, RNG_BIT_GENERATOR
 
 jax = pytest.importorskip("jax")
 jlax = jax.lax
@@ -20,6 +21,8 @@ ALGS = list(rlax.RandomAlgorithm)
                                        (ALGS[2], np.uint32), (ALGS[1], np.uint8),
                                        (ALGS[2], np.uint16)], ids=str)
 def test_bits_and_keys_equal_jax(alg, dtype):
+  if ON_TPU and alg == rlax.RandomAlgorithm.RNG_DEFAULT:
+    pytest.skip(f"TPU: {RNG_BIT_GENERATOR}")
   want = jlax.rng_bit_generator(KEY, (3, 4), dtype, jlax.RandomAlgorithm(int(alg)))
   f = lambda k: rlax.rng_bit_generator(k, (3, 4), dtype, alg)
   for got in (f(KEY), revax.jit(f)(KEY)):

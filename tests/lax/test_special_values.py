@@ -15,6 +15,8 @@ import revax
 from revax._src.runtime import denormals
 from revax._src.tree_util import tree_leaves
 from tests.lax.op_db import all_records, tolerance
+from tests.platform_tolerances import NONFINITE_EXPANSIONS, ON_TPU, REM_AT_INFINITY, record_marks
+from tests.platform_tolerances import tolerance as platform_tolerance
 from tests.plugin_differences import skip_on_plugins_that_differ
 
 SPECIALS = [1e-40, -1e-40, 0.0, -0.0, np.nan, np.inf, -np.inf, 1.5]
@@ -50,6 +52,11 @@ KNOWN_DIFFERENCES.update({"triangular_solve": _FACTORIZATION, "qr": _FACTORIZATI
                           "eigh": _FACTORIZATION, "svd": _FACTORIZATION})
 # Differences of some plugins only (tests/plugin_differences.py): primitive -> difference.
 PLUGIN_DIFFERENCES = {"digamma": "digamma_at_zero"}
+# On a TPU (tests/platform_tolerances.py) eager is the host's NumPy and jit the chip (HOST_EAGER):
+# subnormals are compared flushed to +0 on both sides (TPU_FLUSHES_SUBNORMALS), so the
+# min/max-of-a-subnormal differences above may pass there (not strict), values to the chip's
+# transcendental tolerance, and these differ in NaN/inf classes (measured 2026-12-06).
+KNOWN_TPU = {"atan2": NONFINITE_EXPANSIONS, "fft": NONFINITE_EXPANSIONS, "rem": REM_AT_INFINITY}
 
 
 def _special(a, rng):
@@ -92,9 +99,13 @@ def _records():
 
 def _params():
   for r in _records():
-    marks = ()
-    if r.primitive in KNOWN_DIFFERENCES:
-      marks = pytest.mark.xfail(reason=KNOWN_DIFFERENCES[r.primitive], strict=True)
+    marks = record_marks(r)
+    if marks:
+      pass
+    elif ON_TPU and r.primitive in KNOWN_TPU:
+      marks = pytest.mark.xfail(reason=f"TPU: {KNOWN_TPU[r.primitive]}", strict=False)
+    elif r.primitive in KNOWN_DIFFERENCES:
+      marks = pytest.mark.xfail(reason=KNOWN_DIFFERENCES[r.primitive], strict=not ON_TPU)
     elif r.primitive in HOST_DEPENDENT:
       marks = pytest.mark.xfail(reason=HOST_DEPENDENT[r.primitive], strict=False)
     elif r.primitive in PLUGIN_DIFFERENCES:
@@ -115,16 +126,20 @@ def test_eager_and_jit_agree_on_special_values(record):
     e, j = np.asarray(e), np.asarray(j)
     assert e.dtype == j.dtype and e.shape == j.shape
     if e.dtype.kind == "f" or e.dtype == ml_dtypes.bfloat16:
-      if record.primitive in TINY_RESULTS:
+      if record.primitive in TINY_RESULTS or ON_TPU:
         e, j = _flushed(e), _flushed(j)
       ce, cj = _classes(e), _classes(j)
+      if ON_TPU:  # a flushed negative subnormal is +0 on the chip (TPU_FLUSHES_SUBNORMALS)
+        ce, cj = np.where(ce == 3, 4, ce), np.where(cj == 3, 4, cj)
       np.testing.assert_array_equal(ce, cj, err_msg=f"{record.name}: eager {e} jit {j}")
       finite = ce == 5
       rt, at = tolerance(e.dtype, record.rtol, record.atol)
+      rt, at = platform_tolerance(rt, at)  # (on a TPU: HOST_EAGER, the chip's functions)
       np.testing.assert_allclose(e[finite].astype(np.float64), j[finite].astype(np.float64),
                                  rtol=max(rt, 1e-6), atol=max(at, 1e-6), err_msg=record.name)
     elif e.dtype.kind == "c":
-      np.testing.assert_allclose(e, j, rtol=1e-5, atol=1e-6, equal_nan=True, err_msg=record.name)
+      rt, at = platform_tolerance(1e-5, 1e-6)
+      np.testing.assert_allclose(e, j, rtol=rt, atol=at, equal_nan=True, err_msg=record.name)
     else:
       np.testing.assert_array_equal(e, j, err_msg=record.name)
 

@@ -14,6 +14,11 @@ import revax.lax as lax
 import revax.numpy as rnp
 from revax._src.lax import windowed
 from revax.test_util import check_vmap
+from tests.platform_tolerances import ON_TPU, REDUCE_WINDOW_COMPUTATION, allclose_tol
+
+# On a TPU the jitted reduce_window of a computation that is no monoid (with its init as the
+# identity) is XLA:TPU's fold, not XLA:CPU's (REDUCE_WINDOW_COMPUTATION): only eager is compared
+_JIT_NON_MONOID = not ON_TPU
 from tests.gradcheck import check_grads
 from tests.lax.opdb.windowed import (np_reduce_window, np_select_and_gather_add,
                                      np_select_and_scatter_add, separated)
@@ -293,7 +298,8 @@ def test_generic_variadic_pytree_matches_jax():
   theirs = jax.lax.reduce_window({"hi": x, "s": y}, init, comp(jnp), *window)
   for k in ("hi", "s"):
     np.testing.assert_allclose(np.asarray(ours[k]), np.asarray(theirs[k]), rtol=1e-6)
-    np.testing.assert_allclose(np.asarray(jitted[k]), np.asarray(theirs[k]), rtol=1e-6)
+    if _JIT_NON_MONOID or k == "hi":  # ("s" folds a + b * b: no monoid)
+      np.testing.assert_allclose(np.asarray(jitted[k]), np.asarray(theirs[k]), rtol=1e-6)
 
 
 def test_generic_skips_padding_and_holes_as_xla_does():
@@ -306,7 +312,8 @@ def test_generic_skips_padding_and_holes_as_xla_does():
     jitted = revax.jit(lambda x: lax.reduce_window(x, 2.0, lax.mul, *args))(x)
     theirs = jax.lax.reduce_window(x, 2.0, jax.lax.mul, *args)
     np.testing.assert_allclose(np.asarray(ours), np.asarray(theirs))
-    np.testing.assert_allclose(np.asarray(jitted), np.asarray(theirs))
+    if _JIT_NON_MONOID:  # (init 2.0 is no identity of mul)
+      np.testing.assert_allclose(np.asarray(jitted), np.asarray(theirs))
 
 
 def test_degenerate_operands():
@@ -343,7 +350,8 @@ def test_computation_closing_over_an_array():
   f = lambda x: lax.reduce_window(x, 0.0, lambda a, b: a + b * k[0] + c, (2, 2), (1, 1), "SAME")
   expected = np_reduce_window(x, 0.0, lambda a, b: a + b * 2 + 0.5, (2, 2), (1, 1), "SAME")
   np.testing.assert_allclose(np.asarray(f(x)), expected, rtol=1e-5)
-  np.testing.assert_allclose(np.asarray(revax.jit(f)(x)), expected, rtol=1e-5)
+  if _JIT_NON_MONOID:  # (a + 2 b + 0.5 is no monoid)
+    np.testing.assert_allclose(np.asarray(revax.jit(f)(x)), expected, rtol=1e-5)
 
 
 # --- structure -----------------------------------------------------------------------------------
@@ -511,7 +519,8 @@ def test_per_example_gradients_of_a_pooling_network():
   for grads in (per_example(params, xs, ys), revax.jit(per_example)(params, xs, ys)):
     for k in range(3):
       np.testing.assert_allclose(np.asarray(grads[k]),
-                                 np.stack([np.asarray(g[k]) for g in loop]), rtol=1e-5, atol=1e-6)
+                                 np.stack([np.asarray(g[k]) for g in loop]),
+                                 **allclose_tol(rtol=1e-5, atol=1e-6))  # (tanh: on a TPU, chip's)
 
   def jax_pool(h):
     return jax.lax.reduce_window(h, -jnp.inf, jax.lax.max, (2, 2, 1), (2, 2, 1),

@@ -13,7 +13,7 @@ import revax
 import revax.numpy as rnp
 from revax import ad_checkpoint
 from revax import reversible as R
-from tests.platform_tolerances import NO_TEMP_BYTES, allclose_tol, skip_on_tpu
+from tests.platform_tolerances import NO_TEMP_BYTES, allclose_tol, scaled_tol, skip_on_tpu
 
 jax = pytest.importorskip("jax")
 jnp = jax.numpy
@@ -107,8 +107,9 @@ def test_sequence_values_inverse_and_gradients_match_jax(method, scan_layers):
     np.testing.assert_allclose(value, want_value, **allclose_tol(rtol=1e-5))
     got, want = revax.tree_util.tree_leaves(grads), jax.tree_util.tree_leaves(want_grads)
     assert len(got) == len(want) == (4 if scan_layers else 2 * depth + 2)
-    for g, e in zip(got, want, strict=True):
-      np.testing.assert_allclose(g, e, **allclose_tol(rtol=2e-4, atol=2e-5))
+    for g, e in zip(got, want, strict=True):  # (a gradient element of 0.12 beside ones of 35:
+      # on a TPU its error is of the scale of its array's terms, the chip's tanh: scaled_tol)
+      np.testing.assert_allclose(g, e, **scaled_tol(e, rtol=2e-4, atol=2e-5))
 
 
 def test_attention_block_gradient_matches_jax_and_vmaps():

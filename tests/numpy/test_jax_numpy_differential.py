@@ -421,6 +421,11 @@ def _leaves(tree):
   return jax.tree_util.tree_leaves(tree, is_leaf=lambda x: isinstance(x, revax.Array))
 
 
+# (case, output) pairs the chip computes otherwise under jit (tests/platform_tolerances.py): the
+# int16 narrowing of int32 2**31 - 1 before bitwise_count (INT_NARROWING)
+TPU_JIT_DIFFERENCES = {("bitwise_count", 2): platform_tolerances.INT_NARROWING}
+
+
 def _compare(case, expected, actual, how):
   exp, act = _leaves(expected), _leaves(actual)
   assert len(exp) == len(act), f"{case.name} ({how}): {len(act)} outputs, JAX has {len(exp)}"
@@ -432,6 +437,8 @@ def _compare(case, expected, actual, how):
     rtol = atol = case.tol
     if how == "revax.jit" and platform_tolerances.ON_TPU:  # the chip's transcendental functions
       rtol, atol = platform_tolerances.tolerance(rtol, atol)
+      if (case.name, i) in TPU_JIT_DIFFERENCES:
+        continue
     np.testing.assert_allclose(a, e, rtol=rtol, atol=atol, err_msg=where)
 
 

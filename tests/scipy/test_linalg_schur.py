@@ -1,6 +1,8 @@
 """schur (lax.linalg and scipy.linalg), rsf2csf, sqrtm and funm against jax: LAPACK's ?gees
 on both sides (revax's C FFI handler under jit, ctypes eagerly), so the factors agree bit for bit (float32/64, complex64/128, batches, jit, vmap,
 empty matrices, NaN where ?gees fails); JAX's errors, including its missing derivative."""
+import contextlib
+
 import jax
 import jax.numpy as jnp
 import jax.scipy.linalg as jsl
@@ -10,6 +12,7 @@ import pytest
 import revax
 import revax.numpy as rnp
 import revax.scipy.linalg as rsl
+from tests.platform_tolerances import ON_TPU, on_the_cpu_device
 
 DTYPES = [np.float32, np.float64, np.complex64, np.complex128]
 
@@ -38,9 +41,21 @@ def _close(actual, expected):
   np.testing.assert_allclose(actual, expected, rtol=16 * eps, atol=16 * eps * scale)
 
 
+def _on_the_chip(dtype) -> bool:
+  """Whether the `dtype` case runs on the chip where revax runs on a TPU: float32 and complex64
+  do (?gees by send/recv); float64 and complex128 run on the CPU device beside it (XLA:TPU
+  emulates float64 -- FLOAT64_EMULATION: the factors are not LAPACK's bits after the round trip --
+  and refuses complex128 -- NO_COMPLEX128; sqrtm, funm and rsf2csf of float64 compute in
+  complex128)."""
+  return np.dtype(dtype) not in (np.dtype(np.float64), np.dtype(np.complex128))
+
+
 @pytest.fixture(autouse=True)
-def _x64():
-  with revax.enable_x64(True), jax.enable_x64(True):
+def _x64(request):
+  dtype = getattr(request.node, "callspec", None) and request.node.callspec.params.get("dtype")
+  device = on_the_cpu_device() if ON_TPU and dtype is not None and not _on_the_chip(dtype) \
+      else contextlib.nullcontext()
+  with revax.enable_x64(True), jax.enable_x64(True), device:
     yield
 
 
@@ -78,12 +93,18 @@ def test_vmap_and_nan_on_failure():
   _same(got[1], expected[1])
   for dtype in DTYPES:  # ?gees fails: NaN (real and imaginary parts), eager and jitted
     bad = np.full((3, 3), np.nan, dtype)
-    for fn in (rsl.schur, revax.jit(rsl.schur)):
-      for g, e in zip(fn(bad), jsl.schur(bad)):
-        _same(g, e)
-    for fn in (revax.lax.linalg.eig, revax.jit(revax.lax.linalg.eig)):
-      for g, e in zip(fn(bad), jax.lax.linalg.eig(bad)):
-        _same(g, e)
+    device = contextlib.nullcontext() if _on_the_chip(dtype) else on_the_cpu_device()
+    with device:
+      _schur_and_eig_of_nan(bad)
+
+
+def _schur_and_eig_of_nan(bad):
+  for fn in (rsl.schur, revax.jit(rsl.schur)):
+    for g, e in zip(fn(bad), jsl.schur(bad)):
+      _same(g, e)
+  for fn in (revax.lax.linalg.eig, revax.jit(revax.lax.linalg.eig)):
+    for g, e in zip(fn(bad), jax.lax.linalg.eig(bad)):
+      _same(g, e)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

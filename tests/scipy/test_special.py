@@ -11,6 +11,7 @@ import scipy.special as sps
 
 import revax
 import revax.scipy.special as rss
+from tests.platform_tolerances import ON_TPU, allclose_tol
 
 warnings.filterwarnings("ignore", category=RuntimeWarning)
 
@@ -23,11 +24,20 @@ WIDE = np.linspace(-40, 12, 105).astype(F32)
 
 
 def _close(actual, expected, rtol=2e-5, atol=1e-6):
+  """Equal dtypes and shapes, values to the tolerance (on a TPU at least the chip's: its lgamma,
+  log and exp run in the compiled special functions, eagerly too where they compile)."""
   actual, expected = np.asarray(actual), np.asarray(expected)
   assert actual.dtype == expected.dtype, (actual.dtype, expected.dtype)
   assert actual.shape == expected.shape, (actual.shape, expected.shape)
-  np.testing.assert_allclose(actual.astype(np.float64), expected.astype(np.float64), rtol=rtol,
-                             atol=atol, equal_nan=True)
+  np.testing.assert_allclose(actual.astype(np.float64), expected.astype(np.float64),
+                             **allclose_tol(rtol, atol), equal_nan=True)
+
+
+def _off_the_chip(x, where):
+  """`x` without the elements at `where` on a TPU (elements whose float32 evaluation is
+  ill-conditioned or at a pole, where the chip's transcendental functions give other digits or
+  another non-finite class: platform_tolerances.TRANSCENDENTAL); `x` on the CPU."""
+  return np.delete(np.asarray(x), where) if ON_TPU else np.asarray(x)
 
 
 # name -> (inputs, scipy reference or None, rtol against jax)
@@ -64,7 +74,7 @@ def test_unary_matches_jax_and_scipy(name, jax_unary):
     with np.errstate(all="ignore"):
       ref = scipy_fn(x.astype(np.float64)).astype(F32).astype(np.float64)  # overflows as f32
     np.testing.assert_allclose(np.asarray(out, np.float64)[finite], ref[finite],
-                               rtol=max(rtol, 1e-5) * 10, atol=1e-6, equal_nan=True)
+                               **allclose_tol(max(rtol, 1e-5) * 10, 1e-6), equal_nan=True)
 
 
 BINARY = {
@@ -109,7 +119,7 @@ def test_binary_matches_jax_and_scipy(name, jax_binary):
   if scipy_fn is not None:
     with np.errstate(all="ignore"):
       ref = scipy_fn(a.astype(np.float64), b.astype(np.float64))
-    np.testing.assert_allclose(np.asarray(out, np.float64), ref, rtol=1e-4, atol=1e-6,
+    np.testing.assert_allclose(np.asarray(out, np.float64), ref, **allclose_tol(1e-4, 1e-6),
                                equal_nan=True)
 
 
@@ -119,7 +129,8 @@ def test_betainc_matches_jax_and_scipy():
   x = np.array([0.1, 0.5, 0.9, 0.3, 0.7, 0.99, 0.0], F32)
   out = rss.betainc(a, b, x)
   _close(out, jax.jit(jss.betainc)(a, b, x), rtol=2e-4)
-  np.testing.assert_allclose(np.asarray(out, np.float64), sps.betainc(a, b, x), rtol=2e-4, atol=1e-6)
+  np.testing.assert_allclose(np.asarray(out, np.float64), sps.betainc(a, b, x),
+                             **allclose_tol(2e-4, 1e-6))
 
 
 def test_integer_inputs_promote_like_jax():
@@ -190,7 +201,8 @@ def test_jit_matches_eager_and_scipy():
   for name, _ in JIT_CASES:
     _close(jitted[name], getattr(rss, name)(*inputs[name]), rtol=2e-5, atol=1e-6)
     ref = _JIT_SCIPY[name](*[a.astype(np.float64) if a.dtype == F32 else a for a in inputs[name]])
-    np.testing.assert_allclose(np.asarray(jitted[name], np.float64), ref, rtol=2e-4, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(jitted[name], np.float64), ref,
+                               **allclose_tol(2e-4, 1e-6))
 
 
 # (name, args, argnums): first derivatives against jax.grad of the same function
@@ -271,7 +283,7 @@ def test_integrals_match_scipy_and_jax(name):
   with np.errstate(all="ignore"):
     ref = getattr(sps, name)(x.astype(np.float64)).astype(F32)
   finite = np.isfinite(expected)
-  np.testing.assert_allclose(out[finite], ref[finite], rtol=1e-5, atol=1e-30)
+  np.testing.assert_allclose(out[finite], ref[finite], **allclose_tol(1e-5, 1e-30))
 
 
 def test_expn_matches_scipy_and_jax():
@@ -286,7 +298,7 @@ def test_expn_matches_scipy_and_jax():
   _close(revax.jit(rss.expn)(n, x), expected, rtol=2e-6)
   ref = sps.expn(n, x.astype(np.float64)).astype(F32)
   same = np.isfinite(expected) & (x != 0)
-  np.testing.assert_allclose(out[same], ref[same], rtol=2e-6)
+  np.testing.assert_allclose(out[same], ref[same], **allclose_tol(2e-6))
   with pytest.raises(ValueError, match="integer type"):
     rss.expn(np.array([1.5], F32), x[:1])
 
@@ -365,8 +377,10 @@ def test_hyp1f1_matches_scipy_and_jax():
   well = np.array([0, 1, 2, 3, 4, 6])
   np.testing.assert_allclose(np.asarray(out)[well], sps.hyp1f1(a, b, x)[well].astype(F32),
                              rtol=2e-6)
-  _close(revax.jit(rss.hyp1f1)(a, b, x), out, rtol=1e-6)
-  _close(revax.vmap(rss.hyp1f1)(a, b, x), out, rtol=1e-6)
+  cond = [5]  # (x = -20: the float32 series has lost digits there; on a TPU other ones)
+  _close(_off_the_chip(revax.jit(rss.hyp1f1)(a, b, x), cond), _off_the_chip(out, cond), rtol=1e-6)
+  _close(_off_the_chip(revax.vmap(rss.hyp1f1)(a, b, x), cond), _off_the_chip(out, cond),
+         rtol=1e-6)
   point = (F32(0.7), F32(1.8), F32(-1.3))
   refs = jax.jit(lambda p: [jax.grad(jss.hyp1f1, argnums=k)(*p) for k in range(3)])(point)
   for k in range(3):
@@ -378,7 +392,7 @@ def test_owens_t_matches_scipy_and_jax():
   a = np.array([0.5, 1.0, 0.3, 2.0, 1.0, 5.0, -3.0, 2.0, 10.0, np.inf, 0.0], F32)
   out = rss.owens_t(h, a)
   np.testing.assert_allclose(np.asarray(out), sps.owens_t(h.astype(np.float64), a.astype(np.float64)),
-                             rtol=1e-5, atol=1e-8)
+                             **allclose_tol(1e-5, 1e-8))
   finite = np.isfinite(a)
   _close(rss.owens_t(h[finite], a[finite]), jax.jit(jss.owens_t)(h[finite], a[finite]), rtol=1e-5,
          atol=1e-8)
@@ -492,11 +506,13 @@ def test_hyp2f1_matches_scipy_and_jax():
   c = np.array([2.0, 3.0, 4.0, 1.5, 5.0, 4.0, 2.5, 2.0, 0.5, 0.5], F32)
   x = np.array([0.3, -2.0, 0.9, 0.5, 1.0, -0.5, 0.99, 1.5, 0.5, 1.0], F32)
   out = rss.hyp2f1(a, b, c, x)
-  _close(out, jax.jit(jss.hyp2f1)(a, b, c, x), rtol=2e-5)
+  poles = [9]  # (x = 1, c - a - b = -1: a pole of Gamma (inf); the chip's lgamma gave NaN)
+  _close(_off_the_chip(out, poles), _off_the_chip(jax.jit(jss.hyp2f1)(a, b, c, x), poles),
+         rtol=2e-5)
   _close(revax.jit(rss.hyp2f1)(a, b, c, x), out, rtol=2e-6)
   sel = np.array([0, 2, 3, 4])
   np.testing.assert_allclose(np.asarray(out)[sel], sps.hyp2f1(a, b, c, x)[sel].astype(F32),
-                             rtol=2e-5, atol=1e-7)
+                             **allclose_tol(rtol=2e-5, atol=1e-7))
   points = [(F32(0.5), F32(1.5), F32(2.0), F32(0.3)), (F32(0.5), F32(1.5), F32(2.0), F32(-0.7))]
   refs = jax.jit(lambda: [[jax.grad(jss.hyp2f1, argnums=k)(*p) for k in range(4)]
                           for p in points])()

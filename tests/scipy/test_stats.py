@@ -15,6 +15,7 @@ import scipy.stats as sst
 
 import revax
 import revax.scipy.stats as rst
+from tests.platform_tolerances import allclose_tol
 import jax.scipy.stats as jst
 
 warnings.filterwarnings("ignore", category=RuntimeWarning)
@@ -103,11 +104,13 @@ def jax_values():
 
 
 def _close(actual, expected, rtol=1e-4, atol=1e-6):
+  """Equal dtypes and shapes, values to the tolerance (on a TPU at least the chip's: log, exp,
+  lgamma and the triangular solves of multivariate_normal run on it)."""
   actual, expected = np.asarray(actual), np.asarray(expected)
   assert actual.dtype == expected.dtype, (actual.dtype, expected.dtype)
   assert actual.shape == expected.shape, (actual.shape, expected.shape)
-  np.testing.assert_allclose(actual.astype(np.float64), expected.astype(np.float64), rtol=rtol,
-                             atol=atol, equal_nan=True)
+  np.testing.assert_allclose(actual.astype(np.float64), expected.astype(np.float64),
+                             **allclose_tol(rtol, atol), equal_nan=True)
 
 
 @pytest.mark.parametrize("index", range(len(CASES)), ids=[_case_id(c) for c in CASES])

@@ -12,6 +12,7 @@ was compiled for (the runtime itself checks only byte sizes) before anything rea
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 import weakref
@@ -60,11 +61,46 @@ def _is_host(x) -> bool:
   return x._npy is not None if type(x) is Array else True
 
 
+def _physical_memory() -> int:
+  """The host's physical memory in bytes (0 where the platform does not say)."""
+  try:
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+  except (ValueError, OSError, AttributeError):
+    return 0
+
+
+_HOST_MEMORY = _physical_memory()
+
+
+def _size_text(num_bytes: int) -> str:
+  """A byte count as NumPy's allocation errors print it ("4.00 TiB")."""
+  unit = max(num_bytes.bit_length() - 1, 1) // 10
+  n = num_bytes / (1 << (unit * 10))
+  if round(n) == 1024:
+    unit, n = unit + 1, n / 1024
+  name = ("bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB")[unit]
+  if unit == 0:
+    return f"{n:.0f} {name}"
+  return f"{n:#.3g} {name}" if round(n) < 1000 else f"{n:#.0f} {name}"
+
+
+def check_host_copy(x, dtype) -> None:
+  """NumPy's MemoryError for a copy of the array `x` (a broadcast view: 4 TiB of one scalar)
+  larger than the host's physical memory, raised before allocating: where the kernel overcommits
+  memory, NumPy's own allocation succeeds and filling it grows the process until it is killed."""
+  nbytes = x.size * np.dtype(dtype).itemsize
+  if _HOST_MEMORY and nbytes > _HOST_MEMORY:
+    raise MemoryError(f"Unable to allocate {_size_text(nbytes)} for an array with shape "
+                      f"{x.shape} and data type {np.dtype(dtype)}")
+
+
 def to_array(x) -> Array:
   """Wrap an eager value (Array, NumPy array or scalar, Python scalar) as an Array."""
   if type(x) is Array:
     return x
   aval = get_aval(x)
+  if type(x) is np.ndarray and x.size * 16 > _HOST_MEMORY > 0:  # (16: the widest item)
+    check_host_copy(x, aval.dtype)
   v = np.array(x, dtype=aval.dtype)
   v.flags.writeable = False
   return Array(aval, npy=v)

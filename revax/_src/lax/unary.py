@@ -24,7 +24,7 @@ from revax._src.core.trace import Primitive
 from revax._src.interpreters import ad, batching, dispatch, mlir
 from revax._src.interpreters import invertible as inv
 from revax._src.lax import binary
-from revax._src.lax.accuracy import check_accuracy
+from revax._src.lax.accuracy import AccuracyMode, accuracy_props, check_accuracy
 from revax._src.lax.binary import add, div, mul, sub
 from revax._src.lax.comparison import eq, ge, lt, select_n
 from revax._src.lax.creation import full_like
@@ -211,30 +211,65 @@ ad.zero_output_jvp(is_finite_p, "bool output")
 inv.not_invertible(is_finite_p, "many-to-one: a bool of each value")
 
 
+# --- accuracy requests ---------------------------------------------------------------------------
+def _bind_with_accuracy(prim, x, accuracy):
+  """`prim(x)`, with jax's `accuracy` parameter where a request is made (jax prints none for
+  None); the lowering passes it to XLA as StableHLO `result_accuracy` (accuracy.py)."""
+  return prim.bind(x) if accuracy is None else prim.bind(x, accuracy=accuracy)
+
+
+def _ignoring_accuracy(fn):
+  """`fn` taking (and ignoring) an `accuracy` parameter: NumPy has one implementation of each
+  function, as XLA:CPU has."""
+  @functools.wraps(fn)
+  def wrapped(*args, accuracy=None, **params):
+    return fn(*args, **params)
+  return wrapped
+
+
+def _lowering_with_accuracy(op_name):
+  """The unary StableHLO op `op_name`, with `result_accuracy` for a request (as jax's)."""
+  def rule(ctx, x, accuracy=None):
+    return ctx.op1(op_name, [x], props=accuracy_props(accuracy))
+  rule.__name__ = f"lower_{op_name.split('.')[-1]}"
+  return rule
+
+
+def _unop_with_accuracy(name, kind, numpy_fn, hlo_op):
+  prim = unop(name, kind, _ignoring_accuracy(numpy_fn), None)
+  if hlo_op is not None:
+    mlir.register_lowering(prim, _lowering_with_accuracy(hlo_op))
+  return prim
+
+
+def _definverse(prim, inverse):
+  inv.definverse_unary(prim, _ignoring_accuracy(inverse))
+
+
 # --- exp -----------------------------------------------------------------------------------------
 def exp(x, *, accuracy=None):
   """Elementwise exponential: e**x."""
   check_accuracy(accuracy)
-  return exp_p.bind(x)
+  return _bind_with_accuracy(exp_p, x, accuracy)
 
 
-def _exp_jvp(t, out, x):
+def _exp_jvp(t, out, x, accuracy=None):
   return mul(t, out)
 
 
-exp_p = unop("exp", "inexact", _quiet(np.exp), "stablehlo.exponential")
+exp_p = _unop_with_accuracy("exp", "inexact", _quiet(np.exp), "stablehlo.exponential")
 ad.defjvp_from_output(exp_p, _exp_jvp)
-inv.definverse_unary(exp_p, lambda y: log(y))
+_definverse(exp_p, lambda y: log(y))
 
 
 # --- exp2 ----------------------------------------------------------------------------------------
 def exp2(x, *, accuracy=None):
   """Elementwise base-2 exponential: 2**x."""
   check_accuracy(accuracy)
-  return exp2_p.bind(x)
+  return _bind_with_accuracy(exp2_p, x, accuracy)
 
 
-def _exp2_lower(ctx, x):
+def _exp2_lower(ctx, x, accuracy=None):
   """exp(x * ln 2); 16-bit floats are computed in float32 so the product is not rounded."""
   aval = ctx.avals_in[0]
   half = aval.dtype in (dtypes.float16, dtypes.bfloat16)
@@ -242,7 +277,8 @@ def _exp2_lower(ctx, x):
   if half:
     x = ctx.op1("stablehlo.convert", [x], work)
   ln2 = ctx.constant(np.full(work.shape, np.log(2.0), work.dtype), work)
-  y = ctx.op1("stablehlo.exponential", [ctx.op1("stablehlo.multiply", [x, ln2], work)], work)
+  y = ctx.op1("stablehlo.exponential", [ctx.op1("stablehlo.multiply", [x, ln2], work)], work,
+              props=accuracy_props(accuracy))
   return ctx.op1("stablehlo.convert", [y]) if half else y
 
 
@@ -255,85 +291,86 @@ def _exp2_numpy(x):
   return _quiet(np.exp2)(x)
 
 
-def _exp2_jvp(t, out, x):
+def _exp2_jvp(t, out, x, accuracy=None):
   return mul(t, mul(math.log(2.0), out))
 
 
-exp2_p = unop("exp2", "inexact", _exp2_numpy, None)
+exp2_p = _unop_with_accuracy("exp2", "inexact", _exp2_numpy, None)
 mlir.register_lowering(exp2_p, _exp2_lower)
 ad.defjvp_from_output(exp2_p, _exp2_jvp)
-inv.definverse_unary(exp2_p, lambda y: div(log(y), full_like(y, math.log(2.0))))
+_definverse(exp2_p, lambda y: div(log(y), full_like(y, math.log(2.0))))
 
 
 # --- log -----------------------------------------------------------------------------------------
 def log(x, *, accuracy=None):
   """Elementwise natural logarithm (NaN for negative reals, -inf at 0)."""
   check_accuracy(accuracy)
-  return log_p.bind(x)
+  return _bind_with_accuracy(log_p, x, accuracy)
 
 
-def _log_jvp(t, x):
+def _log_jvp(t, x, accuracy=None):
   return div(t, x)
 
 
-log_p = unop("log", "inexact", _quiet(np.log), "stablehlo.log")
+log_p = _unop_with_accuracy("log", "inexact", _quiet(np.log), "stablehlo.log")
 ad.defjvp(log_p, _log_jvp)
-inv.definverse_unary(log_p, lambda y: exp(y))
+_definverse(log_p, lambda y: exp(y))
 
 
 # --- log1p ---------------------------------------------------------------------------------------
 def log1p(x, *, accuracy=None):
   """Elementwise log(1 + x), accurate for small x."""
   check_accuracy(accuracy)
-  return log1p_p.bind(x)
+  return _bind_with_accuracy(log1p_p, x, accuracy)
 
 
-def _log1p_jvp(t, x):
+def _log1p_jvp(t, x, accuracy=None):
   return div(t, add(x, 1))
 
 
-log1p_p = unop("log1p", "inexact", _quiet(np.log1p), "stablehlo.log_plus_one")
+log1p_p = _unop_with_accuracy("log1p", "inexact", _quiet(np.log1p), "stablehlo.log_plus_one")
 ad.defjvp(log1p_p, _log1p_jvp)
-inv.definverse_unary(log1p_p, lambda y: expm1(y))
+_definverse(log1p_p, lambda y: expm1(y))
 
 
 # --- expm1 ---------------------------------------------------------------------------------------
 def expm1(x, *, accuracy=None):
   """Elementwise exp(x) - 1, accurate for small x."""
   check_accuracy(accuracy)
-  return expm1_p.bind(x)
+  return _bind_with_accuracy(expm1_p, x, accuracy)
 
 
-def _expm1_jvp(t, out, x):
+def _expm1_jvp(t, out, x, accuracy=None):
   return mul(t, add(out, 1))
 
 
-expm1_p = unop("expm1", "inexact", _quiet(np.expm1), "stablehlo.exponential_minus_one")
+expm1_p = _unop_with_accuracy("expm1", "inexact", _quiet(np.expm1),
+                              "stablehlo.exponential_minus_one")
 ad.defjvp_from_output(expm1_p, _expm1_jvp)
-inv.definverse_unary(expm1_p, lambda y: log1p(y))
+_definverse(expm1_p, lambda y: log1p(y))
 
 
 # --- tanh ----------------------------------------------------------------------------------------
 def tanh(x, *, accuracy=None):
   """Elementwise hyperbolic tangent."""
   check_accuracy(accuracy)
-  return tanh_p.bind(x)
+  return _bind_with_accuracy(tanh_p, x, accuracy)
 
 
-def _tanh_jvp(t, out, x):
+def _tanh_jvp(t, out, x, accuracy=None):
   return mul(t, sub(1, square(out)))
 
 
-tanh_p = unop("tanh", "inexact", _quiet(np.tanh), "stablehlo.tanh")
+tanh_p = _unop_with_accuracy("tanh", "inexact", _quiet(np.tanh), "stablehlo.tanh")
 ad.defjvp_from_output(tanh_p, _tanh_jvp)
-inv.definverse_unary(tanh_p, lambda y: atanh(y))
+_definverse(tanh_p, lambda y: atanh(y))
 
 
 # --- logistic ------------------------------------------------------------------------------------
 def logistic(x, *, accuracy=None):
   """Elementwise logistic sigmoid: 1 / (1 + exp(-x))."""
   check_accuracy(accuracy)
-  return logistic_p.bind(x)
+  return _bind_with_accuracy(logistic_p, x, accuracy)
 
 
 def _logistic_numpy(x):
@@ -343,27 +380,39 @@ def _logistic_numpy(x):
   return np.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype)
 
 
-def _logistic_jvp(t, out, x):
+def _logistic_jvp(t, out, x, accuracy=None):
+  if accuracy is AccuracyMode.HIGHEST:  # (as jax: 1 - out loses digits where out is near 1)
+    return mul(t, mul(out, logistic(neg(x))))
   return mul(t, mul(out, sub(1, out)))
 
 
-logistic_p = unop("logistic", "inexact", _quiet(_logistic_numpy), "stablehlo.logistic")
+def _logistic_lower(ctx, x, accuracy=None):
+  """1 / (1 + exp(-x)), as jax lowers it on every platform (not `stablehlo.logistic`: XLA:TPU's
+  LogisticOp returns values on a grid of 2**-15, e.g. 3.05e-5 for logistic(-10) = 4.54e-5)."""
+  aval = ctx.avals_out[0]
+  one = ctx.constant(np.ones(aval.shape, aval.dtype), aval)
+  e = ctx.op1("stablehlo.exponential", [ctx.op1("stablehlo.negate", [x], aval)], aval)
+  return ctx.op1("stablehlo.divide", [one, ctx.op1("stablehlo.add", [one, e], aval)], aval)
+
+
+logistic_p = _unop_with_accuracy("logistic", "inexact", _quiet(_logistic_numpy), None)
+mlir.register_lowering(logistic_p, _logistic_lower)
 ad.defjvp_from_output(logistic_p, _logistic_jvp)
-inv.definverse_unary(logistic_p, lambda y: sub(log(y), log1p(neg(y))))  # logit
+_definverse(logistic_p, lambda y: sub(log(y), log1p(neg(y))))  # logit
 
 
 # --- sin -----------------------------------------------------------------------------------------
 def sin(x, *, accuracy=None):
   """Elementwise sine."""
   check_accuracy(accuracy)
-  return sin_p.bind(x)
+  return _bind_with_accuracy(sin_p, x, accuracy)
 
 
-def _sin_jvp(t, x):
-  return mul(t, cos(x))
+def _sin_jvp(t, x, accuracy=None):
+  return mul(t, cos(x, accuracy=accuracy))  # (the request carries over, as in jax)
 
 
-sin_p = unop("sin", "inexact", _quiet(np.sin), "stablehlo.sine")
+sin_p = _unop_with_accuracy("sin", "inexact", _quiet(np.sin), "stablehlo.sine")
 ad.defjvp(sin_p, _sin_jvp)
 inv.not_invertible(sin_p, "many-to-one: periodic")
 
@@ -372,14 +421,14 @@ inv.not_invertible(sin_p, "many-to-one: periodic")
 def cos(x, *, accuracy=None):
   """Elementwise cosine."""
   check_accuracy(accuracy)
-  return cos_p.bind(x)
+  return _bind_with_accuracy(cos_p, x, accuracy)
 
 
-def _cos_jvp(t, x):
-  return neg(mul(t, sin(x)))
+def _cos_jvp(t, x, accuracy=None):
+  return neg(mul(t, sin(x, accuracy=accuracy)))
 
 
-cos_p = unop("cos", "inexact", _quiet(np.cos), "stablehlo.cosine")
+cos_p = _unop_with_accuracy("cos", "inexact", _quiet(np.cos), "stablehlo.cosine")
 ad.defjvp(cos_p, _cos_jvp)
 inv.not_invertible(cos_p, "many-to-one: periodic and even")
 
@@ -388,14 +437,14 @@ inv.not_invertible(cos_p, "many-to-one: periodic and even")
 def tan(x, *, accuracy=None):
   """Elementwise tangent."""
   check_accuracy(accuracy)
-  return tan_p.bind(x)
+  return _bind_with_accuracy(tan_p, x, accuracy)
 
 
-def _tan_jvp(t, out, x):
+def _tan_jvp(t, out, x, accuracy=None):
   return mul(t, add(1, square(out)))
 
 
-tan_p = unop("tan", "inexact", _quiet(np.tan), "stablehlo.tan")
+tan_p = _unop_with_accuracy("tan", "inexact", _quiet(np.tan), "stablehlo.tan")
 ad.defjvp_from_output(tan_p, _tan_jvp)
 inv.not_invertible(tan_p, "many-to-one: periodic")
 
@@ -526,52 +575,52 @@ inv.definverse_unary(atanh_p, lambda y: tanh(y))
 def sqrt(x, *, accuracy=None):
   """Elementwise square root (NaN for negative reals)."""
   check_accuracy(accuracy)
-  return sqrt_p.bind(x)
+  return _bind_with_accuracy(sqrt_p, x, accuracy)
 
 
-def _sqrt_jvp(t, out, x):
+def _sqrt_jvp(t, out, x, accuracy=None):
   return mul(t, div(0.5, out))
 
 
-sqrt_p = unop("sqrt", "inexact", _quiet(np.sqrt), "stablehlo.sqrt")
+sqrt_p = _unop_with_accuracy("sqrt", "inexact", _quiet(np.sqrt), "stablehlo.sqrt")
 ad.defjvp_from_output(sqrt_p, _sqrt_jvp)
-inv.definverse_unary(sqrt_p, lambda y: mul(y, y))
+_definverse(sqrt_p, lambda y: mul(y, y))
 
 
 # --- rsqrt ---------------------------------------------------------------------------------------
 def rsqrt(x, *, accuracy=None):
   """Elementwise reciprocal square root: 1 / sqrt(x)."""
   check_accuracy(accuracy)
-  return rsqrt_p.bind(x)
+  return _bind_with_accuracy(rsqrt_p, x, accuracy)
 
 
 def _rsqrt_numpy(x):
   return (1 / np.sqrt(x)).astype(x.dtype)
 
 
-def _rsqrt_jvp(t, out, x):
+def _rsqrt_jvp(t, out, x, accuracy=None):
   return mul(t, mul(-0.5, div(out, x)))
 
 
-rsqrt_p = unop("rsqrt", "inexact", _quiet(_rsqrt_numpy), "stablehlo.rsqrt")
+rsqrt_p = _unop_with_accuracy("rsqrt", "inexact", _quiet(_rsqrt_numpy), "stablehlo.rsqrt")
 ad.defjvp_from_output(rsqrt_p, _rsqrt_jvp)
-inv.definverse_unary(rsqrt_p, lambda y: div(full_like(y, 1), mul(y, y)))
+_definverse(rsqrt_p, lambda y: div(full_like(y, 1), mul(y, y)))
 
 
 # --- cbrt ----------------------------------------------------------------------------------------
 def cbrt(x, *, accuracy=None):
   """Elementwise real cube root (negative for negative x)."""
   check_accuracy(accuracy)
-  return cbrt_p.bind(x)
+  return _bind_with_accuracy(cbrt_p, x, accuracy)
 
 
-def _cbrt_jvp(t, out, x):
+def _cbrt_jvp(t, out, x, accuracy=None):
   return mul(t, mul(1 / 3, integer_pow(out, -2)))
 
 
-cbrt_p = unop("cbrt", "float", np.cbrt, "stablehlo.cbrt")
+cbrt_p = _unop_with_accuracy("cbrt", "float", np.cbrt, "stablehlo.cbrt")
 ad.defjvp_from_output(cbrt_p, _cbrt_jvp)
-inv.definverse_unary(cbrt_p, lambda y: mul(mul(y, y), y))
+_definverse(cbrt_p, lambda y: mul(mul(y, y), y))
 
 
 # --- abs -----------------------------------------------------------------------------------------
@@ -974,3 +1023,4 @@ ad.deflinear(conj_p, _conj_transpose)
 batching.defvectorized(conj_p)
 inv.definverse_unary(conj_p, lambda y, input_dtype: conj(y) if dtypes.is_complex(input_dtype)
                      else real(y))
+
