@@ -74,8 +74,8 @@ def check_aliased_refs(fun, args, named=None) -> None:
       names = _leaf_names(fun, args)
       raise ValueError(
           "only one reference to a mutable array may be passed as an argument to a function, "
-          f"but custom_vjp function {_describe(named or fun)} got the same mutable array reference of "
-          f"type {get_aval(x)!r} at {names[first]} and {names[i]}.")
+          f"but custom_vjp function {_describe(named or fun)} got the same mutable array "
+          f"reference of type {get_aval(x)!r} at {names[first]} and {names[i]}.")
 
 
 def check_returned_refs(fun, out, kind: str, args=(), after: int = 0) -> None:
