@@ -139,7 +139,7 @@ def discharge_rule(prim):
     for x, m, lv in zip(invals, ref_in, live, strict=True):
       new = next(finals) if m else None
       if lv:
-        state.ref_set(x, (), new)
+        state.write_back(x, new)
         new = None
       new_vals.append(new)
     return new_vals, outs[:n]

@@ -34,7 +34,7 @@ jit_p = Primitive("jit", multiple_results=True)
 
 def _jit_abstract_eval(*avals, jaxpr: ClosedJaxpr, name: str, **shardings):
   dispatch.check_arg_avals(name, jaxpr.in_avals, avals)
-  return jaxpr.out_avals
+  return discharge.result_avals(jaxpr)
 
 
 def shard_params(in_shardings, out_shardings) -> dict:
@@ -220,5 +220,5 @@ def run_with_refs(entry, operands) -> list:
   vals = [_state.ref_get(x) if m else x for x, m in zip(operands, entry.ref_mask)]
   outs = jit_p.bind(*vals, jaxpr=pure, name=entry.name)
   for ref, new in zip(refs, outs[n:], strict=True):
-    _state.ref_set(ref, (), new)
+    _state.write_back(ref, new)
   return outs[:n]

@@ -133,6 +133,20 @@ def _discharge_param(value):
   return value
 
 
+@staging.memoize_on_jaxpr
+def _result_avals(closed: ClosedJaxpr) -> tuple:
+  return tuple(discharge_state(closed).out_avals[:len(closed.out_avals)])
+
+
+def result_avals(closed: ClosedJaxpr) -> list:
+  """The types of what `closed` returns when it runs compiled: those of its discharged program
+  where it uses refs. As in jax's jitted programs, a value read from a ref there has the type
+  of what was last written into it (written values are strong), not the ref's type."""
+  if not has_refs(closed.jaxpr):
+    return closed.out_avals
+  return list(_result_avals(closed))
+
+
 def inner_aval(aval):
   return aval.inner_aval if isinstance(aval, AbstractRef) else aval
 

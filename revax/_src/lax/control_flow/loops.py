@@ -377,7 +377,7 @@ def _while_threading_refs(cond_closed, cond_consts, body_closed, body_consts, in
 
     outs = _bind_while(lambda p, *_: p, body_fn, [pred] + ref_vals + list(init_flat))[1:]
   for ref, new in zip(refs, outs[:nref]):
-    state.ref_set(ref, (), new)
+    state.write_back(ref, new)
   return outs[nref:]
 
 
@@ -589,7 +589,7 @@ def _scan_threading_refs(closed, consts, init_flat, xs_flat, num_carry, params):
                      num_carry=nrc + num_carry, **params)
   news = outs[:nrc] + outs[len(outs) - len(xs_refs):]
   for ref, new in zip(refs, news, strict=True):
-    state.ref_set(ref, (), new)
+    state.write_back(ref, new)
   return outs[nrc:len(outs) - len(xs_refs)]
 
 
