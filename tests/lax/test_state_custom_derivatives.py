@@ -332,3 +332,37 @@ def test_custom_jvp_with_refs_under_jit_raises_as_jax():
   got, want = _message(make, REVAX), _message(make, JAX)
   assert got[0] is want[0] is NotImplementedError
   assert got[1].startswith(want[1])
+
+
+# --- refs reaching a custom_vjp through a loop, branch or checkpoint ------------------------------
+def _through(api, np_, where):
+  keep = stash(api, np_)
+
+  def loss(v, gref):
+    if where == "scan":
+      return api.lax.scan(lambda c, _: (np_.sin(keep(gref, c)), None), v, None, length=2)[0]
+    if where == "cond":
+      return api.lax.cond(v > 0, lambda: np_.sin(keep(gref, v)), lambda: v)
+    return api.checkpoint(lambda u: np_.sin(keep(gref, u)))(v)
+  return loss
+
+
+@pytest.mark.parametrize("where", ["scan", "cond", "checkpoint"])
+def test_custom_vjp_refs_threaded_through_loops_run_forward(where):
+  """Without differentiation the discharged custom_vjp_call runs its function (jax agrees on
+  the values where it runs them: eagerly)."""
+  got_ref, want_ref = revax.new_ref(np.float32(0)), jax.new_ref(np.float32(0))
+  got = _through(*REVAX, where)(X, got_ref)
+  want = _through(*JAX, where)(X, want_ref)
+  _assert_same((got, revax.freeze(got_ref)), (want, jax.freeze(want_ref)))
+
+
+@pytest.mark.parametrize("where", ["scan", "cond", "checkpoint"])
+def test_grad_of_custom_vjp_refs_threaded_through_loops_is_refused(where):
+  """revax threads refs through loops, branches and checkpoints as values, so a custom_vjp
+  inside loses the ref its bwd would write into: differentiating it is a NotImplementedError
+  saying so (jax 0.10.2 runs scan and checkpoint, and fails cond with a KeyError)."""
+  loss = _through(*REVAX, where)
+  with pytest.raises(NotImplementedError, match="mutable array references it takes were "
+                     "discharged"):
+    revax.grad(loss)(X, revax.new_ref(np.float32(0)))
