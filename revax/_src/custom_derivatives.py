@@ -26,7 +26,7 @@ from revax._src import custom_vjp_refs
 from revax._src.custom_derivatives_helpers import CustomVJPPrimal
 from revax._src import tree_util
 from revax._src.core import dtypes
-from revax._src.core.avals import get_aval, same_type
+from revax._src.core.avals import AbstractRef, get_aval, same_type
 from revax._src.core.eval import eval_jaxpr
 from revax._src.core.jaxpr import ClosedJaxpr
 from revax._src.core.trace import (ConcreteValueError, Primitive, Tracer,
@@ -383,15 +383,22 @@ class custom_vjp:  # noqa: N801 (JAX's name)
       raise AttributeError(f"No VJP defined for custom_vjp function {_name(self.fun)} using "
                            "defvjp.")
     args = _resolve_args(self.fun, args, kwargs)
-    nondiff, diff = _split_nondiff(args, self.nondiff_argnums)
-    # (as jax: under differentiation the fwd rule runs in place of the function, and is named)
-    perturbed = any(isinstance(x, ad.JVPTracer) and type(x.tangent) is not ad.Zero
-                    for x in tree_util.tree_leaves(diff))
-    custom_vjp_refs.check_aliased_refs(self.fun, diff, self.fwd if perturbed else None)
+    refs = AbstractRef.any_made  # (no ref type was ever made: none to check for)
+    if refs:
+      diff = _split_nondiff(args, self.nondiff_argnums)[1]
+      leaves = tree_util.tree_leaves(diff)
+      if any(map(custom_vjp_refs.is_ref_leaf, leaves)):
+        # (as jax: under differentiation the fwd rule runs in place of the function, and is
+        # named)
+        perturbed = any(isinstance(x, ad.JVPTracer) and type(x.tangent) is not ad.Zero
+                        for x in leaves)
+        custom_vjp_refs.check_aliased_refs(self.fun, diff, self.fwd if perturbed else None)
     if current_trace() is eval_trace:
       out = self.fun(*args)
-      custom_vjp_refs.check_returned_refs(self.fun, out, "primal")
+      if refs:
+        custom_vjp_refs.check_returned_refs(self.fun, out, "primal")
       return out
+    nondiff, _ = _split_nondiff(args, self.nondiff_argnums)
     try:
       closed, consts, leaves, in_tree, out_tree = _trace_call(self.fun, args, nondiff,
                                                               check_refs=True)

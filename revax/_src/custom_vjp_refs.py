@@ -26,11 +26,12 @@ import inspect
 
 from revax._src import tree_util
 from revax._src.core.avals import AbstractRef, get_aval
+from revax._src.core.trace import Tracer
 from revax._src.custom_derivatives_helpers import CustomVJPPrimal
 from revax._src.interpreters import discharge
 from revax._src.lax import state
 
-__all__ = ["check_aliased_refs", "check_returned_refs", "discharge_rule"]
+__all__ = ["check_aliased_refs", "check_returned_refs", "discharge_rule", "is_ref_leaf"]
 
 
 def _describe(fun) -> str:
@@ -56,6 +57,14 @@ def _unwrap(x):
   return x.value if type(x) is CustomVJPPrimal else x
 
 
+def is_ref_leaf(x) -> bool:
+  """`state.is_ref`, cheaply for the common leaves (arrays, scalars)."""
+  t = type(x)
+  if t is state.Ref:
+    return True
+  return isinstance(x, Tracer) and isinstance(x.aval, AbstractRef)
+
+
 def _is_ref_aval(x) -> bool:
   return isinstance(get_aval(x), AbstractRef)
 
@@ -67,7 +76,7 @@ def check_aliased_refs(fun, args, named=None) -> None:
   leaves = tree_util.tree_leaves(args)
   seen: dict = {}
   for i, x in enumerate(map(_unwrap, leaves)):
-    if not state.is_ref(x):
+    if not is_ref_leaf(x):
       continue
     first = seen.setdefault(id(x), i)
     if first != i:
@@ -82,9 +91,11 @@ def check_returned_refs(fun, out, kind: str, args=(), after: int = 0) -> None:
   """jax's ValueError for a ref among the leaves of `out`, what `fun` (the primal function,
   kind 'primal', or the fwd rule, kind 'fwd') returned: among the first `after` leaves (fwd's
   primal outputs) none may be one, after them only a ref that is one of `args`."""
-  ids = {id(x) for x in map(_unwrap, tree_util.tree_leaves(args)) if state.is_ref(x)}
+  if not AbstractRef.any_made or not any(map(is_ref_leaf, tree_util.tree_leaves(out))):
+    return  # (the common case, checked without paths)
+  ids = {id(x) for x in map(_unwrap, tree_util.tree_leaves(args)) if is_ref_leaf(x)}
   for i, (path, leaf) in enumerate(tree_util.tree_flatten_with_path(out)[0]):
-    if not state.is_ref(leaf):
+    if not is_ref_leaf(leaf):
       continue
     loc = f" at output tree path {tree_util.keystr(path)}" if path else ""
     ty = repr(get_aval(leaf))

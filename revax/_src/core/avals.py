@@ -130,8 +130,12 @@ class AbstractRef:
   """The type of a mutable array reference (JAX's `AbstractRef`): the type of the array it holds
   (`inner_aval`), printed `Ref{f32[3]}`. Shape, dtype and weak type are the inner array's."""
   __slots__ = ("inner_aval", "kind", "memory_space")
+  # whether any ref type was ever made in this process (until then no value can be a ref, and
+  # checks for refs among a function's arguments cost nothing)
+  any_made = False
 
   def __init__(self, inner_aval: ShapedArray, memory_space=None, kind=None):
+    AbstractRef.any_made = True
     self.inner_aval = inner_aval
     self.kind = kind
     self.memory_space = memory_space
