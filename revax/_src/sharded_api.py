@@ -209,6 +209,11 @@ def _reshard_on_devices(x, sharding):
   array is an all-reduce there); device_put for the others."""
   if not _unreduced(x):
     return device_put(x, sharding)
+  have, want = x.sharding.spec.unreduced, sharding.spec.unreduced
+  if want - have:  # (Shardy aborts the process on it; jax 0.10.2 with it)
+    raise NotImplementedError(f"reshard of an array unreduced over {set(have)} to one unreduced "
+                              f"over {set(want)}: reshard it to a spec without unreduced axes "
+                              "first")
   out = sharded_eager.apply_primitive(sharding_constraint.sharding_constraint_p, [x],
                                       {"sharding": sharding})
   if out is None:

@@ -90,7 +90,8 @@ def place(value, sharding, aval: ShapedArray | None = None) -> Array:
     # over a 1-device mesh the array stays a plain Array that reports its NamedSharding
     return one_device(Array(aval, npy=arr._npy, buf=buf), sharding)
   _check_devices(sharding)
-  reuse = _matching_buffers(value, devices, indices, aval)
+  reuse = None if _adds_unreduced(value, sharding) else _matching_buffers(value, devices,
+                                                                          indices, aval)
   if reuse is not None:
     return rt.ShardedArray(aval, sharding, reuse, indices, npy=value._npy)
   host = np.asarray(dispatch.host_value(value), dtype=aval.dtype)
@@ -101,6 +102,15 @@ def place(value, sharding, aval: ShapedArray | None = None) -> Array:
       for k, (d, ix) in enumerate(zip(devices, indices, strict=True))]
   npy = host if not host.flags.writeable and not zeroed else None
   return rt.ShardedArray(aval, sharding, bufs, indices, npy=npy)
+
+
+def _adds_unreduced(value, sharding) -> bool:
+  """Whether `sharding` is unreduced over axes `value` is not (its copies there become zeros)."""
+  want = getattr(getattr(sharding, "spec", None), "unreduced", None)
+  if not want:
+    return False
+  have = getattr(getattr(getattr(value, "sharding", None), "spec", None), "unreduced", None)
+  return bool(want - (have or frozenset()))
 
 
 def _unreduced_copies(sharding) -> set:

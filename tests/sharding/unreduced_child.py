@@ -137,4 +137,19 @@ show("sum", lambda: lib.typeof(lnp.sum(z)))
 for name, fn in [("sub", lambda: z - z), ("neg", lambda: -z), ("sin", lambda: lnp.sin(z)),
                  ("exp", lambda: lnp.exp(z)), ("max", lambda: lnp.max(z))]:
   show(name, lambda: type(fn()))
+
+# --- into and out of unreduced ------------------------------------------------------------------
+rows = lib.device_put(lnp.arange(8.0).reshape(4, 2), P("r", None))
+UR = P("r", None, unreduced={"c"})
+show("to unreduced", lambda: lib.typeof(lib.sharding.reshard(rows, UR)))
+show("round trip", lambda: np.asarray(lib.sharding.reshard(lib.sharding.reshard(rows, UR),
+                                                           P("r", None))).tolist())
+show("round trip jit", lambda: np.asarray(lib.jit(lambda v: lib.sharding.reshard(
+    lib.sharding.reshard(v, UR), P("r", None)))(rows)).tolist())
+placed = lib.device_put(lnp.arange(8.0).reshape(4, 2), UR)
+show("jit identity", lambda: lib.typeof(lib.jit(lambda v: v)(placed)))
+show("jit identity reshard",
+     lambda: np.asarray(lib.sharding.reshard(lib.jit(lambda v: v)(placed), P())).tolist())
+show("jit add reshard",
+     lambda: np.asarray(lib.sharding.reshard(lib.jit(lambda v: v + v)(placed), P())).tolist())
 print("DONE")

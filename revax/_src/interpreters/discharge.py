@@ -135,15 +135,16 @@ def _discharge_param(value):
 
 @staging.memoize_on_jaxpr
 def _result_avals(closed: ClosedJaxpr) -> tuple:
+  if not has_refs(closed.jaxpr):
+    return tuple(closed.out_avals)
   return tuple(discharge_state(closed).out_avals[:len(closed.out_avals)])
 
 
 def result_avals(closed: ClosedJaxpr) -> list:
   """The types of what `closed` returns when it runs compiled: those of its discharged program
   where it uses refs. As in jax's jitted programs, a value read from a ref there has the type
-  of what was last written into it (written values are strong), not the ref's type."""
-  if not has_refs(closed.jaxpr):
-    return closed.out_avals
+  of what was last written into it (written values are strong), not the ref's type. Memoized
+  per jaxpr (jit's abstract evaluation asks on every bind)."""
   return list(_result_avals(closed))
 
 

@@ -229,6 +229,14 @@ def _batch(vals, dims, *, sharding):
 
 
 def _lower(ctx, x, *, sharding):
+  added = sharding.spec.unreduced - sharding_types.unreduced_of(ctx.avals_in[0])
+  if added and sharding_lowering.module_mesh(ctx) is not None:
+    # (Shardy keeps the value on every device, so its sum over those axes would be a multiple
+    # of it; jax's program keeps one copy. Eagerly, device_put and reshard place it right.)
+    raise NotImplementedError(
+        f"resharding a value to unreduced mesh axes {set(added)} it is not unreduced over, "
+        "inside a program over a mesh, is not supported by revax; reshard it eagerly, or make "
+        "it unreduced where it is computed (dot_general's out_sharding)")
   return constrain(ctx, x, sharding, ctx.avals_in[0])
 
 
