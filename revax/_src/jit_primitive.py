@@ -219,6 +219,8 @@ def run_with_refs(entry, operands) -> list:
     return outs[:n]
   vals = [_state.ref_get(x) if m else x for x, m in zip(operands, entry.ref_mask)]
   outs = jit_p.bind(*vals, jaxpr=pure, name=entry.name)
-  for ref, new in zip(refs, outs[n:], strict=True):
-    _state.write_back(ref, new)
+  positions = [k for k, m in enumerate(entry.ref_mask) if m]
+  for ref, k, new in zip(refs, positions, outs[n:], strict=True):
+    if discharge.writes_ref(entry.jaxpr.jaxpr, k):
+      _state.write_back(ref, new)
   return outs[:n]

@@ -61,6 +61,18 @@ def has_refs(jaxpr: Jaxpr) -> bool:
   return False
 
 
+ref_reads: set = set()  # prims that only read a ref (get); freeze is in `ref_reading`
+
+
+def writes_ref(jaxpr: Jaxpr, k: int) -> bool:
+  """Whether `jaxpr` may change the contents of its input `k` (a ref): an equation takes it
+  that is not a pure read. Its wrappers hand back only the contents of refs it writes (an
+  unchanged ref is not written under vmap, where a write to an unbatched ref is an error)."""
+  v = jaxpr.invars[k]
+  return any(eqn.primitive not in ref_reads and eqn.primitive not in ref_reading
+             and any(a is v for a in eqn.invars) for eqn in jaxpr.eqns)
+
+
 def passes_refs_on(jaxpr: Jaxpr) -> bool:
   """Whether an equation of `jaxpr` hands a ref to a primitive that takes refs themselves
   (`discharge_rules_with_live_refs`: a custom_vjp function taking refs)."""

@@ -316,6 +316,7 @@ ad.primitive_jvps[get_p] = _get_jvp
 batching.axis_size_batchers[get_p] = _get_batch
 inv.not_invertible(get_p, "it reads mutable state")
 discharge.discharge_rules[get_p] = _get_discharge
+discharge.ref_reads.add(get_p)
 def_effectful(get_p)
 
 
@@ -446,6 +447,9 @@ swap_p.def_abstract_eval(_swap_abstract_eval)
 dispatch.custom_impls[swap_p] = _swap_impl
 ad.primitive_jvps[swap_p] = _swap_jvp
 batching.axis_size_batchers[swap_p] = _swap_batch
+# (as jax: under vmap a write's batching rule runs even when nothing is batched, and refuses a
+# ref that is not, whatever the value: every example would write it)
+batching.batch_unmapped_inputs.add(swap_p)
 inv.not_invertible(swap_p, "it writes mutable state")
 discharge.discharge_rules[swap_p] = _swap_discharge
 def_effectful(swap_p)
@@ -535,6 +539,7 @@ ad.primitive_jvps[addupdate_p] = _addupdate_jvp
 partial_eval.partial_eval_rules[addupdate_p] = functools.partial(_write_partial_eval,
                                                                  prim=addupdate_p)
 batching.axis_size_batchers[addupdate_p] = _addupdate_batch
+batching.batch_unmapped_inputs.add(addupdate_p)
 inv.not_invertible(addupdate_p, "it writes mutable state")
 discharge.discharge_rules[addupdate_p] = _addupdate_discharge
 def_effectful(addupdate_p)
@@ -710,6 +715,8 @@ def call_threading_refs(jaxprs, operands, bind, what: str):
   pure = [discharge.discharge_state(j) for j in jaxprs]
   outs = bind(pure, [ref_get(x) if m else x for x, m in zip(operands, mask)])
   n = len(jaxprs[0].out_avals)
-  for ref, new in zip(refs, outs[n:], strict=True):
-    write_back(ref, new)
+  positions = [k for k, m in enumerate(mask) if m]
+  for ref, k, new in zip(refs, positions, outs[n:], strict=True):
+    if any(discharge.writes_ref(j.jaxpr, k) for j in jaxprs):
+      write_back(ref, new)
   return outs[:n]
