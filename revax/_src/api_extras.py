@@ -219,7 +219,9 @@ def _type_sharding(x, aval):
   else:
     mesh = sharding.EMPTY_ABSTRACT_MESH
   parts = sharding_types.spec_parts(aval)
-  return sharding.NamedSharding(mesh, sharding.PartitionSpec(*parts))
+  return sharding.NamedSharding(mesh, sharding.PartitionSpec(
+      *parts, unreduced=sharding_types.unreduced_of(aval),
+      reduced=sharding_types.reduced_of(aval)))
 
 
 def print_environment_info(return_string: bool = False) -> str | None:

@@ -22,16 +22,17 @@ from __future__ import annotations
 import inspect
 
 from revax._src.core import wrapping
+from revax._src import custom_vjp_refs
 from revax._src.custom_derivatives_helpers import CustomVJPPrimal
 from revax._src import tree_util
 from revax._src.core import dtypes
-from revax._src.core.avals import get_aval, same_type
+from revax._src.core.avals import AbstractRef, get_aval, same_type
 from revax._src.core.eval import eval_jaxpr
 from revax._src.core.jaxpr import ClosedJaxpr
 from revax._src.core.trace import (ConcreteValueError, Primitive, Tracer,
                                    current_trace, eval_trace, set_current_trace,
                                    to_concrete_value)
-from revax._src.interpreters import ad, batching, dispatch, mlir, staging
+from revax._src.interpreters import ad, batching, discharge, dispatch, mlir, staging
 from revax._src.lax import batch_util, reductions
 
 
@@ -71,15 +72,18 @@ def _merge(args, nondiff, diff):
   return tuple(args[i] if i in nondiff else next(it) for i in range(len(args)))
 
 
-def _trace_call(fun, args, nondiff):
+def _trace_call(fun, args, nondiff, check_refs=False):
   """Trace `fun(*args)` over its differentiable arguments' leaves. Returns (closed jaxpr with
-  consts as leading inputs, consts, leaves, in_tree, out_tree)."""
+  consts as leading inputs, consts, leaves, in_tree, out_tree). `check_refs`: a custom_vjp
+  function, which may not return a ref."""
   _, diff = _split_nondiff(args, nondiff)
   leaves, in_tree = tree_util.tree_flatten(tuple(diff))
   store = {}
 
   def flat_fun(*xs):
     out = fun(*_merge(args, nondiff, tree_util.tree_unflatten(in_tree, xs)))
+    if check_refs:
+      custom_vjp_refs.check_returned_refs(fun, out, "primal")
     out_leaves, store["out_tree"] = tree_util.tree_flatten(out)
     for x in out_leaves:
       get_aval(x)
@@ -379,11 +383,25 @@ class custom_vjp:  # noqa: N801 (JAX's name)
       raise AttributeError(f"No VJP defined for custom_vjp function {_name(self.fun)} using "
                            "defvjp.")
     args = _resolve_args(self.fun, args, kwargs)
+    refs = AbstractRef.any_made  # (no ref type was ever made: none to check for)
+    if refs:
+      diff = _split_nondiff(args, self.nondiff_argnums)[1]
+      leaves = tree_util.tree_leaves(diff)
+      if any(map(custom_vjp_refs.is_ref_leaf, leaves)):
+        # (as jax: under differentiation the fwd rule runs in place of the function, and is
+        # named)
+        perturbed = any(isinstance(x, ad.JVPTracer) and type(x.tangent) is not ad.Zero
+                        for x in leaves)
+        custom_vjp_refs.check_aliased_refs(self.fun, diff, self.fwd if perturbed else None)
     if current_trace() is eval_trace:
-      return self.fun(*args)
+      out = self.fun(*args)
+      if refs:
+        custom_vjp_refs.check_returned_refs(self.fun, out, "primal")
+      return out
     nondiff, _ = _split_nondiff(args, self.nondiff_argnums)
     try:
-      closed, consts, leaves, in_tree, out_tree = _trace_call(self.fun, args, nondiff)
+      closed, consts, leaves, in_tree, out_tree = _trace_call(self.fun, args, nondiff,
+                                                              check_refs=True)
     except ConcreteValueError as err:  # see custom_jvp.__call__
       return _eager_custom_call(self, args, nondiff, _eager_vjp, err)
     rule = _VjpRule(self, args, nondiff, in_tree, out_tree, closed.out_avals,
@@ -424,6 +442,7 @@ class _VjpRule:
                       f"{out!r}.")
     primal_out, res = out
     out_leaves, tree = tree_util.tree_flatten(primal_out)
+    custom_vjp_refs.check_returned_refs(owner.fwd, out, "fwd", arg_leaves, len(out_leaves))
     if tree != self.out_tree:
       raise TypeError(f"Custom VJP fwd rule {name} for function {_name(owner.fun)} must produce "
                       f"a pair where the first value has the same container (pytree) structure "
@@ -558,6 +577,8 @@ ad.primitive_jvps[custom_vjp_call_p] = _custom_vjp_call_jvp
 batching.axis_size_batchers[custom_vjp_call_p] = _custom_vjp_call_batch
 mlir.register_lowering(custom_vjp_call_p, _call_lower)
 staging.dce_rules[custom_vjp_call_p] = _call_dce
+discharge.discharge_rules[custom_vjp_call_p] = custom_vjp_refs.discharge_rule(custom_vjp_call_p)
+discharge.discharge_rules_with_live_refs.add(custom_vjp_call_p)
 
 
 # --- custom functions that read their arguments' values -------------------------------------------
@@ -627,6 +648,7 @@ def _eager_vjp(owner, args, nondiff, in_tree, primals, tangents):
                     f"represents the primal output and the second element represents residuals, "
                     f"but got {fwd_out!r}.")
   out_leaves, out_tree = tree_util.tree_flatten(fwd_out[0])
+  custom_vjp_refs.check_returned_refs(owner.fwd, fwd_out, "fwd", primals, len(out_leaves))
   rule = _VjpRule(owner, args, nondiff, in_tree, out_tree, [get_aval(o) for o in out_leaves],
                   [get_aval(x) for x in primals])
   outs, tangents_out = _custom_vjp_call_jvp(primals, tangents, call_jaxpr=None, rule=rule,

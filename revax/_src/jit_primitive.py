@@ -14,6 +14,7 @@ sharding of the value they are the cotangent of, and vmap leaves the batch dimen
 shardings' mesh; nested in another program it constrains its operands and results there."""
 from __future__ import annotations
 
+from revax._src.core.eval import eval_jaxpr
 from revax._src.core.jaxpr import ClosedJaxpr
 from revax._src.core.trace import Primitive, _context, eval_trace
 from revax._src.interpreters import ad, batching, dispatch, mlir, partial_eval, staging
@@ -33,7 +34,7 @@ jit_p = Primitive("jit", multiple_results=True)
 
 def _jit_abstract_eval(*avals, jaxpr: ClosedJaxpr, name: str, **shardings):
   dispatch.check_arg_avals(name, jaxpr.in_avals, avals)
-  return jaxpr.out_avals
+  return discharge.result_avals(jaxpr)
 
 
 def shard_params(in_shardings, out_shardings) -> dict:
@@ -196,6 +197,10 @@ def run_with_refs(entry, operands) -> list:
   """Run trace-cache `entry` (whose program takes mutable array refs) on `operands`: the refs'
   contents are read, the discharged program runs on them (as a jit call under another
   transformation), and the new contents it returns are written back into the refs."""
+  if _context.trace is not eval_trace and discharge.passes_refs_on(entry.jaxpr.jaxpr):
+    # a custom_vjp function inside takes the refs themselves (its bwd writes into them during
+    # a backward pass yet to come): the program runs inline, its refs staying refs
+    return eval_jaxpr(entry.jaxpr.jaxpr, entry.jaxpr.consts, *operands)
   refs = [x for x, m in zip(operands, entry.ref_mask) if m]
   pure = discharge.discharge_state(entry.jaxpr)
   n = len(entry.jaxpr.out_avals)
@@ -214,6 +219,8 @@ def run_with_refs(entry, operands) -> list:
     return outs[:n]
   vals = [_state.ref_get(x) if m else x for x, m in zip(operands, entry.ref_mask)]
   outs = jit_p.bind(*vals, jaxpr=pure, name=entry.name)
-  for ref, new in zip(refs, outs[n:], strict=True):
-    _state.ref_set(ref, (), new)
+  positions = [k for k, m in enumerate(entry.ref_mask) if m]
+  for ref, k, new in zip(refs, positions, outs[n:], strict=True):
+    if discharge.writes_ref(entry.jaxpr.jaxpr, k):
+      _state.write_back(ref, new)
   return outs[:n]

@@ -84,17 +84,18 @@ def settle(x, mesh, over_mesh: bool, relabel: bool = True):
     s = x._sharding
     if not relabel or not isinstance(s, NamedSharding) or not (s.mesh is mesh or s.mesh == mesh):
       return x
-    if any(p is not None for p in s.spec):
+    if any(p is not None for p in s.spec.partitions):
       return x
     target = _sharding(mesh, ndim, over_mesh)
-    if tuple(s.spec) == tuple(target.spec):
+    if s.spec.partitions == target.spec.partitions:
       return x
     return rt.ShardedArray(x.aval, target, x._buffers, x._indices, npy=x._npy, typed=True)
   sharding = _sharding(mesh, ndim, over_mesh)
   marked = getattr(x, "_mesh_sharding", None)
   if marked is not None:  # (over a mesh of one device: relabelled as an unsplit mesh value)
     if not relabel or not (marked.mesh is mesh or marked.mesh == mesh) or \
-        tuple(marked.spec) == tuple(sharding.spec) or any(p is not None for p in marked.spec):
+        marked.spec.partitions == sharding.spec.partitions or any(
+            p is not None for p in marked.spec.partitions):
       return x
     return rt.mark(Array(x.aval, x._npy, x._buf), sharding)
   if len(mesh.devices.flat) == 1 and x._buf is not None and x._buf.device == mesh.devices.flat[0]:

@@ -280,7 +280,7 @@ def _partial_eval(trace, args, params, unknowns):
 
 def _batch_spec(spec, dim, axes):
   """`spec` of a value batched at `dim`: the batch dimension split over `axes` (None: whole)."""
-  parts = list(spec) + [None] * (dim - len(spec))
+  parts = list(getattr(spec, "partitions", spec)) + [None] * (dim - len(spec))
   parts.insert(dim, axes)
   return PartitionSpec(*parts)
 

@@ -191,9 +191,34 @@ def reshard(xs, out_shardings):
                       f"`NamedSharding` or `PartitionSpec`. Got {s} of type: {type(s)}")
     return concrete_sharding(s, "reshard", like)
   out_shardings = tree_util.tree_map(check, out_shardings)
-  if any(isinstance(leaf, Tracer) for leaf in tree_util.tree_leaves(xs)):
+  leaves = tree_util.tree_leaves(xs)
+  if any(isinstance(leaf, Tracer) for leaf in leaves):
     return sharding_constraint.with_sharding_constraint(xs, out_shardings)
+  if any(map(_unreduced, leaves)):  # partial values to add up: on the devices, not the host
+    per_leaf = tree_util.tree_broadcast(out_shardings, xs)
+    return tree_util.tree_map(_reshard_on_devices, xs, per_leaf)
   return device_put(xs, out_shardings)
+
+
+def _unreduced(x) -> bool:
+  return bool(getattr(getattr(getattr(x, "sharding", None), "spec", None), "unreduced", None))
+
+
+def _reshard_on_devices(x, sharding):
+  """`x` resharded by a program over its mesh (the sum of the partial values of an unreduced
+  array is an all-reduce there); device_put for the others."""
+  if not _unreduced(x):
+    return device_put(x, sharding)
+  have, want = x.sharding.spec.unreduced, sharding.spec.unreduced
+  if want - have:  # (Shardy aborts the process on it; jax 0.10.2 with it)
+    raise NotImplementedError(f"reshard of an array unreduced over {set(have)} to one unreduced "
+                              f"over {set(want)}: reshard it to a spec without unreduced axes "
+                              "first")
+  out = sharded_eager.apply_primitive(sharding_constraint.sharding_constraint_p, [x],
+                                      {"sharding": sharding})
+  if out is None:
+    raise NotImplementedError(f"reshard of an unreduced array to {sharding}: its mesh differs")
+  return out
 
 
 def _mesh_with_axes(axes, kind, api: str, shardings=None):

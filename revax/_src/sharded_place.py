@@ -90,15 +90,39 @@ def place(value, sharding, aval: ShapedArray | None = None) -> Array:
     # over a 1-device mesh the array stays a plain Array that reports its NamedSharding
     return one_device(Array(aval, npy=arr._npy, buf=buf), sharding)
   _check_devices(sharding)
-  reuse = _matching_buffers(value, devices, indices, aval)
+  reuse = None if _adds_unreduced(value, sharding) else _matching_buffers(value, devices,
+                                                                          indices, aval)
   if reuse is not None:
     return rt.ShardedArray(aval, sharding, reuse, indices, npy=value._npy)
   host = np.asarray(dispatch.host_value(value), dtype=aval.dtype)
   backend = get_backend()
-  bufs = [backend.buffer_from_numpy(np.asarray(host[ix]), d)  # (any strides are fine)
-          for d, ix in zip(devices, indices, strict=True)]
-  npy = host if not host.flags.writeable else None
+  zeroed = _unreduced_copies(sharding)
+  bufs = [backend.buffer_from_numpy(  # (any strides are fine)
+      np.zeros_like(host[ix]) if k in zeroed else np.asarray(host[ix]), d)
+      for k, (d, ix) in enumerate(zip(devices, indices, strict=True))]
+  npy = host if not host.flags.writeable and not zeroed else None
   return rt.ShardedArray(aval, sharding, bufs, indices, npy=npy)
+
+
+def _adds_unreduced(value, sharding) -> bool:
+  """Whether `sharding` is unreduced over axes `value` is not (its copies there become zeros)."""
+  want = getattr(getattr(sharding, "spec", None), "unreduced", None)
+  if not want:
+    return False
+  have = getattr(getattr(getattr(value, "sharding", None), "spec", None), "unreduced", None)
+  return bool(want - (have or frozenset()))
+
+
+def _unreduced_copies(sharding) -> set:
+  """The positions (in the mesh's device order) that hold zeros of a value placed unreduced
+  over some mesh axes: as jax, the value lies on the devices at coordinate 0 of each unreduced
+  axis and zeros elsewhere, so that the sum over those axes is the value."""
+  unreduced = getattr(getattr(sharding, "spec", None), "unreduced", None)
+  if not unreduced:
+    return set()
+  mesh = sharding.mesh
+  return {k for k, coord in enumerate(np.ndindex(*mesh.axis_sizes))
+          if any(c for a, c in zip(mesh.axis_names, coord, strict=True) if a in unreduced)}
 
 
 def _matching_buffers(value, devices, indices, aval):

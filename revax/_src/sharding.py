@@ -346,31 +346,68 @@ def _get_default_unconstrained():
 UNCONSTRAINED = UnconstrainedSingleton()
 
 
+def _check_unreduced(parts, unreduced, reduced):
+  """jax's checks of a spec's unreduced and reduced axes."""
+  if not reduced and not unreduced:
+    return
+  if None in unreduced:
+    raise ValueError("unreduced cannot contain None. All elements in unreduced should refer to "
+                     "the mesh axes.")
+  if None in reduced:
+    raise ValueError("reduced cannot contain None. All elements in reduced should refer to the "
+                     "mesh axes.")
+  if unreduced & reduced:
+    raise ValueError("`unreduced` and `reduced` argument to PartitionSpec cannot overlap. "
+                     f"Got unreduced: {unreduced} and reduced: {reduced}")
+  for part in parts:
+    for a in (part if isinstance(part, tuple) else (part,)):
+      for what, axes in (("unreduced", unreduced), ("reduced", reduced)):
+        if a in axes:
+          raise ValueError(f"partitions cannot overlap with {what} axes passed to "
+                           f"PartitionSpec. Got partitions: {parts} and {what} axes: {axes}")
+
+
+def _axis_set(value, what: str) -> frozenset:
+  if isinstance(value, frozenset):
+    return value
+  if not isinstance(value, set):
+    raise TypeError(f"{what} argument of PartitionSpec should of type `frozenset` or `set`. "
+                    f"Got type {value}")
+  return frozenset(value)
+
+
 class PartitionSpec:
   """Per array dimension: the mesh axis (or tuple of axes, major first) it is split over, or
   None. Trailing dimensions not listed are not split.
+
+  `unreduced` names mesh axes over which the value is a sum of per-device partial values not
+  yet added up (what a contraction over a split dimension leaves with `out_sharding=` saying
+  so; `reshard` to a spec without them adds them up); `reduced` names axes over which it is
+  whole on every device (and its cotangent will be unreduced there). As jax's, a spec with
+  either cannot be indexed or iterated (use `.partitions`).
 
   Example:
     >>> from revax.sharding import PartitionSpec as P
     >>> P("data", None)  # rows split over the "data" axis, columns whole
     P('data', None)
+    >>> P("data", unreduced={"model"})
+    P('data', unreduced={'model'})
   """
-  __slots__ = ("_parts",)
+  __slots__ = ("_parts", "unreduced", "reduced")
   # a dimension left open: with_sharding_constraint lets XLA choose its split (`{?}`); where a
   # sharding places values (device_put, jit arguments), it is not split (as None)
   UNCONSTRAINED = UNCONSTRAINED
 
-  def __init__(self, *parts):
-    self._parts = tuple(map(_canonical_part, parts))
+  def __init__(self, *parts, unreduced=frozenset(), reduced=frozenset()):
+    parts = tuple(map(_canonical_part, parts))
+    unreduced, reduced = _axis_set(unreduced, "unreduced"), _axis_set(reduced, "reduced")
+    _check_unreduced(parts, unreduced, reduced)
+    self._parts, self.unreduced, self.reduced = parts, unreduced, reduced
 
   @property
   def partitions(self) -> tuple:
     """The entries, one per dimension."""
     return self._parts
-
-  # (jax's unreduced/reduced axes, which revax does not model: always empty)
-  unreduced = property(lambda self: frozenset())
-  reduced = property(lambda self: frozenset())
 
   def __len__(self):
     return len(self._parts)
@@ -383,31 +420,46 @@ class PartitionSpec:
     """How many entries equal `value`."""
     return self._parts.count(_canonical_part(value))
 
+  def _tuple_refused(self, other, where: str):
+    for what in ("unreduced", "reduced"):
+      if getattr(self, what):
+        raise TypeError(f"other {other} cannot be of instance `tuple` when self {self} has "
+                        f"{what} in `{where}` of PartitionSpec.")
+
   def __add__(self, other):
-    if isinstance(other, (PartitionSpec, tuple)):
+    if isinstance(other, PartitionSpec):
+      return PartitionSpec(*self._parts, *other._parts,
+                           unreduced={*self.unreduced, *other.unreduced},
+                           reduced={*self.reduced, *other.reduced})
+    if isinstance(other, tuple):
+      self._tuple_refused(other, "__add__")
       return PartitionSpec(*self._parts, *other)
     raise NotImplementedError  # (jax's, for anything but a PartitionSpec or a tuple)
 
   def __radd__(self, other):
     if isinstance(other, tuple):
+      self._tuple_refused(other, "__radd__")
       return PartitionSpec(*other, *self._parts)
     raise NotImplementedError
 
   def update(self, partitions=None, unreduced=None, reduced=None) -> "PartitionSpec":
-    """A copy with its entries replaced by `partitions`.
+    """A copy with its entries, unreduced or reduced axes replaced by those given."""
+    return PartitionSpec(*(self._parts if partitions is None else partitions),
+                         unreduced=self.unreduced if unreduced is None else unreduced,
+                         reduced=self.reduced if reduced is None else reduced)
 
-    Raises:
-      NotImplementedError: non-empty `unreduced`/`reduced` axes (revax does not model them).
-    """
-    if unreduced or reduced:
-      raise NotImplementedError("PartitionSpec.update: revax does not support unreduced or "
-                                "reduced mesh axes")
-    return PartitionSpec(*(self._parts if partitions is None else partitions))
+  def _refuse_positional(self, how: str):
+    if self.unreduced or self.reduced:
+      raise ValueError(f"Using {how} is dangerous when PartitionSpec has non-empty "
+                       "unreduced/reduced set. Please use "
+                       f"{'spec.partitions[...]' if how == 'pspec[...]' else '*spec.partitions'}")
 
   def __getitem__(self, i):
+    self._refuse_positional("pspec[...]")
     return self._parts[i]
 
   def __iter__(self):
+    self._refuse_positional("*pspec")
     return iter(self._parts)
 
   def axes_of(self, dim: int) -> tuple:
@@ -417,21 +469,29 @@ class PartitionSpec:
       return ()
     return part if isinstance(part, tuple) else (part,)
 
-  def __eq__(self, other):
-    if not isinstance(other, PartitionSpec):
-      return NotImplemented
-    strip = lambda parts: tuple(parts[:max((i + 1 for i, p in enumerate(parts) if p is not None),
-                                           default=0)])
-    return strip(self._parts) == strip(other._parts)
-
-  def __hash__(self):
+  def _key(self):
     parts = self._parts
     while parts and parts[-1] is None:
       parts = parts[:-1]
-    return hash(parts)
+    return parts, self.unreduced, self.reduced
+
+  def __eq__(self, other):
+    if not isinstance(other, PartitionSpec):
+      return NotImplemented
+    return self._key() == other._key()
+
+  def __hash__(self):
+    key = self._key()
+    return hash(key[0]) if not (key[1] or key[2]) else hash(key)
 
   def __repr__(self):
-    return f"P{self._parts!r}" if len(self._parts) != 1 else f"P({self._parts[0]!r},)"
+    inner = repr(self._parts)[1:-1]
+    if not self.unreduced and not self.reduced:
+      return f"P({inner})"
+    sets = [f"{what}={set(axes)!r}" for what, axes in
+            (("unreduced", self.unreduced), ("reduced", self.reduced)) if axes]
+    inner = "" if not inner else f"{inner} " if inner.endswith(",") else f"{inner}, "
+    return f"P({inner}{', '.join(sets)})"
 
 
 P = PartitionSpec
@@ -646,6 +706,11 @@ def check_spec(spec: PartitionSpec, mesh: Mesh, where: str) -> None:
       if axis in seen:
         raise DuplicateSpecError(f"{where}: the spec {spec!r} uses mesh axis {axis!r} more than once")
       seen.append(axis)
+  for what, axes in (("Unreduced", spec.unreduced), ("Reduced", spec.reduced)):
+    for axis in sorted(axes, key=str):
+      if axis not in mesh.shape:
+        raise ValueError(f"{what} axes {axis} is not found in mesh.axis_names="
+                         f"{mesh.axis_names}. Got pspec={spec!r}")
 
 
 def _probe_size(sharding) -> int:

@@ -11,14 +11,8 @@ KNOWN = {
                          "IndexError ('list index out of range'); revax freezes it"),
     "ref of ref": ("new_ref of a Ref: jax fails an internal assertion (AssertionError), revax "
                    "raises TypeError naming the problem"),
-    "stash grad": ("a ref passed to a custom_vjp function (the guide's stash_grads): revax "
-                   "has no state discharge rule for custom_vjp with ref operands "
-                   "(NotImplementedError)"),
-    "stashed": "follows from 'stash grad'",
     "pick vjp": ("the float0 cotangent of an integer argument: jax returns its TypedNdArray "
                  "wrapper, revax a NumPy float0 array (same dtype and value)"),
-    "cond ref": ("weak types of a ref's value after lax.cond wrote it (jax: weak eagerly, "
-                 "strong under jit; revax the other way round)"),
     "jaxpr": ("variable naming inside a nested jaxpr, and jax prints the write as a swap "
               "whose old value is unused"),
 }

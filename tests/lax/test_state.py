@@ -446,6 +446,45 @@ def test_vmap_writing_an_unbatched_ref_raises():
   _both_raise(make, Exception, "vmapped value on an unbatched array reference")
 
 
+# Any write to a ref the vmap does not batch raises in jax, whatever the value written (its
+# batching rule runs even when nothing is batched); reads, and programs that only read it, run.
+UNBATCHED_WRITES = {
+    "constant": lambda api, np_, r, v: r.__setitem__(..., 1.0),
+    "read then write": lambda api, np_, r, v: r.__setitem__(..., r[...] + 1.0),
+    "in place add": lambda api, np_, r, v: r.__setitem__(..., r[...] * 2.0),
+    "addupdate": lambda api, np_, r, v: api.ref.addupdate(r, (), 1.0),
+    "inside jit": lambda api, np_, r, v: api.jit(lambda: r.__setitem__(..., 1.0))(),
+    "inside fori": lambda api, np_, r, v: api.lax.fori_loop(
+        0, 2, lambda i, c: (r.__setitem__(..., 1.0), c)[1], 0),
+    "inside scan": lambda api, np_, r, v: api.lax.scan(
+        lambda c, x: (r.__setitem__(..., 1.0), (c, None))[1], 0, None, length=2),
+}
+UNBATCHED_READS = {
+    "read": lambda api, np_, r, v: v + r[...],
+    "read inside jit": lambda api, np_, r, v: api.jit(lambda: r[...] + v)(),
+    "read inside fori": lambda api, np_, r, v: api.lax.fori_loop(0, 2, lambda i, c: c + r[...], v),
+    "read inside scan": lambda api, np_, r, v: api.lax.scan(
+        lambda c, x: (c + r[...], None), v, None, length=2)[0],
+}  # (a cond reading it: jax 0.10.2 refuses any state effect in a vmap of cond)
+
+
+@pytest.mark.parametrize("name", sorted(UNBATCHED_WRITES))
+def test_vmap_any_write_to_an_unbatched_ref_raises(name):
+  def make(api, np_):
+    r = api.new_ref(np_.float32(0.0))
+    api.vmap(lambda v: UNBATCHED_WRITES[name](api, np_, r, v))(np_.arange(3.0))
+  _both_raise(make, Exception, "vmapped value on an unbatched array reference")
+
+
+@pytest.mark.parametrize("name", sorted(UNBATCHED_READS))
+def test_vmap_reading_an_unbatched_ref_runs(name):
+  def run(api, np_):
+    r = api.new_ref(np_.float32(2.0))
+    return api.vmap(lambda v: UNBATCHED_READS[name](api, np_, r, v))(np_.arange(3.0)), \
+        api.freeze(r)
+  _assert_same(run(*REVAX), run(*JAX))
+
+
 def test_grad_writing_an_undifferentiated_ref_raises():
   def make(api, np_):
     r = api.new_ref(np_.zeros(3))

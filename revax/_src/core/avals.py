@@ -77,14 +77,18 @@ class ShapedArray:
     """'f32[3,4]' (JAX's 'f32[8@x,4]' for a dimension split over the Explicit mesh axis x), the
     form used in printed jaxprs; 'float32[3,4]' with short_dtypes=False."""
     dims = map(str, self.shape)
+    tail = ""
     if self.sharding is not None:
-      dims = [d + _split_suffix(part) for d, part in zip(dims, self.sharding.spec, strict=False)] \
-          + [str(n) for n in self.shape[len(self.sharding.spec):]]
+      spec = self.sharding.spec
+      parts = spec.partitions
+      dims = [d + _split_suffix(part) for d, part in zip(dims, parts, strict=False)] \
+          + [str(n) for n in self.shape[len(parts):]]
+      tail = _unreduced_suffix(spec, self.sharding.mesh)
     if not isinstance(self.dtype, np.dtype):  # an extended dtype prints its own name
       name = self.dtype.name
     else:
       name = dtypes.short_name(self.dtype) if short_dtypes else self.dtype.name
-    return f"{name}[{','.join(dims)}]"
+    return f"{name}[{','.join(dims)}]{tail}"
 
   def __repr__(self):
     """As JAX's: 'ShapedArray(float32[3,4])', 'ShapedArray(int32[], weak_type=True)'."""
@@ -94,6 +98,17 @@ class ShapedArray:
   def __str__(self):
     """JAX's form: 'float32[3]', '~float32[]' for a weakly typed value."""
     return ("~" if self.weak_type else "") + self.str_short(short_dtypes=False)
+
+
+def _unreduced_suffix(spec, mesh) -> str:
+  """JAX's '{U:c}', '{U:(a,b), R:c}': the unreduced and reduced mesh axes of a type, in mesh
+  order ('' for none)."""
+  marks = []
+  for mark, axes in (("U", spec.unreduced), ("R", spec.reduced)):
+    if axes:
+      names = [a for a in mesh.axis_names if a in axes]
+      marks.append(f"{mark}:{names[0]}" if len(names) == 1 else f"{mark}:({','.join(names)})")
+  return "{" + ", ".join(marks) + "}" if marks else ""
 
 
 def _split_suffix(part) -> str:
@@ -115,8 +130,12 @@ class AbstractRef:
   """The type of a mutable array reference (JAX's `AbstractRef`): the type of the array it holds
   (`inner_aval`), printed `Ref{f32[3]}`. Shape, dtype and weak type are the inner array's."""
   __slots__ = ("inner_aval", "kind", "memory_space")
+  # whether any ref type was ever made in this process (until then no value can be a ref, and
+  # checks for refs among a function's arguments cost nothing)
+  any_made = False
 
   def __init__(self, inner_aval: ShapedArray, memory_space=None, kind=None):
+    AbstractRef.any_made = True
     self.inner_aval = inner_aval
     self.kind = kind
     self.memory_space = memory_space

@@ -61,10 +61,11 @@ def in_internal_expansion() -> bool:
   return _lenient.depth > 0
 
 
-def make_sharding(mesh, parts):
-  """NamedSharding(mesh, PartitionSpec(*parts)), through the constructors sharding.py installs
-  in mesh_context (the classes sit above this layer)."""
-  return mesh_context.named_sharding(mesh, mesh_context.spec_type(*parts))
+def make_sharding(mesh, parts, unreduced=frozenset(), reduced=frozenset()):
+  """NamedSharding(mesh, PartitionSpec(*parts, unreduced=..., reduced=...)), through the
+  constructors sharding.py installs in mesh_context (the classes sit above this layer)."""
+  return mesh_context.named_sharding(
+      mesh, mesh_context.spec_type(*parts, unreduced=unreduced, reduced=reduced))
 
 
 class ShardingTypeError(Exception):
@@ -78,8 +79,20 @@ def spec_parts(aval) -> tuple:
   s = aval.sharding
   if s is None:
     return (None,) * len(aval.shape)
-  parts = tuple(s.spec)
+  parts = tuple(s.spec.partitions)
   return parts + (None,) * (len(aval.shape) - len(parts))
+
+
+def unreduced_of(aval) -> frozenset:
+  """The mesh axes over which `aval`'s value is a sum of partial values not yet added up."""
+  s = getattr(aval, "sharding", None)
+  return frozenset() if s is None else s.spec.unreduced
+
+
+def reduced_of(aval) -> frozenset:
+  """The mesh axes over which `aval` is marked reduced."""
+  s = getattr(aval, "sharding", None)
+  return frozenset() if s is None else s.spec.reduced
 
 
 def axes_of_part(part) -> tuple:
@@ -88,13 +101,15 @@ def axes_of_part(part) -> tuple:
 
 
 
-def typed(aval, mesh, parts, name: str = "an operation"):
-  """`aval` typed as split by `parts` over `mesh` (unsplit: no sharding).
+def typed(aval, mesh, parts, name: str = "an operation", unreduced=frozenset(),
+          reduced=frozenset()):
+  """`aval` typed as split by `parts` over `mesh` (unsplit: no sharding), unreduced and reduced
+  over the axes given.
 
   Raises:
     ShardingTypeError: `parts` uses one mesh axis on two dimensions (`name` made it)."""
   parts = tuple(parts)
-  if all(p is None for p in parts):
+  if all(p is None for p in parts) and not unreduced and not reduced:
     return aval if aval.sharding is None else aval.update(sharding=None)
   global active
   active = True
@@ -103,7 +118,7 @@ def typed(aval, mesh, parts, name: str = "an operation"):
     raise ShardingTypeError(f"{name}'s result of type {aval.str_short()} would be split over "
                             f"mesh axes {parts}, which uses one axis on two dimensions; reshard "
                             "an operand first (revax.sharding.reshard)")
-  return aval.update(sharding=make_sharding(mesh, parts))
+  return aval.update(sharding=make_sharding(mesh, parts, unreduced, reduced))
 
 
 def apply(primitive, avals, params, out):
@@ -130,9 +145,39 @@ def apply(primitive, avals, params, out):
           f"{primitive.name} operation with inputs: "
           f"{', '.join(a.str_short() for a in avals)} produces an illegally sharded result: "
           f"{_str_split(o, spec)}")
-  typed_outs = [o if spec is None else typed(o, mesh, spec, primitive.name)
-                for o, spec in zip(outs, specs, strict=True)]
+  urs = _unreduced_results(primitive, avals, params, len(outs))
+  typed_outs = [o if spec is None and not ur[0] and not ur[1] else
+                typed(o, mesh, spec or (None,) * len(o.shape), primitive.name, *ur)
+                for o, spec, ur in zip(outs, specs, urs, strict=True)]
   return typed_outs if many else typed_outs[0]
+
+
+# primitive -> rule(avals, params) -> (unreduced, reduced) of every output
+ur_rules: dict = {}
+
+
+def _unreduced_results(primitive, avals, params, n: int) -> list:
+  """(unreduced, reduced) axes of each of the `n` results: the primitive's rule in `ur_rules`;
+  without one, as JAX's default rules: no operand may be unreduced (NotImplementedError), and
+  the operands' reduced axes (which must agree) carry over."""
+  rule = ur_rules.get(primitive)
+  if rule is not None:
+    return [rule(avals, params)] * n
+  if any(unreduced_of(a) for a in avals):
+    raise NotImplementedError(f"unreduced rule for {primitive.name} is not implemented.")
+  return [(frozenset(), common_reduced(avals))] * n
+
+
+def common_reduced(avals) -> frozenset:
+  """The reduced axes the operands share (JAX's default: they must agree).
+
+  Raises:
+    ShardingTypeError: two operands reduced over different axes."""
+  found = {r for a in avals if (r := reduced_of(a))}
+  if len(found) > 1:
+    raise ShardingTypeError(f"All inputs should be reduced across the same mesh axes. Got "
+                            f"specs: {found}")
+  return next(iter(found), frozenset())
 
 
 def _str_split(aval, parts) -> str:
@@ -170,7 +215,8 @@ def _of_placement(aval, sharding):
   parts = explicit_parts(sharding, len(aval.shape))
   if parts is None:
     return aval if aval.sharding is None else aval.update(sharding=None)
-  return typed(aval, sharding.mesh, parts)
+  spec = sharding.spec
+  return typed(aval, sharding.mesh, parts, unreduced=spec.unreduced, reduced=spec.reduced)
 
 
 def explicit_parts(sharding, rank: int):
@@ -183,7 +229,9 @@ def explicit_parts(sharding, rank: int):
   explicit = {n for n, t in zip(mesh.axis_names, kinds, strict=True) if t.name == "Explicit"}
   parts = []
   for d in range(rank):
-    axes = tuple(a for a in axes_of_part(spec[d] if d < len(spec) else None) if a in explicit)
+    entries = spec.partitions
+    axes = tuple(a for a in axes_of_part(entries[d] if d < len(entries) else None)
+                 if a in explicit)
     parts.append(None if not axes else axes[0] if len(axes) == 1 else axes)
   return tuple(parts)
 

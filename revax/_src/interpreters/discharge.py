@@ -9,6 +9,11 @@ body, a branch, a call) that creates and uses refs of its own is discharged the 
 nested jaxprs that take refs from outside are threaded by their wrappers before they are bound
 (lax/state.py's `call_threading_refs`), so they never reach this pass.
 
+A ref that is a value of the enclosing context rather than an input or a creation of the
+program (a residual of a linear program being transposed: the ref a custom_vjp function took,
+handed to its `custom_lin`) stays live: what uses it is bound as it is, so the bwd rule that
+transposition runs writes into the ref itself (custom_vjp_refs.py).
+
 The result of `discharge_state` takes the values of the original inputs (a Ref input becomes an
 input of its inner type) and returns the original outputs followed by the final contents of the
 Ref inputs, in order. jit lowers the discharged program (refs passed to a jitted function are
@@ -27,6 +32,9 @@ from revax._src.interpreters import staging
 discharge_rules: dict = {}
 ref_creating: dict = {}  # prim -> fn(*invals, **params) -> the new ref's contents (new_ref)
 ref_reading: dict = {}  # prim -> fn(contents) -> output (freeze)
+# the rules above that also take operands that stay refs (custom_vjp_call: its operands are
+# refs of the enclosing context and contents of discharged refs, mixed)
+discharge_rules_with_live_refs: set = set()
 
 
 def _param_jaxprs(value):
@@ -53,6 +61,26 @@ def has_refs(jaxpr: Jaxpr) -> bool:
   return False
 
 
+ref_reads: set = set()  # prims that only read a ref (get); freeze is in `ref_reading`
+
+
+def writes_ref(jaxpr: Jaxpr, k: int) -> bool:
+  """Whether `jaxpr` may change the contents of its input `k` (a ref): an equation takes it
+  that is not a pure read. Its wrappers hand back only the contents of refs it writes (an
+  unchanged ref is not written under vmap, where a write to an unbatched ref is an error)."""
+  v = jaxpr.invars[k]
+  return any(eqn.primitive not in ref_reads and eqn.primitive not in ref_reading
+             and any(a is v for a in eqn.invars) for eqn in jaxpr.eqns)
+
+
+def passes_refs_on(jaxpr: Jaxpr) -> bool:
+  """Whether an equation of `jaxpr` hands a ref to a primitive that takes refs themselves
+  (`discharge_rules_with_live_refs`: a custom_vjp function taking refs)."""
+  return any(eqn.primitive in discharge_rules_with_live_refs and any(
+      type(a) is not Literal and isinstance(a.aval, AbstractRef) for a in eqn.invars)
+      for eqn in jaxpr.eqns)
+
+
 def eval_discharged(jaxpr: Jaxpr, consts, args) -> tuple[list, list]:
   """Evaluate `jaxpr` (under the current trace) with every ref replaced by its contents; a Ref
   input's argument is its initial contents. Returns (outputs, final contents of the Ref
@@ -71,6 +99,11 @@ def eval_discharged(jaxpr: Jaxpr, consts, args) -> tuple[list, list]:
     invals = [read(a) for a in eqn.invars]
     if prim in ref_creating:
       outs = [ref_creating[prim](*invals, **eqn.params)]
+    elif any(map(_is_live_ref, invals)) and prim not in discharge_rules_with_live_refs:
+      # a ref of the enclosing context (a residual of the program being transposed): it stays
+      # a ref, and what uses it acts on it (a custom_vjp's bwd writing into it)
+      outs = prim.bind(*invals, **eqn.params)
+      outs = outs if prim.multiple_results else [outs]
     elif prim in ref_reading:
       outs = [ref_reading[prim](*invals)]
     elif prim in discharge_rules:
@@ -80,7 +113,8 @@ def eval_discharged(jaxpr: Jaxpr, consts, args) -> tuple[list, list]:
           env[v] = new
       outs = outs if prim.multiple_results else [outs]
     else:
-      if any(type(a) is not Literal and isinstance(a.aval, AbstractRef) for a in eqn.invars):
+      if any(type(a) is not Literal and isinstance(a.aval, AbstractRef)
+             and not _is_live_ref(x) for a, x in zip(eqn.invars, invals, strict=True)):
         raise NotImplementedError(
             f"No state discharge rule implemented for primitive: {prim.name} (a mutable array "
             "reference is passed into it)")
@@ -93,6 +127,12 @@ def eval_discharged(jaxpr: Jaxpr, consts, args) -> tuple[list, list]:
   return [read(v) for v in jaxpr.outvars], finals
 
 
+def _is_live_ref(x) -> bool:
+  """Whether `x` (a value of the discharge interpreter's environment) is a ref itself rather
+  than the contents of a discharged one."""
+  return isinstance(getattr(x, "aval", None), AbstractRef)
+
+
 def _discharge_param(value):
   if isinstance(value, ClosedJaxpr):
     if not has_refs(value.jaxpr):
@@ -103,6 +143,21 @@ def _discharge_param(value):
   if isinstance(value, tuple) and any(isinstance(v, ClosedJaxpr) for v in value):
     return tuple(_discharge_param(v) for v in value)
   return value
+
+
+@staging.memoize_on_jaxpr
+def _result_avals(closed: ClosedJaxpr) -> tuple:
+  if not has_refs(closed.jaxpr):
+    return tuple(closed.out_avals)
+  return tuple(discharge_state(closed).out_avals[:len(closed.out_avals)])
+
+
+def result_avals(closed: ClosedJaxpr) -> list:
+  """The types of what `closed` returns when it runs compiled: those of its discharged program
+  where it uses refs. As in jax's jitted programs, a value read from a ref there has the type
+  of what was last written into it (written values are strong), not the ref's type. Memoized
+  per jaxpr (jit's abstract evaluation asks on every bind)."""
+  return list(_result_avals(closed))
 
 
 def inner_aval(aval):

@@ -423,7 +423,9 @@ def compile_jaxpr(closed: ClosedJaxpr, name: str = "main", aliases=(),
   if _logger.isEnabledFor(level):
     _logger.log(level, "Finished XLA compilation of jit(%s) in %.9f sec", name,
                 time.perf_counter() - start)
-  program = CompiledProgram(executable, closed.in_avals, closed.out_avals, text, name)
+  from revax._src.interpreters import discharge
+  program = CompiledProgram(executable, closed.in_avals, discharge.result_avals(closed), text,
+                            name)
   # (weakly: jit keeps programs in a WeakKeyDictionary keyed by `closed`)
   program._recipe = (weakref.ref(closed), aliases, tuple(option_overrides))
   return program

@@ -15,6 +15,7 @@ rules of primitives that name a mesh can refer to @mesh, or see that there is no
 from __future__ import annotations
 
 from revax._src.core.jaxpr import ClosedJaxpr
+from revax._src.core.sharding_types import unreduced_of
 from revax._src.interpreters import mlir
 
 __all__ = ["mesh_attr", "sharding_attr", "lower_sharded_module", "module_mesh"]
@@ -38,19 +39,23 @@ def _dims_text(dims, mesh_shape: dict) -> str:
   return "[" + ", ".join(parts) + "]"
 
 
-def sharding_attr(dims, mesh_shape: dict, ndim: int) -> str:
+def sharding_attr(dims, mesh_shape: dict, ndim: int, unreduced=frozenset()) -> str:
   """`#sdy.sharding<@mesh, [...]>`: `dims` is one tuple of axes per dimension (None: the whole
-  sharding is open, `{?}` on every dimension)."""
+  sharding is open, `{?}` on every dimension); `unreduced`: the mesh axes over which the value
+  is a sum of the devices' partial values (`unreduced={"c"}`: Shardy adds them up where a
+  later sharding does not name them)."""
   if dims is None:
     dims = [None] * ndim
-  return f"#sdy.sharding<@{MESH_NAME}, {_dims_text(dims, mesh_shape)}>"
+  names = [a for a in mesh_shape if a in unreduced and mesh_shape[a] > 1]
+  tail = (", unreduced={" + ", ".join(f'"{a}"' for a in names) + "}") if names else ""
+  return f"#sdy.sharding<@{MESH_NAME}, {_dims_text(dims, mesh_shape)}{tail}>"
 
 
 def spec_dims(spec, ndim: int) -> list:
   """One tuple of mesh axes per dimension, from a PartitionSpec (`axes_of`); None (open, `{?}`)
   for a dimension that is `PartitionSpec.UNCONSTRAINED`."""
   unconstrained = type(spec).UNCONSTRAINED
-  return [None if d < len(spec) and spec[d] is unconstrained else tuple(spec.axes_of(d))
+  return [None if d < len(spec) and spec.partitions[d] is unconstrained else tuple(spec.axes_of(d))
           for d in range(ndim)]
 
 
@@ -90,10 +95,11 @@ def lower_sharded_module(closed: ClosedJaxpr, name: str, mesh_shape: dict, in_di
   donors = set(donors)
   params = ", ".join(
       f"{a}: {t} {{{'jax.buffer_donor = true, ' if k in donors else ''}"
-      f"sdy.sharding = {sharding_attr(d, mesh_shape, av.ndim)}}}"
+      f"sdy.sharding = {sharding_attr(d, mesh_shape, av.ndim, unreduced_of(av))}}}"
       for k, (a, t, d, av) in enumerate(zip(args, in_types, in_dims, in_avals, strict=True)))
   results = ", ".join(
-      f"{mlir.ir_type(av)} {{sdy.sharding = {sharding_attr(d, mesh_shape, av.ndim)}}}"
+      f"{mlir.ir_type(av)} "
+      f"{{sdy.sharding = {sharding_attr(d, mesh_shape, av.ndim, unreduced_of(av))}}}"
       for d, av in zip(out_dims, out_avals, strict=True))
   body = "\n".join(fb.lines)
   module.funcs.insert(0, f"  func.func public @main({params}) -> ({results}) {{\n{body}\n  }}")

@@ -106,6 +106,10 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
   """
   dims = _canonicalize_dimension_numbers(dimension_numbers)
   pref = None if preferred_element_type is None else dtypes.canonicalize_dtype(preferred_element_type)
+  given = sharding_constraint.typed_result_param(out_sharding)
+  if given and given["out_sharding"].spec.unreduced:  # (checked with unsplit operands too)
+    sharding_types.ur_rules[dot_general_p]((get_aval(lhs), get_aval(rhs)),
+                                           {"dimension_numbers": dims, **given})
   out = dot_general_p.bind(lhs, rhs, dimension_numbers=dims,
                            precision=canonicalize_dot_precision(precision),
                            preferred_element_type=pref,
@@ -477,10 +481,11 @@ def _dot_general_batch(vals, bdims, *, dimension_numbers, precision, preferred_e
   if out_sharding is not None:  # the asked-for type, the batch dimension split as the
     # operands' (JAX: the vmap's explicit mesh axis)
     rank = get_aval(lhs).ndim + get_aval(rhs).ndim - 2 * len(dims[0][0]) - len(dims[1][0]) - 1
-    parts = list(out_sharding.spec) + [None] * (rank - len(out_sharding.spec))
+    parts = list(out_sharding.spec.partitions) + [None] * (rank - len(out_sharding.spec))
     mapped, bd = (lhs, lbd) if lbd is not None else (rhs, rbd)
     parts.insert(out_bdim, sharding_types.spec_parts(get_aval(mapped))[bd])
-    extra = {"out_sharding": sharding_types.make_sharding(out_sharding.mesh, parts)}
+    extra = {"out_sharding": sharding_types.make_sharding(
+        out_sharding.mesh, parts, out_sharding.spec.unreduced, out_sharding.spec.reduced)}
   out = dot_general_p.bind(lhs, rhs, dimension_numbers=dims, precision=precision,
                            preferred_element_type=preferred_element_type, **extra)
   return out, out_bdim

@@ -189,6 +189,13 @@ def _impl(x, *, sharding):
 
 
 def _transpose(ct, x, *, sharding):
+  """The cotangent constrained as the forward was, its unreduced and reduced axes those of the
+  operand's type swapped (JAX's `to_ct_spec`: the cotangent of a value unreduced over some
+  axes is reduced over them, and the other way round)."""
+  aval = x.aval if ad.is_undefined_primal(x) else get_aval(x)
+  u, r = sharding_types.unreduced_of(aval), sharding_types.reduced_of(aval)
+  if u or r or sharding.spec.unreduced or sharding.spec.reduced:
+    sharding = type(sharding)(sharding.mesh, sharding.spec.update(unreduced=r, reduced=u))
   return [sharding_constraint_p.bind(ad.instantiate_zeros(ct), sharding=sharding)]
 
 
@@ -204,7 +211,7 @@ def _batch(vals, dims, *, sharding):
     if set(spmd) & used:
       raise ValueError(f"vmap spmd_axis_name {spmd} cannot appear in with_sharding_constraint "
                        f"spec, but got spec {spec}")
-  parts = list(spec) + [None] * (x.ndim - 1 - len(spec))
+  parts = list(spec.partitions) + [None] * (x.ndim - 1 - len(spec))
   split = get_aval(x).sharding
   if spmd is None and split is not None and split.mesh == mesh:
     # the batch dimension keeps the split it has over Explicit axes (JAX: the vmap's explicit
@@ -222,6 +229,14 @@ def _batch(vals, dims, *, sharding):
 
 
 def _lower(ctx, x, *, sharding):
+  added = sharding.spec.unreduced - sharding_types.unreduced_of(ctx.avals_in[0])
+  if added and sharding_lowering.module_mesh(ctx) is not None:
+    # (Shardy keeps the value on every device, so its sum over those axes would be a multiple
+    # of it; jax's program keeps one copy. Eagerly, device_put and reshard place it right.)
+    raise NotImplementedError(
+        f"resharding a value to unreduced mesh axes {set(added)} it is not unreduced over, "
+        "inside a program over a mesh, is not supported by revax; reshard it eagerly, or make "
+        "it unreduced where it is computed (dot_general's out_sharding)")
   return constrain(ctx, x, sharding, ctx.avals_in[0])
 
 
@@ -235,7 +250,7 @@ def constrain(ctx, x, sharding, aval):
     raise ValueError(f"with_sharding_constraint over mesh {sharding.mesh!r} inside a program "
                      f"partitioned over another mesh {mesh}")
   attr = sharding_lowering.sharding_attr(sharding_lowering.spec_dims(sharding.spec, aval.ndim),
-                                         mesh, aval.ndim)
+                                         mesh, aval.ndim, sharding.spec.unreduced)
   return ctx.fb.op("sdy.sharding_constraint", [x], [mlir.ir_type(aval)],
                    props={"sharding": attr})[0]
 
@@ -248,6 +263,10 @@ batching.primitive_batchers[sharding_constraint_p] = _batch
 mlir.register_lowering(sharding_constraint_p, _lower)
 sharding_types.rules[sharding_constraint_p] = lambda avals, params, outs: [
     sharding_types.spec_parts(outs[0])]  # (its abstract evaluation typed it already)
+# unreduced and reduced as the sharding asked for says (from an unreduced operand to a
+# sharding without those axes: the partial values are added up, XLA's all-reduce)
+sharding_types.ur_rules[sharding_constraint_p] = lambda avals, params: (
+    params["sharding"].spec.unreduced, params["sharding"].spec.reduced)
 # (not inside a shard_map region: there the mesh axes are manual, a value is a member's block)
 mlir.typed_constraint = lambda ctx, x, aval: (
     x if getattr(ctx.module, "manual_axes", None) else constrain(ctx, x, aval.sharding, aval))

@@ -14,6 +14,7 @@ import numpy as np
 
 from revax._src.core import sharding_types as st
 from revax._src.core.sharding_types import merge, spec_parts
+from revax._src.interpreters import ad
 from revax._src.lax import (binary, bits, comparison, conversion, reductions, shapes, slicing,
                             sorting, special, unary)
 from revax._src.lax.convolution import conv_general_dilated_p
@@ -423,3 +424,90 @@ for _p in (comparison.eq_p, comparison.ne_p, comparison.lt_p, comparison.le_p, c
            binary.pow_p, binary.complex_p, comparison.clamp_p,
            unary.abs_p, unary.integer_pow_p, unary.real_p, unary.imag_p, unary.conj_p):
   rules[_p] = st.elementwise_named(_p.name)
+
+
+# --- unreduced and reduced axes (JAX's `ur` rules) ----------------------------------------------
+# A value unreduced over mesh axes is a sum of the devices' partial values; only what is linear
+# in it may take it without adding them up first. Primitives without a rule here refuse an
+# unreduced operand (core/sharding_types.py: JAX's default).
+unreduced_of, reduced_of = st.unreduced_of, st.reduced_of
+
+
+def _dot_general_ur(avals, params):
+  """JAX's rule: no operand may be unreduced; a result asked for as unreduced (out_sharding)
+  must be so over exactly the axes both operands split their contracted dimensions over."""
+  lhs, rhs = avals
+  if unreduced_of(lhs) or unreduced_of(rhs):
+    raise st.ShardingTypeError(f"lhs or rhs passed to dot_general cannot be unreduced. Got "
+                               f"lhs={lhs!r} and rhs={rhs!r}")
+  given = params.get("out_sharding")
+  asked = given.spec.unreduced if given is not None else frozenset()
+  if not asked:
+    return frozenset(), frozenset()
+  (lc, rc), _ = params["dimension_numbers"]
+  lcs = tuple(spec_parts(lhs)[i] for i in lc)
+  rcs = tuple(spec_parts(rhs)[i] for i in rc)
+  if lcs != rcs:
+    raise st.ShardingTypeError(
+        "lhs and rhs contracting dims should be sharded identically when out_sharding provided "
+        f"to dot_general mentions unreduced_axes. Got lhs_contracting_spec={lcs}, "
+        f"rhs_contracting_spec={rcs}")
+  flat = frozenset(a for p in lcs for a in st.axes_of_part(p))
+  if asked != flat:
+    raise st.ShardingTypeError(
+        f"out_sharding's unreduced axes should be equal to the contracting specs. Got "
+        f"unreduced axes={asked} and contracting spec={lcs}")
+  return asked, frozenset()
+
+
+def _add_ur(avals, params):
+  """JAX's rule: the sum of two values unreduced over the same axes is so too; one unreduced
+  operand alone would need communication."""
+  x, y = (unreduced_of(a) for a in avals)
+  reduced = st.common_reduced(avals)
+  if x and y:
+    if x != y:
+      raise st.ShardingTypeError(f"lhs and rhs to `add` must be unreduced along the same mesh "
+                                 f"axes. Got lhs={x}, rhs={y}")
+    return x, reduced
+  if x or y:
+    lhs, rhs = ("lhs", "rhs") if x else ("rhs", "lhs")
+    raise st.ShardingTypeError(
+        f"{lhs} is unreduced while {rhs} is not. `add` operation does not allow this because "
+        f"there will be implicit communication. Please reduce {lhs} via `reshard` before "
+        f"calling `add`.")
+  return frozenset(), reduced
+
+
+def _mul_ur(avals, params):
+  """JAX's rule: an unreduced operand times one reduced over the same axes stays unreduced."""
+  x, y = avals
+  xu, yu, xr, yr = unreduced_of(x), unreduced_of(y), reduced_of(x), reduced_of(y)
+  if xu and yu:
+    raise st.ShardingTypeError(f"lhs and rhs to `mul` cannot be unreduced since mul is "
+                               f"bilinear. Got lhs={xu}, rhs={yu}")
+  if xu and xu != yr:
+    raise st.ShardingTypeError(f"RHS should be reduced along the same axes LHS is unreduced "
+                               f"on. Got lhs={_full(x)} and rhs={_full(y)}")
+  if yu and yu != xr:
+    raise st.ShardingTypeError(f"LHS should be reduced along the same axes RHS is unreduced "
+                               f"on. Got lhs={_full(x)} and rhs={_full(y)}")
+  if xu or yu:
+    return xu or yu, frozenset()
+  return frozenset(), st.common_reduced(avals)
+
+
+def _full(aval) -> str:
+  return aval.str_short(short_dtypes=False)
+
+
+def _keeps_ur(avals, params):
+  """A primitive linear in its one operand keeps its unreduced and reduced axes."""
+  return unreduced_of(avals[0]), reduced_of(avals[0])
+
+
+st.ur_rules[dot_general_p] = _dot_general_ur
+st.ur_rules[binary.add_p] = st.ur_rules[ad.add_any_p] = _add_ur
+st.ur_rules[binary.mul_p] = _mul_ur
+for _p in (conversion.convert_element_type_p, shapes.transpose_p, reductions.reduce_sum_p):
+  st.ur_rules[_p] = _keeps_ur

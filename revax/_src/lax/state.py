@@ -38,7 +38,7 @@ from revax._src.lax.state_indexing import RefIndexer, index_array, normalize_ind
 from revax._src.runtime.array import Array
 
 __all__ = ["Ref", "new_ref", "freeze", "ref_get", "ref_set", "ref_swap", "ref_addupdate",
-           "new_ref_p", "get_p", "swap_p", "addupdate_p", "freeze_p"]
+           "write_back", "new_ref_p", "get_p", "swap_p", "addupdate_p", "freeze_p"]
 
 
 class _RefMeta(type):
@@ -98,6 +98,20 @@ class Ref(metaclass=_RefMeta):
 
   def __repr__(self):
     return "Ref" + repr(self._value)[5:]
+
+  def _settle(self) -> Array:
+    """The contents, typed as the ref, held from now on. As jax's eager refs: what a read
+    returns has the ref's type (a ref keeps the weak type it was made with), while a write
+    holds the value written (strong: written values are cast) until the next read."""
+    value, weak = self._value, self._aval.inner_aval.weak_type
+    if value.aval.weak_type != weak:
+      retyped = Array(value.aval.update(weak_type=weak), value._npy, value._buf)
+      mesh_sharding = getattr(value, "_mesh_sharding", None)
+      if mesh_sharding is not None:
+        retyped._mesh_sharding = mesh_sharding
+      retyped._committed = value.committed
+      self._value = value = retyped
+    return value
 
   def __hash__(self):
     return id(self)
@@ -216,7 +230,7 @@ def _get_abstract_eval(ref_aval, *idx_avals, indexer):
 
 def _get_impl(ref, *idxs, indexer):
   _get_abstract_eval(get_aval(ref), indexer=indexer)
-  out = index_array(ref._value, indexer, idxs)
+  out = index_array(ref._settle(), indexer, idxs)
   if out is ref._value:
     ref._shared = True
   return out
@@ -302,6 +316,7 @@ ad.primitive_jvps[get_p] = _get_jvp
 batching.axis_size_batchers[get_p] = _get_batch
 inv.not_invertible(get_p, "it reads mutable state")
 discharge.discharge_rules[get_p] = _get_discharge
+discharge.ref_reads.add(get_p)
 def_effectful(get_p)
 
 
@@ -432,6 +447,9 @@ swap_p.def_abstract_eval(_swap_abstract_eval)
 dispatch.custom_impls[swap_p] = _swap_impl
 ad.primitive_jvps[swap_p] = _swap_jvp
 batching.axis_size_batchers[swap_p] = _swap_batch
+# (as jax: under vmap a write's batching rule runs even when nothing is batched, and refuses a
+# ref that is not, whatever the value: every example would write it)
+batching.batch_unmapped_inputs.add(swap_p)
 inv.not_invertible(swap_p, "it writes mutable state")
 discharge.discharge_rules[swap_p] = _swap_discharge
 def_effectful(swap_p)
@@ -521,6 +539,7 @@ ad.primitive_jvps[addupdate_p] = _addupdate_jvp
 partial_eval.partial_eval_rules[addupdate_p] = functools.partial(_write_partial_eval,
                                                                  prim=addupdate_p)
 batching.axis_size_batchers[addupdate_p] = _addupdate_batch
+batching.batch_unmapped_inputs.add(addupdate_p)
 inv.not_invertible(addupdate_p, "it writes mutable state")
 discharge.discharge_rules[addupdate_p] = _addupdate_discharge
 def_effectful(addupdate_p)
@@ -564,7 +583,7 @@ freeze_p.def_abstract_eval(_freeze_abstract_eval)
 def _freeze_impl(ref):
   _freeze_abstract_eval(get_aval(ref))
   ref._shared = True
-  return ref._value
+  return ref._settle()
 
 
 dispatch.custom_impls[freeze_p] = _freeze_impl
@@ -645,13 +664,13 @@ def _pp_swap(eqn, names) -> str:
   ref, val, *idxs = eqn.invars
   at = _pp_ref(names, ref, eqn.params["indexer"], idxs)
   if isinstance(eqn.outvars[0], DropVar):
-    return f"{at} <- {_pp_operand(names, val)}"
-  return f"{binder(names, eqn.outvars[0])}, {at} <- {at}, {_pp_operand(names, val)}"
+    return f"{at} <- {names(val)}"  # (a literal value with its type, as JAX prints it)
+  return f"{binder(names, eqn.outvars[0])}, {at} <- {at}, {names(val)}"
 
 
 def _pp_addupdate(eqn, names) -> str:
   ref, val, *idxs = eqn.invars
-  return f"{_pp_ref(names, ref, eqn.params['indexer'], idxs)} += {_pp_operand(names, val)}"
+  return f"{_pp_ref(names, ref, eqn.params['indexer'], idxs)} += {names(val)}"
 
 
 pp_eqn_rules[get_p] = _pp_get
@@ -677,6 +696,14 @@ def check_distinct_refs(refs, what: str) -> None:
     seen.add(id(r))
 
 
+def write_back(ref, contents) -> None:
+  """Make `contents` (the final contents of `ref` computed by a program that took them as a
+  value: a loop, a branch, a jitted call) the contents of `ref`, as they are: unlike a user's
+  write, their weak type is not cast away (as jax, whose discharged programs hand refs their
+  contents unchanged)."""
+  swap_p.bind(ref, contents, indexer=None)
+
+
 def call_threading_refs(jaxprs, operands, bind, what: str):
   """Bind a primitive whose closed `jaxprs` each take `operands`, some of them refs, on the
   refs' contents instead: `bind(pure_jaxprs, values)` binds it on the discharged jaxprs (which
@@ -688,6 +715,8 @@ def call_threading_refs(jaxprs, operands, bind, what: str):
   pure = [discharge.discharge_state(j) for j in jaxprs]
   outs = bind(pure, [ref_get(x) if m else x for x, m in zip(operands, mask)])
   n = len(jaxprs[0].out_avals)
-  for ref, new in zip(refs, outs[n:], strict=True):
-    ref_set(ref, (), new)
+  positions = [k for k, m in enumerate(mask) if m]
+  for ref, k, new in zip(refs, positions, outs[n:], strict=True):
+    if any(discharge.writes_ref(j.jaxpr, k) for j in jaxprs):
+      write_back(ref, new)
   return outs[:n]

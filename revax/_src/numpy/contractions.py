@@ -91,11 +91,12 @@ def _dot_out_sharding(out_sharding, perm):
   out_sharding = sharding_constraint.resolve_out_sharding(out_sharding)
   if out_sharding is None or perm is None or perm == tuple(range(len(perm))):
     return out_sharding
-  spec = list(out_sharding.spec) + [None] * (len(perm) - len(out_sharding.spec))
+  spec = list(out_sharding.spec.partitions) + [None] * (len(perm) - len(out_sharding.spec))
   parts = [None] * len(perm)
   for i, p in enumerate(perm):
     parts[p] = spec[i]
-  return sharding_types.make_sharding(out_sharding.mesh, parts)
+  return sharding_types.make_sharding(out_sharding.mesh, parts, out_sharding.spec.unreduced,
+                                     out_sharding.spec.reduced)
 
 
 def matmul(a, b, *, precision=None, preferred_element_type=None, out_sharding=None):

@@ -116,7 +116,7 @@ class PRNGKeyArray:
     one device JAX reports the data's sharding itself."""
     if sharding.mesh.size == 1:
       return sharding
-    spec = tuple(sharding.spec)
+    spec = tuple(sharding.spec.partitions)
     parts = (spec + (None,) * (len(self._impl.key_shape) + self.ndim - len(spec)))[:self.ndim]
     return st.make_sharding(sharding.mesh, parts)
 

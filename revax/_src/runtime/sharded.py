@@ -91,6 +91,11 @@ class ShardedArray(Array):
   def _value(self) -> np.ndarray:
     npy = self._npy
     if npy is None:
+      if getattr(getattr(self._sharding, "spec", None), "unreduced", None):
+        # (a sum of the devices' partial values not yet added up: jax refuses to read it too)
+        raise NotImplementedError("device_indices_map doesn't work with unreduced. Reduce the "
+                                  "array first (revax.sharding.reshard to a spec without "
+                                  "unreduced axes).")
       if self.is_deleted():
         raise self._deleted_error()
       npy = np.empty(self.aval.shape, self.aval.dtype)
@@ -104,6 +109,12 @@ class ShardedArray(Array):
       npy.flags.writeable = False
       self._npy = npy
     return npy
+
+  def __repr__(self):
+    if getattr(getattr(self._sharding, "spec", None), "unreduced", None):  # (no value to show)
+      return (f"Array(shape={self.aval.shape}, dtype={self.aval.dtype.name}, "
+              f"sharding={self._sharding!r})")
+    return super().__repr__()
 
   def _device_buffer(self, device=None):
     """The whole array on one device (a gather): what single-device programs read."""

@@ -376,8 +376,13 @@ def _while_threading_refs(cond_closed, cond_consts, body_closed, body_consts, in
       return [again] + vals + list(outs)
 
     outs = _bind_while(lambda p, *_: p, body_fn, [pred] + ref_vals + list(init_flat))[1:]
+  written = set()
+  for closed, consts in ((cond_closed, cond_consts), (body_closed, body_consts)):
+    written |= {id(c) for k, c in enumerate(consts)
+                if state.is_ref(c) and discharge.writes_ref(closed.jaxpr, k)}
   for ref, new in zip(refs, outs[:nref]):
-    state.ref_set(ref, (), new)
+    if id(ref) in written:
+      state.write_back(ref, new)
   return outs[nref:]
 
 
@@ -588,8 +593,10 @@ def _scan_threading_refs(closed, consts, init_flat, xs_flat, num_carry, params):
                      *init_flat, *xs_vals, jaxpr=body, num_consts=len(other),
                      num_carry=nrc + num_carry, **params)
   news = outs[:nrc] + outs[len(outs) - len(xs_refs):]
-  for ref, new in zip(refs, news, strict=True):
-    state.ref_set(ref, (), new)
+  positions = ref_pos + [nc + num_carry + k for k in xs_refs]
+  for ref, k, new in zip(refs, positions, news, strict=True):
+    if discharge.writes_ref(closed.jaxpr, k):
+      state.write_back(ref, new)
   return outs[nrc:len(outs) - len(xs_refs)]
 
 
