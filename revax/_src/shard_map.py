@@ -44,7 +44,9 @@ from revax._src.interpreters import manual_lowering
 from revax._src.jit import jit, jit_p
 from revax._src.lax import batch_util, parallel, parallel_lowering  # noqa: F401 (collectives)
 from revax._src.lax import convenience, parallel_ragged, shapes  # noqa: F401 (its manual lowering)
-from revax._src.core import mesh_context, sharding_types
+from revax._src.core import mesh_context, sharding_types, vma
+from revax._src.core.vma import ManualAxisType
+from revax._src.core.vma_jaxpr import untyped_jaxpr
 from revax._src.sharding import AxisType, Mesh, PartitionSpec, check_spec
 
 __all__ = ["shard_map", "smap", "Infer"]
@@ -125,7 +127,7 @@ def shard_map(f=None, /, *, out_specs, in_specs=Infer, mesh=None, axis_names=fro
       _check_manual(spec, manual, "in_specs")
       if in_specs is not Infer and len(manual) == len(mesh.axis_names):
         _check_spec_matches_type(x, spec, mesh, manual)  # (JAX checks only full-manual maps)
-    store = {"check": check_vma}
+    store = {"check": check_vma, "fun": f}
 
     def member(*flat):
       flat = iter(flat)
@@ -136,6 +138,7 @@ def shard_map(f=None, /, *, out_specs, in_specs=Infer, mesh=None, axis_names=fro
       return out_leaves
 
     several = math.prod(mesh.shape[a] for a in manual) > 1
+    store["eager"] = _context.trace is eval_trace
     if several and _context.trace is eval_trace:
       # eagerly, as in JAX: one program over the mesh, whose results are sharded Arrays (its
       # jit kept per argument structure, so repeated calls neither retrace nor relower)
@@ -151,6 +154,14 @@ def shard_map(f=None, /, *, out_specs, in_specs=Infer, mesh=None, axis_names=fro
     elif several and (isinstance(_context.trace, staging.DynamicJaxprTrace)
                       or batching.spmd_axis_names()):
       outs = _bind_manual(member, leaves, specs, store, mesh, manual)
+    elif check_vma:  # typed: the body traced once (its types checked), then run as vmaps
+      avals = [get_aval(x) for x in leaves]
+      body, consts = _trace_member(member, avals, specs, store, mesh, manual)
+      vstore = {"specs": store["specs"], "check": False}
+      plain = untyped_jaxpr(body)
+      with vma.not_typing():
+        outs = _members_by_vmap(lambda *m: staging_eval(plain, consts, m), leaves, specs, vstore,
+                                mesh, manual)
     else:
       outs = _members_by_vmap(member, leaves, specs, store, mesh, manual)
     return tree_util.tree_unflatten(store["tree"], outs)
@@ -170,7 +181,9 @@ def _members_by_vmap(member, leaves, specs, store, mesh, manual):
 
 
 # --- shard_map inside a staged program: one primitive, a manual computation over the mesh --------
-def _member_aval(aval, spec, mesh):
+def _member_aval(aval, spec, mesh, manual=(), check=False):
+  """A member's block of an argument of type `aval` split as `spec` says; with `check` (JAX's
+  check_vma) typed as varying over the manual axes `spec` splits it over."""
   shape = list(aval.shape)
   for d in range(len(shape)):
     n = math.prod(mesh.shape[a] for a in spec.axes_of(d))
@@ -179,15 +192,17 @@ def _member_aval(aval, spec, mesh):
                        f"{shape[d]}) is not divisible by the {n} members of mesh axes "
                        f"{spec.axes_of(d)}")
     shape[d] //= n
-  return aval.update(shape=tuple(shape), weak_type=False)
+  axes = {a for d in range(len(spec)) for a in spec.axes_of(d) if a in manual} if check else ()
+  return aval.update(shape=tuple(shape), weak_type=False,
+                     manual_axis_type=ManualAxisType(varying=axes) if axes else None)
 
 
-def _bind_manual(member, leaves, specs, store, mesh, manual):
-  """Stage shard_map as `shard_map_p`: the per-member program (collectives as StableHLO
-  collectives over the mesh's partitions when lowered into a program over that mesh) and the
-  same computation as nested vmaps (used by every other rule and by single-device lowering)."""
-  avals = [get_aval(x) for x in leaves]
-  _refuse_refs(avals, "passes")
+def _trace_member(member, avals, specs, store, mesh, manual):
+  """The per-member program traced at the members' blocks of `avals` with the mesh axes bound
+  (and, with check_vma, its values typed with their varying manual axes and its outputs
+  checked against out_specs). Returns (jaxpr, consts); `store` receives the outputs' tree and
+  specs."""
+  check = store.get("check", True)
   for x, spec in zip(avals, specs, strict=True):
     if len(spec) > x.ndim:
       raise ValueError(f"shard_map in_specs {spec!r} has more entries than the argument's rank "
@@ -196,13 +211,95 @@ def _bind_manual(member, leaves, specs, store, mesh, manual):
     for axis in manual:
       stack.enter_context(batching.extend_axis_env(axis, mesh.shape[axis]))
     stack.enter_context(parallel.mesh_axes_bound(manual))
-    body, body_consts = staging.trace_to_jaxpr(
-        member, [_member_aval(a, s, mesh) for a, s in zip(avals, specs, strict=True)])
+    stack.enter_context(vma.typing_body(mesh.axis_names, manual, check))
+    in_avals = [_member_aval(a, s, mesh, manual, check)
+                for a, s in zip(avals, specs, strict=True)]
+
+    def typed_member(*args):
+      outs = member(*args)
+      if not check:
+        return outs
+      # JAX's implicit pvary of an output invariant over manual axes its out_spec names
+      return [_vary_as_spec(y, spec, manual) for y, spec in zip(outs, store["specs"],
+                                                                 strict=True)]
+    body, consts = staging.trace_to_jaxpr(typed_member, in_avals)
+    if check:
+      _check_out_vma(body, store, mesh, manual, member)
+  return body, consts
+
+
+def _check_out_vma(body, store, mesh, manual, member):
+  """JAX's static replication check: an output may vary only over the mesh axes its out_spec
+  names (ValueError otherwise, with JAX's message: eagerly, as JAX's eager shard_map reports
+  it, for the first such output alone and in the name of its internal function)."""
+  fails = []
+  for k, (v, spec) in enumerate(zip(body.outvars, store["specs"], strict=True)):
+    named = {a for d in range(len(spec)) for a in spec.axes_of(d)}
+    unmentioned = [a for a in mesh.axis_names if a not in named]
+    varying = vma.varying(v.aval)
+    if varying & set(unmentioned):
+      fails.append((k, spec, unmentioned, varying, named))
+  if not fails:
+    return
+  eager = store.get("eager", False)
+  name = "_rem_singleton" if eager else getattr(store.get("fun"), "__name__",
+                                                  str(store.get("fun")))
+  order = lambda axes: ",".join(a for a in mesh.axis_names if a in axes)
+  msgs = []
+  for k, spec, unmentioned, varying, named in fails[:1] if eager else fails:
+    where = "" if eager else _out_path(store, k)
+    if len(unmentioned) > 1:
+      msgs.append(f"* out_specs{where} is {spec!r} which implies that the corresponding output "
+                  f"value is only varying across mesh axes {{{order(named)}}} and not "
+                  f"{{{order(set(unmentioned) & varying)}}}, but it was inferred to be possibly "
+                  f"varying over {{{order(varying)}}}")
+    else:
+      msgs.append(f"* out_specs{where} is {spec!r} which implies that the corresponding output "
+                  f"value is replicated across mesh axis '{unmentioned[0]}', but could not "
+                  "infer replication over any axes")
+  if len(msgs) == 1:
+    msgs = [msgs[0][2:]]
+  raise ValueError(
+      f"shard_map applied to the function '{name}' was given out_specs which require "
+      f"replication which can't be statically inferred given the mesh:\n\n"
+      f"The mesh given has shape {tuple(mesh.shape[a] for a in mesh.axis_names)} with "
+      f"corresponding axis names {tuple(mesh.axis_names)}.\n\n" + "\n\n".join(msgs) +
+      "\n\nCheck if these output values are meant to be replicated over those mesh axes. If "
+      "not, consider revising the corresponding out_specs entries. If so, consider disabling "
+      "the check by passing the check_vma=False argument to `jax.shard_map`.")
+
+
+def _vary_as_spec(y, spec, manual):
+  named = [a for d in range(len(spec)) for a in spec.axes_of(d) if a in manual]
+  missing = [a for a in named if a not in vma.varying(get_aval(y))]
+  return parallel.pvary_p.bind(y, axes=vma.in_mesh_order(missing)) if missing else y
+
+
+def _out_path(store, k) -> str:
+  """The key path of output `k` in the outputs' tree ('' for a single output)."""
+  tree = store["tree"]
+  if tree_util.treedef_is_leaf(tree):
+    return ""
+  paths = [p for p, _ in tree_util.tree_flatten_with_path(
+      tree_util.tree_unflatten(tree, list(range(tree.num_leaves))))[0]]
+  return tree_util.keystr(paths[k])
+
+
+def _bind_manual(member, leaves, specs, store, mesh, manual):
+  """Stage shard_map as `shard_map_p`: the per-member program (collectives as StableHLO
+  collectives over the mesh's partitions when lowered into a program over that mesh) and the
+  same computation as nested vmaps (used by every other rule and by single-device lowering)."""
+  avals = [get_aval(x) for x in leaves]
+  _refuse_refs(avals, "passes")
+  body, body_consts = _trace_member(member, avals, specs, store, mesh, manual)
   out_specs = tuple(store["specs"])
-  vstore = {"specs": store["specs"], "check": store.get("check", True)}
-  with sharding_types.internal_expansion():  # (revax's own split/join reshapes of split types)
+  # (with check_vma the outputs' types were checked against out_specs: the vmap form takes
+  # member 0's value of an output its spec says is replicated, as JAX trusts the types)
+  vstore = {"specs": store["specs"], "check": False}
+  plain = untyped_jaxpr(body)
+  with vma.not_typing(), sharding_types.internal_expansion():  # (revax's own reshapes)
     fallback, fb_consts = staging.trace_to_jaxpr(
-        lambda *xs: _members_by_vmap(lambda *m: staging_eval(body, body_consts, m), xs, specs,
+        lambda *xs: _members_by_vmap(lambda *m: staging_eval(plain, body_consts, m), xs, specs,
                                      vstore, mesh, manual), avals)
   _refuse_refs([get_aval(c) for c in body_consts], "closes over")
   consts, slots = [], {}

@@ -4,13 +4,9 @@ parallel, FSDP+TP, a pipeline) on 8 CPU devices gives the same transcript with e
 but for the steps below."""
 from tests.guide_transcripts import compare, run_both
 
-_VMA = ("jax types the values inside shard_map with their varying manual axes (`{V:i}`, "
-        "pvary/pcast, check_vma's static replication check); revax's shard_map does not type "
-        "them so (it checks replication on the values, ManualAxisType stays excluded in the "
-        "surface coverage)")
-KNOWN = {name: _VMA for name in (
-    "block shapes", "vary type", "bad out spec", "pcast", "implicit pvary jaxpr",
-    "scan vma error", "vma2", "vma2 after")}
+KNOWN = {"implicit pvary jaxpr": (
+    "jax prints the shard_map equation with its own params (check_vma, jaxpr, an AbstractMesh, "
+    "newly_manual_axes); revax's shard_map_p holds body, fallback, manual and a Mesh")}
 
 
 def test_shard_map_guide_matches_jax():

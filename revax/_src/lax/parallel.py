@@ -24,7 +24,7 @@ import threading
 import numpy as np
 
 from revax._src import tree_util
-from revax._src.core import dtypes
+from revax._src.core import dtypes, vma
 from revax._src.core.avals import ShapedArray, get_aval
 from revax._src.core.trace import Primitive
 from revax._src.interpreters import ad, batching, dispatch, mlir
@@ -92,7 +92,8 @@ def _no_lowering(name):
 def _register(prim, name, collective, batch, not_invertible_reason, transpose=None):
   """The rules every collective has: no eager evaluation (its name is unbound there), the
   collective rule for the owning BatchTrace, the batching rule for the others, the lowering
-  that says why it never runs, the inverse reason, and, for linear ones, JVP and transpose."""
+  that says why it never runs (`name` says which manual lowering it has), the inverse reason,
+  and, for linear ones, JVP and transpose."""
   dispatch.custom_impls[prim] = _unbound_impl(name)
   batching.collective_batchers[prim] = collective
   batching.primitive_batchers[prim] = batch
@@ -103,7 +104,7 @@ def _register(prim, name, collective, batch, not_invertible_reason, transpose=No
 
 
 # --- psum / pmax / pmin ---
-def _reducer(name, reduce_fn, unmapped_fn):
+def _reducer(name, reduce_fn, unmapped_fn, lowered_as=None):
   prim = Primitive(name)
   prim.def_abstract_eval(lambda x, *, axes: x)
 
@@ -117,7 +118,7 @@ def _reducer(name, reduce_fn, unmapped_fn):
     (x,), (d,) = vals, dims
     return prim.bind(x, axes=axes), d
 
-  _register(prim, name, collective, batch,
+  _register(prim, lowered_as or name, collective, batch,
             "many-to-one (a reduction over the members of an axis)")
   return prim
 
@@ -129,14 +130,18 @@ def _psum_unmapped(x, size):
 
 
 psum_p = _reducer("psum", reductions.reduce_sum, _psum_unmapped)
+# psum of a value typed with its varying manual axes (shard_map with check_vma): varying over
+# `axes` in, invariant out; its transpose is pvary (JAX's psum_invariant)
+psum_invariant_p = _reducer("psum_invariant", reductions.reduce_sum, _psum_unmapped, "psum")
 pmax_p = _reducer("pmax", reductions.reduce_max, lambda x, size: x)
 pmin_p = _reducer("pmin", reductions.reduce_min, lambda x, size: x)
 ad.deflinear(psum_p, lambda ct, x, *, axes: [psum_p.bind(ct, axes=axes)])
+ad.deflinear(psum_invariant_p, lambda ct, x, *, axes: [pvary_p.bind(ct, axes=axes)])
 ad.not_differentiable(pmax_p, "JAX defines no derivative for pmax")
 ad.not_differentiable(pmin_p, "JAX defines no derivative for pmin")
 
 
-def _tree_collective(prim, x, axis_name, axis_index_groups):
+def _tree_collective(prim, x, axis_name, axis_index_groups, api_name=None):
   _no_groups(axis_index_groups)
   names = _names(axis_name)
 
@@ -146,6 +151,13 @@ def _tree_collective(prim, x, axis_name, axis_index_groups):
     if isinstance(leaf, (int, float, bool, complex)) and not isinstance(leaf, np.generic):
       from revax._src.interpreters.dispatch import to_array
       leaf = to_array(leaf)
+    if vma.active() and api_name is not None:  # typed: invariant over `names` first made varying
+      if prim is psum_p:
+        if _state_of(get_aval(leaf), names, "jax.lax.psum") == "invarying":
+          leaf = pvary_p.bind(leaf, axes=vma.in_mesh_order(names))
+        return psum_invariant_p.bind(leaf, axes=names)
+      leaf = _vary_over(leaf, names)
+    return prim.bind(leaf, axes=names)
     return prim.bind(leaf, axes=names)
   return tree_util.tree_map(one, x)
 
@@ -157,17 +169,17 @@ def psum(x, axis_name, *, axis_index_groups=None):
     >>> revax.vmap(lambda v: lax.psum(v, "i"), axis_name="i")(jnp.arange(3.))
     Array([3., 3., 3.], dtype=float32)
   """
-  return _tree_collective(psum_p, x, axis_name, axis_index_groups)
+  return _tree_collective(psum_p, x, axis_name, axis_index_groups, "psum")
 
 
 def pmax(x, axis_name, *, axis_index_groups=None):
   """The maximum of `x` over the members of the named axis."""
-  return _tree_collective(pmax_p, x, axis_name, axis_index_groups)
+  return _tree_collective(pmax_p, x, axis_name, axis_index_groups, "pmax")
 
 
 def pmin(x, axis_name, *, axis_index_groups=None):
   """The minimum of `x` over the members of the named axis."""
-  return _tree_collective(pmin_p, x, axis_name, axis_index_groups)
+  return _tree_collective(pmin_p, x, axis_name, axis_index_groups, "pmin")
 
 
 def pmean(x, axis_name, *, axis_index_groups=None):
@@ -176,6 +188,88 @@ def pmean(x, axis_name, *, axis_index_groups=None):
   size = _group_size(_names(axis_name))
   summed = psum(x, axis_name)
   return tree_util.tree_map(lambda s: binary.div(s, np.array(size, get_aval(s).dtype)), summed)
+
+
+# --- varying manual axes (JAX's vma: shard_map with check_vma) ---
+pvary_p = Primitive("pvary")
+
+
+def _state_of(aval, names, api_name) -> str:
+  """JAX's state of `aval` over the mesh axes `names`: 'varying' or 'invarying' (ValueError
+  when the axes disagree)."""
+  states = {"varying" if a in vma.varying(aval) else "invarying" for a in names}
+  if len(states) > 1:
+    raise ValueError(
+        f"{api_name} can only accept axis_name which corresponds to one of varying, unreduced, "
+        f"reduced or invarying state of the input. Got input type: {aval}, axes: {names} and "
+        f"input state: {states}")
+  return states.pop()
+
+
+def _vary_over(x, names):
+  """`x` cast with pvary to vary over `names` too (JAX's insert_collective_pvary)."""
+  missing = [a for a in names if a not in vma.varying(get_aval(x))]
+  return pvary_p.bind(x, axes=vma.in_mesh_order(missing)) if missing else x
+
+
+def _pvary_abstract_eval(x, *, axes):
+  return x
+
+
+def _pvary_vma(avals, params, out):
+  (x,), axes = avals, params["axes"]
+  if set(axes) & vma.varying(x):
+    raise ValueError(
+        "pvary is a invariant->variant collective. This means that the axis names mentioned in "
+        "`axes` passed to `pvary` must not be present in `jax.typeof(inp).mat.varying`. Got "
+        f"axes={axes} and jax.typeof(inp)={x}")
+  return vma.with_varying(out, vma.varying(x) | set(axes))
+
+
+def _pvary_collective(axis_size, axis_name, vals, dims, *, axes):
+  """Under the vmap that owns one of its axes: the value is unchanged (a member's value is
+  whatever it was; only its type said it was the same for all)."""
+  (x,), (d,) = vals, dims
+  rest = _remaining(axes, axis_name)
+  return (pvary_p.bind(x, axes=rest) if rest else x), d
+
+
+def _invariant_vma(avals, params, out):
+  """psum_invariant, pmax, pmin under check_vma: varying over `axes` in, invariant out."""
+  (x,), axes = avals, params["axes"]
+  if not set(axes) & vma.varying(x):
+    raise ValueError(
+        "psum is a variant->invariant collective. This means that the axis names mentioned in "
+        "`axes` passed to `psum` must be present in `jax.typeof(inp).mat.varying`. Got "
+        f"axes={axes} and jax.typeof(inp).mat.varying={vma.varying(x)}")
+  return vma.with_varying(out, vma.varying(x) - set(axes))
+
+
+def _collective_vma(name):
+  """JAX's rule for the collectives that keep a value varying (all_gather, ppermute,
+  all_to_all, psum_scatter): their operand must vary over their axes; so does the result."""
+  def rule(avals, params, out):
+    (x,), axes = avals, params["axes"]
+    if any(a not in vma.varying(x) for a in axes):
+      raise ValueError(
+          f"Collective {name} must be applied to a device-varying  type, but got "
+          f"{vma.varying(x)} for collective acting over axis name {axes}. Please open an issue "
+          "at https://github.com/jax-ml/jax/issues and as a temporary workaround pass the "
+          "check_vma=False argument to `jax.shard_map`")
+    return vma.with_varying(out, vma.varying(x))
+  return rule
+
+
+pvary_p.def_abstract_eval(_pvary_abstract_eval)
+vma.vma_rules[pvary_p] = _pvary_vma
+vma.pvary_binder[0] = lambda x, axes: pvary_p.bind(x, axes=tuple(axes))
+_register(pvary_p, "pvary", _pvary_collective,
+          lambda vals, dims, *, axes: (pvary_p.bind(vals[0], axes=axes), dims[0]),
+          "a cast of a value's type inside shard_map (it exists only there)",
+          transpose=lambda ct, x, *, axes: [psum_invariant_p.bind(ct, axes=axes)])
+manual_lowerings["pvary"] = lambda ctx, x, *, axes: x  # (it changes no value)
+for _prim in (psum_invariant_p, pmax_p, pmin_p):
+  vma.vma_rules[_prim] = _invariant_vma
 
 
 # --- axis_index ---
@@ -205,6 +299,7 @@ def _axis_index_collective(axis_size, axis_name, vals, dims, *, axes):
 
 
 batching.collective_batchers[axis_index_p] = _axis_index_collective
+vma.vma_rules[axis_index_p] = lambda avals, params, out: vma.with_varying(out, params["axes"])
 batching.primitive_batchers[axis_index_p] = lambda vals, dims, *, axes: (
     axis_index_p.bind(axes=axes), not_mapped)
 mlir.register_lowering(axis_index_p, _no_lowering("axis_index"))
@@ -236,6 +331,8 @@ def all_gather(x, axis_name, *, axis_index_groups=None, axis=0, tiled=False):
     if not -nd <= axis < nd:
       raise ValueError(f"all_gather axis {axis} is out of bounds for an operand of shape "
                        f"{aval.shape}{'' if tiled else ' (plus the new gathered axis)'}")
+    if vma.active():
+      leaf = _vary_over(leaf, names)
     return all_gather_p.bind(leaf, axes=names, axis=axis % nd, axis_size=size, tiled=bool(tiled))
   return tree_util.tree_map(one, x)
 
@@ -276,6 +373,7 @@ def _all_gather_transpose(ct, x, *, axes, axis, axis_size, tiled):
 
 
 all_gather_p.def_abstract_eval(_all_gather_abstract_eval)
+vma.vma_rules[all_gather_p] = _collective_vma("all_gather")
 _register(all_gather_p, "all_gather", _all_gather_collective, _all_gather_batch,
           "each member's value is one slice of a result that depends on the others",
           transpose=_all_gather_transpose)
@@ -302,6 +400,8 @@ def psum_scatter(x, axis_name, *, scatter_dimension=0, axis_index_groups=None, t
     if (n % size if tiled else n != size):
       raise ValueError(f"psum_scatter: dimension {dim} of the operand (size {n}) must "
                        + (f"be a multiple of" if tiled else "equal") + f" the axis size {size}")
+    if vma.active():
+      leaf = _vary_over(leaf, names)
     return psum_scatter_p.bind(leaf, axes=names, scatter_dimension=dim, axis_size=size,
                                tiled=bool(tiled))
   return tree_util.tree_map(one, x)
@@ -344,6 +444,7 @@ def _psum_scatter_transpose(ct, x, *, axes, scatter_dimension, axis_size, tiled)
 
 
 psum_scatter_p.def_abstract_eval(_psum_scatter_abstract_eval)
+vma.vma_rules[psum_scatter_p] = _collective_vma("reduce_scatter")
 _register(psum_scatter_p, "psum_scatter", _psum_scatter_collective, _psum_scatter_batch,
           "many-to-one (a sum over the members)", transpose=_psum_scatter_transpose)
 
@@ -363,7 +464,8 @@ def ppermute(x, axis_name, perm):
   """
   names = _names(axis_name)
   perm = _checked_perm("ppermute", perm, _group_size(names))
-  return tree_util.tree_map(lambda leaf: ppermute_p.bind(leaf, axes=names, perm=perm), x)
+  vary = (lambda leaf: _vary_over(leaf, names)) if vma.active() else (lambda leaf: leaf)
+  return tree_util.tree_map(lambda leaf: ppermute_p.bind(vary(leaf), axes=names, perm=perm), x)
 
 
 def _checked_perm(name, perm, size) -> tuple:
@@ -405,6 +507,7 @@ def _ppermute_transpose(ct, x, *, axes, perm):
 
 
 ppermute_p.def_abstract_eval(lambda x, *, axes, perm: x)
+vma.vma_rules[ppermute_p] = _collective_vma("ppermute")
 _register(ppermute_p, "ppermute", _ppermute_collective, _ppermute_batch,
           "members that receive nothing get zeros", transpose=_ppermute_transpose)
 
@@ -476,6 +579,7 @@ def _pbroadcast_transpose(ct, x, *, axes, sizes, source):
 
 
 pbroadcast_p.def_abstract_eval(lambda x, *, axes, sizes, source: x)
+vma.vma_rules[pbroadcast_p] = _collective_vma("ppermute")  # (JAX's pbroadcast is a ppermute)
 _register(pbroadcast_p, "pbroadcast", _pbroadcast_collective, _pbroadcast_batch,
           "many-to-one (every member gets one member's value)",
           transpose=_pbroadcast_transpose)
@@ -507,6 +611,8 @@ def all_to_all(x, axis_name, split_axis, concat_axis, *, axis_index_groups=None,
     if not -out_nd <= concat_axis < out_nd:
       raise ValueError(f"all_to_all concat_axis {concat_axis} is out of bounds for shape "
                        f"{aval.shape}")
+    if vma.active():
+      leaf = _vary_over(leaf, names)
     return all_to_all_p.bind(leaf, axes=names, split_axis=split, concat_axis=concat_axis % out_nd,
                              axis_size=size, tiled=bool(tiled))
   return tree_util.tree_map(one, x)
@@ -598,6 +704,7 @@ def _all_to_all_transpose(ct, x, *, axes, split_axis, concat_axis, axis_size, ti
 
 
 all_to_all_p.def_abstract_eval(_all_to_all_abstract_eval)
+vma.vma_rules[all_to_all_p] = _collective_vma("all_to_all")
 _register(all_to_all_p, "all_to_all", _all_to_all_collective, _all_to_all_batch,
           "each member's result depends on the other members' values",
           transpose=_all_to_all_transpose)
@@ -645,11 +752,11 @@ def pcast(x, axis_name, *, to: str):
   """Change how the type of `x` (a pytree) records its variation over mesh axes: `to="varying"`
   marks a value that is the same on every member as one that may differ (JAX's `pvary`).
 
-  revax's shard_map does not type values by the mesh axes they vary over (it checks outputs'
-  replication from the values' batching instead, as `check_vma=False` plus a replication check),
-  so the cast to "varying" leaves the values as they are, as it does in JAX; its cotangent is
-  summed over the members by shard_map itself. The "reduced"/"unreduced" states exist only on
-  meshes with Explicit axes, which revax does not have.
+  Inside `shard_map(..., check_vma=True)` values are typed with the mesh axes they vary over;
+  the cast to "varying" of a value invariant over `axis_name` binds `pvary`, which changes no
+  value but its type (`f32[3]` becomes `f32[3]{V:x}`); its transpose sums the cotangent over
+  the members (psum). With check_vma=False nothing is typed and the value is returned as it is.
+  The "reduced"/"unreduced" states are not part of revax's types (NotImplementedError).
 
   Example:
     >>> mesh = revax.make_mesh((1,), ("x",))
@@ -679,7 +786,15 @@ def pcast(x, axis_name, *, to: str):
         f"pcast(to={to!r}): the reduced/unreduced states of a value (JAX's unreduced "
         "sharding types and shard_map out_specs with reduced/unreduced axes) are not part of "
         "revax's types, which carry splits over Explicit axes only")
-  return x
+  if not vma.active():  # check_vma=False (or a named vmap): no value is typed, nothing to cast
+    return x
+
+  def cast(leaf):
+    state = _state_of(get_aval(leaf), names, "jax.lax.pcast")
+    if state != "invarying":
+      raise ValueError(f"Unsupported pcast from={state}, to={to!r}")
+    return pvary_p.bind(leaf, axes=vma.in_mesh_order(names))
+  return tree_util.tree_map(cast, x)
 
 
 # --- psend / precv ---
