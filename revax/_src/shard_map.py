@@ -36,7 +36,7 @@ from revax._src.core import wrapping
 from revax._src import tree_util
 from revax._src.core.avals import AbstractRef, get_aval
 from revax._src.core.eval import eval_jaxpr
-from revax._src.core.jaxpr import ClosedJaxpr, Jaxpr, Var
+from revax._src.core.jaxpr import ClosedJaxpr, Jaxpr, Var, binder, pp_block_rules, pp_jaxpr
 from revax._src.core.trace import Primitive, Tracer, _context, eval_trace
 from revax._src.interpreters import ad, batching, dispatch, mlir, partial_eval, staging
 from revax._src.interpreters import invertible as inv
@@ -96,6 +96,7 @@ def shard_map(f=None, /, *, out_specs, in_specs=Infer, mesh=None, axis_names=fro
   if f is None:
     return lambda g: shard_map(g, out_specs=out_specs, in_specs=in_specs, mesh=mesh,
                                axis_names=axis_names, check_vma=check_vma)
+  from_context = mesh is None
   if mesh is None:  # the mesh set with revax.set_mesh
     mesh = mesh_context.concrete_mesh()
     if mesh is None:
@@ -127,7 +128,7 @@ def shard_map(f=None, /, *, out_specs, in_specs=Infer, mesh=None, axis_names=fro
       _check_manual(spec, manual, "in_specs")
       if in_specs is not Infer and len(manual) == len(mesh.axis_names):
         _check_spec_matches_type(x, spec, mesh, manual)  # (JAX checks only full-manual maps)
-    store = {"check": check_vma, "fun": f}
+    store = {"check": check_vma, "fun": f, "context_mesh": from_context}
 
     def member(*flat):
       flat = iter(flat)
@@ -316,7 +317,9 @@ def _bind_manual(member, leaves, specs, store, mesh, manual):
   all_specs = (PartitionSpec(),) * len(consts) + tuple(specs)
   return shard_map_p.bind(*consts, *leaves, body=closed(body, body_consts),
                           fallback=closed(fallback, fb_consts), mesh=mesh, in_specs=all_specs,
-                          out_specs=out_specs, manual=tuple(manual))
+                          out_specs=out_specs, manual=tuple(manual),
+                          check_vma=bool(store.get("check", True)),
+                          context_mesh=bool(store.get("context_mesh", False)))
 
 
 def _refuse_refs(avals, how: str) -> None:
@@ -359,9 +362,32 @@ def _shard_map_abstract_eval(*avals, fallback, mesh, out_specs, manual, **_):
 shard_map_p.def_abstract_eval(_shard_map_abstract_eval)
 
 
+def _pp_shard_map(eqn, names, indent):
+  """As JAX prints a shard_map equation: its params in JAX's names (the member program as
+  `jaxpr`, naming its variables after the outer ones; the mesh abstract; the vmap form, revax's
+  own, not shown)."""
+  p = eqn.params
+  pad = " " * (indent + 2)
+  outs = " ".join(binder(names, v) for v in eqn.outvars)  # (named before the body's, as JAX)
+  specs = lambda ss: "(" + ", ".join(repr(x) for x in ss) + (",)" if len(ss) == 1 else ")")
+  newly = frozenset(p["manual"])
+  lines = [f"check_vma={p['check_vma']}",
+           f"in_specs={specs(p['in_specs'])}",
+           f"jaxpr={pp_jaxpr(p['body'].jaxpr, names, indent + 2)}",
+           f"mesh={p['mesh'].abstract_mesh if p['context_mesh'] else p['mesh']}",
+           f"newly_manual_axes={newly!r}" if newly else "newly_manual_axes=frozenset()",
+           f"out_specs={specs(p['out_specs'])}"]
+  ins = " ".join(names(v) for v in eqn.invars)
+  return f"{outs} = shard_map[\n" + "".join(f"{pad}{line}\n" for line in lines) + \
+      f"{' ' * indent}] {ins}"
+
+
+pp_block_rules[shard_map_p] = _pp_shard_map
+
+
 def _as_jit(rule):
   """A rule of shard_map_p that is jit's rule applied to the vmap form (`fallback`)."""
-  def apply(*args, body, fallback, mesh, in_specs, out_specs, manual):
+  def apply(*args, body, fallback, mesh, in_specs, out_specs, manual, **_):
     # (the fallback's split/join reshapes are revax's own: their types were judged when the
     # body was traced, so re-tracing them under a transformation must not refuse them)
     with sharding_types.internal_expansion():
@@ -414,7 +440,7 @@ def _realigned(closed, dims, want, size):
 
 
 def _shard_map_batch(axis_size, vals, dims, *, body, fallback, mesh, in_specs, out_specs,
-                     manual):
+                     manual, **flags):
   """shard_map of a batch: still one manual computation. With vmap's spmd_axis_name the batch
   dimension is split over those (manual) mesh axes and each member's program is batched over
   its share; without, it is whole on every member. The vmap form is batched over the whole
@@ -453,7 +479,7 @@ def _shard_map_batch(axis_size, vals, dims, *, body, fallback, mesh, in_specs, o
   new_out = tuple(sp if d is None else _batch_spec(sp, d, spmd)
                   for sp, d in zip(out_specs, want, strict=True))
   outs = shard_map_p.bind(*vals, body=body_b, fallback=whole_b, mesh=mesh, in_specs=new_in,
-                          out_specs=new_out, manual=manual)
+                          out_specs=new_out, manual=manual, **flags)
   return outs, want
 
 

@@ -24,17 +24,28 @@ import threading
 class ManualAxisType:
   """The manual-axis state of a value inside shard_map (JAX's `ManualAxisType`): the mesh axes
   it varies over (`varying`), and the unreduced/reduced ones (always empty in revax, whose
-  shard_map has no unreduced/reduced out_specs)."""
+  shard_map has no unreduced/reduced out_specs). `revax.typeof(x).mat` is one.
+
+  Args:
+    varying: the mesh axes the value may differ over.
+    unreduced: mesh axes over which it is a partial sum (disjoint from `varying`).
+    reduced: mesh axes over which it is reduced (disjoint from `varying`).
+
+  Example:
+    >>> from revax.sharding import ManualAxisType
+    >>> sorted(ManualAxisType(varying={"i", "j"}).varying)
+    ['i', 'j']
+  """
   __slots__ = ("varying", "unreduced", "reduced", "_order")
 
   def __init__(self, *, varying=frozenset(), unreduced=frozenset(), reduced=frozenset()):
-    varying, unreduced, reduced = frozenset(varying), frozenset(unreduced), frozenset(reduced)
-    if varying & unreduced:
+    if frozenset(varying) & frozenset(unreduced):  # (the arguments as given, as JAX prints)
       raise ValueError(f"varying and unreduced cannot have common mesh axes. Got "
                        f"varying={varying} and unreduced={unreduced}")
-    if varying & reduced:
+    if frozenset(varying) & frozenset(reduced):
       raise ValueError(f"varying and reduced cannot have common mesh axes. Got "
                        f"varying={varying} and reduced={reduced}")
+    varying, unreduced, reduced = frozenset(varying), frozenset(unreduced), frozenset(reduced)
     self.varying, self.unreduced, self.reduced = varying, unreduced, reduced
     self._order = in_mesh_order(varying) if varying else ()
 
@@ -220,6 +231,16 @@ def _holds_jaxpr(params) -> bool:
 
 # set by lax/parallel.py: pvary(x, axes) binds its primitive (staging records the implicit casts)
 pvary_binder = [None]
+def cast_to(x, x_aval, axes):
+  """`x` (of type `x_aval`) cast with pvary to vary over `axes` too (typing active): zeros and
+  buffers made for a value (`zeros_like`, a loop's stacked outputs, a zero tangent) vary as
+  that value does, as JAX's."""
+  if not _state.depth:
+    return x
+  missing = frozenset(axes) - varying(x_aval)
+  return pvary_binder[0](x, in_mesh_order(missing)) if missing else x
+
+
 # primitives whose operands are never cast implicitly (their rules type them themselves)
 no_auto_pvary: set = set()
 

@@ -604,9 +604,12 @@ def all_to_all(x, axis_name, split_axis, concat_axis, *, axis_index_groups=None,
                        f"{aval.shape}")
     split = split_axis % aval.ndim
     n = aval.shape[split]
-    if (n % size if tiled else n != size):
-      raise ValueError(f"all_to_all: the split axis (size {n}) must "
-                       + ("be a multiple of" if tiled else "equal") + f" the axis size {size}")
+    if tiled and n % size:
+      raise ValueError(f"The size of all_to_all split_axis ({n}) has to be divisible by the size "
+                       f"of the named axis {axis_name} ({size})")
+    if not tiled and n != size:
+      raise ValueError(f"all_to_all requires the size of the mapped axis axis_name to equal "
+                       f"x.shape[split_axis], but they are {size} and {n} respectively.")
     out_nd = aval.ndim
     if not -out_nd <= concat_axis < out_nd:
       raise ValueError(f"all_to_all concat_axis {concat_axis} is out of bounds for shape "
@@ -771,8 +774,7 @@ def pcast(x, axis_name, *, to: str):
   if not axis_name:  # as JAX: nothing to cast over
     return x
   if to not in _PCAST_TO:
-    raise ValueError(f"Got unexpected `to` value {to!r}. Allowed `to` values are: "
-                     f"{set(_PCAST_TO)}")
+    raise ValueError(f"Got unexpected `to` value. Allowed `to` values are: {set(_PCAST_TO)}")
   if not _mesh_axes():
     raise ValueError(f"pcast over {axis_name!r} outside of any shard_map: pcast (pvary) should "
                      "be called under shard_map")
