@@ -66,6 +66,8 @@ COLLECTIVES = {
     "pmin": lambda a, t: lax.pmin(t, a),
     "all_gather": lambda a, t: lax.all_gather(t, a),
     "all_gather tiled": lambda a, t: lax.all_gather(t, a, tiled=True, axis=1),
+    "all_gather invarying": lambda a, t: lax.all_gather(t, a, to="invarying"),
+    "all_gather invarying tiled": lambda a, t: lax.all_gather(t, a, tiled=True, to="invarying"),
     "psum_scatter": lambda a, t: lax.psum_scatter(t, a, scatter_dimension=1, tiled=True),
     "ppermute": lambda a, t: lax.ppermute(t, a, [(0, 1), (1, 0)]) if isinstance(a, str)
     else lax.ppermute(t, a, [(k, (k + 1) % 4) for k in range(4)]),
@@ -79,7 +81,8 @@ COLLECTIVES = {
 }
 # (revax runs all_gather, psum_scatter and ppermute over several axis names only in a program
 # over the mesh, not in shard_map's vmap form, which it always builds: over one axis here)
-ONE_AXIS = ("all_gather", "all_gather tiled", "psum_scatter", "ppermute", "pshuffle")
+ONE_AXIS = ("all_gather", "all_gather tiled", "all_gather invarying",
+            "all_gather invarying tiled", "psum_scatter", "ppermute", "pshuffle")
 for cname, fn in COLLECTIVES.items():
   for axes in ("i", "j") + (() if cname in ONE_AXIS else (("i", "j"),)):
     for sname, spec in SPECS.items():
@@ -214,6 +217,18 @@ show("grad of shard_map", lambda: np.asarray(lib.grad(lambda w: lib.shard_map(
 show("grad of shard_map jit", lambda: np.asarray(lib.jit(lib.grad(lambda w: lib.shard_map(
     lambda a, b: lax.psum((a * lnp.sin(b)).sum(), "i"), mesh=mesh, in_specs=(P("i"), P()),
     out_specs=P())(X, w).sum()))(X[:2])).tolist())
+for tiled in (False, True):
+  show(f"all_gather invarying values {tiled}", lambda tiled=tiled: np.asarray(lib.jit(
+      lib.shard_map(lambda t: lax.all_gather(t, "i", tiled=tiled, to="invarying"), mesh=mesh,
+                    in_specs=P("i"), out_specs=P()))(X)).tolist())
+  show(f"all_gather invarying grad inside {tiled}", lambda tiled=tiled: np.asarray(lib.jit(
+      lib.shard_map(lambda t, w: lib.grad(lambda t: (lax.all_gather(
+          t, "i", tiled=tiled, to="invarying") * w).sum())(t), mesh=mesh,
+          in_specs=(P("i"), P()), out_specs=P("i")))(X, X if tiled else X.reshape(2, 2, 4))
+  ).tolist())
+show("all_gather bad to", lambda: lib.jit(lib.shard_map(
+    lambda t: lax.all_gather(t, "i", to="sideways"), mesh=mesh, in_specs=P("i"),
+    out_specs=P("i")))(X))
 show("implicit pvary values", lambda: np.asarray(lib.jit(lib.shard_map(
     lambda a, b: a * b + lax.axis_index("i"), mesh=mesh, in_specs=(P("i"), P()),
     out_specs=P("i")))(X, X[:2])).tolist())

@@ -311,9 +311,17 @@ inv.not_invertible(axis_index_p, "it has no operand to rebuild")
 all_gather_p = Primitive("all_gather")
 
 
-def all_gather(x, axis_name, *, axis_index_groups=None, axis=0, tiled=False):
+_GATHER_TO = ("varying", "reduced", "invarying")
+
+
+def all_gather(x, axis_name, *, axis_index_groups=None, axis=0, tiled=False, to="varying"):
   """Every member's `x`, stacked along a new axis `axis` (or concatenated along `axis` when
   `tiled`), the same on every member.
+
+  Inside `shard_map(..., check_vma=True)` the result's type varies over `axis_name` (and what
+  `x` varies over) with `to="varying"`; with `to="invarying"` it is typed as the same on every
+  member along `axis_name` (JAX's all_gather_invariant; its transpose takes each member's
+  slice). `to="reduced"` (a reduced type) is not part of revax's types.
 
   Example:
     >>> revax.vmap(lambda v: lax.all_gather(v, "i"), axis_name="i")(jnp.arange(3.))
@@ -321,9 +329,16 @@ def all_gather(x, axis_name, *, axis_index_groups=None, axis=0, tiled=False):
            [0., 1., 2.],
            [0., 1., 2.]], dtype=float32)
   """
+  if to not in _GATHER_TO:
+    raise ValueError(f"Got unexpected `to` value for `jax.lax.all_gather`. Allowed `to` values "
+                     f"are: {set(_GATHER_TO)}")
   _no_groups(axis_index_groups)
   names = _names(axis_name)
   size = _group_size(names)
+  if to == "reduced":
+    raise NotImplementedError("all_gather(to='reduced'): reduced manual axis types are not part "
+                              "of revax's types")
+  prim = all_gather_invariant_p if to == "invarying" and vma.active() else all_gather_p
 
   def one(leaf):
     aval = get_aval(leaf)
@@ -333,7 +348,7 @@ def all_gather(x, axis_name, *, axis_index_groups=None, axis=0, tiled=False):
                        f"{aval.shape}{'' if tiled else ' (plus the new gathered axis)'}")
     if vma.active():
       leaf = _vary_over(leaf, names)
-    return all_gather_p.bind(leaf, axes=names, axis=axis % nd, axis_size=size, tiled=bool(tiled))
+    return prim.bind(leaf, axes=names, axis=axis % nd, axis_size=size, tiled=bool(tiled))
   return tree_util.tree_map(one, x)
 
 
@@ -374,6 +389,43 @@ def _all_gather_transpose(ct, x, *, axes, axis, axis_size, tiled):
 
 all_gather_p.def_abstract_eval(_all_gather_abstract_eval)
 vma.vma_rules[all_gather_p] = _collective_vma("all_gather")
+
+# all_gather typed as the same on every member along its axes (shard_map with check_vma): the
+# values are all_gather's; the cotangent of an invariant result is invariant, so its transpose
+# takes each member's own slice (JAX's all_gather_invariant)
+all_gather_invariant_p = Primitive("all_gather_invariant")
+
+
+def _all_gather_invariant_vma(avals, params, out):
+  (x,), axes = avals, params["axes"]
+  return vma.with_varying(out, vma.varying(x) - set(axes))
+
+
+def _all_gather_invariant_collective(size, axis_name, vals, dims, **params):
+  return _all_gather_collective(size, axis_name, vals, dims, **params)
+
+
+def _all_gather_invariant_batch(vals, dims, *, axes, axis, axis_size, tiled):
+  (x,), (d,) = vals, dims
+  x = batch_util.moveaxis(x, d, 0)
+  return all_gather_invariant_p.bind(x, axes=axes, axis=axis + 1, axis_size=axis_size,
+                                     tiled=tiled), 0
+
+
+def _all_gather_invariant_transpose(ct, x, *, axes, axis, axis_size, tiled):
+  idx = axis_index_p.bind(axes=axes)
+  if tiled:
+    block = get_aval(ct).shape[axis] // axis_size
+    return [convenience.dynamic_slice_in_dim(ct, binary.mul(idx, np.int32(block)), block, axis)]
+  return [convenience.dynamic_index_in_dim(ct, idx, axis, keepdims=False)]
+
+
+all_gather_invariant_p.def_abstract_eval(_all_gather_abstract_eval)
+vma.vma_rules[all_gather_invariant_p] = _all_gather_invariant_vma
+_register(all_gather_invariant_p, "all_gather", _all_gather_invariant_collective,
+          _all_gather_invariant_batch,
+          "each member's value is one slice of a result that depends on the others",
+          transpose=_all_gather_invariant_transpose)
 _register(all_gather_p, "all_gather", _all_gather_collective, _all_gather_batch,
           "each member's value is one slice of a result that depends on the others",
           transpose=_all_gather_transpose)
