@@ -6,7 +6,10 @@ argument not split over an axis is the same for every member along it), runs `f`
 blocks, where collectives over the mesh axes (`psum(v, "x")`, `all_gather`, `ppermute`, ...)
 combine the members, and joins the members' results as `out_specs` says. An output whose spec
 leaves out a mesh axis must be the same for every member along it (what `psum` over that axis
-gives); otherwise it is an error, as JAX's replication check makes it.
+gives). With check_vma (the default) the body is traced first with its values typed by the
+manual axes they vary over (core/vma.py: an argument varies over the axes its in_spec splits
+it over, psum makes a value invariant, pvary varies it), and an output typed as varying over an
+axis its out_spec leaves out is an error with JAX's message; the body's jaxpr is then what runs.
 
 The members are the examples of nested named vmaps, one per mesh axis (outermost first): each
 argument's split dimensions are moved to the front in mesh order, and each vmap maps the leading
@@ -77,9 +80,11 @@ def shard_map(f=None, /, *, out_specs, in_specs=Infer, mesh=None, axis_names=fro
       JAX): place the argument first, or leave in_specs out.
     mesh: the `Mesh` whose axes name the members; None: the mesh set with `revax.set_mesh`.
     axis_names: the mesh axes `f` is manual over (default: all).
-    check_vma: whether an output whose out_specs leave out a manual axis must be the same on
-      every member along it (ValueError otherwise); False: the first member's is taken, as
-      JAX's unchecked replication (revax does not type varying manual axes).
+    check_vma: type the values inside `f` with the manual axes they vary over (JAX's vma:
+      `typeof(x)` prints `f32[4]{V:i}`; collectives, `pcast` and the implicit pvary keep the
+      types) and check statically that each output varies only over the mesh axes its
+      out_specs name (ValueError otherwise, with JAX's message); False: nothing is typed and an
+      output's first member is taken, as JAX's unchecked replication.
 
   Returns:
     The mapped function (or a decorator when `f` is omitted).
@@ -184,7 +189,8 @@ def _members_by_vmap(member, leaves, specs, store, mesh, manual):
 # --- shard_map inside a staged program: one primitive, a manual computation over the mesh --------
 def _member_aval(aval, spec, mesh, manual=(), check=False):
   """A member's block of an argument of type `aval` split as `spec` says; with `check` (JAX's
-  check_vma) typed as varying over the manual axes `spec` splits it over."""
+  check_vma) typed as varying over the manual axes `spec` splits it over (and those it varied
+  over already, in an enclosing shard_map)."""
   shape = list(aval.shape)
   for d in range(len(shape)):
     n = math.prod(mesh.shape[a] for a in spec.axes_of(d))
@@ -193,7 +199,8 @@ def _member_aval(aval, spec, mesh, manual=(), check=False):
                        f"{shape[d]}) is not divisible by the {n} members of mesh axes "
                        f"{spec.axes_of(d)}")
     shape[d] //= n
-  axes = {a for d in range(len(spec)) for a in spec.axes_of(d) if a in manual} if check else ()
+  axes = ({a for d in range(len(spec)) for a in spec.axes_of(d) if a in manual}
+          | vma.varying(aval)) if check else ()
   return aval.update(shape=tuple(shape), weak_type=False,
                      manual_axis_type=ManualAxisType(varying=axes) if axes else None)
 

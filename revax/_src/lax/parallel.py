@@ -1,6 +1,7 @@
 """Collectives over named axes: psum, pmean, pmax, pmin, all_gather, psum_scatter, ppermute,
-all_to_all (and pswapaxes, one of its forms), pbroadcast, axis_index; pcast, which changes no
-value in revax; psend/precv, which XLA:CPU cannot run (ragged_all_to_all: parallel_ragged.py).
+all_to_all (and pswapaxes, one of its forms), pbroadcast, axis_index; pcast/pvary and
+psum_invariant, the typed forms inside shard_map; psend/precv, which XLA:CPU cannot run
+(ragged_all_to_all: parallel_ragged.py).
 
 A named axis is bound by `vmap(f, axis_name=...)`: the members of the axis are the examples of
 the batch, and a collective combines or exchanges values across them. Each collective is a
@@ -14,7 +15,12 @@ block has:
 - a batching rule for traces that do not own the axis (nested vmaps with other names),
 - JVP and transpose (the linear ones, with JAX's transposes: psum's is psum, all_gather's is
   psum_scatter, ppermute's is the inverse permutation, all_to_all's swaps its axes),
-- no eager evaluation: outside every transformation that binds the axis, the name is unbound.
+- no eager evaluation: outside every transformation that binds the axis, the name is unbound,
+- its varying-manual-axes rule (core/vma.py), used inside shard_map with check_vma: psum (bound
+  as psum_invariant), pmax and pmin make a value invariant over their axes, all_gather,
+  psum_scatter, ppermute and all_to_all keep it varying, axis_index varies over its axes; the
+  wrappers first cast an operand invariant over the axes with pvary, as JAX's do. pvary itself
+  changes no value; its transpose is psum_invariant's and the other way round.
 """
 from __future__ import annotations
 
