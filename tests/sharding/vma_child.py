@@ -79,15 +79,34 @@ COLLECTIVES = {
     "axis_size": lambda a, t: lax.axis_size(a) * t,
     "pcast": lambda a, t: lax.pcast(t, a, to="varying"),
 }
-# (revax runs all_gather, psum_scatter and ppermute over several axis names only in a program
-# over the mesh, not in shard_map's vmap form, which it always builds: over one axis here)
-ONE_AXIS = ("all_gather", "all_gather tiled", "all_gather invarying",
-            "all_gather invarying tiled", "psum_scatter", "ppermute", "pshuffle")
 for cname, fn in COLLECTIVES.items():
-  for axes in ("i", "j") + (() if cname in ONE_AXIS else (("i", "j"),)):
+  for axes in ("i", "j", ("i", "j"), ("j", "i")):
     for sname, spec in SPECS.items():
       body_type(f"{cname} over {axes} of {sname}", spec,
                 lambda t, fn=fn, axes=axes: fn(axes, t))
+
+# --- collectives over both axes, in either order: values (the program over the mesh) and
+# gradients (computed from shard_map's vmap form) ---
+Y = np.sin(np.arange(32, dtype=np.float32)).reshape(8, 4)
+MULTI = {
+    "all_gather": (lambda a: lax.all_gather(a, ("i", "j"), axis=1, tiled=True), P("i", "j")),
+    "all_gather ji": (lambda a: lax.all_gather(a, ("j", "i")), P("i", "j")),
+    "all_gather invarying": (lambda a: lax.all_gather(a, ("j", "i"), to="invarying"), P()),
+    "ppermute": (lambda a: lax.ppermute(a, ("i", "j"), [(0, 3), (3, 1), (1, 0)]), P("i", "j")),
+    "ppermute ji": (lambda a: lax.ppermute(a, ("j", "i"), [(k, (k + 1) % 4) for k in range(4)]),
+                    P("i", "j")),
+    "psum_scatter": (lambda a: lax.psum_scatter(a, ("i", "j"), tiled=True), P("i", "j")),
+    "psum_scatter ji": (lambda a: lax.psum_scatter(a, ("j", "i"), tiled=True), P("j", "i")),
+    "psum_scatter untiled": (lambda a: lax.psum_scatter(a, ("j", "i")), P(("i", "j"))),
+    "axis_index ji": (lambda a: a * lax.axis_index(("j", "i")), P("i", "j")),
+}
+for mname, (fn, out_spec) in MULTI.items():
+  sm = lib.shard_map(fn, mesh=mesh, in_specs=P("i", "j"), out_specs=out_spec)
+  show(f"multi {mname} eager", lambda sm=sm: np.asarray(sm(Y)).round(4).tolist())
+  show(f"multi {mname} jit", lambda sm=sm: np.asarray(lib.jit(sm)(Y)).round(4).tolist())
+  show(f"multi {mname} grad", lambda sm=sm: np.asarray(lib.jit(lib.grad(
+      lambda y: (lnp.sin(sm(y)) * lnp.arange(sm(y).size).reshape(sm(y).shape)).sum()))(Y)
+  ).round(3).tolist())
 
 # --- operations on operands of two kinds: JAX's implicit pvary ---
 BINARY = {

@@ -298,9 +298,13 @@ def axis_index(axis_name):
 def _axis_index_collective(axis_size, axis_name, vals, dims, *, axes):
   idx = shapes.iota(np.int32, axis_size)
   rest = _remaining(axes, axis_name)
-  if rest:  # row-major: the outer names' index times this axis's size, plus this index
-    outer = axis_index_p.bind(axes=rest)
-    idx = binary.add(binary.mul(outer, np.int32(axis_size)), idx)
+  if rest:  # row-major over `axes`, wherever this name stands among them
+    after = _group_size(axes[axes.index(axis_name) + 1:])
+    others = axis_index_p.bind(axes=rest)  # row-major over the names before, then after
+    before_part = binary.mul(binary.div(others, np.int32(after)), np.int32(axis_size * after))
+    after_part = binary.rem(others, np.int32(after))
+    idx = binary.add(binary.add(before_part, after_part),
+                     binary.mul(idx, np.int32(after)))
   return idx, 0
 
 
@@ -369,15 +373,45 @@ def _all_gather_abstract_eval(x, *, axes, axis, axis_size, tiled):
 
 def _all_gather_collective(size, axis_name, vals, dims, *, axes, axis, axis_size, tiled):
   (x,), (d,) = vals, dims
-  rest = _remaining(axes, axis_name)
-  if rest:
-    raise NotImplementedError("all_gather over several axis names under vmap")
   stacked = batch_util.bdim_at(x, d, axis, size)  # the members, along the gathered axis
+  if _remaining(axes, axis_name):
+    stacked = _gather_rest(stacked, axis, axes, axis_name, size)
   if tiled:
     shape = get_aval(stacked).shape
     stacked = shapes.reshape(stacked, shape[:axis] + (shape[axis] * shape[axis + 1],)
                              + shape[axis + 2:])
   return stacked, not_mapped
+
+
+def _gather_rest(stacked, axis, axes, axis_name, size):
+  """`stacked` (this axis's members along `axis`) with the members along the other names of
+  `axes` gathered too (by the vmaps that own them): all of them along `axis`, numbered
+  row-major over `axes` (as a collective over several names numbers its members)."""
+  m = axes.index(axis_name)
+  before, after = _group_size(axes[:m]), _group_size(axes[m + 1:])
+  g = all_gather_p.bind(stacked, axes=_remaining(axes, axis_name), axis=axis,
+                        axis_size=before * after, tiled=False)
+  shp = get_aval(g).shape  # (..., before * after, size, ...) from `axis` on
+  g = shapes.reshape(g, shp[:axis] + (before, after, size) + shp[axis + 2:])
+  g = batch_util.moveaxis(g, axis + 2, axis + 1)
+  return shapes.reshape(g, shp[:axis] + (before * size * after,) + shp[axis + 2:])
+
+
+def _pick(rows, which):
+  """Row `which[b]` of `rows` (an array of T rows, the same on every member) for each `b` of
+  `which` (n indices), zeros where `which[b]` names no row; bit-exact (selects only)."""
+  rows_aval = get_aval(rows)
+  count, member = rows_aval.shape[0], rows_aval.shape[1:]
+  n = get_aval(which).shape[0]
+  out_shape = (n,) + member
+  acc = shapes.broadcast_in_dim(np.zeros((), rows_aval.dtype), out_shape, ())
+  for k in range(count):
+    hit = shapes.broadcast_in_dim(comparison.eq(which, np.int32(k)), out_shape, (0,))
+    row = slicing.slice(rows, (k,) + (0,) * len(member), (k + 1,) + member)
+    row = shapes.broadcast_in_dim(shapes.reshape(row, member), out_shape,
+                                  tuple(range(1, 1 + len(member))))
+    acc = convenience.select(hit, row, acc)
+  return acc
 
 
 def _all_gather_batch(vals, dims, *, axes, axis, axis_size, tiled):
@@ -455,10 +489,14 @@ def psum_scatter(x, axis_name, *, scatter_dimension=0, axis_index_groups=None, t
                        f"an operand of shape {aval.shape}")
     dim = scatter_dimension % aval.ndim
     n = aval.shape[dim]
-    if (n % size if tiled else n != size):
-      raise ValueError(f"psum_scatter: dimension {dim} of the operand (size {n}) must "
-                       + (f"be a multiple of" if tiled else "equal") + f" the axis size {size}")
+    if tiled and n % size:
+      raise ValueError(f"tiled reduce_scatter operand scatter dimension size {n} must be "
+                       f"divisible by shard_count {size}")
+    if not tiled and n != size:
+      raise ValueError(f"reduce_scatter operand scatter dimension size {n} must match shard "
+                       f"count {size}")
     if vma.active():
+      _state_of(aval, names, "jax.lax.psum_scatter")  # (ValueError when partly varying)
       leaf = _vary_over(leaf, names)
     return psum_scatter_p.bind(leaf, axes=names, scatter_dimension=dim, axis_size=size,
                                tiled=bool(tiled))
@@ -477,8 +515,18 @@ def _psum_scatter_abstract_eval(x, *, axes, scatter_dimension, axis_size, tiled)
 def _psum_scatter_collective(size, axis_name, vals, dims, *, axes, scatter_dimension, axis_size,
                              tiled):
   (x,), (d,) = vals, dims
-  if _remaining(axes, axis_name):
-    raise NotImplementedError("psum_scatter over several axis names under vmap")
+  rest = _remaining(axes, axis_name)
+  if rest:  # the sum over every member, of which each keeps its block (row-major number)
+    local = _psum_unmapped(x, size) if d is not_mapped else reductions.reduce_sum(x, (d,))
+    total = psum_p.bind(local, axes=rest)
+    shape, count = get_aval(total).shape, _group_size(axes)
+    n = shape[scatter_dimension]
+    if tiled:
+      total = shapes.reshape(total, shape[:scatter_dimension] + (count, n // count)
+                             + shape[scatter_dimension + 1:])
+    rows = batch_util.moveaxis(total, scatter_dimension, 0)
+    me, _ = _axis_index_collective(size, axis_name, [], [], axes=axes)
+    return _pick(rows, me), 0
   total = _psum_unmapped(x, size) if d is not_mapped else reductions.reduce_sum(x, (d,))
   # the full sum; member i keeps slice i of `scatter_dimension`, which becomes the batch dim
   if tiled:
@@ -522,6 +570,9 @@ def ppermute(x, axis_name, perm):
   """
   names = _names(axis_name)
   perm = _checked_perm("ppermute", perm, _group_size(names))
+  bound = _mesh_axes()
+  if all(n in bound for n in names):  # inside shard_map the members are numbered in mesh order,
+    names = tuple(sorted(names, key=bound.index))  # whatever order the names come in (as JAX)
   vary = (lambda leaf: _vary_over(leaf, names)) if vma.active() else (lambda leaf: leaf)
   return tree_util.tree_map(lambda leaf: ppermute_p.bind(vary(leaf), axes=names, perm=perm), x)
 
@@ -543,8 +594,15 @@ def _checked_perm(name, perm, size) -> tuple:
 
 def _ppermute_collective(size, axis_name, vals, dims, *, axes, perm):
   (x,), (d,) = vals, dims
-  if _remaining(axes, axis_name):
-    raise NotImplementedError("ppermute over several axis names under vmap")
+  if _remaining(axes, axis_name):  # over several names: from every member's value
+    count = _group_size(axes)
+    every = _gather_rest(batch_util.bdim_at(x, d, 0, size), 0, axes, axis_name, size)
+    sources = np.full((count, 1), -1, np.int32)
+    for src, dst in perm:
+      sources[dst, 0] = src
+    me, _ = _axis_index_collective(size, axis_name, [], [], axes=axes)
+    mine = shapes.reshape(_pick(sources, me), (size,))
+    return _pick(every, mine), 0
   x = batch_util.bdim_at(x, d, 0, size)
   aval = get_aval(x)
   received = {dst: src for src, dst in perm}
