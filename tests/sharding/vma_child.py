@@ -148,6 +148,7 @@ for sname, spec in KINDS.items():
     body_type(f"pcast {axes} of {sname}", spec, lambda t, axes=axes: lax.pcast(t, axes,
                                                                                 to="varying"))
 body_type("pcast set", P("i"), lambda t: lax.pcast(t, {"j"}, to="varying"))
+show("pvary removed", lambda: lax.pvary)
 body_type("pcast bad to", P("i"), lambda t: lax.pcast(t, "j", to="sideways"))
 body_type("psum partly varying", P("i"), lambda t: lax.psum(t, ("i", "j")))
 

@@ -915,6 +915,18 @@ def pcast(x, axis_name, *, to: str):
   return tree_util.tree_map(cast, x)
 
 
+# --- names JAX removed (module-level __getattr__ of revax.lax) ---
+_REMOVED = {"pvary": "revax.lax.pvary was deprecated in JAX v0.8.2 and removed in JAX v0.10.0; "
+                     "use `revax.lax.pcast(..., to='varying')"}
+
+
+def removed_getattr(name):
+  """`revax.lax.<name>` for a name JAX removed: AttributeError with JAX's advice."""
+  if name in _REMOVED:
+    raise AttributeError(_REMOVED[name])
+  raise AttributeError(f"module 'revax.lax' has no attribute {name!r}")
+
+
 # --- psend / precv ---
 _SEND_RECV = ("XLA:CPU cannot run them (measured: \"HLO opcode `send` is not supported by XLA:CPU "
               "ThunkEmitter\", for stablehlo.send/recv in a manual shard_map region), JAX lowers "
