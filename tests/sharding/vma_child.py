@@ -149,6 +149,24 @@ for sname, spec in KINDS.items():
                                                                                 to="varying"))
 body_type("pcast set", P("i"), lambda t: lax.pcast(t, {"j"}, to="varying"))
 show("pvary removed", lambda: lax.pvary)
+
+
+def constants():
+  seen = []
+
+  def body(t):
+    for c in (lax.psum(1, "i"), lax.psum(np.float32(2.0), ("i", "j")), lax.pmean(3.0, "j"),
+              lax.psum(np.arange(3), "j"), lax.pmean(2, ("i", "j"))):
+      seen.append(f"{type(c).__name__} {np.asarray(c).dtype} {np.asarray(c).tolist()}")
+    return t * lax.psum(1, ("i", "j"))
+  out = lib.jit(lib.shard_map(body, mesh=mesh, in_specs=P("i"), out_specs=P("i")))(X)
+  return seen, float(np.asarray(out).sum())
+
+
+show("psum of constants", constants)
+show("pmean of ints", lambda: np.asarray(lib.jit(lib.shard_map(
+    lambda t: lax.pmean(t.astype(np.int32), "i"), mesh=mesh, in_specs=P("i"),
+    out_specs=P()))(X * 4)).tolist())
 body_type("pcast bad to", P("i"), lambda t: lax.pcast(t, "j", to="sideways"))
 body_type("psum partly varying", P("i"), lambda t: lax.psum(t, ("i", "j")))
 

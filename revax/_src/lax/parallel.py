@@ -32,7 +32,7 @@ import numpy as np
 from revax._src import tree_util
 from revax._src.core import dtypes, vma
 from revax._src.core.avals import ShapedArray, get_aval
-from revax._src.core.trace import Primitive
+from revax._src.core.trace import Primitive, Tracer
 from revax._src.interpreters import ad, batching, dispatch, mlir
 from revax._src.interpreters import invertible as inv
 from revax._src.interpreters.batching import not_mapped
@@ -174,8 +174,28 @@ def psum(x, axis_name, *, axis_index_groups=None):
   Example:
     >>> revax.vmap(lambda v: lax.psum(v, "i"), axis_name="i")(jnp.arange(3.))
     Array([3., 3., 3.], dtype=float32)
+
+  A value that is no traced value (a constant, the same on every member) sums to the number of
+  members times itself, computed at once as JAX does: `psum(1, "i")` is the axis size, a Python
+  int.
   """
+  leaves = tree_util.tree_leaves(x)
+  if all(not isinstance(leaf, Tracer) for leaf in leaves):
+    _no_groups(axis_index_groups)
+    size = _group_size(_names(axis_name))
+    return tree_util.tree_map(lambda leaf: _constant_times(leaf, size), x)
   return _tree_collective(psum_p, x, axis_name, axis_index_groups, "psum")
+
+
+def _constant_times(leaf, size):
+  """`size * leaf` for a constant `leaf`, in its type (JAX's `lax._const(leaf, size) * leaf`;
+  a bool counts as int32)."""
+  if type(leaf) in (int, float, complex):
+    return type(leaf)(size) * leaf
+  if dtypes.is_bool(get_aval(leaf).dtype):
+    from revax._src.lax.conversion import convert_element_type
+    leaf = convert_element_type(leaf, np.int32)
+  return np.array(size, get_aval(leaf).dtype) * leaf
 
 
 def pmax(x, axis_name, *, axis_index_groups=None):
@@ -189,11 +209,12 @@ def pmin(x, axis_name, *, axis_index_groups=None):
 
 
 def pmean(x, axis_name, *, axis_index_groups=None):
-  """The mean of `x` over the members of the named axis."""
+  """The mean of `x` over the members of the named axis (a true division, as JAX's: the mean
+  of integers is a float)."""
   _no_groups(axis_index_groups)
   size = _group_size(_names(axis_name))
   summed = psum(x, axis_name)
-  return tree_util.tree_map(lambda s: binary.div(s, np.array(size, get_aval(s).dtype)), summed)
+  return tree_util.tree_map(lambda s: s / size, summed)
 
 
 # --- varying manual axes (JAX's vma: shard_map with check_vma) ---
