@@ -90,7 +90,6 @@ class _State(threading.local):
   def __init__(self):
     self.depth = 0         # check_vma shard_map bodies being traced (0: no typing)
     self.mesh_order = ()   # mesh axis names of the enclosing shard_maps, outermost first
-    self.unchecked = ()    # manual axes of enclosing check_vma=False shard_maps
 
 
 _state = _State()
@@ -110,25 +109,24 @@ def in_mesh_order(axes) -> tuple:
 
 class typing_body:
   """Context of tracing a shard_map body over a mesh with axis names `mesh_axes`: with
-  `check=True` values are typed with their varying manual axes; with False, the manual axes
-  are unchecked (pvary/pcast over them leave values as they are)."""
+  `check=True` values are typed with their varying manual axes; with False nothing is typed
+  (pcast leaves values as they are)."""
 
   def __init__(self, mesh_axes, manual, check: bool):
     self.mesh_axes, self.manual, self.check = tuple(mesh_axes), tuple(manual), check
 
   def __enter__(self):
-    self.saved = (_state.depth, _state.mesh_order, _state.unchecked)
+    self.saved = (_state.depth, _state.mesh_order)
     _state.mesh_order = _state.mesh_order + tuple(
         a for a in self.mesh_axes if a not in _state.mesh_order)
     if self.check:
       _state.depth += 1
     else:
       _state.depth = 0  # (an unchecked shard_map inside a checked one types nothing)
-      _state.unchecked = _state.unchecked + self.manual
     return self
 
   def __exit__(self, *exc):
-    _state.depth, _state.mesh_order, _state.unchecked = self.saved
+    _state.depth, _state.mesh_order = self.saved
     return False
 
 
@@ -161,10 +159,6 @@ def typing_if_typed(avals):
   return typing_body((), (), True)
 
 
-def unchecked_axes() -> tuple:
-  return _state.unchecked
-
-
 # --- reading and writing the varying axes of avals -----------------------------------------------
 def varying(aval) -> frozenset:
   mat = getattr(aval, "_mat", None)
@@ -185,12 +179,6 @@ def with_varying(aval, axes):
 # primitive -> rule(avals, params, outs) -> outs with their varying axes (its own typing: the
 # collectives, pvary, the call and control-flow primitives whose result types come from jaxprs)
 vma_rules: dict = {}
-
-
-def keep_outputs(avals, params, outs):
-  """The rule of primitives whose results already carry their varying axes (read from nested
-  jaxprs traced with typed inputs)."""
-  return outs
 
 
 def standard_rule(prim, avals, outs):
