@@ -212,6 +212,20 @@ body_type("switch", (P("i"), P()),
           lambda a, b: lax.switch(1, [lambda: a, lambda: a * 2, lambda: a + b]), args=(X, X))
 body_type("map", P("i"), lambda a: lax.map(lambda r: r * 2, a))
 
+# --- host callbacks: results vary as declared ---
+body_type("pure_callback", P("i"), lambda t: lib.pure_callback(
+    lambda u: np.asarray(u) * 2, lib.ShapeDtypeStruct(t.shape, t.dtype), t,
+    vmap_method="sequential"))
+body_type("pure_callback declared varying", P("i"), lambda t: lib.pure_callback(
+    lambda u: np.asarray(u) * 2, lib.ShapeDtypeStruct(
+        t.shape, t.dtype, manual_axis_type=lib.sharding.ManualAxisType(varying={"i"})), t,
+    vmap_method="sequential"))
+show("pure_callback values", lambda: np.asarray(lib.jit(lib.shard_map(
+    lambda t: lib.pure_callback(lambda u: np.asarray(u) * 2,
+                                lib.ShapeDtypeStruct(t.shape, t.dtype), t,
+                                vmap_method="sequential"),
+    mesh=mesh, in_specs=P("i"), out_specs=P("i")))(X)).tolist())
+
 # --- transformations inside the body ---
 body_type("jit inside", (P("i"), P()), lambda a, b: lib.jit(lambda u, v: (u * v, v))(a, b),
           args=(X, X))
