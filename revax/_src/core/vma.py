@@ -181,6 +181,15 @@ def with_varying(aval, axes):
 vma_rules: dict = {}
 
 
+def declared_outputs_rule(prim):
+  """The rule of a primitive whose operands must agree (cast first, as JAX's) but whose
+  results are typed as it declares them (ffi_call's: invariant)."""
+  def rule(avals, params, outs):
+    standard_rule(prim, avals, [])
+    return outs
+  return rule
+
+
 def standard_rule(prim, avals, outs):
   """JAX's standard rule: the operands must vary over the same axes, and the results vary so."""
   vmas = [varying(getattr(a, "inner_aval", a)) for a in avals]
@@ -236,7 +245,7 @@ no_auto_pvary: set = set()
 def auto_pvary(prim, args, avals, params):
   """The operands of `prim` cast with pvary so they all vary over the union of their varying
   axes (JAX's implicit pvary), when they differ. Returns (args, avals) unchanged otherwise."""
-  if prim in no_auto_pvary or prim in vma_rules or len(avals) < 2 or _holds_jaxpr(params):
+  if prim in no_auto_pvary or len(avals) < 2 or _holds_jaxpr(params):
     return None
   vmas = [varying(getattr(a, "inner_aval", a)) for a in avals]
   union = frozenset().union(*vmas)
