@@ -232,11 +232,11 @@ def _trace_member(member, avals, specs, store, mesh, manual):
                                                                  strict=True)]
     body, consts = staging.trace_to_jaxpr(typed_member, in_avals)
     if check:
-      _check_out_vma(body, store, mesh, manual, member)
+      _check_out_vma(body, store, mesh)
   return body, consts
 
 
-def _check_out_vma(body, store, mesh, manual, member):
+def _check_out_vma(body, store, mesh):
   """JAX's static replication check: an output may vary only over the mesh axes its out_spec
   names (ValueError otherwise, with JAX's message: eagerly, as JAX's eager shard_map reports
   it, for the first such output alone and in the name of its internal function)."""
