@@ -248,6 +248,27 @@ def cube(t):
 
 cube.defjvp(lambda p, t: (cube(p[0]), 3 * p[0] ** 2 * t[0]))
 body_type("custom_jvp", P("i"), cube)
+@lib.custom_vjp
+def scaled_sin(x, w):
+  return lnp.sin(x) * w
+
+
+def _scaled_sin_bwd(reduce, res, ct):
+  x, w = res
+  return ct * lnp.cos(x) * w, reduce((ct * lnp.sin(x)).sum(0))
+
+
+for vname, reduce in (("custom_vjp bwd type error", lambda g: g),
+                      ("custom_vjp bwd psum", lambda g: lax.psum(g, "i"))):
+  scaled_sin.defvjp(lambda x, w: (scaled_sin(x, w), (x, w)),
+                    lambda res, ct, reduce=reduce: _scaled_sin_bwd(reduce, res, ct))
+  show(vname, lambda: [np.asarray(t).round(4).tolist() for t in lib.jit(lib.shard_map(
+      lambda a, w: lib.grad(lambda a, w: scaled_sin(a, w).sum(), argnums=(0, 1))(a, w),
+      mesh=mesh, in_specs=(P("i", "j"), P("j")), out_specs=(P("i", "j"), P("j"))))(X, X[0])])
+show("checkpoint grad", lambda: np.asarray(lib.jit(lib.grad(lambda x: lib.shard_map(
+    lambda a, w: lib.checkpoint(lambda a: lnp.tanh(a * w))(a) + lax.psum(0., "i"), mesh=mesh,
+    in_specs=(P("i", "j"), P("j")), out_specs=P("i", "j"))(x, X[0, :2]).sum()))(X)).round(4)
+    .tolist())
 body_type("checkpoint", (P("i"), P()), lambda a, b: lib.checkpoint(lambda u, v: u * v)(a, b),
           args=(X, X))
 
