@@ -237,6 +237,13 @@ body_type("grad inside wrt invariant", (P("i"), P()),
           lambda a, b: lib.grad(lambda w: (a * w).sum())(b), args=(X, X))
 body_type("grad inside wrt varying", (P("i"), P()),
           lambda a, b: lib.grad(lambda u: (u * b).sum())(a), args=(X, X))
+body_type("vjp inside", (P("i", "j"), P()), lambda a, w: (lambda o, f: f(lnp.ones_like(o)))(
+    *lib.vjp(lambda a, w: lnp.sin(a) * w, a, w)), args=(X, X[:2, :2]))
+body_type("jacrev inside", (P("i", "j"), P()),
+          lambda a, w: lib.jacrev(lambda w: (lnp.sin(a) * w).sum(0))(w), args=(X, X[:2, :2]))
+body_type("hessian inside", (P("i", "j"), P()),
+          lambda a, w: lib.hessian(lambda w: (lnp.sin(a) * w ** 3).sum())(w[0]),
+          args=(X, X[:2, :2]))
 body_type("jvp inside", (P("i"), P()),
           lambda a, b: lib.jvp(lambda u, v: u * v, (a, b), (a, b)), args=(X, X))
 
