@@ -6,6 +6,7 @@ from revax._src.sharding import Sharding as Sharding
 from revax._src.sharding import SingleDeviceSharding as SingleDeviceSharding
 from revax._src.sharding import AbstractMesh as AbstractMesh
 from revax._src.sharding import AxisType as AxisType
+from revax._src.core.vma import ManualAxisType as ManualAxisType
 from revax._src.sharding import set_mesh as set_mesh
 from revax._src.sharding import get_mesh as get_mesh
 from revax._src.sharding import get_abstract_mesh as get_abstract_mesh

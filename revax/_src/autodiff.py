@@ -423,6 +423,7 @@ def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=F
     # the seed keeps the output's weak type, so a gradient at a Python scalar stays weak (JAX)
     seed = conversion.convert_element_type(creation.full((), 1, aval.dtype), aval.dtype,
                                            aval.weak_type)
+    seed = creation.vary_like(seed, out)  # (inside shard_map: varying as the output, as JAX)
     grads = f_vjp(seed)
     g = grads[0] if single else tuple(grads)
     if has_aux:

@@ -25,7 +25,7 @@ from revax._src.core import wrapping
 from revax._src import custom_vjp_refs
 from revax._src.custom_derivatives_helpers import CustomVJPPrimal
 from revax._src import tree_util
-from revax._src.core import dtypes
+from revax._src.core import dtypes, vma
 from revax._src.core.avals import AbstractRef, get_aval, same_type
 from revax._src.core.eval import eval_jaxpr
 from revax._src.core.jaxpr import ClosedJaxpr
@@ -504,8 +504,23 @@ class _VjpRule:
         raise ValueError(f"Custom VJP bwd rule {name} must produce an output with the shape and "
                          f"dtype of the corresponding primal input: expected "
                          f"{want.str_short()}, got {ca.str_short()}.")
+      if getattr(ca, "_mat", None) != getattr(want, "_mat", None):  # (inside shard_map)
+        raise ValueError(
+            f"Custom VJP bwd rule must produce an output with the same type as the args tuple "
+            f"of the primal function, but at output{_flat_path(arg_trees, len(result))} the bwd "
+            f"rule produced an output of type {ca.str_short(short_dtypes=False)} corresponding "
+            f"to an input of type {aval.str_short(short_dtypes=False)}, so the manual axis "
+            f"types do not match")
       result.append(c)
     return result
+
+
+def _flat_path(arg_trees, i) -> str:
+  """The key path (`[1]`, `[0]['w']`) of flat argument leaf `i` in the arguments' tree."""
+  for path, leaf in tree_util.tree_flatten_with_path(arg_trees)[0]:
+    if leaf == i:
+      return tree_util.keystr(path)
+  return f"[{i}]"
 
 
 def _custom_vjp_call_jvp(primals, tangents, *, call_jaxpr, rule, num_consts):
@@ -682,6 +697,11 @@ def _custom_lin_transpose(cts, *args, rule, num_res, nonzeros, out_avals, all_ou
 
 custom_lin_p = Primitive("custom_lin", multiple_results=True)
 custom_lin_p.def_abstract_eval(_custom_lin_abstract_eval)
+# inside shard_map: the tangents out are typed as the primal outputs are, and the operands
+# (residuals, tangents) are not cast to agree: the bwd rule's cotangents must each have their
+# own primal's type (JAX's rule, checked in `bwd`)
+vma.vma_rules[custom_lin_p] = lambda avals, params, outs: outs
+vma.no_auto_pvary.add(custom_lin_p)
 dispatch.custom_impls[custom_lin_p] = _custom_lin_forward
 ad.primitive_transposes[custom_lin_p] = _custom_lin_transpose
 mlir.register_lowering(custom_lin_p, lambda ctx, *args, **params: _custom_lin_forward())

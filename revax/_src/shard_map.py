@@ -6,7 +6,10 @@ argument not split over an axis is the same for every member along it), runs `f`
 blocks, where collectives over the mesh axes (`psum(v, "x")`, `all_gather`, `ppermute`, ...)
 combine the members, and joins the members' results as `out_specs` says. An output whose spec
 leaves out a mesh axis must be the same for every member along it (what `psum` over that axis
-gives); otherwise it is an error, as JAX's replication check makes it.
+gives). With check_vma (the default) the body is traced first with its values typed by the
+manual axes they vary over (core/vma.py: an argument varies over the axes its in_spec splits
+it over, psum makes a value invariant, pvary varies it), and an output typed as varying over an
+axis its out_spec leaves out is an error with JAX's message; the body's jaxpr is then what runs.
 
 The members are the examples of nested named vmaps, one per mesh axis (outermost first): each
 argument's split dimensions are moved to the front in mesh order, and each vmap maps the leading
@@ -36,7 +39,7 @@ from revax._src.core import wrapping
 from revax._src import tree_util
 from revax._src.core.avals import AbstractRef, get_aval
 from revax._src.core.eval import eval_jaxpr
-from revax._src.core.jaxpr import ClosedJaxpr, Jaxpr, Var
+from revax._src.core.jaxpr import ClosedJaxpr, Jaxpr, Var, binder, pp_block_rules, pp_jaxpr
 from revax._src.core.trace import Primitive, Tracer, _context, eval_trace
 from revax._src.interpreters import ad, batching, dispatch, mlir, partial_eval, staging
 from revax._src.interpreters import invertible as inv
@@ -44,7 +47,9 @@ from revax._src.interpreters import manual_lowering
 from revax._src.jit import jit, jit_p
 from revax._src.lax import batch_util, parallel, parallel_lowering  # noqa: F401 (collectives)
 from revax._src.lax import convenience, parallel_ragged, shapes  # noqa: F401 (its manual lowering)
-from revax._src.core import mesh_context, sharding_types
+from revax._src.core import mesh_context, sharding_types, vma
+from revax._src.core.vma import ManualAxisType
+from revax._src.core.vma_jaxpr import untyped_jaxpr
 from revax._src.sharding import AxisType, Mesh, PartitionSpec, check_spec
 
 __all__ = ["shard_map", "smap", "Infer"]
@@ -75,9 +80,11 @@ def shard_map(f=None, /, *, out_specs, in_specs=Infer, mesh=None, axis_names=fro
       JAX): place the argument first, or leave in_specs out.
     mesh: the `Mesh` whose axes name the members; None: the mesh set with `revax.set_mesh`.
     axis_names: the mesh axes `f` is manual over (default: all).
-    check_vma: whether an output whose out_specs leave out a manual axis must be the same on
-      every member along it (ValueError otherwise); False: the first member's is taken, as
-      JAX's unchecked replication (revax does not type varying manual axes).
+    check_vma: type the values inside `f` with the manual axes they vary over (JAX's vma:
+      `typeof(x)` prints `f32[4]{V:i}`; collectives, `pcast` and the implicit pvary keep the
+      types) and check statically that each output varies only over the mesh axes its
+      out_specs name (ValueError otherwise, with JAX's message); False: nothing is typed and an
+      output's first member is taken, as JAX's unchecked replication.
 
   Returns:
     The mapped function (or a decorator when `f` is omitted).
@@ -94,6 +101,7 @@ def shard_map(f=None, /, *, out_specs, in_specs=Infer, mesh=None, axis_names=fro
   if f is None:
     return lambda g: shard_map(g, out_specs=out_specs, in_specs=in_specs, mesh=mesh,
                                axis_names=axis_names, check_vma=check_vma)
+  from_context = mesh is None
   if mesh is None:  # the mesh set with revax.set_mesh
     mesh = mesh_context.concrete_mesh()
     if mesh is None:
@@ -125,7 +133,7 @@ def shard_map(f=None, /, *, out_specs, in_specs=Infer, mesh=None, axis_names=fro
       _check_manual(spec, manual, "in_specs")
       if in_specs is not Infer and len(manual) == len(mesh.axis_names):
         _check_spec_matches_type(x, spec, mesh, manual)  # (JAX checks only full-manual maps)
-    store = {"check": check_vma}
+    store = {"check": check_vma, "fun": f, "context_mesh": from_context}
 
     def member(*flat):
       flat = iter(flat)
@@ -136,6 +144,7 @@ def shard_map(f=None, /, *, out_specs, in_specs=Infer, mesh=None, axis_names=fro
       return out_leaves
 
     several = math.prod(mesh.shape[a] for a in manual) > 1
+    store["eager"] = _context.trace is eval_trace
     if several and _context.trace is eval_trace:
       # eagerly, as in JAX: one program over the mesh, whose results are sharded Arrays (its
       # jit kept per argument structure, so repeated calls neither retrace nor relower)
@@ -151,6 +160,14 @@ def shard_map(f=None, /, *, out_specs, in_specs=Infer, mesh=None, axis_names=fro
     elif several and (isinstance(_context.trace, staging.DynamicJaxprTrace)
                       or batching.spmd_axis_names()):
       outs = _bind_manual(member, leaves, specs, store, mesh, manual)
+    elif check_vma:  # typed: the body traced once (its types checked), then run as vmaps
+      avals = [get_aval(x) for x in leaves]
+      body, consts = _trace_member(member, avals, specs, store, mesh, manual)
+      vstore = {"specs": store["specs"], "check": False}
+      plain = untyped_jaxpr(body)
+      with vma.not_typing():
+        outs = _members_by_vmap(lambda *m: staging_eval(plain, consts, m), leaves, specs, vstore,
+                                mesh, manual)
     else:
       outs = _members_by_vmap(member, leaves, specs, store, mesh, manual)
     return tree_util.tree_unflatten(store["tree"], outs)
@@ -170,7 +187,10 @@ def _members_by_vmap(member, leaves, specs, store, mesh, manual):
 
 
 # --- shard_map inside a staged program: one primitive, a manual computation over the mesh --------
-def _member_aval(aval, spec, mesh):
+def _member_aval(aval, spec, mesh, manual=(), check=False):
+  """A member's block of an argument of type `aval` split as `spec` says; with `check` (JAX's
+  check_vma) typed as varying over the manual axes `spec` splits it over (and those it varied
+  over already, in an enclosing shard_map)."""
   shape = list(aval.shape)
   for d in range(len(shape)):
     n = math.prod(mesh.shape[a] for a in spec.axes_of(d))
@@ -179,15 +199,18 @@ def _member_aval(aval, spec, mesh):
                        f"{shape[d]}) is not divisible by the {n} members of mesh axes "
                        f"{spec.axes_of(d)}")
     shape[d] //= n
-  return aval.update(shape=tuple(shape), weak_type=False)
+  axes = ({a for d in range(len(spec)) for a in spec.axes_of(d) if a in manual}
+          | vma.varying(aval)) if check else ()
+  return aval.update(shape=tuple(shape), weak_type=False,
+                     manual_axis_type=ManualAxisType(varying=axes) if axes else None)
 
 
-def _bind_manual(member, leaves, specs, store, mesh, manual):
-  """Stage shard_map as `shard_map_p`: the per-member program (collectives as StableHLO
-  collectives over the mesh's partitions when lowered into a program over that mesh) and the
-  same computation as nested vmaps (used by every other rule and by single-device lowering)."""
-  avals = [get_aval(x) for x in leaves]
-  _refuse_refs(avals, "passes")
+def _trace_member(member, avals, specs, store, mesh, manual):
+  """The per-member program traced at the members' blocks of `avals` with the mesh axes bound
+  (and, with check_vma, its values typed with their varying manual axes and its outputs
+  checked against out_specs). Returns (jaxpr, consts); `store` receives the outputs' tree and
+  specs."""
+  check = store.get("check", True)
   for x, spec in zip(avals, specs, strict=True):
     if len(spec) > x.ndim:
       raise ValueError(f"shard_map in_specs {spec!r} has more entries than the argument's rank "
@@ -196,13 +219,95 @@ def _bind_manual(member, leaves, specs, store, mesh, manual):
     for axis in manual:
       stack.enter_context(batching.extend_axis_env(axis, mesh.shape[axis]))
     stack.enter_context(parallel.mesh_axes_bound(manual))
-    body, body_consts = staging.trace_to_jaxpr(
-        member, [_member_aval(a, s, mesh) for a, s in zip(avals, specs, strict=True)])
+    stack.enter_context(vma.typing_body(mesh.axis_names, manual, check))
+    in_avals = [_member_aval(a, s, mesh, manual, check)
+                for a, s in zip(avals, specs, strict=True)]
+
+    def typed_member(*args):
+      outs = member(*args)
+      if not check:
+        return outs
+      # JAX's implicit pvary of an output invariant over manual axes its out_spec names
+      return [_vary_as_spec(y, spec, manual) for y, spec in zip(outs, store["specs"],
+                                                                 strict=True)]
+    body, consts = staging.trace_to_jaxpr(typed_member, in_avals)
+    if check:
+      _check_out_vma(body, store, mesh)
+  return body, consts
+
+
+def _check_out_vma(body, store, mesh):
+  """JAX's static replication check: an output may vary only over the mesh axes its out_spec
+  names (ValueError otherwise, with JAX's message: eagerly, as JAX's eager shard_map reports
+  it, for the first such output alone and in the name of its internal function)."""
+  fails = []
+  for k, (v, spec) in enumerate(zip(body.outvars, store["specs"], strict=True)):
+    named = {a for d in range(len(spec)) for a in spec.axes_of(d)}
+    unmentioned = [a for a in mesh.axis_names if a not in named]
+    varying = vma.varying(v.aval)
+    if varying & set(unmentioned):
+      fails.append((k, spec, unmentioned, varying, named))
+  if not fails:
+    return
+  eager = store.get("eager", False)
+  name = "_rem_singleton" if eager else getattr(store.get("fun"), "__name__",
+                                                  str(store.get("fun")))
+  order = lambda axes: ",".join(a for a in mesh.axis_names if a in axes)
+  msgs = []
+  for k, spec, unmentioned, varying, named in fails[:1] if eager else fails:
+    where = "" if eager else _out_path(store, k)
+    if len(unmentioned) > 1:
+      msgs.append(f"* out_specs{where} is {spec!r} which implies that the corresponding output "
+                  f"value is only varying across mesh axes {{{order(named)}}} and not "
+                  f"{{{order(set(unmentioned) & varying)}}}, but it was inferred to be possibly "
+                  f"varying over {{{order(varying)}}}")
+    else:
+      msgs.append(f"* out_specs{where} is {spec!r} which implies that the corresponding output "
+                  f"value is replicated across mesh axis '{unmentioned[0]}', but could not "
+                  "infer replication over any axes")
+  if len(msgs) == 1:
+    msgs = [msgs[0][2:]]
+  raise ValueError(
+      f"shard_map applied to the function '{name}' was given out_specs which require "
+      f"replication which can't be statically inferred given the mesh:\n\n"
+      f"The mesh given has shape {tuple(mesh.shape[a] for a in mesh.axis_names)} with "
+      f"corresponding axis names {tuple(mesh.axis_names)}.\n\n" + "\n\n".join(msgs) +
+      "\n\nCheck if these output values are meant to be replicated over those mesh axes. If "
+      "not, consider revising the corresponding out_specs entries. If so, consider disabling "
+      "the check by passing the check_vma=False argument to `jax.shard_map`.")
+
+
+def _vary_as_spec(y, spec, manual):
+  named = [a for d in range(len(spec)) for a in spec.axes_of(d) if a in manual]
+  missing = [a for a in named if a not in vma.varying(get_aval(y))]
+  return parallel.pvary_p.bind(y, axes=vma.in_mesh_order(missing)) if missing else y
+
+
+def _out_path(store, k) -> str:
+  """The key path of output `k` in the outputs' tree ('' for a single output)."""
+  tree = store["tree"]
+  if tree_util.treedef_is_leaf(tree):
+    return ""
+  paths = [p for p, _ in tree_util.tree_flatten_with_path(
+      tree_util.tree_unflatten(tree, list(range(tree.num_leaves))))[0]]
+  return tree_util.keystr(paths[k])
+
+
+def _bind_manual(member, leaves, specs, store, mesh, manual):
+  """Stage shard_map as `shard_map_p`: the per-member program (collectives as StableHLO
+  collectives over the mesh's partitions when lowered into a program over that mesh) and the
+  same computation as nested vmaps (used by every other rule and by single-device lowering)."""
+  avals = [get_aval(x) for x in leaves]
+  _refuse_refs(avals, "passes")
+  body, body_consts = _trace_member(member, avals, specs, store, mesh, manual)
   out_specs = tuple(store["specs"])
-  vstore = {"specs": store["specs"], "check": store.get("check", True)}
-  with sharding_types.internal_expansion():  # (revax's own split/join reshapes of split types)
+  # (with check_vma the outputs' types were checked against out_specs: the vmap form takes
+  # member 0's value of an output its spec says is replicated, as JAX trusts the types)
+  vstore = {"specs": store["specs"], "check": False}
+  plain = untyped_jaxpr(body)
+  with vma.not_typing(), sharding_types.internal_expansion():  # (revax's own reshapes)
     fallback, fb_consts = staging.trace_to_jaxpr(
-        lambda *xs: _members_by_vmap(lambda *m: staging_eval(body, body_consts, m), xs, specs,
+        lambda *xs: _members_by_vmap(lambda *m: staging_eval(plain, body_consts, m), xs, specs,
                                      vstore, mesh, manual), avals)
   _refuse_refs([get_aval(c) for c in body_consts], "closes over")
   consts, slots = [], {}
@@ -219,7 +324,9 @@ def _bind_manual(member, leaves, specs, store, mesh, manual):
   all_specs = (PartitionSpec(),) * len(consts) + tuple(specs)
   return shard_map_p.bind(*consts, *leaves, body=closed(body, body_consts),
                           fallback=closed(fallback, fb_consts), mesh=mesh, in_specs=all_specs,
-                          out_specs=out_specs, manual=tuple(manual))
+                          out_specs=out_specs, manual=tuple(manual),
+                          check_vma=bool(store.get("check", True)),
+                          context_mesh=bool(store.get("context_mesh", False)))
 
 
 def _refuse_refs(avals, how: str) -> None:
@@ -262,9 +369,32 @@ def _shard_map_abstract_eval(*avals, fallback, mesh, out_specs, manual, **_):
 shard_map_p.def_abstract_eval(_shard_map_abstract_eval)
 
 
+def _pp_shard_map(eqn, names, indent):
+  """As JAX prints a shard_map equation: its params in JAX's names (the member program as
+  `jaxpr`, naming its variables after the outer ones; the mesh abstract; the vmap form, revax's
+  own, not shown)."""
+  p = eqn.params
+  pad = " " * (indent + 2)
+  outs = " ".join(binder(names, v) for v in eqn.outvars)  # (named before the body's, as JAX)
+  specs = lambda ss: "(" + ", ".join(repr(x) for x in ss) + (",)" if len(ss) == 1 else ")")
+  newly = frozenset(p["manual"])
+  lines = [f"check_vma={p['check_vma']}",
+           f"in_specs={specs(p['in_specs'])}",
+           f"jaxpr={pp_jaxpr(p['body'].jaxpr, names, indent + 2)}",
+           f"mesh={p['mesh'].abstract_mesh if p['context_mesh'] else p['mesh']}",
+           f"newly_manual_axes={newly!r}" if newly else "newly_manual_axes=frozenset()",
+           f"out_specs={specs(p['out_specs'])}"]
+  ins = " ".join(names(v) for v in eqn.invars)
+  return f"{outs} = shard_map[\n" + "".join(f"{pad}{line}\n" for line in lines) + \
+      f"{' ' * indent}] {ins}"
+
+
+pp_block_rules[shard_map_p] = _pp_shard_map
+
+
 def _as_jit(rule):
   """A rule of shard_map_p that is jit's rule applied to the vmap form (`fallback`)."""
-  def apply(*args, body, fallback, mesh, in_specs, out_specs, manual):
+  def apply(*args, body, fallback, mesh, in_specs, out_specs, manual, **_):
     # (the fallback's split/join reshapes are revax's own: their types were judged when the
     # body was traced, so re-tracing them under a transformation must not refuse them)
     with sharding_types.internal_expansion():
@@ -317,7 +447,7 @@ def _realigned(closed, dims, want, size):
 
 
 def _shard_map_batch(axis_size, vals, dims, *, body, fallback, mesh, in_specs, out_specs,
-                     manual):
+                     manual, **flags):
   """shard_map of a batch: still one manual computation. With vmap's spmd_axis_name the batch
   dimension is split over those (manual) mesh axes and each member's program is batched over
   its share; without, it is whole on every member. The vmap form is batched over the whole
@@ -356,7 +486,7 @@ def _shard_map_batch(axis_size, vals, dims, *, body, fallback, mesh, in_specs, o
   new_out = tuple(sp if d is None else _batch_spec(sp, d, spmd)
                   for sp, d in zip(out_specs, want, strict=True))
   outs = shard_map_p.bind(*vals, body=body_b, fallback=whole_b, mesh=mesh, in_specs=new_in,
-                          out_specs=new_out, manual=manual)
+                          out_specs=new_out, manual=manual, **flags)
   return outs, want
 
 

@@ -354,3 +354,4 @@ from revax._src.lax.staging_helpers import stage as stage
 from revax._src.lax.staging_helpers import stage_p as stage_p
 from revax._src.lax.sharding_constraint import sharding_constraint_p as sharding_constraint_p
 from revax._src.lax.sharding_constraint import with_sharding_constraint as with_sharding_constraint
+from revax._src.lax.parallel import removed_getattr as __getattr__  # noqa: F401 (pvary)

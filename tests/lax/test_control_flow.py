@@ -92,8 +92,9 @@ def test_switch_one_branch_is_a_call_and_index_dtypes():
 
 def test_cond_errors():
   with pytest.raises(TypeError, match=r"(?s)cond branches must have equal output types but they "
-                     r"differ.*true_fun is .* at .*The output of true_fun has type f32\[\] but "
-                     r"the corresponding output of false_fun has type f32\[3\], so the shapes "
+                     r"differ.*true_fun is .* at .*The output of true_fun has type float32\[\] "
+                     r"but the corresponding output of false_fun has type float32\[3\], so the "
+                     r"shapes "
                      r"do not match"):
     lax.cond(True, lambda x: x, lambda x: rnp.ones(3), 1.0)
   with pytest.raises(TypeError, match="so the dtypes do not match"):
@@ -119,8 +120,8 @@ def test_switch_errors():
   with pytest.raises(TypeError, match="Index type must be an integer, got 1.0 as float32"):
     lax.switch(np.float32(1.0), [lambda x: x, lambda x: x], 1.0)
   with pytest.raises(TypeError, match="(?s)switch branches must have equal output types.*branch 0 "
-                     r"has type f32\[\] but the corresponding output of branch1 has type "
-                     r"i32\[\], so the dtypes do not match"):
+                     r"has type float32\[\] but the corresponding output of branch1 has type "
+                     r"int32\[\], so the dtypes do not match"):
     lax.switch(1, [lambda x: x, lambda x: rnp.int32(1)], 1.0)
   with pytest.raises(ValueError, match="Empty branch sequence"):
     lax.switch(0, [], 1.0)
@@ -187,7 +188,8 @@ def test_while_errors():
     lax.while_loop(lambda c: (c < 1, c < 2), lambda c: c, 0)
   with pytest.raises(TypeError, match=r"while_loop body function carry input and carry output "
                      r"must have equal types, but they differ:\n\nThe input carry c has type "
-                     r"f32\[\] but the corresponding output carry component has type f32\[3\], "
+                     r"float32\[\] but the corresponding output carry component has type "
+                     r"float32\[3\], "
                      r"so the shapes do not match"):
     lax.while_loop(lambda c: True, lambda c: rnp.ones(3) * c, np.float32(0))
   with pytest.raises(TypeError, match="must have the same pytree structure"):
@@ -307,8 +309,9 @@ def test_unused_cond_outputs_and_inputs_are_dead_code_under_jit():
 
 def test_scan_errors():
   with pytest.raises(TypeError, match=r"scan body function carry input and carry output must "
-                     r"have equal types, but they differ:\n\nThe input carry c has type f32\[\] "
-                     r"but the corresponding output carry component has type f32\[3\], so the "
+                     r"have equal types, but they differ:\n\nThe input carry c has type "
+                     r"float32\[\] but the corresponding output carry component has type "
+                     r"float32\[3\], so the "
                      r"shapes do not match"):
     lax.scan(lambda c, x: (rnp.ones(3), x), np.float32(0), np.ones(3, np.float32))
   with pytest.raises(TypeError, match="must have the same pytree structure"):

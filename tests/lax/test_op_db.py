@@ -92,6 +92,11 @@ _TESTED_ELSEWHERE = {
     for name in ("psum", "pmax", "pmin", "all_gather", "psum_scatter", "ppermute", "all_to_all",
                  "axis_index")}
 _TESTED_ELSEWHERE.update({
+    name: ("a typed collective or cast that exists only inside a shard_map body with check_vma "
+           "(pvary, psum_invariant, all_gather_invariant); tests/sharding/test_vma.py compares "
+           "the types, values, grads and jaxprs with jax's")
+    for name in ("pvary", "psum_invariant", "all_gather_invariant")})
+_TESTED_ELSEWHERE.update({
     name: ("a collective over a named axis (as above); tests/sharding/test_collectives_more.py "
            "checks values, JVP and VJP against jax's documented equivalents on 4 devices")
     for name in ("pbroadcast", "ragged_all_to_all")})

@@ -133,10 +133,15 @@ def test_errors():
     revax.vmap(lambda v: rl.psum(v, "j"), axis_name="i")(X)
   with pytest.raises(ValueError, match="unique"):
     revax.vmap(lambda v: rl.ppermute(v, "i", [(0, 1), (1, 1)]), axis_name="i")(X)
-  with pytest.raises(ValueError, match="axis size 3"):
+  with pytest.raises(ValueError, match="scatter dimension size 2 must match shard count 3"):
     revax.vmap(lambda v: rl.psum_scatter(v, "i", scatter_dimension=1), axis_name="i")(X)
-  with pytest.raises(ValueError, match="axis size 3"):
-    revax.vmap(lambda v: rl.all_to_all(v, "i", 1, 0), axis_name="i")(X)
+  with pytest.raises(ValueError, match="size 2 must be divisible by shard_count 3"):
+    revax.vmap(lambda v: rl.psum_scatter(v, "i", scatter_dimension=1, tiled=True),
+               axis_name="i")(X)
+  with pytest.raises(ValueError, match=r"to equal x.shape\[split_axis\], but they are 3 and"):
+    revax.vmap(lambda v: rl.all_to_all(v, "i", 1, 0), axis_name="i")(X)  # (jax's words)
+  with pytest.raises(ValueError, match=r"has to be divisible by the size of the named axis"):
+    revax.vmap(lambda v: rl.all_to_all(v, "i", 1, 0, tiled=True), axis_name="i")(X)
   with pytest.raises(NotImplementedError, match="axis_index_groups"):
     revax.vmap(lambda v: rl.psum(v, "i", axis_index_groups=[[0, 1, 2]]), axis_name="i")(X)
   with pytest.raises(ValueError, match="out of bounds"):

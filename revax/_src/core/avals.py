@@ -12,6 +12,7 @@ import math
 import numpy as np
 
 from revax._src.core import dtypes, extended_dtypes
+from revax._src.core.vma import EMPTY as _EMPTY_MAT
 
 
 _KEEP = object()  # update(): keep the sharding where the shape stays
@@ -20,10 +21,12 @@ _KEEP = object()  # update(): keep the sharding where the shape stays
 class ShapedArray:
   """The type of an array: a shape (tuple of ints), a dtype, whether it is weakly typed, and,
   over a mesh with Explicit axes, how it is split over them (`sharding`: a NamedSharding whose
-  spec names Explicit axes only, one entry per dimension; None when it is not split so)."""
-  __slots__ = ("shape", "dtype", "weak_type", "sharding", "_hash")
+  spec names Explicit axes only, one entry per dimension; None when it is not split so), and
+  inside shard_map over which manual axes it varies (`manual_axis_type`, JAX's `mat`)."""
+  __slots__ = ("shape", "dtype", "weak_type", "sharding", "_mat", "_hash")
 
-  def __init__(self, shape, dtype, weak_type: bool = False, sharding=None):
+  def __init__(self, shape, dtype, weak_type: bool = False, sharding=None, *,
+               manual_axis_type=None):
     self.shape = tuple(shape)
     try:
       self.dtype = np.dtype(dtype)
@@ -33,30 +36,44 @@ class ShapedArray:
       self.dtype = dtype  # an extended dtype (typed PRNG keys' key<fry>): not a NumPy one
     self.weak_type = bool(weak_type)
     self.sharding = sharding
-    self._hash = hash((self.shape, self.dtype, self.weak_type) if sharding is None else
-                      (self.shape, self.dtype, self.weak_type, sharding))
+    mat = manual_axis_type if manual_axis_type is not None and not manual_axis_type.empty \
+        else None
+    self._mat = mat
+    self._hash = hash((self.shape, self.dtype, self.weak_type) if sharding is None and mat is None
+                      else (self.shape, self.dtype, self.weak_type, sharding, mat))
 
   ndim = property(lambda self: len(self.shape))
+
+  @property
+  def manual_axis_type(self):
+    """Over which manual mesh axes the value varies (inside shard_map with check_vma=True)."""
+    return _EMPTY_MAT if self._mat is None else self._mat
+
+  mat = manual_axis_type
 
   @property
   def size(self) -> int:
     return math.prod(self.shape)  # Python ints: no int64 wrap-around for huge shapes
 
-  def update(self, shape=None, dtype=None, weak_type=None, sharding=_KEEP) -> "ShapedArray":
+  def update(self, shape=None, dtype=None, weak_type=None, sharding=_KEEP,
+             manual_axis_type=_KEEP) -> "ShapedArray":
     """A copy with the given fields replaced. The sharding is kept unless the shape changes
-    (a new shape needs a new sharding: pass it)."""
+    (a new shape needs a new sharding: pass it); the varying manual axes are kept."""
     if sharding is _KEEP:
       sharding = self.sharding if shape is None or tuple(shape) == self.shape else None
     return ShapedArray(self.shape if shape is None else shape,
                        self.dtype if dtype is None else dtype,
-                       self.weak_type if weak_type is None else weak_type, sharding)
+                       self.weak_type if weak_type is None else weak_type, sharding,
+                       manual_axis_type=self._mat if manual_axis_type is _KEEP
+                       else manual_axis_type)
 
   def to_tangent_aval(self) -> "ShapedArray":
     """The type of this type's tangents (JAX's name): itself for inexact dtypes, float0 of the
     same shape (keeping the weak type, as JAX's) for integer and bool ones."""
     if dtypes.is_inexact(self.dtype):
-      return ShapedArray(self.shape, self.dtype, self.weak_type, self.sharding)
-    return ShapedArray(self.shape, dtypes.float0, self.weak_type)
+      return ShapedArray(self.shape, self.dtype, self.weak_type, self.sharding,
+                         manual_axis_type=self._mat)
+    return ShapedArray(self.shape, dtypes.float0, self.weak_type, manual_axis_type=self._mat)
 
   def at_least_vspace(self) -> "ShapedArray":
     """`to_tangent_aval()` under its older JAX name (equinox's filter_primitive uses it)."""
@@ -68,7 +85,7 @@ class ShapedArray:
   def __eq__(self, other):
     return other is self or (type(other) is ShapedArray and self.shape == other.shape
                              and self.dtype == other.dtype and self.weak_type == other.weak_type
-                             and self.sharding == other.sharding)
+                             and self.sharding == other.sharding and self._mat == other._mat)
 
   def __hash__(self):
     return self._hash
@@ -88,7 +105,9 @@ class ShapedArray:
       name = self.dtype.name
     else:
       name = dtypes.short_name(self.dtype) if short_dtypes else self.dtype.name
-    return f"{name}[{','.join(dims)}]{tail}"
+    # JAX's one brace for all three: '{V:i}', '{U:c}', '{V:i, U:c, R:d}'
+    marks = [m[1:-1] for m in ("" if self._mat is None else self._mat.suffix(), tail) if m]
+    return f"{name}[{','.join(dims)}]" + ("{" + ", ".join(marks) + "}" if marks else "")
 
   def __repr__(self):
     """As JAX's: 'ShapedArray(float32[3,4])', 'ShapedArray(int32[], weak_type=True)'."""
@@ -120,10 +139,11 @@ def _split_suffix(part) -> str:
 
 
 def same_type(a: ShapedArray, b: ShapedArray) -> bool:
-  """Type equality as the type checker sees it: shapes and dtypes, weak types aside (a Ref is
-  never the same type as an array)."""
+  """Type equality as the type checker sees it: shapes, dtypes and varying manual axes, weak
+  types aside (a Ref is never the same type as an array)."""
   return (a.shape == b.shape and a.dtype == b.dtype
-          and (type(a) is AbstractRef) == (type(b) is AbstractRef))
+          and (type(a) is AbstractRef) == (type(b) is AbstractRef)
+          and getattr(a, "_mat", None) == getattr(b, "_mat", None))
 
 
 class AbstractRef:

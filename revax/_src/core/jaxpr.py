@@ -196,7 +196,8 @@ def _fmt_param(value, names, indent) -> str:
     if value and all(isinstance(x, (Jaxpr, ClosedJaxpr)) for x in value):
       return "(\n" + "".join(" " * (indent + 4) + _fmt_param(x, names, indent + 2) + "\n"
                              for x in value) + " " * (indent + 2) + ")"
-    inner = ", ".join(_fmt_param(x, names, indent) for x in value)
+    inner = ", ".join(repr(x) if type(x) is str else _fmt_param(x, names, indent)
+                      for x in value)  # (strings in tuples print quoted, as JAX's)
     return f"({inner},)" if len(value) == 1 else f"({inner})"
   if callable(value) and hasattr(value, "__name__"):
     return value.__name__
@@ -208,10 +209,18 @@ def _fmt_param(value, names, indent) -> str:
 pp_eqn_rules: dict = {}
 
 
+# primitive -> rule(eqn, names, indent) -> the text of an equation holding a jaxpr that JAX
+# prints in a form of its own (shard_map: its params, the body sharing the outer names)
+pp_block_rules: dict = {}
+
+
 def pp_eqn(eqn: JaxprEqn, names: _Names, indent: int = 0) -> str:
   rule = pp_eqn_rules.get(eqn.primitive)
   if rule is not None:
     return rule(eqn, names)
+  rule = pp_block_rules.get(eqn.primitive)
+  if rule is not None:
+    return rule(eqn, names, indent)
   ins = " ".join(names(v) for v in eqn.invars)
   outs = " ".join(_binder(names, v) for v in eqn.outvars)
   # params sorted by name, jaxpr-valued ones last (as JAX prints them)

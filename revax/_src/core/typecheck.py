@@ -7,6 +7,7 @@ output of every transformation; it is what catches a rule that returns the wrong
 """
 from __future__ import annotations
 
+from revax._src.core import vma
 from revax._src.core.avals import get_aval, same_type
 from revax._src.core.errors import JaxprTypeError
 from revax._src.core.jaxpr import ClosedJaxpr, DropVar, Jaxpr, Literal, pp_eqn, _Names
@@ -14,6 +15,12 @@ from revax._src.core.jaxpr import ClosedJaxpr, DropVar, Jaxpr, Literal, pp_eqn, 
 
 def check_jaxpr(jaxpr: Jaxpr | ClosedJaxpr) -> None:
   """Raise JaxprTypeError if `jaxpr` (or any jaxpr nested in its params) is ill-typed."""
+  inner = jaxpr.jaxpr if isinstance(jaxpr, ClosedJaxpr) else jaxpr
+  with vma.typing_if_typed([v.aval for v in inner.constvars + inner.invars]):
+    _check_jaxpr(jaxpr)
+
+
+def _check_jaxpr(jaxpr: Jaxpr | ClosedJaxpr) -> None:
   if isinstance(jaxpr, ClosedJaxpr):
     for v, c in zip(jaxpr.jaxpr.constvars, jaxpr.consts, strict=True):
       _check_const(v, c)

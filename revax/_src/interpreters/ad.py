@@ -24,7 +24,7 @@ import itertools
 
 import numpy as np
 
-from revax._src.core import dtypes, sharding_types
+from revax._src.core import dtypes, sharding_types, vma
 from revax._src.core.avals import AbstractRef, ShapedArray, get_aval
 from revax._src.core.jaxpr import ClosedJaxpr
 from revax._src.core.rules import RuleTable
@@ -44,9 +44,10 @@ jvp_with_zero_tangents: set = set()
 # --- symbolic zeros --------------------------------------------------------------------------------
 def tangent_aval(aval: ShapedArray) -> ShapedArray:
   """The type of tangents of values of type `aval`: float0 for integer and bool values."""
-  if dtypes.is_inexact(aval.dtype):  # (split over a mesh as the value is)
-    return ShapedArray(aval.shape, aval.dtype, aval.weak_type, aval.sharding)
-  return ShapedArray(aval.shape, dtypes.float0)
+  if dtypes.is_inexact(aval.dtype):  # (split over a mesh, varying over manual axes, as it is)
+    return ShapedArray(aval.shape, aval.dtype, aval.weak_type, aval.sharding,
+                       manual_axis_type=getattr(aval, "_mat", None))
+  return ShapedArray(aval.shape, dtypes.float0, manual_axis_type=getattr(aval, "_mat", None))
 
 
 class Zero:
@@ -79,7 +80,10 @@ def zeros_like_aval(aval: ShapedArray):
   """A concrete zero array of `aval`'s shape and dtype (float0 zeros for integer tangents)."""
   if aval.dtype == dtypes.float0:
     return np.zeros(aval.shape, dtypes.float0)
-  return _zeros_maker[0](aval)
+  zeros = _zeros_maker[0](aval)
+  if vma._state.depth and vma.varying(aval):  # zeros of a value varying over manual axes
+    zeros = vma.cast_to(zeros, get_aval(zeros), vma.varying(aval))
+  return zeros
 
 
 def instantiate_zeros(t):

@@ -78,7 +78,7 @@ def _region_dims(spec, ndim: int, mesh: dict, partial: bool) -> str:
   return f"<@{sharding_lowering.MESH_NAME}, [" + ", ".join(parts) + "]>"
 
 
-def lower_shard_map(ctx, *args, body, fallback, mesh, in_specs, out_specs, manual):
+def lower_shard_map(ctx, *args, body, fallback, mesh, in_specs, out_specs, manual, **_):
   """The lowering of shard_map_p: a manual computation when the module is partitioned over
   this mesh, else (a single-device program, or a region already manual) the vmap form."""
   module_mesh = sharding_lowering.module_mesh(ctx)

@@ -14,7 +14,7 @@ import weakref
 import numpy as np
 
 from revax._src import tree_util
-from revax._src.core import shape_poly
+from revax._src.core import shape_poly, vma
 from revax._src.core.shape_poly import DimExpr
 from revax._src.core.avals import ShapedArray, get_aval
 from revax._src.core.effects import eqn_has_effects
@@ -138,6 +138,10 @@ class DynamicJaxprTrace(Trace):
     if check is not None:  # (a primitive with params that cannot be staged)
       check(params)
     atoms = [self.to_atom(x) for x in args]
+    if vma._state.depth:  # JAX's implicit pvary: operands varying over fewer axes are cast
+      cast = vma.auto_pvary(primitive, args, [a.aval for a in atoms], params)
+      if cast is not None:
+        atoms = [self.to_atom(x) for x in cast]
     out = primitive.abstract_eval(*(a.aval for a in atoms), **params)
     out_avals = out if primitive.multiple_results else (out,)
     outvars = [Var(a) for a in out_avals]
@@ -162,7 +166,7 @@ def trace_to_jaxpr(fun, in_avals, debug_info: DebugInfo | None = None) -> tuple[
   trace = DynamicJaxprTrace(debug_info)
   args = [trace.new_arg(a) for a in in_avals]
   try:
-    with paused_gc(), set_current_trace(trace):
+    with paused_gc(), vma.typing_if_typed(in_avals), set_current_trace(trace):
       outs = fun(*args)
       result = trace.to_jaxpr(outs)
   finally:

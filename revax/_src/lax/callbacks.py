@@ -24,7 +24,7 @@ import traceback
 import numpy as np
 
 from revax._src import tree_util
-from revax._src.core import dtypes
+from revax._src.core import dtypes, vma
 from revax._src.core.avals import ShapedArray, get_aval
 from revax._src.core.effects import def_effectful, def_ordered, host_callback_primitives
 from revax._src.core.trace import Primitive
@@ -378,6 +378,10 @@ def _pure_callback_lower(ctx, *args, callback, result_avals, vmap_method):
 
 
 pure_callback_p = Primitive("pure_callback", multiple_results=True)
+# inside shard_map a callback's results are invariant, whatever its operands do and whatever
+# manual_axis_type its result_shape_dtypes declare: JAX's rule
+vma.vma_rules[pure_callback_p] = lambda avals, params, outs: outs
+vma.no_auto_pvary.add(pure_callback_p)
 pure_callback_p.def_abstract_eval(_pure_callback_abstract_eval)
 dispatch.custom_impls[pure_callback_p] = _pure_callback_impl
 ad.primitive_jvps[pure_callback_p] = _pure_callback_jvp
@@ -453,6 +457,8 @@ def _io_callback_lower(ctx, *args, callback, result_avals, ordered):
 
 
 io_callback_p = Primitive("io_callback", multiple_results=True)
+vma.vma_rules[io_callback_p] = lambda avals, params, outs: outs  # (as pure_callback's)
+vma.no_auto_pvary.add(io_callback_p)
 io_callback_p.def_abstract_eval(_io_callback_abstract_eval)
 dispatch.custom_impls[io_callback_p] = _io_callback_impl
 ad.primitive_jvps[io_callback_p] = _io_callback_jvp
@@ -535,6 +541,8 @@ def _debug_callback_lower(ctx, *args, callback, ordered):
 
 
 debug_callback_p = Primitive("debug_callback", multiple_results=True)
+vma.vma_rules[debug_callback_p] = lambda avals, params, outs: outs  # (no results to type)
+vma.no_auto_pvary.add(debug_callback_p)
 debug_callback_p.def_abstract_eval(_debug_callback_abstract_eval)
 dispatch.custom_impls[debug_callback_p] = _debug_callback_impl
 ad.primitive_jvps[debug_callback_p] = _debug_callback_jvp

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from revax._src.core import dtypes
+from revax._src.core import dtypes, vma
 from revax._src.core.avals import ShapedArray, get_aval
 from revax._src.core.shape_poly import canonical_dim
 from revax._src.interpreters import ad
@@ -77,14 +77,27 @@ def full(shape, fill_value, dtype=None, *, sharding=None):
 def full_like(x, fill_value, dtype=None, shape=None, sharding=None):
   """`full` with the shape and dtype of `x` unless given; weakly typed if `x` is and no dtype
   is given (as jax.lax.full_like), so constants built in rules keep Python scalars weak.
-  `sharding` places the result as `full`'s does."""
+  `sharding` places the result as `full`'s does. Inside shard_map the result varies over the
+  manual axes `x` varies over (JAX's implicit pvary)."""
+  return vary_like(_full_like(x, fill_value, dtype, shape, sharding), x)
+
+
+def vary_like(val, x):
+  """`val` cast to vary over the manual axes `x` varies over, inside a shard_map body with
+  check_vma (as JAX's full_like does); `val` elsewhere."""
+  if not vma.active():
+    return val
+  return vma.cast_to(val, get_aval(val), vma.varying(get_aval(x)))
+
+
+def _full_like(x, fill_value, dtype=None, shape=None, sharding=None):
   if sharding is not None:
-    return _placed_as(full_like(x, fill_value, dtype, shape), sharding)
+    return _placed_as(_full_like(x, fill_value, dtype, shape), sharding)
   aval = get_aval(x)
   if shape is None and getattr(aval, "sharding", None) is not None and not isinstance(x, Array):
     # a traced `x` split over Explicit axes: the result is typed as it (JAX's rule)
     from revax._src.lax.sharding_constraint import placed
-    return placed(full_like(x, fill_value, dtype, aval.shape), aval.sharding)
+    return placed(_full_like(x, fill_value, dtype, aval.shape), aval.sharding)
   if (isinstance(x, Array) and device_put is not None and x.committed
       and not (dtype is None and aval.weak_type)
       and (shape is None or tuple(shape) == aval.shape or x.sharding.is_fully_replicated)):

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from revax._src.core import dtypes
+from revax._src.core import dtypes, vma
 from revax._src.core.avals import get_aval
 from revax._src.core.effects import def_effectful
 from revax._src.core.trace import Primitive
@@ -356,6 +356,8 @@ def _ffi_call_lower(ctx, *args, target_name, result_avals, has_side_effect, vmap
 
 
 ffi_call_p = Primitive("ffi_call", multiple_results=True)
+# inside shard_map: operands cast to agree (JAX's implicit pvary), results invariant as declared
+vma.vma_rules[ffi_call_p] = vma.declared_outputs_rule(ffi_call_p)
 ffi_call_p.def_abstract_eval(_ffi_call_abstract_eval)
 ad.primitive_jvps[ffi_call_p] = _ffi_call_jvp
 batching.primitive_batchers[ffi_call_p] = _ffi_call_batch

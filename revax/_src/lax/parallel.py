@@ -1,6 +1,7 @@
 """Collectives over named axes: psum, pmean, pmax, pmin, all_gather, psum_scatter, ppermute,
-all_to_all (and pswapaxes, one of its forms), pbroadcast, axis_index; pcast, which changes no
-value in revax; psend/precv, which XLA:CPU cannot run (ragged_all_to_all: parallel_ragged.py).
+all_to_all (and pswapaxes, one of its forms), pbroadcast, axis_index; pcast/pvary and
+psum_invariant, the typed forms inside shard_map; psend/precv, which XLA:CPU cannot run
+(ragged_all_to_all: parallel_ragged.py).
 
 A named axis is bound by `vmap(f, axis_name=...)`: the members of the axis are the examples of
 the batch, and a collective combines or exchanges values across them. Each collective is a
@@ -14,7 +15,12 @@ block has:
 - a batching rule for traces that do not own the axis (nested vmaps with other names),
 - JVP and transpose (the linear ones, with JAX's transposes: psum's is psum, all_gather's is
   psum_scatter, ppermute's is the inverse permutation, all_to_all's swaps its axes),
-- no eager evaluation: outside every transformation that binds the axis, the name is unbound.
+- no eager evaluation: outside every transformation that binds the axis, the name is unbound,
+- its varying-manual-axes rule (core/vma.py), used inside shard_map with check_vma: psum (bound
+  as psum_invariant), pmax and pmin make a value invariant over their axes, all_gather,
+  psum_scatter, ppermute and all_to_all keep it varying, axis_index varies over its axes; the
+  wrappers first cast an operand invariant over the axes with pvary, as JAX's do. pvary itself
+  changes no value; its transpose is psum_invariant's and the other way round.
 """
 from __future__ import annotations
 
@@ -24,9 +30,9 @@ import threading
 import numpy as np
 
 from revax._src import tree_util
-from revax._src.core import dtypes
+from revax._src.core import dtypes, vma
 from revax._src.core.avals import ShapedArray, get_aval
-from revax._src.core.trace import Primitive
+from revax._src.core.trace import Primitive, Tracer
 from revax._src.interpreters import ad, batching, dispatch, mlir
 from revax._src.interpreters import invertible as inv
 from revax._src.interpreters.batching import not_mapped
@@ -92,7 +98,8 @@ def _no_lowering(name):
 def _register(prim, name, collective, batch, not_invertible_reason, transpose=None):
   """The rules every collective has: no eager evaluation (its name is unbound there), the
   collective rule for the owning BatchTrace, the batching rule for the others, the lowering
-  that says why it never runs, the inverse reason, and, for linear ones, JVP and transpose."""
+  that says why it never runs (`name` says which manual lowering it has), the inverse reason,
+  and, for linear ones, JVP and transpose."""
   dispatch.custom_impls[prim] = _unbound_impl(name)
   batching.collective_batchers[prim] = collective
   batching.primitive_batchers[prim] = batch
@@ -103,7 +110,7 @@ def _register(prim, name, collective, batch, not_invertible_reason, transpose=No
 
 
 # --- psum / pmax / pmin ---
-def _reducer(name, reduce_fn, unmapped_fn):
+def _reducer(name, reduce_fn, unmapped_fn, lowered_as=None):
   prim = Primitive(name)
   prim.def_abstract_eval(lambda x, *, axes: x)
 
@@ -117,7 +124,7 @@ def _reducer(name, reduce_fn, unmapped_fn):
     (x,), (d,) = vals, dims
     return prim.bind(x, axes=axes), d
 
-  _register(prim, name, collective, batch,
+  _register(prim, lowered_as or name, collective, batch,
             "many-to-one (a reduction over the members of an axis)")
   return prim
 
@@ -129,14 +136,18 @@ def _psum_unmapped(x, size):
 
 
 psum_p = _reducer("psum", reductions.reduce_sum, _psum_unmapped)
+# psum of a value typed with its varying manual axes (shard_map with check_vma): varying over
+# `axes` in, invariant out; its transpose is pvary (JAX's psum_invariant)
+psum_invariant_p = _reducer("psum_invariant", reductions.reduce_sum, _psum_unmapped, "psum")
 pmax_p = _reducer("pmax", reductions.reduce_max, lambda x, size: x)
 pmin_p = _reducer("pmin", reductions.reduce_min, lambda x, size: x)
 ad.deflinear(psum_p, lambda ct, x, *, axes: [psum_p.bind(ct, axes=axes)])
+ad.deflinear(psum_invariant_p, lambda ct, x, *, axes: [pvary_p.bind(ct, axes=axes)])
 ad.not_differentiable(pmax_p, "JAX defines no derivative for pmax")
 ad.not_differentiable(pmin_p, "JAX defines no derivative for pmin")
 
 
-def _tree_collective(prim, x, axis_name, axis_index_groups):
+def _tree_collective(prim, x, axis_name, axis_index_groups, api_name=None):
   _no_groups(axis_index_groups)
   names = _names(axis_name)
 
@@ -146,6 +157,13 @@ def _tree_collective(prim, x, axis_name, axis_index_groups):
     if isinstance(leaf, (int, float, bool, complex)) and not isinstance(leaf, np.generic):
       from revax._src.interpreters.dispatch import to_array
       leaf = to_array(leaf)
+    if vma.active() and api_name is not None:  # typed: invariant over `names` first made varying
+      if prim is psum_p:
+        if _state_of(get_aval(leaf), names, "jax.lax.psum") == "invarying":
+          leaf = pvary_p.bind(leaf, axes=vma.in_mesh_order(names))
+        return psum_invariant_p.bind(leaf, axes=names)
+      leaf = _vary_over(leaf, names)
+    return prim.bind(leaf, axes=names)
     return prim.bind(leaf, axes=names)
   return tree_util.tree_map(one, x)
 
@@ -156,26 +174,129 @@ def psum(x, axis_name, *, axis_index_groups=None):
   Example:
     >>> revax.vmap(lambda v: lax.psum(v, "i"), axis_name="i")(jnp.arange(3.))
     Array([3., 3., 3.], dtype=float32)
+
+  A value that is no traced value (a constant, the same on every member) sums to the number of
+  members times itself, computed at once as JAX does: `psum(1, "i")` is the axis size, a Python
+  int.
   """
-  return _tree_collective(psum_p, x, axis_name, axis_index_groups)
+  leaves = tree_util.tree_leaves(x)
+  if all(not isinstance(leaf, Tracer) for leaf in leaves):
+    _no_groups(axis_index_groups)
+    size = _group_size(_names(axis_name))
+    return tree_util.tree_map(lambda leaf: _constant_times(leaf, size), x)
+  return _tree_collective(psum_p, x, axis_name, axis_index_groups, "psum")
+
+
+def _constant_times(leaf, size):
+  """`size * leaf` for a constant `leaf`, in its type (JAX's `lax._const(leaf, size) * leaf`;
+  a bool counts as int32)."""
+  if type(leaf) in (int, float, complex):
+    return type(leaf)(size) * leaf
+  if dtypes.is_bool(get_aval(leaf).dtype):
+    from revax._src.lax.conversion import convert_element_type
+    leaf = convert_element_type(leaf, np.int32)
+  return np.array(size, get_aval(leaf).dtype) * leaf
 
 
 def pmax(x, axis_name, *, axis_index_groups=None):
   """The maximum of `x` over the members of the named axis."""
-  return _tree_collective(pmax_p, x, axis_name, axis_index_groups)
+  return _tree_collective(pmax_p, x, axis_name, axis_index_groups, "pmax")
 
 
 def pmin(x, axis_name, *, axis_index_groups=None):
   """The minimum of `x` over the members of the named axis."""
-  return _tree_collective(pmin_p, x, axis_name, axis_index_groups)
+  return _tree_collective(pmin_p, x, axis_name, axis_index_groups, "pmin")
 
 
 def pmean(x, axis_name, *, axis_index_groups=None):
-  """The mean of `x` over the members of the named axis."""
+  """The mean of `x` over the members of the named axis (a true division, as JAX's: the mean
+  of integers is a float)."""
   _no_groups(axis_index_groups)
   size = _group_size(_names(axis_name))
   summed = psum(x, axis_name)
-  return tree_util.tree_map(lambda s: binary.div(s, np.array(size, get_aval(s).dtype)), summed)
+  return tree_util.tree_map(lambda s: s / size, summed)
+
+
+# --- varying manual axes (JAX's vma: shard_map with check_vma) ---
+pvary_p = Primitive("pvary")
+
+
+def _state_of(aval, names, api_name) -> str:
+  """JAX's state of `aval` over the mesh axes `names`: 'varying' or 'invarying' (ValueError
+  when the axes disagree)."""
+  states = {"varying" if a in vma.varying(aval) else "invarying" for a in names}
+  if len(states) > 1:
+    raise ValueError(
+        f"{api_name} can only accept axis_name which corresponds to one of varying, unreduced, "
+        f"reduced or invarying state of the input. Got input type: {aval}, axes: {names} and "
+        f"input state: {states}")
+  return states.pop()
+
+
+def _vary_over(x, names):
+  """`x` cast with pvary to vary over `names` too (JAX's insert_collective_pvary)."""
+  missing = [a for a in names if a not in vma.varying(get_aval(x))]
+  return pvary_p.bind(x, axes=vma.in_mesh_order(missing)) if missing else x
+
+
+def _pvary_abstract_eval(x, *, axes):
+  return x
+
+
+def _pvary_vma(avals, params, out):
+  (x,), axes = avals, params["axes"]
+  if set(axes) & vma.varying(x):
+    raise ValueError(
+        "pvary is a invariant->variant collective. This means that the axis names mentioned in "
+        "`axes` passed to `pvary` must not be present in `jax.typeof(inp).mat.varying`. Got "
+        f"axes={axes} and jax.typeof(inp)={x}")
+  return vma.with_varying(out, vma.varying(x) | set(axes))
+
+
+def _pvary_collective(axis_size, axis_name, vals, dims, *, axes):
+  """Under the vmap that owns one of its axes: the value is unchanged (a member's value is
+  whatever it was; only its type said it was the same for all)."""
+  (x,), (d,) = vals, dims
+  rest = _remaining(axes, axis_name)
+  return (pvary_p.bind(x, axes=rest) if rest else x), d
+
+
+def _invariant_vma(avals, params, out):
+  """psum_invariant, pmax, pmin under check_vma: varying over `axes` in, invariant out."""
+  (x,), axes = avals, params["axes"]
+  if not set(axes) & vma.varying(x):
+    raise ValueError(
+        "psum is a variant->invariant collective. This means that the axis names mentioned in "
+        "`axes` passed to `psum` must be present in `jax.typeof(inp).mat.varying`. Got "
+        f"axes={axes} and jax.typeof(inp).mat.varying={vma.varying(x)}")
+  return vma.with_varying(out, vma.varying(x) - set(axes))
+
+
+def _collective_vma(name):
+  """JAX's rule for the collectives that keep a value varying (all_gather, ppermute,
+  all_to_all, psum_scatter): their operand must vary over their axes; so does the result."""
+  def rule(avals, params, out):
+    (x,), axes = avals, params["axes"]
+    if any(a not in vma.varying(x) for a in axes):
+      raise ValueError(
+          f"Collective {name} must be applied to a device-varying  type, but got "
+          f"{vma.varying(x)} for collective acting over axis name {axes}. Please open an issue "
+          "at https://github.com/jax-ml/jax/issues and as a temporary workaround pass the "
+          "check_vma=False argument to `jax.shard_map`")
+    return vma.with_varying(out, vma.varying(x))
+  return rule
+
+
+pvary_p.def_abstract_eval(_pvary_abstract_eval)
+vma.vma_rules[pvary_p] = _pvary_vma
+vma.pvary_binder[0] = lambda x, axes: pvary_p.bind(x, axes=tuple(axes))
+_register(pvary_p, "pvary", _pvary_collective,
+          lambda vals, dims, *, axes: (pvary_p.bind(vals[0], axes=axes), dims[0]),
+          "a cast of a value's type inside shard_map (it exists only there)",
+          transpose=lambda ct, x, *, axes: [psum_invariant_p.bind(ct, axes=axes)])
+manual_lowerings["pvary"] = lambda ctx, x, *, axes: x  # (it changes no value)
+for _prim in (psum_invariant_p, pmax_p, pmin_p):
+  vma.vma_rules[_prim] = _invariant_vma
 
 
 # --- axis_index ---
@@ -198,13 +319,18 @@ def axis_index(axis_name):
 def _axis_index_collective(axis_size, axis_name, vals, dims, *, axes):
   idx = shapes.iota(np.int32, axis_size)
   rest = _remaining(axes, axis_name)
-  if rest:  # row-major: the outer names' index times this axis's size, plus this index
-    outer = axis_index_p.bind(axes=rest)
-    idx = binary.add(binary.mul(outer, np.int32(axis_size)), idx)
+  if rest:  # row-major over `axes`, wherever this name stands among them
+    after = _group_size(axes[axes.index(axis_name) + 1:])
+    others = axis_index_p.bind(axes=rest)  # row-major over the names before, then after
+    before_part = binary.mul(binary.div(others, np.int32(after)), np.int32(axis_size * after))
+    after_part = binary.rem(others, np.int32(after))
+    idx = binary.add(binary.add(before_part, after_part),
+                     binary.mul(idx, np.int32(after)))
   return idx, 0
 
 
 batching.collective_batchers[axis_index_p] = _axis_index_collective
+vma.vma_rules[axis_index_p] = lambda avals, params, out: vma.with_varying(out, params["axes"])
 batching.primitive_batchers[axis_index_p] = lambda vals, dims, *, axes: (
     axis_index_p.bind(axes=axes), not_mapped)
 mlir.register_lowering(axis_index_p, _no_lowering("axis_index"))
@@ -216,9 +342,17 @@ inv.not_invertible(axis_index_p, "it has no operand to rebuild")
 all_gather_p = Primitive("all_gather")
 
 
-def all_gather(x, axis_name, *, axis_index_groups=None, axis=0, tiled=False):
+_GATHER_TO = ("varying", "reduced", "invarying")
+
+
+def all_gather(x, axis_name, *, axis_index_groups=None, axis=0, tiled=False, to="varying"):
   """Every member's `x`, stacked along a new axis `axis` (or concatenated along `axis` when
   `tiled`), the same on every member.
+
+  Inside `shard_map(..., check_vma=True)` the result's type varies over `axis_name` (and what
+  `x` varies over) with `to="varying"`; with `to="invarying"` it is typed as the same on every
+  member along `axis_name` (JAX's all_gather_invariant; its transpose takes each member's
+  slice). `to="reduced"` (a reduced type) is not part of revax's types.
 
   Example:
     >>> revax.vmap(lambda v: lax.all_gather(v, "i"), axis_name="i")(jnp.arange(3.))
@@ -226,9 +360,16 @@ def all_gather(x, axis_name, *, axis_index_groups=None, axis=0, tiled=False):
            [0., 1., 2.],
            [0., 1., 2.]], dtype=float32)
   """
+  if to not in _GATHER_TO:
+    raise ValueError(f"Got unexpected `to` value for `jax.lax.all_gather`. Allowed `to` values "
+                     f"are: {set(_GATHER_TO)}")
   _no_groups(axis_index_groups)
   names = _names(axis_name)
   size = _group_size(names)
+  if to == "reduced":
+    raise NotImplementedError("all_gather(to='reduced'): reduced manual axis types are not part "
+                              "of revax's types")
+  prim = all_gather_invariant_p if to == "invarying" and vma.active() else all_gather_p
 
   def one(leaf):
     aval = get_aval(leaf)
@@ -236,7 +377,9 @@ def all_gather(x, axis_name, *, axis_index_groups=None, axis=0, tiled=False):
     if not -nd <= axis < nd:
       raise ValueError(f"all_gather axis {axis} is out of bounds for an operand of shape "
                        f"{aval.shape}{'' if tiled else ' (plus the new gathered axis)'}")
-    return all_gather_p.bind(leaf, axes=names, axis=axis % nd, axis_size=size, tiled=bool(tiled))
+    if vma.active():
+      leaf = _vary_over(leaf, names)
+    return prim.bind(leaf, axes=names, axis=axis % nd, axis_size=size, tiled=bool(tiled))
   return tree_util.tree_map(one, x)
 
 
@@ -251,15 +394,45 @@ def _all_gather_abstract_eval(x, *, axes, axis, axis_size, tiled):
 
 def _all_gather_collective(size, axis_name, vals, dims, *, axes, axis, axis_size, tiled):
   (x,), (d,) = vals, dims
-  rest = _remaining(axes, axis_name)
-  if rest:
-    raise NotImplementedError("all_gather over several axis names under vmap")
   stacked = batch_util.bdim_at(x, d, axis, size)  # the members, along the gathered axis
+  if _remaining(axes, axis_name):
+    stacked = _gather_rest(stacked, axis, axes, axis_name, size)
   if tiled:
     shape = get_aval(stacked).shape
     stacked = shapes.reshape(stacked, shape[:axis] + (shape[axis] * shape[axis + 1],)
                              + shape[axis + 2:])
   return stacked, not_mapped
+
+
+def _gather_rest(stacked, axis, axes, axis_name, size):
+  """`stacked` (this axis's members along `axis`) with the members along the other names of
+  `axes` gathered too (by the vmaps that own them): all of them along `axis`, numbered
+  row-major over `axes` (as a collective over several names numbers its members)."""
+  m = axes.index(axis_name)
+  before, after = _group_size(axes[:m]), _group_size(axes[m + 1:])
+  g = all_gather_p.bind(stacked, axes=_remaining(axes, axis_name), axis=axis,
+                        axis_size=before * after, tiled=False)
+  shp = get_aval(g).shape  # (..., before * after, size, ...) from `axis` on
+  g = shapes.reshape(g, shp[:axis] + (before, after, size) + shp[axis + 2:])
+  g = batch_util.moveaxis(g, axis + 2, axis + 1)
+  return shapes.reshape(g, shp[:axis] + (before * size * after,) + shp[axis + 2:])
+
+
+def _pick(rows, which):
+  """Row `which[b]` of `rows` (an array of T rows, the same on every member) for each `b` of
+  `which` (n indices), zeros where `which[b]` names no row; bit-exact (selects only)."""
+  rows_aval = get_aval(rows)
+  count, member = rows_aval.shape[0], rows_aval.shape[1:]
+  n = get_aval(which).shape[0]
+  out_shape = (n,) + member
+  acc = shapes.broadcast_in_dim(np.zeros((), rows_aval.dtype), out_shape, ())
+  for k in range(count):
+    hit = shapes.broadcast_in_dim(comparison.eq(which, np.int32(k)), out_shape, (0,))
+    row = slicing.slice(rows, (k,) + (0,) * len(member), (k + 1,) + member)
+    row = shapes.broadcast_in_dim(shapes.reshape(row, member), out_shape,
+                                  tuple(range(1, 1 + len(member))))
+    acc = convenience.select(hit, row, acc)
+  return acc
 
 
 def _all_gather_batch(vals, dims, *, axes, axis, axis_size, tiled):
@@ -276,6 +449,44 @@ def _all_gather_transpose(ct, x, *, axes, axis, axis_size, tiled):
 
 
 all_gather_p.def_abstract_eval(_all_gather_abstract_eval)
+vma.vma_rules[all_gather_p] = _collective_vma("all_gather")
+
+# all_gather typed as the same on every member along its axes (shard_map with check_vma): the
+# values are all_gather's; the cotangent of an invariant result is invariant, so its transpose
+# takes each member's own slice (JAX's all_gather_invariant)
+all_gather_invariant_p = Primitive("all_gather_invariant")
+
+
+def _all_gather_invariant_vma(avals, params, out):
+  (x,), axes = avals, params["axes"]
+  return vma.with_varying(out, vma.varying(x) - set(axes))
+
+
+def _all_gather_invariant_collective(size, axis_name, vals, dims, **params):
+  return _all_gather_collective(size, axis_name, vals, dims, **params)
+
+
+def _all_gather_invariant_batch(vals, dims, *, axes, axis, axis_size, tiled):
+  (x,), (d,) = vals, dims
+  x = batch_util.moveaxis(x, d, 0)
+  return all_gather_invariant_p.bind(x, axes=axes, axis=axis + 1, axis_size=axis_size,
+                                     tiled=tiled), 0
+
+
+def _all_gather_invariant_transpose(ct, x, *, axes, axis, axis_size, tiled):
+  idx = axis_index_p.bind(axes=axes)
+  if tiled:
+    block = get_aval(ct).shape[axis] // axis_size
+    return [convenience.dynamic_slice_in_dim(ct, binary.mul(idx, np.int32(block)), block, axis)]
+  return [convenience.dynamic_index_in_dim(ct, idx, axis, keepdims=False)]
+
+
+all_gather_invariant_p.def_abstract_eval(_all_gather_abstract_eval)
+vma.vma_rules[all_gather_invariant_p] = _all_gather_invariant_vma
+_register(all_gather_invariant_p, "all_gather", _all_gather_invariant_collective,
+          _all_gather_invariant_batch,
+          "each member's value is one slice of a result that depends on the others",
+          transpose=_all_gather_invariant_transpose)
 _register(all_gather_p, "all_gather", _all_gather_collective, _all_gather_batch,
           "each member's value is one slice of a result that depends on the others",
           transpose=_all_gather_transpose)
@@ -299,9 +510,15 @@ def psum_scatter(x, axis_name, *, scatter_dimension=0, axis_index_groups=None, t
                        f"an operand of shape {aval.shape}")
     dim = scatter_dimension % aval.ndim
     n = aval.shape[dim]
-    if (n % size if tiled else n != size):
-      raise ValueError(f"psum_scatter: dimension {dim} of the operand (size {n}) must "
-                       + (f"be a multiple of" if tiled else "equal") + f" the axis size {size}")
+    if tiled and n % size:
+      raise ValueError(f"tiled reduce_scatter operand scatter dimension size {n} must be "
+                       f"divisible by shard_count {size}")
+    if not tiled and n != size:
+      raise ValueError(f"reduce_scatter operand scatter dimension size {n} must match shard "
+                       f"count {size}")
+    if vma.active():
+      _state_of(aval, names, "jax.lax.psum_scatter")  # (ValueError when partly varying)
+      leaf = _vary_over(leaf, names)
     return psum_scatter_p.bind(leaf, axes=names, scatter_dimension=dim, axis_size=size,
                                tiled=bool(tiled))
   return tree_util.tree_map(one, x)
@@ -319,8 +536,18 @@ def _psum_scatter_abstract_eval(x, *, axes, scatter_dimension, axis_size, tiled)
 def _psum_scatter_collective(size, axis_name, vals, dims, *, axes, scatter_dimension, axis_size,
                              tiled):
   (x,), (d,) = vals, dims
-  if _remaining(axes, axis_name):
-    raise NotImplementedError("psum_scatter over several axis names under vmap")
+  rest = _remaining(axes, axis_name)
+  if rest:  # the sum over every member, of which each keeps its block (row-major number)
+    local = _psum_unmapped(x, size) if d is not_mapped else reductions.reduce_sum(x, (d,))
+    total = psum_p.bind(local, axes=rest)
+    shape, count = get_aval(total).shape, _group_size(axes)
+    n = shape[scatter_dimension]
+    if tiled:
+      total = shapes.reshape(total, shape[:scatter_dimension] + (count, n // count)
+                             + shape[scatter_dimension + 1:])
+    rows = batch_util.moveaxis(total, scatter_dimension, 0)
+    me, _ = _axis_index_collective(size, axis_name, [], [], axes=axes)
+    return _pick(rows, me), 0
   total = _psum_unmapped(x, size) if d is not_mapped else reductions.reduce_sum(x, (d,))
   # the full sum; member i keeps slice i of `scatter_dimension`, which becomes the batch dim
   if tiled:
@@ -344,6 +571,7 @@ def _psum_scatter_transpose(ct, x, *, axes, scatter_dimension, axis_size, tiled)
 
 
 psum_scatter_p.def_abstract_eval(_psum_scatter_abstract_eval)
+vma.vma_rules[psum_scatter_p] = _collective_vma("reduce_scatter")
 _register(psum_scatter_p, "psum_scatter", _psum_scatter_collective, _psum_scatter_batch,
           "many-to-one (a sum over the members)", transpose=_psum_scatter_transpose)
 
@@ -363,7 +591,11 @@ def ppermute(x, axis_name, perm):
   """
   names = _names(axis_name)
   perm = _checked_perm("ppermute", perm, _group_size(names))
-  return tree_util.tree_map(lambda leaf: ppermute_p.bind(leaf, axes=names, perm=perm), x)
+  bound = _mesh_axes()
+  if all(n in bound for n in names):  # inside shard_map the members are numbered in mesh order,
+    names = tuple(sorted(names, key=bound.index))  # whatever order the names come in (as JAX)
+  vary = (lambda leaf: _vary_over(leaf, names)) if vma.active() else (lambda leaf: leaf)
+  return tree_util.tree_map(lambda leaf: ppermute_p.bind(vary(leaf), axes=names, perm=perm), x)
 
 
 def _checked_perm(name, perm, size) -> tuple:
@@ -383,8 +615,15 @@ def _checked_perm(name, perm, size) -> tuple:
 
 def _ppermute_collective(size, axis_name, vals, dims, *, axes, perm):
   (x,), (d,) = vals, dims
-  if _remaining(axes, axis_name):
-    raise NotImplementedError("ppermute over several axis names under vmap")
+  if _remaining(axes, axis_name):  # over several names: from every member's value
+    count = _group_size(axes)
+    every = _gather_rest(batch_util.bdim_at(x, d, 0, size), 0, axes, axis_name, size)
+    sources = np.full((count, 1), -1, np.int32)
+    for src, dst in perm:
+      sources[dst, 0] = src
+    me, _ = _axis_index_collective(size, axis_name, [], [], axes=axes)
+    mine = shapes.reshape(_pick(sources, me), (size,))
+    return _pick(every, mine), 0
   x = batch_util.bdim_at(x, d, 0, size)
   aval = get_aval(x)
   received = {dst: src for src, dst in perm}
@@ -405,6 +644,7 @@ def _ppermute_transpose(ct, x, *, axes, perm):
 
 
 ppermute_p.def_abstract_eval(lambda x, *, axes, perm: x)
+vma.vma_rules[ppermute_p] = _collective_vma("ppermute")
 _register(ppermute_p, "ppermute", _ppermute_collective, _ppermute_batch,
           "members that receive nothing get zeros", transpose=_ppermute_transpose)
 
@@ -476,6 +716,7 @@ def _pbroadcast_transpose(ct, x, *, axes, sizes, source):
 
 
 pbroadcast_p.def_abstract_eval(lambda x, *, axes, sizes, source: x)
+vma.vma_rules[pbroadcast_p] = _collective_vma("ppermute")  # (JAX's pbroadcast is a ppermute)
 _register(pbroadcast_p, "pbroadcast", _pbroadcast_collective, _pbroadcast_batch,
           "many-to-one (every member gets one member's value)",
           transpose=_pbroadcast_transpose)
@@ -500,13 +741,18 @@ def all_to_all(x, axis_name, split_axis, concat_axis, *, axis_index_groups=None,
                        f"{aval.shape}")
     split = split_axis % aval.ndim
     n = aval.shape[split]
-    if (n % size if tiled else n != size):
-      raise ValueError(f"all_to_all: the split axis (size {n}) must "
-                       + ("be a multiple of" if tiled else "equal") + f" the axis size {size}")
+    if tiled and n % size:
+      raise ValueError(f"The size of all_to_all split_axis ({n}) has to be divisible by the size "
+                       f"of the named axis {axis_name} ({size})")
+    if not tiled and n != size:
+      raise ValueError(f"all_to_all requires the size of the mapped axis axis_name to equal "
+                       f"x.shape[split_axis], but they are {size} and {n} respectively.")
     out_nd = aval.ndim
     if not -out_nd <= concat_axis < out_nd:
       raise ValueError(f"all_to_all concat_axis {concat_axis} is out of bounds for shape "
                        f"{aval.shape}")
+    if vma.active():
+      leaf = _vary_over(leaf, names)
     return all_to_all_p.bind(leaf, axes=names, split_axis=split, concat_axis=concat_axis % out_nd,
                              axis_size=size, tiled=bool(tiled))
   return tree_util.tree_map(one, x)
@@ -598,6 +844,7 @@ def _all_to_all_transpose(ct, x, *, axes, split_axis, concat_axis, axis_size, ti
 
 
 all_to_all_p.def_abstract_eval(_all_to_all_abstract_eval)
+vma.vma_rules[all_to_all_p] = _collective_vma("all_to_all")
 _register(all_to_all_p, "all_to_all", _all_to_all_collective, _all_to_all_batch,
           "each member's result depends on the other members' values",
           transpose=_all_to_all_transpose)
@@ -645,11 +892,11 @@ def pcast(x, axis_name, *, to: str):
   """Change how the type of `x` (a pytree) records its variation over mesh axes: `to="varying"`
   marks a value that is the same on every member as one that may differ (JAX's `pvary`).
 
-  revax's shard_map does not type values by the mesh axes they vary over (it checks outputs'
-  replication from the values' batching instead, as `check_vma=False` plus a replication check),
-  so the cast to "varying" leaves the values as they are, as it does in JAX; its cotangent is
-  summed over the members by shard_map itself. The "reduced"/"unreduced" states exist only on
-  meshes with Explicit axes, which revax does not have.
+  Inside `shard_map(..., check_vma=True)` values are typed with the mesh axes they vary over;
+  the cast to "varying" of a value invariant over `axis_name` binds `pvary`, which changes no
+  value but its type (`f32[3]` becomes `f32[3]{V:x}`); its transpose sums the cotangent over
+  the members (psum). With check_vma=False nothing is typed and the value is returned as it is.
+  The "reduced"/"unreduced" states are not part of revax's types (NotImplementedError).
 
   Example:
     >>> mesh = revax.make_mesh((1,), ("x",))
@@ -664,8 +911,7 @@ def pcast(x, axis_name, *, to: str):
   if not axis_name:  # as JAX: nothing to cast over
     return x
   if to not in _PCAST_TO:
-    raise ValueError(f"Got unexpected `to` value {to!r}. Allowed `to` values are: "
-                     f"{set(_PCAST_TO)}")
+    raise ValueError(f"Got unexpected `to` value. Allowed `to` values are: {set(_PCAST_TO)}")
   if not _mesh_axes():
     raise ValueError(f"pcast over {axis_name!r} outside of any shard_map: pcast (pvary) should "
                      "be called under shard_map")
@@ -679,7 +925,27 @@ def pcast(x, axis_name, *, to: str):
         f"pcast(to={to!r}): the reduced/unreduced states of a value (JAX's unreduced "
         "sharding types and shard_map out_specs with reduced/unreduced axes) are not part of "
         "revax's types, which carry splits over Explicit axes only")
-  return x
+  if not vma.active():  # check_vma=False (or a named vmap): no value is typed, nothing to cast
+    return x
+
+  def cast(leaf):
+    state = _state_of(get_aval(leaf), names, "jax.lax.pcast")
+    if state != "invarying":
+      raise ValueError(f"Unsupported pcast from={state}, to={to!r}")
+    return pvary_p.bind(leaf, axes=vma.in_mesh_order(names))
+  return tree_util.tree_map(cast, x)
+
+
+# --- names JAX removed (module-level __getattr__ of revax.lax) ---
+_REMOVED = {"pvary": "revax.lax.pvary was deprecated in JAX v0.8.2 and removed in JAX v0.10.0; "
+                     "use `revax.lax.pcast(..., to='varying')"}
+
+
+def removed_getattr(name):
+  """`revax.lax.<name>` for a name JAX removed: AttributeError with JAX's advice."""
+  if name in _REMOVED:
+    raise AttributeError(_REMOVED[name])
+  raise AttributeError(f"module 'revax.lax' has no attribute {name!r}")
 
 
 # --- psend / precv ---

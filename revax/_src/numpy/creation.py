@@ -12,7 +12,7 @@ import operator
 import numpy as np
 
 from revax._src import api, lax, mesh_placement, sharded_api
-from revax._src.core import dtypes
+from revax._src.core import dtypes, vma
 from revax._src.core.avals import ShapedArray
 from revax._src.core.shape_poly import is_symbolic_dim
 from revax._src.lax.dim_value import dim_as_value
@@ -318,7 +318,7 @@ def zeros_like(a, dtype=None, shape=None, *, device=None, out_sharding=None):
   in JAX), else as it is."""
   shape, dt, weak = _like("zeros_like", a, dtype, shape)
   device = _like_device(a, shape, weak, device, out_sharding)
-  return _placed(util.full_of(shape, 0, dt, weak), device, out_sharding)
+  return _vary_like(_placed(util.full_of(shape, 0, dt, weak), device, out_sharding), a)
 
 
 @tree_util.accepts_array_leaves()
@@ -327,7 +327,7 @@ def ones_like(a, dtype=None, shape=None, *, device=None, out_sharding=None):
   `out_sharding` says (None: as `zeros_like`)."""
   shape, dt, weak = _like("ones_like", a, dtype, shape)
   device = _like_device(a, shape, weak, device, out_sharding)
-  return _placed(util.full_of(shape, 1, dt, weak), device, out_sharding)
+  return _vary_like(_placed(util.full_of(shape, 1, dt, weak), device, out_sharding), a)
 
 
 @tree_util.accepts_array_leaves()
@@ -349,7 +349,18 @@ def full_like(a, fill_value, dtype=None, shape=None, *, device=None, out_shardin
   else:
     device = _like_device(a, shape, weak, device, out_sharding)
   fill = lax.convert_element_type(fill, dt, weak)
-  return _placed(util.broadcast_to(fill, shape), device, out_sharding)
+  return _vary_like(_placed(util.broadcast_to(fill, shape), device, out_sharding), a)
+
+
+def _vary_like(val, a):
+  """Inside shard_map, `val` varying over the manual axes `a` varies over (as JAX's *_like)."""
+  if not vma.active():
+    return val
+  try:
+    varying = vma.varying(aval_of(a))
+  except TypeError:  # (a list or a scalar: invariant)
+    return val
+  return vma.cast_to(val, aval_of(val), varying)
 
 
 # --- ranges --------------------------------------------------------------------------------------

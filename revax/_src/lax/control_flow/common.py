@@ -134,7 +134,37 @@ def mismatch_extra(a1: ShapedArray, a2: ShapedArray) -> str:
     problems.append("the dtypes do not match")
   if a1.shape != a2.shape:
     problems.append("the shapes do not match")
-  return ", so " + " and ".join(problems) if problems else ""
+  if getattr(a1, "_mat", None) != getattr(a2, "_mat", None):
+    problems.append("the manual axis types do not match")
+  if len(problems) <= 1:
+    return ", so " + problems[0] if problems else ""
+  return ", so " + ", ".join(problems[:-1]) + ", and " + problems[-1]
+
+
+def _pvary_hint(fixes, loop: bool) -> str:
+  """JAX's advice for types that differ by varying manual axes: where to pcast (a loop's and
+  cond's lists are laid out slightly differently, as in JAX)."""
+  if not fixes:
+    return ""
+  if len(fixes) == 1:
+    hint = f"This might be fixed by {fixes[0]}.\n"
+  elif loop:
+    hint = ("This might be fixed by:\n" + "\n".join(f"  * {d};\n" for d in fixes[:-1])
+            + f"  * {fixes[-1]}.\n")
+  else:
+    hint = ("This might be fixed by:\n" + "\n".join(f"  * {d};" for d in fixes[:-1])
+            + f"\n  * {fixes[-1]}.\n")
+  return hint + ("See https://docs.jax.dev/en/latest/notebooks/shard_map.html#scan-vma for more "
+                 "information.\n\n")
+
+
+def _more_varying(a_from, a_to):
+  """The axes `a_to` varies over and `a_from` does not (JAX's tuple of the set difference),
+  when their varying axes differ; None otherwise."""
+  v_from, v_to = a_from.mat.varying, a_to.mat.varying
+  if v_from == v_to or not v_to - v_from:
+    return None
+  return tuple(v_to - v_from)
 
 
 def _join_differences(diffs) -> str:
@@ -153,14 +183,21 @@ def check_branch_outputs(api_name, name1, name2, f1, f2, tree1, avals1, tree2, a
         f"structure {tree2}.\n\n"
         f"Revise {name1} and/or {name2} so that they have the same pytree structure.")
   paths = optree.treespec_paths(tree1._spec)
-  diffs = [f"the output of {name1}{' at path ' + keystr(p) if p else ''} has type "
-           f"{a1.str_short()} but the corresponding output of {name2} has type "
-           f"{a2.str_short()}{mismatch_extra(a1, a2)}"
-           for p, a1, a2 in zip(paths, avals1, avals2) if not same_type(a1, a2)]
+  where = lambda p: " at path " + keystr(p) if p else ""
+  pairs = [(p, a1, a2) for p, a1, a2 in zip(paths, avals1, avals2) if not same_type(a1, a2)]
+  diffs = [f"the output of {name1}{where(p)} has type {_long(a1)} but the corresponding output "
+           f"of {name2} has type {_long(a2)}{mismatch_extra(a1, a2)}" for p, a1, a2 in pairs]
   if diffs:
+    # (as JAX words it: the axes named are those a1 has over a2, whichever way they differ)
+    fixes = [f"applying `jax.lax.pcast(..., {tuple(a1.mat.varying - a2.mat.varying)}, "
+             f"to='varying')` to the output of {n}{where(p)}"
+             for p, aval1, aval2 in pairs
+             for n, a1, a2 in ((name1, aval2, aval1), (name2, aval1, aval2))
+             if isinstance(a1, ShapedArray) and isinstance(a2, ShapedArray)
+             and a1.mat.varying != a2.mat.varying and a2.mat.varying - a1.mat.varying]
     raise TypeError(
         f"{api_name} branches must have equal output types but they differ.\n\n{info}"
-        f"{_join_differences(diffs)}\n"
+        f"{_join_differences(diffs)}\n{_pvary_hint(fixes, loop=False)}"
         f"Revise {name1} and/or {name2} so that all output types match.")
 
 
@@ -184,14 +221,32 @@ def check_carry_type(name, body_fun, in_tree, in_avals, out_tree, out_avals):
         f"structure is:\n{out_tree}\n\nRevise the function so that the carry output has the "
         "same pytree structure as the carry input.")
   paths = optree.treespec_paths(in_tree._spec)
-  diffs = [f"{component(p)} has type {a_in.str_short()} but the corresponding output carry "
-           f"component has type {a_out.str_short()}{mismatch_extra(a_in, a_out)}"
-           for p, a_in, a_out in zip(paths, in_avals, out_avals) if not same_type(a_in, a_out)]
+  pairs = [(p, a_in, a_out) for p, a_in, a_out in zip(paths, in_avals, out_avals)
+           if not same_type(a_in, a_out)]
+  diffs = [f"{component(p)} has type {_long(a_in)} but the corresponding output carry "
+           f"component has type {_long(a_out)}{mismatch_extra(a_in, a_out)}"
+           for p, a_in, a_out in pairs]
   if diffs:
+    fixes = [f"applying `jax.lax.pcast(..., {extra}, to='varying')`, to the initial carry "
+             f"value corresponding to {component(p)}" for p, a_in, a_out in pairs
+             if isinstance(a_in, ShapedArray) and isinstance(a_out, ShapedArray)
+             and (extra := _more_varying(a_in, a_out))]
+    if len(diffs) == 1:
+      differences = f"{_capitalize(diffs[0])}.\n"
+    else:
+      differences = ("\n".join(f"  * {d};\n" for d in diffs[:-1]) + f"  * {diffs[-1]}.\n")
     raise TypeError(
         f"{name} function carry input and carry output must have equal types, but they "
-        f"differ:\n\n{_join_differences(diffs)}\n"
+        f"differ:\n\n{differences}\n{_pvary_hint(fixes, loop=True)}"
         "Revise the function so that all output types match the corresponding input types.")
+
+
+def _long(aval) -> str:
+  """An aval as JAX's messages print it ('float32[3]{V:i}')."""
+  try:
+    return aval.str_short(short_dtypes=False)
+  except TypeError:
+    return aval.str_short()
 
 
 def avals_short(avals) -> str:

@@ -28,7 +28,7 @@ import inspect
 import numpy as np
 
 from revax._src import tree_util
-from revax._src.core import dtypes, sharding_types
+from revax._src.core import dtypes, sharding_types, vma
 from revax._src.core.avals import ShapedArray, get_aval, same_type
 from revax._src.core.eval import eval_jaxpr
 from revax._src.core.jaxpr import ClosedJaxpr, Jaxpr, Var
@@ -899,6 +899,7 @@ def _scan_loop(*args, reverse, length, jaxpr, num_consts, num_carry, unroll):
   consts, init, xs = common.split_list(args, [num_consts, num_carry])
   y_avals = jaxpr.out_avals[num_carry:]
   ys = [creation.full((length,) + a.shape, 0, a.dtype) for a in y_avals]
+  ys = [vma.cast_to(y, get_aval(y), vma.varying(a)) for y, a in zip(ys, y_avals, strict=True)]
   unroll = length if unroll == 0 else unroll
   unroll = max(1, min(unroll, length))
   num_trips, remainder = divmod(length, unroll)
