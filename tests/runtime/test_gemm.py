@@ -63,6 +63,12 @@ def _cases():
 CASES = _cases()
 
 
+@pytest.fixture(autouse=True)
+def gemm_on(monkeypatch):
+  """The rewrite is opt-in (gemm.DOTS_BY_DEFAULT): these tests turn it on."""
+  monkeypatch.setenv("REVAX_CPU_GEMM", "1")
+
+
 def _rand(shape, dtype, seed):
   rng = np.random.default_rng(seed)
   x = rng.standard_normal(shape)
@@ -222,6 +228,17 @@ def test_a_program_of_dots_only_keeps_its_largest_dot():
   out = revax.jit(two)(x, y)
   np.testing.assert_allclose(np.asarray(out[0]), x @ y)
   assert float(out[1]) == float((x @ y[:, :4]).sum())
+
+
+def test_dots_stay_xlas_unless_asked_for(monkeypatch):
+  monkeypatch.delenv("REVAX_CPU_GEMM", raising=False)
+  x = np.ones((64, 256), np.float32)
+  f = _busy(lambda a, b: a @ b.T)
+  text = revax.jit(f).lower(x, x, Z).as_text()
+  assert not gemm.dots_enabled()
+  assert gemm.rewrite_program(text.encode(), TARGETS) == text.encode()
+  monkeypatch.setenv("REVAX_CPU_GEMM", "1")
+  assert b"revax_lapack_gemm" in gemm.rewrite_program(text.encode(), TARGETS)
 
 
 def test_on_by_default_only_for_plugins_as_old_as_the_one_measured(monkeypatch):

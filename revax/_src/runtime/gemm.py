@@ -12,6 +12,10 @@ where the GEMM call takes 5 us; on large dots that read the right operand row-ma
 x.T @ g) its two threads keep up with jax. NumPy's OpenBLAS GEMM on one thread is at or below
 jax's time on all but those large ones and large matrix-vector products.
 
+Measured again on a quiet machine, XLA's own dots (two threads) were the faster after all
+(`DOTS_BY_DEFAULT` below says by how much): the rewrite is now on only with `REVAX_CPU_GEMM=1`;
+the plugin gate below still decides where the convolution handler (im2col.py) is used.
+
 So, when a single-device program is compiled for the CPU, each `stablehlo.dot_general` that
 revax's lowering wrote (generic form) with operands and result of one dtype among float32,
 float64, complex64 and complex128 and no `algorithm` becomes a custom call to revax's GEMM
@@ -76,6 +80,21 @@ def enabled(default: bool = True) -> bool:
   if not value:
     return default
   return value not in ("0", "false", "no", "off")
+
+
+# Dots are XLA's unless REVAX_CPU_GEMM=1. Measured on a quiet machine (2 cores, load average
+# 0.3-1.5, `python benchmarks/bench_plugins.py --plugin xla-cpu-pjrt --pairs 4`, 2026-12-06
+# 15:42-15:47 UTC), revax / jax with the GEMM calls and with XLA's dots: reversible MLP 1.24x
+# and 0.90x, MLP training step 1.26x and 1.12x, vmapped dots 0.84x/0.73x and 0.91x/0.75x, 32x32
+# product 1.07x and 0.91x: XLA's dots use both cores where the GEMM call uses one. The GEMM
+# calls won only while other processes kept the cores busy (the session that added them
+# measured under load averages of 1-5). Convolutions (im2col.py) still become handler calls.
+DOTS_BY_DEFAULT = False
+
+
+def dots_enabled() -> bool:
+  """Whether dot_generals become GEMM calls (where the plugin gets rewrites at all)."""
+  return enabled(default=DOTS_BY_DEFAULT)
 
 
 def enabled_for_plugin(api_version) -> bool:
@@ -258,10 +277,13 @@ def rewrite_program(code: bytes, targets: dict) -> bytes:
     >>> from revax._src.runtime.gemm import rewrite_program
     >>> f = lambda a, b, z: (a @ b, z * z)  # (a program of dots only keeps its largest dot)
     >>> text = revax.jit(f).lower(jnp.ones((4, 5)), jnp.ones((5, 6)), jnp.ones(4096)).as_text()
+    >>> import os
+    >>> os.environ["REVAX_CPU_GEMM"] = "1"  # (dots are XLA's unless asked for: DOTS_BY_DEFAULT)
     >>> b"my_gemm" in rewrite_program(text.encode(), {"float32": "my_gemm"})
     True
+    >>> del os.environ["REVAX_CPU_GEMM"]
   """
-  if b'"stablehlo.dot_general"' not in code or not enabled():
+  if b'"stablehlo.dot_general"' not in code or not dots_enabled():
     return code
   targets = {el: targets.get(dt) for el, dt in _TARGETS.items()}
   if not any(targets.values()):
