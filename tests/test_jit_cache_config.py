@@ -187,7 +187,7 @@ def test_debug_checks_in_a_fresh_process():
   root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
   out = subprocess.run(
       [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:xdist",
-       os.path.abspath(__file__), "-k", "debug_nans or debug_infs"],
+       "-o", "addopts=", os.path.abspath(__file__), "-k", "debug_nans or debug_infs"],
       cwd=root, env=child_env(REVAX_FRESH_PROCESS_TESTS="1"), capture_output=True,
       text=True, timeout=600)
   assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]

@@ -32,6 +32,12 @@ TOL = {np.dtype(np.float32): 1e-4, np.dtype(np.float64): 1e-11, np.dtype(np.comp
        np.dtype(np.complex128): 1e-11}
 
 
+@pytest.fixture(autouse=True)
+def conv_on(monkeypatch):
+  """The handler is opt-in (im2col.enabled): these tests turn it on."""
+  monkeypatch.setenv("REVAX_CPU_CONV", "1")
+
+
 def _busy(f):
   """f beside z * z on CHEAP_MARGIN elements: a program of nothing but one convolution keeps
   XLA's (test_a_program_of_one_convolution_keeps_it)."""
@@ -281,11 +287,13 @@ def test_switches(monkeypatch):
   f = _busy(lambda x, w: lax.conv_general_dilated(x, w, (1, 1), "SAME"))
   text = revax.jit(f).lower(np.ones((2, 1, 8, 8), np.float32), np.ones((4, 1, 3, 3), np.float32),
                             Z).as_text()
+  monkeypatch.delenv("REVAX_CPU_CONV")
+  assert _rewrite(text) == text  # opt-in (im2col.enabled says why)
+  monkeypatch.setenv("REVAX_CPU_CONV", "1")
   assert "revax_lapack_conv" in _rewrite(text)
-  for name in ("REVAX_CPU_CONV", "REVAX_CPU_GEMM"):
-    monkeypatch.setenv(name, "0")
-    assert _rewrite(text) == text
-    monkeypatch.delenv(name)
+  monkeypatch.setenv("REVAX_CPU_GEMM", "0")
+  assert _rewrite(text) == text
+  monkeypatch.delenv("REVAX_CPU_GEMM")
   assert im2col.rewrite_program(text.encode(), {}) == text.encode()
   assert im2col.rewrite_program(text.encode(), {"float64": "f64_conv"}) == text.encode()
 
@@ -445,3 +453,16 @@ def test_multi_device_programs_keep_xlas_convolution():
                        env=child_env(REVAX_CPU_DEVICE_COUNT="2", REVAX_CPU_CONV="all"),
                        timeout=300)
   assert out.returncode == 0 and "OK" in out.stdout, out.stderr[-3000:]
+
+
+
+@needs_conv
+def test_poly_of_nan_roots_as_jax(monkeypatch):
+  """Why the handler is opt-in: where a filter holds NaN or inf, XLA leaves padding out of some
+  convolutions' sums (jnp.poly of NaN roots starts with 1) and multiplies it in others, where
+  the patches' zeros always meet the filter (0 * nan = nan). The default is XLA's."""
+  monkeypatch.delenv("REVAX_CPU_CONV", raising=False)
+  roots = np.array([np.nan, 1.0, 2.0, np.nan, 3.0], np.float32)
+  got = np.asarray(revax.jit(revax.numpy.poly)(roots))
+  want = np.asarray(jax.jit(jax.numpy.poly)(roots))
+  np.testing.assert_array_equal(got, want)

@@ -15,8 +15,8 @@ With it, the two grouped weight gradients measured 0.56x and 0.72x of jax's time
 layer 1.8x (OpenBLAS's GEMM with 9 columns to contract is no match for jaxlib's YNNPACK);
 benchmarks/RESULTS.md has the table.
 
-So, when a single-device program is compiled for the CPU (the cases gemm.py rewrites, under the
-same switches: `REVAX_CPU_GEMM=0` turns this off too, `REVAX_CPU_CONV=0` only this), each
+So, with `REVAX_CPU_CONV=1` (opt-in: `enabled` says why), when a single-device program is
+compiled for the CPU (the plugins gemm.py's gate admits; `REVAX_CPU_GEMM=0` turns this off), each
 `stablehlo.convolution` that revax's lowering wrote in its channels-last form (NHWC x HWIO ->
 NHWC, which every convolution of 1 to 3 spatial dimensions is lowered to, see
 revax/_src/lax/convolution.py) with operands and result of one dtype among float32, float64,
@@ -70,9 +70,13 @@ def _setting() -> str:
 
 def enabled() -> bool:
   """Whether convolutions may become patch GEMMs where dots may become GEMMs (gemm.py decides
-  that): env `REVAX_CPU_CONV` ("0" turns this alone off, "all" rewrites every convolution the
-  handler can run, for measurements and tests; read at each compile)."""
-  return _setting() not in ("0", "false", "no", "off")
+  that): only with env `REVAX_CPU_CONV` "1" ("all" rewrites every convolution the handler can
+  run, for measurements and tests; read at each compile). Off by default: where a filter holds
+  NaN or inf, XLA leaves the padding out of some convolutions' sums and not of others (jnp.poly
+  of NaN roots starts with 1; a grouped SAME convolution's border is NaN), while the patches'
+  zeros always meet the filter, so the handler's non-finite results differ from jax's in some
+  configurations (tests/runtime/test_im2col.py::test_poly_of_nan_roots_as_jax)."""
+  return _setting() in ("1", "true", "yes", "on", "all")
 
 
 def _canonical(n: int) -> str:
