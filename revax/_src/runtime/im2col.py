@@ -189,8 +189,11 @@ def rewrite_program(code: bytes, targets: dict) -> bytes:
     >>> f = lambda x, w, z: (lax.conv(x, w, (1, 1), "SAME"), z * z)
     >>> x, w, z = jnp.ones((2, 1, 8, 8)), jnp.ones((4, 1, 3, 3)), jnp.ones(4096)
     >>> text = revax.jit(f).lower(x, w, z).as_text()
+    >>> import os
+    >>> os.environ["REVAX_CPU_CONV"] = "1"  # (opt-in: see enabled)
     >>> b"my_conv" in rewrite_program(text.encode(), {"float32": "my_conv"})
     True
+    >>> del os.environ["REVAX_CPU_CONV"]
   """
   if b'"stablehlo.convolution"' not in code or not enabled() or not gemm.enabled():
     return code
