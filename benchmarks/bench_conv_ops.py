@@ -81,12 +81,12 @@ def conv_program(lib, name: str):
 def child(lib_name: str, names: list, quick: bool, outputs: str | None) -> dict:
   """Time the convolutions `names` with one library in this process."""
   os.environ.setdefault("JAX_PLATFORMS", "cpu")
+  sys.path.insert(0, str(HERE))
+  from timing import blocked_runs, compile_uncached
   if lib_name == "jax":
     import jax as lib
   else:
     import revax as lib
-    sys.path.insert(0, str(HERE))
-    from timing import compile_uncached
     compile_uncached()
   repeats, budget = (5, 0.05) if quick else (15, 0.1)
   times, best, saved = {}, {}, {}
@@ -98,14 +98,7 @@ def child(lib_name: str, names: list, quick: bool, outputs: str | None) -> dict:
     t = time.perf_counter()
     lib.block_until_ready(f(*args))
     number = max(1, min(200, int(budget / max(time.perf_counter() - t, 1e-6))))
-    for _ in range(max(2, number // 5)):
-      lib.block_until_ready(f(*args))
-    runs = []
-    for _ in range(repeats):
-      t = time.perf_counter()
-      for _ in range(number):
-        lib.block_until_ready(f(*args))
-      runs.append((time.perf_counter() - t) / number)
+    runs = blocked_runs(lib, f, args, number, repeats)
     times[name], best[name] = statistics.median(runs), min(runs)
   if outputs:
     np.savez(outputs, **saved)

@@ -106,6 +106,7 @@ def row_program(name: str, lib, np_mod):
 def child(lib_name: str, rows: list[str], quick: bool, outputs: str | None) -> dict:
   """Measure `rows` for one library in this process (its plugin chosen by env PJRT_PLUGIN)."""
   os.environ.setdefault("JAX_PLATFORMS", "cpu")
+  from timing import blocked_runs, compile_uncached
   if lib_name == "jax":
     import jax
     import jax.numpy as np_mod
@@ -113,7 +114,6 @@ def child(lib_name: str, rows: list[str], quick: bool, outputs: str | None) -> d
   else:
     import revax
     import revax.numpy as np_mod
-    from timing import compile_uncached
     lib = revax
     compile_uncached()
   repeats = 3 if quick else 7
@@ -128,14 +128,7 @@ def child(lib_name: str, rows: list[str], quick: bool, outputs: str | None) -> d
     if outputs:
       for i, leaf in enumerate(lib.tree_util.tree_leaves(result)):
         saved[f"{name}/{i}"] = np.asarray(leaf)
-    for _ in range(max(2, number // 5)):
-      lib.block_until_ready(f(*args))
-    runs = []
-    for _ in range(repeats):
-      t = time.perf_counter()
-      for _ in range(number):
-        lib.block_until_ready(f(*args))
-      runs.append((time.perf_counter() - t) / number)
+    runs = blocked_runs(lib, f, args, number, repeats)
     out["times"][name], out["best"][name] = statistics.median(runs), min(runs)
   if outputs:
     np.savez(outputs, **saved)

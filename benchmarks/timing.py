@@ -45,6 +45,21 @@ def compile_uncached() -> None:
   revax.config.update("enable_compilation_cache", False)
 
 
+def blocked_runs(lib, f, args, number: int, repeats: int) -> list[float]:
+  """Seconds per call of `f(*args)`, each call waited for with `lib.block_until_ready`: after
+  max(2, number // 5) warm-up calls, `repeats` runs of `number` calls (the per-process timing of
+  bench_plugins.py and bench_conv_ops.py)."""
+  for _ in range(max(2, number // 5)):
+    lib.block_until_ready(f(*args))
+  runs = []
+  for _ in range(repeats):
+    start = time.perf_counter()
+    for _ in range(number):
+      lib.block_until_ready(f(*args))
+    runs.append((time.perf_counter() - start) / number)
+  return runs
+
+
 def time_interleaved(calls: dict, number: int, rounds: int, warmup: int = 3,
                      cpu: bool = False) -> Timings:
   """Paired medians of `rounds` interleaved rounds, each the mean over `number` calls of each
