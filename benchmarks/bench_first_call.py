@@ -35,19 +35,26 @@ def _op_count(text: str) -> int:
   return sum(1 for line in text.splitlines() if " = " in line and '"' not in line.split("=")[0])
 
 
-def measure_jax(out: str) -> dict:
-  jax, _, step, params, tokens = bench_tpu.build("jax")
-  from jax._src import compiler, xla_bridge
-  from jax._src.interpreters import mlir
-  from jax._src.lib import xla_client as xc
-  from jax._src.lib.mlir import ir
-  row = {"lib": "jax"}
+def _first_call(lib_name: str, out: str):
+  """The library's first call of the step, split: ({lib, lower_s, compile_s, execute_s, ops},
+  the library's modules, its StableHLO text (also written to OUT/<lib>.mlir))."""
+  jax, _, step, params, tokens = bench_tpu.build(lib_name)
+  row = {"lib": lib_name}
   lowered, row["lower_s"] = _timed(lambda: step.lower(params, tokens))
   compiled, row["compile_s"] = _timed(lowered.compile)
   _, row["execute_s"] = _timed(lambda: jax.block_until_ready(compiled(params, tokens)))
   text = lowered.as_text()
-  open(os.path.join(out, "jax.mlir"), "w").write(text)
+  open(os.path.join(out, f"{lib_name}.mlir"), "w").write(text)
   row["ops"] = _op_count(text)
+  return row, jax, text
+
+
+def measure_jax(out: str) -> dict:
+  row, jax, text = _first_call("jax", out)
+  from jax._src import compiler, xla_bridge
+  from jax._src.interpreters import mlir
+  from jax._src.lib import xla_client as xc
+  from jax._src.lib.mlir import ir
   backend = xla_bridge.get_backend()
   options = compiler.get_compile_options(1, 1, backend=backend)
   open(os.path.join(out, "jax_options.bin"), "wb").write(options.SerializeAsString())
@@ -67,15 +74,8 @@ def measure_jax(out: str) -> dict:
 
 
 def measure_revax(out: str) -> dict:
-  jax, _, step, params, tokens = bench_tpu.build("revax")
+  row, _, text = _first_call("revax", out)
   from revax._src.runtime.client import get_backend
-  row = {"lib": "revax"}
-  lowered, row["lower_s"] = _timed(lambda: step.lower(params, tokens))
-  compiled, row["compile_s"] = _timed(lowered.compile)
-  _, row["execute_s"] = _timed(lambda: jax.block_until_ready(compiled(params, tokens)))
-  text = lowered.as_text()
-  open(os.path.join(out, "revax.mlir"), "w").write(text)
-  row["ops"] = _op_count(text)
   backend = get_backend()
   other = os.path.join(out, "jax.mlir")
   if os.path.exists(other):
