@@ -50,6 +50,8 @@ def test_presets_match_jax(preset):
           got = jitted()
         except CompileError as e:
           assert "is not supported" in str(e)
+        except ValueError as e:  # (jax's lowering: the ANY_F8 presets take float8 operands only)
+          assert preset.startswith("ANY_F8") and "requires both inputs to have float8" in str(e)
         else:
           assert got.shape == (3, 2) and np.all(np.isfinite(np.asarray(got, np.float32)))
       continue
@@ -96,3 +98,28 @@ def test_type_names():
   dn: rlax.DotDimensionNumbers = (((1,), (0,)), ((), ()))
   assert rlax.dot_general(A, B, dn).shape == (3, 2)
   assert rlax.ConvGeneralDilatedDimensionNumbers is not None and rlax.PrecisionLike is not None
+
+
+@pytest.mark.parametrize("preset", [p.name for p in rlax.DotAlgorithmPreset
+                                    if p.name.startswith("ANY_F8")])
+def test_any_f8_presets_lower_as_jax_for_a_tpu(preset):
+  """The ANY_F8 presets (which XLA:CPU refuses) as jax lowers them for a TPU: the float8 operands'
+  own types accumulated in float32, and jax's ValueError for other operand types (found on the
+  chip, where revax's lowering raised a KeyError)."""
+  import re
+  from revax._src.lax import dot_algorithms
+  f8 = ml_dtypes.float8_e4m3fn
+  a, b = A.astype(f8), B.astype(ml_dtypes.float8_e5m2)
+  text = jax.jit(lambda x, y: jlax.dot(x, y, precision=preset,
+                                       preferred_element_type=np.float32)).trace(a, b).lower(
+      lowering_platforms=("tpu",)).as_text()
+  (want,) = re.findall(r"algorithm = <([^>]*)>", text)
+  got = dot_algorithms.algorithm_attr(rlax.DotAlgorithmPreset[preset], a.dtype, b.dtype)
+  assert got == f"#stablehlo.dot_algorithm<{want}>"
+  for lib in (jax, revax):
+    with pytest.raises(ValueError, match="requires both inputs to have float8 dtypes"):
+      if lib is jax:
+        jax.jit(lambda x, y: jlax.dot(x, y, precision=preset)).trace(A, B).lower(
+            lowering_platforms=("tpu",))
+      else:
+        dot_algorithms.algorithm_attr(rlax.DotAlgorithmPreset[preset], A.dtype, B.dtype)

@@ -152,9 +152,23 @@ def compute_types(algorithm, lhs_dtype, rhs_dtype, out_dtype):
   return lhs, rhs, pick(out_dtype, algorithm.supported_output_types(lhs, rhs))
 
 
+def _is_float8(dtype) -> bool:
+  """Whether `dtype` is one of the float8 types jax's ANY_F8 presets accept."""
+  return np.dtype(dtype).name.startswith("float8_")
+
+
 def algorithm_attr(algorithm, lhs_dtype, rhs_dtype) -> str:
   """StableHLO's `#stablehlo.dot_algorithm<...>` for an algorithm (not DEFAULT)."""
-  if isinstance(algorithm, DotAlgorithmPreset):
+  if isinstance(algorithm, DotAlgorithmPreset) and algorithm.name.startswith("ANY_F8"):
+    # (as jax: the operands' own float8 types, accumulated in float32, whatever the name says;
+    # only ANY_F8_ANY_F8_F32_FAST_ACCUM allows imprecise accumulation)
+    if not (_is_float8(lhs_dtype) and _is_float8(rhs_dtype)):
+      raise ValueError(f"The dot algorithm '{algorithm}' requires both inputs to have float8 "
+                       f"dtypes. Got {np.dtype(lhs_dtype)} and {np.dtype(rhs_dtype)} instead.")
+    fast = algorithm.name == "ANY_F8_ANY_F8_F32_FAST_ACCUM"
+    fields = (mlir.element_type(lhs_dtype), mlir.element_type(rhs_dtype),
+              mlir.element_type(np.float32), 1, 1, 1, fast)
+  elif isinstance(algorithm, DotAlgorithmPreset):
     x3, x6 = algorithm.name.endswith("_X3"), algorithm.name.endswith("_X6")
     acc = algorithm.accumulation_type
     base = {"F16": np.float16, "BF16": dtypes.bfloat16, "F32": np.float32, "F64": np.float64,
