@@ -27,8 +27,9 @@ few differences are the platform's, not revax's, and jax on the same chip shows 
   precision in hand-written programs (DEFAULT_MATMUL_PRECISION), no temp bytes in memory
   analyses (NO_TEMP_BYTES), libtpu's own queue (LIBTPU_QUEUE), and the C call path serving one
   backend only (ONE_BACKEND_FAST_PATH); subnormals flushed in data movement too
-  (TPU_FLUSHES_SUBNORMALS), NaN/inf through atan2 and the FFT (NONFINITE_EXPANSIONS), integer
-  narrowing (INT_NARROWING), dot algorithms (DOT_ALGORITHMS), non-monoid reduce_window
+  (TPU_FLUSHES_SUBNORMALS), remainders of large quotients (REM_LARGE_QUOTIENT), NaN/inf
+  through atan2 and the FFT (NONFINITE_EXPANSIONS), integer narrowing (INT_NARROWING), dot
+  algorithms (DOT_ALGORITHMS), non-monoid reduce_window
   computations (REDUCE_WINDOW_COMPUTATION), one program at a time (NESTED_PROGRAMS), device
   addresses (DEVICE_POINTERS); eager host NumPy against jit on the chip (HOST_EAGER).
 - Not the platform's but revax's, open: XLA_TPU_LINALG (jax's TPU eigh/svd/lu lowerings).
@@ -52,6 +53,9 @@ RNG_BIT_GENERATOR = ("rng_bit_generator's default algorithm is the platform's: '
                      "'unsafe_rbg' keys draw other bits on a TPU than jax on the CPU")
 REM_AT_INFINITY = ("XLA:TPU's remainder of a finite value by an infinite divisor is NaN where "
                    "C's fmod (NumPy, XLA:CPU) returns the dividend")
+REM_LARGE_QUOTIENT = ("XLA:TPU's float32 remainder is exact only while the quotient x / y fits "
+                      "float32's 24-bit significand: rem(1.0, 1e-30) gave 5.96e-08 on the chip "
+                      "where C's fmod (NumPy, XLA:CPU) gives 7.27e-31")
 REDUCE_WINDOW_INIT = ("XLA leaves how often a non-identity reduce_window init value is applied to "
                       "the platform (XLA:TPU and XLA:CPU differ)")
 NO_FFI = ("libtpu has no FFI extension: revax.ffi targets and the CPU's LAPACK handlers run on "

@@ -251,7 +251,7 @@ def test_scan_matches_a_python_loop(reverse, unroll):
                                                      unroll=unroll), x3, xs5):
     np.testing.assert_allclose(h, h_ref, **allclose_tol(rtol=1e-5, atol=1e-6))  # (tanh)
     np.testing.assert_allclose(ys, ys_ref[:, :3], **allclose_tol(rtol=1e-5, atol=1e-6))
-    np.testing.assert_allclose(sums, ys_ref[:, 3], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(sums, ys_ref[:, 3], **allclose_tol(rtol=1e-5, atol=1e-6))
 
 
 def test_scan_without_xs_pytrees_and_empty_length():

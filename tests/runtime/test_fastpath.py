@@ -145,7 +145,8 @@ def test_the_call_path_suites_pass_without_the_extension():
     assert not fastpath.available and get_backend()._free is None
     # (the untracked-window re-runs of the async tests are left out: a mode of the windows,
     # not of the call path)
-    sys.exit(pytest.main(["-q", "-p", "no:cacheprovider", "-x", "-k", "not untracked_windows",
+    sys.exit(pytest.main(["-q", "-p", "no:cacheprovider", "-o", "addopts=", "-x", "-k",
+                          "not untracked_windows",
                           "tests/test_jit_call_path.py", "tests/runtime/test_array_ownership.py",
                           "tests/runtime/test_async_dispatch.py"]))
   """, {"here": here}, REVAX_FASTPATH="0")

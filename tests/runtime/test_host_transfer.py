@@ -372,8 +372,9 @@ def test_callback_suites_pass_with_sendrecv():
   io_callback ordered and unordered, under jit, vmap, grad, scan and cond, against jax) with
   every compiled callback going through send/recv host transfers."""
   env = child_env(REVAX_CALLBACK_MECHANISM="sendrecv")
+  # (`-o addopts=`: the project's `--dist` needs pytest-xdist, which a TPU machine may lack)
   run = subprocess.run([sys.executable, "-m", "pytest", "-rA", "-p", "no:warnings",
-                        "-p", "no:cacheprovider", "tests/test_debug.py",
+                        "-p", "no:cacheprovider", "-o", "addopts=", "tests/test_debug.py",
                         "tests/lax/test_callbacks.py"],
                        cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
   assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
