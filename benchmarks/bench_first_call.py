@@ -3,8 +3,13 @@ XLA's compile, the first execution; and, to tell the program text from the way i
 each library compiling the OTHER library's StableHLO, and revax compiling its own text with
 jax's serialized compile options.
 
-    python benchmarks/bench_first_call.py OUT_DIR [ROUNDS]   # the driver: OUT_DIR/first_call.md
+    python benchmarks/bench_first_call.py OUT_DIR [ROUNDS] [--first-only]   # OUT_DIR/first_call.md
     python benchmarks/bench_first_call.py --lib revax|jax OUT_DIR   # one process, JSON line
+
+Each process first times a tiny jitted call (the compiler's one-time start: jax starts its
+compiler while building the parameters, since it compiles its eager operations; revax computes
+eager operations on host values with NumPy, so without this its step's first compile carried
+libtpu's start alone). `--first-only` leaves out the cross and repeated compiles (for rounds).
 
 Each library runs in its own process (one program holds a TPU), alternating jax, revax, jax,
 revax...: a process compiles its own program first (the first call a user sees), then the
@@ -35,11 +40,24 @@ def _op_count(text: str) -> int:
   return sum(1 for line in text.splitlines() if " = " in line and '"' not in line.split("=")[0])
 
 
+def _compiler_start(lib_name: str) -> float:
+  """Seconds of the library's first jitted call of a tiny program (x + 1 on a float32 scalar):
+  the backend's and the compiler's one-time start, which the step's first call must not carry
+  for one library and not the other (jax compiles its eager operations, so building the
+  parameters starts its compiler; revax computes eager operations on host values with NumPy)."""
+  import numpy as np
+  lib = __import__(lib_name)
+  start = time.perf_counter()
+  lib.block_until_ready(lib.jit(lambda x: x + 1)(np.float32(1)))
+  return time.perf_counter() - start
+
+
 def _first_call(lib_name: str, out: str):
-  """The library's first call of the step, split: ({lib, lower_s, compile_s, execute_s, ops},
-  the library's modules, its StableHLO text (also written to OUT/<lib>.mlir))."""
+  """The library's first call of the step, split: ({lib, compiler_start_s, lower_s, compile_s,
+  execute_s, ops}, the library's modules, its StableHLO text (also written to
+  OUT/<lib>.mlir))."""
+  row = {"lib": lib_name, "compiler_start_s": _compiler_start(lib_name)}
   jax, _, step, params, tokens = bench_tpu.build(lib_name)
-  row = {"lib": lib_name}
   lowered, row["lower_s"] = _timed(lambda: step.lower(params, tokens))
   compiled, row["compile_s"] = _timed(lowered.compile)
   _, row["execute_s"] = _timed(lambda: jax.block_until_ready(compiled(params, tokens)))
@@ -49,8 +67,10 @@ def _first_call(lib_name: str, out: str):
   return row, jax, text
 
 
-def measure_jax(out: str) -> dict:
+def measure_jax(out: str, first_only: bool = False) -> dict:
   row, jax, text = _first_call("jax", out)
+  if first_only:
+    return row
   from jax._src import compiler, xla_bridge
   from jax._src.interpreters import mlir
   from jax._src.lib import xla_client as xc
@@ -73,8 +93,10 @@ def measure_jax(out: str) -> dict:
   return row
 
 
-def measure_revax(out: str) -> dict:
+def measure_revax(out: str, first_only: bool = False) -> dict:
   row, _, text = _first_call("revax", out)
+  if first_only:
+    return row
   from revax._src.runtime.client import get_backend
   backend = get_backend()
   other = os.path.join(out, "jax.mlir")
@@ -90,17 +112,20 @@ def measure_revax(out: str) -> dict:
 
 
 def main() -> None:
-  if sys.argv[1] == "--lib":
-    lib, out = sys.argv[2], sys.argv[3]
-    row = measure_jax(out) if lib == "jax" else measure_revax(out)
-    print(json.dumps(row), flush=True)
+  first_only = "--first-only" in sys.argv
+  argv = [a for a in sys.argv if a != "--first-only"]
+  if argv[1] == "--lib":
+    lib, out = argv[2], argv[3]
+    measure = measure_jax if lib == "jax" else measure_revax
+    print(json.dumps(measure(out, first_only)), flush=True)
     return
-  out, rounds = sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 2
+  out, rounds = argv[1], int(argv[2]) if len(argv) > 2 else 2
   os.makedirs(out, exist_ok=True)
   rows = []
   for _ in range(rounds):
     for lib in ("jax", "revax"):
-      done = subprocess.run([sys.executable, __file__, "--lib", lib, out], capture_output=True,
+      done = subprocess.run([sys.executable, __file__, "--lib", lib, out]
+                            + ["--first-only"] * first_only, capture_output=True,
                             text=True, timeout=280,
                             env=dict(os.environ, REVAX_COMPILATION_CACHE="0"))
       lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
@@ -109,8 +134,10 @@ def main() -> None:
         continue
       rows.append(json.loads(lines[-1]))
       print(lines[-1], flush=True)
-  keys = ("lower_s", "compile_s", "execute_s", "own_again_s", "cross_compile_s",
-          "own_with_jax_options_s", "ops")
+  for row in rows:
+    row["first_call_s"] = row["lower_s"] + row["compile_s"]
+  keys = ("compiler_start_s", "lower_s", "compile_s", "first_call_s", "execute_s", "own_again_s",
+          "cross_compile_s", "own_with_jax_options_s", "ops")
   table = ["| measurement | revax | jax | revax / jax |", "|---|---|---|---|"]
   for key in keys:
     got = {lib: [r[key] for r in rows if r["lib"] == lib and key in r] for lib in ("revax", "jax")}
@@ -119,8 +146,15 @@ def main() -> None:
     ratio = f"{r / j:.2f}x" if r and j else ""
     fmt = lambda v: "" if v is None else (f"{v:.0f}" if key == "ops" else f"{v:.2f} s")  # noqa
     table.append(f"| {key} | {fmt(r)} | {fmt(j)} | {ratio} |")
+  ratios = sorted(r["first_call_s"] / j["first_call_s"] for r, j in zip(
+      (r for r in rows if r["lib"] == "revax"), (j for j in rows if j["lib"] == "jax")))
   text = (f"{rounds} alternating round(s) of processes (jax first), medians; "
-          f"`python benchmarks/bench_first_call.py OUT {rounds}`. cross_compile_s: the library "
+          f"`python benchmarks/bench_first_call.py OUT {rounds}"
+          f"{' --first-only' if first_only else ''}`. compiler_start_s: each library's first "
+          "jitted call of a tiny program, before the step (the compiler's one-time start, kept "
+          "out of the step's first call for both); first_call_s: the step's trace + lower + "
+          f"compile (per-round revax / jax: {', '.join(f'{x:.2f}' for x in ratios)}). "
+          "cross_compile_s: the library "
           "compiling the OTHER library's StableHLO (its column names the compiler, not the "
           "text); own_with_jax_options_s: revax's text with jax's serialized compile options."
           "\n\n" + "\n".join(table) + "\n")
