@@ -7,21 +7,24 @@ libtpu is installed and a chip attached (REVAX_PLATFORMS=tpu,cpu makes sure).
 
     python tests/tpu/run_suite.py run OUT_DIR SECONDS TARGET [TARGET ...]
     python tests/tpu/run_suite.py run OUT_DIR SECONDS @tests/tpu/targets.txt[:N]
-    python tests/tpu/run_suite.py merge RESULTS.md DIR_OR_TARBALL [...]
+    python tests/tpu/run_suite.py merge [--collected=IDS.txt] RESULTS.md DIR_OR_TARBALL [...]
 
 `run` gives the targets SECONDS in all, in order: each gets what is left. A target still running
 at the end of its time gets SIGINT, so that pytest stops after the current test and still writes
 its junit report (what it reached counts; the rest is reported as not reached). It writes
 OUT_DIR/junit-N.xml and OUT_DIR/log-N.txt per target, OUT_DIR/targets.json (each target, its
 seconds and whether it finished) and OUT_DIR/RESULTS.md. `@tests/tpu/targets.txt` is the whole
-suite in targets of a few minutes each (`:N` starts at its N-th, for a run that continues another). `merge` combines several runs' folders
+suite in targets of a few minutes each (`:N` starts at its N-th, for a run that continues
+another). `merge` combines several runs' folders
 (or `.tar.gz` archives of them, as they come back from the device tool) into one RESULTS.md: a
 test run twice counts once, with its latest outcome (runs are read in the natural order of their
 names: `suite_9` before `suite_10`).
 
 RESULTS.md holds, per test file, passed / failed / errors / skipped on the chip, the date, the
-libtpu version, the commands, and each failure's first line; FAILURES.txt beside it holds each
-failure's whole text (assertion messages with the measured differences).
+libtpu version, the commands, the skips grouped by reason, and each failure's first line;
+FAILURES.txt beside it holds each failure's whole text (assertion messages with the measured
+differences). With `--collected=IDS.txt` (`pytest --collect-only -q > IDS.txt` on the CPU) it
+also counts, per file, the tests that no run has reached.
 """
 import collections
 import datetime
@@ -187,7 +190,44 @@ def read_cases(folder: str, stopped: set) -> dict:
   return cases
 
 
-def write_results(sources: list[str], path: str) -> None:
+def node_key(node_id: str) -> tuple[str, str]:
+  """A collected pytest node id (`tests/x/test_y.py::Class::test_z[p]`) as read_cases keys a
+  junit case: (file, test name), the class joined to the file as junit's classname joins it."""
+  path, _, rest = node_id.partition("::")
+  parts = rest.split("::")
+  if len(parts) > 1:
+    return path[:-3] + "/" + "/".join(parts[:-1]) + ".py", parts[-1]
+  return path, parts[0]
+
+
+def skip_lines(cases: dict) -> list[str]:
+  """The skipped tests grouped by their reasons, most frequent first: one line per reason with
+  its count and a few of its files."""
+  reasons = collections.defaultdict(list)
+  for (name, _), (outcome, text) in cases.items():
+    if outcome == "skipped":
+      reasons[text.splitlines()[0][:220] if text else "(no reason given)"].append(name)
+  lines = []
+  for reason, names in sorted(reasons.items(), key=lambda item: (-len(item[1]), item[0])):
+    files = sorted(set(names))
+    shown = ", ".join(files[:3]) + (f" and {len(files) - 3} more files" if len(files) > 3 else "")
+    lines.append(f"- {len(names)}: {reason} ({shown})")
+  return lines
+
+
+def never_run_lines(cases: dict, collected_path: str) -> list[str]:
+  """Of the tests a collection lists (one node id per line: `pytest --collect-only -q`), those
+  no run reported, counted per file."""
+  collected = [line.strip() for line in open(collected_path) if "::" in line]
+  missing = collections.Counter(node_key(n)[0] for n in collected if node_key(n) not in cases)
+  total = sum(missing.values())
+  lines = [f"Of the {len(collected)} tests collected on the CPU, {len(collected) - total} "
+           f"have run on the chip; {total} never have:", ""]
+  lines += [f"- {name}: {n}" for name, n in sorted(missing.items(), key=lambda i: (-i[1], i[0]))]
+  return lines
+
+
+def write_results(sources: list[str], path: str, collected: str | None = None) -> None:
   with tempfile.TemporaryDirectory() as scratch:
     folders = _folders(sources, scratch)
     cases, runs = {}, []
@@ -226,6 +266,11 @@ def write_results(sources: list[str], path: str) -> None:
   if ran:
     lines += ["", f"Passed: {total['passed']} of {ran} run ({100 * total['passed'] / ran:.2f}%); "
               f"{total['skipped']} skipped."]
+  if collected:
+    lines += ["", "## Tests never run on the chip", ""] + never_run_lines(cases, collected)
+  if total["skipped"]:
+    lines += ["", "## Skips on the chip, by reason (count: reason (files))", ""]
+    lines += skip_lines(cases)
   lines += ["", "## Failures (first lines; whole texts in FAILURES.txt)", ""]
   full = []
   for name in sorted(failures):
@@ -267,7 +312,10 @@ def main() -> None:
   if mode == "run":
     run(rest[0], float(rest[1]), expand(rest[2:]))
   elif mode == "merge":
-    write_results(sorted(rest[1:], key=natural_key), rest[0])
+    collected = None
+    if rest[0].startswith("--collected="):
+      collected, rest = rest[0].split("=", 1)[1], rest[1:]
+    write_results(sorted(rest[1:], key=natural_key), rest[0], collected)
   else:
     sys.exit(__doc__)
 

@@ -33,3 +33,25 @@ def test_merge_reads_runs_in_the_natural_order_of_their_names():
   names = ["r/suite_10.tar.gz", "r/suite_2.tar.gz", "r/suite_1.tar.gz", "r/suite_3_rerun.tar.gz"]
   assert sorted(names, key=run_suite.natural_key) == [
       "r/suite_1.tar.gz", "r/suite_2.tar.gz", "r/suite_3_rerun.tar.gz", "r/suite_10.tar.gz"]
+
+
+def test_node_ids_key_as_junit_cases():
+  assert run_suite.node_key("tests/a/test_b.py::test_c[x-1]") == ("tests/a/test_b.py", "test_c[x-1]")
+  assert run_suite.node_key("tests/a/test_b.py::TestK::test_c") == (
+      "tests/a/test_b/TestK.py", "test_c")  # (junit's classname joins the class to the module)
+
+
+def test_merge_counts_never_run_tests_and_groups_skips(tmp_path):
+  cases = {("tests/a/test_b.py", "test_c"): ("passed", ""),
+           ("tests/a/test_b.py", "test_d"): ("skipped", "TPU: one reason\nmore"),
+           ("tests/a/test_e.py", "test_f"): ("skipped", "TPU: one reason"),
+           ("tests/a/test_e.py", "test_g"): ("skipped", "another")}
+  ids = tmp_path / "ids.txt"
+  ids.write_text("tests/a/test_b.py::test_c\ntests/a/test_b.py::test_d\n"
+                 "tests/a/test_h.py::test_i\ntests/a/test_h.py::test_j\n\n2 tests collected\n")
+  lines = run_suite.never_run_lines(cases, str(ids))
+  assert lines[0].startswith("Of the 4 tests collected on the CPU, 2 have run on the chip; 2 ")
+  assert lines[2:] == ["- tests/a/test_h.py: 2"]
+  assert run_suite.skip_lines(cases) == [
+      "- 2: TPU: one reason (tests/a/test_b.py, tests/a/test_e.py)",
+      "- 1: another (tests/a/test_e.py)"]
