@@ -32,11 +32,16 @@ few differences are the platform's, not revax's, and jax on the same chip shows 
   algorithms (DOT_ALGORITHMS), non-monoid reduce_window
   computations (REDUCE_WINDOW_COMPUTATION), one program at a time (NESTED_PROGRAMS), device
   addresses (DEVICE_POINTERS); eager host NumPy against jit on the chip (HOST_EAGER).
+- Confirmed by jax itself on the chip (tests/tpu/probe_numerics.py; tests compare with jax's
+  recorded values there, `jax_on_the_chip`): refused accuracy requests (ACCURACY_REFUSED) and
+  convolution gradients (CONV_GRADIENTS); INT_NARROWING, NONFINITE_EXPANSIONS and igammac's
+  NaN/inf pairs gave jax's values exactly.
 - Not the platform's but revax's, open: XLA_TPU_LINALG (jax's TPU eigh/svd/lu lowerings).
 
 Nothing here changes a tolerance or a skip on the CPU: `ON_TPU` is false there.
 """
 import contextlib
+import pathlib
 import re
 
 import numpy as np
@@ -56,6 +61,15 @@ REM_AT_INFINITY = ("XLA:TPU's remainder of a finite value by an infinite divisor
 REM_LARGE_QUOTIENT = ("XLA:TPU's float32 remainder is exact only while the quotient x / y fits "
                       "float32's 24-bit significand: rem(1.0, 1e-30) gave 5.96e-08 on the chip "
                       "where C's fmod (NumPy, XLA:CPU) gives 7.27e-31")
+ACCURACY_REFUSED = ("XLA:TPU refuses some `accuracy=` requests with a compile error (a Tolerance "
+                    "of atol 1e-6 for exp/log/sqrt/tan..., any request for cbrt: 'No "
+                    "implementation found for requested accuracy'), jax's identical StableHLO "
+                    "alike (tests/tpu/results/numerics_jax_tpu_2026-12-06.json), as jax documents "
+                    "for requests the compiler cannot meet")
+CONV_GRADIENTS = ("XLA:TPU's gradients of convolutions differ from the CPU's beyond float32 "
+                  "rounding even at HIGHEST precision (6.9e-2 relative on small elements of "
+                  "tests/lax/test_convolution.py's per-example gradients), jax's on the chip "
+                  "alike: revax's agree with jax's on the chip to 4.8e-5")
 REDUCE_WINDOW_INIT = ("XLA leaves how often a non-identity reduce_window init value is applied to "
                       "the platform (XLA:TPU and XLA:CPU differ)")
 NO_FFI = ("libtpu has no FFI extension: revax.ffi targets and the CPU's LAPACK handlers run on "
@@ -206,6 +220,20 @@ def record_marks(record) -> list:
   """The skip marks of an op-database record on this platform."""
   why = RECORD_DIFFERENCES.get(record.name) if ON_TPU else None
   return [pytest.mark.skip(reason=f"TPU: {why}")] if why in _SKIPPED_REASONS else []
+
+
+JAX_ON_THE_CHIP = (pathlib.Path(__file__).parent / "tpu" / "results"
+                   / "numerics_jax_tpu_2026-12-06.json")
+
+
+def jax_on_the_chip(check: str) -> dict:
+  """What jax 0.10.2 itself computed on a TPU v5e (libtpu 0.0.42.1) for one check of
+  tests/tpu/probe_numerics.py: {"ok": True, "value": ...} or {"ok": False, "error": ...}. Where
+  the chip's answer is the platform's (accuracy requests XLA:TPU refuses, its convolution
+  gradients), a test on a TPU compares revax with jax on the same chip, not with the CPU
+  oracle."""
+  import json
+  return json.loads(JAX_ON_THE_CHIP.read_text())[check]
 
 
 def on_the_cpu_device():

@@ -6,7 +6,8 @@ import pytest
 
 import revax
 import revax.lax as rlax
-from tests.platform_tolerances import allclose_tol
+from revax._src.runtime.pjrt import CompileError
+from tests.platform_tolerances import ON_TPU, jax_on_the_chip
 
 jax = pytest.importorskip("jax")
 jlax = jax.lax
@@ -16,22 +17,36 @@ OPS = ["exp", "exp2", "expm1", "log", "log1p", "tanh", "logistic", "sin", "cos",
 X = np.linspace(0.1, 2.5, 9, dtype=np.float32)
 
 
+LABELS = ["HIGHEST", "DEFAULT", "atol1e-6", "rtol1e-3_ulps2"]  # (tests/tpu/probe_numerics.py)
+
+
 def _requests(lax):
   return [lax.AccuracyMode.HIGHEST, lax.AccuracyMode.DEFAULT, lax.Tolerance(atol=1e-6),
           lax.Tolerance(rtol=1e-3, ulps=2)]
 
 
+def _as_jax_on_the_chip(check, compute, rtol):
+  """On a TPU: revax's jitted result as jax's on the same chip (ACCURACY_REFUSED: where XLA:TPU
+  refused jax's request with a compile error, revax's identical request is refused too)."""
+  want = jax_on_the_chip(check)
+  if not want["ok"]:
+    with pytest.raises(CompileError, match="LLO_CHECK failure"):
+      compute()
+  else:
+    np.testing.assert_allclose(np.asarray(compute()), np.asarray(want["value"]), rtol=rtol)
+
+
 @pytest.mark.parametrize("op", OPS)
 def test_requests_give_jax_values(op):
   want = np.asarray(getattr(jlax, op)(X))
-  for req, jreq in zip(_requests(rlax), _requests(jlax), strict=True):
+  for label, req, jreq in zip(LABELS, _requests(rlax), _requests(jlax), strict=True):
     np.testing.assert_array_equal(np.asarray(getattr(jlax, op)(X, accuracy=jreq)), want)
     f = lambda x, req=req: getattr(rlax, op)(x, accuracy=req)
     np.testing.assert_allclose(np.asarray(f(X)), want, rtol=2e-6)
-    # (on a TPU the chip's own functions serve the DEFAULT request: TRANSCENDENTAL; the others
-    # reach XLA:TPU as jax's result_accuracy, test_lowering_keeps_the_request, and stay strict)
-    tol = allclose_tol(rtol=2e-6) if req is rlax.AccuracyMode.DEFAULT else {"rtol": 2e-6}
-    np.testing.assert_allclose(np.asarray(revax.jit(f)(X)), want, **tol)
+    if ON_TPU:  # (the chip's functions, as jax's on the chip: ACCURACY_REFUSED)
+      _as_jax_on_the_chip(f"accuracy/{op}/{label}", lambda f=f: revax.jit(f)(X), rtol=2e-6)
+    else:
+      np.testing.assert_allclose(np.asarray(revax.jit(f)(X)), want, rtol=2e-6)
 
 
 @pytest.mark.parametrize("op", OPS)
@@ -40,7 +55,7 @@ def test_lowering_keeps_the_request(op):
   implementation by it; found by the chip run of 2026-12-06, where revax dropped it), and the
   jaxpr carries it as jax's `accuracy` parameter; gradients as jax's."""
   import re
-  for req, jreq in zip(_requests(rlax), _requests(jlax), strict=True):
+  for label, req, jreq in zip(LABELS, _requests(rlax), _requests(jlax), strict=True):
     f = lambda x, req=req: getattr(rlax, op)(x, accuracy=req)
     ours = revax.jit(f).lower(X).as_text()
     theirs = jax.jit(lambda x, r=jreq: getattr(jlax, op)(x, accuracy=r)).lower(X).as_text()
@@ -48,7 +63,11 @@ def test_lowering_keeps_the_request(op):
     assert set(modes(ours)) == set(modes(theirs)), (req, ours)
     (eqn,) = revax.make_jaxpr(f)(X).eqns
     assert eqn.params == {"accuracy": req}
-    g = revax.jit(revax.grad(lambda x, f=f: f(x).sum()))(X)
+    grad = lambda f=f: revax.jit(revax.grad(lambda x: f(x).sum()))(X)
+    if ON_TPU:
+      _as_jax_on_the_chip(f"accuracy_grad/{op}/{label}", grad, rtol=2e-5)
+      continue
+    g = grad()
     want = jax.grad(lambda x, r=jreq: getattr(jlax, op)(x, accuracy=r).sum())(X)
     np.testing.assert_allclose(np.asarray(g), np.asarray(want), rtol=1e-5)
   assert "accuracy" not in revax.make_jaxpr(getattr(rlax, op))(X).eqns[0].params  # (as printed)

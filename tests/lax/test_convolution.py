@@ -13,7 +13,7 @@ import revax.lax as lax
 from revax.test_util import check_vmap
 from tests.gradcheck import check_grads
 from tests.lax.opdb.convolution import reference
-from tests.platform_tolerances import allclose_tol
+from tests.platform_tolerances import ON_TPU, allclose_tol, jax_on_the_chip
 
 _NCHW = ("NCHW", "OIHW", "NCHW")
 _NHWC = ("NHWC", "HWIO", "NHWC")
@@ -138,8 +138,23 @@ def test_per_example_gradients_match_a_loop():
   np.testing.assert_allclose(per_example, loop, **allclose_tol(rtol=1e-4, atol=1e-5))  # (tanh)
   jax_loss = lambda w_, x_: jnp.sum(jnp.tanh(jax.lax.conv(x_[None], w_, (2, 1), [(1, 0), (0, 1)],
                                                           precision="highest")))
-  np.testing.assert_allclose(per_example, jax.vmap(jax.grad(jax_loss), (None, 0))(w, x),
-                             rtol=1e-4, atol=1e-5)
+  want = jax.vmap(jax.grad(jax_loss), (None, 0))(w, x)
+  if ON_TPU:  # (CONV_GRADIENTS: as jax's on the chip, tests/tpu/probe_numerics.py's operands)
+    want = jax_on_the_chip("conv_per_example/highest")["value"]
+  np.testing.assert_allclose(per_example, want, rtol=1e-4, atol=1e-5)
+  # the probe that recorded jax's values on the chip asks this test's question
+  probe = _probe_numerics().conv_checks(revax)["conv_per_example/highest"]
+  np.testing.assert_allclose(np.asarray(probe["value"]), per_example, rtol=1e-5, atol=1e-6)
+
+
+def _probe_numerics():
+  import importlib.util
+  import pathlib
+  path = pathlib.Path(__file__).parents[1] / "tpu" / "probe_numerics.py"
+  spec = importlib.util.spec_from_file_location("probe_numerics", path)
+  module = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(module)
+  return module
 
 
 # --- dtypes --------------------------------------------------------------------------------------

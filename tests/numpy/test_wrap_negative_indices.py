@@ -3,6 +3,7 @@ and traced integer indices, index arrays, slices and out-of-bound negatives, und
 eagerly and jitted; and the methods' signatures."""
 import inspect
 import itertools
+import json
 
 import jax
 import jax.numpy as jnp
@@ -11,6 +12,7 @@ import pytest
 
 import revax
 import revax.numpy as rnp
+from tests.platform_tolerances import ON_TPU, TPU_ATOL, TPU_RTOL
 from tests.recorded_oracle import Oracle
 
 ORACLE = Oracle(__file__)
@@ -43,6 +45,16 @@ def _run(lib, npl, method, idx, kwargs, jit):
     return type(e).__name__
 
 
+def _same(got, want, method) -> bool:
+  """Equal outcomes; on a TPU a power's values within the chip's tolerance (TRANSCENDENTAL: the
+  chip's pow is its own exp and log)."""
+  if got == want or not (ON_TPU and method == "power") or isinstance(got, str) or \
+      isinstance(want, str) or got[1] != want[1]:
+    return got == want
+  values = lambda text: np.array(json.loads(text.replace("nan", "NaN").replace("inf", "Infinity")))
+  return np.allclose(values(got[0]), values(want[0]), rtol=TPU_RTOL, atol=TPU_ATOL, equal_nan=True)
+
+
 @pytest.mark.parametrize("method", METHODS)
 @pytest.mark.parametrize("jit", [False, True])
 def test_at_methods_with_wrap_negative_indices_match_jax(method, jit):
@@ -52,7 +64,7 @@ def test_at_methods_with_wrap_negative_indices_match_jax(method, jit):
       continue
     want = ORACLE((method, idx, kwargs, jit), lambda: _run(jax, jnp, method, idx, kwargs, jit))
     got = _run(revax, rnp, method, idx, kwargs, jit)
-    if got != want:
+    if not _same(got, want, method):
       diffs.append(f"{idx!r} {kwargs}: jax {want} revax {got}")
   assert not diffs, "\n".join(diffs)
 

@@ -194,10 +194,12 @@ def node_key(node_id: str) -> tuple[str, str]:
   """A collected pytest node id (`tests/x/test_y.py::Class::test_z[p]`) as read_cases keys a
   junit case: (file, test name), the class joined to the file as junit's classname joins it."""
   path, _, rest = node_id.partition("::")
-  parts = rest.split("::")
+  head, bracket, params = rest.partition("[")  # (a parameter's id may hold "::": a slice)
+  parts = head.split("::")
+  name = parts[-1] + bracket + params
   if len(parts) > 1:
-    return path[:-3] + "/" + "/".join(parts[:-1]) + ".py", parts[-1]
-  return path, parts[0]
+    return path[:-3] + "/" + "/".join(parts[:-1]) + ".py", name
+  return path, name
 
 
 def skip_lines(cases: dict) -> list[str]:

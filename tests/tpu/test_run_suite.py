@@ -36,9 +36,12 @@ def test_merge_reads_runs_in_the_natural_order_of_their_names():
 
 
 def test_node_ids_key_as_junit_cases():
-  assert run_suite.node_key("tests/a/test_b.py::test_c[x-1]") == ("tests/a/test_b.py", "test_c[x-1]")
+  assert run_suite.node_key("tests/a/test_b.py::test_c[x-1]") == ("tests/a/test_b.py",
+                                                                  "test_c[x-1]")
   assert run_suite.node_key("tests/a/test_b.py::TestK::test_c") == (
       "tests/a/test_b/TestK.py", "test_c")  # (junit's classname joins the class to the module)
+  assert run_suite.node_key("tests/a/test_b.py::test_s[3::-1]") == ("tests/a/test_b.py",
+                                                                    "test_s[3::-1]")
 
 
 def test_merge_counts_never_run_tests_and_groups_skips(tmp_path):
