@@ -122,7 +122,8 @@ class ChildCalls(NamedTuple):
   """What one child times for a group: `calls` ({name: zero-argument call}) in `rounds`
   interleaved rounds of `number` calls each after `warmup` calls; `outputs` (arrays, or None)
   are compared with the other library's within `rtol`/`atol` (relative to the largest |value|
-  of the reference output where `scaled`)."""
+  of the reference output where `scaled`); `extra` (JSON values: XLA's temp sizes, say) comes
+  back as the group's `Apart.extra[lib_name]`."""
   calls: dict
   number: int
   rounds: int
@@ -131,6 +132,7 @@ class ChildCalls(NamedTuple):
   rtol: float = 1e-4
   atol: float = 1e-5
   scaled: bool = False
+  extra: dict | None = None
 
 
 class Apart(dict):
@@ -146,6 +148,7 @@ class Apart(dict):
     self.per_pair = {name: [statistics.median(p[child][name]) for p in pairs]
                      for name, child in self.child_of.items()}
     super().__init__({name: statistics.median(v) for name, v in self.per_pair.items()})
+    self.extra = {}
     if cpu is not None:
       self.cpu = Apart(cpu)
 
@@ -173,7 +176,9 @@ class Apart(dict):
           p[child][new] = [x + y for x, y in zip(p[child][a], p[child][b], strict=True)]
         out.append(p)
       return out
-    return Apart(add(self.pairs), add(self.cpu.pairs) if hasattr(self, "cpu") else None)
+    out = Apart(add(self.pairs), add(self.cpu.pairs) if hasattr(self, "cpu") else None)
+    out.extra = self.extra
+    return out
 
 
 def jitted_child_calls(lib_name: str, lib, f, args, number: int, rounds: int, *,
@@ -240,6 +245,7 @@ def time_apart(module: str, groups: list, quick: bool, pairs: int | None = None,
     wall = [{lib: r[lib]["groups"][group]["wall"] for lib in LIBRARIES} for r in results]
     cpu = [{lib: r[lib]["groups"][group]["cpu"] for lib in LIBRARIES} for r in results]
     out[group] = Apart(wall, cpu)
+    out[group].extra = {lib: results[0][lib]["groups"][group].get("extra") for lib in LIBRARIES}
   out[None] = {"pairs": results, "loaded": {lib: results[0][lib]["loaded"] for lib in LIBRARIES}}
   return out
 
@@ -273,7 +279,7 @@ def child_main(lib_name: str, module: str, groups: list, quick: bool,
         saved[f"{group}/{i}"] = np.asarray(leaf)
       check[group] = (spec.rtol, spec.atol, spec.scaled)
     t = time_interleaved(spec.calls, spec.number, spec.rounds, spec.warmup, cpu=True)
-    out[group] = {"wall": t.samples, "cpu": t.cpu.samples}
+    out[group] = {"wall": t.samples, "cpu": t.cpu.samples, "extra": spec.extra}
     del spec, t
   if outputs:
     np.savez(outputs, **saved)

@@ -88,31 +88,30 @@ def test_apart_ratios_pair_rounds_within_a_child_and_processes_across(bench):
     t.with_sums({"bad": ("revax", "jax")})
 
 
-def _calls_outside_apart(path: pathlib.Path, names: set) -> list[str]:
-  """Calls of `names` in `path` that are not inside a function `apart_calls` (or a function
-  only it calls: `program`, `*_program`)."""
+def _calls_in_this_process(path: pathlib.Path, names: set) -> list[str]:
+  """Calls of `names` in the functions of `path` that its `rows` or `main` reach through calls
+  by name (a child's `apart_calls`, run by time_apart in other processes, is not followed)."""
   tree = ast.parse(path.read_text())
-  bad = []
+  functions = {node.name: node for node in tree.body if isinstance(node, ast.FunctionDef)}
 
-  def visit(node, inside):
-    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-      inside = inside or node.name == "apart_calls" or node.name.endswith("program")
-    if isinstance(node, ast.Call):
-      fn = node.func
-      name = fn.id if isinstance(fn, ast.Name) else getattr(fn, "attr", None)
-      if name in names and not inside:
-        bad.append(f"{path.name}:{node.lineno} {name}")
-    for child in ast.iter_child_nodes(node):
-      visit(child, inside)
-  visit(tree, False)
-  return bad
+  def called(node):
+    for sub in ast.walk(node):
+      if isinstance(sub, ast.Call):
+        fn = sub.func
+        yield sub, fn.id if isinstance(fn, ast.Name) else getattr(fn, "attr", None)
+  reached, todo = set(), [n for n in ("rows", "main") if n in functions]
+  while todo:
+    name = todo.pop()
+    if name in reached or name == "apart_calls":
+      continue
+    reached.add(name)
+    todo += [c for _, c in called(functions[name]) if c in functions]
+  return [f"{path.name}:{call.lineno} {fn} (in {name})" for name in sorted(reached)
+          for call, fn in called(functions[name]) if fn in names]
 
 
 # Topic modules of run.py whose jitted rows still time both libraries in one process, and why.
 IN_ONE_PROCESS = {
-    # revax variants against each other (checkpoint/invertible vs plain grad) and against jax
-    # in one set of rounds with per-round sums (plain + forward): not moved yet
-    "checkpoint", "invertible",
     # its own child per device count, where both libraries run (and revax's runtime also runs
     # jax's StableHLO, which needs jax to lower it): not moved yet
     "sharding",
@@ -127,7 +126,7 @@ def test_jitted_calls_are_built_only_in_child_processes(bench):
   names = {"jitted_calls", "revax_program_directly", "jitted_child_calls"}
   files = [BENCHMARKS / "run.py"] + [BENCHMARKS / f"bench_{t}.py" for t in run.TOPICS
                                      if t not in IN_ONE_PROCESS]
-  bad = [hit for path in files if path.exists() for hit in _calls_outside_apart(path, names)]
+  bad = [hit for path in files if path.exists() for hit in _calls_in_this_process(path, names)]
   assert bad == []
   # and every module with an apart_calls reaches time_apart
   for path in files:
