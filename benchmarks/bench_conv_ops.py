@@ -9,11 +9,11 @@ per-example gradients (jit(vmap(grad)), 16 examples) of benchmarks/bench_conv.py
 tests/benchmarks/test_bench_conv_ops.py checks against the programs' text) is jitted alone with
 its own shapes, strides, paddings, dilations and group counts and timed on device-resident
 operands. As in bench_plugins.py (processes.py's children), each library runs in its own child
-interpreter (two XLA runtimes in one process compete for the cores), in `--pairs` pairs of children alternating which
-goes first; a cell is the median over the children of each child's median run, a ratio the
-median of the per-pair ratios revax/jax, printed with the 1-minute load average; the last
-column is each library's fastest run over all its children (the least disturbed by other
-processes on a loaded machine). `--env`
+interpreter (two XLA runtimes in one process compete for the cores), in `--pairs` pairs of
+children alternating which goes first; a cell is the median over the children of each child's
+median run, a ratio the median of the per-pair ratios revax/jax, printed with the 1-minute load
+average; the last column is each library's fastest run over all its children (the least
+disturbed by other processes on a loaded machine). `--env`
 passes variables to revax's children only (`REVAX_CPU_CONV=0`, `REVAX_CPU_GEMM=0`), to compare
 revax's own variants against jax on the same machine state.
 """

@@ -111,10 +111,10 @@ def rows(quick: bool) -> list:
   """Rows for benchmarks/run.py (`timing.row` tuples for steps, plain tuples for memory); a step
   row's ratio between two revax variants is the median of the per-round ratios in revax's child
   process, one against jax the median of the per-pair ratios (processes.time_apart), and a revax
-  row also shows its program run directly on the runtime in the same rounds. `revax plain + forward` is what the backward
-  walk's rebuilding costs when nothing else does: invertible's step is plain grad's plus one
-  forward through each block's F and G, so the row against it shows what the fence around the
-  walk adds."""
+  row also shows its program run directly on the runtime in the same rounds.
+  `revax plain + forward` is what the backward walk's rebuilding costs when nothing else does:
+  invertible's step is plain grad's plus one forward through each block's F and G, so the row
+  against it shows what the fence around the walk adds."""
   results = sweep(quick)
   depths = QUICK_DEPTHS if quick else DEPTHS
   mib = lambda name, d: results[d][0][name] / 2 ** 20
