@@ -133,3 +133,17 @@ def test_jitted_calls_are_built_only_in_child_processes(bench):
     text = path.read_text()
     if "def apart_calls" in text:
       assert "time_apart(" in text, path.name
+
+
+def test_bench_plugins_variants(bench):
+  """--variant ENV=VALUE[,ENV=VALUE]: one more revax column, its children with those variables."""
+  bench_plugins = importlib.import_module("bench_plugins")
+  assert bench_plugins.parse_variant("REVAX_CPU_GEMM=large-nt") == {"REVAX_CPU_GEMM": "large-nt"}
+  assert bench_plugins.parse_variant("A=1, B=") == {"A": "1", "B": ""}
+  with pytest.raises(SystemExit, match="ENV=VALUE"):
+    bench_plugins.parse_variant("REVAX_CPU_GEMM")
+  processes, _ = bench
+  env = processes.child_env({"REVAX_CPU_GEMM": "large"}, plugin="xla-cpu-pjrt")
+  assert env["REVAX_CPU_GEMM"] == "large" and env["PJRT_PLUGIN"] == "xla-cpu-pjrt"
+  assert env["JAX_PLATFORMS"] == "cpu"
+  assert env["PYTHONPATH"].split(os.pathsep)[0] == str(BENCHMARKS.parent)
