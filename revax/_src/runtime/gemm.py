@@ -35,7 +35,9 @@ An opt-in variant for measuring on a quiet machine, `REVAX_CPU_GEMM=large` or `=
 the threshold), and with `large-nt` only those whose right operand is contracted on its minor
 dimension (x @ w.T, where Eigen lost most: 256x1024x1024 in 8.6 ms against jax's 5.2 ms),
 become GEMM calls, each run on as many OpenBLAS threads as XLA's CPU thread pool has
-(`gemm_threads`: the CPUs this process may run on); every other dot stays XLA's. Not measured
+(`gemm_threads`: the CPUs this process may run on); every other dot stays XLA's. (The layout is
+the dot_general's: a dense layer's backward g @ w.T is one; a user's `x @ w.T` is lowered as a
+transpose then a plain dot, as jax does, and stays XLA's under `large-nt`.) Not measured
 quietly yet: `benchmarks/bench_plugins.py --variant` compares it with the default and `=1`.
 
 Convolutions are im2col.py's (run first, under the same switches: its handler's GEMMs are
