@@ -199,7 +199,7 @@ def default_pairs(quick: bool) -> int:
 
 
 def time_apart(module: str, groups: list, quick: bool, pairs: int | None = None,
-               env_extra: dict | None = None) -> dict:
+               env_extra: dict | None = None, env_all: dict | None = None) -> dict:
   """Time each group of `module`'s calls with each library in its own child, in pairs.
 
   Args:
@@ -209,6 +209,7 @@ def time_apart(module: str, groups: list, quick: bool, pairs: int | None = None,
     quick: passed to `apart_calls`.
     pairs: pairs of children (default `default_pairs(quick)`), alternating which goes first.
     env_extra: environment variables for revax's children only.
+    env_all: environment variables for every child.
 
   Returns:
     {group: `Apart`} (with `.cpu`), and under the key None the children's results
@@ -230,7 +231,7 @@ def time_apart(module: str, groups: list, quick: bool, pairs: int | None = None,
           args.append("--quick")
         if i == 0:
           args += ["--outputs", os.path.join(tmp, f"{lib}.npz")]
-        env = child_env(env_extra if lib == "revax" else None)
+        env = child_env({**(env_all or {}), **((env_extra or {}) if lib == "revax" else {})})
         got[lib] = run_child(pathlib.Path(__file__), args, env)
         foreign = foreign_modules(lib, got[lib]["loaded"])
         if foreign or lib not in got[lib]["loaded"]:

@@ -110,22 +110,13 @@ def _calls_in_this_process(path: pathlib.Path, names: set) -> list[str]:
           for call, fn in called(functions[name]) if fn in names]
 
 
-# Topic modules of run.py whose jitted rows still time both libraries in one process, and why.
-IN_ONE_PROCESS = {
-    # its own child per device count, where both libraries run (and revax's runtime also runs
-    # jax's StableHLO, which needs jax to lower it): not moved yet
-    "sharding",
-}
-
-
 def test_jitted_calls_are_built_only_in_child_processes(bench):
   """run.py and its topic modules build a jitted program's timed calls (`jitted_calls`,
   `revax_program_directly`, `jitted_child_calls`) only in `apart_calls`, which runs in a child
   process of one library; the eager, trace and compile rows are the only ones timed here."""
   _, run = bench
   names = {"jitted_calls", "revax_program_directly", "jitted_child_calls"}
-  files = [BENCHMARKS / "run.py"] + [BENCHMARKS / f"bench_{t}.py" for t in run.TOPICS
-                                     if t not in IN_ONE_PROCESS]
+  files = [BENCHMARKS / "run.py"] + [BENCHMARKS / f"bench_{t}.py" for t in run.TOPICS]
   bad = [hit for path in files if path.exists() for hit in _calls_in_this_process(path, names)]
   assert bad == []
   # and every module with an apart_calls reaches time_apart
