@@ -1,13 +1,14 @@
-"""Host callback round trip: revax vs JAX, side by side in one process.
+"""Host callback round trip: revax vs JAX, one library per process.
 
 Run: python benchmarks/bench_callbacks.py [--quick]
 
 Measures one jitted call whose program is a single `pure_callback` (the identity on a float32[8]
 array, called from XLA through the FFI), on a device-resident input, block_until_ready included:
-the callback's full round trip (execute -> handler -> Python -> results copied back). Calls are
-timed in interleaved rounds (revax, JAX, revax, ...); a value is the median round's mean time per
-call, a ratio the median of the per-round ratios (paired); revax's compiled program also runs
-directly on the runtime in the same rounds (`timing.revax_program_directly`).
+the callback's full round trip (execute -> handler -> Python -> results copied back).
+Each library runs in its own child processes (processes.py, `time_apart`: pairs alternating
+which library goes first; a ratio is the median of the per-pair ratios); in revax's child,
+revax's compiled program also runs directly on the runtime in the same interleaved rounds as
+revax.jit (`timing.revax_program_directly`).
 """
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ import os
 
 import numpy as np
 
-from timing import describe, jitted_calls, libraries, row, time_interleaved
+from processes import jitted_child_calls, time_apart
+from timing import describe, row
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
@@ -25,19 +27,18 @@ def _identity(a):
   return a
 
 
-def rows(quick: bool):
-  """[(label, unit, revax value, JAX value, target ratio)] for benchmarks/run.py."""
-  libs = libraries()
-  calls = {}
+def apart_calls(group: str, lib_name: str, lib, np_mod, quick: bool):
+  """One library's calls of the callback program for processes.time_apart."""
   x = np.arange(8, dtype=np.float32)
-  for name, (lib, np_mod) in libs.items():
-    f = lib.jit(lambda v, lib=lib: lib.pure_callback(
-        _identity, lib.ShapeDtypeStruct(v.shape, v.dtype), v))
-    arg = lib.device_put(x)
-    np.testing.assert_array_equal(np.asarray(f(arg)), x)
-    calls.update(jitted_calls(name, lib, f, arg))
-  t = time_interleaved(calls, number=200 if quick else 500, rounds=3 if quick else 9)
-  return [row("pure_callback round trip inside jit", t, 1.5)]
+  f = lib.jit(lambda v: lib.pure_callback(_identity, lib.ShapeDtypeStruct(v.shape, v.dtype), v))
+  return jitted_child_calls(lib_name, lib, f, (lib.device_put(x),), 200 if quick else 500,
+                            3 if quick else 9, rtol=0, atol=0)
+
+
+def rows(quick: bool):
+  """[`timing.row` tuple] for benchmarks/run.py: each library in its own processes."""
+  return [row("pure_callback round trip inside jit",
+              time_apart("bench_callbacks", ["callback"], quick)["callback"], 1.5)]
 
 
 def main():

@@ -13,8 +13,8 @@ import sys
 import numpy as np
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from timing import (Timings, describe, revax_program_directly, row,  # noqa: E402
-                    time_interleaved)
+from processes import ChildCalls, time_apart  # noqa: E402
+from timing import describe, revax_program_directly, row  # noqa: E402
 
 DEPTH, WIDTH, BATCH = 64, 256, 64
 
@@ -60,44 +60,38 @@ def _compile_steps(name, lib, np_, remat, forward_only=False):
   return steps, temp
 
 
-def with_sums(t: Timings, sums: dict) -> Timings:
-  """`t` with more names, each the per-round sum of two of its names ({new: (a, b)})."""
-  samples = dict(t.samples)
-  for new, (a, b) in sums.items():
-    samples[new] = [x + y for x, y in zip(samples[a], samples[b], strict=True)]
-  return Timings(samples)
+def apart_calls(group: str, lib_name: str, lib, np_mod, quick: bool) -> ChildCalls:
+  """One library's steps (plain grad, one forward, checkpoint per block; a revax gradient also
+  run directly) for processes.time_apart, with each variant's XLA temp bytes as `extra`."""
+  variants = {"plain": (None, False), "fwd": (None, True), "ck": (lib.checkpoint, False)}
+  steps, temp = {}, {}
+  for variant, (remat, forward_only) in variants.items():
+    name = f"{lib_name} {variant}"
+    named_steps, temp[name] = _compile_steps(name, lib, np_mod, remat, forward_only)
+    steps.update(named_steps)
+  calls, rounds = (2, 3) if quick else (3, 7)
+  return ChildCalls(steps, calls, rounds, warmup=1, extra={k: int(v) for k, v in temp.items()})
 
 
 def rows(quick: bool) -> list:
   """Rows for benchmarks/run.py (`timing.row` tuples; memory rows plain tuples).
 
-  Step times come from interleaved rounds (`timing.time_interleaved`); each ratio is the
-  median of the per-round ratios, and a revax row also shows its checkpointed program run
-  directly on the runtime in the same rounds. The fence's cost is read against `plain grad +
-  one extra forward` of the same library, timed in the same round: that is what recomputing
-  every block costs when nothing else does (checkpoint per block runs each block's forward
-  twice and its backward once); in wall time and, steadier on a loaded machine, in CPU time.
-  jax.checkpoint's optimization barriers are removed by this XLA:CPU build, so its program does
-  not recompute (its step is about its plain grad's, its temp too); that row shows it.
+  Each library runs in its own child processes (processes.time_apart; a ratio across the
+  libraries is the median of the per-pair ratios), its variants timed in interleaved rounds
+  there, so that a ratio between two variants of one library is the median of the per-round
+  ratios, and a revax row also shows its checkpointed program run directly on the runtime in
+  the same rounds. The fence's cost is read against `plain grad + one extra forward` of the same
+  library, timed in the same round: that is what recomputing every block costs when nothing else
+  does (checkpoint per block runs each block's forward twice and its backward once); in wall
+  time and, steadier on a loaded machine, in CPU time. jax.checkpoint's optimization barriers
+  are removed by this XLA:CPU build, so its program does not recompute (its step is about its
+  plain grad's, its temp too); that row shows it.
   """
-  import jax
-  import jax.numpy as jnp
-
-  import revax
-  import revax.numpy as rnp
-  calls, rounds = (2, 5) if quick else (3, 15)
-  variants = {"revax plain": (revax, rnp, None), "revax fwd": (revax, rnp, None, True),
-              "revax ck": (revax, rnp, revax.checkpoint),
-              "jax plain": (jax, jnp, None), "jax fwd": (jax, jnp, None, True),
-              "jax ck": (jax, jnp, jax.checkpoint)}
-  steps, temp = {}, {}
-  for name, v in variants.items():
-    named_steps, temp_bytes = _compile_steps(name, *v)
-    steps.update(named_steps)
-    temp[name] = temp_bytes / 2 ** 20
-  t = time_interleaved(steps, calls, rounds, warmup=1, cpu=True)
+  t = time_apart("bench_checkpoint", ["steps"], quick)["steps"]
+  temp = {name: b / 2 ** 20 for lib in ("revax", "jax") for name, b in t.extra[lib].items()}
   sums = {f"{lib} plain + fwd": (f"{lib} plain", f"{lib} fwd") for lib in ("revax", "jax")}
-  wall, cpu = with_sums(t, sums), with_sums(t.cpu, sums)
+  wall = t.with_sums(sums)
+  cpu = wall.cpu
 
   def step(revax_side, reference, label, target=None, samples=wall):
     return row(label, samples, target, revax=revax_side, reference=reference)

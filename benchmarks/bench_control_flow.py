@@ -1,6 +1,7 @@
 """Control flow, revax vs JAX: XLA temp memory of jit(grad) of a tanh RNN written with scan (the
 per-step residuals the backward pass needs, nothing more), trace+lower time of that program, its
-steady-state run time, and eager scan/cond/while dispatch.
+steady-state run time (each library in its own processes: processes.time_apart), and eager
+scan/cond/while dispatch (both libraries in this process, interleaved rounds).
 
 Run: python benchmarks/bench_control_flow.py [--quick]
 """
@@ -11,8 +12,8 @@ import time
 
 import numpy as np
 
-from timing import (describe, jitted_calls, libraries, measure_interleaved, row,
-                    time_interleaved)
+from processes import jitted_child_calls, time_apart
+from timing import describe, libraries, measure_interleaved, row, time_interleaved
 
 HIDDEN = 64
 
@@ -55,11 +56,13 @@ def grad_lower_seconds(lib, np_mod, steps: int) -> float:
   return time.perf_counter() - t
 
 
-def grad_run_calls(name, lib, np_mod, steps: int) -> dict:
-  """Calls of jit(grad(rnn_loss)) on device-resident inputs (for revax also its program run
-  directly), each waiting for its outputs."""
-  params, xs = lib.device_put(rnn_inputs(steps))
-  return jitted_calls(name, lib, lib.jit(lib.grad(rnn_loss_fn(lib, np_mod))), params, xs)
+def apart_calls(group: str, lib_name: str, lib, np_mod, quick: bool):
+  """One library's calls of jit(grad(rnn_loss)) over 1000 steps on device-resident inputs (for
+  revax also its program run directly), for processes.time_apart."""
+  f = lib.jit(lib.grad(rnn_loss_fn(lib, np_mod)))
+  return jitted_child_calls(lib_name, lib, f, lib.device_put(rnn_inputs(1000)),
+                            5 if quick else 20, 3 if quick else 5, rtol=1e-3, atol=1e-4,
+                            scaled=True)
 
 
 def eager_scan(lib, steps: int):
@@ -87,10 +90,7 @@ def rows(quick: bool) -> list:
   low = measure_interleaved(lambda n, lib, np_mod: grad_lower_seconds(lib, np_mod, 1000), libs,
                             rounds)
   out.append(row("jit(grad(tanh RNN scan)): trace+lower", low, None, unit="s", scale=1))
-  calls = {}
-  for name, (lib, np_mod) in libs.items():
-    calls.update(grad_run_calls(name, lib, np_mod, 1000))
-  t = time_interleaved(calls, number=5 if quick else 20, rounds=rounds * 2)
+  t = time_apart("bench_control_flow", ["rnn_grad"], quick)["rnn_grad"]  # own processes
   out.append(row("jit(grad(tanh RNN scan 1000 steps)): run", t, None))
   t = time_interleaved({name: eager_scan(lib, 100) for name, (lib, _) in libs.items()},
                        number=2 if quick else 3, rounds=rounds, warmup=1)

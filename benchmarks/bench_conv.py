@@ -1,4 +1,4 @@
-"""Convolutional network run time, revax vs JAX, side by side in one process.
+"""Convolutional network run time, revax vs JAX, one library per process.
 
 Run: python benchmarks/bench_conv.py [--quick]
 
@@ -9,10 +9,10 @@ Measures the steady-state run time of
     nn.log_softmax and nn.one_hot, so the activations are measured too;
   - jitted per-example gradients (vmap of grad) of the same network on 16 examples, where the
     convolution's batching rule folds the mapped axis into the convolution's feature groups.
-Each library's call is timed in interleaved rounds (revax, JAX, revax, ...) so that load from other
-processes hits both alike; a value is the median round's mean time per call, a ratio the median of
-the per-round ratios (paired); revax's compiled program also runs directly on the runtime in the
-same rounds (`timing.revax_program_directly`).
+Each library runs in its own child processes (processes.py, `time_apart`: pairs alternating
+which library goes first; a ratio is the median of the per-pair ratios); in revax's child,
+revax's compiled program also runs directly on the runtime in the same interleaved rounds as
+revax.jit (`timing.revax_program_directly`).
 """
 from __future__ import annotations
 
@@ -21,7 +21,8 @@ import os
 
 import numpy as np
 
-from timing import describe, libraries, revax_program_directly, row, time_interleaved
+from processes import jitted_child_calls, time_apart
+from timing import describe, row
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
@@ -77,36 +78,34 @@ def data(batch, seed):
   return images, labels
 
 
-def calls_of(libs, make, batch):
+# group -> (row label, target ratio)
+GROUPS = {
+    "cnn_step": (f"CNN training step (conv-relu-conv-relu-meanpool-dense, batch {BATCH}, "
+                 f"{SIZE}x{SIZE}x1, fwd+grad+SGD), jitted", 1.05),
+    "cnn_per_example": (f"CNN per-example gradients (jit(vmap(grad)), {PER_EXAMPLE_BATCH} "
+                        "examples)", None),
+}
+
+
+def program(group: str, lib, np_mod):
+  """(jitted function, device-resident (params, images, labels)) of `group` for one library."""
+  make, batch = {"cnn_step": (train_step, BATCH),
+                 "cnn_per_example": (per_example_grads, PER_EXAMPLE_BATCH)}[group]
   images, labels = data(batch, 1)
-  calls, outs = {}, {}
-  for name, (lib, np_mod) in libs.items():
-    fn = make(lib, np_mod)
-    params = lib.device_put(cnn_params())
-    x, y = lib.device_put(images), lib.device_put(labels)
-    outs[name] = [np.asarray(leaf) for leaf in lib.tree_util.tree_leaves(fn(params, x, y))]
-    calls[name] = lambda fn=fn, p=params, x=x, y=y, lib=lib: lib.block_until_ready(fn(p, x, y))
-    if name == "revax":
-      calls["revax direct"] = revax_program_directly(fn, params, x, y)
-  for r, j in zip(outs["revax"], outs["jax"], strict=True):
-    np.testing.assert_allclose(r, j, rtol=2e-3, atol=2e-4)
-  return calls
+  return make(lib, np_mod), lib.device_put((cnn_params(), images, labels))
+
+
+def apart_calls(group: str, lib_name: str, lib, np_mod, quick: bool):
+  """One library's calls of `group` for processes.time_apart (its own child process)."""
+  f, args = program(group, lib, np_mod)
+  return jitted_child_calls(lib_name, lib, f, args, 3 if quick else 10, 3 if quick else 5,
+                            rtol=2e-3, atol=2e-4)
 
 
 def rows(quick: bool):
-  """[(label, unit, revax value, JAX value, target ratio)] for benchmarks/run.py."""
-  libs = libraries()
-  rounds = 5 if quick else 15
-  out = []
-  t = time_interleaved(calls_of(libs, train_step, BATCH), number=3 if quick else 10,
-                       rounds=rounds)
-  out.append(row(f"CNN training step (conv-relu-conv-relu-meanpool-dense, batch {BATCH}, "
-                 f"{SIZE}x{SIZE}x1, fwd+grad+SGD), jitted", t, 1.05))
-  t = time_interleaved(calls_of(libs, per_example_grads, PER_EXAMPLE_BATCH),
-                       number=3 if quick else 10, rounds=rounds)
-  out.append(row(f"CNN per-example gradients (jit(vmap(grad)), {PER_EXAMPLE_BATCH} examples)", t,
-                 None))
-  return out
+  """[`timing.row` tuples] for benchmarks/run.py: each library in its own processes."""
+  t = time_apart("bench_conv", list(GROUPS), quick)
+  return [row(label, t[group], target) for group, (label, target) in GROUPS.items()]
 
 
 def main():

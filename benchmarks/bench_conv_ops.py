@@ -8,30 +8,29 @@ Each convolution that revax's lowering writes for the CNN training step (batch 6
 per-example gradients (jit(vmap(grad)), 16 examples) of benchmarks/bench_conv.py (`CONVS`, which
 tests/benchmarks/test_bench_conv_ops.py checks against the programs' text) is jitted alone with
 its own shapes, strides, paddings, dilations and group counts and timed on device-resident
-operands. As in bench_plugins.py, each library runs in its own child interpreter (two XLA
-runtimes in one process compete for the cores), in `--pairs` pairs of children alternating which
-goes first; a cell is the median over the children of each child's median run, a ratio the
-median of the per-pair ratios revax/jax, printed with the 1-minute load average; the last
-column is each library's fastest run over all its children (the least disturbed by other
-processes on a loaded machine). `--env`
+operands. As in bench_plugins.py (processes.py's children), each library runs in its own child
+interpreter (two XLA runtimes in one process compete for the cores), in `--pairs` pairs of
+children alternating which goes first; a cell is the median over the children of each child's
+median run, a ratio the median of the per-pair ratios revax/jax, printed with the 1-minute load
+average; the last column is each library's fastest run over all its children (the least
+disturbed by other processes on a loaded machine). `--env`
 passes variables to revax's children only (`REVAX_CPU_CONV=0`, `REVAX_CPU_GEMM=0`), to compare
 revax's own variants against jax on the same machine state.
 """
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import pathlib
 import statistics
-import subprocess
 import sys
 import time
 
 import numpy as np
 
 HERE = pathlib.Path(__file__).resolve().parent
-ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
+from processes import child_env, emit, one_library, pair_order, run_child  # noqa: E402
 
 DIMS = ("NHWC", "HWIO", "NHWC")
 # name -> (lhs shape, rhs shape, window strides, padding, lhs dilation, rhs dilation,
@@ -80,14 +79,8 @@ def conv_program(lib, name: str):
 
 def child(lib_name: str, names: list, quick: bool, outputs: str | None) -> dict:
   """Time the convolutions `names` with one library in this process."""
-  os.environ.setdefault("JAX_PLATFORMS", "cpu")
-  sys.path.insert(0, str(HERE))
-  from timing import blocked_runs, compile_uncached
-  if lib_name == "jax":
-    import jax as lib
-  else:
-    import revax as lib
-    compile_uncached()
+  from timing import blocked_runs
+  lib, _ = one_library(lib_name)
   repeats, budget = (5, 0.05) if quick else (15, 0.1)
   times, best, saved = {}, {}, {}
   for name in names:
@@ -105,21 +98,14 @@ def child(lib_name: str, names: list, quick: bool, outputs: str | None) -> dict:
   return {"times": times, "best": best}
 
 
-def run_child(lib: str, names: list, quick: bool, env_extra: dict,
-              outputs: str | None = None) -> dict:
-  env = dict(os.environ, JAX_PLATFORMS="cpu")
-  env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
-  if lib == "revax":
-    env.update(env_extra)
-  args = [sys.executable, str(pathlib.Path(__file__).resolve()), "--child", lib,
-          "--convs", ",".join(names)] + (["--quick"] if quick else [])
+def measure(lib: str, names: list, quick: bool, env_extra: dict,
+            outputs: str | None = None) -> dict:
+  """One child's result (`child`), revax's children with `env_extra`."""
+  args = ["--child", lib, "--convs", ",".join(names)] + (["--quick"] if quick else [])
   if outputs:
     args += ["--outputs", outputs]
-  proc = subprocess.run(args, capture_output=True, text=True, env=env, timeout=1800)
-  lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
-  if proc.returncode != 0 or not lines:
-    raise RuntimeError(f"{lib} child failed: {(proc.stderr or proc.stdout).strip()[-2000:]}")
-  return json.loads(lines[-1][len("RESULT "):])
+  return run_child(pathlib.Path(__file__).resolve(), args,
+                   child_env(env_extra if lib == "revax" else None))
 
 
 def main():
@@ -134,18 +120,17 @@ def main():
   args = parser.parse_args()
   names = args.convs.split(",")
   if args.child:
-    print("RESULT " + json.dumps(child(args.child, names, args.quick, args.outputs)))
+    emit(child(args.child, names, args.quick, args.outputs))
     return
   env_extra = dict(item.split("=", 1) for item in args.env)
   pairs = []
   import tempfile
   with tempfile.TemporaryDirectory(prefix="bench-conv-ops-") as tmp:
     for i in range(args.pairs):
-      order = ("revax", "jax") if i % 2 == 0 else ("jax", "revax")
       got = {}
-      for lib in order:
+      for lib in pair_order(("revax", "jax"), i):
         outputs = os.path.join(tmp, f"{lib}.npz") if i == 0 else None
-        got[lib] = run_child(lib, names, args.quick, env_extra, outputs)
+        got[lib] = measure(lib, names, args.quick, env_extra, outputs)
       if i == 0:
         r, j = np.load(os.path.join(tmp, "revax.npz")), np.load(os.path.join(tmp, "jax.npz"))
         for name in names:

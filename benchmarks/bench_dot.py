@@ -1,4 +1,4 @@
-"""dot_general run time, revax vs JAX, side by side in one process.
+"""dot_general run time, revax vs JAX, one library per process.
 
 Run: python benchmarks/bench_dot.py [--quick]
 
@@ -7,10 +7,10 @@ Measures the steady-state run time of
     mapped, and only the lhs mapped), where revax's batching rule emits one dot_general and no
     transposes, and
   - a jitted training step of a matmul-heavy MLP (forward, gradient, SGD update).
-Each library's call is timed in interleaved rounds (revax, JAX, revax, ...) so that load from other
-processes hits both alike; a value is the median round's mean time per call, a ratio the median of
-the per-round ratios (paired); revax's compiled program also runs directly on the runtime in the
-same rounds (`timing.revax_program_directly`).
+Each library runs in its own child processes (processes.py, `time_apart`: pairs alternating
+which library goes first; a ratio is the median of the per-pair ratios); in revax's child,
+revax's compiled program also runs directly on the runtime in the same interleaved rounds as
+revax.jit (`timing.revax_program_directly`).
 """
 from __future__ import annotations
 
@@ -19,7 +19,8 @@ import os
 
 import numpy as np
 
-from timing import describe, libraries, revax_program_directly, row, time_interleaved
+from processes import jitted_child_calls, time_apart
+from timing import describe, row
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
@@ -31,7 +32,8 @@ MLP_SIZES = (784, 1024, 1024, 1024, 10)
 MLP_BATCH = 256
 
 
-def vmapped_dot_calls(libs, both_mapped: bool):
+def vmapped_dot_program(lib, both_mapped: bool):
+  """(jit(vmap(dot_general)) with batch dims in odd positions, its device-resident operands)."""
   rng = np.random.default_rng(0)
   lhs = rng.standard_normal((M, B, V, K)).astype(np.float32)  # mapped at axis 2
   if both_mapped:
@@ -40,17 +42,8 @@ def vmapped_dot_calls(libs, both_mapped: bool):
   else:
     rhs = rng.standard_normal((K, N, B)).astype(np.float32)
     in_axes = (2, None)
-  calls, outs = {}, {}
-  for name, (lib, _) in libs.items():
-    f = lib.jit(lib.vmap(lambda a, b, lib=lib: lib.lax.dot_general(a, b, DOT_DIMS),
-                         in_axes=in_axes))
-    a, b = lib.device_put(lhs), lib.device_put(rhs)
-    outs[name] = np.asarray(f(a, b))
-    calls[name] = lambda f=f, a=a, b=b: f(a, b).block_until_ready()
-    if name == "revax":
-      calls["revax direct"] = revax_program_directly(f, a, b)
-  np.testing.assert_allclose(outs["revax"], outs["jax"], rtol=1e-4, atol=1e-3)
-  return calls
+  f = lib.jit(lib.vmap(lambda a, b: lib.lax.dot_general(a, b, DOT_DIMS), in_axes=in_axes))
+  return f, lib.device_put((lhs, rhs))
 
 
 def mlp_params(sizes=MLP_SIZES):
@@ -76,39 +69,46 @@ def mlp_step_fn(lib, np_mod, learning_rate=1e-2):
   return lib.jit(step)
 
 
-def mlp_step_calls(libs):
+def mlp_step_program(lib, np_mod):
+  """(the jitted MLP training step, its device-resident (params, x, labels))."""
   rng = np.random.default_rng(1)
   x = rng.standard_normal((MLP_BATCH, MLP_SIZES[0])).astype(np.float32)
   labels = np.eye(MLP_SIZES[-1], dtype=np.float32)[rng.integers(0, MLP_SIZES[-1], MLP_BATCH)]
-  calls, outs = {}, {}
-  for name, (lib, np_mod) in libs.items():
-    step = mlp_step_fn(lib, np_mod)
-    params, dx, dl = lib.device_put(mlp_params()), lib.device_put(x), lib.device_put(labels)
-    outs[name] = [np.asarray(w) for w, _ in step(params, dx, dl)]
-    calls[name] = lambda step=step, p=params, dx=dx, dl=dl, lib=lib: \
-        lib.block_until_ready(step(p, dx, dl))
-    if name == "revax":
-      calls["revax direct"] = revax_program_directly(step, params, dx, dl)
-  for r, j in zip(outs["revax"], outs["jax"], strict=True):
-    np.testing.assert_allclose(r, j, rtol=1e-4, atol=1e-5)
-  return calls
+  return mlp_step_fn(lib, np_mod), lib.device_put((mlp_params(), x, labels))
+
+
+# group -> (row label, target ratio)
+GROUPS = {
+    "vdot_both": ("jit(vmap(dot_general)), batch dims in odd positions, both operands mapped",
+                  1.0),
+    "vdot_lhs": ("jit(vmap(dot_general)), batch dims in odd positions, lhs only mapped", 1.0),
+    "mlp_step": (f"MLP {'-'.join(map(str, MLP_SIZES))} training step (fwd+grad+SGD, batch "
+                 f"{MLP_BATCH}), jitted", 1.05),
+}
+
+
+def program(group: str, lib, np_mod):
+  """(jitted function, device-resident arguments) of `group` for one library."""
+  if group in ("vdot_both", "vdot_lhs"):
+    return vmapped_dot_program(lib, group == "vdot_both")
+  if group == "mlp_step":
+    return mlp_step_program(lib, np_mod)
+  raise ValueError(f"unknown group {group!r}")
+
+
+def apart_calls(group: str, lib_name: str, lib, np_mod, quick: bool):
+  """One library's calls of `group` for processes.time_apart (its own child process)."""
+  f, args = program(group, lib, np_mod)
+  number = (20 if quick else 50) if group != "mlp_step" else (3 if quick else 10)
+  tol = (1e-4, 1e-3) if group != "mlp_step" else (1e-4, 1e-5)
+  return jitted_child_calls(lib_name, lib, f, args, number, 3 if quick else 5, rtol=tol[0],
+                            atol=tol[1])
 
 
 def rows(quick: bool):
-  """[(label, unit, revax value, JAX value, target ratio)] for benchmarks/run.py."""
-  libs = libraries()
-  rounds = 5 if quick else 15
-  out = []
-  for both in (True, False):
-    t = time_interleaved(vmapped_dot_calls(libs, both), number=20 if quick else 50, rounds=rounds)
-    label = (f"jit(vmap(dot_general)), batch dims in odd positions, "
-             f"{'both operands' if both else 'lhs only'} mapped")
-    out.append(row(label, t, 1.0))
-  t = time_interleaved(mlp_step_calls(libs), number=3 if quick else 10, rounds=rounds)
-  sizes = "-".join(map(str, MLP_SIZES))
-  out.append(row(f"MLP {sizes} training step (fwd+grad+SGD, batch {MLP_BATCH}), jitted", t,
-                 1.05))
-  return out
+  """[`timing.row` tuples] for benchmarks/run.py: each library in its own processes."""
+  t = time_apart("bench_dot", list(GROUPS), quick)
+  return [row(label, t[group], target) for group, (label, target) in GROUPS.items()]
 
 
 def main():

@@ -25,8 +25,8 @@ import sys
 import numpy as np
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from timing import (Timings, describe, revax_program_directly, row,  # noqa: E402
-                    time_interleaved)
+from processes import ChildCalls, time_apart  # noqa: E402
+from timing import describe, revax_program_directly, row  # noqa: E402
 
 WIDTH, BATCH = 256, 64
 DEPTHS, QUICK_DEPTHS = (8, 16, 32, 64), (8, 64)
@@ -68,52 +68,53 @@ def _compile(lib, loss, depth, forward_only=False):
   return g, args, temp
 
 
-def sweep(quick: bool) -> dict:
-  """{depth: (temps, wall, cpu)}: temps {variant: XLA temp bytes}, and wall and CPU `Timings`
-  of interleaved rounds of every variant (revax plain/forward only/invertible/checkpoint, each
-  revax gradient's program also run directly as "<variant> direct", jax plain/checkpoint), with
-  "revax plain + forward" the per-round sum of those two."""
-  import jax
-  import jax.numpy as jnp
+def apart_calls(group: str, lib_name: str, lib, np_mod, quick: bool) -> ChildCalls:
+  """One library's variants at depth `group` for processes.time_apart: revax plain / forward
+  only / invertible / checkpoint (each revax gradient's program also run directly as
+  "<variant> direct"), jax plain / checkpoint; each variant's XLA temp bytes as `extra`."""
+  depth = int(group)
+  if lib_name == "revax":
+    variants = {"revax plain": _loss(np_mod), "revax forward": _loss(np_mod),
+                "revax invertible": _loss(np_mod, wrap_stack=lib.invertible),
+                "revax checkpoint": _loss(np_mod, wrap_block=lib.checkpoint)}
+  else:
+    variants = {"jax plain": _loss(np_mod), "jax checkpoint": _loss(np_mod,
+                                                                    wrap_block=lib.checkpoint)}
+  steps, temps = {}, {}
+  for name, loss in variants.items():
+    forward_only = name == "revax forward"
+    g, args, temps[name] = _compile(lib, loss, depth, forward_only=forward_only)
+    steps[name] = lambda g=g, args=args: lib.block_until_ready(g(*args))
+    if lib_name == "revax" and not forward_only:
+      steps[name + " direct"] = revax_program_directly(g, *args)
+  calls, rounds = (2, 3) if quick else (3, 5)
+  return ChildCalls(steps, calls, rounds, warmup=1, extra={k: int(v) for k, v in temps.items()})
 
-  import revax
-  import revax.numpy as rnp
-  variants = {
-      "revax plain": (revax, _loss(rnp)),
-      "revax forward": (revax, _loss(rnp)),
-      "revax invertible": (revax, _loss(rnp, wrap_stack=revax.invertible)),
-      "revax checkpoint": (revax, _loss(rnp, wrap_block=revax.checkpoint)),
-      "jax plain": (jax, _loss(jnp)),
-      "jax checkpoint": (jax, _loss(jnp, wrap_block=jax.checkpoint)),
-  }
-  calls, rounds = (2, 5) if quick else (3, 9)
+
+def sweep(quick: bool) -> dict:
+  """{depth: (temps, wall, cpu)}: temps {variant: XLA temp bytes}, and wall and CPU timings
+  (`processes.Apart`: each library in its own child processes, its variants in interleaved
+  rounds there) of every variant (revax plain/forward only/invertible/checkpoint, each revax
+  gradient's program also run directly as "<variant> direct", jax plain/checkpoint), with
+  "revax plain + forward" the per-round sum of those two."""
+  depths = QUICK_DEPTHS if quick else DEPTHS
+  apart = time_apart("bench_invertible", [str(d) for d in depths], quick)
   results = {}
-  for depth in QUICK_DEPTHS if quick else DEPTHS:
-    steps, temps = {}, {}
-    for name, (lib, loss) in variants.items():
-      forward_only = name == "revax forward"
-      g, args, temps[name] = _compile(lib, loss, depth, forward_only=forward_only)
-      steps[name] = lambda lib=lib, g=g, args=args: lib.block_until_ready(g(*args))
-      if lib is revax and not forward_only:
-        steps[name + " direct"] = revax_program_directly(g, *args)
-    t = time_interleaved(steps, calls, rounds, warmup=1, cpu=True)
-    sums = []
-    for timings in (t, t.cpu):
-      samples = dict(timings.samples)
-      samples["revax plain + forward"] = [p + f for p, f in zip(
-          samples["revax plain"], samples["revax forward"], strict=True)]
-      sums.append(Timings(samples))
-    results[depth] = (temps, *sums)
+  for depth in depths:
+    t = apart[str(depth)].with_sums({"revax plain + forward": ("revax plain", "revax forward")})
+    temps = {**t.extra["revax"], **t.extra["jax"]}
+    results[depth] = (temps, t, t.cpu)
   return results
 
 
 def rows(quick: bool) -> list:
   """Rows for benchmarks/run.py (`timing.row` tuples for steps, plain tuples for memory); a step
-  row's ratio is the median of the per-round ratios, and a revax row also shows its program run
-  directly on the runtime in the same rounds. `revax plain + forward` is what the backward
-  walk's rebuilding costs when nothing else does: invertible's step is plain grad's plus one
-  forward through each block's F and G, so the row against it shows what the fence around the
-  walk adds."""
+  row's ratio between two revax variants is the median of the per-round ratios in revax's child
+  process, one against jax the median of the per-pair ratios (processes.time_apart), and a revax
+  row also shows its program run directly on the runtime in the same rounds.
+  `revax plain + forward` is what the backward walk's rebuilding costs when nothing else does:
+  invertible's step is plain grad's plus one forward through each block's F and G, so the row
+  against it shows what the fence around the walk adds."""
   results = sweep(quick)
   depths = QUICK_DEPTHS if quick else DEPTHS
   mib = lambda name, d: results[d][0][name] / 2 ** 20

@@ -1,4 +1,4 @@
-"""Linear algebra run time, revax vs JAX, side by side in one process.
+"""Linear algebra run time, revax vs JAX, one library per process (processes.time_apart).
 
 Run: python benchmarks/bench_linalg.py [--quick]
 
@@ -29,7 +29,8 @@ import os
 
 import numpy as np
 
-from timing import describe, jitted_calls, libraries, row, time_interleaved
+from processes import jitted_child_calls, time_apart
+from timing import describe, row
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
@@ -44,56 +45,42 @@ def _general(n, seed=0):
   return (a / np.sqrt(n) + 2 * np.eye(n)).astype(np.float32)
 
 
-def _calls(libs, make_fn, args, check):
-  calls, outs = {}, {}
-  for name, (lib, np_mod) in libs.items():
-    f = lib.jit(make_fn(np_mod))
-    dev = [lib.device_put(a) for a in args]
-    outs[name] = lib.block_until_ready(f(*dev))
-    calls.update(jitted_calls(name, lib, f, *dev))
-  check(outs)
-  return calls
-
-
-def _close(tol):
-  def check(outs):
-    r, j = outs["revax"], outs["jax"]
-    r = r if isinstance(r, tuple) else (r,)
-    j = j if isinstance(j, tuple) else (j,)
-    for a, b in zip(r, j, strict=True):
-      np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=tol, atol=tol)
-  return check
-
-
 CASES = [
-  # (label, function of the numpy module, inputs, check, number of calls, target)
+  # (label, function of the numpy module, inputs, outputs compared (indices into the result
+  #  tuple; None: the one result), number of calls, target); tolerance 1e-3 (rtol and atol)
   ("jit(jnp.linalg.solve) 256x256, 16 rhs", lambda m: m.linalg.solve,
-   lambda: (_general(256), _general(256, 1)[:, :16]), _close(1e-3), 20, None),
+   lambda: (_general(256), _general(256, 1)[:, :16]), None, 20, None),
   ("jit(jnp.linalg.solve) 1024x1024, 16 rhs", lambda m: m.linalg.solve,
-   lambda: (_general(1024), _general(1024, 1)[:, :16]), _close(1e-3), 2, None),
+   lambda: (_general(1024), _general(1024, 1)[:, :16]), None, 2, None),
   ("jit(jnp.linalg.cholesky) 256x256", lambda m: m.linalg.cholesky, lambda: (_spd(256),),
-   _close(1e-3), 20, 1.5),
+   None, 20, 1.5),
   ("jit(jnp.linalg.cholesky) 1024x1024", lambda m: m.linalg.cholesky, lambda: (_spd(1024),),
-   _close(1e-3), 3, 1.5),
+   None, 3, 1.5),
   ("jit(jnp.linalg.eigh) 256x256 (values and vectors)", lambda m: m.linalg.eigh,
-   lambda: (_spd(256),), lambda outs: _close(1e-3)(
-       {k: v[0] for k, v in outs.items()}), 2, None),
+   lambda: (_spd(256),), (0,), 2, None),  # the values (vectors: signs and order vary)
   ("jit(jnp.linalg.svd) 256x256 (values and vectors)",
    lambda m: (lambda x: m.linalg.svd(x, full_matrices=False)), lambda: (_general(256),),
-   lambda outs: _close(1e-3)({k: v[1] for k, v in outs.items()}), 2, None),
+   (1,), 2, None),  # the singular values
 ]
 
 
+def apart_calls(group: str, lib_name: str, lib, np_mod, quick: bool):
+  """One library's calls of case `group` (its index in CASES) for processes.time_apart."""
+  _, make_fn, args, compared, number, _ = CASES[int(group)]
+  f = lib.jit(make_fn(np_mod))
+  spec = jitted_child_calls(lib_name, lib, f, lib.device_put(args()),
+                            max(1, number // (3 if quick else 1)), 3 if quick else 5,
+                            rtol=1e-3, atol=1e-3, warmup=1)
+  if compared is not None:
+    spec = spec._replace(outputs=[spec.outputs[i] for i in compared])
+  return spec
+
+
 def rows(quick: bool):
-  """[(label, unit, revax value, JAX value, target ratio)] for benchmarks/run.py."""
-  libs = libraries()
-  out = []
-  for label, fn, args, check, number, target in CASES:
-    t = time_interleaved(_calls(libs, fn, args(), check),
-                         number=max(1, number // (3 if quick else 1)), rounds=3 if quick else 5,
-                         warmup=1)
-    out.append(row(label, t, target, unit="ms", scale=1e3))
-  return out
+  """[`timing.row` tuples] for benchmarks/run.py: each library in its own processes."""
+  t = time_apart("bench_linalg", [str(i) for i in range(len(CASES))], quick)
+  return [row(label, t[str(i)], target, unit="ms", scale=1e3)
+          for i, (label, _, _, _, _, target) in enumerate(CASES)]
 
 
 def main():

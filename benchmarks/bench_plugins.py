@@ -1,7 +1,8 @@
 """revax on each available CPU PJRT plugin against jax on jaxlib's XLA, one library per process.
 
 Run: python benchmarks/bench_plugins.py [--quick] [--plugin NAME_OR_PATH ...] [--search DIR ...]
-                                        [--pairs N] [--write]
+                                        [--pairs N] [--rows NAME,...] [--variant ENV=VALUE,...]
+                                        [--write]
 
 Each measurement is a child interpreter running ONE library (a process has one backend, and two
 XLA runtimes in one process compete for the cores: issue 36 measured the same pair anywhere from
@@ -10,8 +11,15 @@ XLA runtimes in one process compete for the cores: issue 36 measured the same pa
 `lammps-jax-pjrt-cpu`, where installed) the script runs `--pairs` pairs of children, revax then
 jax, then jax then revax, alternating; the plugins take turns pair by pair, so slow drifts in load
 hit every column alike. `--search DIR` adds every folder in DIR to the children's PYTHONPATH,
-so packages installed with `pip install --target DIR/<name> <name>` are found by name. Set
-`REVAX_CPU_GEMM=0` to measure revax without its BLAS dots (revax/_src/runtime/gemm.py).
+so packages installed with `pip install --target DIR/<name> <name>` are found by name.
+The child processes are processes.py's (`child_env`, `run_child`), shared with run.py's rows.
+
+`--variant ENV=VALUE[,ENV=VALUE...]` (repeatable) adds a revax column per plugin whose children
+get those environment variables, beside the default one (this environment): a pair is then one
+jax child and one revax child per variant, the order rotating from pair to pair, and each
+variant's ratio is taken against the jax child of its own pair. For example
+`--variant REVAX_CPU_GEMM=1 --variant REVAX_CPU_GEMM=large-nt` compares XLA's dots, one-thread
+BLAS GEMMs and the threaded large-dot rule (revax/_src/runtime/gemm.py) in one run.
 
 Rows (the acceptance rows of issue 36), all on device-resident inputs:
   - jit(grad) of the 64-block reversible MLP of bench_invertible (width 256, batch 64);
@@ -31,12 +39,10 @@ Before timing, the parent checks that revax's results equal jax's (per row toler
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import pathlib
 import platform
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -46,6 +52,8 @@ import numpy as np
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
+from processes import (ChildFailed, child_env, emit, foreign_modules,  # noqa: E402
+                       loaded_libraries, one_library, pair_order, run_child)
 
 KNOWN_PLUGINS = ("xla-cpu-pjrt", "fastatomstruct-xla-cpu", "lammps-jax-pjrt-cpu")
 SECTION_START = "<!-- bench_plugins: start -->"
@@ -70,29 +78,12 @@ def row_program(name: str, lib, np_mod):
     import bench_invertible
     return (lib.jit(lib.grad(bench_invertible._loss(np_mod))),
             lib.device_put(bench_invertible._inputs(64)))
-  if name == "mlp_step":
+  if name in ("mlp_step", "vdot_both", "vdot_lhs"):
     import bench_dot
-    rng = np.random.default_rng(1)
-    x = rng.standard_normal((bench_dot.MLP_BATCH, bench_dot.MLP_SIZES[0])).astype(np.float32)
-    labels = np.eye(bench_dot.MLP_SIZES[-1], dtype=np.float32)[
-        rng.integers(0, bench_dot.MLP_SIZES[-1], bench_dot.MLP_BATCH)]
-    return bench_dot.mlp_step_fn(lib, np_mod), lib.device_put((bench_dot.mlp_params(), x, labels))
+    return bench_dot.program(name, lib, np_mod)
   if name in ("cnn_per_example", "cnn_step"):
     import bench_conv
-    make, batch = ((bench_conv.per_example_grads, bench_conv.PER_EXAMPLE_BATCH)
-                   if name == "cnn_per_example" else (bench_conv.train_step, bench_conv.BATCH))
-    images, labels = bench_conv.data(batch, 1)
-    return make(lib, np_mod), lib.device_put((bench_conv.cnn_params(), images, labels))
-  if name in ("vdot_both", "vdot_lhs"):
-    import bench_dot as d
-    rng = np.random.default_rng(0)
-    lhs = rng.standard_normal((d.M, d.B, d.V, d.K)).astype(np.float32)
-    if name == "vdot_both":
-      rhs, in_axes = rng.standard_normal((d.K, d.V, d.N, d.B)).astype(np.float32), (2, 1)
-    else:
-      rhs, in_axes = rng.standard_normal((d.K, d.N, d.B)).astype(np.float32), (2, None)
-    f = lib.jit(lib.vmap(lambda a, b: lib.lax.dot_general(a, b, d.DOT_DIMS), in_axes=in_axes))
-    return f, lib.device_put((lhs, rhs))
+    return bench_conv.program(name, lib, np_mod)
   if name == "matmul32":
     rng = np.random.default_rng(0)
     a, b = (rng.standard_normal((32, 32)).astype(np.float32) for _ in range(2))
@@ -105,17 +96,8 @@ def row_program(name: str, lib, np_mod):
 
 def child(lib_name: str, rows: list[str], quick: bool, outputs: str | None) -> dict:
   """Measure `rows` for one library in this process (its plugin chosen by env PJRT_PLUGIN)."""
-  os.environ.setdefault("JAX_PLATFORMS", "cpu")
-  from timing import blocked_runs, compile_uncached
-  if lib_name == "jax":
-    import jax
-    import jax.numpy as np_mod
-    lib = jax
-  else:
-    import revax
-    import revax.numpy as np_mod
-    lib = revax
-    compile_uncached()
+  from timing import blocked_runs
+  lib, np_mod = one_library(lib_name)
   repeats = 3 if quick else 7
   out = {"times": {}, "first_call": {}, "best": {}}
   saved = {}
@@ -132,6 +114,7 @@ def child(lib_name: str, rows: list[str], quick: bool, outputs: str | None) -> d
     out["times"][name], out["best"][name] = statistics.median(runs), min(runs)
   if outputs:
     np.savez(outputs, **saved)
+  out["loaded"] = loaded_libraries()
   if lib_name == "revax":
     from revax._src.runtime import client, plugins
     choice = plugins.loaded()
@@ -140,26 +123,31 @@ def child(lib_name: str, rows: list[str], quick: bool, outputs: str | None) -> d
   return out
 
 
-def run_child(lib: str, plugin: str, rows: list[str], quick: bool, search: list[str],
-              outputs: str | None = None) -> dict:
-  env = dict(os.environ)
-  env["PJRT_PLUGIN"] = plugin
-  env["JAX_PLATFORMS"] = "cpu"
-  extra = [str(ROOT)] + [str(p) for d in search for p in sorted(pathlib.Path(d).iterdir())
-                         if p.is_dir()]
-  env["PYTHONPATH"] = os.pathsep.join(extra + [env.get("PYTHONPATH", "")])
-  args = [sys.executable, str(pathlib.Path(__file__).resolve()), "--child", lib,
-          "--rows", ",".join(rows)]
-  if quick:
-    args.append("--quick")
+def measure(lib: str, plugin: str, rows: list[str], quick: bool, search: list[str],
+            env_extra: dict | None = None, outputs: str | None = None) -> dict:
+  """One child's result (`child`), or {"error": ...} where it failed."""
+  args = ["--child", lib, "--rows", ",".join(rows)] + (["--quick"] if quick else [])
   if outputs:
     args += ["--outputs", outputs]
-  proc = subprocess.run(args, capture_output=True, text=True, env=env, timeout=1800)
-  lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
-  if proc.returncode != 0 or not lines:
-    tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:]
-    return {"error": " / ".join(tail) or f"exit {proc.returncode}"}
-  return json.loads(lines[-1][len("RESULT "):])
+  try:
+    got = run_child(pathlib.Path(__file__).resolve(), args,
+                    child_env(env_extra, plugin=plugin, search=search))
+  except ChildFailed as e:
+    return {"error": str(e)}
+  if foreign_modules(lib, got["loaded"]):
+    return {"error": f"the {lib} child loaded {got['loaded']}: one library per process"}
+  return got
+
+
+def parse_variant(text: str) -> dict:
+  """{ENV: VALUE} of a --variant "ENV=VALUE[,ENV=VALUE...]"."""
+  env = {}
+  for item in text.split(","):
+    name, eq, value = item.partition("=")
+    if not eq or not name.strip():
+      raise SystemExit(f"--variant {text!r}: expected ENV=VALUE[,ENV=VALUE...]")
+    env[name.strip()] = value.strip()
+  return env
 
 
 def check_outputs(revax_file: str, jax_file: str, rows: list[str]) -> list[str]:
@@ -260,16 +248,25 @@ def main():
   parser.add_argument("--pairs", type=int, default=4,
                       help="pairs of processes (revax, jax) per plugin, alternating the order")
   parser.add_argument("--rows", default=",".join(ROWS), help="comma-separated row names")
+  parser.add_argument("--variant", action="append", default=[],
+                      help="ENV=VALUE[,ENV=VALUE...]: one more revax column per plugin, its "
+                           "children run with those variables (repeatable)")
   parser.add_argument("--write", action="store_true", help="update benchmarks/RESULTS.md")
   parser.add_argument("--child", choices=("revax", "jax"), help=argparse.SUPPRESS)
   parser.add_argument("--outputs", help=argparse.SUPPRESS)
   args = parser.parse_args()
   rows = args.rows.split(",")
   if args.child:
-    print("RESULT " + json.dumps(child(args.child, rows, args.quick, args.outputs)))
+    emit(child(args.child, rows, args.quick, args.outputs))
     return
+  unknown = [r for r in rows if r not in ROWS]
+  if unknown:
+    parser.error(f"unknown rows {unknown}; known: {', '.join(ROWS)}")
   plugins = args.plugin or list(KNOWN_PLUGINS)
-  pairs = {p: [] for p in plugins}
+  variants = {"default": {}} | {v: parse_variant(v) for v in args.variant}
+  column = lambda plugin, v: plugin if not args.variant else f"{plugin} [{v}]"
+  columns = [column(p, v) for p in plugins for v in variants]
+  pairs = {c: [] for c in columns}
   errors, mismatch, load = {}, {}, {}
   with tempfile.TemporaryDirectory(prefix="bench-plugins-") as tmp:
     for i in range(args.pairs):
@@ -277,29 +274,35 @@ def main():
         if plugin in errors:
           continue
         print(f"pair {i + 1}: {plugin} ...", file=sys.stderr, flush=True)
-        order = ("revax", "jax") if i % 2 == 0 else ("jax", "revax")
+        # revax's variants and jax, the order rotating from pair to pair (two alternate)
         got = {}
-        for lib in order:
-          outputs = os.path.join(tmp, f"{lib}.npz") if i == 0 else None
-          got[lib] = run_child(lib, plugin, rows, args.quick, args.search, outputs)
-        bad = [f"{lib}: {r['error']}" for lib, r in got.items() if "error" in r]
+        for name in pair_order([*variants, "jax"], i):
+          lib = "jax" if name == "jax" else "revax"
+          outputs = os.path.join(tmp, f"{len(got)}.npz") if i == 0 else None
+          got[name] = measure(lib, plugin, rows, args.quick, args.search,
+                              variants.get(name), outputs)
+          got[name]["outputs"] = outputs
+        bad = [f"{name}: {r['error']}" for name, r in got.items() if "error" in r]
         if bad:
           errors[plugin] = "; ".join(bad)
           continue
-        if i == 0:
-          mismatch[plugin] = check_outputs(os.path.join(tmp, "revax.npz"),
-                                           os.path.join(tmp, "jax.npz"), rows)
-        pairs[plugin].append((got["revax"], got["jax"]))
-        load[plugin] = os.getloadavg()[0]
+        for v in variants:
+          if i == 0:
+            mismatch[column(plugin, v)] = check_outputs(got[v]["outputs"], got["jax"]["outputs"],
+                                                        rows)
+          pairs[column(plugin, v)].append((got[v], got["jax"]))
+          load[column(plugin, v)] = os.getloadavg()[0]
   results = {}
   for plugin in plugins:
-    if not pairs[plugin]:
-      results[plugin] = {"error": errors.get(plugin, "no pair measured")}
-      continue
-    first = pairs[plugin][0][0]
-    results[plugin] = {"plugin": first["plugin"], "describe": first["describe"],
-                       "rows": summarize(pairs[plugin]), "pairs": len(pairs[plugin]),
-                       "load": load[plugin], "mismatch": mismatch.get(plugin)}
+    for v in variants:
+      c = column(plugin, v)
+      if not pairs[c]:
+        results[c] = {"error": errors.get(plugin, "no pair measured")}
+        continue
+      first = pairs[c][0][0]
+      results[c] = {"plugin": first["plugin"], "describe": first["describe"],
+                    "rows": summarize(pairs[c]), "pairs": len(pairs[c]), "load": load[c],
+                    "mismatch": mismatch.get(c), "env": variants[v]}
   text = table(results)
   print(text)
   for plugin, res in results.items():
@@ -315,6 +318,8 @@ def main():
                + "".join(f" --plugin {p}" for p in (args.plugin or ()))
                + (" --quick" if args.quick else "")
                + (f" --pairs {args.pairs}" if args.pairs != 4 else "")
+               + (f" --rows {args.rows}" if rows != list(ROWS) else "")
+               + "".join(f" --variant {v}" for v in args.variant)
                + ("" if os.environ.get("REVAX_CPU_GEMM") is None else
                   f"  (env REVAX_CPU_GEMM={os.environ['REVAX_CPU_GEMM']})"))
     write_section(text, command)

@@ -1,4 +1,4 @@
-"""revax.random vs jax.random, side by side in one process.
+"""revax.random vs jax.random.
 
 Run: python benchmarks/bench_random.py [--quick]
 
@@ -8,10 +8,11 @@ Measures, for the same keys and shapes (values checked equal or close first):
   - eager `gamma` of 10^5 values (revax's NumPy rejection sampler, JAX's compiled while loop),
   - jitted `gamma` of 10^5 values (both XLA while loops), and
   - jitted gradient of the mean of 10^4 gamma samples with respect to `a`.
-Calls are timed in interleaved rounds (revax, JAX, revax, ...); a value is the median round's mean
-time per call, a ratio the median of the per-round ratios (paired); revax's compiled program also
-runs directly on the runtime in the same rounds for the jitted rows
-(`timing.revax_program_directly`).
+The eager rows are timed in this process in interleaved rounds (revax, JAX, revax, ...); a value
+is the median round's mean time per call, a ratio the median of the per-round ratios (paired).
+The jitted rows run each library in its own child processes (processes.py, `time_apart`: pairs
+alternating which goes first; a ratio is the median of the per-pair ratios), revax's compiled
+program also run directly on the runtime in revax's child (`timing.revax_program_directly`).
 """
 from __future__ import annotations
 
@@ -20,7 +21,8 @@ import os
 
 import numpy as np
 
-from timing import describe, jitted_calls, row, time_interleaved
+from processes import jitted_child_calls, time_apart
+from timing import describe, row, time_interleaved
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
@@ -33,18 +35,39 @@ def libraries():
   return {"revax": (revax, rr), "jax": (jax, jr)}
 
 
-def _calls(libs, make, check="equal", jitted=False):
-  """{name: zero-argument call} for `make(lib, random) -> (fn, args)`, outputs compared; with
-  `jitted` (fn is one jitted program) the arguments are put on the device first and revax's
-  program also runs directly ("revax direct")."""
+def _gamma_jit(lib, rnd):
+  a = np.full(10**5, 2.5, np.float32)
+  return lib.jit(lambda k, a: rnd.gamma(k, a)), (rnd.PRNGKey(2), a)
+
+
+def _gamma_grad(lib, rnd):
+  key = rnd.PRNGKey(3)
+  return lib.jit(lib.grad(lambda a: rnd.gamma(key, a, (10**4,)).mean())), (np.float32(1.5),)
+
+
+# the jitted rows, timed with each library in its own processes: group -> (label, make)
+JITTED = {
+    "gamma_jit": ("jit(random.gamma), 10^5 samples (a = 2.5)", _gamma_jit),
+    "gamma_grad": ("jit(grad(mean of 10^4 gamma samples)) w.r.t. a", _gamma_grad),
+}
+
+
+def apart_calls(group: str, lib_name: str, lib, np_mod, quick: bool):
+  """One library's calls of jitted row `group` for processes.time_apart."""
+  import importlib
+  rnd = importlib.import_module(f"{lib_name}.random")
+  fn, args = JITTED[group][1](lib, rnd)
+  return jitted_child_calls(lib_name, lib, fn, lib.device_put(args), 2 if quick else 5,
+                            3 if quick else 5, rtol=1e-4, atol=0)
+
+
+def _calls(libs, make, check="equal"):
+  """{name: zero-argument eager call} for `make(lib, random) -> (fn, args)`, outputs compared."""
   calls, outs = {}, {}
   for name, (lib, rnd) in libs.items():
     fn, args = make(lib, rnd)
     outs[name] = np.asarray(fn(*args))
-    if jitted:
-      calls.update(jitted_calls(name, lib, fn, *lib.device_put(args)))
-    else:
-      calls[name] = lambda fn=fn, args=args, lib=lib: lib.block_until_ready(fn(*args))
+    calls[name] = lambda fn=fn, args=args, lib=lib: lib.block_until_ready(fn(*args))
   if check == "equal":
     np.testing.assert_array_equal(outs["revax"], outs["jax"])
   else:
@@ -74,19 +97,8 @@ def rows(quick: bool):
   t = time_interleaved(_calls(libs, gamma, "close"), number=2 if quick else 5, rounds=rounds)
   out.append(row("random.gamma, 10^5 samples (a = 2.5), eager", t, None))
 
-  def gamma_jit(lib, rnd):
-    a = np.full(10**5, 2.5, np.float32)
-    return lib.jit(lambda k, a: rnd.gamma(k, a)), (rnd.PRNGKey(2), a)
-  t = time_interleaved(_calls(libs, gamma_jit, "close", jitted=True),
-                       number=2 if quick else 5, rounds=rounds)
-  out.append(row("jit(random.gamma), 10^5 samples (a = 2.5)", t, None))
-
-  def gamma_grad(lib, rnd):
-    key = rnd.PRNGKey(3)
-    return lib.jit(lib.grad(lambda a: rnd.gamma(key, a, (10**4,)).mean())), (np.float32(1.5),)
-  t = time_interleaved(_calls(libs, gamma_grad, "close", jitted=True),
-                       number=2 if quick else 5, rounds=rounds)
-  out.append(row("jit(grad(mean of 10^4 gamma samples)) w.r.t. a", t, None))
+  t = time_apart("bench_random", list(JITTED), quick)  # each library in its own processes
+  out += [row(label, t[group], None) for group, (label, _) in JITTED.items()]
   return out
 
 

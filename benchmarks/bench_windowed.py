@@ -1,7 +1,8 @@
-"""Window reductions, revax vs JAX side by side: eager max_pool on a small array, steady-state
-jitted max_pool / avg_pool forward, jit(grad) through max_pool (select_and_scatter_add),
-per-example gradients of a pooling network (vmap(grad)), and the first-call trace+lower+compile
-time of that network's gradient.
+"""Window reductions, revax vs JAX: eager max_pool on a small array, steady-state jitted max_pool
+/ avg_pool forward, jit(grad) through max_pool (select_and_scatter_add), per-example gradients of
+a pooling network (vmap(grad)) -- these jitted ones with each library in its own processes
+(processes.time_apart) -- and the first-call trace+lower+compile time of that network's
+gradient.
 
 Run: python benchmarks/bench_windowed.py [--quick]   (prints revax / jax ratios)
 """
@@ -13,19 +14,20 @@ import time
 
 import numpy as np
 
-from timing import compile_uncached, describe, jitted_calls, row, time_interleaved
+from processes import jitted_child_calls, time_apart
+from timing import compile_uncached, describe, row, time_interleaved
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
 
-def _libs():
+def _pools(lib_name: str):
+  """(max_pool, avg_pool) of one library (jax's written with lax.reduce_window); imports only
+  that library."""
+  if lib_name == "revax":
+    import revax.nn as rnn
+    return rnn.max_pool, rnn.avg_pool
   import jax
   import jax.numpy as jnp
-  import revax
-  import revax.numpy as rnp
-  import revax.nn as rnn
-  jax.config.update("jax_platforms", "cpu")
-  compile_uncached()
 
   def jax_max_pool(x, window, strides, padding):
     pads = padding if isinstance(padding, str) else ((0, 0),) + tuple(padding) + ((0, 0),)
@@ -37,8 +39,18 @@ def _libs():
     return jax.lax.reduce_window(x, 0.0, jax.lax.add, (1,) + window + (1,),
                                  (1,) + strides + (1,), pads) / np.prod(window)
 
-  return {"revax": (revax, rnp, rnn.max_pool, rnn.avg_pool),
-          "jax": (jax, jnp, jax_max_pool, jax_avg_pool)}
+  return jax_max_pool, jax_avg_pool
+
+
+def _libs():
+  import jax
+  import jax.numpy as jnp
+
+  import revax
+  import revax.numpy as rnp
+  jax.config.update("jax_platforms", "cpu")
+  compile_uncached()
+  return {"revax": (revax, rnp, *_pools("revax")), "jax": (jax, jnp, *_pools("jax"))}
 
 
 _PADDING = ((0, 1), (1, 0))
@@ -62,45 +74,58 @@ def _net_inputs(batch: int):
       rng.standard_normal((batch, 10)).astype(np.float32)
 
 
+# the jitted rows, each library in its own processes: group -> (label, target, calls // number)
+JITTED = {
+    "fwd": ("jit max_pool 16x64x64x32 (3x3/2, SAME)", 1.2, 4),
+    "avg": ("jit avg_pool 16x64x64x32 (3x3/2, SAME)", 1.2, 4),
+    "bwd": ("jit grad of max_pool 16x64x64x32", 1.2, 20),
+    "per_example": ("jit vmap(grad) pooling net, 32 examples", 1.2, 4),
+}
+
+
+def apart_calls(group: str, lib_name: str, lib, np_mod, quick: bool):
+  """One library's calls of jitted row `group` for processes.time_apart."""
+  max_pool, avg_pool = _pools(lib_name)
+  if group == "per_example":
+    f = lib.jit(lib.vmap(lib.grad(_network(np_mod, max_pool)), in_axes=(None, 0, 0)))
+    args = lib.device_put(_net_inputs(32))
+  else:
+    big = np.random.default_rng(1).standard_normal((16, 64, 64, 32)).astype(np.float32)
+    args = (lib.device_put(big),)
+    f = lib.jit({"fwd": lambda x: max_pool(x, (3, 3), (2, 2), "SAME"),
+                 "avg": lambda x: avg_pool(x, (3, 3), (2, 2), "SAME"),
+                 "bwd": lib.grad(lambda x: (max_pool(x, (3, 3), (2, 2), "SAME") ** 2).sum())
+                 }[group])
+  number = max(1, (20 if quick else 100) // JITTED[group][2])
+  return jitted_child_calls(lib_name, lib, f, args, number, 3 if quick else 5, rtol=1e-4,
+                            atol=1e-4, scaled=True)
+
+
 def rows(quick: bool):
-  """Rows for benchmarks/run.py: `timing.row` tuples (revax.jit, revax's program run directly,
-  jax.jit, interleaved round by round) for the jitted programs; (label, unit, revax, jax,
-  target) for the eager call and the first call."""
+  """Rows for benchmarks/run.py: `timing.row` tuples for the jitted programs (each library in its
+  own processes, processes.time_apart; revax's program also run directly in revax's child), and
+  for the eager call (both libraries in this process, interleaved rounds); (label, unit, revax,
+  jax, target) for the first call (in this process)."""
+  apart = time_apart("bench_windowed", list(JITTED), quick)
   libs = _libs()
   calls = 20 if quick else 100
   rounds = 3 if quick else 7
   x_small = np.random.default_rng(0).standard_normal((1, 8, 8, 4)).astype(np.float32)
-  x_big = np.random.default_rng(1).standard_normal((16, 64, 64, 32)).astype(np.float32)
-  first = {}
-  fns = {}  # kind -> {name: zero-argument call}
-  for name, (lib, np_mod, max_pool, avg_pool) in libs.items():
+  first, eager = {}, {}
+  for name, (lib, np_mod, max_pool, _) in libs.items():
     # eager revax ops run in NumPy on host values; jax's on device arrays
     small = x_small if name == "revax" else lib.device_put(x_small)
-    big = lib.device_put(x_big)
-    fwd = lib.jit(lambda x, mp=max_pool: mp(x, (3, 3), (2, 2), "SAME"))
-    avg = lib.jit(lambda x, ap=avg_pool: ap(x, (3, 3), (2, 2), "SAME"))
-    bwd = lib.jit(lib.grad(lambda x, mp=max_pool: (mp(x, (3, 3), (2, 2), "SAME") ** 2).sum()))
     params, xs, ys = _net_inputs(32)
     per_example = lib.jit(lib.vmap(lib.grad(_network(np_mod, max_pool)), in_axes=(None, 0, 0)))
     t0 = time.perf_counter()
     lib.block_until_ready(per_example(params, xs, ys))
     first[name] = time.perf_counter() - t0
-    dparams, dxs, dys = lib.device_put((params, xs, ys))
-    fns.setdefault("eager", {})[name] = (
-        lambda mp=max_pool, s=small, b=lib.block_until_ready: b(mp(s, (2, 2), (2, 2), _PADDING)))
-    for kind, fn, args in [("fwd", fwd, (big,)), ("avg", avg, (big,)), ("bwd", bwd, (big,)),
-                           ("per_example", per_example, (dparams, dxs, dys))]:
-      fns.setdefault(kind, {}).update(jitted_calls(name, lib, fn, *args))
-  # each measurement alternates the libraries round by round, so load hits both alike
-  numbers = {"eager": calls, "fwd": calls // 4, "avg": calls // 4, "bwd": calls // 20,
-             "per_example": calls // 4}
-  t = {kind: time_interleaved(per_lib, numbers[kind], rounds) for kind, per_lib in fns.items()}
+    eager[name] = (lambda mp=max_pool, s=small, b=lib.block_until_ready:
+                   b(mp(s, (2, 2), (2, 2), _PADDING)))
   return [
-      row("eager max_pool 1x8x8x4 (2x2/2, pair padding)", t["eager"], None),
-      row("jit max_pool 16x64x64x32 (3x3/2, SAME)", t["fwd"], 1.2),
-      row("jit avg_pool 16x64x64x32 (3x3/2, SAME)", t["avg"], 1.2),
-      row("jit grad of max_pool 16x64x64x32", t["bwd"], 1.2),
-      row("jit vmap(grad) pooling net, 32 examples", t["per_example"], 1.2),
+      row("eager max_pool 1x8x8x4 (2x2/2, pair padding)", time_interleaved(eager, calls, rounds),
+          None),
+      *[row(label, apart[group], target) for group, (label, target, _) in JITTED.items()],
       ("first call (trace+lower+compile) of that", "s", first["revax"], first["jax"], None),
   ]
 

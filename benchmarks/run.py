@@ -5,17 +5,20 @@ Run: python benchmarks/run.py [--quick] [--core]
 Measures: import time to a first result, eager `add` on small arrays, jitted call overhead on
 small arrays, first-call trace+lower and compile time of an MLP with 64 layers, jit(grad) of it,
 then the topic modules (bench_<topic>.py: dot_general, windows, control flow, ...).
-Calls are timed in interleaved rounds (revax, jax, revax, ...) and reported as paired medians
-(benchmarks/timing.py): the median round's time per call, and the median of the per-round
-ratios. Where a row is one jitted program, it also times revax's compiled program run directly
-on the runtime (`Executable.execute` on the argument buffers), so that a gap to JAX is
-attributed by measurement: revax.jit vs direct is revax's call path, direct vs JAX is the
-program and the runtime. Ratios below 1 mean revax is faster. See benchmarks/README.md.
+A compiled program's row (a jitted call) times each library in its own child process
+(processes.py, `time_apart`: pairs of processes alternating which library goes first; the ratio
+is the median of the per-pair ratios), where two XLA runtimes cannot bias each other; inside
+revax's child, revax.jit and revax's compiled program run directly on the runtime
+(`Executable.execute` on the argument buffers) are timed in interleaved rounds, so that a gap to
+JAX is attributed by measurement: revax.jit vs direct is revax's call path, direct vs JAX is the
+program and the runtime. Rows about revax's own overheads that are not a compiled program's run
+(eager ops, trace+lower, compile, first calls) time both libraries in this process, in
+interleaved rounds reported as paired medians (timing.py). Ratios below 1 mean revax is faster.
+See benchmarks/README.md.
 """
 from __future__ import annotations
 
 import argparse
-import gc
 import os
 import pathlib
 import platform
@@ -26,8 +29,8 @@ import time
 import numpy as np
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from timing import (Timings, libraries, measure_interleaved,  # noqa: E402
-                    per_call_us, revax_program_directly, row, time_interleaved)
+from processes import jitted_child_calls, time_apart  # noqa: E402
+from timing import Timings, libraries, measure_interleaved, per_call_us, row  # noqa: E402
 
 HERE = pathlib.Path(__file__).resolve().parent
 
@@ -99,21 +102,6 @@ def grad_lower_time(lib, np_mod, depth: int) -> float:
   return time.perf_counter() - t0
 
 
-def grad_calls(libs, depth: int) -> dict:
-  """Calls of jit(grad(mlp_loss)) on device-resident inputs: revax.jit, revax's program run
-  directly, jax.jit (each waits for its outputs)."""
-  calls = {}
-  for name, (lib, np_mod) in libs.items():
-    mlp = mlp_fn(np_mod, depth)
-    g = lib.jit(lib.grad(lambda p, x, mlp=mlp: (mlp(p, x) ** 2).sum()))
-    dparams = lib.device_put(mlp_params(depth, 32))
-    dx = lib.device_put(np.ones((8, 32), np.float32))
-    calls[name] = lambda g=g, p=dparams, x=dx, lib=lib: lib.block_until_ready(g(p, x))
-    if name == "revax":
-      calls["revax direct"] = revax_program_directly(g, dparams, dx)
-  return {k: calls[k] for k in ("revax", "revax direct", "jax")}
-
-
 def eager_add_us(name, lib, np_mod, calls: int) -> float:
   if name == "revax":  # eager revax ops run in NumPy on host values
     x, y = np_mod.asarray(np.arange(8, dtype=np.float32)), np_mod.asarray(np.ones(8, np.float32))
@@ -122,23 +110,23 @@ def eager_add_us(name, lib, np_mod, calls: int) -> float:
   return per_call_us(lambda: (x + y).block_until_ready(), calls)
 
 
-def jitted_add_calls(libs) -> dict:
-  """Calls of a jitted f32[8] + f32[8] on device-resident inputs (revax, revax direct, jax)."""
-  calls = {}
-  for name, (lib, _) in libs.items():
+def apart_calls(group: str, lib_name: str, lib, np_mod, quick: bool):
+  """One library's calls of run.py's compiled rows, for `processes.time_apart` (a child
+  process each): "add8", a jitted f32[8] + f32[8] (the call overhead); "mlp_grad", jit(grad) of
+  the 64-layer MLP's loss; both on device-resident inputs."""
+  n_calls = 2000 if quick else 20000
+  rounds = 6 if quick else 12
+  if group == "add8":
     f = lib.jit(lambda a, b: a + b)
-    dx = lib.device_put(np.arange(8, dtype=np.float32))
-    dy = lib.device_put(np.ones(8, np.float32))
-    calls[name] = lambda f=f, dx=dx, dy=dy: f(dx, dy).block_until_ready()
-    if name == "revax":
-      calls["revax direct"] = revax_program_directly(f, dx, dy)
-  return {k: calls[k] for k in ("revax", "revax direct", "jax")}
-
-
-def jitted_row(label, calls, number, rounds, target):
-  """A row with paired medians: revax.jit, JAX, and revax's program run directly."""
-  gc.collect()
-  return row(label, time_interleaved(calls, number, rounds), target)
+    args = lib.device_put((np.arange(8, dtype=np.float32), np.ones(8, np.float32)))
+    return jitted_child_calls(lib_name, lib, f, args, n_calls // 10, rounds, rtol=0, atol=0)
+  if group == "mlp_grad":
+    mlp = mlp_fn(np_mod, 64)
+    g = lib.jit(lib.grad(lambda p, x: (mlp(p, x) ** 2).sum()))
+    args = lib.device_put((mlp_params(64, 32), np.ones((8, 32), np.float32)))
+    return jitted_child_calls(lib_name, lib, g, args, max(10, n_calls // 400), rounds,
+                              rtol=1e-4, atol=1e-4, scaled=True)
+  raise ValueError(f"unknown group {group!r}")
 
 
 # Topic benchmarks: modules benchmarks/bench_<topic>.py exposing rows(quick) -> list of
@@ -169,13 +157,13 @@ def main():
 
   rows = []
   rows.append(paired_row("import to first result", "s", import_times(n_import), 0.3))
+  apart = time_apart("run", ["add8", "mlp_grad"], args.quick)  # a process per library
 
   libs = libraries()
   eager = measure_interleaved(lambda n, lib, np_mod: eager_add_us(n, lib, np_mod, n_calls),
                               libs, rounds)
   rows.append(paired_row("eager add, f32[8]", "us", eager, 0.5))
-  rows.append(jitted_row("jitted call, f32[8] + f32[8]", jitted_add_calls(libs),
-                         n_calls // 10, rounds * 6, 1.0))
+  rows.append(row("jitted call, f32[8] + f32[8]", apart["add8"], 1.0))
 
   lower = measure_interleaved(lambda n, lib, np_mod: first_call_times(lib, np_mod, 64)[0],
                               libs, rounds)
@@ -187,8 +175,7 @@ def main():
   glower = measure_interleaved(lambda n, lib, np_mod: grad_lower_time(lib, np_mod, 64),
                                libs, rounds)
   rows.append(paired_row("jit(grad(MLP loss)), 64 layers: trace+lower", "s", glower, 0.5))
-  rows.append(jitted_row("jit(grad(MLP loss)), 64 layers: run", grad_calls(libs, 64),
-                         max(10, n_calls // 400), rounds * 6, 1.1))
+  rows.append(row("jit(grad(MLP loss)), 64 layers: run", apart["mlp_grad"], 1.1))
 
   if not args.core:
     rows += topic_rows(args.quick)

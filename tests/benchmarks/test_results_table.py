@@ -97,16 +97,20 @@ def test_report_keeps_the_plugin_section(bench, tmp_path, capsys):
 
 
 def test_jitted_row_end_to_end(bench):
-  """A real f32[8] + f32[8]: revax.jit, its program run directly, jax.jit, in the same rounds."""
+  """A real f32[8] + f32[8] as revax's child process builds it (run.apart_calls): revax.jit and
+  its program run directly, in the same rounds (jax's child has jax.jit alone)."""
   timing, run = bench
   libs = timing.libraries()
-  calls = run.jitted_add_calls(libs)
-  assert list(calls) == ["revax", "revax direct", "jax"]
+  spec = run.apart_calls("add8", "revax", *libs["revax"], True)
+  calls = spec.calls
+  assert list(calls) == ["revax", "revax direct"]
+  assert list(run.apart_calls("add8", "jax", *libs["jax"], True).calls) == ["jax"]
+  np.testing.assert_array_equal(spec.outputs[0], np.arange(8, dtype=np.float32) + 1)
   (out,) = calls["revax direct"]()  # the compiled program itself, on the arguments' buffers
   np.testing.assert_array_equal(out.to_numpy(), np.arange(8, dtype=np.float32) + 1)
   t = timing.time_interleaved(calls, number=5, rounds=3, warmup=1, cpu=True)
   assert all(len(s) == 3 for s in t.samples.values()) and set(t.cpu) == set(calls)
-  label, unit, r, j, target, extra = timing.row("add", t, 1.0)
+  label, unit, r, j, target, extra = timing.row("add", t, 1.0, reference="revax direct")
   per_round = [a / b for a, b in zip(t.samples["revax"], t.samples["revax direct"], strict=True)]
   assert extra["jit/direct"] == pytest.approx(statistics.median(per_round))
   assert extra["direct"] == pytest.approx(statistics.median(t.samples["revax direct"]) * 1e6)

@@ -248,3 +248,122 @@ def test_on_by_default_only_for_plugins_as_old_as_the_one_measured(monkeypatch):
   assert gemm.enabled_for_plugin((0, 115))
   monkeypatch.setenv("REVAX_CPU_GEMM", "0")
   assert not gemm.enabled_for_plugin((0, 81))
+
+
+# ----------------------------------------------------------- the opt-in rules large, large-nt
+
+
+def _gemm_lines(text: str) -> list[str]:
+  return [line for line in text.splitlines() if "revax_lapack_gemm" in line]
+
+
+@needs_gemm
+@pytest.mark.parametrize("rule", gemm.RULES)
+@pytest.mark.parametrize("ls,rs,dims,large,nt", [
+    ((256, 1024), (1024, 1024), (((1,), (1,)), ((), ())), True, True),     # x @ w.T
+    ((256, 1024), (1024, 1024), (((1,), (0,)), ((), ())), True, False),    # x @ w
+    ((1024, 256), (1024, 1024), (((0,), (0,)), ((), ())), True, False),    # x.T @ g
+    ((1024, 256), (1024, 1024), (((0,), (1,)), ((), ())), True, True),     # x.T @ w.T
+    ((4, 256, 128), (4, 256, 128), (((2,), (2,)), ((0,), (0,))), True, True),  # batched NT
+    ((64, 256), (256, 256), (((1,), (1,)), ((), ())), False, True),        # below the threshold
+    ((64, 256), (256, 256), (((1,), (0,)), ((), ())), False, False),
+    ((4096, 4096), (4096,), (((1,), (0,)), ((), ())), False, False),      # matrix-vector
+    ((4096,), (4096, 4096), (((0,), (1,)), ((), ())), False, True),       # vector-matrix
+], ids=["nt", "nn", "tn", "tt", "batched_nt", "small_nt", "small_nn", "matvec", "vecmat"])
+def test_rules_pick_large_dots_and_thread_them(rule, ls, rs, dims, large, nt, monkeypatch):
+  """`large` rewrites every dot of at least THREADED_FLOPS flops but matrix-vector products,
+  `large-nt` only those whose rhs is contracted on its minor dimension; each GEMM call runs on
+  as many OpenBLAS threads as the process may use CPUs; every other dot stays XLA's."""
+  monkeypatch.setenv("REVAX_CPU_GEMM", rule)
+  p = gemm.plan(ls, rs, dims)
+  assert (2 * p["batch"] * p["m"] * p["n"] * p["k"] >= gemm.THREADED_FLOPS) == (
+      large or min(p["m"], p["n"]) == 1)
+  assert p["trans_b"] == nt
+  text = revax.jit(_busy(lambda x, y: lax.dot_general(x, y, dims))).lower(
+      np.ones(ls, np.float32), np.ones(rs, np.float32), Z).as_text()
+  calls = _gemm_lines(_rewrite(text))
+  expected = large and (rule == "large" or nt)
+  assert len(calls) == int(expected)
+  assert ("stablehlo.dot_general" in _rewrite(text)) == (not expected)
+  if expected:
+    assert f"threads = {gemm.gemm_threads()} : i64" in calls[0]
+  # REVAX_CPU_GEMM=1's rule runs its calls on the handler's default, one thread
+  monkeypatch.setenv("REVAX_CPU_GEMM", "1")
+  assert all("threads" not in line for line in _gemm_lines(_rewrite(text)))
+
+
+def test_rule_threads_follow_the_cpu_affinity(monkeypatch):
+  monkeypatch.setattr(gemm.os, "sched_getaffinity", lambda pid: {0, 3, 5}, raising=False)
+  assert gemm.gemm_threads() == 3
+  monkeypatch.delattr(gemm.os, "sched_getaffinity", raising=False)
+  monkeypatch.setattr(gemm.os, "cpu_count", lambda: 7)
+  assert gemm.gemm_threads() == 7
+
+
+def test_rule_names_and_threshold_are_checked(monkeypatch):
+  for value, want in [("large", "large"), (" Large-NT ", "large-nt"), ("1", None), ("0", None),
+                      ("", None)]:
+    monkeypatch.setenv("REVAX_CPU_GEMM", value)
+    assert gemm.rule() == want
+  monkeypatch.setenv("REVAX_CPU_GEMM", "biggest")
+  with pytest.raises(ValueError, match="REVAX_CPU_GEMM='biggest'"):
+    gemm.rule()
+  with pytest.raises(ValueError, match="unknown GEMM rule"):
+    gemm.uses_gemm(gemm.plan((4, 5), (5, 6), (((1,), (0,)), ((), ()))), "biggest")
+  assert gemm.threaded_flops() == gemm.THREADED_FLOPS
+  monkeypatch.setenv("REVAX_CPU_GEMM_MIN_FLOPS", "1e6")
+  assert gemm.threaded_flops() == 10 ** 6
+  monkeypatch.setenv("REVAX_CPU_GEMM_MIN_FLOPS", "many")
+  with pytest.raises(ValueError, match="REVAX_CPU_GEMM_MIN_FLOPS='many'"):
+    gemm.threaded_flops()
+
+
+@needs_gemm
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("name,ls,rs,dims", CASES, ids=[c[0] for c in CASES])
+def test_rule_large_matches_jax_on_every_layout(name, ls, rs, dims, dtype, monkeypatch, request):
+  """The whole family with the threshold at 0: every dot but matrix-vector ones becomes a GEMM
+  call on gemm_threads() threads, and matches jax within the same tolerances."""
+  if dtype in (np.float64, np.complex128):
+    request.getfixturevalue("x64")
+  monkeypatch.setenv("REVAX_CPU_GEMM", "large")
+  monkeypatch.setenv("REVAX_CPU_GEMM_MIN_FLOPS", "0")
+  a, b = _rand(ls, dtype, 0), _rand(rs, dtype, 1)
+  f = _busy(lambda x, y: lax.dot_general(x, y, dims))
+  p = gemm.plan(ls, rs, dims)
+  calls = _gemm_lines(_rewrite(revax.jit(f).lower(a, b, Z).as_text()))
+  assert len(calls) == int(min(p["m"], p["n"]) != 1)  # (zero sizes count 0 flops)
+  assert all(f"threads = {gemm.gemm_threads()} : i64" in line for line in calls)
+  got = np.asarray(_compiled(f, a, b, Z)(a, b, Z)[0])
+  want = np.asarray(jax.jit(lambda x, y: jax.lax.dot_general(x, y, dims))(a, b))
+  assert got.shape == want.shape and got.dtype == want.dtype
+  np.testing.assert_allclose(got, want, rtol=TOL[dtype], atol=TOL[dtype])
+
+
+@needs_gemm
+@pytest.mark.parametrize("rule", gemm.RULES)
+def test_rules_on_an_mlp_training_step_match_jax(rule, monkeypatch):
+  """Large dots on OpenBLAS's threads (a dense network's backward pass holds NN, NT and TN
+  dots of 2^25-2^26 flops): the gradients match jax's within the scale-relative tolerance of
+  test_vmap_and_grad_of_a_dense_network_match_jax."""
+  monkeypatch.setenv("REVAX_CPU_GEMM", rule)
+  rng = np.random.default_rng(0)
+  ws = [(rng.standard_normal((512, 256)) / 16).astype(np.float32),
+        (rng.standard_normal((256, 256)) / 16).astype(np.float32),
+        (rng.standard_normal((256, 10)) / 16).astype(np.float32)]
+  x = rng.standard_normal((256, 512)).astype(np.float32)
+
+  def step(lib):
+    def loss(ws, x):
+      h = x
+      for w in ws[:-1]:
+        h = lib.numpy.tanh(h @ w)
+      return ((h @ ws[-1]) ** 2).mean()
+    return lib.jit(lib.grad(loss))
+  text = step(revax).lower(ws, x).as_text()
+  calls = _gemm_lines(_rewrite(text))
+  assert calls and all(f"threads = {gemm.gemm_threads()}" in line for line in calls)
+  got, want = step(revax)(ws, x), step(jax)(ws, x)
+  for g, w in zip(got, want, strict=True):
+    scale = float(np.max(np.abs(np.asarray(w))))
+    np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-4, atol=1e-4 * scale)

@@ -30,6 +30,16 @@ needs a transpose, as its DotDecomposer does for Eigen); the handler loops over 
 GEMM runs on one thread: OpenBLAS's own threads spinning beside XLA's pool made whole programs
 many times slower on two cores.
 
+An opt-in variant for measuring on a quiet machine, `REVAX_CPU_GEMM=large` or `=large-nt`
+(`rule`): only dots of at least `THREADED_FLOPS` flops (env `REVAX_CPU_GEMM_MIN_FLOPS` changes
+the threshold), and with `large-nt` only those whose right operand is contracted on its minor
+dimension (x @ w.T, where Eigen lost most: 256x1024x1024 in 8.6 ms against jax's 5.2 ms),
+become GEMM calls, each run on as many OpenBLAS threads as XLA's CPU thread pool has
+(`gemm_threads`: the CPUs this process may run on); every other dot stays XLA's. (The layout is
+the dot_general's: a dense layer's backward g @ w.T is one; a user's `x @ w.T` is lowered as a
+transpose then a plain dot, as jax does, and stays XLA's under `large-nt`.) Not measured
+quietly yet: `benchmarks/bench_plugins.py --variant` compares it with the default and `=1`.
+
 Convolutions are im2col.py's (run first, under the same switches: its handler's GEMMs are
 OpenBLAS's too).
 
@@ -45,8 +55,9 @@ import math
 import os
 import re
 
-__all__ = ["LARGE_FLOPS", "VECTOR_FLOPS", "NEWEST_MEASURED_API", "CHEAP_MARGIN", "enabled",
-           "enabled_for_plugin", "plan", "uses_gemm", "other_flops", "rewrite_program"]
+__all__ = ["LARGE_FLOPS", "VECTOR_FLOPS", "THREADED_FLOPS", "NEWEST_MEASURED_API",
+           "CHEAP_MARGIN", "enabled", "enabled_for_plugin", "rule", "gemm_threads", "plan",
+           "uses_gemm", "other_flops", "rewrite_program"]
 
 # Dots of at least this many flops (2 * batch * m * n * k) with a row-major right operand stay
 # XLA's (Eigen, all the intra-op threads): 256x512x512 is where the two were even.
@@ -54,6 +65,10 @@ LARGE_FLOPS = 2 ** 27
 # Matrix-vector products (m or n is 1) of at least this many flops stay XLA's (its GEMV reads
 # the matrix with both threads: 1024x1024 @ 1024 took 0.12 ms, 0.21 ms as a GEMM).
 VECTOR_FLOPS = 2 ** 20
+# The opt-in rules `large` and `large-nt` (see `rule`) rewrite only dots of at least this many
+# flops (256x256x128; the MLP training step's 256x1024x1024 dots have 2^29): below it, starting
+# OpenBLAS's threads costs about what the GEMM does. Env REVAX_CPU_GEMM_MIN_FLOPS overrides it.
+THREADED_FLOPS = 2 ** 24
 
 _ELEMENT = r"(f32|f64|complex<f32>|complex<f64>)"
 _TENSOR = r"tensor<((?:\d+x)*)" + _ELEMENT + ">"
@@ -74,8 +89,8 @@ NEWEST_MEASURED_API = (0, 81)
 
 
 def enabled(default: bool = True) -> bool:
-  """Whether dots may become GEMM calls: env `REVAX_CPU_GEMM` ("1" or "0") where set, else
-  `default` (read at each compile, so one process can compare both)."""
+  """Whether dots may become GEMM calls: env `REVAX_CPU_GEMM` ("1", "large" or "large-nt" on,
+  "0" off) where set, else `default` (read at each compile, so one process can compare both)."""
   value = os.environ.get("REVAX_CPU_GEMM", "").strip().lower()
   if not value:
     return default
@@ -101,6 +116,61 @@ def enabled_for_plugin(api_version) -> bool:
   """Whether a plugin of PJRT C API `api_version` ((major, minor)) gets the rewrite: by default
   those up to `NEWEST_MEASURED_API`; `REVAX_CPU_GEMM` decides where set."""
   return enabled(default=tuple(api_version) <= NEWEST_MEASURED_API)
+
+
+RULES = ("large", "large-nt")
+
+
+def rule() -> str | None:
+  """The opt-in GEMM rule env `REVAX_CPU_GEMM` names, or None for `uses_gemm`'s default rule.
+
+  "large": every dot of at least `threaded_flops()` flops (but matrix-vector products) becomes
+  a GEMM call on `gemm_threads()` OpenBLAS threads; "large-nt": only those of them whose right
+  operand is stored contracting dimension minor (x @ w.T). Every other dot stays XLA's.
+
+  Returns:
+    "large", "large-nt" or None.
+
+  Raises:
+    ValueError: REVAX_CPU_GEMM holds a value that is neither a switch nor a rule.
+
+  Example:
+    >>> import os
+    >>> from revax._src.runtime.gemm import rule
+    >>> os.environ["REVAX_CPU_GEMM"] = "large-nt"
+    >>> rule()
+    'large-nt'
+    >>> del os.environ["REVAX_CPU_GEMM"]
+  """
+  value = os.environ.get("REVAX_CPU_GEMM", "").strip().lower()
+  if value in RULES:
+    return value
+  if value in ("", "0", "1", "false", "no", "off", "true", "yes", "on"):
+    return None
+  raise ValueError(f"REVAX_CPU_GEMM={value!r}: expected 0, 1 or one of the rules "
+                   f"{', '.join(RULES)}")
+
+
+def threaded_flops() -> int:
+  """The flop threshold of the `large` rules: env `REVAX_CPU_GEMM_MIN_FLOPS` (an integer), else
+  `THREADED_FLOPS`."""
+  value = os.environ.get("REVAX_CPU_GEMM_MIN_FLOPS", "").strip()
+  if not value:
+    return THREADED_FLOPS
+  try:
+    return int(float(value))
+  except ValueError:
+    raise ValueError(f"REVAX_CPU_GEMM_MIN_FLOPS={value!r} is not a number of flops") from None
+
+
+def gemm_threads() -> int:
+  """OpenBLAS threads of a GEMM call under a `large` rule: as many as XLA's CPU thread pool
+  uses, the CPUs this process may run on (`os.sched_getaffinity`, which `taskset` narrows;
+  `os.cpu_count()` where the platform has no affinity)."""
+  try:
+    return max(1, len(os.sched_getaffinity(0)))
+  except (AttributeError, OSError):
+    return max(1, os.cpu_count() or 1)
 
 
 def plan(lhs_shape, rhs_shape, dimension_numbers) -> dict:
@@ -134,9 +204,33 @@ def plan(lhs_shape, rhs_shape, dimension_numbers) -> dict:
           "rhs_order": rb + (rf + rc if trans_b else rc + rf)}
 
 
-def uses_gemm(p: dict) -> bool:
-  """Whether the GEMM `p` (`plan`'s answer) runs faster as a BLAS call than as XLA's dot."""
+def uses_gemm(p: dict, rule_name: str | None = None) -> bool:
+  """Whether the GEMM `p` (`plan`'s answer) runs faster as a BLAS call than as XLA's dot.
+
+  Args:
+    p: `plan`'s answer.
+    rule_name: None for the rule of `REVAX_CPU_GEMM=1` (one-thread GEMMs: all but large
+      row-major and large matrix-vector dots), or one of `RULES` (see `rule`).
+
+  Returns:
+    Whether the dot becomes a GEMM call.
+
+  Example:
+    >>> from revax._src.runtime.gemm import plan, uses_gemm
+    >>> nt = plan((256, 1024), (1024, 1024), (((1,), (1,)), ((), ())))  # x @ w.T
+    >>> uses_gemm(nt), uses_gemm(nt, "large-nt")
+    (True, True)
+    >>> nn = plan((256, 1024), (1024, 1024), (((1,), (0,)), ((), ())))  # x @ w
+    >>> uses_gemm(nn), uses_gemm(nn, "large"), uses_gemm(nn, "large-nt")
+    (False, True, False)
+  """
   flops = 2 * p["batch"] * p["m"] * p["n"] * p["k"]
+  if rule_name is not None:
+    if rule_name not in RULES:
+      raise ValueError(f"unknown GEMM rule {rule_name!r}: expected one of {RULES}")
+    if flops < threaded_flops() or min(p["m"], p["n"]) == 1:
+      return False
+    return rule_name == "large" or p["trans_b"]
   if flops >= LARGE_FLOPS and not p["trans_b"]:
     return False
   return not (min(p["m"], p["n"]) == 1 and flops >= VECTOR_FLOPS)
@@ -157,9 +251,11 @@ def _shape(dims: str) -> list[int]:
   return [int(d) for d in dims.split("x") if d]
 
 
-def _call(indent, result, lhs, rhs, lt, rt, ot, rank, p, target, rest) -> str:
-  config = ", ".join(f"{name} = {int(p[name])} : i64"
-                     for name in ("batch", "m", "n", "k", "trans_a", "trans_b"))
+def _call(indent, result, lhs, rhs, lt, rt, ot, rank, p, target, rest, threads=None) -> str:
+  names = ("batch", "m", "n", "k", "trans_a", "trans_b")
+  config = ", ".join(f"{name} = {int(p[name])} : i64" for name in names)
+  if threads is not None:  # OpenBLAS threads of the call (the handler's default is 1)
+    config += f", threads = {int(threads)} : i64"
   return (f'{indent}{result} = "stablehlo.custom_call"({lhs}, {rhs}) '
           f'<{{api_version = 4 : i32, backend_config = {{{config}}}, '
           f'call_target_name = "{target}", has_side_effect = false, '
@@ -228,7 +324,8 @@ def other_flops(lines: list) -> int:
 _NAME = re.compile(r"%[\w.#$-]+")
 
 
-def _fold_transposes(lines: list[str], dots: dict, text: str) -> None:
+def _fold_transposes(lines: list[str], dots: dict, text: str, rule_name=None,
+                     threads=None) -> None:
   """A GEMM result used only by a transpose that swaps its two free groups becomes the GEMM of
   the swapped operands (C^T = B^T A^T), written where the transpose was: XLA folds such a
   transpose into its own dot, and would copy after a custom call (the weight gradient of every
@@ -251,10 +348,10 @@ def _fold_transposes(lines: list[str], dots: dict, text: str) -> None:
       continue
     (lc, rc), (lb, rb) = d["dims"]
     p = plan(d["rshape"], d["lshape"], ((rc, lc), (rb, lb)))
-    if not uses_gemm(p):
+    if not uses_gemm(p, rule_name):
       continue
     lines[i] = _call(t["indent"], t["result"], d["rhs"], d["lhs"], d["rt"], d["lt"], t["ot"],
-                     nb + nlf + nrf, p, d["target"], t["rest"])
+                     nb + nlf + nrf, p, d["target"], t["rest"], threads)
     lines[j] = None
 
 
@@ -288,6 +385,8 @@ def rewrite_program(code: bytes, targets: dict) -> bytes:
   targets = {el: targets.get(dt) for el, dt in _TARGETS.items()}
   if not any(targets.values()):
     return code
+  rule_name = rule()
+  threads = gemm_threads() if rule_name else None
   text = code.decode()
   lines = text.split("\n")
   dots = {}  # result name -> (line index, what _fold_transposes needs)
@@ -304,11 +403,11 @@ def rewrite_program(code: bytes, targets: dict) -> bytes:
     if target is None or not m.group(11) == m.group(14) == m.group(17):
       continue
     p = plan(lshape, rshape, ((lc, rc), (lb, rb)))
-    if not uses_gemm(p):
+    if not uses_gemm(p, rule_name):
       continue
     original[i] = line
     lines[i] = _call(m["indent"], m["result"], m["lhs"], m["rhs"], m["lt"], m["rt"], m["ot"],
-                     len(oshape), p, target, m["rest"])
+                     len(oshape), p, target, m["rest"], threads)
     flops[i] = 2 * p["batch"] * p["m"] * p["n"] * p["k"]
     dots[m["result"]] = (i, {"nb": len(lb), "nlf": len(lshape) - len(lb) - len(lc),
                              "nrf": len(rshape) - len(rb) - len(rc), "dims": ((lc, rc), (lb, rb)),
@@ -323,5 +422,5 @@ def rewrite_program(code: bytes, targets: dict) -> bytes:
     i = max(flops, key=flops.get)
     lines[i] = original[i]
     dots = {name: d for name, d in dots.items() if d[0] != i}
-  _fold_transposes(lines, dots, text)
+  _fold_transposes(lines, dots, text, rule_name, threads)
   return "\n".join(line for line in lines if line is not None).encode()
