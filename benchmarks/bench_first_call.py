@@ -40,23 +40,11 @@ def _op_count(text: str) -> int:
   return sum(1 for line in text.splitlines() if " = " in line and '"' not in line.split("=")[0])
 
 
-def _compiler_start(lib_name: str) -> float:
-  """Seconds of the library's first jitted call of a tiny program (x + 1 on a float32 scalar):
-  the backend's and the compiler's one-time start, which the step's first call must not carry
-  for one library and not the other (jax compiles its eager operations, so building the
-  parameters starts its compiler; revax computes eager operations on host values with NumPy)."""
-  import numpy as np
-  lib = __import__(lib_name)
-  start = time.perf_counter()
-  lib.block_until_ready(lib.jit(lambda x: x + 1)(np.float32(1)))
-  return time.perf_counter() - start
-
-
 def _first_call(lib_name: str, out: str):
   """The library's first call of the step, split: ({lib, compiler_start_s, lower_s, compile_s,
   execute_s, ops}, the library's modules, its StableHLO text (also written to
   OUT/<lib>.mlir))."""
-  row = {"lib": lib_name, "compiler_start_s": _compiler_start(lib_name)}
+  row = {"lib": lib_name, "compiler_start_s": bench_tpu.start_compiler(lib_name)}
   jax, _, step, params, tokens = bench_tpu.build(lib_name)
   lowered, row["lower_s"] = _timed(lambda: step.lower(params, tokens))
   compiled, row["compile_s"] = _timed(lowered.compile)
