@@ -11,6 +11,7 @@ import numpy as np
 from revax._src.core import wrapping
 from revax._src import tree_util
 from revax._src.core import dtypes, extended_dtypes
+from revax._src.core.avals import AbstractToken
 from revax._src.core.jaxpr import ClosedJaxpr
 from revax._src.core.trace import Tracer
 from revax._src.interpreters import dispatch, staging
@@ -99,7 +100,8 @@ def eval_shape(fun, *args, **kwargs):
     return flat_out
 
   jaxpr, _ = staging.trace_to_jaxpr(flat_fun, [_abstractify(x) for x in leaves])
-  shapes = [ShapeDtypeStruct(a.shape, a.dtype, a.weak_type) for a in jaxpr.out_avals]
+  shapes = [a if type(a) is AbstractToken else ShapeDtypeStruct(a.shape, a.dtype, a.weak_type)
+            for a in jaxpr.out_avals]
   out = tree_util.tree_unflatten(out_store["tree"], shapes)
   return tree_util.tree_map(
       lambda x: ShapeDtypeStruct(x.shape, x.dtype) if tree_util.is_array_leaf(x) else x, out,

@@ -282,6 +282,10 @@ from revax._src.lax.special import zeta_p as zeta_p
 from revax._src.lax.bits import clz as clz
 from revax._src.lax.bits import clz_p as clz_p
 from revax._src.lax.bits import population_count as population_count
+from revax._src.lax.tokens import after_all as after_all
+from revax._src.lax.tokens import after_all_p as after_all_p
+from revax._src.lax.tokens import create_token as create_token
+from revax._src.lax.tokens import create_token_p as create_token_p
 from revax._src.lax.bits import population_count_p as population_count_p
 from revax._src.lax.bits import reduce_precision as reduce_precision
 from revax._src.lax.bits import reduce_precision_p as reduce_precision_p

@@ -10,8 +10,6 @@ from tests.coverage.names import missing_names
 
 _SHARDING = ("memory kinds (jax.memory, device_put_p's memory spaces): not built (issue 18 "
              "built placement, jit shardings, shard_map and set_mesh)")
-_TOKENS = ("XLA tokens as values (create_token/after_all order infeed/outfeed, which revax "
-           "does not have; its ordered callbacks thread their tokens internally)")
 _INTERNAL_P = ("JAX-internal primitive object of a function revax composes from other "
                "primitives (the function itself is present)")
 
@@ -27,7 +25,6 @@ NN_INIT = {}
 
 LAX = {
     **{n: _SHARDING for n in ("device_put_p",)},
-    **{n: _TOKENS for n in ("after_all", "after_all_p", "create_token", "create_token_p")},
     **{n: _INTERNAL_P for n in (
         "cumlogsumexp_p", "reduce_xor_p", "scatter_sub_p", "split_p", "stack_p", "tile_p",
         "unstack_p", "mulhi_p")},
