@@ -282,6 +282,7 @@ from revax._src.lax.special import zeta_p as zeta_p
 from revax._src.lax.bits import clz as clz
 from revax._src.lax.bits import clz_p as clz_p
 from revax._src.lax.bits import population_count as population_count
+from revax._src.lax.copy import copy_p as copy_p
 from revax._src.lax.tokens import after_all as after_all
 from revax._src.lax.tokens import after_all_p as after_all_p
 from revax._src.lax.tokens import create_token as create_token

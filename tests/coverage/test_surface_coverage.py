@@ -33,8 +33,6 @@ LAX = {
     "select_and_scatter_p": ("JAX's select-and-scatter with arbitrary select/scatter "
                              "computations; max/min pooling gradients in revax use "
                              "select_and_scatter_add_p, which is present"),
-    "copy_p": ("JAX's copy primitive behind jnp.array(x, copy=True); revax Arrays are immutable, "
-               "so its numpy.array(x, copy=True) needs no copy primitive"),
     **{n: ("comparisons with XLA's total-order compare type, internal to JAX's sort "
            "comparators; revax's sort lowers its comparator directly") for n in (
         "eq_to_p", "le_to_p", "lt_to_p")},

@@ -1,0 +1,116 @@
+"""Primitives that jax.lax exports as objects and its functions bind (copy_p behind jnp.array and
+jnp.copy, mulhi_p, split_p, tile_p, ...), against jax 0.10.2: the function binds the primitive
+of the same name with jax's params, values are bit-identical (eager and jit), and grad, jvp and
+vmap give jax's values and bind the primitive as jax's do."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import revax
+import revax.numpy as rnp
+from revax._src.core.typecheck import check_jaxpr
+
+LIBS = {"jax": (jax, jnp), "revax": (revax, rnp)}
+rs = np.random.RandomState(0)
+F = rs.randn(3, 4).astype(np.float32)
+I = rs.randint(-2 ** 31, 2 ** 31 - 1, (3, 4), dtype=np.int64).astype(np.int32)
+U = rs.randint(0, 2 ** 32 - 1, (3, 4), dtype=np.uint64).astype(np.uint32)
+
+
+def _param(v):
+  """A param as comparable plain data (NumPy ints as ints, enums by name)."""
+  if isinstance(v, (tuple, list)):
+    return tuple(map(_param, v))
+  if isinstance(v, np.integer):
+    return int(v)
+  if hasattr(v, "name") and hasattr(v, "value"):
+    return v.name
+  return v
+
+
+def _bound(closed, names):
+  """(name, params) of the equations binding one of `names`, nested jaxprs left out."""
+  return [(e.primitive.name, {k: _param(v) for k, v in e.params.items()})
+          for e in closed.jaxpr.eqns if e.primitive.name in names]
+
+
+def _values(out):
+  return [(np.asarray(o).dtype.name, np.asarray(o).shape, np.asarray(o).tobytes())
+          for o in jax.tree.leaves(out)]
+
+
+# name -> (primitive names, fn(lib) -> function, args, differentiable)
+CASES = {
+    "jnp.array copies": ({"copy"}, lambda l: lambda x: l[1].array(x) * 2, (F,), True),
+    "jnp.copy": ({"copy"}, lambda l: lambda x: l[1].copy(x), (F,), True),
+    "method copy": ({"copy"}, lambda l: lambda x: x.copy(), (I,), False),
+    "array with dtype": ({"copy"}, lambda l: lambda x: l[1].array(x, dtype=l[1].int32), (F,),
+                         False),
+    "copy_p": ({"copy"}, lambda l: lambda x: l[0].lax.copy_p.bind(x), (F,), True),
+}
+
+
+def _case(name, lib):
+  prims, make, args, diff = CASES[name]
+  return prims, make(LIBS[lib]), args, diff
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_binds_jax_s_primitive_with_jax_s_params(name):
+  got = []
+  for lib in ("jax", "revax"):
+    prims, f, args, _ = _case(name, lib)
+    closed = LIBS[lib][0].make_jaxpr(f)(*args)
+    if lib == "revax":
+      check_jaxpr(closed)
+    got.append(_bound(closed, prims))
+  assert got[0], f"jax binds none of {prims}"
+  assert got[1] == got[0]
+
+
+@pytest.mark.parametrize("name", list(CASES))
+@pytest.mark.parametrize("how", ["eager", "jit"])
+def test_values_are_jax_s_bit_for_bit(name, how):
+  got = []
+  for lib in ("jax", "revax"):
+    _, f, args, _ = _case(name, lib)
+    j = LIBS[lib][0]
+    got.append(_values((j.jit(f) if how == "jit" else f)(*args)))
+  assert got[1] == got[0]
+
+
+def _scalar(j, f):
+  return lambda *xs: sum((o.astype(np.float32) * (k + 1)).sum()
+                         for k, o in enumerate(j.tree.leaves(f(*xs))))
+
+
+@pytest.mark.parametrize("name", [n for n in CASES if CASES[n][3]])
+def test_grads_are_jax_s(name):
+  got, jaxprs = [], []
+  for lib in ("jax", "revax"):
+    prims, f, args, _ = _case(name, lib)
+    j = LIBS[lib][0]
+    g = j.grad(_scalar(j, f))
+    got.append(_values(g(*args)))
+    jaxprs.append(_bound(j.make_jaxpr(g)(*args), prims))
+  np.testing.assert_allclose(*[np.frombuffer(v[0][2], np.float32) for v in got], rtol=1e-6)
+  assert jaxprs[1] == jaxprs[0]
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_vmap_is_jax_s(name):
+  got, jaxprs = [], []
+  for lib in ("jax", "revax"):
+    prims, f, args, _ = _case(name, lib)
+    j = LIBS[lib][0]
+    batched = [np.stack([a, a[::-1]], axis=1) if np.ndim(a) >= 2 else np.stack([a, a])
+               for a in args]
+    g = j.vmap(f, in_axes=1 if np.ndim(args[0]) >= 2 else 0)
+    got.append(_values(g(*batched)))
+    closed = j.make_jaxpr(g)(*batched)
+    if lib == "revax":
+      check_jaxpr(closed)
+    jaxprs.append(_bound(closed, prims))
+  assert got[1] == got[0]
+  assert [n for n, _ in jaxprs[1]] == [n for n, _ in jaxprs[0]]
