@@ -316,7 +316,8 @@ from revax._src.lax.convenience import tile as tile
 from revax._src.lax.convenience import unstack as unstack
 from revax._src.lax.convenience import index_take as index_take
 from revax._src.interpreters.barrier import optimization_barrier_p as optimization_barrier_p
-from revax._src.lax.convenience import mulhi as mulhi
+from revax._src.lax.bits import mulhi as mulhi
+from revax._src.lax.bits import mulhi_p as mulhi_p
 from revax.lax import linalg as linalg
 from revax._src.lax.parallel import all_gather_p as all_gather_p
 from revax._src.lax.parallel import all_to_all_p as all_to_all_p

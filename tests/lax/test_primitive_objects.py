@@ -48,7 +48,23 @@ CASES = {
     "array with dtype": ({"copy"}, lambda l: lambda x: l[1].array(x, dtype=l[1].int32), (F,),
                          False),
     "copy_p": ({"copy"}, lambda l: lambda x: l[0].lax.copy_p.bind(x), (F,), True),
+    "mulhi i32": ({"mulhi"}, lambda l: l[0].lax.mulhi, (I, I[::-1].copy()), False),
+    "mulhi u32": ({"mulhi"}, lambda l: l[0].lax.mulhi, (U, U[::-1].copy()), False),
+    "mulhi i8 rows": ({"mulhi"}, lambda l: l[0].lax.mulhi,
+                      (I.astype(np.int8), I[:1].astype(np.int8)), False),
+    "mulhi weak scalar": ({"mulhi"}, lambda l: lambda x: l[0].lax.mulhi(x, 1000003), (I,), False),
+    "mulhi_p": ({"mulhi"}, lambda l: lambda x, y: l[0].lax.mulhi_p.bind(x, y), (U, U), False),
 }
+
+
+def test_mulhi_errors_are_jax_s():
+  for args in [(F, F), (I, I.astype(np.int16)), (I, I[0])]:
+    with pytest.raises(TypeError) as want:
+      jax.lax.mulhi(*args)
+    with pytest.raises(TypeError) as got:
+      revax.lax.mulhi(*args)
+    if np.ndim(args[1]) != np.ndim(args[0]):
+      assert str(got.value) == str(want.value)
 
 
 def _case(name, lib):
