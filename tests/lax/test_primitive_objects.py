@@ -3,11 +3,13 @@ jnp.copy, mulhi_p, split_p, tile_p, ...), against jax 0.10.2: the function binds
 of the same name with jax's params, values are bit-identical (eager and jit), and grad, jvp and
 vmap give jax's values and bind the primitive as jax's do."""
 import jax
+import jax.flatten_util
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
 import revax
+import revax.flatten_util
 import revax.numpy as rnp
 from revax._src.core.typecheck import check_jaxpr
 
@@ -54,6 +56,21 @@ CASES = {
                       (I.astype(np.int8), I[:1].astype(np.int8)), False),
     "mulhi weak scalar": ({"mulhi"}, lambda l: lambda x: l[0].lax.mulhi(x, 1000003), (I,), False),
     "mulhi_p": ({"mulhi"}, lambda l: lambda x, y: l[0].lax.mulhi_p.bind(x, y), (U, U), False),
+    "lax.split": ({"split"}, lambda l: lambda x: l[0].lax.split(x, (1, 3), 1), (F,), True),
+    "lax.split neg axis": ({"split"}, lambda l: lambda x: l[0].lax.split(x, (2, 1, 0), -2),
+                           (F,), True),
+    "jnp.split": ({"split"}, lambda l: lambda x: l[1].split(x, 2, axis=1), (F,), True),
+    "jnp.array_split": ({"split"}, lambda l: lambda x: l[1].array_split(x, 3), (I,), False),
+    "ravel_pytree": ({"split"}, lambda l: lambda x: l[0].flatten_util.ravel_pytree(
+        (x, x[0]))[1](l[1].arange(16.0)), (F,), False),
+    "lax.unstack": ({"unstack"}, lambda l: lambda x: l[0].lax.unstack(x, 1), (F,), True),
+    "jnp.unstack": ({"unstack"}, lambda l: lambda x: l[1].unstack(x), (I,), False),
+    "lax.stack": ({"stack"}, lambda l: lambda x: l[0].lax.stack([x, 2 * x], 1), (F,), True),
+    "jnp.stack": ({"stack"}, lambda l: lambda x: l[1].stack([x, x * x, x], -1), (F,), True),
+    "jnp.stack promotes": ({"stack"}, lambda l: lambda x, y: l[1].stack([x, y]), (F, I), False),
+    "lax.tile": ({"tile"}, lambda l: lambda x: l[0].lax.tile(x, (2, 3)), (F,), True),
+    "jnp.tile": ({"tile"}, lambda l: lambda x: l[1].tile(x, (2, 1, 2)), (F,), True),
+    "jnp.tile int": ({"tile"}, lambda l: lambda x: l[1].tile(x, 3), (I,), False),
 }
 
 

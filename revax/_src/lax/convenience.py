@@ -1,5 +1,5 @@
 """jax.lax's convenience functions that compose existing primitives (no new primitive here):
-slicing along one dimension, collapse/stack/unstack/split/tile, select, reciprocal,
+slicing along one dimension, collapse, select, reciprocal,
 batch_matmul, scatter_sub, approx_max_k/approx_min_k, reduce_xor, associative_scan,
 cumlogsumexp, dtype/empty/broadcast_shapes/broadcast_like.
 """
@@ -13,12 +13,12 @@ import numpy as np
 
 from revax._src import tree_util
 from revax._src.core import dtypes
-from revax._src.core import sharding_types as st
 from revax._src.core.avals import get_aval
 from revax._src.core.shape_poly import is_symbolic_dim, symbolic_slice
 from revax._src.core.trace import Tracer
 from revax._src.lax import binary, comparison, conversion, creation, shapes
 from revax._src.lax import slicing, sorting, standard, unary
+from revax._src.lax.stacking import unstack
 from revax._src.lax.dot import dot_general
 
 
@@ -145,70 +145,6 @@ def collapse(operand, start_dimension, stop_dimension=None):
     raise ValueError(f"Invalid dimension range passed to collapse: {shape}"
                      f"[{start_dimension}:{stop_dimension}]")
   return shapes.reshape(operand, shape[:lo] + (math.prod(shape[lo:hi]),) + shape[hi:])
-
-
-def stack(operands, axis=0):
-  """The operands (all of one shape) stacked along a new `axis`."""
-  operands = list(operands)
-  if not operands:
-    raise ValueError("stack requires at least one operand")
-  axis = _dim(axis, _ndim(operands[0]) + 1)
-  return shapes.concatenate([shapes.expand_dims(x, (axis,)) for x in operands], axis)
-
-
-def unstack(x, axis=0):
-  """The slices of `x` along `axis`, as a tuple."""
-  axis = _dim(axis, _ndim(x))
-  return tuple(index_in_dim(x, i, axis, keepdims=False) for i in range(_shape(x)[axis]))
-
-
-def split(operand, sizes, axis=0):
-  """`operand` cut along `axis` into pieces of the given `sizes` (which must sum to its size)."""
-  shape = _shape(operand)
-  axis = _dim(axis, len(shape))
-  sizes = [operator.index(s) for s in sizes]
-  if any(s < 0 for s in sizes):
-    raise ValueError(f"Sizes passed to split must be nonnegative, got {sizes}")
-  if sum(sizes) != shape[axis]:
-    raise ValueError(f"Sum of sizes {sum(sizes)} must be equal to dimension {axis} of the "
-                     f"operand shape {list(shape)}")
-  out, start = [], 0
-  for s in sizes:
-    out.append(slice_in_dim(operand, start, start + s, 1, axis))
-    start += s
-  return out
-
-
-def tile(operand, reps):
-  """`operand` repeated `reps[i]` times along each dimension i.
-
-  Raises:
-    ShardingTypeError: as JAX's, the operand is split along a dimension tiled more than once
-      (the result is split as the operand).
-  """
-  shape = _shape(operand)
-  reps = tuple(operator.index(r) for r in reps)
-  if len(reps) != len(shape):
-    raise ValueError(f"len(reps) must equal operand.ndim, got {len(reps)} and {len(shape)}")
-  aval = get_aval(operand)
-  parts = st.spec_parts(aval)
-  if all(p is None for p in parts):
-    return _tile(operand, shape, reps)
-  for i, (r, part) in enumerate(zip(reps, parts, strict=True)):
-    if r != 1 and part is not None:
-      raise st.ShardingTypeError(
-          f"Operand cannot be sharded on dimension {i} when the tiling is non-trivial. Got "
-          f"input type: {aval.str_short(short_dtypes=False)} with reps: {reps}")
-  with st.internal_expansion():  # (revax tiles by a broadcast and a reshape; JAX by a tile)
-    out = _tile(operand, shape, reps)
-  from revax._src.lax.sharding_constraint import placed
-  return placed(out, aval.sharding)
-
-
-def _tile(operand, shape, reps):
-  interleaved = tuple(d for pair in zip(reps, shape, strict=True) for d in pair)
-  b = shapes.broadcast_in_dim(operand, interleaved, tuple(range(1, 2 * len(shape), 2)))
-  return shapes.reshape(b, tuple(r * d for r, d in zip(reps, shape, strict=True)))
 
 
 def broadcast_like(arr, like_arr):

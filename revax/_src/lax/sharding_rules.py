@@ -16,7 +16,7 @@ from revax._src.core import sharding_types as st
 from revax._src.core.sharding_types import merge, spec_parts
 from revax._src.interpreters import ad
 from revax._src.lax import (binary, bits, comparison, conversion, reductions, shapes, slicing,
-                            sorting, special, unary)
+                            sorting, special, stacking, unary)
 from revax._src.lax.convolution import conv_general_dilated_p
 from revax._src.lax.dot import dot_general_p
 from revax._src.lax.stop_gradient import stop_gradient_p
@@ -392,7 +392,36 @@ rules[shapes.broadcast_in_dim_p] = _broadcast_in_dim
 rules[shapes.transpose_p] = _transpose
 rules[shapes.squeeze_p] = _squeeze
 rules[shapes.reshape_p] = _reshape
+def _split(avals, params, outs):
+  """JAX's rule: each piece as a slice of the operand (`_varying_out_shape`)."""
+  rule = _varying_out_shape("split")
+  return [rule(avals, params, [o])[0] for o in outs]
+
+
+def _stack(avals, params, outs):
+  """JAX's rule: the operands' shardings agree; the new dimension is unsplit."""
+  spec = _same_split(avals, "All operands should have the same sharding. Got shardings {}")
+  if spec is None:
+    return [None]
+  parts = list(spec)
+  parts.insert(params["axis"], None)
+  return [tuple(parts)]
+
+
+def _unstack(avals, params, outs):
+  """JAX's rule: the unstacked dimension is unsplit; the others keep their splits."""
+  src, axis = spec_parts(avals[0]), params["axis"]
+  if src[axis] is not None:
+    raise st.ShardingTypeError(f"unstack operand cannot be sharded on the unstacking axis "
+                               f"{axis}. Got operand type={avals[0].str_short()}")
+  return [src[:axis] + src[axis + 1:]] * len(outs)
+
+
 rules[shapes.rev_p] = st.same_as_operand()
+rules[stacking.split_p] = _split
+rules[stacking.stack_p] = _stack
+rules[stacking.unstack_p] = _unstack
+rules[stacking.tile_p] = st.same_as_operand()  # (lax.tile refuses tiling a split dimension)
 rules[shapes.pad_p] = _varying_out_shape("padding")
 rules[shapes.concatenate_p] = _concatenate
 rules[dot_general_p] = _dot_general
