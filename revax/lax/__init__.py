@@ -306,7 +306,8 @@ from revax._src.lax.strict_operands import dynamic_update_slice_in_dim as dynami
 from revax._src.lax.convenience import empty as empty
 from revax._src.lax.convenience import index_in_dim as index_in_dim
 from revax._src.lax.convenience import reciprocal as reciprocal
-from revax._src.lax.convenience import reduce_xor as reduce_xor
+from revax._src.lax.reductions import reduce_xor as reduce_xor
+from revax._src.lax.reductions import reduce_xor_p as reduce_xor_p
 from revax._src.lax.convenience import scatter_sub as scatter_sub
 from revax._src.lax.strict_operands import select as select
 from revax._src.lax.convenience import slice_in_dim as slice_in_dim

@@ -70,6 +70,12 @@ CASES = {
     "jnp.stack promotes": ({"stack"}, lambda l: lambda x, y: l[1].stack([x, y]), (F, I), False),
     "lax.tile": ({"tile"}, lambda l: lambda x: l[0].lax.tile(x, (2, 3)), (F,), True),
     "jnp.tile": ({"tile"}, lambda l: lambda x: l[1].tile(x, (2, 1, 2)), (F,), True),
+    "lax.reduce_xor": ({"reduce_xor"}, lambda l: lambda x: l[0].lax.reduce_xor(x, (1,)), (U,),
+                       False),
+    "reduce_xor bool": ({"reduce_xor"}, lambda l: lambda x: l[0].lax.reduce_xor(x > 0, (0, 1)),
+                        (F,), False),
+    "lax.reduce xor": ({"reduce_xor"}, lambda l: lambda x: l[0].lax.reduce(
+        x, np.int32(0), l[0].lax.bitwise_xor, (0,)), (I,), False),
     "jnp.tile int": ({"tile"}, lambda l: lambda x: l[1].tile(x, 3), (I,), False),
 }
 

@@ -1,6 +1,6 @@
 """jax.lax's convenience functions that compose existing primitives (no new primitive here):
 slicing along one dimension, collapse, select, reciprocal,
-batch_matmul, scatter_sub, approx_max_k/approx_min_k, reduce_xor, associative_scan,
+batch_matmul, scatter_sub, approx_max_k/approx_min_k, associative_scan,
 cumlogsumexp, dtype/empty/broadcast_shapes/broadcast_like.
 """
 from __future__ import annotations
@@ -18,7 +18,6 @@ from revax._src.core.shape_poly import is_symbolic_dim, symbolic_slice
 from revax._src.core.trace import Tracer
 from revax._src.lax import binary, comparison, conversion, creation, shapes
 from revax._src.lax import slicing, sorting, standard, unary
-from revax._src.lax.stacking import unstack
 from revax._src.lax.dot import dot_general
 
 
@@ -229,7 +228,7 @@ def scatter_sub(operand, scatter_indices, updates, dimension_numbers, *, indices
                              unique_indices=unique_indices, mode=mode)
 
 
-# --- top-k and reductions ------------------------------------------------------------------------
+# --- top-k ------------------------------------------------------------------------
 def approx_max_k(operand, k, reduction_dimension=-1, recall_target=0.95,
                  reduction_input_size_override=-1, aggregate_to_topk=True):
   """The `k` largest values along `reduction_dimension` and their indices. revax computes them
@@ -251,19 +250,6 @@ def _top_k_along(operand, k, axis, largest):
     return sorting.top_k(operand, k, axis=axis)
   values, idx = sorting.top_k(unary.neg(operand), k, axis=axis)
   return [unary.neg(values), idx]  # a list, as JAX's
-
-
-def reduce_xor(operand, axes):
-  """Bitwise XOR of the elements of an integer or bool operand over `axes`."""
-  axes = tuple(_dim(a, _ndim(operand)) for a in axes)
-  x = operand
-  for axis in sorted(axes, reverse=True):
-    parts = unstack(x, axis)
-    if not parts:
-      shape = _shape(x)
-      return creation.full(shape[:axis] + shape[axis + 1:], 0, get_aval(x).dtype)
-    x = tree_util.tree_reduce(binary.bitwise_xor, list(parts))
-  return x
 
 
 # --- scans ---------------------------------------------------------------------------------------

@@ -428,7 +428,7 @@ rules[dot_general_p] = _dot_general
 rules[conv_general_dilated_p] = _conv_general_dilated
 for _p in (reductions.reduce_sum_p, reductions.reduce_prod_p, reductions.reduce_max_p,
            reductions.reduce_min_p, reductions.reduce_and_p, reductions.reduce_or_p,
-           reductions.argmax_p, reductions.argmin_p):
+           reductions.reduce_xor_p, reductions.argmax_p, reductions.argmin_p):
   rules[_p] = st.drop_axes("axes")
 for _p in (sorting.cumsum_p, sorting.cumprod_p, sorting.cummax_p, sorting.cummin_p):
   rules[_p] = _cumulative
