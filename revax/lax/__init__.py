@@ -292,12 +292,13 @@ from revax._src.lax.bits import reduce_precision as reduce_precision
 from revax._src.lax.bits import reduce_precision_p as reduce_precision_p
 from revax._src.lax.convenience import approx_max_k as approx_max_k
 from revax._src.lax.convenience import approx_min_k as approx_min_k
-from revax._src.lax.convenience import associative_scan as associative_scan
+from revax._src.lax.associative_scan import associative_scan as associative_scan
 from revax._src.lax.convenience import batch_matmul as batch_matmul
 from revax._src.lax.convenience import broadcast_like as broadcast_like
 from revax._src.lax.convenience import broadcast_shapes as broadcast_shapes
-from revax._src.lax.convenience import collapse as collapse
-from revax._src.lax.convenience import cumlogsumexp as cumlogsumexp
+from revax._src.lax.associative_scan import collapse as collapse
+from revax._src.lax.sorting import cumlogsumexp as cumlogsumexp
+from revax._src.lax.sorting import cumlogsumexp_p as cumlogsumexp_p
 from revax._src.lax.convenience import dtype as dtype
 from revax._src.lax.convenience import dynamic_index_in_dim as dynamic_index_in_dim
 from revax._src.lax.convenience import dynamic_slice_in_dim as dynamic_slice_in_dim
@@ -310,7 +311,7 @@ from revax._src.lax.reductions import reduce_xor as reduce_xor
 from revax._src.lax.reductions import reduce_xor_p as reduce_xor_p
 from revax._src.lax.convenience import scatter_sub as scatter_sub
 from revax._src.lax.strict_operands import select as select
-from revax._src.lax.convenience import slice_in_dim as slice_in_dim
+from revax._src.lax.associative_scan import slice_in_dim as slice_in_dim
 from revax._src.lax.stacking import split as split
 from revax._src.lax.stacking import split_p as split_p
 from revax._src.lax.stacking import stack as stack

@@ -26,7 +26,7 @@ NN_INIT = {}
 LAX = {
     **{n: _SHARDING for n in ("device_put_p",)},
     **{n: _INTERNAL_P for n in (
-        "cumlogsumexp_p", "scatter_sub_p")},
+        "scatter_sub_p",)},
     "approx_top_k_p": ("the primitive of approx_max_k/approx_min_k, which revax computes "
                        "exactly with top_k (both functions are present)"),
     "select_and_scatter_p": ("JAX's select-and-scatter with arbitrary select/scatter "

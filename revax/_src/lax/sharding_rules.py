@@ -430,7 +430,8 @@ for _p in (reductions.reduce_sum_p, reductions.reduce_prod_p, reductions.reduce_
            reductions.reduce_min_p, reductions.reduce_and_p, reductions.reduce_or_p,
            reductions.reduce_xor_p, reductions.argmax_p, reductions.argmin_p):
   rules[_p] = st.drop_axes("axes")
-for _p in (sorting.cumsum_p, sorting.cumprod_p, sorting.cummax_p, sorting.cummin_p):
+for _p in (sorting.cumsum_p, sorting.cumprod_p, sorting.cummax_p, sorting.cummin_p,
+           sorting.cumlogsumexp_p):
   rules[_p] = _cumulative
 for _p in (bits.reduce_precision_p, stop_gradient_p,
            slicing.dynamic_update_slice_p, slicing.scatter_p):

@@ -29,6 +29,7 @@ from revax._src.core.trace import Primitive
 from revax._src.interpreters import ad, batching, dispatch, mlir
 from revax._src.interpreters import invertible as inv
 from revax._src.lax import batch_util, binary, shapes, slicing
+from revax._src.lax.associative_scan import associative_scan
 from revax._src.lax.comparison import compare, compare_type
 from revax._src.lax.reductions import combiner_region
 
@@ -520,3 +521,69 @@ def _min_accumulate(x, axis, dtype):
 cummin_p = _cumulative("cummin", _min_accumulate, binary.min_p, _highest)
 ad.primitive_jvps[cummin_p] = _cumulative_jvp_by_scan(cummin_p, binary.min, _highest)
 inv.not_invertible(cummin_p, "many-to-one: values above the running minimum are lost")
+
+
+# --- cumlogsumexp --------------------------------------------------------------------------------
+def cumlogsumexp(operand, axis: int = 0, reverse: bool = False):
+  """Cumulative log(sum(exp(x))) along `axis` (from the end if `reverse`), computed stably.
+
+  Args:
+    operand: a floating-point array.
+    axis: the axis to accumulate along (negative counts from the end).
+    reverse: accumulate from the end.
+
+  Returns:
+    An array of the operand's shape and dtype.
+
+  Example:
+    >>> lax.cumlogsumexp(jnp.log(jnp.array([1.0, 2.0, 3.0])))
+    Array([0.       , 1.0986123, 1.7917595], dtype=float32)
+  """
+  if not dtypes.is_float(get_aval(operand).dtype):
+    raise TypeError(f"cumlogsumexp requires a floating-point operand, got "
+                    f"{get_aval(operand).dtype}")
+  return _cumulative_bind(cumlogsumexp_p, operand, axis, reverse)
+
+
+def _logaddexp(a, b):
+  """log(exp(a) + exp(b)) from the larger one (both -inf stays -inf, not inf - inf)."""
+  from revax._src.lax import comparison, creation, unary
+  big = binary.max(a, b)
+  small = binary.min(a, b)
+  shift = comparison.select_n(unary.is_finite(big), creation.full_like(big, 0), big)
+  return binary.add(big, unary.log1p(unary.exp(binary.sub(small, shift))))
+
+
+def _cumlogsumexp_scan(x, *, axis, reverse):
+  """The parallel prefix scan of `_logaddexp` (associative_scan): the lowering, the NumPy
+  implementation (run op by op on host values) and the JVP all follow it."""
+  return associative_scan(_logaddexp, x, reverse=reverse, axis=axis)
+
+
+def _cumlogsumexp_abstract_eval(x, *, axis, reverse):
+  if not dtypes.is_float(x.dtype):
+    raise TypeError(f"cumlogsumexp requires a floating-point operand, got {x.dtype}")
+  return _cumulative_abstract_eval("cumlogsumexp")(x, axis=axis, reverse=reverse)
+
+
+def _cumlogsumexp_numpy(x, *, axis, reverse):
+  return np.asarray(_cumlogsumexp_scan(x, axis=axis, reverse=reverse))
+
+
+def _cumlogsumexp_jvp(primals, tangents, *, axis, reverse):
+  (x,), (t,) = primals, tangents
+  out = cumlogsumexp_p.bind(x, axis=axis, reverse=reverse)
+  scan = lambda v: [_cumlogsumexp_scan(v, axis=axis, reverse=reverse)]
+  _, (t_out,) = ad.jvp_flat(scan, [x], [ad.instantiate_zeros(t)])
+  return out, ad.instantiate_zeros(t_out)
+
+
+cumlogsumexp_p = Primitive("cumlogsumexp")
+cumlogsumexp_p.def_abstract_eval(_cumlogsumexp_abstract_eval)
+dispatch.def_numpy_impl(cumlogsumexp_p, _cumlogsumexp_numpy)
+mlir.register_lowering(cumlogsumexp_p,
+                       mlir.lower_fun(_cumlogsumexp_scan, multiple_results=False))
+ad.primitive_jvps[cumlogsumexp_p] = _cumlogsumexp_jvp
+batching.primitive_batchers[cumlogsumexp_p] = _cumulative_batch(cumlogsumexp_p)
+inv.not_invertible(cumlogsumexp_p, "rebuilding x as log(exp(y[i]) - exp(y[i-1])) cancels "
+                   "catastrophically where the running sum is dominated by earlier values")

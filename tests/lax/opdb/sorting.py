@@ -172,6 +172,11 @@ def _cumsum_np(x, axis):
   return np.cumsum(x, axis=axis, dtype=x.dtype)
 
 
+def _logaddexp_np(x, axis):
+  """np.logaddexp.accumulate in float64."""
+  return np.logaddexp.accumulate(x.astype(np.float64), axis=axis).astype(x.dtype)
+
+
 def _cumprod_np(x, axis):
   return np.cumprod(x, axis=axis, dtype=x.dtype)
 
@@ -199,6 +204,16 @@ _CUM = [
     _cum_rec("cummin", np.minimum.accumulate, "f32_nan", _special_floats((3, 4)), 1,
              grad_order=0),
     _cum_rec("cummin", np.minimum.accumulate, "i8", rand((7,), np.int8, -100, 100)),
+    _cum_rec("cumlogsumexp", _logaddexp_np, "f32", rand((5, 3))),
+    _cum_rec("cumlogsumexp", _logaddexp_np, "f32_axis1_reverse", rand((3, 6), low=-30, high=30),
+             1, True),
+    _cum_rec("cumlogsumexp", _logaddexp_np, "f32_negative_axis", rand((2, 4)), -1),
+    _cum_rec("cumlogsumexp", _logaddexp_np, "f32_neg_inf",
+             lambda rng: np.where(rng.random((3, 5)) < 0.3, -np.inf, rng.uniform(-3, 3, (3, 5)))
+             .astype(np.float32), 1, grad_order=0),
+    _cum_rec("cumlogsumexp", _logaddexp_np, "zero_size", rand((0, 3))),
+    _cum_rec("cumlogsumexp", _logaddexp_np, "f16", rand((6, 2), np.float16), rtol=2e-2,
+             atol=2e-2),
 ]
 
 RECORDS = _SORT + _TOP_K + _CUM
