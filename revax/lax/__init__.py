@@ -137,6 +137,7 @@ from revax._src.lax.slicing import scatter_min as scatter_min
 from revax._src.lax.slicing import scatter_min_p as scatter_min_p
 from revax._src.lax.slicing import scatter_mul as scatter_mul
 from revax._src.lax.slicing import scatter_mul_p as scatter_mul_p
+from revax._src.lax.slicing import scatter_sub_p as scatter_sub_p
 from revax._src.lax.slicing import scatter_p as scatter_p
 from revax._src.lax.slicing import slice as slice
 from revax._src.lax.slicing import slice_p as slice_p
@@ -309,7 +310,7 @@ from revax._src.lax.convenience import index_in_dim as index_in_dim
 from revax._src.lax.convenience import reciprocal as reciprocal
 from revax._src.lax.reductions import reduce_xor as reduce_xor
 from revax._src.lax.reductions import reduce_xor_p as reduce_xor_p
-from revax._src.lax.convenience import scatter_sub as scatter_sub
+from revax._src.lax.slicing import scatter_sub as scatter_sub
 from revax._src.lax.strict_operands import select as select
 from revax._src.lax.associative_scan import slice_in_dim as slice_in_dim
 from revax._src.lax.stacking import split as split

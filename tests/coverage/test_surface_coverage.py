@@ -10,8 +10,6 @@ from tests.coverage.names import missing_names
 
 _SHARDING = ("memory kinds (jax.memory, device_put_p's memory spaces): not built (issue 18 "
              "built placement, jit shardings, shard_map and set_mesh)")
-_INTERNAL_P = ("JAX-internal primitive object of a function revax composes from other "
-               "primitives (the function itself is present)")
 
 JAX_TOP = {
     "memory": _SHARDING,
@@ -25,8 +23,6 @@ NN_INIT = {}
 
 LAX = {
     **{n: _SHARDING for n in ("device_put_p",)},
-    **{n: _INTERNAL_P for n in (
-        "scatter_sub_p",)},
     "approx_top_k_p": ("the primitive of approx_max_k/approx_min_k, which revax computes "
                        "exactly with top_k (both functions are present)"),
     "select_and_scatter_p": ("JAX's select-and-scatter with arbitrary select/scatter "

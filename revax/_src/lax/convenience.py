@@ -1,5 +1,5 @@
 """jax.lax's convenience functions that compose existing primitives (no new primitive here):
-indexing along one dimension, select, reciprocal, batch_matmul, scatter_sub,
+indexing along one dimension, select, reciprocal, batch_matmul,
 approx_max_k/approx_min_k, dtype/empty/broadcast_shapes/broadcast_like (slice_in_dim, collapse
 and associative_scan live in associative_scan.py).
 """
@@ -182,17 +182,6 @@ def batch_matmul(lhs, rhs, precision=None):
   batch = tuple(range(lnd - 2))
   return dot_general(lhs, rhs, (((lnd - 1,), (rnd - 2,)), (batch, batch)),
                          precision=precision)
-
-
-def scatter_sub(operand, scatter_indices, updates, dimension_numbers, *, indices_are_sorted=False,
-                unique_indices=False, mode=None):
-  """XLA's scatter with subtraction: operand[idx] -= update (repeated indices accumulate).
-
-  x - u equals x + (-u) exactly in IEEE arithmetic, so this is scatter_add of the negated
-  updates."""
-  return slicing.scatter_add(operand, scatter_indices, unary.neg(updates), dimension_numbers,
-                             indices_are_sorted=indices_are_sorted,
-                             unique_indices=unique_indices, mode=mode)
 
 
 # --- top-k ------------------------------------------------------------------------

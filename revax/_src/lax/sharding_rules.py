@@ -444,7 +444,7 @@ rules[slicing.dynamic_slice_p] = _varying_out_shape("dynamic_slice")
 rules[conversion.convert_element_type_p] = st.elementwise_named("convert_element_type")
 rules[conversion.bitcast_convert_type_p] = _bitcast
 rules[comparison.select_n_p] = _select_n
-for _p in (slicing.scatter_add_p, slicing.scatter_mul_p, slicing.scatter_min_p,
+for _p in (slicing.scatter_add_p, slicing.scatter_sub_p, slicing.scatter_mul_p, slicing.scatter_min_p,
            slicing.scatter_max_p):
   rules[_p] = st.same_as_operand()
 for _p in (comparison.eq_p, comparison.ne_p, comparison.lt_p, comparison.le_p, comparison.gt_p,
