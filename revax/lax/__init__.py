@@ -38,6 +38,9 @@ from revax._src.lax.strict_operands import clamp as clamp
 from revax._src.lax.comparison import clamp_p as clamp_p
 from revax._src.lax.strict_operands import eq as eq
 from revax._src.lax.comparison import eq_p as eq_p
+from revax._src.lax.comparison import eq_to_p as eq_to_p
+from revax._src.lax.comparison import le_to_p as le_to_p
+from revax._src.lax.comparison import lt_to_p as lt_to_p
 from revax._src.lax.strict_operands import ge as ge
 from revax._src.lax.comparison import ge_p as ge_p
 from revax._src.lax.strict_operands import gt as gt

@@ -28,9 +28,6 @@ LAX = {
     "select_and_scatter_p": ("JAX's select-and-scatter with arbitrary select/scatter "
                              "computations; max/min pooling gradients in revax use "
                              "select_and_scatter_add_p, which is present"),
-    **{n: ("comparisons with XLA's total-order compare type, internal to JAX's sort "
-           "comparators; revax's sort lowers its comparator directly") for n in (
-        "eq_to_p", "le_to_p", "lt_to_p")},
     "scaled_dot": "microscaling (mxfp8) dot: needs fp8 scaled dots",
     "shape_as_value": "dynamic shapes: not part of revax",
 }

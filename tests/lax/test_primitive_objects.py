@@ -102,6 +102,14 @@ CASES = {
         np.array([1, 1, 0])].subtract(u), (F, F), True),
     "jnp.subtract.at": ({"scatter-sub"}, lambda l: lambda x, u: l[1].subtract.at(
         x, np.array([2, 2]), u[:2], inplace=False), (F, F), True),
+    "eq_to_p": ({"eq_to"}, lambda l: lambda x, y: l[0].lax.eq_to_p.bind(x, y),
+                (np.array([np.nan, -0.0, 1.0], np.float32), np.array([np.nan, 0.0, 1.0],
+                                                                       np.float32)), False),
+    "lt_to_p": ({"lt_to"}, lambda l: lambda x, y: l[0].lax.lt_to_p.bind(x, y),
+                (np.array([-np.nan, -0.0, np.inf], np.float32),
+                 np.array([-np.inf, 0.0, np.nan], np.float32)), False),
+    "le_to_p ints": ({"le_to"}, lambda l: lambda x, y: l[0].lax.le_to_p.bind(x, y), (I, I[::-1]),
+                     False),
     "jnp.tile int": ({"tile"}, lambda l: lambda x: l[1].tile(x, 3), (I,), False),
 }
 
@@ -199,3 +207,13 @@ def test_vmap_is_jax_s(name):
     jaxprs.append(_bound(closed, prims))
   _same_values(got[1], got[0], name)
   assert [n for n, _ in jaxprs[1]] == [n for n, _ in jaxprs[0]]
+
+
+def test_total_order_comparisons_refuse_complex_operands():
+  """jax's eq_to_p takes complex operands and XLA's verifier then fails at run time (a
+  JaxRuntimeError: TOTALORDER compares real numbers only); revax refuses them when typing."""
+  c = np.array([1 + 1j, 2], np.complex64)
+  with pytest.raises(Exception, match="TOTALORDER"):
+    jax.lax.eq_to_p.bind(c, c)
+  with pytest.raises(TypeError, match="total order compares real numbers only"):
+    revax.lax.eq_to_p.bind(c, c)

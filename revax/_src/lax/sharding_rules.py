@@ -448,7 +448,8 @@ for _p in (slicing.scatter_add_p, slicing.scatter_sub_p, slicing.scatter_mul_p, 
            slicing.scatter_max_p):
   rules[_p] = st.same_as_operand()
 for _p in (comparison.eq_p, comparison.ne_p, comparison.lt_p, comparison.le_p, comparison.gt_p,
-           comparison.ge_p, special.igamma_p, special.igammac_p, special.igamma_grad_a_p,
+           comparison.ge_p, comparison.eq_to_p, comparison.le_to_p, comparison.lt_to_p,
+           special.igamma_p, special.igammac_p, special.igamma_grad_a_p,
            special.regularized_incomplete_beta_p, special.zeta_p, special.polygamma_p,
            special.bessel_i0e_p, special.bessel_i1e_p,
            binary.pow_p, binary.complex_p, comparison.clamp_p,
