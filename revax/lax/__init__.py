@@ -294,8 +294,9 @@ from revax._src.lax.tokens import create_token_p as create_token_p
 from revax._src.lax.bits import population_count_p as population_count_p
 from revax._src.lax.bits import reduce_precision as reduce_precision
 from revax._src.lax.bits import reduce_precision_p as reduce_precision_p
-from revax._src.lax.convenience import approx_max_k as approx_max_k
-from revax._src.lax.convenience import approx_min_k as approx_min_k
+from revax._src.lax.sorting import approx_max_k as approx_max_k
+from revax._src.lax.sorting import approx_top_k_p as approx_top_k_p
+from revax._src.lax.sorting import approx_min_k as approx_min_k
 from revax._src.lax.associative_scan import associative_scan as associative_scan
 from revax._src.lax.convenience import batch_matmul as batch_matmul
 from revax._src.lax.convenience import broadcast_like as broadcast_like

@@ -23,8 +23,6 @@ NN_INIT = {}
 
 LAX = {
     **{n: _SHARDING for n in ("device_put_p",)},
-    "approx_top_k_p": ("the primitive of approx_max_k/approx_min_k, which revax computes "
-                       "exactly with top_k (both functions are present)"),
     "select_and_scatter_p": ("JAX's select-and-scatter with arbitrary select/scatter "
                              "computations; max/min pooling gradients in revax use "
                              "select_and_scatter_add_p, which is present"),

@@ -110,6 +110,12 @@ CASES = {
                  np.array([-np.inf, 0.0, np.nan], np.float32)), False),
     "le_to_p ints": ({"le_to"}, lambda l: lambda x, y: l[0].lax.le_to_p.bind(x, y), (I, I[::-1]),
                      False),
+    "approx_max_k": ({"approx_top_k"}, lambda l: lambda x: l[0].lax.approx_max_k(x, 2), (F,),
+                     True),
+    "approx_min_k axis 0": ({"approx_top_k"}, lambda l: lambda x: l[0].lax.approx_min_k(
+        x, 2, reduction_dimension=0, recall_target=0.9), (F,), True),
+    "approx_max_k not aggregated": ({"approx_top_k"}, lambda l: lambda x: l[0].lax.approx_max_k(
+        l[1].tile(x, (1, 64)), 3, aggregate_to_topk=False), (F,), False),
     "jnp.tile int": ({"tile"}, lambda l: lambda x: l[1].tile(x, 3), (I,), False),
 }
 
@@ -207,6 +213,24 @@ def test_vmap_is_jax_s(name):
     jaxprs.append(_bound(closed, prims))
   _same_values(got[1], got[0], name)
   assert [n for n, _ in jaxprs[1]] == [n for n, _ in jaxprs[0]]
+
+
+def test_approx_top_k_output_sizes_are_xla_s():
+  """aggregate_to_topk=False keeps as many values as XLA's approximate reduction would: the
+  sizes against jaxlib's own function, over ranks, sizes, k, recall targets and overrides."""
+  from jax._src.lib import _jax
+
+  from revax._src.lax.sorting import approx_top_k_reduction_output_size as ours
+  for rank in (1, 2, 3):
+    for n in (1, 100, 129, 1000, 1025, 3000, 4096, 65536):
+      for k in (1, 2, 5, 50, 128):
+        for recall in (0.5, 0.9, 0.95, 0.999, 1.0):
+          for override in (-1, n, 2 * n, 10 * n):
+            if k <= n:
+              want = tuple(_jax.approx_top_k_reduction_output_size(n, rank, k, recall, False,
+                                                                   override))
+              assert ours(n, rank, k, recall, False, override) == want, (rank, n, k, recall,
+                                                                          override)
 
 
 def test_total_order_comparisons_refuse_complex_operands():

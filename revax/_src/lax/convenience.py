@@ -1,7 +1,7 @@
 """jax.lax's convenience functions that compose existing primitives (no new primitive here):
-indexing along one dimension, select, reciprocal, batch_matmul,
-approx_max_k/approx_min_k, dtype/empty/broadcast_shapes/broadcast_like (slice_in_dim, collapse
-and associative_scan live in associative_scan.py).
+indexing along one dimension, select, reciprocal, batch_matmul, index_take,
+dtype/empty/broadcast_shapes/broadcast_like (slice_in_dim, collapse and associative_scan live
+in associative_scan.py).
 """
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from revax._src.core import dtypes
 from revax._src.core.avals import get_aval
 from revax._src.core.trace import Tracer
 from revax._src.lax import binary, comparison, conversion, creation, shapes
-from revax._src.lax import slicing, sorting, standard, unary
+from revax._src.lax import slicing, standard
 from revax._src.lax.associative_scan import slice_in_dim
 from revax._src.lax.dot import dot_general
 
@@ -182,30 +182,6 @@ def batch_matmul(lhs, rhs, precision=None):
   batch = tuple(range(lnd - 2))
   return dot_general(lhs, rhs, (((lnd - 1,), (rnd - 2,)), (batch, batch)),
                          precision=precision)
-
-
-# --- top-k ------------------------------------------------------------------------
-def approx_max_k(operand, k, reduction_dimension=-1, recall_target=0.95,
-                 reduction_input_size_override=-1, aggregate_to_topk=True):
-  """The `k` largest values along `reduction_dimension` and their indices. revax computes them
-  exactly (recall 1, what XLA's CPU backend also does), so every recall_target is met."""
-  del recall_target, reduction_input_size_override, aggregate_to_topk
-  return _top_k_along(operand, k, reduction_dimension, largest=True)
-
-
-def approx_min_k(operand, k, reduction_dimension=-1, recall_target=0.95,
-                 reduction_input_size_override=-1, aggregate_to_topk=True):
-  """The `k` smallest values along `reduction_dimension` and their indices (exact)."""
-  del recall_target, reduction_input_size_override, aggregate_to_topk
-  return _top_k_along(operand, k, reduction_dimension, largest=False)
-
-
-def _top_k_along(operand, k, axis, largest):
-  axis = _dim(axis, _ndim(operand))
-  if largest:
-    return sorting.top_k(operand, k, axis=axis)
-  values, idx = sorting.top_k(unary.neg(operand), k, axis=axis)
-  return [unary.neg(values), idx]  # a list, as JAX's
 
 
 def index_take(src, idxs, axes):

@@ -344,6 +344,9 @@ _sort = _unsplit_along("dimension", "Arguments to sort must be unsharded over th
                        "dimension. Got arg sharding={sharding} and sorting dimension={axis}")
 _top_k = _unsplit_along("axis", "The input should be unsharded over the axis along which to "
                         "compute the top_k values. Got input type={type} and axis={axis}")
+_approx_top_k = _unsplit_along(
+    "reduction_dimension", "reduction dimension {axis} in operand {type} should be unsharded "
+    "i.e. the spec of that dim should be `None`.")
 _cumulative = _unsplit_along("axis", "Input should be unsharded over the axis being reduced. "
                              "Got input type={type} and axis={axis}")
 
@@ -438,14 +441,15 @@ for _p in (bits.reduce_precision_p, stop_gradient_p,
   rules[_p] = st.same_as_operand()
 rules[sorting.sort_p] = _sort
 rules[sorting.top_k_p] = _top_k
+rules[sorting.approx_top_k_p] = _approx_top_k
 rules[slicing.gather_p] = _gather
 rules[slicing.slice_p] = _varying_out_shape("slicing")
 rules[slicing.dynamic_slice_p] = _varying_out_shape("dynamic_slice")
 rules[conversion.convert_element_type_p] = st.elementwise_named("convert_element_type")
 rules[conversion.bitcast_convert_type_p] = _bitcast
 rules[comparison.select_n_p] = _select_n
-for _p in (slicing.scatter_add_p, slicing.scatter_sub_p, slicing.scatter_mul_p, slicing.scatter_min_p,
-           slicing.scatter_max_p):
+for _p in (slicing.scatter_add_p, slicing.scatter_sub_p, slicing.scatter_mul_p,
+           slicing.scatter_min_p, slicing.scatter_max_p):
   rules[_p] = st.same_as_operand()
 for _p in (comparison.eq_p, comparison.ne_p, comparison.lt_p, comparison.le_p, comparison.gt_p,
            comparison.ge_p, comparison.eq_to_p, comparison.le_to_p, comparison.lt_to_p,

@@ -216,4 +216,31 @@ _CUM = [
              atol=2e-2),
 ]
 
-RECORDS = _SORT + _TOP_K + _CUM
+def _np_approx(k, axis, largest, part):
+  """The exact k extreme values (descending for the largest, ascending for the smallest; ties to
+  the lower index) or their indices, along `axis`."""
+  def ref(x):
+    order = np.argsort(-x if largest else x, axis=axis, kind="stable")
+    idx = np.take(order, np.arange(k), axis=axis)
+    return (np.take_along_axis(x, idx, axis) if part == 0 else idx.astype(np.int32))
+  return ref
+
+
+def _approx_rec(tag, largest, make, k, axis=-1, part=0, np_axis=None, **kw):
+  fn = lax.approx_max_k if largest else lax.approx_min_k
+  name = f"approx_{'max' if largest else 'min'}_k_{tag}_{'values' if part == 0 else 'indices'}"
+  return OpRecord(name, "approx_top_k", lambda x: fn(x, k, reduction_dimension=axis)[part],
+                  args_of(make), _np_approx(k, axis if np_axis is None else np_axis, largest,
+                                            part), **({"grad_order": 0} if part else {}), **kw)
+
+
+_APPROX = [
+    _approx_rec("f32", True, _separated((3, 7)), 3),
+    _approx_rec("f32", True, _separated((3, 7)), 3, part=1),
+    _approx_rec("f32_axis0", False, _separated((6, 4)), 2, axis=0),
+    _approx_rec("f32_axis0", False, _separated((6, 4)), 2, axis=0, part=1),
+    _approx_rec("f32_1d_all", True, _separated((5,)), 5),
+    _approx_rec("bf16", False, rand((2, 9), ml_dtypes.bfloat16), 4, part=1, np_axis=-1),
+]
+
+RECORDS = _SORT + _TOP_K + _CUM + _APPROX
