@@ -27,7 +27,6 @@ LAX = {
                              "computations; max/min pooling gradients in revax use "
                              "select_and_scatter_add_p, which is present"),
     "scaled_dot": "microscaling (mxfp8) dot: needs fp8 scaled dots",
-    "shape_as_value": "dynamic shapes: not part of revax",
 }
 
 _IMPORT = "an import inside jax's module file (typing/functools/builtins/jax internals), not its API"

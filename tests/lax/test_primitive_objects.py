@@ -241,3 +241,28 @@ def test_total_order_comparisons_refuse_complex_operands():
     jax.lax.eq_to_p.bind(c, c)
   with pytest.raises(TypeError, match="total order compares real numbers only"):
     revax.lax.eq_to_p.bind(c, c)
+
+
+def _shape_as_value_outcomes(lib, np_, export):
+  """lax.shape_as_value of concrete and symbolic shapes: types, dtypes, values, and an exported
+  shape-polymorphic program called at two shapes."""
+  out = []
+  for shape in [(2, 3), (), (7,)]:
+    v = lib.lax.shape_as_value(shape)
+    out.append((type(v).__name__ == "ndarray", np.asarray(v).dtype.name, np.asarray(v).tolist()))
+  b, = export.symbolic_shape("b")
+  f = lambda x: lib.lax.shape_as_value(x.shape) * 2
+  exp = export.export(lib.jit(f))(lib.ShapeDtypeStruct((b, 3), np_.float32))
+  out.append([str(a) for a in exp.out_avals])
+  for n in (1, 5):
+    out.append(np.asarray(exp.call(np.ones((n, 3), np.float32))).tolist())
+  closed = lib.make_jaxpr(f)(lib.ShapeDtypeStruct((b, 3), np_.float32))
+  out.append([e.primitive.name for e in closed.jaxpr.eqns])
+  return out
+
+
+def test_shape_as_value_is_jax_s():
+  import jax.export
+  import revax.export
+  assert (_shape_as_value_outcomes(revax, rnp, revax.export)
+          == _shape_as_value_outcomes(jax, jnp, jax.export))

@@ -1,5 +1,5 @@
 """jax.lax's convenience functions that compose existing primitives (no new primitive here):
-indexing along one dimension, select, reciprocal, batch_matmul, index_take,
+indexing along one dimension, select, reciprocal, batch_matmul, index_take, shape_as_value,
 dtype/empty/broadcast_shapes/broadcast_like (slice_in_dim, collapse and associative_scan live
 in associative_scan.py).
 """
@@ -13,10 +13,12 @@ import numpy as np
 from revax._src import tree_util
 from revax._src.core import dtypes
 from revax._src.core.avals import get_aval
+from revax._src.core.shape_poly import is_symbolic_dim
 from revax._src.core.trace import Tracer
 from revax._src.lax import binary, comparison, conversion, creation, shapes
 from revax._src.lax import slicing, standard
 from revax._src.lax.associative_scan import slice_in_dim
+from revax._src.lax.dim_value import dim_as_value
 from revax._src.lax.dot import dot_general
 
 
@@ -182,6 +184,38 @@ def batch_matmul(lhs, rhs, precision=None):
   batch = tuple(range(lnd - 2))
   return dot_general(lhs, rhs, (((lnd - 1,), (rnd - 2,)), (batch, batch)),
                          precision=precision)
+
+
+def shape_as_value(shape):
+  """A shape as an integer array: its sizes, symbolic ones (under shape polymorphism) as traced
+  values (dim_as_value); a concrete shape gives a NumPy array, as JAX's.
+
+  Args:
+    shape: a sequence of ints and symbolic dimensions.
+
+  Returns:
+    A 1-d int32 array of the sizes (int64 where a size needs it and x64 is on).
+
+  Example:
+    >>> lax.shape_as_value((2, 3))
+    array([2, 3], dtype=int32)
+  """
+  shape = tuple(shape)
+  dtype = np.dtype(np.int32)
+  for d in shape:
+    if is_symbolic_dim(d):
+      dtype = dtypes.default_int_dtype()
+      break
+    if d > np.iinfo(np.int32).max:
+      dtype = np.dtype(np.int64)
+      break
+  if not shape:
+    return creation.full((0,), 0, dtype)
+  if not any(map(is_symbolic_dim, shape)):
+    return np.asarray(shape, dtype)
+  dims = [shapes.expand_dims(conversion.convert_element_type(dim_as_value(d), dtype), (0,))
+          for d in shape]
+  return shapes.concatenate(dims, 0)
 
 
 def index_take(src, idxs, axes):
