@@ -327,6 +327,7 @@ from revax._src.lax.stacking import unstack as unstack
 from revax._src.lax.stacking import unstack_p as unstack_p
 from revax._src.lax.convenience import index_take as index_take
 from revax._src.lax.convenience import shape_as_value as shape_as_value
+from revax._src.lax.scaled_dot import scaled_dot as scaled_dot
 from revax._src.interpreters.barrier import optimization_barrier_p as optimization_barrier_p
 from revax._src.lax.bits import mulhi as mulhi
 from revax._src.lax.bits import mulhi_p as mulhi_p

@@ -26,7 +26,6 @@ LAX = {
     "select_and_scatter_p": ("JAX's select-and-scatter with arbitrary select/scatter "
                              "computations; max/min pooling gradients in revax use "
                              "select_and_scatter_add_p, which is present"),
-    "scaled_dot": "microscaling (mxfp8) dot: needs fp8 scaled dots",
 }
 
 _IMPORT = "an import inside jax's module file (typing/functools/builtins/jax internals), not its API"

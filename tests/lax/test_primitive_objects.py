@@ -116,6 +116,12 @@ CASES = {
         x, 2, reduction_dimension=0, recall_target=0.9), (F,), True),
     "approx_max_k not aggregated": ({"approx_top_k"}, lambda l: lambda x: l[0].lax.approx_max_k(
         l[1].tile(x, (1, 64)), 3, aggregate_to_topk=False), (F,), False),
+    "scaled_dot": ({"scaled_dot"}, lambda l: lambda x, y: l[0].lax.scaled_dot(x, y.T), (F, F),
+                   False),
+    "scaled_dot scales": ({"scaled_dot"}, lambda l: lambda x, y: l[0].lax.scaled_dot(
+        x, y.T, lhs_scale=np.full((3, 2), 2.0, np.float32),
+        rhs_scale=np.full((2, 3), 0.5, np.float32), preferred_element_type=np.float32),
+        (F, F), False),
     "jnp.tile int": ({"tile"}, lambda l: lambda x: l[1].tile(x, 3), (I,), False),
 }
 
