@@ -247,6 +247,7 @@ from revax._src.lax.windowed import reduce_window_shape_tuple as reduce_window_s
 from revax._src.lax.windowed import reduce_window_sum_p as reduce_window_sum_p
 from revax._src.lax.windowed import select_and_gather_add_p as select_and_gather_add_p
 from revax._src.lax.windowed import select_and_scatter_add_p as select_and_scatter_add_p
+from revax._src.lax.windowed import select_and_scatter_p as select_and_scatter_p
 from revax._src.lax.parallel import all_gather as all_gather
 from revax._src.lax.parallel import all_to_all as all_to_all
 from revax._src.lax.parallel import axis_index as axis_index

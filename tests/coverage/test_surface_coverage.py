@@ -23,9 +23,6 @@ NN_INIT = {}
 
 LAX = {
     **{n: _SHARDING for n in ("device_put_p",)},
-    "select_and_scatter_p": ("JAX's select-and-scatter with arbitrary select/scatter "
-                             "computations; max/min pooling gradients in revax use "
-                             "select_and_scatter_add_p, which is present"),
 }
 
 _IMPORT = "an import inside jax's module file (typing/functools/builtins/jax internals), not its API"
