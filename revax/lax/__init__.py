@@ -288,6 +288,7 @@ from revax._src.lax.bits import clz as clz
 from revax._src.lax.bits import clz_p as clz_p
 from revax._src.lax.bits import population_count as population_count
 from revax._src.lax.copy import copy_p as copy_p
+from revax._src.lax.device_put import device_put_p as device_put_p
 from revax._src.lax.tokens import after_all as after_all
 from revax._src.lax.tokens import after_all_p as after_all_p
 from revax._src.lax.tokens import create_token as create_token

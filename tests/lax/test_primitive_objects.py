@@ -26,6 +26,8 @@ def _param(v):
     return tuple(map(_param, v))
   if isinstance(v, np.integer):
     return int(v)
+  if hasattr(v, "platform") and hasattr(v, "id") and not callable(v.id):  # a Device
+    return ("device", v.platform, v.id)
   if hasattr(v, "eqns"):  # a jaxpr: its equations' primitives (variable names differ)
     return tuple(e.primitive.name for e in v.eqns)
   if hasattr(v, "name") and hasattr(v, "value"):
@@ -137,6 +139,12 @@ CASES = {
     "select_and_scatter": ({"select_and_scatter"}, lambda l: lambda x, u: _sas(l)(
         x, l[0].lax.ge, (1, 2), (1, 2), ((0, 0), (0, 0)), u[:, :2], np.float32(0),
         l[0].lax.add), (F, F), False),
+    "device_put": ({"device_put"}, lambda l: lambda x: l[0].device_put(x, l[0].devices()[0]),
+                   (F,), True),
+    "device_put pytree donate": ({"device_put"}, lambda l: lambda x: l[0].device_put(
+        (x, 2 * x), donate=True), (F,), False),
+    "device_put copy": ({"device_put"}, lambda l: lambda x: l[0].device_put(x, may_alias=False),
+                        (F,), True),
     "jnp.tile int": ({"tile"}, lambda l: lambda x: l[1].tile(x, 3), (I,), False),
 }
 
