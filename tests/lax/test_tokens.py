@@ -184,7 +184,8 @@ def test_misuse_raises_jax_s_errors(case):
     errors.append(info.value)
   if case == "array operand under vmap":
     assert type(errors[0]) is NotImplementedError
-    assert type(errors[1]) is TypeError and str(errors[1]) == "Arguments to after_all must be tokens"
+    assert type(errors[1]) is TypeError
+    assert str(errors[1]) == "Arguments to after_all must be tokens"
     return
   assert type(errors[1]) is type(errors[0])
   if case.startswith("array operand"):

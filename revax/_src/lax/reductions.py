@@ -1,5 +1,6 @@
 """Reductions over axes: reduce_sum, reduce_prod, reduce_max, reduce_min, reduce_and, reduce_or,
-reduce_xor, argmax and argmin, and the monoid fast path of the generic `reduce` (variadic_reduce.py).
+reduce_xor, argmax and argmin, and the monoid fast path of the generic `reduce`
+(variadic_reduce.py).
 
 Each reduction lowers to `stablehlo.reduce` with the identity of its monoid as init value and a
 region that applies the matching elementwise primitive's own lowering to scalars, so NaN

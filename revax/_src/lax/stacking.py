@@ -371,4 +371,5 @@ dispatch.def_numpy_impl(tile_p, _tile_numpy)
 mlir.register_lowering(tile_p, _tile_lower)
 ad.deflinear(tile_p, _tile_transpose)
 batching.primitive_batchers[tile_p] = _tile_batch
-inv.definverse(tile_p, _tile_inverse, lambda known, eqn, facts: min(eqn.params["reps"], default=1) > 0)
+inv.definverse(tile_p, _tile_inverse,
+               lambda known, eqn, facts: min(eqn.params["reps"], default=1) > 0)  # (a copy)
