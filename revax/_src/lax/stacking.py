@@ -328,8 +328,8 @@ def _tile_abstract_eval(x, *, reps):
   if x.ndim != len(reps):
     raise TypeError(f"reps length must be equal to the ndim of x, got len(reps)={len(reps)} "
                     f"and x.ndim={x.ndim}.")
-  if any(r < 0 for r in reps):
-    raise ValueError(f"tile reps must be nonnegative, got {reps}")
+  if any(r < 0 for r in reps):  # (a TypeError, as the other shape primitives' negative sizes)
+    raise TypeError(f"tile reps must be non-negative, got {reps}")
   return x.update(shape=tuple(n * r for n, r in zip(x.shape, reps, strict=True)))
 
 
