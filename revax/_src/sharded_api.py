@@ -499,7 +499,27 @@ def _to_device(self, device, *, stream=None):
   return device_put(self, device)
 
 
+def _format(self):
+  """`x.format`, as JAX's: the array's layout with its sharding (no layout once deleted). revax
+  keeps every array row-major without tiling, which is what XLA:CPU's default layout is; other
+  backends tile their layouts, which revax does not read back.
+
+  Raises:
+    NotImplementedError: the array is on a backend other than the CPU.
+  """
+  from revax._src.layout import Format, Layout
+  sharding = self.sharding
+  if self.is_deleted():
+    return Format(None, sharding)
+  platforms = {d.platform for d in sharding.device_set}
+  if platforms != {"cpu"}:
+    raise NotImplementedError(f"Array.format on {', '.join(sorted(platforms))}: revax reads no "
+                              "device layouts back from that backend (its layouts are tiled)")
+  return Format(Layout(tuple(range(self.ndim)), tiling=()), sharding)
+
+
 Array.to_device = _to_device
+Array.format = property(_format)
 Tracer.to_device = _to_device  # device_put of a traced value is the value, as in JAX
 Array.sharding = property(_single_sharding)
 Array.addressable_shards = property(_single_shards)
