@@ -28,6 +28,8 @@ def _param(v):
     return int(v)
   if hasattr(v, "platform") and hasattr(v, "id") and not callable(v.id):  # a Device
     return ("device", v.platform, v.id)
+  if type(v).__name__.endswith("Sharding"):  # (jax's and revax's print alike)
+    return repr(v)
   if hasattr(v, "eqns"):  # a jaxpr: its equations' primitives (variable names differ)
     return tuple(e.primitive.name for e in v.eqns)
   if hasattr(v, "name") and hasattr(v, "value"):
@@ -145,6 +147,12 @@ CASES = {
         (x, 2 * x), donate=True), (F,), False),
     "device_put copy": ({"device_put"}, lambda l: lambda x: l[0].device_put(x, may_alias=False),
                         (F,), True),
+    "device_put single-device sharding": ({"device_put"}, lambda l: lambda x: l[0].device_put(
+        x, l[0].sharding.SingleDeviceSharding(l[0].devices()[0])), (F,), True),
+    "device_put Auto mesh": ({"device_put"}, lambda l: lambda x: l[0].device_put(
+        (x, x), (l[0].sharding.NamedSharding(l[0].make_mesh(
+            (1,), ("x",), axis_types=(l[0].sharding.AxisType.Auto,)),
+            l[0].sharding.PartitionSpec("x")), None)), (F,), True),
     "jnp.tile int": ({"tile"}, lambda l: lambda x: l[1].tile(x, 3), (I,), False),
 }
 
