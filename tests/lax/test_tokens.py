@@ -201,3 +201,17 @@ def test_tokens_have_no_tangents():
     revax.grad(lambda x: (rl.after_all(rl.create_token(), x), x * 2)[1])(1.0)
   with pytest.raises(TypeError, match="out_axes=None"):
     revax.vmap(lambda x: rl.create_token(x))(rnp.ones(3))
+
+
+def test_a_token_beside_a_float0_result_of_jit():
+  """A program returning a token and an integer's float0 tangent: the tangent leaves as NumPy
+  float0 zeros, as jax's."""
+  got = []
+  for lib in ("jax", "revax"):
+    j, _, lax = LIBS[lib]
+    f = j.jit(lambda t, x: (lax.after_all(t), j.grad(lambda a, b: a * b, argnums=1,
+                                                     allow_int=True)(1.0, x)))
+    tok, ct = f(lax.create_token(), np.int32(3))
+    got.append((type(tok).__name__, isinstance(ct, np.ndarray), np.asarray(ct).dtype.name,
+                np.shape(ct)))  # (jax's is a subclass of ndarray)
+  assert got[0] == got[1]

@@ -418,8 +418,11 @@ class CompiledProgram:
     if bufs and bufs[0]._info.backend is not executable._backend:
       executable = self.executable_for(bufs[0]._info.backend)
     outs = executable.execute(bufs)
-    return [Token(b) if type(aval) is AbstractToken else Array(aval, None, b)
+    outs = [Token(b) if type(aval) is AbstractToken else Array(aval, None, b)
             for aval, b in zip(self.out_avals, outs, strict=True)]
+    for i in self._float0_out:
+      outs[i] = np.zeros(self.out_avals[i].shape, dtypes.float0)
+    return outs
 
   def memory_stats(self):
     return self.executable.memory_stats()
