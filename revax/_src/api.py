@@ -11,9 +11,11 @@ import numpy as np
 from revax._src.core import wrapping
 from revax._src import tree_util
 from revax._src.core import dtypes, extended_dtypes
+from revax._src.core.avals import AbstractToken
 from revax._src.core.jaxpr import ClosedJaxpr
-from revax._src.core.trace import Tracer
+from revax._src.core.trace import Tracer, _context, eval_trace
 from revax._src.interpreters import dispatch, staging
+from revax._src.lax.device_put import ArrayCopySemantics, bind_device_put, copy_semantics_of
 from revax._src.core.config import config
 from revax._src.runtime import placement as _placement
 from revax._src.runtime import sharded as _rt_sharded
@@ -99,7 +101,8 @@ def eval_shape(fun, *args, **kwargs):
     return flat_out
 
   jaxpr, _ = staging.trace_to_jaxpr(flat_fun, [_abstractify(x) for x in leaves])
-  shapes = [ShapeDtypeStruct(a.shape, a.dtype, a.weak_type) for a in jaxpr.out_avals]
+  shapes = [a if type(a) is AbstractToken else ShapeDtypeStruct(a.shape, a.dtype, a.weak_type)
+            for a in jaxpr.out_avals]
   out = tree_util.tree_unflatten(out_store["tree"], shapes)
   return tree_util.tree_map(
       lambda x: ShapeDtypeStruct(x.shape, x.dtype) if tree_util.is_array_leaf(x) else x, out,
@@ -121,6 +124,15 @@ def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
   `device` may also be a sharding (or a pytree prefix of shardings): sharded_api.device_put."""
   if device is not None and not isinstance(device, Device):
     return sharded_api.device_put(x, device)
+  copy = copy_semantics_of(donate, may_alias)
+  if _context.trace is not eval_trace:  # traced: the device_put primitive, as JAX's
+    leaves, treedef = tree_util.tree_flatten(x)
+    if not any(isinstance(leaf, Tracer) for leaf in leaves) and device is None and \
+        copy is ArrayCopySemantics.REUSE_INPUT:
+      return x  # (JAX folds away such a put of constants)
+    n = len(leaves)
+    outs = bind_device_put(leaves, [device] * n, [src] * n, [copy] * n)
+    return tree_util.tree_unflatten(treedef, outs)
 
   def put(leaf):
     if isinstance(leaf, Tracer) or (device is None and isinstance(leaf, Array)

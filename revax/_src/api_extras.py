@@ -13,7 +13,7 @@ from revax._src.core import wrapping
 from revax._src.autodiff import jacrev
 from revax._src import sharding
 from revax._src.core import mesh_context, sharding_types
-from revax._src.core.avals import AbstractRef, ShapedArray, get_aval
+from revax._src.core.avals import AbstractRef, AbstractToken, ShapedArray, get_aval
 from revax._src.core.trace import Trace, Tracer, current_trace, eval_trace, set_current_trace
 from revax._src.custom_derivatives import custom_vjp
 from revax._src.runtime.array import Array
@@ -200,7 +200,7 @@ def typeof(x):
       aval = getattr(x, "aval", None)  # typed PRNG keys (random/keys.py) carry their key aval
       if not isinstance(aval, ShapedArray):
         raise
-  if isinstance(aval, AbstractRef):  # a Ref's type: Ref{f32[3]}
+  if isinstance(aval, (AbstractRef, AbstractToken)):  # a Ref's type: Ref{f32[3]}; Tok
     return aval
   return aval.update(sharding=_type_sharding(x, aval))
 

@@ -164,7 +164,7 @@ def use_plan(cache, args, leaves, entry, program) -> None:
   if plan is None:
     if not isinstance(program, dispatch.CompiledProgram):
       return  # a program over a mesh (MeshProgram) places its own shards
-    if program._float0_in or program._float0_out:
+    if program._float0_in or program._float0_out or program.has_tokens:
       return
     for x in leaves:
       if type(x) is not Array or x._buf is None:

@@ -15,7 +15,7 @@ import numpy as np
 from revax._src import tree_util
 from revax._src.core import dtypes
 from revax._src.core.avals import get_aval
-from revax._src.lax import convenience, conversion, creation, shapes
+from revax._src.lax import conversion, creation, shapes, stacking
 
 __all__ = ["ravel_pytree"]
 
@@ -106,7 +106,7 @@ def _unravel_nothing(flat):
 
 
 def _unravel_list_single_dtype(sizes, shapes_, flat):
-  pieces = convenience.split(flat, sizes)
+  pieces = stacking.split(flat, sizes)
   return [shapes.reshape(p, s) for p, s in zip(pieces, shapes_, strict=True)]
 
 
@@ -115,6 +115,6 @@ def _unravel_list(sizes, shapes_, from_dtypes, to_dtype, flat):
   if flat_dtype != to_dtype:
     raise TypeError(f"unravel function given array of dtype {flat_dtype}, "
                     f"but expected dtype {to_dtype}")
-  pieces = convenience.split(flat, sizes)
+  pieces = stacking.split(flat, sizes)
   return [conversion.convert_element_type(shapes.reshape(p, s), d)
           for p, s, d in zip(pieces, shapes_, from_dtypes, strict=True)]

@@ -19,9 +19,10 @@ from revax._src.core import wrapping
 from revax._src import tree_util
 from revax._src.core import dtypes
 from revax._src.core.avals import ShapedArray
-from revax._src.core.trace import Tracer
+from revax._src.core.trace import Tracer, _context, eval_trace
 from revax._src.interpreters import dispatch
 from revax._src.lax import creation, sharding_constraint
+from revax._src.lax.device_put import bind_device_put, copy_semantics_of
 from revax._src.runtime import sharded as rt
 from revax._src.runtime.array import Array, commit
 from revax._src.runtime.client import Device, get_backend
@@ -355,9 +356,13 @@ def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
     ValueError: a device that is not the backend's, or a sharding the array's shape does not
       divide.
   """
-  del src, donate, may_alias
   if not (device is None or isinstance(device, Device)):
     device = resolve_specs(device, "device_put")
+  if _context.trace is not eval_trace:  # traced: the device_put primitive, as JAX's
+    traced = _traced_put(x, device, src, donate, may_alias)
+    if traced is not None:
+      return traced
+  del src, donate, may_alias
   if device is None or isinstance(device, Device) or is_sharding(device):
     return tree_util.tree_map(lambda leaf: _put_leaf(leaf, device), x)
   try:  # the device of each leaf (a structure mismatch is the caller's ValueError) ...
@@ -370,6 +375,31 @@ def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
         from None
   # ... then the placing, whose errors (a leaf that is not an array: TypeError) are its own
   return tree_util.tree_map(lambda leaf, p: _put_leaf(leaf, p.device), x, leaf_devices)
+
+
+def _traced_put(x, device, src, donate, may_alias):
+  """device_put_p of the leaves of `x` (inside a transformation), one device or sharding each;
+  None where a leaf's sharding types values over Explicit mesh axes (those are placed by the
+  sharding in types, as before) or the devices or source do not come one per leaf."""
+  leaves, treedef = tree_util.tree_flatten(x)
+  if device is None or isinstance(device, Device) or is_sharding(device):
+    devices = [device] * len(leaves)
+  else:
+    try:
+      devices = tree_util.tree_leaves(tree_util.tree_map(
+          lambda d, sub: tree_util.tree_map(lambda _: _Placement(d), sub), device, x,
+          is_leaf=lambda d: d is None or is_sharding(d) or isinstance(d, Device)))
+    except (ValueError, TypeError):
+      return None  # (the general path raises the caller's error)
+    devices = [p.device for p in devices]
+  if not (src is None or isinstance(src, Device) or is_sharding(src)):
+    return None
+  for d in devices:
+    if isinstance(d, NamedSharding) and AxisType.Explicit in tuple(d.mesh.axis_types):
+      return None
+  copy = copy_semantics_of(donate, may_alias)
+  outs = bind_device_put(leaves, devices, [src] * len(leaves), [copy] * len(leaves))
+  return tree_util.tree_unflatten(treedef, outs)
 
 
 class _Placement:
@@ -499,7 +529,27 @@ def _to_device(self, device, *, stream=None):
   return device_put(self, device)
 
 
+def _format(self):
+  """`x.format`, as JAX's: the array's layout with its sharding (no layout once deleted). revax
+  keeps every array row-major without tiling, which is what XLA:CPU's default layout is; other
+  backends tile their layouts, which revax does not read back.
+
+  Raises:
+    NotImplementedError: the array is on a backend other than the CPU.
+  """
+  from revax._src.layout import Format, Layout
+  sharding = self.sharding
+  if self.is_deleted():
+    return Format(None, sharding)
+  platforms = {d.platform for d in sharding.device_set}
+  if platforms != {"cpu"}:
+    raise NotImplementedError(f"Array.format on {', '.join(sorted(platforms))}: revax reads no "
+                              "device layouts back from that backend (its layouts are tiled)")
+  return Format(Layout(tuple(range(self.ndim)), tiling=()), sharding)
+
+
 Array.to_device = _to_device
+Array.format = property(_format)
 Tracer.to_device = _to_device  # device_put of a traced value is the value, as in JAX
 Array.sharding = property(_single_sharding)
 Array.addressable_shards = property(_single_shards)

@@ -34,7 +34,7 @@ class Signature:
     out = entry.jaxpr.out_avals
     return cls(fun_name, in_tree, [x.aval if isinstance(x, Array) else get_aval(x) for x in leaves],
                donated, donate_argnums, entry.out_tree,
-               [a.update(weak_type=False) for a in out] if lowered else out)
+               [a.strip_weak_type() for a in out] if lowered else out)
 
 
 class StageAttributes:

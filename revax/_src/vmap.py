@@ -13,7 +13,7 @@ import optree
 from revax._src.core import wrapping
 from revax._src import tree_util
 from revax._src.core import dtypes
-from revax._src.core.avals import get_aval
+from revax._src.core.avals import AbstractToken, get_aval
 from revax._src.interpreters import batching
 from revax._src.lax import batch_util, conversion, reductions, shapes
 
@@ -173,6 +173,9 @@ def _to_out_axis(x, dim, out_axis, size, sum_match=False):
         return _sum_over(x, dim)
       raise ValueError("vmap has mapped output but out_axes is None")
     return x
+  if type(aval) is AbstractToken:
+    raise TypeError("vmap cannot map a token output along an axis (a token has no shape): "
+                    "give that output out_axes=None")
   nd = aval.ndim + (1 if dim is None else 0)
   if not -nd <= out_axis < nd:
     raise ValueError(f"vmap out_axes {out_axis} is out of bounds for an output of rank {nd}")

@@ -8,15 +8,12 @@ import pytest
 
 from tests.coverage.names import missing_names
 
-_SHARDING = ("memory kinds (jax.memory, device_put_p's memory spaces): not built (issue 18 "
-             "built placement, jit shardings, shard_map and set_mesh)")
-_TOKENS = ("XLA tokens as values (create_token/after_all order infeed/outfeed, which revax "
-           "does not have; its ordered callbacks thread their tokens internally)")
-_INTERNAL_P = ("JAX-internal primitive object of a function revax composes from other "
-               "primitives (the function itself is present)")
+_MEMORY = ("jax.memory.Space (the memory spaces of a device: its own memory, pinned and "
+           "unpinned host memory, which jax's CPU devices also have): revax's runtime gives "
+           "each device one memory, so there is nothing for a Space to name; not built")
 
 JAX_TOP = {
-    "memory": _SHARDING,
+    "memory": _MEMORY,
 }
 
 RANDOM = {}
@@ -25,25 +22,7 @@ NN = {}
 
 NN_INIT = {}
 
-LAX = {
-    **{n: _SHARDING for n in ("device_put_p",)},
-    **{n: _TOKENS for n in ("after_all", "after_all_p", "create_token", "create_token_p")},
-    **{n: _INTERNAL_P for n in (
-        "cumlogsumexp_p", "reduce_xor_p", "scatter_sub_p", "split_p", "stack_p", "tile_p",
-        "unstack_p", "mulhi_p")},
-    "approx_top_k_p": ("the primitive of approx_max_k/approx_min_k, which revax computes "
-                       "exactly with top_k (both functions are present)"),
-    "select_and_scatter_p": ("JAX's select-and-scatter with arbitrary select/scatter "
-                             "computations; max/min pooling gradients in revax use "
-                             "select_and_scatter_add_p, which is present"),
-    "copy_p": ("JAX's copy primitive behind jnp.array(x, copy=True); revax Arrays are immutable, "
-               "so its numpy.array(x, copy=True) needs no copy primitive"),
-    **{n: ("comparisons with XLA's total-order compare type, internal to JAX's sort "
-           "comparators; revax's sort lowers its comparator directly") for n in (
-        "eq_to_p", "le_to_p", "lt_to_p")},
-    "scaled_dot": "microscaling (mxfp8) dot: needs fp8 scaled dots",
-    "shape_as_value": "dynamic shapes: not part of revax",
-}
+LAX = {}
 
 _IMPORT = "an import inside jax's module file (typing/functools/builtins/jax internals), not its API"
 OPTIMIZERS = {n: _IMPORT for n in ("Any", "Callable", "NamedTuple", "annotations", "map",

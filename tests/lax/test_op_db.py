@@ -109,6 +109,12 @@ _TESTED_ELSEWHERE["dim_as_value"] = (
     "a symbolic dimension size as a value: bound only while tracing at symbolic shapes (a "
     "concrete size is a constant), which the database's concrete inputs cannot reach; "
     "tests/export/test_shape_poly.py runs it through every rule against jax.export")
+_TESTED_ELSEWHERE.update({
+    name: ("an XLA token primitive: its result (and after_all's operands) is a token, not an "
+           "array, which the database's array-in/array-out suites do not model; "
+           "tests/lax/test_tokens.py compares jaxprs, StableHLO, eager and jitted results, "
+           "control flow, grads, vmap and errors with jax")
+    for name in ("create_token", "after_all")})
 _TESTED_ELSEWHERE["inspect_sharding"] = (
     "a debugging primitive that calls back with a value's sharding and has no array result; "
     "tests/sharding/test_inspect_sharding.py compares it with jax's on 4 devices")

@@ -51,3 +51,38 @@ def test_ufuncs_under_transformations_and_as_operators():
   np.testing.assert_array_equal(-x, [0, -1, -2])
   np.testing.assert_array_equal(x - 1, [-1, 0, 1])
   assert not isinstance(type(x).__neg__, rnp.ufunc) and not isinstance(type(x).__add__, rnp.ufunc)
+
+
+def _bitwise_reduce_outcomes(m):
+  """bitwise_and/or/xor.reduce and logical_xor.reduce over dtypes and arguments: the value's
+  dtype, shape and elements, or the exception's type; and the primitives the jaxpr binds."""
+  import jax
+  rs = np.random.RandomState(0)
+  i32 = rs.randint(-1000, 1000, (3, 4, 5)).astype(np.int32)
+  arrays = [i32, rs.rand(3, 4) > 0.5, i32.astype(np.uint8),
+            rs.randn(3, 4).astype(np.float32),
+            (rs.randn(3, 4) + 1j * (rs.rand(3, 4) > .5)).astype(np.complex64)]
+  out = []
+  for name in ("bitwise_and", "bitwise_or", "bitwise_xor", "logical_xor"):
+    u = getattr(m, name)
+    for x in arrays:
+      mask = x.real > 0 if x.dtype != bool else x
+      for kw in ({}, {"axis": 1}, {"axis": None}, {"axis": -1, "keepdims": True},
+                 {"axis": 1, "initial": 5}, {"axis": 0, "where": mask},
+                 {"axis": 1, "dtype": np.int16}, {"axis": 0, "where": x.astype(np.int32)}):
+        try:
+          v = np.asarray(u.reduce(x, **kw))
+          out.append((name, v.dtype.name, v.shape, v.tolist()))
+        except Exception as e:  # noqa: BLE001 (the exception's type is the outcome)
+          out.append((name, type(e).__name__))
+    lib = jax if m is jjnp else revax
+    closed = lib.make_jaxpr(lambda x, u=u: u.reduce(x, axis=(0, 2)))(i32)
+    inner = closed.jaxpr.eqns[0].params["jaxpr"].jaxpr if m is jjnp else closed.jaxpr
+    out.append((name, [e.primitive.name for e in inner.eqns]))
+  return out
+
+
+def test_bitwise_reduce_methods_are_jax_s():
+  """jax's fast paths: bitwise_and/or/xor.reduce bind reduce_and/or/xor (logical_xor.reduce
+  reduce_xor of bools), taking dtype, initial and where; where must be bool."""
+  assert _bitwise_reduce_outcomes(rnp) == _bitwise_reduce_outcomes(jjnp)

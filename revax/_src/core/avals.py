@@ -141,6 +141,8 @@ def _split_suffix(part) -> str:
 def same_type(a: ShapedArray, b: ShapedArray) -> bool:
   """Type equality as the type checker sees it: shapes, dtypes and varying manual axes, weak
   types aside (a Ref is never the same type as an array)."""
+  if type(a) is AbstractToken or type(b) is AbstractToken:
+    return a is b
   return (a.shape == b.shape and a.dtype == b.dtype
           and (type(a) is AbstractRef) == (type(b) is AbstractRef)
           and getattr(a, "_mat", None) == getattr(b, "_mat", None))
@@ -195,6 +197,43 @@ class AbstractRef:
   __str__ = __repr__
 
 
+class AbstractToken:
+  """The type of an XLA token (JAX's `AbstractToken`): a value with no shape or dtype that
+  orders side effects. One instance, `abstract_token`; printed `Tok` in jaxprs."""
+  __slots__ = ()
+  weak_type = False
+  sharding = None
+
+  def str_short(self, short_dtypes: bool = True) -> str:
+    return "Tok"
+
+  def to_tangent_aval(self) -> "AbstractToken":
+    return self
+
+  def strip_weak_type(self) -> "AbstractToken":
+    return self
+
+  def __repr__(self):
+    return "AbstractToken()"
+
+
+abstract_token = AbstractToken()
+
+
+class Token:
+  """A concrete XLA token (JAX's `Token`): the result of `lax.create_token` / `lax.after_all`
+  outside jit, holding the device buffer of the token (`_buf`). It is a pytree leaf and can be
+  passed to, and returned from, jitted functions."""
+  __slots__ = ("_buf",)
+
+  def __init__(self, buf):
+    self._buf = buf
+
+  def block_until_ready(self) -> None:
+    """Wait until the computation that produced the token has run."""
+    self._buf.block_until_ready()
+
+
 # --- avals of concrete values ----------------------------------------------------------------
 # Types defined in higher layers (revax.Array, tracers) register how to read their aval here.
 pytype_aval_mappings: dict[type, object] = {}
@@ -214,6 +253,7 @@ def _np_scalar_aval(x):
 
 
 pytype_aval_mappings[np.ndarray] = _ndarray_aval
+pytype_aval_mappings[Token] = lambda _: abstract_token
 for _t in (bool, int, float, complex):
   pytype_aval_mappings[_t] = _scalar_aval
 for _t in set(np.sctypeDict.values()) | {dtypes.bfloat16.type}:

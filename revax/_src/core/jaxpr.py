@@ -247,8 +247,9 @@ def pp_jaxpr(jaxpr: Jaxpr, names: _Names, indent: int = 0) -> str:
   eqns = [pp_eqn(e, names, indent + 4) for e in jaxpr.eqns]
   outs = ", ".join(names(v) for v in jaxpr.outvars)
   tail = f"in ({outs},) }}" if len(jaxpr.outvars) == 1 else f"in ({outs}) }}"
-  one_line = f"{head} {' '.join(eqns)} {tail}"
-  if len(eqns) <= 1 and len(one_line) <= 80 and "\n" not in one_line:
+  # (as JAX's printer: everything on one line, equations separated by ';', where it fits)
+  one_line = f"{head} {'; '.join(eqns)} {tail}"
+  if len(one_line) <= 80 and "\n" not in one_line:
     return one_line
   pad = " " * (indent + 4)
   body = "".join(f"{pad}{e}\n" for e in eqns)

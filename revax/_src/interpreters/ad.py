@@ -25,7 +25,7 @@ import itertools
 import numpy as np
 
 from revax._src.core import dtypes, sharding_types, vma
-from revax._src.core.avals import AbstractRef, ShapedArray, get_aval
+from revax._src.core.avals import AbstractRef, AbstractToken, ShapedArray, get_aval
 from revax._src.core.jaxpr import ClosedJaxpr
 from revax._src.core.rules import RuleTable
 from revax._src.core.trace import (Primitive, Trace, Tracer, current_trace, set_current_trace,
@@ -43,7 +43,10 @@ jvp_with_zero_tangents: set = set()
 
 # --- symbolic zeros --------------------------------------------------------------------------------
 def tangent_aval(aval: ShapedArray) -> ShapedArray:
-  """The type of tangents of values of type `aval`: float0 for integer and bool values."""
+  """The type of tangents of values of type `aval`: float0 for integer and bool values (a
+  token's is the token type, as JAX's `AbstractToken.to_tangent_aval`)."""
+  if type(aval) is AbstractToken:
+    return aval
   if dtypes.is_inexact(aval.dtype):  # (split over a mesh, varying over manual axes, as it is)
     return ShapedArray(aval.shape, aval.dtype, aval.weak_type, aval.sharding,
                        manual_axis_type=getattr(aval, "_mat", None))
@@ -78,6 +81,9 @@ def set_zeros_maker(fn) -> None:
 
 def zeros_like_aval(aval: ShapedArray):
   """A concrete zero array of `aval`'s shape and dtype (float0 zeros for integer tangents)."""
+  if type(aval) is AbstractToken:
+    raise TypeError("a token has no tangent or cotangent value: differentiate a function "
+                    "whose outputs are arrays, and return tokens from it as auxiliary data")
   if aval.dtype == dtypes.float0:
     return np.zeros(aval.shape, dtypes.float0)
   zeros = _zeros_maker[0](aval)

@@ -21,7 +21,7 @@ import numpy as np
 
 from revax._src.core import dtypes
 from revax._src.core.config import config
-from revax._src.core.avals import ShapedArray, get_aval, same_type
+from revax._src.core.avals import AbstractToken, ShapedArray, Token, get_aval, same_type
 from revax._src.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Var
 from revax._src.core.rules import RuleTable
 from revax._src.core.trace import Primitive, set_eager_apply
@@ -330,8 +330,12 @@ class CompiledProgram:
     self.name = name
     # float0 values (tangents of integers) have no PJRT type: they enter as bool zeros (the
     # lowering's i1) and leave as NumPy float0 zeros, as eager evaluation and JAX give them.
-    self._float0_in = tuple(i for i, a in enumerate(self.in_avals) if a.dtype == dtypes.float0)
-    self._float0_out = tuple(i for i, a in enumerate(self.out_avals) if a.dtype == dtypes.float0)
+    self._float0_in = tuple(i for i, a in enumerate(self.in_avals)
+                            if type(a) is not AbstractToken and a.dtype == dtypes.float0)
+    self._float0_out = tuple(i for i, a in enumerate(self.out_avals)
+                             if type(a) is not AbstractToken and a.dtype == dtypes.float0)
+    # XLA tokens enter and leave as `Token`s holding their buffers
+    self.has_tokens = any(type(a) is AbstractToken for a in (*self.in_avals, *self.out_avals))
     self._recipe = None  # (weakref to the closed jaxpr, aliases, XLA options): to compile
     # elsewhere
     self._keep = None
@@ -371,6 +375,8 @@ class CompiledProgram:
       for i in self._float0_in:
         shape = self.in_avals[i].shape
         args[i] = Array(ShapedArray(shape, dtypes.bool_), npy=np.zeros(shape, np.bool_))
+    if self.has_tokens:
+      return self._run_with_tokens(args)
     bufs, pending = [], None
     for a in args:
       if type(a) is not Array:
@@ -391,6 +397,29 @@ class CompiledProgram:
       executable = self.executable_for(bufs[0]._info.backend)
     outs = executable.execute(bufs)
     outs = [Array(aval, None, b) for aval, b in zip(self.out_avals, outs)]
+    for i in self._float0_out:
+      outs[i] = np.zeros(self.out_avals[i].shape, dtypes.float0)
+    return outs
+
+  def _run_with_tokens(self, args) -> list:
+    """`run_unchecked` of a program taking or returning XLA tokens: a `Token` argument passes
+    its buffer (the program runs where the token is), a token result becomes a `Token`."""
+    tokens = [i for i, a in enumerate(self.in_avals) if type(a) is AbstractToken]
+    device = next((args[i]._buf.device for i in tokens), None)
+    arrays = [a if type(a) is Array else to_array(a) for i, a in enumerate(args)
+              if i not in tokens]
+    device = device or next((a._buf.device for a in arrays if a._buf is not None), None)
+    if device is None and config.default_device is not None:
+      device = _placement.default_device()
+    it = iter(arrays)
+    bufs = [args[i]._buf if i in tokens else next(it)._device_buffer(device)
+            for i in range(len(args))]
+    executable = self.executable
+    if bufs and bufs[0]._info.backend is not executable._backend:
+      executable = self.executable_for(bufs[0]._info.backend)
+    outs = executable.execute(bufs)
+    outs = [Token(b) if type(aval) is AbstractToken else Array(aval, None, b)
+            for aval, b in zip(self.out_avals, outs, strict=True)]
     for i in self._float0_out:
       outs[i] = np.zeros(self.out_avals[i].shape, dtypes.float0)
     return outs

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from revax._src.core import dtypes, sharding_types
-from revax._src.core.avals import ShapedArray
+from revax._src.core.avals import AbstractToken, ShapedArray
 from revax._src.core.effects import jaxpr_has_host_callbacks, jaxpr_has_ordered_effects
 from revax._src.core.gc_pause import paused_gc
 from revax._src.core.jaxpr import ClosedJaxpr, Jaxpr, Literal
@@ -106,6 +106,8 @@ def ir_type(aval: ShapedArray) -> str:
 
 
 def _ir_type(aval: ShapedArray) -> str:
+  if type(aval) is AbstractToken:
+    return TOKEN_TYPE
   et = element_type(aval.dtype)
   if not aval.shape:
     return f"tensor<{et}>"

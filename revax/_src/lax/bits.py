@@ -1,5 +1,6 @@
-"""Bit-level elementwise primitives: population_count, clz (count leading zeros) and
-reduce_precision (round floats to fewer exponent and mantissa bits, as XLA's ReducePrecision).
+"""Bit-level elementwise primitives: population_count, clz (count leading zeros),
+reduce_precision (round floats to fewer exponent and mantissa bits, as XLA's ReducePrecision)
+and mulhi (the high word of an integer product).
 
 Each primitive is one block: its public wrapper, then its rules, then their registration.
 """
@@ -8,14 +9,15 @@ from __future__ import annotations
 import numpy as np
 
 from revax._src.core import dtypes
-from revax._src.core.avals import ShapedArray
+from revax._src.core.avals import ShapedArray, get_aval
 from revax._src.core.trace import Primitive
 from revax._src.interpreters import ad, batching, dispatch, mlir
 from revax._src.interpreters import invertible as inv
-from revax._src.lax.standard import unop
+from revax._src.lax import shapes, standard
+from revax._src.lax.standard import naryop, unop
 
-__all__ = ["population_count", "clz", "reduce_precision",
-           "population_count_p", "clz_p", "reduce_precision_p"]
+__all__ = ["population_count", "clz", "reduce_precision", "mulhi",
+           "population_count_p", "clz_p", "reduce_precision_p", "mulhi_p"]
 
 
 def _as_unsigned(x: np.ndarray) -> np.ndarray:
@@ -169,3 +171,96 @@ ad.deflinear(reduce_precision_p, _reduce_precision_transpose)  # JAX treats it a
 batching.defvectorized(reduce_precision_p)
 mlir.register_lowering(reduce_precision_p, _reduce_precision_lower)
 inv.not_invertible(reduce_precision_p, "many-to-one: rounding")
+
+
+# --- mulhi ---------------------------------------------------------------------------------------
+def mulhi(x, y, /):
+  """Elementwise multiply-high: the high half of the full-width product of two integer arrays
+  (x * y has twice their width; this is its upper word), signed or unsigned by the dtype.
+
+  Args:
+    x, y: integer arrays of one dtype. If neither is a scalar, they must have the same number
+      of dimensions and be broadcast compatible.
+
+  Returns:
+    An array of that dtype.
+
+  Raises:
+    TypeError: the operands are not integers of one dtype, or have different ranks.
+
+  Example:
+    >>> lax.mulhi(jnp.array([2 ** 30, -3], jnp.int32), jnp.array([8, 2 ** 31 - 1], jnp.int32))
+    Array([ 2, -2], dtype=int32)
+  """
+  from revax._src.lax.strict_operands import check_same_rank
+  check_same_rank("mulhi", x, y)
+  return mulhi_p.bind(x, y)
+
+
+def _mulhi_numpy(x, y):
+  """The high word of the exact product (Python integers for 64-bit operands)."""
+  x, y = np.broadcast_arrays(np.asarray(x), np.asarray(y))
+  dtype = x.dtype
+  info = dtypes.iinfo(dtype)
+  if info.bits <= 32:
+    wide = np.int64 if info.min < 0 else np.uint64
+    prod = x.astype(wide) * y.astype(wide)
+  else:
+    prod = np.asarray(x.astype(object) * y.astype(object))
+  return np.asarray(prod >> info.bits).astype(dtype)
+
+
+def _mulhi_lower(ctx, x, y):
+  dtype = ctx.avals_in[0].dtype
+  expansion = _mulhi_widened if dtype.itemsize * 8 != dtypes.iinfo(dtype).bits \
+      else _mulhi_expansion
+  return mlir.lower_fun(expansion, multiple_results=False)(ctx, x, y)
+
+
+def _mulhi_widened(x, y):
+  """mulhi of the sub-byte integers (int4, uint4): the product in 32 bits, shifted."""
+  from revax._src.lax import binary, conversion
+  dtype = get_aval(x).dtype
+  info = dtypes.iinfo(dtype)
+  wide = np.dtype(np.int32 if info.min < 0 else np.uint32)
+  prod = binary.mul(conversion.convert_element_type(x, wide),
+                    conversion.convert_element_type(y, wide))
+  shift = binary.shift_right_arithmetic if info.min < 0 else binary.shift_right_logical
+  return conversion.convert_element_type(shift(prod, np.asarray(info.bits, wide)), dtype)
+
+
+def _mulhi_expansion(x, y):
+  """mulhi from half-word partial products (no wider integer type needed): XLA has no mulhi
+  operation, so this is the lowering."""
+  from revax._src.lax import binary, comparison, creation
+  from revax._src.lax.conversion import bitcast_convert_type
+  dtype = get_aval(x).dtype
+  shape = standard.broadcast_shapes(get_aval(x).shape, get_aval(y).shape)
+  x = shapes.broadcast_in_dim(x, shape, tuple(range(len(shape) - get_aval(x).ndim, len(shape))))
+  y = shapes.broadcast_in_dim(y, shape, tuple(range(len(shape) - get_aval(y).ndim, len(shape))))
+  width = dtype.itemsize * 8
+  udtype = np.dtype(f"uint{width}")
+  signed = dtype != udtype
+  ux = bitcast_convert_type(x, udtype) if signed else x
+  uy = bitcast_convert_type(y, udtype) if signed else y
+  half = np.asarray(width // 2, udtype)
+  mask = np.asarray((1 << (width // 2)) - 1, udtype)
+  lo = lambda v: binary.bitwise_and(v, mask)
+  hi = lambda v: binary.shift_right_logical(v, half)
+  x0, x1, y0, y1 = lo(ux), hi(ux), lo(uy), hi(uy)
+  p00, p01, p10, p11 = (binary.mul(x0, y0), binary.mul(x0, y1), binary.mul(x1, y0),
+                        binary.mul(x1, y1))
+  mid = binary.add(binary.add(hi(p00), lo(p01)), lo(p10))
+  out = binary.add(binary.add(binary.add(p11, hi(p01)), hi(p10)), hi(mid))
+  if signed:  # two's complement: the high word loses the other operand where one is negative
+    zero, uzero = np.asarray(0, dtype), creation.full(shape, 0, udtype)
+    out = binary.sub(out, comparison.select_n(comparison.lt(x, zero), uzero, uy))
+    out = binary.sub(out, comparison.select_n(comparison.lt(y, zero), uzero, ux))
+    out = bitcast_convert_type(out, dtype)
+  return out
+
+
+mulhi_p = naryop("mulhi", ("int", "int"), _mulhi_numpy, None)
+mlir.register_lowering(mulhi_p, _mulhi_lower)
+ad.zero_output_jvp(mulhi_p, "integer operands and output")
+inv.not_invertible(mulhi_p, "many-to-one: many products share a high word")

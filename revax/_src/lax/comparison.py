@@ -26,6 +26,7 @@ from revax._src.lax.standard import (as_operand, binary_operands, broadcast_to_o
 __all__ = [
   "eq", "ne", "lt", "le", "gt", "ge", "select_n", "clamp",
   "eq_p", "ne_p", "lt_p", "le_p", "gt_p", "ge_p", "select_n_p", "clamp_p",
+  "eq_to_p", "le_to_p", "lt_to_p",
 ]
 
 
@@ -40,13 +41,18 @@ def compare_type(dtype) -> str:
   return f"#stablehlo<comparison_type {kind}>"
 
 
-def compare(ctx, x, y, direction: str, aval: ShapedArray, result_aval: ShapedArray | None = None):
-  """Emit `stablehlo.compare` of `x` and `y` (both of `aval`'s dtype) in `direction` (EQ, LT, ...)."""
+def compare(ctx, x, y, direction: str, aval: ShapedArray, result_aval: ShapedArray | None = None,
+            total_order: bool = False):
+  """Emit `stablehlo.compare` of `x` and `y` (both of `aval`'s dtype) in `direction` (EQ, LT, ...);
+  with `total_order`, floats compare in XLA's total order (TOTALORDER)."""
   result_aval = aval.update(dtype=dtypes.bool_, weak_type=False) if result_aval is None \
       else result_aval
+  kind = compare_type(aval.dtype)
+  if total_order and dtypes.is_inexact(aval.dtype):
+    kind = "#stablehlo<comparison_type TOTALORDER>"
   return ctx.op1("stablehlo.compare", [x, y], result_aval,
                  props={"comparison_direction": f"#stablehlo<comparison_direction {direction}>",
-                        "compare_type": compare_type(aval.dtype)})
+                        "compare_type": kind})
 
 
 def broadcasting_batcher(prim: Primitive):
@@ -79,12 +85,19 @@ def _align_batch_dim(x, dim, x_rank: int, rank: int, out_dim: int):
   return reshape(x, shape[:1] + (1,) * -at + shape[1:])
 
 
-def _comparison(name: str, direction: str, numpy_fn, ordered: bool) -> Primitive:
-  """A comparison primitive; `ordered` ones (lt, le, gt, ge) reject complex operands."""
+def _comparison(name: str, direction: str, numpy_fn, ordered: bool,
+                total_order: bool = False) -> Primitive:
+  """A comparison primitive; `ordered` ones (lt, le, gt, ge) reject complex operands;
+  `total_order` ones compare floats in XLA's total order (-NaN < -inf < ... < -0 < +0 < ... <
+  inf < NaN, NaNs by payload)."""
   kind = "any"
   base_rule = naryop_abstract_eval(name, (kind, kind), result_dtype=lambda d: dtypes.bool_)
 
   def abstract_eval(x, y):
+    if total_order and any(dtypes.is_complex(a.dtype) for a in (x, y)):
+      # (jax accepts them here; XLA's verifier then refuses TOTALORDER on complex values)
+      raise TypeError(f"{name} does not accept complex operands: XLA's total order compares "
+                      f"real numbers only")
     if ordered:
       for i, a in enumerate((x, y)):
         if dtypes.is_complex(a.dtype):
@@ -95,9 +108,11 @@ def _comparison(name: str, direction: str, numpy_fn, ordered: bool) -> Primitive
   def lower(ctx, x, y):
     x, y = broadcast_to_out(ctx, (x, y))
     aval = ctx.avals_in[0].update(shape=ctx.avals_out[0].shape)
-    return compare(ctx, x, y, direction, aval, ctx.avals_out[0])
+    return compare(ctx, x, y, direction, aval, ctx.avals_out[0], total_order)
 
   def numpy_impl(x, y):
+    if total_order:
+      return _total_order_compare(numpy_fn, x, y)
     with np.errstate(invalid="ignore"):  # NaN operands: ordered comparisons are simply false
       return numpy_fn(x, y)
 
@@ -163,6 +178,29 @@ def ge(x, y):
 
 
 ge_p = _comparison("ge", "GE", np.greater_equal, ordered=True)
+
+
+# --- eq_to, le_to, lt_to: comparisons in XLA's total order ---------------------------------------
+def _total_order_key(x: np.ndarray) -> np.ndarray:
+  """Signed integers ordered as XLA's TOTALORDER orders the floats `x`: the bit pattern, with
+  the magnitude bits of negative values flipped (so -0 < +0, and NaNs sort by sign and payload
+  beyond the infinities)."""
+  bits = x.view(np.dtype(f"int{x.dtype.itemsize * 8}")).astype(np.int64)
+  magnitude = np.int64((1 << (x.dtype.itemsize * 8 - 1)) - 1)
+  return np.where(bits < 0, bits ^ magnitude, bits)
+
+
+def _total_order_compare(numpy_fn, x, y):
+  x, y = np.broadcast_arrays(np.asarray(x), np.asarray(y))
+  if not dtypes.is_inexact(x.dtype):
+    return numpy_fn(x, y)
+  return numpy_fn(_total_order_key(np.ascontiguousarray(x)),
+                  _total_order_key(np.ascontiguousarray(y)))
+
+
+eq_to_p = _comparison("eq_to", "EQ", np.equal, ordered=False, total_order=True)
+le_to_p = _comparison("le_to", "LE", np.less_equal, ordered=True, total_order=True)
+lt_to_p = _comparison("lt_to", "LT", np.less, ordered=True, total_order=True)
 
 
 # --- select_n ------------------------------------------------------------------------------------

@@ -1,24 +1,24 @@
 """jax.lax's convenience functions that compose existing primitives (no new primitive here):
-slicing along one dimension, collapse/stack/unstack/split/tile, select, reciprocal,
-batch_matmul, scatter_sub, approx_max_k/approx_min_k, reduce_xor, associative_scan,
-cumlogsumexp, dtype/empty/broadcast_shapes/broadcast_like.
+indexing along one dimension, select, reciprocal, batch_matmul, index_take, shape_as_value,
+dtype/empty/broadcast_shapes/broadcast_like (slice_in_dim, collapse and associative_scan live
+in associative_scan.py).
 """
 from __future__ import annotations
 
 import builtins
-import math
 import operator
 
 import numpy as np
 
 from revax._src import tree_util
 from revax._src.core import dtypes
-from revax._src.core import sharding_types as st
 from revax._src.core.avals import get_aval
-from revax._src.core.shape_poly import is_symbolic_dim, symbolic_slice
+from revax._src.core.shape_poly import is_symbolic_dim
 from revax._src.core.trace import Tracer
 from revax._src.lax import binary, comparison, conversion, creation, shapes
-from revax._src.lax import slicing, sorting, standard, unary
+from revax._src.lax import slicing, standard
+from revax._src.lax.associative_scan import slice_in_dim
+from revax._src.lax.dim_value import dim_as_value
 from revax._src.lax.dot import dot_general
 
 
@@ -38,26 +38,6 @@ def _dim(axis, ndim, name="axis"):
 
 
 # --- slicing along one dimension -----------------------------------------------------------------
-@tree_util.accepts_array_leaves()
-def slice_in_dim(operand, start_index, limit_index, stride=1, axis=0):
-  """`operand[..., start_index:limit_index:stride, ...]` along `axis` (static bounds; None and
-  negative values as in Python slicing)."""
-  shape = _shape(operand)
-  axis = _dim(axis, len(shape))
-  starts = [0] * len(shape)
-  limits = list(shape)
-  strides = [1] * len(shape)
-  s = builtins.slice(start_index, limit_index, stride)
-  if any(is_symbolic_dim(v) for v in (shape[axis], start_index, limit_index, stride)):
-    starts[axis], limits[axis], strides[axis], backwards = symbolic_slice(s, shape[axis])
-    if backwards:
-      operand = shapes.rev(operand, (axis,))
-    return slicing.slice(operand, starts, limits, strides)
-  start, stop, step = s.indices(shape[axis])
-  starts[axis], limits[axis], strides[axis] = start, builtins.max(start, stop), step
-  return slicing.slice(operand, starts, limits, strides)
-
-
 @tree_util.accepts_array_leaves()
 def index_in_dim(operand, index, axis=0, keepdims=True):
   """The `index`-th slice of `operand` along `axis` (a static int, negative from the end)."""
@@ -135,82 +115,6 @@ def dynamic_update_index_in_dim(operand, update, index, axis, *, allow_negative_
 
 
 # --- shapes --------------------------------------------------------------------------------------
-def collapse(operand, start_dimension, stop_dimension=None):
-  """`operand` with dimensions [start_dimension, stop_dimension) merged into one."""
-  shape = _shape(operand)
-  lo = _dim(start_dimension, len(shape), "start_dimension") if shape else 0
-  hi = len(shape) if stop_dimension is None else (
-      stop_dimension % len(shape) if stop_dimension < 0 else stop_dimension)
-  if hi < lo or hi > len(shape):
-    raise ValueError(f"Invalid dimension range passed to collapse: {shape}"
-                     f"[{start_dimension}:{stop_dimension}]")
-  return shapes.reshape(operand, shape[:lo] + (math.prod(shape[lo:hi]),) + shape[hi:])
-
-
-def stack(operands, axis=0):
-  """The operands (all of one shape) stacked along a new `axis`."""
-  operands = list(operands)
-  if not operands:
-    raise ValueError("stack requires at least one operand")
-  axis = _dim(axis, _ndim(operands[0]) + 1)
-  return shapes.concatenate([shapes.expand_dims(x, (axis,)) for x in operands], axis)
-
-
-def unstack(x, axis=0):
-  """The slices of `x` along `axis`, as a tuple."""
-  axis = _dim(axis, _ndim(x))
-  return tuple(index_in_dim(x, i, axis, keepdims=False) for i in range(_shape(x)[axis]))
-
-
-def split(operand, sizes, axis=0):
-  """`operand` cut along `axis` into pieces of the given `sizes` (which must sum to its size)."""
-  shape = _shape(operand)
-  axis = _dim(axis, len(shape))
-  sizes = [operator.index(s) for s in sizes]
-  if any(s < 0 for s in sizes):
-    raise ValueError(f"Sizes passed to split must be nonnegative, got {sizes}")
-  if sum(sizes) != shape[axis]:
-    raise ValueError(f"Sum of sizes {sum(sizes)} must be equal to dimension {axis} of the "
-                     f"operand shape {list(shape)}")
-  out, start = [], 0
-  for s in sizes:
-    out.append(slice_in_dim(operand, start, start + s, 1, axis))
-    start += s
-  return out
-
-
-def tile(operand, reps):
-  """`operand` repeated `reps[i]` times along each dimension i.
-
-  Raises:
-    ShardingTypeError: as JAX's, the operand is split along a dimension tiled more than once
-      (the result is split as the operand).
-  """
-  shape = _shape(operand)
-  reps = tuple(operator.index(r) for r in reps)
-  if len(reps) != len(shape):
-    raise ValueError(f"len(reps) must equal operand.ndim, got {len(reps)} and {len(shape)}")
-  aval = get_aval(operand)
-  parts = st.spec_parts(aval)
-  if all(p is None for p in parts):
-    return _tile(operand, shape, reps)
-  for i, (r, part) in enumerate(zip(reps, parts, strict=True)):
-    if r != 1 and part is not None:
-      raise st.ShardingTypeError(
-          f"Operand cannot be sharded on dimension {i} when the tiling is non-trivial. Got "
-          f"input type: {aval.str_short(short_dtypes=False)} with reps: {reps}")
-  with st.internal_expansion():  # (revax tiles by a broadcast and a reshape; JAX by a tile)
-    out = _tile(operand, shape, reps)
-  from revax._src.lax.sharding_constraint import placed
-  return placed(out, aval.sharding)
-
-
-def _tile(operand, shape, reps):
-  interleaved = tuple(d for pair in zip(reps, shape, strict=True) for d in pair)
-  b = shapes.broadcast_in_dim(operand, interleaved, tuple(range(1, 2 * len(shape), 2)))
-  return shapes.reshape(b, tuple(r * d for r, d in zip(reps, shape, strict=True)))
-
-
 def broadcast_like(arr, like_arr):
   """`arr` broadcast (NumPy rules) to the shape of `like_arr`."""
   out_shape = _shape(like_arr)
@@ -282,147 +186,36 @@ def batch_matmul(lhs, rhs, precision=None):
                          precision=precision)
 
 
-def scatter_sub(operand, scatter_indices, updates, dimension_numbers, *, indices_are_sorted=False,
-                unique_indices=False, mode=None):
-  """XLA's scatter with subtraction: operand[idx] -= update (repeated indices accumulate).
-
-  x - u equals x + (-u) exactly in IEEE arithmetic, so this is scatter_add of the negated
-  updates."""
-  return slicing.scatter_add(operand, scatter_indices, unary.neg(updates), dimension_numbers,
-                             indices_are_sorted=indices_are_sorted,
-                             unique_indices=unique_indices, mode=mode)
-
-
-# --- top-k and reductions ------------------------------------------------------------------------
-def approx_max_k(operand, k, reduction_dimension=-1, recall_target=0.95,
-                 reduction_input_size_override=-1, aggregate_to_topk=True):
-  """The `k` largest values along `reduction_dimension` and their indices. revax computes them
-  exactly (recall 1, what XLA's CPU backend also does), so every recall_target is met."""
-  del recall_target, reduction_input_size_override, aggregate_to_topk
-  return _top_k_along(operand, k, reduction_dimension, largest=True)
-
-
-def approx_min_k(operand, k, reduction_dimension=-1, recall_target=0.95,
-                 reduction_input_size_override=-1, aggregate_to_topk=True):
-  """The `k` smallest values along `reduction_dimension` and their indices (exact)."""
-  del recall_target, reduction_input_size_override, aggregate_to_topk
-  return _top_k_along(operand, k, reduction_dimension, largest=False)
-
-
-def _top_k_along(operand, k, axis, largest):
-  axis = _dim(axis, _ndim(operand))
-  if largest:
-    return sorting.top_k(operand, k, axis=axis)
-  values, idx = sorting.top_k(unary.neg(operand), k, axis=axis)
-  return [unary.neg(values), idx]  # a list, as JAX's
-
-
-def reduce_xor(operand, axes):
-  """Bitwise XOR of the elements of an integer or bool operand over `axes`."""
-  axes = tuple(_dim(a, _ndim(operand)) for a in axes)
-  x = operand
-  for axis in sorted(axes, reverse=True):
-    parts = unstack(x, axis)
-    if not parts:
-      shape = _shape(x)
-      return creation.full(shape[:axis] + shape[axis + 1:], 0, get_aval(x).dtype)
-    x = tree_util.tree_reduce(binary.bitwise_xor, list(parts))
-  return x
-
-
-# --- scans ---------------------------------------------------------------------------------------
-def associative_scan(fn, elems, reverse=False, axis=0):
-  """All prefix combinations `fn(... fn(fn(e0, e1), e2) ..., ei)` along `axis`, computed as a
-  parallel scan in O(log n) rounds; `fn` must be associative and act elementwise on (pytrees
-  of) arrays.
+def shape_as_value(shape):
+  """A shape as an integer array: its sizes, symbolic ones (under shape polymorphism) as traced
+  values (dim_as_value); a concrete shape gives a NumPy array, as JAX's.
 
   Args:
-    fn: associative binary function of two pytrees shaped like slices of `elems`.
-    elems: a pytree of arrays sharing the size of `axis`.
-    reverse: scan from the end.
-    axis: the scanned axis.
+    shape: a sequence of ints and symbolic dimensions.
 
   Returns:
-    A pytree like `elems` of the prefix combinations.
+    A 1-d int32 array of the sizes (int64 where a size needs it and x64 is on).
 
   Example:
-    >>> lax.associative_scan(lax.add, jnp.arange(5))
-    Array([ 0,  1,  3,  6, 10], dtype=int32)
+    >>> lax.shape_as_value((2, 3))
+    array([2, 3], dtype=int32)
   """
-  leaves, treedef = tree_util.tree_flatten(elems)
-  if not leaves:
-    return elems
-  ndim = _ndim(leaves[0])
-  axis = _dim(axis, ndim)
-  n = _shape(leaves[0])[axis]
-  if any(_shape(x)[axis] != n for x in leaves):
-    raise ValueError(f"Array inputs to associative_scan must have the same first dimension. "
-                     f"(saw: {[_shape(x) for x in leaves]})")
-  if reverse:
-    leaves = [shapes.rev(x, (axis,)) for x in leaves]
-
-  def combine(a, b):
-    out = fn(tree_util.tree_unflatten(treedef, a), tree_util.tree_unflatten(treedef, b))
-    out_leaves, out_tree = tree_util.tree_flatten(out)
-    if out_tree != treedef:
-      raise ValueError(f"the combine function of associative_scan must return a pytree of the "
-                       f"elements' structure {treedef}, got {out_tree}")
-    return out_leaves
-
-  def sl(xs, start, stop, stride=1):
-    return [slice_in_dim(x, start, stop, stride, axis) for x in xs]
-
-  def interleave(evens, odds, length):
-    # positions 0, 2, 4, ... from evens and 1, 3, ... from odds
-    out = []
-    for e, o in zip(evens, odds, strict=True):
-      n_e = _shape(e)[axis]
-      n_o = _shape(o)[axis]
-      if n_o < n_e:
-        pad_cfg = [(0, 0, 0)] * ndim
-        pad_cfg[axis] = (0, 1, 0)
-        o = shapes.pad(o, np.asarray(0, get_aval(o).dtype), pad_cfg)
-      both = shapes.concatenate([shapes.expand_dims(e, (axis + 1,)),
-                                 shapes.expand_dims(o, (axis + 1,))], axis + 1)
-      merged = collapse(both, axis, axis + 2)
-      out.append(slice_in_dim(merged, 0, length, 1, axis))
-    return out
-
-  def scan(xs):
-    length = _shape(xs[0])[axis]
-    if length < 2:
-      return xs
-    reduced = combine(sl(xs, 0, length - 1, 2), sl(xs, 1, length, 2))
-    odd = scan(reduced)  # prefix results at positions 1, 3, 5, ...
-    if length % 2 == 0:
-      even_rest = combine(sl(odd, 0, _shape(odd[0])[axis] - 1), sl(xs, 2, length, 2))
-    else:
-      even_rest = combine(odd, sl(xs, 2, length, 2))
-    evens = [shapes.concatenate([sl([x], 0, 1)[0], r], axis) for x, r in
-             zip(xs, even_rest, strict=True)]
-    return interleave(evens, odd, length)
-
-  out = scan(leaves)
-  if reverse:
-    out = [shapes.rev(x, (axis,)) for x in out]
-  return tree_util.tree_unflatten(treedef, out)
-
-
-def _logaddexp(a, b):
-  big = binary.max(a, b)
-  small = binary.min(a, b)
-  # shift by the larger value where it is finite (both -inf must stay -inf, not inf - inf)
-  shift = comparison.select_n(unary.is_finite(big), creation.full_like(big, 0), big)
-  delta = binary.sub(small, shift)
-  return binary.add(big, unary.log1p(unary.exp(delta)))
-
-
-def cumlogsumexp(operand, axis=0, reverse=False):
-  """Cumulative log(sum(exp(x))) along `axis` (from the end if `reverse`), computed stably."""
-  if not dtypes.is_float(get_aval(operand).dtype):
-    raise TypeError(f"cumlogsumexp requires a floating-point operand, got "
-                    f"{get_aval(operand).dtype}")
-  return associative_scan(_logaddexp, operand, reverse=reverse, axis=axis)
+  shape = tuple(shape)
+  dtype = np.dtype(np.int32)
+  for d in shape:
+    if is_symbolic_dim(d):
+      dtype = dtypes.default_int_dtype()
+      break
+    if d > np.iinfo(np.int32).max:
+      dtype = np.dtype(np.int64)
+      break
+  if not shape:
+    return creation.full((0,), 0, dtype)
+  if not any(map(is_symbolic_dim, shape)):
+    return np.asarray(shape, dtype)
+  dims = [shapes.expand_dims(conversion.convert_element_type(dim_as_value(d), dtype), (0,))
+          for d in shape]
+  return shapes.concatenate(dims, 0)
 
 
 def index_take(src, idxs, axes):
@@ -441,46 +234,3 @@ def index_take(src, idxs, axes):
       offset_dims=tuple(range(1, len(src_shape) - len(axes) + 1)),
       collapsed_slice_dims=axes, start_index_map=axes)
   return slicing.gather(src, indices, dnums, slice_sizes)
-
-
-def mulhi(x, y, /):
-  """The high half of the full-width product of two integer arrays (x * y has twice the
-  width; this is its upper word), signed or unsigned by the dtype. Computed from half-word
-  partial products, so no wider integer type is needed.
-
-  Args:
-    x, y: integer arrays of one dtype (broadcast together).
-
-  Returns:
-    An array of that dtype.
-  """
-  from revax._src.lax.conversion import bitcast_convert_type
-  dtype = get_aval(x).dtype
-  if get_aval(y).dtype != dtype or not dtypes.is_integer(dtype):
-    raise TypeError(f"mulhi requires two integer arrays of one dtype, got "
-                    f"{get_aval(x).dtype} and {get_aval(y).dtype}")
-  if _shape(x) != _shape(y):
-    target = creation.full(broadcast_shapes(_shape(x), _shape(y)), 0, dtype)
-    x, y = broadcast_like(x, target), broadcast_like(y, target)
-  width = dtype.itemsize * 8
-  udtype = np.dtype(f"uint{width}")
-  signed = dtype != udtype
-  ux = bitcast_convert_type(x, udtype) if signed else x
-  uy = bitcast_convert_type(y, udtype) if signed else y
-  half = np.asarray(width // 2, udtype)
-  mask = np.asarray((1 << (width // 2)) - 1, udtype)
-  lo = lambda v: binary.bitwise_and(v, mask)
-  hi = lambda v: binary.shift_right_logical(v, half)
-  x0, x1, y0, y1 = lo(ux), hi(ux), lo(uy), hi(uy)
-  p00, p01, p10, p11 = (binary.mul(x0, y0), binary.mul(x0, y1), binary.mul(x1, y0),
-                        binary.mul(x1, y1))
-  mid = binary.add(binary.add(hi(p00), lo(p01)), lo(p10))
-  out = binary.add(binary.add(binary.add(p11, hi(p01)), hi(p10)), hi(mid))
-  if signed:  # two's complement: the high word loses the other operand where one is negative
-    zero, uzero = np.asarray(0, dtype), creation.full(_shape(ux), 0, udtype)
-    out = binary.sub(out, comparison.select_n(comparison.lt(x, zero), uzero, uy))
-    out = binary.sub(out, comparison.select_n(comparison.lt(y, zero), uzero, ux))
-    out = bitcast_convert_type(out, dtype)
-  if get_aval(x).weak_type and get_aval(y).weak_type:  # weak as jax's mulhi primitive
-    out = conversion.convert_element_type(out, dtype, weak_type=True)
-  return out

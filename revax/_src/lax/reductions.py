@@ -1,5 +1,6 @@
 """Reductions over axes: reduce_sum, reduce_prod, reduce_max, reduce_min, reduce_and, reduce_or,
-argmax and argmin, and the monoid fast path of the generic `reduce` (variadic_reduce.py).
+reduce_xor, argmax and argmin, and the monoid fast path of the generic `reduce`
+(variadic_reduce.py).
 
 Each reduction lowers to `stablehlo.reduce` with the identity of its monoid as init value and a
 region that applies the matching elementwise primitive's own lowering to scalars, so NaN
@@ -31,6 +32,7 @@ __all__ = [
   "reduce_sum", "reduce_prod", "reduce_max", "reduce_min", "reduce_and", "reduce_or",
   "argmax", "argmin",
   "reduce_sum_p", "reduce_prod_p", "reduce_max_p", "reduce_min_p", "reduce_and_p", "reduce_or_p",
+  "reduce_xor", "reduce_xor_p",
   "argmax_p", "argmin_p",
 ]
 
@@ -353,6 +355,32 @@ ad.not_differentiable(reduce_or_p, "it takes bool or integer operands")
 inv.not_invertible(reduce_or_p, "many-to-one: a reduction")
 
 
+# --- reduce_xor ----------------------------------------------------------------------------------
+def reduce_xor(operand, axes):
+  """Bitwise XOR (integer) or logical XOR (bool) of the elements over `axes`; 0 / False when
+  empty.
+
+  Args:
+    operand: a bool or integer array.
+    axes: the axes to reduce (unique; negative values count from the end).
+
+  Returns:
+    An array of the operand's dtype without the reduced axes.
+
+  Example:
+    >>> lax.reduce_xor(jnp.array([[1, 2, 4], [3, 3, 0]]), (1,))
+    Array([7, 0], dtype=int32)
+  """
+  return _reduce_bind(reduce_xor_p, operand, axes, "reduce_xor")
+
+
+reduce_xor_p = _reduction(_Monoid(
+    "reduce_xor", _intbool, _INTBOOL_MSG, lambda d: np.zeros((), d),
+    _numpy_bitwise(np.bitwise_xor, lambda d: np.zeros((), d)), lambda d: binary.xor_p))
+ad.not_differentiable(reduce_xor_p, "it takes bool or integer operands")
+inv.not_invertible(reduce_xor_p, "many-to-one: a reduction")
+
+
 # --- argmax / argmin -----------------------------------------------------------------------------
 def _arg_bind(prim, operand, axis, index_dtype, op_name):
   (axis,) = canonicalize_axes((axis,), get_aval(operand).ndim, op_name)
@@ -459,7 +487,7 @@ inv.not_invertible(argmin_p, "many-to-one: an index")
 
 # --- the monoid fast path of lax.reduce ---------------------------------------------------------
 _MONOID_REDUCTIONS = {"add": reduce_sum, "mul": reduce_prod, "max": reduce_max,
-                      "min": reduce_min, "and": reduce_and, "or": reduce_or}
+                      "min": reduce_min, "and": reduce_and, "or": reduce_or, "xor": reduce_xor}
 
 
 def monoid_reduction(x, init, computation, dimensions):
@@ -483,7 +511,7 @@ def monoid_reduction(x, init, computation, dimensions):
     return None
   name = _monoid_name(jaxpr)
   if name is None or init_aval.shape != () or (
-      name in ("and", "or") and not _intbool(aval.dtype)):
+      name in ("and", "or", "xor") and not _intbool(aval.dtype)):
     return None
   if not _is_identity(init, name, aval.dtype) and init_aval.dtype != aval.dtype:
     return None  # the general path rejects the dtype mismatch, as JAX does
@@ -491,7 +519,8 @@ def monoid_reduction(x, init, computation, dimensions):
   out = _MONOID_REDUCTIONS[name](x, dimensions)
   if not _is_identity(init, name, aval.dtype):
     combine = {"add": binary.add, "mul": binary.mul, "max": binary.max, "min": binary.min,
-               "and": binary.bitwise_and, "or": binary.bitwise_or}[name]
+               "and": binary.bitwise_and, "or": binary.bitwise_or,
+               "xor": binary.bitwise_xor}[name]
     out = combine(out, init)
   return convert_element_type(out, aval.dtype, weak_type=weak)
 
@@ -523,6 +552,6 @@ def _is_identity(init, name, dtype) -> bool:
   own = dtypes.canonicalize_dtype(value.dtype) if value.dtype in dtypes.SUPPORTED else dtype
   identity = {"add": lambda d: np.zeros((), d), "mul": lambda d: np.ones((), d),
               "max": _max_identity, "min": _min_identity, "and": _all_ones,
-              "or": lambda d: np.zeros((), d)}[name](own)
+              "or": lambda d: np.zeros((), d), "xor": lambda d: np.zeros((), d)}[name](own)
   with np.errstate(all="ignore"):
     return bool(np.equal(value, identity))

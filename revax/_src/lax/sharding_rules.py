@@ -16,7 +16,7 @@ from revax._src.core import sharding_types as st
 from revax._src.core.sharding_types import merge, spec_parts
 from revax._src.interpreters import ad
 from revax._src.lax import (binary, bits, comparison, conversion, reductions, shapes, slicing,
-                            sorting, special, unary)
+                            sorting, special, stacking, unary)
 from revax._src.lax.convolution import conv_general_dilated_p
 from revax._src.lax.dot import dot_general_p
 from revax._src.lax.stop_gradient import stop_gradient_p
@@ -344,6 +344,9 @@ _sort = _unsplit_along("dimension", "Arguments to sort must be unsharded over th
                        "dimension. Got arg sharding={sharding} and sorting dimension={axis}")
 _top_k = _unsplit_along("axis", "The input should be unsharded over the axis along which to "
                         "compute the top_k values. Got input type={type} and axis={axis}")
+_approx_top_k = _unsplit_along(
+    "reduction_dimension", "reduction dimension {axis} in operand {type} should be unsharded "
+    "i.e. the spec of that dim should be `None`.")
 _cumulative = _unsplit_along("axis", "Input should be unsharded over the axis being reduced. "
                              "Got input type={type} and axis={axis}")
 
@@ -392,33 +395,65 @@ rules[shapes.broadcast_in_dim_p] = _broadcast_in_dim
 rules[shapes.transpose_p] = _transpose
 rules[shapes.squeeze_p] = _squeeze
 rules[shapes.reshape_p] = _reshape
+def _split(avals, params, outs):
+  """JAX's rule: each piece as a slice of the operand (`_varying_out_shape`)."""
+  rule = _varying_out_shape("split")
+  return [rule(avals, params, [o])[0] for o in outs]
+
+
+def _stack(avals, params, outs):
+  """JAX's rule: the operands' shardings agree; the new dimension is unsplit."""
+  spec = _same_split(avals, "All operands should have the same sharding. Got shardings {}")
+  if spec is None:
+    return [None]
+  parts = list(spec)
+  parts.insert(params["axis"], None)
+  return [tuple(parts)]
+
+
+def _unstack(avals, params, outs):
+  """JAX's rule: the unstacked dimension is unsplit; the others keep their splits."""
+  src, axis = spec_parts(avals[0]), params["axis"]
+  if src[axis] is not None:
+    raise st.ShardingTypeError(f"unstack operand cannot be sharded on the unstacking axis "
+                               f"{axis}. Got operand type={avals[0].str_short()}")
+  return [src[:axis] + src[axis + 1:]] * len(outs)
+
+
 rules[shapes.rev_p] = st.same_as_operand()
+rules[stacking.split_p] = _split
+rules[stacking.stack_p] = _stack
+rules[stacking.unstack_p] = _unstack
+rules[stacking.tile_p] = st.same_as_operand()  # (lax.tile refuses tiling a split dimension)
 rules[shapes.pad_p] = _varying_out_shape("padding")
 rules[shapes.concatenate_p] = _concatenate
 rules[dot_general_p] = _dot_general
 rules[conv_general_dilated_p] = _conv_general_dilated
 for _p in (reductions.reduce_sum_p, reductions.reduce_prod_p, reductions.reduce_max_p,
            reductions.reduce_min_p, reductions.reduce_and_p, reductions.reduce_or_p,
-           reductions.argmax_p, reductions.argmin_p):
+           reductions.reduce_xor_p, reductions.argmax_p, reductions.argmin_p):
   rules[_p] = st.drop_axes("axes")
-for _p in (sorting.cumsum_p, sorting.cumprod_p, sorting.cummax_p, sorting.cummin_p):
+for _p in (sorting.cumsum_p, sorting.cumprod_p, sorting.cummax_p, sorting.cummin_p,
+           sorting.cumlogsumexp_p):
   rules[_p] = _cumulative
 for _p in (bits.reduce_precision_p, stop_gradient_p,
            slicing.dynamic_update_slice_p, slicing.scatter_p):
   rules[_p] = st.same_as_operand()
 rules[sorting.sort_p] = _sort
 rules[sorting.top_k_p] = _top_k
+rules[sorting.approx_top_k_p] = _approx_top_k
 rules[slicing.gather_p] = _gather
 rules[slicing.slice_p] = _varying_out_shape("slicing")
 rules[slicing.dynamic_slice_p] = _varying_out_shape("dynamic_slice")
 rules[conversion.convert_element_type_p] = st.elementwise_named("convert_element_type")
 rules[conversion.bitcast_convert_type_p] = _bitcast
 rules[comparison.select_n_p] = _select_n
-for _p in (slicing.scatter_add_p, slicing.scatter_mul_p, slicing.scatter_min_p,
-           slicing.scatter_max_p):
+for _p in (slicing.scatter_add_p, slicing.scatter_sub_p, slicing.scatter_mul_p,
+           slicing.scatter_min_p, slicing.scatter_max_p):
   rules[_p] = st.same_as_operand()
 for _p in (comparison.eq_p, comparison.ne_p, comparison.lt_p, comparison.le_p, comparison.gt_p,
-           comparison.ge_p, special.igamma_p, special.igammac_p, special.igamma_grad_a_p,
+           comparison.ge_p, comparison.eq_to_p, comparison.le_to_p, comparison.lt_to_p,
+           special.igamma_p, special.igammac_p, special.igamma_grad_a_p,
            special.regularized_incomplete_beta_p, special.zeta_p, special.polygamma_p,
            special.bessel_i0e_p, special.bessel_i1e_p,
            binary.pow_p, binary.complex_p, comparison.clamp_p,

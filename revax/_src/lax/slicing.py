@@ -36,7 +36,8 @@ __all__ = [
   "scatter_mul", "scatter_min", "scatter_max",
   "GatherDimensionNumbers", "ScatterDimensionNumbers", "GatherScatterMode",
   "slice_p", "dynamic_slice_p", "dynamic_update_slice_p", "gather_p", "scatter_p",
-  "scatter_add_p", "scatter_mul_p", "scatter_min_p", "scatter_max_p",
+  "scatter_add_p", "scatter_sub_p", "scatter_mul_p", "scatter_min_p", "scatter_max_p",
+  "scatter_sub",
 ]
 
 _slice = slice  # the builtin, shadowed below by lax.slice
@@ -906,7 +907,7 @@ def _scatter_abstract_eval_for(name):
   def rule(operand, indices, updates, *, dimension_numbers, indices_are_sorted, unique_indices,
            mode):
     dn = dimension_numbers
-    if name in ("scatter-add", "scatter-mul") and dtypes.is_bool(operand.dtype):
+    if name in ("scatter-add", "scatter-sub", "scatter-mul") and dtypes.is_bool(operand.dtype):
       # jax's combiners are lax.add / lax.mul, which take no bools
       raise TypeError(f"{name.split('-')[1]} does not accept dtype bool: {name} takes numeric "
                       f"operands")
@@ -1261,6 +1262,52 @@ ad.primitive_jvps[scatter_add_p] = _scatter_add_jvp
 ad.primitive_transposes[scatter_add_p] = _scatter_add_transpose
 batching.axis_size_batchers[scatter_add_p] = _scatter_batch_for(scatter_add_p)
 inv.not_invertible(scatter_add_p, "many-to-one: the parts of a sum are lost")
+
+
+# --- scatter-sub ---------------------------------------------------------------------------------
+def scatter_sub(operand, scatter_indices, updates, dimension_numbers, *, indices_are_sorted=False,
+                unique_indices=False, mode=None):
+  """XLA's scatter with subtraction: operand[idx] -= update (repeated indices accumulate).
+  Arguments as in `scatter`.
+
+  Example:
+    >>> x, idx, v = jnp.ones(3), jnp.array([2, 2]), jnp.array([5., 7.])
+    >>> dn = lax.ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,),
+    ...                                  scatter_dims_to_operand_dims=(0,))
+    >>> lax.scatter_sub(x, idx[:, None], v, dn)  # x.at[idx].subtract(v)
+    Array([  1.,   1., -11.], dtype=float32)
+  """
+  return _scatter_bind(scatter_sub_p, operand, scatter_indices, updates, dimension_numbers,
+                       indices_are_sorted, unique_indices, mode)
+
+
+def _scatter_sub_jvp(primals, tangents, **params):
+  operand, indices, updates = primals
+  out = scatter_sub_p.bind(operand, indices, updates, **params)
+  t_op, _, t_up = tangents
+  return out, scatter_sub_p.bind(_instantiate(t_op, operand), indices,
+                                 _instantiate(t_up, updates), **params)
+
+
+def _scatter_sub_transpose(ct, operand, indices, updates, **params):
+  """Linear in (operand, updates): the operand's cotangent is ct itself, the updates' the
+  negated windows of ct that the scatter wrote (zero for dropped windows)."""
+  ct_op = ct if is_undefined_primal(operand) else None
+  ct_up = None
+  if is_undefined_primal(updates):
+    from revax._src.lax.unary import neg
+    ct_up = neg(_gather_updates(ct, indices, updates.aval, **params))
+  return [ct_op, None, ct_up]
+
+
+scatter_sub_p = Primitive("scatter-sub")
+scatter_sub_p.def_abstract_eval(_scatter_abstract_eval_for("scatter-sub"))
+dispatch.def_numpy_impl(scatter_sub_p, _scatter_numpy_for(np.subtract.at))
+mlir.register_lowering(scatter_sub_p, _scatter_lower_for(binary.sub_p))
+ad.primitive_jvps[scatter_sub_p] = _scatter_sub_jvp
+ad.primitive_transposes[scatter_sub_p] = _scatter_sub_transpose
+batching.axis_size_batchers[scatter_sub_p] = _scatter_batch_for(scatter_sub_p)
+inv.not_invertible(scatter_sub_p, "many-to-one: the parts of a difference are lost")
 
 
 # --- scatter-mul ---------------------------------------------------------------------------------

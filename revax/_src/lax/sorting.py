@@ -18,6 +18,7 @@ registration.
 """
 from __future__ import annotations
 
+import math
 import operator
 
 import numpy as np
@@ -29,6 +30,7 @@ from revax._src.core.trace import Primitive
 from revax._src.interpreters import ad, batching, dispatch, mlir
 from revax._src.interpreters import invertible as inv
 from revax._src.lax import batch_util, binary, shapes, slicing
+from revax._src.lax.associative_scan import associative_scan
 from revax._src.lax.comparison import compare, compare_type
 from revax._src.lax.reductions import combiner_region
 
@@ -520,3 +522,216 @@ def _min_accumulate(x, axis, dtype):
 cummin_p = _cumulative("cummin", _min_accumulate, binary.min_p, _highest)
 ad.primitive_jvps[cummin_p] = _cumulative_jvp_by_scan(cummin_p, binary.min, _highest)
 inv.not_invertible(cummin_p, "many-to-one: values above the running minimum are lost")
+
+
+# --- cumlogsumexp --------------------------------------------------------------------------------
+def cumlogsumexp(operand, axis: int = 0, reverse: bool = False):
+  """Cumulative log(sum(exp(x))) along `axis` (from the end if `reverse`), computed stably.
+
+  Args:
+    operand: a floating-point array.
+    axis: the axis to accumulate along (negative counts from the end).
+    reverse: accumulate from the end.
+
+  Returns:
+    An array of the operand's shape and dtype.
+
+  Example:
+    >>> lax.cumlogsumexp(jnp.log(jnp.array([1.0, 2.0, 3.0])))
+    Array([0.       , 1.0986123, 1.7917595], dtype=float32)
+  """
+  if not dtypes.is_float(get_aval(operand).dtype):
+    raise TypeError(f"cumlogsumexp requires a floating-point operand, got "
+                    f"{get_aval(operand).dtype}")
+  return _cumulative_bind(cumlogsumexp_p, operand, axis, reverse)
+
+
+def _logaddexp(a, b):
+  """log(exp(a) + exp(b)) from the larger one (both -inf stays -inf, not inf - inf)."""
+  from revax._src.lax import comparison, creation, unary
+  big = binary.max(a, b)
+  small = binary.min(a, b)
+  shift = comparison.select_n(unary.is_finite(big), creation.full_like(big, 0), big)
+  return binary.add(big, unary.log1p(unary.exp(binary.sub(small, shift))))
+
+
+def _cumlogsumexp_scan(x, *, axis, reverse):
+  """The parallel prefix scan of `_logaddexp` (associative_scan): the lowering, the NumPy
+  implementation (run op by op on host values) and the JVP all follow it."""
+  return associative_scan(_logaddexp, x, reverse=reverse, axis=axis)
+
+
+def _cumlogsumexp_abstract_eval(x, *, axis, reverse):
+  if not dtypes.is_float(x.dtype):
+    raise TypeError(f"cumlogsumexp requires a floating-point operand, got {x.dtype}")
+  return _cumulative_abstract_eval("cumlogsumexp")(x, axis=axis, reverse=reverse)
+
+
+def _cumlogsumexp_numpy(x, *, axis, reverse):
+  return np.asarray(_cumlogsumexp_scan(x, axis=axis, reverse=reverse))
+
+
+def _cumlogsumexp_jvp(primals, tangents, *, axis, reverse):
+  (x,), (t,) = primals, tangents
+  out = cumlogsumexp_p.bind(x, axis=axis, reverse=reverse)
+  scan = lambda v: [_cumlogsumexp_scan(v, axis=axis, reverse=reverse)]
+  _, (t_out,) = ad.jvp_flat(scan, [x], [ad.instantiate_zeros(t)])
+  return out, ad.instantiate_zeros(t_out)
+
+
+cumlogsumexp_p = Primitive("cumlogsumexp")
+cumlogsumexp_p.def_abstract_eval(_cumlogsumexp_abstract_eval)
+dispatch.def_numpy_impl(cumlogsumexp_p, _cumlogsumexp_numpy)
+mlir.register_lowering(cumlogsumexp_p,
+                       mlir.lower_fun(_cumlogsumexp_scan, multiple_results=False))
+ad.primitive_jvps[cumlogsumexp_p] = _cumlogsumexp_jvp
+batching.primitive_batchers[cumlogsumexp_p] = _cumulative_batch(cumlogsumexp_p)
+inv.not_invertible(cumlogsumexp_p, "rebuilding x as log(exp(y[i]) - exp(y[i-1])) cancels "
+                   "catastrophically where the running sum is dominated by earlier values")
+
+
+# --- approx_top_k --------------------------------------------------------------------------------
+def approx_max_k(operand, k, reduction_dimension=-1, recall_target=0.95,
+                 reduction_input_size_override=-1, aggregate_to_topk=True):
+  """The `k` largest values along `reduction_dimension` and their int32 indices, as XLA's
+  ApproxTopK gives them where it has no approximate algorithm (every backend but TPU): exactly,
+  in descending order (NaN above inf, ties to the lower index), so every recall_target is met.
+
+  Args:
+    operand: a floating-point array of rank >= 1.
+    k: how many values (> 0, at most the dimension's size).
+    reduction_dimension: the dimension to search (negative counts from the end).
+    recall_target: the recall a TPU search aims at (kept in the jaxpr).
+    reduction_input_size_override: the logical size of the dimension, when the operand is a
+      shard of a larger one (it only enters the output size with aggregate_to_topk=False).
+    aggregate_to_topk: return `k` results; False returns as many as XLA's approximate
+      reduction would keep (`approx_top_k_reduction_output_size`), sorted.
+
+  Returns:
+    [values, indices].
+
+  Example:
+    >>> lax.approx_max_k(jnp.array([[1.0, 5.0, 3.0, 4.0]]), 2)
+    [Array([[5., 4.]], dtype=float32), Array([[1, 3]], dtype=int32)]
+  """
+  return list(approx_top_k_p.bind(
+      operand, k=k, reduction_dimension=reduction_dimension, recall_target=recall_target,
+      is_max_k=True, reduction_input_size_override=reduction_input_size_override,
+      aggregate_to_topk=aggregate_to_topk))
+
+
+def approx_min_k(operand, k, reduction_dimension=-1, recall_target=0.95,
+                 reduction_input_size_override=-1, aggregate_to_topk=True):
+  """The `k` smallest values along `reduction_dimension` and their int32 indices (exactly, in
+  ascending order; see `approx_max_k` for the arguments).
+
+  Example:
+    >>> lax.approx_min_k(jnp.array([[1.0, 5.0, 3.0, 4.0]]), 2)
+    [Array([[1., 3.]], dtype=float32), Array([[0, 2]], dtype=int32)]
+  """
+  return list(approx_top_k_p.bind(
+      operand, k=k, reduction_dimension=reduction_dimension, recall_target=recall_target,
+      is_max_k=False, reduction_input_size_override=reduction_input_size_override,
+      aggregate_to_topk=aggregate_to_topk))
+
+
+def approx_top_k_reduction_output_size(input_size, rank, top_k, recall_target,
+                                       aggregate_to_topk=True, input_size_override=-1):
+  """(output size, log2 of the reduction) of XLA's ApproxTopK along a dimension of
+  `input_size` (XLA's ApproxTopKReductionOutputSize): `top_k` when aggregating; else the
+  windows of the approximate reduction (128 lanes, 1024 for rank 1) that keep
+  `recall_target` of the top-k.
+
+  Example:
+    >>> from revax._src.lax.sorting import approx_top_k_reduction_output_size
+    >>> approx_top_k_reduction_output_size(1000, 2, 5, 0.95, False)
+    (256, 2)
+  """
+  if aggregate_to_topk:
+    return top_k, -1
+  tiling = 1024 if rank == 1 else 128  # (TPU lanes of a rank >= 2 operand; chunks of rank 1)
+  if input_size <= tiling:
+    return input_size, 0
+  if 0 <= input_size_override < input_size:
+    raise ValueError(f"reduction_input_size_override: {input_size_override} should be greater "
+                     f"equals to operands[reduction_dim]: {input_size}")
+  logical = input_size_override if input_size_override >= 0 else input_size
+  log2_ceil = lambda v: (v - 1).bit_length() if v > 0 else 0
+  if top_k == 1:  # one window per lane
+    return tiling, log2_ceil(-(-logical // tiling))
+  recall = float(np.float32(recall_target))  # (XLA takes it as a float)
+  if recall == 1.0:
+    return input_size, 0
+  if not 0.0 < recall <= 1.0:
+    raise ValueError("recall_target should range in (0,1]")
+  # windows W keeping the recall: recall ~ exp((1 - k) / W), so W = (1 - k) / log(recall)
+  windows = min(max(int((1.0 - top_k) / math.log(recall)), tiling), logical)
+  log2_reduction = max((logical // windows).bit_length() - 1, 0)
+  if log2_reduction == 0:
+    return input_size, 0
+  log2_reduction = min(log2_reduction, log2_ceil(input_size // tiling))
+  lanes = -(-input_size // tiling)
+  return -(-lanes // (1 << log2_reduction)) * tiling, log2_reduction
+
+
+def _approx_top_k_abstract_eval(x, *, k, reduction_dimension, recall_target, is_max_k,
+                                reduction_input_size_override, aggregate_to_topk):
+  if k <= 0:
+    raise ValueError(f"k must be positive, got {k}")
+  if x.ndim == 0:
+    raise TypeError(f"approx_top_k operand must have >= 1 dimension, got {x.shape}")
+  dims = list(x.shape)
+  if dims[reduction_dimension] < k:
+    raise ValueError(f"k must be smaller than the size of reduction_dim "
+                     f"{dims[reduction_dimension]}, got {k}")
+  if not dtypes.is_float(x.dtype):
+    raise ValueError("operand must be a floating type")
+  dims[reduction_dimension] = approx_top_k_reduction_output_size(
+      dims[reduction_dimension], len(dims), k, recall_target, aggregate_to_topk,
+      reduction_input_size_override)[0]
+  return [ShapedArray(dims, x.dtype, x.weak_type), ShapedArray(dims, dtypes.int32)]
+
+
+def _approx_top_k_exact(x, *, k, reduction_dimension, recall_target, is_max_k,
+                        reduction_input_size_override, aggregate_to_topk):
+  """The exact result: top_k along the dimension (of the negated operand for the smallest
+  values), as many as the abstract evaluation keeps."""
+  from revax._src.lax.unary import neg
+  aval = get_aval(x)
+  axis = reduction_dimension % aval.ndim
+  size = approx_top_k_reduction_output_size(
+      aval.shape[axis], aval.ndim, k, recall_target, aggregate_to_topk,
+      reduction_input_size_override)[0]
+  if is_max_k:
+    return list(top_k_p.bind(x, k=size, axis=axis))
+  values, indices = top_k_p.bind(neg(x), k=size, axis=axis)
+  return [neg(values), indices]
+
+
+def _approx_top_k_numpy(x, **params):
+  return [np.asarray(v) for v in _approx_top_k_exact(x, **params)]
+
+
+def _approx_top_k_jvp(primals, tangents, **params):
+  (x,), (t,) = primals, tangents
+  values, indices = approx_top_k_p.bind(x, **params)
+  axis = params["reduction_dimension"] % get_aval(x).ndim
+  t_values = (ad.Zero(ad.tangent_aval(get_aval(values))) if type(t) is ad.Zero
+              or not get_aval(values).size else _take_along_axis(t, indices, axis))
+  return [values, indices], [t_values, ad.Zero(ad.tangent_aval(get_aval(indices)))]
+
+
+def _approx_top_k_batch(vals, dims, *, reduction_dimension, **params):
+  (x,), (d,) = vals, dims
+  dim_map = [i for i in range(get_aval(x).ndim) if i != d]
+  outs = approx_top_k_p.bind(x, reduction_dimension=dim_map[reduction_dimension], **params)
+  return outs, [d, d]
+
+
+approx_top_k_p = Primitive("approx_top_k", multiple_results=True)
+approx_top_k_p.def_abstract_eval(_approx_top_k_abstract_eval)
+dispatch.def_numpy_impl(approx_top_k_p, _approx_top_k_numpy)
+mlir.register_lowering(approx_top_k_p, mlir.lower_fun(_approx_top_k_exact, multiple_results=True))
+ad.primitive_jvps[approx_top_k_p] = _approx_top_k_jvp
+batching.primitive_batchers[approx_top_k_p] = _approx_top_k_batch
+inv.not_invertible(approx_top_k_p, "many-to-one: the values left out are lost")

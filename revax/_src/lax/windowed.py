@@ -51,7 +51,7 @@ from revax._src.lax.standard import as_operand, operand_dtype
 __all__ = [
   "reduce_window", "padtype_to_pads", "reduce_window_shape_tuple",
   "reduce_window_sum_p", "reduce_window_max_p", "reduce_window_min_p", "reduce_window_p",
-  "select_and_gather_add_p", "select_and_scatter_add_p",
+  "select_and_gather_add_p", "select_and_scatter_add_p", "select_and_scatter_p",
 ]
 
 _LOW_PRECISION = (dtypes.float16, dtypes.bfloat16)
@@ -1068,3 +1068,100 @@ ad.defjvp(select_and_scatter_add_p, _select_and_scatter_add_jvp, None)
 ad.primitive_transposes[select_and_scatter_add_p] = _select_and_scatter_add_transpose
 batching.axis_size_batchers[select_and_scatter_add_p] = _select_and_scatter_add_batch
 inv.not_invertible(select_and_scatter_add_p, "many-to-one: overlapping windows add up")
+
+
+# --- select_and_scatter --------------------------------------------------------------------------
+def select_and_scatter(operand, select, window_dimensions, window_strides, padding, source,
+                       init_value, scatter):
+  """XLA's SelectAndScatter with arbitrary computations (JAX's private `_select_and_scatter`):
+  in each window of `operand` the element `select` prefers (select(a, b) true keeps `a`, the
+  earlier one) receives that window's `source` value, combined by `scatter` into an output
+  filled with `init_value`.
+
+  Args:
+    operand: the array the windows slide over.
+    select: a function of two scalars of the operand's dtype to a bool scalar.
+    window_dimensions, window_strides: one int per dimension.
+    padding: one (lo, hi) pair per dimension.
+    source: one value per window (the shape of the windows' output).
+    init_value: the scalar the output starts from.
+    scatter: a function of two scalars to one (how values landing on one element combine).
+
+  Returns:
+    An array of the operand's shape and dtype.
+
+  Example:
+    >>> from revax._src.lax.windowed import select_and_scatter
+    >>> select_and_scatter(jnp.array([1., 3., 2., 0.]), lax.ge, (2,), (2,), ((0, 0),),
+    ...                    jnp.array([10., 20.]), np.float32(0), lax.add)
+    Array([ 0., 10., 20.,  0.], dtype=float32)
+  """
+  scalar = ShapedArray((), get_aval(init_value).dtype)
+  select_jaxpr, select_consts = staging.trace_to_jaxpr(lambda a, b: [select(a, b)],
+                                                       [scalar, scalar])
+  scatter_jaxpr, scatter_consts = staging.trace_to_jaxpr(lambda a, b: [scatter(a, b)],
+                                                         [scalar, scalar])
+  return select_and_scatter_p.bind(
+      operand, source, init_value, select_jaxpr=select_jaxpr,
+      select_consts=tuple(select_consts), scatter_jaxpr=scatter_jaxpr,
+      scatter_consts=tuple(scatter_consts), window_dimensions=tuple(window_dimensions),
+      window_strides=tuple(window_strides), padding=tuple(map(tuple, padding)))
+
+
+def _select_and_scatter_abstract_eval(operand, source, init_value, *, select_jaxpr,
+                                      select_consts, scatter_jaxpr, scatter_consts,
+                                      window_dimensions, window_strides, padding):
+  if len(window_dimensions) != len(window_strides):
+    raise TypeError(f"select_and_scatter got inconsistent window_strides and window_dimensions: "
+                    f"got window_strides {window_strides} and window_dimensions "
+                    f"{window_dimensions}.")
+  if len({operand.dtype, source.dtype, init_value.dtype}) != 1:
+    raise TypeError(f"select_and_scatter requires arguments to have the same dtypes, got "
+                    f"{operand.dtype.name}, {source.dtype.name}, {init_value.dtype.name}")
+  return ShapedArray(operand.shape, operand.dtype,
+                     operand.weak_type and source.weak_type and init_value.weak_type)
+
+
+def _select_and_scatter_lower(ctx, operand, source, init_value, *, select_jaxpr, select_consts,
+                              scatter_jaxpr, scatter_consts, window_dimensions, window_strides,
+                              padding):
+  scalar = ShapedArray((), ctx.avals_in[0].dtype)
+  t = mlir.ir_type(scalar)
+
+  def body(jaxpr, consts):
+    def emit(fb, a, b):
+      const_vals = [fb.constant(np.asarray(c), v.aval)
+                    for v, c in zip(jaxpr.constvars, consts, strict=True)]
+      return mlir.jaxpr_subcomp(fb, jaxpr, const_vals, [a, b])
+    return emit
+
+  regions = [ctx.fb.region([t, t], body(select_jaxpr, select_consts)),
+             ctx.fb.region([t, t], body(scatter_jaxpr, scatter_consts))]
+  return ctx.op1("stablehlo.select_and_scatter", [operand, source, init_value],
+                 props=_window_props(window_dimensions, window_strides, padding),
+                 regions=regions)
+
+
+def _select_and_scatter_batch(axis_size, vals, dims, *, window_dimensions, window_strides,
+                              padding, **params):
+  """The operand and source batched at the front, with a window of one element there (each
+  example slides its own windows); a batched init value has no such form."""
+  operand, source, init_value = vals
+  if dims[2] is not None:
+    raise NotImplementedError("select_and_scatter with a batched init_value: XLA takes one "
+                              "scalar init value")
+  operand = batch_util.bdim_to_front(operand, dims[0], axis_size)
+  source = batch_util.bdim_to_front(source, dims[1], axis_size)
+  out = select_and_scatter_p.bind(
+      operand, source, init_value, window_dimensions=(1,) + tuple(window_dimensions),
+      window_strides=(1,) + tuple(window_strides), padding=((0, 0),) + tuple(padding), **params)
+  return out, 0
+
+
+select_and_scatter_p = Primitive("select_and_scatter")
+select_and_scatter_p.def_abstract_eval(_select_and_scatter_abstract_eval)
+mlir.register_lowering(select_and_scatter_p, _select_and_scatter_lower)
+ad.not_differentiable(select_and_scatter_p, "jax defines no derivative of select_and_scatter "
+                      "(its max/min pooling gradients use select_and_scatter_add)")
+batching.axis_size_batchers[select_and_scatter_p] = _select_and_scatter_batch
+inv.not_invertible(select_and_scatter_p, "many-to-one: the elements not selected are lost")

@@ -16,6 +16,7 @@ from revax._src.core import dtypes, vma
 from revax._src.core.avals import ShapedArray
 from revax._src.core.shape_poly import is_symbolic_dim
 from revax._src.lax.dim_value import dim_as_value
+from revax._src.lax.copy import array_copy
 from revax._src.core.trace import Tracer, _context, eval_trace
 from revax._src.lax.sharding_constraint import placed
 from revax._src.numpy import util
@@ -144,7 +145,10 @@ def array(object, dtype=None, copy: bool = True, order=None, ndmin: int = 0, *, 
   dtype = canonical_dtype_arg(dtype)
   if isinstance(object, Array) and copy and dtype is None:
     out = _fresh_copy(object)
-  elif isinstance(object, (Array, Tracer)):
+  elif isinstance(object, Tracer):  # a traced copy binds copy_p, as JAX's
+    out = array_copy(object) if copy else object
+    out = out if dtype is None else lax.convert_element_type(out, dtype)
+  elif isinstance(object, Array):
     out = object if dtype is None else lax.convert_element_type(object, dtype)
   elif isinstance(object, (list, tuple)):
     out = _array_from_sequence(object, dtype)

@@ -212,6 +212,12 @@ class ufunc:
     self._binary("reduce")
     if out is not None:
       raise NotImplementedError(f"out argument of {self.__name__}.reduce()")
+    if where is not None and not dtypes.is_bool(aval_of(util.as_array(where)).dtype):
+      raise ValueError(f"where argument must have dtype=bool; got "
+                       f"dtype={aval_of(util.as_array(where)).dtype}")
+    if self._reduce is not None and getattr(self._reduce, "takes_every_argument", False):
+      return self._reduce(a, axis=axis, dtype=dtype, keepdims=keepdims, initial=initial,
+                          where=where)  # (JAX's fast paths take them all)
     if self._reduce is not None and where is None and initial is None and dtype is None:
       return self._reduce(a, axis=axis, keepdims=keepdims)
     util.check_arraylike(f"{self.__name__}.reduce", a)

@@ -511,8 +511,8 @@ def _get(x, idx, mode=None, fill_value=None, wrap=True):
 
 
 # --- updates -------------------------------------------------------------------------------------
-_SCATTERS = {"set": "scatter", "add": "scatter_add", "mul": "scatter_mul", "min": "scatter_min",
-             "max": "scatter_max"}
+_SCATTERS = {"set": "scatter", "add": "scatter_add", "sub": "scatter_sub", "mul": "scatter_mul",
+             "min": "scatter_min", "max": "scatter_max"}
 
 
 def _write(x, idx, values, op: str, mode=None, indices_are_sorted=False, unique_indices=False,
@@ -682,9 +682,8 @@ class _IndexUpdateRef:
   def subtract(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
                out_sharding=None, wrap_negative_indices=True):
     """A copy of x with x[idx] -= values (repeated indices accumulate)."""
-    from revax._src.numpy.ufuncs import negative
-    return self._updated(negative(util.as_array(values)), "add", mode, indices_are_sorted,
-                         unique_indices, out_sharding, wrap_negative_indices)
+    return self._updated(values, "sub", mode, indices_are_sorted, unique_indices, out_sharding,
+                         wrap_negative_indices)
 
   def multiply(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
                out_sharding=None, wrap_negative_indices=True):

@@ -12,6 +12,7 @@ import operator
 import numpy as np
 
 from revax._src import lax
+from revax._src.lax import stacking
 from revax._src.core import dtypes
 from revax._src.core.trace import ConcretizationTypeError, Tracer
 from revax._src.numpy import util
@@ -254,8 +255,7 @@ def unstack(x, /, *, axis: int = 0):
   if nd == 0:
     raise ValueError("Unstack requires arrays with rank > 0, however a scalar array was passed.")
   axis = util.canonicalize_axis(axis, nd)
-  return tuple(lax.squeeze(_slice_in_dim(x, i, i + 1, axis=axis), (axis,))
-               for i in range(_shape(x)[axis]))
+  return stacking.unstack(x, axis)
 
 
 def dsplit(ary, indices_or_sections):

@@ -189,6 +189,48 @@ def all(a, axis=None, out=None, keepdims: bool = False, *, where=None):  # noqa:
   return _bool_reduction("all", lax.reduce_and, True, a, axis, out, keepdims, where)
 
 
+def _bitwise_reduce(fun_name, reducer, op, identity, logical):
+  """The `reduce` method of a bitwise or logical ufunc (bitwise_and/or/xor, logical_xor), as
+  JAX's: integer or bool operands (logical ones cast to bool first) reduced by `reducer`
+  (reduce_and/reduce_or/reduce_xor; `op` combines an initial value)."""
+  def reduce(a, axis=None, dtype=None, out=None, keepdims: bool = False, initial=None,
+             where=None):
+    _no_out(fun_name, out)
+    util.check_arraylike(fun_name, a)
+    a = util.as_array(a)
+    in_dtype = aval_of(a).dtype
+    if logical:
+      if dtypes.is_complex(in_dtype):
+        a = lax.real(a)
+      a = lax.convert_element_type(a, dtypes.bool_)
+    elif not (dtypes.is_integer(in_dtype) or dtypes.is_bool(in_dtype)):
+      raise ValueError(f"integer argument required; got dtype={in_dtype}")
+    result_dtype = canonical_dtype_arg(dtype) or aval_of(a).dtype
+    a = lax.convert_element_type(a, result_dtype)
+    init = np.asarray(identity).astype(result_dtype)
+    a = _apply_where(fun_name, a, where, init)
+    axes = canonicalize_axes(axis, aval_of(a).ndim)
+    result = reducer(a, axes) if axes else a
+    if initial is not None:
+      initial = lax.convert_element_type(initial, result_dtype)
+      if aval_of(initial).shape != ():
+        raise ValueError(f"initial value must be a scalar. Got array of shape "
+                         f"{aval_of(initial).shape}")
+      result = op(initial, result)
+    return _keep(result, axes, keepdims)
+  reduce.takes_every_argument = True  # (ufunc.reduce hands it dtype, initial and where too)
+  reduce.__name__ = f"{fun_name}_reduce"
+  reduce.__doc__ = f"`jnp.{fun_name}.reduce`: {fun_name} over `axis`."
+  return reduce
+
+
+bitwise_and_reduce = _bitwise_reduce("bitwise_and", lax.reduce_and, lax.bitwise_and, -1, False)
+bitwise_or_reduce = _bitwise_reduce("bitwise_or", lax.reduce_or, lax.bitwise_or, 0, False)
+bitwise_xor_reduce = _bitwise_reduce("bitwise_xor", lax.reduce_xor, lax.bitwise_xor, 0, False)
+logical_xor_reduce = _bitwise_reduce("logical_xor", lax.reduce_xor, lax.bitwise_xor, False,
+                                     True)
+
+
 def _count(a, axes, where, keepdims, dtype):
   """The number of elements reduced, as a `dtype` array (an array if `where` is given)."""
   shape = aval_of(a).shape

@@ -13,7 +13,7 @@ import numpy as np
 
 from revax._src import lax, tree_util
 from revax._src.core import dtypes, sharding_types
-from revax._src.lax import convenience
+from revax._src.lax import stacking
 from revax._src.core import errors as core_errors
 from revax._src.core.shape_poly import (InconclusiveDimensionOperation, is_symbolic_dim,
                                          is_symbolic_shape)
@@ -381,7 +381,11 @@ def stack(arrays, axis: int = 0, dtype=None):
     raise ValueError(f"All input arrays must have the same shape, got "
                      f"{', '.join(map(str, shapes))}.")
   axis = canonicalize_axis(axis, len(shapes[0]) + 1)
-  return concatenate([lax.expand_dims(util.as_array(a), (axis,)) for a in arrays], axis, dtype)
+  if dtype is not None:  # (as jax's: each converted to `dtype`, else promoted, then lax.stack)
+    arrays = [lax.convert_element_type(a, util.canonical_dtype_arg(dtype)) for a in arrays]
+  else:
+    arrays = util.promote_dtypes(*arrays)
+  return stacking.stack([util.as_array(a) for a in arrays], axis)
 
 
 @tree_util.accepts_array_leaves()
@@ -438,6 +442,10 @@ def _split(fun_name, ary, indices_or_sections, axis, equal):
     idx = [operator.index(i) for i in util.canonicalize_shape(indices_or_sections)]
     idx = [builtins.min(builtins.max(i + n if i < 0 else i, 0), n) for i in idx]
     bounds = [0] + idx + [n]
+  if all(lo <= hi for lo, hi in zip(bounds[:-1], bounds[1:], strict=True)):
+    sizes = [hi - lo for lo, hi in zip(bounds[:-1], bounds[1:], strict=True)]
+    return stacking.split(util.as_array(ary), sizes, axis)
+  # indices out of order: jax refuses them; revax slices as NumPy does (pieces may overlap)
   outs = []
   for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):
     hi = builtins.max(hi, lo)
@@ -488,8 +496,9 @@ def tile(A, reps):
   nd = builtins.max(len(s), len(reps))
   s = (1,) * (nd - len(s)) + s
   reps = (1,) * (nd - len(reps)) + tuple(reps)
-  A = lax.reshape(A, s)
-  return convenience.tile(A, reps)  # (a broadcast to (r0, s0, r1, s1, ...), pairs merged)
+  if len(s) > len(_shape(A)):  # (as jax's: leading size-1 dimensions added first)
+    A = lax.expand_dims(A, tuple(range(len(s) - len(_shape(A)))))
+  return stacking.tile(A, reps)
 
 
 @tree_util.accepts_array_leaves()

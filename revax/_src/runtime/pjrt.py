@@ -116,11 +116,18 @@ def buffer_type(dtype) -> int:
     raise TypeError(f"dtype {dtype} is not supported by the PJRT runtime") from None
 
 
+# PJRT_Buffer_Type_TOKEN: an XLA token (no elements). Its buffers get this zero-byte dtype.
+TOKEN_CODE = 23
+TOKEN_DTYPE = np.dtype("V0")
+
+
 def numpy_dtype(type_code: int) -> np.dtype:
   """The NumPy dtype of a PJRT_Buffer_Type; TypeError for types revax does not map."""
   try:
     return PJRT_TO_NUMPY[type_code]
   except KeyError:
+    if type_code == TOKEN_CODE:
+      return TOKEN_DTYPE
     raise TypeError(f"PJRT buffer type {type_code} has no NumPy dtype in revax") from None
 
 

@@ -83,4 +83,29 @@ def _reduce_precision_records():
   return recs
 
 
-RECORDS = _int_records() + _reduce_precision_records()
+def _mulhi_ref(x, y):
+  """The high word of the exact product, in Python integers."""
+  x, y = np.broadcast_arrays(x, y)
+  width = x.dtype.itemsize * 8
+  out = [(int(a) * int(b)) >> width for a, b in zip(x.ravel(), y.ravel())]
+  return np.array(out, np.int64).astype(x.dtype).reshape(x.shape)
+
+
+def _mulhi_records():
+  recs = []
+  for dt, short in ((np.int32, "i32"), (np.uint32, "u32"), (np.int8, "i8"), (np.uint16, "u16"),
+                    (np.int16, "i16"), (np.uint8, "u8")):
+    recs.append(r0(f"mulhi_{short}", "mulhi", lax.mulhi,
+                   args_of(_full_range((3, 4), dt), _full_range((3, 4), dt)), _mulhi_ref))
+    recs.append(r0(f"mulhi_{short}_edges", "mulhi", lax.mulhi,
+                   lambda rng, e=_edges(dt): (e(rng)[0], e(rng)[0][::-1].copy()), _mulhi_ref,
+                   vmap=False))
+  recs.append(r0("mulhi_i32_broadcast_rows", "mulhi", lax.mulhi,
+                 args_of(_full_range((3, 4), np.int32), _full_range((1, 4), np.int32)),
+                 _mulhi_ref))
+  recs.append(r0("mulhi_u32_0d", "mulhi", lax.mulhi,
+                 args_of(_full_range((), np.uint32), _full_range((), np.uint32)), _mulhi_ref))
+  return recs
+
+
+RECORDS = _int_records() + _reduce_precision_records() + _mulhi_records()

@@ -97,6 +97,12 @@ def _np_or(axes):
   return r
 
 
+def _np_xor(axes):
+  def r(x):
+    return _wrap(np.bitwise_xor.reduce(x, axis=axes, initial=np.zeros((), x.dtype)))
+  return r
+
+
 def _record(prim, fn, ref, tag, shape, axes, dtype=np.float32, make=None, np_axes=None, **kw):
   exact = not (np.dtype(dtype).kind in "fc" or np.dtype(dtype) == _bf16)
   if exact:
@@ -185,6 +191,15 @@ _LOGICAL = [
             make=rand((5, 3), np.uint8, 0, 255)),
     _record("reduce_or", lax.reduce_or, _np_or, "i16", (5, 3), (1,), np.int16,
             make=rand((5, 3), np.int16, -1000, 1000)),
+    _record("reduce_xor", lax.reduce_xor, _np_xor, "i32", (3, 4), (1,), np.int32,
+            make=rand((3, 4), np.int32, -2**31, 2**31 - 1)),
+    _record("reduce_xor", lax.reduce_xor, _np_xor, "u32_both_axes", (3, 4), (0, 1), np.uint32,
+            make=rand((3, 4), np.uint32, 0, 2**32 - 1)),
+    _record("reduce_xor", lax.reduce_xor, _np_xor, "bool", (4, 5), (0,), np.bool_),
+    _record("reduce_xor", lax.reduce_xor, _np_xor, "i8_negative_axis", (2, 3, 4), (-1,),
+            np.int8, np_axes=(2,)),
+    _record("reduce_xor", lax.reduce_xor, _np_xor, "u8_zero_size", (0, 3), (0,), np.uint8),
+    _record("reduce_xor", lax.reduce_xor, _np_xor, "i32_no_axes", (3,), (), np.int32),
 ]
 
 
@@ -231,6 +246,10 @@ _REDUCE = [
     OpRecord("reduce_monoid_or_bool", "reduce_or",
              lambda x: lax.reduce(x, False, lax.bitwise_or, (0,)),
              args_of(rand((3, 4), np.bool_)), lambda x: x.any(0)),
+    OpRecord("reduce_monoid_xor_i32", "reduce_xor",
+             lambda x: lax.reduce(x, np.int32(0), lax.bitwise_xor, (1,)),
+             args_of(rand((3, 4), np.int32)),
+             lambda x: np.bitwise_xor.reduce(x, 1)),
 ]
 
 RECORDS = _SUM + _PROD + _MAX + _MIN + _LOGICAL + _ARG + _REDUCE

@@ -336,6 +336,38 @@ _SCATTER_ADD = [
 ]
 
 
+_SCATTER_SUB = [
+    # repeated indices accumulate
+    _scatter_record("repeated_f32", "scatter-sub", _rows(lax.scatter_sub),
+                    args_of(rand((5, 3)), _indices((6, 1), 5), rand((6, 3))),
+                    _np_scatter_rows(np.subtract)),
+    _scatter_record("repeated_u8_wraps", "scatter-sub", _rows(lax.scatter_sub),
+                    args_of(rand((4, 2), np.uint8, 0, 255), _indices((7, 1), 4),
+                            rand((7, 2), np.uint8, 0, 255)),
+                    _np_scatter_rows(np.subtract), dtype=np.uint8),
+    _scatter_record("points_i32", "scatter-sub", _rows(lax.scatter_sub, _POINTS),
+                    args_of(rand((3, 3), np.int32), _indices((4, 2), 3),
+                            rand((4,), np.int32)),
+                    _np_scatter_points(np.subtract), dtype=np.int32),
+    _scatter_record("drop_out_of_bounds_f32", "scatter-sub", _rows(lax.scatter_sub),
+                    args_of(rand((4, 2)), _indices((5, 1), 6, low=-2), rand((5, 2))),
+                    _np_scatter_rows(np.subtract)),
+    _scatter_record("clip_f32", "scatter-sub", _rows(lax.scatter_sub, mode="clip"),
+                    args_of(rand((4, 2)), _indices((5, 1), 6, low=-2), rand((5, 2))),
+                    lambda x, i, u: _np_scatter_rows(np.subtract)(x, np.clip(i, 0, 3), u)),
+    _scatter_record("into_zeros_f32", "scatter-sub",
+                    lambda u, i: lax.scatter_sub(np.zeros((4, 3), np.float32), i, u, _ROWS),
+                    args_of(rand((5, 3)), _indices((5, 1), 4)),
+                    lambda u, i: _np_scatter_rows(np.subtract)(np.zeros((4, 3), np.float32), i,
+                                                               u),
+                    linear=True),
+    _scatter_record("batching_dims_f32", "scatter-sub",
+                    _rows(lax.scatter_sub, SDN((), (1,), (1,), (0,), (0,))),
+                    args_of(rand((3, 4)), _indices((3, 2, 1), 4), rand((3, 2))),
+                    lambda x, i, u: _batched_add_ref(x, i, -u)),
+]
+
+
 def _batched_add_ref(x, idx, u):
   out = np.array(x, copy=True)
   for b in range(x.shape[0]):
@@ -403,4 +435,4 @@ def _first_order_with_index_args(records):
 SECOND_ORDER_CLOSED_OVER = []
 RECORDS = _first_order_with_index_args(
     _SLICE + _DYNAMIC_SLICE + _DYNAMIC_UPDATE_SLICE + _GATHER + _SCATTER + _SCATTER_ADD
-    + _SCATTER_MUL + _SCATTER_MINMAX)
+    + _SCATTER_SUB + _SCATTER_MUL + _SCATTER_MINMAX)

@@ -172,6 +172,11 @@ def _cumsum_np(x, axis):
   return np.cumsum(x, axis=axis, dtype=x.dtype)
 
 
+def _logaddexp_np(x, axis):
+  """np.logaddexp.accumulate in float64."""
+  return np.logaddexp.accumulate(x.astype(np.float64), axis=axis).astype(x.dtype)
+
+
 def _cumprod_np(x, axis):
   return np.cumprod(x, axis=axis, dtype=x.dtype)
 
@@ -199,6 +204,43 @@ _CUM = [
     _cum_rec("cummin", np.minimum.accumulate, "f32_nan", _special_floats((3, 4)), 1,
              grad_order=0),
     _cum_rec("cummin", np.minimum.accumulate, "i8", rand((7,), np.int8, -100, 100)),
+    _cum_rec("cumlogsumexp", _logaddexp_np, "f32", rand((5, 3))),
+    _cum_rec("cumlogsumexp", _logaddexp_np, "f32_axis1_reverse", rand((3, 6), low=-30, high=30),
+             1, True),
+    _cum_rec("cumlogsumexp", _logaddexp_np, "f32_negative_axis", rand((2, 4)), -1),
+    _cum_rec("cumlogsumexp", _logaddexp_np, "f32_neg_inf",
+             lambda rng: np.where(rng.random((3, 5)) < 0.3, -np.inf, rng.uniform(-3, 3, (3, 5)))
+             .astype(np.float32), 1, grad_order=0),
+    _cum_rec("cumlogsumexp", _logaddexp_np, "zero_size", rand((0, 3))),
+    _cum_rec("cumlogsumexp", _logaddexp_np, "f16", rand((6, 2), np.float16), rtol=2e-2,
+             atol=2e-2),
 ]
 
-RECORDS = _SORT + _TOP_K + _CUM
+def _np_approx(k, axis, largest, part):
+  """The exact k extreme values (descending for the largest, ascending for the smallest; ties to
+  the lower index) or their indices, along `axis`."""
+  def ref(x):
+    order = np.argsort(-x if largest else x, axis=axis, kind="stable")
+    idx = np.take(order, np.arange(k), axis=axis)
+    return (np.take_along_axis(x, idx, axis) if part == 0 else idx.astype(np.int32))
+  return ref
+
+
+def _approx_rec(tag, largest, make, k, axis=-1, part=0, np_axis=None, **kw):
+  fn = lax.approx_max_k if largest else lax.approx_min_k
+  name = f"approx_{'max' if largest else 'min'}_k_{tag}_{'values' if part == 0 else 'indices'}"
+  return OpRecord(name, "approx_top_k", lambda x: fn(x, k, reduction_dimension=axis)[part],
+                  args_of(make), _np_approx(k, axis if np_axis is None else np_axis, largest,
+                                            part), **({"grad_order": 0} if part else {}), **kw)
+
+
+_APPROX = [
+    _approx_rec("f32", True, _separated((3, 7)), 3),
+    _approx_rec("f32", True, _separated((3, 7)), 3, part=1),
+    _approx_rec("f32_axis0", False, _separated((6, 4)), 2, axis=0),
+    _approx_rec("f32_axis0", False, _separated((6, 4)), 2, axis=0, part=1),
+    _approx_rec("f32_1d_all", True, _separated((5,)), 5),
+    _approx_rec("bf16", False, rand((2, 9), ml_dtypes.bfloat16), 4, part=1, np_axis=-1),
+]
+
+RECORDS = _SORT + _TOP_K + _CUM + _APPROX

@@ -295,4 +295,35 @@ _SELECT = [
                 separated((4, 6)), (2, 2), (1, 1), [(0, 0), (1, 1)], None, (2, 2)),
 ]
 
-RECORDS = _SUM + _MAX + _MIN + _GENERIC + _SELECT
+def _np_select_and_scatter(window, first_better, combine, init):
+  """Each non-overlapping window's preferred element (the first max or min, padding none)
+  receives the window's source value, combined into an output filled with `init`."""
+  def ref(x, source):
+    out = np.full(x.shape, init, x.dtype)
+    for idx in np.ndindex(*source.shape):
+      lo = [i * w for i, w in zip(idx, window)]
+      block = x[tuple(slice(a, a + w) for a, w in zip(lo, window))]
+      flat = np.argmax(block) if first_better is np.greater_equal else np.argmin(block)
+      at = tuple(a + b for a, b in zip(lo, np.unravel_index(flat, block.shape)))
+      out[at] = combine(out[at], source[idx])
+    return out
+  return ref
+
+
+def _sas_rec(tag, select, first_better, scatter, combine, init, shape, window):
+  from revax._src.lax.windowed import select_and_scatter
+  out_shape = tuple(n // w for n, w in zip(shape, window))
+  fun = lambda x, s: select_and_scatter(x, select, window, window, [(0, 0)] * len(shape), s,
+                                        np.float32(init), scatter)
+  return OpRecord(f"select_and_scatter_{tag}", "select_and_scatter", fun,
+                  args_of(separated(shape), rand(out_shape)),
+                  _np_select_and_scatter(window, first_better, combine, init), grad_order=0)
+
+
+_SELECT_AND_SCATTER = [
+    _sas_rec("ge_add", lax.ge, np.greater_equal, lax.add, np.add, 0.0, (4, 6), (2, 3)),
+    _sas_rec("le_max", lax.le, np.less_equal, lax.max, np.maximum, -5.0, (6, 4), (3, 2)),
+    _sas_rec("ge_mul_1d", lax.ge, np.greater_equal, lax.mul, np.multiply, 1.0, (8,), (2,)),
+]
+
+RECORDS = _SUM + _MAX + _MIN + _GENERIC + _SELECT + _SELECT_AND_SCATTER

@@ -20,7 +20,7 @@ import optree
 
 from revax._src import tree_util
 from revax._src.core import dtypes
-from revax._src.core.avals import AbstractRef, ShapedArray, get_aval, same_type
+from revax._src.core.avals import AbstractRef, ShapedArray, Token, get_aval, same_type
 from revax._src.core.eval import eval_jaxpr
 from revax._src.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Var
 from revax._src.interpreters import ad, batching, discharge, dispatch, staging, transpose
@@ -266,6 +266,8 @@ def as_array(x, aval: ShapedArray) -> Array:
   """An eager value as an Array of exactly `aval` (literal and forwarded outputs included)."""
   if type(x) is Array and same_type(x.aval, aval):
     return x if x.aval == aval else Array(aval, x._npy, x._buf)
+  if type(x) is Token:  # (a token passes through as itself)
+    return x
   v = np.array(dispatch.host_value(x), dtype=aval.dtype)
   v.flags.writeable = False
   return Array(aval, npy=v)
