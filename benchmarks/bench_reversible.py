@@ -34,10 +34,15 @@ With `--split`, another process runs revax's invertible with `split_vjp_recomput
 (`use_split_vjp`): its VJPs recompute tanh rather than share the rebuild's, and the rebuild waits
 for the cotangents, through barriers: fewer elementwise passes where barriers survive (a TPU);
 on a stock XLA:CPU its memory grows with depth.
+With `--coupling`, another process runs revax's invertible with `vjp_output_from_coupling` on
+(`use_coupling_vjp`): each coupling's VJP reads tanh's output as y - x, so tanh is no longer
+shared between the rebuild and the VJP, and the rebuild's matmuls wait for the cotangents in
+fenced calls (its gradients differ from the default's in their last bits).
 
 Run (one command, < 5 minutes on one TPU v5e chip at the default TPU sizes):
   python benchmarks/bench_reversible.py --out RESULTS_reversible.md [--depths 8,16,32]
-      [--width W --batch B] [--rounds 5 --calls 3] [--dump] [--barrier] [--split] [--no-jax]
+      [--width W --batch B] [--rounds 5 --calls 3] [--dump] [--barrier] [--split] [--coupling]
+      [--no-jax]
 Sizes default by platform: TPU width 2048, batch 8192, depths 8,16,32; CPU width 512, batch 512,
 depths 4,8,16.
 """
@@ -69,6 +74,8 @@ BARRIER = " (barrier fence)"  # revax's recomputations fenced by optimization_ba
 BARRIER_VARIANTS = ("revax invertible" + BARRIER, "revax checkpoint" + BARRIER)
 SPLIT = " (VJP recomputes tanh)"  # invertible's VJPs do not share tanh with the rebuild
 SPLIT_VARIANTS = ("revax invertible" + SPLIT,)
+COUPLING = " (VJP reads y - x)"  # invertible's VJPs read tanh's output as y - x
+COUPLING_VARIANTS = ("revax invertible" + COUPLING,)
 SIZES = {"tpu": {"width": 2048, "batch": 8192, "depths": (8, 16, 32)},
          "cpu": {"width": 512, "batch": 512, "depths": (4, 8, 16)}}
 HLO_OPS = ("stablehlo.dot_general", "stablehlo.if", "stablehlo.case",
@@ -298,9 +305,20 @@ def use_split_vjp() -> None:
   invertible.split_vjp_recomputation = True
 
 
+def use_coupling_vjp() -> None:
+  """An option, in this process only: `invertible.vjp_output_from_coupling` on (see there):
+  the VJP of each coupling's tanh reads its output as y - x (the coupling's output less its
+  rebuilt input) instead of sharing the rebuild's tanh, so tanh fuses into the rebuild: one
+  elementwise pass and one activation-sized read + write fewer per coupling, no barrier. The
+  gradients differ from the default's in their last bits (y - x rounds)."""
+  from revax._src.interpreters import invertible
+  invertible.vjp_output_from_coupling = True
+
+
 def child_main(args) -> None:
   variants = {"revax": REVAX_VARIANTS, "jax": JAX_VARIANTS,
-              "revax-barrier": BARRIER_VARIANTS, "revax-split": SPLIT_VARIANTS}[args.child]
+              "revax-barrier": BARRIER_VARIANTS, "revax-split": SPLIT_VARIANTS,
+              "revax-coupling": COUPLING_VARIANTS}[args.child]
   if args.child.startswith("revax"):
     import revax
     revax.config.update("enable_compilation_cache", False)  # compile times must be compiles
@@ -308,6 +326,8 @@ def child_main(args) -> None:
     use_barrier_fence()
   if args.child == "revax-split":
     use_split_vjp()
+  if args.child == "revax-coupling":
+    use_coupling_vjp()
 
   def emit(variant, depth, result):
     print("RESULT " + json.dumps([variant, depth, result]), flush=True)
@@ -370,7 +390,8 @@ def per_block_common(results, variants, depths, key="seconds"):
 
 def format_report(results, args, platforms, load) -> str:
   size = lambda b: f"{b / 2 ** 30:.2f} GiB" if b >= 2 ** 30 / 10 else f"{b / 2 ** 20:.1f} MiB"
-  variants = [v for v in REVAX_VARIANTS + BARRIER_VARIANTS + SPLIT_VARIANTS + JAX_VARIANTS
+  variants = [v for v in REVAX_VARIANTS + BARRIER_VARIANTS + SPLIT_VARIANTS + COUPLING_VARIANTS
+               + JAX_VARIANTS
               if any(k[0] == v for k in results)]
   lines = [f"# Reversible MLP per block: {', '.join(sorted(set(platforms)))}", "",
            f"Command: `python benchmarks/bench_reversible.py {' '.join(args.argv)}`  ",
@@ -434,6 +455,11 @@ def format_report(results, args, platforms, load) -> str:
   if any(k[0] in SPLIT_VARIANTS for k in results):
     ratio("revax invertible, VJP recomputes tanh / as is (separate processes)",
           "revax invertible" + SPLIT, "revax invertible")
+  if any(k[0] in COUPLING_VARIANTS for k in results):
+    ratio("revax invertible, VJP reads y - x / as is (separate processes)",
+          "revax invertible" + COUPLING, "revax invertible")
+    ratio("revax invertible, VJP reads y - x / jax checkpoint (separate processes)",
+          "revax invertible" + COUPLING, "jax checkpoint", "<= 1")
   lines += ["", "## What each revax program holds per block", "",
             "StableHLO revax lowers (and, with --dump, XLA's optimized HLO), per block: the "
             "difference between the deepest and the shallowest depth over the blocks between.",
@@ -484,7 +510,11 @@ def main(argv=None) -> None:
   parser.add_argument("--split", action="store_true",
                       help="also run revax's invertible with its VJPs recomputing tanh instead "
                            "of sharing the rebuild's (a process more; an experiment)")
-  parser.add_argument("--child", choices=("revax", "jax", "revax-barrier", "revax-split"),
+  parser.add_argument("--coupling", action="store_true",
+                      help="also run revax's invertible with its VJPs reading tanh's output as "
+                           "y - x (vjp_output_from_coupling; a process more; an option)")
+  parser.add_argument("--child", choices=("revax", "jax", "revax-barrier", "revax-split",
+                                          "revax-coupling"),
                       help=argparse.SUPPRESS)
   parser.add_argument("--dump-dir", help=argparse.SUPPRESS)
   args = parser.parse_args(argv)
@@ -508,6 +538,9 @@ def main(argv=None) -> None:
   if args.split:
     print("revax process with the VJPs recomputing tanh", flush=True)
     results.update(run_child("revax-split", args, env))
+  if args.coupling:
+    print("revax process with the VJPs reading y - x", flush=True)
+    results.update(run_child("revax-coupling", args, env))
   if not args.no_jax:
     print("jax process", flush=True)
     # jax picks its platform itself (the TPU where there is one, now that revax let it go)

@@ -27,7 +27,7 @@ the same platforms).
 
 Run: python benchmarks/hlo_reversible.py [--depths 2,4] [--width 256 --batch 128]
   [--variants "revax invertible,revax checkpoint"] [--names "revax invertible"]
-  [--fence conditional|barrier|none] [--split]
+  [--fence conditional|barrier|none] [--split] [--coupling]
 """
 from __future__ import annotations
 
@@ -206,7 +206,7 @@ def use_fence(fence: str) -> None:
 
 
 def child(variant: str, depth: int, width: int, batch: int, out: str, fence: str,
-          split: bool = False) -> None:
+          split: bool = False, coupling: bool = False) -> None:
   sys.path.insert(0, str(HERE))
   import bench_reversible
   lib, loss = bench_reversible.make_loss(variant)
@@ -215,6 +215,8 @@ def child(variant: str, depth: int, width: int, batch: int, out: str, fence: str
     use_fence(fence)
     if split:
       bench_reversible.use_split_vjp()
+    if coupling:
+      bench_reversible.use_coupling_vjp()
   args = bench_reversible.inputs(lib, depth, width, batch)
   lib.jit(lib.grad(loss)).lower(*args).compile()
   dumped = sorted(pathlib.Path(out).glob("*jit_loss*after_optimizations.txt"))
@@ -222,7 +224,7 @@ def child(variant: str, depth: int, width: int, batch: int, out: str, fence: str
 
 
 def dump(variant: str, depth: int, width: int, batch: int, fence: str = "conditional",
-         split: bool = False) -> str:
+         split: bool = False, coupling: bool = False) -> str:
   out = tempfile.mkdtemp(prefix="revax_hlo_reversible_")
   env = dict(os.environ, XLA_FLAGS=(os.environ.get("XLA_FLAGS", "") + f" --xla_dump_to={out}"
                                     " --xla_dump_hlo_as_text --xla_dump_hlo_module_re=.*loss.*"
@@ -233,7 +235,8 @@ def dump(variant: str, depth: int, width: int, batch: int, fence: str = "conditi
       env["JAX_PLATFORMS"] = env["REVAX_PLATFORMS"]
   res = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", variant,
                         "--depths", str(depth), "--width", str(width), "--batch", str(batch),
-                        "--out", out, "--fence", fence] + (["--split"] if split else []),
+                        "--out", out, "--fence", fence] + (["--split"] if split else [])
+                       + (["--coupling"] if coupling else []),
                        env=env, capture_output=True, text=True)
   if res.returncode:
     raise RuntimeError(f"{variant} at depth {depth} failed:\n{res.stderr[-3000:]}")
@@ -254,12 +257,16 @@ def main(argv=None) -> None:
                            "revax lowers it, a conditional)")
   parser.add_argument("--split", action="store_true",
                       help="revax's invertible with split_vjp_recomputation on (an experiment)")
+  parser.add_argument("--coupling", action="store_true",
+                      help="revax's invertible with vjp_output_from_coupling on (an option: "
+                           "the VJP reads tanh's output as y - x)")
   parser.add_argument("--child", help=argparse.SUPPRESS)
   parser.add_argument("--out", help=argparse.SUPPRESS)
   args = parser.parse_args(argv)
   depths = [int(d) for d in args.depths.split(",")]
   if args.child:
-    child(args.child, depths[0], args.width, args.batch, args.out, args.fence, args.split)
+    child(args.child, depths[0], args.width, args.batch, args.out, args.fence, args.split,
+          args.coupling)
     return
   act = args.width * args.batch * 4
   lo, hi = depths[0], depths[-1]
@@ -271,7 +278,8 @@ def main(argv=None) -> None:
   print("|---" * (len(KEYS) + 1) + "|")
   for variant in args.variants.split(","):
     variant = variant.strip()
-    texts = [dump(variant, d, args.width, args.batch, args.fence, args.split) for d in (lo, hi)]
+    texts = [dump(variant, d, args.width, args.batch, args.fence, args.split, args.coupling)
+             for d in (lo, hi)]
     (_, c_lo), (listing, c_hi) = (passes(t, act) for t in texts)
     cells = [f"{(c_hi[k] - c_lo[k]) / (hi - lo):.3g}" for k in KEYS]
     print(f"| {variant} | " + " | ".join(cells) + " |", flush=True)

@@ -161,3 +161,26 @@ def test_split_vjp_recomputation_has_checkpoints_pass_count(hlo, capsys, monkeyp
   assert inv["elementwise pass"] == rows["revax invertible", False]["elementwise pass"] - 2, rows
   assert inv["activation passes"] < rows["revax invertible", False]["activation passes"], rows
   assert inv["copy"] == 0, rows
+
+
+def test_coupling_vjp_saves_a_pass_and_two_activation_passes_per_coupling(hlo, capsys,
+                                                                            monkeypatch):
+  """invertible with `vjp_output_from_coupling` (an option), on a stock XLA:CPU (no barrier
+  needs to survive): per block 8 dots, 2 elementwise passes fewer than the default walk (tanh
+  fused into each rebuild, no longer written out and read back: checkpoint's pass count) and 2
+  activation-sized reads + writes fewer, no copy; the two rebuild matmuls are fenced calls."""
+  monkeypatch.setenv("REVAX_PLATFORMS", "cpu")  # XLA:CPU's counts (a chip is this process's)
+  rows = {}
+  for coupling in (False, True):
+    hlo.main(["--depths", "2,4", "--width", "32", "--batch", "16", "--variants",
+              "revax invertible,revax checkpoint"] + (["--coupling"] if coupling else []))
+    for line in capsys.readouterr().out.splitlines():
+      cells = [c.strip() for c in line.strip("|").split("|")]
+      if cells[0].startswith("revax "):
+        rows[cells[0], coupling] = dict(zip(hlo.KEYS, map(float, cells[1:]), strict=True))
+  inv, default = rows["revax invertible", True], rows["revax invertible", False]
+  ckpt = rows["revax checkpoint", False]
+  assert inv["dot"] == default["dot"] == 8, rows
+  assert inv["elementwise pass"] == default["elementwise pass"] - 2 == ckpt["elementwise pass"]
+  assert inv["activation passes"] == default["activation passes"] - 2, rows
+  assert inv["copy"] == 0 and inv["conditional"] == 2, rows
