@@ -184,3 +184,24 @@ def test_coupling_vjp_saves_a_pass_and_two_activation_passes_per_coupling(hlo, c
   assert inv["elementwise pass"] == default["elementwise pass"] - 2 == ckpt["elementwise pass"]
   assert inv["activation passes"] == default["activation passes"] - 2, rows
   assert inv["copy"] == 0 and inv["conditional"] == 2, rows
+
+
+def test_tpu_programs_compiled_without_a_chip(hlo, capsys, monkeypatch):
+  """--tpu-aot: the programs compiled for a TPU v5e by libtpu's compile-only client (where the
+  libtpu package is importable; CI has none). Per block: 8 dots and no standalone elementwise
+  pass (the TPU fuses the elementwise work into the dots), checkpoint's fence a conditional,
+  and revax's derived walk moves no more through its dots than the hand-written one."""
+  pytest.importorskip("jax")
+  pytest.importorskip("libtpu")
+  monkeypatch.setenv("REVAX_PLATFORMS", "cpu")  # revax lowers on the CPU; libtpu compiles
+  hlo.main(["--tpu-aot", "--depths", "1,3", "--width", "256", "--batch", "512",
+            "--variants", "revax invertible,jax invertible,revax checkpoint"])
+  rows = {}
+  for line in capsys.readouterr().out.splitlines():
+    cells = [c.strip() for c in line.strip("|").split("|")]
+    if cells[0] in ("revax invertible", "jax invertible", "revax checkpoint"):
+      rows[cells[0]] = dict(zip(hlo.KEYS, map(float, cells[1:]), strict=True))
+  assert {v: (r["dot"], r["elementwise pass"]) for v, r in rows.items()} == {
+      "revax invertible": (8, 0), "jax invertible": (8, 0), "revax checkpoint": (8, 0)}, rows
+  assert rows["revax checkpoint"]["conditional"] == 1, rows
+  assert rows["revax invertible"]["dot MiB"] <= rows["jax invertible"]["dot MiB"], rows
