@@ -37,7 +37,8 @@ on a stock XLA:CPU its memory grows with depth.
 With `--coupling`, another process runs revax's invertible with `vjp_output_from_coupling` on
 (`use_coupling_vjp`): each coupling's VJP reads tanh's output as y - x, so tanh is no longer
 shared between the rebuild and the VJP, and the rebuild's matmuls wait for the cotangents in
-fenced calls (its gradients differ from the default's in their last bits).
+fenced calls (its gradients differ from the default's in their last bits); with `--barrier`
+too, one more process runs it with every fence lowered as a barrier.
 
 Run (one command, < 5 minutes on one TPU v5e chip at the default TPU sizes):
   python benchmarks/bench_reversible.py --out RESULTS_reversible.md [--depths 8,16,32]
@@ -76,6 +77,7 @@ SPLIT = " (VJP recomputes tanh)"  # invertible's VJPs do not share tanh with the
 SPLIT_VARIANTS = ("revax invertible" + SPLIT,)
 COUPLING = " (VJP reads y - x)"  # invertible's VJPs read tanh's output as y - x
 COUPLING_VARIANTS = ("revax invertible" + COUPLING,)
+COUPLING_BARRIER_VARIANTS = ("revax invertible (VJP reads y - x, barrier fence)",)
 SIZES = {"tpu": {"width": 2048, "batch": 8192, "depths": (8, 16, 32)},
          "cpu": {"width": 512, "batch": 512, "depths": (4, 8, 16)}}
 HLO_OPS = ("stablehlo.dot_general", "stablehlo.if", "stablehlo.case",
@@ -318,15 +320,16 @@ def use_coupling_vjp() -> None:
 def child_main(args) -> None:
   variants = {"revax": REVAX_VARIANTS, "jax": JAX_VARIANTS,
               "revax-barrier": BARRIER_VARIANTS, "revax-split": SPLIT_VARIANTS,
-              "revax-coupling": COUPLING_VARIANTS}[args.child]
+              "revax-coupling": COUPLING_VARIANTS,
+              "revax-coupling-barrier": COUPLING_BARRIER_VARIANTS}[args.child]
   if args.child.startswith("revax"):
     import revax
     revax.config.update("enable_compilation_cache", False)  # compile times must be compiles
-  if args.child == "revax-barrier":
+  if args.child in ("revax-barrier", "revax-coupling-barrier"):
     use_barrier_fence()
   if args.child == "revax-split":
     use_split_vjp()
-  if args.child == "revax-coupling":
+  if args.child in ("revax-coupling", "revax-coupling-barrier"):
     use_coupling_vjp()
 
   def emit(variant, depth, result):
@@ -391,7 +394,7 @@ def per_block_common(results, variants, depths, key="seconds"):
 def format_report(results, args, platforms, load) -> str:
   size = lambda b: f"{b / 2 ** 30:.2f} GiB" if b >= 2 ** 30 / 10 else f"{b / 2 ** 20:.1f} MiB"
   variants = [v for v in REVAX_VARIANTS + BARRIER_VARIANTS + SPLIT_VARIANTS + COUPLING_VARIANTS
-               + JAX_VARIANTS
+               + COUPLING_BARRIER_VARIANTS + JAX_VARIANTS
               if any(k[0] == v for k in results)]
   lines = [f"# Reversible MLP per block: {', '.join(sorted(set(platforms)))}", "",
            f"Command: `python benchmarks/bench_reversible.py {' '.join(args.argv)}`  ",
@@ -460,6 +463,9 @@ def format_report(results, args, platforms, load) -> str:
           "revax invertible" + COUPLING, "revax invertible")
     ratio("revax invertible, VJP reads y - x / jax checkpoint (separate processes)",
           "revax invertible" + COUPLING, "jax checkpoint", "<= 1")
+  if any(k[0] in COUPLING_BARRIER_VARIANTS for k in results):
+    ratio("revax invertible, VJP reads y - x, barrier fence / as is (separate processes)",
+          COUPLING_BARRIER_VARIANTS[0], "revax invertible")
   lines += ["", "## What each revax program holds per block", "",
             "StableHLO revax lowers (and, with --dump, XLA's optimized HLO), per block: the "
             "difference between the deepest and the shallowest depth over the blocks between.",
@@ -514,7 +520,7 @@ def main(argv=None) -> None:
                       help="also run revax's invertible with its VJPs reading tanh's output as "
                            "y - x (vjp_output_from_coupling; a process more; an option)")
   parser.add_argument("--child", choices=("revax", "jax", "revax-barrier", "revax-split",
-                                          "revax-coupling"),
+                                          "revax-coupling", "revax-coupling-barrier"),
                       help=argparse.SUPPRESS)
   parser.add_argument("--dump-dir", help=argparse.SUPPRESS)
   args = parser.parse_args(argv)
@@ -541,6 +547,9 @@ def main(argv=None) -> None:
   if args.coupling:
     print("revax process with the VJPs reading y - x", flush=True)
     results.update(run_child("revax-coupling", args, env))
+    if args.barrier:
+      print("revax process with the VJPs reading y - x and barrier fences", flush=True)
+      results.update(run_child("revax-coupling-barrier", args, env))
   if not args.no_jax:
     print("jax process", flush=True)
     # jax picks its platform itself (the TPU where there is one, now that revax let it go)
