@@ -759,8 +759,15 @@ def _recomputed_for_vjp(eqn, jaxpr, writers) -> bool:
 # activation-sized read + write fewer, with no barrier (so also on a stock XLA:CPU). y - x is
 # f(h) up to the rounding of the rebuilt x (|error| <= half an ulp of y), so the gradients
 # differ from the default's in their last bits; f's derivative at a saturated point (tanh near
-# +-1, where 1 - f^2 is small) differs most, relatively. benchmarks/hlo_reversible.py
-# --coupling counts it; bench_reversible.py --coupling times it.
+# +-1, where 1 - f^2 is small) differs most, relatively. With it on, the rebuild's matmuls also
+# run as fenced calls that read the walk's current cotangents: the rebuild chain no longer
+# feeds the VJPs, and without that fence XLA:CPU's scheduler runs it ahead of them (XLA temp
+# grows by about an activation per block). On XLA:CPU per reversible block: 8 elementwise
+# passes (checkpoint's; default 10), 26 activation-sized reads + writes (default 28, checkpoint
+# 23), 2 conditionals. A TPU already recomputes f(h) in each consumer's prologue: there it
+# saves one activation written per block (libtpu's compile-only programs, --tpu-aot), speed
+# unmeasured. benchmarks/hlo_reversible.py --coupling counts it; bench_reversible.py
+# --coupling times it.
 vjp_output_from_coupling = False
 
 # couplings whose one operand can be taken back out of the output as `output - other`
