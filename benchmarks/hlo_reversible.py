@@ -27,7 +27,7 @@ the same platforms).
 
 Run: python benchmarks/hlo_reversible.py [--depths 2,4] [--width 256 --batch 128]
   [--variants "revax invertible,revax checkpoint"] [--names "revax invertible"]
-  [--fence conditional|barrier|none] [--split] [--coupling] [--tpu-aot]
+  [--fence conditional|barrier|none] [--split] [--coupling] [--fence-cts] [--tpu-aot]
 
 `--tpu-aot` compiles for one TPU v5e chip on a machine without one, with libtpu's compile-only
 client (only the `libtpu` package jax pairs with is needed: `pip install --target DIR
@@ -213,7 +213,8 @@ def use_fence(fence: str) -> None:
 
 
 def child(variant: str, depth: int, width: int, batch: int, out: str, fence: str,
-          split: bool = False, coupling: bool = False, tpu_aot: bool = False) -> None:
+          split: bool = False, coupling: bool = False, tpu_aot: bool = False,
+          fence_cts: bool = False) -> None:
   sys.path.insert(0, str(HERE))
   import bench_reversible
   lib, loss = bench_reversible.make_loss(variant)
@@ -224,6 +225,8 @@ def child(variant: str, depth: int, width: int, batch: int, out: str, fence: str
       bench_reversible.use_split_vjp()
     if coupling:
       bench_reversible.use_coupling_vjp()
+    if fence_cts:
+      bench_reversible.use_fence_vjp_cotangents()
   if tpu_aot:
     text, temp = compile_for_tpu(lib, loss, depth, width, batch)
     path = pathlib.Path(out) / "jit_loss.tpu_aot.after_optimizations.txt"
@@ -274,7 +277,8 @@ def compile_for_tpu(lib, loss, depth: int, width: int, batch: int):
 
 
 def dump(variant: str, depth: int, width: int, batch: int, fence: str = "conditional",
-         split: bool = False, coupling: bool = False, tpu_aot: bool = False):
+         split: bool = False, coupling: bool = False, tpu_aot: bool = False,
+         fence_cts: bool = False):
   """(the optimized HLO text of jit(grad) of `variant` at `depth`, XLA's temp bytes)."""
   out = tempfile.mkdtemp(prefix="revax_hlo_reversible_")
   env = dict(os.environ, XLA_FLAGS=(os.environ.get("XLA_FLAGS", "") + f" --xla_dump_to={out}"
@@ -292,7 +296,8 @@ def dump(variant: str, depth: int, width: int, batch: int, fence: str = "conditi
                         "--depths", str(depth), "--width", str(width), "--batch", str(batch),
                         "--out", out, "--fence", fence] + (["--split"] if split else [])
                        + (["--coupling"] if coupling else [])
-                       + (["--tpu-aot"] if tpu_aot else []),
+                       + (["--tpu-aot"] if tpu_aot else [])
+                       + (["--fence-cts"] if fence_cts else []),
                        env=env, capture_output=True, text=True)
   if res.returncode:
     raise RuntimeError(f"{variant} at depth {depth} failed:\n{res.stderr[-3000:]}")
@@ -317,6 +322,8 @@ def main(argv=None) -> None:
   parser.add_argument("--coupling", action="store_true",
                       help="revax's invertible with vjp_output_from_coupling on (an option: "
                            "the VJP reads tanh's output as y - x)")
+  parser.add_argument("--fence-cts", action="store_true",
+                      help="revax's invertible with fence_vjp_cotangents on (an option)")
   parser.add_argument("--tpu-aot", action="store_true",
                       help="compile for a TPU v5e chip without one (libtpu's compile-only "
                            "client; needs the libtpu package importable)")
@@ -326,7 +333,7 @@ def main(argv=None) -> None:
   depths = [int(d) for d in args.depths.split(",")]
   if args.child:
     child(args.child, depths[0], args.width, args.batch, args.out, args.fence, args.split,
-          args.coupling, args.tpu_aot)
+          args.coupling, args.tpu_aot, args.fence_cts)
     return
   act = args.width * args.batch * 4
   lo, hi = depths[0], depths[-1]
@@ -339,7 +346,7 @@ def main(argv=None) -> None:
   for variant in args.variants.split(","):
     variant = variant.strip()
     dumps = [dump(variant, d, args.width, args.batch, args.fence, args.split, args.coupling,
-                  args.tpu_aot) for d in (lo, hi)]
+                  args.tpu_aot, args.fence_cts) for d in (lo, hi)]
     texts = [text for text, _ in dumps]
     (_, c_lo), (listing, c_hi) = (passes(t, act) for t in texts)
     c_lo["temp activations"], c_hi["temp activations"] = (temp / act for _, temp in dumps)

@@ -547,3 +547,106 @@ def _reversible_stack(ws, a, b):
     a = a + rnp.tanh(b @ w1)
     b = b + rnp.tanh(a @ w2)
   return a, b
+
+
+# --- fence_vjp_cotangents (an option, off by default: it is for backends that keep barriers) ------
+@pytest.fixture
+def fenced_cotangents():
+  assert inv.fence_vjp_cotangents is False  # off by default
+  inv.fence_vjp_cotangents = True
+  try:
+    yield
+  finally:
+    inv.fence_vjp_cotangents = False
+
+
+def _grads(f, args):
+  g = revax.jit(revax.grad(_total(revax.invertible(f)), argnums=_argnums(args)))(*args)
+  return [np.asarray(x) for x in revax.tree_util.tree_leaves(g)]
+
+
+_FENCED_PROGRAMS = PROGRAMS + [
+    (f"coupled_{c}_{f}", _coupled_stack(_COUPLINGS[c], _COUPLED[f]), (X, Y, W))
+    for c in _COUPLINGS for f in _COUPLED]
+
+
+@pytest.mark.parametrize("name,f,args", _FENCED_PROGRAMS, ids=[p[0] for p in _FENCED_PROGRAMS])
+def test_fence_vjp_cotangents_keeps_the_bits(name, f, args):
+  """With fence_vjp_cotangents the gradients are the default's (barriers are identities, but
+  where they move XLA's fusion boundaries an elementwise chain may round differently: within
+  an ulp or two; the couplings' bits are the same); the default walk has no barrier. In a stack
+  of couplings (6 of them)
+  the walk has 12: each f(h)'s VJP cotangent through one, each rebuild matmul's operands with
+  the walk's cotangents through another."""
+  want = _grads(f, args)
+  inv.fence_vjp_cotangents = True
+  try:
+    got = _grads(f, args)
+    _, walk = _walk(f, *args)
+  finally:
+    inv.fence_vjp_cotangents = False
+  _, default_walk = _walk(f, *args)
+  assert not any(e.primitive.name == "optimization_barrier" for e in default_walk.eqns)
+  barriers = [e for e in walk.eqns if e.primitive.name == "optimization_barrier"]
+  for w, g in zip(want, got, strict=True):
+    np.testing.assert_allclose(g, w, rtol=3e-7, atol=0)
+  if name.startswith("coupled_"):
+    assert [g.tobytes() for g in got] == [w.tobytes() for w in want]
+    assert len(barriers) == 12
+    fenced = {v for e in barriers for v in e.outvars}
+    rebuild_dots = [e for e in walk.eqns if e.primitive.name == "dot_general"
+                    and all(a in fenced for a in e.invars)]
+    assert len(rebuild_dots) == 6
+  check_jaxpr(walk)
+
+
+_FENCED_SCRIPT = """
+import json
+import numpy as np
+import revax, revax.numpy as rnp
+from revax._src.interpreters import invertible as inv
+from revax.reversible import reversible_block, reversible_sequence
+
+stack = reversible_sequence(reversible_block(lambda w, x: rnp.tanh(x @ w),
+                                             lambda w, x: rnp.tanh(x @ w)))
+loss = lambda ws, a, b: sum((y * y).sum() for y in stack(ws, a, b))
+rng = np.random.default_rng(0)
+out = {}
+for depth in (2, 10):
+  ws = [tuple(rng.standard_normal((64, 64), np.float32) * 0.1 for _ in range(2))
+        for _ in range(depth)]
+  a, b = (rng.standard_normal((256, 64)).astype(np.float32) for _ in range(2))
+  for on in (False, True):
+    inv.fence_vjp_cotangents = on
+    compiled = revax.jit(revax.grad(loss, argnums=(0, 1, 2))).lower(ws, a, b).compile()
+    grads = np.concatenate([np.asarray(g).ravel()
+                            for g in revax.tree_util.tree_leaves(compiled(ws, a, b))])
+    out[f"{on} {depth}"] = {"temp": compiled.memory_analysis().temp_size_in_bytes,
+                            "grads": grads.tobytes().hex()}
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.parametrize("keep_barriers", [False, True])
+def test_fence_vjp_cotangents_memory_is_flat_and_bits_kept(keep_barriers):
+  """XLA's temp bytes of jit(grad) with fence_vjp_cotangents, depth 2 -> 10, flat (< 0.01
+  activation a block) on a stock XLA:CPU (barriers expanded) and where barriers survive
+  (cse_barrier_expander disabled, as on a TPU: there the rebuild's matmuls wait for the
+  cotangents); the gradients the default's bits."""
+  import json
+  import os
+  import subprocess
+  import sys
+  root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+  env = {**os.environ, "REVAX_PLATFORMS": "cpu",
+         "PYTHONPATH": root + os.pathsep + os.environ.get("PYTHONPATH", "")}
+  if keep_barriers:
+    env["XLA_FLAGS"] = "--xla_disable_hlo_passes=cse_barrier_expander"
+  res = subprocess.run([sys.executable, "-c", _FENCED_SCRIPT], env=env, cwd=root,
+                       capture_output=True, text=True, timeout=300)
+  assert res.returncode == 0, res.stderr[-3000:]
+  r = json.loads(res.stdout.strip().splitlines()[-1])
+  for depth in (2, 10):
+    assert r[f"True {depth}"]["grads"] == r[f"False {depth}"]["grads"]
+  growth = (r["True 10"]["temp"] - r["True 2"]["temp"]) / 8 / (256 * 64 * 4)
+  assert growth < 0.01, r

@@ -674,14 +674,16 @@ def backward_walk(closed: ClosedJaxpr, plan: Plan, nonzeros, outs, saved, cts,
   # with vjp_output_from_coupling: coupling eqn -> (position in it, var) of the outputs of
   # eqns whose VJP reads their output, and those outputs' values rebuilt as `y - x`
   couplings = _couplings(closed, plan) if vjp_output_from_coupling else {}
-  values.fence_rebuild = bool(couplings) and type(current_trace()) is staging.DynamicJaxprTrace
+  traced = type(current_trace()) is staging.DynamicJaxprTrace
+  values.fence_rebuild = bool(couplings) and traced
+  fence_cts = fence_vjp_cotangents and traced
   from_coupling: dict = {}
   for eqn in reversed(jaxpr.eqns):
     cts_out = [ct_env.pop(v, None) for v in eqn.outvars]
     if any(c is not None for c in cts_out):
       cts_out = [ad.Zero(ad.tangent_aval(v.aval)) if c is None else c
                  for c, v in zip(cts_out, eqn.outvars, strict=True)]
-      if split or couplings:
+      if split or couplings or fence_cts:
         values.token = [c for c in cts_out if type(c) is not ad.Zero]
       ins = [values.get(a) for a in eqn.invars]
       in_active = [type(a) is Var and a in active for a in eqn.invars]
@@ -698,6 +700,8 @@ def backward_walk(closed: ClosedJaxpr, plan: Plan, nonzeros, outs, saved, cts,
         if split and _recomputed_for_vjp(eqn, jaxpr, writers):
           ins = barrier_values(ins)
         cts_in = eqn_vjp(eqn, ins, cts_out, in_active, vjp_cache)
+      if fence_cts and eqn.primitive in ad.jvp_reads_output:
+        cts_in = _through_barrier(cts_in)
       for a, c in zip(eqn.invars, cts_in, strict=True):
         write(a, c)
     values.forget(eqn, keep)
@@ -747,6 +751,30 @@ def _recomputed_for_vjp(eqn, jaxpr, writers) -> bool:
     if writer is not None and writer.primitive.name not in _MATERIALIZED:
       return False
   return True
+
+
+# An option, off: the walk computes each VJP cotangent of an elementwise primitive whose JVP
+# reads its output (g * (1 - tanh(h)^2), ...) once, behind a barrier, and the rebuild's matmuls
+# take their operands through a barrier with the walk's current cotangents (so that they do not
+# run ahead of the VJPs: without it, memory grows with depth). Barriers are identities: the
+# gradients are the same bits. XLA:CPU expands barriers early, so there the program is the
+# default's; a TPU keeps them, and there a dense layer's two VJP matmuls otherwise each
+# recompute that cotangent in their prologue, re-reading its f32 inputs (the checkpointed
+# program's is computed once, in bf16). In libtpu's compile-only programs (benchmarks/
+# hlo_reversible.py --tpu-aot, issue 32's MLP, width 2048, batch 8192) the dot fusions move
+# 1536 MiB a block with it and fenced calls lowered as barriers (default 1984, jax.checkpoint
+# 1632), XLA temp flat; libtpu's own cost analysis counts more bytes accessed (2560 vs 2496),
+# so the chip decides: bench_reversible.py --fence-cts times it.
+fence_vjp_cotangents = False
+
+
+def _through_barrier(cts):
+  """The non-zero cotangents among `cts` through one barrier (the rest as they are)."""
+  live = [i for i, c in enumerate(cts) if c is not None and type(c) is not ad.Zero]
+  cts = list(cts)
+  for i, c in zip(live, barrier_values([cts[i] for i in live]), strict=True):
+    cts[i] = c
+  return cts
 
 
 # An option, off (it changes the gradients' rounding): in an additive coupling y = x + f(h),
