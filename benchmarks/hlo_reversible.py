@@ -33,7 +33,9 @@ Run: python benchmarks/hlo_reversible.py [--depths 2,4] [--width 256 --batch 128
 client (only the `libtpu` package jax pairs with is needed: `pip install --target DIR
 'libtpu==0.0.42.*'`, DIR on PYTHONPATH): the chip's optimized programs and XLA temp, read here
 (elementwise work fused into the dots shows as `dot MiB` there). "temp activations" is XLA's
-temp memory per block, in activations (flat in depth: about 0).
+temp memory per block, in activations (flat in depth: about 0); "cost MiB accessed" and "tanh
+per element" are XLA's cost analysis of the program (bytes accessed; transcendentals over one
+activation's elements), per block.
 """
 from __future__ import annotations
 
@@ -52,7 +54,8 @@ VARIANTS = ("revax plain", "revax invertible", "revax checkpoint", "jax plain", 
             "jax invertible")
 FENCES = ("conditional", "barrier", "none")
 KEYS = ("dot", "elementwise pass", "copy", "transpose", "conditional", "elementwise MiB",
-        "activation passes", "dot MiB", "async copy", "temp activations")
+        "activation passes", "dot MiB", "async copy", "temp activations",
+        "cost MiB accessed", "tanh per element")
 TPU_TOPOLOGY = "v5e:1x1"  # --tpu-aot compiles for one TPU v5e chip (libtpu, compile only)
 _ITEMSIZE = {"f32": 4, "f16": 2, "bf16": 2, "s32": 4, "u32": 4, "pred": 1, "f64": 8, "s64": 8,
              "u64": 8, "s8": 1, "u8": 1}
@@ -228,16 +231,23 @@ def child(variant: str, depth: int, width: int, batch: int, out: str, fence: str
     if fence_cts:
       bench_reversible.use_fence_vjp_cotangents()
   if tpu_aot:
-    text, temp = compile_for_tpu(lib, loss, depth, width, batch)
+    text, temp, cost = compile_for_tpu(lib, loss, depth, width, batch)
     path = pathlib.Path(out) / "jit_loss.tpu_aot.after_optimizations.txt"
     path.write_text(text)
-    print("DUMP " + json.dumps([str(path)]) + "\nTEMP " + json.dumps(temp))
+    print("DUMP " + json.dumps([str(path)]) + "\nTEMP " + json.dumps([temp, cost]))
     return
   args = bench_reversible.inputs(lib, depth, width, batch)
   compiled = lib.jit(lib.grad(loss)).lower(*args).compile()
   dumped = sorted(pathlib.Path(out).glob("*jit_loss*after_optimizations.txt"))
   print("DUMP " + json.dumps([str(p) for p in dumped]) + "\nTEMP "
-        + json.dumps(compiled.memory_analysis().temp_size_in_bytes))
+        + json.dumps([compiled.memory_analysis().temp_size_in_bytes,
+                      _cost(compiled.cost_analysis())]))
+
+
+def _cost(analysis) -> dict:
+  """(bytes accessed, transcendentals) of XLA's cost analysis of a compiled program."""
+  analysis = analysis[0] if isinstance(analysis, (list, tuple)) else (analysis or {})
+  return {k: float(analysis.get(k, 0.0)) for k in ("bytes accessed", "transcendentals")}
 
 
 def compile_for_tpu(lib, loss, depth: int, width: int, batch: int):
@@ -260,7 +270,8 @@ def compile_for_tpu(lib, loss, depth: int, width: int, batch: int):
     spec = lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=sharding)
     compiled = jax.jit(jax.grad(loss)).lower(jax.tree.map(spec, ws), spec(x1),
                                              spec(x2)).compile()
-    return compiled.as_text(), compiled.memory_analysis().temp_size_in_bytes
+    return (compiled.as_text(), compiled.memory_analysis().temp_size_in_bytes,
+            _cost(compiled.cost_analysis()))
   from jax._src import compiler
   from jax._src.interpreters import mlir as jax_mlir
   from jax._src.lib import xla_client
@@ -273,13 +284,15 @@ def compile_for_tpu(lib, loss, depth: int, width: int, batch: int):
                                        executable_devices=xla_client.DeviceList((device,)),
                                        compile_options=options)
   return (executable.hlo_modules()[0].to_string(),
-          executable.get_compiled_memory_stats().temp_size_in_bytes)
+          executable.get_compiled_memory_stats().temp_size_in_bytes,
+          _cost(executable.cost_analysis()))
 
 
 def dump(variant: str, depth: int, width: int, batch: int, fence: str = "conditional",
          split: bool = False, coupling: bool = False, tpu_aot: bool = False,
          fence_cts: bool = False):
-  """(the optimized HLO text of jit(grad) of `variant` at `depth`, XLA's temp bytes)."""
+  """(the optimized HLO text of jit(grad) of `variant` at `depth`, [XLA's temp bytes, its cost
+  analysis' bytes accessed and transcendentals])."""
   out = tempfile.mkdtemp(prefix="revax_hlo_reversible_")
   env = dict(os.environ, XLA_FLAGS=(os.environ.get("XLA_FLAGS", "") + f" --xla_dump_to={out}"
                                     " --xla_dump_hlo_as_text --xla_dump_hlo_module_re=.*loss.*"
@@ -349,7 +362,10 @@ def main(argv=None) -> None:
                   args.tpu_aot, args.fence_cts) for d in (lo, hi)]
     texts = [text for text, _ in dumps]
     (_, c_lo), (listing, c_hi) = (passes(t, act) for t in texts)
-    c_lo["temp activations"], c_hi["temp activations"] = (temp / act for _, temp in dumps)
+    for counts, (_, (temp, cost)) in zip((c_lo, c_hi), dumps, strict=True):
+      counts["temp activations"] = temp / act
+      counts["cost MiB accessed"] = cost["bytes accessed"] / 2 ** 20
+      counts["tanh per element"] = cost["transcendentals"] / (args.width * args.batch)
     cells = [f"{(c_hi[k] - c_lo[k]) / (hi - lo):.3g}" for k in KEYS]
     print(f"| {variant} | " + " | ".join(cells) + " |", flush=True)
     if variant in args.names.split(","):
