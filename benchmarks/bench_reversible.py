@@ -488,6 +488,8 @@ def format_report(results, args, platforms, load) -> str:
             "revax invertible")
       ratio(v[len("revax "):] + " / jax checkpoint (separate processes)", v, "jax checkpoint",
             "<= 1")
+      ratio(v[len("revax "):] + " / revax checkpoint (barrier fence)", v,
+            "revax checkpoint" + BARRIER, "<= 1")
   if any(k[0] in COUPLING_BARRIER_VARIANTS for k in results):
     ratio("revax invertible, VJP reads y - x, barrier fence / as is (separate processes)",
           COUPLING_BARRIER_VARIANTS[0], "revax invertible")
