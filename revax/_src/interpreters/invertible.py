@@ -756,9 +756,11 @@ def _recomputed_for_vjp(eqn, jaxpr, writers) -> bool:
 # An option, off: the walk computes each VJP cotangent of an elementwise primitive whose JVP
 # reads its output (g * (1 - tanh(h)^2), ...) once, behind a barrier, and the rebuild's matmuls
 # take their operands through a barrier with the walk's current cotangents (so that they do not
-# run ahead of the VJPs: without it, memory grows with depth). Barriers are identities: the
-# gradients are the same bits. XLA:CPU expands barriers early, so there the program is the
-# default's; a TPU keeps them, and there a dense layer's two VJP matmuls otherwise each
+# run ahead of the VJPs: without it, memory grows with depth). Barriers are identities, but
+# where they move XLA's fusion boundaries an elementwise chain may round differently (an ulp,
+# seen once on XLA:CPU; a reversible MLP's gradients kept their bits), hence off. XLA:CPU
+# expands barriers early (its program is about the default's); a TPU keeps them, and there a
+# dense layer's two VJP matmuls otherwise each
 # recompute that cotangent in their prologue, re-reading its f32 inputs (the checkpointed
 # program's is computed once, in bf16). In libtpu's compile-only programs (benchmarks/
 # hlo_reversible.py --tpu-aot, issue 32's MLP, width 2048, batch 8192) the dot fusions move
