@@ -650,3 +650,17 @@ def test_fence_vjp_cotangents_memory_is_flat_and_bits_kept(keep_barriers):
     assert r[f"True {depth}"]["grads"] == r[f"False {depth}"]["grads"]
   growth = (r["True 10"]["temp"] - r["True 2"]["temp"]) / 8 / (256 * 64 * 4)
   assert growth < 0.01, r
+
+
+@pytest.mark.parametrize("option", ["vjp_output_from_coupling", "fence_vjp_cotangents"])
+def test_options_compose_with_vmap_scan_nesting_and_custom_ivjp(option):
+  """Each option on: vmap of grad and grad of vmap, a scan of couplings walked back step by
+  step, forward mode and nesting, custom_ivjp blocks: the same checks as with it off."""
+  setattr(inv, option, True)
+  try:
+    test_vmap_of_grad_and_grad_of_vmap()
+    test_scan_of_invertible_steps_walks_back_step_by_step()
+    test_forward_mode_is_the_jvp_and_nesting_works()
+    test_custom_ivjp_blocks_inside_invertible((0, 1))
+  finally:
+    setattr(inv, option, False)
