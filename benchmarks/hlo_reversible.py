@@ -33,7 +33,9 @@ Run: python benchmarks/hlo_reversible.py [--depths 2,4] [--width 256 --batch 128
 client (only the `libtpu` package jax pairs with is needed: `pip install --target DIR
 'libtpu==0.0.42.*'`, DIR on PYTHONPATH): the chip's optimized programs and XLA temp, read here
 (elementwise work fused into the dots shows as `dot MiB` there). "temp activations" is XLA's
-temp memory per block, in activations (flat in depth: about 0); "cost MiB accessed" and "tanh
+temp memory per block, in activations (flat in depth: about 0); "relayout MiB" what a TPU
+program moves outside its fusions (asynchronous copies, slices and their ConcatBitcast
+concatenations, by their results); "cost MiB accessed" and "tanh
 per element" are XLA's cost analysis of the program (bytes accessed; transcendentals over one
 activation's elements), per block.
 """
@@ -54,7 +56,7 @@ VARIANTS = ("revax plain", "revax invertible", "revax checkpoint", "jax plain", 
             "jax invertible")
 FENCES = ("conditional", "barrier", "none")
 KEYS = ("dot", "elementwise pass", "copy", "transpose", "conditional", "elementwise MiB",
-        "activation passes", "dot MiB", "async copy", "temp activations",
+        "activation passes", "dot MiB", "async copy", "relayout MiB", "temp activations",
         "cost MiB accessed", "tanh per element")
 TPU_TOPOLOGY = "v5e:1x1"  # --tpu-aot compiles for one TPU v5e chip (libtpu, compile only)
 _ITEMSIZE = {"f32": 4, "f16": 2, "bf16": 2, "s32": 4, "u32": 4, "pred": 1, "f64": 8, "s64": 8,
@@ -159,6 +161,11 @@ def passes(text: str, activation_bytes: int):
         kind = "copy"
       elif op == "copy-start":  # an asynchronous copy (e.g. a prefetch between memories)
         kind = "async copy"
+        counts["relayout MiB"] += _tuple_element_bytes(shape, 0) / 2 ** 20  # the copy
+      elif op == "slice-start" or (op == "custom-call" and "ConcatBitcast" in rest):
+        kind = "relayout"  # a TPU's data moves between dots: slices and their concatenation
+        counts["relayout MiB"] += (_tuple_element_bytes(shape, 1) if op == "slice-start"
+                                   else shape_bytes(shape)) / 2 ** 20
       elif op in ("transpose", "conditional"):
         kind = op
       else:
@@ -171,6 +178,12 @@ def passes(text: str, activation_bytes: int):
         counts["dot MiB"] += moved / 2 ** 20
       listing.append((kind, name, shape, moved, calls, cname))
   return listing, {k: counts.get(k, 0) for k in KEYS}
+
+
+def _tuple_element_bytes(shape: str, i: int) -> int:
+  """Bytes of the i-th array shape written in `shape` (a tuple's elements in order)."""
+  arrays = re.findall(r"[a-z]+[0-9]*\[[0-9,]*\]", shape)
+  return shape_bytes(arrays[i]) if i < len(arrays) else 0
 
 
 def _takes_nothing(lines) -> bool:
