@@ -205,3 +205,21 @@ def test_tpu_programs_compiled_without_a_chip(hlo, capsys, monkeypatch):
       "revax invertible": (8, 0), "jax invertible": (8, 0), "revax checkpoint": (8, 0)}, rows
   assert rows["revax checkpoint"]["conditional"] == 1, rows
   assert rows["revax invertible"]["dot MiB"] <= rows["jax invertible"]["dot MiB"], rows
+
+
+def test_tpu_relayouts_are_read(hlo):
+  """A TPU program's data moves outside its fusions: an asynchronous copy (its target), a
+  slice-start (its slice) and a ConcatBitcast custom call (its result) count in relayout MiB."""
+  module = ("HloModule m\n\n"
+            "ENTRY %main (a: f32[1024,256]) -> f32[1024,256] {\n"
+            "  %a = f32[1024,256]{1,0:T(8,128)} parameter(0)\n"
+            "  %copy-start = (f32[1024,256]{1,0:T(8,128)S(1)}, f32[1024,256]{1,0:T(8,128)}, "
+            "u32[]{:S(2)}) copy-start(f32[1024,256]{1,0:T(8,128)} %a)\n"
+            "  %slice-start = ((f32[1024,256]{1,0:T(8,128)}), f32[256,256]{1,0:T(8,128)}, "
+            "s32[]{:S(2)}) slice-start(f32[1024,256]{1,0:T(8,128)} %a), slice={[0:256], [0:256]}\n"
+            "  ROOT %custom-call = f32[1024,256]{1,0:T(8,128)} custom-call("
+            "f32[1024,256]{1,0:T(8,128)} %a), custom_call_target=\"ConcatBitcast\"\n"
+            "}\n")
+  _, counts = hlo.passes(module, 1024 * 256 * 4)
+  assert counts["async copy"] == 1, counts
+  assert counts["relayout MiB"] == pytest.approx(1.0 + 0.25 + 1.0), counts
