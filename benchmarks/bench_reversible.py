@@ -34,10 +34,19 @@ With `--split`, another process runs revax's invertible with `split_vjp_recomput
 (`use_split_vjp`): its VJPs recompute tanh rather than share the rebuild's, and the rebuild waits
 for the cotangents, through barriers: fewer elementwise passes where barriers survive (a TPU);
 on a stock XLA:CPU its memory grows with depth.
+With `--coupling`, another process runs revax's invertible with `vjp_output_from_coupling` on
+(`use_coupling_vjp`): each coupling's VJP reads tanh's output as y - x, so tanh is no longer
+shared between the rebuild and the VJP, and the rebuild's matmuls wait for the cotangents in
+fenced calls (its gradients differ from the default's in their last bits); with `--barrier`
+too, one more process runs it with every fence lowered as a barrier. With `--fence-cts`,
+another process runs it with `fence_vjp_cotangents` on (`use_fence_vjp_cotangents`: the VJP
+cotangents computed once behind barriers, the rebuild waiting for the cotangents; the same
+bits), and with `--barrier` too, one more with barrier fences.
 
 Run (one command, < 5 minutes on one TPU v5e chip at the default TPU sizes):
   python benchmarks/bench_reversible.py --out RESULTS_reversible.md [--depths 8,16,32]
-      [--width W --batch B] [--rounds 5 --calls 3] [--dump] [--barrier] [--split] [--no-jax]
+      [--width W --batch B] [--rounds 5 --calls 3] [--dump] [--barrier] [--split] [--coupling]
+      [--fence-cts] [--no-jax]
 Sizes default by platform: TPU width 2048, batch 8192, depths 8,16,32; CPU width 512, batch 512,
 depths 4,8,16.
 """
@@ -69,6 +78,12 @@ BARRIER = " (barrier fence)"  # revax's recomputations fenced by optimization_ba
 BARRIER_VARIANTS = ("revax invertible" + BARRIER, "revax checkpoint" + BARRIER)
 SPLIT = " (VJP recomputes tanh)"  # invertible's VJPs do not share tanh with the rebuild
 SPLIT_VARIANTS = ("revax invertible" + SPLIT,)
+COUPLING = " (VJP reads y - x)"  # invertible's VJPs read tanh's output as y - x
+COUPLING_VARIANTS = ("revax invertible" + COUPLING,)
+COUPLING_BARRIER_VARIANTS = ("revax invertible (VJP reads y - x, barrier fence)",)
+FENCE_CTS = " (VJP cotangents fenced)"  # invertible with fence_vjp_cotangents
+FENCE_CTS_VARIANTS = ("revax invertible" + FENCE_CTS,
+                      "revax invertible (VJP cotangents fenced, barrier fence)")
 SIZES = {"tpu": {"width": 2048, "batch": 8192, "depths": (8, 16, 32)},
          "cpu": {"width": 512, "batch": 512, "depths": (4, 8, 16)}}
 HLO_OPS = ("stablehlo.dot_general", "stablehlo.if", "stablehlo.case",
@@ -298,16 +313,43 @@ def use_split_vjp() -> None:
   invertible.split_vjp_recomputation = True
 
 
+def use_coupling_vjp() -> None:
+  """An option, in this process only: `invertible.vjp_output_from_coupling` on (see there):
+  the VJP of each coupling's tanh reads its output as y - x (the coupling's output less its
+  rebuilt input) instead of sharing the rebuild's tanh, so tanh fuses into the rebuild: one
+  elementwise pass and one activation-sized read + write fewer per coupling, no barrier. The
+  gradients differ from the default's in their last bits (y - x rounds)."""
+  from revax._src.interpreters import invertible
+  invertible.vjp_output_from_coupling = True
+
+
+def use_fence_vjp_cotangents() -> None:
+  """An option, in this process only: `invertible.fence_vjp_cotangents` on (see there): each
+  VJP cotangent of an output-reading elementwise primitive is computed once behind a barrier,
+  and the rebuild's matmuls wait for the cotangents through barriers. The same bits; on XLA:CPU
+  (barriers expanded) the default's program; a TPU keeps the barriers."""
+  from revax._src.interpreters import invertible
+  invertible.fence_vjp_cotangents = True
+
+
 def child_main(args) -> None:
   variants = {"revax": REVAX_VARIANTS, "jax": JAX_VARIANTS,
-              "revax-barrier": BARRIER_VARIANTS, "revax-split": SPLIT_VARIANTS}[args.child]
+              "revax-barrier": BARRIER_VARIANTS, "revax-split": SPLIT_VARIANTS,
+              "revax-coupling": COUPLING_VARIANTS,
+              "revax-coupling-barrier": COUPLING_BARRIER_VARIANTS,
+              "revax-fence-cts": FENCE_CTS_VARIANTS[:1],
+              "revax-fence-cts-barrier": FENCE_CTS_VARIANTS[1:]}[args.child]
   if args.child.startswith("revax"):
     import revax
     revax.config.update("enable_compilation_cache", False)  # compile times must be compiles
-  if args.child == "revax-barrier":
+  if args.child in ("revax-barrier", "revax-coupling-barrier", "revax-fence-cts-barrier"):
     use_barrier_fence()
   if args.child == "revax-split":
     use_split_vjp()
+  if args.child in ("revax-coupling", "revax-coupling-barrier"):
+    use_coupling_vjp()
+  if args.child in ("revax-fence-cts", "revax-fence-cts-barrier"):
+    use_fence_vjp_cotangents()
 
   def emit(variant, depth, result):
     print("RESULT " + json.dumps([variant, depth, result]), flush=True)
@@ -370,7 +412,8 @@ def per_block_common(results, variants, depths, key="seconds"):
 
 def format_report(results, args, platforms, load) -> str:
   size = lambda b: f"{b / 2 ** 30:.2f} GiB" if b >= 2 ** 30 / 10 else f"{b / 2 ** 20:.1f} MiB"
-  variants = [v for v in REVAX_VARIANTS + BARRIER_VARIANTS + SPLIT_VARIANTS + JAX_VARIANTS
+  variants = [v for v in REVAX_VARIANTS + BARRIER_VARIANTS + SPLIT_VARIANTS + COUPLING_VARIANTS
+               + COUPLING_BARRIER_VARIANTS + FENCE_CTS_VARIANTS + JAX_VARIANTS
               if any(k[0] == v for k in results)]
   lines = [f"# Reversible MLP per block: {', '.join(sorted(set(platforms)))}", "",
            f"Command: `python benchmarks/bench_reversible.py {' '.join(args.argv)}`  ",
@@ -434,6 +477,22 @@ def format_report(results, args, platforms, load) -> str:
   if any(k[0] in SPLIT_VARIANTS for k in results):
     ratio("revax invertible, VJP recomputes tanh / as is (separate processes)",
           "revax invertible" + SPLIT, "revax invertible")
+  if any(k[0] in COUPLING_VARIANTS for k in results):
+    ratio("revax invertible, VJP reads y - x / as is (separate processes)",
+          "revax invertible" + COUPLING, "revax invertible")
+    ratio("revax invertible, VJP reads y - x / jax checkpoint (separate processes)",
+          "revax invertible" + COUPLING, "jax checkpoint", "<= 1")
+  for v in FENCE_CTS_VARIANTS:
+    if any(k[0] == v for k in results):
+      ratio(v[len("revax "):] + " / invertible as is (separate processes)", v,
+            "revax invertible")
+      ratio(v[len("revax "):] + " / jax checkpoint (separate processes)", v, "jax checkpoint",
+            "<= 1")
+      ratio(v[len("revax "):] + " / revax checkpoint (barrier fence)", v,
+            "revax checkpoint" + BARRIER, "<= 1")
+  if any(k[0] in COUPLING_BARRIER_VARIANTS for k in results):
+    ratio("revax invertible, VJP reads y - x, barrier fence / as is (separate processes)",
+          COUPLING_BARRIER_VARIANTS[0], "revax invertible")
   lines += ["", "## What each revax program holds per block", "",
             "StableHLO revax lowers (and, with --dump, XLA's optimized HLO), per block: the "
             "difference between the deepest and the shallowest depth over the blocks between.",
@@ -484,7 +543,15 @@ def main(argv=None) -> None:
   parser.add_argument("--split", action="store_true",
                       help="also run revax's invertible with its VJPs recomputing tanh instead "
                            "of sharing the rebuild's (a process more; an experiment)")
-  parser.add_argument("--child", choices=("revax", "jax", "revax-barrier", "revax-split"),
+  parser.add_argument("--fence-cts", action="store_true",
+                      help="also run revax's invertible with fence_vjp_cotangents (the same "
+                           "bits; a process more, two with --barrier; an option)")
+  parser.add_argument("--coupling", action="store_true",
+                      help="also run revax's invertible with its VJPs reading tanh's output as "
+                           "y - x (vjp_output_from_coupling; a process more; an option)")
+  parser.add_argument("--child", choices=("revax", "jax", "revax-barrier", "revax-split",
+                                          "revax-coupling", "revax-coupling-barrier",
+                                          "revax-fence-cts", "revax-fence-cts-barrier"),
                       help=argparse.SUPPRESS)
   parser.add_argument("--dump-dir", help=argparse.SUPPRESS)
   args = parser.parse_args(argv)
@@ -508,6 +575,18 @@ def main(argv=None) -> None:
   if args.split:
     print("revax process with the VJPs recomputing tanh", flush=True)
     results.update(run_child("revax-split", args, env))
+  if args.coupling:
+    print("revax process with the VJPs reading y - x", flush=True)
+    results.update(run_child("revax-coupling", args, env))
+    if args.barrier:
+      print("revax process with the VJPs reading y - x and barrier fences", flush=True)
+      results.update(run_child("revax-coupling-barrier", args, env))
+  if args.fence_cts:
+    print("revax process with the VJP cotangents fenced", flush=True)
+    results.update(run_child("revax-fence-cts", args, env))
+    if args.barrier:
+      print("revax process with the VJP cotangents fenced and barrier fences", flush=True)
+      results.update(run_child("revax-fence-cts-barrier", args, env))
   if not args.no_jax:
     print("jax process", flush=True)
     # jax picks its platform itself (the TPU where there is one, now that revax let it go)

@@ -27,7 +27,17 @@ the same platforms).
 
 Run: python benchmarks/hlo_reversible.py [--depths 2,4] [--width 256 --batch 128]
   [--variants "revax invertible,revax checkpoint"] [--names "revax invertible"]
-  [--fence conditional|barrier|none] [--split]
+  [--fence conditional|barrier|none] [--split] [--coupling] [--fence-cts] [--tpu-aot]
+
+`--tpu-aot` compiles for one TPU v5e chip on a machine without one, with libtpu's compile-only
+client (only the `libtpu` package jax pairs with is needed: `pip install --target DIR
+'libtpu==0.0.42.*'`, DIR on PYTHONPATH): the chip's optimized programs and XLA temp, read here
+(elementwise work fused into the dots shows as `dot MiB` there). "temp activations" is XLA's
+temp memory per block, in activations (flat in depth: about 0); "relayout MiB" what a TPU
+program moves outside its fusions (asynchronous copies, slices and their ConcatBitcast
+concatenations, by their results); "cost MiB accessed" and "tanh
+per element" are XLA's cost analysis of the program (bytes accessed; transcendentals over one
+activation's elements), per block.
 """
 from __future__ import annotations
 
@@ -46,7 +56,9 @@ VARIANTS = ("revax plain", "revax invertible", "revax checkpoint", "jax plain", 
             "jax invertible")
 FENCES = ("conditional", "barrier", "none")
 KEYS = ("dot", "elementwise pass", "copy", "transpose", "conditional", "elementwise MiB",
-        "activation passes", "dot MiB", "async copy")
+        "activation passes", "dot MiB", "async copy", "relayout MiB", "temp activations",
+        "cost MiB accessed", "tanh per element")
+TPU_TOPOLOGY = "v5e:1x1"  # --tpu-aot compiles for one TPU v5e chip (libtpu, compile only)
 _ITEMSIZE = {"f32": 4, "f16": 2, "bf16": 2, "s32": 4, "u32": 4, "pred": 1, "f64": 8, "s64": 8,
              "u64": 8, "s8": 1, "u8": 1}
 _HEAD = re.compile(r"^\s*(?:ROOT\s+)?%?([\w.\-]+)\s*=\s*")
@@ -149,6 +161,11 @@ def passes(text: str, activation_bytes: int):
         kind = "copy"
       elif op == "copy-start":  # an asynchronous copy (e.g. a prefetch between memories)
         kind = "async copy"
+        counts["relayout MiB"] += _tuple_element_bytes(shape, 0) / 2 ** 20  # the copy
+      elif op == "slice-start" or (op == "custom-call" and "ConcatBitcast" in rest):
+        kind = "relayout"  # a TPU's data moves between dots: slices and their concatenation
+        counts["relayout MiB"] += (_tuple_element_bytes(shape, 1) if op == "slice-start"
+                                   else shape_bytes(shape)) / 2 ** 20
       elif op in ("transpose", "conditional"):
         kind = op
       else:
@@ -161,6 +178,12 @@ def passes(text: str, activation_bytes: int):
         counts["dot MiB"] += moved / 2 ** 20
       listing.append((kind, name, shape, moved, calls, cname))
   return listing, {k: counts.get(k, 0) for k in KEYS}
+
+
+def _tuple_element_bytes(shape: str, i: int) -> int:
+  """Bytes of the i-th array shape written in `shape` (a tuple's elements in order)."""
+  arrays = re.findall(r"[a-z]+[0-9]*\[[0-9,]*\]", shape)
+  return shape_bytes(arrays[i]) if i < len(arrays) else 0
 
 
 def _takes_nothing(lines) -> bool:
@@ -206,7 +229,8 @@ def use_fence(fence: str) -> None:
 
 
 def child(variant: str, depth: int, width: int, batch: int, out: str, fence: str,
-          split: bool = False) -> None:
+          split: bool = False, coupling: bool = False, tpu_aot: bool = False,
+          fence_cts: bool = False) -> None:
   sys.path.insert(0, str(HERE))
   import bench_reversible
   lib, loss = bench_reversible.make_loss(variant)
@@ -215,14 +239,73 @@ def child(variant: str, depth: int, width: int, batch: int, out: str, fence: str
     use_fence(fence)
     if split:
       bench_reversible.use_split_vjp()
+    if coupling:
+      bench_reversible.use_coupling_vjp()
+    if fence_cts:
+      bench_reversible.use_fence_vjp_cotangents()
+  if tpu_aot:
+    text, temp, cost = compile_for_tpu(lib, loss, depth, width, batch)
+    path = pathlib.Path(out) / "jit_loss.tpu_aot.after_optimizations.txt"
+    path.write_text(text)
+    print("DUMP " + json.dumps([str(path)]) + "\nTEMP " + json.dumps([temp, cost]))
+    return
   args = bench_reversible.inputs(lib, depth, width, batch)
-  lib.jit(lib.grad(loss)).lower(*args).compile()
+  compiled = lib.jit(lib.grad(loss)).lower(*args).compile()
   dumped = sorted(pathlib.Path(out).glob("*jit_loss*after_optimizations.txt"))
-  print("DUMP " + json.dumps([str(p) for p in dumped]))
+  print("DUMP " + json.dumps([str(p) for p in dumped]) + "\nTEMP "
+        + json.dumps([compiled.memory_analysis().temp_size_in_bytes,
+                      _cost(compiled.cost_analysis())]))
+
+
+def _cost(analysis) -> dict:
+  """(bytes accessed, transcendentals) of XLA's cost analysis of a compiled program."""
+  analysis = analysis[0] if isinstance(analysis, (list, tuple)) else (analysis or {})
+  return {k: float(analysis.get(k, 0.0)) for k in ("bytes accessed", "transcendentals")}
+
+
+def compile_for_tpu(lib, loss, depth: int, width: int, batch: int):
+  """(XLA's optimized HLO text, temp bytes) of jit(grad(loss)) compiled for one TPU v5e chip by
+  libtpu's compile-only client: no chip needed, only the `libtpu` package jax 0.10.2 pairs with
+  (0.0.42.*) importable, e.g. `pip install --target DIR 'libtpu==0.0.42.*'` and DIR on
+  PYTHONPATH. jax lowers and compiles its own variants; revax lowers its StableHLO, which jax
+  parses and hands to the same compile-only client."""
+  import jax
+  import numpy as np
+  from jax.experimental import topologies
+  device = topologies.get_topology_desc(TPU_TOPOLOGY, "tpu",
+                                        chips_per_host_bounds=[1, 1, 1]).devices[0]
+  rng = np.random.default_rng(0)
+  ws = [tuple(rng.standard_normal((width, width), np.float32) / np.sqrt(width)
+              for _ in range(2)) for _ in range(depth)]
+  x1, x2 = (rng.standard_normal((batch, width)).astype(np.float32) for _ in range(2))
+  if lib is jax:
+    sharding = jax.sharding.SingleDeviceSharding(device)
+    spec = lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=sharding)
+    compiled = jax.jit(jax.grad(loss)).lower(jax.tree.map(spec, ws), spec(x1),
+                                             spec(x2)).compile()
+    return (compiled.as_text(), compiled.memory_analysis().temp_size_in_bytes,
+            _cost(compiled.cost_analysis()))
+  from jax._src import compiler
+  from jax._src.interpreters import mlir as jax_mlir
+  from jax._src.lib import xla_client
+  from jax._src.lib.mlir import ir
+  text = lib.jit(lib.grad(loss)).lower(ws, x1, x2).as_text()
+  with jax_mlir.make_ir_context():
+    options = compiler.get_compile_options(num_replicas=1, num_partitions=1,
+                                           device_assignment=[device])
+    executable = device.client.compile(ir.Module.parse(text),
+                                       executable_devices=xla_client.DeviceList((device,)),
+                                       compile_options=options)
+  return (executable.hlo_modules()[0].to_string(),
+          executable.get_compiled_memory_stats().temp_size_in_bytes,
+          _cost(executable.cost_analysis()))
 
 
 def dump(variant: str, depth: int, width: int, batch: int, fence: str = "conditional",
-         split: bool = False) -> str:
+         split: bool = False, coupling: bool = False, tpu_aot: bool = False,
+         fence_cts: bool = False):
+  """(the optimized HLO text of jit(grad) of `variant` at `depth`, [XLA's temp bytes, its cost
+  analysis' bytes accessed and transcendentals])."""
   out = tempfile.mkdtemp(prefix="revax_hlo_reversible_")
   env = dict(os.environ, XLA_FLAGS=(os.environ.get("XLA_FLAGS", "") + f" --xla_dump_to={out}"
                                     " --xla_dump_hlo_as_text --xla_dump_hlo_module_re=.*loss.*"
@@ -231,15 +314,23 @@ def dump(variant: str, depth: int, width: int, batch: int, fence: str = "conditi
     env.pop("JAX_PLATFORMS", None)  # unless revax is held to a platform: then jax is too
     if env.get("REVAX_PLATFORMS"):
       env["JAX_PLATFORMS"] = env["REVAX_PLATFORMS"]
+  if tpu_aot:  # libtpu compiles; the dump flags are for the local backend's programs
+    env["XLA_FLAGS"] = os.environ.get("XLA_FLAGS", "")
+    env["JAX_PLATFORMS"] = "cpu"  # jax's own backend stays the CPU (no chip is opened)
+    env.setdefault("TPU_ACCELERATOR_TYPE", "v5litepod-1")  # quiets libtpu's host probing
   res = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", variant,
                         "--depths", str(depth), "--width", str(width), "--batch", str(batch),
-                        "--out", out, "--fence", fence] + (["--split"] if split else []),
+                        "--out", out, "--fence", fence] + (["--split"] if split else [])
+                       + (["--coupling"] if coupling else [])
+                       + (["--tpu-aot"] if tpu_aot else [])
+                       + (["--fence-cts"] if fence_cts else []),
                        env=env, capture_output=True, text=True)
   if res.returncode:
     raise RuntimeError(f"{variant} at depth {depth} failed:\n{res.stderr[-3000:]}")
   files = json.loads(res.stdout.split("DUMP ", 1)[1].splitlines()[0])
+  temp = json.loads(res.stdout.split("TEMP ", 1)[1].splitlines()[0])
   # the grad program is the largest module dumped (small ones draw the inputs)
-  return max((pathlib.Path(f).read_text() for f in files), key=len)
+  return max((pathlib.Path(f).read_text() for f in files), key=len), temp
 
 
 def main(argv=None) -> None:
@@ -254,12 +345,21 @@ def main(argv=None) -> None:
                            "revax lowers it, a conditional)")
   parser.add_argument("--split", action="store_true",
                       help="revax's invertible with split_vjp_recomputation on (an experiment)")
+  parser.add_argument("--coupling", action="store_true",
+                      help="revax's invertible with vjp_output_from_coupling on (an option: "
+                           "the VJP reads tanh's output as y - x)")
+  parser.add_argument("--fence-cts", action="store_true",
+                      help="revax's invertible with fence_vjp_cotangents on (an option)")
+  parser.add_argument("--tpu-aot", action="store_true",
+                      help="compile for a TPU v5e chip without one (libtpu's compile-only "
+                           "client; needs the libtpu package importable)")
   parser.add_argument("--child", help=argparse.SUPPRESS)
   parser.add_argument("--out", help=argparse.SUPPRESS)
   args = parser.parse_args(argv)
   depths = [int(d) for d in args.depths.split(",")]
   if args.child:
-    child(args.child, depths[0], args.width, args.batch, args.out, args.fence, args.split)
+    child(args.child, depths[0], args.width, args.batch, args.out, args.fence, args.split,
+          args.coupling, args.tpu_aot, args.fence_cts)
     return
   act = args.width * args.batch * 4
   lo, hi = depths[0], depths[-1]
@@ -271,8 +371,14 @@ def main(argv=None) -> None:
   print("|---" * (len(KEYS) + 1) + "|")
   for variant in args.variants.split(","):
     variant = variant.strip()
-    texts = [dump(variant, d, args.width, args.batch, args.fence, args.split) for d in (lo, hi)]
+    dumps = [dump(variant, d, args.width, args.batch, args.fence, args.split, args.coupling,
+                  args.tpu_aot, args.fence_cts) for d in (lo, hi)]
+    texts = [text for text, _ in dumps]
     (_, c_lo), (listing, c_hi) = (passes(t, act) for t in texts)
+    for counts, (_, (temp, cost)) in zip((c_lo, c_hi), dumps, strict=True):
+      counts["temp activations"] = temp / act
+      counts["cost MiB accessed"] = cost["bytes accessed"] / 2 ** 20
+      counts["tanh per element"] = cost["transcendentals"] / (args.width * args.batch)
     cells = [f"{(c_hi[k] - c_lo[k]) / (hi - lo):.3g}" for k in KEYS]
     print(f"| {variant} | " + " | ".join(cells) + " |", flush=True)
     if variant in args.names.split(","):

@@ -58,6 +58,16 @@ def test_report_arithmetic(bench):
   assert float(rows["revax invertible / (revax plain + revax forward)"][1]) == pytest.approx(1.1)
   assert float(rows["jax checkpoint / (jax plain + jax forward)"][0]) == pytest.approx(0.825)
   assert "3.00 GiB" in report
+  # the coupling option's process: its rows and its two ratios
+  results.update({("revax invertible (VJP reads y - x)", d): _result(0.05 + 3.63e-3 * d)
+                  for d in (8, 16, 32)})
+  report = bench.format_report(results, args, ["TPU v5 lite (tpu)"], (1.0, 2.0))
+  rows = {line.split(" | ")[0].strip("| "): line.split(" | ")[1:] for line in report.splitlines()
+          if line.startswith("| ") and " / " in line}
+  assert float(rows["revax invertible, VJP reads y - x / as is (separate processes)"][0]) == \
+      pytest.approx(3.63 / 4.4)
+  assert float(rows["revax invertible, VJP reads y - x / jax checkpoint (separate processes)"]
+               [0]) == pytest.approx(1.1)
 
 
 def test_tiny_run_end_to_end(bench, tmp_path, capsys):

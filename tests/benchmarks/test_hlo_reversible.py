@@ -161,3 +161,65 @@ def test_split_vjp_recomputation_has_checkpoints_pass_count(hlo, capsys, monkeyp
   assert inv["elementwise pass"] == rows["revax invertible", False]["elementwise pass"] - 2, rows
   assert inv["activation passes"] < rows["revax invertible", False]["activation passes"], rows
   assert inv["copy"] == 0, rows
+
+
+def test_coupling_vjp_saves_a_pass_and_two_activation_passes_per_coupling(hlo, capsys,
+                                                                            monkeypatch):
+  """invertible with `vjp_output_from_coupling` (an option), on a stock XLA:CPU (no barrier
+  needs to survive): per block 8 dots, 2 elementwise passes fewer than the default walk (tanh
+  fused into each rebuild, no longer written out and read back: checkpoint's pass count) and 2
+  activation-sized reads + writes fewer, no copy; the two rebuild matmuls are fenced calls."""
+  monkeypatch.setenv("REVAX_PLATFORMS", "cpu")  # XLA:CPU's counts (a chip is this process's)
+  rows = {}
+  for coupling in (False, True):
+    hlo.main(["--depths", "2,4", "--width", "32", "--batch", "16", "--variants",
+              "revax invertible,revax checkpoint"] + (["--coupling"] if coupling else []))
+    for line in capsys.readouterr().out.splitlines():
+      cells = [c.strip() for c in line.strip("|").split("|")]
+      if cells[0].startswith("revax "):
+        rows[cells[0], coupling] = dict(zip(hlo.KEYS, map(float, cells[1:]), strict=True))
+  inv, default = rows["revax invertible", True], rows["revax invertible", False]
+  ckpt = rows["revax checkpoint", False]
+  assert inv["dot"] == default["dot"] == 8, rows
+  assert inv["elementwise pass"] == default["elementwise pass"] - 2 == ckpt["elementwise pass"]
+  assert inv["activation passes"] == default["activation passes"] - 2, rows
+  assert inv["copy"] == 0 and inv["conditional"] == 2, rows
+
+
+def test_tpu_programs_compiled_without_a_chip(hlo, capsys, monkeypatch):
+  """--tpu-aot: the programs compiled for a TPU v5e by libtpu's compile-only client (where the
+  libtpu package is importable; CI has none). Per block: 8 dots and no standalone elementwise
+  pass (the TPU fuses the elementwise work into the dots), checkpoint's fence a conditional,
+  and revax's derived walk moves no more through its dots than the hand-written one."""
+  pytest.importorskip("jax")
+  pytest.importorskip("libtpu")
+  monkeypatch.setenv("REVAX_PLATFORMS", "cpu")  # revax lowers on the CPU; libtpu compiles
+  hlo.main(["--tpu-aot", "--depths", "1,3", "--width", "256", "--batch", "512",
+            "--variants", "revax invertible,jax invertible,revax checkpoint"])
+  rows = {}
+  for line in capsys.readouterr().out.splitlines():
+    cells = [c.strip() for c in line.strip("|").split("|")]
+    if cells[0] in ("revax invertible", "jax invertible", "revax checkpoint"):
+      rows[cells[0]] = dict(zip(hlo.KEYS, map(float, cells[1:]), strict=True))
+  assert {v: (r["dot"], r["elementwise pass"]) for v, r in rows.items()} == {
+      "revax invertible": (8, 0), "jax invertible": (8, 0), "revax checkpoint": (8, 0)}, rows
+  assert rows["revax checkpoint"]["conditional"] == 1, rows
+  assert rows["revax invertible"]["dot MiB"] <= rows["jax invertible"]["dot MiB"], rows
+
+
+def test_tpu_relayouts_are_read(hlo):
+  """A TPU program's data moves outside its fusions: an asynchronous copy (its target), a
+  slice-start (its slice) and a ConcatBitcast custom call (its result) count in relayout MiB."""
+  module = ("HloModule m\n\n"
+            "ENTRY %main (a: f32[1024,256]) -> f32[1024,256] {\n"
+            "  %a = f32[1024,256]{1,0:T(8,128)} parameter(0)\n"
+            "  %copy-start = (f32[1024,256]{1,0:T(8,128)S(1)}, f32[1024,256]{1,0:T(8,128)}, "
+            "u32[]{:S(2)}) copy-start(f32[1024,256]{1,0:T(8,128)} %a)\n"
+            "  %slice-start = ((f32[1024,256]{1,0:T(8,128)}), f32[256,256]{1,0:T(8,128)}, "
+            "s32[]{:S(2)}) slice-start(f32[1024,256]{1,0:T(8,128)} %a), slice={[0:256], [0:256]}\n"
+            "  ROOT %custom-call = f32[1024,256]{1,0:T(8,128)} custom-call("
+            "f32[1024,256]{1,0:T(8,128)} %a), custom_call_target=\"ConcatBitcast\"\n"
+            "}\n")
+  _, counts = hlo.passes(module, 1024 * 256 * 4)
+  assert counts["async copy"] == 1, counts
+  assert counts["relayout MiB"] == pytest.approx(1.0 + 0.25 + 1.0), counts

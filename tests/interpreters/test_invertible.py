@@ -405,3 +405,262 @@ def test_split_vjp_recomputation_keeps_bits_and_memory_where_barriers_survive():
   activation = 256 * 64 * 4
   growth = (r["True 10"]["temp"] - r["True 2"]["temp"]) / 8 / activation
   assert growth < 0.01, r
+
+
+# --- vjp_output_from_coupling (an option, off by default: it changes the rounding) ---------------
+@pytest.fixture
+def coupling_vjp():
+  assert inv.vjp_output_from_coupling is False  # off by default
+  inv.vjp_output_from_coupling = True
+  try:
+    yield
+  finally:
+    inv.vjp_output_from_coupling = False
+
+
+@pytest.mark.parametrize("name,f,args", PROGRAMS, ids=[p[0] for p in PROGRAMS])
+def test_coupling_vjp_gradients_equal_plain_reverse_mode(name, f, args, coupling_vjp):
+  """With vjp_output_from_coupling the whole family's gradients still equal plain reverse
+  mode's (eager and jit), and the walk's jaxpr type-checks."""
+  test_value_and_grad_equal_plain_reverse_mode(name, f, args)
+
+
+# couplings y = x (+|-) f(h) and y = f(h) - x, f a primitive whose JVP reads its output
+_COUPLINGS = {"x+f": lambda x, s: x + s, "f+x": lambda x, s: s + x, "x-f": lambda x, s: x - s,
+              "f-x": lambda x, s: s - x}
+_COUPLED = {"tanh": rnp.tanh, "exp": lambda h: rnp.exp(h * 0.5), "logistic": lax.logistic}
+
+
+def _coupled_stack(couple, f):
+  def stack(x, y, w):
+    for _ in range(3):
+      x = couple(x, f(y @ w))
+      y = couple(y, f(x @ w))
+    return x, y
+  return stack
+
+
+def _walk(f, *args):
+  jaxpr = revax.make_jaxpr(revax.grad(_total(revax.invertible(f)), argnums=_argnums(args)))(
+      *args)
+  (fence,) = [e for e in jaxpr.eqns if e.primitive.name == "fenced_call"]
+  return jaxpr, fence.params["jaxpr"].jaxpr
+
+
+@pytest.mark.parametrize("fname", list(_COUPLED))
+@pytest.mark.parametrize("cname", list(_COUPLINGS))
+def test_coupling_vjp_reads_y_and_x_instead_of_sharing_the_output(cname, fname, coupling_vjp):
+  """Read from the walk's jaxpr: with the option each f(h) is applied once (for the rebuild of
+  x) and its VJP reads the coupling's output and rebuilt input instead, each rebuild matmul is a
+  fenced call that also reads a cotangent (so it cannot run ahead of the walk); without it the
+  rebuild and the VJP share f(h). Gradients equal plain grad's and the default walk's."""
+  stack = _coupled_stack(_COUPLINGS[cname], _COUPLED[fname])
+  args = (X, Y, W)
+  _, walk = _walk(stack, *args)
+  inv.vjp_output_from_coupling = False
+  _, default_walk = _walk(stack, *args)
+  inv.vjp_output_from_coupling = True
+
+  def readers(jaxpr, prim):
+    outs = [e.outvars[0] for e in jaxpr.eqns if e.primitive.name == prim]
+    return [sum(v in e.invars for e in jaxpr.eqns) for v in outs]
+
+  prim = {"tanh": "tanh", "exp": "exp", "logistic": "logistic"}[fname]
+  # by default the VJP applies f(h) again (XLA merges it with the rebuild's: shared); with the
+  # option f(h) is applied once per coupling, read by the rebuild alone
+  assert len(readers(default_walk, prim)) > 6
+  assert readers(walk, prim) == [1] * 6
+  fenced = [e for e in walk.eqns if e.primitive.name == "fenced_call"]
+  dots = lambda jaxpr: sum(e.primitive.name == "dot_general" for e in jaxpr.eqns)
+  assert len(fenced) == 6 and dots(walk) == dots(default_walk) - 6  # the rebuild's matmuls
+  cotangent_avals = {str(a.aval) for a in walk.invars}
+  for e in fenced:  # a matmul's two operands and at least one cotangent
+    assert len(e.invars) >= 3 and str(e.invars[-1].aval) in cotangent_avals
+  check_jaxpr(walk)
+  total = _total(stack)
+  expected = revax.grad(total, argnums=(0, 1))(*args)
+  got = revax.jit(revax.grad(_total(revax.invertible(stack)), argnums=(0, 1)))(*args)
+  for e, g in zip(expected, got):
+    np.testing.assert_allclose(g, e, **allclose_tol(rtol=2e-4, atol=2e-5))
+
+
+def test_coupling_vjp_leaves_shared_outputs_and_stored_inputs_alone(coupling_vjp):
+  """Where f(h) has another reader, or the coupling's other operand is not rebuilt through it,
+  the option changes nothing: the walk's jaxpr is the default's, equation for equation."""
+  def shared(x, y, w):  # t read by two couplings
+    t = rnp.tanh(y @ w)
+    return x + t, y, x - t
+
+  def no_rebuild(x, y, w):  # x is an output too: never rebuilt through the coupling
+    return x + rnp.tanh(y @ w), y, x
+
+  for f in (shared, no_rebuild):
+    text = str(_walk(f, X, Y, W)[1])
+    inv.vjp_output_from_coupling = False
+    assert str(_walk(f, X, Y, W)[1]) == text
+    inv.vjp_output_from_coupling = True
+
+
+def test_vjp_at_a_given_output_is_the_vjp_when_given_the_output():
+  """`eqn_vjp(..., out=)` with the equation's own output: the same bits as the ordinary VJP,
+  for every unary primitive whose JVP reads its output (the class the option rewrites)."""
+  from revax._src.interpreters import ad
+  x = rng.uniform(0.1, 0.9, (3, 4)).astype(np.float32)
+  ct = rng.standard_normal((3, 4)).astype(np.float32)
+  checked = []
+  for prim in ad.jvp_reads_output:
+    fns = ad.jvp_reads_output[prim]
+    if len(fns) != 1 or prim.name.startswith("random"):
+      continue
+    try:
+      jaxpr = revax.make_jaxpr(lambda v: prim.bind(v))(x).jaxpr
+    except Exception:  # noqa: BLE001 (a primitive that needs params: not this class)
+      continue
+    (eqn,) = jaxpr.eqns
+    out = prim.bind(x)
+    (want,) = inv.eqn_vjp(eqn, [x], [ct], [True])
+    (got,) = inv.eqn_vjp(eqn, [x], [ct], [True], out=out)
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(want), err_msg=prim.name)
+    checked.append(prim.name)
+  assert {"tanh", "exp", "logistic", "sqrt", "rsqrt", "cbrt", "expm1"} <= set(checked), checked
+
+
+def test_coupling_vjp_memory_stays_flat_on_stock_xla_cpu(coupling_vjp):
+  """XLA's temp bytes of jit(grad) with the option, depth 2 -> 10 (memory, not time): flat
+  (the rebuild's matmuls wait for the cotangents in fenced calls; without that fence XLA:CPU's
+  scheduler runs the rebuild ahead and temp grows by about an activation per block)."""
+  stack = lambda ws, a, b: _reversible_stack(ws, a, b)
+  temps = {}
+  a, b = (rng.standard_normal((256, 64)).astype(np.float32) for _ in range(2))
+  for depth in (2, 10):
+    ws = [tuple((rng.standard_normal((64, 64)) * 0.1).astype(np.float32) for _ in range(2))
+          for _ in range(depth)]
+    loss = lambda ws, a, b: sum((y * y).sum() for y in revax.invertible(stack)(ws, a, b))
+    temps[depth] = revax.jit(revax.grad(loss, argnums=(0, 1, 2))).lower(
+        ws, a, b).compile().memory_analysis().temp_size_in_bytes
+  growth = (temps[10] - temps[2]) / 8 / (256 * 64 * 4)
+  assert growth < 0.05, temps
+
+
+def _reversible_stack(ws, a, b):
+  for w1, w2 in ws:
+    a = a + rnp.tanh(b @ w1)
+    b = b + rnp.tanh(a @ w2)
+  return a, b
+
+
+# --- fence_vjp_cotangents (an option, off by default: it is for backends that keep barriers) ------
+@pytest.fixture
+def fenced_cotangents():
+  assert inv.fence_vjp_cotangents is False  # off by default
+  inv.fence_vjp_cotangents = True
+  try:
+    yield
+  finally:
+    inv.fence_vjp_cotangents = False
+
+
+def _grads(f, args):
+  g = revax.jit(revax.grad(_total(revax.invertible(f)), argnums=_argnums(args)))(*args)
+  return [np.asarray(x) for x in revax.tree_util.tree_leaves(g)]
+
+
+_FENCED_PROGRAMS = PROGRAMS + [
+    (f"coupled_{c}_{f}", _coupled_stack(_COUPLINGS[c], _COUPLED[f]), (X, Y, W))
+    for c in _COUPLINGS for f in _COUPLED]
+
+
+@pytest.mark.parametrize("name,f,args", _FENCED_PROGRAMS, ids=[p[0] for p in _FENCED_PROGRAMS])
+def test_fence_vjp_cotangents_keeps_the_bits(name, f, args):
+  """With fence_vjp_cotangents the gradients are the default's (barriers are identities, but
+  where they move XLA's fusion boundaries an elementwise chain may round differently: within
+  an ulp or two; the couplings' bits are the same); the default walk has no barrier. In a stack
+  of couplings (6 of them)
+  the walk has 12: each f(h)'s VJP cotangent through one, each rebuild matmul's operands with
+  the walk's cotangents through another."""
+  want = _grads(f, args)
+  inv.fence_vjp_cotangents = True
+  try:
+    got = _grads(f, args)
+    _, walk = _walk(f, *args)
+  finally:
+    inv.fence_vjp_cotangents = False
+  _, default_walk = _walk(f, *args)
+  assert not any(e.primitive.name == "optimization_barrier" for e in default_walk.eqns)
+  barriers = [e for e in walk.eqns if e.primitive.name == "optimization_barrier"]
+  for w, g in zip(want, got, strict=True):
+    np.testing.assert_allclose(g, w, rtol=3e-7, atol=0)
+  if name.startswith("coupled_"):
+    assert [g.tobytes() for g in got] == [w.tobytes() for w in want]
+    assert len(barriers) == 12
+    fenced = {v for e in barriers for v in e.outvars}
+    rebuild_dots = [e for e in walk.eqns if e.primitive.name == "dot_general"
+                    and all(a in fenced for a in e.invars)]
+    assert len(rebuild_dots) == 6
+  check_jaxpr(walk)
+
+
+_FENCED_SCRIPT = """
+import json
+import numpy as np
+import revax, revax.numpy as rnp
+from revax._src.interpreters import invertible as inv
+from revax.reversible import reversible_block, reversible_sequence
+
+stack = reversible_sequence(reversible_block(lambda w, x: rnp.tanh(x @ w),
+                                             lambda w, x: rnp.tanh(x @ w)))
+loss = lambda ws, a, b: sum((y * y).sum() for y in stack(ws, a, b))
+rng = np.random.default_rng(0)
+out = {}
+for depth in (2, 10):
+  ws = [tuple(rng.standard_normal((64, 64), np.float32) * 0.1 for _ in range(2))
+        for _ in range(depth)]
+  a, b = (rng.standard_normal((256, 64)).astype(np.float32) for _ in range(2))
+  for on in (False, True):
+    inv.fence_vjp_cotangents = on
+    compiled = revax.jit(revax.grad(loss, argnums=(0, 1, 2))).lower(ws, a, b).compile()
+    grads = np.concatenate([np.asarray(g).ravel()
+                            for g in revax.tree_util.tree_leaves(compiled(ws, a, b))])
+    out[f"{on} {depth}"] = {"temp": compiled.memory_analysis().temp_size_in_bytes,
+                            "grads": grads.tobytes().hex()}
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.parametrize("keep_barriers", [False, True])
+def test_fence_vjp_cotangents_memory_is_flat_and_bits_kept(keep_barriers):
+  """XLA's temp bytes of jit(grad) with fence_vjp_cotangents, depth 2 -> 10, flat (< 0.01
+  activation a block) on a stock XLA:CPU (barriers expanded) and where barriers survive
+  (cse_barrier_expander disabled, as on a TPU: there the rebuild's matmuls wait for the
+  cotangents); the gradients the default's bits."""
+  import json
+  import os
+  import subprocess
+  import sys
+  root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+  env = {**os.environ, "REVAX_PLATFORMS": "cpu",
+         "PYTHONPATH": root + os.pathsep + os.environ.get("PYTHONPATH", "")}
+  if keep_barriers:
+    env["XLA_FLAGS"] = "--xla_disable_hlo_passes=cse_barrier_expander"
+  res = subprocess.run([sys.executable, "-c", _FENCED_SCRIPT], env=env, cwd=root,
+                       capture_output=True, text=True, timeout=300)
+  assert res.returncode == 0, res.stderr[-3000:]
+  r = json.loads(res.stdout.strip().splitlines()[-1])
+  for depth in (2, 10):
+    assert r[f"True {depth}"]["grads"] == r[f"False {depth}"]["grads"]
+  growth = (r["True 10"]["temp"] - r["True 2"]["temp"]) / 8 / (256 * 64 * 4)
+  assert growth < 0.01, r
+
+
+@pytest.mark.parametrize("option", ["vjp_output_from_coupling", "fence_vjp_cotangents"])
+def test_options_compose_with_vmap_scan_nesting_and_custom_ivjp(option):
+  """Each option on: vmap of grad and grad of vmap, a scan of couplings walked back step by
+  step, forward mode and nesting, custom_ivjp blocks: the same checks as with it off."""
+  setattr(inv, option, True)
+  try:
+    test_vmap_of_grad_and_grad_of_vmap()
+    test_scan_of_invertible_steps_walks_back_step_by_step()
+    test_forward_mode_is_the_jvp_and_nesting_works()
+    test_custom_ivjp_blocks_inside_invertible((0, 1))
+  finally:
+    setattr(inv, option, False)

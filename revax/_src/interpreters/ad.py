@@ -336,26 +336,34 @@ def defjvp(prim: Primitive, *jvp_fns):
   return rule
 
 
-# primitives whose JVP reads their own output (those defined by defjvp_from_output)
-jvp_reads_output: set = set()
+# primitives whose JVP reads their own output (those defined by defjvp_from_output) -> their
+# JVP functions, one per input (None: no tangent contribution)
+jvp_reads_output: dict = {}
 
 
 def defjvp_from_output(prim: Primitive, *jvp_fns):
   """JVP from one function per input that reuses the primal output:
   `fn(tangent_i, out, *primals, **params) -> contribution` (for exp, tanh, logistic, ...)."""
   _single_output(prim, "defjvp_from_output")
-  jvp_reads_output.add(prim)
+  jvp_reads_output[prim] = jvp_fns
 
   def rule(primals, tangents, **params):
     out = prim.bind(*primals, **params)
-    total = Zero(tangent_aval(get_aval(out)))
-    for fn, t in zip(jvp_fns, tangents, strict=True):
-      if fn is not None and type(t) is not Zero:
-        total = add_tangents(total, fn(t, out, *primals, **params))
-    return out, total
+    return out, tangent_from_output(prim, out, primals, tangents, **params)
 
   primitive_jvps[prim] = rule
   return rule
+
+
+def tangent_from_output(prim: Primitive, out, primals, tangents, **params):
+  """The output tangent of `prim` (declared with `defjvp_from_output`) at `primals`, reading
+  the primal output from `out` instead of computing it: `out` may be a value equal to it that
+  the caller has at hand (invertible's walk rebuilds a coupling's `tanh(h)` as `y - x`)."""
+  total = Zero(tangent_aval(get_aval(out)))
+  for fn, t in zip(jvp_reads_output[prim], tangents, strict=True):
+    if fn is not None and type(t) is not Zero:
+      total = add_tangents(total, fn(t, out, *primals, **params))
+  return total
 
 
 def deflinear(prim: Primitive, transpose_rule):

@@ -406,6 +406,7 @@ class _Values:
     jaxpr = closed.jaxpr
     self.plan = plan
     self.token = None  # with split_vjp_recomputation: the cotangents the walk is at
+    self.fence_rebuild = False  # the rebuild's matmuls wait for `token` in fenced calls
     self.env = dict(zip(jaxpr.constvars, closed.consts, strict=True))
     for v, x in zip(jaxpr.outvars, outs, strict=True):
       if type(v) is Var:
@@ -439,6 +440,14 @@ class _Values:
     read = lambda a: a.val if type(a) is Literal else env[a]
     if kind == "forward":
       vals = [read(a) for a in what.invars]
+      if self.token and self.fence_rebuild and what.primitive.name in _MATERIALIZED:
+        # the rebuild's matmuls wait for the walk's cotangents (see vjp_output_from_coupling)
+        token = list(self.token)
+        outs = _replayed(step, vals + token, lambda: _fenced_step(what, vals, token))
+        for v, x in zip(what.outvars, outs, strict=True):
+          if type(v) is not DropVar:
+            env.setdefault(v, x)
+        return
       if self.token and what.primitive.name in _MATERIALIZED:
         # the rebuild's matmuls wait for the walk's cotangents (see split_vjp_recomputation)
         vals = barrier_values(list(vals) + list(self.token))[:len(vals)]
@@ -477,6 +486,20 @@ class _Values:
         self.env.pop(v, None)
 
 
+def _fenced_step(eqn, vals, token) -> list:
+  """`eqn` applied to `vals` in a fenced call that also reads `token` (the walk's current
+  cotangents), so that it cannot run before they exist (nor be merged with the forward)."""
+  n = len(vals)
+
+  def body(*xs):
+    xs = barrier_values(xs)  # the token is read (a fenced call keeps only what its body reads)
+    out = eqn.primitive.bind(*xs[:n], **eqn.params)
+    return list(out) if eqn.primitive.multiple_results else [out]
+
+  jaxpr, consts = staging.trace_to_jaxpr(body, [get_aval(x) for x in list(vals) + token])
+  return fenced_call(ClosedJaxpr(jaxpr, consts), *vals, *token)
+
+
 def _replayed(step, vals, run) -> list:
   """`run()`, a step's rebuilding of values from `vals` (what it reads); while staging, steps
   like one seen before (a deep network's layers) replay what that one recorded."""
@@ -502,23 +525,29 @@ def _step_inputs(step):
   return [e.outvars[0] for e in what]
 
 
-def eqn_vjp(eqn, ins, cts_out, active, cache=None):
+def eqn_vjp(eqn, ins, cts_out, active, cache=None, out=None):
   """Cotangents of one equation's active inputs at inputs `ins` (None for the inactive ones).
 
   `cache` (a dict the caller keeps for one backward walk) reuses VJPs: a deep network repeats a
   few kinds of equations (same primitive, params and types) hundreds of times, and while staging
   a jaxpr, taking one such VJP again (linearize, partial evaluation, transposition) records the
-  same equations as recording the first one's jaxpr again, which is several times cheaper."""
+  same equations as recording the first one's jaxpr again, which is several times cheaper.
+  `out` (for a primitive whose JVP reads its output, `ad.jvp_reads_output`): the VJP reads
+  this value as the equation's output instead of computing it."""
+  vjp, vals = _eqn_vjp, list(ins)
+  if out is not None:
+    vjp, vals = _eqn_vjp_at_output, vals + [out]
   if cache is not None:
     trace = current_trace()
     if type(trace) is staging.DynamicJaxprTrace:
-      key = _vjp_key(trace, eqn, ins, cts_out, active)
+      key = _vjp_key(trace, eqn, vals, cts_out, active)
       if key is not None:
+        key = (vjp is _eqn_vjp_at_output,) + key
         staged = cache.get(key)
         if staged is None:
-          staged = cache[key] = _StagedVJP(eqn, ins, cts_out, active)
-        return staged.apply(trace, ins, cts_out)
-  return _eqn_vjp(eqn, ins, cts_out, active)
+          staged = cache[key] = _StagedVJP(eqn, vals, cts_out, active, vjp)
+        return staged.apply(trace, vals, cts_out)
+  return vjp(eqn, vals, cts_out, active)
 
 
 def _eqn_vjp(eqn, ins, cts_out, active):
@@ -530,6 +559,27 @@ def _eqn_vjp(eqn, ins, cts_out, active):
       full[i] = x
     out = eqn.primitive.bind(*full, **eqn.params)
     return list(out) if eqn.primitive.multiple_results else [out]
+
+  _, lin = ad.linearize_flat(f, [ins[i] for i in positions])
+  result = [None] * len(ins)
+  for i, c in zip(positions, ad.transpose_linearized(lin, cts_out), strict=True):
+    result[i] = c
+  return result
+
+
+def _eqn_vjp_at_output(eqn, ins_and_out, cts_out, active):
+  """`_eqn_vjp` of an equation whose JVP reads its output, taken with the output given (the
+  last of `ins_and_out`) rather than computed from the inputs: the transpose of the tangent map
+  `ad.tangent_from_output`, linear in the tangents."""
+  ins, out = list(ins_and_out[:-1]), ins_and_out[-1]
+  positions = [i for i, a in enumerate(active) if a]
+
+  def f(*ts):
+    tangents = [ad.Zero(ad.tangent_aval(get_aval(x))) for x in ins]
+    for i, t in zip(positions, ts, strict=True):
+      tangents[i] = t
+    return [ad.instantiate_zeros(
+        ad.tangent_from_output(eqn.primitive, out, ins, tangents, **eqn.params))]
 
   _, lin = ad.linearize_flat(f, [ins[i] for i in positions])
   result = [None] * len(ins)
@@ -555,7 +605,8 @@ class _StagedVJP:
   """One equation's VJP staged once, as a jaxpr from (traced inputs, non-zero cotangents) to
   the input cotangents, re-recorded into the caller's trace for each equation like it."""
 
-  def __init__(self, eqn, ins, cts_out, active):
+  def __init__(self, eqn, ins, cts_out, active, vjp=None):
+    vjp = _eqn_vjp if vjp is None else vjp
     is_traced = [isinstance(x, staging.JaxprTracer) for x in ins]
     literals = [None if t else x for x, t in zip(ins, is_traced, strict=True)]
     in_avals = [x.aval for x, t in zip(ins, is_traced, strict=True) if t]
@@ -570,7 +621,7 @@ class _StagedVJP:
       nz_cts = iter(args[n_in:])
       cts = [z if z is not None else next(nz_cts) for z in zero_cts]
       outs = []
-      for c in _eqn_vjp(eqn, full, cts, active):
+      for c in vjp(eqn, full, cts, active):
         if c is None or type(c) is ad.Zero:
           template.append(c)
         else:
@@ -620,22 +671,37 @@ def backward_walk(closed: ClosedJaxpr, plan: Plan, nonzeros, outs, saved, cts,
   vjp_cache: dict = {}
   split = split_vjp_recomputation and type(current_trace()) is staging.DynamicJaxprTrace
   writers = {v: e for e in jaxpr.eqns for v in e.outvars} if split else {}
+  # with vjp_output_from_coupling: coupling eqn -> (position in it, var) of the outputs of
+  # eqns whose VJP reads their output, and those outputs' values rebuilt as `y - x`
+  couplings = _couplings(closed, plan) if vjp_output_from_coupling else {}
+  traced = type(current_trace()) is staging.DynamicJaxprTrace
+  values.fence_rebuild = bool(couplings) and traced
+  fence_cts = fence_vjp_cotangents and traced
+  from_coupling: dict = {}
   for eqn in reversed(jaxpr.eqns):
     cts_out = [ct_env.pop(v, None) for v in eqn.outvars]
     if any(c is not None for c in cts_out):
       cts_out = [ad.Zero(ad.tangent_aval(v.aval)) if c is None else c
                  for c, v in zip(cts_out, eqn.outvars, strict=True)]
-      if split:
+      if split or couplings or fence_cts:
         values.token = [c for c in cts_out if type(c) is not ad.Zero]
       ins = [values.get(a) for a in eqn.invars]
       in_active = [type(a) is Var and a in active for a in eqn.invars]
+      if eqn in couplings:
+        i, s = couplings[eqn]
+        from_coupling[s] = _coupled_value(eqn, i, values.get(eqn.outvars[0]), ins)
       rule = structured_vjps.get(eqn.primitive)
       if rule is not None:
         cts_in = rule(eqn, ins, [values.get(v) for v in eqn.outvars], cts_out, in_active)
+      elif eqn.outvars and eqn.outvars[0] in from_coupling:
+        cts_in = eqn_vjp(eqn, ins, cts_out, in_active, vjp_cache,
+                         out=from_coupling.pop(eqn.outvars[0]))
       else:
         if split and _recomputed_for_vjp(eqn, jaxpr, writers):
           ins = barrier_values(ins)
         cts_in = eqn_vjp(eqn, ins, cts_out, in_active, vjp_cache)
+      if fence_cts and eqn.primitive in ad.jvp_reads_output:
+        cts_in = _through_barrier(cts_in)
       for a, c in zip(eqn.invars, cts_in, strict=True):
         write(a, c)
     values.forget(eqn, keep)
@@ -685,6 +751,104 @@ def _recomputed_for_vjp(eqn, jaxpr, writers) -> bool:
     if writer is not None and writer.primitive.name not in _MATERIALIZED:
       return False
   return True
+
+
+# An option, off: the walk computes each VJP cotangent of an elementwise primitive whose JVP
+# reads its output (g * (1 - tanh(h)^2), ...) once, behind a barrier, and the rebuild's matmuls
+# take their operands through a barrier with the walk's current cotangents (so that they do not
+# run ahead of the VJPs: without it, memory grows with depth). Barriers are identities, but
+# where they move XLA's fusion boundaries an elementwise chain may round differently (an ulp,
+# seen once on XLA:CPU; a reversible MLP's gradients kept their bits), hence off. XLA:CPU
+# expands barriers early (its program is about the default's); a TPU keeps them, and there a
+# dense layer's two VJP matmuls otherwise each
+# recompute that cotangent in their prologue, re-reading its f32 inputs (the checkpointed
+# program's is computed once, in bf16). In libtpu's compile-only programs (benchmarks/
+# hlo_reversible.py --tpu-aot, issue 32's MLP, width 2048, batch 8192) the dot fusions move
+# 1536 MiB a block with it and fenced calls lowered as barriers (default 1984, jax.checkpoint
+# 1632), XLA temp flat; libtpu's own cost analysis counts more bytes accessed (2560 vs 2496),
+# so the chip decides: bench_reversible.py --fence-cts times it.
+fence_vjp_cotangents = False
+
+
+def _through_barrier(cts):
+  """The non-zero cotangents among `cts` through one barrier (the rest as they are)."""
+  live = [i for i, c in enumerate(cts) if c is not None and type(c) is not ad.Zero]
+  cts = list(cts)
+  for i, c in zip(live, barrier_values([cts[i] for i in live]), strict=True):
+    cts[i] = c
+  return cts
+
+
+# An option, off (it changes the gradients' rounding): in an additive coupling y = x + f(h),
+# the walk rebuilds x = y - f(h), and the VJP of f, where f's JVP reads its output
+# (`ad.jvp_reads_output`: tanh, exp, logistic, ...), reads f(h) as y - x (both materialized
+# anyway) instead of sharing the rebuild's f(h). Shared, XLA writes f(h) out and reads it back
+# (it neither duplicates an expensive op into two consumers nor, on XLA:CPU, fuses one producer
+# into two outputs); read as y - x, f(h) has one consumer and fuses into the rebuild, and the
+# VJP's pass reads y and x (one more operand) instead of f(h): per coupling one pass and one
+# activation-sized read + write fewer, with no barrier (so also on a stock XLA:CPU). y - x is
+# f(h) up to the rounding of the rebuilt x (|error| <= half an ulp of y), so the gradients
+# differ from the default's in their last bits; f's derivative at a saturated point (tanh near
+# +-1, where 1 - f^2 is small) differs most, relatively. With it on, the rebuild's matmuls also
+# run as fenced calls that read the walk's current cotangents: the rebuild chain no longer
+# feeds the VJPs, and without that fence XLA:CPU's scheduler runs it ahead of them (XLA temp
+# grows by about an activation per block). On XLA:CPU per reversible block: 8 elementwise
+# passes (checkpoint's; default 10), 26 activation-sized reads + writes (default 28, checkpoint
+# 23), 2 conditionals. A TPU already recomputes f(h) in each consumer's prologue: there it
+# saves one activation written per block (libtpu's compile-only programs, --tpu-aot), speed
+# unmeasured. benchmarks/hlo_reversible.py --coupling counts it; bench_reversible.py
+# --coupling times it.
+vjp_output_from_coupling = False
+
+# couplings whose one operand can be taken back out of the output as `output - other`
+_ADDITIVE = frozenset({"add", "sub"})
+
+
+def _couplings(closed: ClosedJaxpr, plan: Plan) -> dict:
+  """{coupling eqn: (position of s in it, s)} for the values s the walk gets as `y - x` (see
+  vjp_output_from_coupling): s is the one output of an equation whose JVP reads its output,
+  read by nothing but one additive equation y = x + s (or x - s, s - x) of the same type whose
+  other operand x the plan rebuilds from y and s with that equation's inverse."""
+  jaxpr = closed.jaxpr
+  readers: dict = {}
+  for eqn in jaxpr.eqns:
+    for a in eqn.invars:
+      if type(a) is Var:
+        readers.setdefault(a, []).append(eqn)
+  outs = {v for v in jaxpr.outvars if type(v) is Var}
+  facts, found = _Facts(closed), {}
+  for eqn in jaxpr.eqns:
+    if eqn.primitive not in ad.jvp_reads_output or len(eqn.outvars) != 1:
+      continue
+    s = eqn.outvars[0]
+    if type(s) is DropVar or s in outs or len(readers.get(s, ())) != 1:
+      continue
+    (coupling,) = readers[s]
+    if coupling.primitive.name not in _ADDITIVE or coupling in found:
+      continue
+    if len(coupling.invars) != 2 or coupling.invars.count(s) != 1:
+      continue
+    i = coupling.invars.index(s)
+    x, y = coupling.invars[1 - i], coupling.outvars[0]
+    step = plan.steps.get(x) if type(x) is Var else None
+    if step is None or step[0] != "inverse" or step[1] is not coupling or type(y) is DropVar:
+      continue
+    if not x.aval.shape == y.aval.shape == s.aval.shape or not (
+        x.aval.dtype == y.aval.dtype == s.aval.dtype):
+      continue
+    known = tuple(j != i for j in range(2))
+    if _inverse_solves(coupling, known, facts):
+      found[coupling] = (i, s)
+  return found
+
+
+def _coupled_value(coupling, i, y, ins):
+  """Operand i of the additive `coupling` taken back out of its output y and its other operand
+  (its inverse rule solving for operand i: y - x, x - y or y + x)."""
+  known = [None if j == i else v for j, v in enumerate(ins)]
+  avals_in = [a.aval for a in coupling.invars]
+  return inverse_rules[coupling.primitive].rebuild([y], known, avals_in,
+                                                   **coupling.params)[i]
 
 
 def rebuild_inputs(closed: ClosedJaxpr, plan: Plan, outs, saved, given=None):
