@@ -205,7 +205,8 @@ def table(rows, jax_version: str) -> str:
 
 def report(rows, args, path=HERE / "RESULTS.md"):
   """Print the table and the machine's load; a full run (not --core) also writes them to
-  `path` (RESULTS.md), keeping bench_plugins.py's section of it."""
+  `path` (RESULTS.md), keeping what follows its own table: bench_plugins.py's section and the
+  sections after it (the TPU's)."""
   import jax
   import revax
   text_table = table(rows, jax.__version__)
@@ -227,10 +228,9 @@ def report(rows, args, path=HERE / "RESULTS.md"):
   path = pathlib.Path(path)
   # keep the sections other scripts own (bench_plugins.py's table between its markers)
   old = path.read_text() if path.exists() else ""
-  start, end = "<!-- bench_plugins: start -->", "<!-- bench_plugins: end -->"
-  if start in old and end in old:
-    kept = start + old.split(start, 1)[1].split(end, 1)[0] + end
-    text += "\n" + kept + "\n"
+  start = "<!-- bench_plugins: start -->"
+  if start in old:
+    text += "\n" + start + old.split(start, 1)[1]
   path.write_text(text)
 
 

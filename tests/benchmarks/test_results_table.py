@@ -80,16 +80,17 @@ def test_table_has_the_direct_column(bench):
   assert cells[2][2] == "-" and cells[2][4] == "0.25x" and cells[2][6] == "<= 0.5x (met)"
 
 
-def test_report_keeps_the_plugin_section(bench, tmp_path, capsys):
+def test_report_keeps_the_sections_after_its_table(bench, tmp_path, capsys):
   _, run = bench
   path = tmp_path / "RESULTS.md"
   plugins = "<!-- bench_plugins: start -->\n## PJRT plugins\n| a | b |\n<!-- bench_plugins: end -->"
-  path.write_text("# old table\n\n" + plugins + "\n")
+  tpu = "## TPU (one v5e chip)\n| step | 0.85x |\n"
+  path.write_text("# old table\n\n" + plugins + "\n" + tpu)
   args = argparse.Namespace(core=False, quick=True, load_at_start=(1.0, 2.0, 3.0))
   run.report([("x", "us", 2.0, 1.0, None, {"ratio": 2.0, "direct": 1.5, "jit/direct": 1.3})],
              args, path=path)
   text = path.read_text()
-  assert "# old table" not in text and plugins in text
+  assert "# old table" not in text and plugins in text and text.endswith(tpu)
   assert "| revax program, direct |" in text
   assert "| x | 2.0 us | 1.5 us | 1.0 us | 2.00x | 1.30x |" in text
   assert "load average (1/5/15 min) 1.0/2.0/3.0 at the start" in text
