@@ -17,24 +17,9 @@ from revax._src.core.shape_poly import is_symbolic_dim
 from revax._src.core.trace import Tracer
 from revax._src.lax import binary, comparison, conversion, creation, shapes
 from revax._src.lax import slicing, standard
-from revax._src.lax.associative_scan import slice_in_dim
+from revax._src.lax.associative_scan import _dim, _ndim, _shape, slice_in_dim
 from revax._src.lax.dim_value import dim_as_value
 from revax._src.lax.dot import dot_general
-
-
-def _shape(x):
-  return tuple(get_aval(x).shape)
-
-
-def _ndim(x):
-  return len(_shape(x))
-
-
-def _dim(axis, ndim, name="axis"):
-  axis = operator.index(axis)
-  if not -ndim <= axis < ndim:
-    raise ValueError(f"{name} {axis} is out of bounds for an array of rank {ndim}")
-  return axis % ndim
 
 
 # --- slicing along one dimension -----------------------------------------------------------------

@@ -1236,12 +1236,16 @@ def scatter_add(operand, scatter_indices, updates, dimension_numbers, *, indices
                        indices_are_sorted, unique_indices, mode)
 
 
-def _scatter_add_jvp(primals, tangents, **params):
-  operand, indices, updates = primals
-  out = scatter_add_p.bind(operand, indices, updates, **params)
-  t_op, _, t_up = tangents
-  return out, scatter_add_p.bind(_instantiate(t_op, operand), indices,
-                                 _instantiate(t_up, updates), **params)
+def _linear_scatter_jvp(prim):
+  """The JVP of a scatter linear in (operand, updates) (scatter-add, scatter-sub): the same
+  scatter of the tangents."""
+  def jvp(primals, tangents, **params):
+    operand, indices, updates = primals
+    out = prim.bind(operand, indices, updates, **params)
+    t_op, _, t_up = tangents
+    return out, prim.bind(_instantiate(t_op, operand), indices, _instantiate(t_up, updates),
+                          **params)
+  return jvp
 
 
 def _scatter_add_transpose(ct, operand, indices, updates, **params):
@@ -1258,7 +1262,7 @@ scatter_add_p = Primitive("scatter-add")
 scatter_add_p.def_abstract_eval(_scatter_abstract_eval_for("scatter-add"))
 dispatch.def_numpy_impl(scatter_add_p, _scatter_numpy_for(np.add.at))
 mlir.register_lowering(scatter_add_p, _scatter_lower_for(binary.add_p))
-ad.primitive_jvps[scatter_add_p] = _scatter_add_jvp
+ad.primitive_jvps[scatter_add_p] = _linear_scatter_jvp(scatter_add_p)
 ad.primitive_transposes[scatter_add_p] = _scatter_add_transpose
 batching.axis_size_batchers[scatter_add_p] = _scatter_batch_for(scatter_add_p)
 inv.not_invertible(scatter_add_p, "many-to-one: the parts of a sum are lost")
@@ -1281,14 +1285,6 @@ def scatter_sub(operand, scatter_indices, updates, dimension_numbers, *, indices
                        indices_are_sorted, unique_indices, mode)
 
 
-def _scatter_sub_jvp(primals, tangents, **params):
-  operand, indices, updates = primals
-  out = scatter_sub_p.bind(operand, indices, updates, **params)
-  t_op, _, t_up = tangents
-  return out, scatter_sub_p.bind(_instantiate(t_op, operand), indices,
-                                 _instantiate(t_up, updates), **params)
-
-
 def _scatter_sub_transpose(ct, operand, indices, updates, **params):
   """Linear in (operand, updates): the operand's cotangent is ct itself, the updates' the
   negated windows of ct that the scatter wrote (zero for dropped windows)."""
@@ -1304,7 +1300,7 @@ scatter_sub_p = Primitive("scatter-sub")
 scatter_sub_p.def_abstract_eval(_scatter_abstract_eval_for("scatter-sub"))
 dispatch.def_numpy_impl(scatter_sub_p, _scatter_numpy_for(np.subtract.at))
 mlir.register_lowering(scatter_sub_p, _scatter_lower_for(binary.sub_p))
-ad.primitive_jvps[scatter_sub_p] = _scatter_sub_jvp
+ad.primitive_jvps[scatter_sub_p] = _linear_scatter_jvp(scatter_sub_p)
 ad.primitive_transposes[scatter_sub_p] = _scatter_sub_transpose
 batching.axis_size_batchers[scatter_sub_p] = _scatter_batch_for(scatter_sub_p)
 inv.not_invertible(scatter_sub_p, "many-to-one: the parts of a difference are lost")
