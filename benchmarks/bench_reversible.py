@@ -569,24 +569,17 @@ def main(argv=None) -> None:
   env = dict(os.environ)
   print(f"revax process: depths {args.depths}, width {args.width}, batch {args.batch}", flush=True)
   results = run_child("revax", args, env)
-  if args.barrier:
-    print("revax process with barrier fences", flush=True)
-    results.update(run_child("revax-barrier", args, env))
-  if args.split:
-    print("revax process with the VJPs recomputing tanh", flush=True)
-    results.update(run_child("revax-split", args, env))
-  if args.coupling:
-    print("revax process with the VJPs reading y - x", flush=True)
-    results.update(run_child("revax-coupling", args, env))
-    if args.barrier:
-      print("revax process with the VJPs reading y - x and barrier fences", flush=True)
-      results.update(run_child("revax-coupling-barrier", args, env))
-  if args.fence_cts:
-    print("revax process with the VJP cotangents fenced", flush=True)
-    results.update(run_child("revax-fence-cts", args, env))
-    if args.barrier:
-      print("revax process with the VJP cotangents fenced and barrier fences", flush=True)
-      results.update(run_child("revax-fence-cts-barrier", args, env))
+  # (the variant processes asked for: its flag, its child's name, what it changes)
+  variants = [(args.barrier, "revax-barrier", "barrier fences"),
+              (args.split, "revax-split", "the VJPs recomputing tanh")]
+  for flag, name, what in ((args.coupling, "revax-coupling", "the VJPs reading y - x"),
+                           (args.fence_cts, "revax-fence-cts", "the VJP cotangents fenced")):
+    variants += [(flag, name, what), (flag and args.barrier, name + "-barrier",
+                                      what + " and barrier fences")]
+  for flag, name, what in variants:
+    if flag:
+      print(f"revax process with {what}", flush=True)
+      results.update(run_child(name, args, env))
   if not args.no_jax:
     print("jax process", flush=True)
     # jax picks its platform itself (the TPU where there is one, now that revax let it go)

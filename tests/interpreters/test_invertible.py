@@ -352,33 +352,53 @@ def test_scanned_reversible_network_memory_is_flat():
 
 
 # --- split_vjp_recomputation (an experiment, off by default) -------------------------------------
-_SPLIT_SCRIPT = """
+_OPTION_SCRIPT = """
 import json
 import numpy as np
 import revax, revax.numpy as rnp
 from revax._src.interpreters import invertible as inv
 from revax.reversible import reversible_block, reversible_sequence
 
-stack = reversible_sequence(reversible_block(lambda w, x: rnp.tanh(x @ w),
-                                             lambda w, x: rnp.exp(-(x @ w) ** 2)))
+stack = reversible_sequence(reversible_block(lambda w, x: rnp.tanh(x @ w), {second}))
 loss = lambda ws, a, b: sum((y * y).sum() for y in stack(ws, a, b))
+assert isinstance(inv.{option}, bool)  # (an option's name, not a new attribute)
 rng = np.random.default_rng(0)
-out = {}
+out = {{}}
 for depth in (2, 10):
   ws = [tuple(rng.standard_normal((64, 64), np.float32) * 0.1 for _ in range(2))
         for _ in range(depth)]
   a, b = (rng.standard_normal((256, 64)).astype(np.float32) for _ in range(2))
-  for split in (False, True):
-    inv.split_vjp_recomputation = split
+  for on in (False, True):
+    inv.{option} = on
     lowered = revax.jit(revax.grad(loss, argnums=(0, 1, 2))).lower(ws, a, b)
     compiled = lowered.compile()
     grads = np.concatenate([np.asarray(g).ravel()
                             for g in revax.tree_util.tree_leaves(compiled(ws, a, b))])
-    out[f"{split} {depth}"] = {"temp": compiled.memory_analysis().temp_size_in_bytes,
-                               "barriers": lowered.as_text().count("optimization_barrier"),
-                               "grads": grads.tobytes().hex()}
+    out[f"{{on}} {{depth}}"] = {{"temp": compiled.memory_analysis().temp_size_in_bytes,
+                              "barriers": lowered.as_text().count("optimization_barrier"),
+                              "grads": grads.tobytes().hex()}}
 print(json.dumps(out))
 """
+
+
+def _run_option(option: str, second: str, keep_barriers: bool) -> dict:
+  """Temp bytes, barrier counts and gradient bits of a reversible stack's jit(grad) at depths 2
+  and 10 with `invertible.<option>` off and on, in a fresh CPU process (XLA's barrier expander
+  disabled when `keep_barriers`, as barriers survive on a TPU); {"<on> <depth>": ...}."""
+  import json
+  import os
+  import subprocess
+  import sys
+  root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+  env = {**os.environ, "REVAX_PLATFORMS": "cpu",  # (a chip would be this process's)
+         "PYTHONPATH": root + os.pathsep + os.environ.get("PYTHONPATH", "")}
+  if keep_barriers:
+    env["XLA_FLAGS"] = "--xla_disable_hlo_passes=cse_barrier_expander"
+  script = _OPTION_SCRIPT.format(option=option, second=second)
+  res = subprocess.run([sys.executable, "-c", script], env=env, cwd=root,
+                       capture_output=True, text=True, timeout=300)
+  assert res.returncode == 0, res.stderr[-3000:]
+  return json.loads(res.stdout.strip().splitlines()[-1])
 
 
 def test_split_vjp_recomputation_keeps_bits_and_memory_where_barriers_survive():
@@ -386,19 +406,9 @@ def test_split_vjp_recomputation_keeps_bits_and_memory_where_barriers_survive():
   them behind barriers and the rebuild's matmuls wait for the cotangents: on XLA:CPU with its
   barrier expander disabled (barriers kept, as on a TPU) the gradients are the same bits as
   without, and XLA's temp memory stays flat in depth (without the cotangent fence it grows)."""
-  import json
-  import os
-  import subprocess
-  import sys
   assert inv.split_vjp_recomputation is False
-  root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-  env = {**os.environ, "XLA_FLAGS": "--xla_disable_hlo_passes=cse_barrier_expander",
-         "REVAX_PLATFORMS": "cpu",  # XLA:CPU with barriers kept (a chip is this process's)
-         "PYTHONPATH": root + os.pathsep + os.environ.get("PYTHONPATH", "")}
-  res = subprocess.run([sys.executable, "-c", _SPLIT_SCRIPT], env=env, cwd=root,
-                       capture_output=True, text=True, timeout=300)
-  assert res.returncode == 0, res.stderr[-3000:]
-  r = json.loads(res.stdout.strip().splitlines()[-1])
+  r = _run_option("split_vjp_recomputation", "lambda w, x: rnp.exp(-(x @ w) ** 2)",
+                  keep_barriers=True)
   for depth in (2, 10):
     assert r[f"True {depth}"]["grads"] == r[f"False {depth}"]["grads"]
     assert r[f"False {depth}"]["barriers"] == 0 and r[f"True {depth}"]["barriers"] > 0
@@ -600,52 +610,13 @@ def test_fence_vjp_cotangents_keeps_the_bits(name, f, args):
   check_jaxpr(walk)
 
 
-_FENCED_SCRIPT = """
-import json
-import numpy as np
-import revax, revax.numpy as rnp
-from revax._src.interpreters import invertible as inv
-from revax.reversible import reversible_block, reversible_sequence
-
-stack = reversible_sequence(reversible_block(lambda w, x: rnp.tanh(x @ w),
-                                             lambda w, x: rnp.tanh(x @ w)))
-loss = lambda ws, a, b: sum((y * y).sum() for y in stack(ws, a, b))
-rng = np.random.default_rng(0)
-out = {}
-for depth in (2, 10):
-  ws = [tuple(rng.standard_normal((64, 64), np.float32) * 0.1 for _ in range(2))
-        for _ in range(depth)]
-  a, b = (rng.standard_normal((256, 64)).astype(np.float32) for _ in range(2))
-  for on in (False, True):
-    inv.fence_vjp_cotangents = on
-    compiled = revax.jit(revax.grad(loss, argnums=(0, 1, 2))).lower(ws, a, b).compile()
-    grads = np.concatenate([np.asarray(g).ravel()
-                            for g in revax.tree_util.tree_leaves(compiled(ws, a, b))])
-    out[f"{on} {depth}"] = {"temp": compiled.memory_analysis().temp_size_in_bytes,
-                            "grads": grads.tobytes().hex()}
-print(json.dumps(out))
-"""
-
-
 @pytest.mark.parametrize("keep_barriers", [False, True])
 def test_fence_vjp_cotangents_memory_is_flat_and_bits_kept(keep_barriers):
   """XLA's temp bytes of jit(grad) with fence_vjp_cotangents, depth 2 -> 10, flat (< 0.01
   activation a block) on a stock XLA:CPU (barriers expanded) and where barriers survive
   (cse_barrier_expander disabled, as on a TPU: there the rebuild's matmuls wait for the
   cotangents); the gradients the default's bits."""
-  import json
-  import os
-  import subprocess
-  import sys
-  root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-  env = {**os.environ, "REVAX_PLATFORMS": "cpu",
-         "PYTHONPATH": root + os.pathsep + os.environ.get("PYTHONPATH", "")}
-  if keep_barriers:
-    env["XLA_FLAGS"] = "--xla_disable_hlo_passes=cse_barrier_expander"
-  res = subprocess.run([sys.executable, "-c", _FENCED_SCRIPT], env=env, cwd=root,
-                       capture_output=True, text=True, timeout=300)
-  assert res.returncode == 0, res.stderr[-3000:]
-  r = json.loads(res.stdout.strip().splitlines()[-1])
+  r = _run_option("fence_vjp_cotangents", "lambda w, x: rnp.tanh(x @ w)", keep_barriers)
   for depth in (2, 10):
     assert r[f"True {depth}"]["grads"] == r[f"False {depth}"]["grads"]
   growth = (r["True 10"]["temp"] - r["True 2"]["temp"]) / 8 / (256 * 64 * 4)

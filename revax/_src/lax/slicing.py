@@ -1248,14 +1248,20 @@ def _linear_scatter_jvp(prim):
   return jvp
 
 
-def _scatter_add_transpose(ct, operand, indices, updates, **params):
-  """Linear in (operand, updates): the operand's cotangent is ct itself, the updates' the windows
-  of ct that the scatter wrote (zero for dropped windows)."""
-  ct_op = ct if is_undefined_primal(operand) else None
-  ct_up = None
-  if is_undefined_primal(updates):
-    ct_up = _gather_updates(ct, indices, updates.aval, **params)
-  return [ct_op, None, ct_up]
+def _linear_scatter_transpose(negate_updates: bool):
+  """The transpose of a scatter linear in (operand, updates): the operand's cotangent is ct
+  itself, the updates' the windows of ct that the scatter wrote (zero for dropped windows),
+  negated for scatter-sub."""
+  def transpose(ct, operand, indices, updates, **params):
+    ct_op = ct if is_undefined_primal(operand) else None
+    ct_up = None
+    if is_undefined_primal(updates):
+      ct_up = _gather_updates(ct, indices, updates.aval, **params)
+      if negate_updates:
+        from revax._src.lax.unary import neg
+        ct_up = neg(ct_up)
+    return [ct_op, None, ct_up]
+  return transpose
 
 
 scatter_add_p = Primitive("scatter-add")
@@ -1263,7 +1269,7 @@ scatter_add_p.def_abstract_eval(_scatter_abstract_eval_for("scatter-add"))
 dispatch.def_numpy_impl(scatter_add_p, _scatter_numpy_for(np.add.at))
 mlir.register_lowering(scatter_add_p, _scatter_lower_for(binary.add_p))
 ad.primitive_jvps[scatter_add_p] = _linear_scatter_jvp(scatter_add_p)
-ad.primitive_transposes[scatter_add_p] = _scatter_add_transpose
+ad.primitive_transposes[scatter_add_p] = _linear_scatter_transpose(False)
 batching.axis_size_batchers[scatter_add_p] = _scatter_batch_for(scatter_add_p)
 inv.not_invertible(scatter_add_p, "many-to-one: the parts of a sum are lost")
 
@@ -1285,23 +1291,12 @@ def scatter_sub(operand, scatter_indices, updates, dimension_numbers, *, indices
                        indices_are_sorted, unique_indices, mode)
 
 
-def _scatter_sub_transpose(ct, operand, indices, updates, **params):
-  """Linear in (operand, updates): the operand's cotangent is ct itself, the updates' the
-  negated windows of ct that the scatter wrote (zero for dropped windows)."""
-  ct_op = ct if is_undefined_primal(operand) else None
-  ct_up = None
-  if is_undefined_primal(updates):
-    from revax._src.lax.unary import neg
-    ct_up = neg(_gather_updates(ct, indices, updates.aval, **params))
-  return [ct_op, None, ct_up]
-
-
 scatter_sub_p = Primitive("scatter-sub")
 scatter_sub_p.def_abstract_eval(_scatter_abstract_eval_for("scatter-sub"))
 dispatch.def_numpy_impl(scatter_sub_p, _scatter_numpy_for(np.subtract.at))
 mlir.register_lowering(scatter_sub_p, _scatter_lower_for(binary.sub_p))
 ad.primitive_jvps[scatter_sub_p] = _linear_scatter_jvp(scatter_sub_p)
-ad.primitive_transposes[scatter_sub_p] = _scatter_sub_transpose
+ad.primitive_transposes[scatter_sub_p] = _linear_scatter_transpose(True)
 batching.axis_size_batchers[scatter_sub_p] = _scatter_batch_for(scatter_sub_p)
 inv.not_invertible(scatter_sub_p, "many-to-one: the parts of a difference are lost")
 
