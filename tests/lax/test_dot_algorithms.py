@@ -123,3 +123,21 @@ def test_any_f8_presets_lower_as_jax_for_a_tpu(preset):
             lowering_platforms=("tpu",))
       else:
         dot_algorithms.algorithm_attr(rlax.DotAlgorithmPreset[preset], A.dtype, B.dtype)
+
+
+@pytest.mark.parametrize("preset", [p.name for p in rlax.DotAlgorithmPreset
+                                    if p.name != "DEFAULT" and not p.name.startswith("ANY_F8")])
+def test_every_preset_s_algorithm_attribute_is_jax_s_for_a_tpu(preset):
+  """The class of the ANY_F8 KeyError: every preset's `algorithm` attribute as jax writes it
+  when lowering for a TPU (where XLA:CPU's refusal does not hide it), on operands of the type
+  the preset computes in."""
+  import re
+  from revax._src.lax import dot_algorithms
+  algorithm = rlax.DotAlgorithmPreset[preset]
+  dtype = (algorithm.supported_lhs_types or (np.dtype(np.float32),))[0]
+  a, b = A.astype(dtype), B.astype(dtype)
+  text = jax.jit(lambda x, y: jlax.dot(x, y, precision=preset)).trace(a, b).lower(
+      lowering_platforms=("tpu",)).as_text()
+  (want,) = re.findall(r"algorithm = <([^>]*)>", text)
+  got = dot_algorithms.algorithm_attr(algorithm, a.dtype, b.dtype)
+  assert got == f"#stablehlo.dot_algorithm<{want}>"
