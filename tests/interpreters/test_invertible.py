@@ -361,7 +361,7 @@ from revax.reversible import reversible_block, reversible_sequence
 
 stack = reversible_sequence(reversible_block(lambda w, x: rnp.tanh(x @ w), {second}))
 loss = lambda ws, a, b: sum((y * y).sum() for y in stack(ws, a, b))
-assert isinstance(inv.{option}, bool)  # (an option's name, not a new attribute)
+assert isinstance(inv.{option}, bool) or inv.{option} is None  # (an option, not a new name)
 rng = np.random.default_rng(0)
 out = {{}}
 for depth in (2, 10):
@@ -559,15 +559,32 @@ def _reversible_stack(ws, a, b):
   return a, b
 
 
-# --- fence_vjp_cotangents (an option, off by default: it is for backends that keep barriers) ------
-@pytest.fixture
-def fenced_cotangents():
-  assert inv.fence_vjp_cotangents is False  # off by default
-  inv.fence_vjp_cotangents = True
-  try:
-    yield
-  finally:
-    inv.fence_vjp_cotangents = False
+# --- fence_vjp_cotangents (None: on where the default backend is a TPU, which keeps barriers) ---
+def test_fence_vjp_cotangents_follows_the_platform(monkeypatch):
+  """Unset (None), the option is on for a TPU backend and off for a CPU one (read from the
+  default backend when a walk is traced); True and False force it either way."""
+  from revax._src.runtime import client
+
+  class _Backend:
+    def __init__(self, platform):
+      self.platform = platform
+
+  f, args = _reversible_stack, ([(W, W)], X, Y)
+  assert inv.fence_vjp_cotangents is None
+  counts = {}
+  for platform in ("cpu", "tpu"):
+    monkeypatch.setattr(client, "get_backend", lambda p=platform: _Backend(p))
+    counts[platform] = _barriers(_walk(f, *args)[1])
+    for forced in (False, True):
+      monkeypatch.setattr(inv, "fence_vjp_cotangents", forced)
+      counts[platform, forced] = _barriers(_walk(f, *args)[1])
+    monkeypatch.setattr(inv, "fence_vjp_cotangents", None)
+  assert counts["cpu"] == counts["cpu", False] == counts["tpu", False] == 0
+  assert counts["tpu"] == counts["tpu", True] == counts["cpu", True] > 0
+
+
+def _barriers(walk) -> int:
+  return sum(e.primitive.name == "optimization_barrier" for e in walk.eqns)
 
 
 def _grads(f, args):
@@ -588,14 +605,15 @@ def test_fence_vjp_cotangents_keeps_the_bits(name, f, args):
   of couplings (6 of them)
   the walk has 12: each f(h)'s VJP cotangent through one, each rebuild matmul's operands with
   the walk's cotangents through another."""
-  want = _grads(f, args)
-  inv.fence_vjp_cotangents = True
+  inv.fence_vjp_cotangents = False
   try:
+    want = _grads(f, args)
+    _, default_walk = _walk(f, *args)
+    inv.fence_vjp_cotangents = True
     got = _grads(f, args)
     _, walk = _walk(f, *args)
   finally:
-    inv.fence_vjp_cotangents = False
-  _, default_walk = _walk(f, *args)
+    inv.fence_vjp_cotangents = None
   assert not any(e.primitive.name == "optimization_barrier" for e in default_walk.eqns)
   barriers = [e for e in walk.eqns if e.primitive.name == "optimization_barrier"]
   for w, g in zip(want, got, strict=True):
@@ -627,6 +645,7 @@ def test_fence_vjp_cotangents_memory_is_flat_and_bits_kept(keep_barriers):
 def test_options_compose_with_vmap_scan_nesting_and_custom_ivjp(option):
   """Each option on: vmap of grad and grad of vmap, a scan of couplings walked back step by
   step, forward mode and nesting, custom_ivjp blocks: the same checks as with it off."""
+  default = getattr(inv, option)
   setattr(inv, option, True)
   try:
     test_vmap_of_grad_and_grad_of_vmap()
@@ -634,4 +653,4 @@ def test_options_compose_with_vmap_scan_nesting_and_custom_ivjp(option):
     test_forward_mode_is_the_jvp_and_nesting_works()
     test_custom_ivjp_blocks_inside_invertible((0, 1))
   finally:
-    setattr(inv, option, False)
+    setattr(inv, option, default)

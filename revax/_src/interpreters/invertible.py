@@ -676,7 +676,7 @@ def backward_walk(closed: ClosedJaxpr, plan: Plan, nonzeros, outs, saved, cts,
   couplings = _couplings(closed, plan) if vjp_output_from_coupling else {}
   traced = type(current_trace()) is staging.DynamicJaxprTrace
   values.fence_rebuild = bool(couplings) and traced
-  fence_cts = fence_vjp_cotangents and traced
+  fence_cts = traced and _fence_vjp_cotangents()
   from_coupling: dict = {}
   for eqn in reversed(jaxpr.eqns):
     cts_out = [ct_env.pop(v, None) for v in eqn.outvars]
@@ -753,21 +753,29 @@ def _recomputed_for_vjp(eqn, jaxpr, writers) -> bool:
   return True
 
 
-# An option, off: the walk computes each VJP cotangent of an elementwise primitive whose JVP
-# reads its output (g * (1 - tanh(h)^2), ...) once, behind a barrier, and the rebuild's matmuls
-# take their operands through a barrier with the walk's current cotangents (so that they do not
-# run ahead of the VJPs: without it, memory grows with depth). Barriers are identities, but
-# where they move XLA's fusion boundaries an elementwise chain may round differently (an ulp,
-# seen once on XLA:CPU; a reversible MLP's gradients kept their bits), hence off. XLA:CPU
-# expands barriers early (its program is about the default's); a TPU keeps them, and there a
-# dense layer's two VJP matmuls otherwise each
-# recompute that cotangent in their prologue, re-reading its f32 inputs (the checkpointed
-# program's is computed once, in bf16). In libtpu's compile-only programs (benchmarks/
-# hlo_reversible.py --tpu-aot, issue 32's MLP, width 2048, batch 8192) the dot fusions move
-# 1536 MiB a block with it and fenced calls lowered as barriers (default 1984, jax.checkpoint
-# 1632), XLA temp flat; libtpu's own cost analysis counts more bytes accessed (2560 vs 2496),
-# so the chip decides: bench_reversible.py --fence-cts times it.
-fence_vjp_cotangents = False
+# An option, on where the default backend is a TPU (None: by platform; True or False forces it):
+# the walk computes each VJP cotangent of an elementwise primitive whose JVP reads its output
+# (g * (1 - tanh(h)^2), ...) once, behind a barrier, and the rebuild's matmuls take their
+# operands through a barrier with the walk's current cotangents (so that they do not run ahead
+# of the VJPs: without it, memory grows with depth). A TPU keeps barriers, and there a dense
+# layer's two VJP matmuls otherwise each recompute that cotangent in their prologue, re-reading
+# its f32 inputs (the checkpointed program's is computed once, in bf16). Measured on a TPU v5e
+# (issue 32's reversible MLP, width 2048, batch 8192, f32; `benchmarks/bench_reversible.py
+# --fence-cts`, tests/tpu/results/reversible_2026-12-06c.md): 3.327 ms a block against 3.787
+# without it and jax.checkpoint's 3.318 (1.003x), device memory as flat in depth. Barriers are
+# identities, but where they move XLA's fusion boundaries an elementwise chain may round
+# differently (an ulp, seen once on XLA:CPU), and XLA:CPU expands barriers early (its program
+# is about the default's), hence off on the CPU. (With fenced calls lowered as barriers too,
+# `lower_fenced_call_as_barrier`, the chip measured 3.902 ms: the conditional fence stays.)
+fence_vjp_cotangents: bool | None = None
+
+
+def _fence_vjp_cotangents() -> bool:
+  """Whether this walk fences its VJP cotangents: the option, or by the default backend."""
+  if fence_vjp_cotangents is not None:
+    return bool(fence_vjp_cotangents)
+  from revax._src.runtime.client import get_backend  # (the backend starts at first use)
+  return get_backend().platform == "tpu"
 
 
 def _through_barrier(cts):
