@@ -7,8 +7,6 @@ KNOWN = {
     "changed": ("use_abstract_mesh to a mesh of other axes inside jit (8 devices as ('k',) "
                 "under a ('r', 'c') mesh): revax compiles a program over one mesh, and its "
                 "Shardy module has one mesh; jax's results live on the other mesh's devices"),
-    "all-reduce": ("Compiled.as_text() is revax's StableHLO module (before XLA partitions it), "
-                   "where jax's is XLA's optimized HLO, which names the all-reduce"),
 }
 
 
