@@ -75,8 +75,8 @@ def hlo_before_optimizations(backend, mlir_text: str, *,
 
 def _dump(backend, code, options: bytes, stage: str, program_format: bytes = b"mlir"):
   """Compile `code` with `options` and XLA's dump options into a temporary directory; return
-  the `(text, proto)` of the modules XLA dumped at `stage` ("before_optimizations" or
-  "after_optimizations"), texts joined by a blank line as JAX joins `hlo_modules()`."""
+  the `(text, proto)` of the module XLA dumped at `stage` ("before_optimizations" or
+  "after_optimizations"; the first, should XLA dump several)."""
   with tempfile.TemporaryDirectory(prefix="revax-hlo-") as tmp:
     options = options + pjrt.option_override_fields((("xla_dump_to", tmp),) + _DUMP)
     code = code.encode() if isinstance(code, str) else bytes(code)
@@ -92,13 +92,11 @@ def _dump(backend, code, options: bytes, stage: str, program_format: bytes = b"m
       if failure is not None:
         raise failure
       raise CompileError("XLA wrote no HLO dump for the module (xla_dump_to had no effect)")
-    text, protos = [], []
-    for path in texts:
-      with open(path, encoding="utf-8") as f:
-        text.append(f.read())
-      with open(path[:-len(".txt")] + ".hlo.pb", "rb") as f:
-        protos.append(f.read())
-  return "\n\n".join(text), protos[0]
+    with open(texts[0], encoding="utf-8") as f:
+      text = f.read()
+    with open(texts[0][:-len(".txt")] + ".hlo.pb", "rb") as f:
+      proto = f.read()
+  return text, proto
 
 
 class HloModule:
