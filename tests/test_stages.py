@@ -225,3 +225,98 @@ def test_cost_analysis_of_a_program_with_shardings():
     return "flops" in costs, costs["flops"] == plain["flops"], costs["flops"] > 0
 
   assert run(revax) == run(jax) == (True, True, True)
+
+
+# --- Compiled.as_text(): XLA's optimized module (over a mesh: tests/sharding/test_compiled_text)
+def _header(hlo_text):
+  """The module's header without the options jax sets for a one-device program (jaxlib's
+  XLA prints `allow_spmd_sharding_propagation_to_*`, sdy's empty mesh)."""
+  fields = hlo_text.split("\n", 1)[0].split(", ")
+  return [f for f in fields if not f.startswith(("allow_spmd", "frontend_attributes"))]
+
+
+def _entry_ops(hlo_text):
+  """The ENTRY computation's instructions as `shape opcode`, sorted (names left out)."""
+  return sorted(ln.split("(")[0] for ln in _entry(hlo_text))
+
+
+COMPILED_PROGRAMS = HLO_PROGRAMS[:2] + HLO_PROGRAMS[5:] + [  # (see HLO_PROGRAMS)
+    (lambda np_: lambda x: np_.sin(x) * 2 + 1, (np.ones((3, 4), np.float32),)),
+    (lambda np_: lambda x: np_.exp(x).sum(axis=0), (np.ones((8, 5), np.float32),)),
+    (lambda np_: lambda x: (x * 2, x + 1), (np.ones(4, np.float32),)),
+    (lambda np_: np_.cumsum, (np.ones(16, np.float32),)),
+    (lambda np_: np_.sort, (np.arange(16.0, dtype=np.float32)[::-1],)),
+]
+
+
+@pytest.mark.parametrize("k", range(len(COMPILED_PROGRAMS)))
+def test_compiled_as_text_is_xlas_optimized_module_as_jax(k):
+  """Compiled.as_text() is XLA's HLO after its passes (jax's: the executable's module): the
+  same header (scheduled, entry layouts) and the same ENTRY instructions (fusions, shapes) as
+  jax's; revax prints no metadata (its modules have no source locations)."""
+  make, args = COMPILED_PROGRAMS[k]
+  lowered = [lib.jit(make(lib.numpy)).lower(*args) for lib in (revax, jax)]
+  texts = [low.compile().as_text() for low in lowered]
+  assert texts[0].startswith("HloModule jit_") and "is_scheduled=true" in texts[0]
+  assert _header(texts[0]) == _header(texts[1])
+  assert _entry_ops(texts[0]) == _entry_ops(texts[1]), texts  # (fused where jax's is)
+  assert "metadata" not in texts[0] and "stablehlo" not in texts[0]
+  assert lowered[0].as_text().startswith("module @jit_")  # Lowered.as_text(): StableHLO
+
+
+def test_compiled_as_text_is_made_once_per_executable(monkeypatch):
+  """XLA compiles the module again only on the first as_text() of an executable; another
+  Compiled of the same jit program, runtime_executable().get_hlo_text() and hlo_modules()
+  (jaxlib's names) read the same text; the program itself is untouched."""
+  from revax._src.runtime import hlo_dump
+  calls = []
+  dump = hlo_dump._dump
+  monkeypatch.setattr(hlo_dump, "_dump", lambda *a, **k: calls.append(a[3]) or dump(*a, **k))
+  f = revax.jit(lambda x: x * 3.0 + 1.0)
+  x = np.arange(4.0, dtype=np.float32)
+  compiled = f.lower(x).compile()
+  assert calls == []  # lazily: compiling prints nothing
+  text = compiled.as_text()
+  assert compiled.as_text() is text and f.lower(x).compile().as_text() is text
+  executable = compiled.runtime_executable()
+  assert executable.get_hlo_text() is text
+  modules = [lib.jit(lambda x: x * 3.0 + 1.0).lower(x).compile().runtime_executable()
+             .hlo_modules() for lib in (revax, jax)]
+  assert [len(m) for m in modules] == [1, 1]
+  assert modules[0][0].name == modules[1][0].name == "jit__lambda"
+  assert modules[0][0].to_string().startswith("HloModule jit__lambda, is_scheduled=true")
+  assert b"jit__lambda" in modules[0][0].as_serialized_hlo_module_proto()
+  assert calls == ["after_optimizations"] * 2  # (this Compiled's, and the new jit's)
+  np.testing.assert_array_equal(compiled(x), x * 3 + 1)
+
+
+def test_compiled_as_text_follows_compiler_options_and_shardings():
+  """The module printed is the one compiled with the program's own options (here XLA's fusion
+  pass disabled, as jax hands it over); a jit with one-device shardings prints its program."""
+  x = np.ones(3, np.float32)
+  texts = [lib.jit(lambda x: lib.numpy.sin(x) * 2 + 1).lower(x).compile(
+      {"xla_disable_hlo_passes": "fusion"}).as_text() for lib in (revax, jax)]
+  assert _entry_ops(texts[0]) == _entry_ops(texts[1])
+  assert _entry_ops(texts[0]) != _entry_ops(revax.jit(lambda x: revax.numpy.sin(x) * 2 + 1)
+                                            .lower(x).compile().as_text())
+  one = {lib: lib.sharding.SingleDeviceSharding(lib.devices()[0]) for lib in (revax, jax)}
+  compiled = [lib.jit(lambda x: lib.numpy.tanh(x) * 3, in_shardings=one[lib]).lower(
+      np.ones((2, 3), np.float32)).compile() for lib in (revax, jax)]
+  assert type(compiled[0]).__name__ == "ShardedCompiled"  # (its one-device program)
+  texts = [c.as_text() for c in compiled]
+  assert _header(texts[0]) == _header(texts[1]) and _entry_ops(texts[0]) == _entry_ops(texts[1])
+
+
+def test_compiled_as_text_of_a_deserialized_executable():
+  """A program loaded from serialize()'s bytes has no StableHLO: its own optimized module is
+  printed (XLA given it back with every pass disabled), the same text as the original's."""
+  from revax.experimental import serialize_executable
+  f = lambda x, y: revax.lax.fori_loop(0, 3, lambda i, c: revax.numpy.sin(c) @ y, x).sum()
+  x = np.ones((4, 4), np.float32)
+  compiled = revax.jit(f).lower(x, x).compile()
+  loaded = serialize_executable.deserialize_and_load(compiled.serialize(), compiled.in_tree,
+                                                     compiled.out_tree)
+  assert loaded.runtime_executable()._source is None
+  assert loaded.as_text() == compiled.as_text()
+  assert "while(" in loaded.as_text() and "fusion(" in loaded.as_text()
+  assert loaded(x, x) == compiled(x, x)

@@ -134,7 +134,30 @@ class Compiled(StageAttributes):
     return tree_util.tree_unflatten(self._entry.out_tree, outs)
 
   def as_text(self) -> str:
-    return self._entry.program.text
+    """XLA's optimized HLO of the compiled program, as text (JAX's: what XLA made of the
+    module after its passes, with fusions; `Lowered.as_text()` is the StableHLO). XLA
+    compiles the module once more to print it, on the first call only (runtime/hlo_dump.py).
+
+    Example:
+      >>> compiled = revax.jit(lambda x: jnp.sin(x) * 2).lower(jnp.ones(3)).compile()
+      >>> print(compiled.as_text().strip())
+      HloModule jit__lambda, is_scheduled=true, entry_computation_layout={(f32[3]{0})->f32[3]{0}}
+      <BLANKLINE>
+      %fused_computation (param_0.1: f32[3]) -> f32[3] {
+        %param_0.1 = f32[3]{0} parameter(0)
+        %sine.0 = f32[3]{0} sine(%param_0.1)
+        %constant.0 = f32[] constant(2)
+        %broadcast.0 = f32[3]{0} broadcast(%constant.0), dimensions={}
+        ROOT %multiply.0 = f32[3]{0} multiply(%sine.0, %broadcast.0)
+      }
+      <BLANKLINE>
+      ENTRY %main.1 (Arg_0.1: f32[3]) -> f32[3] {
+        %Arg_0.1 = f32[3]{0} parameter(0)
+        ROOT %broadcast_multiply_fusion = f32[3]{0} fusion(%Arg_0.1), kind=kLoop,
+          calls=%fused_computation
+      }
+    """
+    return self._entry.program.executable.get_hlo_text()
 
   def serialize(self) -> bytes:
     """The executable (and the values it closed over) as bytes; load them with
@@ -210,7 +233,14 @@ class ShardedCompiled:
         entry.program = program_for(entry.jaxpr, entry.name)
 
   def as_text(self) -> str:
-    return self._lowered.as_text()
+    """XLA's optimized HLO of the compiled program, as `Compiled.as_text()`; over a mesh, the
+    SPMD-partitioned module each device runs (with its collectives: `all-reduce`, ...)."""
+    return self.runtime_executable().get_hlo_text()
+
+  def runtime_executable(self):
+    """The runtime's loaded executable (revax's `Executable`)."""
+    p = self._lowered._program
+    return p.executable if p is not None else self._lowered._entry.program.executable
 
   @property
   def input_shardings(self):
@@ -246,9 +276,7 @@ class ShardedCompiled:
   def cost_analysis(self) -> dict:
     """XLA's cost analysis of the program ("flops", "bytes accessed", ... as floats), as
     `Compiled.cost_analysis()`; for a program over a mesh, the partitioned program's."""
-    p = self._lowered._program
-    executable = p.executable if p is not None else self._lowered._entry.program.executable
-    return executable.cost_analysis()
+    return self.runtime_executable().cost_analysis()
 
 
 _stages.Traced.register(Traced)

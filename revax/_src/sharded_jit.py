@@ -35,7 +35,7 @@ from revax._src.sharded_place import is_sharding, place
 from revax._src.sharding import (Mesh, NamedSharding, PartitionSpec, concrete_sharding,
                                  resolve_specs)
 from revax._src.spmd_program import (SpmdProgram, constraint_meshes, program_for,
-                                     same_devices_and_axes, typed_results)
+                                     same_device_order, same_devices_and_axes, typed_results)
 
 __all__ = ["requested", "argument_shardings", "prepare", "PreparedCall", "run", "fast_key",
            "finish_actions", "call_sharded", "UNSPECIFIED"]
@@ -98,8 +98,8 @@ def _program_mesh(shardings, jaxpr) -> Mesh | None:
                        "without one mesh over them")
     return None
   mesh = big[0]
-  for m in big[1:]:
-    if not same_devices_and_axes(m, mesh):
+  for m in big[1:]:  # (or a mesh of the same devices with other axes: use_abstract_mesh)
+    if not same_devices_and_axes(m, mesh) and not same_device_order(m, mesh):
       raise ValueError(f"Received incompatible devices for jitted computation: the shardings "
                        f"use different meshes {mesh!r} and {m!r}")
   for s in shardings:

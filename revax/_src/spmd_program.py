@@ -25,7 +25,7 @@ from revax._src.sharding import (Mesh, NamedSharding, PartitionSpec, SingleDevic
                                  block_shape)
 
 __all__ = ["SpmdProgram", "MeshProgram", "program_for", "mesh_program", "names_mesh",
-           "constraint_meshes", "typed_results"]
+           "constraint_meshes", "typed_results", "same_device_order"]
 
 
 def constraint_meshes(jaxpr: Jaxpr, out: list) -> list:
@@ -59,6 +59,15 @@ def _dims_of(sharding, mesh: Mesh, ndim: int):
   if isinstance(sharding, GSPMDSharding):
     return None
   return [()] * ndim  # SingleDeviceSharding over a 1-device mesh: whole
+
+
+def _other_mesh(sharding, mesh: Mesh):
+  """The mesh of `sharding` where it is a NamedSharding over another mesh (of the devices of
+  the program's `mesh`: use_abstract_mesh to other axes), else None."""
+  if (isinstance(sharding, NamedSharding) and sharding.mesh.size > 1
+      and dict(sharding.mesh.shape) != dict(mesh.shape)):
+    return sharding.mesh
+  return None
 
 
 def _to_named(indices, mesh: Mesh, shape) -> NamedSharding | None:
@@ -112,8 +121,10 @@ class SpmdProgram:
                                                           strict=True)]
     out_dims = [_dims_of(s, mesh, a.ndim) for s, a in zip(out_shardings, self.out_avals,
                                                            strict=True)]
-    self.text = sharding_lowering.lower_sharded_module(closed, name, mesh.shape, in_dims,
-                                                       out_dims, backend.platform, self.donated)
+    self.text = sharding_lowering.lower_sharded_module(
+        closed, name, mesh.shape, in_dims, out_dims, backend.platform, self.donated,
+        devices=self.devices, in_meshes=[_other_mesh(s, mesh) for s in in_shardings],
+        out_meshes=[_other_mesh(s, mesh) for s in out_shardings])
     self.executable = rt.compile_spmd(backend, self.text, [d.id for d in self.devices])
     # A call returns once its work is queued, as JAX's do, unless the program calls a host or
     # FFI function (custom_call), which can fail while it runs: its error (a callback's
@@ -230,9 +241,17 @@ def typed_results(out_avals, out_shardings, in_shardings) -> list:
       or not all(t.name == "Explicit" for t in mesh.axis_types)):
     return out_shardings
   return [s if s is not None else
-          a.sharding if a.sharding is not None and a.sharding.mesh == mesh else
+          a.sharding if a.sharding is not None and same_device_order(a.sharding.mesh, mesh) else
           NamedSharding(mesh, PartitionSpec())
           for s, a in zip(out_shardings, out_avals, strict=True)]
+
+
+def same_device_order(m, mesh) -> bool:
+  """Whether `m` is `mesh`, or a concrete mesh of its devices in the same order with other axes
+  (the mesh of a `use_abstract_mesh` inside the program: JAX lets one program lay values out
+  over both; the same devices in another order are "incompatible devices" there)."""
+  return m == mesh or (isinstance(m, Mesh) and isinstance(mesh, Mesh) and m.size == mesh.size
+                       and list(m.devices.flat) == list(mesh.devices.flat))
 
 
 class MeshProgram:

@@ -38,6 +38,10 @@ CPU_OUTPUTS = {
         "prints the HLO module's entry layouts, which are the platform's (the TPU's tiled "
         "f32[3]{0:T(128)} where the CPU's is f32[3]{0})"),
     "revax._src.stage_info.XlaComputation": "prints the HLO module's entry layouts (as above)",
+    "revax._src.jit_stages.Compiled.as_text": ("prints XLA:CPU's optimized module (its layouts "
+                                               "and fusions; a TPU's are the chip's)"),
+    "revax._src.runtime.client.Executable.get_hlo_text": "prints the entry layouts (as above)",
+    "revax._src.runtime.hlo_dump.optimized_hlo": "prints the entry layouts (as above)",
     "revax.lax.platform_dependent": ("shows the branch the CPU takes (sin); a TPU takes the "
                                      "default one, as the example says"),
 }

@@ -112,6 +112,24 @@ def test_store_then_hit_in_process(cache_dir):
   np.testing.assert_array_equal(_run(exe, a, a)[0], a + a)
 
 
+def test_a_cached_program_prints_its_optimized_hlo_past_the_cache(cache_dir):
+  """An executable loaded from the cache prints XLA's optimized module as the compiled one does
+  (Compiled.as_text()): its recorded source is compiled again with the dump options, and that
+  compile neither reads nor writes the cache (a hit would skip the dump)."""
+  backend = get_backend()
+  text = _program("f32", (9,), "multiply")
+  compiled = backend.compile(text)
+  before = dict(cc.counters)
+  loaded = backend.compile(text)
+  assert cc.counters["hit"] == before["hit"] + 1
+  entries = sorted(cache_dir.iterdir())
+  assert loaded.get_hlo_text() == compiled.get_hlo_text()
+  assert loaded.get_hlo_text().startswith("HloModule m, is_scheduled=true")
+  assert "multiply(" in loaded.get_hlo_text()
+  assert dict(cc.counters) == {**before, "hit": before["hit"] + 1}
+  assert sorted(cache_dir.iterdir()) == entries
+
+
 def test_cache_off_writes_nothing(cache_dir, monkeypatch):
   monkeypatch.setattr(cc.settings, "enabled", False)
   get_backend().compile(_program("f32", (11,), "add"))

@@ -246,11 +246,15 @@ def constrain(ctx, x, sharding, aval):
   mesh = sharding_lowering.module_mesh(ctx)
   if mesh is None or not hasattr(sharding, "mesh") or sharding.mesh.size == 1:
     return x  # a single-device program: nothing to lay out
-  if dict(sharding.mesh.shape) != mesh:
-    raise ValueError(f"with_sharding_constraint over mesh {sharding.mesh!r} inside a program "
-                     f"partitioned over another mesh {mesh}")
+  name = sharding_lowering.MESH_NAME
+  if dict(sharding.mesh.shape) != mesh:  # another mesh of the same devices (use_abstract_mesh)
+    name = sharding_lowering.other_mesh_name(ctx.module, sharding.mesh)
+    if name is None:
+      raise ValueError(f"with_sharding_constraint over mesh {sharding.mesh!r} inside a program "
+                       f"partitioned over another mesh {mesh}")
+    mesh = dict(sharding.mesh.shape)
   attr = sharding_lowering.sharding_attr(sharding_lowering.spec_dims(sharding.spec, aval.ndim),
-                                         mesh, aval.ndim, sharding.spec.unreduced)
+                                         mesh, aval.ndim, sharding.spec.unreduced, name)
   return ctx.fb.op("sdy.sharding_constraint", [x], [mlir.ir_type(aval)],
                    props={"sharding": attr})[0]
 

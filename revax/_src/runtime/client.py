@@ -46,8 +46,8 @@ import numpy as np
 
 from revax._src.core.config import config
 from revax._src.core.errors import JaxRuntimeError
-from revax._src.runtime import (backends, compilation_cache, fastpath, gemm, im2col, pjrt,
-                                platform_limits, plugins, subbyte)
+from revax._src.runtime import (backends, compilation_cache, fastpath, gemm, hlo_dump, im2col,
+                                pjrt, platform_limits, plugins, subbyte)
 from revax._src.runtime.array import Array
 from revax._src.runtime.pjrt import CompileError, RuntimeBackendError
 
@@ -506,6 +506,7 @@ class Backend:
     for check in compile_checks:
       check(self)
     code = mlir_text.encode() if isinstance(mlir_text, str) else bytes(mlir_text)
+    mlir_text_bytes = code
     platform_limits.check_program(self.platform, code)
     transfers = None  # host callbacks as send/recv host transfers (host_transfer.py)
     if b"is_host_transfer = true" in code:
@@ -533,6 +534,9 @@ class Backend:
                                    use_shardy_partitioner=use_shardy_partitioner,
                                    portable=portable, option_overrides=option_overrides)
     executable = self._compile_or_load(code, options, portable, transfers)
+    # what it was built from, for its optimized HLO (hlo_dump.optimized_hlo): the caller's
+    # text itself where nothing rewrote it
+    executable._source = (mlir_text if code == mlir_text_bytes else code, options)
     # programs that call Python wait for it (host callbacks' effects and errors happen in the call)
     executable.waits = _calls_python(code) or transfers is not None
     return executable
@@ -565,8 +569,10 @@ class Backend:
           compilation_cache.store(key, payload)
     return _with_transfers(executable, transfers)
 
-  def _compile(self, code: bytes, options: bytes, single_device: bool) -> Executable:
-    program_format = b"mlir"
+  def _compile(self, code: bytes, options: bytes, single_device: bool, *,
+               program_format: bytes = b"mlir") -> Executable:
+    """Compile `code` (StableHLO text, or with program_format=b"hlo" a serialized
+    HloModuleProto) with serialized compile `options`, never through the persistent cache."""
     program = pjrt.Program(struct_size=pjrt.Program.STRUCT_SIZE,
                            code=C.cast(C.c_char_p(code), _ptr), code_size=len(code),
                            format=C.cast(C.c_char_p(program_format), _ptr),
@@ -1285,6 +1291,8 @@ class Executable:
     self._portable = portable
     self._memory_stats: MemoryStats | None = None
     self._serialized: bytes | None = None  # set when loaded from serialized bytes
+    self._source = None  # (code, compile options) it was compiled from, where known
+    self._optimized_hlo = None  # (text, proto), made by hlo_dump.optimized_hlo when asked
     self._read_signature()
     if portable:
       self.devices = list(backend.devices)
@@ -1691,6 +1699,24 @@ class Executable:
           _SERIALIZE_DELETER(out.serialized_executable_deleter)(out.serialized_executable)
     flags = int(self._portable) | int(self.waits) << 1
     return _SERIALIZED.pack(_SERIALIZED_MAGIC, _SERIALIZED_VERSION, flags) + payload
+
+  def hlo_modules(self) -> list:
+    """XLA's optimized HLO of the program (jaxlib's `LoadedExecutable.hlo_modules()`): one
+    `hlo_dump.HloModule` (`name`, `to_string()`, `as_serialized_hlo_module_proto()`); XLA
+    compiles the program once more to print it, on the first call (hlo_dump.optimized_hlo)."""
+    return [hlo_dump.HloModule(*hlo_dump.optimized_hlo(self))]
+
+  def get_hlo_text(self) -> str:
+    """XLA's optimized HLO of the program as text (jaxlib's `LoadedExecutable.get_hlo_text()`,
+    what JAX's `Compiled.as_text()` returns).
+
+    Example:
+      >>> from revax._src.runtime.client import get_backend
+      >>> exe = get_backend().compile(revax.jit(lambda x: x * 2).lower(jnp.ones(3)).as_text())
+      >>> print(exe.get_hlo_text().split("\\n")[0])
+      HloModule jit__lambda, is_scheduled=true, entry_computation_layout={(f32[3]{0})->f32[3]{0}}
+    """
+    return hlo_dump.optimized_hlo(self)[0]
 
   def memory_stats(self) -> MemoryStats:
     """XLA's memory figures for this program: argument, output, temp bytes and more."""

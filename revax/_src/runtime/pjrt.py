@@ -23,9 +23,11 @@ import numpy as np
 from revax._src.core.errors import JaxRuntimeError
 
 __all__ = [
-    "Api", "RuntimeBackendError", "CompileError", "compile_options", "default_plugin_path",
-    "ARGS", "NamedValue", "Program", "ExecuteOptions", "NUMPY_TO_PJRT", "PJRT_TO_NUMPY",
-    "buffer_type", "numpy_dtype", "ERROR_CODES", "HOST_BUFFER_IMMUTABLE_ONLY_DURING_CALL",
+    "Api", "RuntimeBackendError", "CompileError", "compile_options", "option_override_fields",
+    "proto_fields", "read_varint",
+    "default_plugin_path", "ARGS", "NamedValue", "Program", "ExecuteOptions", "NUMPY_TO_PJRT",
+    "PJRT_TO_NUMPY", "buffer_type", "numpy_dtype", "ERROR_CODES",
+    "HOST_BUFFER_IMMUTABLE_ONLY_DURING_CALL",
 ]
 
 _ptr, _size, _int, _i64, _bool, _f32 = (C.c_void_p, C.c_size_t, C.c_int, C.c_int64, C.c_bool,
@@ -395,6 +397,39 @@ def _int_field(number: int, value: int) -> bytes:
   return _varint(number << 3) + _varint(value)
 
 
+def read_varint(b: bytes, i: int) -> tuple[int, int]:
+  """The varint at `b[i:]` and the position after it."""
+  result = shift = 0
+  while True:
+    x = b[i]
+    i += 1
+    result |= (x & 0x7F) << shift
+    shift += 7
+    if not x & 0x80:
+      return result, i
+
+
+def proto_fields(buf: bytes) -> list:
+  """Protobuf wire format -> [(field number, wire type, value)]."""
+  i, out = 0, []
+  while i < len(buf):
+    key, i = read_varint(buf, i)
+    field, wire = key >> 3, key & 7
+    if wire == 0:
+      value, i = read_varint(buf, i)
+    elif wire == 2:
+      n, i = read_varint(buf, i)
+      value, i = buf[i:i + n], i + n
+    elif wire == 1:
+      value, i = buf[i:i + 8], i + 8
+    elif wire == 5:
+      value, i = buf[i:i + 4], i + 4
+    else:
+      raise ValueError(f"unsupported protobuf wire type {wire}")
+    out.append((field, wire, value))
+  return out
+
+
 def compile_options(num_replicas: int = 1, num_partitions: int = 1, *,
                     use_spmd_partitioning: bool = False, use_shardy_partitioner: bool = False,
                     device_assignment: list[list[int]] | None = None,
@@ -438,9 +473,21 @@ def compile_options(num_replicas: int = 1, num_partitions: int = 1, *,
   options = _field(3, build)
   if portable:
     options += _int_field(4, 1)
-  for name, value in option_overrides:
-    options += _field(7, _field(1, str(name).encode()) + _field(2, _option_value(value)))
-  return options
+  return options + option_override_fields(option_overrides)
+
+
+def option_override_fields(option_overrides) -> bytes:
+  """The `env_option_overrides` entries of a CompileOptionsProto for (name, value) pairs:
+  appended to serialized options, they add to (or, for a name already there, replace) the
+  options' overrides, as protobuf merges a repeated map field.
+
+  Example:
+    >>> from revax._src.runtime import pjrt
+    >>> pjrt.option_override_fields([("xla_dump_to", "d")])
+    b':\\x12\\n\\x0bxla_dump_to\\x12\\x03\\n\\x01d'
+  """
+  return b"".join(_field(7, _field(1, str(name).encode()) + _field(2, _option_value(value)))
+                  for name, value in option_overrides)
 
 
 def _option_value(value) -> bytes:

@@ -30,14 +30,13 @@ from revax._src.core.errors import JaxRuntimeError
 from revax._src.runtime import array as _array
 from revax._src.runtime import pjrt
 from revax._src.runtime.array import Array
+from revax._src.runtime.hlo_dump import optimized_module_proto
+from revax._src.runtime.pjrt import proto_fields as _proto_fields
+from revax._src.runtime.pjrt import read_varint as _read_varint
 
 __all__ = ["ShardedArray", "Shard", "compile_spmd", "run_spmd", "compiled_shardings",
            "op_sharding_indices", "check_shard", "any_sharded", "mark", "unmarked",
            "own_sharding"]
-
-# PJRT_Executable_OptimizedProgram_Args (pjrt.py binds only what single-device programs use)
-pjrt.ARGS.setdefault("Executable_OptimizedProgram", pjrt._struct(
-    "PJRT_Executable_OptimizedProgram_Args", [("executable", C.c_void_p), ("program", C.c_void_p)]))
 
 pjrt.ARGS.setdefault("Buffer_IsDeleted", pjrt._struct(
     "PJRT_Buffer_IsDeleted_Args", [("buffer", C.c_void_p), ("is_deleted", C.c_bool)]))
@@ -301,6 +300,7 @@ def compile_spmd(backend, text: str, device_ids) -> "object":
     from revax._src.runtime import host_transfer
     code, transfers = host_transfer.prepare_program(code, backend)
   executable = backend._compile(code, options, False)
+  executable._source = (text if transfers is None else code, options)  # (hlo_dump.optimized_hlo)
   if transfers is not None:
     transfers.attach(executable)
   return executable
@@ -355,7 +355,7 @@ def run_spmd(executable, args_per_device, in_specs, trusted=(), wait=True) -> li
 def compiled_shardings(executable) -> tuple[list[dict], list[dict]]:
   """(per-parameter OpShardings, per-result OpShardings) XLA chose, as dicts (see
   `_op_sharding`); read from the partitioned HloModuleProto."""
-  module = _hlo_module_proto(executable)
+  module = optimized_module_proto(executable)
   fields = _proto_fields(module)
   params = [_op_sharding(v) for f, _, v in fields if f == 14]
   outs = [_op_sharding(v) for f, _, v in fields if f == 12]
@@ -394,56 +394,6 @@ def op_sharding_indices(sharding: dict, shape, num_partitions: int) -> list[tupl
       index.append(slice(t[d] * block, min((t[d] + 1) * block, shape[d])))
     out[p] = tuple(index)
   return [full if ix is None else ix for ix in out]
-
-
-def _hlo_module_proto(executable) -> bytes:
-  api = executable._api
-  e = api.call("LoadedExecutable_GetExecutable", loaded_executable=executable._ptr).executable
-  try:
-    prog = pjrt.Program(struct_size=pjrt.Program.STRUCT_SIZE)
-    api.call("Executable_OptimizedProgram", executable=e, program=C.addressof(prog))
-    buf = C.create_string_buffer(max(prog.code_size, 1))
-    prog.code = C.addressof(buf)
-    api.call("Executable_OptimizedProgram", executable=e, program=C.addressof(prog))
-    code = buf.raw[:prog.code_size]
-    fmt = C.string_at(prog.format, prog.format_size).decode()
-  finally:
-    api.call("Executable_Destroy", executable=e)
-  if fmt == "hlo_with_config":  # HloModuleProtoWithConfig { hlo_module = 1, config = 2 }
-    return next(v for f, _, v in _proto_fields(code) if f == 1)
-  return code
-
-
-def _read_varint(b: bytes, i: int):
-  result = shift = 0
-  while True:
-    x = b[i]
-    i += 1
-    result |= (x & 0x7F) << shift
-    shift += 7
-    if not x & 0x80:
-      return result, i
-
-
-def _proto_fields(buf: bytes) -> list:
-  """Protobuf wire format -> [(field number, wire type, value)]."""
-  i, out = 0, []
-  while i < len(buf):
-    key, i = _read_varint(buf, i)
-    field, wire = key >> 3, key & 7
-    if wire == 0:
-      value, i = _read_varint(buf, i)
-    elif wire == 2:
-      n, i = _read_varint(buf, i)
-      value, i = buf[i:i + n], i + n
-    elif wire == 1:
-      value, i = buf[i:i + 8], i + 8
-    elif wire == 5:
-      value, i = buf[i:i + 4], i + 4
-    else:
-      raise ValueError(f"unsupported protobuf wire type {wire}")
-    out.append((field, wire, value))
-  return out
 
 
 def _packed(value, wire) -> list:
