@@ -1,6 +1,7 @@
 """revax vs JAX, side by side in one run; prints ratios (revax / JAX) and writes RESULTS.md.
 
 Run: python benchmarks/run.py [--quick] [--core]
+     python benchmarks/run.py --tpu [--quick]   # on a TPU machine: the accelerator's rows
 
 Measures: import time to a first result, eager `add` on small arrays, jitted call overhead on
 small arrays, first-call trace+lower and compile time of an MLP with 64 layers, jit(grad) of it,
@@ -149,7 +150,13 @@ def main():
   parser = argparse.ArgumentParser()
   parser.add_argument("--quick", action="store_true", help="fewer repeats (noisier)")
   parser.add_argument("--core", action="store_true", help="only the core rows (no topic modules)")
+  parser.add_argument("--tpu", action="store_true",
+                      help="on a TPU machine: the accelerator's rows only (tpu_rows), written "
+                           "to RESULTS.md's TPU section")
   args = parser.parse_args()
+  if args.tpu:
+    tpu_report(args)
+    return
   args.load_at_start = os.getloadavg()
   n_import = 3 if args.quick else 7
   n_calls = 2000 if args.quick else 20000
@@ -180,6 +187,43 @@ def main():
   if not args.core:
     rows += topic_rows(args.quick)
   report(rows, args)
+
+
+# The accelerator's rows: issue 32's reversible MLP (width 2048 per stream, batch 8192, f32) as
+# deep as the chip allows each method. bench_reversible.py measures each library in its own
+# process (the chip holds one program's process at a time); its report names the chip.
+TPU_DEPTHS, TPU_QUICK_DEPTHS = (8, 32, 64, 128), (8, 32, 128)
+TPU_START, TPU_END = "<!-- run.py --tpu: start -->", "<!-- run.py --tpu: end -->"
+
+
+def tpu_report(args, path=HERE / "RESULTS.md") -> None:
+  """`--tpu`: plain grad, checkpoint per block and invertible of the reversible MLP on the chip,
+  revax and jax, per depth: step time and XLA's memory of the step (temp + arguments +
+  outputs: the device's peak while it runs), "out of memory" where a method does not fit, and
+  the per-block ratios; printed and written between TPU_START and TPU_END in `path`."""
+  import tempfile
+  sys.path.insert(0, str(HERE))
+  import bench_reversible
+  depths = TPU_QUICK_DEPTHS if args.quick else TPU_DEPTHS
+  with tempfile.TemporaryDirectory() as tmp:
+    out = os.path.join(tmp, "tpu.md")
+    bench_reversible.main(["--out", out, "--size", "tpu", "--depths",
+                           ",".join(map(str, depths)), "--rounds", "2" if args.quick else "3",
+                           "--calls", "3", "--max-seconds", "200"])
+    body = pathlib.Path(out).read_text()
+  body = body.replace("# Reversible MLP per block:", "## TPU rows of `python benchmarks/run.py "
+                      "--tpu" + (" --quick" if args.quick else "") + "`: reversible MLP on", 1)
+  body = "\n".join(("#" + line if line.startswith("## ") and i else line)
+                   for i, line in enumerate(body.splitlines()))
+  section = f"{TPU_START}\n{body.rstrip()}\n{TPU_END}\n"
+  path = pathlib.Path(path)
+  old = path.read_text() if path.exists() else ""
+  if TPU_START in old and TPU_END in old:
+    text = old.split(TPU_START, 1)[0] + section + old.split(TPU_END, 1)[1].lstrip("\n")
+  else:
+    text = old.rstrip("\n") + "\n\n" + section
+  path.write_text(text)
+  print(f"written to {path}")
 
 
 def table(rows, jax_version: str) -> str:

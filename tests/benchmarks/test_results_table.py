@@ -124,3 +124,33 @@ def test_jitted_row_end_to_end(bench):
   np.testing.assert_array_equal(pair["revax direct"]()[0].to_numpy(), np.full(4, 2, np.float32))
   assert list(timing.jitted_calls("jax", libs["jax"][0], libs["jax"][0].jit(lambda a: a), 1.0)) \
       == ["jax"]
+
+
+def test_tpu_rows_go_to_their_own_section(bench, tmp_path, monkeypatch):
+  """`run.py --tpu` runs bench_reversible.py at the chip's sizes over run.py's TPU depths and
+  writes its report as RESULTS.md's TPU section, between markers: the CPU table before it and
+  the sections after it are kept, and a second run replaces the section instead of adding one."""
+  _, run = bench
+  import bench_reversible
+  calls = []
+
+  def fake_main(argv):
+    calls.append(argv)
+    out = argv[argv.index("--out") + 1]
+    pathlib.Path(out).write_text(f"# Reversible MLP per block: TPU v5 lite (tpu)\n\nrun "
+                                 f"{len(calls)}\n\n## Per block\n\n| a | b |\n")
+  monkeypatch.setattr(bench_reversible, "main", fake_main)
+  results = tmp_path / "RESULTS.md"
+  results.write_text("# Benchmarks\n\n| cpu table |\n\n<!-- bench_plugins: start -->\nplugins\n")
+  for quick in (False, True):
+    run.tpu_report(argparse.Namespace(quick=quick), path=results)
+  text = results.read_text()
+  assert calls[0][calls[0].index("--depths") + 1] == ",".join(map(str, run.TPU_DEPTHS))
+  assert calls[1][calls[1].index("--depths") + 1] == ",".join(map(str, run.TPU_QUICK_DEPTHS))
+  assert all(c[c.index("--size") + 1] == "tpu" for c in calls)
+  assert text.startswith("# Benchmarks\n\n| cpu table |\n\n<!-- bench_plugins: start -->")
+  assert text.count(run.TPU_START) == text.count(run.TPU_END) == 1
+  section = text.split(run.TPU_START)[1]
+  assert "run 2" in section and "run 1" not in section
+  assert "## TPU rows of `python benchmarks/run.py --tpu --quick`: reversible MLP on TPU v5 lite" \
+      in section and "\n### Per block" in section
