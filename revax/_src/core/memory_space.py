@@ -1,0 +1,114 @@
+"""Memory spaces in types: which memory of its device a value lives in (JAX's `MemorySpace`).
+
+A device addresses several memories (PJRT memory spaces): its own ("device"), host memory it
+can reach directly ("pinned_host") and plain host memory ("unpinned_host"). JAX types a value
+in pinned host memory apart: `typeof(x)` reads `float32<host>[4]` and `.memory_space` is
+`MemorySpace.Host`; a value in the device's memory (or unpinned host memory, which JAX does not
+type apart) is `MemorySpace.Device`. `jax.device_put(x, jax.memory.Space.Host)` moves a value
+there and its type follows it.
+
+Primitives compute their results' memory space from their operands' (`apply`, called by
+`Primitive.abstract_eval` once any value was typed outside device memory): the operands of rank
+> 0 must agree (ValueError otherwise, JAX's message) and the results live where they do; scalars
+do not count. Primitives that hold a jaxpr (jit, control flow, custom derivatives) and
+device_put compute their own.
+"""
+from __future__ import annotations
+
+import enum
+
+__all__ = ["MemorySpace", "mem_kind_to_space", "mem_space_to_kind", "apply", "own_rule"]
+
+
+class MemorySpace(enum.Enum):
+  """Where a value lives on its device (JAX's `jax.memory.Space`): `Device` (the device's own
+  memory), `Host` (pinned host memory) or `Any` (no particular one).
+
+  Example:
+    >>> from revax._src.core.memory_space import MemorySpace
+    >>> MemorySpace.Host, MemorySpace.Host.name
+    (MemorySpace.Host, 'Host')
+  """
+  Device = enum.auto()
+  Host = enum.auto()
+  Any = enum.auto()
+
+  def __repr__(self):
+    return f"MemorySpace.{self.name}"
+
+  __str__ = __repr__
+  # (as JAX's: an identity hash, where Enum's would hash the name string)
+  __hash__ = object.__hash__
+
+
+def mem_kind_to_space(kind: str | None) -> MemorySpace:
+  """The memory space of a PJRT memory kind: Host for "pinned_host", else Device (JAX's)."""
+  return MemorySpace.Host if kind == "pinned_host" else MemorySpace.Device
+
+
+def mem_space_to_kind(space: MemorySpace) -> str:
+  """The memory kind a memory space places values in: "device" or "pinned_host".
+
+  Raises:
+    ValueError: `MemorySpace.Any`, which names no memory.
+  """
+  if space is MemorySpace.Device:
+    return "device"
+  if space is MemorySpace.Host:
+    return "pinned_host"
+  raise ValueError(f"{space!r} names no memory to place a value in")
+
+
+# True once a value was typed outside device memory in this process (until then abstract
+# evaluation skips `apply`)
+active = False
+
+# primitives that compute their results' memory spaces themselves (device_put)
+own_rule: set = set()
+
+
+def default_space(prim, avals) -> MemorySpace:
+  """JAX's default rule: where the operands of rank > 0 live (they must agree), Device when
+  there are none, Any when every operand is Any."""
+  spaces = [getattr(a, "memory_space", MemorySpace.Device) for a in avals]
+  if spaces and all(s is MemorySpace.Any for s in spaces):
+    return MemorySpace.Any
+  prev = None
+  for a in avals:
+    if not getattr(a, "ndim", 0) or not hasattr(a, "memory_space"):
+      continue
+    if prev is not None and prev.memory_space is not a.memory_space:
+      raise ValueError(
+          f"memory_space of all inputs passed to `{prim.name}` must be the same. Got one "
+          f"operand with type: {prev.str_short(short_dtypes=False)} and another operand with "
+          f"type: {a.str_short(short_dtypes=False)}")
+    prev = a
+  return MemorySpace.Device if prev is None else prev.memory_space
+
+
+def _holds_jaxpr(params) -> bool:
+  for v in params.values():
+    if hasattr(v, "eqns") or hasattr(v, "jaxpr"):
+      return True
+    if type(v) is tuple and v and (hasattr(v[0], "eqns") or hasattr(v[0], "jaxpr")):
+      return True
+  return False
+
+
+def apply(prim, avals, params, out):
+  """`out` (a primitive's result aval, or list of them) typed in the memory space the
+  primitive's operands give (see `default_space`); unchanged for primitives with their own
+  rule or a jaxpr inside."""
+  if prim in own_rule or _holds_jaxpr(params):
+    return out
+  space = default_space(prim, avals)
+  if space is MemorySpace.Device:
+    return out
+  if isinstance(out, (list, tuple)):
+    return type(out)(_placed(o, space) for o in out)
+  return _placed(out, space)
+
+
+def _placed(aval, space):
+  from revax._src.core.avals import ShapedArray  # (avals imports this module)
+  return aval.update(memory_space=space) if type(aval) is ShapedArray else aval
