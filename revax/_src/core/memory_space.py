@@ -110,5 +110,6 @@ def apply(prim, avals, params, out):
 
 
 def _placed(aval, space):
-  from revax._src.core.avals import ShapedArray  # (avals imports this module)
-  return aval.update(memory_space=space) if type(aval) is ShapedArray else aval
+  # (array types: a ShapedArray's memory space is a MemorySpace; a Ref's is None or its own)
+  return aval.update(memory_space=space) \
+      if isinstance(getattr(aval, "memory_space", None), MemorySpace) else aval

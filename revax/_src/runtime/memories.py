@@ -120,11 +120,20 @@ def place_outputs(outputs, kinds, device) -> bool:
 
 
 _ANNOTATION = re.compile(
-    rb"(%[\w#]+) = stablehlo\.custom_call @annotate_device_placement\((%[\w#]+)\) \{[^\n]*\} "
-    rb": \(([^()\n]+)\) -> ([^\n]+)")
+    rb'^( *)(%[\w#]+) = "?stablehlo\.custom_call"?[ (@](?:annotate_device_placement)?\(?'
+    rb'(%[\w#]+)\).*annotate_device_placement.* : \(([^()\n]+)\) -> ([^\n]+)$|'
+    rb'^( *)(%[\w#]+) = stablehlo\.custom_call @annotate_device_placement\((%[\w#]+)\)'
+    rb'.* : \(([^()\n]+)\) -> ([^\n]+)$', re.M)
+
+
+def _identity(m) -> bytes:
+  g = m.groups()
+  pad, out, x, t_in, t_out = g[:5] if g[0] is not None else g[5:]
+  return pad + out + b" = stablehlo.reshape " + x + b" : (" + t_in + b") -> " + t_out
 
 
 def strip_placement_annotations(code: bytes) -> bytes:
-  """`code` with each `annotate_device_placement` custom call made an identity (a reshape to
-  its own type), for a plugin that has no such target (XLA:CPU)."""
-  return _ANNOTATION.sub(rb"\1 = stablehlo.reshape \2 : (\3) -> \4", code)
+  """`code` with each `annotate_device_placement` custom call (JAX's pretty form or revax's
+  generic one) made an identity (a reshape to its own type), for a plugin that has no such
+  target (XLA:CPU)."""
+  return _ANNOTATION.sub(_identity, code)
