@@ -186,8 +186,14 @@ class ShardedLowered(StageAttributes):
 
   def as_text(self) -> str:
     if self._program is None:
-      return mlir.lower_jaxpr_to_module(self._entry.jaxpr, self._entry.name)
+      return mlir.lower_jaxpr_to_module(self._entry.jaxpr, self._entry.name,
+                                        result_kinds=self._result_kinds())
     return self._program.text
+
+  def _result_kinds(self):
+    """Per result, the memory kind the out_shardings name (None: all the device's own)."""
+    from revax._src.sharded_jit import finish_actions, result_kinds
+    return result_kinds(finish_actions(self._out_shardings))
 
   @property
   def jaxpr(self):
@@ -205,9 +211,15 @@ class ShardedCompiled:
   def __init__(self, lowered: ShardedLowered):
     self._lowered = lowered
     entry = lowered._entry
+    self._placing = None  # (program, finish actions) where out_shardings name other memories
     if lowered._program is None:
       if entry.program is None:
         entry.program = program_for(entry.jaxpr, entry.name)
+      kinds = lowered._result_kinds()
+      if kinds is not None:
+        from revax._src.sharded_jit import finish_actions
+        self._placing = (program_for(entry.jaxpr, entry.name, result_kinds=kinds),
+                         finish_actions(lowered._out_shardings))
 
   def as_text(self) -> str:
     return self._lowered.as_text()
@@ -235,7 +247,12 @@ class ShardedCompiled:
     dispatch.check_arg_avals(entry.name, entry.jaxpr.in_avals,
                              [x.aval if isinstance(x, Array) else get_aval(x) for x in flat])
     p = self._lowered._program
-    outs = p(flat) if p is not None else entry.program.call_arrays(flat)
+    if self._placing is not None:
+      from revax._src.sharded_jit import finish_one_device
+      program, actions = self._placing
+      outs = finish_one_device(program.call_arrays(flat), actions)
+    else:
+      outs = p(flat) if p is not None else entry.program.call_arrays(flat)
     return outs[0] if entry.out_is_leaf else tree_util.tree_unflatten(entry.out_tree, outs)
 
   def memory_analysis(self):

@@ -539,7 +539,7 @@ class Backend:
                                    use_shardy_partitioner=use_shardy_partitioner,
                                    portable=portable, option_overrides=option_overrides)
     kinds = memories.output_memory_kinds(code) if single_device else None
-    if self._is_cpu and b"@annotate_device_placement" in code:  # (memories.py)
+    if self._is_cpu and b"annotate_device_placement" in code:  # (memories.py)
       code = memories.strip_placement_annotations(code)
     executable = self._compile_or_load(code, options, portable, transfers)
     # programs that call Python wait for it (host callbacks' effects and errors happen in the call)
