@@ -43,6 +43,8 @@ class ShapedArray:
     mat = manual_axis_type if manual_axis_type is not None and not manual_axis_type.empty \
         else None
     self._mat = mat
+    if memory_space is None:  # (a Ref's memory space, unset: the device's own)
+      memory_space = MemorySpace.Device
     self.memory_space = memory_space
     if memory_space is not MemorySpace.Device:
       if not isinstance(memory_space, MemorySpace):
