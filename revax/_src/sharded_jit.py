@@ -28,6 +28,7 @@ from revax._src.core.config import config
 from revax._src.interpreters import dispatch
 from revax._src.runtime import sharded as rt
 from revax._src.runtime.array import Array
+from revax._src.runtime.array import commit as _commit
 from revax._src.runtime.client import get_backend
 from revax._src.donation import mesh_donated
 from revax._src.program_cache import program_for as one_device_program
@@ -243,9 +244,24 @@ def finish_one_device(outs, actions) -> list:
       done.append(o)
     elif act[0] == "mark":
       done.append(rt.mark(o, act[1]))
+    elif _names_memory(act[1]):
+      done.append(_typed_as_computed(place(o, act[1]), o.aval))
     else:
       done.append(place(o, act[1]))
   return done
+
+
+def _typed_as_computed(x, aval):
+  """`x` (placed in another memory by out_shardings) keeping the type the program computed,
+  as JAX's jit results do (`typeof` reads `float32[4]` while `.sharding.memory_kind` is
+  "pinned_host"): the memory is recorded beside the type."""
+  if x.aval == aval:
+    return x
+  kind = x.memory_kind()
+  out = Array(aval, npy=x._npy, buf=x._buf)
+  out._mem_kind = kind
+  marked = getattr(x, "_mesh_sharding", None)
+  return rt.mark(out, marked) if marked is not None else _commit(out)
 
 
 def call_sharded(closed, name, args, in_shardings, out_shardings):

@@ -1,0 +1,201 @@
+"""Memory spaces (`revax.memory`, revax/_src/memory.py and core/memory_space.py) against jax 0.10.2
+on the CPU, whose devices address three memories (device, pinned_host, unpinned_host).
+
+Each case runs the same program through revax and jax (`_both`) and compares what it reports:
+types (`typeof`, printed `float32<host>[4]`), `.sharding` with its memory kind, values, the
+device_put equations of jaxprs, the `mhlo.memory_kind` attributes and
+`annotate_device_placement` calls of lowered programs, and error types and messages. Where the
+value is a revax Array, the memory PJRT says its buffer is in (PJRT_Buffer_Memory) must be the
+one its sharding reports: placement is real, not a label."""
+import re
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax.sharding import NamedSharding as JNS
+from jax.sharding import PartitionSpec as JP
+from jax.sharding import SingleDeviceSharding as JSDS
+
+import revax
+import revax.numpy as rnp
+from revax._src.runtime.array import Array as ConcreteArray
+from revax.sharding import NamedSharding as RNS
+from revax.sharding import PartitionSpec as RP
+from revax.sharding import SingleDeviceSharding as RSDS
+
+X = np.arange(12.0, dtype=np.float32).reshape(4, 3)
+
+
+def _lib(name):
+  if name == "jax":
+    return jax, jnp, JSDS, JNS, JP
+  return revax, rnp, RSDS, RNS, RP
+
+
+def _both(fn):
+  """fn(lib, np-module, SingleDeviceSharding, NamedSharding, P) through jax and revax."""
+  return fn(*_lib("jax")), fn(*_lib("revax"))
+
+
+def _where(x):
+  """What a value reports about its placement: type, sharding's kind and memory, value; for a
+  revax Array also checks that its buffer is where its sharding says."""
+  s = x.sharding
+  if isinstance(x, ConcreteArray) and x._buf is not None:
+    assert x._buf.memory.kind == s.memory_kind, (x._buf.memory, s)
+  typ = revax.typeof(x) if isinstance(x, ConcreteArray) else jax.typeof(x)
+  return (str(typ), str(typ.memory_space), type(s).__name__, s.memory_kind,
+          np.asarray(x).tolist())
+
+
+def test_namespace_is_jax_s():
+  assert sorted(n for n in dir(revax.memory) if not n.startswith("_")) == \
+      sorted(n for n in dir(jax.memory) if not n.startswith("_"))
+  S, JS = revax.memory.Space, jax.memory.Space
+  assert [m.name for m in S] == [m.name for m in JS]
+  assert [repr(m) for m in S] == [repr(m) for m in JS]
+  assert [str(m) for m in S] == [str(m) for m in JS]
+  assert S.__name__ == JS.__name__ == "MemorySpace"
+
+
+def test_device_memories_are_jax_s():
+  rd, jd = revax.devices()[0], jax.devices()[0]
+  r = [(repr(m), str(m), m.kind, m.platform) for m in rd.addressable_memories()]
+  j = [(repr(m), str(m), m.kind, m.platform) for m in jd.addressable_memories()]
+  assert r == j
+  assert (repr(rd.default_memory()), rd.default_memory().kind) == (
+      repr(jd.default_memory()), jd.default_memory().kind)
+
+
+_PLACEMENTS = {
+    "space Host": lambda L, S, N, P, d: L.memory.Space.Host,
+    "space Device": lambda L, S, N, P, d: L.memory.Space.Device,
+    "sharding pinned_host": lambda L, S, N, P, d: S(d, memory_kind="pinned_host"),
+    "sharding unpinned_host": lambda L, S, N, P, d: S(d, memory_kind="unpinned_host"),
+    "with_memory_kind": lambda L, S, N, P, d: S(d).with_memory_kind("pinned_host"),
+    "named pinned_host": lambda L, S, N, P, d: N(L.make_mesh((1,), ("a",)), P(),
+                                                 memory_kind="pinned_host"),
+}
+
+
+@pytest.mark.parametrize("name", list(_PLACEMENTS))
+def test_device_put_places_as_jax_does(name):
+  """device_put into a memory and back, and an eager op on the result (which stays there)."""
+  def run(L, np_, S, N, P):
+    d = L.devices()[0]
+    y = L.device_put(np_.asarray(X), _PLACEMENTS[name](L, S, N, P, d))
+    back = L.device_put(y, L.memory.Space.Device)
+    # (an eager op on an array over a 1-device mesh gives a plain one-device array in revax,
+    # on purpose: tests/sharding/test_one_device_mesh.py; its memory is compared)
+    op = _where(y * 2)
+    return (_where(y), y.committed, str(L.typeof(y).memory_space), _where(back),
+            op[:2] + op[3:], str(L.typeof(y.sum())), str(L.typeof(y[1:])))
+  j, r = _both(run)
+  assert r == j
+
+
+def test_jit_follows_the_memory_of_its_arguments():
+  """A jitted function of a host array computes a host array (jax's propagation), a device_put
+  inside moves results between memories; the lowered module marks them as jax's does."""
+  def run(L, np_, S, N, P):
+    Sp = L.memory.Space
+    y = L.device_put(np_.asarray(X), Sp.Host)
+    f = L.jit(lambda a: (a * 2, a.sum(), L.device_put(a, Sp.Device) + 1.0))
+    g = L.jit(lambda a: L.device_put(a * 2, Sp.Host) * 3)
+    return ([_where(o) for o in f(y)], _where(g(np_.asarray(X))),
+            _memory_marks(f.lower(y).as_text()), _memory_marks(g.lower(np_.asarray(X)).as_text()),
+            _memory_marks(L.jit(lambda a: a * 2).lower(np_.asarray(X)).as_text()))
+  j, r = _both(run)
+  assert r == j
+
+
+def _memory_marks(text):
+  """The memory kinds of @main's arguments and results and the placements annotated."""
+  main = text[text.index("@main("):]
+  sig = main[:main.index("{\n")] if "{\n" in main else main
+  args, results = sig.split(") -> ", 1)
+  return (re.findall(r'mhlo\.memory_kind = "(\w+)"', args),
+          re.findall(r'mhlo\.memory_kind = "(\w+)"', results),
+          re.findall(r'_xla_buffer_placement = "(\w+)"', text))
+
+
+@pytest.mark.parametrize("kind", ["pinned_host", "unpinned_host"])
+def test_out_shardings_with_a_memory_kind(kind):
+  def run(L, np_, S, N, P):
+    s = S(L.devices()[0], memory_kind=kind)
+    f = L.jit(lambda a: a * 2, out_shardings=s)
+    x = np_.asarray(X)
+    return (_where(f(x)), _where(f.lower(x).compile()(x)), _memory_marks(f.lower(x).as_text()))
+  j, r = _both(run)
+  assert r == j
+
+
+def test_jaxprs_type_device_put_results_in_their_memory():
+  def run(L, np_, S, N, P):
+    Sp = L.memory.Space
+    s = S(L.devices()[0], memory_kind="pinned_host")
+    out = []
+    for f in (lambda a: L.device_put(a, Sp.Host), lambda a: L.device_put(a, s),
+              lambda a: L.device_put(L.device_put(a, Sp.Host) * 2, Sp.Device)):
+      jaxpr = L.make_jaxpr(f)(np_.asarray(X)).jaxpr
+      out.append([(e.primitive.name, [str(v.aval) for v in e.outvars],
+                   repr(e.params.get("devices"))) for e in jaxpr.eqns])
+    return out
+  j, r = _both(run)
+  assert r == j
+
+
+def test_mixed_memories_are_refused_as_jax_refuses_them():
+  def run(L, np_, S, N, P):
+    y = L.device_put(np_.asarray(X), L.memory.Space.Host)
+    out = []
+    for f in (lambda: y + np_.asarray(X), lambda: L.jit(lambda a, b: a * b)(y, np_.asarray(X))):
+      with pytest.raises(Exception) as e:
+        f()
+      out.append((type(e.value).__name__, str(e.value)))
+    return out
+  j, r = _both(run)
+  assert r == j
+
+
+def test_unknown_memory_kinds_are_refused_as_jax_refuses_them():
+  def run(L, np_, S, N, P):
+    d = L.devices()[0]
+    out = []
+    for f in (lambda: S(d, memory_kind="hbm"),
+              lambda: N(L.make_mesh((1,), ("a",)), P(), memory_kind="hbm"),
+              lambda: S(d).with_memory_kind("hbm")):
+      with pytest.raises(Exception) as e:
+        f()
+      out.append((type(e.value).__name__, str(e.value)))
+    return out
+  j, r = _both(run)
+  assert r == j
+
+
+def test_transformations_of_device_put_to_a_memory():
+  """jvp keeps tangents with their primals; grad brings cotangents back to the operand's
+  memory (eager grad: what jax computes); vmap keeps the memory."""
+  def run(L, np_, S, N, P):
+    Sp = L.memory.Space
+    x = np_.asarray(X)
+    y = L.device_put(x, Sp.Host)
+    p, t = L.jvp(lambda a: L.device_put(a, Sp.Host), (x,), (x,))
+    g1 = L.grad(lambda a: L.device_put(L.device_put(a, Sp.Host) * 2, Sp.Device).sum())(x)
+    g2 = L.grad(lambda a: L.device_put(a * 2, Sp.Device).sum())(y)
+    v = L.vmap(lambda a: L.device_put(a, Sp.Host))(x)
+    return [_where(o) for o in (p, t, g1, g2, v)]
+  j, r = _both(run)
+  assert r == j
+
+
+def test_grad_of_a_host_argument_is_typed_in_host_memory():
+  """The traced gradient with respect to a host array (jax's jaxpr: cotangents moved back to
+  host memory by the transposed device_put)."""
+  def run(L, np_, S, N, P):
+    y = L.device_put(np_.asarray(X), L.memory.Space.Host)
+    jaxpr = L.make_jaxpr(L.grad(lambda a: L.device_put(a * 2, L.memory.Space.Device).sum()))(y)
+    return [str(v.aval) for v in jaxpr.jaxpr.invars + jaxpr.jaxpr.outvars]
+  j, r = _both(run)
+  assert r == j
