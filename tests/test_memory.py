@@ -199,3 +199,39 @@ def test_grad_of_a_host_argument_is_typed_in_host_memory():
     return [str(v.aval) for v in jaxpr.jaxpr.invars + jaxpr.jaxpr.outvars]
   j, r = _both(run)
   assert r == j
+
+
+_OPS = {
+    "cumsum": lambda L, np_, S, y, x: L.lax.cumsum(y, 1),
+    "sort": lambda L, np_, S, y, x: np_.sort(y, axis=1),
+    "dot": lambda L, np_, S, y, x: np_.dot(y, y.T),
+    "jit matmul": lambda L, np_, S, y, x: L.jit(lambda a: a @ a.T)(y),
+    "reshape": lambda L, np_, S, y, x: y.reshape(6, 2),
+    "astype": lambda L, np_, S, y, x: y.astype(np_.int32),
+    "cond": lambda L, np_, S, y, x: L.lax.cond(True, lambda a: a * 2, lambda a: a, y),
+    "scan host carry": lambda L, np_, S, y, x: L.lax.scan(
+        lambda c, a: (c + a, a * 2), L.device_put(np_.zeros(3), L.memory.Space.Host), y)[0],
+    "scan mixed carry": lambda L, np_, S, y, x: L.lax.scan(
+        lambda c, a: (c + a, a * 2), np_.zeros(3), y)[0],
+    "device_put no device": lambda L, np_, S, y, x: L.device_put(y),
+    "jit in_shardings kind mismatch": lambda L, np_, S, y, x: L.jit(
+        lambda a: a + 1, in_shardings=S(L.devices()[0], memory_kind="pinned_host"))(x),
+    "jit in_shardings pinned_host": lambda L, np_, S, y, x: L.jit(
+        lambda a: a + 1, in_shardings=S(L.devices()[0], memory_kind="pinned_host"))(y),
+}
+
+
+@pytest.mark.parametrize("name", list(_OPS))
+def test_operations_on_host_arrays(name):
+  """Eager ops (NumPy or compiled), control flow and jit on an array in host memory: results
+  stay there, typed so (or jax's error)."""
+  def run(L, np_, S, N, P):
+    x = np_.asarray(X)
+    y = L.device_put(x, L.memory.Space.Host)
+    try:
+      out = _OPS[name](L, np_, S, y, x)
+    except ValueError as e:
+      return ("ValueError", str(e))
+    return _where(out)
+  j, r = _both(run)
+  assert r == j

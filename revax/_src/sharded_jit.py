@@ -146,6 +146,12 @@ def argument_shardings(leaves, explicit, names) -> list:
     ValueError: a requested sharding that does not lay the argument out as it is."""
   arg_shardings = []
   for k, (x, s) in enumerate(zip(leaves, explicit, strict=True)):
+    if s is not None and isinstance(x, Array):  # (JAX moves no array between memories here)
+      have = x.sharding.memory_kind
+      if (s.memory_kind or "device") != have:
+        raise ValueError(f"Memory kinds passed to jax.jit does not match memory kind on the "
+                         f"respective arg. Got jit memory kind: {s.memory_kind}, arg memory "
+                         f"kind: {have} for arg type: {x.aval}")
     own = rt.own_sharding(x)
     if s is not None and own is not None and not _same_layout(s, own, x.aval.shape):
       raise ValueError(f"Sharding passed to jit does not match the sharding of argument {k} "
