@@ -41,6 +41,8 @@ __all__ = ["devices", "device_count", "device_put", "make_array_from_callback",
            "make_array_from_single_device_arrays", "local_devices", "local_device_count",
            "is_sharding", "place", "GSPMDSharding"]
 
+_DEVICE = MemorySpace.Device  # (an enum member's lookup on its class is slow)
+
 
 def devices(backend=None):
   """The devices of a backend, e.g. `[CpuDevice(id=0)]`.
@@ -528,6 +530,8 @@ def _single_sharding(self):
   if marked is not None:
     kind = self.memory_kind()
     return marked if marked.memory_kind == kind else marked.with_memory_kind(kind)
+  if self.aval.memory_space is _DEVICE and getattr(self, "_mem_kind", None) is None:
+    return SingleDeviceSharding(self.device)  # (the common case, kept cheap)
   return SingleDeviceSharding(self.device, memory_kind=self.memory_kind())
 
 

@@ -658,7 +658,8 @@ class SingleDeviceSharding(Sharding):
   """An array whole on one device."""
 
   def __init__(self, device, *, memory_kind=None):
-    self.device, self.memory_kind = device, _checked_kind(device, memory_kind)
+    self.device = device
+    self.memory_kind = "device" if memory_kind is None else _checked_kind(device, memory_kind)
 
   @property
   def num_devices(self) -> int:

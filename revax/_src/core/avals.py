@@ -14,6 +14,8 @@ import numpy as np
 from revax._src.core import dtypes, extended_dtypes
 from revax._src.core import memory_space as _ms
 from revax._src.core.memory_space import MemorySpace
+
+_DEVICE = MemorySpace.Device  # (an enum member's lookup on its class is slow)
 from revax._src.core.vma import EMPTY as _EMPTY_MAT
 
 
@@ -30,7 +32,7 @@ class ShapedArray:
   __slots__ = ("shape", "dtype", "weak_type", "sharding", "_mat", "_hash", "memory_space")
 
   def __init__(self, shape, dtype, weak_type: bool = False, sharding=None, *,
-               manual_axis_type=None, memory_space=MemorySpace.Device):
+               manual_axis_type=None, memory_space=_DEVICE):
     self.shape = tuple(shape)
     try:
       self.dtype = np.dtype(dtype)
@@ -44,9 +46,9 @@ class ShapedArray:
         else None
     self._mat = mat
     if memory_space is None:  # (a Ref's memory space, unset: the device's own)
-      memory_space = MemorySpace.Device
+      memory_space = _DEVICE
     self.memory_space = memory_space
-    if memory_space is not MemorySpace.Device:
+    if memory_space is not _DEVICE:
       if not isinstance(memory_space, MemorySpace):
         raise TypeError(f"memory_space must be a MemorySpace, got {memory_space!r}")
       _ms.active = True
@@ -124,7 +126,7 @@ class ShapedArray:
       name = dtypes.short_name(self.dtype) if short_dtypes else self.dtype.name
     # JAX's one brace for all three: '{V:i}', '{U:c}', '{V:i, U:c, R:d}'
     marks = [m[1:-1] for m in ("" if self._mat is None else self._mat.suffix(), tail) if m]
-    if self.memory_space is not MemorySpace.Device:  # JAX's 'f32<host>[4]'
+    if self.memory_space is not _DEVICE:  # JAX's 'f32<host>[4]'
       name = f"{name}<{self.memory_space.name.lower()}>"
     return f"{name}[{','.join(dims)}]" + ("{" + ", ".join(marks) + "}" if marks else "")
 

@@ -59,6 +59,8 @@ def mem_space_to_kind(space: MemorySpace) -> str:
   raise ValueError(f"{space!r} names no memory to place a value in")
 
 
+_DEVICE = MemorySpace.Device
+
 # True once a value was typed outside device memory in this process (until then abstract
 # evaluation skips `apply`)
 active = False
@@ -102,7 +104,7 @@ def apply(prim, avals, params, out):
   if prim in own_rule or _holds_jaxpr(params):
     return out
   space = default_space(prim, avals)
-  if space is MemorySpace.Device:
+  if space is _DEVICE:
     return out
   if isinstance(out, (list, tuple)):
     return type(out)(_placed(o, space) for o in out)

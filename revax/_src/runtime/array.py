@@ -18,6 +18,8 @@ from revax._src.core.errors import JaxRuntimeError
 from revax._src.core.memory_space import MemorySpace, mem_kind_to_space, mem_space_to_kind
 from revax._src.runtime import memories
 
+_DEVICE = MemorySpace.Device
+
 try:  # the buffer protocol (memoryview, read-only), where the C extension was built
   from revax._src.runtime._buffer import BufferBase as _BufferBase
 except ImportError:  # pragma: no cover -- built without a C compiler
@@ -101,8 +103,8 @@ class Array(_BufferBase):
     kind = getattr(self, "_mem_kind", None)
     if kind is not None:
       return kind
-    space = getattr(self.aval, "memory_space", MemorySpace.Device)
-    return "device" if space is MemorySpace.Device else mem_space_to_kind(space)
+    space = getattr(self.aval, "memory_space", _DEVICE)
+    return "device" if space is _DEVICE else mem_space_to_kind(space)
 
   @property
   def is_on_host(self) -> bool:
