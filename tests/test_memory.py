@@ -235,3 +235,16 @@ def test_operations_on_host_arrays(name):
     return _where(out)
   j, r = _both(run)
   assert r == j
+
+
+def test_shape_dtype_structs_with_a_named_sharding_s_memory():
+  """A ShapeDtypeStruct whose NamedSharding names pinned host memory stands for a host array
+  (jax types it so from the sharding)."""
+  def run(L, np_, S, N, P):
+    s = N(L.make_mesh((1,), ("a",)), P(), memory_kind="pinned_host")
+    a = L.ShapeDtypeStruct((4,), np_.float32, sharding=s)
+    f = L.jit(lambda x: x * 2)
+    return [str(v.aval) for v in f.trace(a).jaxpr.jaxpr.outvars], \
+        _memory_marks(f.lower(a).as_text())
+  j, r = _both(run)
+  assert r == j
