@@ -251,3 +251,15 @@ def test_shape_dtype_structs_with_a_named_sharding_s_memory():
         _memory_marks(f.lower(a).as_text())[:2]
   j, r = _both(run)
   assert r == j
+
+
+@pytest.mark.parametrize("kind", ["pinned_host", "unpinned_host"])
+def test_copies_of_an_array_stay_in_its_memory(kind):
+  def run(L, np_, S, N, P):
+    y = L.device_put(np_.asarray(X), S(L.devices()[0], memory_kind=kind))
+    # (jax types a shard's data in device memory while its sharding names the array's: the
+    # memory and value are compared)
+    shards = [_where(o)[3:] for o in (y.addressable_data(0), y.addressable_shards[0].data)]
+    return shards, [_where(o) for o in (L.device_put(y), y.copy())]
+  j, r = _both(run)
+  assert r == j

@@ -25,7 +25,7 @@ from revax._src.interpreters import dispatch
 from revax._src.lax import creation, sharding_constraint
 from revax._src.lax.device_put import bind_device_put, copy_semantics_of
 from revax._src.runtime import sharded as rt
-from revax._src.runtime.array import Array, commit, in_memory
+from revax._src.runtime.array import Array, commit, in_memory, keep_memory_kind
 from revax._src.runtime.client import Device, get_backend
 from revax._src.sharded_place import GSPMDSharding, is_sharding, place
 from revax._src.sharded_place import one_device as _one_device
@@ -443,6 +443,8 @@ def _put_leaf(leaf, device):
   arr = dispatch.to_array(leaf)
   buf = arr._device_buffer(device)
   out = Array(arr.aval, npy=arr._npy, buf=buf)
+  if buf is arr._buf:
+    keep_memory_kind(arr, out)
   if device is None and getattr(arr, "_mesh_sharding", None) is not None:
     return rt.mark(out, arr._mesh_sharding)  # device_put(x) keeps x's mesh of one device
   # committed to a device named; device_put(x) keeps x's commitment (as in JAX)

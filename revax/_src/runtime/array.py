@@ -156,6 +156,7 @@ class Array(_BufferBase):
     if self.is_deleted():
       raise self._deleted_error()
     out = Array(self.aval, self._npy, self._buf)
+    keep_memory_kind(self, out)
     if self.committed:
       commit(out)
     return out
@@ -165,6 +166,7 @@ class Array(_BufferBase):
     device buffer (uploaded first if the value is only on the host): `delete()` of the original
     deletes the clone too."""
     out = Array(self.aval, None, self._device_buffer())
+    keep_memory_kind(self, out)
     mesh_sharding = getattr(self, "_mesh_sharding", None)
     if mesh_sharding is not None:
       out._mesh_sharding = mesh_sharding
@@ -345,6 +347,13 @@ class Array(_BufferBase):
     # spec gives that scalar's `format` (a float32 prints as the Python float it converts to)
     v = self._value()
     return format(v[()] if self.ndim == 0 else v, spec)
+
+
+def keep_memory_kind(x: Array, out: Array) -> None:
+  """`out` (an Array of `x`'s buffer) records the memory kind `x` records beside its type."""
+  kind = getattr(x, "_mem_kind", None)
+  if kind is not None:
+    out._mem_kind = kind
 
 
 def commit(x: Array) -> Array:
