@@ -263,3 +263,12 @@ def test_copies_of_an_array_stay_in_its_memory(kind):
     return shards, [_where(o) for o in (L.device_put(y), y.copy())]
   j, r = _both(run)
   assert r == j
+
+
+def test_device_put_to_any_memory_is_refused():
+  """`Space.Any` names no memory to put a value in: revax raises ValueError (jax 0.10.2 fails an
+  internal `assert False, "unreachable"`, an AssertionError, which is no error to copy)."""
+  with pytest.raises(AssertionError):
+    jax.device_put(np.asarray(X), jax.memory.Space.Any)
+  with pytest.raises(ValueError, match="MemorySpace.Any names no memory"):
+    revax.device_put(np.asarray(X), revax.memory.Space.Any)
