@@ -88,11 +88,16 @@ def default_space(prim, avals) -> MemorySpace:
   return MemorySpace.Device if prev is None else prev.memory_space
 
 
+# (Jaxpr, ClosedJaxpr): set by core/jaxpr.py, which imports this module's importers
+jaxpr_types: tuple = ()
+
+
 def _holds_jaxpr(params) -> bool:
+  types = jaxpr_types
   for v in params.values():
-    if hasattr(v, "eqns") or hasattr(v, "jaxpr"):
+    if isinstance(v, types):
       return True
-    if type(v) is tuple and v and (hasattr(v[0], "eqns") or hasattr(v[0], "jaxpr")):
+    if type(v) is tuple and v and isinstance(v[0], types):
       return True
   return False
 

@@ -11,6 +11,7 @@ to a memory inside the program becomes an `annotate_device_placement` custom cal
 """
 from __future__ import annotations
 
+from revax._src.core.jaxpr import ClosedJaxpr, Jaxpr
 from revax._src.core.memory_space import MemorySpace, mem_space_to_kind
 
 __all__ = ["all_default", "kind_of", "attr_text", "transfer_kinds", "annotate_placement"]
@@ -31,9 +32,9 @@ def _target_kind(d) -> str | None:
 
 
 def _jaxprs_in(value):
-  if hasattr(value, "eqns"):
+  if isinstance(value, Jaxpr):
     yield value
-  elif hasattr(value, "jaxpr") and hasattr(value.jaxpr, "eqns"):
+  elif isinstance(value, ClosedJaxpr):
     yield value.jaxpr
   elif type(value) in (tuple, list):
     for v in value:
