@@ -70,14 +70,14 @@ own_rule: set = set()
 
 
 def default_space(prim, avals) -> MemorySpace:
-  """JAX's default rule: where the operands of rank > 0 live (they must agree), Device when
-  there are none, Any when every operand is Any."""
-  spaces = [getattr(a, "memory_space", MemorySpace.Device) for a in avals]
-  if spaces and all(s is MemorySpace.Any for s in spaces):
+  """JAX's default rule: where the array operands of rank > 0 live (they must agree), Device
+  when there are none, Any when every array operand is Any."""
+  arrays = [a for a in avals if isinstance(getattr(a, "memory_space", None), MemorySpace)]
+  if arrays and all(a.memory_space is MemorySpace.Any for a in arrays):
     return MemorySpace.Any
   prev = None
-  for a in avals:
-    if not getattr(a, "ndim", 0) or not hasattr(a, "memory_space"):
+  for a in arrays:  # (array operands: a Ref's memory is its own, a token has none)
+    if not a.ndim:
       continue
     if prev is not None and prev.memory_space is not a.memory_space:
       raise ValueError(
@@ -106,6 +106,12 @@ def apply(prim, avals, params, out):
   """`out` (a primitive's result aval, or list of them) typed in the memory space the
   primitive's operands give (see `default_space`); unchanged for primitives with their own
   rule or a jaxpr inside."""
+  for a in avals:  # (the common case first: every operand in device memory)
+    space = getattr(a, "memory_space", None)
+    if space is not _DEVICE and space is not None:
+      break
+  else:
+    return out
   if prim in own_rule or _holds_jaxpr(params):
     return out
   space = default_space(prim, avals)
