@@ -272,3 +272,21 @@ def test_device_put_to_any_memory_is_refused():
     jax.device_put(np.asarray(X), jax.memory.Space.Any)
   with pytest.raises(ValueError, match="MemorySpace.Any names no memory"):
     revax.device_put(np.asarray(X), revax.memory.Space.Any)
+
+
+def test_programs_of_refs_once_a_value_was_typed_in_host_memory():
+  """Once any value is typed outside device memory the default rule runs for every primitive:
+  a Ref's memory space is its own, not an operand's (every ref write was once refused)."""
+  def run(L, np_, S, N, P):
+    L.device_put(np_.asarray(X), L.memory.Space.Host)  # (types a value in host memory)
+
+    def f(x):
+      r = L.new_ref(x)
+      r[...] = r[...] * 2
+      r[1:] += 1.0
+      return L.freeze(r)
+    x = np_.arange(4.0)
+    return (np.asarray(L.jit(f)(x)).tolist(),
+            np.asarray(L.grad(lambda a: f(a).sum())(x)).tolist())
+  j, r = _both(run)
+  assert r == j

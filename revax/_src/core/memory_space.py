@@ -72,7 +72,7 @@ own_rule: set = set()
 def default_space(prim, avals) -> MemorySpace:
   """JAX's default rule: where the array operands of rank > 0 live (they must agree), Device
   when there are none, Any when every array operand is Any."""
-  arrays = [a for a in avals if isinstance(getattr(a, "memory_space", None), MemorySpace)]
+  arrays = [a for a in avals if _is_array(a)]
   if arrays and all(a.memory_space is MemorySpace.Any for a in arrays):
     return MemorySpace.Any
   prev = None
@@ -122,7 +122,11 @@ def apply(prim, avals, params, out):
   return _placed(out, space)
 
 
+def _is_array(aval) -> bool:
+  """An array type (a ShapedArray); not a Ref (whose memory space is its own) nor a token."""
+  return isinstance(getattr(aval, "memory_space", None), MemorySpace) and \
+      not hasattr(aval, "inner_aval")
+
+
 def _placed(aval, space):
-  # (array types: a ShapedArray's memory space is a MemorySpace; a Ref's is None or its own)
-  return aval.update(memory_space=space) \
-      if isinstance(getattr(aval, "memory_space", None), MemorySpace) else aval
+  return aval.update(memory_space=space) if _is_array(aval) else aval
