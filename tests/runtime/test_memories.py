@@ -37,7 +37,8 @@ def test_an_unknown_memory_kind_is_jax_s_value_error():
   assert str(r.value) == str(j.value)
 
 
-_HEAD = 'module @m {\n  func.func public @main(%arg0: tensor<2x3xf32> {mhlo.memory_kind = "device"})'
+_HEAD = ('module @m {\n  func.func public @main('
+         '%arg0: tensor<2x3xf32> {mhlo.memory_kind = "device"})')
 
 
 @pytest.mark.parametrize("results, kinds", [
