@@ -290,3 +290,13 @@ def test_programs_of_refs_once_a_value_was_typed_in_host_memory():
             np.asarray(L.grad(lambda a: f(a).sum())(x)).tolist())
   j, r = _both(run)
   assert r == j
+
+
+def test_compiled_shardings_say_the_memories():
+  def run(L, np_, S, N, P):
+    Sp = L.memory.Space
+    y = L.device_put(np_.asarray(X), Sp.Host)
+    c = L.jit(lambda a: (a * 2, L.device_put(a, Sp.Device))).lower(y).compile()
+    return repr(c.input_shardings), repr(c.output_shardings)
+  j, r = _both(run)
+  assert r == j

@@ -9,7 +9,7 @@ from __future__ import annotations
 from revax._src import tree_util
 from revax._src.core.avals import get_aval
 from revax._src.core.jaxpr import ClosedJaxpr
-from revax._src.interpreters import dispatch, mlir
+from revax._src.interpreters import dispatch, memory_kinds, mlir
 from revax._src.runtime import array as _array
 from revax._src.runtime.array import Array
 from revax._src.runtime.client import get_backend
@@ -155,16 +155,22 @@ class Compiled(StageAttributes):
 
   @property
   def input_shardings(self):
-    """Where each dynamic argument goes (the default device), as the pytree of `in_avals`."""
+    """Where each dynamic argument goes (the default device, in the memory its type says), as
+    the pytree of `in_avals`."""
     sig = self._signature
-    device = SingleDeviceSharding(get_backend().devices[0])
-    return tree_util.tree_unflatten(sig.in_tree, [device] * len(sig.avals))
+    return tree_util.tree_unflatten(sig.in_tree, list(map(_on_first_device, sig.avals)))
 
   @property
   def output_shardings(self):
     sig = self._signature
-    device = SingleDeviceSharding(get_backend().devices[0])
-    return tree_util.tree_unflatten(sig.out_tree, [device] * len(sig.out_avals))
+    return tree_util.tree_unflatten(sig.out_tree, list(map(_on_first_device, sig.out_avals)))
+
+
+def _on_first_device(aval) -> SingleDeviceSharding:
+  """The first device's sharding, in the memory `aval`'s memory space names."""
+  kind = memory_kinds.kind_of(aval)
+  return SingleDeviceSharding(get_backend().devices[0],
+                              memory_kind=None if kind == "device" else kind)
 
 
 class ShardedLowered(StageAttributes):
