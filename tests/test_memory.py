@@ -300,3 +300,15 @@ def test_compiled_shardings_say_the_memories():
     return repr(c.input_shardings), repr(c.output_shardings)
   j, r = _both(run)
   assert r == j
+
+
+def test_a_serialized_program_keeps_its_memories():
+  """A compiled program of a host array, serialized and loaded back, still computes a host
+  array (its types and where its result goes travel with the bytes)."""
+  from revax.experimental import serialize_executable as rse
+  y = revax.device_put(np.asarray(X), revax.memory.Space.Host)
+  compiled = revax.jit(lambda a: a * 2).lower(y).compile()
+  loaded = rse.deserialize_and_load(*rse.serialize(compiled))
+  out = loaded(y)
+  assert _where(out) == _where(compiled(y))
+  assert out.sharding.memory_kind == "pinned_host"
