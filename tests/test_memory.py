@@ -312,3 +312,17 @@ def test_a_serialized_program_keeps_its_memories():
   out = loaded(y)
   assert _where(out) == _where(compiled(y))
   assert out.sharding.memory_kind == "pinned_host"
+
+
+def test_tpu_lowering_annotates_placements_as_jax_s():
+  """For a TPU (lowered here as text; the chip is not used) a device_put to a memory inside a
+  program becomes jax's annotate_device_placement, in program order."""
+  from revax._src.interpreters import mlir
+  S, JS = revax.memory.Space, jax.memory.Space
+  x = np.asarray(X)
+
+  def f(L, Sp):
+    return lambda a: L.device_put(L.device_put(a * 2, Sp.Host) * 3, Sp.Device)
+  j = jax.jit(f(jax, JS)).trace(x).lower(lowering_platforms=("tpu",)).as_text()
+  r = mlir.lower_jaxpr_to_module(revax.make_jaxpr(f(revax, S))(x), platform="tpu")
+  assert _memory_marks(r) == _memory_marks(j) == ([], ["device"], ["pinned_host", "device"])
