@@ -326,3 +326,34 @@ def test_tpu_lowering_annotates_placements_as_jax_s():
   j = jax.jit(f(jax, JS)).trace(x).lower(lowering_platforms=("tpu",)).as_text()
   r = mlir.lower_jaxpr_to_module(revax.make_jaxpr(f(revax, S))(x), platform="tpu")
   assert _memory_marks(r) == _memory_marks(j) == ([], ["device"], ["pinned_host", "device"])
+
+
+_SEVERAL_DEVICES = """
+import numpy as np, revax
+from revax.sharding import NamedSharding, PartitionSpec as P
+mesh = revax.make_mesh((4,), ("x",))
+x = np.arange(8.0, dtype=np.float32)
+for put in (lambda: revax.device_put(x, NamedSharding(mesh, P("x"), memory_kind="pinned_host")),
+            lambda: revax.device_put(revax.device_put(x, NamedSharding(mesh, P("x"))),
+                                     revax.memory.Space.Host)):
+  try:
+    put()
+  except NotImplementedError as e:
+    print("refused:", "one-device arrays" in str(e))
+y = revax.device_put(x, NamedSharding(mesh, P("x"), memory_kind="device"))
+print("device kind:", y.sharding.memory_kind, [s.data._buf.memory.kind for s in y.addressable_shards])
+"""
+
+
+def test_arrays_over_several_devices_stay_in_device_memory():
+  """Over several devices revax places arrays in device memory only: another kind is a clear
+  NotImplementedError (jax places the shards there), device memory works as before."""
+  import subprocess
+  import sys
+  from tests.child_env import child_env
+  run = subprocess.run([sys.executable, "-c", _SEVERAL_DEVICES], capture_output=True, text=True,
+                       env=child_env(REVAX_CPU_DEVICE_COUNT="4"), timeout=120)
+  assert run.returncode == 0, run.stderr[-2000:]
+  assert run.stdout.split("\n")[:3] == [
+      "refused: True", "refused: True", "device kind: device ['device', 'device', 'device', "
+      "'device']"]
