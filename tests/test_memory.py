@@ -357,3 +357,18 @@ def test_arrays_over_several_devices_stay_in_device_memory():
   assert run.stdout.split("\n")[:3] == [
       "refused: True", "refused: True", "device kind: device ['device', 'device', 'device', "
       "'device']"]
+
+
+def test_compiled_programs_take_arguments_in_their_memories():
+  """A program compiled for device memory refuses a host array (jax's ValueError: the message's
+  first line and the shardings are compared; jax names the parameter, revax its position); one
+  compiled for host memory takes a NumPy value (it goes where the program wants it)."""
+  def run(L, np_, S, N, P):
+    x = np.asarray(X)
+    y = L.device_put(x, L.memory.Space.Host)
+    with pytest.raises(ValueError) as e:
+      L.jit(lambda v: v * 2).lower(x).compile()(y)
+    lines = str(e.value).split("\n")
+    return lines[0], lines[2:], _where(L.jit(lambda v: v * 2).lower(y).compile()(x))
+  j, r = _both(run)
+  assert r == j

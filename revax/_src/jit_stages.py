@@ -123,6 +123,7 @@ class Compiled(StageAttributes):
       return tree_util.tree_unflatten(self._entry.out_tree, outs)
     program = self._entry.program
     program.check_avals([c.aval for c in self._entry.consts] + avals)
+    _check_memories(leaves, avals, self._signature.avals)
     operands = self._entry.consts + leaves
     if _array.committed_live:  # placed and committed as a jit call's (Jitted._call)
       operands = placed_operands(self._entry, leaves, operands, self._entry.name)
@@ -164,6 +165,25 @@ class Compiled(StageAttributes):
   def output_shardings(self):
     sig = self._signature
     return tree_util.tree_unflatten(sig.out_tree, list(map(_on_first_device, sig.out_avals)))
+
+
+def _check_memories(leaves, avals, compiled_avals) -> None:
+  """ValueError (JAX's) for an Array argument in another memory space than the program was
+  compiled for (NumPy values go where the program wants them).
+
+  Raises:
+    ValueError: naming each mismatched argument with the sharding passed and the one required.
+  """
+  bad = []
+  for i, (x, a, want) in enumerate(zip(leaves, avals, compiled_avals)):
+    if isinstance(x, Array) and getattr(a, "memory_space", None) is not getattr(
+        want, "memory_space", None):
+      bad.append(f"Argument {i} with shape {a}:\n  Passed sharding: {x.sharding}\n  Required "
+                 f"sharding: {_on_first_device(want)}")
+  if bad:
+    raise ValueError("Computation was compiled for input shardings that disagree with the "
+                     "shardings of arguments passed to it. Here are the "
+                     f"{len(bad)} mismatches:\n" + "\n".join(bad))
 
 
 def _on_first_device(aval) -> SingleDeviceSharding:
