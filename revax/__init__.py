@@ -108,6 +108,7 @@ from revax._src.api_extras import named_call as named_call
 from revax._src.api_extras import named_scope as named_scope
 from revax._src.api_extras import print_environment_info as print_environment_info
 from revax._src.api_extras import typeof as typeof
+from revax._src.memory import memory as memory
 from revax._src.lax.state import Ref as Ref
 from revax._src.lax.state import empty_ref as empty_ref
 from revax._src.lax.state import free_ref as free_ref

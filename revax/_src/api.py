@@ -19,7 +19,7 @@ from revax._src.lax.device_put import ArrayCopySemantics, bind_device_put, copy_
 from revax._src.core.config import config
 from revax._src.runtime import placement as _placement
 from revax._src.runtime import sharded as _rt_sharded
-from revax._src.runtime.array import Array, block_until_ready_all, commit
+from revax._src.runtime.array import Array, block_until_ready_all, commit, keep_memory_kind
 from revax._src.shape_dtype_struct import ShapeDtypeStruct as ShapeDtypeStruct
 from revax._src import sharded_api
 from revax._src.runtime.client import Device
@@ -146,6 +146,8 @@ def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
       target = _placement.default_device()  # (jax_default_device: where uncommitted data goes)
     buf = arr._device_buffer(target)
     out = Array(arr.aval, npy=arr._npy, buf=buf)
+    if buf is arr._buf:  # (the same buffer: in the memory it is in)
+      keep_memory_kind(arr, out)
     if device is None and getattr(arr, "_mesh_sharding", None) is not None:
       return _rt_sharded.mark(out, arr._mesh_sharding)  # (x's mesh of one device stays)
     # committed to a device named; device_put(x) keeps x's commitment (as in JAX)

@@ -10,7 +10,7 @@ import struct
 import numpy as np
 
 from revax._src.aval_json import aval_from_json, aval_to_json
-from revax._src.interpreters import dispatch
+from revax._src.interpreters import dispatch, memory_kinds
 from revax._src.runtime.client import get_backend
 
 __all__ = ["payload_of", "load_payload"]
@@ -58,4 +58,7 @@ def load_payload(serialized):
   in_avals = [aval_from_json(c) for c in header["in_avals"]]
   out_avals = [aval_from_json(c) for c in header["out_avals"]]
   name = header["name"]
+  kinds = tuple(memory_kinds.kind_of(a) for a in out_avals)
+  if any(k not in (None, "device") for k in kinds):  # results typed in other memories go there
+    executable.place_outputs_in(kinds)
   return name, consts, dispatch.CompiledProgram(executable, in_avals, out_avals, "", name)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from revax._src import tree_util
 from revax._src.core.avals import get_aval
 from revax._src.core.jaxpr import ClosedJaxpr
-from revax._src.interpreters import dispatch, mlir
+from revax._src.interpreters import dispatch, memory_kinds, mlir
 from revax._src.runtime import array as _array
 from revax._src.runtime.array import Array
 from revax._src.runtime.client import get_backend
@@ -123,6 +123,7 @@ class Compiled(StageAttributes):
       return tree_util.tree_unflatten(self._entry.out_tree, outs)
     program = self._entry.program
     program.check_avals([c.aval for c in self._entry.consts] + avals)
+    _check_memories(leaves, avals, self._signature.avals)
     operands = self._entry.consts + leaves
     if _array.committed_live:  # placed and committed as a jit call's (Jitted._call)
       operands = placed_operands(self._entry, leaves, operands, self._entry.name)
@@ -178,16 +179,41 @@ class Compiled(StageAttributes):
 
   @property
   def input_shardings(self):
-    """Where each dynamic argument goes (the default device), as the pytree of `in_avals`."""
+    """Where each dynamic argument goes (the default device, in the memory its type says), as
+    the pytree of `in_avals`."""
     sig = self._signature
-    device = SingleDeviceSharding(get_backend().devices[0])
-    return tree_util.tree_unflatten(sig.in_tree, [device] * len(sig.avals))
+    return tree_util.tree_unflatten(sig.in_tree, list(map(_on_first_device, sig.avals)))
 
   @property
   def output_shardings(self):
     sig = self._signature
-    device = SingleDeviceSharding(get_backend().devices[0])
-    return tree_util.tree_unflatten(sig.out_tree, [device] * len(sig.out_avals))
+    return tree_util.tree_unflatten(sig.out_tree, list(map(_on_first_device, sig.out_avals)))
+
+
+def _check_memories(leaves, avals, compiled_avals) -> None:
+  """ValueError (JAX's) for an Array argument in another memory space than the program was
+  compiled for (NumPy values go where the program wants them).
+
+  Raises:
+    ValueError: naming each mismatched argument with the sharding passed and the one required.
+  """
+  bad = []
+  for i, (x, a, want) in enumerate(zip(leaves, avals, compiled_avals)):
+    if isinstance(x, Array) and getattr(a, "memory_space", None) is not getattr(
+        want, "memory_space", None):
+      bad.append(f"Argument {i} with shape {a}:\n  Passed sharding: {x.sharding}\n  Required "
+                 f"sharding: {_on_first_device(want)}")
+  if bad:
+    raise ValueError("Computation was compiled for input shardings that disagree with the "
+                     "shardings of arguments passed to it. Here are the "
+                     f"{len(bad)} mismatches:\n" + "\n".join(bad))
+
+
+def _on_first_device(aval) -> SingleDeviceSharding:
+  """The first device's sharding, in the memory `aval`'s memory space names."""
+  kind = memory_kinds.kind_of(aval)
+  return SingleDeviceSharding(get_backend().devices[0],
+                              memory_kind=None if kind == "device" else kind)
 
 
 class ShardedLowered(StageAttributes):
@@ -209,8 +235,14 @@ class ShardedLowered(StageAttributes):
 
   def as_text(self) -> str:
     if self._program is None:
-      return mlir.lower_jaxpr_to_module(self._entry.jaxpr, self._entry.name)
+      return mlir.lower_jaxpr_to_module(self._entry.jaxpr, self._entry.name,
+                                        result_kinds=self._result_kinds())
     return self._program.text
+
+  def _result_kinds(self):
+    """Per result, the memory kind the out_shardings name (None: all the device's own)."""
+    from revax._src.sharded_jit import finish_actions, result_kinds
+    return result_kinds(finish_actions(self._out_shardings))
 
   @property
   def jaxpr(self):
@@ -228,9 +260,15 @@ class ShardedCompiled:
   def __init__(self, lowered: ShardedLowered):
     self._lowered = lowered
     entry = lowered._entry
+    self._placing = None  # (program, finish actions) where out_shardings name other memories
     if lowered._program is None:
       if entry.program is None:
         entry.program = program_for(entry.jaxpr, entry.name)
+      kinds = lowered._result_kinds()
+      if kinds is not None:
+        from revax._src.sharded_jit import finish_actions
+        self._placing = (program_for(entry.jaxpr, entry.name, result_kinds=kinds),
+                         finish_actions(lowered._out_shardings))
 
   def as_text(self) -> str:
     """XLA's optimized HLO of the compiled program, as `Compiled.as_text()`; over a mesh, the
@@ -265,7 +303,12 @@ class ShardedCompiled:
     dispatch.check_arg_avals(entry.name, entry.jaxpr.in_avals,
                              [x.aval if isinstance(x, Array) else get_aval(x) for x in flat])
     p = self._lowered._program
-    outs = p(flat) if p is not None else entry.program.call_arrays(flat)
+    if self._placing is not None:
+      from revax._src.sharded_jit import finish_one_device
+      program, actions = self._placing
+      outs = finish_one_device(program.call_arrays(flat), actions)
+    else:
+      outs = p(flat) if p is not None else entry.program.call_arrays(flat)
     return outs[0] if entry.out_is_leaf else tree_util.tree_unflatten(entry.out_tree, outs)
 
   def memory_analysis(self):

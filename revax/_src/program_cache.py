@@ -24,7 +24,8 @@ _programs_lock = threading.Lock()
 
 
 def program_for(jaxpr: ClosedJaxpr, name: str, aliases: tuple = (),
-                compiler_options: tuple = (), backend=None) -> dispatch.CompiledProgram:
+                compiler_options: tuple = (), backend=None,
+                result_kinds: tuple | None = None) -> dispatch.CompiledProgram:
   """The compiled program of a jit jaxpr (compiled once, kept while the jaxpr lives).
 
   Args:
@@ -34,17 +35,20 @@ def program_for(jaxpr: ClosedJaxpr, name: str, aliases: tuple = (),
       of options is its own program.
     backend: the backend to compile for first, where the call runs (None: the default
       device's); the program compiles for another backend when it runs there.
+    result_kinds: per result, the memory kind jit's out_shardings name (or None); each tuple
+      of kinds is its own program.
   """
   if compiler_options and names_mesh(jaxpr):
     raise NotImplementedError(f"jit(compiler_options=...) of {name}, a program over a mesh: "
                               "revax hands XLA options to one-device programs only")
-  if aliases or compiler_options:
-    key = (aliases, compiler_options)
+  if aliases or compiler_options or result_kinds:
+    key = (aliases, compiler_options, result_kinds)
     with _programs_lock:
       program = _aliased_programs.setdefault(jaxpr, {}).get(key)
     if program is None:
       program = dispatch.compile_jaxpr(jaxpr, name, aliases, backend,
-                                       option_overrides=compiler_options)
+                                       option_overrides=compiler_options,
+                                       result_kinds=result_kinds)
       with _programs_lock:
         program = _aliased_programs[jaxpr].setdefault(key, program)
     return program

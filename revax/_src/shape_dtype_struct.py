@@ -7,6 +7,7 @@ import numpy as np
 
 from revax._src.core import extended_dtypes
 from revax._src.core.avals import ShapedArray, get_aval, pytype_aval_mappings
+from revax._src.core.memory_space import mem_kind_to_space
 from revax._src.runtime.array import Array
 
 __all__ = ["ShapeDtypeStruct", "abstractify"]
@@ -82,6 +83,10 @@ def abstractify(x) -> ShapedArray:
   if isinstance(x, ShapedArray):
     return x
   if isinstance(x, ShapeDtypeStruct):
+    kind = getattr(x.sharding, "memory_kind", None)
+    if kind is not None and hasattr(x.sharding, "mesh"):  # (a NamedSharding's memory is typed,
+      # as JAX's update_aval_with_sharding types it)
+      return ShapedArray(x.shape, x.dtype, x.weak_type, memory_space=mem_kind_to_space(kind))
     return ShapedArray(x.shape, x.dtype, x.weak_type)
   return get_aval(x)
 

@@ -19,12 +19,13 @@ from revax._src.core import wrapping
 from revax._src import tree_util
 from revax._src.core import dtypes
 from revax._src.core.avals import ShapedArray
+from revax._src.core.memory_space import MemorySpace, mem_space_to_kind
 from revax._src.core.trace import Tracer, _context, eval_trace
 from revax._src.interpreters import dispatch
 from revax._src.lax import creation, sharding_constraint
 from revax._src.lax.device_put import bind_device_put, copy_semantics_of
 from revax._src.runtime import sharded as rt
-from revax._src.runtime.array import Array, commit
+from revax._src.runtime.array import Array, commit, in_memory, keep_memory_kind
 from revax._src.runtime.client import Device, get_backend
 from revax._src.sharded_place import GSPMDSharding, is_sharding, place
 from revax._src.sharded_place import one_device as _one_device
@@ -39,6 +40,8 @@ from revax._src.sharding import (AxisType, NamedSharding, PartitionSpec,
 __all__ = ["devices", "device_count", "device_put", "make_array_from_callback",
            "make_array_from_single_device_arrays", "local_devices", "local_device_count",
            "is_sharding", "place", "GSPMDSharding"]
+
+_DEVICE = MemorySpace.Device  # (an enum member's lookup on its class is slow)
 
 
 def devices(backend=None):
@@ -363,12 +366,12 @@ def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
     if traced is not None:
       return traced
   del src, donate, may_alias
-  if device is None or isinstance(device, Device) or is_sharding(device):
+  if _is_placement(device):
     return tree_util.tree_map(lambda leaf: _put_leaf(leaf, device), x)
   try:  # the device of each leaf (a structure mismatch is the caller's ValueError) ...
     leaf_devices = tree_util.tree_map(
         lambda d, sub: tree_util.tree_map(lambda _: _Placement(d), sub), device, x,
-        is_leaf=lambda d: d is None or is_sharding(d) or isinstance(d, Device))
+        is_leaf=_is_placement)
   except (ValueError, TypeError) as e:
     raise ValueError(f"device_put only accepts None, a revax Device (from revax.devices()), a "
                      f"sharding or a pytree prefix of the value of those; got {device!r} ({e})") \
@@ -382,13 +385,13 @@ def _traced_put(x, device, src, donate, may_alias):
   None where a leaf's sharding types values over Explicit mesh axes (those are placed by the
   sharding in types, as before) or the devices or source do not come one per leaf."""
   leaves, treedef = tree_util.tree_flatten(x)
-  if device is None or isinstance(device, Device) or is_sharding(device):
+  if _is_placement(device):
     devices = [device] * len(leaves)
   else:
     try:
       devices = tree_util.tree_leaves(tree_util.tree_map(
           lambda d, sub: tree_util.tree_map(lambda _: _Placement(d), sub), device, x,
-          is_leaf=lambda d: d is None or is_sharding(d) or isinstance(d, Device)))
+          is_leaf=_is_placement))
     except (ValueError, TypeError):
       return None  # (the general path raises the caller's error)
     devices = [p.device for p in devices]
@@ -402,6 +405,11 @@ def _traced_put(x, device, src, donate, may_alias):
   return tree_util.tree_unflatten(treedef, outs)
 
 
+def _is_placement(d) -> bool:
+  """Whether `d` says where one leaf goes: None, a Device, a sharding or a memory space."""
+  return d is None or isinstance(d, (Device, MemorySpace)) or is_sharding(d)
+
+
 class _Placement:
   """A leaf's device in device_put's per-leaf map (a box, so a None device stays a leaf)."""
   __slots__ = ("device",)
@@ -411,7 +419,7 @@ class _Placement:
 
 
 def _put_leaf(leaf, device):
-  if device is not None and not (isinstance(device, Device) or is_sharding(device)):
+  if not _is_placement(device):
     raise ValueError(f"device_put only accepts None or a revax Device (from revax.devices()) or "
                      f"a sharding as its device, got {device!r} of type "
                      f"{type(device).__name__}")
@@ -419,6 +427,15 @@ def _put_leaf(leaf, device):
     return leaf
   if getattr(leaf, "dtype", None) == dtypes.float0:
     return leaf  # tangents of integers hold no data: they stay NumPy float0 arrays, as in JAX
+  if isinstance(device, MemorySpace):  # the leaf's own device, in that memory (committed)
+    if type(leaf) is rt.ShardedArray:
+      raise NotImplementedError("device_put of an array over several devices to a memory space: "
+                                "revax places one-device arrays in other memories only")
+    arr = dispatch.to_array(leaf)
+    out = in_memory(arr, mem_space_to_kind(device))
+    if getattr(arr, "_mesh_sharding", None) is not None:
+      return rt.mark(out, arr._mesh_sharding)
+    return commit(out)
   if is_sharding(device):
     if isinstance(device, NamedSharding) and not device._is_concrete:
       device.is_fully_addressable  # an AbstractMesh: no devices to place on (jax's ValueError)
@@ -426,6 +443,8 @@ def _put_leaf(leaf, device):
   arr = dispatch.to_array(leaf)
   buf = arr._device_buffer(device)
   out = Array(arr.aval, npy=arr._npy, buf=buf)
+  if buf is arr._buf:
+    keep_memory_kind(arr, out)
   if device is None and getattr(arr, "_mesh_sharding", None) is not None:
     return rt.mark(out, arr._mesh_sharding)  # device_put(x) keeps x's mesh of one device
   # committed to a device named; device_put(x) keeps x's commitment (as in JAX)
@@ -510,7 +529,12 @@ def _from_blocks(shape, sharding, devices, indices, blocks, dtype, where):
 # --- the sharding properties of single-device Arrays ----------------------------------------------
 def _single_sharding(self):
   marked = getattr(self, "_mesh_sharding", None)  # placed by a 1-device mesh's NamedSharding
-  return marked if marked is not None else SingleDeviceSharding(self.device)
+  if marked is not None:
+    kind = self.memory_kind()
+    return marked if marked.memory_kind == kind else marked.with_memory_kind(kind)
+  if self.aval.memory_space is _DEVICE and getattr(self, "_mem_kind", None) is None:
+    return SingleDeviceSharding(self.device)  # (the common case, kept cheap)
+  return SingleDeviceSharding(self.device, memory_kind=self.memory_kind())
 
 
 def _single_shards(self):

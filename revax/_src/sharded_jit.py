@@ -28,6 +28,7 @@ from revax._src.core.config import config
 from revax._src.interpreters import dispatch
 from revax._src.runtime import sharded as rt
 from revax._src.runtime.array import Array
+from revax._src.runtime.array import commit as _commit
 from revax._src.runtime.client import get_backend
 from revax._src.donation import mesh_donated
 from revax._src.program_cache import program_for as one_device_program
@@ -145,6 +146,12 @@ def argument_shardings(leaves, explicit, names) -> list:
     ValueError: a requested sharding that does not lay the argument out as it is."""
   arg_shardings = []
   for k, (x, s) in enumerate(zip(leaves, explicit, strict=True)):
+    if s is not None and isinstance(x, Array):  # (JAX moves no array between memories here)
+      have = x.sharding.memory_kind
+      if (s.memory_kind or "device") != have:
+        raise ValueError(f"Memory kinds passed to jax.jit does not match memory kind on the "
+                         f"respective arg. Got jit memory kind: {s.memory_kind}, arg memory "
+                         f"kind: {have} for arg type: {x.aval}")
     own = rt.own_sharding(x)
     if s is not None and own is not None and not _same_layout(s, own, x.aval.shape):
       raise ValueError(f"Sharding passed to jit does not match the sharding of argument {k} "
@@ -210,10 +217,27 @@ def finish_actions(shardings):
   (nothing), ("mark", s) (a NamedSharding over a 1-device mesh on the first device: recorded
   on the result), ("place", s) (a copy elsewhere); None when every result is left as it is."""
   first = get_backend().devices[0]
-  actions = [None if s is None else ("mark", s) if s._device_list == [first] and isinstance(
-      s, NamedSharding) else None if s._device_list == [first] else ("place", s)
+  actions = [None if s is None else ("place", s) if _names_memory(s)
+             else ("mark", s) if s._device_list == [first] and isinstance(s, NamedSharding)
+             else None if s._device_list == [first] else ("place", s)
              for s in shardings]
   return actions if any(actions) else None
+
+
+def _names_memory(s) -> bool:
+  """Whether sharding `s` puts a value in a memory other than the device's own."""
+  return getattr(s, "memory_kind", None) not in (None, "device")
+
+
+def result_kinds(actions) -> tuple | None:
+  """Per result, the memory kind `finish_actions`'s shardings name where it is not the
+  device's own (the program places the result there itself: `annotate_device_placement`, as
+  JAX lowers out_shardings); None when none does."""
+  if actions is None:
+    return None
+  kinds = tuple(a[1].memory_kind if a is not None and _names_memory(a[1]) else None
+                for a in actions)
+  return kinds if any(kinds) else None
 
 
 def finish_one_device(outs, actions) -> list:
@@ -226,9 +250,24 @@ def finish_one_device(outs, actions) -> list:
       done.append(o)
     elif act[0] == "mark":
       done.append(rt.mark(o, act[1]))
+    elif _names_memory(act[1]):
+      done.append(_typed_as_computed(place(o, act[1]), o.aval))
     else:
       done.append(place(o, act[1]))
   return done
+
+
+def _typed_as_computed(x, aval):
+  """`x` (placed in another memory by out_shardings) keeping the type the program computed,
+  as JAX's jit results do (`typeof` reads `float32[4]` while `.sharding.memory_kind` is
+  "pinned_host"): the memory is recorded beside the type."""
+  if x.aval == aval:
+    return x
+  kind = x.memory_kind()
+  out = Array(aval, npy=x._npy, buf=x._buf)
+  out._mem_kind = kind
+  marked = getattr(x, "_mesh_sharding", None)
+  return rt.mark(out, marked) if marked is not None else _commit(out)
 
 
 def call_sharded(closed, name, args, in_shardings, out_shardings):
@@ -241,8 +280,9 @@ def call_sharded(closed, name, args, in_shardings, out_shardings):
          for x, s in zip(args, ins, strict=True)]
   program, outs = _program_or_none(closed, name, ins, outs)
   if program is None:
-    return finish_one_device(one_device_program(closed, name).call_arrays(args),
-                              finish_actions(outs))
+    actions = finish_actions(outs)
+    return finish_one_device(one_device_program(
+        closed, name, result_kinds=result_kinds(actions)).call_arrays(args), actions)
   dispatch.check_arg_avals(name, closed.in_avals,
                            [x.aval if isinstance(x, Array) else get_aval(x) for x in args])
   return program(list(args))
@@ -283,10 +323,18 @@ def run(entry, program, actions, flat):
   """The results (in `entry`'s output tree) of `program` (None: `entry`'s one-device program,
   its results laid out as `actions` from `finish_actions` say) on the operands `flat`."""
   if program is None:  # no mesh of several devices: the ordinary compiled program
+    kinds = result_kinds(actions)
+    if kinds is not None:  # results placed in other memories by the program itself
+      outs = one_device_program(entry.jaxpr, entry.name, result_kinds=kinds).run_unchecked(flat)
+      return _tree(entry, finish_one_device(outs, actions))
     if entry.program is None:
       entry.program = one_device_program(entry.jaxpr, entry.name)
     outs = entry.program.run_unchecked(flat)
     outs = finish_one_device(outs, actions)
   else:
     outs = program(flat)
+  return _tree(entry, outs)
+
+
+def _tree(entry, outs):
   return outs[0] if entry.out_is_leaf else tree_util.tree_unflatten(entry.out_tree, outs)

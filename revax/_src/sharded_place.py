@@ -9,7 +9,7 @@ import numpy as np
 from revax._src.core.avals import ShapedArray, get_aval
 from revax._src.interpreters import dispatch
 from revax._src.runtime import sharded as rt
-from revax._src.runtime.array import Array, commit
+from revax._src.runtime.array import Array, commit, in_memory
 from revax._src.runtime.client import get_backend
 from revax._src.sharding import NamedSharding, Sharding, block_shape
 
@@ -82,13 +82,19 @@ def place(value, sharding, aval: ShapedArray | None = None) -> Array:
     aval = value.aval if isinstance(value, Array) else get_aval(value)
   devices = sharding._device_list
   indices = sharding._indices(aval.shape)
+  kind = getattr(sharding, "memory_kind", None) or "device"
   if len(devices) == 1:
     arr = dispatch.to_array(value)
     if arr.aval != aval:
       arr = Array(aval, arr._npy, arr._buf)
+    if kind != "device" or arr.memory_kind() != "device":  # into the memory the sharding names
+      return one_device(in_memory(arr, kind, devices[0]), sharding)
     buf = arr._device_buffer(devices[0])
     # over a 1-device mesh the array stays a plain Array that reports its NamedSharding
     return one_device(Array(aval, npy=arr._npy, buf=buf), sharding)
+  if kind != "device":
+    raise NotImplementedError(f"placing an array over several devices in memory kind {kind!r}: "
+                              "revax places one-device arrays in other memories only")
   _check_devices(sharding)
   reuse = None if _adds_unreduced(value, sharding) else _matching_buffers(value, devices,
                                                                           indices, aval)

@@ -17,6 +17,7 @@ import math
 import numpy as np
 
 from revax._src.core import mesh_context
+from revax._src.runtime import memories
 
 __all__ = ["Mesh", "AbstractMesh", "AbstractDevice", "AxisType", "PartitionSpec", "P", "Sharding",
            "NamedSharding", "SingleDeviceSharding", "make_mesh", "DuplicateSpecError"]
@@ -507,6 +508,8 @@ class NamedSharding(Sharding):
     if not isinstance(spec, PartitionSpec):
       raise TypeError(f"NamedSharding expects a PartitionSpec, got {type(spec).__name__}")
     check_spec(spec, mesh, "NamedSharding")
+    if isinstance(mesh, Mesh) and mesh.devices.size:  # a concrete mesh: a kind its devices have
+      memory_kind = _checked_kind(mesh.devices.flat[0], memory_kind)
     self.mesh, self.spec, self.memory_kind = mesh, spec, memory_kind
     self._hash = hash((mesh, spec))
     self._index_cache: dict = {}  # shape -> the blocks of `_indices`
@@ -636,7 +639,9 @@ class NamedSharding(Sharding):
     return Sharding.is_equivalent_to(self, other, ndim)
 
   def __eq__(self, other):
-    return isinstance(other, NamedSharding) and (self.mesh, self.spec) == (other.mesh, other.spec)
+    return isinstance(other, NamedSharding) and (self.mesh, self.spec) == (
+        other.mesh, other.spec) and (self.memory_kind or "device") == (
+            other.memory_kind or "device")
 
   def __hash__(self):
     return self._hash
@@ -653,7 +658,8 @@ class SingleDeviceSharding(Sharding):
   """An array whole on one device."""
 
   def __init__(self, device, *, memory_kind=None):
-    self.device, self.memory_kind = device, memory_kind
+    self.device = device
+    self.memory_kind = "device" if memory_kind is None else _checked_kind(device, memory_kind)
 
   @property
   def num_devices(self) -> int:
@@ -686,13 +692,28 @@ class SingleDeviceSharding(Sharding):
     return tuple(global_shape)
 
   def __eq__(self, other):
-    return isinstance(other, SingleDeviceSharding) and self.device == other.device
+    return (isinstance(other, SingleDeviceSharding) and self.device == other.device
+            and self.memory_kind == other.memory_kind)
 
   def __hash__(self):
-    return hash(self.device)
+    return hash(self.device) if self.memory_kind == "device" else hash(
+        (self.device, self.memory_kind))
 
   def __repr__(self):
-    return f"SingleDeviceSharding(device={self.device!r}, memory_kind={self.memory_kind or 'device'})"
+    return f"SingleDeviceSharding(device={self.device!r}, memory_kind={self.memory_kind})"
+
+
+def _checked_kind(device, kind):
+  """`kind` (a memory kind, or None: the device's default memory, "device"), checked against
+  the memories `device` addresses.
+
+  Raises:
+    ValueError: the device has no memory of that kind (JAX's message).
+  """
+  if kind is None or kind == "device" or not hasattr(device, "addressable_memories"):
+    return "device" if kind is None else kind
+  memories.memory_of(device, kind)
+  return kind
 
 
 def check_spec(spec: PartitionSpec, mesh: Mesh, where: str) -> None:

@@ -36,7 +36,9 @@ class Entry:
     """Per dynamic argument (the closed-over constants left out), whether the program reads
     it: what decides commitment and placement, as JAX prunes unread arguments."""
     used = self.used_inputs
-    if used is None:  # the jaxpr's inputs are the closed-over constants, then the arguments
+    if used is None and self.jaxpr is None:  # a deserialized program: every argument counts
+      used = self.used_inputs = [True] * (len(self.program.in_avals) - len(self.consts))
+    elif used is None:  # the jaxpr's inputs are the closed-over constants, then the arguments
       used = self.used_inputs = staging.dce_jaxpr(self.jaxpr.jaxpr)[1][len(self.consts):]
     return used
 

@@ -8,13 +8,7 @@ import pytest
 
 from tests.coverage.names import missing_names
 
-_MEMORY = ("jax.memory.Space (the memory spaces of a device: its own memory, pinned and "
-           "unpinned host memory, which jax's CPU devices also have): revax's runtime gives "
-           "each device one memory, so there is nothing for a Space to name; not built")
-
-JAX_TOP = {
-    "memory": _MEMORY,
-}
+JAX_TOP = {}
 
 RANDOM = {}
 

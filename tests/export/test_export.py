@@ -106,3 +106,7 @@ def test_serialize_executable_round_trip():
   np.testing.assert_allclose(again(X), np.tanh(X) * 3, **allclose_tol(rtol=1e-6))
   with pytest.raises(ValueError, match="not a serialized revax executable"):
     serialize_executable.deserialize_and_load(b"junk", in_tree, out_tree)
+  # arguments committed to a device (the placement rule reads which arguments the program uses:
+  # a loaded program has no jaxpr to say, and every argument counts)
+  committed = revax.device_put(X, revax.devices()[0])
+  np.testing.assert_allclose(loaded(committed), np.tanh(X) * 3, **allclose_tol(rtol=1e-6))

@@ -12,6 +12,10 @@ import math
 import numpy as np
 
 from revax._src.core import dtypes, extended_dtypes
+from revax._src.core import memory_space as _ms
+from revax._src.core.memory_space import MemorySpace
+
+_DEVICE = MemorySpace.Device  # (an enum member's lookup on its class is slow)
 from revax._src.core.vma import EMPTY as _EMPTY_MAT
 
 
@@ -22,11 +26,13 @@ class ShapedArray:
   """The type of an array: a shape (tuple of ints), a dtype, whether it is weakly typed, and,
   over a mesh with Explicit axes, how it is split over them (`sharding`: a NamedSharding whose
   spec names Explicit axes only, one entry per dimension; None when it is not split so), and
-  inside shard_map over which manual axes it varies (`manual_axis_type`, JAX's `mat`)."""
-  __slots__ = ("shape", "dtype", "weak_type", "sharding", "_mat", "_hash")
+  inside shard_map over which manual axes it varies (`manual_axis_type`, JAX's `mat`), and which
+  memory of its device it lives in (`memory_space`: MemorySpace.Device, or Host for pinned host
+  memory, printed 'f32<host>[4]'; core/memory_space.py)."""
+  __slots__ = ("shape", "dtype", "weak_type", "sharding", "_mat", "_hash", "memory_space")
 
   def __init__(self, shape, dtype, weak_type: bool = False, sharding=None, *,
-               manual_axis_type=None):
+               manual_axis_type=None, memory_space=_DEVICE):
     self.shape = tuple(shape)
     try:
       self.dtype = np.dtype(dtype)
@@ -39,6 +45,15 @@ class ShapedArray:
     mat = manual_axis_type if manual_axis_type is not None and not manual_axis_type.empty \
         else None
     self._mat = mat
+    if memory_space is None:  # (a Ref's memory space, unset: the device's own)
+      memory_space = _DEVICE
+    self.memory_space = memory_space
+    if memory_space is not _DEVICE:
+      if not isinstance(memory_space, MemorySpace):
+        raise TypeError(f"memory_space must be a MemorySpace, got {memory_space!r}")
+      _ms.active = True
+      self._hash = hash((self.shape, self.dtype, self.weak_type, sharding, mat, memory_space))
+      return
     self._hash = hash((self.shape, self.dtype, self.weak_type) if sharding is None and mat is None
                       else (self.shape, self.dtype, self.weak_type, sharding, mat))
 
@@ -56,24 +71,27 @@ class ShapedArray:
     return math.prod(self.shape)  # Python ints: no int64 wrap-around for huge shapes
 
   def update(self, shape=None, dtype=None, weak_type=None, sharding=_KEEP,
-             manual_axis_type=_KEEP) -> "ShapedArray":
+             manual_axis_type=_KEEP, memory_space=None) -> "ShapedArray":
     """A copy with the given fields replaced. The sharding is kept unless the shape changes
-    (a new shape needs a new sharding: pass it); the varying manual axes are kept."""
+    (a new shape needs a new sharding: pass it); the varying manual axes and the memory space
+    are kept."""
     if sharding is _KEEP:
       sharding = self.sharding if shape is None or tuple(shape) == self.shape else None
     return ShapedArray(self.shape if shape is None else shape,
                        self.dtype if dtype is None else dtype,
                        self.weak_type if weak_type is None else weak_type, sharding,
                        manual_axis_type=self._mat if manual_axis_type is _KEEP
-                       else manual_axis_type)
+                       else manual_axis_type,
+                       memory_space=self.memory_space if memory_space is None else memory_space)
 
   def to_tangent_aval(self) -> "ShapedArray":
     """The type of this type's tangents (JAX's name): itself for inexact dtypes, float0 of the
     same shape (keeping the weak type, as JAX's) for integer and bool ones."""
     if dtypes.is_inexact(self.dtype):
       return ShapedArray(self.shape, self.dtype, self.weak_type, self.sharding,
-                         manual_axis_type=self._mat)
-    return ShapedArray(self.shape, dtypes.float0, self.weak_type, manual_axis_type=self._mat)
+                         manual_axis_type=self._mat, memory_space=self.memory_space)
+    return ShapedArray(self.shape, dtypes.float0, self.weak_type, manual_axis_type=self._mat,
+                       memory_space=self.memory_space)
 
   def at_least_vspace(self) -> "ShapedArray":
     """`to_tangent_aval()` under its older JAX name (equinox's filter_primitive uses it)."""
@@ -85,7 +103,8 @@ class ShapedArray:
   def __eq__(self, other):
     return other is self or (type(other) is ShapedArray and self.shape == other.shape
                              and self.dtype == other.dtype and self.weak_type == other.weak_type
-                             and self.sharding == other.sharding and self._mat == other._mat)
+                             and self.sharding == other.sharding and self._mat == other._mat
+                             and self.memory_space is other.memory_space)
 
   def __hash__(self):
     return self._hash
@@ -107,6 +126,8 @@ class ShapedArray:
       name = dtypes.short_name(self.dtype) if short_dtypes else self.dtype.name
     # JAX's one brace for all three: '{V:i}', '{U:c}', '{V:i, U:c, R:d}'
     marks = [m[1:-1] for m in ("" if self._mat is None else self._mat.suffix(), tail) if m]
+    if self.memory_space is not _DEVICE:  # JAX's 'f32<host>[4]'
+      name = f"{name}<{self.memory_space.name.lower()}>"
     return f"{name}[{','.join(dims)}]" + ("{" + ", ".join(marks) + "}" if marks else "")
 
   def __repr__(self):

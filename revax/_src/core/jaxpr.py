@@ -11,6 +11,7 @@ import itertools
 
 import numpy as np
 
+from revax._src.core import memory_space as _memory_space
 from revax._src.core.avals import ShapedArray
 
 
@@ -254,3 +255,6 @@ def pp_jaxpr(jaxpr: Jaxpr, names: _Names, indent: int = 0) -> str:
   pad = " " * (indent + 4)
   body = "".join(f"{pad}{e}\n" for e in eqns)
   return f"{head}\n{body}{' ' * (indent + 2)}{tail}"
+
+
+_memory_space.jaxpr_types = (Jaxpr, ClosedJaxpr)  # (what holds a body: memory_space.py)

@@ -16,7 +16,7 @@ import gc
 import operator
 import threading
 
-from revax._src.core import dtypes, sharding_types, vma
+from revax._src.core import dtypes, memory_space, sharding_types, vma
 from revax._src.core.avals import ShapedArray, get_aval, pytype_aval_mappings
 from revax._src.core.errors import (ConcretizationTypeError, ConcreteValueError, EscapedTracerError,
                                     TracerArrayConversionError, TracerBoolConversionError,
@@ -56,6 +56,8 @@ class Primitive:
     out = self._abstract_eval(*avals, **params)
     if vma._state.depth:  # inside a shard_map body with check_vma: results vary as JAX types them
       out = vma.apply(self, avals, params, out)
+    if memory_space.active:  # a value was typed outside device memory (pinned host memory)
+      out = memory_space.apply(self, avals, params, out)
     if sharding_types.active:  # shardings in types (Explicit mesh axes) exist in this process
       for a in avals:
         if getattr(a, "sharding", None) is not None:

@@ -49,8 +49,10 @@ def tangent_aval(aval: ShapedArray) -> ShapedArray:
     return aval
   if dtypes.is_inexact(aval.dtype):  # (split over a mesh, varying over manual axes, as it is)
     return ShapedArray(aval.shape, aval.dtype, aval.weak_type, aval.sharding,
-                       manual_axis_type=getattr(aval, "_mat", None))
-  return ShapedArray(aval.shape, dtypes.float0, manual_axis_type=getattr(aval, "_mat", None))
+                       manual_axis_type=getattr(aval, "_mat", None),
+                       memory_space=aval.memory_space)  # (in the primal's memory, as JAX's)
+  return ShapedArray(aval.shape, dtypes.float0, manual_axis_type=getattr(aval, "_mat", None),
+                     memory_space=aval.memory_space)
 
 
 class Zero:

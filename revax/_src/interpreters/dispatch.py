@@ -429,19 +429,21 @@ class CompiledProgram:
 
 
 def compile_jaxpr(closed: ClosedJaxpr, name: str = "main", aliases=(),
-                  backend=None, option_overrides=()) -> CompiledProgram:
+                  backend=None, option_overrides=(), result_kinds=None) -> CompiledProgram:
   """Lower `closed` to StableHLO and compile it with XLA for `backend` (default: the default
   backend; `aliases`: donated parameters and the results that may reuse their buffers, see
   `mlir.lower_jaxpr_to_module`; `option_overrides`: (name, value) XLA options, JAX's
   `compiler_options`). The program compiles again for another backend when it is run on that
   backend's buffers (`CompiledProgram.executable_for`). Under `jax_default_device` the default
   is that device's backend: the program runs there, and a program only that backend can
-  compile (an FFI target of the CPU plugin, complex128 beside a TPU) compiles."""
+  compile (an FFI target of the CPU plugin, complex128 beside a TPU) compiles. `result_kinds`:
+  the memory kind jit's out_shardings name per result (or None; mlir.lower_jaxpr_to_module)."""
   if backend is None:
     from revax._src.runtime.client import get_backend
     backend = (_placement.default_device().client if config.default_device is not None
                else get_backend())
-  text = mlir.lower_jaxpr_to_module(closed, name, platform=backend.platform, aliases=aliases)
+  text = mlir.lower_jaxpr_to_module(closed, name, platform=backend.platform, aliases=aliases,
+                                    result_kinds=result_kinds)
   # as JAX logs compilations: at WARNING with jax_log_compiles, else at DEBUG
   level = logging.WARNING if config.log_compiles else logging.DEBUG
   if _logger.isEnabledFor(level):

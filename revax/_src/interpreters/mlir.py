@@ -19,6 +19,7 @@ from revax._src.core.effects import jaxpr_has_host_callbacks, jaxpr_has_ordered_
 from revax._src.core.gc_pause import paused_gc
 from revax._src.core.jaxpr import ClosedJaxpr, Jaxpr, Literal
 from revax._src.core.rules import RuleTable
+from revax._src.interpreters import memory_kinds
 
 lowerings = RuleTable("lowering")
 platform_lowerings: dict[str, RuleTable] = {}
@@ -193,6 +194,7 @@ class ModuleBuilder:
     self._keepalive: list = []  # jaxprs whose ids key _lowered_calls
     self.counter = [0]  # SSA names are unique across the module,
     self.value_types: dict[str, str] = {}  # so one table maps each value to its type
+    self.all_default_mem_kind = True  # (memory_kinds.py: every value in device memory)
 
   def add_keepalive(self, value) -> None:
     """Keep `value` alive as long as this module (JAX's ModuleContext.add_keepalive: equinox
@@ -400,8 +402,10 @@ def _consts_as_values(fb, closed: ClosedJaxpr) -> list[str]:
 
 
 def lower_function(module: ModuleBuilder, name: str, closed: ClosedJaxpr, *, public: bool,
-                   arg_attrs=None) -> str:
-  """Emit `closed` as a function of the module; returns its name."""
+                   arg_attrs=None, result_attrs=None, result_placements=None) -> str:
+  """Emit `closed` as a function of the module; returns its name. `arg_attrs`, `result_attrs`:
+  an attribute dictionary's text (or None) per parameter / result; `result_placements`: a
+  memory kind (or None) per result, whose value goes through `annotate_device_placement`."""
   fb = FuncBuilder(module)
   in_types = [ir_type(a) for a in closed.in_avals]
   args = [fb.fresh() for _ in in_types]
@@ -409,11 +413,15 @@ def lower_function(module: ModuleBuilder, name: str, closed: ClosedJaxpr, *, pub
     fb._types[a] = t
   outs = jaxpr_subcomp(fb, closed.jaxpr, _consts_as_values(fb, closed), args)
   out_types = [ir_type(a) for a in closed.out_avals]
+  if result_placements:
+    outs = [o if k is None else memory_kinds.annotate_placement(fb, o, k, t)
+            for o, k, t in zip(outs, result_placements, out_types, strict=True)]
   fb.op("func.return", outs, [])
   params = ", ".join(f"{a}: {t}" + (f" {arg_attrs[i]}" if arg_attrs and arg_attrs[i] else "")
                      for i, (a, t) in enumerate(zip(args, in_types, strict=True)))
   vis = "public" if public else "private"
-  results = f"({', '.join(out_types)})"
+  results = f"({', '.join(out_types)})" if not result_attrs else "(" + ", ".join(
+      t + (f" {r}" if r else "") for t, r in zip(out_types, result_attrs, strict=True)) + ")"
   body = "\n".join(fb.lines)
   module.funcs.append(f"  func.func {vis} @{name}({params}) -> {results} {{\n{body}\n  }}")
   return name
@@ -437,24 +445,42 @@ def call_jaxpr(ctx: LoweringRuleContext, closed: ClosedJaxpr, args, name: str = 
 
 
 def lower_jaxpr_to_module(closed: ClosedJaxpr, name: str = "main", platform: str = "cpu",
-                          aliases=()) -> str:
+                          aliases=(), result_kinds=None) -> str:
   """StableHLO module text whose public @main computes `closed`.
 
   Args:
     aliases: (parameter, result) pairs: XLA may write the result into the parameter's buffer
       (`tf.aliasing_output`, how JAX marks a donated argument).
+    result_kinds: per result, the memory kind jit's `out_shardings` name for it (or None):
+      the result goes through `annotate_device_placement` to that memory, as JAX lowers it.
   """
   from revax._src.interpreters import discharge
   if discharge.has_refs(closed.jaxpr):  # refs created inside: their contents become values
     closed = discharge.discharge_state(closed)
   module = ModuleBuilder(f"jit_{name}", platform)
-  arg_attrs = None
-  if aliases:
-    arg_attrs = [None] * len(closed.in_avals)
-    for k, result in aliases:
-      arg_attrs[k] = f"{{tf.aliasing_output = {result} : i32}}"
+  arg_dicts = [{} for _ in closed.in_avals]
+  for k, result in aliases:
+    arg_dicts[k]["tf.aliasing_output"] = f"{result} : i32"
+  result_dicts = [{} for _ in closed.out_avals]
+  # where values live (JAX's rule): once any value or transfer names a memory other than the
+  # device's own, every result says its memory, and every argument in host memory says so
+  module.all_default_mem_kind = memory_kinds.all_default(closed) and all(
+      k in (None, "device") for k in (result_kinds or ()))
+  if not module.all_default_mem_kind:
+    for d, a in zip(arg_dicts, closed.in_avals, strict=True):
+      kind = memory_kinds.kind_of(a)
+      if kind not in (None, "device"):
+        d["mhlo.memory_kind"] = f'"{kind}"'
+    for i, (d, a) in enumerate(zip(result_dicts, closed.out_avals, strict=True)):
+      kind = (result_kinds[i] if result_kinds and result_kinds[i] is not None
+              else memory_kinds.kind_of(a))
+      if kind is not None:
+        d["mhlo.memory_kind"] = f'"{kind}"'
   with paused_gc():
-    lower_function(module, "main", closed, public=True, arg_attrs=arg_attrs)
+    lower_function(module, "main", closed, public=True,
+                   arg_attrs=list(map(memory_kinds.attr_text, arg_dicts)),
+                   result_attrs=list(map(memory_kinds.attr_text, result_dicts)),
+                   result_placements=None if module.all_default_mem_kind else result_kinds)
     return module.to_text()
 
 

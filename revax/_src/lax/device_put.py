@@ -5,7 +5,9 @@ with one entry per value in `devices` (the target Device, or None), `srcs` (the 
 when unknown) and `copy_semantics` (may the result share the operand's buffer, must it copy,
 or may it take the operand's buffer): JAX's params. In a program on one device placement is
 the program's, so the lowering is the identity; the transpose moves the cotangents back (the
-targets become the sources, and they always copy).
+targets become the sources, and they always copy). A device may also be a memory space
+(`revax.memory.Space.Host`) or a sharding naming a memory kind: the result is typed in that
+memory (`f32<host>[4]`), as JAX's.
 
 The primitive is one block: its wrapper, then its rules, then their registration.
 """
@@ -13,8 +15,11 @@ from __future__ import annotations
 
 import enum
 
+from revax._src.core import memory_space
+from revax._src.core.avals import ShapedArray
+from revax._src.core.memory_space import MemorySpace, mem_kind_to_space
 from revax._src.core.trace import Primitive
-from revax._src.interpreters import ad, batching, mlir
+from revax._src.interpreters import ad, batching, memory_kinds, mlir
 from revax._src.interpreters import invertible as inv
 
 __all__ = ["ArrayCopySemantics", "device_put_p", "bind_device_put"]
@@ -74,12 +79,35 @@ def bind_device_put(xs, devices, srcs, copy_semantics):
                                 copy_semantics=tuple(copy_semantics)))
 
 
+def _placed_aval(aval, device):
+  """The type of a value put on `device`: in the memory space it names (a MemorySpace, or a
+  sharding's memory kind), as JAX's `update_dp_aval`."""
+  if not isinstance(aval, ShapedArray):
+    return aval
+  if isinstance(device, MemorySpace):
+    return aval.update(memory_space=device)
+  kind = getattr(device, "memory_kind", None)
+  if kind is not None and hasattr(device, "device_set"):  # a sharding naming a memory
+    return aval.update(memory_space=mem_kind_to_space(kind))
+  return aval
+
+
 def _device_put_abstract_eval(*xs, devices, srcs, copy_semantics):
-  return list(xs)
+  return [_placed_aval(x, d) for x, d in zip(xs, devices, strict=True)]
 
 
 def _device_put_lower(ctx, *xs, devices, srcs, copy_semantics):
-  return list(xs)
+  """The identity; on TPU and GPU, in a program that names memories, a value put in a memory
+  goes through `annotate_device_placement` (JAX's lowering there; XLA:CPU has no such target)."""
+  if ctx.module.platform not in ("tpu", "gpu", "cuda", "rocm") or ctx.module.all_default_mem_kind:
+    return list(xs)
+  outs = []
+  for x, d, aval in zip(xs, devices, ctx.avals_out, strict=True):
+    kind = (memory_kinds._target_kind(d) if isinstance(d, MemorySpace)
+            else getattr(d, "memory_kind", None) if hasattr(d, "device_set") else None)
+    outs.append(x if kind is None else
+                memory_kinds.annotate_placement(ctx.fb, x, kind, mlir.ir_type(aval)))
+  return outs
 
 
 def _device_put_jvp(primals, tangents, *, devices, srcs, copy_semantics):
@@ -105,6 +133,13 @@ def _device_put_transpose(cts, *xs, devices, srcs, copy_semantics):
     if cs is ArrayCopySemantics.DONATE_INPUT:
       raise ValueError("donate=True is not allowed during tranposition of device_put. Please "
                        "file an issue if you want this to be supported.")
+    if src is None:  # back to the operand's memory (JAX's rule names host memory only; it
+      # leaves a device operand's cotangent in host memory, which its grad then refuses)
+      space = getattr(x.aval, "memory_space", None)
+      if space is MemorySpace.Host or (
+          space is not None and getattr(getattr(ct, "aval", None), "memory_space", space)
+          is not space):
+        src = space
     moved.append((i, ct, device, src))
   if moved:
     index, cts_, devices_, srcs_ = zip(*moved)
@@ -121,6 +156,7 @@ def _device_put_batch(vals, dims, **params):
 
 device_put_p = Primitive("device_put", multiple_results=True)
 device_put_p.def_abstract_eval(_device_put_abstract_eval)
+memory_space.own_rule.add(device_put_p)
 mlir.register_lowering(device_put_p, _device_put_lower)
 ad.primitive_jvps[device_put_p] = _device_put_jvp
 ad.primitive_transposes[device_put_p] = _device_put_transpose

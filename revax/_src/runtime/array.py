@@ -15,6 +15,10 @@ import numpy as np
 from revax._src.core import dtypes
 from revax._src.core.avals import ShapedArray, pytype_aval_mappings
 from revax._src.core.errors import JaxRuntimeError
+from revax._src.core.memory_space import MemorySpace, mem_kind_to_space, mem_space_to_kind
+from revax._src.runtime import memories
+
+_DEVICE = MemorySpace.Device
 
 try:  # the buffer protocol (memoryview, read-only), where the C extension was built
   from revax._src.runtime._buffer import BufferBase as _BufferBase
@@ -33,7 +37,10 @@ class Array(_BufferBase):
   # `_mesh_sharding` (unset on most Arrays) records a sharding over a 1-device mesh the array
   # was placed by, which `.sharding` reports as JAX does (runtime/sharded.py: `mark`).
   # `_committed` records that it is committed to its device (unset: False).
-  __slots__ = ("aval", "_npy", "_buf", "_mesh_sharding", "_committed", "__weakref__")
+  # `_mem_kind` (unset on most Arrays) records a memory kind its type does not tell
+  # ("unpinned_host"); `memory_kind()` says where the array lives.
+  __slots__ = ("aval", "_npy", "_buf", "_mesh_sharding", "_committed", "_mem_kind",
+               "__weakref__")
   __array_priority__ = 100
 
   def __init__(self, aval: ShapedArray, npy: np.ndarray | None = None, buf=None):
@@ -82,10 +89,22 @@ class Array(_BufferBase):
         npy = self._value()  # (raises for a freed buffer)
       from revax._src.runtime.client import get_backend
       backend = device.client if device is not None else get_backend()
-      buf = backend.buffer_from_numpy(npy, device)
+      kind = self.memory_kind()
+      memory = None if kind == "device" else memories.memory_of(
+          device or backend.devices[0], kind)  # (its type's memory, e.g. pinned host memory)
+      buf = backend.buffer_from_numpy(npy, device, memory)
       if self._buf is None:
         self._buf = buf
     return buf
+
+  def memory_kind(self) -> str:
+    """The kind of the device memory the array lives in (or goes to when it is uploaded):
+    "device", "pinned_host" (its type's memory space is Host) or "unpinned_host"."""
+    kind = getattr(self, "_mem_kind", None)
+    if kind is not None:
+      return kind
+    space = getattr(self.aval, "memory_space", _DEVICE)
+    return "device" if space is _DEVICE else mem_space_to_kind(space)
 
   @property
   def is_on_host(self) -> bool:
@@ -137,6 +156,7 @@ class Array(_BufferBase):
     if self.is_deleted():
       raise self._deleted_error()
     out = Array(self.aval, self._npy, self._buf)
+    keep_memory_kind(self, out)
     if self.committed:
       commit(out)
     return out
@@ -146,6 +166,7 @@ class Array(_BufferBase):
     device buffer (uploaded first if the value is only on the host): `delete()` of the original
     deletes the clone too."""
     out = Array(self.aval, None, self._device_buffer())
+    keep_memory_kind(self, out)
     mesh_sharding = getattr(self, "_mesh_sharding", None)
     if mesh_sharding is not None:
       out._mesh_sharding = mesh_sharding
@@ -328,6 +349,13 @@ class Array(_BufferBase):
     return format(v[()] if self.ndim == 0 else v, spec)
 
 
+def keep_memory_kind(x: Array, out: Array) -> None:
+  """`out` (an Array of `x`'s buffer) records the memory kind `x` records beside its type."""
+  kind = getattr(x, "_mem_kind", None)
+  if kind is not None:
+    out._mem_kind = kind
+
+
 def commit(x: Array) -> Array:
   """Mark the Array `x` (made by the caller, not shared) committed to its device. Returns `x`."""
   global committed_live
@@ -354,6 +382,33 @@ def commit_results(outs, inputs=()):
         not any(o is i for i in inputs):
       commit(o)
   return outs
+
+
+def in_memory(x: Array, kind: str, device=None) -> Array:
+  """`x` (a one-device Array) as an Array in the memory of kind `kind` ("device",
+  "pinned_host", "unpinned_host") of `device` (default: where `x` is), its type's memory space
+  following (Host for pinned host memory). The buffer is put there for real: uploaded there
+  from the host copy, or copied there by PJRT (PJRT_Buffer_CopyToMemory).
+
+  Raises:
+    ValueError: the device has no memory of that kind.
+  """
+  space = mem_kind_to_space(kind)
+  aval = x.aval if x.aval.memory_space is space else x.aval.update(memory_space=space)
+  buf = x._buf
+  if buf is None or buf._ptr is None or (device is not None and buf.device != device):
+    npy = x._value()
+    if device is None:
+      from revax._src.runtime.client import get_backend
+      device = buf.device if buf is not None else get_backend().devices[0]
+    memory = None if kind == "device" else memories.memory_of(device, kind)
+    buf = device.client.buffer_from_numpy(npy, device, memory)
+  elif kind != "device" or x.memory_kind() != "device":
+    buf = memories.in_memory(buf, kind)
+  out = Array(aval, npy=x._npy, buf=buf)
+  if kind == "unpinned_host":  # (a kind its type does not tell)
+    out._mem_kind = kind
+  return out
 
 
 def _reconstruct(value, weak_type):

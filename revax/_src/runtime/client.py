@@ -46,7 +46,11 @@ import numpy as np
 
 from revax._src.core.config import config
 from revax._src.core.errors import JaxRuntimeError
+<<<<<<< HEAD
 from revax._src.runtime import (backends, compilation_cache, fastpath, gemm, hlo_dump, im2col,
+=======
+from revax._src.runtime import (backends, compilation_cache, fastpath, gemm, im2col, memories,
+>>>>>>> mem35
                                 pjrt, platform_limits, plugins, subbyte)
 from revax._src.runtime.array import Array
 from revax._src.runtime.pjrt import CompileError, RuntimeBackendError
@@ -399,12 +403,15 @@ class Backend:
       return _HostScratch(self._api, self._client)
 
   # --- host -> device ----------------------------------------------------------------------
-  def buffer_from_numpy(self, x: np.ndarray, device: Device | None = None) -> Buffer:
+  def buffer_from_numpy(self, x: np.ndarray, device: Device | None = None,
+                        memory: "Memory | None" = None) -> Buffer:
     """Copy a NumPy array to a device.
 
     Args:
       x: any array; any strides (negative, zero, Fortran order) are passed as byte strides.
       device: the target device; default `devices[0]`.
+      memory: one of the device's memories (`Device.memory(kind)`) to place the buffer in;
+        default the device's default memory.
 
     Returns:
       A `Buffer` with `x`'s shape and dtype. The copy is done when this returns: `x` may be
@@ -422,8 +429,8 @@ class Backend:
       x = np.asarray(x)
     dtype = x.dtype
     type_code = _NUMPY_TO_PJRT.get(dtype)
-    if type_code is None or not x.size or not self._fast_numpy:
-      return self._buffer_from_numpy_general(x, device)
+    if type_code is None or not x.size or not self._fast_numpy or memory is not None:
+      return self._buffer_from_numpy_general(x, device, memory)
     if device is None:
       device = self.devices[0]
     # The hot path: NumPy's own data/dims/strides pointers go straight into preallocated Args.
@@ -452,8 +459,10 @@ class Backend:
       raise self._api.take_error(error)
     return buffer
 
-  def _buffer_from_numpy_general(self, x: np.ndarray, device: Device | None) -> Buffer:
-    """`buffer_from_numpy` for byte-swapped and empty arrays, or without `_NumpyHeader`."""
+  def _buffer_from_numpy_general(self, x: np.ndarray, device: Device | None,
+                                 memory: "Memory | None" = None) -> Buffer:
+    """`buffer_from_numpy` for byte-swapped and empty arrays, without `_NumpyHeader`, or into
+    a memory named (PJRT takes the memory in place of the device then)."""
     type_code = _NUMPY_TO_PJRT.get(x.dtype)
     if type_code is None:
       x, type_code = _convert_unsupported(x)
@@ -467,7 +476,8 @@ class Backend:
     args = self._api.call(
         "Client_BufferFromHostBuffer", client=self._client, data=x.ctypes.data, type=type_code,
         dims=C.addressof(dims), num_dims=x.ndim, byte_strides=C.addressof(strides),
-        num_byte_strides=x.ndim, device=device._ptr,
+        num_byte_strides=x.ndim, device=None if memory is not None else device._ptr,
+        memory=None if memory is None else memory._ptr,
         host_buffer_semantics=pjrt.HOST_BUFFER_IMMUTABLE_ONLY_DURING_CALL)
     buffer = Buffer(self, args.buffer, x.shape, x.dtype, device)
     self._api.destroy_event(args.done_with_host_buffer)
@@ -533,12 +543,17 @@ class Backend:
                                    use_spmd_partitioning=use_spmd_partitioning,
                                    use_shardy_partitioner=use_shardy_partitioner,
                                    portable=portable, option_overrides=option_overrides)
+    kinds = memories.output_memory_kinds(code) if single_device else None
+    if self._is_cpu and b"annotate_device_placement" in code:  # (memories.py)
+      code = memories.strip_placement_annotations(code)
     executable = self._compile_or_load(code, options, portable, transfers)
     # what it was built from, for its optimized HLO (hlo_dump.optimized_hlo): the caller's
     # text itself where nothing rewrote it
     executable._source = (mlir_text if code == mlir_text_bytes else code, options)
     # programs that call Python wait for it (host callbacks' effects and errors happen in the call)
     executable.waits = _calls_python(code) or transfers is not None
+    if kinds is not None:
+      executable.place_outputs_in(kinds)
     return executable
 
   def _compile_or_load(self, code: bytes, options: bytes, portable: bool,
@@ -1013,6 +1028,25 @@ class Buffer:
   def is_deleted(self) -> bool:
     return self._ptr is None
 
+  @property
+  def memory(self) -> "Memory":
+    """The memory the plugin says the buffer is stored in (PJRT_Buffer_Memory)."""
+    backend = self._info.backend
+    return backend._memory(backend._api.call("Buffer_Memory",
+                                             buffer=self._live_pointer()).memory)
+
+  def copy_to_memory(self, memory: "Memory") -> Buffer:
+    """A copy of the buffer in `memory`, one of its device's memories (PJRT_Buffer_CopyToMemory).
+
+    Raises:
+      RuntimeBackendError: the plugin cannot copy there.
+    """
+    info = self._info
+    backend = info.backend
+    out = backend._api.call("Buffer_CopyToMemory", buffer=self._live_pointer(),
+                            dst_memory=memory._ptr)
+    return Buffer(backend, out.dst_buffer, info.shape, info.dtype, info.device)
+
   def delete(self) -> None:
     """Free the device memory now; later uses of the buffer raise. Idempotent."""
     with _delete_lock:  # two threads deleting at once must not both free
@@ -1443,6 +1477,21 @@ class Executable:
       infos = self._infos_by_device[device._ptr] = tuple(
           _BufferInfo(backend, shape, dtype, device, True) for shape, dtype in self.out_specs)
     return infos
+
+  def place_outputs_in(self, kinds: tuple) -> None:
+    """Make each call leave output i in the memory of kind `kinds[i]` (None: where the plugin
+    puts it), copying where the plugin puts it elsewhere (memories.py). Such calls go through
+    ctypes (`_run_placing`), not the compiled runner."""
+    self._out_kinds = kinds
+    self._runner = None
+    self._run = self._run_placing
+
+  def _run_placing(self, pointers: list, device: Device) -> tuple:
+    outputs, infos = Executable._run(self, pointers, device)
+    outputs = list(outputs)
+    if memories.place_outputs(outputs, self._out_kinds, device):
+      infos = self.pending_infos(device)  # (a copy may still be in flight)
+    return outputs, infos
 
   def _run(self, pointers: list, device: Device) -> tuple:
     """Execute on `pointers` (live buffers on `device`); return the output pointers and the

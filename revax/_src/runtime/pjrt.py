@@ -330,6 +330,8 @@ _ARGS_FIELDS = {
         for name, kind in ((stat, _i64),) + (((stat + "_is_set", _bool),)
                                              if stat != "bytes_in_use" else ())],
     "Buffer_UnsafePointer": [("buffer", _ptr), ("buffer_pointer", _size)],
+    "Buffer_Memory": [("buffer", _ptr), ("memory", _ptr)],
+    "Buffer_CopyToMemory": [("buffer", _ptr), ("dst_memory", _ptr), ("dst_buffer", _ptr)],
 }
 ARGS: dict[str, type[C.Structure]] = {
     name: _struct(f"PJRT_{name}_Args", fields) for name, fields in _ARGS_FIELDS.items()}
