@@ -46,12 +46,8 @@ import numpy as np
 
 from revax._src.core.config import config
 from revax._src.core.errors import JaxRuntimeError
-<<<<<<< HEAD
 from revax._src.runtime import (backends, compilation_cache, fastpath, gemm, hlo_dump, im2col,
-=======
-from revax._src.runtime import (backends, compilation_cache, fastpath, gemm, im2col, memories,
->>>>>>> mem35
-                                pjrt, platform_limits, plugins, subbyte)
+                                memories, pjrt, platform_limits, plugins, subbyte)
 from revax._src.runtime.array import Array
 from revax._src.runtime.pjrt import CompileError, RuntimeBackendError
 
