@@ -567,3 +567,17 @@ def test_libtpu_is_asked_to_bound_its_own_queue():
   limit = revax.config.read("revax_max_inflight_computations")
   assert client._client_options("/x/libtpu/libtpu.so") == {"max_inflight_computations": limit}
   assert "max_inflight_computations" not in client._client_options("/x/xla_cpu_pjrt.so")
+
+
+def test_untracked_windows_count_launches_of_the_python_execute_path(untracked_windows):
+  """Executable.execute (the runtime's Python path, taken where the C call path is not: host
+  transfers, memory placement, direct runtime use) with an untracked window counts its launch
+  on the window, whichever Window class it is (the C one's `launched` was read-only: an
+  AttributeError on the chip, found there)."""
+  backend = get_backend()
+  executable = backend.compile(revax.jit(lambda a: a * 2).lower(np.ones(3, np.float32)).as_text())
+  executable._runner = None  # (the launch in Python, as for programs with no C runner)
+  launched = sum(w.launched for w in untracked_windows)
+  (out,) = executable.execute([backend.buffer_from_numpy(np.arange(3, dtype=np.float32))])
+  np.testing.assert_array_equal(out.to_numpy(), [0, 2, 4])
+  assert sum(w.launched for w in untracked_windows) == launched + 1

@@ -558,6 +558,20 @@ static PyObject *Window_get_launched(Window *self, void *closure) {
   return PyLong_FromSsize_t(self->launched);
 }
 
+/* Launches counted by Python's execute path (Executable.execute with an untracked window, the
+   TPU's mode, counts its launch itself as the ctypes Window's `launched += 1`). */
+static int Window_set_launched(Window *self, PyObject *value, void *closure) {
+  Py_ssize_t launched = value ? PyLong_AsSsize_t(value) : -1;
+  if (launched < 0) {
+    if (!PyErr_Occurred())
+      PyErr_SetString(value ? PyExc_ValueError : PyExc_TypeError,
+                      value ? "launched cannot be negative" : "launched cannot be deleted");
+    return -1;
+  }
+  self->launched = launched;
+  return 0;
+}
+
 static PyObject *Window_get_track(Window *self, void *closure) {
   return PyBool_FromLong(self->track);
 }
@@ -575,7 +589,8 @@ static int Window_set_track(Window *self, PyObject *value, void *closure) {
 static PyGetSetDef Window_getset[] = {
     {"limit", (getter)Window_get_limit, (setter)Window_set_limit,
      "at most this many computations in flight", NULL},
-    {"launched", (getter)Window_get_launched, NULL, "events pushed so far", NULL},
+    {"launched", (getter)Window_get_launched, (setter)Window_set_launched,
+     "launches counted so far", NULL},
     {"track", (getter)Window_get_track, (setter)Window_set_track,
      "whether launches ask for completion events (false: the plugin bounds its work)", NULL},
     {NULL}};
