@@ -24,6 +24,15 @@ from revax.sharding import NamedSharding as RNS
 from revax.sharding import PartitionSpec as RP
 from revax.sharding import SingleDeviceSharding as RSDS
 
+from tests.platform_tolerances import ON_TPU
+
+# revax refuses host memories on a TPU (memories.HOST_MEMORIES_ON): the chip's first run of these
+# tests found arguments in host memory compiled with device layouts and host-memory results
+# refused by XLA:TPU; test_host_memories_are_refused_off_the_cpu checks the refusal
+pytestmark = pytest.mark.skipif(ON_TPU, reason=(
+    "host memories are refused on a TPU (NotImplementedError, memories.HOST_MEMORIES_ON); "
+    "these compare with jax's CPU memories"))
+
 X = np.arange(12.0, dtype=np.float32).reshape(4, 3)
 
 

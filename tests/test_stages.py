@@ -5,7 +5,7 @@ import pytest
 import revax
 import revax.stages as stages
 import jax
-from tests.platform_tolerances import as_the_oracles_device
+from tests.platform_tolerances import ON_TPU, as_the_oracles_device, skip_on_tpu
 
 
 def test_jit_stages_are_instances_of_the_stage_types():
@@ -258,6 +258,9 @@ def test_compiled_as_text_is_xlas_optimized_module_as_jax(k):
   lowered = [lib.jit(make(lib.numpy)).lower(*args) for lib in (revax, jax)]
   texts = [low.compile().as_text() for low in lowered]
   assert texts[0].startswith("HloModule jit_") and "is_scheduled=true" in texts[0]
+  if ON_TPU:  # (the chip's module: tiled layouts {0:T(128)} and its own fusions; jax's is the CPU's)
+    assert _header(texts[0])[:2] == _header(texts[1])[:2] and ":T(" in texts[0]
+    return
   assert _header(texts[0]) == _header(texts[1])
   assert _entry_ops(texts[0]) == _entry_ops(texts[1]), texts  # (fused where jax's is)
   assert "metadata" not in texts[0] and "stablehlo" not in texts[0]
@@ -290,6 +293,11 @@ def test_compiled_as_text_is_made_once_per_executable(monkeypatch):
   np.testing.assert_array_equal(compiled(x), x * 3 + 1)
 
 
+CPU_MODULES = ("the jax oracle's optimized modules are the CPU's (layouts, fusions): compared "
+               "on the CPU; on a TPU the header and tiled layouts are checked above")
+
+
+@skip_on_tpu(CPU_MODULES)
 def test_compiled_as_text_follows_compiler_options_and_shardings():
   """The module printed is the one compiled with the program's own options (here XLA's fusion
   pass disabled, as jax hands it over); a jit with one-device shardings prints its program."""
@@ -307,6 +315,9 @@ def test_compiled_as_text_follows_compiler_options_and_shardings():
   assert _header(texts[0]) == _header(texts[1]) and _entry_ops(texts[0]) == _entry_ops(texts[1])
 
 
+@pytest.mark.xfail(ON_TPU, strict=False, reason=(
+    "XLA:TPU given its optimized module back (passes disabled) prints fusions' backend_config "
+    "differently (a window_config appears; seen on the chip 2026-12-06)"))
 def test_compiled_as_text_of_a_deserialized_executable():
   """A program loaded from serialize()'s bytes has no StableHLO: its own optimized module is
   printed (XLA given it back with every pass disabled), the same text as the original's."""

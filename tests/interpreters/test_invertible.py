@@ -13,7 +13,7 @@ from revax import ad_checkpoint
 from revax._src.core.typecheck import check_jaxpr
 from revax._src.interpreters import invertible as inv
 from tests.gradcheck import check_grads
-from tests.platform_tolerances import allclose_tol
+from tests.platform_tolerances import allclose_tol, skip_on_tpu
 
 rng = np.random.default_rng(0)
 X = rng.uniform(-0.8, 0.8, (3, 4)).astype(np.float32)
@@ -535,6 +535,10 @@ def test_vjp_at_a_given_output_is_the_vjp_when_given_the_output():
   assert {"tanh", "exp", "logistic", "sqrt", "rsqrt", "cbrt", "expm1"} <= set(checked), checked
 
 
+@skip_on_tpu("the test is about XLA:CPU's scheduler; on the chip the coupling option's memory "
+             "was read on issue 32's MLP (flat: tests/tpu/results/reversible_2026-12-06c.md), "
+             "while at this test's small sizes XLA:TPU's temp grew 7.9 activations a block "
+             "(2026-12-06 run 21; not analysed)")
 def test_coupling_vjp_memory_stays_flat_on_stock_xla_cpu(coupling_vjp):
   """XLA's temp bytes of jit(grad) with the option, depth 2 -> 10 (memory, not time): flat
   (the rebuild's matmuls wait for the cotangents in fenced calls; without that fence XLA:CPU's

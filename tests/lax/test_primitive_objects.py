@@ -212,9 +212,9 @@ def test_binds_jax_s_primitive_with_jax_s_params(name):
 
 
 # XLA:TPU refuses select-and-scatter whose window or stride is not 1 in one of the two minor-most
-# dimensions of its layout (its compile error says "not implemented for TPU"; jax lowers the
-# primitive to the same stablehlo.select_and_scatter): on a TPU the test checks that revax
-# raises it as a Python exception
+# dimensions of its layout (its compile error says "not implemented for TPU"): jax on the chip
+# raises the same JaxRuntimeError, eager and jitted (tests/tpu/probe_select_and_scatter.py,
+# results/probe_select_and_scatter_2026-12-06.log); on a TPU the test checks that revax does
 TPU_REFUSES = {"select_and_scatter"}
 
 

@@ -24,17 +24,30 @@ __all__ = ["memory_of", "output_memory_kinds", "place_outputs", "strip_placement
            "in_memory"]
 
 
+# The platforms whose host memories revax uses (pinned_host, unpinned_host): the CPU, where every
+# memory is host memory and a program's arguments have one layout wherever they are.
+HOST_MEMORIES_ON = ("cpu",)
+
+
 def memory_of(device, kind: str):
   """The memory of `kind` that `device` addresses.
 
   Raises:
     ValueError: the device has no memory of that kind (JAX's message).
+    NotImplementedError: a host memory of a device not in HOST_MEMORIES_ON (a TPU's).
   """
   memories = device.addressable_memories()
+  platform = device.platform
   for m in memories:
     if m.kind == kind:
+      if kind != "device" and platform not in HOST_MEMORIES_ON:
+        raise NotImplementedError(
+            f"memory kind {kind!r} on a {platform} device: revax places arrays in host "
+            f"memories on {', '.join(HOST_MEMORIES_ON)} devices only. On a TPU a program "
+            "must also be compiled with each host-memory argument's memory and layout, which "
+            "revax does not do yet (its first run on a chip failed there); use device memory "
+            "(memory_kind='device' or None)")
       return m
-  platform = device.platform
   kinds = ", ".join(m.kind for m in memories)
   raise ValueError(f"Could not find memory addressable by device {platform}. Device {platform} "
                    f"can address the following memory kinds: {kinds}. Got memory kind: {kind}")
