@@ -39,7 +39,7 @@ import math
 import os
 import re
 
-from revax._src.runtime import gemm
+from revax._src.runtime import conv_nonfinite, gemm
 
 __all__ = ["enabled", "parse", "uses_patches", "rewrite_program", "FEW_CHANNELS"]
 
@@ -100,8 +100,8 @@ def parse(line: str) -> dict | None:
     line: one line of a StableHLO module's text.
 
   Returns:
-    {"n", "c", "o", "groups", "batch_groups", "in", "win", "out", "stride", "pad", "ldil",
-    "rdil", "rev" (lists,
+    {"n", "c", "o", "groups", "batch_groups", "in", "win", "out", "stride", "pad", "pad_hi",
+    "ldil", "rdil", "rev" (lists,
     one entry per spatial dimension), "dtype" (the element type's text), "match"}.
 
   Example:
@@ -134,7 +134,8 @@ def parse(line: str) -> dict | None:
   return {"n": lshape[0], "c": lshape[-1], "o": rshape[-1], "groups": groups,
           "batch_groups": batch_groups,
           "in": lshape[1:-1], "win": rshape[:-2], "out": oshape[1:-1], "stride": strides,
-          "pad": pads[0::2], "ldil": ldil, "rdil": rdil, "rev": [int(r) for r in rev],
+          "pad": pads[0::2], "pad_hi": pads[1::2], "ldil": ldil, "rdil": rdil,
+          "rev": [int(r) for r in rev],
           "dtype": dtypes.pop(), "match": m}
 
 
@@ -149,13 +150,49 @@ def uses_patches(conv: dict) -> bool:
   return conv["groups"] > 1 or conv["batch_groups"] > 1 or conv["c"] <= FEW_CHANNELS
 
 
-def _call(conv: dict, target: str) -> str:
+_SLICE = re.compile(
+    r'^\s*(?P<result>%[\w.#$-]+) = "stablehlo\.slice"\((?P<operand>%[\w.#$-]+)\) '
+    rf'<\{{start_indices = (?P<start>{_INTS}), limit_indices = (?P<limit>{_INTS}), '
+    rf'strides = (?P<strides>{_INTS})\}}> : \((?P<st>{_TENSOR})\) -> ')
+
+
+def _as_written(conv: dict, slices: dict) -> dict:
+  """`conv` with the geometry its user wrote where revax's lowering cropped a negative padding
+  with a slice of the lhs (revax/_src/lax/convolution.py): jax's XLA decides its algorithm on the
+  convolution with the negative padding. A slice is read as such a crop only where undoing it
+  gives a negative padding side (what the lowering leaves is never negative)."""
+  cut = slices.get(conv["match"]["lhs"])
+  if cut is None:
+    return conv
+  start, limit, shape = cut
+  dims = len(conv["in"])
+  if (len(shape) != dims + 2 or start[0] or start[-1] or limit[0] != shape[0]
+      or limit[-1] != shape[-1]):
+    return conv
+  conv = dict(conv, **{k: list(conv[k]) for k in ("in", "pad", "pad_hi")})
+  for d in range(dims):
+    if limit[1 + d] <= start[1 + d]:
+      continue  # cropped to nothing (the lowering's padding is then all there is)
+    lo = conv["pad"][d] - start[1 + d] * conv["ldil"][d]
+    hi = conv["pad_hi"][d] - (shape[1 + d] - limit[1 + d]) * conv["ldil"][d]
+    if lo < 0:
+      conv["pad"][d], conv["in"][d] = lo, conv["in"][d] + start[1 + d]
+    if hi < 0:
+      conv["pad_hi"][d], conv["in"][d] = hi, conv["in"][d] + shape[1 + d] - limit[1 + d]
+  return conv
+
+
+def _call(conv: dict, target: str, written: dict | None = None) -> str:
+  """The custom call of the handler for `conv`; `written` (default `conv`): the geometry that
+  decides the non-finite rule (`_as_written`)."""
   m = conv["match"]
   attrs = [("n", conv["n"]), ("c", conv["c"]), ("o", conv["o"]), ("groups", conv["groups"]),
            ("batch_groups", conv["batch_groups"])]
   first = 3 - len(conv["in"])  # the handler's 3 spatial dims: size-1 ones before the conv's
   for key in ("in", "win", "out", "stride", "pad", "ldil", "rdil", "rev"):
     attrs += [(f"{key}{first + d}", v) for d, v in enumerate(conv[key])]
+  skip, spread = conv_nonfinite.rule(written or conv)  # jax's XLA with a non-finite filter
+  attrs += [("skip_pad", skip), ("spread", spread)]
   threads = os.environ.get("REVAX_CPU_CONV_THREADS", "").strip()
   if threads.isdigit():  # 2: large work on two threads (the handler's default is 1)
     attrs.append(("threads", int(threads)))
@@ -200,8 +237,12 @@ def rewrite_program(code: bytes, targets: dict) -> bytes:
   if not any(targets.get(dt) for dt in _TARGETS.values()):
     return code
   lines = code.decode().split("\n")
-  original, work = {}, {}
+  original, work, slices = {}, {}, {}
   for i, line in enumerate(lines):
+    if '"stablehlo.slice"' in line and (s := _SLICE.match(line)) is not None:
+      slices[s["result"]] = (_ints(s["start"].partition(":")[2]),
+                             _ints(s["limit"].partition(":")[2]),
+                             _shape(re.match(_TENSOR, s["st"]).group(1)))
     if '"stablehlo.convolution"' not in line:
       continue
     conv = parse(line)
@@ -211,7 +252,7 @@ def rewrite_program(code: bytes, targets: dict) -> bytes:
     if target is None:
       continue
     original[i] = line
-    lines[i] = _call(conv, target)
+    lines[i] = _call(conv, target, _as_written(conv, slices))
     work[i] = (2 * conv["n"] * math.prod(conv["out"]) * conv["o"] * math.prod(conv["win"])
                * conv["c"] // conv["groups"] // conv["batch_groups"])
   if not original:
