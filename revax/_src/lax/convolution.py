@@ -577,7 +577,7 @@ def _crop_negative_padding(ctx, lhs, aval, padding, lhs_dilation, lhs_spec):
   last one's dilation holes becomes padding. Holes and padding stay holes and padding (XLA
   leaves both out of some convolutions' sums where a filter holds NaN or inf, see
   revax/_src/runtime/conv_nonfinite.py), never explicit zeros. A dim cropped to nothing keeps
-  no element and all its length as high padding."""
+  no element and all its length as padding, split where the low side's crop left it."""
   start, limit = [0] * aval.ndim, list(aval.shape)
   new_padding = list(padding)
   for k, ((lo, hi), d) in enumerate(zip(padding, lhs_dilation, strict=True)):
@@ -587,8 +587,10 @@ def _crop_negative_padding(ctx, lhs, aval, padding, lhs_dilation, lhs_spec):
     first = -(lo // d) if lo < 0 else 0  # ceil(-lo / d) elements cropped at the low end
     last = -(hi // d) if hi < 0 else 0
     if first + last >= size:  # nothing left: every position padding (as holes and padding are)
-      start[dim] = limit[dim] = 0
-      new_padding[k] = (0, max((size - 1) * d + 1, 0) + lo + hi)
+      start[dim] = limit[dim] = min(first, size)  # (where im2col.py reads the low padding back)
+      total = max((size - 1) * d + 1, 0) + lo + hi
+      low = min(max(lo + start[dim] * d, 0), max(total, 0))
+      new_padding[k] = (low, total - low)
       continue
     start[dim], limit[dim] = first, size - last
     new_padding[k] = (first * d + lo if lo < 0 else lo, last * d + hi if hi < 0 else hi)

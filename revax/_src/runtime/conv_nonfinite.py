@@ -22,10 +22,13 @@ dilation) by the filter and some of which leave them out of the sums:
   dimension, lhs-dilated by the group count, where each group's window meets the other groups'
   filters at holes: in mode "A" a non-finite entry of a group's filters then reaches the same
   feature of every other group too (spread "bg").
-- float64 feature groups that YNNPACK does not take are rewritten too: one input channel per group (depthwise) becomes an
-  ungrouped convolution whose filter holds zeros off its groups, so a non-finite INPUT element
-  reaches every other group's outputs that read it (spread "x"); more channels per group become
-  a convolution with an lhs-dilated group dimension, mode "B".
+- float64 feature groups that YNNPACK does not take (it takes grouped ones as they are) are
+  rewritten too: one input channel per group (depthwise) becomes an ungrouped convolution whose
+  filter holds zeros off its groups, so a non-finite INPUT element reaches every other group's
+  outputs that read it (spread "x"); more channels per group become a convolution with an
+  lhs-dilated group dimension, mode "B".
+- A negative padding is decided on as written (revax's lowering crops it with a slice that
+  im2col.py reads back).
 
 Found by generated differential tests against jax 0.10.2 (tests/runtime/test_conv_nonfinite.py;
 the same XLA passes, read from its source: ConvolutionGroupConverter, the algebraic simplifier's
@@ -136,6 +139,7 @@ def rule(conv: dict) -> tuple[int, int]:
                        ("ldil", bg), ("rdil", 1), ("rev", 0)):
       g[key].append(extra)
     g["n"] //= bg
+    g["o"] //= bg  # (the groups' filters side by side along the new window dimension)
     skip = _mode(g) == "B"
     return int(skip), 0 if skip else 1
   if g["groups"] > 1 and g["dtype"] not in _EIGEN and not _ynn(g):  # (f16/f32 stay grouped)

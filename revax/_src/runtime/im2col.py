@@ -171,8 +171,14 @@ def _as_written(conv: dict, slices: dict) -> dict:
     return conv
   conv = dict(conv, **{k: list(conv[k]) for k in ("in", "pad", "pad_hi")})
   for d in range(dims):
-    if limit[1 + d] <= start[1 + d]:
-      continue  # cropped to nothing (the lowering's padding is then all there is)
+    size, ld = shape[1 + d], conv["ldil"][d]
+    if limit[1 + d] == start[1 + d] and conv["in"][d] == 0 and size > 0:
+      # cropped to nothing: the lowering kept the whole length as padding, the low side's crop
+      # at the slice's start
+      lo = conv["pad"][d] - start[1 + d] * ld
+      total = conv["pad"][d] + conv["pad_hi"][d]
+      conv["in"][d], conv["pad"][d], conv["pad_hi"][d] = size, lo, total - (size - 1) * ld - 1 - lo
+      continue
     lo = conv["pad"][d] - start[1 + d] * conv["ldil"][d]
     hi = conv["pad_hi"][d] - (shape[1 + d] - limit[1 + d]) * conv["ldil"][d]
     if lo < 0:
