@@ -209,7 +209,7 @@ def test_without_the_rule_the_comparison_fails(monkeypatch):
   """The patches' zeros multiplied by every filter (the handler before the rule): the float32
   cases chosen for XLA's other algorithms and rewrites differ, and the comparison sees it."""
   cases = [c for c in HAND if c.dtype == "float32"]
-  monkeypatch.setattr(conv_nonfinite, "rule", lambda conv: (0, 0))
+  monkeypatch.setattr(conv_nonfinite, "rule", lambda conv, generic_loop=False: (0, 0))
   got = _revax_outputs(cases, monkeypatch)
   want = jax.jit(_program(jax, cases))(*_args(cases))
   assert len(_differences(got, want, cases)) >= 4
@@ -224,3 +224,43 @@ def test_rule_is_the_handlers_attributes():
   conv = im2col.parse(line)
   assert conv_nonfinite.rule(conv) == (1, 0)  # a 2-element filter: XLA's generic loop
   assert "skip_pad = 1 : i64, spread = 0 : i64" in im2col._call(conv, "t")
+
+
+# In a loop's body or a conditional's branch XLA canonicalises no layout: jax's convolution of
+# other dimension numbers than NHWC x HWIO there runs in XLA's generic loop.
+FLOW = [Case("float32", (2, 6, 6, 1), (3, 3, 1, 2), (1, 1), ((1, 1), (1, 1)), (1, 1), (1, 1),
+             channels_first=cf) for cf in (False, True)] + [
+    Case("float32", (2, 6, 6, 4), (3, 3, 2, 4), (1, 1), ((-1, 1), (1, 1)), (1, 1), (1, 1), 2,
+         channels_first=True),
+    Case("float32", (4, 6, 2), (1, 2, 10), (2,), ((0, 3),), (1,), (1,), 1, 2, channels_first=True),
+    Case("float32", (2, 8, 6, 20), (3, 3, 20, 4), (1, 1), ((1, 1), (1, 1)), (1, 1), (1, 1),
+         channels_first=True)]
+
+
+@pytest.mark.parametrize("flow", ["scan", "cond", "constant_cond", "checkpoint"])
+def test_in_loops_and_branches_as_jax(flow, monkeypatch):
+  """Inside lax.scan's body and lax.cond's branches as jax's; a cond of a constant predicate
+  (XLA inlines the branch) and under checkpoint (revax fences its recomputation in a
+  conditional, jax does not) as at the top level."""
+  def wrap(lib):
+    conv = _program(lib, FLOW)
+    if flow == "scan":
+      return lambda *a: lib.lax.scan(lambda c, _: (c, conv(*a)), 0.0, None, length=1)[1]
+    if flow == "cond":  # (a predicate known at run time only)
+      return lambda *a: lib.lax.cond(a[0][0, 0, 0, 0] < 9, conv, lambda *b: conv(*b), *a)
+    if flow == "constant_cond":
+      return lambda *a: lib.lax.cond(True, conv, lambda *b: conv(*b), *a)
+    return lambda *a: lib.grad(lambda *b: sum(
+        lib.numpy.sum(lib.numpy.nan_to_num(y)) for y in lib.checkpoint(conv)(*b)),
+        argnums=tuple(range(len(a))))(*a)
+  monkeypatch.setenv("REVAX_CPU_CONV", "all")
+  args = [*_args(FLOW), np.ones(gemm.CHEAP_MARGIN, np.float32)]
+  f = revax.jit(lambda *a: (wrap(revax)(*a[:-1]), a[-1] * a[-1]))
+  text = f.lower(*args).as_text()
+  assert "revax_lapack_conv" in im2col.rewrite_program(text.encode(), TARGETS).decode()
+  got, want = f(*args)[0], jax.jit(wrap(jax))(*args[:-1])
+  got, want = jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want)
+  cases = FLOW if flow != "checkpoint" else [FLOW[k // 2] for k in range(2 * len(FLOW))]
+  if flow == "scan":
+    got, want = [g[0] for g in got], [w[0] for w in want]
+  assert _differences(got, want, cases) == []

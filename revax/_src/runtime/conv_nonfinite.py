@@ -32,10 +32,12 @@ dilation) by the filter and some of which leave them out of the sums:
 
 Found by generated differential tests against jax 0.10.2 (tests/runtime/test_conv_nonfinite.py;
 the same XLA passes, read from its source: ConvolutionGroupConverter, the algebraic simplifier's
-operand swap, PotentiallyImplementedAsEigenConvolution, IsConvolutionOpSupportedByYnn). The rule
-is that of a convolution in the program's entry computation as jax lowers it: where jax's
-convolution sits in a loop's body or a conditional's branch with other dimension numbers than
-NHWC x HWIO, XLA runs its generic loop (mode "B") and this rule may not say so.
+operand swap, PotentiallyImplementedAsEigenConvolution, IsConvolutionOpSupportedByYnn). Where jax's
+convolution sits in a loop's body or a conditional's branch (not the entry computation, which
+alone XLA's layout canonicalisation visits) with other dimension numbers than NHWC x HWIO, XLA
+runs it in its generic loop (mode "B"): im2col.py tells such convolutions by the transposes
+revax's lowering puts around them, inside a `stablehlo.while` or `stablehlo.case` (revax's own
+`stablehlo.if` fences of checkpoint and invertible are no control flow in jax's program).
 """
 from __future__ import annotations
 
@@ -104,12 +106,15 @@ def _mode(g: dict) -> str:
   return "A"
 
 
-def rule(conv: dict) -> tuple[int, int]:
+def rule(conv: dict, generic_loop: bool = False) -> tuple[int, int]:
   """How jax's XLA:CPU treats padding when the filter of `conv` (im2col.parse's answer) holds NaN
   or inf, as the handler's attributes.
 
   Args:
     conv: a convolution as `im2col.parse` describes it (with "pad_hi").
+    generic_loop: whether jax's convolution sits in a loop's body or a conditional's branch with
+      other dimension numbers than NHWC x HWIO (XLA's layout canonicalisation visits only the
+      entry computation: such a convolution runs in XLA's generic loop).
 
   Returns:
     (skip, spread): skip 1 where padding and lhs-dilation holes stay out of the sums (mode "B"),
@@ -130,6 +135,9 @@ def rule(conv: dict) -> tuple[int, int]:
        "lo": list(conv["pad"]), "hi": list(conv["pad_hi"]), "ldil": list(conv["ldil"]),
        "rdil": list(conv["rdil"]), "rev": list(conv["rev"]), "dtype": conv["dtype"]}
   bg = conv["batch_groups"]
+  if generic_loop:  # mode "B"; the float64 depthwise rewrite still spreads the input's NaN
+    depthwise = g["groups"] > 1 and g["c"] == g["groups"] and g["dtype"] not in _EIGEN
+    return 1, 2 if depthwise else 0
   if bg > 1:
     if g["n"] == bg and g["o"] == bg:  # every example with every filter, a select keeps the pairs
       return int(_mode(g) == "B"), 0

@@ -188,16 +188,46 @@ def _as_written(conv: dict, slices: dict) -> dict:
   return conv
 
 
-def _call(conv: dict, target: str, written: dict | None = None) -> str:
+_OPERANDS = re.compile(r'= "stablehlo\.(transpose|slice|constant)"\((%[\w.#$-]+)?\)')
+_RESULT = re.compile(r'^\s*(%[\w.#$-]+)(?::\d+)? = ')
+
+
+def _layouts(lines: list[str]) -> tuple[dict, set]:
+  """({result: (op, operand)} of the transposes, slices and constants, {operands of
+  transposes})."""
+  made, transposed = {}, set()
+  for line in lines:
+    m = _OPERANDS.search(line)
+    if m is None:
+      continue
+    made[_RESULT.match(line).group(1)] = (m[1], m[2])
+    if m[1] == "transpose":
+      transposed.add(m[2])
+  return made, transposed
+
+
+def _relaid(conv: dict, made: dict, transposed: set) -> bool:
+  """Whether revax's lowering put transposes around `conv` (its user's dimension numbers were
+  not NHWC x HWIO -> NHWC)."""
+  m = conv["match"]
+  lhs = m["lhs"]
+  if made.get(lhs, ("",))[0] == "slice":  # a negative padding's crop
+    lhs = made[lhs][1]
+  return (made.get(lhs, ("",))[0] == "transpose" or made.get(m["rhs"], ("",))[0] == "transpose"
+          or m["result"] in transposed)
+
+
+def _call(conv: dict, target: str, written: dict | None = None,
+          generic_loop: bool = False) -> str:
   """The custom call of the handler for `conv`; `written` (default `conv`): the geometry that
-  decides the non-finite rule (`_as_written`)."""
+  decides the non-finite rule (`_as_written`), `generic_loop`: conv_nonfinite.rule's."""
   m = conv["match"]
   attrs = [("n", conv["n"]), ("c", conv["c"]), ("o", conv["o"]), ("groups", conv["groups"]),
            ("batch_groups", conv["batch_groups"])]
   first = 3 - len(conv["in"])  # the handler's 3 spatial dims: size-1 ones before the conv's
   for key in ("in", "win", "out", "stride", "pad", "ldil", "rdil", "rev"):
     attrs += [(f"{key}{first + d}", v) for d, v in enumerate(conv[key])]
-  skip, spread = conv_nonfinite.rule(written or conv)  # jax's XLA with a non-finite filter
+  skip, spread = conv_nonfinite.rule(written or conv, generic_loop)  # jax's XLA with NaN/inf
   attrs += [("skip_pad", skip), ("spread", spread)]
   threads = os.environ.get("REVAX_CPU_CONV_THREADS", "").strip()
   if threads.isdigit():  # 2: large work on two threads (the handler's default is 1)
@@ -244,7 +274,18 @@ def rewrite_program(code: bytes, targets: dict) -> bytes:
     return code
   lines = code.decode().split("\n")
   original, work, slices = {}, {}, {}
+  made, transposed = _layouts(lines)
+  regions = []  # (indent, op) of the open control-flow ops around the line
   for i, line in enumerate(lines):
+    indent = len(line) - len(line.lstrip())
+    while (regions and regions[-1][0] >= indent and line.strip()
+           and not line.lstrip().startswith(("}, {", "^"))):  # (a region's start, blocks)
+      regions.pop()
+    flow = re.search(r'= "stablehlo\.(while|case|if)"\((%[\w.#$-]+)', line)
+    if flow is not None and line.rstrip().endswith("({"):
+      # (XLA inlines the branch a constant index picks: not control flow then)
+      constant = flow[1] == "case" and made.get(flow[2], ("",))[0] == "constant"
+      regions.append((indent, "inlined" if constant else flow[1]))
     if '"stablehlo.slice"' in line and (s := _SLICE.match(line)) is not None:
       slices[s["result"]] = (_ints(s["start"].partition(":")[2]),
                              _ints(s["limit"].partition(":")[2]),
@@ -258,7 +299,9 @@ def rewrite_program(code: bytes, targets: dict) -> bytes:
     if target is None:
       continue
     original[i] = line
-    lines[i] = _call(conv, target, _as_written(conv, slices))
+    in_flow = any(op in ("while", "case") for _, op in regions)
+    lines[i] = _call(conv, target, _as_written(conv, slices),
+                     in_flow and _relaid(conv, made, transposed))
     work[i] = (2 * conv["n"] * math.prod(conv["out"]) * conv["o"] * math.prod(conv["win"])
                * conv["c"] // conv["groups"] // conv["batch_groups"])
   if not original:
