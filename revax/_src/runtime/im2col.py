@@ -15,8 +15,8 @@ With it, the two grouped weight gradients measured 0.56x and 0.72x of jax's time
 layer 1.8x (OpenBLAS's GEMM with 9 columns to contract is no match for jaxlib's YNNPACK);
 benchmarks/RESULTS.md has the table.
 
-So, with `REVAX_CPU_CONV=1` (opt-in: `enabled` says why), when a single-device program is
-compiled for the CPU (the plugins gemm.py's gate admits; `REVAX_CPU_GEMM=0` turns this off), each
+So, by default (`REVAX_CPU_CONV=0` turns this off), when a single-device program is compiled
+for the CPU (the plugins gemm.py's gate admits; `REVAX_CPU_GEMM=0` turns this off too), each
 `stablehlo.convolution` that revax's lowering wrote in its channels-last form (NHWC x HWIO ->
 NHWC, which every convolution of 1 to 3 spatial dimensions is lowered to, see
 revax/_src/lax/convolution.py) with operands and result of one dtype among float32, float64,
@@ -27,7 +27,13 @@ of output positions have their patches copied into a scratch matrix that stays i
 one BLAS GEMM (one thread, as gemm.py's) multiplies it by the group's block of the filter, writing
 straight into the output. Padding (of any sign), strides, both dilations and window reversal are
 the handler's table of which input element each output position reads at each window position.
-The handler runs on XLA's calling thread; env `REVAX_CPU_CONV_THREADS=2` has it share work of
+Where the filter holds NaN or inf (one pass over it tells), the handler gives jax's answer, not
+the patches': jaxlib's XLA multiplies the padding by the filter in some of its convolution
+algorithms and leaves it out in others, and revax/_src/runtime/conv_nonfinite.py says which for
+each convolution (an attribute of the call); where it leaves it out, the outputs whose window
+touches padding are summed again over the taps that read the input, and XLA's rewrites of batch
+groups and float64 depthwise convolutions spread NaNs as they do there. Finite filters never
+take that path. The handler runs on XLA's calling thread; env `REVAX_CPU_CONV_THREADS=2` has it share work of
 4e6 flops and more with a second thread (on the 2 shared cores measured, under load, that took
 1.06-1.23x one thread's time, so it is not the default). The text `Lowered.as_text()` shows is
 unchanged; the rewritten text is what is compiled and what keys the persistent compilation
@@ -69,14 +75,14 @@ def _setting() -> str:
 
 
 def enabled() -> bool:
-  """Whether convolutions may become patch GEMMs where dots may become GEMMs (gemm.py decides
-  that): only with env `REVAX_CPU_CONV` "1" ("all" rewrites every convolution the handler can
-  run, for measurements and tests; read at each compile). Off by default: where a filter holds
+  """Whether convolutions may become patch GEMMs where the plugin gets rewrites at all (gemm.py's
+  gate): by default; env `REVAX_CPU_CONV` "0" turns this off, "all" rewrites every convolution
+  the handler can run (for measurements and tests; read at each compile). Where a filter holds
   NaN or inf, XLA leaves the padding out of some convolutions' sums and not of others (jnp.poly
-  of NaN roots starts with 1; a grouped SAME convolution's border is NaN), while the patches'
-  zeros always meet the filter, so the handler's non-finite results differ from jax's in some
-  configurations (tests/runtime/test_im2col.py::test_poly_of_nan_roots_as_jax)."""
-  return _setting() in ("1", "true", "yes", "on", "all")
+  of NaN roots starts with 1; a grouped SAME convolution's border is NaN): each call carries
+  conv_nonfinite.py's rule for its convolution, and the handler follows it (tests/runtime/
+  test_conv_nonfinite.py compares with jax)."""
+  return _setting() not in ("0", "false", "no", "off")
 
 
 def _canonical(n: int) -> str:
@@ -263,10 +269,8 @@ def rewrite_program(code: bytes, targets: dict) -> bytes:
     >>> x, w, z = jnp.ones((2, 1, 8, 8)), jnp.ones((4, 1, 3, 3)), jnp.ones(4096)
     >>> text = revax.jit(f).lower(x, w, z).as_text()
     >>> import os
-    >>> os.environ["REVAX_CPU_CONV"] = "1"  # (opt-in: see enabled)
     >>> b"my_conv" in rewrite_program(text.encode(), {"float32": "my_conv"})
     True
-    >>> del os.environ["REVAX_CPU_CONV"]
   """
   if b'"stablehlo.convolution"' not in code or not enabled() or not gemm.enabled():
     return code
