@@ -264,3 +264,28 @@ def test_in_loops_and_branches_as_jax(flow, monkeypatch):
   if flow == "scan":
     got, want = [g[0] for g in got], [w[0] for w in want]
   assert _differences(got, want, cases) == []
+
+
+IN_LOOP = _generated(40, 3636)
+
+
+@pytest.mark.parametrize("which", ["32-bit", "64-bit"])
+def test_generated_in_a_loop_body_as_jax(which, monkeypatch, request):
+  """Generated cases inside lax.scan's body: relaid convolutions and batch groups XLA dilates
+  run in its generic loop there, the others as at the top level."""
+  if which == "64-bit":
+    request.getfixturevalue("x64")
+  cases = [c for c in IN_LOOP if (c.dtype in ("float32", "complex64")) == (which == "32-bit")]
+
+  def wrap(lib):
+    conv = _program(lib, cases)
+    return lambda *a: lib.lax.scan(lambda c, _: (c, conv(*a)), 0.0, None, length=1)[1]
+  monkeypatch.setenv("REVAX_CPU_CONV", "all")
+  args = [*_args(cases), np.ones(gemm.CHEAP_MARGIN, np.float32)]
+  f = revax.jit(lambda *a: (wrap(revax)(*a[:-1]), a[-1] * a[-1]))
+  text = f.lower(*args).as_text()
+  rewritten = im2col.rewrite_program(text.encode(), TARGETS).decode()
+  assert rewritten.count("revax_lapack_conv") == text.count('"stablehlo.convolution"')
+  got = [g[0] for g in f(*args)[0]]
+  want = [w[0] for w in jax.jit(wrap(jax))(*args[:-1])]
+  assert _differences(got, want, cases) == []

@@ -30,14 +30,15 @@ dilation) by the filter and some of which leave them out of the sums:
 - A negative padding is decided on as written (revax's lowering crops it with a slice that
   im2col.py reads back).
 
-Found by generated differential tests against jax 0.10.2 (tests/runtime/test_conv_nonfinite.py;
-the same XLA passes, read from its source: ConvolutionGroupConverter, the algebraic simplifier's
-operand swap, PotentiallyImplementedAsEigenConvolution, IsConvolutionOpSupportedByYnn). Where jax's
-convolution sits in a loop's body or a conditional's branch (not the entry computation, which
-alone XLA's layout canonicalisation visits) with other dimension numbers than NHWC x HWIO, XLA
-runs it in its generic loop (mode "B"): im2col.py tells such convolutions by the transposes
-revax's lowering puts around them, inside a `stablehlo.while` or `stablehlo.case` (revax's own
-`stablehlo.if` fences of checkpoint and invertible are no control flow in jax's program).
+Found by generated differential tests against jax 0.10.2 (tests/runtime/test_conv_nonfinite.py; the
+same XLA passes, read from its source: ConvolutionGroupConverter, the algebraic simplifier's operand
+swap, PotentiallyImplementedAsEigenConvolution, IsConvolutionOpSupportedByYnn). Where jax's
+convolution sits in a loop's body or a conditional's branch (not the entry computation, which alone
+XLA's layout canonicalisation visits) with other dimension numbers than NHWC x HWIO or with batch
+groups rewritten into a dilated dimension, XLA runs it in its generic loop (mode "B"): im2col.py
+tells such convolutions by the transposes revax's lowering puts around them, inside a
+`stablehlo.while` or a `stablehlo.case` whose index is not a constant (revax's own `stablehlo.if`
+fences of checkpoint and invertible are no control flow in jax's program).
 """
 from __future__ import annotations
 
@@ -113,8 +114,9 @@ def rule(conv: dict, generic_loop: bool = False) -> tuple[int, int]:
   Args:
     conv: a convolution as `im2col.parse` describes it (with "pad_hi").
     generic_loop: whether jax's convolution sits in a loop's body or a conditional's branch with
-      other dimension numbers than NHWC x HWIO (XLA's layout canonicalisation visits only the
-      entry computation: such a convolution runs in XLA's generic loop).
+      other dimension numbers than NHWC x HWIO or with batch groups XLA rewrites into a dilated
+      dimension (not NHWC x HWIO either): XLA's layout canonicalisation visits only the entry
+      computation, so such a convolution runs in XLA's generic loop.
 
   Returns:
     (skip, spread): skip 1 where padding and lhs-dilation holes stay out of the sums (mode "B"),

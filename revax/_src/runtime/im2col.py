@@ -33,10 +33,10 @@ algorithms and leaves it out in others, and revax/_src/runtime/conv_nonfinite.py
 each convolution (an attribute of the call); where it leaves it out, the outputs whose window
 touches padding are summed again over the taps that read the input, and XLA's rewrites of batch
 groups and float64 depthwise convolutions spread NaNs as they do there. Finite filters never
-take that path. The handler runs on XLA's calling thread; env `REVAX_CPU_CONV_THREADS=2` has it share work of
-4e6 flops and more with a second thread (on the 2 shared cores measured, under load, that took
-1.06-1.23x one thread's time, so it is not the default). The text `Lowered.as_text()` shows is
-unchanged; the rewritten text is what is compiled and what keys the persistent compilation
+take that path. The handler runs on XLA's calling thread; env `REVAX_CPU_CONV_THREADS=2` has it
+share work of 4e6 flops and more with a second thread (on the 2 shared cores measured, under load,
+that took 1.06-1.23x one thread's time, so it is not the default). The text `Lowered.as_text()`
+shows is unchanged; the rewritten text is what is compiled and what keys the persistent compilation
 cache.
 """
 from __future__ import annotations
@@ -223,6 +223,13 @@ def _relaid(conv: dict, made: dict, transposed: set) -> bool:
           or m["result"] in transposed)
 
 
+def _dilates_groups(conv: dict) -> bool:
+  """Whether XLA rewrites `conv`'s batch groups into an lhs-dilated group dimension (its
+  dimension numbers then are not NHWC x HWIO: conv_nonfinite.py)."""
+  bg = conv["batch_groups"]
+  return bg > 1 and not conv["n"] == conv["o"] == bg
+
+
 def _call(conv: dict, target: str, written: dict | None = None,
           generic_loop: bool = False) -> str:
   """The custom call of the handler for `conv`; `written` (default `conv`): the geometry that
@@ -303,9 +310,10 @@ def rewrite_program(code: bytes, targets: dict) -> bytes:
     if target is None:
       continue
     original[i] = line
-    in_flow = any(op in ("while", "case") for _, op in regions)
-    lines[i] = _call(conv, target, _as_written(conv, slices),
-                     in_flow and _relaid(conv, made, transposed))
+    written = _as_written(conv, slices)
+    lines[i] = _call(conv, target, written,
+                     any(op in ("while", "case") for _, op in regions)
+                     and (_relaid(conv, made, transposed) or _dilates_groups(conv)))
     work[i] = (2 * conv["n"] * math.prod(conv["out"]) * conv["o"] * math.prod(conv["win"])
                * conv["c"] // conv["groups"] // conv["batch_groups"])
   if not original:
