@@ -289,3 +289,21 @@ def test_generated_in_a_loop_body_as_jax(which, monkeypatch, request):
   got = [g[0] for g in f(*args)[0]]
   want = [w[0] for w in jax.jit(wrap(jax))(*args[:-1])]
   assert _differences(got, want, cases) == []
+
+
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+def test_complex_convolutions_stay_xlas(dtype, monkeypatch, request):
+  """Complex convolutions never reach XLA on the CPU (revax, as jax, lowers them as three real
+  ones: so jax has no answer for a complex convolution there); in hand-written text they stay
+  XLA's, whose complex products of inf OpenBLAS's complex GEMM does not share."""
+  if dtype == "complex128":
+    request.getfixturevalue("x64")
+  real, element = ("float32", "f32") if dtype == "complex64" else ("float64", "f64")
+  cases = [Case(real, (2, 6, 4), (3, 2, 6), (1,), ((2, 1),), (1,), (1,), 2)]
+  args = [*_args(cases), np.ones(gemm.CHEAP_MARGIN, real)]
+  f = lambda *a: (_program(revax, cases)(*a[:-1]), a[-1] * a[-1])
+  text = revax.jit(f).lower(*args).as_text()
+  monkeypatch.setenv("REVAX_CPU_CONV", "all")
+  assert "revax_lapack_conv" in im2col.rewrite_program(text.encode(), TARGETS).decode()
+  text = text.replace(f"x{element}>", f"xcomplex<{element}>>")
+  assert im2col.rewrite_program(text.encode(), TARGETS) == text.encode()

@@ -19,9 +19,9 @@ So, by default (`REVAX_CPU_CONV=0` turns this off), when a single-device program
 for the CPU (the plugins gemm.py's gate admits; `REVAX_CPU_GEMM=0` turns this off too), each
 `stablehlo.convolution` that revax's lowering wrote in its channels-last form (NHWC x HWIO ->
 NHWC, which every convolution of 1 to 3 spatial dimensions is lowered to, see
-revax/_src/lax/convolution.py) with operands and result of one dtype among float32, float64,
-complex64 and complex128, of a kind `uses_patches` picks (grouped, by features or by batch, or
-few input channels), becomes a
+revax/_src/lax/convolution.py) with operands and result all float32 or all float64 (complex
+ones are three real ones on the CPU), of a kind `uses_patches` picks (grouped, by features or by
+batch, or few input channels), becomes a
 custom call to revax's convolution handler (`_lapack.c`'s `conv_handler`): for each group, chunks
 of output positions have their patches copied into a scratch matrix that stays in the caches, and
 one BLAS GEMM (one thread, as gemm.py's) multiplies it by the group's block of the filter, writing
@@ -304,8 +304,9 @@ def rewrite_program(code: bytes, targets: dict) -> bytes:
     if '"stablehlo.convolution"' not in line:
       continue
     conv = parse(line)
-    if conv is None or not uses_patches(conv):
-      continue
+    if conv is None or conv["dtype"].startswith("complex") or not uses_patches(conv):
+      continue  # (complex ones: revax, as jax, lowers them as three real convolutions on the
+      # CPU; hand-written text keeps XLA's, whose inf arithmetic OpenBLAS's complex GEMM is not)
     target = targets.get(_TARGETS[conv["dtype"]])
     if target is None:
       continue
