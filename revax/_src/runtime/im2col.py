@@ -204,9 +204,10 @@ def _layouts(lines: list[str]) -> tuple[dict, set]:
   made, transposed = {}, set()
   for line in lines:
     m = _OPERANDS.search(line)
-    if m is None:
+    r = _RESULT.match(line) if m is not None else None
+    if r is None:
       continue
-    made[_RESULT.match(line).group(1)] = (m[1], m[2])
+    made[r[1]] = (m[1], m[2])
     if m[1] == "transpose":
       transposed.add(m[2])
   return made, transposed
