@@ -34,7 +34,7 @@ TOL = {np.dtype(np.float32): 1e-4, np.dtype(np.float64): 1e-11, np.dtype(np.comp
 
 @pytest.fixture(autouse=True)
 def conv_on(monkeypatch):
-  """The handler is opt-in (im2col.enabled): these tests turn it on."""
+  """The handler's default rule (whatever the environment running the tests says)."""
   monkeypatch.setenv("REVAX_CPU_CONV", "1")
 
 
@@ -288,7 +288,9 @@ def test_switches(monkeypatch):
   text = revax.jit(f).lower(np.ones((2, 1, 8, 8), np.float32), np.ones((4, 1, 3, 3), np.float32),
                             Z).as_text()
   monkeypatch.delenv("REVAX_CPU_CONV")
-  assert _rewrite(text) == text  # opt-in (im2col.enabled says why)
+  assert "revax_lapack_conv" in _rewrite(text)  # the default
+  monkeypatch.setenv("REVAX_CPU_CONV", "0")
+  assert _rewrite(text) == text
   monkeypatch.setenv("REVAX_CPU_CONV", "1")
   assert "revax_lapack_conv" in _rewrite(text)
   monkeypatch.setenv("REVAX_CPU_GEMM", "0")
@@ -458,11 +460,15 @@ def test_multi_device_programs_keep_xlas_convolution():
 
 @needs_conv
 def test_poly_of_nan_roots_as_jax(monkeypatch):
-  """Why the handler is opt-in: where a filter holds NaN or inf, XLA leaves padding out of some
-  convolutions' sums (jnp.poly of NaN roots starts with 1) and multiplies it in others, where
-  the patches' zeros always meet the filter (0 * nan = nan). The default is XLA's."""
+  """Where a filter holds NaN or inf, XLA leaves padding out of some convolutions' sums
+  (jnp.poly of NaN roots starts with 1) and multiplies it in others, where the patches' zeros
+  always meet the filter (0 * nan = nan): the default (the handler, following conv_nonfinite.py)
+  gives jax's answer (all but the largest of poly's convolutions are the handler's: a program of
+  nothing else keeps that one XLA's)."""
   monkeypatch.delenv("REVAX_CPU_CONV", raising=False)
   roots = np.array([np.nan, 1.0, 2.0, np.nan, 3.0], np.float32)
+  text = revax.jit(revax.numpy.poly).lower(roots).as_text()
+  assert _rewrite(text).count("revax_lapack_conv") == text.count('"stablehlo.convolution"') - 1
   got = np.asarray(revax.jit(revax.numpy.poly)(roots))
   want = np.asarray(jax.jit(jax.numpy.poly)(roots))
   np.testing.assert_array_equal(got, want)

@@ -521,14 +521,21 @@ def _conv_lower(ctx, lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dil
                 dimension_numbers, feature_group_count, batch_group_count, precision,
                 preferred_element_type):
   n = len(window_strides)
+  lhs_aval = ctx.avals_in[0]
+  canonical = _channels_last(n)
+  lhs_spec, rhs_spec, out_spec = dimension_numbers
   if any(lo < 0 or hi < 0 for lo, hi in padding):
     # XLA:CPU reads the wrong memory for a negative padding with a stride > 1 (found by the
-    # fuzzer; jax.jit shares the bug): crop (and dilate) those dims with a pad of the lhs first
-    # and hand the convolution only non-negative padding.
+    # fuzzer; jax.jit shares the bug): crop those dims with a slice of the lhs (in the
+    # channels-last layout, right before the convolution: im2col.py reads it back) and hand the
+    # convolution only non-negative padding.
+    lhs_perm = (lhs_spec[0], *lhs_spec[2:], lhs_spec[1])
+    lhs = _transposed(ctx, lhs, lhs_aval, lhs_perm)
+    lhs_aval = lhs_aval.update(shape=tuple(lhs_aval.shape[p] for p in lhs_perm))
+    lhs_spec = canonical[0]
+    dimension_numbers = ConvDimensionNumbers(lhs_spec, rhs_spec, out_spec)
     lhs, lhs_aval, padding, lhs_dilation = _crop_negative_padding(
-        ctx, lhs, ctx.avals_in[0], padding, lhs_dilation, dimension_numbers[0])
-  else:
-    lhs_aval = ctx.avals_in[0]
+        ctx, lhs, lhs_aval, padding, lhs_dilation, lhs_spec)
   pad_attr = (f"dense<> : tensor<0x2xi64>" if n == 0 else mlir.i64_dense(padding, (n, 2)))
   reversal = "array<i1>" if n == 0 else f"array<i1: {', '.join(['false'] * n)}>"
   props = {"batch_group_count": f"{batch_group_count} : i64",
@@ -543,14 +550,12 @@ def _conv_lower(ctx, lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dil
                                  + "]")
   props.update({"rhs_dilation": mlir.i64_array(rhs_dilation), "window_reversal": reversal,
                 "window_strides": mlir.i64_array(window_strides)})
-  canonical = _channels_last(n)
   if n == 0 or dimension_numbers == canonical:
     return ctx.op1("stablehlo.convolution", [lhs, rhs], props=props)
   # Other layouts go through explicit transposes to NHWC x HWIO -> NHWC. XLA:CPU rewrites
   # convolutions into its fast form only at a program's top level; inside a conditional's branch
   # (checkpoint's and invertible's fenced backward pass) any other layout runs a slow loop,
   # measured 12-60x slower. At top level XLA folds the transposes back into the convolution.
-  lhs_spec, rhs_spec, out_spec = dimension_numbers
   lhs_perm = (lhs_spec[0], *lhs_spec[2:], lhs_spec[1])
   rhs_perm = (*rhs_spec[2:], rhs_spec[1], rhs_spec[0])
   lhs_t = _transposed(ctx, lhs, lhs_aval, lhs_perm)
@@ -567,23 +572,34 @@ def _conv_lower(ctx, lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dil
 
 
 def _crop_negative_padding(ctx, lhs, aval, padding, lhs_dilation, lhs_spec):
-  """The lhs padded (negative pads crop) and dilated along the spatial dims whose padding has a
-  negative side, with those dims' padding and dilation left at (0, 0) and 1."""
-  config = [(0, 0, 0)] * aval.ndim
-  new_padding, new_dilation = list(padding), list(lhs_dilation)
+  """The lhs sliced along the spatial dims whose padding has a negative side, with that padding
+  made non-negative: a negative side crops whole input elements, and what it cropped of the
+  last one's dilation holes becomes padding. Holes and padding stay holes and padding (XLA
+  leaves both out of some convolutions' sums where a filter holds NaN or inf, see
+  revax/_src/runtime/conv_nonfinite.py), never explicit zeros. A dim cropped to nothing keeps
+  no element and all its length as padding, split where the low side's crop left it."""
+  start, limit = [0] * aval.ndim, list(aval.shape)
+  new_padding = list(padding)
   for k, ((lo, hi), d) in enumerate(zip(padding, lhs_dilation, strict=True)):
-    if lo < 0 or hi < 0:
-      config[lhs_spec[2 + k]] = (lo, hi, d - 1)
-      new_padding[k], new_dilation[k] = (0, 0), 1
-  shape = tuple(lo + hi + n + max(n - 1, 0) * i for n, (lo, hi, i) in zip(aval.shape, config))
-  new_aval = aval.update(shape=shape)
-  zero = ctx.constant(np.zeros((), aval.dtype), aval.update(shape=()))
-  lo, hi, interior = zip(*config)
-  out = ctx.op1("stablehlo.pad", [lhs, zero], new_aval,
-                props={"edge_padding_low": mlir.i64_array(lo),
-                       "edge_padding_high": mlir.i64_array(hi),
-                       "interior_padding": mlir.i64_array(interior)})
-  return out, new_aval, tuple(new_padding), tuple(new_dilation)
+    if lo >= 0 and hi >= 0:
+      continue
+    dim, size = lhs_spec[2 + k], aval.shape[lhs_spec[2 + k]]
+    first = -(lo // d) if lo < 0 else 0  # ceil(-lo / d) elements cropped at the low end
+    last = -(hi // d) if hi < 0 else 0
+    if first + last >= size:  # nothing left: every position padding (as holes and padding are)
+      start[dim] = limit[dim] = min(first, size)  # (where im2col.py reads the low padding back)
+      total = max((size - 1) * d + 1, 0) + lo + hi
+      low = min(max(lo + start[dim] * d, 0), max(total, 0))
+      new_padding[k] = (low, total - low)
+      continue
+    start[dim], limit[dim] = first, size - last
+    new_padding[k] = (first * d + lo if lo < 0 else lo, last * d + hi if hi < 0 else hi)
+  new_aval = aval.update(shape=tuple(b - a for a, b in zip(start, limit)))
+  out = ctx.op1("stablehlo.slice", [lhs], new_aval,
+                props={"start_indices": mlir.i64_array(start),
+                       "limit_indices": mlir.i64_array(limit),
+                       "strides": mlir.i64_array([1] * aval.ndim)})
+  return out, new_aval, tuple(new_padding), tuple(lhs_dilation)
 
 
 def _channels_last(n: int) -> "ConvDimensionNumbers":

@@ -656,6 +656,191 @@ static void *conv_worker(void *arg) {
   return NULL;
 }
 
+/* ---- Non-finite filters and inputs as jax's XLA:CPU has them (conv_nonfinite.py has the rule).
+   The patches' zeros (padding, lhs-dilation holes) always meet the filter, so a NaN or inf there
+   reaches every output of its feature (mode "A", Eigen's and YNNPACK's convolutions). Where XLA
+   runs an algorithm that leaves them out (mode "B", attribute skip_pad), the outputs whose window
+   touches padding are summed again over the taps that read the input. Batch groups whose XLA
+   rewrite meets other groups' filters at holes (spread 1) and float64 depthwise convolutions whose
+   XLA rewrite multiplies every input channel by zeros (spread 2) get those NaNs. All of it runs
+   only when the filter (or, for spread 2, the input) holds a NaN or inf: one pass over it. */
+typedef struct {
+  int kind; const char *x, *w; char *y;
+  int64_t n, c, o, groups, cg, og, in[3], win[3], out[3], group_offset;
+  int64_t *const *tab;
+} ConvFix;
+
+static int conv_nonfinite(const char *p, int64_t reals, int dbl) {
+  if (dbl) {
+    const double *d = (const double *)p;
+    for (int64_t i = 0; i < reals; i++) if (!isfinite(d[i])) return 1;
+  } else {
+    const float *d = (const float *)p;
+    for (int64_t i = 0; i < reals; i++) if (!isfinite(d[i])) return 1;
+  }
+  return 0;
+}
+
+/* y[row * o + col] = NaN (both parts of a complex element). */
+static void conv_put_nan(const ConvFix *j, int64_t at) {
+  switch (j->kind) {
+    case 0: ((float *)j->y)[at] = NAN; break;
+    case 1: ((double *)j->y)[at] = NAN; break;
+    case 2: ((float *)j->y)[2 * at] = ((float *)j->y)[2 * at + 1] = NAN; break;
+    default: ((double *)j->y)[2 * at] = ((double *)j->y)[2 * at + 1] = NAN; break;
+  }
+}
+
+/* Output (b, q0, q1, q2)'s column g * og + jj summed over the taps that read the input, in the
+   element type (products as XLA forms them: complex ones without C99's NaN recovery). */
+#define CONV_DIRECT_REAL(T)                                                                 \
+  {                                                                                         \
+    const T *x = (const T *)j->x, *w = (const T *)j->w;                                     \
+    T acc = 0;                                                                              \
+    for (int64_t k0 = 0; k0 < j->win[0]; k0++) {                                            \
+      int64_t i0 = j->tab[0][q0 * j->win[0] + k0];                                          \
+      if (i0 < 0) continue;                                                                 \
+      for (int64_t k1 = 0; k1 < j->win[1]; k1++) {                                          \
+        int64_t i1 = j->tab[1][q1 * j->win[1] + k1];                                        \
+        if (i1 < 0) continue;                                                               \
+        for (int64_t k2 = 0; k2 < j->win[2]; k2++) {                                        \
+          int64_t i2 = j->tab[2][q2 * j->win[2] + k2];                                      \
+          if (i2 < 0) continue;                                                             \
+          const T *s = x + (((b * j->in[0] + i0) * j->in[1] + i1) * j->in[2] + i2) * j->c    \
+                       + g * j->group_offset;                                               \
+          const T *f = w + ((k0 * j->win[1] + k1) * j->win[2] + k2) * j->cg * j->o          \
+                       + g * j->og + jj;                                                    \
+          for (int64_t ci = 0; ci < j->cg; ci++) acc += s[ci] * f[ci * j->o];               \
+        }                                                                                   \
+      }                                                                                     \
+    }                                                                                       \
+    ((T *)j->y)[at] = acc;                                                                  \
+  }
+#define CONV_DIRECT_COMPLEX(T)                                                              \
+  {                                                                                         \
+    const T *x = (const T *)j->x, *w = (const T *)j->w;                                     \
+    T re = 0, im = 0;                                                                       \
+    for (int64_t k0 = 0; k0 < j->win[0]; k0++) {                                            \
+      int64_t i0 = j->tab[0][q0 * j->win[0] + k0];                                          \
+      if (i0 < 0) continue;                                                                 \
+      for (int64_t k1 = 0; k1 < j->win[1]; k1++) {                                          \
+        int64_t i1 = j->tab[1][q1 * j->win[1] + k1];                                        \
+        if (i1 < 0) continue;                                                               \
+        for (int64_t k2 = 0; k2 < j->win[2]; k2++) {                                        \
+          int64_t i2 = j->tab[2][q2 * j->win[2] + k2];                                      \
+          if (i2 < 0) continue;                                                             \
+          const T *s = x + 2 * ((((b * j->in[0] + i0) * j->in[1] + i1) * j->in[2] + i2)     \
+                                * j->c + g * j->group_offset);                              \
+          const T *f = w + 2 * (((k0 * j->win[1] + k1) * j->win[2] + k2) * j->cg * j->o     \
+                                + g * j->og + jj);                                          \
+          for (int64_t ci = 0; ci < j->cg; ci++) {                                          \
+            T a = s[2 * ci], bi = s[2 * ci + 1], c = f[2 * ci * j->o],                      \
+              d = f[2 * ci * j->o + 1];                                                     \
+            re += a * c - bi * d;                                                           \
+            im += a * d + bi * c;                                                           \
+          }                                                                                 \
+        }                                                                                   \
+      }                                                                                     \
+    }                                                                                       \
+    ((T *)j->y)[2 * at] = re;                                                               \
+    ((T *)j->y)[2 * at + 1] = im;                                                           \
+  }
+
+static void conv_direct(const ConvFix *j, int64_t b, int64_t q0, int64_t q1, int64_t q2,
+                        int64_t g, int64_t jj, int64_t at) {
+  switch (j->kind) {
+    case 0: CONV_DIRECT_REAL(float) break;
+    case 1: CONV_DIRECT_REAL(double) break;
+    case 2: CONV_DIRECT_COMPLEX(float) break;
+    default: CONV_DIRECT_COMPLEX(double) break;
+  }
+}
+
+/* The fix-ups; 0, or -1 when out of memory. */
+static int conv_fix_nonfinite(const ConvFix *j, int skip_pad, int spread) {
+  int dbl = j->kind == 1 || j->kind == 3, cplx = j->kind >= 2;
+  int64_t window = j->win[0] * j->win[1] * j->win[2];
+  int64_t w_reals = window * j->cg * j->o * (cplx ? 2 : 1);
+  int wbad = (skip_pad || spread == 1) && conv_nonfinite(j->w, w_reals, dbl);
+  int64_t x_elems = j->n * j->in[0] * j->in[1] * j->in[2] * j->c;  /* (no batch groups) */
+  int xbad = spread == 2 && conv_nonfinite(j->x, x_elems * (cplx ? 2 : 1), dbl);
+  if (!wbad && !xbad) return 0;
+  size_t eb = kind_bytes[j->kind];
+  int64_t o = j->o;
+  if (wbad && skip_pad) {
+    char *edge[3];  /* edge[d][q]: output index q along d reads padding or a hole somewhere */
+    for (int d = 0; d < 3; d++) {
+      edge[d] = calloc((size_t)max1(j->out[d]), 1);
+      if (!edge[d]) {
+        for (int e = 0; e < d; e++) free(edge[e]);
+        return -1;
+      }
+      for (int64_t q = 0; q < j->out[d]; q++)
+        for (int64_t k = 0; k < j->win[d]; k++) edge[d][q] |= j->tab[d][q * j->win[d] + k] < 0;
+    }
+    for (int64_t b = 0; b < j->n; b++)
+      for (int64_t q0 = 0; q0 < j->out[0]; q0++)
+        for (int64_t q1 = 0; q1 < j->out[1]; q1++)
+          for (int64_t q2 = 0; q2 < j->out[2]; q2++) {
+            if (!(edge[0][q0] || edge[1][q1] || edge[2][q2])) continue;
+            int64_t row = ((b * j->out[0] + q0) * j->out[1] + q1) * j->out[2] + q2;
+            for (int64_t g = 0; g < j->groups; g++)
+              for (int64_t jj = 0; jj < j->og; jj++)
+                conv_direct(j, b, q0, q1, q2, g, jj, row * o + g * j->og + jj);
+          }
+    for (int d = 0; d < 3; d++) free(edge[d]);
+  }
+  int64_t rows = j->n * j->out[0] * j->out[1] * j->out[2];
+  if (wbad && spread == 1) {
+    /* bad[k * og + jj]: batch group k's filter jj holds a NaN or inf; it reaches column jj of
+       every other group. */
+    char *bad = calloc((size_t)max1(o), 1);
+    if (!bad) return -1;
+    int64_t per = cplx ? 2 : 1;
+    for (int64_t r = 0; r < window * j->cg; r++)
+      for (int64_t col = 0; col < o; col++)
+        if (!bad[col])
+          bad[col] = conv_nonfinite(j->w + (size_t)(r * o + col) * eb, per, dbl);
+    for (int64_t q = 0; q < j->groups; q++)
+      for (int64_t jj = 0; jj < j->og; jj++) {
+        int hit = 0;
+        for (int64_t k = 0; k < j->groups && !hit; k++) hit = k != q && bad[k * j->og + jj];
+        if (hit)
+          for (int64_t row = 0; row < rows; row++) conv_put_nan(j, row * o + q * j->og + jj);
+      }
+    free(bad);
+  }
+  if (xbad) {
+    /* Depthwise (cg == 1): a NaN or inf in input channel cc reaches the columns of every other
+       group at the outputs whose window reads it. */
+    int64_t per = cplx ? 2 : 1;
+    for (int64_t b = 0; b < j->n; b++)
+      for (int64_t q0 = 0; q0 < j->out[0]; q0++)
+        for (int64_t q1 = 0; q1 < j->out[1]; q1++)
+          for (int64_t q2 = 0; q2 < j->out[2]; q2++) {
+            int64_t row = ((b * j->out[0] + q0) * j->out[1] + q1) * j->out[2] + q2;
+            for (int64_t k0 = 0; k0 < j->win[0]; k0++) {
+              int64_t i0 = j->tab[0][q0 * j->win[0] + k0];
+              for (int64_t k1 = 0; i0 >= 0 && k1 < j->win[1]; k1++) {
+                int64_t i1 = j->tab[1][q1 * j->win[1] + k1];
+                for (int64_t k2 = 0; i1 >= 0 && k2 < j->win[2]; k2++) {
+                  int64_t i2 = j->tab[2][q2 * j->win[2] + k2];
+                  if (i2 < 0) continue;
+                  const char *s = j->x + (size_t)((((b * j->in[0] + i0) * j->in[1] + i1)
+                                                   * j->in[2] + i2) * j->c) * eb;
+                  for (int64_t cc = 0; cc < j->c; cc++) {
+                    if (!conv_nonfinite(s + (size_t)cc * eb, per, dbl)) continue;
+                    for (int64_t col = 0; col < o; col++)
+                      if (col / j->og != cc) conv_put_nan(j, row * o + col);
+                  }
+                }
+              }
+            }
+          }
+  }
+  return 0;
+}
+
 /* convolution as GEMMs of image patches (im2col): args (x (n, i0, i1, i2, c), w (k0, k1, k2,
    c / groups, o)), ret (y (n, q0, q1, q2, o)), all row-major: channels last, as revax lowers
    every convolution (NHWC x HWIO -> NHWC); a convolution of fewer spatial dimensions has size-1
@@ -767,6 +952,12 @@ static void *conv_handler(CallFrame *f) {
     conv_worker(&work[0]);
     if (workers == 2 && !started) conv_worker(&work[1]);  /* no thread: do its share here */
     if (started) pthread_join(helper, NULL);
+  }
+  if (ok && !work[0].failed && !(workers == 2 && work[1].failed)) {
+    ConvFix fix = {kind, x, w, y, n, c, o, groups, cg, og, {in[0], in[1], in[2]},
+                   {win[0], win[1], win[2]}, {out[0], out[1], out[2]}, group_offset, job.tab};
+    ok = conv_fix_nonfinite(&fix, (int)int_attr(f, "skip_pad", 0),
+                            (int)int_attr(f, "spread", 0)) == 0;
   }
   for (int d = 0; d < CONV_DIMS; d++) free(job.tab[d]);
   if (!ok || work[0].failed || (workers == 2 && work[1].failed))

@@ -103,7 +103,7 @@ def enabled(default: bool = True) -> bool:
 # and 0.90x, MLP training step 1.26x and 1.12x, vmapped dots 0.84x/0.73x and 0.91x/0.75x, 32x32
 # product 1.07x and 0.91x: XLA's dots use both cores where the GEMM call uses one. The GEMM
 # calls won only while other processes kept the cores busy (the session that added them
-# measured under load averages of 1-5). Convolutions (im2col.py) are opt-in too.
+# measured under load averages of 1-5). Convolutions (im2col.py) are rewritten by default.
 DOTS_BY_DEFAULT = False
 
 

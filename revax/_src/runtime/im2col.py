@@ -15,22 +15,28 @@ With it, the two grouped weight gradients measured 0.56x and 0.72x of jax's time
 layer 1.8x (OpenBLAS's GEMM with 9 columns to contract is no match for jaxlib's YNNPACK);
 benchmarks/RESULTS.md has the table.
 
-So, with `REVAX_CPU_CONV=1` (opt-in: `enabled` says why), when a single-device program is
-compiled for the CPU (the plugins gemm.py's gate admits; `REVAX_CPU_GEMM=0` turns this off), each
+So, by default (`REVAX_CPU_CONV=0` turns this off), when a single-device program is compiled
+for the CPU (the plugins gemm.py's gate admits; `REVAX_CPU_GEMM=0` turns this off too), each
 `stablehlo.convolution` that revax's lowering wrote in its channels-last form (NHWC x HWIO ->
 NHWC, which every convolution of 1 to 3 spatial dimensions is lowered to, see
-revax/_src/lax/convolution.py) with operands and result of one dtype among float32, float64,
-complex64 and complex128, of a kind `uses_patches` picks (grouped, by features or by batch, or
-few input channels), becomes a
+revax/_src/lax/convolution.py) with operands and result all float32 or all float64 (complex
+ones are three real ones on the CPU), of a kind `uses_patches` picks (grouped, by features or by
+batch, or few input channels), becomes a
 custom call to revax's convolution handler (`_lapack.c`'s `conv_handler`): for each group, chunks
 of output positions have their patches copied into a scratch matrix that stays in the caches, and
 one BLAS GEMM (one thread, as gemm.py's) multiplies it by the group's block of the filter, writing
 straight into the output. Padding (of any sign), strides, both dilations and window reversal are
 the handler's table of which input element each output position reads at each window position.
-The handler runs on XLA's calling thread; env `REVAX_CPU_CONV_THREADS=2` has it share work of
-4e6 flops and more with a second thread (on the 2 shared cores measured, under load, that took
-1.06-1.23x one thread's time, so it is not the default). The text `Lowered.as_text()` shows is
-unchanged; the rewritten text is what is compiled and what keys the persistent compilation
+Where the filter holds NaN or inf (one pass over it tells), the handler gives jax's answer, not
+the patches': jaxlib's XLA multiplies the padding by the filter in some of its convolution
+algorithms and leaves it out in others, and revax/_src/runtime/conv_nonfinite.py says which for
+each convolution (an attribute of the call); where it leaves it out, the outputs whose window
+touches padding are summed again over the taps that read the input, and XLA's rewrites of batch
+groups and float64 depthwise convolutions spread NaNs as they do there. Finite filters never
+take that path. The handler runs on XLA's calling thread; env `REVAX_CPU_CONV_THREADS=2` has it
+share work of 4e6 flops and more with a second thread (on the 2 shared cores measured, under load,
+that took 1.06-1.23x one thread's time, so it is not the default). The text `Lowered.as_text()`
+shows is unchanged; the rewritten text is what is compiled and what keys the persistent compilation
 cache.
 """
 from __future__ import annotations
@@ -39,7 +45,7 @@ import math
 import os
 import re
 
-from revax._src.runtime import gemm
+from revax._src.runtime import conv_nonfinite, gemm
 
 __all__ = ["enabled", "parse", "uses_patches", "rewrite_program", "FEW_CHANNELS"]
 
@@ -69,14 +75,14 @@ def _setting() -> str:
 
 
 def enabled() -> bool:
-  """Whether convolutions may become patch GEMMs where dots may become GEMMs (gemm.py decides
-  that): only with env `REVAX_CPU_CONV` "1" ("all" rewrites every convolution the handler can
-  run, for measurements and tests; read at each compile). Off by default: where a filter holds
+  """Whether convolutions may become patch GEMMs where the plugin gets rewrites at all (gemm.py's
+  gate): by default; env `REVAX_CPU_CONV` "0" turns this off, "all" rewrites every convolution
+  the handler can run (for measurements and tests; read at each compile). Where a filter holds
   NaN or inf, XLA leaves the padding out of some convolutions' sums and not of others (jnp.poly
-  of NaN roots starts with 1; a grouped SAME convolution's border is NaN), while the patches'
-  zeros always meet the filter, so the handler's non-finite results differ from jax's in some
-  configurations (tests/runtime/test_im2col.py::test_poly_of_nan_roots_as_jax)."""
-  return _setting() in ("1", "true", "yes", "on", "all")
+  of NaN roots starts with 1; a grouped SAME convolution's border is NaN): each call carries
+  conv_nonfinite.py's rule for its convolution, and the handler follows it (tests/runtime/
+  test_conv_nonfinite.py compares with jax)."""
+  return _setting() not in ("0", "false", "no", "off")
 
 
 def _canonical(n: int) -> str:
@@ -100,8 +106,8 @@ def parse(line: str) -> dict | None:
     line: one line of a StableHLO module's text.
 
   Returns:
-    {"n", "c", "o", "groups", "batch_groups", "in", "win", "out", "stride", "pad", "ldil",
-    "rdil", "rev" (lists,
+    {"n", "c", "o", "groups", "batch_groups", "in", "win", "out", "stride", "pad", "pad_hi",
+    "ldil", "rdil", "rev" (lists,
     one entry per spatial dimension), "dtype" (the element type's text), "match"}.
 
   Example:
@@ -134,7 +140,8 @@ def parse(line: str) -> dict | None:
   return {"n": lshape[0], "c": lshape[-1], "o": rshape[-1], "groups": groups,
           "batch_groups": batch_groups,
           "in": lshape[1:-1], "win": rshape[:-2], "out": oshape[1:-1], "stride": strides,
-          "pad": pads[0::2], "ldil": ldil, "rdil": rdil, "rev": [int(r) for r in rev],
+          "pad": pads[0::2], "pad_hi": pads[1::2], "ldil": ldil, "rdil": rdil,
+          "rev": [int(r) for r in rev],
           "dtype": dtypes.pop(), "match": m}
 
 
@@ -149,13 +156,93 @@ def uses_patches(conv: dict) -> bool:
   return conv["groups"] > 1 or conv["batch_groups"] > 1 or conv["c"] <= FEW_CHANNELS
 
 
-def _call(conv: dict, target: str) -> str:
+_SLICE = re.compile(
+    r'^\s*(?P<result>%[\w.#$-]+) = "stablehlo\.slice"\((?P<operand>%[\w.#$-]+)\) '
+    rf'<\{{start_indices = (?P<start>{_INTS}), limit_indices = (?P<limit>{_INTS}), '
+    rf'strides = (?P<strides>{_INTS})\}}> : \((?P<st>{_TENSOR})\) -> ')
+
+
+def _as_written(conv: dict, slices: dict) -> dict:
+  """`conv` with the geometry its user wrote where revax's lowering cropped a negative padding
+  with a slice of the lhs (revax/_src/lax/convolution.py): jax's XLA decides its algorithm on the
+  convolution with the negative padding. A slice is read as such a crop only where undoing it
+  gives a negative padding side (what the lowering leaves is never negative)."""
+  cut = slices.get(conv["match"]["lhs"])
+  if cut is None:
+    return conv
+  start, limit, shape = cut
+  dims = len(conv["in"])
+  if (len(shape) != dims + 2 or start[0] or start[-1] or limit[0] != shape[0]
+      or limit[-1] != shape[-1]):
+    return conv
+  conv = dict(conv, **{k: list(conv[k]) for k in ("in", "pad", "pad_hi")})
+  for d in range(dims):
+    size, ld = shape[1 + d], conv["ldil"][d]
+    if limit[1 + d] == start[1 + d] and conv["in"][d] == 0 and size > 0:
+      # cropped to nothing: the lowering kept the whole length as padding, the low side's crop
+      # at the slice's start
+      lo = conv["pad"][d] - start[1 + d] * ld
+      total = conv["pad"][d] + conv["pad_hi"][d]
+      conv["in"][d], conv["pad"][d], conv["pad_hi"][d] = size, lo, total - (size - 1) * ld - 1 - lo
+      continue
+    lo = conv["pad"][d] - start[1 + d] * conv["ldil"][d]
+    hi = conv["pad_hi"][d] - (shape[1 + d] - limit[1 + d]) * conv["ldil"][d]
+    if lo < 0:
+      conv["pad"][d], conv["in"][d] = lo, conv["in"][d] + start[1 + d]
+    if hi < 0:
+      conv["pad_hi"][d], conv["in"][d] = hi, conv["in"][d] + shape[1 + d] - limit[1 + d]
+  return conv
+
+
+_OPERANDS = re.compile(r'= "stablehlo\.(transpose|slice|constant)"\((%[\w.#$-]+)?\)')
+_RESULT = re.compile(r'^\s*(%[\w.#$-]+)(?::\d+)? = ')
+
+
+def _layouts(lines: list[str]) -> tuple[dict, set]:
+  """({result: (op, operand)} of the transposes, slices and constants, {operands of
+  transposes})."""
+  made, transposed = {}, set()
+  for line in lines:
+    m = _OPERANDS.search(line)
+    r = _RESULT.match(line) if m is not None else None
+    if r is None:
+      continue
+    made[r[1]] = (m[1], m[2])
+    if m[1] == "transpose":
+      transposed.add(m[2])
+  return made, transposed
+
+
+def _relaid(conv: dict, made: dict, transposed: set) -> bool:
+  """Whether revax's lowering put transposes around `conv` (its user's dimension numbers were
+  not NHWC x HWIO -> NHWC)."""
+  m = conv["match"]
+  lhs = m["lhs"]
+  if made.get(lhs, ("",))[0] == "slice":  # a negative padding's crop
+    lhs = made[lhs][1]
+  return (made.get(lhs, ("",))[0] == "transpose" or made.get(m["rhs"], ("",))[0] == "transpose"
+          or m["result"] in transposed)
+
+
+def _dilates_groups(conv: dict) -> bool:
+  """Whether XLA rewrites `conv`'s batch groups into an lhs-dilated group dimension (its
+  dimension numbers then are not NHWC x HWIO: conv_nonfinite.py)."""
+  bg = conv["batch_groups"]
+  return bg > 1 and not conv["n"] == conv["o"] == bg
+
+
+def _call(conv: dict, target: str, written: dict | None = None,
+          generic_loop: bool = False) -> str:
+  """The custom call of the handler for `conv`; `written` (default `conv`): the geometry that
+  decides the non-finite rule (`_as_written`), `generic_loop`: conv_nonfinite.rule's."""
   m = conv["match"]
   attrs = [("n", conv["n"]), ("c", conv["c"]), ("o", conv["o"]), ("groups", conv["groups"]),
            ("batch_groups", conv["batch_groups"])]
   first = 3 - len(conv["in"])  # the handler's 3 spatial dims: size-1 ones before the conv's
   for key in ("in", "win", "out", "stride", "pad", "ldil", "rdil", "rev"):
     attrs += [(f"{key}{first + d}", v) for d, v in enumerate(conv[key])]
+  skip, spread = conv_nonfinite.rule(written or conv, generic_loop)  # jax's XLA with NaN/inf
+  attrs += [("skip_pad", skip), ("spread", spread)]
   threads = os.environ.get("REVAX_CPU_CONV_THREADS", "").strip()
   if threads.isdigit():  # 2: large work on two threads (the handler's default is 1)
     attrs.append(("threads", int(threads)))
@@ -190,28 +277,45 @@ def rewrite_program(code: bytes, targets: dict) -> bytes:
     >>> x, w, z = jnp.ones((2, 1, 8, 8)), jnp.ones((4, 1, 3, 3)), jnp.ones(4096)
     >>> text = revax.jit(f).lower(x, w, z).as_text()
     >>> import os
-    >>> os.environ["REVAX_CPU_CONV"] = "1"  # (opt-in: see enabled)
     >>> b"my_conv" in rewrite_program(text.encode(), {"float32": "my_conv"})
     True
-    >>> del os.environ["REVAX_CPU_CONV"]
   """
   if b'"stablehlo.convolution"' not in code or not enabled() or not gemm.enabled():
     return code
   if not any(targets.get(dt) for dt in _TARGETS.values()):
     return code
   lines = code.decode().split("\n")
-  original, work = {}, {}
+  original, work, slices = {}, {}, {}
+  made, transposed = _layouts(lines)
+  regions = []  # (indent, op) of the open control-flow ops around the line
   for i, line in enumerate(lines):
+    indent = len(line) - len(line.lstrip())
+    while (regions and regions[-1][0] >= indent and line.strip()
+           and not line.lstrip().startswith(("}, {", "^"))):  # (a region's start, blocks)
+      regions.pop()
+    flow = re.search(r'= "stablehlo\.(while|case|if)"\((%[\w.#$-]+)', line)
+    if flow is not None and line.rstrip().endswith("({"):
+      # (XLA inlines the branch a constant index picks: not control flow then)
+      constant = flow[1] == "case" and made.get(flow[2], ("",))[0] == "constant"
+      regions.append((indent, "inlined" if constant else flow[1]))
+    if '"stablehlo.slice"' in line and (s := _SLICE.match(line)) is not None:
+      slices[s["result"]] = (_ints(s["start"].partition(":")[2]),
+                             _ints(s["limit"].partition(":")[2]),
+                             _shape(re.match(_TENSOR, s["st"]).group(1)))
     if '"stablehlo.convolution"' not in line:
       continue
     conv = parse(line)
-    if conv is None or not uses_patches(conv):
-      continue
+    if conv is None or conv["dtype"].startswith("complex") or not uses_patches(conv):
+      continue  # (complex ones: revax, as jax, lowers them as three real convolutions on the
+      # CPU; hand-written text keeps XLA's, whose inf arithmetic OpenBLAS's complex GEMM is not)
     target = targets.get(_TARGETS[conv["dtype"]])
     if target is None:
       continue
     original[i] = line
-    lines[i] = _call(conv, target)
+    written = _as_written(conv, slices)
+    lines[i] = _call(conv, target, written,
+                     any(op in ("while", "case") for _, op in regions)
+                     and (_relaid(conv, made, transposed) or _dilates_groups(conv)))
     work[i] = (2 * conv["n"] * math.prod(conv["out"]) * conv["o"] * math.prod(conv["win"])
                * conv["c"] // conv["groups"] // conv["batch_groups"])
   if not original:
