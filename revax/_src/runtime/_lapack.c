@@ -487,6 +487,83 @@ static void *gees_handler(CallFrame *f) {
   return NULL;
 }
 
+/* One GEMM call's operands and sizes, and the block of C one thread computes: rows m0..m1 or
+   (with `by_cols`) columns n0..n1 of every batch member's (m, n) result. */
+typedef struct {
+  int kind; void *fn; size_t eb; const char *a, *b; char *c;
+  int64_t batch, m, n, k; int ta, tb;
+  int by_cols; int64_t lo, hi;  /* hi <= lo: the whole of C */
+} GemmJob;
+
+/* The block [lo, hi) of rows (or columns) of C for every batch member, on this thread, with
+   OpenBLAS kept to one thread: the C block is a sub-matrix with C's leading dimension, and the
+   operand it reads is the matching rows of A (columns of B), found by the transposition. */
+static void *gemm_block(void *arg) {
+  GemmJob *j = (GemmJob *)arg;
+  int64_t m = j->m, n = j->n, k = j->k;
+  size_t eb = j->eb;
+  int64_t lo = j->lo, hi = j->hi;
+  if (hi <= lo) { lo = 0; hi = j->by_cols ? n : m; }
+  int op_a = j->ta ? TRANS : NO_TRANS, op_b = j->tb ? TRANS : NO_TRANS;
+  lapack_int lda = j->ta ? m : k, ldb = j->tb ? k : n;
+  static const float one_c[2] = {1.0f, 0.0f}, zero_c[2] = {0.0f, 0.0f};
+  static const double one_z[2] = {1.0, 0.0}, zero_z[2] = {0.0, 0.0};
+  int saved_threads = set_threads_local ? set_threads_local(1) : -1;
+  for (int64_t i = 0; i < j->batch; i++) {
+    const char *ai = j->a + (size_t)(i * m * k) * eb, *bi = j->b + (size_t)(i * k * n) * eb;
+    char *ci = j->c + (size_t)(i * m * n) * eb;
+    int64_t mm = m, nn = n;
+    if (j->by_cols) {  /* columns lo..hi of C: columns of B (rows of B^T) */
+      bi += (size_t)(j->tb ? lo * k : lo) * eb;
+      ci += (size_t)lo * eb;
+      nn = hi - lo;
+    } else {  /* rows lo..hi of C: rows of A (columns of A^T) */
+      ai += (size_t)(j->ta ? lo : lo * k) * eb;
+      ci += (size_t)(lo * n) * eb;
+      mm = hi - lo;
+    }
+    switch (j->kind) {
+      case 0: ((GemmFloatFn)j->fn)(ROW_MAJOR, op_a, op_b, mm, nn, k, 1.0f, ai, lda, bi, ldb,
+                                   0.0f, ci, n); break;
+      case 1: ((GemmDoubleFn)j->fn)(ROW_MAJOR, op_a, op_b, mm, nn, k, 1.0, ai, lda, bi, ldb,
+                                    0.0, ci, n); break;
+      case 2: ((GemmComplexFn)j->fn)(ROW_MAJOR, op_a, op_b, mm, nn, k, one_c, ai, lda, bi, ldb,
+                                     zero_c, ci, n); break;
+      default: ((GemmComplexFn)j->fn)(ROW_MAJOR, op_a, op_b, mm, nn, k, one_z, ai, lda, bi,
+                                      ldb, zero_z, ci, n); break;
+    }
+  }
+  if (saved_threads >= 0) set_threads_local(saved_threads);
+  return NULL;
+}
+
+/* The GEMM on `threads` threads of revax's own (this one and threads - 1 started for the
+   call), each computing a block of C's rows (or columns, when C has more of them) with
+   one-thread OpenBLAS: no thread outlives the call, so none spins beside XLA's pool after it
+   (OpenBLAS's own threads did: issue 36). A thread that cannot start leaves its block to
+   this one. */
+static void gemm_split(const GemmJob *job, int threads) {
+  GemmJob parts[8];
+  pthread_t ids[8];
+  int started[8] = {0};
+  int by_cols = job->n > job->m;
+  int64_t total = by_cols ? job->n : job->m, step = (total + threads - 1) / threads;
+  for (int t = 0; t < threads; t++) {
+    parts[t] = *job;
+    parts[t].by_cols = by_cols;
+    parts[t].lo = t * step < total ? t * step : total;
+    parts[t].hi = (t + 1) * step < total ? (t + 1) * step : total;
+  }
+  for (int t = 1; t < threads; t++)
+    if (parts[t].hi > parts[t].lo)
+      started[t] = pthread_create(&ids[t], NULL, gemm_block, &parts[t]) == 0;
+  if (parts[0].hi > parts[0].lo) gemm_block(&parts[0]);
+  for (int t = 1; t < threads; t++) {
+    if (started[t]) pthread_join(ids[t], NULL);
+    else if (parts[t].hi > parts[t].lo) gemm_block(&parts[t]);
+  }
+}
+
 /* dot_general as a batch of GEMMs: args (a, b), ret (c). The custom call asks XLA for layouts
    that make a (batch, m, k) or, with `trans_a`, (batch, k, m) row-major in memory, b (batch, k,
    n) or, with `trans_b`, (batch, n, k), and c (batch, m, n): the attributes `batch`, `m`, `n`,
@@ -512,31 +589,12 @@ static void *gemm_handler(CallFrame *f) {
     memset(c, 0, (size_t)(batch * m * n) * eb);
     return NULL;
   }
-  int op_a = ta ? TRANS : NO_TRANS, op_b = tb ? TRANS : NO_TRANS;
-  lapack_int lda = ta ? m : k, ldb = tb ? k : n;
-  static const float one_c[2] = {1.0f, 0.0f}, zero_c[2] = {0.0f, 0.0f};
-  static const double one_z[2] = {1.0, 0.0}, zero_z[2] = {0.0, 0.0};
-  /* `threads` (default 1): the OpenBLAS threads of this call, 0 for OpenBLAS's own count. The
-     call runs on one of XLA's threads, beside XLA's own pool: OpenBLAS's threads spinning against
-     that pool on two loaded cores made programs 2-15x slower (issue 36; with them only for
-     GEMMs of 2^27 flops and more, the MLP training step still took 2.5x jax's time). */
   int threads = (int)int_attr(f, "threads", 1);
-  int saved_threads = set_threads_local && threads > 0 ? set_threads_local(threads) : -1;
-  for (int64_t i = 0; i < batch; i++) {
-    const char *ai = a + (size_t)(i * m * k) * eb, *bi = b + (size_t)(i * k * n) * eb;
-    char *ci = c + (size_t)(i * m * n) * eb;
-    switch (kind) {
-      case 0: ((GemmFloatFn)fn)(ROW_MAJOR, op_a, op_b, m, n, k, 1.0f, ai, lda, bi, ldb, 0.0f,
-                                ci, n); break;
-      case 1: ((GemmDoubleFn)fn)(ROW_MAJOR, op_a, op_b, m, n, k, 1.0, ai, lda, bi, ldb, 0.0, ci,
-                                 n); break;
-      case 2: ((GemmComplexFn)fn)(ROW_MAJOR, op_a, op_b, m, n, k, one_c, ai, lda, bi, ldb,
-                                  zero_c, ci, n); break;
-      default: ((GemmComplexFn)fn)(ROW_MAJOR, op_a, op_b, m, n, k, one_z, ai, lda, bi, ldb,
-                                   zero_z, ci, n); break;
-    }
-  }
-  if (saved_threads >= 0) set_threads_local(saved_threads);
+  GemmJob job = {kind, fn, eb, a, b, c, batch, m, n, k, ta, tb, 0, 0, 0};
+  if (threads > 1 && (m >= 2 * threads || n >= 2 * threads))
+    gemm_split(&job, threads > 8 ? 8 : threads);
+  else
+    gemm_block(&job);
   return NULL;
 }
 
