@@ -155,15 +155,21 @@ def test_jaxprs_type_device_put_results_in_their_memory():
   assert r == j
 
 
+def _errors(*thunks) -> list:
+  """(exception type name, message) of each thunk, each of which must raise."""
+  out = []
+  for f in thunks:
+    with pytest.raises(Exception) as e:
+      f()
+    out.append((type(e.value).__name__, str(e.value)))
+  return out
+
+
 def test_mixed_memories_are_refused_as_jax_refuses_them():
   def run(L, np_, S, N, P):
     y = L.device_put(np_.asarray(X), L.memory.Space.Host)
-    out = []
-    for f in (lambda: y + np_.asarray(X), lambda: L.jit(lambda a, b: a * b)(y, np_.asarray(X))):
-      with pytest.raises(Exception) as e:
-        f()
-      out.append((type(e.value).__name__, str(e.value)))
-    return out
+    return _errors(lambda: y + np_.asarray(X),
+                   lambda: L.jit(lambda a, b: a * b)(y, np_.asarray(X)))
   j, r = _both(run)
   assert r == j
 
@@ -171,14 +177,9 @@ def test_mixed_memories_are_refused_as_jax_refuses_them():
 def test_unknown_memory_kinds_are_refused_as_jax_refuses_them():
   def run(L, np_, S, N, P):
     d = L.devices()[0]
-    out = []
-    for f in (lambda: S(d, memory_kind="hbm"),
-              lambda: N(L.make_mesh((1,), ("a",)), P(), memory_kind="hbm"),
-              lambda: S(d).with_memory_kind("hbm")):
-      with pytest.raises(Exception) as e:
-        f()
-      out.append((type(e.value).__name__, str(e.value)))
-    return out
+    return _errors(lambda: S(d, memory_kind="hbm"),
+                   lambda: N(L.make_mesh((1,), ("a",)), P(), memory_kind="hbm"),
+                   lambda: S(d).with_memory_kind("hbm"))
   j, r = _both(run)
   assert r == j
 

@@ -750,56 +750,44 @@ static void conv_put_nan(const ConvFix *j, int64_t at) {
 }
 
 /* Output (b, q0, q1, q2)'s column g * og + jj summed over the taps that read the input, in the
-   element type (products as XLA forms them: complex ones without C99's NaN recovery). */
+   element type (products as XLA forms them: complex ones without C99's NaN recovery).
+   CONV_TAPS runs its body (the arguments) for each tap that reads the input, with `xo` the
+   element offset of its group's input channels and `wo` that of the filter's column there. */
+#define CONV_TAPS(...)                                                                      \
+  for (int64_t k0 = 0; k0 < j->win[0]; k0++) {                                              \
+    int64_t i0 = j->tab[0][q0 * j->win[0] + k0];                                            \
+    if (i0 < 0) continue;                                                                   \
+    for (int64_t k1 = 0; k1 < j->win[1]; k1++) {                                            \
+      int64_t i1 = j->tab[1][q1 * j->win[1] + k1];                                          \
+      if (i1 < 0) continue;                                                                 \
+      for (int64_t k2 = 0; k2 < j->win[2]; k2++) {                                          \
+        int64_t i2 = j->tab[2][q2 * j->win[2] + k2];                                        \
+        if (i2 < 0) continue;                                                               \
+        int64_t xo = (((b * j->in[0] + i0) * j->in[1] + i1) * j->in[2] + i2) * j->c         \
+                     + g * j->group_offset;                                                 \
+        int64_t wo = ((k0 * j->win[1] + k1) * j->win[2] + k2) * j->cg * j->o + g * j->og    \
+                     + jj;                                                                  \
+        __VA_ARGS__                                                                         \
+      }                                                                                     \
+    }                                                                                       \
+  }
 #define CONV_DIRECT_REAL(T)                                                                 \
   {                                                                                         \
     const T *x = (const T *)j->x, *w = (const T *)j->w;                                     \
     T acc = 0;                                                                              \
-    for (int64_t k0 = 0; k0 < j->win[0]; k0++) {                                            \
-      int64_t i0 = j->tab[0][q0 * j->win[0] + k0];                                          \
-      if (i0 < 0) continue;                                                                 \
-      for (int64_t k1 = 0; k1 < j->win[1]; k1++) {                                          \
-        int64_t i1 = j->tab[1][q1 * j->win[1] + k1];                                        \
-        if (i1 < 0) continue;                                                               \
-        for (int64_t k2 = 0; k2 < j->win[2]; k2++) {                                        \
-          int64_t i2 = j->tab[2][q2 * j->win[2] + k2];                                      \
-          if (i2 < 0) continue;                                                             \
-          const T *s = x + (((b * j->in[0] + i0) * j->in[1] + i1) * j->in[2] + i2) * j->c    \
-                       + g * j->group_offset;                                               \
-          const T *f = w + ((k0 * j->win[1] + k1) * j->win[2] + k2) * j->cg * j->o          \
-                       + g * j->og + jj;                                                    \
-          for (int64_t ci = 0; ci < j->cg; ci++) acc += s[ci] * f[ci * j->o];               \
-        }                                                                                   \
-      }                                                                                     \
-    }                                                                                       \
+    CONV_TAPS(for (int64_t ci = 0; ci < j->cg; ci++) acc += x[xo + ci] * w[wo + ci * j->o];) \
     ((T *)j->y)[at] = acc;                                                                  \
   }
 #define CONV_DIRECT_COMPLEX(T)                                                              \
   {                                                                                         \
     const T *x = (const T *)j->x, *w = (const T *)j->w;                                     \
     T re = 0, im = 0;                                                                       \
-    for (int64_t k0 = 0; k0 < j->win[0]; k0++) {                                            \
-      int64_t i0 = j->tab[0][q0 * j->win[0] + k0];                                          \
-      if (i0 < 0) continue;                                                                 \
-      for (int64_t k1 = 0; k1 < j->win[1]; k1++) {                                          \
-        int64_t i1 = j->tab[1][q1 * j->win[1] + k1];                                        \
-        if (i1 < 0) continue;                                                               \
-        for (int64_t k2 = 0; k2 < j->win[2]; k2++) {                                        \
-          int64_t i2 = j->tab[2][q2 * j->win[2] + k2];                                      \
-          if (i2 < 0) continue;                                                             \
-          const T *s = x + 2 * ((((b * j->in[0] + i0) * j->in[1] + i1) * j->in[2] + i2)     \
-                                * j->c + g * j->group_offset);                              \
-          const T *f = w + 2 * (((k0 * j->win[1] + k1) * j->win[2] + k2) * j->cg * j->o     \
-                                + g * j->og + jj);                                          \
-          for (int64_t ci = 0; ci < j->cg; ci++) {                                          \
-            T a = s[2 * ci], bi = s[2 * ci + 1], c = f[2 * ci * j->o],                      \
-              d = f[2 * ci * j->o + 1];                                                     \
-            re += a * c - bi * d;                                                           \
-            im += a * d + bi * c;                                                           \
-          }                                                                                 \
-        }                                                                                   \
-      }                                                                                     \
-    }                                                                                       \
+    CONV_TAPS(for (int64_t ci = 0; ci < j->cg; ci++) {                                      \
+      T a = x[2 * (xo + ci)], bi = x[2 * (xo + ci) + 1], c = w[2 * (wo + ci * j->o)],       \
+        d = w[2 * (wo + ci * j->o) + 1];                                                    \
+      re += a * c - bi * d;                                                                 \
+      im += a * d + bi * c;                                                                 \
+    })                                                                                      \
     ((T *)j->y)[2 * at] = re;                                                               \
     ((T *)j->y)[2 * at + 1] = im;                                                           \
   }
