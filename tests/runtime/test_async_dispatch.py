@@ -581,3 +581,25 @@ def test_untracked_windows_count_launches_of_the_python_execute_path(untracked_w
   (out,) = executable.execute([backend.buffer_from_numpy(np.arange(3, dtype=np.float32))])
   np.testing.assert_array_equal(out.to_numpy(), [0, 2, 4])
   assert sum(w.launched for w in untracked_windows) == launched + 1
+
+
+def test_both_window_classes_take_the_same_attribute_writes():
+  """The compiled Window and its ctypes twin (`_Window`) are used interchangeably by Python
+  code that reads and writes their attributes (`launched += 1` on an untracked launch,
+  `track`, `limit`): every attribute either one has, the other has, and each is writable on
+  both (the C one's `launched` was read-only: found on the chip)."""
+  from revax._src.runtime import client, fastpath
+  backend = get_backend()
+  api = backend._api
+  compiled = fastpath.window(api, 4)
+  if compiled is None:
+    pytest.skip("the _fastpath extension is not built")
+  twin = client._Window(api, 4)
+  public = lambda w: {n for n in dir(w) if not n.startswith("_")
+                      and not callable(getattr(w, n))}
+  assert public(compiled) == public(twin) == {"launched", "limit", "track"}
+  for window in (compiled, twin):
+    window.launched += 1
+    window.limit = 3
+    window.track = False
+    assert (window.launched, window.limit, window.track) == (1, 3, False)

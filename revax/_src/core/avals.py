@@ -14,9 +14,9 @@ import numpy as np
 from revax._src.core import dtypes, extended_dtypes
 from revax._src.core import memory_space as _ms
 from revax._src.core.memory_space import MemorySpace
+from revax._src.core.vma import EMPTY as _EMPTY_MAT
 
 _DEVICE = MemorySpace.Device  # (an enum member's lookup on its class is slow)
-from revax._src.core.vma import EMPTY as _EMPTY_MAT
 
 
 _KEEP = object()  # update(): keep the sharding where the shape stays
