@@ -1,13 +1,18 @@
 """Lowerings chosen for the TPU, run here on the CPU (the StableHLO is valid for any platform;
 the chip runs the same suites through tests/tpu/run_suite.py).
 
-- select_and_scatter_add (lax/windowed.py): the TPU compiler implements windows whose two
-  minor-most dimensions are inactive only, so for "tpu" the lowering moves the inactive
-  dimensions last (appending unit ones);
+- select_and_scatter_add and the generic select_and_scatter (lax/windowed.py): the TPU compiler
+  implements windows whose two minor-most dimensions are inactive only, so for "tpu" the
+  lowering moves the inactive dimensions last (appending unit ones); jax 0.10.2 leaves the
+  generic op's 2-d windows to XLA:TPU, which refuses them;
 - clamp of booleans (lax/comparison.py): no TPU clamp of PRED; `(x | lo) & hi`;
+- total-order comparisons (eq_to, le_to, lt_to) of floats narrower than 32 bits
+  (lax/comparison.py): XLA:TPU dropped NaN's sign in them, so for "tpu" they compare the bit
+  patterns' total-order keys as signed integers;
 - logistic (lax/unary.py): 1 / (1 + exp(-x)) on every platform, as jax lowers it (XLA:TPU's
   own LogisticOp returned values on a grid of 2**-15 on the chip).
 """
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -39,6 +44,28 @@ def test_minor_inactive_form_equals_plain(shape, window, strides, padding, selec
   plain = revax.jit(lambda s, x: windowed.select_and_scatter_add_p.bind(s, x, **params))
   moved = revax.jit(lambda s, x: windowed._select_and_scatter_add_minor_inactive(s, x, **params))
   np.testing.assert_allclose(moved(source, operand), plain(source, operand), rtol=1e-6)
+
+
+@pytest.mark.parametrize("shape,window,strides,padding", CASES)
+@pytest.mark.parametrize("select,scatter,init", [(lax.ge, lax.add, 0.0), (lax.le, lax.max, -1.0),
+                                                 (lax.ge, lax.mul, 1.0)])
+def test_generic_minor_inactive_form_equals_plain(shape, window, strides, padding, select,
+                                                  scatter, init):
+  rng = np.random.RandomState(1)
+  operand = rng.randn(*shape).astype(np.float32)
+  out_shape = lax.reduce_window(operand, -np.inf, lax.max, window, strides, padding).shape
+  source = rng.randn(*out_shape).astype(np.float32)
+  plain = revax.jit(lambda x, s: windowed.select_and_scatter(
+      x, select, window, strides, padding, s, np.float32(init), scatter))
+  closed = revax.make_jaxpr(plain)(operand, source)
+  eqn = closed.jaxpr.eqns[0].params["jaxpr"].eqns[0]
+  moved = revax.jit(lambda x, s: windowed._select_and_scatter_minor_inactive(
+      x, s, np.float32(init), **eqn.params))
+  np.testing.assert_allclose(moved(operand, source), plain(operand, source), rtol=1e-6)
+  text = mlir.lower_jaxpr_to_module(ClosedJaxpr(closed.jaxpr, closed.consts), "main",
+                                    platform="tpu")
+  (line,) = [line for line in text.splitlines() if "select_and_scatter" in line]
+  assert line.split("window_dimensions = array<i64: ")[1].split(">")[0].endswith("1, 1"), line
 
 
 @pytest.mark.parametrize("shape,window,strides,padding", CASES)
@@ -82,6 +109,24 @@ def test_bool_clamp_lowers_without_clamp_for_tpu():
   np.testing.assert_array_equal(out, np.minimum(np.maximum(x, lo), hi))
   text, (out,) = _run_lowered_for_tpu(lambda v: lax.clamp(False, v, True), x)
   np.testing.assert_array_equal(out, x)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, ml_dtypes.bfloat16, ml_dtypes.float8_e4m3fn,
+                                   np.float32])
+@pytest.mark.parametrize("name", ["eq_to", "le_to", "lt_to"])
+def test_narrow_total_order_lowers_to_integer_keys_for_tpu(name, dtype):
+  from revax._src.lax.comparison import _total_order_compare
+  special = np.array([np.nan, -np.nan, -np.inf, -1.5, -0.0, 0.0, 1e-3, 2.0, np.inf], np.float32)
+  v = special.astype(dtype)
+  x, y = np.repeat(v, len(v)), np.tile(v, len(v))
+  prim = getattr(lax, f"{name}_p")
+  text, (out,) = _run_lowered_for_tpu(lambda a, b: prim.bind(a, b), x, y)
+  expected = _total_order_compare(getattr(np, {"eq_to": "equal", "le_to": "less_equal",
+                                               "lt_to": "less"}[name]), x, y)
+  np.testing.assert_array_equal(out, expected)
+  narrow = np.dtype(dtype).itemsize < 4
+  assert ("TOTALORDER" in text) != narrow, text
+  assert ("bitcast_convert" in text) == narrow, text
 
 
 def _precisions(text):

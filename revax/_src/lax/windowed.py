@@ -959,26 +959,39 @@ def _needs_minor_inactive(window_dimensions, window_strides, padding) -> bool:
   return n < 2 or not {n - 1, n - 2} <= set(inactive)
 
 
-def _select_and_scatter_add_minor_inactive(source, operand, *, select_prim, window_dimensions,
-                                           window_strides, padding, window_dilation):
-  """select_and_scatter_add with the dimensions the window leaves alone moved last (and unit
-  dimensions appended until there are two of them), so that the two minor-most dimensions of
-  the op are inactive, which is what the TPU compiler implements; the result is moved back."""
+def _to_minor_inactive(window_dimensions, window_strides, padding):
+  """How to lay an operand out for the TPU compiler's select_and_scatter: (move, pick, back),
+  where `move(x)` moves the dimensions the window leaves alone last (unit dimensions appended
+  until there are two of them), `pick(values, fill)` reorders a per-dimension window parameter
+  the same way, and `back(out, shape)` returns a result of the moved layout to `shape`'s."""
   n = len(window_dimensions)
   inactive = _inactive_dims(window_dimensions, window_strides, padding)
   perm = tuple([d for d in range(n) if d not in inactive] + inactive)
   extra = max(0, 2 - len(inactive))
-  x = shapes.transpose(operand, perm)
-  s = shapes.transpose(source, perm)
-  x = shapes.reshape(x, get_aval(x).shape + (1,) * extra)
-  s = shapes.reshape(s, get_aval(s).shape + (1,) * extra)
-  pick = lambda values, fill: tuple(values[d] for d in perm) + (fill,) * extra  # noqa: E731
+
+  def move(x):
+    x = shapes.transpose(x, perm)
+    return shapes.reshape(x, get_aval(x).shape + (1,) * extra)
+
+  def pick(values, fill):
+    return tuple(values[d] for d in perm) + (fill,) * extra
+
+  def back(out, shape):
+    out = shapes.reshape(out, tuple(shape[d] for d in perm))
+    return shapes.transpose(out, tuple(np.argsort(perm)))
+  return move, pick, back
+
+
+def _select_and_scatter_add_minor_inactive(source, operand, *, select_prim, window_dimensions,
+                                           window_strides, padding, window_dilation):
+  """select_and_scatter_add laid out as the TPU compiler implements it (`_to_minor_inactive`:
+  the two minor-most dimensions inactive); the result is moved back."""
+  move, pick, back = _to_minor_inactive(window_dimensions, window_strides, padding)
   out = select_and_scatter_add_p.bind(
-      s, x, select_prim=select_prim, window_dimensions=pick(window_dimensions, 1),
-      window_strides=pick(window_strides, 1), padding=pick(tuple(map(tuple, padding)), (0, 0)),
-      window_dilation=pick(window_dilation, 1))
-  out = shapes.reshape(out, tuple(get_aval(operand).shape[d] for d in perm))
-  return shapes.transpose(out, tuple(np.argsort(perm)))
+      move(source), move(operand), select_prim=select_prim,
+      window_dimensions=pick(window_dimensions, 1), window_strides=pick(window_strides, 1),
+      padding=pick(tuple(map(tuple, padding)), (0, 0)), window_dilation=pick(window_dilation, 1))
+  return back(out, get_aval(operand).shape)
 
 
 def _select_and_scatter_add_lower(ctx, source, operand, *, select_prim, window_dimensions,
@@ -1122,9 +1135,29 @@ def _select_and_scatter_abstract_eval(operand, source, init_value, *, select_jax
                      operand.weak_type and source.weak_type and init_value.weak_type)
 
 
+def _select_and_scatter_minor_inactive(operand, source, init_value, *, window_dimensions,
+                                       window_strides, padding, **params):
+  """select_and_scatter laid out as the TPU compiler implements it (`_to_minor_inactive`); jax
+  0.10.2 leaves such windows to XLA:TPU, which refuses them."""
+  move, pick, back = _to_minor_inactive(window_dimensions, window_strides, padding)
+  out = select_and_scatter_p.bind(
+      move(operand), move(source), init_value, window_dimensions=pick(window_dimensions, 1),
+      window_strides=pick(window_strides, 1), padding=pick(tuple(map(tuple, padding)), (0, 0)),
+      **params)
+  return back(out, get_aval(operand).shape)
+
+
 def _select_and_scatter_lower(ctx, operand, source, init_value, *, select_jaxpr, select_consts,
                               scatter_jaxpr, scatter_consts, window_dimensions, window_strides,
                               padding):
+  x_aval, s_aval = ctx.avals_in[:2]
+  if (ctx.platform == "tpu" and s_aval.size and x_aval.size and x_aval.shape
+      and _needs_minor_inactive(window_dimensions, window_strides, padding)):
+    return mlir.lower_fun(_select_and_scatter_minor_inactive, multiple_results=False)(
+        ctx, operand, source, init_value, select_jaxpr=select_jaxpr,
+        select_consts=select_consts, scatter_jaxpr=scatter_jaxpr,
+        scatter_consts=scatter_consts, window_dimensions=window_dimensions,
+        window_strides=window_strides, padding=padding)
   scalar = ShapedArray((), ctx.avals_in[0].dtype)
   t = mlir.ir_type(scalar)
 
