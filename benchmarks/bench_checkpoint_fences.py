@@ -55,7 +55,7 @@ def _variants():
         fb.region([], lambda sub: mlir.inline_closed_jaxpr(sub, jaxpr, args)),
         fb.region([], zeros)])
 
-  def per_call(ctx, *args, jaxpr):
+  def per_call(ctx, *args, jaxpr, barrier_on=()):
     fb = ctx.fb
     lo, hi, two = (fb.constant(np.float32(v), f32) for v in (0.0, 1.0, 2.0))
     shape = fb.constant(np.zeros((0,), np.int64), ShapedArray((0,), dtypes.int64))
@@ -63,11 +63,11 @@ def _variants():
                  props={"rng_distribution": "#stablehlo<rng_distribution UNIFORM>"})
     return conditional(ctx, compare(fb, u, two, "LT"), args, jaxpr)
 
-  def barrier_only(ctx, *args, jaxpr):
+  def barrier_only(ctx, *args, jaxpr, barrier_on=()):
     args = ctx.op("stablehlo.optimization_barrier", list(args), ctx.avals_in)
     return mlir.inline_closed_jaxpr(ctx.fb, jaxpr, args)
 
-  def select(ctx, *args, jaxpr):
+  def select(ctx, *args, jaxpr, barrier_on=()):
     fb = ctx.fb
     ct, aval = args[-1], ctx.avals_in[-1]  # the last operand is a float cotangent here
     rank = len(aval.shape)

@@ -222,7 +222,7 @@ def use_fence(fence: str) -> None:
     return
   from revax._src.interpreters import barrier, mlir
 
-  def inline(ctx, *args, jaxpr):
+  def inline(ctx, *args, jaxpr, barrier_on=()):
     return mlir.inline_closed_jaxpr(ctx.fb, jaxpr, args)
   dict.__setitem__(mlir.lowerings, barrier.fenced_call_p,
                    barrier.lower_fenced_call_as_barrier if fence == "barrier" else inline)

@@ -135,3 +135,33 @@ def test_the_barrier_lowering_of_fenced_call_fences_where_barriers_survive_cse()
   # (in activations per block; a few bytes per block are XLA's small buffers)
   assert grow["invertible"] < 0.01, (grow, r)
   assert grow["checkpoint"] < 2.01 and grow["plain"] >= 4, (grow, r)
+
+
+def _lowered_for(fun, platform, *args):
+  from revax._src.core.jaxpr import ClosedJaxpr
+  from revax._src.interpreters import mlir
+  closed = revax.make_jaxpr(fun)(*args)
+  return mlir.lower_jaxpr_to_module(ClosedJaxpr(closed.jaxpr, closed.consts), "main",
+                                    platform=platform)
+
+
+def test_checkpoint_fences_with_a_barrier_on_a_tpu_and_a_conditional_elsewhere():
+  """checkpoint's backward steps are fenced as jax.checkpoint's on a TPU (a barrier: XLA:TPU
+  keeps barriers through CSE, and there it measured faster than the conditional), by the
+  conditional on the CPU (whose XLA expands barriers before CSE); invertible's walk keeps the
+  conditional on both (measured faster on the chip). The gradients are the same either way."""
+  w = np.full((4, 4), 0.1, np.float32)
+  x = np.ones((2, 4), np.float32)
+  block = revax.checkpoint(lambda w, x: rnp.tanh(x @ w))
+  ckpt = revax.grad(lambda w, x: block(w, block(w, x)).sum())
+  tpu, cpu = (_lowered_for(ckpt, p, w, x) for p in ("tpu", "cpu"))
+  assert tpu.count("stablehlo.optimization_barrier") == 2 and "stablehlo.if" not in tpu, tpu
+  assert cpu.count("stablehlo.if") == 2 and "optimization_barrier" not in cpu, cpu
+  rev = revax.invertible(lambda x: (x[0], x[1] + rnp.tanh(x[0] @ w)))
+  inv = revax.grad(lambda x: rev((x, x))[1].sum())
+  assert "stablehlo.if" in _lowered_for(inv, "tpu", x)
+  from revax._src.runtime.client import get_backend
+  backend = get_backend()  # the TPU's module, run on this backend: the gradients are plain grad's
+  outs = backend.compile(tpu).execute([backend.buffer_from_numpy(a) for a in (w, x)])
+  np.testing.assert_allclose(outs[0].to_numpy(), revax.grad(
+      lambda w, x: rnp.tanh(rnp.tanh(x @ w) @ w).sum())(w, x), rtol=1e-6)

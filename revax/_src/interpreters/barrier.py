@@ -116,26 +116,28 @@ def barrier_values(values):
 fenced_call_p = Primitive("fenced_call", multiple_results=True)
 
 
-def fenced_call(closed: ClosedJaxpr, *args):
-  """Evaluate `closed` on `args` where XLA cannot merge it with computation outside."""
-  return fenced_call_p.bind(*args, jaxpr=closed)
+def fenced_call(closed: ClosedJaxpr, *args, barrier_on: tuple[str, ...] = ()):
+  """Evaluate `closed` on `args` where XLA cannot merge it with computation outside: inside a
+  conditional, or on the platforms named in `barrier_on` behind an optimization barrier
+  (`lower_fenced_call_as_barrier`; only for platforms that keep barriers through CSE)."""
+  return fenced_call_p.bind(*args, jaxpr=closed, barrier_on=tuple(barrier_on))
 
 
-def _fenced_call_abstract_eval(*avals, jaxpr: ClosedJaxpr):
+def _fenced_call_abstract_eval(*avals, jaxpr: ClosedJaxpr, barrier_on=()):
   dispatch.check_arg_avals("fenced_call", jaxpr.in_avals, avals)
   return jaxpr.out_avals
 
 
-def _fenced_call_impl(*args, jaxpr: ClosedJaxpr):
+def _fenced_call_impl(*args, jaxpr: ClosedJaxpr, barrier_on=()):
   return eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *args)
 
 
-def _fenced_call_jvp(primals, tangents, *, jaxpr):
-  return ad.call_jvp(jaxpr, primals, tangents,
-                     lambda jvp_closed, args: fenced_call_p.bind(*args, jaxpr=jvp_closed))
+def _fenced_call_jvp(primals, tangents, *, jaxpr, barrier_on=()):
+  return ad.call_jvp(jaxpr, primals, tangents, lambda jvp_closed, args: fenced_call_p.bind(
+      *args, jaxpr=jvp_closed, barrier_on=barrier_on))
 
 
-def _fenced_call_transpose(cts, *args, jaxpr):
+def _fenced_call_transpose(cts, *args, jaxpr, barrier_on=()):
   from revax._src.interpreters.transpose import call_transpose  # transpose imports this module
   return call_transpose(jaxpr, cts, args)
 
@@ -144,9 +146,9 @@ def _fenced_call_partial_eval(trace, args, params, unknowns):
   return partial_eval.partial_eval_call(trace, fenced_call_p, args, params, unknowns)
 
 
-def _fenced_call_batch(axis_size, vals, dims, *, jaxpr):
+def _fenced_call_batch(axis_size, vals, dims, *, jaxpr, barrier_on=()):
   batched, out_dims = batching.batch_jaxpr(jaxpr, dims, axis_size)
-  return fenced_call_p.bind(*vals, jaxpr=batched), list(out_dims)
+  return fenced_call_p.bind(*vals, jaxpr=batched, barrier_on=barrier_on), list(out_dims)
 
 
 _F32 = ShapedArray((), dtypes.float32)
@@ -164,8 +166,11 @@ def _opaque_true(fb) -> str:
   return pred
 
 
-def _fenced_call_lower(ctx, *args, jaxpr):
-  """`if pred { jaxpr(args) } else { zeros }`, `pred` the body's one opaque true value."""
+def _fenced_call_lower(ctx, *args, jaxpr, barrier_on=()):
+  """`if pred { jaxpr(args) } else { zeros }`, `pred` the body's one opaque true value; on a
+  platform in `barrier_on`, `lower_fenced_call_as_barrier`."""
+  if ctx.platform in barrier_on:
+    return lower_fenced_call_as_barrier(ctx, *args, jaxpr=jaxpr)
   fb = ctx.fb
   pred = fb.body_value("fence_predicate", _opaque_true)
 
@@ -190,14 +195,15 @@ mlir.register_lowering(fenced_call_p, _fenced_call_lower)
 staging.dce_rules[fenced_call_p] = staging.dce_call()
 
 
-def lower_fenced_call_as_barrier(ctx, *args, jaxpr):
+def lower_fenced_call_as_barrier(ctx, *args, jaxpr, barrier_on=()):
   """`fenced_call`'s other lowering: an optimization_barrier over the operands, then the body
   inline (jax.checkpoint's fence). A backend that keeps barriers through CSE (TPU; XLA:CPU
   with its `cse_barrier_expander` pass disabled) can then neither merge the body with the
   forward computation nor start it before all its operands exist, and, with no conditional, the
   operands are not held live for the whole body. Not registered by default: XLA:CPU expands
-  barriers before CSE (see the module docstring); `register_lowering(fenced_call_p,
-  lower_fenced_call_as_barrier, platform=...)` makes it a platform's fence."""
+  barriers before CSE (see the module docstring). A fenced call chooses it per platform
+  (`barrier_on`): checkpoint's backward steps on a TPU (as jax.checkpoint's); invertible's walk
+  keeps the conditional there, which measured faster for it (benchmarks/RESULTS.md)."""
   if args:
     args = ctx.op("stablehlo.optimization_barrier", list(args), ctx.avals_in)
   return mlir.inline_closed_jaxpr(ctx.fb, jaxpr, args)
