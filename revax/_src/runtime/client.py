@@ -47,7 +47,7 @@ import numpy as np
 from revax._src.core.config import config
 from revax._src.core.errors import JaxRuntimeError
 from revax._src.runtime import (backends, compilation_cache, fastpath, gemm, hlo_dump, im2col,
-                                memories, pjrt, platform_limits, plugins, subbyte)
+                                memories, nt_dots, pjrt, platform_limits, plugins, subbyte)
 from revax._src.runtime.array import Array
 from revax._src.runtime.pjrt import CompileError, RuntimeBackendError
 
@@ -523,6 +523,7 @@ class Backend:
         and gemm.enabled_for_plugin(self._api.version)):
       code = im2col.rewrite_program(code, _gemm_targets("conv"))  # convolutions (im2col.py)
       code = gemm.rewrite_program(code, _gemm_targets())
+      code = nt_dots.rewrite_program(code)  # x @ w.T as (w @ x.T).T where faster (nt_dots.py)
     # PJRT's C API refuses send/recv callbacks with `execute_device`: a program with host
     # transfers is compiled for one device (the default one), not as a portable program.
     # A one-device backend's programs are compiled for its device, as jax does: libtpu launches

@@ -1,0 +1,117 @@
+"""`x @ w.T` on the default CPU plugin as `(w @ x.T).T`: a rewrite of the program text XLA compiles.
+
+Why: the default CPU plugin's XLA (xla-cpu-pjrt 0.0.1, 2025-11) runs float dots with Eigen, whose
+kernel for a dot contracting both operands on their minor dimension (`x @ w.T` with both
+row-major: the backward pass of every dense layer, g @ w.T) is several times slower than its
+row-major kernel when the contracted size is a multiple of 512 (its packing reads rows whose
+stride aliases in the cache): 256x1024 @ (1024x1024).T took 5.3-5.6 ms where 256x1024 @
+1024x1024 took 2.7 and jax's XLA 2.8. Computing the same product as `(w @ x.T).T`, the
+transposes of the small operand and of the result fenced by optimization barriers (XLA's
+transpose folding would otherwise turn it back into the slow dot), uses the fast kernel at the
+price of two copies the size of x and of the result.
+
+Measured on this project's 2-core machine (2026-12-07, one process, the two forms of each shape
+timed in turn, best of 3 rounds of the 25th percentile of 10 calls; `m x k @ (n x k).T`):
+
+| m, k, n | NT | swapped | | m, k, n | NT | swapped |
+|---|---|---|---|---|---|---|
+| 256, 1024, 1024 | 5.60 ms | 3.33 ms | | 256, 784, 1024 | 2.33 ms | 2.58 ms |
+| 16, 1024, 1024 | 2.52 ms | 0.28 ms | | 1024, 1024, 1024 | 12.7 ms | 18.3 ms |
+| 128, 512, 512 | 0.65 ms | 0.57 ms | | 2048, 256, 256 | 1.28 ms | 2.65 ms |
+| 512, 1024, 1024 | 7.92 ms | 6.60 ms | | 256, 768, 768 | 2.01 ms | 2.07 ms |
+| 256, 2048, 1024 | 12.5 ms | 6.57 ms | | 256, 1000, 1000 | 2.94 ms | 3.12 ms |
+| 32, 4096, 4096 | 65.0 ms | 5.74 ms | | 256, 1024, 10 | 0.09 ms | 0.32 ms |
+| 256, 512, 512 | 0.67 ms | 0.68 ms | | 256, 10, 1024 | 0.05 ms | 0.33 ms |
+
+So the rule (`swaps`): float32, no batch dimensions, both operands two-dimensional and
+contracted on their minor dimension, the contracted size a multiple of 512, the result at least
+twice as wide as it is tall (n >= 2 m: the transposes stay small against the product), and at
+least `MIN_FLOPS`. Every case of the left column is the rule's, every case of the right column
+is not.
+
+Applied where gemm.py's rewrite is (single-device programs on the CPU plugins up to
+`gemm.NEWEST_MEASURED_API`), after it: a dot it made a GEMM call is no longer a dot_general.
+`Lowered.as_text()` still shows jax's StableHLO. `REVAX_CPU_NT_DOTS=0` turns it off.
+"""
+from __future__ import annotations
+
+import os
+
+from revax._src.runtime import gemm
+
+__all__ = ["MIN_FLOPS", "enabled", "swaps", "rewrite_program"]
+
+# Smallest product swapped: 64x512 @ (128x512).T (2^23 flops) measured 0.12 ms swapped against
+# 0.15 ms; below about this the two copies' fixed costs are not measured to pay.
+MIN_FLOPS = 2 ** 22
+
+
+def enabled() -> bool:
+  """Whether NT dots are swapped: env `REVAX_CPU_NT_DOTS` ("0" off), on by default (read at each
+  compile, so one process can compare both)."""
+  value = os.environ.get("REVAX_CPU_NT_DOTS", "").strip().lower()
+  return value not in ("0", "false", "no", "off")
+
+
+def swaps(m: int, k: int, n: int) -> bool:
+  """Whether the float32 product of an m x k matrix and the transpose of an n x k one is
+  computed swapped (see the module docstring for the measurements).
+
+  Example:
+    >>> from revax._src.runtime.nt_dots import swaps
+    >>> swaps(256, 1024, 1024), swaps(256, 784, 1024), swaps(1024, 1024, 1024)
+    (True, False, False)
+  """
+  return k % 512 == 0 and n >= 2 * m and 2 * m * k * n >= MIN_FLOPS
+
+
+def _swapped(match, serial: int) -> list[str]:
+  """The lines computing `match`'s dot as the transpose of (rhs @ lhs^T)."""
+  indent, result, lhs, rhs = match["indent"], match["result"], match["lhs"], match["rhs"]
+  (m, k), (n, _) = gemm._shape(match.group(10)), gemm._shape(match.group(13))
+  el = match.group(11)
+  t = lambda *dims: f"tensor<{'x'.join(map(str, dims))}x{el}>"  # noqa: E731
+  lhs_t, lhs_b, dot, dot_b = (f"%revax_nt{serial}_{s}" for s in ("lt", "lb", "d", "db"))
+  perm = "<{permutation = array<i64: 1, 0>}>"
+  dims = ("<{dot_dimension_numbers = #stablehlo.dot<lhs_batching_dimensions = [], "
+          "rhs_batching_dimensions = [], lhs_contracting_dimensions = [1], "
+          "rhs_contracting_dimensions = [0]>")
+  precision = match.group(0).split("rhs_contracting_dimensions = [1]>", 1)[1].split("}> :")[0]
+  return [
+      f'{indent}{lhs_t} = "stablehlo.transpose"({lhs}) {perm} : ({t(m, k)}) -> {t(k, m)}',
+      f'{indent}{lhs_b} = "stablehlo.optimization_barrier"({lhs_t}) : ({t(k, m)}) -> {t(k, m)}',
+      f'{indent}{dot} = "stablehlo.dot_general"({rhs}, {lhs_b}) {dims}{precision}}}> : '
+      f"({t(n, k)}, {t(k, m)}) -> {t(n, m)}",
+      f'{indent}{dot_b} = "stablehlo.optimization_barrier"({dot}) : ({t(n, m)}) -> {t(n, m)}',
+      f'{indent}{result} = "stablehlo.transpose"({dot_b}) {perm} : ({t(n, m)}) -> '
+      f"{t(m, n)}{match['rest']}"]
+
+
+def rewrite_program(code: bytes) -> bytes:
+  """`code` (a single-device CPU StableHLO module) with its `swaps` dots swapped.
+
+  Example:
+    >>> from revax._src.runtime.nt_dots import rewrite_program
+    >>> nt = lambda x, w: lax.dot_general(x, w, (((1,), (1,)), ((), ())))
+    >>> text = revax.jit(nt).lower(jnp.ones((64, 512)), jnp.ones((256, 512))).as_text()
+    >>> new = rewrite_program(text.encode()).decode()
+    >>> new.count("stablehlo.transpose"), new.count("stablehlo.optimization_barrier")
+    (2, 2)
+  """
+  if b'"stablehlo.dot_general"' not in code or not enabled():
+    return code
+  lines = code.decode().split("\n")
+  out, serial = [], 0
+  for line in lines:
+    match = gemm._DOT.match(line) if '"stablehlo.dot_general"' in line else None
+    if (match is not None and match.group(11) == match.group(14) == match.group(17) == "f32"
+        and not any(match.group(g).strip() for g in (5, 6))
+        and match.group(7).strip() == "1" and match.group(8).strip() == "1"
+        and len(gemm._shape(match.group(10))) == len(gemm._shape(match.group(13))) == 2):
+      (m, k), (n, _) = gemm._shape(match.group(10)), gemm._shape(match.group(13))
+      if swaps(m, k, n):
+        out.extend(_swapped(match, serial))
+        serial += 1
+        continue
+    out.append(line)
+  return "\n".join(out).encode() if serial else code
