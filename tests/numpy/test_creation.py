@@ -281,10 +281,18 @@ def test_ranges_are_jax_bit_for_bit():
   data = json.loads(_RANGES_RECORD.read_text())
   assert data["header"] == _ranges_header([n for n, _ in calls]), (
       "stale record: python -m tests.numpy.test_creation")
-  found = [f"{name}: revax {_encode_bits(_outcome_bits(call, rnp))}, jax {data['outcomes'][name]}"
-           for name, call in calls
-           if not _same_range(_encode_bits(_outcome_bits(call, rnp)), data["outcomes"][name],
-                              power=name.startswith(("logspace", "geomspace")))]
+  found = []
+  for name, call in calls:
+    ours, power = _encode_bits(_outcome_bits(call, rnp)), name.startswith(("logspace", "geomspace"))
+    if _same_range(ours, data["outcomes"][name], power=power):
+      continue
+    # The record is jax's on the machine that wrote it: on another host (2026-12-07, a CPU with
+    # AVX512-FP16) jax itself gave logspace(f16(1), f16(3), 7, endpoint=False)'s last two
+    # elements 4-5 ulps from the record, as revax did. So an outcome revax misses is asked of
+    # jax on this machine before it counts.
+    theirs = _encode_bits(_outcome_bits(call, jnp))
+    if not _same_range(ours, theirs, power=power):
+      found.append(f"{name}: revax {ours}, jax {theirs} (recorded: {data['outcomes'][name]})")
   assert not found, f"{len(found)} of {len(calls)} differ:\n" + "\n".join(found[:30])
 
 
