@@ -22,10 +22,10 @@ if backends.platform_order()[0] == "tpu":
 
 # --- bytecode for every process the suite starts ----------------------------------------------
 # Where Python is told not to write bytecode (PYTHONDONTWRITEBYTECODE=1, as in some CI shells),
-# every process compiles each module it imports from source again: each pytest worker and each of
-# the suite's hundreds of child processes (sharding suites on 4 CPU devices, examples and
-# benchmarks end to end, the fast path's suites without the extension) spent 0.5-1.5 s compiling
-# revax's modules before doing anything. Python still reads bytecode caches that exist, so the
+# every process compiles each module it imports from source again: each pytest worker and each
+# child process the suite starts (sharding suites on 4 CPU devices, examples and benchmarks end
+# to end, the fast path's suites without the extension) spent 0.5-1.5 s of CPU compiling revax's
+# modules before doing anything. Python still reads bytecode caches that exist, so the
 # controller writes them once (compileall skips what is up to date; a cache is checked against
 # its source's modification time, so an edited file is compiled afresh as usual). Test modules
 # are left out: pytest rewrites their asserts into caches of its own.
