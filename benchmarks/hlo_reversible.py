@@ -1,10 +1,11 @@
 """Per block of issue 32's reversible MLP: what XLA's optimized program does, read from its dump.
 
 For each variant (revax plain / invertible / checkpoint, jax plain / checkpoint / invertible)
-it compiles jit(grad(loss)) at two depths in a child process with XLA dumping its optimized HLO
-(`--xla_dump_to`), and counts, over every computation that runs (the entry, conditional
-branches, loop bodies; not the bodies of fusions), per block (the difference between the depths
-over their difference in blocks):
+it compiles jit(grad(loss)) at two depths with XLA dumping its optimized HLO (`--xla_dump_to`;
+one child process per library compiles all its variants and depths, each program's dump read
+apart by the files its compile added), and counts, over every computation that runs (the entry,
+conditional branches, loop bodies; not the bodies of fusions), per block (the difference between
+the depths over their difference in blocks):
 
   dots (a dot or a fusion around one), loop fusions and other elementwise passes, copies (and
   asynchronous ones, e.g. a TPU's prefetches, counted apart), transposes, and the bytes those
@@ -20,10 +21,10 @@ conditional) holds, so revax checkpoint is the like-for-like reference there.
 
 "jax invertible" is the same reversible backward written by hand (bench_reversible.py). `--fence`
 lowers revax's fence another way (barrier: jax.checkpoint's optimization_barrier; none: no fence)
-to see what the fence changes in the program. Each variant compiles in its own process, one
-after another, on the default device of its library (JAX_PLATFORMS is dropped for jax, as in
-bench_reversible.py: on a TPU host both compile for the chip; with REVAX_PLATFORMS set, jax gets
-the same platforms).
+to see what the fence changes in the program. revax's variants compile in one child process
+and jax's in another, one after the other, each on the default device of its library
+(JAX_PLATFORMS is dropped for jax, as in bench_reversible.py: on a TPU host both compile for the
+chip; with REVAX_PLATFORMS set, jax gets the same platforms).
 
 Run: python benchmarks/hlo_reversible.py [--depths 2,4] [--width 256 --batch 128]
   [--variants "revax invertible,revax checkpoint"] [--names "revax invertible"]
@@ -228,14 +229,17 @@ def use_fence(fence: str) -> None:
                    barrier.lower_fenced_call_as_barrier if fence == "barrier" else inline)
 
 
-def child(variant: str, depth: int, width: int, batch: int, out: str, fence: str,
+def child(variants, depths, width: int, batch: int, out: str, fence: str,
           split: bool = False, coupling: bool = False, tpu_aot: bool = False,
           fence_cts: bool = False) -> None:
+  """Compile jit(grad(loss)) of each of `variants` (all of one library) at each of `depths`, one
+  after another in this process, and print a `RESULT <json>` line per program: its variant,
+  depth, the dump files it added to `out` and [XLA's temp bytes, its cost analysis]."""
   sys.path.insert(0, str(HERE))
   import bench_reversible
-  lib, loss = bench_reversible.make_loss(variant)
-  if variant.startswith("revax"):
-    lib.config.update("enable_compilation_cache", False)
+  if variants[0].startswith("revax"):
+    import revax
+    revax.config.update("enable_compilation_cache", False)
     use_fence(fence)
     if split:
       bench_reversible.use_split_vjp()
@@ -243,24 +247,42 @@ def child(variant: str, depth: int, width: int, batch: int, out: str, fence: str
       bench_reversible.use_coupling_vjp()
     if fence_cts:
       bench_reversible.use_fence_vjp_cotangents()
-  if tpu_aot:
-    text, temp, cost = compile_for_tpu(lib, loss, depth, width, batch)
-    path = pathlib.Path(out) / "jit_loss.tpu_aot.after_optimizations.txt"
-    path.write_text(text)
-    print("DUMP " + json.dumps([str(path)]) + "\nTEMP " + json.dumps([temp, cost]))
-    return
-  args = bench_reversible.inputs(lib, depth, width, batch)
-  compiled = lib.jit(lib.grad(loss)).lower(*args).compile()
-  dumped = sorted(pathlib.Path(out).glob("*jit_loss*after_optimizations.txt"))
-  print("DUMP " + json.dumps([str(p) for p in dumped]) + "\nTEMP "
-        + json.dumps([compiled.memory_analysis().temp_size_in_bytes,
-                      _cost(compiled.cost_analysis())]))
+  for variant in variants:
+    lib, loss = bench_reversible.make_loss(variant)
+    for depth in depths:
+      if tpu_aot:
+        text, temp, cost = compile_for_tpu(lib, loss, depth, width, batch)
+        path = pathlib.Path(out) / (f"{variant.replace(' ', '_')}.{depth}.jit_loss.tpu_aot"
+                                    ".after_optimizations.txt")
+        path.write_text(text)
+        files = [str(path)]
+      else:
+        before = set(pathlib.Path(out).glob("*jit_loss*after_optimizations.txt"))
+        compiled = lib.jit(lib.grad(loss)).lower(*host_inputs(depth, width, batch)).compile()
+        # the files this compile added (XLA names each dump by its module's unique id)
+        files = sorted(str(p) for p in
+                       set(pathlib.Path(out).glob("*jit_loss*after_optimizations.txt")) - before)
+        temp, cost = compiled.memory_analysis().temp_size_in_bytes, _cost(
+            compiled.cost_analysis())
+      print("RESULT " + json.dumps([variant, depth, files, [temp, cost]]), flush=True)
 
 
 def _cost(analysis) -> dict:
   """(bytes accessed, transcendentals) of XLA's cost analysis of a compiled program."""
   analysis = analysis[0] if isinstance(analysis, (list, tuple)) else (analysis or {})
   return {k: float(analysis.get(k, 0.0)) for k in ("bytes accessed", "transcendentals")}
+
+
+def host_inputs(depth: int, width: int, batch: int):
+  """The loss's arguments as NumPy arrays (depth pairs of width x width weights, two streams of
+  batch x width): only their shapes and dtypes reach the program, and drawing them on the host
+  compiles nothing (a device draw would compile its own programs, uncached here)."""
+  import numpy as np
+  rng = np.random.default_rng(0)
+  ws = [tuple(rng.standard_normal((width, width), np.float32) / np.sqrt(width)
+              for _ in range(2)) for _ in range(depth)]
+  x1, x2 = (rng.standard_normal((batch, width)).astype(np.float32) for _ in range(2))
+  return ws, x1, x2
 
 
 def compile_for_tpu(lib, loss, depth: int, width: int, batch: int):
@@ -270,14 +292,10 @@ def compile_for_tpu(lib, loss, depth: int, width: int, batch: int):
   PYTHONPATH. jax lowers and compiles its own variants; revax lowers its StableHLO, which jax
   parses and hands to the same compile-only client."""
   import jax
-  import numpy as np
   from jax.experimental import topologies
   device = topologies.get_topology_desc(TPU_TOPOLOGY, "tpu",
                                         chips_per_host_bounds=[1, 1, 1]).devices[0]
-  rng = np.random.default_rng(0)
-  ws = [tuple(rng.standard_normal((width, width), np.float32) / np.sqrt(width)
-              for _ in range(2)) for _ in range(depth)]
-  x1, x2 = (rng.standard_normal((batch, width)).astype(np.float32) for _ in range(2))
+  ws, x1, x2 = host_inputs(depth, width, batch)
   if lib is jax:
     sharding = jax.sharding.SingleDeviceSharding(device)
     spec = lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=sharding)
@@ -301,36 +319,67 @@ def compile_for_tpu(lib, loss, depth: int, width: int, batch: int):
           _cost(executable.cost_analysis()))
 
 
+def dumps(variants, depths, width: int, batch: int, fence: str = "conditional",
+          split: bool = False, coupling: bool = False, tpu_aot: bool = False,
+          fence_cts: bool = False) -> dict:
+  """{(variant, depth): (the optimized HLO text of jit(grad) of `variant` at `depth`, [XLA's
+  temp bytes, its cost analysis' bytes accessed and transcendentals])}: one child process per
+  library (its variants and depths compiled one after another there, each program dumped
+  apart), since XLA reads its dump flags when a process opens its backend."""
+  results = {}
+  for lib_name in ("revax", "jax"):
+    group = [v for v in variants if v.split()[0] == lib_name]
+    if group:
+      results.update(_dump_in_child(group, depths, width, batch, fence, split, coupling,
+                                    tpu_aot, fence_cts))
+  return results
+
+
 def dump(variant: str, depth: int, width: int, batch: int, fence: str = "conditional",
          split: bool = False, coupling: bool = False, tpu_aot: bool = False,
          fence_cts: bool = False):
   """(the optimized HLO text of jit(grad) of `variant` at `depth`, [XLA's temp bytes, its cost
-  analysis' bytes accessed and transcendentals])."""
+  analysis' bytes accessed and transcendentals]): `dumps` of one program."""
+  return dumps([variant], [depth], width, batch, fence, split, coupling, tpu_aot,
+               fence_cts)[variant, depth]
+
+
+def _dump_in_child(variants, depths, width, batch, fence, split, coupling, tpu_aot, fence_cts):
   out = tempfile.mkdtemp(prefix="revax_hlo_reversible_")
   env = dict(os.environ, XLA_FLAGS=(os.environ.get("XLA_FLAGS", "") + f" --xla_dump_to={out}"
                                     " --xla_dump_hlo_as_text --xla_dump_hlo_module_re=.*loss.*"
                                     ).strip())
-  if variant.startswith("jax"):  # as bench_reversible: jax takes the chip where there is one,
-    env.pop("JAX_PLATFORMS", None)  # unless revax is held to a platform: then jax is too
+  if variants[0].startswith("jax"):  # as bench_reversible: jax takes the chip where there is
+    env.pop("JAX_PLATFORMS", None)  # one, unless revax is held to a platform: then jax is too
     if env.get("REVAX_PLATFORMS"):
       env["JAX_PLATFORMS"] = env["REVAX_PLATFORMS"]
   if tpu_aot:  # libtpu compiles; the dump flags are for the local backend's programs
     env["XLA_FLAGS"] = os.environ.get("XLA_FLAGS", "")
     env["JAX_PLATFORMS"] = "cpu"  # jax's own backend stays the CPU (no chip is opened)
     env.setdefault("TPU_ACCELERATOR_TYPE", "v5litepod-1")  # quiets libtpu's host probing
-  res = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", variant,
-                        "--depths", str(depth), "--width", str(width), "--batch", str(batch),
-                        "--out", out, "--fence", fence] + (["--split"] if split else [])
-                       + (["--coupling"] if coupling else [])
+  res = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", ",".join(variants),
+                        "--depths", ",".join(map(str, depths)), "--width", str(width),
+                        "--batch", str(batch), "--out", out, "--fence", fence]
+                       + (["--split"] if split else []) + (["--coupling"] if coupling else [])
                        + (["--tpu-aot"] if tpu_aot else [])
                        + (["--fence-cts"] if fence_cts else []),
                        env=env, capture_output=True, text=True)
   if res.returncode:
-    raise RuntimeError(f"{variant} at depth {depth} failed:\n{res.stderr[-3000:]}")
-  files = json.loads(res.stdout.split("DUMP ", 1)[1].splitlines()[0])
-  temp = json.loads(res.stdout.split("TEMP ", 1)[1].splitlines()[0])
-  # the grad program is the largest module dumped (small ones draw the inputs)
-  return max((pathlib.Path(f).read_text() for f in files), key=len), temp
+    raise RuntimeError(f"{', '.join(variants)} at depths {depths} failed:\n"
+                       f"{res.stderr[-3000:]}")
+  results = {}
+  for line in res.stdout.splitlines():
+    if line.startswith("RESULT "):
+      variant, depth, files, temp = json.loads(line[len("RESULT "):])
+      if not files:
+        raise RuntimeError(f"{variant} at depth {depth}: XLA dumped no optimized module")
+      # the grad program is the largest module dumped (small ones draw the inputs)
+      results[variant, depth] = (max((pathlib.Path(f).read_text() for f in files), key=len),
+                                 temp)
+  missing = [(v, d) for v in variants for d in depths if (v, d) not in results]
+  if missing:
+    raise RuntimeError(f"the child reported no program for {missing}:\n{res.stdout[-3000:]}")
+  return results
 
 
 def main(argv=None) -> None:
@@ -358,8 +407,8 @@ def main(argv=None) -> None:
   args = parser.parse_args(argv)
   depths = [int(d) for d in args.depths.split(",")]
   if args.child:
-    child(args.child, depths[0], args.width, args.batch, args.out, args.fence, args.split,
-          args.coupling, args.tpu_aot, args.fence_cts)
+    child(args.child.split(","), depths, args.width, args.batch, args.out, args.fence,
+          args.split, args.coupling, args.tpu_aot, args.fence_cts)
     return
   act = args.width * args.batch * 4
   lo, hi = depths[0], depths[-1]
@@ -369,13 +418,14 @@ def main(argv=None) -> None:
         "by elementwise passes, copies and transposes / an activation's bytes\n")
   print("| variant | " + " | ".join(KEYS) + " |")
   print("|---" * (len(KEYS) + 1) + "|")
-  for variant in args.variants.split(","):
-    variant = variant.strip()
-    dumps = [dump(variant, d, args.width, args.batch, args.fence, args.split, args.coupling,
-                  args.tpu_aot, args.fence_cts) for d in (lo, hi)]
-    texts = [text for text, _ in dumps]
+  variants = [v.strip() for v in args.variants.split(",")]
+  programs = dumps(variants, (lo, hi), args.width, args.batch, args.fence, args.split,
+                   args.coupling, args.tpu_aot, args.fence_cts)
+  for variant in variants:
+    pair = [programs[variant, d] for d in (lo, hi)]
+    texts = [text for text, _ in pair]
     (_, c_lo), (listing, c_hi) = (passes(t, act) for t in texts)
-    for counts, (_, (temp, cost)) in zip((c_lo, c_hi), dumps, strict=True):
+    for counts, (_, (temp, cost)) in zip((c_lo, c_hi), pair, strict=True):
       counts["temp activations"] = temp / act
       counts["cost MiB accessed"] = cost["bytes accessed"] / 2 ** 20
       counts["tanh per element"] = cost["transcendentals"] / (args.width * args.batch)

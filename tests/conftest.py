@@ -1,4 +1,8 @@
 """Fixtures shared across the suite."""
+import pathlib
+import re
+import sys
+
 import jax
 import pytest
 
@@ -14,6 +18,30 @@ from revax._src.runtime import backends
 if backends.platform_order()[0] == "tpu":
   revax.config.update("jax_default_matmul_precision", "highest")
   jax.config.update("jax_default_matmul_precision", "highest")
+
+
+# --- bytecode for every process the suite starts ----------------------------------------------
+# Where Python is told not to write bytecode (PYTHONDONTWRITEBYTECODE=1, as in some CI shells),
+# every process compiles each module it imports from source again: each pytest worker and each
+# child process the suite starts (sharding suites on 4 CPU devices, examples and benchmarks end
+# to end, the fast path's suites without the extension) spent 0.5-1.5 s of CPU compiling revax's
+# modules before doing anything. Python still reads bytecode caches that exist, so the
+# controller writes them once (compileall skips what is up to date; a cache is checked against
+# its source's modification time, so an edited file is compiled afresh as usual). Test modules
+# are left out: pytest rewrites their asserts into caches of its own.
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+def pytest_configure(config):
+  if hasattr(config, "workerinput") or not sys.flags.dont_write_bytecode:
+    return  # a worker (the controller has written them), or Python writes its own caches
+  import compileall
+  test_module = re.compile(r"[/\\]test_[^/\\]*\.py$")
+  for name in ("revax", "tests", "examples", "benchmarks"):
+    try:
+      compileall.compile_dir(ROOT / name, quiet=2, rx=test_module)
+    except OSError:  # a read-only tree: every process compiles as before
+      pass
 
 
 @pytest.fixture

@@ -156,9 +156,9 @@ def _single_invertible_eqn(record, args):
   return jaxpr, eqn
 
 
-def _has_inverse_rule(record) -> bool:
+def _has_inverse_rule(record, primitives) -> bool:
   from revax._src.interpreters import invertible as inv
-  prim = _lax_primitives().get(record.primitive)
+  prim = primitives.get(record.primitive)
   return prim is not None and prim in inv.inverse_rules
 
 
@@ -167,7 +167,9 @@ def _finite_inputs(record) -> bool:
   return all(np.isfinite(np.asarray(a, np.complex128)).all() for a in _inputs(record))
 
 
-INVERTIBLE_RECORDS = [r for r in RECORDS if _has_inverse_rule(r) and _finite_inputs(r)]
+_PRIMITIVES = _lax_primitives()  # (once: walking every lax module per record cost seconds)
+INVERTIBLE_RECORDS = [r for r in RECORDS if _has_inverse_rule(r, _PRIMITIVES)
+                      and _finite_inputs(r)]
 
 
 @pytest.mark.parametrize("record", INVERTIBLE_RECORDS, ids=str)
