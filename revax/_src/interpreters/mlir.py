@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from revax._src.core import dtypes, sharding_types
-from revax._src.core.avals import AbstractToken, ShapedArray
+from revax._src.core.avals import AbstractToken, ShapedArray, physical_aval
 from revax._src.core.effects import jaxpr_has_host_callbacks, jaxpr_has_ordered_effects
 from revax._src.core.gc_pause import paused_gc
 from revax._src.core.jaxpr import ClosedJaxpr, Jaxpr, Literal
@@ -109,6 +109,8 @@ def ir_type(aval: ShapedArray) -> str:
 def _ir_type(aval: ShapedArray) -> str:
   if type(aval) is AbstractToken:
     return TOKEN_TYPE
+  if not isinstance(aval.dtype, np.dtype):  # an extended dtype (key<fry>): its data's type
+    return _ir_type(physical_aval(aval))
   et = element_type(aval.dtype)
   if not aval.shape:
     return f"tensor<{et}>"
