@@ -34,7 +34,8 @@ from revax._src.core.avals import ShapedArray, get_aval
 from revax._src.core.config import config
 from revax._src.core.shape_poly import canonical_dim
 from revax._src.runtime import basearray
-from revax._src.core.trace import Tracer, current_trace, eval_trace
+from revax._src.core.trace import Tracer, eval_trace
+from revax._src.core.trace import _context as _trace_context
 from revax._src.jit import jit
 from revax._src.lax import binary, comparison, conversion, prng, prng_keys, reductions, shapes
 from revax._src.random import prng_impls as _prng_impls
@@ -94,7 +95,7 @@ class PRNGKeyArray:
   def _data(self):
     """The keys' uint32 data, of shape `self.shape + impl.key_shape`."""
     base = self._base
-    if isinstance(base, Tracer) and prng_keys.is_key_aval(base.aval):
+    if type(base) is not Array and isinstance(base, Tracer) and prng_keys.is_key_aval(base.aval):
       return prng_keys.random_unwrap(base)
     return base
 
@@ -499,10 +500,12 @@ def _key_parts(name: str, key, allow_batched: bool, data: bool = True):
   binds a random_unwrap)."""
   if isinstance(key, PRNGKeyArray):
     impl, typed = key._impl, True
-    if not allow_batched and key.ndim:
-      raise ValueError(f"{name} accepts a single key, but was given a key array of shape "
-                       f"{key.shape} != (). Use revax.vmap for batching.")
-    return (key._data if data else None), impl, typed
+    if not data:
+      if not allow_batched and key.ndim:
+        raise ValueError(f"{name} accepts a single key, but was given a key array of shape "
+                         f"{key.shape} != (). Use revax.vmap for batching.")
+      return None, impl, typed
+    data = key._data
   elif isinstance(key, (Array, Tracer, np.ndarray, np.generic, bool, int, float, complex)):
     impl = default_prng_impl()
     _check_key_data(key, impl)
@@ -516,10 +519,10 @@ def _key_parts(name: str, key, allow_batched: bool, data: bool = True):
   return data, impl, typed
 
 
-def tracing(*values) -> bool:
+def tracing() -> bool:
   """Whether a key function runs under a transformation (it then binds lax's key primitives;
-  eagerly it calls its cached executable)."""
-  return current_trace() is not eval_trace or any(isinstance(v, Tracer) for v in values)
+  eagerly it calls its cached executable; a leaked tracer passed eagerly raises there)."""
+  return _trace_context.trace is not eval_trace
 
 
 def typed_keys(name: str, key, *, allow_batched: bool = False):
@@ -578,7 +581,7 @@ def _seed_operand(ctor_name: str, seed):
 
 def _key_data_from_seed(ctor_name: str, seed, impl: PRNGImpl):
   seed, _ = _seed_operand(ctor_name, seed)
-  if tracing(seed):
+  if tracing():
     return prng_keys.random_seed(seed, impl=impl)  # (keys: the caller wraps or unwraps them)
   return _seed(seed, impl)
 
@@ -609,7 +612,7 @@ def PRNGKey(seed, *, impl=None):
   """
   impl = resolve_prng_impl(impl)
   seed, _ = _seed_operand("PRNGKey", seed)
-  if tracing(seed):
+  if tracing():
     return prng_keys.random_unwrap(prng_keys.random_seed(seed, impl=impl))
   return _seed(seed, impl)
 
@@ -684,7 +687,7 @@ def wrap_key_data(key_bits_array, *, impl=None, dtype=None):
   if isinstance(key_bits_array, PRNGKeyArray):
     raise TypeError("wrap_key_data expects uint32 key data, but was given typed keys")
   _check_key_data(key_bits_array, impl)
-  if tracing(key_bits_array):
+  if tracing():
     return PRNGKeyArray(prng_keys.random_wrap(key_bits_array, impl=impl), impl)
   return PRNGKeyArray(key_bits_array, impl)
 
@@ -775,7 +778,11 @@ def fold_in(key, data):
     >>> k
     Array([2716826189,  292468403], dtype=uint32)
   """
-  _key_parts("fold_in", key, False, data=False)  # (TypeError, ValueError as check_prng_key)
+  traced = tracing()
+  if traced:  # (the key is checked first, as check_prng_key does eagerly)
+    keys, typed = typed_keys("fold_in", key)
+  else:
+    key_bits, typed = check_prng_key("fold_in", key)
   if np.ndim(data):
     raise TypeError(f"fold_in accepts a scalar, but was given an array of shape "
                     f"{np.shape(data)} != (). Use revax.vmap for batching.")
@@ -785,10 +792,8 @@ def fold_in(key, data):
     data = np.asarray(data).astype(_U32)
   else:
     data = conversion.convert_element_type(data, _U32)
-  if tracing(data):
-    keys, typed = typed_keys("fold_in", key)
+  if traced:
     return return_typed(typed, prng_keys.random_fold_in(keys, data))
-  key_bits, typed = check_prng_key("fold_in", key)
   return return_keys(typed, _fold_in(key_bits, data))
 
 
