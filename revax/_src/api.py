@@ -75,7 +75,11 @@ def make_jaxpr(fun, static_argnums=(), return_shape=False):
       flat_out, out_store["tree"] = tree_util.tree_flatten(out, is_leaf=tree_util.is_array_leaf)
       return [x._typed_value() if tree_util.is_array_leaf(x) else x for x in flat_out]
 
-    jaxpr, consts = staging.trace_to_jaxpr(flat_fun, avals)
+    staging_keys, extended_dtypes.key_staging.typed = extended_dtypes.key_staging.typed, True
+    try:
+      jaxpr, consts = staging.trace_to_jaxpr(flat_fun, avals)
+    finally:
+      extended_dtypes.key_staging.typed = staging_keys
     closed = ClosedJaxpr(jaxpr, consts)
     if return_shape:
       shapes = [ShapeDtypeStruct(a.shape, a.dtype) for a in jaxpr.out_avals]

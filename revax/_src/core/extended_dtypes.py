@@ -3,6 +3,7 @@ PRNG keys' `key<fry>`, which are not NumPy dtypes), and the helpers that know ab
 from __future__ import annotations
 
 import math
+import threading
 
 import ml_dtypes
 import numpy as np
@@ -66,6 +67,17 @@ class KeyTy:
 
   def __hash__(self):
     return hash((KeyTy, self._impl))
+
+
+class _KeyStaging(threading.local):
+  """Whether typed key arrays cross transformation boundaries as key-typed values (`typed`,
+  set while make_jaxpr traces: its jaxprs then type keys as JAX's do through nested jit, vmap,
+  scan and grad) or as their uint32 data (otherwise: the programs jit compiles carry key data
+  through their control flow and calls, whose lowerings know nothing of key types)."""
+  typed = False
+
+
+key_staging = _KeyStaging()
 
 
 TypePromotionError = dtypes.TypePromotionError  # (one class: the strict lattice raises it)

@@ -36,6 +36,7 @@ from revax._src.core.shape_poly import canonical_dim
 from revax._src.runtime import basearray
 from revax._src.core.trace import Tracer, eval_trace
 from revax._src.core.trace import _context as _trace_context
+from revax._src.core.extended_dtypes import key_staging as _key_staging
 from revax._src.jit import jit
 from revax._src.lax import binary, comparison, conversion, prng, prng_keys, reductions, shapes
 from revax._src.random import prng_impls as _prng_impls
@@ -471,7 +472,15 @@ def _dtype_name(x) -> str:
 
 
 # a leaf to users (revax.tree_util, as JAX's key arrays), a node over its data to transformations
-tree_util.register_array_leaf(PRNGKeyArray, lambda k: ((k._data,), k._impl),
+def _flatten_keys(k):
+  """A key array's one child for transformations: its data, or while make_jaxpr traces
+  (extended_dtypes.key_staging) its keys as a key-typed value."""
+  if _key_staging.typed and isinstance(k._base, (Tracer, Array)):  # (not an axis spec's leaf)
+    return (k._typed_value(),), k._impl
+  return (k._data,), k._impl
+
+
+tree_util.register_array_leaf(PRNGKeyArray, _flatten_keys,
                               lambda impl, children: PRNGKeyArray(children[0], impl))
 basearray.Array.register(PRNGKeyArray)  # isinstance(key, revax.Array), as in JAX
 
