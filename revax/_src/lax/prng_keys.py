@@ -97,6 +97,13 @@ def _impl_of(aval):
   return aval.dtype._impl
 
 
+def _as_keys(x):
+  """A key array of revax.random as its key-typed value (its random_wrap under a trace when it
+  holds data); anything else as it is."""
+  typed_value = getattr(x, "_typed_value", None)
+  return typed_value() if typed_value is not None else x
+
+
 # --- mapping an implementation's one-key functions over leading dims ----------------------------
 def _mapped(fn, args, dims, n: int):
   """`fn` applied as vmap over `n` leading dims of the args whose entry of `dims` is 0 (None:
@@ -229,7 +236,7 @@ inv.not_invertible(random_seed_p, "a hash of integer seeds")
 # --- random_split --------------------------------------------------------------------------------
 def random_split(keys, shape):
   """Each key split into keys of `shape` (appended to the keys' shape)."""
-  return random_split_p.bind(keys, shape=tuple(shape))
+  return random_split_p.bind(_as_keys(keys), shape=tuple(shape))
 
 
 def _random_split_abstract_eval(keys, *, shape):
@@ -251,7 +258,7 @@ inv.not_invertible(random_split_p, "a keyed hash")
 # --- random_fold_in ------------------------------------------------------------------------------
 def random_fold_in(keys, msgs):
   """Each key combined with its uint32 message (shapes broadcast)."""
-  return random_fold_in_p.bind(keys, msgs)
+  return random_fold_in_p.bind(_as_keys(keys), msgs)
 
 
 def _random_fold_in_abstract_eval(keys, msgs):
@@ -280,7 +287,7 @@ def _random_fold_in_batch(axis_size, vals, dims):
     if rm < rk:
       shape = get_aval(msgs).shape
       msgs = shapes.reshape(msgs, shape[:1] + (1,) * (rk - rm) + shape[1:])
-  return random_fold_in_p.bind(keys, msgs), 0
+  return random_fold_in_p.bind(_as_keys(keys), msgs), 0
 
 
 def _reshape_keys(keys, shape):
@@ -303,7 +310,7 @@ inv.not_invertible(random_fold_in_p, "a keyed hash")
 # --- random_bits ---------------------------------------------------------------------------------
 def random_bits(keys, bit_width: int, shape):
   """Uniform unsigned bits of `bit_width` and `shape` from each key (keys' shape first)."""
-  return random_bits_p.bind(keys, bit_width=bit_width, shape=tuple(shape))
+  return random_bits_p.bind(_as_keys(keys), bit_width=bit_width, shape=tuple(shape))
 
 
 def _random_bits_abstract_eval(keys, *, bit_width, shape):
@@ -361,7 +368,7 @@ inv.not_invertible(random_wrap_p, "keys from integer data (nothing differentiabl
 
 def random_unwrap(keys):
   """The uint32 data of keys (shape: the keys' shape and the key shape)."""
-  return random_unwrap_p.bind(keys)
+  return random_unwrap_p.bind(_as_keys(keys))
 
 
 def _random_unwrap_abstract_eval(keys):
@@ -382,7 +389,7 @@ inv.not_invertible(random_unwrap_p, "integer key data (nothing differentiable)")
 def random_clone(keys):
   """`keys` as a new value (JAX's random_clone: the identity, which jax's key reuse checker
   treats as a fresh key)."""
-  return random_clone_p.bind(keys)
+  return random_clone_p.bind(_as_keys(keys))
 
 
 random_clone_p = Primitive("random_clone")
