@@ -89,6 +89,32 @@ def test_nested_make_jaxpr_is_jax_s(name, fn, arg):
   assert _text(ours) == _text(jax.make_jaxpr(fn(jax))(arg(jr)))
 
 
+SHAPE_OPS = [
+    ("index", lambda k: k[1]),
+    ("slice", lambda k: k[1:3]),
+    ("reshape", lambda k: k.reshape(2, 2)),
+    ("transpose", lambda k: k.reshape(2, 2).T),
+    ("iterate", lambda k: list(k)[3]),
+]
+
+
+@pytest.mark.parametrize("name, fn", SHAPE_OPS, ids=[s[0] for s in SHAPE_OPS])
+def test_shape_operations_on_keys_make_jax_s_jaxprs(name, fn):
+  """Indexing and reshaping key arrays stages slice, squeeze, reshape, transpose on key<fry>
+  values, as JAX's key arrays do."""
+  ours = revax.make_jaxpr(fn)(rr.split(rr.key(0), 4))
+  theirs = jax.make_jaxpr(fn)(jr.split(jr.key(0), 4))
+  check_jaxpr(ours.jaxpr)
+  if name in ("index", "slice"):
+    assert _text(ours) == _text(theirs)
+  else:  # (jax's reshape prints a sharding=None param, its unused variables as `_`)
+    assert _eqn_types(ours) == _eqn_types(theirs)
+
+
+def _eqn_types(closed):
+  return [(e.primitive.name, tuple(str(v.aval) for v in e.outvars)) for e in closed.jaxpr.eqns]
+
+
 def test_grad_jaxpr_keeps_the_key_typed():
   """grad with a key argument: the key is a key<fry>[] input and random_bits reads it, as in
   JAX (the jaxprs differ only in how they name an unused variable: JAX prints `_`)."""
@@ -114,6 +140,10 @@ def test_scan_carries_keys_as_keys_in_make_jaxpr():
   assert str(body.invars[0].aval) == "key<fry>[]" == str(body.outvars[0].aval)
   assert [e.primitive.name for e in body.eqns][0] == "random_split"
   assert [str(v.aval) for v in closed.jaxpr.outvars] == ["key<fry>[]", "uint32[3]"]
+  theirs = jax.make_jaxpr(lambda k: jax.lax.scan(
+      lambda c, _: (jr.split(c)[0], jr.bits(c)), k, None, length=3))(jr.key(0))
+  (jscan,) = [e for e in theirs.jaxpr.eqns if e.primitive.name == "scan"]
+  assert _eqn_types(scan.params["jaxpr"]) == _eqn_types(jscan.params["jaxpr"])
 
 
 # --- values: bit for bit jax's, every implementation ---------------------------------------------
@@ -184,6 +214,50 @@ def test_samplers_under_make_jaxpr_staged_keys_evaluate_like_jax(impl):
   theirs = jax.jit(f(jax))(_keys(jax, impl))
   for o, t in zip(ours, theirs):
     assert_same(o, t)
+
+
+# (name, op on key-typed values, the same op on key data with the key-word axis last)
+KEY_OPS = [
+    ("slice", lambda k: revax.lax.slice(k, (1,), (3,)), lambda d: d[1:3]),
+    ("squeeze", lambda k: revax.lax.squeeze(revax.lax.slice(k, (2,), (3,)), (0,)),
+     lambda d: d[2]),
+    ("reshape", lambda k: revax.lax.reshape(k, (2, 3)), lambda d: d.reshape(2, 3, -1)),
+    ("transpose", lambda k: revax.lax.transpose(revax.lax.reshape(k, (2, 3)), (1, 0)),
+     lambda d: d.reshape(2, 3, -1).transpose(1, 0, 2)),
+    ("broadcast", lambda k: revax.lax.broadcast_in_dim(k, (2, 6), (1,)),
+     lambda d: np.broadcast_to(d, (2,) + d.shape)),
+    ("concatenate", lambda k: revax.lax.concatenate([k, k], 0),
+     lambda d: np.concatenate([d, d], 0)),
+    ("select_n", lambda k: revax.lax.select_n(np.arange(6) % 2 == 0,
+                                              k, revax.lax.rev(k, (0,))),
+     lambda d: np.where((np.arange(6) % 2 == 0)[:, None], d[::-1], d)),
+    ("dynamic_slice", lambda k: revax.lax.dynamic_slice(k, (np.int32(2),), (3,)),
+     lambda d: d[2:5]),
+    ("dynamic_update_slice", lambda k: revax.lax.dynamic_update_slice(
+        k, revax.lax.slice(k, (0,), (2,)), (np.int32(3),)),
+     lambda d: np.concatenate([d[:3], d[:2], d[5:]], 0)),
+]
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+@pytest.mark.parametrize("name, op, on_data", KEY_OPS, ids=[k[0] for k in KEY_OPS])
+def test_shape_operations_on_key_values_compile(impl, name, op, on_data):
+  """Compiled, an operation on key-typed values acts on their data with the key-word axis
+  carried along (mlir.extended_lowering)."""
+  impl_obj = rr.key(0, impl=impl)._impl
+  data = rr.key_data(rr.split(rr.key(5, impl=impl), 6))
+
+  def f(d):
+    return prng_keys.random_unwrap(op(prng_keys.random_wrap(d, impl=impl_obj)))
+  assert_same(revax.jit(f)(data), on_data(np.asarray(data)))
+
+
+def test_an_operation_from_keys_to_non_keys_does_not_compile():
+  impl = rr.key(0)._impl
+  f = lambda d: revax.lax.eq(prng_keys.random_wrap(d, impl=impl),
+                             prng_keys.random_wrap(d, impl=impl))
+  with pytest.raises(Exception):
+    revax.jit(f).lower(np.zeros((3, 2), np.uint32))
 
 
 def test_lowered_program_holds_key_data():

@@ -399,3 +399,53 @@ _no_tangents(random_clone_p)
 batching.defvectorized(random_clone_p)
 mlir.register_lowering(random_clone_p, lambda ctx, x: [x])
 inv.not_invertible(random_clone_p, "keys (nothing differentiable)")
+
+
+# --- other primitives on keys: structural ops (slice, reshape, select_n, ...) on key data ------
+def _lower_on_key_data(ctx, prim, args, params):
+  """Lower `prim` on operands or results of key types (e.g. `slice` of key<fry>[4]) as the
+  primitive on the keys' data with the trailing key-data dims mapped over (vmap: each key word
+  goes through the operation as one array of the keys' shape), the way the structural operations
+  JAX allows on key arrays act on their data. Only operations whose results are all keys of
+  one implementation qualify (NotImplementedError otherwise)."""
+  impls = {a.dtype._impl for a in (*ctx.avals_in, *ctx.avals_out) if is_key_aval(a)}
+  if len(impls) != 1 or not all(is_key_aval(a) for a in ctx.avals_out):
+    raise NotImplementedError(
+        f"revax cannot compile '{prim.name}' on values of types "
+        f"{', '.join(a.str_short() for a in ctx.avals_in)} -> "
+        f"{', '.join(a.str_short() for a in ctx.avals_out)}: only operations from keys to keys "
+        "of one implementation act on key data; take revax.random.key_data first")
+  (impl,) = impls
+  words = len(impl.key_shape)
+  is_key = [is_key_aval(a) for a in ctx.avals_in]
+
+  def on_data(*datas):
+    fn = lambda *xs: _as_list(prim.bind(*xs, **params))
+    for _ in range(words):
+      fn = _map_last(fn, is_key)
+    return fn(*datas)
+
+  phys = mlir.LoweringRuleContext(ctx.fb, [physical_aval(a) for a in ctx.avals_in],
+                                  [physical_aval(a) for a in ctx.avals_out], ctx.platform)
+  return mlir.lower_fun(on_data, multiple_results=True)(phys, *args)
+
+
+def _as_list(x):
+  return list(x) if isinstance(x, (list, tuple)) else [x]
+
+
+def _map_last(fn, mapped):
+  """`fn` vmapped over the last axis of the arguments flagged in `mapped`, its results' mapped
+  axis last."""
+  def wrapped(*xs):
+    size = next(get_aval(x).shape[-1] for x, m in zip(xs, mapped) if m)
+    dims = [get_aval(x).ndim - 1 if m else None for x, m in zip(xs, mapped)]
+    outs, out_dims = batching.batch_flat(fn, list(xs), dims, size)
+    return [batch_util.bdim_at(o, d, get_aval(o).ndim - (d is not None), size)
+            for o, d in zip(outs, out_dims)]
+  return wrapped
+
+
+mlir.extended_lowering = _lower_on_key_data
+mlir.key_aware.update((random_seed_p, random_split_p, random_fold_in_p, random_bits_p,
+                       random_wrap_p, random_unwrap_p, random_clone_p))

@@ -92,6 +92,14 @@ class PRNGKeyArray:
   def _base_is_keys(self) -> bool:
     return isinstance(self._base, Tracer) and prng_keys.is_key_aval(self._base.aval)
 
+  def _keys_staged(self) -> bool:
+    """Whether shape operations apply to the keys themselves (slice, reshape, ... of key<fry>
+    values, as JAX stages them): while make_jaxpr traces (extended_dtypes.key_staging). Else
+    they apply to the data, so that programs carry key-typed values only between key
+    primitives (an eager loop body or an eager vmap then never meets a key-typed shape
+    operation, which revax evaluates only in compiled programs)."""
+    return _key_staging.typed and self._base_is_keys()
+
   @property
   def _data(self):
     """The keys' uint32 data, of shape `self.shape + impl.key_shape`."""
@@ -202,6 +210,8 @@ class PRNGKeyArray:
       raise IndexError("PRNG key arrays do not support Ellipsis in indices")
     if sum(i is not None for i in index) > self.ndim:
       raise IndexError(f"too many indices for a key array of shape {self.shape}")
+    if self._keys_staged():  # (indexing the keys themselves: slice, squeeze, ... on key<fry>)
+      return PRNGKeyArray(self._base[index], self._impl)
     return PRNGKeyArray(self._data[index], self._impl)
 
   def __repr__(self):
@@ -226,6 +236,8 @@ class PRNGKeyArray:
     if math.prod(shape) != self.size:
       raise TypeError(f"cannot reshape a key array of shape {self.shape} (size {self.size}) "
                       f"into shape {shape}")
+    if self._keys_staged():
+      return PRNGKeyArray(shapes.reshape(self._base, shape), self._impl)
     return PRNGKeyArray(shapes.reshape(self._data, shape + self._impl.key_shape), self._impl)
 
   def ravel(self) -> "PRNGKeyArray":
@@ -246,6 +258,8 @@ class PRNGKeyArray:
   def transpose(self, *axes) -> "PRNGKeyArray":
     axes = axes[0] if len(axes) == 1 and isinstance(axes[0], (tuple, list)) else axes
     perm = tuple(range(self.ndim))[::-1] if not axes else tuple(a % self.ndim for a in axes)
+    if self._keys_staged():
+      return PRNGKeyArray(shapes.transpose(self._base, perm), self._impl)
     words = tuple(range(self.ndim, self.ndim + len(self._impl.key_shape)))
     return PRNGKeyArray(shapes.transpose(self._data, perm + words), self._impl)
 
