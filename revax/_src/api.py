@@ -66,7 +66,7 @@ def make_jaxpr(fun, static_argnums=(), return_shape=False):
 
     def flat_fun(*flat):
       flat = [extended_dtypes.key_array_type(x, a.dtype._impl)
-              if isinstance(a.dtype, extended_dtypes.KeyTy) else x
+              if isinstance(getattr(a, "dtype", None), extended_dtypes.KeyTy) else x
               for x, a in zip(flat, avals, strict=True)]
       d, kw = tree_util.tree_unflatten(treedef, flat)
       it = iter(d)

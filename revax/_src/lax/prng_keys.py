@@ -170,14 +170,20 @@ def _lower_physical(fn, impl_of_params):
   return rule
 
 
+# How an eager bind computes `fn(*datas, impl=impl, **params)` on key data: set by
+# revax.random's keys module to a cached jitted call (one executable call, as its eager key
+# functions make; op by op, the hash's ~100 integer operations would cost far more).
+run_physical = [lambda fn, impl, params, *datas: fn(*datas, impl=impl, **dict(params))]
+
+
 def _eager(fn, impl_of, wrap_out: bool):
-  """An eager implementation: `fn` on the operands' key data (computed as revax computes it
-  eagerly), the result wrapped as EagerKeys when it is keys."""
+  """An eager implementation: `fn` on the operands' key data (run_physical), the result
+  wrapped as EagerKeys when it is keys."""
   def impl_rule(*args, **params):
     impl = impl_of(args, params)
     params.pop("impl", None)
     datas = [_data_of(a) if _is_keys(a) else a for a in args]
-    out = fn(*datas, impl=impl, **params)
+    out = run_physical[0](fn, impl, tuple(sorted(params.items())), *datas)
     return EagerKeys(out, impl) if wrap_out else out
   return impl_rule
 

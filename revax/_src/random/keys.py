@@ -582,6 +582,23 @@ def return_keys(typed: bool, keys):
   return PRNGKeyArray(data, impl) if typed else data
 
 
+_physical_fns: dict = {}  # (fn, impl, params) -> fn jitted at them
+
+
+def _run_physical(fn, impl, params, *datas):
+  """A key primitive's computation on key data, jitted: what its eager bind runs (under an
+  eager vmap, for instance). One jitted function per (computation, implementation, params),
+  so that a call passes only arrays (the jit's fast call path)."""
+  jitted = _physical_fns.get((fn, impl, params))
+  if jitted is None:
+    jitted = _physical_fns[(fn, impl, params)] = jit(
+        functools.partial(fn, impl=impl, **dict(params)))
+  return jitted(*datas)
+
+
+prng_keys.run_physical[0] = _run_physical
+
+
 # --- seeds ---------------------------------------------------------------------------------------
 def _seed_operand(ctor_name: str, seed):
   if isinstance(seed, PRNGKeyArray):
