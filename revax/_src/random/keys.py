@@ -82,12 +82,13 @@ class PRNGKeyArray:
   `_base` holds either that data (an array, a uint32 tracer or a ShapeDtypeStruct) or, under a
   transformation, a key-typed tracer (aval `key<fry>[shape]`, what lax's key primitives
   return); `_data` is the data either way (the tracer's random_unwrap)."""
-  __slots__ = ("_base", "_impl")
+  __slots__ = ("_base", "_impl", "_unwrapped")
 
   def __init__(self, data, impl: PRNGImpl = threefry_prng_impl):
     if type(data) is prng_keys.EagerKeys:
       data = data.data
     self._base, self._impl = data, impl
+    self._unwrapped = None  # (trace, the key-typed base's random_unwrap in that trace)
 
   def _base_is_keys(self) -> bool:
     return isinstance(self._base, Tracer) and prng_keys.is_key_aval(self._base.aval)
@@ -105,7 +106,11 @@ class PRNGKeyArray:
     """The keys' uint32 data, of shape `self.shape + impl.key_shape`."""
     base = self._base
     if type(base) is not Array and isinstance(base, Tracer) and prng_keys.is_key_aval(base.aval):
-      return prng_keys.random_unwrap(base)
+      trace, cached = self._unwrapped or (None, None)
+      if trace is not _trace_context.trace:  # (one random_unwrap per trace that asks)
+        cached = prng_keys.random_unwrap(base)
+        self._unwrapped = (_trace_context.trace, cached)
+      return cached
     return base
 
   def _typed_value(self):
