@@ -23,6 +23,10 @@ class prng_key(extended):
 # above this one: `KeyTy.abstract_leaf` makes them.
 key_array_type = None
 
+# The registered PRNG implementations by name (filled by random/prng_impls.register_prng): how
+# a serialized program names the implementation of its key types and key primitives.
+prng_impls_by_name: dict = {}
+
 
 class KeyTy:
   """The dtype of typed keys of one PRNG implementation (`impl`: an object with `name`, `tag`

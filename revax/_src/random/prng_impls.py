@@ -94,6 +94,7 @@ def register_prng(impl: PRNGImpl) -> None:
   if impl.name in prngs:
     raise ValueError(f"PRNG with name {impl.name} already registered: {impl}")
   prngs[impl.name] = impl
+  extended_dtypes.prng_impls_by_name[impl.name] = impl
 
 
 def _vmapped(fn, batch_ndim: int):
