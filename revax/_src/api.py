@@ -58,19 +58,28 @@ def make_jaxpr(fun, static_argnums=(), return_shape=False):
                          f"static argument {i} of type {type(args[i]).__name__} ({args[i]!r}). "
                          "Static arguments must be hashable.") from e
     dyn = [a for i, a in enumerate(args) if i not in static]
-    leaves, treedef = tree_util.tree_flatten((dyn, kwargs))
-    avals = [_abstractify(x) for x in leaves]
+    # typed key arrays are typed as keys (key<fry>[]), as JAX's jaxprs type them: traced as
+    # key-typed values that the function sees as key arrays, and given back as such values
+    leaves, treedef = tree_util.tree_flatten((dyn, kwargs), is_leaf=tree_util.is_array_leaf)
+    avals = [x.aval if tree_util.is_array_leaf(x) else _abstractify(x) for x in leaves]
     out_store = {}
 
     def flat_fun(*flat):
+      flat = [extended_dtypes.key_array_type(x, a.dtype._impl)
+              if isinstance(getattr(a, "dtype", None), extended_dtypes.KeyTy) else x
+              for x, a in zip(flat, avals, strict=True)]
       d, kw = tree_util.tree_unflatten(treedef, flat)
       it = iter(d)
       full = [args[i] if i in static else next(it) for i in range(len(args))]
       out = fun(*full, **kw)
-      flat_out, out_store["tree"] = tree_util.tree_flatten(out)
-      return flat_out
+      flat_out, out_store["tree"] = tree_util.tree_flatten(out, is_leaf=tree_util.is_array_leaf)
+      return [x._typed_value() if tree_util.is_array_leaf(x) else x for x in flat_out]
 
-    jaxpr, consts = staging.trace_to_jaxpr(flat_fun, avals)
+    staging_keys, extended_dtypes.key_staging.typed = extended_dtypes.key_staging.typed, True
+    try:
+      jaxpr, consts = staging.trace_to_jaxpr(flat_fun, avals)
+    finally:
+      extended_dtypes.key_staging.typed = staging_keys
     closed = ClosedJaxpr(jaxpr, consts)
     if return_shape:
       shapes = [ShapeDtypeStruct(a.shape, a.dtype) for a in jaxpr.out_avals]

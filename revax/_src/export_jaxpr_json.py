@@ -7,7 +7,8 @@ name among the primitives that have lowering rules); avals are `[shape, dtype, w
 symbolic sizes as their text (parsed again in a new `SymbolicScope` with the same
 constraints); parameters are ints, floats, strings, bools, None, dtypes, tuples and lists,
 symbolic sizes, nested jaxprs, NumPy arrays, NamedTuples and Enums defined by revax itself, and
-the exports a program calls (their own serialized bytes).
+the exports a program calls (their own serialized bytes). Typed PRNG keys' dtypes (`key<fry>`)
+and the `impl` of the key primitives are written as their implementation's registered name.
 A parameter of another kind raises NotImplementedError naming it; the rules of `custom_jvp` and
 `custom_vjp` functions (Python code) are replaced by rules that raise when used, since a loaded
 program is differentiated through its serialized VJP, never through them.
@@ -20,7 +21,7 @@ import importlib
 
 import numpy as np
 
-from revax._src.core import dtypes, shape_poly as sp
+from revax._src.core import dtypes, extended_dtypes, shape_poly as sp
 from revax._src.core.avals import ShapedArray
 from revax._src.core.jaxpr import ClosedJaxpr, DropVar, Jaxpr, JaxprEqn, Literal, Var
 from revax._src.core.shape_poly_parse import parse_dims
@@ -68,10 +69,20 @@ class _Encoder:
                               "has no serialized form")
 
   def aval(self, a):
-    if type(a) is not ShapedArray or not isinstance(a.dtype, np.dtype):
+    if type(a) is not ShapedArray:
       self.unsupported(f"a value of type {a}")
-    return [[str(d) if sp.is_symbolic_dim(d) else int(d) for d in a.shape], _dtype_name(a.dtype),
-            a.weak_type]
+    if isinstance(a.dtype, extended_dtypes.KeyTy):
+      dtype = {"key": self.prng_impl(a.dtype._impl, f"a value of type {a}")}
+    elif isinstance(a.dtype, np.dtype):
+      dtype = _dtype_name(a.dtype)
+    else:
+      self.unsupported(f"a value of type {a}")
+    return [[str(d) if sp.is_symbolic_dim(d) else int(d) for d in a.shape], dtype, a.weak_type]
+
+  def prng_impl(self, impl, where) -> str:
+    if not _is_prng_impl(impl):
+      self.unsupported(where)
+    return impl.name
 
   def var(self, v):
     if isinstance(v, DropVar):
@@ -140,11 +151,18 @@ class _Encoder:
       return {"open_jaxpr": self.jaxpr(v)}
     if isinstance(v, ShapedArray):
       return {"aval": self.aval(v)}
+    if _is_prng_impl(v):
+      return {"prng_impl": v.name}  # (random_seed's, random_wrap's implementation)
     if type(v).__name__ == "Exported" and hasattr(v, "serialize"):  # a call of another export
       return {"exported": base64.b64encode(bytes(v.serialize())).decode("ascii")}
     if isinstance(v, (bool, int, str, float, complex, np.ndarray, np.generic)) or v is None:
       return self.value(v)
     self.unsupported(where)
+
+
+def _is_prng_impl(v) -> bool:
+  name = getattr(v, "name", None)
+  return isinstance(name, str) and extended_dtypes.prng_impls_by_name.get(name) is v
 
 
 def _dtype_name(dt) -> str:
@@ -159,7 +177,7 @@ def _qualname(cls, where, enc) -> str:
 
 _DTYPES = {"bfloat16": dtypes.bfloat16, "float0": dtypes.float0}
 _PARAM_TAGS = ("dim", "enum", "namedtuple", "tuple", "list", "closed_jaxpr", "open_jaxpr", "aval",
-               "code", "exported", "dtype")
+               "code", "exported", "dtype", "prng_impl")
 
 
 class _CodeStub:
@@ -194,7 +212,10 @@ class _Decoder:
 
   def aval(self, code):
     shape, name, weak = code
-    dt = _DTYPES.get(name) or np.dtype(name)
+    if isinstance(name, dict):  # a typed key's dtype, by its implementation's name
+      dt = extended_dtypes.KeyTy(_prng_impl(name["key"]))
+    else:
+      dt = _DTYPES.get(name) or np.dtype(name)
     return ShapedArray(tuple(self.dim(d) if isinstance(d, str) else int(d) for d in shape), dt,
                        bool(weak))
 
@@ -268,7 +289,17 @@ class _Decoder:
       return _CodeStub(body)
     if kind == "exported":
       return self.load_exported(base64.b64decode(body))
+    if kind == "prng_impl":
+      return _prng_impl(body)
     return self.value(code)
+
+
+def _prng_impl(name: str):
+  impl = extended_dtypes.prng_impls_by_name.get(name)
+  if impl is None:
+    raise ValueError(f"revax export: unknown PRNG implementation {name!r} (registered: "
+                     f"{', '.join(extended_dtypes.prng_impls_by_name)})")
+  return impl
 
 
 def _revax_class(path: str):

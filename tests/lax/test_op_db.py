@@ -115,6 +115,13 @@ _TESTED_ELSEWHERE.update({
            "tests/lax/test_tokens.py compares jaxprs, StableHLO, eager and jitted results, "
            "control flow, grads, vmap and errors with jax")
     for name in ("create_token", "after_all")})
+_TESTED_ELSEWHERE.update({
+    name: ("a typed-PRNG-key primitive: its operands or results are key arrays (an extended "
+           "dtype, key<fry>), which the database's array-in/array-out suites do not model; "
+           "tests/random/test_key_primitives.py compares jaxprs with jax's and values bit for "
+           "bit under jit, vmap, scan and grad for every PRNG implementation")
+    for name in ("random_seed", "random_split", "random_fold_in", "random_bits", "random_wrap",
+                 "random_unwrap", "random_clone")})
 _TESTED_ELSEWHERE["inspect_sharding"] = (
     "a debugging primitive that calls back with a value's sharding and has no array result; "
     "tests/sharding/test_inspect_sharding.py compares it with jax's on 4 devices")

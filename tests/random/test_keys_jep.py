@@ -3,10 +3,6 @@ this suite's words) gives the same transcript with each library but for the step
 from tests.guide_transcripts import compare, run_both
 
 KNOWN = {
-    "make_jaxpr": ("jax's jaxprs hold key-typed primitives (random_split on key<fry>[]); "
-                   "revax's typed keys are wrappers of their uint32 data, so its jaxprs show "
-                   "the threefry computation on the data"),
-    "make_jaxpr raw": "as 'make_jaxpr' (jax wraps and unwraps raw keys around random_split)",
     "key bad seed": ("same TypeError; jax's message shows the float seed as the tracer it "
                      "converted it to"),
     "wrap bad shape": ("same TypeError and text up to the implementation, which jax prints as "

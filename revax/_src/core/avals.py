@@ -86,8 +86,8 @@ class ShapedArray:
 
   def to_tangent_aval(self) -> "ShapedArray":
     """The type of this type's tangents (JAX's name): itself for inexact dtypes, float0 of the
-    same shape (keeping the weak type, as JAX's) for integer and bool ones."""
-    if dtypes.is_inexact(self.dtype):
+    same shape (keeping the weak type, as JAX's) for integer and bool ones (and keys)."""
+    if isinstance(self.dtype, np.dtype) and dtypes.is_inexact(self.dtype):
       return ShapedArray(self.shape, self.dtype, self.weak_type, self.sharding,
                          manual_axis_type=self._mat, memory_space=self.memory_space)
     return ShapedArray(self.shape, dtypes.float0, self.weak_type, manual_axis_type=self._mat,
@@ -157,6 +157,25 @@ def _split_suffix(part) -> str:
   if isinstance(part, tuple):
     return "@(" + ",".join(part) + ")" if len(part) > 1 else f"@{part[0]}"
   return f"@{part}"
+
+
+def physical_aval(aval):
+  """The type a value of `aval` has in compiled programs and device buffers (JAX's name): itself
+  for NumPy dtypes; for an extended dtype (typed keys' `key<fry>[4]`), its data's type, the
+  dtype's physical suffix appended to the shape (`u32[4,2]`), not split over its trailing dims."""
+  dtype = getattr(aval, "dtype", None)
+  if dtype is None or isinstance(dtype, np.dtype) or not extended_dtypes.is_extended(dtype):
+    return aval
+  suffix = tuple(dtype.physical_suffix)
+  sharding = aval.sharding
+  if sharding is not None:
+    from revax._src.core import sharding_types
+    parts = tuple(sharding.spec.partitions)
+    parts = (parts + (None,) * (len(aval.shape) - len(parts)) + (None,) * len(suffix))
+    sharding = sharding_types.make_sharding(sharding.mesh, parts, sharding.spec.unreduced,
+                                            sharding.spec.reduced)
+  return ShapedArray(aval.shape + suffix, dtype.physical_dtype, False, sharding,
+                     manual_axis_type=aval._mat, memory_space=aval.memory_space)
 
 
 def same_type(a: ShapedArray, b: ShapedArray) -> bool:

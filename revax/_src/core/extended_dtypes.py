@@ -2,6 +2,9 @@
 PRNG keys' `key<fry>`, which are not NumPy dtypes), and the helpers that know about it."""
 from __future__ import annotations
 
+import math
+import threading
+
 import ml_dtypes
 import numpy as np
 
@@ -14,6 +17,71 @@ class extended(np.generic):
 
 class prng_key(extended):
   """Category of the dtypes of typed PRNG keys."""
+
+
+# The class of typed key arrays (random/keys.py's PRNGKeyArray), set by that module, which sits
+# above this one: `KeyTy.abstract_leaf` makes them.
+key_array_type = None
+
+# The registered PRNG implementations by name (filled by random/prng_impls.register_prng): how
+# a serialized program names the implementation of its key types and key primitives.
+prng_impls_by_name: dict = {}
+
+
+class KeyTy:
+  """The dtype of typed keys of one PRNG implementation (`impl`: an object with `name`, `tag`
+  and `key_shape`, e.g. threefry2x32's); prints as JAX's `key<tag>`. An aval of this dtype
+  (`key<fry>[4]`) has the keys' shape; its physical aval (avals.physical_aval, what lowering
+  and the runtime see) appends the key data's dims as uint32 (`u32[4,2]`)."""
+  type = prng_key  # so issubdtype(key.dtype, revax.dtypes.prng_key) holds
+  __slots__ = ("_impl",)
+
+  def __init__(self, impl):
+    self._impl = impl
+
+  @property
+  def name(self) -> str:
+    return f"key<{self._impl.tag}>"
+
+  @property
+  def itemsize(self) -> int:
+    """Bytes per key: its uint32 key data's (8 for threefry, 16 for rbg), as JAX's."""
+    return math.prod(self._impl.key_shape) * 4
+
+  @property
+  def physical_suffix(self) -> tuple:
+    """The trailing dims one key's data adds to the keys' shape in the physical aval."""
+    return self._impl.key_shape
+
+  physical_dtype = np.dtype(np.uint32)
+
+  def __repr__(self):
+    return self.name
+
+  __str__ = __repr__
+
+  def __eq__(self, other):
+    return isinstance(other, KeyTy) and other._impl == self._impl
+
+  def abstract_leaf(self, shape, make_struct):
+    """Keys of this dtype and `shape` over `make_struct(data shape, uint32)` (a
+    ShapeDtypeStruct), what eval_shape traces for a struct of this dtype."""
+    return key_array_type(make_struct(tuple(shape) + self._impl.key_shape, np.dtype(np.uint32)),
+                          self._impl)
+
+  def __hash__(self):
+    return hash((KeyTy, self._impl))
+
+
+class _KeyStaging(threading.local):
+  """Whether typed key arrays cross transformation boundaries as key-typed values (`typed`,
+  set while make_jaxpr traces: its jaxprs then type keys as JAX's do through nested jit, vmap,
+  scan and grad) or as their uint32 data (otherwise: the programs jit compiles carry key data
+  through their control flow and calls, whose lowerings know nothing of key types)."""
+  typed = False
+
+
+key_staging = _KeyStaging()
 
 
 TypePromotionError = dtypes.TypePromotionError  # (one class: the strict lattice raises it)

@@ -78,7 +78,7 @@ def trace_to_jaxpr_nounits(fun, pvals, instantiate=False):
 
 
 def _is_key(x) -> bool:
-  return extended_dtypes.is_extended(getattr(x, "dtype", None)) and hasattr(x, "_data")
+  return extended_dtypes.is_extended(getattr(x, "dtype", None)) and hasattr(type(x), "_data")
 
 
 def _unknown_arg(pe, aval):
@@ -92,8 +92,9 @@ def _unknown_arg(pe, aval):
 
 
 def _physical(x):
-  """What the trace holds for output `x`: a typed key's data, else `x`."""
-  return x._data if _is_key(x) else x
+  """What the trace holds for output `x`: a typed key's data or key-typed value (what the key
+  primitives made of it), else `x`."""
+  return x._base if _is_key(x) else x
 
 
 def _aval(x) -> ShapedArray:

@@ -47,6 +47,8 @@ def tangent_aval(aval: ShapedArray) -> ShapedArray:
   token's is the token type, as JAX's `AbstractToken.to_tangent_aval`)."""
   if type(aval) is AbstractToken:
     return aval
+  if not isinstance(aval.dtype, np.dtype):  # an extended dtype (typed keys): float0, as JAX's
+    return ShapedArray(aval.shape, dtypes.float0, manual_axis_type=getattr(aval, "_mat", None))
   if dtypes.is_inexact(aval.dtype):  # (split over a mesh, varying over manual axes, as it is)
     return ShapedArray(aval.shape, aval.dtype, aval.weak_type, aval.sharding,
                        manual_axis_type=getattr(aval, "_mat", None),

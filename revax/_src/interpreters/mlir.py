@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from revax._src.core import dtypes, sharding_types
-from revax._src.core.avals import AbstractToken, ShapedArray
+from revax._src.core.avals import AbstractToken, ShapedArray, physical_aval
 from revax._src.core.effects import jaxpr_has_host_callbacks, jaxpr_has_ordered_effects
 from revax._src.core.gc_pause import paused_gc
 from revax._src.core.jaxpr import ClosedJaxpr, Jaxpr, Literal
@@ -109,6 +109,8 @@ def ir_type(aval: ShapedArray) -> str:
 def _ir_type(aval: ShapedArray) -> str:
   if type(aval) is AbstractToken:
     return TOKEN_TYPE
+  if not isinstance(aval.dtype, np.dtype):  # an extended dtype (key<fry>): its data's type
+    return _ir_type(physical_aval(aval))
   et = element_type(aval.dtype)
   if not aval.shape:
     return f"tensor<{et}>"
@@ -371,7 +373,10 @@ def jaxpr_subcomp(fb: FuncBuilder, jaxpr: Jaxpr, consts, args) -> list[str]:
       rule = rules[prim] = get_lowering(prim, platform)
     ctx = LoweringRuleContext(fb, [a.aval for a in eqn.invars], [v.aval for v in eqn.outvars],
                               platform)
-    outs = rule(ctx, *map(read, eqn.invars), **eqn.params)
+    if extended_lowering is not None and prim not in key_aware and _on_extended(ctx, eqn.params):
+      outs = extended_lowering(ctx, prim, list(map(read, eqn.invars)), eqn.params)
+    else:
+      outs = rule(ctx, *map(read, eqn.invars), **eqn.params)
     if not eqn.primitive.multiple_results and not isinstance(outs, (list, tuple)):
       outs = [outs]  # (a rule may return a single result as a one-element list, as JAX's do)
     outs = list(outs)
@@ -383,6 +388,30 @@ def jaxpr_subcomp(fb: FuncBuilder, jaxpr: Jaxpr, consts, args) -> list[str]:
         x = typed_constraint(ctx, x, v.aval)  # laid out as its type says (Explicit axes)
       env[v] = x
   return [read(v) for v in jaxpr.outvars]
+
+
+# Values of an extended dtype (typed keys, key<fry>[4]) are their data in programs (ir_type
+# gives `tensor<4x2xui32>`). The primitives in `key_aware` lower such values themselves (the
+# key primitives, and call primitives, whose bodies are lowered equation by equation); any
+# other primitive with an operand or result of an extended dtype (slice, reshape, select_n, ...
+# on keys) is lowered by `extended_lowering(ctx, prim, args, params)` (set by
+# lax/prng_keys.py): the primitive on the data with its trailing key dims mapped over.
+extended_lowering = None
+key_aware: set = set()
+
+
+def _on_extended(ctx: LoweringRuleContext, params) -> bool:
+  for a in (*ctx.avals_in, *ctx.avals_out):
+    dtype = getattr(a, "dtype", None)
+    if dtype is not None and not isinstance(dtype, np.dtype):
+      break
+  else:
+    return False
+  for v in params.values():  # (a call primitive's body carries its own key-typed values)
+    if isinstance(v, (ClosedJaxpr, Jaxpr)) or (
+        isinstance(v, tuple) and any(isinstance(b, (ClosedJaxpr, Jaxpr)) for b in v)):
+      return False
+  return True
 
 
 # Set by lax/sharding_constraint.py: (ctx, value, aval) -> the value constrained to

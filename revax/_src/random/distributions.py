@@ -13,13 +13,14 @@ import numpy as np
 from revax._src.core import dtypes
 from revax._src.core.avals import get_aval
 from revax._src.jit import jit
-from revax._src.lax import (binary, comparison, conversion, prng, reductions, shapes, slicing,
-                            unary)
+from revax._src.lax import (binary, comparison, conversion, prng, prng_keys, reductions, shapes,
+                            slicing, unary)
 from revax._src.lax.control_flow.loops import while_loop
 from revax._src.lax.sharding_constraint import placed
 from revax._src.numpy import util as jnp_util
 from revax._src.random import samplers
 from revax._src.random.keys import canonicalize_shape, check_prng_key, key_dtype  # noqa: F401
+from revax._src.random.keys import PRNGKeyArray, return_typed, tracing, typed_keys
 
 _c = lambda value, dtype: np.asarray(value, dtype)
 
@@ -636,5 +637,11 @@ def clone(key):
   Returns:
     The same key.
   """
+  if tracing():  # (JAX's random_clone, the identity, on typed keys or raw key data)
+    if isinstance(key, PRNGKeyArray):
+      keys, _ = typed_keys("clone", key, allow_batched=True)
+      return return_typed(True, prng_keys.random_clone(keys))
+    check_prng_key("clone", key, allow_batched=True)
+    return prng_keys.random_clone(key)
   check_prng_key("clone", key, allow_batched=True)
   return key

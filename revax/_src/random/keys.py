@@ -8,9 +8,15 @@ returns typed keys. `key_data` and `wrap_key_data` convert between them. A typed
 pytree leaf to users (revax.tree_util, as in JAX) and a node over its `uint32[..., 2]` data to
 revax's transformations (`tree_util.register_array_leaf`), so jit, vmap, grad and the loops
 trace its data.
-Seeding, splitting and folding in are small jitted programs (as in JAX): an eager call then
-costs one cached executable call (microseconds), where evaluating the hash's ~100 integer
+Eagerly, seeding, splitting and folding in are small jitted programs (as in JAX): an eager call
+then costs one cached executable call (microseconds), where evaluating the hash's ~100 integer
 operations one by one in NumPy costs hundreds.
+Under a transformation they bind revax.lax's key primitives (lax/prng_keys.py: random_seed,
+random_split, random_fold_in, random_bits, random_wrap, random_unwrap) on key-typed values
+(`key<fry>[2]`), so jaxprs show them as JAX's do: a typed key array then holds a key-typed
+tracer rather than data (`_base`), and its data (`_data`) is that tracer's random_unwrap; raw
+keys are wrapped and unwrapped around each primitive, as in JAX. make_jaxpr types the key
+arrays among its arguments and results as keys (`a:key<fry>[]`).
 """
 from __future__ import annotations
 
@@ -28,9 +34,11 @@ from revax._src.core.avals import ShapedArray, get_aval
 from revax._src.core.config import config
 from revax._src.core.shape_poly import canonical_dim
 from revax._src.runtime import basearray
-from revax._src.core.trace import Tracer
+from revax._src.core.trace import Tracer, eval_trace
+from revax._src.core.trace import _context as _trace_context
+from revax._src.core.extended_dtypes import key_staging as _key_staging
 from revax._src.jit import jit
-from revax._src.lax import binary, comparison, conversion, prng, reductions, shapes
+from revax._src.lax import binary, comparison, conversion, prng, prng_keys, reductions, shapes
 from revax._src.random import prng_impls as _prng_impls
 from revax._src.random.prng_impls import (KeyTy, PRNGImpl, PRNGSpec, prngs, threefry_prng_impl)
 from revax._src.runtime.array import Array
@@ -69,15 +77,55 @@ def resolve_prng_impl(impl_spec) -> PRNGImpl:
 # --- typed keys ----------------------------------------------------------------------------------
 class PRNGKeyArray:
   """An array of typed PRNG keys (what `revax.random.key` returns), backed by uint32 key data
-  of shape `self.shape + impl.key_shape`. Index it like an array; `key_data` returns its data."""
-  __slots__ = ("_data", "_impl")
+  of shape `self.shape + impl.key_shape`. Index it like an array; `key_data` returns its data.
+
+  `_base` holds either that data (an array, a uint32 tracer or a ShapeDtypeStruct) or, under a
+  transformation, a key-typed tracer (aval `key<fry>[shape]`, what lax's key primitives
+  return); `_data` is the data either way (the tracer's random_unwrap)."""
+  __slots__ = ("_base", "_impl", "_unwrapped")
 
   def __init__(self, data, impl: PRNGImpl = threefry_prng_impl):
-    self._data, self._impl = data, impl
+    if type(data) is prng_keys.EagerKeys:
+      data = data.data
+    self._base, self._impl = data, impl
+    self._unwrapped = None  # (trace, the key-typed base's random_unwrap in that trace)
+
+  def _base_is_keys(self) -> bool:
+    return isinstance(self._base, Tracer) and prng_keys.is_key_aval(self._base.aval)
+
+  def _keys_staged(self) -> bool:
+    """Whether shape operations apply to the keys themselves (slice, reshape, ... of key<fry>
+    values, as JAX stages them): while make_jaxpr traces (extended_dtypes.key_staging). Else
+    they apply to the data, so that programs carry key-typed values only between key
+    primitives (an eager loop body or an eager vmap then never meets a key-typed shape
+    operation, which revax evaluates only in compiled programs)."""
+    return _key_staging.typed and self._base_is_keys()
+
+  @property
+  def _data(self):
+    """The keys' uint32 data, of shape `self.shape + impl.key_shape`."""
+    base = self._base
+    if type(base) is not Array and isinstance(base, Tracer) and prng_keys.is_key_aval(base.aval):
+      trace, cached = self._unwrapped or (None, None)
+      if trace is not _trace_context.trace:  # (one random_unwrap per trace that asks)
+        cached = prng_keys.random_unwrap(base)
+        self._unwrapped = (_trace_context.trace, cached)
+      return cached
+    return base
+
+  def _typed_value(self):
+    """The keys as a key-typed value of the current transformation (a random_wrap of their
+    data when they hold data): what lax's key primitives take, and what make_jaxpr gives as
+    its key-typed results."""
+    if self._base_is_keys():
+      return self._base
+    return prng_keys.random_wrap(self._base, impl=self._impl)
 
   @property
   def shape(self):
-    data_shape = tuple(self._data.shape)  # (an array, a tracer or a ShapeDtypeStruct)
+    if self._base_is_keys():
+      return self._base.aval.shape
+    data_shape = tuple(self._base.shape)  # (an array, a tracer or a ShapeDtypeStruct)
     return data_shape[:len(data_shape) - len(self._impl.key_shape)]
 
   @property
@@ -104,6 +152,8 @@ class PRNGKeyArray:
   def aval(self) -> ShapedArray:
     """The keys' abstract value, e.g. `key<fry>[shape]` (what `revax.typeof` gives, as in JAX),
     split as their data is over the keys' dimensions (`key<fry>[4@a]`)."""
+    if self._base_is_keys():
+      return self._base.aval
     aval = ShapedArray(self.shape, self.dtype)
     data_sharding = getattr(get_aval(self._data), "sharding", None)
     if data_sharding is None:
@@ -165,10 +215,14 @@ class PRNGKeyArray:
       raise IndexError("PRNG key arrays do not support Ellipsis in indices")
     if sum(i is not None for i in index) > self.ndim:
       raise IndexError(f"too many indices for a key array of shape {self.shape}")
+    if self._keys_staged():  # (indexing the keys themselves: slice, squeeze, ... on key<fry>)
+      return PRNGKeyArray(self._base[index], self._impl)
     return PRNGKeyArray(self._data[index], self._impl)
 
   def __repr__(self):
-    data = np.asarray(self._data) if not isinstance(self._data, Tracer) else self._data
+    if isinstance(self._base, Tracer):
+      return f"Array({self.shape}, dtype={self.dtype}) overlaying:\n{self._base}"
+    data = np.asarray(self._data)
     return f"Array({self.shape}, dtype={self.dtype}) overlaying:\n{data}"
 
   # --- the shape methods of JAX's key arrays (flax's nnx.Rngs copies and reshapes keys): each
@@ -187,6 +241,8 @@ class PRNGKeyArray:
     if math.prod(shape) != self.size:
       raise TypeError(f"cannot reshape a key array of shape {self.shape} (size {self.size}) "
                       f"into shape {shape}")
+    if self._keys_staged():
+      return PRNGKeyArray(shapes.reshape(self._base, shape), self._impl)
     return PRNGKeyArray(shapes.reshape(self._data, shape + self._impl.key_shape), self._impl)
 
   def ravel(self) -> "PRNGKeyArray":
@@ -207,6 +263,8 @@ class PRNGKeyArray:
   def transpose(self, *axes) -> "PRNGKeyArray":
     axes = axes[0] if len(axes) == 1 and isinstance(axes[0], (tuple, list)) else axes
     perm = tuple(range(self.ndim))[::-1] if not axes else tuple(a % self.ndim for a in axes)
+    if self._keys_staged():
+      return PRNGKeyArray(shapes.transpose(self._base, perm), self._impl)
     words = tuple(range(self.ndim, self.ndim + len(self._impl.key_shape)))
     return PRNGKeyArray(shapes.transpose(self._data, perm + words), self._impl)
 
@@ -387,7 +445,7 @@ for _name in ("flat", "imag", "mT", "real"):
   if not hasattr(PRNGKeyArray, _name):
     setattr(PRNGKeyArray, _name, _abstract(_name, True))
 
-_prng_impls.key_array_type = PRNGKeyArray  # (KeyTy.abstract_leaf makes these)
+extended_dtypes.key_array_type = PRNGKeyArray  # (KeyTy.abstract_leaf makes these)
 
 
 class _KeyIndexUpdate:
@@ -433,7 +491,15 @@ def _dtype_name(x) -> str:
 
 
 # a leaf to users (revax.tree_util, as JAX's key arrays), a node over its data to transformations
-tree_util.register_array_leaf(PRNGKeyArray, lambda k: ((k._data,), k._impl),
+def _flatten_keys(k):
+  """A key array's one child for transformations: its data, or while make_jaxpr traces
+  (extended_dtypes.key_staging) its keys as a key-typed value."""
+  if _key_staging.typed and isinstance(k._base, (Tracer, Array)):  # (not an axis spec's leaf)
+    return (k._typed_value(),), k._impl
+  return (k._data,), k._impl
+
+
+tree_util.register_array_leaf(PRNGKeyArray, _flatten_keys,
                               lambda impl, children: PRNGKeyArray(children[0], impl))
 basearray.Array.register(PRNGKeyArray)  # isinstance(key, revax.Array), as in JAX
 
@@ -456,10 +522,18 @@ def _check_key_data(data, impl: PRNGImpl):
                     f"dtype={aval.dtype.name}")
 
 
-def _key_parts(name: str, key, allow_batched: bool):
-  """(key data, implementation, typed?) of `key`; raw keys are of the default implementation."""
+def _key_parts(name: str, key, allow_batched: bool, data: bool = True):
+  """(key data, implementation, typed?) of `key`; raw keys are of the default implementation.
+  With `data=False` a typed key's data is not asked for (None: under a transformation, asking
+  binds a random_unwrap)."""
   if isinstance(key, PRNGKeyArray):
-    data, impl, typed = key._data, key._impl, True
+    impl, typed = key._impl, True
+    if not data:
+      if not allow_batched and key.ndim:
+        raise ValueError(f"{name} accepts a single key, but was given a key array of shape "
+                         f"{key.shape} != (). Use revax.vmap for batching.")
+      return None, impl, typed
+    data = key._data
   elif isinstance(key, (Array, Tracer, np.ndarray, np.generic, bool, int, float, complex)):
     impl = default_prng_impl()
     _check_key_data(key, impl)
@@ -471,6 +545,28 @@ def _key_parts(name: str, key, allow_batched: bool):
                      f"{np.shape(key) if not typed else key.shape} != (). Use revax.vmap for "
                      f"batching.")
   return data, impl, typed
+
+
+def tracing() -> bool:
+  """Whether a key function runs under a transformation (it then binds lax's key primitives;
+  eagerly it calls its cached executable; a leaked tracer passed eagerly raises there)."""
+  return _trace_context.trace is not eval_trace
+
+
+def typed_keys(name: str, key, *, allow_batched: bool = False):
+  """(key-typed value, typed?) of a raw or typed key under a transformation: a typed key array's
+  keys, or a raw key's data wrapped by random_wrap (as JAX's functions of raw keys do)."""
+  _, impl, typed = _key_parts(name, key, allow_batched, data=False)
+  if typed:
+    return key._typed_value(), True
+  return prng_keys.random_wrap(key, impl=impl), False
+
+
+def return_typed(typed: bool, keys):
+  """Key-typed `keys` in the caller's representation: a key array, or (raw) their data."""
+  if typed:
+    return PRNGKeyArray(keys, keys.aval.dtype._impl)
+  return prng_keys.random_unwrap(keys)
 
 
 def check_prng_key(name: str, key, *, allow_batched: bool = False):
@@ -489,6 +585,23 @@ def return_keys(typed: bool, keys):
   data, impl = (keys.data, keys.impl) if isinstance(keys, prng.KeyBits) else \
       (keys, threefry_prng_impl)
   return PRNGKeyArray(data, impl) if typed else data
+
+
+_physical_fns: dict = {}  # (fn, impl, params) -> fn jitted at them
+
+
+def _run_physical(fn, impl, params, *datas):
+  """A key primitive's computation on key data, jitted: what its eager bind runs (under an
+  eager vmap, for instance). One jitted function per (computation, implementation, params),
+  so that a call passes only arrays (the jit's fast call path)."""
+  jitted = _physical_fns.get((fn, impl, params))
+  if jitted is None:
+    jitted = _physical_fns[(fn, impl, params)] = jit(
+        functools.partial(fn, impl=impl, **dict(params)))
+  return jitted(*datas)
+
+
+prng_keys.run_physical[0] = _run_physical
 
 
 # --- seeds ---------------------------------------------------------------------------------------
@@ -513,6 +626,8 @@ def _seed_operand(ctor_name: str, seed):
 
 def _key_data_from_seed(ctor_name: str, seed, impl: PRNGImpl):
   seed, _ = _seed_operand(ctor_name, seed)
+  if tracing():
+    return prng_keys.random_seed(seed, impl=impl)  # (keys: the caller wraps or unwraps them)
   return _seed(seed, impl)
 
 
@@ -541,7 +656,10 @@ def PRNGKey(seed, *, impl=None):
     Array([ 0, 42,  0, 42], dtype=uint32)
   """
   impl = resolve_prng_impl(impl)
-  return _key_data_from_seed("PRNGKey", seed, impl)
+  seed, _ = _seed_operand("PRNGKey", seed)
+  if tracing():
+    return prng_keys.random_unwrap(prng_keys.random_seed(seed, impl=impl))
+  return _seed(seed, impl)
 
 
 def key(seed, *, impl=None, dtype=None):
@@ -614,6 +732,8 @@ def wrap_key_data(key_bits_array, *, impl=None, dtype=None):
   if isinstance(key_bits_array, PRNGKeyArray):
     raise TypeError("wrap_key_data expects uint32 key data, but was given typed keys")
   _check_key_data(key_bits_array, impl)
+  if tracing():
+    return PRNGKeyArray(prng_keys.random_wrap(key_bits_array, impl=impl), impl)
   return PRNGKeyArray(key_bits_array, impl)
 
 
@@ -631,7 +751,7 @@ def key_impl(keys) -> str:
     >>> revax.random.key_impl(revax.random.key(0, impl="unsafe_rbg"))
     'unsafe_rbg'
   """
-  _, impl, _ = _key_parts("key_impl", keys, True)
+  _, impl, _ = _key_parts("key_impl", keys, True, data=False)
   return impl.name
 
 
@@ -675,8 +795,11 @@ def split(key, num=2):
     >>> k1, k2
     (Array([1797259609, 2579123966], dtype=uint32), Array([ 928981903, 3453687069], dtype=uint32))
   """
-  data, typed = check_prng_key("split", key)
   shape = canonicalize_shape(num, "split")
+  if tracing():
+    keys, typed = typed_keys("split", key)
+    return return_typed(typed, prng_keys.random_split(keys, shape))
+  data, typed = check_prng_key("split", key)
   return return_keys(typed, _split(data, shape))
 
 
@@ -700,7 +823,11 @@ def fold_in(key, data):
     >>> k
     Array([2716826189,  292468403], dtype=uint32)
   """
-  key_bits, typed = check_prng_key("fold_in", key)
+  traced = tracing()
+  if traced:  # (the key is checked first, as check_prng_key does eagerly)
+    keys, typed = typed_keys("fold_in", key)
+  else:
+    key_bits, typed = check_prng_key("fold_in", key)
   if np.ndim(data):
     raise TypeError(f"fold_in accepts a scalar, but was given an array of shape "
                     f"{np.shape(data)} != (). Use revax.vmap for batching.")
@@ -710,6 +837,8 @@ def fold_in(key, data):
     data = np.asarray(data).astype(_U32)
   else:
     data = conversion.convert_element_type(data, _U32)
+  if traced:
+    return return_typed(typed, prng_keys.random_fold_in(keys, data))
   return return_keys(typed, _fold_in(key_bits, data))
 
 

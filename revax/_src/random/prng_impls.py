@@ -57,42 +57,7 @@ class PRNGImpl:
     return self.tag
 
 
-# The class of key arrays (keys.PRNGKeyArray), set by keys.py, which builds on this module.
-key_array_type = None
-
-
-class KeyTy:
-  """The dtype of typed keys of one implementation; prints as JAX's `key<tag>`."""
-  type = extended_dtypes.prng_key  # so issubdtype(key.dtype, revax.dtypes.prng_key) holds
-  __slots__ = ("_impl",)
-
-  def __init__(self, impl: PRNGImpl):
-    self._impl = impl
-
-  @property
-  def name(self) -> str:
-    return f"key<{self._impl.tag}>"
-
-  @property
-  def itemsize(self) -> int:
-    """Bytes per key: its uint32 key data's (8 for threefry, 16 for rbg), as JAX's."""
-    return math.prod(self._impl.key_shape) * _U32.itemsize
-
-  def __repr__(self):
-    return self.name
-
-  __str__ = __repr__
-
-  def __eq__(self, other):
-    return isinstance(other, KeyTy) and other._impl == self._impl
-
-  def abstract_leaf(self, shape, make_struct):
-    """Keys of this dtype and `shape` over `make_struct(data shape, uint32)` (a
-    ShapeDtypeStruct), what eval_shape traces for a struct of this dtype."""
-    return key_array_type(make_struct(tuple(shape) + self._impl.key_shape, _U32), self._impl)
-
-  def __hash__(self):
-    return hash((KeyTy, self._impl))
+KeyTy = extended_dtypes.KeyTy  # (the dtype lives in core: lax's key primitives type with it)
 
 
 class PRNGSpec:
@@ -129,6 +94,7 @@ def register_prng(impl: PRNGImpl) -> None:
   if impl.name in prngs:
     raise ValueError(f"PRNG with name {impl.name} already registered: {impl}")
   prngs[impl.name] = impl
+  extended_dtypes.prng_impls_by_name[impl.name] = impl
 
 
 def _vmapped(fn, batch_ndim: int):

@@ -24,15 +24,15 @@ from revax._src.core import dtypes
 from revax._src.core.avals import get_aval
 from revax._src.core.trace import ConcretizationTypeError, Tracer
 from revax._src.jit import jit
-from revax._src.lax import (binary, comparison, conversion, prng, reductions, shapes, slicing,
-                            sorting, unary)
+from revax._src.lax import (binary, comparison, conversion, prng, prng_keys, reductions, shapes,
+                            slicing, sorting, unary)
 from revax._src.lax.sharding_constraint import placed
 from revax._src.numpy import creation as jnp_creation
 from revax._src.numpy import indexing as jnp_indexing
 from revax._src.numpy import reductions as jnp_reductions
 from revax._src.numpy import shape_ops as jnp_shape_ops
 from revax._src.numpy import util as jnp_util
-from revax._src.random.keys import canonicalize_shape, check_prng_key
+from revax._src.random.keys import canonicalize_shape, check_prng_key, tracing, typed_keys
 
 _UINT_DTYPES = {8: np.dtype(np.uint8), 16: np.dtype(np.uint16), 32: np.dtype(np.uint32),
                 64: np.dtype(np.uint64)}
@@ -121,12 +121,14 @@ def bits(key, shape=(), dtype=None, *, out_sharding=None):
     >>> revax.random.bits(key, (3,))
     Array([4070199207, 4202968722, 1427181096], dtype=uint32)
   """
-  data, _ = check_prng_key("bits", key)
+  keys, _ = typed_keys("bits", key) if tracing() else check_prng_key("bits", key)
   dtype = dtypes.default_uint_dtype() if dtype is None else _dtype(dtype, None)
   if not dtypes.is_unsigned_integer(dtype):
     raise ValueError(f"dtype argument to `bits` must be an unsigned int dtype, got {dtype}")
   shape = canonicalize_shape(shape, "bits")
-  return placed(_bits(data, dtype.itemsize * 8, shape), out_sharding)
+  if tracing():  # (JAX's random_bits on the keys)
+    return placed(prng_keys.random_bits(keys, dtype.itemsize * 8, shape), out_sharding)
+  return placed(_bits(keys, dtype.itemsize * 8, shape), out_sharding)
 
 
 @functools.partial(jit, static_argnums=(1, 2))
