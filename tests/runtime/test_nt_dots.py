@@ -27,7 +27,8 @@ def _xla_dots(compiled_text: str) -> list[str]:
     (256, 1024, 1024, True), (16, 1024, 1024, True), (128, 512, 512, True),
     (512, 1024, 1024, True), (256, 2048, 1024, True), (32, 4096, 4096, True),
     (256, 784, 1024, False), (1024, 1024, 1024, False), (2048, 256, 256, False),
-    (256, 768, 768, False), (256, 1024, 10, False), (256, 10, 1024, False),
+    (256, 768, 768, True), (64, 256, 256, True), (128, 256, 1024, True),
+    (256, 1000, 1000, False), (256, 1024, 10, False), (256, 10, 1024, False),
     (8, 512, 64, False)])  # (the last under MIN_FLOPS)
 def test_the_rule_is_the_measured_table(m, k, n, swapped):
   assert nt_dots.swaps(m, k, n) is swapped

@@ -2,9 +2,9 @@
 
 Why: the default CPU plugin's XLA (xla-cpu-pjrt 0.0.1, 2025-11) runs float dots with Eigen, whose
 kernel for a dot contracting both operands on their minor dimension (`x @ w.T` with both
-row-major: the backward pass of every dense layer, g @ w.T) is several times slower than its
-row-major kernel when the contracted size is a multiple of 512 (its packing reads rows whose
-stride aliases in the cache): 256x1024 @ (1024x1024).T took 5.3-5.6 ms where 256x1024 @
+row-major: the backward pass of every dense layer, g @ w.T) is up to several times slower than
+its row-major kernel when the contracted size is a multiple of 256 (a power-of-two row stride;
+by how much grows with it): 256x1024 @ (1024x1024).T took 5.3-5.6 ms where 256x1024 @
 1024x1024 took 2.7 and jax's XLA 2.8. Computing the same product as `(w @ x.T).T`, the
 transposes of the small operand and of the result fenced by optimization barriers (XLA's
 transpose folding would otherwise turn it back into the slow dot), uses the fast kernel at the
@@ -18,16 +18,22 @@ timed in turn, best of 3 rounds of the 25th percentile of 10 calls; `m x k @ (n 
 | 256, 1024, 1024 | 5.60 ms | 3.33 ms | | 256, 784, 1024 | 2.33 ms | 2.58 ms |
 | 16, 1024, 1024 | 2.52 ms | 0.28 ms | | 1024, 1024, 1024 | 12.7 ms | 18.3 ms |
 | 128, 512, 512 | 0.65 ms | 0.57 ms | | 2048, 256, 256 | 1.28 ms | 2.65 ms |
-| 512, 1024, 1024 | 7.92 ms | 6.60 ms | | 256, 768, 768 | 2.01 ms | 2.07 ms |
-| 256, 2048, 1024 | 12.5 ms | 6.57 ms | | 256, 1000, 1000 | 2.94 ms | 3.12 ms |
-| 32, 4096, 4096 | 65.0 ms | 5.74 ms | | 256, 1024, 10 | 0.09 ms | 0.32 ms |
-| 256, 512, 512 | 0.67 ms | 0.68 ms | | 256, 10, 1024 | 0.05 ms | 0.33 ms |
+| 512, 1024, 1024 | 7.92 ms | 6.60 ms | | 256, 1000, 1000 | 2.94 ms | 3.12 ms |
+| 256, 2048, 1024 | 12.5 ms | 6.57 ms | | 256, 1024, 10 | 0.09 ms | 0.32 ms |
+| 32, 4096, 4096 | 65.0 ms | 5.74 ms | | 256, 10, 1024 | 0.05 ms | 0.33 ms |
+| 64, 256, 256 | 0.17 ms | 0.13 ms | | | | |
+| 128, 256, 1024 | 0.67 ms | 0.54 ms | | | | |
+| 256, 512, 512 | 0.67 ms | 0.68 ms | | | | |
+| 256, 768, 768 | 2.01 ms | 2.07 ms | | | | |
 
 So the rule (`swaps`): float32, no batch dimensions, both operands two-dimensional and
-contracted on their minor dimension, the contracted size a multiple of 512, the result at least
+contracted on their minor dimension, the contracted size a multiple of 256, the result at least
 twice as wide as it is tall (n >= 2 m: the transposes stay small against the product), and at
-least `MIN_FLOPS`. Every case of the left column is the rule's, every case of the right column
-is not.
+least `MIN_FLOPS`. Every case of the left column is the rule's (the last two even within the
+noise), every case of the right column is not. The reversible MLP of issue 36 (width 256, batch
+64, 64 blocks: 128 of its dots are 64x256 @ (256x256).T) took 19.5-20.8 ms a gradient step with
+the rule, 22.9-24.2 ms without (jax 18.9-19.1 ms; `python benchmarks/bench_plugins.py --rows
+rev_mlp --variant REVAX_CPU_NT_DOTS=0`, 2026-12-07 01:40).
 
 Applied where gemm.py's rewrite is (single-device programs on the CPU plugins up to
 `gemm.NEWEST_MEASURED_API`), after it: a dot it made a GEMM call is no longer a dot_general.
@@ -62,7 +68,7 @@ def swaps(m: int, k: int, n: int) -> bool:
     >>> swaps(256, 1024, 1024), swaps(256, 784, 1024), swaps(1024, 1024, 1024)
     (True, False, False)
   """
-  return k % 512 == 0 and n >= 2 * m and 2 * m * k * n >= MIN_FLOPS
+  return k % 256 == 0 and n >= 2 * m and 2 * m * k * n >= MIN_FLOPS
 
 
 def _swapped(match, serial: int) -> list[str]:
