@@ -251,14 +251,22 @@ def _random_split_abstract_eval(keys, *, shape):
                            _extend_sharding(keys.sharding, len(shape)), keys._mat)
 
 
-random_split_p = Primitive("random_split")
-random_split_p.def_abstract_eval(_random_split_abstract_eval)
-dispatch.custom_impls[random_split_p] = _eager(_split_physical, _impl_of_first_operand, True)
-_no_tangents(random_split_p)
-batching.defvectorized(random_split_p)
-mlir.register_lowering(random_split_p, _lower_physical(
-    _split_physical, lambda ctx, p: _impl_of(ctx.avals_in[0])))
-inv.not_invertible(random_split_p, "a keyed hash")
+def _keyed_hash(name: str, abstract_eval, physical, returns_keys: bool) -> Primitive:
+  """A primitive of key arrays computed by the impl's `physical` function on their data
+  (random_split, random_bits): eager through one cached program, vectorized, no tangents,
+  lowered on the data."""
+  prim = Primitive(name)
+  prim.def_abstract_eval(abstract_eval)
+  dispatch.custom_impls[prim] = _eager(physical, _impl_of_first_operand, returns_keys)
+  _no_tangents(prim)
+  batching.defvectorized(prim)
+  mlir.register_lowering(prim, _lower_physical(physical,
+                                               lambda ctx, p: _impl_of(ctx.avals_in[0])))
+  inv.not_invertible(prim, "a keyed hash")
+  return prim
+
+
+random_split_p = _keyed_hash("random_split", _random_split_abstract_eval, _split_physical, True)
 
 
 # --- random_fold_in ------------------------------------------------------------------------------
@@ -327,14 +335,7 @@ def _random_bits_abstract_eval(keys, *, bit_width, shape):
                      _extend_sharding(keys.sharding, len(shape)), manual_axis_type=keys._mat)
 
 
-random_bits_p = Primitive("random_bits")
-random_bits_p.def_abstract_eval(_random_bits_abstract_eval)
-dispatch.custom_impls[random_bits_p] = _eager(_bits_physical, _impl_of_first_operand, False)
-_no_tangents(random_bits_p)
-batching.defvectorized(random_bits_p)
-mlir.register_lowering(random_bits_p, _lower_physical(
-    _bits_physical, lambda ctx, p: _impl_of(ctx.avals_in[0])))
-inv.not_invertible(random_bits_p, "a keyed hash")
+random_bits_p = _keyed_hash("random_bits", _random_bits_abstract_eval, _bits_physical, False)
 
 
 # --- random_wrap and random_unwrap ---------------------------------------------------------------
