@@ -104,3 +104,16 @@ def test_the_rewrite_keeps_precision_and_location(monkeypatch):
   assert "(tensor<256x512xf32>, tensor<512x64xf32>) -> tensor<256x64xf32>" in dot
   monkeypatch.setenv("REVAX_CPU_NT_DOTS", "0")
   assert nt_dots.rewrite_program(text.encode()) == text.encode()
+
+
+def test_dots_inside_regions_are_left_to_xla():
+  """A conditional's branch (where checkpoint and invertible fence their backward steps) keeps
+  XLA's dot: swapped there, XLA:CPU kept a buffer per block alive (invertible's flat memory)."""
+  x, w = np.ones((64, 512), np.float32), np.ones((256, 512), np.float32)
+  inner = revax.jit(lambda p, x, w: lax.cond(p, lambda: lax.dot_general(x, w, NT),
+                                             lambda: lax.dot_general(x, w, NT) * 2))
+  code = inner.lower(True, x, w).as_text().encode()
+  assert b'"stablehlo.case"' in code or b'"stablehlo.if"' in code
+  assert nt_dots.rewrite_program(code) == code
+  top = revax.jit(lambda x, w: lax.dot_general(x, w, NT)).lower(x, w).as_text().encode()
+  assert nt_dots.rewrite_program(top) != top

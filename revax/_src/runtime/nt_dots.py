@@ -33,7 +33,15 @@ least `MIN_FLOPS`. Every case of the left column is the rule's (the last two eve
 noise), every case of the right column is not. The reversible MLP of issue 36 (width 256, batch
 64, 64 blocks: 128 of its dots are 64x256 @ (256x256).T) took 19.5-20.8 ms a gradient step with
 the rule, 22.9-24.2 ms without (jax 18.9-19.1 ms; `python benchmarks/bench_plugins.py --rows
-rev_mlp --variant REVAX_CPU_NT_DOTS=0`, 2026-12-07 01:40).
+rev_mlp --variant REVAX_CPU_NT_DOTS=0`, 2026-12-07 01:40), but those dots are inside its fenced
+backward walk, which is no longer rewritten (below).
+
+Only dots of a function's body are swapped, never those inside a region (the branches of a
+conditional, loop bodies): revax fences checkpoint's and invertible's backward steps in
+conditionals, and there the swapped form's transposes made XLA:CPU keep one more buffer per
+block alive (invertible's reversible MLP, width 256: XLA's temp bytes 0.85 MB at depth 8, 4.0
+MB at depth 64, where the walk stays at 0.59 MB without the rewrite; tests/interpreters/
+test_invertible.py's flat-memory test found it).
 
 Applied where gemm.py's rewrite is (single-device programs on the CPU plugins up to
 `gemm.NEWEST_MEASURED_API`), after it: a dot it made a GEMM call is no longer a dot_general.
@@ -107,10 +115,13 @@ def rewrite_program(code: bytes) -> bytes:
   if b'"stablehlo.dot_general"' not in code or not enabled():
     return code
   lines = code.decode().split("\n")
-  out, serial = [], 0
+  out, serial, body_indent = [], 0, None
   for line in lines:
+    if "func.func" in line:  # the ops of a function's body sit one level in
+      body_indent = len(line) - len(line.lstrip(" ")) + 2
     match = gemm._DOT.match(line) if '"stablehlo.dot_general"' in line else None
-    if (match is not None and match.group(11) == match.group(14) == match.group(17) == "f32"
+    if (match is not None and len(match["indent"]) == body_indent
+        and match.group(11) == match.group(14) == match.group(17) == "f32"
         and not any(match.group(g).strip() for g in (5, 6))
         and match.group(7).strip() == "1" and match.group(8).strip() == "1"
         and len(gemm._shape(match.group(10))) == len(gemm._shape(match.group(13))) == 2):
