@@ -21,7 +21,7 @@ from revax import lax
 from revax._src.core.jaxpr import ClosedJaxpr
 from revax._src.interpreters import mlir
 from revax._src.lax import windowed
-from tests.platform_tolerances import assert_same_values
+from tests.platform_tolerances import NARROW_NAN_SIGN, ON_TPU, assert_same_values
 
 CASES = [  # (shape, window, strides, padding)
     ((8, 8), (2, 2), (2, 2), ((0, 0), (0, 0))),                        # a 2-d max-pool
@@ -111,11 +111,16 @@ def test_bool_clamp_lowers_without_clamp_for_tpu():
   np.testing.assert_array_equal(out, x)
 
 
-@pytest.mark.parametrize("dtype", [np.float16, ml_dtypes.bfloat16, ml_dtypes.float8_e4m3fn,
-                                   np.float32])
+@pytest.mark.parametrize("dtype", [np.float16, ml_dtypes.bfloat16, np.float32])
 @pytest.mark.parametrize("name", ["eq_to", "le_to", "lt_to"])
-def test_narrow_total_order_lowers_to_integer_keys_for_tpu(name, dtype):
+def test_total_order_lowers_as_jax_for_tpu(name, dtype):
+  """eq_to/le_to/lt_to lower to a TOTALORDER compare for a TPU too, as jax's: XLA:TPU reads a
+  float16/bfloat16 -NaN as +NaN whatever the program does with it (a bitcast to integers
+  included: tests/tpu/probe_total_order.py), so no other lowering is exact there and this one
+  gives jax's answers on the chip (NARROW_NAN_SIGN)."""
   from revax._src.lax.comparison import _total_order_compare
+  if ON_TPU and np.dtype(dtype).itemsize < 4:
+    pytest.skip(f"TPU: {NARROW_NAN_SIGN}")
   special = np.array([np.nan, -np.nan, -np.inf, -1.5, -0.0, 0.0, 1e-3, 2.0, np.inf], np.float32)
   v = special.astype(dtype)
   x, y = np.repeat(v, len(v)), np.tile(v, len(v))
@@ -124,9 +129,7 @@ def test_narrow_total_order_lowers_to_integer_keys_for_tpu(name, dtype):
   expected = _total_order_compare(getattr(np, {"eq_to": "equal", "le_to": "less_equal",
                                                "lt_to": "less"}[name]), x, y)
   np.testing.assert_array_equal(out, expected)
-  narrow = np.dtype(dtype).itemsize < 4
-  assert ("TOTALORDER" in text) != narrow, text
-  assert ("bitcast_convert" in text) == narrow, text
+  assert "TOTALORDER" in text and "bitcast_convert" not in text, text
 
 
 def _precisions(text):

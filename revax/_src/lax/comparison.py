@@ -49,32 +49,10 @@ def compare(ctx, x, y, direction: str, aval: ShapedArray, result_aval: ShapedArr
       else result_aval
   kind = compare_type(aval.dtype)
   if total_order and dtypes.is_inexact(aval.dtype):
-    if ctx.platform == "tpu" and np.dtype(aval.dtype).itemsize < 4:
-      return _total_order_compare_by_bits(ctx, x, y, direction, aval, result_aval)
     kind = "#stablehlo<comparison_type TOTALORDER>"
   return ctx.op1("stablehlo.compare", [x, y], result_aval,
                  props={"comparison_direction": f"#stablehlo<comparison_direction {direction}>",
                         "compare_type": kind})
-
-
-def _total_order_compare_by_bits(ctx, x, y, direction: str, aval: ShapedArray,
-                                 result_aval: ShapedArray):
-  """A total-order comparison of floats narrower than 32 bits as signed integers
-  (`_total_order_key`): XLA:TPU widens them to float32 first and drops NaN's sign on the way
-  (on a v5e, 2026-12-07: TOTALORDER of float16/bfloat16 saw -NaN and +NaN as equal, and -NaN
-  above -inf), while the integer key is exact on every platform."""
-  int_aval = aval.update(dtype=np.dtype(f"int{np.dtype(aval.dtype).itemsize * 8}"),
-                         weak_type=False)
-  zero = ctx.constant(np.zeros((), int_aval.dtype), int_aval)
-  magnitude = ctx.constant(np.array(np.iinfo(int_aval.dtype).max, int_aval.dtype), int_aval)
-  bool_aval = aval.update(dtype=dtypes.bool_, weak_type=False)
-
-  def key(v):
-    bits = ctx.op1("stablehlo.bitcast_convert", [v], int_aval)
-    negative = compare(ctx, bits, zero, "LT", int_aval, bool_aval)
-    flipped = ctx.op1("stablehlo.xor", [bits, magnitude], int_aval)
-    return ctx.op1("stablehlo.select", [negative, flipped, bits], int_aval)
-  return compare(ctx, key(x), key(y), direction, int_aval, result_aval)
 
 
 def broadcasting_batcher(prim: Primitive):
