@@ -12,6 +12,8 @@ from types import SimpleNamespace
 
 import pytest
 
+from tests.platform_tolerances import ON_TPU
+
 BENCHMARKS = pathlib.Path(__file__).resolve().parents[2] / "benchmarks"
 
 
@@ -70,8 +72,11 @@ def test_report_arithmetic(bench):
                [0]) == pytest.approx(1.1)
 
 
-def test_tiny_run_end_to_end(bench, tmp_path, capsys):
+def test_tiny_run_end_to_end(bench, tmp_path, capsys, monkeypatch):
   pytest.importorskip("jax")
+  if ON_TPU:  # the CPU's programs (this process holds the chip; the counts are XLA:CPU's)
+    monkeypatch.setenv("REVAX_PLATFORMS", "cpu")
+    monkeypatch.setenv("JAX_PLATFORMS", "cpu")
   out = tmp_path / "table.md"
   bench.main(["--out", str(out), "--depths", "1,3", "--width", "32", "--batch", "8",
               "--rounds", "1", "--calls", "1", "--dump", "--barrier"])
