@@ -67,7 +67,9 @@ class Lowered(StageAttributes):
         n = len(entry.jaxpr.out_avals)
         aliases = tuple((k, n + j) for j, k in enumerate(
             k for k, m in enumerate(entry.ref_mask) if m))
-      self._text = mlir.lower_jaxpr_to_module(entry.jaxpr, entry.name, aliases=aliases)
+      self._text = mlir.lower_jaxpr_to_module(  # for the platform it compiles for, as jax's
+          entry.jaxpr, entry.name, aliases=aliases,
+          platform=dispatch.default_compile_backend().platform)
     return self._text
 
   @property
@@ -236,7 +238,8 @@ class ShardedLowered(StageAttributes):
   def as_text(self) -> str:
     if self._program is None:
       return mlir.lower_jaxpr_to_module(self._entry.jaxpr, self._entry.name,
-                                        result_kinds=self._result_kinds())
+                                        result_kinds=self._result_kinds(),
+                                        platform=dispatch.default_compile_backend().platform)
     return self._program.text
 
   def _result_kinds(self):

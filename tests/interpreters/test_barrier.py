@@ -163,5 +163,23 @@ def test_checkpoint_fences_with_a_barrier_on_a_tpu_and_a_conditional_elsewhere()
   from revax._src.runtime.client import get_backend
   backend = get_backend()  # the TPU's module, run on this backend: the gradients are plain grad's
   outs = backend.compile(tpu).execute([backend.buffer_from_numpy(a) for a in (w, x)])
-  np.testing.assert_allclose(outs[0].to_numpy(), revax.grad(
-      lambda w, x: rnp.tanh(rnp.tanh(x @ w) @ w).sum())(w, x), rtol=1e-6)
+  np.testing.assert_allclose(outs[0].to_numpy(), revax.grad(  # tanh: TRANSCENDENTAL on a TPU
+      lambda w, x: rnp.tanh(rnp.tanh(x @ w) @ w).sum())(w, x), **allclose_tol(rtol=1e-6))
+
+
+def test_lowered_text_is_the_compiling_platforms(monkeypatch):
+  """`Lowered.as_text()` is the module lowered for the platform the program compiles for (as
+  jax's): on a TPU checkpoint's fence is the barrier there, not the CPU's conditional."""
+  from types import SimpleNamespace
+
+  from revax._src.interpreters import dispatch
+  block = revax.checkpoint(lambda x: rnp.tanh(rnp.tanh(x)))
+  f = revax.jit(revax.grad(lambda x: block(x).sum()))
+  x = np.ones(3, np.float32)
+  platform = dispatch.default_compile_backend().platform
+  here = f.lower(x).as_text()
+  assert ("optimization_barrier" in here) == (platform == "tpu"), here
+  monkeypatch.setattr(dispatch, "default_compile_backend",
+                      lambda: SimpleNamespace(platform="tpu"))
+  tpu = revax.jit(revax.grad(lambda x: block(x).sum())).lower(x).as_text()
+  assert "stablehlo.optimization_barrier" in tpu and "stablehlo.if" not in tpu, tpu

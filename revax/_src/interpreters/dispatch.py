@@ -428,6 +428,14 @@ class CompiledProgram:
     return self.executable.memory_stats()
 
 
+def default_compile_backend():
+  """The backend a program compiles for when no argument names one: `jax_default_device`'s
+  where set, else the default backend (a TPU where one is attached)."""
+  from revax._src.runtime.client import get_backend
+  return (_placement.default_device().client if config.default_device is not None
+          else get_backend())
+
+
 def compile_jaxpr(closed: ClosedJaxpr, name: str = "main", aliases=(),
                   backend=None, option_overrides=(), result_kinds=None) -> CompiledProgram:
   """Lower `closed` to StableHLO and compile it with XLA for `backend` (default: the default
@@ -439,9 +447,7 @@ def compile_jaxpr(closed: ClosedJaxpr, name: str = "main", aliases=(),
   compile (an FFI target of the CPU plugin, complex128 beside a TPU) compiles. `result_kinds`:
   the memory kind jit's out_shardings name per result (or None; mlir.lower_jaxpr_to_module)."""
   if backend is None:
-    from revax._src.runtime.client import get_backend
-    backend = (_placement.default_device().client if config.default_device is not None
-               else get_backend())
+    backend = default_compile_backend()
   text = mlir.lower_jaxpr_to_module(closed, name, platform=backend.platform, aliases=aliases,
                                     result_kinds=result_kinds)
   # as JAX logs compilations: at WARNING with jax_log_compiles, else at DEBUG
