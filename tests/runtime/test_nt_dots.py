@@ -117,3 +117,53 @@ def test_dots_inside_regions_are_left_to_xla():
   assert nt_dots.rewrite_program(code) == code
   top = revax.jit(lambda x, w: lax.dot_general(x, w, NT)).lower(x, w).as_text().encode()
   assert nt_dots.rewrite_program(top) != top
+
+
+TN = (((0,), (0,)), ((), ()))
+
+
+def _xla_dot_shapes(compiled_text: str) -> list[str]:
+  """The result shape of each dot in XLA's optimized module."""
+  return re.findall(r"= (f32\[[\d,]*\])(?:\{[\d,]*\})? dot\(", compiled_text)
+
+
+@pytest.mark.parametrize("k,m,n,swapped", [
+    (256, 1024, 4, True), (256, 1024, 10, True), (256, 1024, 32, True), (256, 1024, 64, True),
+    (256, 1024, 128, True), (256, 1024, 256, False), (64, 256, 10, True), (128, 512, 10, True),
+    (256, 784, 10, True), (1024, 1024, 10, True), (256, 4096, 10, True), (32, 1024, 10, True),
+    (256, 1024, 1, True), (256, 1024, 1024, False), (8, 64, 4, False)])  # (the last: flops)
+def test_the_tn_rule_is_the_measured_table(k, m, n, swapped):
+  assert nt_dots.tn_swaps(k, m, n) is swapped
+
+
+@pytest.mark.parametrize("k,m,n", [(256, 1024, 10), (64, 300, 7), (200, 512, 2)])
+def test_narrow_tn_dots_compute_narrow_side_first(k, m, n, monkeypatch):
+  """x.T @ g with g narrow: XLA computes g.T @ x (n x m) and transposes that small result."""
+  rng = np.random.default_rng(k)
+  x = rng.standard_normal((k, m), np.float32)
+  g = rng.standard_normal((k, n), np.float32)
+  f = lambda x, g: lax.dot_general(x, g, TN)  # noqa: E731
+  assert _xla_dot_shapes(revax.jit(f).lower(x, g).compile().as_text()) == [f"f32[{n},{m}]"]
+  np.testing.assert_allclose(revax.jit(f)(x, g), x.T.astype(np.float64) @ g,
+                             rtol=2e-5, atol=2e-4)
+  # the transpose rule's own form, (g.T @ x).T: fenced so that XLA keeps the transpose apart
+  h = lambda x, g: lax.dot_general(g, x, TN).T  # noqa: E731
+  assert _xla_dot_shapes(revax.jit(h).lower(x, g).compile().as_text()) == [f"f32[{n},{m}]"]
+  np.testing.assert_allclose(revax.jit(h)(x, g), x.T.astype(np.float64) @ g,
+                             rtol=2e-5, atol=2e-4)
+  monkeypatch.setenv("REVAX_CPU_NT_DOTS", "0")  # off: XLA folds both into one m x n dot
+  for fn in (lambda x, g: lax.dot_general(x, g, TN), lambda x, g: lax.dot_general(g, x, TN).T):
+    assert _xla_dot_shapes(revax.jit(fn).lower(x, g).compile().as_text()) == [f"f32[{m},{n}]"]
+
+
+def test_a_narrow_heads_weight_gradient_is_computed_narrow_side_first():
+  """The last layer of a classifier (1024 -> 10): its weight gradient x.T @ g, which revax's
+  transpose rule writes as (g.T @ x).T, keeps XLA from folding it into the slow 1024 x 10 dot."""
+  rng = np.random.default_rng(1)
+  x = rng.standard_normal((256, 1024), np.float32)
+  w = rng.standard_normal((1024, 10), np.float32) / 32
+  loss = lambda w, x: (revax.numpy.tanh(x @ w) ** 2).sum()  # noqa: E731
+  grad = revax.jit(revax.grad(loss))
+  assert "f32[10,1024]" in _xla_dot_shapes(grad.lower(w, x).compile().as_text())
+  y = np.tanh(x.astype(np.float64) @ w)
+  np.testing.assert_allclose(grad(w, x), x.T @ (2 * y * (1 - y ** 2)), rtol=1e-4, atol=1e-3)
