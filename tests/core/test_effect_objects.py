@@ -306,3 +306,21 @@ def test_nested_effects_name_the_outer_operand():
                   "cond_nconsts": 1, "body_nconsts": 1})
   assert eqn.effects == {effect_types.ReadEffect(cond_ref), effect_types.ReadEffect(outer_ref),
                          effect_types.WriteEffect(outer_ref)}
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_objects_agree_with_the_flags_revax_runs_on(name):
+  """Dead-code elimination keeps exactly the equations whose `effects` are non-empty: the
+  per-primitive flag (core/effects.py) and the effect objects say the same of every equation,
+  nested ones included."""
+  from revax._src.core.effects import eqn_has_effects, _param_jaxprs
+
+  def walk(jaxpr):
+    for eqn in jaxpr.eqns:
+      assert bool(eqn.effects) == eqn_has_effects(eqn), (name, eqn.primitive.name)
+      for v in eqn.params.values():
+        for inner in _param_jaxprs(v):
+          walk(inner)
+
+  build, args, _ = PROGRAMS[name]
+  walk(revax.make_jaxpr(build(_lib("revax")))(*args).jaxpr)
