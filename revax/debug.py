@@ -6,3 +6,5 @@ from revax._src.debugger import breakpoint as breakpoint  # noqa: A004 (jax.debu
 from revax._src.sharding_visualize import inspect_array_sharding as inspect_array_sharding
 from revax._src.sharding_visualize import visualize_array_sharding as visualize_array_sharding
 from revax._src.sharding_visualize import visualize_sharding as visualize_sharding
+from revax._src.core.effect_types import DebugEffect as DebugEffect
+from revax._src.core.effect_types import OrderedDebugEffect as OrderedDebugEffect

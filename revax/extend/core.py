@@ -1,6 +1,7 @@
 """revax.extend.core: primitives and jaxprs for libraries (jax.extend.core)."""
 from revax._src.extend.core import Primitive as Primitive
 from revax._src.extend.core import Effect as Effect
+from revax._src.extend.core import Effects as Effects
 from revax._src.extend.core import no_effects as no_effects
 from revax._src.extend.core import mapped_aval as mapped_aval
 from revax._src.extend.core import unmapped_aval as unmapped_aval

@@ -4,11 +4,7 @@ import revax
 import revax.experimental
 from tests.coverage.names import missing_names
 
-DEBUG_EXCLUSIONS = {
-    "DebugEffect": "revax has no effect objects: side effects are a per-primitive flag "
-                   "(core/effects.py)",
-    "OrderedDebugEffect": "as DebugEffect",
-}
+DEBUG_EXCLUSIONS: dict = {}
 
 FFI_EXCLUSIONS = {
     "register_ffi_target_as_batch_partitionable":

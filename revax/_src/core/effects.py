@@ -6,7 +6,8 @@ nested jaxpr (a loop body or a branch that prints), and never drops a loop or a 
 """
 from __future__ import annotations
 
-from revax._src.core.jaxpr import ClosedJaxpr, Jaxpr
+from revax._src.core.effect_types import JaxprInputEffect
+from revax._src.core.jaxpr import ClosedJaxpr, Jaxpr, Literal
 
 effectful_primitives: dict = {}  # prim -> None (always) or a predicate on an equation's params
 
@@ -64,6 +65,95 @@ def jaxpr_has_ordered_effects(jaxpr: Jaxpr) -> bool:
     if any(jaxpr_has_ordered_effects(j) for v in eqn.params.values() for j in _param_jaxprs(v)):
       return True
   return False
+
+
+# --- effect objects (what `eqn.effects` / `jaxpr.effects` hold, as JAX's do) ----------------------
+effect_rules: dict = {}  # prim -> rule(eqn) -> iterable of Effect objects
+
+
+def def_effects(prim, rule) -> None:
+  """`rule(eqn)` gives the effect objects of an equation of `prim` (core/effect_types.py), an
+  effect on an input named by its position (`ReadEffect(0)`): `eqn.effects` resolves it to the
+  input's variable. A primitive without a rule has the effects of the jaxprs among its params."""
+  effect_rules[prim] = rule
+
+
+nested_input_maps: dict = {}  # prim -> fn(eqn, param name, inner Jaxpr) -> outer atoms
+
+
+def def_nested_inputs(prim, fn) -> None:
+  """`fn(eqn, name, inner)` gives, for each input of `inner` (a jaxpr in param `name`), the atom
+  of `eqn` it receives: how an effect on an inner ref becomes one on the equation's input.
+  Without one, a nested jaxpr's inputs are the equation's last ones (as for jit, scan, cond's
+  branches and while's body)."""
+  nested_input_maps[prim] = fn
+
+
+def resolve_input_effects(effs, invars) -> set:
+  """`effs` with each positional `JaxprInputEffect` made to name its input variable; one whose
+  input is a literal is dropped (a literal is no ref)."""
+  out = set()
+  for eff in effs:
+    if isinstance(eff, JaxprInputEffect) and isinstance(eff.input, int):
+      invar = invars[eff.input]
+      if isinstance(invar, Literal):
+        continue
+      eff = eff.replace(invar)
+    out.add(eff)
+  return out
+
+
+def _named_param_jaxprs(params):
+  for name, value in params.items():
+    for j in _param_jaxprs(value):
+      yield name, j
+
+
+def eqn_effects(eqn) -> frozenset:
+  """The effect objects of `eqn` (JAX's `eqn.effects`): its primitive's rule's, or else the
+  union of its nested jaxprs' effects, an effect on an inner input becoming one on the atom the
+  equation passes there (dropped when that is a literal or has no outer counterpart)."""
+  rule = effect_rules.get(eqn.primitive)
+  if rule is not None:
+    return frozenset(resolve_input_effects(rule(eqn), eqn.invars))
+  out = set()
+  inputs_of = nested_input_maps.get(eqn.primitive)
+  for name, inner in _named_param_jaxprs(eqn.params):
+    effs = inner.effects
+    if not effs:
+      continue
+    outer = None
+    for eff in effs:
+      if isinstance(eff, JaxprInputEffect):
+        if outer is None:
+          if inputs_of is not None:
+            outer = list(inputs_of(eqn, name, inner))
+          else:
+            n = len(inner.invars)
+            outer = list(eqn.invars[len(eqn.invars) - n:]) if n <= len(eqn.invars) else []
+          pos = {v: i for i, v in enumerate(inner.invars)}
+        i = pos.get(eff.input)
+        if i is None or i >= len(outer) or isinstance(outer[i], Literal):
+          continue
+        eff = eff.replace(outer[i])
+      out.add(eff)
+  return frozenset(out)
+
+
+def jaxpr_effects(jaxpr: Jaxpr) -> frozenset:
+  """The effects of `jaxpr` (JAX's `jaxpr.effects`): its equations', less those on refs that
+  are not its inputs (a ref created inside is invisible from outside)."""
+  inputs = None
+  out = set()
+  for eqn in jaxpr.eqns:
+    for eff in eqn.effects:
+      if isinstance(eff, JaxprInputEffect):
+        if inputs is None:
+          inputs = {*jaxpr.constvars, *jaxpr.invars}
+        if eff.input not in inputs:
+          continue
+      out.add(eff)
+  return frozenset(out)
 
 
 host_callback_primitives: set = set()  # lowered to per-site send/recv channels on some plugins

@@ -69,11 +69,11 @@ class JaxprEqn:
 
   @property
   def effects(self) -> frozenset:
-    """The equation's side effects (JAX's `eqn.effects`): {its primitive's name} when it has
-    one (core/effects.py: a callback, an effectful primitive or one held in a nested jaxpr),
-    else the empty set."""
-    from revax._src.core.effects import eqn_has_effects
-    return frozenset({self.primitive.name}) if eqn_has_effects(self) else frozenset()
+    """The equation's side effects as JAX's effect objects (`DebugEffect()`,
+    `WriteEffect(ref)`, ...; core/effect_types.py), from its primitive's rule or its nested
+    jaxprs (core/effects.py); empty for a pure equation."""
+    from revax._src.core.effects import eqn_effects
+    return eqn_effects(self)
 
   def replace(self, **kw) -> "JaxprEqn":
     return JaxprEqn(kw.get("primitive", self.primitive), kw.get("invars", self.invars),
@@ -98,8 +98,9 @@ class Jaxpr:
 
   @property
   def effects(self) -> frozenset:
-    """The union of the equations' effects (JAX's `jaxpr.effects`)."""
-    return frozenset().union(*(e.effects for e in self.eqns))
+    """The equations' effects (JAX's `jaxpr.effects`), less those on refs created inside."""
+    from revax._src.core.effects import jaxpr_effects
+    return jaxpr_effects(self)
 
   def __str__(self):
     return pp_jaxpr(self, _Names(), indent=0)
@@ -123,6 +124,7 @@ class ClosedJaxpr:
   in_avals = property(lambda self: self.jaxpr.in_avals)
   out_avals = property(lambda self: self.jaxpr.out_avals)
   eqns = property(lambda self: self.jaxpr.eqns)
+  effects = property(lambda self: self.jaxpr.effects, doc="The jaxpr's effects (as JAX's).")
 
   def __str__(self):
     return str(self.jaxpr)

@@ -44,12 +44,14 @@ from revax._src.lax.convenience import select as _select
 from revax._src import tree_util
 from revax._src.core import dtypes
 from revax._src.core.avals import ShapedArray, get_aval
-from revax._src.core.effects import def_effectful
+from revax._src.core.effect_types import Effect
+from revax._src.core.effects import def_effectful, def_effects
 from revax._src.core.jaxpr import ClosedJaxpr, Jaxpr, Literal
 from revax._src.core.trace import Primitive, Tracer
 from revax._src.interpreters import ad, batching, dispatch, mlir, staging
 from revax._src.interpreters import invertible as inv
 from revax._src.numpy import creation, reductions, shape_ops, ufuncs
+from revax._src.shape_dtype_struct import ShapeDtypeStruct
 
 __all__ = ["Error", "ErrorCategory", "JaxRuntimeError", "all_checks", "automatic_checks",
            "check", "check_error", "checkify", "debug_check", "div_checks", "float_checks",
@@ -394,6 +396,23 @@ inv.not_invertible(check_p, "an assertion with no outputs")
 def_effectful(check_p)
 
 
+@dataclasses.dataclass(eq=True, frozen=True, slots=True)
+class ErrorEffect(Effect):
+  """The effect of a check (JAX's `checkify.ErrorEffect`): the kind of error it can raise and
+  the shapes and dtypes of its payload, as `eqn.effects` of a `check` shows it."""
+  error_type: type
+  shape_dtypes: tuple
+
+
+def _error_effect(category, avals) -> ErrorEffect:
+  return ErrorEffect(category, tuple(ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type)
+                                     for a in avals))
+
+
+def_effects(check_p, lambda eqn: {_error_effect(eqn.params["site"].category,
+                                                [v.aval for v in eqn.invars[1:]])})
+
+
 def _check_error_impl(pred, code, *payload, metadata, effect):
   if bool(np.asarray(pred)):
     site = dict(metadata)[int(np.asarray(code))]
@@ -418,6 +437,7 @@ batching.primitive_batchers[check_error_p] = _check_error_batch
 mlir.register_lowering(check_error_p, _not_functionalized)
 inv.not_invertible(check_error_p, "an assertion with no outputs")
 def_effectful(check_error_p)
+def_effects(check_error_p, lambda eqn: {_error_effect(*eqn.params["effect"])})
 
 
 # ---- the pre-pass: which sites and effects a jaxpr has ------------------------------------

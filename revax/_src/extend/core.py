@@ -15,6 +15,7 @@ from __future__ import annotations
 import weakref
 
 from revax._src.core import effects as _effects
+from revax._src.core.effect_types import Effect, Effects, no_effects
 from revax._src.core.avals import ShapedArray
 from revax._src.core.eval import eval_jaxpr
 from revax._src.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn
@@ -22,8 +23,8 @@ from revax._src.core.trace import Primitive as _CorePrimitive
 from revax._src.core.trace import current_trace
 from revax._src.interpreters import dispatch
 
-__all__ = ["Primitive", "Effect", "no_effects", "mapped_aval", "unmapped_aval", "jaxpr_as_fun",
-           "get_opaque_trace_state", "find_top_trace", "new_jaxpr_eqn", "subjaxprs",
+__all__ = ["Primitive", "Effect", "Effects", "no_effects", "mapped_aval", "unmapped_aval",
+           "jaxpr_as_fun", "get_opaque_trace_state", "find_top_trace", "new_jaxpr_eqn", "subjaxprs",
            "jaxprs_in_params", "primal_dtype_to_tangent_dtype", "valid_jaxtype"]
 
 
@@ -62,7 +63,8 @@ class Primitive(_CorePrimitive):
   def def_effectful_abstract_eval(self, rule):
     """Register `rule(*avals, **params) -> (aval(s), effects)`: JAX's form for primitives with
     side effects. A non-empty effect set marks the primitive effectful (never removed as dead
-    code).
+    code), and is what its equations' `eqn.effects` hold (an effect naming an input by position,
+    `ReadEffect(0)`, there names the input's variable).
 
     Args:
       rule: the abstract evaluation rule returning a pair (out aval or avals, effects).
@@ -77,20 +79,16 @@ class Primitive(_CorePrimitive):
         _effects.def_effectful(self)
       return out
 
+    def eqn_effects(eqn):
+      return rule(*[v.aval for v in eqn.invars], **eqn.params)[1]
+
     self.def_abstract_eval(plain)
+    _effects.def_effects(self, eqn_effects)
     return rule
 
   def bind_with_trace(self, trace, args, params):
     """Apply the primitive under `trace` (JAX's spelling of `trace.process_primitive`)."""
     return trace.process_primitive(self, args, params)
-
-
-class Effect:
-  """The base class of side effects (JAX's `jax.extend.core.Effect`); effect sets hold
-  instances."""
-
-
-no_effects: frozenset = frozenset()
 
 
 def mapped_aval(size: int, axis: int | None, aval: ShapedArray) -> ShapedArray:

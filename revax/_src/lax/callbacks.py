@@ -26,7 +26,9 @@ import numpy as np
 from revax._src import tree_util
 from revax._src.core import dtypes, vma
 from revax._src.core.avals import ShapedArray, get_aval
-from revax._src.core.effects import def_effectful, def_ordered, host_callback_primitives
+from revax._src.core import effect_types as eff
+from revax._src.core.effects import (def_effectful, def_effects, def_ordered,
+                                     host_callback_primitives)
 from revax._src.core.trace import Primitive
 from revax._src.interpreters import ad, batching, dispatch, mlir
 from revax._src.interpreters import invertible as inv
@@ -467,6 +469,8 @@ mlir.register_lowering(io_callback_p, _io_callback_lower)
 inv.not_invertible(io_callback_p, "a side effect")
 def_effectful(io_callback_p)
 def_ordered(io_callback_p, lambda params: params["ordered"])
+def_effects(io_callback_p,
+            lambda eqn: {eff.ordered_io_effect if eqn.params["ordered"] else eff.io_effect})
 
 
 # ----------------------------------------------------------------------------- debug_callback
@@ -551,6 +555,8 @@ mlir.register_lowering(debug_callback_p, _debug_callback_lower)
 inv.not_invertible(debug_callback_p, "a side effect with no outputs")
 def_effectful(debug_callback_p)
 def_ordered(debug_callback_p, lambda params: params["ordered"])
+def_effects(debug_callback_p,
+            lambda eqn: {eff.ordered_debug_effect if eqn.params["ordered"] else eff.debug_effect})
 host_callback_primitives.update((pure_callback_p, io_callback_p, debug_callback_p))
 
 

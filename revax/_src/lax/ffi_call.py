@@ -16,7 +16,8 @@ import numpy as np
 
 from revax._src.core import dtypes, vma
 from revax._src.core.avals import get_aval
-from revax._src.core.effects import def_effectful
+from revax._src.core import effect_types as eff
+from revax._src.core.effects import def_effectful, def_effects
 from revax._src.core.trace import Primitive
 from revax._src.interpreters import ad, batching, mlir
 from revax._src.interpreters import invertible as inv
@@ -364,3 +365,4 @@ batching.primitive_batchers[ffi_call_p] = _ffi_call_batch
 mlir.register_lowering(ffi_call_p, _ffi_call_lower)
 inv.not_invertible(ffi_call_p, "an opaque foreign function")
 def_effectful(ffi_call_p, lambda params: params["has_side_effect"])
+def_effects(ffi_call_p, lambda eqn: {eff.ffi_effect} if eqn.params["has_side_effect"] else ())

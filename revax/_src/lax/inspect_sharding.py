@@ -12,7 +12,8 @@ does not report the layouts XLA chose for intermediates, so revax cannot tell th
 from __future__ import annotations
 
 from revax._src.core import mesh_context, sharding_types
-from revax._src.core.effects import def_effectful
+from revax._src.core import effect_types as eff
+from revax._src.core.effects import def_effectful, def_effects
 from revax._src.core.trace import Primitive
 from revax._src.interpreters import ad, batching, dispatch, mlir
 from revax._src.interpreters import invertible as inv
@@ -67,3 +68,4 @@ batching.primitive_batchers[inspect_sharding_p] = _batch
 mlir.register_lowering(inspect_sharding_p, _lower)
 inv.not_invertible(inspect_sharding_p, "a side effect with no outputs")
 def_effectful(inspect_sharding_p)
+def_effects(inspect_sharding_p, lambda eqn: {eff.debug_effect})  # (as JAX's: kept from DCE)

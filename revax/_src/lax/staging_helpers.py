@@ -14,7 +14,8 @@ alone does not have, raises NotImplementedError).
 from __future__ import annotations
 
 from revax._src import tree_util
-from revax._src.core.effects import def_effectful
+from revax._src.core import effect_types as eff
+from revax._src.core.effects import def_effectful, def_effects
 from revax._src.core.trace import Primitive
 from revax._src.interpreters import ad, batching, dispatch, mlir
 from revax._src.interpreters import invertible as inv
@@ -90,4 +91,5 @@ ad.primitive_jvps[dce_sink_p] = _dce_sink_jvp
 batching.primitive_batchers[dce_sink_p] = _dce_sink_batch
 mlir.register_lowering(dce_sink_p, _dce_sink_lower)
 def_effectful(dce_sink_p)
+def_effects(dce_sink_p, lambda eqn: {eff.no_dce_effect})
 inv.not_invertible(dce_sink_p, "it has no outputs to rebuild its operand from")

@@ -27,7 +27,8 @@ import numpy as np
 
 from revax._src.core import dtypes
 from revax._src.core.avals import AbstractRef, ShapedArray, get_aval, pytype_aval_mappings
-from revax._src.core.effects import def_effectful
+from revax._src.core import effect_types as eff
+from revax._src.core.effects import def_effectful, def_effects
 from revax._src.core.jaxpr import DropVar, Literal, binder, pp_eqn_rules
 from revax._src.core.trace import Primitive, Tracer, current_trace, set_current_trace
 from revax._src.interpreters import ad, batching, discharge, dispatch, partial_eval, staging
@@ -197,6 +198,7 @@ batching.batch_unmapped_inputs.add(new_ref_p)
 inv.not_invertible(new_ref_p, "it creates mutable state")
 discharge.ref_creating[new_ref_p] = lambda x, **params: x
 def_effectful(new_ref_p)
+def_effects(new_ref_p, lambda eqn: {eff.internal_mutable_array_effect})
 
 
 # --- get ------------------------------------------------------------------------------------------
@@ -318,6 +320,7 @@ inv.not_invertible(get_p, "it reads mutable state")
 discharge.discharge_rules[get_p] = _get_discharge
 discharge.ref_reads.add(get_p)
 def_effectful(get_p)
+def_effects(get_p, lambda eqn: {eff.ReadEffect(0)})
 
 
 # --- swap and set ---------------------------------------------------------------------------------
@@ -453,6 +456,7 @@ batching.batch_unmapped_inputs.add(swap_p)
 inv.not_invertible(swap_p, "it writes mutable state")
 discharge.discharge_rules[swap_p] = _swap_discharge
 def_effectful(swap_p)
+def_effects(swap_p, lambda eqn: {eff.WriteEffect(0)})
 
 
 def _write_partial_eval(trace, args, params, unknowns, prim=swap_p):
@@ -543,6 +547,7 @@ batching.batch_unmapped_inputs.add(addupdate_p)
 inv.not_invertible(addupdate_p, "it writes mutable state")
 discharge.discharge_rules[addupdate_p] = _addupdate_discharge
 def_effectful(addupdate_p)
+def_effects(addupdate_p, lambda eqn: {eff.AccumEffect(0)})
 
 
 # --- freeze ---------------------------------------------------------------------------------------
@@ -592,6 +597,7 @@ batching.primitive_batchers[freeze_p] = lambda vals, dims: (freeze_p.bind(vals[0
 inv.not_invertible(freeze_p, "it reads mutable state")
 discharge.ref_reading[freeze_p] = lambda x: x
 def_effectful(freeze_p)
+def_effects(freeze_p, lambda eqn: {eff.internal_mutable_array_effect})
 
 
 # --- empty_ref and free_ref -----------------------------------------------------------------------

@@ -30,6 +30,7 @@ import numpy as np
 from revax._src import tree_util
 from revax._src.core import dtypes, sharding_types, vma
 from revax._src.core.avals import ShapedArray, get_aval, same_type
+from revax._src.core.effects import def_nested_inputs
 from revax._src.core.eval import eval_jaxpr
 from revax._src.core.jaxpr import ClosedJaxpr, Jaxpr, Var
 from revax._src.core.trace import Primitive, Tracer, set_current_trace, to_concrete_value
@@ -321,6 +322,19 @@ inv.not_invertible(while_p, "its trip count depends on the values it would rebui
 ad.primitive_transposes[while_p] = _while_transpose
 batching.axis_size_batchers[while_p] = _while_batch
 mlir.register_lowering(while_p, _while_lower)
+
+
+def _while_inputs(eqn, name, inner):
+  """The atoms a while's cond_jaxpr (its consts, then the carry) or body_jaxpr (the body's
+  consts, then the carry) receives: an effect on an inner ref names the while's operand."""
+  cn, bn = eqn.params["cond_nconsts"], eqn.params["body_nconsts"]
+  carry = eqn.invars[cn + bn:]
+  if name == "cond_jaxpr":
+    return [*eqn.invars[:cn], *carry]
+  return [*eqn.invars[cn:cn + bn], *carry]
+
+
+def_nested_inputs(while_p, _while_inputs)
 
 
 def _bind_while(cond_fn, body_fn, init_vals):
