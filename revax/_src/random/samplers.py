@@ -118,7 +118,7 @@ def _split2(data):
   sliced out, as its `_split` and unpacking do)."""
   if not isinstance(data, prng.KeyBits) and prng_keys.is_key_aval(get_aval(data)):
     both = prng_keys.random_split(data, (2,))
-    return [shapes.squeeze(slicing.slice(both, (i,), (i + 1,)), (0,)) for i in (0, 1)]
+    return [shapes.squeeze(slicing.slice(both, (i,), (i + 1,), (1,)), (0,)) for i in (0, 1)]
   return prng.unstack_keys(prng.split_keys(data, (2,)))
 
 
