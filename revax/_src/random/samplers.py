@@ -8,6 +8,12 @@ to JAX's bit for bit (revax's NumPy implementations round some of them different
 family (gamma, loggamma, beta, dirichlet) runs op by op around the `random_gamma` primitive: its
 eager NumPy sampler draws without compiling a rejection loop, and its jaxpr shows the primitive.
 
+Traced (make_jaxpr, or a jit's trace), uniform, normal and bernoulli hand their jits the key as a
+key-typed value (`key<fry>[]`, a raw key wrapped by random_wrap) and draw with the random_bits
+primitive, so that their jaxprs are JAX's (normal: jit[_normal] -> jit[_normal_real] ->
+jit[_uniform] and the erf_inv primitive); eagerly, and under vmap or grad, they take the key's
+data, as before. Both draw the same bits.
+
 Every public sampler here (and in distributions.py, matrix_samplers.py) takes JAX's
 `out_sharding=` keyword: the sample, drawn as without it, is then placed as that sharding says
 (a sharding constraint under jit).
