@@ -12,6 +12,8 @@ conversions left unused are dropped. Both jaxprs compute the same thing; the one
 unchanged (its lowering gives the same module: keys lower to their data)."""
 from __future__ import annotations
 
+import numpy as np
+
 from revax._src import tree_util
 from revax._src.core.extended_dtypes import KeyTy
 from revax._src.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Var
@@ -49,6 +51,10 @@ def with_typed_keys(closed: ClosedJaxpr, in_impls, out_impls) -> ClosedJaxpr:
   if not any(in_impls) and not any(out_impls):
     return closed
   jaxpr = closed.jaxpr
+  if not all(_is_key_data(v.aval, impl) for vs, impls in ((jaxpr.invars, in_impls),
+                                                          (jaxpr.outvars, out_impls))
+             for v, impl in zip(vs, impls, strict=True) if impl is not None):
+    return closed  # (positions that do not hold key data: a program of another layout)
   unwrap, wrap = prng_keys.random_unwrap_p, prng_keys.random_wrap_p
   keys_of_data = {}  # a data var -> the key var it is the random_unwrap of
   subst = {}
@@ -84,6 +90,13 @@ def with_typed_keys(closed: ClosedJaxpr, in_impls, out_impls) -> ClosedJaxpr:
       outvars.append(k)
   return ClosedJaxpr(Jaxpr(jaxpr.constvars, invars, outvars, _drop_unused(eqns, outvars)),
                      closed.consts)
+
+
+def _is_key_data(aval, impl) -> bool:
+  k = len(impl.key_shape)
+  shape = tuple(getattr(aval, "shape", ()))
+  return (getattr(aval, "dtype", None) == np.uint32 and len(shape) >= k
+          and shape[len(shape) - k:] == tuple(impl.key_shape))
 
 
 def _key_aval(data_aval, impl):
