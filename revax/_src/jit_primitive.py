@@ -19,6 +19,7 @@ from revax._src.core.jaxpr import ClosedJaxpr
 from revax._src.core.trace import Primitive, _context, eval_trace
 from revax._src.interpreters import ad, batching, dispatch, mlir, partial_eval, staging
 from revax._src.interpreters import discharge, transpose
+from revax._src.lax import prng_keys
 from revax._src.lax import state as _state
 from revax._src.donation import run_donating
 from revax._src.runtime import array as _array
@@ -48,10 +49,23 @@ def _pick(values, mask, keep=True) -> list:
   return [v for v, m in zip(values, mask, strict=True) if bool(m) == keep]
 
 
+def _call_on_key_data(program, jaxpr: ClosedJaxpr, args) -> list:
+  """An eager jit equation on concrete keys (EagerKeys: a jitted sampler that takes key-typed
+  values, evaluated by an eager scan or vmap): the program on their data (keys lower to their
+  data), its key-typed results wrapped again."""
+  program.check_avals([dispatch.get_aval(a) for a in args])
+  outs = program.run_unchecked([a.data if type(a) is prng_keys.EagerKeys else a for a in args])
+  return [prng_keys.EagerKeys(o, aval.dtype._impl) if prng_keys.is_key_aval(aval) else o
+          for o, aval in zip(outs, jaxpr.out_avals, strict=True)]
+
+
 def _jit_impl(*args, jaxpr: ClosedJaxpr, name: str, in_shardings=None, out_shardings=None,
               compiler_options=()):
   if in_shardings is None and not _rt_sharded.any_sharded(args):
-    return program_for(jaxpr, name, (), compiler_options).call_arrays(args)
+    program = program_for(jaxpr, name, (), compiler_options)
+    if any(type(a) is prng_keys.EagerKeys for a in args):
+      return _call_on_key_data(program, jaxpr, args)
+    return program.call_arrays(args)
   if compiler_options:
     raise NotImplementedError(f"jit(compiler_options=...) of {name} over a mesh: revax hands "
                               "XLA options to one-device programs only")

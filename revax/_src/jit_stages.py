@@ -23,6 +23,7 @@ from revax._src.lax import state as _state
 from revax._src.program_cache import program_for
 from revax._src.sharding import SingleDeviceSharding
 from revax._src.stage_info import Signature, StageAttributes
+from revax._src.typed_key_jaxprs import key_impls_of_tree, with_typed_keys
 
 __all__ = ["Traced", "Lowered", "Compiled", "ShardedLowered", "ShardedCompiled"]
 
@@ -37,7 +38,8 @@ class Traced(StageAttributes):
 
   @property
   def jaxpr(self) -> ClosedJaxpr:
-    return self._entry.jaxpr
+    """The traced program, its key-array arguments and results typed as keys (as JAX's)."""
+    return _reported_jaxpr(self)
 
   def lower(self):
     """The traced program lowered for the same arguments (a `Lowered`)."""
@@ -74,7 +76,8 @@ class Lowered(StageAttributes):
 
   @property
   def jaxpr(self) -> ClosedJaxpr:
-    return self._entry.jaxpr
+    """The program lowered, its key-array arguments and results typed as keys (as JAX's)."""
+    return _reported_jaxpr(self)
 
   def compile(self, compiler_options=None, *, device_assignment=None) -> "Compiled":
     """Compile (JAX's signature). `compiler_options`: XLA options by name (e.g.
@@ -101,6 +104,24 @@ class Lowered(StageAttributes):
     (revax compiles to answer; JAX estimates from the unoptimized module, so figures of fused
     operations can differ)."""
     return self.compile().cost_analysis()
+
+
+def _reported_jaxpr(stage) -> ClosedJaxpr:
+  """The jaxpr a Traced or Lowered reports: its entry's program with the data of key arrays
+  among the arguments and results typed as keys (typed_key_jaxprs.py); made once per stage."""
+  typed = stage.__dict__.get("_typed_jaxpr")
+  if typed is None:
+    entry = stage._entry
+    closed = entry.jaxpr
+    in_impls = key_impls_of_tree(stage.in_tree)
+    out_impls = key_impls_of_tree(entry.out_tree)
+    n_consts = len(closed.jaxpr.invars) - len(in_impls)
+    if n_consts < 0 or len(out_impls) != len(closed.jaxpr.outvars):
+      typed = closed  # (a program of another shape, e.g. one that takes refs: as traced)
+    else:
+      typed = with_typed_keys(closed, [None] * n_consts + in_impls, out_impls)
+    stage.__dict__["_typed_jaxpr"] = typed
+  return typed
 
 
 class Compiled(StageAttributes):

@@ -43,10 +43,12 @@ from revax._src.core.shape_poly import is_symbolic_dim
 from revax._src.core.trace import Primitive
 from revax._src.interpreters import ad, batching, dispatch, mlir
 from revax._src.interpreters import invertible as inv
-from revax._src.lax import batch_util, binary, comparison, reductions, shapes, slicing, unary
+from revax._src.lax import (batch_util, binary, comparison, prng_keys, reductions, shapes,
+                            slicing, unary)
 from revax._src.lax.control_flow.loops import while_loop
 from revax._src.lax.conversion import bitcast_convert_type, convert_element_type
-from revax._src.lax.standard import broadcast_shapes, defbroadcasting, naryop_abstract_eval
+from revax._src.lax.standard import (broadcast_shapes, defbroadcasting, hlo_lowering,
+                                     naryop_abstract_eval)
 
 __all__ = ["random_gamma_grad"]
 
@@ -237,9 +239,13 @@ def fold_in_keys(keys, data):
 
 def random_bits(keys, bit_width: int, shape):
   """Uniform random bits: uint{bit_width}[*batch, *shape] from key data uint32[*batch, 2]
-  (`KeyBits`: by their implementation, which draws a batch of keys as vmap would)."""
+  (`KeyBits`: by their implementation, which draws a batch of keys as vmap would; key-typed
+  values, key<impl>[*batch], as a sampler traced by make_jaxpr gets them: JAX's random_bits
+  primitive, whose lowering draws the same bits by the implementation)."""
   if isinstance(keys, KeyBits):
     return keys.impl.random_bits(keys.data, bit_width, tuple(shape))
+  if prng_keys.is_key_aval(get_aval(keys)):
+    return prng_keys.random_bits(keys, bit_width, tuple(shape))
   y1, y2 = _hash(keys, tuple(shape))
   dtype = _UINT_DTYPES[bit_width]
   if bit_width == 64:
@@ -251,10 +257,13 @@ def random_bits(keys, bit_width: int, shape):
 
 def uniform_floats(keys, shape, dtype, minval=0.0, maxval=1.0):
   """Uniform floats in [minval, maxval) of `dtype`: the mantissa bits of 1.0 randomized, minus 1,
-  scaled; shape batch + shape for key data uint32[*batch, 2] (JAX's algorithm)."""
+  scaled; shape batch + shape for key data uint32[*batch, 2] (JAX's algorithm, its operations
+  in JAX's order, so that a traced sampler's jaxpr is JAX's)."""
   dtype = np.dtype(dtype)
   info = dtypes.finfo(dtype)
   nbits, nmant = info.bits, info.nmant
+  minval, maxval = convert_element_type(minval, dtype), convert_element_type(maxval, dtype)
+  minval, maxval = (shapes.broadcast_to_rank(v, len(shape)) for v in (minval, maxval))
   rng_bits = 8 if nmant < 8 else nbits
   uint_dtype = _UINT_DTYPES[nbits]
   bits = random_bits(keys, rng_bits, shape)
@@ -264,9 +273,7 @@ def uniform_floats(keys, shape, dtype, minval=0.0, maxval=1.0):
       binary.shift_right_logical(bits, np.asarray(rng_bits - nmant, uint_dtype)),
       np.asarray(1.0, dtype).view(uint_dtype))
   floats = binary.sub(bitcast_convert_type(float_bits, dtype), np.asarray(1.0, dtype))
-  minval = convert_element_type(minval, dtype)
-  maxval = convert_element_type(maxval, dtype)
-  out_shape = get_aval(floats).shape
+  out_shape = get_aval(floats).shape  # (batch + shape: the bounds broadcast from the right)
   scaled = binary.add(binary.mul(floats, binary.sub(maxval, minval)), minval)
   if get_aval(scaled).shape != out_shape:
     scaled = shapes.reshape(scaled, out_shape)
@@ -328,6 +335,21 @@ def sampler_erf_inv(x):
   # +-inf at +-1 from sign(x), not x * inf: the unselected branch's cotangent would be 0 * inf
   # (NaN) under reverse mode, e.g. in the gradient of truncated_normal w.r.t. its bounds
   return comparison.select_n(at_one, binary.mul(p, x), binary.mul(unary.sign(x), f32(np.inf)))
+
+
+_chlo_erf_inv_lowering = hlo_lowering("chlo.erf_inv")
+
+
+def _erf_inv_lowering(ctx, x):
+  """erf_inv compiled: in float32 `sampler_erf_inv` (jaxlib's XLA's values, bit for bit: the
+  normal samplers apply the erf_inv primitive, as JAX's, and must draw JAX's values; this
+  XLA's chlo.erf_inv rounds ~0.5% of float32 inputs differently), else chlo.erf_inv."""
+  if ctx.avals_in[0].dtype == np.float32:
+    return mlir.lower_fun(sampler_erf_inv, multiple_results=False)(ctx, x)
+  return _chlo_erf_inv_lowering(ctx, x)
+
+
+mlir.register_lowering(unary.erf_inv_p, _erf_inv_lowering)
 
 
 # NumPy counterparts of the key-data helpers, for the eager gamma sampler (keys: uint32[n, 2]).

@@ -737,7 +737,8 @@ def _erf_inv_jvp(t, out, x):
   return mul(t, mul(math.sqrt(math.pi) / 2, exp(square(out))))
 
 
-erf_inv_p = unop("erf_inv", "float", _in_float64(_erf_inv_f64), "chlo.erf_inv")
+# (lowered by prng.py: in float32 as jaxlib's XLA evaluates it, the samplers' erf_inv)
+erf_inv_p = unop("erf_inv", "float", _in_float64(_erf_inv_f64), None)
 ad.defjvp_from_output(erf_inv_p, _erf_inv_jvp)
 inv.definverse_unary(erf_inv_p, lambda y: erf(y))
 

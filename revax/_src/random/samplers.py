@@ -8,6 +8,12 @@ to JAX's bit for bit (revax's NumPy implementations round some of them different
 family (gamma, loggamma, beta, dirichlet) runs op by op around the `random_gamma` primitive: its
 eager NumPy sampler draws without compiling a rejection loop, and its jaxpr shows the primitive.
 
+Traced (make_jaxpr, or a jit's trace), uniform, normal and bernoulli hand their jits the key as a
+key-typed value (`key<fry>[]`, a raw key wrapped by random_wrap) and draw with the random_bits
+primitive, so that their jaxprs are JAX's (normal: jit[_normal] -> jit[_normal_real] ->
+jit[_uniform] and the erf_inv primitive); eagerly, and under vmap or grad, they take the key's
+data, as before. Both draw the same bits.
+
 Every public sampler here (and in distributions.py, matrix_samplers.py) takes JAX's
 `out_sharding=` keyword: the sample, drawn as without it, is then placed as that sharding says
 (a sharding constraint under jit).
@@ -32,6 +38,9 @@ from revax._src.numpy import indexing as jnp_indexing
 from revax._src.numpy import reductions as jnp_reductions
 from revax._src.numpy import shape_ops as jnp_shape_ops
 from revax._src.numpy import util as jnp_util
+from revax._src.core.extended_dtypes import key_staging
+from revax._src.core.trace import _context as _trace_context
+from revax._src.interpreters.staging import DynamicJaxprTrace
 from revax._src.random.keys import canonicalize_shape, check_prng_key, tracing, typed_keys
 
 _UINT_DTYPES = {8: np.dtype(np.uint8), 16: np.dtype(np.uint16), 32: np.dtype(np.uint32),
@@ -87,6 +96,17 @@ def _key_dtype_shape(name: str, key, shape, dtype, kind: str = "float"):
   return data, canonicalize_shape(shape, name), dtype
 
 
+def _sampler_key(name: str, key):
+  """What a jitted sampler takes for `key` (checked: TypeError for a non-key, ValueError for a
+  batch): while make_jaxpr traces, the key as a key-typed value (a raw key wrapped by
+  random_wrap), so that the sampler's jaxpr takes `key<fry>[]` and draws with random_bits, as
+  JAX's; otherwise its data (`check_prng_key`: bare threefry data or `prng.KeyBits`), which
+  eager calls and compiled programs carry."""
+  if (key_staging.typed and tracing()) or type(_trace_context.trace) is DynamicJaxprTrace:
+    return typed_keys(name, key)[0]
+  return check_prng_key(name, key)[0]
+
+
 def _check_arraylike(name: str, *args):
   jnp_util.check_arraylike(name, *args)
 
@@ -100,7 +120,11 @@ def _per_key(draws):
 
 
 def _split2(data):
-  """Two keys split from one key's data."""
+  """Two keys split from one key's data (key-typed keys: JAX's random_split, then each key
+  sliced out, as its `_split` and unpacking do)."""
+  if not isinstance(data, prng.KeyBits) and prng_keys.is_key_aval(get_aval(data)):
+    both = prng_keys.random_split(data, (2,))
+    return [shapes.squeeze(slicing.slice(both, (i,), (i + 1,), (1,)), (0,)) for i in (0, 1)]
   return prng.unstack_keys(prng.split_keys(data, (2,)))
 
 
@@ -156,8 +180,10 @@ def uniform(key, shape=(), dtype=None, minval=0.0, maxval=1.0, *, out_sharding=N
     Array([[ 0.895334  ,  0.95715976, -0.33541703],
            [-0.06266308,  0.13977742, -0.66899395]], dtype=float32)
   """
-  data, shape, dtype = _key_dtype_shape("uniform", key, shape, dtype)
-  return placed(_uniform(data, minval, maxval, shape, dtype), out_sharding)
+  keys = _sampler_key("uniform", key)
+  dtype = _float_dtype("uniform", dtype)
+  shape = canonicalize_shape(shape, "uniform")
+  return placed(_uniform(keys, minval, maxval, shape, dtype), out_sharding)
 
 
 @functools.partial(jit, static_argnums=(3, 4))
@@ -183,23 +209,32 @@ def normal(key, shape=(), dtype=None, *, out_sharding=None):
     >>> revax.random.normal(key, (3,))
     Array([ 1.6226422 ,  2.0252647 , -0.43359444], dtype=float32)
   """
-  data, _ = check_prng_key("normal", key)
+  keys = _sampler_key("normal", key)
   shape = canonicalize_shape(shape, "normal")
   dtype = _float_dtype("normal", dtype, "float or complex")
-  return placed(_normal(data, shape, dtype), out_sharding)
+  return placed(_normal(keys, shape, dtype), out_sharding)
 
 
 @functools.partial(jit, static_argnums=(1, 2))
 def _normal(key, shape, dtype):
   if not dtypes.is_complex(dtype):
-    return prng.normal_floats(key, shape, dtype)
+    return _normal_real(key, shape, dtype)
   real_dtype = np.zeros((), dtype).real.dtype
   # real and imaginary parts from two split keys, one draw each (as JAX: a draw from a batch of
   # keys is not the same as one draw per key for every implementation)
-  re, im = (conversion.convert_element_type(prng.normal_floats(k, shape, real_dtype), dtype)
+  re, im = (conversion.convert_element_type(_normal_real(k, shape, real_dtype), dtype)
             for k in _split2(key))
   sqrt2 = np.asarray(np.sqrt(2), dtype)
   return binary.div(binary.add(re, binary.mul(np.asarray(1j, dtype), im)), sqrt2)
+
+
+@functools.partial(jit, static_argnums=(1, 2))
+def _normal_real(key, shape, dtype):
+  """sqrt(2) erf_inv(u) for u uniform in (-1, 1), JAX's jits and primitives: `_uniform`, then
+  the erf_inv primitive (compiled in float32 as jaxlib's XLA evaluates it)."""
+  lo = np.nextafter(np.asarray(-1.0, dtype), np.asarray(0.0, dtype))
+  u = _uniform(key, lo, np.asarray(1.0, dtype), shape, dtype)
+  return binary.mul(np.asarray(np.sqrt(2), dtype), unary.erf_inv(u))
 
 
 
@@ -272,7 +307,7 @@ def bernoulli(key, p=0.5, shape=None, mode="low", *, out_sharding=None):
     shape = canonicalize_shape(shape, "bernoulli")
   if mode not in ("high", "low"):
     raise ValueError(f"got mode={mode!r}, expected 'high' or 'low'")
-  data, _ = check_prng_key("bernoulli", key)
+  keys = _sampler_key("bernoulli", key)
   _check_arraylike("bernoulli", p)
   dtype = get_aval(p).dtype
   if not dtypes.is_float(dtype):
@@ -282,7 +317,7 @@ def bernoulli(key, p=0.5, shape=None, mode="low", *, out_sharding=None):
     shape = _shape_of(p)
   else:
     _check_shape("bernoulli", shape, _shape_of(p))
-  return placed(_bernoulli(data, p, shape, mode), out_sharding)
+  return placed(_bernoulli(keys, p, shape, mode), out_sharding)
 
 
 @functools.partial(jit, static_argnums=(2, 3))
@@ -294,7 +329,7 @@ def _bernoulli(key, p, shape, mode):
                              shape) for i in (0, 1))
     u2 = binary.mul(u2, np.asarray(2.0 ** -dtypes.finfo(dtype).nmant, dtype))
     return comparison.lt(u2, binary.sub(p, u1))
-  return comparison.lt(prng.uniform_floats(key, shape, dtype), p)
+  return comparison.lt(_uniform(key, 0.0, 1.0, shape, dtype), p)
 
 
 
