@@ -15,7 +15,7 @@ shardings' mesh; nested in another program it constrains its operands and result
 from __future__ import annotations
 
 from revax._src.core.eval import eval_jaxpr
-from revax._src.core.jaxpr import ClosedJaxpr
+from revax._src.core.jaxpr import ClosedJaxpr, pp_forwarding_params, pp_leading_params
 from revax._src.core.trace import Primitive, _context, eval_trace
 from revax._src.interpreters import ad, batching, dispatch, mlir, partial_eval, staging
 from revax._src.interpreters import discharge, transpose
@@ -30,6 +30,8 @@ __all__ = ["jit_p", "bind_jit", "shard_params", "run_with_refs"]
 
 
 jit_p = Primitive("jit", multiple_results=True)
+pp_forwarding_params[jit_p] = "jaxpr"  # (printed as JAX prints a jit call: `name=` first, the
+pp_leading_params[jit_p] = ("name",)  # body's binders named as the call's operands and results)
 
 
 def _jit_abstract_eval(*avals, jaxpr: ClosedJaxpr, name: str, **shardings):
