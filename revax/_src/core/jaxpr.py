@@ -258,6 +258,16 @@ pp_forwarding_params: dict = {}
 pp_leading_params: dict = {}
 
 
+# primitive -> the params holding jaxprs that the primitive's printing never shows (revax's own:
+# shard_map's vmap form); they take no part in choosing the jaxprs printed ahead
+pp_hidden_params: dict = {}
+
+
+# primitive -> rule(params) -> the params JAX prints, where its printer leaves some out or
+# shortens them (a broadcast's `shape`, implied by the result's type)
+pp_param_rules: dict = {}
+
+
 def pp_eqn(eqn: JaxprEqn, names: _Names, indent: int = 0) -> str:
   rule = pp_eqn_rules.get(eqn.primitive)
   if rule is not None:
@@ -273,20 +283,22 @@ def pp_eqn(eqn: JaxprEqn, names: _Names, indent: int = 0) -> str:
       names.suggest(body.outvars, eqn.outvars)
   outs = " ".join(_binder(names, v) for v in eqn.outvars)
   head = f"{outs} = {eqn.primitive.name}" if eqn.outvars else eqn.primitive.name
+  rule = pp_param_rules.get(eqn.primitive)
+  params = eqn.params if rule is None else rule(eqn.params)
   lead = pp_leading_params.get(eqn.primitive, ())
-  keys = [k for k in lead if k in eqn.params] + sorted(k for k in eqn.params if k not in lead)
+  keys = [k for k in lead if k in params] + sorted(k for k in params if k not in lead)
   ins = " ".join(names(v) for v in eqn.invars)
   if not keys:
     return f"{head} {ins}"
   # as JAX's printer lays it out: the params on one line where the whole equation fits in 80
   # columns, else one a line (a nested jaxpr then on one line where it fits from its column)
-  if _nested_eqns(eqn.params, names.shared) <= 6:  # (more cannot fit on one line: not worth the attempt)
-    flat = " ".join(f"{k}={_fmt_param(eqn.params[k], names, indent, flat=True)}" for k in keys)
+  if _nested_eqns(params, names.shared) <= 6:  # (more cannot fit on a line: no attempt)
+    flat = " ".join(f"{k}={_fmt_param(params[k], names, indent, flat=True)}" for k in keys)
     line = f"{head}[{flat}] {ins}"
     if "\n" not in line and indent + len(line) <= 80:
       return line
   pad = " " * (indent + 2)
-  body = "".join(f"{pad}{k}={_fmt_param(eqn.params[k], names, indent, indent + len(k) + 3)}\n"
+  body = "".join(f"{pad}{k}={_fmt_param(params[k], names, indent, indent + len(k) + 3)}\n"
                  for k in keys)
   return f"{head}[\n{body}{' ' * indent}] {ins}"
 
@@ -343,8 +355,10 @@ def _dropvars(jaxpr: Jaxpr) -> list:
   return dropped
 
 
-def _subjaxprs(params: dict):
-  for value in params.values():
+def _subjaxprs(params: dict, hidden=()):
+  for key, value in params.items():
+    if key in hidden:
+      continue
     for v in value if isinstance(value, tuple) else (value,):
       if isinstance(v, Jaxpr):
         yield v
@@ -363,7 +377,7 @@ def _shared_jaxprs(top: Jaxpr) -> dict:
     counts[jaxpr] = counts.get(jaxpr, 0) + 1 + (jaxpr is not top and len(jaxpr.eqns) > 10)
     for eqn in jaxpr.eqns:
       name = eqn.params.get("name")
-      for sub in _subjaxprs(eqn.params):
+      for sub in _subjaxprs(eqn.params, pp_hidden_params.get(eqn.primitive, ())):
         queue.append(sub)
         if isinstance(name, str):
           named.setdefault(sub, name.strip("<>"))
