@@ -97,8 +97,8 @@ def _jit_jvp(primals, tangents, *, jaxpr, name, in_shardings=None, out_shardings
     _, out_nonzeros = ad.jvp_jaxpr(jaxpr, nonzeros)
     ins = list(in_shardings) + _pick(in_shardings, nonzeros)
     outs = list(out_shardings) + _pick(out_shardings, out_nonzeros)
-  return ad.call_jvp(jaxpr, primals, tangents,
-                     lambda jvp_closed, args: bind_jit(jvp_closed, args, f"jvp_{name}", ins, outs,
+  return ad.call_jvp(jaxpr, primals, tangents,  # (the call keeps its name, as JAX's)
+                     lambda jvp_closed, args: bind_jit(jvp_closed, args, name, ins, outs,
                                                        compiler_options))
 
 
@@ -132,7 +132,7 @@ def _jit_transpose(cts, *args, jaxpr, name, in_shardings=None, out_shardings=Non
   if in_shardings is not None:  # a cotangent is laid out as the value it belongs to
     ins = _pick(in_shardings, linear_mask, False) + list(out_shardings)
     outs = _pick(in_shardings, linear_mask)
-  lin_cts = iter(bind_jit(ct_closed, nonlinear + cts, f"transpose_{name}", ins, outs,
+  lin_cts = iter(bind_jit(ct_closed, nonlinear + cts, name, ins, outs,
                           compiler_options))
   return [next(lin_cts) if lin else None for lin in linear_mask]
 
@@ -157,7 +157,7 @@ def _jit_batch(axis_size, vals, dims, *, jaxpr, name, in_shardings=None, out_sha
     ins = [_batched_sharding(s, d, spmd) for s, d in zip(in_shardings, dims, strict=True)]
     outs = [_batched_sharding(s, d, spmd)
             for s, d in zip(out_shardings, out_dims, strict=True)]
-  return (bind_jit(batched, list(vals), f"vmap_{name}", ins, outs, compiler_options),
+  return (bind_jit(batched, list(vals), name, ins, outs, compiler_options),
           list(out_dims))
 
 
