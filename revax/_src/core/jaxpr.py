@@ -226,9 +226,10 @@ def _fmt_param(value, names, indent, lead=0, flat=False) -> str:
   if isinstance(value, tuple):
     if value and all(isinstance(x, (Jaxpr, ClosedJaxpr)) for x in value):
       # (JAX's: on one line where it fits, else one jaxpr a line)
-      one = "(" + " ".join(_fmt_param(x, names, indent + 2, flat=True) for x in value) + ")"
-      if flat or ("\n" not in one and lead + len(one) <= 80):
-        return one
+      if flat or _nested_eqns({"": value}, names.shared) <= 6:
+        one = "(" + " ".join(_fmt_param(x, names, indent + 2, flat=True) for x in value) + ")"
+        if flat or ("\n" not in one and lead + len(one) <= 80):
+          return one
       return "(\n" + "".join(" " * (indent + 4) + _fmt_param(x, names, indent + 2, indent + 4)
                              + "\n" for x in value) + " " * (indent + 2) + ")"
     inner = ", ".join(repr(x) if type(x) is str else _fmt_param(x, names, indent)
@@ -310,13 +311,8 @@ def _nested_eqns(params: dict, shared: dict) -> int:
              for j in _subjaxprs(params) if j not in shared)
 
 
-def _holds_jaxpr(value) -> bool:
-  if isinstance(value, tuple):
-    return any(map(_holds_jaxpr, value))
-  return isinstance(value, (Jaxpr, ClosedJaxpr))
-
-
-def pp_jaxpr(jaxpr: Jaxpr, names: _Names, indent: int = 0, lead: int = 0, trail: int = 0) -> str:
+def pp_jaxpr(jaxpr: Jaxpr, names: _Names, indent: int = 0, lead: int = 0,
+             trail: int = 0) -> str:
   """The text of `jaxpr` at `indent`, between `lead` characters on its first line and `trail`
   after it."""
   consts = " ".join(_binder(names, v) for v in jaxpr.constvars)
@@ -386,10 +382,10 @@ def _shared_jaxprs(top: Jaxpr) -> dict:
     if count == 1:
       continue
     name = named.get(jaxpr, "jaxpr")
-    count = taken[name]
+    before = taken[name]
     taken[name] += 1
-    if count:  # (the second `f` is `f1`, as JAX names it)
-      name += str(count)
+    if before:  # (the second `f` is `f1`, as JAX names it)
+      name += str(before)
       taken[name] += 1
     shared[jaxpr] = name
   return shared
