@@ -28,7 +28,7 @@ from revax._src import tree_util
 from revax._src.core import dtypes, vma
 from revax._src.core.avals import AbstractRef, get_aval, same_type
 from revax._src.core.eval import eval_jaxpr
-from revax._src.core.jaxpr import ClosedJaxpr
+from revax._src.core.jaxpr import ClosedJaxpr, pp_leading_params, pp_param_rules
 from revax._src.core.trace import (ConcreteValueError, Primitive, Tracer,
                                    current_trace, eval_trace, set_current_trace,
                                    to_concrete_value)
@@ -343,6 +343,31 @@ mlir.register_lowering(custom_jvp_call_p, _call_lower)
 staging.dce_rules[custom_jvp_call_p] = _call_dce
 
 
+def _owner(rule):
+  """The custom_jvp/custom_vjp function a call's rule belongs to (through batched rules)."""
+  while not hasattr(rule, "owner") and hasattr(rule, "rule"):
+    rule = rule.rule
+  return getattr(rule, "owner", None)
+
+
+def _printed(params: dict, key: str, *rules) -> dict:
+  """A custom call's params as JAX prints them: the function's and its rules' names, no
+  num_consts when 0, and whether the rules take symbolic zeros."""
+  owner = _owner(params[key])
+  if owner is None:
+    return params
+  out = {"name": _name(owner.fun), "call_jaxpr": params["call_jaxpr"],
+         "symbolic_zeros": owner.symbolic_zeros}
+  out.update((r, _name(getattr(owner, r))) for r in rules)
+  if params["num_consts"]:
+    out["num_consts"] = params["num_consts"]
+  return out
+
+
+pp_param_rules[custom_jvp_call_p] = lambda params: _printed(params, "jvp", "jvp")
+pp_leading_params[custom_jvp_call_p] = ("name",)
+
+
 # --- custom_vjp ----------------------------------------------------------------------------------
 class custom_vjp:  # noqa: N801 (JAX's name)
   """A function with a custom VJP rule (as `jax.custom_vjp`).
@@ -592,6 +617,8 @@ ad.primitive_jvps[custom_vjp_call_p] = _custom_vjp_call_jvp
 batching.axis_size_batchers[custom_vjp_call_p] = _custom_vjp_call_batch
 mlir.register_lowering(custom_vjp_call_p, _call_lower)
 staging.dce_rules[custom_vjp_call_p] = _call_dce
+pp_param_rules[custom_vjp_call_p] = lambda params: _printed(params, "rule", "fwd", "bwd")
+pp_leading_params[custom_vjp_call_p] = ("name",)
 discharge.discharge_rules[custom_vjp_call_p] = custom_vjp_refs.discharge_rule(custom_vjp_call_p)
 discharge.discharge_rules_with_live_refs.add(custom_vjp_call_p)
 

@@ -15,7 +15,7 @@ shardings' mesh; nested in another program it constrains its operands and result
 from __future__ import annotations
 
 from revax._src.core.eval import eval_jaxpr
-from revax._src.core.jaxpr import ClosedJaxpr
+from revax._src.core.jaxpr import ClosedJaxpr, pp_forwarding_params, pp_leading_params
 from revax._src.core.trace import Primitive, _context, eval_trace
 from revax._src.interpreters import ad, batching, dispatch, mlir, partial_eval, staging
 from revax._src.interpreters import discharge, transpose
@@ -31,6 +31,8 @@ __all__ = ["jit_p", "bind_jit", "shard_params", "run_with_refs"]
 
 
 jit_p = Primitive("jit", multiple_results=True)
+pp_forwarding_params[jit_p] = "jaxpr"  # (printed as JAX prints a jit call: `name=` first, the
+pp_leading_params[jit_p] = ("name",)  # body's binders named as the call's operands and results)
 
 
 def _jit_abstract_eval(*avals, jaxpr: ClosedJaxpr, name: str, **shardings):
@@ -109,8 +111,8 @@ def _jit_jvp(primals, tangents, *, jaxpr, name, in_shardings=None, out_shardings
     _, out_nonzeros = ad.jvp_jaxpr(jaxpr, nonzeros)
     ins = list(in_shardings) + _pick(in_shardings, nonzeros)
     outs = list(out_shardings) + _pick(out_shardings, out_nonzeros)
-  return ad.call_jvp(jaxpr, primals, tangents,
-                     lambda jvp_closed, args: bind_jit(jvp_closed, args, f"jvp_{name}", ins, outs,
+  return ad.call_jvp(jaxpr, primals, tangents,  # (the call keeps its name, as JAX's)
+                     lambda jvp_closed, args: bind_jit(jvp_closed, args, name, ins, outs,
                                                        compiler_options))
 
 
@@ -144,7 +146,7 @@ def _jit_transpose(cts, *args, jaxpr, name, in_shardings=None, out_shardings=Non
   if in_shardings is not None:  # a cotangent is laid out as the value it belongs to
     ins = _pick(in_shardings, linear_mask, False) + list(out_shardings)
     outs = _pick(in_shardings, linear_mask)
-  lin_cts = iter(bind_jit(ct_closed, nonlinear + cts, f"transpose_{name}", ins, outs,
+  lin_cts = iter(bind_jit(ct_closed, nonlinear + cts, name, ins, outs,
                           compiler_options))
   return [next(lin_cts) if lin else None for lin in linear_mask]
 
@@ -169,7 +171,7 @@ def _jit_batch(axis_size, vals, dims, *, jaxpr, name, in_shardings=None, out_sha
     ins = [_batched_sharding(s, d, spmd) for s, d in zip(in_shardings, dims, strict=True)]
     outs = [_batched_sharding(s, d, spmd)
             for s, d in zip(out_shardings, out_dims, strict=True)]
-  return (bind_jit(batched, list(vals), f"vmap_{name}", ins, outs, compiler_options),
+  return (bind_jit(batched, list(vals), name, ins, outs, compiler_options),
           list(out_dims))
 
 

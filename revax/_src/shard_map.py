@@ -39,7 +39,8 @@ from revax._src.core import wrapping
 from revax._src import tree_util
 from revax._src.core.avals import AbstractRef, get_aval
 from revax._src.core.eval import eval_jaxpr
-from revax._src.core.jaxpr import ClosedJaxpr, Jaxpr, Var, binder, pp_block_rules, pp_jaxpr
+from revax._src.core.jaxpr import (ClosedJaxpr, Jaxpr, Var, binder, pp_block_rules,
+                                   pp_hidden_params, pp_jaxpr)
 from revax._src.core.trace import Primitive, Tracer, _context, eval_trace
 from revax._src.interpreters import ad, batching, dispatch, mlir, partial_eval, staging
 from revax._src.interpreters import invertible as inv
@@ -378,9 +379,10 @@ def _pp_shard_map(eqn, names, indent):
   outs = " ".join(binder(names, v) for v in eqn.outvars)  # (named before the body's, as JAX)
   specs = lambda ss: "(" + ", ".join(repr(x) for x in ss) + (",)" if len(ss) == 1 else ")")
   newly = frozenset(p["manual"])
+  body = p["body"].jaxpr  # (printed ahead by name, `jaxpr=jaxpr`, where JAX's printer would)
   lines = [f"check_vma={p['check_vma']}",
            f"in_specs={specs(p['in_specs'])}",
-           f"jaxpr={pp_jaxpr(p['body'].jaxpr, names, indent + 2)}",
+           f"jaxpr={names.shared.get(body) or pp_jaxpr(body, names, indent + 2)}",
            f"mesh={p['mesh'].abstract_mesh if p['context_mesh'] else p['mesh']}",
            f"newly_manual_axes={newly!r}" if newly else "newly_manual_axes=frozenset()",
            f"out_specs={specs(p['out_specs'])}"]
@@ -390,6 +392,7 @@ def _pp_shard_map(eqn, names, indent):
 
 
 pp_block_rules[shard_map_p] = _pp_shard_map
+pp_hidden_params[shard_map_p] = ("fallback",)
 
 
 def _as_jit(rule):

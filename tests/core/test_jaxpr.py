@@ -15,17 +15,61 @@ jax = pytest.importorskip("jax")
 x3 = np.ones(3, np.float32)
 
 
-@pytest.mark.parametrize("fun_name", ["scalar_exp", "weak_promotion", "nested_jit", "passthrough"])
+def _printed_funs(lib):
+  """{name: (function, args)} whose jaxprs' text must be JAX's: the naming across nested
+  jaxprs, `_` for unused results at top level, shared bodies printed ahead, the layout."""
+  np_mod, jit, lax = lib.numpy, lib.jit, lib.lax
+  twice = jit(lambda y: y * 2)
+
+  def long_body(y):
+    for _ in range(6):
+      y = np_mod.sin(y) * 2
+    return y
+
+  def ref_writes(x):
+    r = lib.new_ref(x)
+    r[...] = r[...] * 2
+    lib.ref.set(r, (), 3.0)
+    r[...] += 1.0
+    return r[...]
+
+  @lib.custom_jvp
+  def custom(x):
+    return x * 2
+
+  @custom.defjvp
+  def custom_jvp(p, t):
+    return custom(p[0]), t[0] * 2
+
+  return {
+      "scalar_exp": (lambda x: np_mod.exp(x), (1.0,)),
+      "weak_promotion": (lambda x, y: x * y + 1.0, (x3, 2.0)),
+      "nested_jit": (lambda x: jit(lambda y: y * 2)(x), (x3,)),
+      "passthrough": (lambda x: (x, 1.0), (x3,)),
+      "identity_jit_one_line": (lambda x: jit(lambda y: y)(x), (1.0,)),
+      "nested_jit_names": (lambda x: jit(lambda y: jit(lambda z: jit(np_mod.cos)(z) * 2)(y))(x),
+                           (x3,)),
+      "unused_results": (lambda x: (np_mod.sin(x), jit(lambda a: (a * 2, a + 1))(x))[1][1],
+                         (1.0,)),
+      "operand_twice": (lambda x: lib.jvp(jit(np_mod.sin), (x,), (x,)), (x3,)),
+      "shared_body": (lambda x: twice(x) + twice(twice(x)), (1.0,)),
+      "long_body_ahead": (lambda x: jit(long_body)(x), (1.0,)),
+      "ref_writes": (ref_writes, (1.0,)),
+      "ref_writes_nested": (jit(ref_writes), (1.0,)),
+      "cond_branches": (lambda x: lax.cond(x > 0, lambda: 1., lambda: 2.), (1.0,)),
+      "while_consts": (lambda x: lax.while_loop(lambda v: v[0] < 3, lambda v: v + x3, x),
+                       (x3,)),
+      "broken_params": (lambda x: lax.fori_loop(0, 4, lambda i, v: v * 2.0 + i, x), (x3,)),
+      "dot_general": (lambda a, b: lax.dot_general(a, b, (((1,), (0,)), ((), ()))),
+                      (np.ones((2, 3), np.float32), x3)),
+      "custom_jvp": (custom, (x3,)),
+  }
+
+
+@pytest.mark.parametrize("fun_name", list(_printed_funs(revax)))
 def test_printing_matches_jax(fun_name):
-  def funs(np_mod, jit):
-    return {
-        "scalar_exp": (lambda x: np_mod.exp(x), (1.0,)),
-        "weak_promotion": (lambda x, y: x * y + 1.0, (x3, 2.0)),
-        "nested_jit": (lambda x: jit(lambda y: y * 2)(x), (x3,)),
-        "passthrough": (lambda x: (x, 1.0), (x3,)),
-    }[fun_name]
-  f, args = funs(rnp, revax.jit)
-  jf, _ = funs(jax.numpy, jax.jit)
+  f, args = _printed_funs(revax)[fun_name]
+  jf, _ = _printed_funs(jax)[fun_name]
   assert str(revax.make_jaxpr(f)(*args)) == str(jax.make_jaxpr(jf)(*args))
 
 

@@ -13,8 +13,6 @@ KNOWN = {
                    "raises TypeError naming the problem"),
     "pick vjp": ("the float0 cotangent of an integer argument: jax returns its TypedNdArray "
                  "wrapper, revax a NumPy float0 array (same dtype and value)"),
-    "jaxpr": ("variable naming inside a nested jaxpr, and jax prints the write as a swap "
-              "whose old value is unused"),
 }
 
 

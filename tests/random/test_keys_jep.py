@@ -3,8 +3,6 @@ this suite's words) gives the same transcript with each library but for the step
 from tests.guide_transcripts import compare, run_both
 
 KNOWN = {
-    "key bad seed": ("same TypeError; jax's message shows the float seed as the tracer it "
-                     "converted it to"),
     "wrap bad shape": ("same TypeError and text up to the implementation, which jax prints as "
                        "its PRNGImpl record (function objects) and revax by name"),
 }

@@ -7,6 +7,7 @@ JAX's text form: `{ lambda ; a:f32[3]. let b:f32[3] = exp a in (b,) }`.
 """
 from __future__ import annotations
 
+import collections
 import itertools
 
 import numpy as np
@@ -103,7 +104,7 @@ class Jaxpr:
     return jaxpr_effects(self)
 
   def __str__(self):
-    return pp_jaxpr(self, _Names(), indent=0)
+    return pp_toplevel(self)
 
   __repr__ = __str__
 
@@ -137,10 +138,18 @@ class ClosedJaxpr:
 
 # --- pretty printing ------------------------------------------------------------------------------
 class _Names:
-  """Names variables a, b, ..., z, ba, bb, ... in order of first appearance (as JAX does)."""
+  """Names variables a, b, ..., z, ba, bb, ... in order of first appearance, across the nested
+  jaxprs of one print (as JAX's JaxprPpContext: one name per variable in the whole text).
 
-  def __init__(self):
-    self.names = {}
+  `dropped`: variables printed `_` (the top-level jaxpr's unused results, as JAX prints them);
+  `shared`: the nested jaxprs printed once ahead of the program (`let f = { ... } in`) and
+  referred to by name, whose names the variables' names skip."""
+
+  def __init__(self, dropped=(), shared=None):
+    self.names = {v: "_" for v in dropped}
+    self.shared = shared or {}
+    self._taken = set(self.shared.values())
+    self._next = 0
 
   def __call__(self, v) -> str:
     if isinstance(v, Literal):
@@ -149,8 +158,27 @@ class _Names:
       return "_"
     name = self.names.get(v)
     if name is None:
-      name = self.names[v] = _encode(len(self.names))
+      name = self.names[v] = self._fresh()
     return name
+
+  def _fresh(self) -> str:
+    while True:
+      name = _encode(self._next)
+      self._next += 1
+      if name not in self._taken:
+        return name
+
+  def suggest(self, for_vars, like_vars) -> None:
+    """Name `for_vars` (a nested jaxpr's binders) as `like_vars` (the outer atoms they alias),
+    as JAX's printer does for a jit call's body: each outer variable lends its name once."""
+    if len(for_vars) != len(like_vars):
+      return
+    lent = set()
+    for for_v, like_v in zip(for_vars, like_vars):
+      if (isinstance(like_v, Var) and like_v not in lent and isinstance(for_v, Var)
+          and for_v not in self.names):
+        lent.add(like_v)
+        self.names[for_v] = self(like_v)
 
 
 def _encode(i: int) -> str:
@@ -186,19 +214,26 @@ def _binder(names, v) -> str:
   return f"{names(v)}:{v.aval.str_short()}"
 
 
-def _fmt_param(value, names, indent) -> str:
+def _fmt_param(value, names, indent, lead=0, flat=False) -> str:
+  """A param's text, starting at column `lead` of an equation at column `indent`; `flat`: as
+  one line (a nested jaxpr's one-line form, where it has one)."""
   if isinstance(value, ClosedJaxpr):
     value = value.jaxpr
-  if isinstance(value, Jaxpr):
-    return pp_jaxpr(value, _Names(), indent + 2)  # a nested jaxpr names its variables afresh
+  if isinstance(value, Jaxpr):  # (its variables named on from the outer ones, as JAX's)
+    return names.shared.get(value) or pp_jaxpr(value, names, indent + 2, 0 if flat else lead)
   if isinstance(value, np.dtype):
     return value.name
   if isinstance(value, type) and issubclass(value, np.generic):
     return np.dtype(value).name
   if isinstance(value, tuple):
     if value and all(isinstance(x, (Jaxpr, ClosedJaxpr)) for x in value):
-      return "(\n" + "".join(" " * (indent + 4) + _fmt_param(x, names, indent + 2) + "\n"
-                             for x in value) + " " * (indent + 2) + ")"
+      # (JAX's: on one line where it fits, else one jaxpr a line)
+      if flat or _nested_eqns({"": value}, names.shared) <= 6:
+        one = "(" + " ".join(_fmt_param(x, names, indent + 2, flat=True) for x in value) + ")"
+        if flat or ("\n" not in one and lead + len(one) <= 80):
+          return one
+      return "(\n" + "".join(" " * (indent + 4) + _fmt_param(x, names, indent + 2, indent + 4)
+                             + "\n" for x in value) + " " * (indent + 2) + ")"
     inner = ", ".join(repr(x) if type(x) is str else _fmt_param(x, names, indent)
                       for x in value)  # (strings in tuples print quoted, as JAX's)
     return f"({inner},)" if len(value) == 1 else f"({inner})"
@@ -217,6 +252,25 @@ pp_eqn_rules: dict = {}
 pp_block_rules: dict = {}
 
 
+# primitive -> the param holding a body called with the equation's operands and giving its
+# results (a jit call's `jaxpr`): JAX prints the body's binders with the outer names
+pp_forwarding_params: dict = {}
+
+
+# primitive -> the params JAX prints first (a jit call's `name`); the others follow sorted
+pp_leading_params: dict = {}
+
+
+# primitive -> the params holding jaxprs that the primitive's printing never shows (revax's own:
+# shard_map's vmap form); they take no part in choosing the jaxprs printed ahead
+pp_hidden_params: dict = {}
+
+
+# primitive -> rule(params) -> the params JAX prints, where its printer leaves some out or
+# shortens them (a broadcast's `shape`, implied by the result's type)
+pp_param_rules: dict = {}
+
+
 def pp_eqn(eqn: JaxprEqn, names: _Names, indent: int = 0) -> str:
   rule = pp_eqn_rules.get(eqn.primitive)
   if rule is not None:
@@ -224,26 +278,45 @@ def pp_eqn(eqn: JaxprEqn, names: _Names, indent: int = 0) -> str:
   rule = pp_block_rules.get(eqn.primitive)
   if rule is not None:
     return rule(eqn, names, indent)
-  ins = " ".join(names(v) for v in eqn.invars)
+  body = eqn.params.get(pp_forwarding_params.get(eqn.primitive))
+  if body is not None:
+    body = body.jaxpr if isinstance(body, ClosedJaxpr) else body
+    if body not in names.shared:
+      names.suggest(body.invars, eqn.invars)
+      names.suggest(body.outvars, eqn.outvars)
   outs = " ".join(_binder(names, v) for v in eqn.outvars)
-  # params sorted by name, jaxpr-valued ones last (as JAX prints them)
-  items = sorted(eqn.params.items(), key=lambda kv: (_holds_jaxpr(kv[1]), kv[0]))
-  params = [f"{k}={_fmt_param(v, names, indent)}" for k, v in items]
-  if any(_holds_jaxpr(v) for v in eqn.params.values()):
-    pad = " " * (indent + 2)
-    body = "".join(f"{pad}{p}\n" for p in params)
-    return f"{outs} = {eqn.primitive.name}[\n{body}{' ' * indent}] {ins}"
-  pstr = f"[{' '.join(params)}]" if params else ""
-  return f"{outs} = {eqn.primitive.name}{pstr} {ins}"
+  head = f"{outs} = {eqn.primitive.name}" if eqn.outvars else eqn.primitive.name
+  rule = pp_param_rules.get(eqn.primitive)
+  params = eqn.params if rule is None else rule(eqn.params)
+  lead = pp_leading_params.get(eqn.primitive, ())
+  keys = [k for k in lead if k in params] + sorted(k for k in params if k not in lead)
+  ins = " ".join(names(v) for v in eqn.invars)
+  if not keys:
+    return f"{head} {ins}"
+  # as JAX's printer lays it out: the params on one line where the whole equation fits in 80
+  # columns, else one a line (a nested jaxpr then on one line where it fits from its column)
+  if _nested_eqns(params, names.shared) <= 6:  # (more cannot fit on a line: no attempt)
+    flat = " ".join(f"{k}={_fmt_param(params[k], names, indent, flat=True)}" for k in keys)
+    line = f"{head}[{flat}] {ins}"
+    if "\n" not in line and indent + len(line) <= 80:
+      return line
+  pad = " " * (indent + 2)
+  body = "".join(f"{pad}{k}={_fmt_param(params[k], names, indent, indent + len(k) + 3)}\n"
+                 for k in keys)
+  return f"{head}[\n{body}{' ' * indent}] {ins}"
 
 
-def _holds_jaxpr(value) -> bool:
-  if isinstance(value, tuple):
-    return any(map(_holds_jaxpr, value))
-  return isinstance(value, (Jaxpr, ClosedJaxpr))
+def _nested_eqns(params: dict, shared: dict) -> int:
+  """How many equations the jaxprs in `params` print inline (at least one each), nested ones
+  included: those printed ahead by name print none."""
+  return sum(len(j.eqns) + 1 + sum(_nested_eqns(e.params, shared) for e in j.eqns)
+             for j in _subjaxprs(params) if j not in shared)
 
 
-def pp_jaxpr(jaxpr: Jaxpr, names: _Names, indent: int = 0) -> str:
+def pp_jaxpr(jaxpr: Jaxpr, names: _Names, indent: int = 0, lead: int = 0,
+             trail: int = 0) -> str:
+  """The text of `jaxpr` at `indent`, between `lead` characters on its first line and `trail`
+  after it."""
   consts = " ".join(_binder(names, v) for v in jaxpr.constvars)
   ins = " ".join(_binder(names, v) for v in jaxpr.invars)
   head = f"{{ lambda {consts}; {ins}. let" if consts else f"{{ lambda ; {ins}. let"
@@ -252,11 +325,72 @@ def pp_jaxpr(jaxpr: Jaxpr, names: _Names, indent: int = 0) -> str:
   tail = f"in ({outs},) }}" if len(jaxpr.outvars) == 1 else f"in ({outs}) }}"
   # (as JAX's printer: everything on one line, equations separated by ';', where it fits)
   one_line = f"{head} {'; '.join(eqns)} {tail}"
-  if len(one_line) <= 80 and "\n" not in one_line:
+  if lead + len(one_line) + trail <= 80 and "\n" not in one_line:
     return one_line
   pad = " " * (indent + 4)
   body = "".join(f"{pad}{e}\n" for e in eqns)
   return f"{head}\n{body}{' ' * (indent + 2)}{tail}"
+
+
+def pp_toplevel(jaxpr: Jaxpr) -> str:
+  """`str(jaxpr)` as JAX prints a whole program: its unused results `_`, one naming across the
+  nested jaxprs, and the nested jaxprs used more than once or longer than 10 equations printed
+  first, each once, as `let name = { ... } in`, and named where they are used."""
+  shared = _shared_jaxprs(jaxpr)
+  names = _Names(_dropvars(jaxpr), shared)
+  lets = [f"let {name} = {pp_jaxpr(sub, names, 0, len(name) + 7, 3)} in\n"
+          for sub, name in shared.items()]
+  return "".join(lets) + pp_jaxpr(jaxpr, names)
+
+
+def _dropvars(jaxpr: Jaxpr) -> list:
+  """The results of `jaxpr`'s equations that nothing reads (JAX prints them `_`)."""
+  used = {a for a in jaxpr.outvars if isinstance(a, Var)}
+  dropped = []
+  for eqn in reversed(jaxpr.eqns):
+    dropped += [v for v in eqn.outvars if v not in used]
+    used.update(a for a in eqn.invars if isinstance(a, Var))
+  return dropped
+
+
+def _subjaxprs(params: dict, hidden=()):
+  for key, value in params.items():
+    if key in hidden:
+      continue
+    for v in value if isinstance(value, tuple) else (value,):
+      if isinstance(v, Jaxpr):
+        yield v
+      elif isinstance(v, ClosedJaxpr):
+        yield v.jaxpr
+
+
+def _shared_jaxprs(top: Jaxpr) -> dict:
+  """{nested jaxpr: its name} of those JAX's printer pulls ahead: met more than once in a walk
+  of every occurrence, or longer than 10 equations; named after the `name` param of the
+  equation holding them (else `jaxpr`), numbered where names repeat."""
+  counts, named = {}, {}
+  queue = collections.deque([top])
+  while queue:
+    jaxpr = queue.popleft()
+    counts[jaxpr] = counts.get(jaxpr, 0) + 1 + (jaxpr is not top and len(jaxpr.eqns) > 10)
+    for eqn in jaxpr.eqns:
+      name = eqn.params.get("name")
+      for sub in _subjaxprs(eqn.params, pp_hidden_params.get(eqn.primitive, ())):
+        queue.append(sub)
+        if isinstance(name, str):
+          named.setdefault(sub, name.strip("<>"))
+  taken, shared = collections.Counter(), {}
+  for jaxpr, count in counts.items():
+    if count == 1:
+      continue
+    name = named.get(jaxpr, "jaxpr")
+    before = taken[name]
+    taken[name] += 1
+    if before:  # (the second `f` is `f1`, as JAX names it)
+      name += str(before)
+      taken[name] += 1
+    shared[jaxpr] = name
+  return shared
 
 
 _memory_space.jaxpr_types = (Jaxpr, ClosedJaxpr)  # (what holds a body: memory_space.py)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from revax._src.core import dtypes, sharding_types
+from revax._src.core.jaxpr import pp_param_rules
 from revax._src.core.avals import ShapedArray, get_aval
 from revax._src.core.trace import Primitive
 from revax._src.interpreters import ad, batching, dispatch, mlir
@@ -493,6 +494,18 @@ def _dot_general_batch(vals, bdims, *, dimension_numbers, precision, preferred_e
 
 dot_general_p = Primitive("dot_general")
 dot_general_p.def_abstract_eval(_dot_general_abstract_eval)
+
+
+def _dot_general_printed(params: dict) -> dict:
+  """The params as JAX prints them: none of those that are None, the dimension numbers as
+  lists, the output sharding left to the result's type."""
+  out = {k: v for k, v in params.items() if v is not None and k != "out_sharding"}
+  (lc, rc), (lb, rb) = params["dimension_numbers"]
+  out["dimension_numbers"] = ((list(lc), list(rc)), (list(lb), list(rb)))
+  return out
+
+
+pp_param_rules[dot_general_p] = _dot_general_printed
 dispatch.def_numpy_impl(dot_general_p, _dot_general_numpy)
 mlir.register_lowering(dot_general_p, _dot_general_lower)
 ad.defbilinear(dot_general_p, _dot_general_transpose_lhs, _dot_general_transpose_rhs)

@@ -15,6 +15,7 @@ import numpy as np
 
 from revax._src import tree_util
 from revax._src.core import dtypes, sharding_types
+from revax._src.core.jaxpr import pp_param_rules
 from revax._src.core.avals import ShapedArray, get_aval
 from revax._src.core.trace import Primitive, Tracer
 from revax._src.core.shape_poly import canonical_dim
@@ -153,6 +154,9 @@ def _broadcast_in_dim_inverse(outs, ins, avals_in, *, shape, broadcast_dimension
 
 broadcast_in_dim_p = Primitive("broadcast_in_dim")
 broadcast_in_dim_p.def_abstract_eval(_broadcast_in_dim_abstract_eval)
+pp_param_rules[broadcast_in_dim_p] = lambda params: {  # (as JAX prints it: the shape and
+    k: v for k, v in params.items()  # sharding implied by the result's type, no empty dims)
+    if k not in ("shape", "sharding") and (k != "broadcast_dimensions" or v)}
 dispatch.def_numpy_impl(broadcast_in_dim_p, _broadcast_in_dim_numpy)
 mlir.register_lowering(broadcast_in_dim_p, _broadcast_in_dim_lower)
 ad.deflinear(broadcast_in_dim_p, _broadcast_in_dim_transpose)

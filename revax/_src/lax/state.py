@@ -380,12 +380,8 @@ def ref_set(ref, idx, value) -> None:
     >>> r
     Ref([ 0., 10.,  0.], dtype=float32)
   """
-  old = ref_swap(ref, idx, value, _function_name="ref_set")
-  trace = current_trace()
-  if type(trace) is staging.DynamicJaxprTrace and isinstance(old, staging.JaxprTracer):
-    eqns = trace.eqns  # the swap just recorded: its unused output is `_`, as in JAX's jaxprs
-    if eqns and eqns[-1].primitive is swap_p and eqns[-1].outvars[0] is old._var:
-      eqns[-1] = eqns[-1].replace(outvars=[DropVar(old._var.aval)])
+  ref_swap(ref, idx, value, _function_name="ref_set")  # (its old value unused: a top-level
+  # jaxpr prints it `_`, the write as `a[...] <- v`, a nested one names it, as JAX's printer)
 
 
 def _check_value(name, ref_aval, val_aval, indexer):
@@ -669,7 +665,7 @@ def _pp_get(eqn, names) -> str:
 def _pp_swap(eqn, names) -> str:
   ref, val, *idxs = eqn.invars
   at = _pp_ref(names, ref, eqn.params["indexer"], idxs)
-  if isinstance(eqn.outvars[0], DropVar):
+  if names.names.get(eqn.outvars[0]) == "_":  # an unused result at top level (JAX's test)
     return f"{at} <- {names(val)}"  # (a literal value with its type, as JAX prints it)
   return f"{binder(names, eqn.outvars[0])}, {at} <- {at}, {names(val)}"
 

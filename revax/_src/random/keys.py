@@ -619,20 +619,28 @@ def _seed_operand(ctor_name: str, seed):
   if aval.shape:
     raise TypeError(f"{ctor_name} accepts a scalar seed, but was given an array of shape "
                     f"{aval.shape} != (). Use revax.vmap for batching")
-  if not (dtypes.is_integer(aval.dtype) or dtypes.is_bool(aval.dtype)):
-    raise TypeError(f"PRNG key seed must be an integer; got {seed!r}")
   return seed, aval
+
+
+def _check_integer_seed(seed) -> None:
+  """A seed is an integer (or a bool). Checked on the traced seed, as JAX checks it inside its
+  jitted seeding: the message shows the seed's type (`JitTracer(~float32[])` for 1.5)."""
+  dtype = get_aval(seed).dtype
+  if not (dtypes.is_integer(dtype) or dtypes.is_bool(dtype)):
+    raise TypeError(f"PRNG key seed must be an integer; got {seed!r}")
 
 
 def _key_data_from_seed(ctor_name: str, seed, impl: PRNGImpl):
   seed, _ = _seed_operand(ctor_name, seed)
   if tracing():
+    _check_integer_seed(seed)
     return prng_keys.random_seed(seed, impl=impl)  # (keys: the caller wraps or unwraps them)
   return _seed(seed, impl)
 
 
 @functools.partial(jit, static_argnums=1)
 def _seed(seed, impl):
+  _check_integer_seed(seed)
   return impl.seed(seed)
 
 
@@ -658,6 +666,7 @@ def PRNGKey(seed, *, impl=None):
   impl = resolve_prng_impl(impl)
   seed, _ = _seed_operand("PRNGKey", seed)
   if tracing():
+    _check_integer_seed(seed)
     return prng_keys.random_unwrap(prng_keys.random_seed(seed, impl=impl))
   return _seed(seed, impl)
 
