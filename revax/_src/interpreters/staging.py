@@ -28,6 +28,8 @@ from revax._src.runtime.array import Array
 
 
 class JaxprTracer(Tracer):
+  """A value while a `DynamicJaxprTrace` records a jaxpr (under jit, make_jaxpr, or the staged
+  part of grad): the jaxpr variable it stands for (JAX's `DynamicJaxprTracer`)."""
   __slots__ = ("_aval", "_var")
 
   def __init__(self, trace, aval, var):
