@@ -16,7 +16,8 @@ import numpy as np
 
 from revax._src.core import dtypes
 from revax._src.core.jaxpr import Var
-from revax._src.core.trace import Tracer, _context, current_trace, eval_trace
+from revax._src.core.trace import (ConcretizationTypeError, Tracer, _context, current_trace,
+                                    eval_trace)
 from revax._src.interpreters import batching
 from revax._src.interpreters.staging import DynamicJaxprTrace
 
@@ -63,8 +64,9 @@ def concrete_or_error(force, val, context: str = ""):
   if isinstance(val, Tracer):
     value = val.to_concrete_value()
     if value is None:
-      error = val._not_concrete("")
-      raise type(error)(f"{error} {context}".rstrip())
+      raise ConcretizationTypeError(
+          "Abstract tracer value encountered where concrete value is expected: traced array "
+          f"with shape {val.aval.str_short()}\n{context}{val._provenance()}")
     return force(value)
   return force(val)
 
