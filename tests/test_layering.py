@@ -4,8 +4,10 @@ import pathlib
 
 ROOT = pathlib.Path(__file__).resolve().parents[1] / "revax"
 LAYERS = ["core", "runtime", "interpreters", "lax", "api", "libraries"]
+# (extend: the extension API, jax.extend, sits over the libraries it names: extend.random hands
+# out the random library's PRNG implementations; nothing of revax imports it)
 LIBRARIES = {"numpy", "random", "nn", "example_libraries", "scipy", "ops", "image",
-             "experimental"}
+             "experimental", "extend"}
 UTILITIES = {"tree_util", "pytreedef"}  # leaf utilities importable from any layer but core
 
 

@@ -8,6 +8,7 @@ import gc
 import platform
 import sys
 import threading
+import weakref
 
 from revax._src.core import wrapping
 from revax._src.autodiff import jacrev
@@ -156,10 +157,29 @@ def live_arrays(platform=None):
   return [o for o in gc.get_objects() if type(o) is Array]
 
 
+# Caches of libraries cleared with revax's own (jax.extend.backend.register_backend_cache):
+# each object has cache_clear(), e.g. a functools.lru_cache over compiled programs (held weakly,
+# as JAX holds them: registering keeps no cache alive).
+registered_caches: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def register_cache(cache, for_what: str) -> None:
+  """Have `clear_caches` also call `cache.cache_clear()` (JAX's util.register_cache).
+
+  Args:
+    cache: an object with `cache_clear()`, e.g. a `functools.lru_cache` function.
+    for_what: what the cache holds (for debugging).
+  """
+  if not callable(getattr(cache, "cache_clear", None)):
+    raise TypeError(f"register_backend_cache takes an object with cache_clear() (e.g. a "
+                    f"functools.lru_cache function), got {cache!r}")
+  registered_caches[cache] = for_what
+
+
 def clear_caches():
   """Drop every cache of traced and compiled programs (jit's per-function caches, the eager
-  program cache, compiled control-flow and window programs). Later calls trace and compile
-  again."""
+  program cache, compiled control-flow and window programs, and the caches libraries
+  registered with `register_cache`). Later calls trace and compile again."""
   from revax._src import jit as jit_module
   from revax._src import program_cache
   from revax._src.interpreters import dispatch
@@ -172,6 +192,8 @@ def clear_caches():
   dispatch._abstract_eval_cache.clear()
   windowed._computation_cache.clear()
   common._compiled_programs.clear()
+  for cache in list(registered_caches):
+    cache.cache_clear()
 
 
 def default_backend() -> str:

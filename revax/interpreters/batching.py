@@ -6,3 +6,4 @@ from revax._src.extend.rules import fancy_primitive_batchers as fancy_primitive_
 from revax._src.extend.rules import bdim_at_front as bdim_at_front
 from revax._src.extend.rules import broadcast as broadcast
 from revax._src.extend.rules import defbroadcasting as defbroadcasting
+from revax._src.extend.rules import defreducer as defreducer

@@ -9,6 +9,8 @@ Most of JAX's tables have revax's conventions already (`primitive_jvps`, `primit
   revax's `axis_size_batchers` (the rule gets the batching axis' size and name);
 - `deflinear(p, transpose(ct, **params))` (JAX's form, without the primal arguments), with
   `deflinear2` the form with them, and `defjvp2` revax's `defjvp_from_output`;
+- `defreducer(p)`: batching of a reduction over its `axes` param, as revax's own reductions
+  batch (an `input_shape` param follows the batched operand's shape);
 - `lower_fun(fun, multiple_results=True)` with JAX's default. A lowering rule written against
   JAX's MLIR Python bindings cannot run here (revax emits StableHLO text); `lower_fun` is the way
   a library's primitive lowers: by tracing its implementation.
@@ -16,11 +18,13 @@ Most of JAX's tables have revax's conventions already (`primitive_jvps`, `primit
 from __future__ import annotations
 
 from revax._src.interpreters import ad, batching, mlir
+from revax._src.core.avals import get_aval
 from revax._src.lax import batch_util
+from revax._src.lax.reductions import _reduction_batch_rule
 
 __all__ = ["axis_primitive_batchers", "fancy_primitive_batchers", "AxisData", "deflinear",
            "deflinear2", "defjvp2", "get_primitive_transpose", "lower_fun", "bdim_at_front",
-           "broadcast", "moveaxis", "defbroadcasting"]
+           "broadcast", "moveaxis", "defbroadcasting", "defreducer"]
 
 
 class AxisData:
@@ -88,6 +92,19 @@ def defbroadcasting(prim):
     return prim.bind(*vals, **params), d
   batching.axis_size_batchers[prim] = rule
   return rule
+
+
+def defreducer(prim):
+  """JAX's `batching.defreducer`: batch `prim`, a reduction of one operand over the axes in its
+  `axes` param, by reducing the batched operand over those axes moved past the batch dimension.
+  """
+  rule = _reduction_batch_rule(prim)
+
+  def batched(vals, dims, **params):
+    if "input_shape" in params:
+      params["input_shape"] = get_aval(vals[0]).shape
+    return rule(vals, dims, **params)
+  batching.primitive_batchers[prim] = batched
 
 
 def deflinear(prim, transpose_rule):

@@ -226,9 +226,21 @@ def _apply_primitive(prim: Primitive, args, params):
     if prim.multiple_results:
       return [wrap_host(o, a) for o, a in zip(out, out_aval, strict=True)]
     return wrap_host(out, out_aval)
+  return _run_compiled(prim, avals, args, params)
+
+
+def _run_compiled(prim: Primitive, avals, args, params):
   program = _primitive_program(prim, tuple(avals), _hashable_params(params))
   outs = program.call_arrays(args)
   return outs if prim.multiple_results else outs[0]
+
+
+def apply_lowered(prim: Primitive, args, params):
+  """`prim` on eager values, compiled alone through its lowering rule whatever eager impl it
+  has (JAX's `xla.apply_primitive`: a library primitive's `def_impl` may be that, so this must
+  not consult `custom_impls`)."""
+  return _run_compiled(prim, [a.aval if type(a) is Array else get_aval(a) for a in args], args,
+                       params)
 
 
 def _not_an_input(out, host_args, multiple_results):

@@ -18,6 +18,7 @@ import math
 import numpy as np
 
 from revax._src.interpreters import mlir, sharding_lowering
+from revax._src.runtime import host_transfer
 
 __all__ = ["lower_shard_map", "replica_groups", "member_index", "channel_handle",
            "manual_context"]
@@ -65,7 +66,7 @@ def channel_handle(ctx) -> str:
   module = ctx.module
   n = getattr(module, "channel_count", 0) + 1
   module.channel_count = n
-  return f"#stablehlo.channel_handle<handle = {n}, type = 1>"
+  return f"#stablehlo.channel_handle<handle = {n}, type = {host_transfer.DEVICE_TO_DEVICE}>"
 
 
 def _region_dims(spec, ndim: int, mesh: dict, partial: bool) -> str:

@@ -22,11 +22,14 @@ from revax._src.core.jaxpr import ClosedJaxpr, DropVar, Jaxpr, JaxprEqn, Literal
 from revax._src.core.rules import RuleTable
 from revax._src.core.errors import UnexpectedTracerError
 from revax._src.core.gc_pause import paused_gc
-from revax._src.core.trace import Trace, Tracer, check_no_leaks, set_current_trace
+from revax._src.core.trace import (Trace, Tracer, check_no_leaks, current_trace,
+                                    set_current_trace)
 from revax._src.runtime.array import Array
 
 
 class JaxprTracer(Tracer):
+  """A value while a `DynamicJaxprTrace` records a jaxpr (under jit, make_jaxpr, or the staged
+  part of grad): the jaxpr variable it stands for (JAX's `DynamicJaxprTracer`)."""
   __slots__ = ("_aval", "_var")
 
   def __init__(self, trace, aval, var):
@@ -91,6 +94,9 @@ class DynamicJaxprTrace(Trace):
     self.constvars = {}  # id(value) -> (Var, value)
     self.debug_info = debug_info
     self.finished = False  # set when tracing ends: its tracers are dead from then on
+    # the trace that was current when staging began (JAX's DynamicJaxprTrace.parent_trace):
+    # nothing here binds on it; jax.extend.core's unsafe_am_i_under_a_vmap walks it
+    self.enclosing_trace = current_trace()
 
   def argument_indices(self, var) -> list[int]:
     """Positions of the arguments `var` depends on (walks the equations recorded so far)."""

@@ -50,7 +50,8 @@ __all__ = ["callback_mechanism", "MECHANISM_ENV", "register_site", "Site", "prep
 
 MECHANISM_ENV = "REVAX_CALLBACK_MECHANISM"
 MECHANISMS = ("ffi", "sendrecv")
-SEND_TO_HOST, RECV_FROM_HOST = 2, 3  # stablehlo ChannelType
+# stablehlo ChannelType: a collective's channel between devices, a send to / recv from the host
+DEVICE_TO_DEVICE, SEND_TO_HOST, RECV_FROM_HOST = 1, 2, 3
 _DUMMY_SEND = ((1,), np.dtype(np.float32))
 _DUMMY_RECV = ((), np.dtype(np.float32))
 _PLATFORMS_WITHOUT_HOST_SEND_RECV = frozenset({"cpu"})  # measured: XLA:CPU refuses `send`

@@ -23,3 +23,18 @@ from revax._src.core.typecheck import check_jaxpr as check_jaxpr
 from revax._src.core.trace import set_current_trace as set_current_trace
 from revax._src.core.errors import JaxprTypeError as JaxprTypeError
 from revax._src.core.errors import InconclusiveDimensionOperation as InconclusiveDimensionOperation
+from revax.extend.core import primitives as primitives
+from revax._src.core.avals import AbstractToken as AbstractToken
+from revax._src.core.avals import Token as Token
+from revax._src.extend.linear_util import DebugInfo as DebugInfo
+from revax._src.extend.trace_queries import array_types as array_types
+from revax._src.extend.trace_queries import concrete_or_error as concrete_or_error
+from revax._src.extend.trace_queries import gensym as gensym
+from revax._src.extend.trace_queries import take_current_trace as take_current_trace
+from revax._src.extend.trace_queries import nonempty_axis_env as nonempty_axis_env_DO_NOT_USE
+from revax._src.extend.trace_queries import (
+    unsafe_am_i_under_a_jit as unsafe_am_i_under_a_jit_DO_NOT_USE)
+from revax._src.extend.trace_queries import (
+    unsafe_am_i_under_a_vmap as unsafe_am_i_under_a_vmap_DO_NOT_USE)
+from revax._src.extend.trace_queries import (
+    unsafe_get_axis_names as unsafe_get_axis_names_DO_NOT_USE)

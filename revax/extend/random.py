@@ -1,0 +1,10 @@
+"""revax.extend.random: PRNG implementations for libraries (jax.extend.random)."""
+from revax._src.random.prng_impls import PRNGImpl as PRNGImpl
+from revax._src.random.prng_impls import threefry_prng_impl as threefry_prng_impl
+from revax._src.random.prng_impls import rbg_prng_impl as rbg_prng_impl
+from revax._src.random.prng_impls import unsafe_rbg_prng_impl as unsafe_rbg_prng_impl
+from revax._src.lax.prng import threefry2x32_p as threefry2x32_p
+from revax._src.extend.random import define_prng_impl as define_prng_impl
+from revax._src.extend.random import random_seed as random_seed
+from revax._src.extend.random import seed_with_impl as seed_with_impl
+from revax._src.extend.random import threefry_2x32 as threefry_2x32
