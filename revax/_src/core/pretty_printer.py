@@ -140,32 +140,47 @@ def join(sep: Doc, docs: Iterable[Doc]) -> Doc:
   return out[0] if len(out) == 1 else _Concat(tuple(out))
 
 
-_FLAT, _BREAK = True, False
-
 
 def _format(doc: Doc, width: int) -> str:
   out: list[str] = []
   col = 0
-  stack = [(0, _BREAK, doc)]  # (indentation, mode, document) still to print, the next last
+  stack = [(0, doc)]  # (indentation, document) still to print in break mode, the next last
   while stack:
-    indent, flat, d = stack.pop()
+    indent, d = stack.pop()
     kind = type(d)
     if kind is _Text:
       out.append(d.text)
       col += len(d.text)
     elif kind is _Concat:
-      stack.extend((indent, flat, c) for c in reversed(d.children))
+      stack.extend((indent, c) for c in reversed(d.children))
     elif kind is _Break:
-      if flat:
-        out.append(d.text)
-        col += len(d.text)
-      else:
-        out.append("\n" + " " * indent)
-        col = indent
+      out.append("\n" + " " * indent)
+      col = indent
     elif kind is _Group:
-      stack.append((indent, flat or col + d.child.flat_width() <= width, d.child))
+      w = d.child.flat_width()
+      if col + w <= width:  # (the group on one line: its text as it is, every group inside flat)
+        _flat(d.child, out)
+        col += w
+      else:
+        stack.append((indent, d.child))
     elif kind is _Nest:
-      stack.append((indent + d.n, flat, d.child))
+      stack.append((indent + d.n, d.child))
     else:
       raise TypeError(f"not a pretty-printer document: {d!r}")
   return "".join(out)
+
+
+def _flat(doc: Doc, out: list) -> None:
+  """Appends `doc` printed on one line to `out`."""
+  stack = [doc]
+  while stack:
+    d = stack.pop()
+    kind = type(d)
+    if kind is _Text or kind is _Break:
+      out.append(d.text)
+    elif kind is _Concat:
+      stack.extend(reversed(d.children))
+    elif kind is _Group or kind is _Nest:
+      stack.append(d.child)
+    else:
+      raise TypeError(f"not a pretty-printer document: {d!r}")
