@@ -39,8 +39,8 @@ from revax._src.core import wrapping
 from revax._src import tree_util
 from revax._src.core.avals import AbstractRef, get_aval
 from revax._src.core.eval import eval_jaxpr
-from revax._src.core.jaxpr import (ClosedJaxpr, Jaxpr, Var, binder, pp_block_rules,
-                                   pp_hidden_params, pp_jaxpr)
+from revax._src.core import pretty_printer as pp
+from revax._src.core.jaxpr import ClosedJaxpr, Jaxpr, Var, pp_hidden_params, pp_param_rules
 from revax._src.core.trace import Primitive, Tracer, _context, eval_trace
 from revax._src.interpreters import ad, batching, dispatch, mlir, partial_eval, staging
 from revax._src.interpreters import invertible as inv
@@ -370,28 +370,17 @@ def _shard_map_abstract_eval(*avals, fallback, mesh, out_specs, manual, **_):
 shard_map_p.def_abstract_eval(_shard_map_abstract_eval)
 
 
-def _pp_shard_map(eqn, names, indent):
-  """As JAX prints a shard_map equation: its params in JAX's names (the member program as
-  `jaxpr`, naming its variables after the outer ones; the mesh abstract; the vmap form, revax's
-  own, not shown)."""
-  p = eqn.params
-  pad = " " * (indent + 2)
-  outs = " ".join(binder(names, v) for v in eqn.outvars)  # (named before the body's, as JAX)
-  specs = lambda ss: "(" + ", ".join(repr(x) for x in ss) + (",)" if len(ss) == 1 else ")")
-  newly = frozenset(p["manual"])
-  body = p["body"].jaxpr  # (printed ahead by name, `jaxpr=jaxpr`, where JAX's printer would)
-  lines = [f"check_vma={p['check_vma']}",
-           f"in_specs={specs(p['in_specs'])}",
-           f"jaxpr={names.shared.get(body) or pp_jaxpr(body, names, indent + 2)}",
-           f"mesh={p['mesh'].abstract_mesh if p['context_mesh'] else p['mesh']}",
-           f"newly_manual_axes={newly!r}" if newly else "newly_manual_axes=frozenset()",
-           f"out_specs={specs(p['out_specs'])}"]
-  ins = " ".join(names(v) for v in eqn.invars)
-  return f"{outs} = shard_map[\n" + "".join(f"{pad}{line}\n" for line in lines) + \
-      f"{' ' * indent}] {ins}"
+def _shard_map_printed(p: dict) -> dict:
+  """The params as JAX prints a shard_map equation's: in JAX's names (the member program as
+  `jaxpr`, printed ahead by name where JAX's printer would; the mesh abstract; the vmap form,
+  revax's own, not shown), the specs as JAX's `str` of a tuple of them."""
+  specs = lambda ss: pp.text("(" + ", ".join(repr(x) for x in ss) + (",)" if len(ss) == 1 else ")"))
+  return {"check_vma": p["check_vma"], "in_specs": specs(p["in_specs"]), "jaxpr": p["body"],
+          "mesh": p["mesh"].abstract_mesh if p["context_mesh"] else p["mesh"],
+          "newly_manual_axes": frozenset(p["manual"]), "out_specs": specs(p["out_specs"])}
 
 
-pp_block_rules[shard_map_p] = _pp_shard_map
+pp_param_rules[shard_map_p] = _shard_map_printed
 pp_hidden_params[shard_map_p] = ("fallback",)
 
 

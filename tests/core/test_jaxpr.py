@@ -63,14 +63,25 @@ def _printed_funs(lib):
       "dot_general": (lambda a, b: lax.dot_general(a, b, (((1,), (0,)), ((), ()))),
                       (np.ones((2, 3), np.float32), x3)),
       "custom_jvp": (custom, (x3,)),
+      # the layout's breaks (JAX's Wadler-Lindig groups): a params group that fits before
+      # operands that do not, broken before the first operand past column 80
+      "normal_sampler": (lambda k: lib.random.normal(k, (3,)), (lib.random.key(0),)),
+      "long_operands": (lambda *xs: jit(lambda *ys: sum(ys))(*xs),  # (binders broken too)
+                        tuple(np.ones((2, 3), np.float32) for _ in range(24))),
+      "many_results": (lambda x: jit(lambda y: tuple(y * i for i in range(1, 15)))(x), (x3,)),
+      "long_params": (lambda x: lax.pad(x, 0.0, [(1, 2, 0)] * 8),  # (one param past 80)
+                      (np.ones((1,) * 8, np.float32),)),
+      "switch_branches": (lambda i, x: lax.switch(i, [lambda v: v * 2.0, lambda v: v + 1.0,
+                                                      np_mod.sin, np_mod.cos,
+                                                      lambda v: v - 3.0], x), (1, x3)),
   }
 
 
 @pytest.mark.parametrize("fun_name", list(_printed_funs(revax)))
 def test_printing_matches_jax(fun_name):
   f, args = _printed_funs(revax)[fun_name]
-  jf, _ = _printed_funs(jax)[fun_name]
-  assert str(revax.make_jaxpr(f)(*args)) == str(jax.make_jaxpr(jf)(*args))
+  jf, jargs = _printed_funs(jax)[fun_name]  # (each library's own args: a key is its own type)
+  assert str(revax.make_jaxpr(f)(*args)) == str(jax.make_jaxpr(jf)(*jargs))
 
 
 def test_constants_are_constvars_and_scalars_literals():

@@ -3,7 +3,9 @@
 A `Jaxpr` has constant variables, input variables, a list of equations and output atoms. Each
 `JaxprEqn` applies one primitive to atoms (variables or literals) with hashable params and defines
 new variables. A `ClosedJaxpr` pairs a jaxpr with the values of its constants. Printing follows
-JAX's text form: `{ lambda ; a:f32[3]. let b:f32[3] = exp a in (b,) }`.
+JAX's text form: `{ lambda ; a:f32[3]. let b:f32[3] = exp a in (b,) }`, built as JAX builds it, as
+a document of groups and breaks (pretty_printer.py) laid out in 80 columns, so that long lines
+break where JAX's break.
 """
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ import itertools
 import numpy as np
 
 from revax._src.core import memory_space as _memory_space
+from revax._src.core import pretty_printer as pp
 from revax._src.core.avals import ShapedArray
 
 
@@ -207,34 +210,49 @@ def _fmt_scalar(val) -> str:
 
 def binder(names, v) -> str:
   """`a:f32[3]`: a variable with its type, as equations print their outputs."""
-  return _binder(names, v)
-
-
-def _binder(names, v) -> str:
   return f"{names(v)}:{v.aval.str_short()}"
 
 
-def _fmt_param(value, names, indent, lead=0, flat=False) -> str:
-  """A param's text, starting at column `lead` of an equation at column `indent`; `flat`: as
-  one line (a nested jaxpr's one-line form, where it has one)."""
-  if isinstance(value, ClosedJaxpr):
-    value = value.jaxpr
-  if isinstance(value, Jaxpr):  # (its variables named on from the outer ones, as JAX's)
-    return names.shared.get(value) or pp_jaxpr(value, names, indent + 2, 0 if flat else lead)
+def vars_doc(names, vs, sep: str = "", typed: bool = False) -> pp.Doc:
+  """Atoms separated by `sep` and a break of their own (JAX's `pp_vars`): on one line where
+  they fit from where they start, else broken before the first that does not fit, the lines
+  after the first indented 2 further; `typed`: with their types (as binders print)."""
+  between = pp.text(sep) + pp.group(pp.brk())
+  return pp.nest(2, pp.group(pp.join(between, [pp.text(binder(names, v) if typed else names(v))
+                                               for v in vs])))
+
+
+def _param_doc(value, names) -> pp.Doc:
+  """A param's value: a nested jaxpr as a jaxpr (its variables named on from the outer ones,
+  as JAX's), a tuple of jaxprs as JAX's `pp_jaxprs`, other values as text."""
+  if isinstance(value, pp.Doc):  # (a rule's own rendering: pp_param_rules)
+    return value
+  if isinstance(value, (Jaxpr, ClosedJaxpr)):
+    return jaxpr_doc(value, names)
+  if type(value) is tuple and all(isinstance(x, (Jaxpr, ClosedJaxpr)) for x in value):
+    return pp.group(pp.concat([
+        pp.nest(2, pp.concat([pp.text("("), pp.brk(""),
+                              pp.join(pp.brk(), [jaxpr_doc(x, names) for x in value])])),
+        pp.brk(""), pp.text(")")]))
+  if isinstance(value, frozenset):  # (sorted, as JAX prints a frozenset param)
+    try:
+      items = sorted(value)
+    except TypeError:
+      items = list(value)
+    return pp.text(f"frozenset({{{', '.join(repr(e) for e in items)}}})")
+  return pp.text(_fmt_param(value, names))
+
+
+def _fmt_param(value, names) -> str:
+  """A param's text (as JAX's `str` of it, with revax's values printed as JAX's)."""
+  if isinstance(value, (Jaxpr, ClosedJaxpr)):  # (in a tuple of other things)
+    return jaxpr_doc(value, names).format()
   if isinstance(value, np.dtype):
     return value.name
   if isinstance(value, type) and issubclass(value, np.generic):
     return np.dtype(value).name
   if isinstance(value, tuple):
-    if value and all(isinstance(x, (Jaxpr, ClosedJaxpr)) for x in value):
-      # (JAX's: on one line where it fits, else one jaxpr a line)
-      if flat or _nested_eqns({"": value}, names.shared) <= 6:
-        one = "(" + " ".join(_fmt_param(x, names, indent + 2, flat=True) for x in value) + ")"
-        if flat or ("\n" not in one and lead + len(one) <= 80):
-          return one
-      return "(\n" + "".join(" " * (indent + 4) + _fmt_param(x, names, indent + 2, indent + 4)
-                             + "\n" for x in value) + " " * (indent + 2) + ")"
-    inner = ", ".join(repr(x) if type(x) is str else _fmt_param(x, names, indent)
+    inner = ", ".join(repr(x) if type(x) is str else _fmt_param(x, names)
                       for x in value)  # (strings in tuples print quoted, as JAX's)
     return f"({inner},)" if len(value) == 1 else f"({inner})"
   if callable(value) and hasattr(value, "__name__"):
@@ -242,14 +260,9 @@ def _fmt_param(value, names, indent, lead=0, flat=False) -> str:
   return str(value)
 
 
-# primitive -> rule(eqn, names) -> the equation's text, for primitives JAX prints in a form of
-# their own (a ref read prints `b:f32[] <- a[...]`)
+# primitive -> rule(eqn, names) -> the equation's document (pretty_printer.py), for primitives
+# JAX prints in a form of its own (a ref read prints `b:f32[] <- a[...]`)
 pp_eqn_rules: dict = {}
-
-
-# primitive -> rule(eqn, names, indent) -> the text of an equation holding a jaxpr that JAX
-# prints in a form of its own (shard_map: its params, the body sharing the outer names)
-pp_block_rules: dict = {}
 
 
 # primitive -> the param holding a body called with the equation's operands and giving its
@@ -266,81 +279,83 @@ pp_leading_params: dict = {}
 pp_hidden_params: dict = {}
 
 
-# primitive -> rule(params) -> the params JAX prints, where its printer leaves some out or
-# shortens them (a broadcast's `shape`, implied by the result's type)
+# primitive -> rule(params) -> the params JAX prints, where its printer leaves some out, renames
+# or shortens them (a broadcast's `shape`, implied by the result's type); a value may be a
+# document, printed as it is
 pp_param_rules: dict = {}
 
 
-def pp_eqn(eqn: JaxprEqn, names: _Names, indent: int = 0) -> str:
+def eqn_doc(eqn: JaxprEqn, names: _Names) -> pp.Doc:
+  """The equation's document, built as JAX's `_pp_eqn` builds it (naming its variables in the
+  same order: results, the nested jaxprs' variables, operands):
+  `outs = name[k=v ...] ins`, the params in a group of their own, then the operands'."""
   rule = pp_eqn_rules.get(eqn.primitive)
   if rule is not None:
     return rule(eqn, names)
-  rule = pp_block_rules.get(eqn.primitive)
-  if rule is not None:
-    return rule(eqn, names, indent)
   body = eqn.params.get(pp_forwarding_params.get(eqn.primitive))
   if body is not None:
     body = body.jaxpr if isinstance(body, ClosedJaxpr) else body
     if body not in names.shared:
       names.suggest(body.invars, eqn.invars)
       names.suggest(body.outvars, eqn.outvars)
-  outs = " ".join(_binder(names, v) for v in eqn.outvars)
-  head = f"{outs} = {eqn.primitive.name}" if eqn.outvars else eqn.primitive.name
+  lhs = vars_doc(names, eqn.outvars, typed=True)
   rule = pp_param_rules.get(eqn.primitive)
   params = eqn.params if rule is None else rule(eqn.params)
   lead = pp_leading_params.get(eqn.primitive, ())
   keys = [k for k in lead if k in params] + sorted(k for k in params if k not in lead)
-  ins = " ".join(names(v) for v in eqn.invars)
-  if not keys:
-    return f"{head} {ins}"
-  # as JAX's printer lays it out: the params on one line where the whole equation fits in 80
-  # columns, else one a line (a nested jaxpr then on one line where it fits from its column)
-  if _nested_eqns(params, names.shared) <= 6:  # (more cannot fit on a line: no attempt)
-    flat = " ".join(f"{k}={_fmt_param(params[k], names, indent, flat=True)}" for k in keys)
-    line = f"{head}[{flat}] {ins}"
-    if "\n" not in line and indent + len(line) <= 80:
-      return line
-  pad = " " * (indent + 2)
-  body = "".join(f"{pad}{k}={_fmt_param(params[k], names, indent, indent + len(k) + 3)}\n"
-                 for k in keys)
-  return f"{head}[\n{body}{' ' * indent}] {ins}"
+  rhs = [pp.text(eqn.primitive.name), _kv_pairs_doc([(k, params[k]) for k in keys], names),
+         pp.text(" ") + vars_doc(names, eqn.invars)]
+  if eqn.outvars:
+    return pp.concat([lhs, pp.text(" = "), *rhs])
+  return pp.concat(rhs)
 
 
-def _nested_eqns(params: dict, shared: dict) -> int:
-  """How many equations the jaxprs in `params` print inline (at least one each), nested ones
-  included: those printed ahead by name print none."""
-  return sum(len(j.eqns) + 1 + sum(_nested_eqns(e.params, shared) for e in j.eqns)
-             for j in _subjaxprs(params) if j not in shared)
+def _kv_pairs_doc(pairs, names) -> pp.Doc:
+  """`[k=v k=v]` on one line where it fits from its column, else one param a line (JAX's)."""
+  if not pairs:
+    return pp.nil()
+  return pp.group(pp.concat([
+      pp.nest(2, pp.concat([
+          pp.text("["), pp.brk(""),
+          pp.join(pp.brk(), [pp.text(f"{k}=") + _param_doc(v, names) for k, v in pairs])])),
+      pp.brk(""), pp.text("]")]))
 
 
-def pp_jaxpr(jaxpr: Jaxpr, names: _Names, indent: int = 0, lead: int = 0,
-             trail: int = 0) -> str:
-  """The text of `jaxpr` at `indent`, between `lead` characters on its first line and `trail`
-  after it."""
-  consts = " ".join(_binder(names, v) for v in jaxpr.constvars)
-  ins = " ".join(_binder(names, v) for v in jaxpr.invars)
-  head = f"{{ lambda {consts}; {ins}. let" if consts else f"{{ lambda ; {ins}. let"
-  eqns = [pp_eqn(e, names, indent + 4) for e in jaxpr.eqns]
-  outs = ", ".join(names(v) for v in jaxpr.outvars)
-  tail = f"in ({outs},) }}" if len(jaxpr.outvars) == 1 else f"in ({outs}) }}"
-  # (as JAX's printer: everything on one line, equations separated by ';', where it fits)
-  one_line = f"{head} {'; '.join(eqns)} {tail}"
-  if lead + len(one_line) + trail <= 80 and "\n" not in one_line:
-    return one_line
-  pad = " " * (indent + 4)
-  body = "".join(f"{pad}{e}\n" for e in eqns)
-  return f"{head}\n{body}{' ' * (indent + 2)}{tail}"
+def pp_eqn(eqn: JaxprEqn, names: _Names) -> str:
+  """The equation's text (as JAX's `repr` of an equation)."""
+  return eqn_doc(eqn, names).format().rstrip()
 
 
-def pp_toplevel(jaxpr: Jaxpr) -> str:
+def jaxpr_doc(jaxpr, names: _Names) -> pp.Doc:
+  """A nested jaxpr's document: its name where it is printed ahead, else the jaxpr."""
+  jaxpr = jaxpr.jaxpr if isinstance(jaxpr, ClosedJaxpr) else jaxpr
+  shared = names.shared.get(jaxpr)
+  return pp.text(shared) if shared else _skeleton_doc(jaxpr, names)
+
+
+def _skeleton_doc(jaxpr: Jaxpr, names: _Names) -> pp.Doc:
+  """`{ lambda consts; ins. let eqns in (outs,) }` (JAX's `pp_jaxpr_skeleton`): on one line
+  where it fits, else the equations one a line, indented 4 from the jaxpr's nesting."""
+  consts = vars_doc(names, jaxpr.constvars, typed=True)
+  ins = vars_doc(names, jaxpr.invars, typed=True)
+  eqns = pp.join(pp.brk("; "), [eqn_doc(e, names) for e in jaxpr.eqns])
+  outs = pp.concat([pp.text("("), vars_doc(names, jaxpr.outvars, sep=","),
+                    pp.text(",)" if len(jaxpr.outvars) == 1 else ")")])
+  return pp.group(pp.nest(2, pp.concat([
+      pp.text("{ lambda "), consts, pp.text("; "), ins, pp.text(". let"),
+      pp.nest(2, pp.brk() + eqns), pp.brk(), pp.text("in "), outs])) + pp.text(" }"))
+
+
+def pp_toplevel(jaxpr: Jaxpr, width: int = 80) -> str:
   """`str(jaxpr)` as JAX prints a whole program: its unused results `_`, one naming across the
   nested jaxprs, and the nested jaxprs used more than once or longer than 10 equations printed
   first, each once, as `let name = { ... } in`, and named where they are used."""
   shared = _shared_jaxprs(jaxpr)
   names = _Names(_dropvars(jaxpr), shared)
-  lets = [f"let {name} = {pp_jaxpr(sub, names, 0, len(name) + 7, 3)} in\n"
-          for sub, name in shared.items()]
-  return "".join(lets) + pp_jaxpr(jaxpr, names)
+  docs = [pp.concat([pp.text(f"let {name} = "), _skeleton_doc(sub, names), pp.text(" in"),
+                     pp.brk()]) for sub, name in shared.items()]
+  docs.append(_skeleton_doc(jaxpr, names))
+  return pp.concat(docs).format(width)
 
 
 def _dropvars(jaxpr: Jaxpr) -> list:

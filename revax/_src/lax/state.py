@@ -29,6 +29,7 @@ from revax._src.core import dtypes
 from revax._src.core.avals import AbstractRef, ShapedArray, get_aval, pytype_aval_mappings
 from revax._src.core import effect_types as eff
 from revax._src.core.effects import def_effectful, def_effects
+from revax._src.core import pretty_printer as pp
 from revax._src.core.jaxpr import DropVar, Literal, binder, pp_eqn_rules
 from revax._src.core.trace import Primitive, Tracer, current_trace, set_current_trace
 from revax._src.interpreters import ad, batching, discharge, dispatch, partial_eval, staging
@@ -657,22 +658,23 @@ def _pp_ref(names, ref, indexer, idxs) -> str:
   return f"{names(ref)}[{','.join(parts)}]"
 
 
-def _pp_get(eqn, names) -> str:
+def _pp_get(eqn, names) -> pp.Doc:
   ref, *idxs = eqn.invars
-  return f"{binder(names, eqn.outvars[0])} <- {_pp_ref(names, ref, eqn.params['indexer'], idxs)}"
+  out = binder(names, eqn.outvars[0])  # (named before the ref, as JAX's)
+  return pp.text(f"{out} <- {_pp_ref(names, ref, eqn.params['indexer'], idxs)}")
 
 
-def _pp_swap(eqn, names) -> str:
+def _pp_swap(eqn, names) -> pp.Doc:
   ref, val, *idxs = eqn.invars
   at = _pp_ref(names, ref, eqn.params["indexer"], idxs)
   if names.names.get(eqn.outvars[0]) == "_":  # an unused result at top level (JAX's test)
-    return f"{at} <- {names(val)}"  # (a literal value with its type, as JAX prints it)
-  return f"{binder(names, eqn.outvars[0])}, {at} <- {at}, {names(val)}"
+    return pp.text(f"{at} <- {names(val)}")  # (a literal value with its type, as JAX prints it)
+  return pp.text(f"{binder(names, eqn.outvars[0])}, {at} <- {at}, {names(val)}")
 
 
-def _pp_addupdate(eqn, names) -> str:
+def _pp_addupdate(eqn, names) -> pp.Doc:
   ref, val, *idxs = eqn.invars
-  return f"{_pp_ref(names, ref, eqn.params['indexer'], idxs)} += {names(val)}"
+  return pp.text(f"{_pp_ref(names, ref, eqn.params['indexer'], idxs)} += {names(val)}")
 
 
 pp_eqn_rules[get_p] = _pp_get
