@@ -341,10 +341,11 @@ _chlo_erf_inv_lowering = hlo_lowering("chlo.erf_inv")
 
 
 def _erf_inv_lowering(ctx, x):
-  """erf_inv compiled: in float32 `sampler_erf_inv` (jaxlib's XLA's values, bit for bit: the
-  normal samplers apply the erf_inv primitive, as JAX's, and must draw JAX's values; this
-  XLA's chlo.erf_inv rounds ~0.5% of float32 inputs differently), else chlo.erf_inv."""
-  if ctx.avals_in[0].dtype == np.float32:
+  """erf_inv compiled: in float32 on the CPU `sampler_erf_inv` (jaxlib's XLA's values, bit for
+  bit: the normal samplers apply the erf_inv primitive, as JAX's, and must draw JAX's values;
+  the CPU plugin's older chlo.erf_inv rounds ~0.5% of float32 inputs differently), else
+  chlo.erf_inv (on a TPU jax's own lowering, so that the chip draws jax's values there)."""
+  if ctx.platform == "cpu" and ctx.avals_in[0].dtype == np.float32:
     return mlir.lower_fun(sampler_erf_inv, multiple_results=False)(ctx, x)
   return _chlo_erf_inv_lowering(ctx, x)
 
