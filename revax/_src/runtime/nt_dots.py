@@ -45,16 +45,17 @@ swapped form `g.T @ x` fenced by a barrier, then transposed):
 
 | k, m, n | x.T @ g | swapped | | k, m, n | x.T @ g | swapped |
 |---|---|---|---|---|---|---|
-| 256, 1024, 10 | 0.43 ms | 0.08 ms | | 256, 1024, 64 | 0.70 ms | 0.52 ms |
-| 1024, 1024, 10 | 1.96 ms | 0.41 ms | | 256, 1024, 128 | 0.92 ms | 0.84 ms |
-| 256, 4096, 10 | 4.00 ms | 0.40 ms | | 256, 1024, 256 | 1.33 ms | 1.43 ms |
-| 256, 784, 10 | 0.22 ms | 0.10 ms | | 256, 1024, 1024 | 3.06 ms | 9.26 ms |
-| 64, 256, 10 | 0.023 ms | 0.014 ms | | | | |
+| 256, 1024, 10 | 0.229 ms | 0.048 ms | | 256, 1024, 32 | 0.222 ms | 0.203 ms |
+| 1024, 1024, 10 | 0.995 ms | 0.194 ms | | 256, 1024, 64 | 0.338 ms | 0.271 ms |
+| 256, 4096, 10 | 0.796 ms | 0.170 ms | | 256, 1024, 128 | 0.443 ms | 0.485 ms |
+| 256, 784, 10 | 0.084 ms | 0.041 ms | | 256, 1024, 256 | 0.721 ms | 0.786 ms |
+| 64, 256, 10 | 0.028 ms | 0.018 ms | | 256, 1024, 1 | 0.133 ms | 0.024 ms |
 
-(jax's XLA took 0.44 ms for 256, 1024, 10.) So `tn_swaps`: n at most m / 8 and at least
+(quiet machine, 2026-12-07 03:50; jax's XLA took 0.05-0.10 ms for 256, 1024, 10 in its own
+process.) So `tn_swaps`: n at most m / 16 and at least
 `TN_MIN_FLOPS`. revax's transpose rule writes that gradient already narrow side first, `(g.T @
-x).T`, but XLA folds the transpose into the dot and computes the slow m x n one (0.50 ms for 256,
-1024, 10 against 0.12 ms fenced): a narrow-first dot whose result is transposed is fenced by a
+x).T`, but XLA folds the transpose into the dot and computes the slow m x n one (0.23 ms for 256,
+1024, 10 against 0.05 ms fenced): a narrow-first dot whose result is transposed is fenced by a
 barrier, so that the transpose stays one.
 
 Only dots of a function's body are swapped, never those inside a region (the branches of a
@@ -80,8 +81,8 @@ __all__ = ["MIN_FLOPS", "TN_MIN_FLOPS", "enabled", "swaps", "tn_swaps", "rewrite
 # Smallest product swapped: 64x512 @ (128x512).T (2^23 flops) measured 0.12 ms swapped against
 # 0.15 ms; below about this the two copies' fixed costs are not measured to pay.
 MIN_FLOPS = 2 ** 22
-# Smallest x.T @ g swapped: 64x256 (transposed) @ 64x10 (2^18.3 flops) measured 0.014 ms swapped
-# against 0.023 ms; smaller ones were not measured.
+# Smallest x.T @ g swapped: 64x256 (transposed) @ 64x10 (2^18.3 flops) measured 0.018 ms swapped
+# against 0.028 ms; smaller ones were not measured.
 TN_MIN_FLOPS = 2 ** 18
 
 
@@ -107,14 +108,14 @@ def swaps(m: int, k: int, n: int) -> bool:
 def tn_swaps(k: int, m: int, n: int) -> bool:
   """Whether the float32 product of the transpose of a k x m matrix and a k x n one (`x.T @ g`,
   a dense layer's weight gradient) is computed as the transpose of `g.T @ x` (see the module
-  docstring for the measurements): where the result is narrow, n at most an eighth of m.
+  docstring for the measurements): where the result is narrow, n at most a sixteenth of m.
 
   Example:
     >>> from revax._src.runtime.nt_dots import tn_swaps
     >>> tn_swaps(256, 1024, 10), tn_swaps(256, 1024, 1024), tn_swaps(8, 64, 4)
     (True, False, False)
   """
-  return 8 * n <= m and 2 * k * m * n >= TN_MIN_FLOPS
+  return 16 * n <= m and 2 * k * m * n >= TN_MIN_FLOPS
 
 
 def _swapped(match, serial: int) -> list[str]:
