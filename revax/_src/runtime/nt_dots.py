@@ -34,8 +34,8 @@ least `MIN_FLOPS`. Every case of the left column is the rule's (the last two eve
 noise), every case of the right column is not. The reversible MLP of issue 36 (width 256, batch
 64, 64 blocks: 128 of its dots are 64x256 @ (256x256).T) took 19.5-20.8 ms a gradient step with
 the rule, 22.9-24.2 ms without (jax 18.9-19.1 ms; `python benchmarks/bench_plugins.py --rows
-rev_mlp --variant REVAX_CPU_NT_DOTS=0`, 2026-12-07 01:40), but those dots are inside its fenced
-backward walk, which is no longer rewritten (below).
+rev_mlp --variant REVAX_CPU_NT_DOTS=0`, 2026-12-07 01:40: its plain gradient; the same blocks under
+revax.invertible, whose backward walk is fenced, are left to XLA, below).
 
 The weight gradient of a narrow layer (`x.T @ g`, contracting both operands on their major
 dimension, the result m x n with n small: a classifier's head) has the same trouble the other
