@@ -35,8 +35,8 @@ class Doc:
       self._width = self._measure()
       return self._width
 
-  def _measure(self) -> int:
-    raise NotImplementedError
+  def _measure(self) -> int:  # each kind of document below measures itself
+    raise NotImplementedError(f"{type(self).__name__} does not define _measure")
 
 
 class _Text(Doc):
