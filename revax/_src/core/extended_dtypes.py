@@ -76,8 +76,12 @@ class KeyTy:
 class _KeyStaging(threading.local):
   """Whether typed key arrays cross transformation boundaries as key-typed values (`typed`,
   set while make_jaxpr traces: its jaxprs then type keys as JAX's do through nested jit, vmap,
-  scan and grad) or as their uint32 data (otherwise: the programs jit compiles carry key data
-  through their control flow and calls, whose lowerings know nothing of key types)."""
+  scan and grad) or as their uint32 data (otherwise: jit's traced programs carry key data
+  through their control flow and calls; `jit(f).trace(key).jaxpr` retypes only the boundary,
+  typed_key_jaxprs.py). One exception: the samplers hand their inner jits typed keys wherever
+  they are traced (random/samplers.py `_sampler_key`, as jax's draw through `random_bits`), so
+  a compiled program may hold key-typed values there; they lower as their uint32 data
+  (`avals.physical_aval`)."""
   typed = False
 
 
