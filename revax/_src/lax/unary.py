@@ -19,6 +19,7 @@ import operator
 import numpy as np
 
 from revax._src.core import dtypes
+from revax._src.core.jaxpr import pp_param_rules
 from revax._src.core.avals import ShapedArray, get_aval
 from revax._src.core.trace import Primitive
 from revax._src.interpreters import ad, batching, dispatch, mlir
@@ -213,9 +214,16 @@ inv.not_invertible(is_finite_p, "many-to-one: a bool of each value")
 
 # --- accuracy requests ---------------------------------------------------------------------------
 def _bind_with_accuracy(prim, x, accuracy):
-  """`prim(x)`, with jax's `accuracy` parameter where a request is made (jax prints none for
-  None); the lowering passes it to XLA as StableHLO `result_accuracy` (accuracy.py)."""
-  return prim.bind(x) if accuracy is None else prim.bind(x, accuracy=accuracy)
+  """`prim(x)` with jax's `accuracy` parameter, None where no request is made (as jax's
+  equations hold it, and print none for None); the lowering passes a request to XLA as
+  StableHLO `result_accuracy` (accuracy.py)."""
+  return prim.bind(x, accuracy=accuracy)
+
+
+def _without_no_accuracy(params: dict) -> dict:
+  """The params jax prints for an equation of a primitive taking `accuracy`: without
+  `accuracy=None` (jax's _unary_with_accuracy_pp_rule)."""
+  return {k: v for k, v in params.items() if not (k == "accuracy" and v is None)}
 
 
 def _ignoring_accuracy(fn):
@@ -239,6 +247,7 @@ def _unop_with_accuracy(name, kind, numpy_fn, hlo_op):
   prim = unop(name, kind, _ignoring_accuracy(numpy_fn), None)
   if hlo_op is not None:
     mlir.register_lowering(prim, _lowering_with_accuracy(hlo_op))
+  pp_param_rules[prim] = _without_no_accuracy
   return prim
 
 
