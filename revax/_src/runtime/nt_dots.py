@@ -71,6 +71,7 @@ Applied where gemm.py's rewrite is (single-device programs on the CPU plugins up
 """
 from __future__ import annotations
 
+import functools
 import os
 import re
 
@@ -118,14 +119,22 @@ def tn_swaps(k: int, m: int, n: int) -> bool:
   return 16 * n <= m and 2 * k * m * n >= TN_MIN_FLOPS
 
 
+_TRANSPOSE_2D = "<{permutation = array<i64: 1, 0>}>"
+
+
+def _tensor(element: str, *dims: int) -> str:
+  """`tensor<AxBxf32>`: the StableHLO type of an array of `dims` of `element`."""
+  return f"tensor<{'x'.join(map(str, dims))}x{element}>"
+
+
 def _swapped(match, serial: int) -> list[str]:
   """The lines computing `match`'s dot as the transpose of (rhs @ lhs^T)."""
   indent, result, lhs, rhs = match["indent"], match["result"], match["lhs"], match["rhs"]
   (m, k), (n, _) = gemm._shape(match.group(10)), gemm._shape(match.group(13))
   el = match.group(11)
-  t = lambda *dims: f"tensor<{'x'.join(map(str, dims))}x{el}>"  # noqa: E731
+  t = functools.partial(_tensor, el)
   lhs_t, lhs_b, dot, dot_b = (f"%revax_nt{serial}_{s}" for s in ("lt", "lb", "d", "db"))
-  perm = "<{permutation = array<i64: 1, 0>}>"
+  perm = _TRANSPOSE_2D
   dims = ("<{dot_dimension_numbers = #stablehlo.dot<lhs_batching_dimensions = [], "
           "rhs_batching_dimensions = [], lhs_contracting_dimensions = [1], "
           "rhs_contracting_dimensions = [0]>")
@@ -146,9 +155,9 @@ def _tn_swapped(match, serial: int) -> list[str]:
   indent, result, lhs, rhs = match["indent"], match["result"], match["lhs"], match["rhs"]
   (k, m), (_, n) = gemm._shape(match.group(10)), gemm._shape(match.group(13))
   el = match.group(11)
-  t = lambda *dims: f"tensor<{'x'.join(map(str, dims))}x{el}>"  # noqa: E731
+  t = functools.partial(_tensor, el)
   dot, dot_b = (f"%revax_tn{serial}_{s}" for s in ("d", "db"))
-  perm = "<{permutation = array<i64: 1, 0>}>"
+  perm = _TRANSPOSE_2D
   attrs = match.group(0).split('"stablehlo.dot_general"', 1)[1].split(") ", 1)[1].split(" : (")[0]
   return [
       f'{indent}{dot} = "stablehlo.dot_general"({rhs}, {lhs}) {attrs} : '
@@ -173,7 +182,8 @@ _TRANSPOSED = re.compile(r'"stablehlo\.transpose"\((%[\w.#$-]+)\)')
 
 
 def rewrite_program(code: bytes) -> bytes:
-  """`code` (a single-device CPU StableHLO module) with its `swaps` dots swapped.
+  """`code` (a single-device CPU StableHLO module) with its `swaps` dots swapped, its `tn_swaps`
+  ones swapped or fenced.
 
   Example:
     >>> from revax._src.runtime.nt_dots import rewrite_program
@@ -185,8 +195,9 @@ def rewrite_program(code: bytes) -> bytes:
   """
   if b'"stablehlo.dot_general"' not in code or not enabled():
     return code
-  lines = code.decode().split("\n")
-  transposed = set(_TRANSPOSED.findall(code.decode()))
+  text = code.decode()
+  lines = text.split("\n")
+  transposed = set(_TRANSPOSED.findall(text))
   out, serial, body_indent = [], 0, None
   for line in lines:
     if "func.func" in line:  # the ops of a function's body sit one level in
@@ -197,18 +208,17 @@ def rewrite_program(code: bytes) -> bytes:
         and not any(match.group(g).strip() for g in (5, 6))
         and len(gemm._shape(match.group(10))) == len(gemm._shape(match.group(13))) == 2):
       contracting = match.group(7).strip(), match.group(8).strip()
-      (a, b), (c, _) = gemm._shape(match.group(10)), gemm._shape(match.group(13))
+      (a, b), (c, d) = gemm._shape(match.group(10)), gemm._shape(match.group(13))
       if contracting == ("1", "1") and swaps(a, b, c):  # m x k @ (n x k).T
         out.extend(_swapped(match, serial))
         serial += 1
         continue
-      n = gemm._shape(match.group(13))[1]
-      if contracting == ("0", "0") and tn_swaps(a, b, n):
+      if contracting == ("0", "0") and tn_swaps(a, b, d):
         out.extend(_tn_swapped(match, serial))  # (k x m).T @ k x n
         serial += 1
         continue
       if (contracting == ("0", "0") and match["result"] in transposed
-          and tn_swaps(a, n, b)):  # (x.T @ g).T with x narrow: XLA would fold the transpose
+          and tn_swaps(a, d, b)):  # (x.T @ g).T with x narrow: XLA would fold the transpose
         out.extend(_tn_fenced(match, serial))
         serial += 1
         continue
