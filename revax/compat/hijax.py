@@ -10,6 +10,7 @@ NotImplementedError naming hijax.
 from __future__ import annotations
 
 from revax._src.core.avals import ShapedArray as AbstractValue  # noqa: F401
+from revax._src.core.effect_types import EffectTypeSet
 from revax._src.extend.core import Primitive as _Primitive
 from revax._src.interpreters.ad import Zero as Zero  # noqa: F401
 from revax._src.interpreters.ad import instantiate_zeros as instantiate_zeros  # noqa: F401
@@ -63,17 +64,5 @@ def register_hitype(typ, to_aval) -> None:
   hitypes[typ] = to_aval
 
 
-class _EffectTypeSet:
-  """A set of effect types (what `control_flow_allowed_effects` is in jax)."""
-
-  def __init__(self):
-    self.types: set = set()
-
-  def add_type(self, typ) -> None:
-    self.types.add(typ)
-
-  def __contains__(self, typ) -> bool:
-    return typ in self.types
-
-
-control_flow_allowed_effects = _EffectTypeSet()
+# the effect types allowed inside control flow (jax's effects.control_flow_allowed_effects)
+control_flow_allowed_effects = EffectTypeSet()

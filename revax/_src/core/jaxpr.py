@@ -164,6 +164,10 @@ class _Names:
       name = self.names[v] = self._fresh()
     return name
 
+  def is_dropped(self, v) -> bool:
+    """Whether `v` prints `_` (an unused result of the top-level jaxpr)."""
+    return self.names.get(v) == "_"
+
   def _fresh(self) -> str:
     while True:
       name = _encode(self._next)

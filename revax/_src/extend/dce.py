@@ -39,7 +39,9 @@ def dce_jaxpr(jaxpr: Jaxpr, used_outputs, instantiate=False):
   if len(inst) != len(jaxpr.invars):
     raise ValueError(f"dce_jaxpr: instantiate has {len(inst)} entries for a jaxpr of "
                      f"{len(jaxpr.invars)} inputs")
-  new, used = staging.dce_jaxpr(jaxpr, list(used_outputs))
+  outs = ([used_outputs] * len(jaxpr.outvars) if isinstance(used_outputs, bool)
+          else list(used_outputs))  # (a bool for every output, as jax's)
+  new, used = staging.dce_jaxpr(jaxpr, outs)
   used = [u or i for u, i in zip(used, inst, strict=True)]
   invars = [v for v, u in zip(jaxpr.invars, used) if u]
   return Jaxpr(new.constvars, invars, new.outvars, new.eqns), used

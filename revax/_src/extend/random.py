@@ -8,10 +8,9 @@ from __future__ import annotations
 import numpy as np
 
 from revax._src.core.avals import get_aval
-from revax._src.core.config import config
 from revax._src.lax import prng_keys, shapes, slicing
 from revax._src.lax.prng import threefry2x32
-from revax._src.random.keys import PRNGKeyArray
+from revax._src.random.keys import PRNGKeyArray, python_int_seed
 from revax._src.random.prng_impls import PRNGImpl, PRNGSpec
 
 _U32 = np.dtype(np.uint32)
@@ -43,11 +42,7 @@ def define_prng_impl(*, key_shape, seed, split, random_bits, fold_in, name: str 
 def random_seed(seeds, impl: PRNGImpl) -> PRNGKeyArray:
   """Keys of `impl`, one per element of the integer array `seeds` (a Python int is taken as
   int64, keeping its low 32 bits when x64 is off, as JAX)."""
-  if isinstance(seeds, int) and not isinstance(seeds, bool):
-    seeds = np.int64(seeds)
-    if not config.x64_enabled:
-      seeds = seeds.astype(np.int32)
-  keys = prng_keys.random_seed(seeds, impl=impl)
+  keys = prng_keys.random_seed(python_int_seed(seeds), impl=impl)
   return keys if isinstance(keys, PRNGKeyArray) else PRNGKeyArray(keys, impl)
 
 

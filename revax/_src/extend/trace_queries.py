@@ -16,8 +16,8 @@ import numpy as np
 
 from revax._src.core import dtypes
 from revax._src.core.jaxpr import Var
-from revax._src.core.trace import (ConcretizationTypeError, Tracer, _context, current_trace,
-                                    eval_trace)
+from revax._src.core.trace import (ConcretizationTypeError, Tracer, current_trace, eval_trace,
+                                    set_current_trace)
 from revax._src.interpreters import batching
 from revax._src.interpreters.staging import DynamicJaxprTrace
 
@@ -39,11 +39,9 @@ def take_current_trace():
     ...   print(t)
     EvalTrace
   """
-  prev, _context.trace = _context.trace, eval_trace
-  try:
+  prev = current_trace()
+  with set_current_trace(eval_trace):
     yield prev
-  finally:
-    _context.trace = prev
 
 
 def concrete_or_error(force, val, context: str = ""):

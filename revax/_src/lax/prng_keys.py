@@ -199,12 +199,7 @@ def _impl_of_first_operand(args, params):
 
 def _no_tangents(prim):
   """JAX's `defjvp_zero`: keys and bits are integers, their tangents symbolic float0 zeros."""
-  def rule(primals, tangents, **params):
-    out = prim.bind(*primals, **params)
-    aval = get_aval(out)
-    return out, ad.Zero(ShapedArray(aval.shape, dtypes.float0))
-  ad.primitive_jvps[prim] = rule
-  ad.not_differentiable_reasons.setdefault(prim, "keys and random bits are integers")
+  ad.zero_output_jvp(prim, "keys and random bits are integers")
 
 
 def _keys_at_front(x, d, size):

@@ -30,8 +30,8 @@ from revax._src.core.avals import AbstractRef, ShapedArray, get_aval, pytype_ava
 from revax._src.core import effect_types as eff
 from revax._src.core.effects import def_effectful, def_effects
 from revax._src.core import pretty_printer as pp
-from revax._src.core.jaxpr import DropVar, Literal, binder, pp_eqn_rules
-from revax._src.core.trace import Primitive, Tracer, current_trace, set_current_trace
+from revax._src.core.jaxpr import Literal, binder, pp_eqn_rules
+from revax._src.core.trace import Primitive, Tracer, set_current_trace
 from revax._src.interpreters import ad, batching, discharge, dispatch, partial_eval, staging
 from revax._src.interpreters import invertible as inv
 from revax._src.lax import conversion, shapes
@@ -667,7 +667,7 @@ def _pp_get(eqn, names) -> pp.Doc:
 def _pp_swap(eqn, names) -> pp.Doc:
   ref, val, *idxs = eqn.invars
   at = _pp_ref(names, ref, eqn.params["indexer"], idxs)
-  if names.names.get(eqn.outvars[0]) == "_":  # an unused result at top level (JAX's test)
+  if names.is_dropped(eqn.outvars[0]):  # an unused result at top level (JAX's test)
     return pp.text(f"{at} <- {names(val)}")  # (a literal value with its type, as JAX prints it)
   return pp.text(f"{binder(names, eqn.outvars[0])}, {at} <- {at}, {names(val)}")
 

@@ -605,13 +605,20 @@ prng_keys.run_physical[0] = _run_physical
 
 
 # --- seeds ---------------------------------------------------------------------------------------
+def python_int_seed(seed):
+  """A Python int seed as JAX takes it: int64 (OverflowError outside it), its low 32 bits when
+  x64 is off; any other seed as it is."""
+  if isinstance(seed, int) and not isinstance(seed, bool):
+    seed = np.int64(seed)
+    if not config.x64_enabled:
+      seed = seed.astype(np.int32)
+  return seed
+
+
 def _seed_operand(ctor_name: str, seed):
   if isinstance(seed, PRNGKeyArray):
     raise TypeError(f"{ctor_name} accepts a scalar seed, but was given a PRNG key.")
-  if isinstance(seed, int) and not isinstance(seed, bool):
-    seed = np.int64(seed)  # as JAX: OverflowError outside int64; 32-bit mode keeps the low word
-    if not config.x64_enabled:
-      seed = seed.astype(np.int32)
+  seed = python_int_seed(seed)
   try:
     aval = get_aval(seed)
   except TypeError:
