@@ -199,7 +199,8 @@ def test_iota_errors():
 def test_iota_params_like_jax():
   (eqn,) = _eqns(lambda: lax.broadcasted_iota(np.float64, [2, 3], 1))
   assert eqn.primitive.name == "iota"
-  assert eqn.params == {"dtype": np.dtype(np.float32), "shape": (2, 3), "dimension": 1}
+  assert eqn.params == {"dtype": np.dtype(np.float32), "shape": (2, 3), "dimension": 1,
+                        "sharding": None}  # (jax's, sharding included)
   assert not eqn.outvars[0].aval.weak_type
 
 

@@ -725,11 +725,12 @@ def broadcasted_iota(dtype, shape, dimension: int, *, out_sharding=None):
   """
   dtype = dtypes.canonicalize_dtype(dtype)
   shape = _ints(shape, "iota shape")
-  return placed(iota_p.bind(dtype=dtype, shape=shape, dimension=operator.index(dimension)),
-                out_sharding)
+  # (sharding=None as jax's equation holds it; revax places the result after, `placed`)
+  return placed(iota_p.bind(dtype=dtype, shape=shape, dimension=operator.index(dimension),
+                            sharding=None), out_sharding)
 
 
-def _iota_abstract_eval(*, dtype, shape, dimension):
+def _iota_abstract_eval(*, dtype, shape, dimension, sharding=None):
   if not (dtypes.is_integer(dtype) or dtypes.is_inexact(dtype)):
     raise TypeError(f"iota does not accept dtype {np.dtype(dtype).name}; it takes integer, "
                     f"floating-point or complex dtypes")
@@ -741,14 +742,14 @@ def _iota_abstract_eval(*, dtype, shape, dimension):
   return ShapedArray(shape, dtype, False)
 
 
-def _iota_numpy(*, dtype, shape, dimension):
+def _iota_numpy(*, dtype, shape, dimension, sharding=None):
   counts = np.arange(shape[dimension]).astype(dtype)
   expanded = [1] * len(shape)
   expanded[dimension] = shape[dimension]
   return np.broadcast_to(counts.reshape(expanded), shape)
 
 
-def _iota_lower(ctx, *, dtype, shape, dimension):
+def _iota_lower(ctx, *, dtype, shape, dimension, sharding=None):
   return ctx.op1("stablehlo.iota", [], props={"iota_dimension": f"{dimension} : i64"})
 
 
